@@ -1,0 +1,259 @@
+"""The one entry point: ``tuidebug <command> …``.
+
+This module stays light: it never imports torch itself. Commands that need the compiler run it
+in a child process (``trace``) or import it only when they run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from tuidebug import __version__
+
+EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
+DEMO_EXAMPLE = "transformer_block.py"
+
+
+class CliError(Exception):
+    """A user error: printed as one line, exit code 2."""
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console()
+
+
+def _err(msg: str) -> None:
+    print(f"tuidebug: error: {msg}", file=sys.stderr)
+
+
+# -- trace ----------------------------------------------------------------------------------------
+
+def _default_out(script: Path) -> Path:
+    return Path("tuidebug-traces") / f"{script.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def _check_writable(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".tuidebug-write-test"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as e:
+        raise CliError(f"cannot write the trace to {out}: {e.strerror or e}") from e
+
+
+def run_trace(script: str, script_args: list[str], out: Path | None, *, check: bool = True,
+              use_cache: bool = False, sets: list[str] | None = None, quiet: bool = False) -> tuple[int, Path]:
+    """Trace ``script`` in a child process. Returns (exit code, trace dir)."""
+    path = Path(script)
+    if not path.exists():
+        raise CliError(f"no such script: {script}")
+    if not path.is_file():
+        raise CliError(f"not a file: {script}")
+    out = out or _default_out(path)
+    if out.exists() and any(out.iterdir()):
+        raise CliError(f"output directory {out} is not empty; choose another with -o")
+    _check_writable(out)
+    cmd = [sys.executable, "-m", "tuidebug.compiler.run_script", "--out", str(out)]
+    if not check:
+        cmd.append("--no-check")
+    if use_cache:
+        cmd.append("--use-cache")
+    for s in sets or []:
+        cmd += ["--set", s]
+    cmd += [str(path), *script_args]
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if not quiet:
+        print(f"[tuidebug] tracing {script} → {out}", file=sys.stderr, flush=True)
+    proc = subprocess.run(cmd, env=env)
+    return proc.returncode, out
+
+
+def _trace_outcome(code: int, out: Path) -> int:
+    from tuidebug.compiler import run_script as rs
+
+    if code == rs.EXIT_NO_COMPILE:
+        _err("the script never compiled anything: it did not call a torch.compile'd function "
+             "(torch.compile is lazy: the compiled function must be called)")
+        return 3
+    if code == rs.EXIT_RAISED_EARLY:
+        _err("the script raised an exception before compiling anything (traceback above)")
+        return 3
+    if code < 0:
+        import signal
+
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = str(-code)
+        _err(f"the capturing process died ({name}); the trace in {out} shows how far it got")
+        return 1
+    if code == rs.EXIT_COMPILE_FAILED:
+        _err(f"compilation failed; the trace in {out} records the failure "
+             f"(try: tuidebug open {out}, or tuidebug minify {out})")
+        return 1
+    if code == rs.EXIT_RAISED_LATE:
+        _err("the script raised after compiling (traceback above); the trace is complete")
+        return 1
+    return 0 if code == 0 else 1
+
+
+def cmd_trace(ns: argparse.Namespace) -> int:
+    code, out = run_trace(ns.script, ns.args, Path(ns.output) if ns.output else None,
+                          check=not ns.no_check, use_cache=ns.use_cache, sets=ns.set)
+    if (out / "manifest.json").exists():
+        _print_info(out, as_json=False)
+    rc = _trace_outcome(code, out)
+    if rc == 0 and ns.open:
+        return _open(out)
+    return rc
+
+
+# -- info -----------------------------------------------------------------------------------------
+
+def _print_info(path: Path, *, as_json: bool) -> int:
+    from tuidebug.trace.reader import Trace, TraceError
+    from tuidebug.trace.summary import trace_summary
+
+    try:
+        summary = trace_summary(Trace(path))
+    except TraceError as e:
+        raise CliError(str(e)) from e
+    if as_json:
+        print(json.dumps(summary, indent=1, default=str))
+    else:
+        from tuidebug.viewers.info import render_summary
+
+        render_summary(summary, _console())
+    return 0 if summary["status"] == "ok" else 1
+
+
+def cmd_info(ns: argparse.Namespace) -> int:
+    _print_info(Path(ns.trace), as_json=ns.json)
+    return 0
+
+
+# -- open / demo ----------------------------------------------------------------------------------
+
+def _open(path: Path) -> int:
+    from tuidebug.trace.reader import Trace, TraceError
+
+    try:
+        trace = Trace(path)
+    except TraceError as e:
+        raise CliError(str(e)) from e
+    try:
+        from tuidebug.tui.app import run_app
+    except ImportError as e:
+        raise CliError(f"the terminal UI is not available: {e}") from e
+    return run_app(trace)
+
+
+def cmd_open(ns: argparse.Namespace) -> int:
+    return _open(Path(ns.trace))
+
+
+def cmd_demo(ns: argparse.Namespace) -> int:
+    example = EXAMPLES_DIR / DEMO_EXAMPLE
+    if not example.exists():
+        raise CliError(f"bundled example not found: {example}")
+    out = Path(ns.output) if ns.output else _default_out(example)
+    code, out = run_trace(str(example), [], out)
+    rc = _trace_outcome(code, out)
+    if rc != 0:
+        return rc
+    if ns.no_open:
+        _print_info(out, as_json=False)
+        return 0
+    return _open(out)
+
+
+# -- registry ---------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="tuidebug",
+        description="Debug torch.compile: trace Inductor, explore passes, IR, kernels and "
+                    "provenance, export SVGs, recompile with other flags, minify failures.")
+    ap.add_argument("--version", action="version", version=f"tuidebug {__version__}")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("trace", help="run a script with capture on and write a trace")
+    p.add_argument("-o", "--output", help="trace directory (default: tuidebug-traces/<script>-<time>)")
+    p.add_argument("--no-check", action="store_true",
+                   help="do not compare compiled outputs against eager")
+    p.add_argument("--use-cache", action="store_true",
+                   help="let Inductor use its caches (a cache hit records less)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="set an Inductor flag for this trace (repeatable)")
+    p.add_argument("--open", action="store_true", help="open the trace in the TUI afterwards")
+    p.add_argument("script")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
+    p.set_defaults(fn=cmd_trace)
+
+    p = sub.add_parser("info", help="summarise a trace")
+    p.add_argument("trace")
+    p.add_argument("--json", action="store_true", help="machine-readable summary")
+    p.set_defaults(fn=cmd_info)
+
+    p = sub.add_parser("open", help="open a trace in the terminal UI")
+    p.add_argument("trace")
+    p.set_defaults(fn=cmd_open)
+
+    p = sub.add_parser("demo", help="trace the bundled transformer example and open it")
+    p.add_argument("-o", "--output")
+    p.add_argument("--no-open", action="store_true", help="print the summary instead")
+    p.set_defaults(fn=cmd_demo)
+
+    for register in _extra_commands():
+        register(sub)
+    return ap
+
+
+def _extra_commands() -> list[Callable[[Any], None]]:
+    """Commands that live with their packages (each registers its own sub-parser)."""
+    out = []
+    for mod, fn in (("tuidebug.viewers.cli", "register"), ("tuidebug.compiler.cli", "register"),
+                    ("tuidebug.minify.cli", "register")):
+        try:
+            module = __import__(mod, fromlist=[fn])
+        except ModuleNotFoundError as e:
+            if e.name == mod:
+                continue
+            raise
+        out.append(getattr(module, fn))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        argv = ["demo"]
+    ap = build_parser()
+    ns = ap.parse_args(argv)
+    if not getattr(ns, "fn", None):
+        ap.print_help()
+        return 2
+    try:
+        return int(ns.fn(ns) or 0)
+    except CliError as e:
+        _err(str(e))
+        return 2
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,757 @@
+"""Capture: observe the real Inductor while it compiles, and write a trace directory.
+
+``with tuidebug.capture("DIR"): ...`` records every ``torch.compile`` (Inductor backend) made
+inside the block. The observers are wrappers installed on Inductor's own functions (see
+``compat.py``) plus a handler on the structured trace log (the one behind TORCH_TRACE); they
+record and never change what the compiler does, except for two config settings that tuidebug
+needs and writes into the trace: ``trace.provenance_tracking_level=1`` (kernel provenance) and,
+unless ``use_cache=True``, ``force_disable_caches=True`` (a cache hit would skip the work we want
+to see).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import torch
+
+from tuidebug.compiler import accuracy, compat, snapshot
+from tuidebug.trace import kernels as kernel_text
+from tuidebug.trace import schema
+from tuidebug.trace.writer import TraceWriter
+
+TUIDEBUG_CONFIG = {"trace.provenance_tracking_level": 1}
+
+
+def _safe_id(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_") or "x"
+
+
+@dataclass
+class _GraphState:
+    graph_id: str
+    kind: str
+    compile_id: str
+    dir: Path
+    stages: list[dict[str, Any]] = field(default_factory=list)
+    last_fp: dict[str, Any] | None = None
+    last_gm: int | None = None
+    last_nodes: list[dict[str, Any]] = field(default_factory=list)
+    fusion: list[dict[str, Any]] = field(default_factory=list)
+    fusion_seen: set[tuple[str, str, str]] = field(default_factory=set)
+    provenance: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pre_to_post: dict[str, list[str]] = field(default_factory=dict)
+    kernel_index: list[dict[str, Any]] = field(default_factory=list)
+    status: str = "running"
+    started: float = field(default_factory=time.perf_counter)
+    phase_times: dict[str, float] = field(default_factory=dict)
+    has_partition: bool = False
+
+
+class CaptureSession:
+    """One capture: hooks installed on ``start()``, removed on ``stop()``."""
+
+    def __init__(self, out_dir: str | Path, *, check_accuracy: bool = True,
+                 use_cache: bool = False, command: list[str] | None = None,
+                 on_progress: Callable[[str], None] | None = None) -> None:
+        self.out_dir = Path(out_dir)
+        self.check_accuracy = check_accuracy
+        self.use_cache = use_cache
+        self.command = command
+        self.on_progress = on_progress
+        self.writer: TraceWriter | None = None
+        self._tls = threading.local()
+        self._lock = threading.RLock()
+        self._graphs: dict[str, _GraphState] = {}
+        self._frame_graph: dict[str, _GraphState] = {}
+        self._compiles: dict[str, dict[str, Any]] = {}
+        self._runtime: dict[str, Any] = {"checks": {}}
+        self._stack_cache: dict[str, Any] = {}
+        self._config_written = False
+        self._patcher: compat.Patcher | None = None
+        self._config_ctx: Any = None
+        self._log_handler: logging.Handler | None = None
+        self._remove_feedback: Callable[[], None] | None = None
+        self.errors: list[dict[str, Any]] = []
+        self._anon = 0
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> "CaptureSession":
+        self.writer = TraceWriter(self.out_dir, command=self.command, versions={
+            "torch": compat.TORCH_VERSION, "triton": compat.triton_version(),
+            "cuda": torch.version.cuda})
+        compat.import_inductor()
+        patches = dict(TUIDEBUG_CONFIG)
+        if not self.use_cache:
+            patches["force_disable_caches"] = True
+        self.writer.update(tuidebug_config=patches, check_accuracy=self.check_accuracy)
+        self._config_ctx = compat.inductor_config_patch(patches)
+        self._config_ctx.__enter__()
+        self._patcher = compat.Patcher(self.writer.warn)
+        self._install()
+        return self
+
+    def stop(self, exc: BaseException | None = None) -> None:
+        assert self.writer is not None
+        try:
+            if self._patcher:
+                self._patcher.restore()
+            if self._remove_feedback:
+                self._remove_feedback()
+            if self._log_handler:
+                compat.structured_trace_logger().removeHandler(self._log_handler)
+            if self._config_ctx is not None:
+                self._config_ctx.__exit__(None, None, None)
+        finally:
+            for gs in list(self._graphs.values()):
+                self._finish_graph(gs, "failed" if gs.status == "failed" else "ok")
+            self._write_runtime()
+            mismatches = [cid for cid, c in self._runtime["checks"].items()
+                          if c.get("close") is False]
+            if mismatches and not self.errors:
+                self.writer.update(accuracy_mismatch=mismatches)
+            status = schema.STATUS_FAILED if self.errors else schema.STATUS_OK
+            self.writer.finish(status, self.errors[0] if self.errors else None)
+
+    @property
+    def graph_count(self) -> int:
+        return len(self._graphs)
+
+    def _progress(self, msg: str) -> None:
+        if self.on_progress:
+            try:
+                self.on_progress(msg)
+            except Exception:
+                pass
+
+    # -- hooks ----------------------------------------------------------------------------------
+    def _install(self) -> None:
+        p = self._patcher
+        assert p is not None
+        p.wrap(compat.COMPILE_FX, self._wrap_compile_fx)
+        p.wrap(compat.PRE_GRAD_PASSES, lambda f: self._wrap_stage_fn(f, "pre_grad", None, "pre_grad"))
+        p.wrap(compat.JOINT_GRAPH_PASSES,
+               lambda f: self._wrap_stage_fn(f, "joint_graph_passes", "aot_joint", "joint_graph"))
+        p.wrap(compat.POST_GRAD_PASSES, lambda f: self._wrap_stage_fn(f, "post_grad", None, "post_grad"))
+        p.wrap(compat.CODEGEN_AND_COMPILE, self._wrap_codegen_and_compile)
+        p.wrap(compat.GRAPH_LOWERING_RUN, lambda f: self._wrap_phase(f, "lowering"))
+        p.wrap(compat.PASS_OBSERVER_ENTER, self._wrap_observer_enter)
+        p.wrap(compat.PASS_OBSERVER_EXIT, self._wrap_observer_exit)
+        p.wrap(compat.IR_PRE_FUSION, lambda f: self._wrap_ir(f, "pre"), everywhere=True)
+        p.wrap(compat.IR_POST_FUSION, lambda f: self._wrap_ir(f, "post"), everywhere=True)
+        p.wrap(compat.WHY_NO_FUSE, self._wrap_why_no_fuse)
+        p.wrap(compat.FUSE_TWO_NODES, self._wrap_fuse_two_nodes)
+        p.wrap(compat.KERNEL_PROVENANCE, self._wrap_provenance, everywhere=True)
+        try:
+            self._remove_feedback = compat.add_autotune_feedback(self._on_autotune)
+        except compat.NotAvailable as e:
+            self.writer.warn(f"autotune choices: {e}")
+        try:
+            logger = compat.structured_trace_logger()
+            self._log_handler = _StructuredHandler(self)
+            logger.addHandler(self._log_handler)
+        except compat.NotAvailable as e:
+            self.writer.warn(f"structured events (metrics, guards, output code): {e}")
+
+    def _guarded(self, what: str, fn: Callable[[], Any]) -> Any:
+        """Run recording code; a failure to record never breaks the user's compile."""
+        try:
+            return fn()
+        except Exception as e:
+            if self.writer:
+                self.writer.warn(f"capture could not record {what}: {type(e).__name__}: {e}")
+            return None
+
+    @contextlib.contextmanager
+    def _reentrant(self, key: str) -> Iterator[bool]:
+        """Yields True for the outermost call of ``key`` on this thread."""
+        depth = getattr(self._tls, key, 0)
+        setattr(self._tls, key, depth + 1)
+        try:
+            yield depth == 0
+        finally:
+            setattr(self._tls, key, depth)
+
+    def _current(self) -> _GraphState | None:
+        return getattr(self._tls, "graph", None)
+
+    @contextlib.contextmanager
+    def _as_current(self, gs: _GraphState | None) -> Iterator[None]:
+        prev = getattr(self._tls, "graph", None)
+        self._tls.graph = gs
+        try:
+            yield
+        finally:
+            self._tls.graph = prev
+
+    def _phase(self, phase: str) -> None:
+        gs = self._current()
+        assert self.writer is not None
+        self.writer.set_phase(phase, gs.graph_id if gs else None)
+        if gs is not None:
+            gs.phase_times.setdefault(phase, time.perf_counter() - gs.started)
+
+    # compile_fx: one Dynamo graph enters Inductor
+    def _wrap_compile_fx(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        def compile_fx(model_: Any, example_inputs_: Any, *args: Any, **kwargs: Any) -> Any:
+            with self._reentrant("compile_fx") as outer:
+                if not outer:
+                    return orig(model_, example_inputs_, *args, **kwargs)
+                gs = self._guarded("the Dynamo graph", lambda: self._begin_compile(model_, example_inputs_))
+                with self._as_current(gs):
+                    try:
+                        compiled = orig(model_, example_inputs_, *args, **kwargs)
+                    except BaseException as e:
+                        self._record_error(e, gs)
+                        raise
+                if gs is not None and self.check_accuracy and callable(compiled):
+                    compiled = self._wrap_runtime(compiled, model_, gs)
+                return compiled
+        return compile_fx
+
+    def _begin_compile(self, gm: Any, example_inputs: Any) -> _GraphState:
+        cid = compat.current_compile_id()
+        if cid is None:
+            self._anon += 1
+            cid = f"direct/{self._anon}"
+        needs_grad = torch.is_grad_enabled() and any(
+            isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs or ())
+        kind = "forward" if needs_grad else "inference"
+        gs = self._graph_state(cid, kind)
+        self._frame_graph[cid] = gs
+        self._progress(f"compiling graph {gs.graph_id}")
+        with self._as_current(gs):
+            self._phase("dynamo")
+            self._snapshot(gs, gm, "dynamo", kind="stage")
+        return gs
+
+    def _graph_state(self, cid: str, kind: str) -> _GraphState:
+        gid = f"{_safe_id(cid)}-{kind}"
+        with self._lock:
+            if gid in self._graphs:
+                return self._graphs[gid]
+            assert self.writer is not None
+            gs = _GraphState(gid, kind, cid, self.writer.graph_path(gid))
+            self._graphs[gid] = gs
+            self.writer.add_graph(gid, kind=kind, compile_id=cid)
+            c = self._compiles.setdefault(cid, {"graphs": []})
+            c["graphs"].append(gid)
+            self.writer.add_compile(cid, {"graphs": c["graphs"]})
+            self._write_meta(gs)
+            return gs
+
+    def _wrap_stage_fn(self, orig: Callable[..., Any], after: str, before: str | None,
+                       phase: str) -> Callable[..., Any]:
+        def stage_fn(gm: Any, *args: Any, **kwargs: Any) -> Any:
+            with self._reentrant(f"stage_{after}") as outer:
+                gs = self._current() if outer else None
+                if gs is not None:
+                    self._phase(phase)
+                    if before:
+                        self._guarded(before, lambda: self._snapshot(gs, gm, before, kind="stage"))
+                    if phase == "pre_grad":
+                        self._guarded("the Inductor config", self._write_config)
+                t0 = time.perf_counter()
+                result = orig(gm, *args, **kwargs)
+                if gs is not None:
+                    out_gm = result if isinstance(result, torch.fx.GraphModule) else gm
+                    self._guarded(after, lambda: self._snapshot(
+                        gs, out_gm, after, kind="stage", duration=time.perf_counter() - t0))
+                return result
+        return stage_fn
+
+    def _wrap_codegen_and_compile(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        session = self
+
+        def codegen_and_compile(self_: Any, gm: Any, example_inputs: Any, inputs_to_check: Any,
+                                graph_kwargs: Any, *args: Any, **kwargs: Any) -> Any:
+            gs = session._guarded("the partitioned graph",
+                                  lambda: session._begin_graph(gm, graph_kwargs))
+            with session._as_current(gs):
+                try:
+                    out = orig(self_, gm, example_inputs, inputs_to_check, graph_kwargs,
+                               *args, **kwargs)
+                except BaseException as e:
+                    session._record_error(e, gs)
+                    raise
+                if gs is not None:
+                    session._guarded("graph results", lambda: session._finish_graph(gs, "ok"))
+                return out
+        return codegen_and_compile
+
+    def _begin_graph(self, gm: Any, graph_kwargs: dict[str, Any]) -> _GraphState:
+        cid = compat.current_compile_id() or (self._current().compile_id if self._current()
+                                              else "unknown")
+        if graph_kwargs.get("is_backward"):
+            kind = "backward"
+        elif graph_kwargs.get("is_inference"):
+            kind = "inference"
+        else:
+            kind = "forward"
+        frame = self._frame_graph.get(cid)
+        if kind != "backward" and frame is not None and not frame.has_partition:
+            gs = frame  # the graph that already holds the Dynamo / pre-grad / joint stages
+            if gs.kind != kind:
+                gs.kind = kind
+                self._write_meta(gs)
+        else:
+            gs = self._graph_state(cid, kind)
+        gs.has_partition = True
+        gs.status = "running"
+        with self._as_current(gs):
+            self._phase("partition")
+            self._snapshot(gs, gm, f"aot_{kind}", kind="stage")
+        return gs
+
+    def _wrap_phase(self, orig: Callable[..., Any], phase: str) -> Callable[..., Any]:
+        def fn(*args: Any, **kwargs: Any) -> Any:
+            self._phase(phase)
+            return orig(*args, **kwargs)
+        return fn
+
+    # GraphTransformObserver: one Inductor FX pass
+    def _wrap_observer_enter(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        session = self
+
+        def __enter__(self_: Any) -> Any:
+            gs = session._current()
+            if gs is not None:
+                fp = session._guarded("a pass", lambda: snapshot.fingerprint(self_.gm))
+                stack = session._tls.__dict__.setdefault("passes", [])
+                stack.append((fp, time.perf_counter()))
+            return orig(self_)
+        return __enter__
+
+    def _wrap_observer_exit(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        session = self
+
+        def __exit__(self_: Any, typ: Any, value: Any, tb: Any) -> Any:
+            result = orig(self_, typ, value, tb)
+            gs = session._current()
+            stack = session._tls.__dict__.get("passes")
+            if gs is not None and stack:
+                fp_enter, t0 = stack.pop()
+                duration = time.perf_counter() - t0
+                if typ is None and fp_enter is not None:
+                    session._guarded(f"pass {self_.passname}", lambda: session._record_pass(
+                        gs, self_, fp_enter, duration))
+            return result
+        return __exit__
+
+    def _record_pass(self, gs: _GraphState, obs: Any, fp_enter: dict[str, Any],
+                     duration: float) -> None:
+        fp = snapshot.fingerprint(obs.gm)
+        name = str(obs.passname)
+        subsystem = getattr(obs, "subsystem", None)
+        if fp == fp_enter or (fp == gs.last_fp and id(obs.gm) == gs.last_gm):
+            note = None if fp == fp_enter else "changes recorded by the passes inside it"
+            self._add_stage(gs, {"name": name, "kind": "pass", "subsystem": subsystem,
+                                 "duration_s": duration, "changed": False,
+                                 **({"note": note} if note else {})})
+            return
+        self._snapshot(gs, obs.gm, name, kind="pass", subsystem=subsystem, duration=duration,
+                       fp=fp, base_fp=fp_enter)
+
+    # -- snapshots ------------------------------------------------------------------------------
+    def _snapshot(self, gs: _GraphState, gm: Any, name: str, *, kind: str,
+                  subsystem: str | None = None, duration: float | None = None,
+                  fp: dict[str, Any] | None = None, base_fp: dict[str, Any] | None = None) -> None:
+        fp = fp if fp is not None else snapshot.fingerprint(gm)
+        if gs.last_fp is not None and id(gm) == gs.last_gm:
+            base = gs.last_fp
+        else:
+            base = base_fp if base_fp is not None else gs.last_fp
+        changes = snapshot.diff_fingerprints(base, fp) if base is not None else {
+            "added": list(fp), "removed": [], "changed": []}
+        index = len(gs.stages)
+        fname = f"{schema.STAGES_DIR}/{index:03d}-{_safe_id(name)}.json"
+        data = snapshot.graph_to_json(gm, graph_id=gs.graph_id, stage=name,
+                                      cache=self._stack_cache)
+        data["changes"] = changes
+        assert self.writer is not None
+        self.writer.write_json(gs.dir / fname, data)
+        gs.last_fp, gs.last_gm, gs.last_nodes = fp, id(gm), data["nodes"]
+        self._add_stage(gs, {
+            "name": name, "kind": kind, "subsystem": subsystem, "duration_s": duration,
+            "changed": base is None or any(changes.values()), "file": fname,
+            "nodes": len(data["nodes"]),
+            "counts": {k: len(v) for k, v in changes.items()}})
+
+    def _add_stage(self, gs: _GraphState, entry: dict[str, Any]) -> None:
+        entry["index"] = len(gs.stages)
+        gs.stages.append(entry)
+        self._write_meta(gs)
+
+    def _write_meta(self, gs: _GraphState) -> None:
+        assert self.writer is not None
+        self.writer.write_json(gs.dir / schema.META, {
+            "id": gs.graph_id, "kind": gs.kind, "compile_id": gs.compile_id,
+            "status": gs.status, "stages": gs.stages, "phase_times_s": gs.phase_times,
+            "kernels": len(gs.kernel_index),
+            "fusion": {"fused": sum(1 for f in gs.fusion if f["action"] == "fused"),
+                       "rejected": sum(1 for f in gs.fusion if f["action"] == "rejected")},
+        })
+
+    def _write_config(self) -> None:
+        if self._config_written:
+            return
+        values = compat.inductor_config_values()
+        try:
+            defaults = compat.inductor_config_defaults()
+        except compat.NotAvailable as e:
+            assert self.writer is not None
+            self.writer.warn(f"config defaults: {e}")
+            defaults = {}
+        changed = {k: {"value": v, "default": defaults[k]} for k, v in values.items()
+                   if k in defaults and _jsonish(v) != _jsonish(defaults[k])}
+        assert self.writer is not None
+        self.writer.write_json(self.writer.path(schema.CONFIG), {
+            "values": {k: _jsonish(v) for k, v in values.items()},
+            "changed": {k: {"value": _jsonish(d["value"]), "default": _jsonish(d["default"])}
+                        for k, d in changed.items()},
+            "set_by_tuidebug": sorted(k for k in changed if k in TUIDEBUG_CONFIG
+                                      or k == "force_disable_caches"),
+        })
+        self._config_written = True
+
+    # -- IR and fusion --------------------------------------------------------------------------
+    def _wrap_ir(self, orig: Callable[..., Any], which: str) -> Callable[..., Any]:
+        def log_ir(nodes: Any) -> Any:
+            gs = self._current()
+            if gs is not None:
+                self._phase("scheduling" if which == "pre" else "codegen")
+                self._guarded(f"IR {which} fusion", lambda: self._write_ir(gs, nodes, which))
+            return orig(nodes)
+        return log_ir
+
+    def _write_ir(self, gs: _GraphState, nodes: Any, which: str) -> None:
+        assert self.writer is not None
+        base = schema.IR_PRE if which == "pre" else schema.IR_POST
+        items = [compat.scheduler_node_json(n) for n in nodes]
+        self.writer.write_json(gs.dir / f"{base}.json", {"graph": gs.graph_id, "nodes": items})
+        self.writer.write_text(gs.dir / f"{base}.txt",
+                               "\n\n".join(compat.scheduler_node_text(n) for n in nodes) + "\n")
+        if which == "post":
+            self._flush_fusion(gs)
+
+    def _wrap_why_no_fuse(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        session = self
+
+        def __call__(self_: Any, reason: str, *args: Any) -> Any:
+            out = orig(self_, reason, *args)
+            gs = session._current()
+            if gs is not None:
+                def rec() -> None:
+                    text = reason % args if args else reason
+                    key = (self_.name1, self_.name2, text)
+                    if key not in gs.fusion_seen:
+                        gs.fusion_seen.add(key)
+                        gs.fusion.append({"action": "rejected", "node1": self_.name1,
+                                          "node2": self_.name2, "reason": text})
+                session._guarded("a fusion decision", rec)
+            return out
+        return __call__
+
+    def _wrap_fuse_two_nodes(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        session = self
+
+        def fuse_two_nodes(self_: Any, node1: Any, node2: Any, *args: Any, **kwargs: Any) -> Any:
+            n1, n2 = node1.get_name(), node2.get_name()
+            out = orig(self_, node1, node2, *args, **kwargs)
+            gs = session._current()
+            if gs is not None:
+                session._guarded("a fusion", lambda: gs.fusion.append({
+                    "action": "fused", "node1": n1, "node2": n2, "result": out.get_name(),
+                    "members": [n.get_name() for n in out.get_nodes()]}))
+            return out
+        return fuse_two_nodes
+
+    def _flush_fusion(self, gs: _GraphState) -> None:
+        assert self.writer is not None
+        lines = "".join(_json_line(r) for r in gs.fusion)
+        self.writer.write_text(gs.dir / schema.FUSION, lines)
+
+    # -- kernels and provenance -----------------------------------------------------------------
+    def _wrap_provenance(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        def set_kernel_post_grad_provenance_tracing(node_schedule: Any, kernel_name: str,
+                                                    is_extern: bool = False) -> Any:
+            handle = orig(node_schedule, kernel_name, is_extern)
+            gs = self._current()
+            if gs is not None:
+                def rec() -> None:
+                    key = f"{kernel_name}:{handle}" if handle is not None else kernel_name
+                    info = compat.kernel_provenance_args(node_schedule, is_extern)
+                    gs.provenance[key] = {"kernel": kernel_name, "extern": is_extern, **info}
+                self._guarded("kernel provenance", rec)
+            return handle
+        return set_kernel_post_grad_provenance_tracing
+
+    def on_output_code(self, code: str, gs: _GraphState | None) -> None:
+        if gs is None:
+            return
+        self._phase("kernel_compile")
+        assert self.writer is not None
+        self.writer.write_text(gs.dir / schema.WRAPPER, code)
+        parsed = kernel_text.split_wrapper(code)
+        index = []
+        for k in parsed.kernels:
+            rel = f"{schema.CODE_DIR}/{k.name}{k.ext}"
+            self.writer.write_text(gs.dir / rel, k.source)
+            index.append(kernel_text.kernel_index_entry(k, rel))
+        for e in parsed.externs:
+            name = e.handles[0] if e.handles else f"{e.name}@{e.line}"
+            index.append({"name": name, "kind": "extern", "file": None, "call": e.name,
+                          "wrapper_line": e.line, "handles": e.handles,
+                          "source_nodes": e.source_nodes, "original_aten": e.original_aten})
+        gs.kernel_index = index
+        self.writer.write_json(gs.dir / schema.KERNELS_INDEX, {"kernels": index})
+        self._write_provenance(gs)
+        self._write_meta(gs)
+
+    def _write_provenance(self, gs: _GraphState) -> None:
+        fx_source = {n["name"]: n.get("source") for n in gs.last_nodes}
+        kernels: dict[str, Any] = {}
+        fx_to_kernels: dict[str, list[str]] = {}
+        for k in gs.kernel_index:
+            ir_nodes: list[str] = []
+            fx_nodes: list[str] = []
+            stacks: list[str] = []
+            for h in k.get("handles") or []:
+                info = gs.provenance.get(h)
+                if not info:
+                    continue
+                ir_nodes += [x for x in info["ir_nodes"] if x not in ir_nodes]
+                fx_nodes += [x for x in info["fx_nodes"] if x not in fx_nodes]
+                stacks += [x for x in info["stack_traces"] if x not in stacks]
+            if not fx_nodes:
+                fx_nodes = [x for x in k.get("source_nodes") or [] if x in fx_source]
+            sources: list[dict[str, Any]] = []
+            for fx in fx_nodes:
+                src = fx_source.get(fx)
+                if src and src not in sources:
+                    sources.append(src)
+            for st in stacks:
+                src = snapshot.parse_stack_trace(st, self._stack_cache)
+                if src and src not in sources:
+                    sources.append(src)
+            kernels[k["name"]] = {"kind": k["kind"], "ir_nodes": ir_nodes, "fx_nodes": fx_nodes,
+                                  "source": sources}
+            for fx in fx_nodes:
+                fx_to_kernels.setdefault(fx, []).append(k["name"])
+        assert self.writer is not None
+        self.writer.write_json(gs.dir / schema.PROVENANCE, {
+            "kernels": kernels, "fx_to_kernels": fx_to_kernels, "pre_to_post": gs.pre_to_post})
+
+    # -- autotuning -----------------------------------------------------------------------------
+    def _on_autotune(self, timings: Any, name: str, input_nodes: Any, choices: Any,
+                     *rest: Any) -> None:
+        gs = self._current()
+        if gs is None:
+            return
+
+        def rec() -> None:
+            entries = []
+            for c in choices:
+                info = compat.choice_info(c)
+                t = timings.get(c) if hasattr(timings, "get") else None
+                if t is None or t == float("inf"):
+                    info["error"] = "failed or skipped (no timing)"
+                    info["time_ms"] = None
+                else:
+                    info["time_ms"] = float(t)
+                entries.append(info)
+            timed = [e for e in entries if e["time_ms"] is not None]
+            winner = min(timed, key=lambda e: e["time_ms"])["name"] if timed else None
+            assert self.writer is not None
+            self.writer.append(gs.dir / schema.AUTOTUNE, {
+                "op": name, "inputs": [compat.ir_node_size(n) for n in input_nodes or []],
+                "choices": entries, "winner": winner})
+        self._guarded("autotune choices", rec)
+
+    # -- runtime --------------------------------------------------------------------------------
+    def _wrap_runtime(self, compiled: Callable[..., Any], gm: Any,
+                      gs: _GraphState) -> Callable[..., Any]:
+        cid = gs.compile_id
+
+        def record(result: dict[str, Any]) -> None:
+            self._runtime["checks"][cid] = {"graphs": self._compiles.get(cid, {}).get("graphs", []),
+                                            **result}
+            self._guarded("the eager comparison", self._write_runtime)
+
+        checked = accuracy.checked(compiled, gm, record)
+
+        def run(*args: Any) -> Any:
+            with self._as_current(gs):
+                try:
+                    return checked(*args)
+                except BaseException as e:
+                    if not isinstance(e, (KeyboardInterrupt, SystemExit)):
+                        self._phase("runtime")
+                        self._record_error(e, gs, phase="runtime")
+                    raise
+        if getattr(checked, "_boxed_call", False):
+            run._boxed_call = True  # type: ignore[attr-defined]
+        return run
+
+    def _write_runtime(self) -> None:
+        assert self.writer is not None
+        self.writer.write_json(self.writer.path(schema.RUNTIME), self._runtime)
+
+    # -- errors and completion ------------------------------------------------------------------
+    def _record_error(self, e: BaseException, gs: _GraphState | None,
+                      phase: str | None = None) -> None:
+        if getattr(e, "_tuidebug_recorded", False):
+            return
+        try:
+            e._tuidebug_recorded = True  # type: ignore[attr-defined]
+        except Exception:
+            pass
+        assert self.writer is not None
+        inner = e
+        while getattr(inner, "inner_exception", None) is not None:  # BackendCompilerFailed
+            inner = inner.inner_exception  # type: ignore[attr-defined]
+        err = {
+            "phase": phase or self.writer.manifest.get("phase") or "unknown",
+            "type": f"{type(inner).__module__}.{type(inner).__qualname__}",
+            "message": str(inner)[:20000],
+            "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__))[-60000:],
+            "graph": gs.graph_id if gs else None,
+            "compile_id": gs.compile_id if gs else None,
+        }
+        self.errors.append(err)
+        if gs is not None:
+            gs.status = "failed"
+            self._guarded("the error", lambda: self.writer.write_json(gs.dir / schema.ERROR, err))
+            self._guarded("fusion decisions", lambda: self._flush_fusion(gs))
+            self._write_meta(gs)
+            self.writer.set_graph_status(gs.graph_id, "failed")
+        self.writer.update(error=err)
+
+    def _finish_graph(self, gs: _GraphState, status: str) -> None:
+        if gs.status in ("ok", "failed") and status == "ok":
+            return
+        gs.status = status if gs.status != "failed" else "failed"
+        if gs.fusion:
+            self._flush_fusion(gs)
+        if gs.kernel_index:
+            self._write_provenance(gs)
+        self._write_meta(gs)
+        assert self.writer is not None
+        self.writer.set_graph_status(gs.graph_id, gs.status)
+
+    # structured events
+    def on_event(self, meta: dict[str, Any], payload: Any) -> None:
+        cid = _event_compile_id(meta)
+        if "dynamo_start" in meta:
+            self._phase("dynamo")
+        elif "inductor_output_code" in meta:
+            self.on_output_code(str(payload or ""), self._current())
+        elif "compilation_metrics" in meta or "bwd_compilation_metrics" in meta:
+            key = "metrics" if "compilation_metrics" in meta else "backward_metrics"
+            self._compile_detail(cid, key, meta.get("compilation_metrics")
+                                 or meta.get("bwd_compilation_metrics"))
+            self._compile_detail(cid, "counters", compat.counters_snapshot())
+        elif "dynamo_guards" in meta or "dynamo_cpp_guards_str" in meta:
+            self._compile_detail(cid, "guards", payload)
+        elif "artifact" in meta:
+            name = (meta.get("artifact") or {}).get("name", "")
+            if name in ("recompile_reasons", "dynamo_graph_break_reason"):
+                self._compile_detail(cid, name, payload, append=True)
+            elif name == "inductor_provenance_tracking_node_mappings":
+                gs = self._current()
+                try:
+                    data = payload if isinstance(payload, dict) else _loads(payload)
+                    if gs is not None and isinstance(data, dict):
+                        gs.pre_to_post = data.get("preToPost") or {}
+                except ValueError:
+                    pass
+
+    def _compile_detail(self, cid: str | None, key: str, value: Any, append: bool = False) -> None:
+        if cid is None:
+            return
+        with self._lock:
+            c = self._compiles.setdefault(cid, {"graphs": []})
+            if append:
+                c.setdefault(key, []).append(value)
+            else:
+                c[key] = value
+            assert self.writer is not None
+            self.writer.write_json(self.writer.path(schema.COMPILES_DIR, f"{_safe_id(cid)}.json"),
+                                   {"id": cid, **c})
+            if key == "metrics" and isinstance(value, dict):
+                self.writer.add_compile(cid, {"graphs": c["graphs"], "summary": {
+                    k: value.get(k) for k in ("co_name", "co_filename", "co_firstlineno",
+                                              "entire_frame_compile_time_s",
+                                              "inductor_compile_time_s", "fail_type")}})
+
+
+class _StructuredHandler(logging.Handler):
+    def __init__(self, session: CaptureSession) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.session = session
+
+    def emit(self, record: logging.LogRecord) -> None:
+        meta = getattr(record, "metadata", None)
+        if not isinstance(meta, dict):
+            return
+        try:
+            self.session.on_event(meta, getattr(record, "payload", None))
+        except Exception as e:
+            if self.session.writer:
+                self.session.writer.warn(f"capture could not record an event: {e}")
+
+
+def _event_compile_id(meta: dict[str, Any]) -> str | None:
+    f, c = meta.get("frame_id"), meta.get("frame_compile_id")
+    if f is None or c is None:
+        return compat.current_compile_id()
+    cid = f"{f}/{c}"
+    if meta.get("attempt"):
+        cid += f"_{meta['attempt']}"
+    ca = meta.get("compiled_autograd_id")
+    return f"!{ca}/{cid}" if ca is not None else cid
+
+
+def _loads(text: Any) -> Any:
+    import json
+
+    return json.loads(text)
+
+
+def _json_line(rec: Any) -> str:
+    import json
+
+    return json.dumps(rec, default=repr) + "\n"
+
+
+def _jsonish(v: Any) -> Any:
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, (list, tuple)):
+        return [_jsonish(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _jsonish(x) for k, x in v.items()}
+    return repr(v)
+
+
+@contextlib.contextmanager
+def capture(out_dir: str | Path, *, check_accuracy: bool = True, use_cache: bool = False,
+            command: list[str] | None = None) -> Iterator[CaptureSession]:
+    """Record every Inductor compile inside the block into the trace directory ``out_dir``."""
+    session = CaptureSession(out_dir, check_accuracy=check_accuracy, use_cache=use_cache,
+                             command=command).start()
+    try:
+        yield session
+    except BaseException as e:
+        session.stop(e)
+        raise
+    else:
+        session.stop()

@@ -1,0 +1,309 @@
+"""Every use of a private torch API in tuidebug lives here, feature-detected.
+
+Torch internals move between releases. Each hook below is looked up by name when capture starts;
+one that the installed torch lacks is reported as "not available in torch X" (a capture warning)
+instead of crashing, and the rest of the capture goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+TORCH_VERSION = torch.__version__
+
+
+class NotAvailable(Exception):
+    """A torch internal that this torch does not have."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"{what} is not available in torch {TORCH_VERSION}")
+
+
+def _resolve(dotted: str) -> tuple[Any, str]:
+    """'torch._inductor.debug.log_ir_pre_fusion' -> (owner object, attribute name)."""
+    import importlib
+
+    parts = dotted.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        try:
+            owner: Any = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for p in parts[i:-1]:
+            owner = getattr(owner, p)
+        if not hasattr(owner, parts[-1]):
+            raise NotAvailable(dotted)
+        return owner, parts[-1]
+    raise NotAvailable(dotted)
+
+
+@dataclass
+class Patch:
+    owner: Any
+    name: str
+    original: Any
+
+
+class Patcher:
+    """Installs wrappers on torch internals and restores them all on ``restore()``."""
+
+    def __init__(self, warn: Callable[[str], None]) -> None:
+        self._patches: list[Patch] = []
+        self._warn = warn
+
+    def wrap(self, dotted: str, make: Callable[[Any], Any], *, everywhere: bool = False) -> bool:
+        """Replace ``dotted`` by ``make(original)``.
+
+        ``everywhere``: also replace it in every loaded ``torch._inductor`` module that imported
+        the function by name (``from ..debug import f``).
+        """
+        try:
+            owner, name = _resolve(dotted)
+        except (NotAvailable, AttributeError) as e:
+            self._warn(str(e) if isinstance(e, NotAvailable) else str(NotAvailable(dotted)))
+            return False
+        original = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+        replacement = make(getattr(owner, name))
+        if isinstance(original, (classmethod, staticmethod)):
+            replacement = type(original)(replacement)
+        self._patches.append(Patch(owner, name, original))
+        setattr(owner, name, replacement)
+        if everywhere:
+            fn = getattr(original, "__func__", original)
+            for modname, mod in list(sys.modules.items()):
+                if mod is None or mod is owner or not modname.startswith("torch._inductor"):
+                    continue
+                if getattr(mod, name, None) is fn:
+                    self._patches.append(Patch(mod, name, fn))
+                    setattr(mod, name, replacement)
+        return True
+
+    def restore(self) -> None:
+        while self._patches:
+            p = self._patches.pop()
+            setattr(p.owner, p.name, p.original)
+
+
+# -- modules that must be loaded before patching --------------------------------------------------
+
+def import_inductor() -> None:
+    """Import the Inductor modules whose functions capture wraps."""
+    import torch._inductor.codecache  # noqa: F401
+    import torch._inductor.compile_fx  # noqa: F401
+    import torch._inductor.debug  # noqa: F401
+    import torch._inductor.graph  # noqa: F401
+    import torch._inductor.scheduler  # noqa: F401
+    import torch._inductor.select_algorithm  # noqa: F401
+
+    for mod in ("torch._inductor.codegen.cpp", "torch._inductor.codegen.triton",
+                "torch._inductor.codegen.simd"):
+        try:
+            __import__(mod)
+        except Exception:  # a backend that cannot load here (e.g. no triton): skip it
+            pass
+
+
+# Hook points, by role. capture.py wraps these; a missing one becomes a warning.
+COMPILE_FX = "torch._inductor.compile_fx.compile_fx"
+PRE_GRAD_PASSES = "torch._inductor.compile_fx._recursive_pre_grad_passes"
+JOINT_GRAPH_PASSES = "torch._inductor.compile_fx._recursive_joint_graph_passes"
+POST_GRAD_PASSES = "torch._inductor.compile_fx._recursive_post_grad_passes"
+CODEGEN_AND_COMPILE = "torch._inductor.compile_fx._InProcessFxCompile.codegen_and_compile"
+GRAPH_LOWERING_RUN = "torch._inductor.graph.GraphLowering.run"
+PASS_OBSERVER_ENTER = "torch.fx.passes.graph_transform_observer.GraphTransformObserver.__enter__"
+PASS_OBSERVER_EXIT = "torch.fx.passes.graph_transform_observer.GraphTransformObserver.__exit__"
+IR_PRE_FUSION = "torch._inductor.debug.log_ir_pre_fusion"
+IR_POST_FUSION = "torch._inductor.debug.log_ir_post_fusion"
+WHY_NO_FUSE = "torch._inductor.scheduler.WhyNoFuse.__call__"
+FUSE_TWO_NODES = "torch._inductor.scheduler.Scheduler.fuse_two_nodes"
+KERNEL_PROVENANCE = "torch._inductor.debug.set_kernel_post_grad_provenance_tracing"
+
+
+# -- structured trace log ------------------------------------------------------------------------
+
+def structured_trace_logger() -> logging.Logger:
+    """The logger behind TORCH_TRACE (``trace_structured`` emits to it when it has handlers)."""
+    try:
+        from torch._logging._internal import trace_log
+    except ImportError as e:
+        raise NotAvailable("torch._logging._internal.trace_log") from e
+    return trace_log
+
+
+def current_compile_id() -> str | None:
+    try:
+        from torch._guards import CompileContext
+
+        cid = CompileContext.current_compile_id()
+    except Exception:
+        return None
+    return str(cid) if cid is not None else None
+
+
+# -- Inductor config -----------------------------------------------------------------------------
+
+def inductor_config_values() -> dict[str, Any]:
+    from torch._inductor import config
+
+    return dict(config.get_config_copy())
+
+
+def inductor_config_defaults() -> dict[str, Any]:
+    from torch._inductor import config
+
+    entries = getattr(config, "_config", None)
+    if not isinstance(entries, dict):
+        raise NotAvailable("torch._inductor.config._config (config defaults)")
+    return {k: getattr(e, "default", None) for k, e in entries.items()}
+
+
+def inductor_config_patch(changes: dict[str, Any]) -> Any:
+    from torch._inductor import config
+
+    return config.patch(changes)
+
+
+def counters_snapshot() -> dict[str, dict[str, int]]:
+    try:
+        from torch._dynamo.utils import counters
+    except ImportError:
+        return {}
+    return {k: dict(v) for k, v in counters.items()}
+
+
+# -- autotuning ----------------------------------------------------------------------------------
+
+def add_autotune_feedback(fn: Callable[..., None]) -> Callable[[], None]:
+    """Register ``fn`` as an autotune feedback saver; returns a function that removes it."""
+    try:
+        from torch._inductor import select_algorithm as sa
+    except ImportError as e:
+        raise NotAvailable("torch._inductor.select_algorithm") from e
+    if not hasattr(sa, "add_feedback_saver"):
+        raise NotAvailable("torch._inductor.select_algorithm.add_feedback_saver")
+    sa.add_feedback_saver(fn)
+
+    def remove() -> None:
+        getter = getattr(sa, "get_algorithm_selector_cache", None)
+        cache = getter() if getter else getattr(sa, "_ALGORITHM_SELECTOR_CACHE", None)
+        fns = getattr(cache, "feedback_saver_fns", None)
+        if isinstance(fns, list) and fn in fns:
+            fns.remove(fn)
+
+    return remove
+
+
+def choice_info(choice: Any) -> dict[str, Any]:
+    """What an autotune choice is: name, description and its config (tiles, stages, warps)."""
+    info: dict[str, Any] = {"name": str(getattr(choice, "name", choice))}
+    desc = getattr(choice, "description", None)
+    if desc:
+        info["description"] = str(desc)
+    try:
+        d = choice.info_dict()
+        info["config"] = {str(k): v if isinstance(v, (int, float, str, bool, type(None)))
+                          else str(v) for k, v in d.items()}
+    except Exception:
+        pass
+    info["kind"] = type(choice).__name__
+    return info
+
+
+def ir_node_size(node: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    try:
+        out["shape"] = [str(s) for s in node.get_size()]
+    except Exception:
+        pass
+    try:
+        out["dtype"] = str(node.get_dtype()).replace("torch.", "")
+    except Exception:
+        pass
+    try:
+        out["name"] = node.get_name()
+    except Exception:
+        pass
+    return out
+
+
+# -- scheduler nodes -----------------------------------------------------------------------------
+
+def scheduler_node_json(snode: Any) -> dict[str, Any]:
+    """A scheduler node (possibly fused) as JSON: members, FX origins, dependencies."""
+    def safe(f: Callable[[], Any], default: Any = None) -> Any:
+        try:
+            return f()
+        except Exception:
+            return default
+
+    members = safe(lambda: [n.get_name() for n in snode.get_nodes()], [])
+    origins: list[str] = []
+    for m in safe(lambda: list(snode.get_nodes()), []) or [snode]:
+        node = getattr(m, "node", None)
+        for o in sorted(safe(lambda: node.origins, ()) or (), key=lambda o: o.name):
+            if o.name not in origins:
+                origins.append(o.name)
+    rw = getattr(snode, "read_writes", None)
+    return {
+        "name": safe(snode.get_name, "?"),
+        "type": type(snode).__name__,
+        "ir_type": type(getattr(snode, "node", None)).__name__ if getattr(snode, "node", None)
+        is not None else None,
+        "members": members,
+        "origins": origins,
+        "reads": sorted(safe(lambda: [d.name for d in rw.reads], []) or []),
+        "writes": sorted(safe(lambda: [d.name for d in rw.writes], []) or []),
+        "users": safe(lambda: sorted({u.get_name() for u in snode.users}), []),
+        "device": str(safe(snode.get_device, "")),
+        "is_reduction": bool(safe(snode.is_reduction, False)),
+        "is_extern": bool(safe(snode.is_extern, False)),
+        "is_template": bool(safe(snode.is_template, False)),
+    }
+
+
+def scheduler_node_text(snode: Any) -> str:
+    try:
+        return str(snode.debug_str())
+    except Exception as e:
+        return f"{getattr(snode, 'get_name', lambda: '?')()}: <debug_str failed: {e}>"
+
+
+def kernel_provenance_args(node_schedule: Any, is_extern: bool) -> dict[str, Any]:
+    """IR nodes and FX origins of the nodes one kernel computes (provenance hook arguments)."""
+    ir_nodes: list[str] = []
+    fx_nodes: list[str] = []
+    stack: list[str] = []
+    items = [node_schedule] if is_extern else list(node_schedule or [])
+    for item in items:
+        node = item if is_extern else getattr(item, "node", None)
+        if node is None:
+            continue
+        try:
+            ir_nodes.append(item.get_name())
+        except Exception:
+            pass
+        for o in getattr(node, "origins", ()) or ():
+            if o.name not in fx_nodes:
+                fx_nodes.append(o.name)
+        try:
+            for s in node.get_stack_traces():
+                if s not in stack:
+                    stack.append(s)
+        except Exception:
+            pass
+    return {"ir_nodes": ir_nodes, "fx_nodes": fx_nodes, "stack_traces": stack}
+
+
+def triton_version() -> str | None:
+    try:
+        import triton  # type: ignore[import-not-found]
+
+        return str(triton.__version__)
+    except Exception:
+        return None
+

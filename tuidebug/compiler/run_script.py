@@ -1,0 +1,94 @@
+"""Child process of ``tuidebug trace``: run a user's script with capture on.
+
+Runs in its own process so that a crash of the compiler (a segfault in a C++ compiler, OOM)
+cannot take the CLI down: the trace on disk says how far it got, and the parent reports it.
+Exit codes: 0 ok; 10 compile or compiled-code failure; 11 the script raised before anything
+was compiled; 12 nothing was compiled; 13 the script raised after compiling (trace is fine);
+the script's own code when it calls sys.exit with one after compiling.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import sys
+import traceback
+
+EXIT_OK, EXIT_COMPILE_FAILED, EXIT_RAISED_EARLY, EXIT_NO_COMPILE, EXIT_RAISED_LATE = 0, 10, 11, 12, 13
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="tuidebug-capture")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--no-check", action="store_true")
+    ap.add_argument("--use-cache", action="store_true")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="an Inductor config value to apply (JSON value)")
+    ap.add_argument("script")
+    ap.add_argument("args", nargs=argparse.REMAINDER)
+    ns = ap.parse_args(argv)
+
+    from tuidebug.compiler.capture import CaptureSession
+
+    def progress(msg: str) -> None:
+        print(f"[tuidebug] {msg}", file=sys.stderr, flush=True)
+
+    session = CaptureSession(ns.out, check_accuracy=not ns.no_check, use_cache=ns.use_cache,
+                             command=["tuidebug", "trace", ns.script, *ns.args],
+                             on_progress=progress)
+    script = os.path.abspath(ns.script)
+    sys.argv = [script, *ns.args]
+    sys.path.insert(0, os.path.dirname(script))
+    overrides = _parse_sets(ns.set)
+    script_exc: BaseException | None = None
+    exit_code = 0
+    session.start()
+    assert session.writer is not None
+    if overrides:
+        from tuidebug.compiler import compat
+
+        session.writer.update(config_overrides=overrides)
+        patch = compat.inductor_config_patch(overrides)
+        patch.__enter__()
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as e:
+        exit_code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException as e:  # noqa: BLE001 - reported below, with its traceback
+        script_exc = e
+    finally:
+        compiled = session.graph_count
+        if script_exc is not None and not session.errors:
+            session.writer.update(script_error={
+                "type": type(script_exc).__name__, "message": str(script_exc)[:5000],
+                "traceback": "".join(traceback.format_exception(script_exc))[-20000:],
+                "after_compiling": compiled > 0})
+        if exit_code:
+            session.writer.update(script_exit_code=exit_code)
+        session.stop(script_exc)
+    if session.errors:
+        return EXIT_COMPILE_FAILED
+    if script_exc is not None:
+        traceback.print_exception(script_exc)
+        return EXIT_RAISED_LATE if compiled else EXIT_RAISED_EARLY
+    if compiled == 0:
+        return EXIT_NO_COMPILE
+    return exit_code if isinstance(exit_code, int) else 1
+
+
+def _parse_sets(items: list[str]) -> dict[str, object]:
+    import json
+
+    out: dict[str, object] = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        try:
+            out[name] = json.loads(value)
+        except json.JSONDecodeError:
+            out[name] = value
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""fx.GraphModule -> the graph snapshot JSON shape of tuidebug.trace.graph (one shape everywhere)."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import torch
+import torch.fx
+
+from tuidebug.trace.graph import GRAPH_FORMAT
+
+_FRAME_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
+_MAX_REPR = 200
+
+
+def target_name(node: torch.fx.Node) -> str:
+    t = node.target
+    if isinstance(t, str):
+        return t
+    if isinstance(t, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return str(t)
+    if isinstance(t, torch._ops.HigherOrderOperator):
+        return f"higher_order.{t.name()}"
+    mod = getattr(t, "__module__", None) or ""
+    qual = getattr(t, "__qualname__", None) or getattr(t, "__name__", None)
+    if qual:
+        if mod in ("_operator", "operator"):
+            mod = "operator"
+        return f"{mod}.{qual}" if mod else str(qual)
+    return repr(t)[:_MAX_REPR]
+
+
+def _value(a: Any) -> Any:
+    if isinstance(a, torch.fx.Node):
+        return {"node": a.name}
+    if a is None or isinstance(a, (bool, int, str)):
+        return a
+    if isinstance(a, float):
+        return a if math.isfinite(a) else {"repr": repr(a)}
+    if isinstance(a, (list, tuple)):
+        return [_value(x) for x in a]
+    if isinstance(a, dict):
+        return {str(k): _value(v) for k, v in a.items()}
+    if isinstance(a, (torch.dtype, torch.device, torch.memory_format, torch.layout)):
+        return {"repr": str(a)}
+    return {"repr": repr(a)[:_MAX_REPR]}
+
+
+def _dim(s: Any) -> Any:
+    return s if isinstance(s, int) else str(s)
+
+
+def tensor_meta(val: Any) -> dict[str, Any] | None:
+    if isinstance(val, torch.Tensor):
+        meta: dict[str, Any] = {
+            "dtype": str(val.dtype).replace("torch.", ""),
+            "shape": [_dim(s) for s in val.shape],
+            "device": str(val.device),
+        }
+        try:
+            meta["stride"] = [_dim(s) for s in val.stride()]
+        except Exception:  # sparse / nested tensors have no strides
+            meta["stride"] = None
+        if val.requires_grad:
+            meta["requires_grad"] = True
+        return meta
+    if isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return {"dtype": type(val).__name__.lower(), "shape": [], "value": str(val)}
+    return None
+
+
+def parse_stack_trace(stack: str | None, cache: dict[str, Any]) -> dict[str, Any] | None:
+    """The innermost user frame of an FX node's ``stack_trace``."""
+    if not stack:
+        return None
+    if stack in cache:
+        return cache[stack]
+    found = None
+    lines = stack.splitlines()
+    for i, line in enumerate(lines):
+        m = _FRAME_RE.search(line)
+        if m:
+            code = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            found = {"file": m["file"], "line": int(m["line"]), "fn": m["fn"], "code": code}
+    cache[stack] = found
+    return found
+
+
+def _module_path(meta: dict[str, Any]) -> tuple[str, str]:
+    stack = meta.get("nn_module_stack")
+    if not stack:
+        return "", ""
+    try:
+        path, typ = list(stack.values())[-1]
+    except (TypeError, ValueError):
+        return "", ""
+    path = re.sub(r"^L\['(self|fn|mod|model)'\]\.?", "", str(path))
+    path = re.sub(r"\._modules\['([^']+)'\]", r".\1", path)
+    path = re.sub(r"\[(\d+)\]", r".\1", path).replace("['", ".").replace("']", "").strip(".")
+    tname = getattr(typ, "__name__", None) or str(typ).rsplit(".", 1)[-1].rstrip("'>")
+    return path, tname
+
+
+def graph_to_json(gm: torch.fx.GraphModule | torch.fx.Graph, *, graph_id: str = "",
+                  stage: str = "", cache: dict[str, Any] | None = None) -> dict[str, Any]:
+    graph = gm.graph if isinstance(gm, torch.fx.GraphModule) else gm
+    cache = {} if cache is None else cache
+    nodes = []
+    for n in graph.nodes:
+        val = n.meta.get("val", n.meta.get("example_value"))
+        tensor = tensor_meta(val)
+        tensors = None
+        if tensor is None and isinstance(val, (list, tuple)):
+            tensors = [tensor_meta(v) for v in val]
+        module, module_type = _module_path(n.meta)
+        nodes.append({
+            "name": n.name,
+            "op": n.op,
+            "target": target_name(n),
+            "args": _value(list(n.args)),
+            "kwargs": _value(dict(n.kwargs)),
+            "inputs": [i.name for i in n.all_input_nodes],
+            "users": [u.name for u in n.users],
+            "tensor": tensor,
+            "tensors": tensors,
+            "source": parse_stack_trace(n.meta.get("stack_trace"), cache),
+            "module": module,
+            "module_type": module_type,
+        })
+    return {"format": GRAPH_FORMAT, "graph": graph_id, "stage": stage, "nodes": nodes}
+
+
+def fingerprint(gm: torch.fx.GraphModule | torch.fx.Graph) -> dict[str, tuple[Any, ...]]:
+    """A cheap per-node signature, to tell whether a pass changed the graph and which nodes."""
+    graph = gm.graph if isinstance(gm, torch.fx.GraphModule) else gm
+    return {n.name: (n.op, str(n.target), repr(n.args), repr(n.kwargs)) for n in graph.nodes}
+
+
+def diff_fingerprints(old: dict[str, Any], new: dict[str, Any]) -> dict[str, list[str]]:
+    return {
+        "added": [k for k in new if k not in old],
+        "removed": [k for k in old if k not in new],
+        "changed": [k for k in new if k in old and old[k] != new[k]],
+    }

@@ -1,0 +1,45 @@
+"""Atomic file writes: a reader never sees half a file, whatever happens to the writer."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same directory and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def write_json(path: Path, data: Any) -> None:
+    write_text(path, json.dumps(data, indent=1, default=_fallback, ensure_ascii=False) + "\n")
+
+
+def append_jsonl(path: Path, record: Any) -> None:
+    """Append one JSON line. A crash can at worst truncate the last line; readers skip it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps(record, default=_fallback, ensure_ascii=False)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(line + "\n")
+
+
+def _fallback(obj: Any) -> Any:
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    return repr(obj)

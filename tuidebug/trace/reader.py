@@ -1,0 +1,366 @@
+"""Reads a trace directory lazily and defensively.
+
+Nothing is parsed before it is asked for; a missing or corrupt file is reported by name in
+``Trace.problems`` and the rest of the trace still opens. Only JSON and text are ever read:
+a trace may come from someone else, so nothing in it is unpickled or executed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Iterator
+
+from tuidebug.trace import schema
+from tuidebug.trace.graph import Graph
+
+MAX_TEXT_BYTES = 4 * 1024 * 1024  # larger files are shown truncated, with a notice
+
+
+class TraceError(Exception):
+    """The path is not a trace that can be opened at all."""
+
+
+@dataclass
+class Problem:
+    file: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.message}"
+
+
+class _Files:
+    """Safe readers that record problems instead of raising."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.problems: list[Problem] = []
+
+    def rel(self, path: Path) -> str:
+        try:
+            return str(path.relative_to(self.root))
+        except ValueError:
+            return str(path)
+
+    def problem(self, path: Path, message: str) -> None:
+        p = Problem(self.rel(path), message)
+        if all(str(q) != str(p) for q in self.problems):
+            self.problems.append(p)
+
+    def json(self, path: Path, default: Any = None, *, required: bool = False) -> Any:
+        if not path.exists():
+            if required:
+                self.problem(path, "missing")
+            return default
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+            return json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            self.problem(path, f"corrupt JSON ({e.__class__.__name__}: {e})")
+        except OSError as e:
+            self.problem(path, f"unreadable ({e.strerror or e})")
+        return default
+
+    def jsonl(self, path: Path) -> list[Any]:
+        if not path.exists():
+            return []
+        out: list[Any] = []
+        try:
+            with open(path, "rb") as f:
+                for lineno, raw in enumerate(f, 1):
+                    if not raw.strip():
+                        continue
+                    try:
+                        out.append(json.loads(raw.decode("utf-8")))
+                    except (UnicodeDecodeError, json.JSONDecodeError):
+                        self.problem(path, f"line {lineno} is corrupt or truncated; skipped")
+        except OSError as e:
+            self.problem(path, f"unreadable ({e.strerror or e})")
+        return out
+
+    def text(self, path: Path, limit: int = MAX_TEXT_BYTES) -> str | None:
+        if not path.exists():
+            return None
+        try:
+            size = path.stat().st_size
+            with open(path, "rb") as f:
+                data = f.read(limit)
+        except OSError as e:
+            self.problem(path, f"unreadable ({e.strerror or e})")
+            return None
+        if b"\x00" in data[:8192]:
+            self.problem(path, "binary content; not shown")
+            return f"<binary file, {size} bytes; not shown>"
+        text = data.decode("utf-8", errors="replace")
+        if size > limit:
+            self.problem(path, f"{size} bytes; only the first {limit} are shown")
+            text += f"\n… truncated: {size - limit} more bytes not shown\n"
+        return text
+
+
+@dataclass
+class StageInfo:
+    index: int
+    name: str
+    kind: str  # "stage" or "pass"
+    subsystem: str | None
+    duration_s: float | None
+    changed: bool
+    added: int
+    removed: int
+    modified: int
+    file: str | None
+    nodes: int | None
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "StageInfo":
+        counts = d.get("counts") or {}
+        return cls(
+            index=int(d.get("index", 0)), name=str(d.get("name", "?")),
+            kind=str(d.get("kind", "stage")), subsystem=d.get("subsystem"),
+            duration_s=d.get("duration_s"), changed=bool(d.get("changed", False)),
+            added=int(counts.get("added", 0)), removed=int(counts.get("removed", 0)),
+            modified=int(counts.get("changed", 0)), file=d.get("file"), nodes=d.get("nodes"),
+        )
+
+
+class GraphRecord:
+    """One compiled graph (a Dynamo frame compile × inference/forward/backward)."""
+
+    def __init__(self, trace: "Trace", entry: dict[str, Any]) -> None:
+        self.trace = trace
+        self.id = str(entry.get("id"))
+        self.kind = str(entry.get("kind", "?"))
+        self.compile_id = str(entry.get("compile_id", "?"))
+        self.status = str(entry.get("status", "?"))
+        self.dir = trace.root / schema.GRAPHS_DIR / self.id
+        self._stage_cache: dict[int, Graph | None] = {}
+
+    @property
+    def _f(self) -> _Files:
+        return self.trace._files
+
+    @cached_property
+    def meta(self) -> dict[str, Any]:
+        return self._f.json(self.dir / schema.META, {}, required=True) or {}
+
+    @cached_property
+    def stages(self) -> list[StageInfo]:
+        return [StageInfo.from_json(s) for s in self.meta.get("stages", [])]
+
+    def snapshots(self) -> list[StageInfo]:
+        return [s for s in self.stages if s.file]
+
+    def stage_graph(self, stage: StageInfo | int) -> Graph | None:
+        info = stage if isinstance(stage, StageInfo) else self.stages[stage]
+        if info.index in self._stage_cache:
+            return self._stage_cache[info.index]
+        graph = None
+        if info.file:
+            path = self.dir / info.file
+            data = self._f.json(path, None, required=True)
+            if data is not None:
+                try:
+                    graph = Graph.from_json(data)
+                except (ValueError, TypeError, AttributeError) as e:
+                    self._f.problem(path, f"not a graph snapshot ({e})")
+        self._stage_cache[info.index] = graph
+        return graph
+
+    def stage_changes(self, stage: StageInfo) -> dict[str, list[str]]:
+        """Node names a pass added/removed/changed (stored in the snapshot file)."""
+        if not stage.file:
+            return {"added": [], "removed": [], "changed": []}
+        data = self._f.json(self.dir / stage.file, {}) or {}
+        ch = data.get("changes") or {}
+        return {k: list(ch.get(k) or []) for k in ("added", "removed", "changed")}
+
+    def find_stage(self, name: str) -> StageInfo | None:
+        for s in self.stages:
+            if s.name == name or (s.file and Path(s.file).stem == name) or str(s.index) == name:
+                return s
+        return None
+
+    def final_graph(self) -> Graph | None:
+        snaps = self.snapshots()
+        return self.stage_graph(snaps[-1]) if snaps else None
+
+    @cached_property
+    def ir_pre(self) -> dict[str, Any] | None:
+        return self._f.json(self.dir / f"{schema.IR_PRE}.json")
+
+    @cached_property
+    def ir_post(self) -> dict[str, Any] | None:
+        return self._f.json(self.dir / f"{schema.IR_POST}.json")
+
+    def ir_text(self, which: str) -> str | None:
+        name = schema.IR_PRE if which == "pre" else schema.IR_POST
+        return self._f.text(self.dir / f"{name}.txt")
+
+    @cached_property
+    def fusion(self) -> list[dict[str, Any]]:
+        return self._f.jsonl(self.dir / schema.FUSION)
+
+    @cached_property
+    def kernels(self) -> list[dict[str, Any]]:
+        data = self._f.json(self.dir / schema.KERNELS_INDEX, None)
+        if data is None:
+            return []
+        return [k for k in data.get("kernels", []) if isinstance(k, dict)]
+
+    def kernel(self, name: str) -> dict[str, Any] | None:
+        return next((k for k in self.kernels if k.get("name") == name), None)
+
+    def code(self, relpath: str) -> str | None:
+        path = (self.dir / relpath).resolve()
+        if self.dir.resolve() not in path.parents:
+            self._f.problem(self.dir / relpath, "path escapes the trace; not read")
+            return None
+        return self._f.text(path)
+
+    def wrapper_code(self) -> str | None:
+        return self._f.text(self.dir / schema.WRAPPER)
+
+    @cached_property
+    def provenance(self) -> dict[str, Any]:
+        return self._f.json(self.dir / schema.PROVENANCE, {}) or {}
+
+    @cached_property
+    def autotune(self) -> list[dict[str, Any]]:
+        return self._f.jsonl(self.dir / schema.AUTOTUNE)
+
+    @cached_property
+    def error(self) -> dict[str, Any] | None:
+        return self._f.json(self.dir / schema.ERROR)
+
+    def kernels_for_fx_node(self, node: str) -> list[str]:
+        return list((self.provenance.get("fx_to_kernels") or {}).get(node, []))
+
+
+class Trace:
+    """A trace directory opened for reading."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.root = Path(path)
+        if not self.root.exists():
+            raise TraceError(f"no such trace: {self.root}")
+        if not self.root.is_dir():
+            raise TraceError(f"not a trace directory: {self.root}")
+        self._files = _Files(self.root)
+        manifest_path = self.root / schema.MANIFEST
+        if not manifest_path.exists():
+            if not (self.root / schema.GRAPHS_DIR).is_dir():
+                raise TraceError(f"{self.root} is not a tuidebug trace (no {schema.MANIFEST})")
+            self._files.problem(manifest_path, "missing; graphs found by scanning the directory")
+        self.manifest: dict[str, Any] = self._files.json(manifest_path, {}) or {}
+        if not isinstance(self.manifest, dict):
+            self._files.problem(manifest_path, "not a JSON object")
+            self.manifest = {}
+        version = self.manifest.get("format_version")
+        if isinstance(version, int) and version > schema.FORMAT_VERSION:
+            self._files.problem(
+                manifest_path,
+                f"format version {version} is newer than this tuidebug understands "
+                f"({schema.FORMAT_VERSION}); showing what can be read — upgrade tuidebug")
+        self._graphs: list[GraphRecord] | None = None
+
+    @property
+    def problems(self) -> list[Problem]:
+        return self._files.problems
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    @property
+    def raw_status(self) -> str:
+        return str(self.manifest.get("status") or "unknown")
+
+    @property
+    def status(self) -> str:
+        """ok | failed | crashed | running (a live capture) | unknown."""
+        s = self.raw_status
+        if s == schema.STATUS_RUNNING and not self._writer_alive():
+            return schema.STATUS_CRASHED
+        return s
+
+    def _writer_alive(self) -> bool:
+        pid, host = self.manifest.get("pid"), self.manifest.get("host")
+        if not isinstance(pid, int) or host != socket.gethostname():
+            return False
+        try:
+            os.kill(pid, 0)
+        except (ProcessLookupError, PermissionError, OSError):
+            return False
+        # The pid exists; make sure it is not a recycled one from before the trace started.
+        try:
+            started = os.stat(f"/proc/{pid}").st_ctime
+            return started <= float(self.manifest.get("started_at") or 0) + 1
+        except OSError:
+            return True
+
+    @property
+    def phase(self) -> str | None:
+        return self.manifest.get("phase")
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        return self.manifest.get("error")
+
+    @property
+    def graphs(self) -> list[GraphRecord]:
+        if self._graphs is None:
+            entries = self.manifest.get("graphs")
+            if not isinstance(entries, list):
+                entries = self._scan_graphs()
+            self._graphs = [GraphRecord(self, e) for e in entries if isinstance(e, dict)]
+        return self._graphs
+
+    def _scan_graphs(self) -> list[dict[str, Any]]:
+        gdir = self.root / schema.GRAPHS_DIR
+        out = []
+        for d in sorted(gdir.iterdir()) if gdir.is_dir() else []:
+            meta = self._files.json(d / schema.META, {}) or {}
+            out.append({"id": d.name, "kind": meta.get("kind", "?"),
+                        "compile_id": meta.get("compile_id", "?"), "status": "?"})
+        return out
+
+    def graph(self, graph_id: str) -> GraphRecord:
+        for g in self.graphs:
+            if g.id == graph_id:
+                return g
+        valid = ", ".join(g.id for g in self.graphs) or "none"
+        raise KeyError(f"no graph {graph_id!r} in this trace; valid graphs: {valid}")
+
+    def __iter__(self) -> Iterator[GraphRecord]:
+        return iter(self.graphs)
+
+    @cached_property
+    def config(self) -> dict[str, Any]:
+        return self._files.json(self.root / schema.CONFIG, {}) or {}
+
+    @cached_property
+    def runtime(self) -> dict[str, Any]:
+        return self._files.json(self.root / schema.RUNTIME, {}) or {}
+
+    @cached_property
+    def compiles(self) -> dict[str, dict[str, Any]]:
+        """Per Dynamo compile id: metrics, guards, graph breaks, recompile reasons."""
+        out: dict[str, dict[str, Any]] = {}
+        for c in self.manifest.get("compiles") or []:
+            if not isinstance(c, dict) or "id" not in c:
+                continue
+            detail = self._files.json(
+                self.root / schema.COMPILES_DIR / f"{c['id'].replace('/', '_')}.json", {}) or {}
+            out[c["id"]] = {**c, **detail}
+        return out
+
+
+def open_trace(path: str | os.PathLike[str]) -> Trace:
+    return Trace(path)

@@ -1,0 +1,50 @@
+"""Names and constants of the on-disk trace format (documented in docs/trace-format.md)."""
+
+from __future__ import annotations
+
+FORMAT_VERSION = 1
+FORMAT_NAME = "tuidebug-trace"
+
+MANIFEST = "manifest.json"
+CONFIG = "config.json"
+RUNTIME = "runtime.json"
+GRAPHS_DIR = "graphs"
+COMPILES_DIR = "compiles"
+EVENTS = "events.jsonl"
+
+# Per graph directory
+META = "meta.json"
+STAGES_DIR = "stages"
+IR_PRE = "ir_pre_fusion"
+IR_POST = "ir_post_fusion"
+FUSION = "fusion.jsonl"
+CODE_DIR = "code"
+KERNELS_INDEX = "code/kernels.json"
+WRAPPER = "code/wrapper.py"
+PROVENANCE = "provenance.json"
+AUTOTUNE = "autotune.jsonl"
+ERROR = "error.json"
+REPRO_DIR = "repro"
+
+STATUS_RUNNING = "running"
+STATUS_OK = "ok"
+STATUS_FAILED = "failed"
+STATUS_CRASHED = "crashed"
+
+GRAPH_KINDS = ("inference", "forward", "backward")
+
+# Compilation phases, in the order a compile goes through them. The manifest's "phase" is the
+# last one reached; a crashed trace reports it.
+PHASES = (
+    "dynamo",
+    "pre_grad",
+    "aot",
+    "joint_graph",
+    "partition",
+    "post_grad",
+    "lowering",
+    "scheduling",
+    "codegen",
+    "kernel_compile",
+    "runtime",
+)

@@ -1,0 +1,84 @@
+"""The summary of a trace that ``tuidebug info`` prints (and ``--json`` emits for scripts)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tuidebug.trace.reader import GraphRecord, Trace
+
+
+def graph_summary(g: GraphRecord) -> dict[str, Any]:
+    meta = g.meta
+    stages = g.stages
+    final = g.final_graph()
+    kernels = [k for k in g.kernels if k.get("kind") != "extern"]
+    externs = [k for k in g.kernels if k.get("kind") == "extern"]
+    prov = g.provenance.get("kernels") or {}
+    with_source = [k["name"] for k in kernels if (prov.get(k["name"]) or {}).get("source")]
+    files: set[str] = set()
+    for p in prov.values():
+        for s in p.get("source") or []:
+            if s.get("file"):
+                files.add(s["file"])
+    fusion = meta.get("fusion") or {}
+    return {
+        "id": g.id,
+        "kind": g.kind,
+        "compile_id": g.compile_id,
+        "status": g.status,
+        "nodes": len(final) if final is not None else None,
+        "stages": len(stages),
+        "passes_run": sum(1 for s in stages if s.kind == "pass"),
+        "passes_changed": sum(1 for s in stages if s.kind == "pass" and s.changed and s.file),
+        "changed_passes": [s.name for s in stages if s.kind == "pass" and s.changed and s.file],
+        "kernels": len(kernels),
+        "kernel_kinds": sorted({str(k.get("kind")) for k in kernels}),
+        "extern_calls": len(externs),
+        "kernels_with_source": len(with_source),
+        "source_files": sorted(files),
+        "fused": fusion.get("fused", 0),
+        "rejected_fusions": fusion.get("rejected", 0),
+        "autotuned_ops": len(g.autotune),
+        "phase_times_s": meta.get("phase_times_s") or {},
+        "error": g.error,
+    }
+
+
+def trace_summary(trace: Trace) -> dict[str, Any]:
+    m = trace.manifest
+    err = trace.error
+    out: dict[str, Any] = {
+        "trace": str(trace.root),
+        "status": trace.status,
+        "phase": trace.phase,
+        "format_version": m.get("format_version"),
+        "versions": m.get("versions") or {},
+        "command": m.get("command"),
+        "graphs": [graph_summary(g) for g in trace.graphs],
+        "compiles": [],
+        "config_changed": sorted((trace.config.get("changed") or {}).keys()),
+        "warnings": list(m.get("warnings") or []),
+    }
+    if err:
+        out["error"] = {"phase": err.get("phase"), "type": err.get("type"),
+                        "message": err.get("message"), "graph": err.get("graph")}
+    for cid, c in trace.compiles.items():
+        metrics = c.get("metrics") or {}
+        out["compiles"].append({
+            "id": cid, "graphs": c.get("graphs", []),
+            "function": metrics.get("co_name"), "file": metrics.get("co_filename"),
+            "line": metrics.get("co_firstlineno"),
+            "compile_time_s": metrics.get("entire_frame_compile_time_s"),
+            "inductor_time_s": metrics.get("inductor_compile_time_s"),
+            "graph_breaks": len(c.get("dynamo_graph_break_reason") or []),
+            "recompile_reasons": c.get("recompile_reasons") or [],
+        })
+    checks = (trace.runtime.get("checks") or {})
+    out["accuracy"] = {cid: {k: c.get(k) for k in ("max_abs", "max_rel", "close", "skipped")}
+                       for cid, c in checks.items()}
+    if trace.status == "crashed":
+        out["error"] = out.get("error") or {
+            "phase": trace.phase, "type": "crashed",
+            "message": f"the capturing process died during phase {trace.phase!r}"}
+    out["problems"] = [str(p) for p in trace.problems]
+    return out

@@ -1,0 +1,77 @@
+"""Rich rendering of a trace summary (``tuidebug info``). No torch, no Textual."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+STATUS_STYLE = {"ok": "bold green", "failed": "bold red", "crashed": "bold magenta",
+                "running": "bold yellow"}
+
+
+def _secs(v: Any) -> str:
+    return f"{v:.2f}s" if isinstance(v, (int, float)) else "–"
+
+
+def render_summary(s: dict[str, Any], console: Console) -> None:
+    status = s["status"]
+    head = Text.assemble(("trace ", "dim"), (s["trace"], "bold"), "  ",
+                         (status.upper(), STATUS_STYLE.get(status, "bold")))
+    versions = s.get("versions") or {}
+    head.append(f"   torch {versions.get('torch', '?')}", style="dim")
+    if versions.get("triton"):
+        head.append(f"  triton {versions['triton']}", style="dim")
+    console.print(head)
+    err = s.get("error")
+    if err:
+        console.print(Text.assemble(("error ", "bold red"),
+                                    f"in phase {err.get('phase')!r}: ",
+                                    (f"{err.get('type')}", "red"), ": ",
+                                    str(err.get("message") or "").strip().splitlines()[0][:300]
+                                    if err.get("message") else ""))
+    t = Table(title="compiled graphs", title_justify="left", show_lines=False)
+    for col in ("graph", "kind", "status", "nodes", "passes changed", "kernels", "extern",
+                "fused", "→source", "compile"):
+        t.add_column(col, justify="right" if col not in ("graph", "kind", "status") else "left")
+    for g in s["graphs"]:
+        phase_times = g.get("phase_times_s") or {}
+        total = max(phase_times.values()) if phase_times else None
+        t.add_row(g["id"], g["kind"], Text(g["status"], STATUS_STYLE.get(g["status"], "")),
+                  str(g["nodes"] if g["nodes"] is not None else "–"),
+                  f"{g['passes_changed']}/{g['passes_run']}", str(g["kernels"]),
+                  str(g["extern_calls"]), str(g["fused"]),
+                  f"{g['kernels_with_source']}/{g['kernels']}", _secs(total))
+    console.print(t)
+    for g in s["graphs"]:
+        if g["changed_passes"]:
+            console.print(Text.assemble((f"  {g['id']} ", "bold"), ("passes that changed it: ", "dim"),
+                                        ", ".join(g["changed_passes"])))
+    if s.get("compiles"):
+        ct = Table(title="Dynamo compiles", title_justify="left")
+        for col in ("id", "function", "where", "compile", "inductor", "breaks", "recompile reason"):
+            ct.add_column(col)
+        for c in s["compiles"]:
+            where = f"{c.get('file') or '?'}:{c.get('line') or '?'}"
+            reasons = "; ".join(str(r) for r in c.get("recompile_reasons") or [])[:80]
+            ct.add_row(c["id"], str(c.get("function") or "?"), where[-50:],
+                       _secs(c.get("compile_time_s")), _secs(c.get("inductor_time_s")),
+                       str(c.get("graph_breaks", 0)), reasons)
+        console.print(ct)
+    acc = s.get("accuracy") or {}
+    for cid, a in acc.items():
+        if a.get("skipped"):
+            console.print(f"  eager check {cid}: skipped ({a['skipped']})", style="dim")
+        elif a.get("max_abs") is not None:
+            style = "green" if a.get("close") else "bold red"
+            console.print(f"  eager check {cid}: max abs err {a['max_abs']:.3g}, "
+                          f"max rel err {a['max_rel']:.3g}", style=style)
+    if s.get("config_changed"):
+        console.print(Text.assemble(("config differs from defaults: ", "dim"),
+                                    ", ".join(s["config_changed"])))
+    for w in s.get("warnings") or []:
+        console.print(f"warning: {w}", style="yellow")
+    for p in s.get("problems") or []:
+        console.print(f"problem: {p}", style="red")
