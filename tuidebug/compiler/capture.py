@@ -112,12 +112,21 @@ class CaptureSession:
                 self._config_ctx.__exit__(None, None, None)
         finally:
             for gs in list(self._graphs.values()):
-                self._finish_graph(gs, "failed" if gs.status == "failed" else "ok")
+                if gs.status != "restarted":
+                    self._finish_graph(gs, "failed" if gs.status == "failed" else "ok")
             self._write_runtime()
-            mismatches = [cid for cid, c in self._runtime["checks"].items()
-                          if c.get("close") is False]
+            mismatches = {cid: c for cid, c in self._runtime["checks"].items()
+                          if c.get("close") is False}
             if mismatches and not self.errors:
-                self.writer.update(accuracy_mismatch=mismatches)
+                cid, c = next(iter(mismatches.items()))
+                graphs = c.get("graphs") or []
+                self.errors.append({
+                    "phase": "accuracy", "type": "AccuracyMismatch",
+                    "message": f"compiled output differs from eager for compile {cid}: "
+                               f"max abs err {c.get('max_abs'):.3g}, "
+                               f"max rel err {c.get('max_rel'):.3g}",
+                    "traceback": "", "graph": graphs[0] if graphs else None, "compile_id": cid})
+                self.writer.update(accuracy_mismatch=sorted(mismatches))
             status = schema.STATUS_FAILED if self.errors else schema.STATUS_OK
             self.writer.finish(status, self.errors[0] if self.errors else None)
 
@@ -306,10 +315,19 @@ class CaptureSession:
             gs = self._graph_state(cid, kind)
         gs.has_partition = True
         gs.status = "running"
+        self._write_runnable(gs)
         with self._as_current(gs):
             self._phase("partition")
             self._snapshot(gs, gm, f"aot_{kind}", kind="stage")
         return gs
+
+    def _write_runnable(self, gs: _GraphState) -> None:
+        """Torch's own standalone script of the graph (``fx_graph_runnable``), for the minifier."""
+        code = getattr(self._tls, "runnable", None)
+        if code:
+            self._tls.runnable = None
+            assert self.writer is not None
+            self.writer.write_text(gs.dir / schema.REPRO_DIR / "fx_graph_runnable.py", code)
 
     def _wrap_phase(self, orig: Callable[..., Any], phase: str) -> Callable[..., Any]:
         def fn(*args: Any, **kwargs: Any) -> Any:
@@ -608,7 +626,14 @@ class CaptureSession:
     # -- errors and completion ------------------------------------------------------------------
     def _record_error(self, e: BaseException, gs: _GraphState | None,
                       phase: str | None = None) -> None:
-        if getattr(e, "_tuidebug_recorded", False):
+        if getattr(e, "_tuidebug_recorded", False) or (gs is not None and gs.status == "failed"):
+            return  # the same failure, propagating through an outer hook
+        if compat.is_restart(e):
+            if gs is not None:
+                gs.status = "restarted"
+                self._write_meta(gs)
+                assert self.writer is not None
+                self.writer.set_graph_status(gs.graph_id, "restarted")
             return
         try:
             e._tuidebug_recorded = True  # type: ignore[attr-defined]
@@ -622,7 +647,7 @@ class CaptureSession:
             "phase": phase or self.writer.manifest.get("phase") or "unknown",
             "type": f"{type(inner).__module__}.{type(inner).__qualname__}",
             "message": str(inner)[:20000],
-            "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__))[-60000:],
+            "traceback": _short_traceback(e),
             "graph": gs.graph_id if gs else None,
             "compile_id": gs.compile_id if gs else None,
         }
@@ -633,7 +658,8 @@ class CaptureSession:
             self._guarded("fusion decisions", lambda: self._flush_fusion(gs))
             self._write_meta(gs)
             self.writer.set_graph_status(gs.graph_id, "failed")
-        self.writer.update(error=err)
+        if self.writer.manifest.get("error") is None:
+            self.writer.update(error=err)
 
     def _finish_graph(self, gs: _GraphState, status: str) -> None:
         if gs.status in ("ok", "failed") and status == "ok":
@@ -665,6 +691,11 @@ class CaptureSession:
             name = (meta.get("artifact") or {}).get("name", "")
             if name in ("recompile_reasons", "dynamo_graph_break_reason"):
                 self._compile_detail(cid, name, payload, append=True)
+            elif name == "fx_graph_runnable":
+                self._tls.runnable = str(payload or "")
+                gs = self._current()
+                if gs is not None and gs.has_partition:
+                    self._write_runnable(gs)
             elif name == "inductor_provenance_tracking_node_mappings":
                 gs = self._current()
                 try:
@@ -686,6 +717,7 @@ class CaptureSession:
             assert self.writer is not None
             self.writer.write_json(self.writer.path(schema.COMPILES_DIR, f"{_safe_id(cid)}.json"),
                                    {"id": cid, **c})
+            self.writer.add_compile(cid, {"graphs": c["graphs"]})
             if key == "metrics" and isinstance(value, dict):
                 self.writer.add_compile(cid, {"graphs": c["graphs"], "summary": {
                     k: value.get(k) for k in ("co_name", "co_filename", "co_firstlineno",
@@ -718,6 +750,27 @@ def _event_compile_id(meta: dict[str, Any]) -> str | None:
         cid += f"_{meta['attempt']}"
     ca = meta.get("compiled_autograd_id")
     return f"!{ca}/{cid}" if ca is not None else cid
+
+
+def _short_traceback(e: BaseException, message_limit: int = 2000) -> str:
+    """The traceback frames of ``e`` and its causes, each message cut to ``message_limit``
+    characters (a C++ compiler's output can be megabytes; the full text is in "message")."""
+    chain: list[BaseException] = []
+    cur: BaseException | None = e
+    while cur is not None and cur not in chain and len(chain) < 4:
+        chain.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    parts = []
+    for i, exc in enumerate(reversed(chain)):
+        if i:
+            parts.append("\nThe above exception was the direct cause of the following:\n\n")
+        msg = str(exc)
+        if len(msg) > message_limit:
+            msg = msg[:message_limit] + f"… [{len(msg) - message_limit} more characters]"
+        parts.append("Traceback (most recent call last):\n")
+        parts.extend(traceback.format_tb(exc.__traceback__))
+        parts.append(f"{type(exc).__module__}.{type(exc).__qualname__}: {msg}\n")
+    return "".join(parts)
 
 
 def _loads(text: Any) -> Any:

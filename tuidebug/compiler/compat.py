@@ -136,13 +136,23 @@ def structured_trace_logger() -> logging.Logger:
 
 
 def current_compile_id() -> str | None:
+    """The Dynamo compile id with its restart attempt, as TORCH_TRACE/tlparse write it
+    ("0/0", "0/0_1" for a restarted analysis, "!0/0/0" for compiled autograd)."""
     try:
         from torch._guards import CompileContext
 
+        tid = CompileContext.current_trace_id()
+        if tid is not None:
+            return str(tid)
         cid = CompileContext.current_compile_id()
     except Exception:
         return None
     return str(cid) if cid is not None else None
+
+
+def is_restart(e: BaseException) -> bool:
+    """Dynamo restarts its analysis by raising (control flow, not a failure)."""
+    return any(c.__name__ in ("RestartAnalysis", "SkipFrame") for c in type(e).__mro__)
 
 
 # -- Inductor config -----------------------------------------------------------------------------

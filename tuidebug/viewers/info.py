@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -32,10 +33,12 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
                                     (f"{err.get('type')}", "red"), ": ",
                                     str(err.get("message") or "").strip().splitlines()[0][:300]
                                     if err.get("message") else ""))
-    t = Table(title="compiled graphs", title_justify="left", show_lines=False)
-    for col in ("graph", "kind", "status", "nodes", "passes changed", "kernels", "extern",
-                "fused", "→source", "compile"):
-        t.add_column(col, justify="right" if col not in ("graph", "kind", "status") else "left")
+    t = Table(title="compiled graphs", title_justify="left", show_lines=False, box=None,
+              padding=(0, 1), header_style="bold")
+    for col in ("graph", "kind", "status", "nodes", "passes±", "kernels", "extern",
+                "fused", "→src", "time"):
+        t.add_column(col, justify="right" if col not in ("graph", "kind", "status") else "left",
+                     no_wrap=True)
     for g in s["graphs"]:
         phase_times = g.get("phase_times_s") or {}
         total = max(phase_times.values()) if phase_times else None
@@ -50,11 +53,12 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
             console.print(Text.assemble((f"  {g['id']} ", "bold"), ("passes that changed it: ", "dim"),
                                         ", ".join(g["changed_passes"])))
     if s.get("compiles"):
-        ct = Table(title="Dynamo compiles", title_justify="left")
+        ct = Table(title="Dynamo compiles", title_justify="left", box=None, padding=(0, 1),
+                   header_style="bold")
         for col in ("id", "function", "where", "compile", "inductor", "breaks", "recompile reason"):
-            ct.add_column(col)
+            ct.add_column(col, no_wrap=col != "recompile reason", overflow="fold")
         for c in s["compiles"]:
-            where = f"{c.get('file') or '?'}:{c.get('line') or '?'}"
+            where = f"{Path(str(c.get('file') or '?')).name}:{c.get('line') or '?'}"
             reasons = "; ".join(str(r) for r in c.get("recompile_reasons") or [])[:80]
             ct.add_row(c["id"], str(c.get("function") or "?"), where[-50:],
                        _secs(c.get("compile_time_s")), _secs(c.get("inductor_time_s")),

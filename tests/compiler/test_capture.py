@@ -1,0 +1,174 @@
+"""Capture on real compiles of the bundled examples (no mocks): what a trace must contain."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import EXAMPLES, ROOT
+from tuidebug.trace.reader import Trace
+from tuidebug.trace.summary import trace_summary
+
+TRANSFORMER = str(EXAMPLES / "transformer_block.py")
+
+
+def test_transformer_has_forward_and_backward(transformer_trace: Path) -> None:
+    t = Trace(transformer_trace)
+    assert t.status == "ok", t.error
+    kinds = {g.kind for g in t.graphs}
+    assert kinds == {"forward", "backward"}
+    assert not t.problems
+
+
+def test_stages_cover_the_pipeline(transformer_trace: Path) -> None:
+    fwd = next(g for g in Trace(transformer_trace).graphs if g.kind == "forward")
+    names = [s.name for s in fwd.stages]
+    for stage in ("dynamo", "pre_grad", "aot_joint", "joint_graph_passes", "aot_forward",
+                  "post_grad"):
+        assert stage in names, names
+    assert names.index("dynamo") < names.index("aot_joint") < names.index("aot_forward") \
+        < names.index("post_grad")
+    dynamo = fwd.stage_graph(fwd.find_stage("dynamo"))
+    assert dynamo is not None
+    # Dynamo graph nodes point at the example's own lines and modules.
+    srcs = [n.source for n in dynamo.compute_nodes() if n.source]
+    assert srcs and all(s["file"] == TRANSFORMER for s in srcs)
+    assert any(n.module.startswith("blocks.0") for n in dynamo.nodes)
+
+
+def test_pass_snapshots_record_what_changed(transformer_trace: Path) -> None:
+    t = Trace(transformer_trace)
+    changed = [(g, s) for g in t.graphs for s in g.stages
+               if s.kind == "pass" and s.changed and s.file]
+    assert changed, "no pass changed the graph"
+    g, s = changed[0]
+    ch = g.stage_changes(s)
+    assert ch["added"] or ch["removed"] or ch["changed"]
+    before = g.stage_graph(g.snapshots()[g.snapshots().index(s) - 1])
+    after = g.stage_graph(s)
+    assert before is not None and after is not None
+    for name in ch["removed"]:
+        assert name in before and name not in after
+    for name in ch["added"]:
+        assert name in after and name not in before
+    # Passes that changed nothing are listed with their time but have no snapshot.
+    unchanged = [s for s in g.stages if s.kind == "pass" and not s.changed]
+    assert unchanged and all(s.file is None and s.duration_s is not None for s in unchanged)
+    assert all(s.subsystem for s in g.stages if s.kind == "pass")
+
+
+def test_ir_fusion_and_kernels(transformer_trace: Path) -> None:
+    t = Trace(transformer_trace)
+    for g in t.graphs:
+        assert g.ir_pre and g.ir_pre["nodes"], g.id
+        assert g.ir_post and g.ir_post["nodes"], g.id
+        assert len(g.ir_post["nodes"]) <= len(g.ir_pre["nodes"])
+        assert "buf" in (g.ir_text("pre") or "") or "op" in (g.ir_text("pre") or "")
+        fused = [f for f in g.fusion if f["action"] == "fused"]
+        assert fused, f"{g.id}: no fusion recorded"
+        # each fused result is a post-fusion node (or was fused further)
+        generated = [k for k in g.kernels if k["kind"] != "extern"]
+        assert generated
+        for k in generated:
+            assert k["kind"] == "cpp"
+            code = g.code(k["file"])
+            assert code and "kernel" in code, k["name"]
+        wrapper = g.wrapper_code()
+        assert wrapper and all(k["name"] in wrapper for k in generated)
+    rejected = [f for g in t.graphs for f in g.fusion if f["action"] == "rejected"]
+    assert rejected and all(f["reason"] for f in rejected)
+
+
+def test_provenance_reaches_example_lines(transformer_trace: Path) -> None:
+    lines = Path(TRANSFORMER).read_text().splitlines()
+    for g in Trace(transformer_trace).graphs:
+        prov = g.provenance["kernels"]
+        final = g.final_graph()
+        assert final is not None
+        for k in (k for k in g.kernels if k["kind"] != "extern"):
+            p = prov[k["name"]]
+            assert p["ir_nodes"], k["name"]
+            assert p["fx_nodes"] and all(n in final for n in p["fx_nodes"]), k["name"]
+            assert p["source"], f"{g.id}: {k['name']} has no source line"
+            for s in p["source"]:
+                assert s["file"] == TRANSFORMER
+                assert s["code"] and s["code"] in lines[s["line"] - 1]
+        for fx, ks in g.provenance["fx_to_kernels"].items():
+            assert all(k in prov for k in ks)
+
+
+def test_metrics_config_and_eager_check(transformer_trace: Path) -> None:
+    t = Trace(transformer_trace)
+    (cid, c), = t.compiles.items()
+    assert c["metrics"]["entire_frame_compile_time_s"] > 0
+    assert c["guards"]
+    assert t.config["values"]["max_fusion_size"] == 64
+    assert "trace.provenance_tracking_level" in t.config["set_by_tuidebug"]
+    check = t.runtime["checks"][cid]
+    assert check["close"] is True and check["max_abs"] < 1e-3
+    fwd = next(g for g in t.graphs if g.kind == "forward")
+    times = fwd.meta["phase_times_s"]
+    assert list(times)[:1] == ["dynamo"] and "kernel_compile" in times
+
+
+def test_info_json_keys(transformer_trace: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "tuidebug.cli", "info", "--json",
+                          str(transformer_trace)], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["status"] == "ok" and "error" not in data
+    for g in data["graphs"]:
+        for key in ("id", "kind", "nodes", "passes_changed", "kernels", "kernels_with_source",
+                    "source_files"):
+            assert key in g
+        assert g["kernels"] > 0 and g["kernels_with_source"] == g["kernels"]
+        assert g["source_files"] == [TRANSFORMER]
+    assert data == trace_summary(Trace(transformer_trace)) | {"trace": data["trace"]}
+
+
+def test_failing_compile_is_recorded(failing_trace: Path) -> None:
+    t = Trace(failing_trace)
+    assert t.status == "failed"
+    err = t.error
+    assert err["phase"] == "kernel_compile"
+    assert "CppCompileError" in err["type"]
+    assert "Traceback" in err["traceback"]
+    (g,) = t.graphs
+    assert g.status == "failed" and g.error == err
+    # everything up to the failure is there: stages, IR, fusion, generated code
+    assert g.find_stage("post_grad") is not None
+    assert g.ir_post and g.kernels and g.wrapper_code()
+    assert (g.dir / "repro" / "fx_graph_runnable.py").exists()
+    assert "cpp.inject_relu_bug_TESTING_ONLY" in t.config["changed"]
+
+
+def test_graph_break_and_recompile(graph_break_trace: Path) -> None:
+    t = Trace(graph_break_trace)
+    assert t.status == "ok"
+    ok = [g for g in t.graphs if g.status == "ok"]
+    assert len({g.compile_id.split("/")[0] for g in ok}) == 2  # two frames (graph break)
+    breaks = [r for c in t.compiles.values() for r in c.get("dynamo_graph_break_reason") or []]
+    assert breaks and "graph_break.py" in breaks[0]
+    reasons = [r for c in t.compiles.values() for r in c.get("recompile_reasons") or []]
+    assert reasons and "size mismatch" in str(reasons)
+
+
+def test_in_process_capture_api(tmp_path: Path) -> None:
+    """``with tuidebug.capture(dir)`` records a compile made in the calling process."""
+    code = f"""
+import torch, tuidebug
+def f(x):
+    return torch.relu(x) * 2 + x.sum()
+with tuidebug.capture({str(tmp_path / 't')!r}) as s:
+    torch.compile(f)(torch.randn(8))
+print(s.graph_count)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "1"
+    t = Trace(tmp_path / "t")
+    assert t.status == "ok" and t.graphs[0].kind == "inference"
+    assert t.graphs[0].kernels

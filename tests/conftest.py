@@ -1,0 +1,68 @@
+"""Shared fixtures: real traces, compiled once per test session and shared by every test.
+
+Each fixture runs the real compiler (``tuidebug trace`` on a bundled example, in a child
+process) — no mocks. Tests must not modify these traces; copy them first (``copy_trace``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def trace_example(out: Path, example: str, *args: str, extra: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``tuidebug trace`` on a bundled example; returns the finished process."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    cmd = [sys.executable, "-m", "tuidebug.cli", "trace", "-o", str(out), *(extra or []),
+           str(EXAMPLES / example), *args]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+
+
+def _make(tmp_path_factory: pytest.TempPathFactory, name: str, example: str, *args: str,
+          extra: list[str] | None = None) -> Path:
+    out = tmp_path_factory.mktemp("traces") / name
+    proc = trace_example(out, example, *args, extra=extra)
+    if not (out / "manifest.json").exists():
+        raise RuntimeError(f"tracing {example} wrote no trace:\n{proc.stdout}\n{proc.stderr}")
+    (out.parent / f"{name}.log").write_text(f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return out
+
+
+@pytest.fixture(scope="session")
+def transformer_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One transformer block trained for one step: forward and backward graphs."""
+    return _make(tmp_path_factory, "transformer", "transformer_block.py")
+
+
+@pytest.fixture(scope="session")
+def mlp_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _make(tmp_path_factory, "mlp", "mlp.py")
+
+
+@pytest.fixture(scope="session")
+def failing_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A compile that fails (C++ compile error planted with inject_relu_bug_TESTING_ONLY)."""
+    return _make(tmp_path_factory, "failing", "failing_compile.py")
+
+
+@pytest.fixture(scope="session")
+def graph_break_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _make(tmp_path_factory, "graph_break", "graph_break.py")
+
+
+@pytest.fixture
+def copy_trace(tmp_path: Path):
+    """Copy a shared trace so that a test can damage or modify it."""
+    def copy(src: Path, name: str = "copy") -> Path:
+        dst = tmp_path / name
+        shutil.copytree(src, dst)
+        return dst
+    return copy
