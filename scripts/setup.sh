@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Set up a development environment in .venv: torch pinned to the 2.13.0 CPU wheel, the package
+# in editable mode with its test extras, and graphviz's `dot` (Debian) when it is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+.venv/bin/python -m pip install -q -r requirements-dev.txt
+.venv/bin/python -m pip install -q --no-deps -e .
+if ! command -v dot >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing graphviz (dot) for SVG export…" >&2
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null) \
+      || echo "warning: could not install graphviz; SVG export will write .dot files only" >&2
+  else
+    echo "note: graphviz's dot is not installed; install it (apt-get install graphviz) for SVG export" >&2
+  fi
+fi
