@@ -23,6 +23,7 @@ _EXTERN_RE = re.compile(
     r"^\s*(?:\w+(?:,\s*\w+)* = )?(?P<call>(?:extern_kernels|torch\.ops\.\w+|aten|"
     r"torch\.ops\.aten)\.[\w.]+)\(")
 
+_NEUTRAL_RE = re.compile(r"^(stream\w* = get_raw_stream\(|torch\.cuda\.set_device\(|del )")
 _KIND_BY_API = {"cpp_pybinding": "cpp", "cpp": "cpp", "triton": "triton", "cuda": "cuda",
                 "rocm": "rocm", "halide": "halide", "mps": "mps", "pallas": "pallas"}
 _EXT = {"cpp": ".cpp", "triton": ".py", "cuda": ".cu", "halide": ".py", "rocm": ".cpp"}
@@ -91,9 +92,9 @@ def split_wrapper(code: str) -> WrapperCode:
     externs: list[ExternCall] = []
     pending_handles: list[str] = []
     pending_src: tuple[list[str], list[str]] | None = None
-    in_kernel_text = _string_spans(code)
+    in_kernel_text = _string_lines(code)
     for lineno, line in enumerate(code.splitlines(), 1):
-        if _in_spans(lineno, in_kernel_text):
+        if lineno in in_kernel_text:
             continue
         stripped = line.strip()
         h = _HANDLE_RE.search(stripped)
@@ -104,8 +105,8 @@ def split_wrapper(code: str) -> WrapperCode:
         if s:
             pending_src = (_split_list(s["nodes"]), _split_list(s["aten"]))
             continue
-        if not stripped or stripped.startswith("#"):
-            continue
+        if not stripped or stripped.startswith("#") or _NEUTRAL_RE.match(stripped):
+            continue  # lines between a kernel's comments and its call
         called = re.match(r"(?:\w+(?:,\s*\w+)* = )?(?P<fn>[A-Za-z_]\w*)(?:\.run)?\(", stripped)
         if called and called["fn"] in kernels:
             kd = kernels[called["fn"]]
@@ -129,19 +130,15 @@ def _split_list(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
 
-def _string_spans(code: str) -> list[tuple[int, int]]:
-    """Line ranges covered by kernel source strings (so their comments are not misread)."""
-    spans = []
+def _string_lines(code: str) -> set[int]:
+    """Line numbers covered by kernel source strings (so their comments are not misread)."""
+    lines: set[int] = set()
     for m in _DEF_RE.finditer(code):
         got = _kernel_source(code, m.end())
         if got:
             _, end = got
-            spans.append((code.count("\n", 0, m.start()) + 1, code.count("\n", 0, end) + 1))
-    return spans
-
-
-def _in_spans(lineno: int, spans: list[tuple[int, int]]) -> bool:
-    return any(a <= lineno <= b for a, b in spans)
+            lines.update(range(code.count("\n", 0, m.start()) + 1, code.count("\n", 0, end) + 2))
+    return lines
 
 
 def kernel_index_entry(k: KernelDef, file: str) -> dict[str, Any]:
