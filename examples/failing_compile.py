@@ -1,14 +1,17 @@
-"""A ~100-node model whose compilation is broken on purpose by an injected ReLU bug.
+"""A ~120-node model whose compilation is broken on purpose by an injected ReLU bug.
 
 Demonstrates Inductor failures and what the minifier / repro tooling works
 with.  It sets `torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY`
 (and the `triton.` twin for CUDA), which changes the code Inductor emits for
 every `relu` that lands in a generated C++/Triton kernel:
 
-* compile_error: relu is emitted as `compile error!`, so the C++ compiler
-  (or Triton) rejects the kernel -> torch.compile raises BackendCompilerFailed.
+* compile_error: relu is emitted as `compile error!`, so g++ rejects the
+  kernel (CppCompileError) or, on CUDA, the generated Python/Triton source
+  fails to import (SyntaxError); both surface as InductorError, exit 1.
 * runtime_error: relu becomes `x; throw 1` (C++) / a failing device_assert
-  (Triton): the kernel builds, then aborts the process when it runs.
+  (Triton): the kernel builds, then fails when it runs.  On CPU the binding
+  turns the C++ throw into `RuntimeError: unhandled error` (exit 1); on CUDA
+  the device-side assert aborts the process (exit 134).
 * accuracy: relu becomes `x + 1`: everything runs, but the result is wrong.
   This script compares compiled vs. eager and exits with status 1.
 * none: no bug, for comparison.
@@ -67,7 +70,7 @@ def main():
     x = torch.randn(16, 32, device=args.device)
     compiled = torch.compile(model)
     with torch.no_grad():
-        out = compiled(x)  # compile_error raises here; runtime_error aborts here
+        out = compiled(x)  # compile_error and runtime_error raise here
         ref = model(x)
     err = (out - ref).abs().max().item()
     if not torch.allclose(out, ref, rtol=1e-4, atol=1e-4):

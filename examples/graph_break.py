@@ -7,7 +7,8 @@ Demonstrates Dynamo graph breaks and recompilation:
   `capture_scalar_outputs=False` makes `.item()` a graph break), so Dynamo
   compiles graph 1 (fc1 + relu + mean) for the frame up to the break, runs
   `.item()` and the `if` in plain Python, and then compiles a second frame,
-  the generated resume function `__resume_at_...`, as graph 2 (branch + fc2).
+  the generated resume function `torch_dynamo_resume_in_forward_at_<line>`,
+  as graph 2 (branch + fc2).
 * The second call uses a different batch size.  The guards on the static
   shapes fail, Dynamo recompiles both frames, and because
   `automatic_dynamic_shapes` is on, the recompiled graphs mark the batch dim

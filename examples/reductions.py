@@ -4,9 +4,11 @@ Demonstrates Inductor's reduction codegen: softmax and a hand-written
 layernorm (two-pass mean / variance), var_mean, sums over the inner dim, the
 outer dim, several dims and all elements, cumsum (a scan) and logsumexp, on
 tensors of different shapes (many short rows, a few long rows, a tall narrow
-matrix).  Reductions over the same input and dim are fused into one kernel
-loop; the reduction dims decide inner vs. outer reduction strategies, and on
-CUDA the long full reduction gets split into a two-stage reduction.
+matrix).  On CPU the scheduler fuses nearly everything into one C++ kernel
+(a loop nest per reduction group) and cumsum is an aten fallback (no CPU scan
+codegen); on CUDA each group gets its own Triton kernel, persistent
+(`triton_per_*`) or looped (`triton_red_*`), and cumsum becomes a Triton scan
+fused with the logsumexp over the same rows.
 
     tuidebug trace examples/reductions.py
 """

@@ -4,10 +4,15 @@ Demonstrates training compilation: AOTAutograd traces forward + backward
 jointly, the partitioner splits them into a forward graph and a backward
 graph (choosing which activations to save vs. recompute), and Inductor
 compiles each one.  Attention is written out by hand (Linear projections,
-matmul, softmax) so the softmax reduction and its backward show up as
-generated kernels instead of a fused SDPA extern call.  Module paths such as
-`blocks.0.attn.q_proj` are kept meaningful for nn_module_stack attribution.
-The loss and the SGD step run eagerly outside the compiled module.
+matmul, softmax): the Dynamo and AOT graphs show those ops.  On CPU
+(torch 2.13) Inductor's joint-graph pattern matcher (fx_passes/fuse_attention.py)
+then rewrites them into a fused SDPA extern call
+(aten._scaled_dot_product_flash_attention_for_cpu, and its backward); on
+CUDA (seen with torch 2.11) they stay bmm + Triton softmax kernels.
+`torch._inductor.config.pattern_matcher = False` disables the rewrite.
+Module paths such as `blocks.0.attn.q_proj` are kept meaningful for
+nn_module_stack attribution.  The loss and the SGD step run eagerly outside
+the compiled module.
 
     tuidebug trace examples/transformer_block.py
     tuidebug trace examples/transformer_block.py --layers 24   # deep stack
