@@ -103,10 +103,17 @@ def _trace_outcome(code: int, out: Path) -> int:
         _err(f"compilation failed; the trace in {out} records the failure "
              f"(try: tuidebug open {out}, or tuidebug minify {out})")
         return 1
+    if code == rs.EXIT_WRITE_FAILED:
+        _err(f"the trace in {out} could not be written completely (disk full or read-only?); "
+             "what was written before is intact")
+        return 1
     if code == rs.EXIT_RAISED_LATE:
         _err("the script raised after compiling (traceback above); the trace is complete")
         return 1
-    return 0 if code == 0 else 1
+    if code != 0:
+        _err(f"the script exited with code {code}; the trace is complete")
+        return 1
+    return 0
 
 
 def cmd_trace(ns: argparse.Namespace) -> int:

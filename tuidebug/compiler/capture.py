@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
+import signal
 import threading
 import time
 import traceback
@@ -29,6 +31,10 @@ from tuidebug.trace import schema
 from tuidebug.trace.writer import TraceWriter
 
 TUIDEBUG_CONFIG = {"trace.provenance_tracking_level": 1}
+
+# Testing only (like Inductor's inject_relu_bug_TESTING_ONLY): SIGKILL this process when the
+# capture reaches this phase, so that tests can check what a crash leaves on disk.
+_KILL_AT_PHASE = os.environ.get("TUIDEBUG_TESTING_KILL_AT_PHASE")
 
 
 def _safe_id(text: str) -> str:
@@ -207,6 +213,8 @@ class CaptureSession:
         self.writer.set_phase(phase, gs.graph_id if gs else None)
         if gs is not None:
             gs.phase_times.setdefault(phase, time.perf_counter() - gs.started)
+        if phase == _KILL_AT_PHASE:  # fault injection for tests/faults only
+            os.kill(os.getpid(), signal.SIGKILL)
 
     # compile_fx: one Dynamo graph enters Inductor
     def _wrap_compile_fx(self, orig: Callable[..., Any]) -> Callable[..., Any]:
@@ -406,7 +414,8 @@ class CaptureSession:
     def _add_stage(self, gs: _GraphState, entry: dict[str, Any]) -> None:
         entry["index"] = len(gs.stages)
         gs.stages.append(entry)
-        self._write_meta(gs)
+        if entry.get("file"):  # passes that changed nothing reach disk with the next write
+            self._write_meta(gs)
 
     def _write_meta(self, gs: _GraphState) -> None:
         assert self.writer is not None
@@ -515,7 +524,6 @@ class CaptureSession:
     def on_output_code(self, code: str, gs: _GraphState | None) -> None:
         if gs is None:
             return
-        self._phase("kernel_compile")
         assert self.writer is not None
         self.writer.write_text(gs.dir / schema.WRAPPER, code)
         parsed = kernel_text.split_wrapper(code)
@@ -533,6 +541,7 @@ class CaptureSession:
         self.writer.write_json(gs.dir / schema.KERNELS_INDEX, {"kernels": index})
         self._write_provenance(gs)
         self._write_meta(gs)
+        self._phase("kernel_compile")  # the code is on disk; now the kernels get compiled
 
     def _write_provenance(self, gs: _GraphState) -> None:
         fx_source = {n["name"]: n.get("source") for n in gs.last_nodes}

@@ -4,7 +4,8 @@ Runs in its own process so that a crash of the compiler (a segfault in a C++ com
 cannot take the CLI down: the trace on disk says how far it got, and the parent reports it.
 Exit codes: 0 ok; 10 compile or compiled-code failure; 11 the script raised before anything
 was compiled; 12 nothing was compiled; 13 the script raised after compiling (trace is fine);
-the script's own code when it calls sys.exit with one after compiling.
+14 the trace could not be written (disk full, read-only); the script's own code when it calls
+sys.exit with one after compiling.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 import traceback
 
 EXIT_OK, EXIT_COMPILE_FAILED, EXIT_RAISED_EARLY, EXIT_NO_COMPILE, EXIT_RAISED_LATE = 0, 10, 11, 12, 13
+EXIT_WRITE_FAILED = 14
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
         if exit_code:
             session.writer.update(script_exit_code=exit_code)
         session.stop(script_exc)
+    if session.writer.write_error:
+        print(f"[tuidebug] trace incomplete: {session.writer.write_error}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
     if session.errors:
         return EXIT_COMPILE_FAILED
     if script_exc is not None:

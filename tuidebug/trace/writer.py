@@ -22,6 +22,7 @@ class TraceWriter:
                  versions: dict[str, Any] | None = None) -> None:
         self.root = Path(root)
         self._lock = threading.RLock()
+        self.write_error: str | None = None  # set when the disk refused a write
         self.root.mkdir(parents=True, exist_ok=True)
         if not os.access(self.root, os.W_OK):
             raise PermissionError(f"output directory {self.root} is not writable")
@@ -49,9 +50,25 @@ class TraceWriter:
         self.flush()
 
     # -- manifest -------------------------------------------------------------------------------
+    def _safely(self, what: Path, fn: Any, *args: Any) -> None:
+        """Write through ``fn``; a full or read-only disk must not break the user's compile.
+
+        The first failure is reported once on stderr and remembered in ``write_error``; later
+        writes are skipped. Earlier files stay intact (every write is atomic).
+        """
+        if self.write_error is not None:
+            return
+        try:
+            fn(*args)
+        except OSError as e:
+            self.write_error = f"{what}: {e.strerror or e}"
+            print(f"[tuidebug] warning: cannot write the trace ({self.write_error}); "
+                  "capture stops here, the compile goes on", file=sys.stderr, flush=True)
+
     def flush(self) -> None:
         with self._lock:
-            atomic.write_json(self.root / schema.MANIFEST, self.manifest)
+            self._safely(self.root / schema.MANIFEST, atomic.write_json,
+                         self.root / schema.MANIFEST, self.manifest)
 
     def update(self, **fields: Any) -> None:
         with self._lock:
@@ -113,11 +130,11 @@ class TraceWriter:
         return self.root.joinpath(schema.GRAPHS_DIR, graph_id, *parts)
 
     def write_json(self, path: Path, data: Any) -> None:
-        atomic.write_json(path, data)
+        self._safely(path, atomic.write_json, path, data)
 
     def write_text(self, path: Path, text: str) -> None:
-        atomic.write_text(path, text)
+        self._safely(path, atomic.write_text, path, text)
 
     def append(self, path: Path, record: Any) -> None:
         with self._lock:
-            atomic.append_jsonl(path, record)
+            self._safely(path, atomic.append_jsonl, path, record)
