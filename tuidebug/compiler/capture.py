@@ -165,6 +165,9 @@ class CaptureSession:
         p.wrap(compat.WHY_NO_FUSE, self._wrap_why_no_fuse)
         p.wrap(compat.FUSE_TWO_NODES, self._wrap_fuse_two_nodes)
         p.wrap(compat.KERNEL_PROVENANCE, self._wrap_provenance, everywhere=True)
+        if compat.triton_available():
+            p.wrap(compat.TRITON_RUN, self._wrap_triton_run)
+            p.wrap(compat.TRITON_BENCHMARK_ALL, self._wrap_triton_benchmark)
         try:
             self._remove_feedback = compat.add_autotune_feedback(self._on_autotune)
         except compat.NotAvailable as e:
@@ -602,6 +605,71 @@ class CaptureSession:
                 "op": name, "inputs": [compat.ir_node_size(n) for n in input_nodes or []],
                 "choices": entries, "winner": winner})
         self._guarded("autotune choices", rec)
+
+    # -- Triton launches (GPU) -------------------------------------------------------------------
+    def _graph_for_kernel(self, ident: dict[str, Any]) -> _GraphState | None:
+        cid = ident.get("compile_id")
+        if cid is not None:
+            if ident.get("is_backward"):
+                gs = self._graphs.get(f"{_safe_id(cid)}-backward")
+            else:
+                gs = self._frame_graph.get(cid)
+            if gs is not None:
+                return gs
+        return self._current()
+
+    def _wrap_triton_run(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        session = self
+        seen: set[int] = set()
+
+        def run(self_: Any, *args: Any, **kwargs: Any) -> Any:
+            out = orig(self_, *args, **kwargs)
+            if id(self_) not in seen:
+                seen.add(id(self_))
+                session._guarded("a Triton launch", lambda: session._record_launch(self_))
+            return out
+        return run
+
+    def _record_launch(self, autotuner: Any) -> None:
+        ident = compat.triton_autotuner_identity(autotuner)
+        gs = self._graph_for_kernel(ident)
+        if gs is None:
+            return
+        launchers = compat.triton_launchers(autotuner)
+        assert self.writer is not None
+        self.writer.append(gs.dir / schema.LAUNCHES, {
+            **ident, "launchers": len(launchers),
+            "launch": compat.triton_launcher_info(launchers[0]) if len(launchers) == 1 else None})
+
+    def _wrap_triton_benchmark(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        session = self
+
+        def benchmark_all_configs(self_: Any, *args: Any, **kwargs: Any) -> Any:
+            timings = orig(self_, *args, **kwargs)
+
+            def rec() -> None:
+                ident = compat.triton_autotuner_identity(self_)
+                gs = session._graph_for_kernel(ident)
+                if gs is None or not isinstance(timings, dict):
+                    return
+                choices = []
+                for launcher, t in timings.items():
+                    info = compat.triton_launcher_info(launcher)
+                    ok = isinstance(t, (int, float)) and t != float("inf")
+                    choices.append({"name": ", ".join(f"{k}={v}" for k, v in info["config"].items())
+                                    + f", num_warps={info['num_warps']}, num_stages={info['num_stages']}",
+                                    "kind": "TritonConfig", "config": info,
+                                    "time_ms": float(t) if ok else None,
+                                    **({} if ok else {"error": "failed or skipped (no timing)"})})
+                timed = [c for c in choices if c["time_ms"] is not None]
+                assert session.writer is not None
+                session.writer.append(gs.dir / schema.AUTOTUNE, {
+                    "op": ident["kernel"], "kind": "triton_heuristics", "inputs": [],
+                    "choices": choices,
+                    "winner": min(timed, key=lambda c: c["time_ms"])["name"] if timed else None})
+            session._guarded("Triton autotuning", rec)
+            return timings
+        return benchmark_all_configs
 
     # -- runtime --------------------------------------------------------------------------------
     def _wrap_runtime(self, compiled: Callable[..., Any], gm: Any,

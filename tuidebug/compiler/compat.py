@@ -122,6 +122,45 @@ IR_POST_FUSION = "torch._inductor.debug.log_ir_post_fusion"
 WHY_NO_FUSE = "torch._inductor.scheduler.WhyNoFuse.__call__"
 FUSE_TWO_NODES = "torch._inductor.scheduler.Scheduler.fuse_two_nodes"
 KERNEL_PROVENANCE = "torch._inductor.debug.set_kernel_post_grad_provenance_tracing"
+TRITON_RUN = "torch._inductor.runtime.triton_heuristics.CachingAutotuner.run"
+TRITON_BENCHMARK_ALL = "torch._inductor.runtime.triton_heuristics.CachingAutotuner.benchmark_all_configs"
+
+
+def triton_available() -> bool:
+    try:
+        import triton  # type: ignore[import-not-found]  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+def triton_autotuner_identity(autotuner: Any) -> dict[str, Any]:
+    """Which kernel a Triton CachingAutotuner is, and which compile / graph it belongs to."""
+    meta = getattr(autotuner, "inductor_meta", None) or {}
+    fn = getattr(autotuner, "fn", None)
+    cid = getattr(autotuner, "compile_id", None)
+    return {"kernel": meta.get("kernel_name") or getattr(fn, "__name__", "?"),
+            "compile_id": str(cid) if cid is not None else None,
+            "is_backward": bool(getattr(autotuner, "is_backward", False))}
+
+
+def triton_launcher_info(launcher: Any) -> dict[str, Any]:
+    """Launch metadata of one compiled Triton config: block sizes, warps, stages, registers,
+    spills and shared memory (where this Triton exposes them)."""
+    cfg = getattr(launcher, "config", None)
+    info: dict[str, Any] = {
+        "config": {str(k): v for k, v in (getattr(cfg, "kwargs", None) or {}).items()},
+        "num_warps": getattr(cfg, "num_warps", None),
+        "num_stages": getattr(cfg, "num_stages", None),
+    }
+    for key, attr in (("registers", "n_regs"), ("spills", "n_spills"), ("shared_mem", "shared")):
+        val = getattr(launcher, attr, None)
+        info[key] = val if isinstance(val, (int, float)) or val is None else str(val)
+    return info
+
+
+def triton_launchers(autotuner: Any) -> list[Any]:
+    return list(getattr(autotuner, "launchers", None) or [])
 
 
 # -- structured trace log ------------------------------------------------------------------------

@@ -239,6 +239,12 @@ class GraphRecord:
     def error(self) -> dict[str, Any] | None:
         return self._f.json(self.dir / schema.ERROR)
 
+    @cached_property
+    def launches(self) -> dict[str, dict[str, Any]]:
+        """Triton launch metadata by kernel name (block sizes, warps, stages, registers…)."""
+        return {str(r.get("kernel")): r for r in self._f.jsonl(self.dir / schema.LAUNCHES)
+                if isinstance(r, dict)}
+
     def kernels_for_fx_node(self, node: str) -> list[str]:
         return list((self.provenance.get("fx_to_kernels") or {}).get(node, []))
 

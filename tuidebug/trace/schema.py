@@ -23,6 +23,7 @@ KERNELS_INDEX = "code/kernels.json"
 WRAPPER = "code/wrapper.py"
 PROVENANCE = "provenance.json"
 AUTOTUNE = "autotune.jsonl"
+LAUNCHES = "code/launches.jsonl"  # Triton: launch metadata per kernel (first launch)
 ERROR = "error.json"
 REPRO_DIR = "repro"
 
