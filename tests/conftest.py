@@ -18,9 +18,15 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 
+def pythonpath() -> str:
+    """PYTHONPATH for child processes: this checkout first, then what the caller had."""
+    extra = os.environ.get("PYTHONPATH")
+    return str(ROOT) + (os.pathsep + extra if extra else "")
+
+
 def trace_example(out: Path, example: str, *args: str, extra: list[str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``tuidebug trace`` on a bundled example; returns the finished process."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=pythonpath())
     cmd = [sys.executable, "-m", "tuidebug.cli", "trace", "-o", str(out), *(extra or []),
            str(EXAMPLES / example), *args]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)

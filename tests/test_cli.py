@@ -7,11 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import EXAMPLES, ROOT
+from tests.conftest import EXAMPLES, ROOT, pythonpath
 
 
 def tuidebug(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=pythonpath())
     return subprocess.run([sys.executable, "-m", "tuidebug.cli", *args], capture_output=True,
                           text=True, cwd=cwd, env=env, timeout=600)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, ROOT
+from tests.conftest import EXAMPLES, ROOT, pythonpath
 from tests.faults.conftest import Case, all_files_parse
 from tuidebug.trace.reader import Trace
 from tuidebug.trace.summary import trace_summary
@@ -17,7 +17,7 @@ from tuidebug.trace.summary import trace_summary
 
 def trace(out: Path, script: Path, *args: str, env: dict[str, str] | None = None,
           preexec=None) -> subprocess.CompletedProcess[str]:
-    e = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
+    e = dict(os.environ, PYTHONPATH=pythonpath(), **(env or {}))
     return subprocess.run([sys.executable, "-m", "tuidebug.cli", "trace", "-o", str(out),
                            str(script), *args], capture_output=True, text=True, env=e,
                           timeout=600, preexec_fn=preexec)
@@ -137,7 +137,7 @@ def test_trace_dir_with_spaces_and_unicode(tmp_path: Path, case: Case) -> None:
     assert p.returncode == 0, p.stderr[-2000:]
     case.survived = True
     info = subprocess.run([sys.executable, "-m", "tuidebug.cli", "info", "--json", str(out)],
-                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=pythonpath()))
     assert info.returncode == 0 and '"status": "ok"' in info.stdout
     case.data_lost = False
 

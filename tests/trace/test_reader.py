@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, pythonpath
 from tuidebug.trace.reader import Trace, TraceError
 from tuidebug.trace.summary import trace_summary
 
@@ -111,7 +111,7 @@ for g in t.graphs:
 print('torch' in sys.modules, len(s['problems']))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                         cwd=ROOT, env=dict(os.environ, PYTHONPATH=pythonpath()))
     assert out.returncode == 0, out.stderr
     imported, problems = out.stdout.split()
     assert imported == "False"
