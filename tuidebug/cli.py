@@ -127,12 +127,41 @@ def cmd_trace(ns: argparse.Namespace) -> int:
     return rc
 
 
+# -- inputs that are not tuidebug traces -------------------------------------------------------------
+
+def resolve_trace(path: Path, rank: int | None = None) -> Path:
+    """A tuidebug trace for ``path``: itself, or an import of a TORCH_TRACE log or a
+    torch_compile_debug folder (made once, next to the source; the source is never modified)."""
+    from tuidebug.trace.importers import ImportFailed, detect, ensure_trace
+
+    if detect(path) in (None, "tuidebug"):
+        return path  # Trace() says what is wrong with it
+    try:
+        out = ensure_trace(path, rank=rank)
+    except ImportFailed as e:
+        raise CliError(str(e)) from e
+    print(f"[tuidebug] imported {path} → {out}", file=sys.stderr)
+    return out
+
+
+def cmd_import(ns: argparse.Namespace) -> int:
+    from tuidebug.trace.importers import ImportFailed, import_path
+
+    try:
+        out = import_path(Path(ns.source), Path(ns.output), rank=ns.rank)
+    except ImportFailed as e:
+        raise CliError(str(e)) from e
+    print(f"[tuidebug] imported {ns.source} → {out}", file=sys.stderr)
+    return _print_info(Path(out), as_json=False)
+
+
 # -- info -----------------------------------------------------------------------------------------
 
-def _print_info(path: Path, *, as_json: bool) -> int:
+def _print_info(path: Path, *, as_json: bool, rank: int | None = None) -> int:
     from tuidebug.trace.reader import Trace, TraceError
     from tuidebug.trace.summary import trace_summary
 
+    path = resolve_trace(path, rank)
     try:
         summary = trace_summary(Trace(path))
     except TraceError as e:
@@ -147,15 +176,16 @@ def _print_info(path: Path, *, as_json: bool) -> int:
 
 
 def cmd_info(ns: argparse.Namespace) -> int:
-    _print_info(Path(ns.trace), as_json=ns.json)
+    _print_info(Path(ns.trace), as_json=ns.json, rank=ns.rank)
     return 0
 
 
 # -- open / demo ----------------------------------------------------------------------------------
 
-def _open(path: Path) -> int:
+def _open(path: Path, rank: int | None = None) -> int:
     from tuidebug.trace.reader import Trace, TraceError
 
+    path = resolve_trace(path, rank)
     try:
         trace = Trace(path)
     except TraceError as e:
@@ -168,7 +198,7 @@ def _open(path: Path) -> int:
 
 
 def cmd_open(ns: argparse.Namespace) -> int:
-    return _open(Path(ns.trace))
+    return _open(Path(ns.trace), ns.rank)
 
 
 def cmd_demo(ns: argparse.Namespace) -> int:
@@ -209,14 +239,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
     p.set_defaults(fn=cmd_trace)
 
-    p = sub.add_parser("info", help="summarise a trace")
+    rank_help = "for a multi-rank TORCH_TRACE log: the rank to open (default: the lowest)"
+    p = sub.add_parser("info", help="summarise a trace (or a TORCH_TRACE log / debug folder)")
     p.add_argument("trace")
     p.add_argument("--json", action="store_true", help="machine-readable summary")
+    p.add_argument("--rank", type=int, help=rank_help)
     p.set_defaults(fn=cmd_info)
 
-    p = sub.add_parser("open", help="open a trace in the terminal UI")
+    p = sub.add_parser("open", help="open a trace (or a TORCH_TRACE log / debug folder) in the TUI")
     p.add_argument("trace")
+    p.add_argument("--rank", type=int, help=rank_help)
     p.set_defaults(fn=cmd_open)
+
+    p = sub.add_parser("import", help="import a TORCH_TRACE log or torch_compile_debug folder")
+    p.add_argument("source")
+    p.add_argument("-o", "--output", required=True, help="the new trace directory")
+    p.add_argument("--rank", type=int, help=rank_help)
+    p.set_defaults(fn=cmd_import)
 
     p = sub.add_parser("demo", help="trace the bundled transformer example and open it")
     p.add_argument("-o", "--output")

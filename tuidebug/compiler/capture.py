@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import signal
 import threading
 import time
@@ -26,7 +25,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from tuidebug.compiler import accuracy, compat, snapshot
-from tuidebug.trace import kernels as kernel_text
+from tuidebug.trace import layout
 from tuidebug.trace import schema
 from tuidebug.trace.writer import TraceWriter
 
@@ -35,10 +34,6 @@ TUIDEBUG_CONFIG = {"trace.provenance_tracking_level": 1}
 # Testing only (like Inductor's inject_relu_bug_TESTING_ONLY): SIGKILL this process when the
 # capture reaches this phase, so that tests can check what a crash leaves on disk.
 _KILL_AT_PHASE = os.environ.get("TUIDEBUG_TESTING_KILL_AT_PHASE")
-
-
-def _safe_id(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_") or "x"
 
 
 @dataclass
@@ -254,7 +249,7 @@ class CaptureSession:
         return gs
 
     def _graph_state(self, cid: str, kind: str) -> _GraphState:
-        gid = f"{_safe_id(cid)}-{kind}"
+        gid = f"{layout.safe_id(cid)}-{kind}"
         with self._lock:
             if gid in self._graphs:
                 return self._graphs[gid]
@@ -401,12 +396,12 @@ class CaptureSession:
         changes = snapshot.diff_fingerprints(base, fp) if base is not None else {
             "added": list(fp), "removed": [], "changed": []}
         index = len(gs.stages)
-        fname = f"{schema.STAGES_DIR}/{index:03d}-{_safe_id(name)}.json"
+        fname = f"{schema.STAGES_DIR}/{index:03d}-{layout.safe_id(name)}.json"
         data = snapshot.graph_to_json(gm, graph_id=gs.graph_id, stage=name,
                                       cache=self._stack_cache)
         data["changes"] = changes
         assert self.writer is not None
-        self.writer.write_json(gs.dir / fname, data)
+        self.writer.write_json(gs.dir / fname, data, compact=True)
         gs.last_fp, gs.last_gm, gs.last_nodes = fp, id(gm), data["nodes"]
         self._add_stage(gs, {
             "name": name, "kind": kind, "subsystem": subsystem, "duration_s": duration,
@@ -528,57 +523,18 @@ class CaptureSession:
         if gs is None:
             return
         assert self.writer is not None
-        self.writer.write_text(gs.dir / schema.WRAPPER, code)
-        parsed = kernel_text.split_wrapper(code)
-        index = []
-        for k in parsed.kernels:
-            rel = f"{schema.CODE_DIR}/{k.name}{k.ext}"
-            self.writer.write_text(gs.dir / rel, k.source)
-            index.append(kernel_text.kernel_index_entry(k, rel))
-        for e in parsed.externs:
-            name = e.handles[0] if e.handles else f"{e.name}@{e.line}"
-            index.append({"name": name, "kind": "extern", "file": None, "call": e.name,
-                          "wrapper_line": e.line, "handles": e.handles,
-                          "source_nodes": e.source_nodes, "original_aten": e.original_aten})
+        index = layout.write_output_code(gs.dir, code, write_text=self.writer.write_text,
+                                         write_json=self.writer.write_json)
         gs.kernel_index = index
-        self.writer.write_json(gs.dir / schema.KERNELS_INDEX, {"kernels": index})
         self._write_provenance(gs)
         self._write_meta(gs)
         self._phase("kernel_compile")  # the code is on disk; now the kernels get compiled
 
     def _write_provenance(self, gs: _GraphState) -> None:
         fx_source = {n["name"]: n.get("source") for n in gs.last_nodes}
-        kernels: dict[str, Any] = {}
-        fx_to_kernels: dict[str, list[str]] = {}
-        for k in gs.kernel_index:
-            ir_nodes: list[str] = []
-            fx_nodes: list[str] = []
-            stacks: list[str] = []
-            for h in k.get("handles") or []:
-                info = gs.provenance.get(h)
-                if not info:
-                    continue
-                ir_nodes += [x for x in info["ir_nodes"] if x not in ir_nodes]
-                fx_nodes += [x for x in info["fx_nodes"] if x not in fx_nodes]
-                stacks += [x for x in info["stack_traces"] if x not in stacks]
-            if not fx_nodes:
-                fx_nodes = [x for x in k.get("source_nodes") or [] if x in fx_source]
-            sources: list[dict[str, Any]] = []
-            for fx in fx_nodes:
-                src = fx_source.get(fx)
-                if src and src not in sources:
-                    sources.append(src)
-            for st in stacks:
-                src = snapshot.parse_stack_trace(st, self._stack_cache)
-                if src and src not in sources:
-                    sources.append(src)
-            kernels[k["name"]] = {"kind": k["kind"], "ir_nodes": ir_nodes, "fx_nodes": fx_nodes,
-                                  "source": sources}
-            for fx in fx_nodes:
-                fx_to_kernels.setdefault(fx, []).append(k["name"])
         assert self.writer is not None
-        self.writer.write_json(gs.dir / schema.PROVENANCE, {
-            "kernels": kernels, "fx_to_kernels": fx_to_kernels, "pre_to_post": gs.pre_to_post})
+        self.writer.write_json(gs.dir / schema.PROVENANCE, layout.provenance_json(
+            gs.kernel_index, gs.provenance, fx_source, gs.pre_to_post, self._stack_cache))
 
     # -- autotuning -----------------------------------------------------------------------------
     def _on_autotune(self, timings: Any, name: str, input_nodes: Any, choices: Any,
@@ -611,7 +567,7 @@ class CaptureSession:
         cid = ident.get("compile_id")
         if cid is not None:
             if ident.get("is_backward"):
-                gs = self._graphs.get(f"{_safe_id(cid)}-backward")
+                gs = self._graphs.get(f"{layout.safe_id(cid)}-backward")
             else:
                 gs = self._frame_graph.get(cid)
             if gs is not None:
@@ -792,7 +748,7 @@ class CaptureSession:
             else:
                 c[key] = value
             assert self.writer is not None
-            self.writer.write_json(self.writer.path(schema.COMPILES_DIR, f"{_safe_id(cid)}.json"),
+            self.writer.write_json(self.writer.path(schema.COMPILES_DIR, f"{layout.safe_id(cid)}.json"),
                                    {"id": cid, **c})
             self.writer.add_compile(cid, {"graphs": c["graphs"]})
             if key == "metrics" and isinstance(value, dict):
@@ -819,14 +775,7 @@ class _StructuredHandler(logging.Handler):
 
 
 def _event_compile_id(meta: dict[str, Any]) -> str | None:
-    f, c = meta.get("frame_id"), meta.get("frame_compile_id")
-    if f is None or c is None:
-        return compat.current_compile_id()
-    cid = f"{f}/{c}"
-    if meta.get("attempt"):
-        cid += f"_{meta['attempt']}"
-    ca = meta.get("compiled_autograd_id")
-    return f"!{ca}/{cid}" if ca is not None else cid
+    return layout.compile_id_from_meta(meta) or compat.current_compile_id()
 
 
 def _short_traceback(e: BaseException, message_limit: int = 2000) -> str:

@@ -10,8 +10,8 @@ import torch
 import torch.fx
 
 from tuidebug.trace.graph import GRAPH_FORMAT
+from tuidebug.trace.layout import diff_fingerprints, parse_stack_trace  # noqa: F401 (re-exported)
 
-_FRAME_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
 _MAX_REPR = 200
 
 
@@ -71,23 +71,6 @@ def tensor_meta(val: Any) -> dict[str, Any] | None:
     return None
 
 
-def parse_stack_trace(stack: str | None, cache: dict[str, Any]) -> dict[str, Any] | None:
-    """The innermost user frame of an FX node's ``stack_trace``."""
-    if not stack:
-        return None
-    if stack in cache:
-        return cache[stack]
-    found = None
-    lines = stack.splitlines()
-    for i, line in enumerate(lines):
-        m = _FRAME_RE.search(line)
-        if m:
-            code = lines[i + 1].strip() if i + 1 < len(lines) else ""
-            found = {"file": m["file"], "line": int(m["line"]), "fn": m["fn"], "code": code}
-    cache[stack] = found
-    return found
-
-
 def _module_path(meta: dict[str, Any]) -> tuple[str, str]:
     stack = meta.get("nn_module_stack")
     if not stack:
@@ -136,11 +119,3 @@ def fingerprint(gm: torch.fx.GraphModule | torch.fx.Graph) -> dict[str, tuple[An
     """A cheap per-node signature, to tell whether a pass changed the graph and which nodes."""
     graph = gm.graph if isinstance(gm, torch.fx.GraphModule) else gm
     return {n.name: (n.op, str(n.target), repr(n.args), repr(n.kwargs)) for n in graph.nodes}
-
-
-def diff_fingerprints(old: dict[str, Any], new: dict[str, Any]) -> dict[str, list[str]]:
-    return {
-        "added": [k for k in new if k not in old],
-        "removed": [k for k in old if k not in new],
-        "changed": [k for k in new if k in old and old[k] != new[k]],
-    }

@@ -25,8 +25,13 @@ def write_text(path: Path, text: str) -> None:
         raise
 
 
-def write_json(path: Path, data: Any) -> None:
-    write_text(path, json.dumps(data, indent=1, default=_fallback, ensure_ascii=False) + "\n")
+def write_json(path: Path, data: Any, *, compact: bool = False) -> None:
+    """JSON, indented for people; ``compact`` for big generated files (several times faster)."""
+    if compact:
+        text = json.dumps(data, separators=(",", ":"), default=_fallback, ensure_ascii=False)
+    else:
+        text = json.dumps(data, indent=1, default=_fallback, ensure_ascii=False)
+    write_text(path, text + "\n")
 
 
 def append_jsonl(path: Path, record: Any) -> None:

@@ -21,6 +21,7 @@ def graph_summary(g: GraphRecord) -> dict[str, Any]:
             if s.get("file"):
                 files.add(s["file"])
     fusion = meta.get("fusion") or {}
+    recorded = fusion.get("recorded", True)
     return {
         "id": g.id,
         "kind": g.kind,
@@ -36,8 +37,8 @@ def graph_summary(g: GraphRecord) -> dict[str, Any]:
         "extern_calls": len(externs),
         "kernels_with_source": len(with_source),
         "source_files": sorted(files),
-        "fused": fusion.get("fused", 0),
-        "rejected_fusions": fusion.get("rejected", 0),
+        "fused": fusion.get("fused", 0) if recorded else None,
+        "rejected_fusions": fusion.get("rejected", 0) if recorded else None,
         "autotuned_ops": len(g.autotune),
         "phase_times_s": meta.get("phase_times_s") or {},
         "error": g.error,
@@ -59,6 +60,8 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
         "config_changed": sorted((trace.config.get("changed") or {}).keys()),
         "warnings": list(m.get("warnings") or []),
     }
+    if m.get("imported_from"):
+        out["imported_from"] = m["imported_from"]
     if err:
         out["error"] = {"phase": err.get("phase"), "type": err.get("type"),
                         "message": err.get("message"), "graph": err.get("graph")}

@@ -129,8 +129,8 @@ class TraceWriter:
     def graph_path(self, graph_id: str, *parts: str) -> Path:
         return self.root.joinpath(schema.GRAPHS_DIR, graph_id, *parts)
 
-    def write_json(self, path: Path, data: Any) -> None:
-        self._safely(path, atomic.write_json, path, data)
+    def write_json(self, path: Path, data: Any, *, compact: bool = False) -> None:
+        self._safely(path, lambda: atomic.write_json(path, data, compact=compact))
 
     def write_text(self, path: Path, text: str) -> None:
         self._safely(path, atomic.write_text, path, text)

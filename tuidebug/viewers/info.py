@@ -45,7 +45,7 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
         t.add_row(g["id"], g["kind"], Text(g["status"], STATUS_STYLE.get(g["status"], "")),
                   str(g["nodes"] if g["nodes"] is not None else "–"),
                   f"{g['passes_changed']}/{g['passes_run']}", str(g["kernels"]),
-                  str(g["extern_calls"]), str(g["fused"]),
+                  str(g["extern_calls"]), str(g["fused"]) if g["fused"] is not None else "–",
                   f"{g['kernels_with_source']}/{g['kernels']}", _secs(total))
     console.print(t)
     for g in s["graphs"]:
@@ -75,6 +75,12 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
     if s.get("config_changed"):
         console.print(Text.assemble(("config differs from defaults: ", "dim"),
                                     ", ".join(s["config_changed"])))
+    imp = s.get("imported_from")
+    if imp:
+        rank = f" (rank {imp['rank']})" if imp.get("rank") is not None else ""
+        console.print(Text.assemble(("imported from ", "dim"), f"{imp.get('kind')}: {imp.get('path')}{rank}"))
+        for what in imp.get("missing") or []:
+            console.print(f"  {what}: not in this log; trace with tuidebug to get it", style="dim")
     for w in s.get("warnings") or []:
         console.print(f"warning: {w}", style="yellow")
     for p in s.get("problems") or []:

@@ -1,0 +1,165 @@
+"""Importing TORCH_COMPILE_DEBUG folders (tuidebug.trace.importers) — on real folders.
+
+``TORCH_COMPILE_DEBUG=1 python examples/X.py`` writes ``./torch_compile_debug/`` (the run's
+fx graphs, IR before and after fusion, output code, provenance, and a structured log under
+``tlparse/``). Each example runs once per session, in its own working directory, with a
+private Inductor cache.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tuidebug.trace import importers
+from tuidebug.trace.reader import Trace
+from tuidebug.trace.summary import trace_summary
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+REUSE_ENV = "TUIDEBUG_TEST_DEBUG_DIRS"
+
+
+def _env(extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TORCH_TRACE", "TORCH_COMPILE_DEBUG", "TORCH_COMPILE_DEBUG_DIR",
+                        "TORCH_LOGS")}
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="session")
+def debug_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """{example: working directory holding its torch_compile_debug/}, both run in parallel.
+
+    Set TUIDEBUG_TEST_DEBUG_DIRS=DIR to keep them in DIR and reuse them in later sessions."""
+    reuse = os.environ.get(REUSE_ENV)
+    base = Path(reuse) if reuse else tmp_path_factory.mktemp("compile_debug")
+    names = {"mlp": "mlp.py", "failing": "failing_compile.py"}
+    if reuse and all((base / n / "torch_compile_debug").is_dir() for n in names):
+        return {n: base / n for n in names}
+    procs = []
+    for name, script in names.items():
+        cwd = base / name
+        cwd.mkdir(parents=True, exist_ok=True)
+        env = _env({"TORCH_COMPILE_DEBUG": "1", "PYTHONPATH": str(ROOT),
+                    "TORCHINDUCTOR_CACHE_DIR": str(base / f"cache-{name}")})
+        out = open(base / f"{name}.out", "wb")
+        procs.append((name, subprocess.Popen([sys.executable, str(EXAMPLES / script)], cwd=cwd,
+                                             env=env, stdout=out, stderr=subprocess.STDOUT)))
+    for name, p in procs:
+        p.wait(timeout=900)
+        if not (base / name / "torch_compile_debug").is_dir():
+            raise RuntimeError(f"{name} wrote no torch_compile_debug folder:\n"
+                               + (base / f"{name}.out").read_text(errors="replace")[-3000:])
+    return {n: base / n for n in names}
+
+
+def _run_dir(cwd: Path) -> Path:
+    runs = sorted((cwd / "torch_compile_debug").glob("run_*"))
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+@pytest.fixture(scope="session")
+def mlp_import(debug_dirs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Trace:
+    out = tmp_path_factory.mktemp("debug_imports") / "mlp"
+    return Trace(importers.import_path(debug_dirs["mlp"] / "torch_compile_debug", out))
+
+
+def test_detect_every_entry_point(debug_dirs: dict[str, Path]) -> None:
+    cwd = debug_dirs["mlp"]
+    for p in (cwd, cwd / "torch_compile_debug", _run_dir(cwd)):
+        assert importers.detect(p) == "torch_compile_debug", p
+    # the folder's own structured log is a TORCH_TRACE log
+    (log,) = (cwd / "torch_compile_debug" / "tlparse").iterdir()
+    assert importers.detect(log) == "torch_trace"
+
+
+def test_graph_ir_and_fusion(mlp_import: Trace) -> None:
+    tr = mlp_import
+    assert tr.status == "ok" and tr.problems == [] and tr.manifest["warnings"] == []
+    assert tr.manifest["imported_from"]["kind"] == "torch_compile_debug"
+    (g,) = tr.graphs
+    assert g.kind == "inference" and g.compile_id == "0/0"
+    assert [s.name for s in g.snapshots()][:1] == ["dynamo"]
+    assert {"aot_inference", "post_grad"} <= {s.name for s in g.snapshots()}
+    post = g.ir_text("post")
+    assert post and "FusedSchedulerNode" in post and g.ir_text("pre")
+    fused = [n for n in g.ir_post["nodes"] if len(n["members"]) > 1]
+    assert fused and all(n["writes"] for n in fused)
+    assert any(n["is_extern"] for n in g.ir_post["nodes"])
+    assert len(g.ir_pre["nodes"]) > len(g.ir_post["nodes"])
+    assert g.meta["fusion"]["fused"] == sum(len(n["members"]) - 1 for n in fused)
+    assert g.meta["debug_folder"].endswith("model__0_inference_0.0")
+    missing = tr.manifest["imported_from"]["missing"]
+    assert "per-pass snapshots" in missing
+    assert not any(m.startswith("Inductor IR") for m in missing)
+
+
+def test_kernels_with_provenance(mlp_import: Trace) -> None:
+    (g,) = mlp_import.graphs
+    cpp = [k for k in g.kernels if k["kind"] == "cpp"]
+    assert cpp and all(g.code(k["file"]) for k in cpp)
+    prov = g.provenance
+    for k in cpp:
+        p = prov["kernels"][k["name"]]
+        assert p["fx_nodes"], k["name"]
+        assert any(s["file"].endswith("mlp.py") and s["line"] > 0 for s in p["source"])
+    node = prov["kernels"][cpp[0]["name"]]["fx_nodes"][0]
+    assert cpp[0]["name"] in g.kernels_for_fx_node(node)
+    assert prov["pre_to_post"]  # Dynamo node -> post-grad nodes
+    summary = trace_summary(mlp_import)
+    assert summary["graphs"][0]["kernels_with_source"] == len(cpp)
+
+
+def test_failure(debug_dirs: dict[str, Path], tmp_path: Path) -> None:
+    tr = Trace(importers.import_path(debug_dirs["failing"], tmp_path / "t"))
+    assert tr.status == "failed"
+    assert tr.error["type"] == "CppCompileError"
+    (g,) = tr.graphs
+    assert g.status == "failed" and g.error["phase"] == "kernel_compile"
+    assert g.ir_text("post") and g.kernels
+
+
+def test_folder_without_its_log(debug_dirs: dict[str, Path], tmp_path: Path) -> None:
+    """Only the run folder (no tlparse/ log): the graphs come from the fx_graph_*.py files."""
+    src = tmp_path / "torch_compile_debug"
+    run = _run_dir(debug_dirs["mlp"])
+    shutil.copytree(run, src / run.name)
+    readable = next((src / run.name).rglob("fx_graph_transformed.py"))
+    lines = readable.read_text().split("\n")
+    bad = next(i for i, ln in enumerate(lines) if "aten.addmm" in ln)
+    lines[bad] = lines[bad][: len(lines[bad]) // 2]
+    readable.write_text("\n".join(lines))
+
+    tr = Trace(importers.import_path(src, tmp_path / "t"))
+    assert tr.status == "ok"
+    (g,) = tr.graphs
+    assert g.id == "aot0-inference" and g.kind == "inference"
+    assert [s.name for s in g.snapshots()] == ["aot_inference", "post_grad"]
+    first = g.stage_graph(g.snapshots()[0])
+    addmm = next(n for n in first if n.target == "aten.addmm.default")
+    assert addmm.tensor["shape"] == [32, 128] and addmm.source["file"].endswith("mlp.py")
+    assert g.kernels and g.ir_text("pre") and g.provenance["kernels"]
+    warnings = "\n".join(tr.manifest["warnings"])
+    assert f"fx_graph_transformed.py: line {bad + 1}:" in warnings, warnings
+    post = g.final_graph()
+    assert post is not None and len(post) == len(first) - 1  # only the cut statement is lost
+    assert any("no structured log" in m for m in tr.manifest["imported_from"]["missing"])
+
+
+def test_ensure_trace_and_source_untouched(debug_dirs: dict[str, Path], tmp_path: Path) -> None:
+    src = tmp_path / "work"
+    shutil.copytree(debug_dirs["mlp"] / "torch_compile_debug", src / "torch_compile_debug")
+    listing = sorted(str(p.relative_to(src)) for p in src.rglob("*"))
+    t = importers.ensure_trace(src)
+    assert t == tmp_path / "work.tuidebug"
+    assert importers.ensure_trace(src) == t
+    assert sorted(str(p.relative_to(src)) for p in src.rglob("*")) == listing
+    assert Trace(t).graphs[0].kernels

@@ -1,0 +1,263 @@
+"""Reading a TORCH_TRACE structured log (the file tlparse reads). Pure text; no torch.
+
+Each record is one glog-style header line, ``V1122 22:53:46.163000 10110 torch/x.py:12] {JSON}``,
+where the JSON object names the event (``{"dynamo_output_graph": {...}, "frame_id": 0, ...}``)
+and, when it has ``"has_payload": "<md5>"``, is followed by the payload: lines that start with a
+tab. The md5 of the payload is checked, so a cut or damaged payload is noticed.
+
+``scan`` reads a log once and returns its records with their payloads' byte ranges (payloads are
+read again only when needed, so a log of gigabytes never sits in memory). Damaged lines are
+reported with their line numbers and skipped; the records around them are kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+_HEADER_RE = re.compile(
+    rb"^(?:\[rank\d+\]:)?(?P<level>[VIWEC])(?P<md>\d{4}) (?P<time>\d\d:\d\d:\d\d\.\d+) +"
+    rb"(?P<thread>\d+) (?P<where>[^\]]*)\] (?P<json>\{.*)$")
+
+# Keys of a record that are not its event name
+COMMON_KEYS = frozenset({
+    "frame_id", "frame_compile_id", "attempt", "compiled_autograd_id", "has_payload", "rank",
+    "timestamp", "pathname", "lineno", "thread",
+})
+
+MAX_WARNINGS = 200
+
+
+@dataclass
+class Record:
+    lineno: int  # 1-based line of the header
+    event: str  # the event key, e.g. "dynamo_output_graph" or "artifact"
+    meta: dict[str, Any]
+    pid: int | None = None
+    time: str = ""  # "MMDD HH:MM:SS.ffffff" as written (glog has no year)
+    payload_start: int = -1  # byte offset of the first payload line; -1: no payload
+    payload_end: int = -1
+    payload_lines: int = 0
+    payload_ok: bool = True  # md5 matched (or there was no checksum to check)
+    first_payload_line: str = ""  # the first payload line, for cheap peeks (AOT ID, ...)
+    chromium: dict[str, Any] | None = None  # parsed chromium_event payload (small)
+    index: int = -1  # position in LogScan.records
+
+    @property
+    def name(self) -> str:
+        """The event name, with an artifact's own name: ``artifact:fx_graph_runnable``."""
+        if self.event == "artifact":
+            art = self.meta.get("artifact")
+            if isinstance(art, dict):
+                return f"artifact:{art.get('name', '?')}"
+        return self.event
+
+    @property
+    def has_payload(self) -> bool:
+        return self.payload_start >= 0
+
+
+@dataclass
+class LogScan:
+    path: Path
+    records: list[Record] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    strings: dict[int, str] = field(default_factory=dict)  # interned file names ("str" records)
+    lines: int = 0
+    bad_lines: int = 0
+    rank: int | None = None
+    _warn_overflow: int = 0
+
+    def warn(self, message: str) -> None:
+        if len(self.warnings) < MAX_WARNINGS:
+            self.warnings.append(message)
+        else:
+            self._warn_overflow += 1
+
+    def finish_warnings(self) -> None:
+        if self._warn_overflow:
+            self.warnings.append(f"… and {self._warn_overflow} more problems in {self.path.name} "
+                                 "not listed")
+            self._warn_overflow = 0
+
+
+def _event_key(meta: dict[str, Any]) -> str | None:
+    for k in meta:
+        if k not in COMMON_KEYS:
+            return k
+    return None
+
+
+def scan(path: str | Path) -> LogScan:
+    """Read the headers of every record of a log; payloads are checked, not kept."""
+    p = Path(path)
+    out = LogScan(p)
+    with open(p, "rb") as f:
+        _scan(f, out)
+    out.finish_warnings()
+    return out
+
+
+def _scan(f: IO[bytes], out: LogScan) -> None:
+    rel = out.path.name
+    offset = 0
+    lineno = 0
+    cur: Record | None = None
+    md5: Any = None
+    want = ""
+    first = True
+    chromium_buf: list[bytes] | None = None
+    orphan_start = 0  # first line of a run of payload lines that belong to no record
+    orphans = 0
+
+    def close() -> None:
+        nonlocal cur, md5, chromium_buf
+        if cur is None:
+            return
+        if cur.payload_start >= 0:
+            cur.payload_end = offset
+        if want and md5 is not None:
+            if cur.payload_start < 0:
+                cur.payload_ok = False
+                out.warn(f"{rel}: line {cur.lineno}: {cur.name} record has no payload "
+                         "(truncated?)")
+            elif md5.hexdigest() != want:
+                cur.payload_ok = False
+                out.warn(f"{rel}: line {cur.lineno}: payload of {cur.name} "
+                         f"(lines {cur.lineno + 1}-{cur.lineno + cur.payload_lines}) is truncated "
+                         "or corrupt (checksum mismatch)")
+        if chromium_buf is not None and cur.payload_ok:
+            try:
+                cur.chromium = json.loads(b"\n".join(chromium_buf).decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                cur.chromium = None
+        chromium_buf = None
+        md5 = None
+        cur = None
+
+    def flush_orphans() -> None:
+        nonlocal orphans
+        if orphans:
+            out.warn(f"{rel}: lines {orphan_start}-{orphan_start + orphans - 1}: payload lines "
+                     "that belong to no readable record; skipped")
+            out.bad_lines += orphans
+            orphans = 0
+
+    for raw in f:
+        lineno += 1
+        n = len(raw)
+        if raw[:1] == b"\t":
+            if cur is None:
+                if not orphans:
+                    orphan_start = lineno
+                orphans += 1
+                offset += n
+                continue
+            body = raw[1:-1] if raw.endswith(b"\n") else raw[1:]
+            if body.endswith(b"\r"):
+                body = body[:-1]
+            if cur.payload_start < 0:
+                cur.payload_start = offset
+                first = True
+                cur.first_payload_line = body[:500].decode("utf-8", "replace")
+            if md5 is not None:
+                if not first:
+                    md5.update(b"\n")
+                md5.update(body)
+            first = False
+            cur.payload_lines += 1
+            if chromium_buf is not None:
+                chromium_buf.append(body)
+            offset += n
+            continue
+        close()
+        flush_orphans()
+        line = raw.rstrip(b"\r\n")
+        offset += n
+        if not line.strip():
+            continue
+        m = _HEADER_RE.match(line)
+        if m is None:
+            out.bad_lines += 1
+            out.warn(f"{rel}: line {lineno}: not a TORCH_TRACE record (garbage or a damaged "
+                     "line); skipped")
+            continue
+        try:
+            meta = json.loads(m["json"].decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            out.bad_lines += 1
+            out.warn(f"{rel}: line {lineno}: record is truncated or corrupt "
+                     f"({type(e).__name__}: {e}); skipped")
+            continue
+        if not isinstance(meta, dict):
+            out.bad_lines += 1
+            out.warn(f"{rel}: line {lineno}: record is not a JSON object; skipped")
+            continue
+        event = _event_key(meta)
+        if event is None:
+            out.bad_lines += 1
+            out.warn(f"{rel}: line {lineno}: record names no event; skipped")
+            continue
+        if event == "str":
+            s = meta.get("str")
+            if isinstance(s, list) and len(s) == 2 and isinstance(s[1], int):
+                out.strings[s[1]] = str(s[0])
+            continue
+        if event in ("describe_storage", "describe_tensor", "describe_source"):
+            if "has_payload" not in meta:
+                continue  # fake-tensor metadata: not used by the trace; skip cheaply
+        if out.rank is None and isinstance(meta.get("rank"), int):
+            out.rank = meta["rank"]
+        try:
+            pid = int(m["thread"])
+        except ValueError:
+            pid = None
+        cur = Record(lineno=lineno, event=event, meta=meta, pid=pid,
+                     time=f"{m['md'].decode()} {m['time'].decode()}")
+        want = str(meta.get("has_payload") or "")
+        md5 = hashlib.md5(usedforsecurity=False) if want else None
+        if event == "chromium_event":
+            chromium_buf = []
+        cur.index = len(out.records)
+        out.records.append(cur)
+    close()
+    flush_orphans()
+    out.lines = lineno
+
+
+def read_payload(f: IO[bytes], rec: Record) -> str:
+    """The payload text of a record (tabs removed), from a file opened in binary mode."""
+    if rec.payload_start < 0:
+        return ""
+    f.seek(rec.payload_start)
+    data = f.read(rec.payload_end - rec.payload_start)
+    text = data.decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return "\n".join(ln[1:] if ln.startswith("\t") else ln for ln in lines)
+
+
+def is_torch_trace_file(path: Path, probe_lines: int = 20) -> bool:
+    """Does this file look like a TORCH_TRACE log (a header line among its first lines)?"""
+    try:
+        with open(path, "rb") as f:
+            for _ in range(probe_lines):
+                raw = f.readline()
+                if not raw:
+                    return False
+                if raw[:1] == b"\t" or not raw.strip():
+                    continue
+                m = _HEADER_RE.match(raw.rstrip(b"\r\n"))
+                if m:
+                    try:
+                        return isinstance(json.loads(m["json"].decode("utf-8")), dict)
+                    except (UnicodeDecodeError, json.JSONDecodeError):
+                        continue
+    except OSError:
+        return False
+    return False

@@ -1,0 +1,178 @@
+"""How compiler facts become files of a trace: the part every trace producer shares. No torch.
+
+The live capture (``tuidebug.compiler.capture``) and the importers must write the same layout,
+so that every viewer works on both. These helpers are the torch-free half of that logic:
+graph ids from compile ids, the kernel split of Inductor's output code (``code/``), provenance
+(``provenance.json``), stage diffs and ``meta.json``. They take plain data (JSON-shaped graph
+nodes, strings), never torch objects.
+
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from tuidebug.trace import atomic, schema
+from tuidebug.trace import kernels as kernel_text
+
+_FRAME_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
+
+
+def safe_id(text: str) -> str:
+    """A compile id as a file-name-safe id: ``"0/0_1"`` -> ``"0_0_1"``."""
+    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_") or "x"
+
+
+def graph_id(compile_id: str, kind: str) -> str:
+    return f"{safe_id(compile_id)}-{kind}"
+
+
+def compile_id_from_meta(meta: dict[str, Any]) -> str | None:
+    """The compile id of a structured-log record, as TORCH_TRACE/tlparse write it:
+    ``"0/0"``, ``"0/0_1"`` for restart attempt 1, ``"!0/0/0"`` under compiled autograd."""
+    f, c = meta.get("frame_id"), meta.get("frame_compile_id")
+    if f is None or c is None:
+        return None
+    cid = f"{f}/{c}"
+    if meta.get("attempt"):
+        cid += f"_{meta['attempt']}"
+    ca = meta.get("compiled_autograd_id")
+    return f"!{ca}/{cid}" if ca is not None else cid
+
+
+def parse_stack_trace(stack: str | None, cache: dict[str, Any]) -> dict[str, Any] | None:
+    """The innermost frame of a Python stack trace text: ``{file, line, fn, code}``."""
+    if not stack:
+        return None
+    if stack in cache:
+        return cache[stack]
+    found = None
+    lines = stack.splitlines()
+    for i, line in enumerate(lines):
+        m = _FRAME_RE.search(line)
+        if m:
+            code = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            found = {"file": m["file"], "line": int(m["line"]), "fn": m["fn"], "code": code}
+    cache[stack] = found
+    return found
+
+
+# -- stages ---------------------------------------------------------------------------------------
+
+def fingerprint_nodes(nodes: Iterable[dict[str, Any]]) -> dict[str, tuple[Any, ...]]:
+    """Per-node signature of a JSON graph snapshot, to tell what a stage changed."""
+    return {n["name"]: (n.get("op"), n.get("target"), repr(n.get("args")), repr(n.get("kwargs")))
+            for n in nodes}
+
+
+def diff_fingerprints(old: dict[str, Any], new: dict[str, Any]) -> dict[str, list[str]]:
+    return {
+        "added": [k for k in new if k not in old],
+        "removed": [k for k in old if k not in new],
+        "changed": [k for k in new if k in old and old[k] != new[k]],
+    }
+
+
+def stage_file(index: int, name: str) -> str:
+    return f"{schema.STAGES_DIR}/{index:03d}-{safe_id(name)}.json"
+
+
+def graph_meta(graph_id_: str, kind: str, compile_id: str, status: str,
+               stages: list[dict[str, Any]], phase_times: dict[str, float],
+               kernels: int, fusion: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """The content of ``graphs/<id>/meta.json``."""
+    return {"id": graph_id_, "kind": kind, "compile_id": compile_id, "status": status,
+            "stages": stages, "phase_times_s": phase_times, "kernels": kernels,
+            "fusion": fusion, **extra}
+
+
+# -- output code ----------------------------------------------------------------------------------
+
+def write_output_code(graph_dir: Path, code: str, *,
+                      write_text: Callable[[Path, str], None] = atomic.write_text,
+                      write_json: Callable[[Path, Any], None] = atomic.write_json,
+                      ) -> list[dict[str, Any]]:
+    """Write Inductor's output code as ``code/wrapper.py`` plus one file per kernel and
+    ``code/kernels.json``; returns the kernel index."""
+    write_text(graph_dir / schema.WRAPPER, code)
+    parsed = kernel_text.split_wrapper(code)
+    index: list[dict[str, Any]] = []
+    for k in parsed.kernels:
+        rel = f"{schema.CODE_DIR}/{k.name}{k.ext}"
+        write_text(graph_dir / rel, k.source)
+        index.append(kernel_text.kernel_index_entry(k, rel))
+    for e in parsed.externs:
+        name = e.handles[0] if e.handles else f"{e.name}@{e.line}"
+        index.append({"name": name, "kind": "extern", "file": None, "call": e.name,
+                      "wrapper_line": e.line, "handles": e.handles,
+                      "source_nodes": e.source_nodes, "original_aten": e.original_aten})
+    write_json(graph_dir / schema.KERNELS_INDEX, {"kernels": index})
+    return index
+
+
+def provenance_json(kernel_index: list[dict[str, Any]], handles: dict[str, dict[str, Any]],
+                    fx_source: dict[str, dict[str, Any] | None],
+                    pre_to_post: dict[str, Any], stack_cache: dict[str, Any]) -> dict[str, Any]:
+    """``provenance.json``: kernel -> IR nodes, FX nodes and user source lines.
+
+    ``handles`` maps Inductor's provenance handles (``"cpp_fused_relu_0:2"``) to
+    ``{"ir_nodes": [...], "fx_nodes": [...], "stack_traces": [...]}``; ``fx_source`` maps FX node
+    names to their source location. Kernels without a handle fall back to the ``Source Nodes``
+    comment of the generated code.
+    """
+    kernels: dict[str, Any] = {}
+    fx_to_kernels: dict[str, list[str]] = {}
+    for k in kernel_index:
+        ir_nodes: list[str] = []
+        fx_nodes: list[str] = []
+        stacks: list[str] = []
+        for h in k.get("handles") or []:
+            info = handles.get(h)
+            if not info:
+                continue
+            ir_nodes += [x for x in info.get("ir_nodes") or [] if x not in ir_nodes]
+            fx_nodes += [x for x in info.get("fx_nodes") or [] if x not in fx_nodes]
+            stacks += [x for x in info.get("stack_traces") or [] if x not in stacks]
+        if not fx_nodes:
+            fx_nodes = [x for x in k.get("source_nodes") or [] if x in fx_source]
+        sources: list[dict[str, Any]] = []
+        for fx in fx_nodes:
+            src = fx_source.get(fx)
+            if src and src not in sources:
+                sources.append(src)
+        for st in stacks:
+            src = parse_stack_trace(st, stack_cache)
+            if src and src not in sources:
+                sources.append(src)
+        kernels[k["name"]] = {"kind": k["kind"], "ir_nodes": ir_nodes, "fx_nodes": fx_nodes,
+                              "source": sources}
+        for fx in fx_nodes:
+            fx_to_kernels.setdefault(fx, []).append(k["name"])
+    return {"kernels": kernels, "fx_to_kernels": fx_to_kernels, "pre_to_post": pre_to_post}
+
+
+def provenance_handles(mappings: dict[str, Any] | None,
+                       stack_traces: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """Inductor's provenance artifacts (``inductor_provenance_tracking_node_mappings`` and
+    ``inductor_provenance_tracking_kernel_stack_traces``) as ``handles`` for
+    :func:`provenance_json`."""
+    out: dict[str, dict[str, Any]] = {}
+    code_to_post = (mappings or {}).get("cppCodeToPost") or {}
+    if isinstance(code_to_post, dict):
+        for handle, nodes in code_to_post.items():
+            if isinstance(nodes, list):
+                out.setdefault(str(handle), {"ir_nodes": [], "fx_nodes": [], "stack_traces": []})[
+                    "fx_nodes"] = [str(n) for n in nodes]
+    if isinstance(stack_traces, dict):
+        for handle, stacks in stack_traces.items():
+            if isinstance(stacks, list):
+                out.setdefault(str(handle), {"ir_nodes": [], "fx_nodes": [], "stack_traces": []})[
+                    "stack_traces"] = [str(s) for s in stacks]
+    return out
+
+
+def write_json_compact(path: Path, data: Any) -> None:
+    """Big generated JSON (graph snapshots) without indentation: several times faster."""
+    atomic.write_json(path, data, compact=True)
