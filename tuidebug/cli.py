@@ -302,4 +302,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the imported module's main, so that CliError raised by sub-commands (which import
+    # tuidebug.cli) is the class main() catches, also under ``python -m tuidebug.cli``.
+    from tuidebug.cli import main as _main
+
+    sys.exit(_main())

@@ -72,7 +72,7 @@ def tensor_meta(val: Any) -> dict[str, Any] | None:
 
 
 def _module_path(meta: dict[str, Any]) -> tuple[str, str]:
-    stack = meta.get("nn_module_stack")
+    stack = meta.get("nn_module_stack") or meta.get("fwd_nn_module_stack")  # backward nodes
     if not stack:
         return "", ""
     try:

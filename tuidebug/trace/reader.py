@@ -182,8 +182,9 @@ class GraphRecord:
         return {k: list(ch.get(k) or []) for k in ("added", "removed", "changed")}
 
     def find_stage(self, name: str) -> StageInfo | None:
+        index = int(name) if name.isdigit() else None
         for s in self.stages:
-            if s.name == name or (s.file and Path(s.file).stem == name) or str(s.index) == name:
+            if s.name == name or (s.file and Path(s.file).stem == name) or s.index == index:
                 return s
         return None
 

@@ -1,0 +1,232 @@
+"""Rich rendering of a trace comparison (the data of ``tuidebug.trace.diff.diff_traces``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+__all__ = ["render_diff", "diff_renderables"]
+
+
+def _v(x: Any) -> str:
+    if x is None:
+        return "—"
+    if isinstance(x, float):
+        return f"{x:.3g}" if abs(x) < 100 else f"{x:.0f}"
+    if isinstance(x, (dict, list)):
+        return json.dumps(x, default=str)
+    return str(x)
+
+
+def _delta(a: Any, b: Any) -> Text:
+    """``a → b`` coloured: green when fewer, yellow when more, dim when equal."""
+    t = Text(f"{_v(a)} → {_v(b)}")
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        t.stylize("dim" if a == b else ("yellow" if b > a else "green"))
+    elif a != b:
+        t.stylize("bold")
+    return t
+
+
+def _seconds(a: Any, b: Any) -> Text:
+    if not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+        return Text(f"{_v(a)} → {_v(b)}")
+    ratio = f" (×{b / a:.2f})" if a else ""
+    return Text(f"{a:.2f}s → {b:.2f}s{ratio}", style="green" if b < a else "yellow")
+
+
+def diff_renderables(d: dict[str, Any], *, code: bool = True, unchanged: bool = False,
+                     max_code_lines: int = 120) -> list[RenderableType]:
+    out: list[RenderableType] = []
+    a, b = d["a"], d["b"]
+    head = Table.grid(padding=(0, 1))
+    head.add_column(style="bold")
+    head.add_column()
+    for label, side in (("A", a), ("B", b)):
+        extra = ""
+        if side.get("recompile"):
+            sets = side["recompile"].get("sets") or {}
+            extra = "  recompiled with " + ", ".join(f"{k}={json.dumps(v)}" for k, v in sets.items())
+        status_style = "green" if side["status"] == "ok" else "red"
+        head.add_row(label, Text.assemble((side["path"], "cyan"), "  ",
+                                          (side["status"].upper(), status_style), extra))
+    out.append(head)
+
+    findings = Text()
+    for line in d.get("lines") or []:
+        findings.append("• " + line + "\n")
+    out.append(Panel(findings, title="what changed", title_align="left", border_style="blue"))
+
+    cfg = d["config"]
+    if cfg["changed"] or cfg["overrides"] or cfg.get("note"):
+        t = Table(title="config", title_justify="left", show_edge=False)
+        t.add_column("flag", style="cyan")
+        t.add_column("A")
+        t.add_column("B")
+        t.add_column("")
+        rows = cfg["changed"] or [dict(c, capture=False) for c in cfg["overrides"]]
+        for c in sorted(rows, key=lambda c: c.get("capture", False)):
+            t.add_row(c["name"], _v(c["a"]), _v(c["b"]),
+                      Text("capture setting", style="dim") if c.get("capture") else "")
+        out.append(t)
+        if cfg.get("note"):
+            out.append(Text(cfg["note"], style="yellow"))
+
+    for g in d["graphs"]:
+        out.extend(_graph(g, code=code, unchanged=unchanged, max_code_lines=max_code_lines))
+
+    if d["compiles"]:
+        t = Table(title="compile time and cache counters per Dynamo compile", title_justify="left",
+                  show_edge=False)
+        t.add_column("compile")
+        t.add_column("whole frame")
+        t.add_column("inductor")
+        t.add_column("counters that differ")
+        for c in d["compiles"]:
+            counters = ", ".join(f"{k} {v['a']}→{v['b']}" for k, v in c["counters"].items())
+            t.add_row(c["id"], _seconds(c["compile_time_s"]["a"], c["compile_time_s"]["b"]),
+                      _seconds(c["inductor_time_s"]["a"], c["inductor_time_s"]["b"]),
+                      Text(counters or "none", style="" if counters else "dim"))
+        out.append(t)
+    if d["runtime"]:
+        t = Table(title="first call (compiled) vs eager, per compile", title_justify="left",
+                  show_edge=False)
+        for col in ("compile", "compiled first call", "eager", "matches eager", "max abs err"):
+            t.add_column(col)
+        for r in d["runtime"]:
+            t.add_row(r["compile_id"], _seconds(r["first_call_s"]["a"], r["first_call_s"]["b"]),
+                      _seconds(r["eager_s"]["a"], r["eager_s"]["b"]),
+                      _delta(r["close"]["a"], r["close"]["b"]),
+                      Text(f"{_v(r['max_abs']['a'])} → {_v(r['max_abs']['b'])}"))
+        out.append(t)
+        out.append(Text("Per-kernel run times are not measured (the first call includes "
+                        "loading the kernels).", style="dim"))
+    return out
+
+
+def _graph(g: dict[str, Any], *, code: bool, unchanged: bool,
+           max_code_lines: int) -> list[RenderableType]:
+    out: list[RenderableType] = []
+    where = {"both": "", "a": "  (only in A)", "b": "  (only in B)"}[g["in"]]
+    out.append(Text(f"\ngraph {g['id']} ({g['kind']}){where}", style="bold magenta"))
+    t = Table(show_header=False, show_edge=False, box=None, padding=(0, 2))
+    t.add_column(style="bold")
+    t.add_column()
+    t.add_row("status", _delta(g["status"]["a"], g["status"]["b"]))
+    t.add_row("FX nodes (last stage)", _delta(g["nodes"]["a"], g["nodes"]["b"]))
+    for s in g["stages"]:
+        t.add_row(f"  stage {s['name']}", _delta(s["a"], s["b"]))
+    post = g["ir"]["post"]
+    pre = g["ir"]["pre"]
+    t.add_row("IR nodes before fusion", _delta((pre["a"] or {}).get("nodes"), (pre["b"] or {}).get("nodes")))
+    t.add_row("IR nodes after fusion", _delta((post["a"] or {}).get("nodes"), (post["b"] or {}).get("nodes")))
+    t.add_row("scheduler kernels", _delta((post["a"] or {}).get("kernels"), (post["b"] or {}).get("kernels")))
+    t.add_row("reductions", _delta((post["a"] or {}).get("reductions"), (post["b"] or {}).get("reductions")))
+    t.add_row("fusions made / rejected",
+              Text.assemble(_delta(g["fusion"]["fused"]["a"], g["fusion"]["fused"]["b"]), "  /  ",
+                            _delta(g["fusion"]["rejected"]["a"], g["fusion"]["rejected"]["b"])))
+    t.add_row("generated kernels", _delta(g["kernel_count"]["a"], g["kernel_count"]["b"]))
+    t.add_row("extern calls", _delta(g["extern_count"]["a"], g["extern_count"]["b"]))
+    if g["autotune"]["a"] or g["autotune"]["b"]:
+        t.add_row("autotuned ops", _delta(g["autotune"]["a"], g["autotune"]["b"]))
+    t.add_row("compile (graph)", _seconds(g["compile_s"]["a"], g["compile_s"]["b"]))
+    for k, v in g["wrapper"]["markers"].items():
+        t.add_row(f"wrapper: {k}", _delta(v["a"], v["b"]))
+    out.append(t)
+    for side in ("a", "b"):
+        err = g["error"][side]
+        if err:
+            out.append(Text(f"  {side.upper()} failed in {err.get('phase')}: {err.get('type')}: "
+                            f"{str(err.get('message'))[:300]}", style="red"))
+
+    if g["passes"]:
+        pt = Table(title="passes with a different effect", title_justify="left", show_edge=False)
+        pt.add_column("pass", style="cyan")
+        pt.add_column("subsystem", style="dim")
+        pt.add_column("A")
+        pt.add_column("B")
+        for p in g["passes"]:
+            pt.add_row(p["name"], p.get("subsystem") or "", _effect(p["a"]), _effect(p["b"]))
+        out.append(pt)
+    for label, key in (("fused groups only in A", "groups_only_a"), ("fused groups only in B", "groups_only_b")):
+        groups = g["ir"][key]
+        if groups:
+            txt = Text(f"{label}:\n", style="bold")
+            for grp in groups[:12]:
+                names = ", ".join(grp["origins"][:10]) + (" …" if len(grp["origins"]) > 10 else "")
+                txt.append(f"  [{names}]" + (f" ×{grp['count']}" if grp["count"] > 1 else "") + "\n")
+            out.append(txt)
+    if g["fusion"]["reasons"]:
+        rt = Table(title="fusion rejections by reason", title_justify="left", show_edge=False)
+        rt.add_column("reason")
+        rt.add_column("A → B")
+        for r in g["fusion"]["reasons"]:
+            rt.add_row(r["reason"], _delta(r["a"], r["b"]))
+        out.append(rt)
+    if g["externs"]:
+        et = Table(title="extern calls", title_justify="left", show_edge=False)
+        et.add_column("call")
+        et.add_column("A → B")
+        for e in g["externs"]:
+            et.add_row(e["name"], _delta(e["a"], e["b"]))
+        out.append(et)
+
+    kt = Table(title="kernels", title_justify="left", show_edge=False)
+    kt.add_column("")
+    kt.add_column("A")
+    kt.add_column("B")
+    kt.add_column("lines")
+    style = {"changed": "yellow", "added": "green", "removed": "red", "renamed": "cyan",
+             "unchanged": "dim"}
+    shown = 0
+    for k in g["kernels"]:
+        if k["status"] == "unchanged" and not unchanged:
+            continue
+        stats = k.get("diff_stats")
+        lines = _delta(k["lines"]["a"], k["lines"]["b"])
+        if stats:
+            lines.append(f"  +{stats['added']} −{stats['removed']}")
+        kt.add_row(Text(k["status"], style=style[k["status"]]), k["a"] or "", k["b"] or "", lines)
+        shown += 1
+    same = sum(1 for k in g["kernels"] if k["status"] == "unchanged")
+    if shown:
+        out.append(kt)
+    if same and not unchanged:
+        out.append(Text(f"{same} kernel{'s' if same != 1 else ''} unchanged", style="dim"))
+    if code:
+        for k in g["kernels"]:
+            if k["status"] == "changed" and k.get("diff"):
+                out.append(_code(k["diff"], f"{k['a']} → {k['b']}", max_code_lines))
+        if g["wrapper"].get("diff"):
+            out.append(_code(g["wrapper"]["diff"], "wrapper (kernel definitions folded)",
+                             max_code_lines))
+    return out
+
+
+def _effect(e: dict[str, Any] | None) -> Text:
+    if e is None:
+        return Text("did not run", style="dim")
+    if not e["changed"]:
+        return Text("no change", style="dim")
+    return Text(f"+{e['added']} −{e['removed']} ~{e['modified']}")
+
+
+def _code(diff: str, title: str, max_lines: int) -> RenderableType:
+    lines = diff.splitlines()
+    if len(lines) > max_lines:
+        diff = "\n".join(lines[:max_lines]) + f"\n… {len(lines) - max_lines} more lines (--max-lines)"
+    return Panel(Syntax(diff, "diff", theme="ansi_dark", word_wrap=False), title=title,
+                 title_align="left", border_style="dim")
+
+
+def render_diff(d: dict[str, Any], console: Console | None = None, *, code: bool = True,
+                unchanged: bool = False, max_code_lines: int = 120) -> None:
+    console = console or Console()
+    console.print(Group(*diff_renderables(d, code=code, unchanged=unchanged,
+                                          max_code_lines=max_code_lines)))

@@ -1,0 +1,392 @@
+"""Export a captured graph as SVG: pick the graph and stage, build DOT, run Graphviz time-boxed.
+
+``export_svg(trace, ...)`` is what the CLI and the TUI call. Layout runs ``dot`` in a subprocess
+with a timeout; if it runs out of time it is retried with cheaper settings, then with ``sfdp``;
+if all fail (or ``dot`` is not installed) the ``.dot`` file is kept and the error says so.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from tuidebug.trace.graph import Graph
+from tuidebug.trace.reader import GraphRecord, StageInfo, Trace, TraceError
+from tuidebug.viewers.dot import DotOptions, DotResult, Overlay, build_dot, infer_modules
+
+INSTALL_HINT = ("install Graphviz (Debian/Ubuntu: apt-get install graphviz; macOS: brew install "
+                "graphviz; conda: conda install graphviz)")
+DEFAULT_TIMEOUT_S = 60.0  # all layout attempts together
+FAST_DOT = ["-Gnslimit=1", "-Gnslimit1=1", "-Gmclimit=0.3"]
+CHEAP_DOT = ["-Gnslimit=0.2", "-Gnslimit1=0.2", "-Gmclimit=0.05", "-Gremincross=false"]
+
+
+class ViewerError(Exception):
+    """A user-facing error: unknown id, nothing to draw, no Graphviz, layout gave up."""
+
+
+class DotMissing(ViewerError):
+    def __init__(self, message: str, dot_file: Path) -> None:
+        super().__init__(message)
+        self.dot_file = dot_file
+
+
+class LayoutFailed(ViewerError):
+    def __init__(self, message: str, dot_file: Path) -> None:
+        super().__init__(message)
+        self.dot_file = dot_file
+
+
+@dataclass
+class Attempt:
+    engine: str
+    args: list[str]
+    timeout: float
+
+
+@dataclass
+class Rendered:
+    engine: str
+    args: list[str]
+    seconds: float
+    tries: list[str] = field(default_factory=list)  # what was tried and how it ended
+
+
+@dataclass
+class Export:
+    svg: Path
+    dot: DotResult
+    rendered: Rendered
+    build_s: float
+
+
+# -- choosing what to draw ----------------------------------------------------------------------
+
+def resolve_graph(trace: Trace, graph_id: str | None) -> GraphRecord:
+    if not trace.graphs:
+        raise ViewerError(f"trace {trace.name} has no compiled graphs")
+    if graph_id is None:
+        return trace.graphs[0]
+    for g in trace.graphs:
+        if g.id == graph_id:
+            return g
+    raise ViewerError(f"no graph {graph_id!r} in {trace.name}; valid graphs: "
+                      + ", ".join(g.id for g in trace.graphs))
+
+
+def stage_label(s: StageInfo) -> str:
+    return Path(s.file).stem if s.file else f"{s.index:03d}-{s.name}"
+
+
+def resolve_stage(rec: GraphRecord, stage: str | None = None, pass_index: int | None = None) -> StageInfo:
+    """A stage by name, file stem or index (``--stage``), by pass index (``--pass``), or the last."""
+    snaps = rec.snapshots()
+    if not snaps:
+        raise ViewerError(f"graph {rec.id} has no graph snapshots"
+                          + (f" (status: {rec.status})" if rec.status else ""))
+    if pass_index is not None:
+        found = next((s for s in rec.stages if s.index == pass_index), None)
+        if found is None:
+            raise ViewerError(f"no pass {pass_index} in graph {rec.id}; valid passes: "
+                              + ", ".join(f"{s.index} ({s.name})" for s in rec.stages))
+        return found
+    if stage is not None:
+        found = rec.find_stage(stage)
+        if found is None and stage.isdigit():
+            found = next((s for s in rec.stages if s.index == int(stage)), None)
+        if found is None:
+            raise ViewerError(f"no stage {stage!r} in graph {rec.id}; valid stages: "
+                              + ", ".join(stage_label(s) for s in snaps)
+                              + " (or any pass index 0–" + str(len(rec.stages) - 1) + ")")
+        return found
+    return snaps[-1]
+
+
+def snapshot_for(rec: GraphRecord, info: StageInfo) -> StageInfo:
+    """The snapshot holding the graph as it was after ``info`` (a pass that changed nothing has none)."""
+    snaps = rec.snapshots()
+    before = [s for s in snaps if s.index <= info.index]
+    return before[-1] if before else snaps[0]
+
+
+def load(rec: GraphRecord, info: StageInfo) -> Graph:
+    g = rec.stage_graph(info)
+    if g is None:
+        problems = "; ".join(str(p) for p in rec.trace.problems) or "unreadable"
+        raise ViewerError(f"cannot read the graph of {rec.id} at {stage_label(info)}: {problems}")
+    return g
+
+
+# -- overlays -----------------------------------------------------------------------------------
+
+def kernel_calls(rec: GraphRecord, name: str, prov: dict) -> dict[str, list[str]]:
+    """The FX nodes of each call of a kernel. Inductor reuses one kernel for identical work (a
+    layer's GELU, 24 times in 24 layers): each call is its own scheduler node(s) in
+    ir_post_fusion.json, in schedule order, named in the wrapper by a handle
+    (``cpp_fused_gelu_view_3:21``)."""
+    nodes = [str(n) for n in prov.get("fx_nodes") or []]
+    entry = rec.kernel(name) or {}
+    handles = sorted(entry.get("handles") or [], key=lambda h: int(h.rsplit(":", 1)[-1])
+                     if h.rsplit(":", 1)[-1].isdigit() else 0)
+    if len(handles) < 2 or entry.get("kind") == "extern":
+        return {name: nodes}
+    ops = set(prov.get("ir_nodes") or [])
+    groups = [g for g in (rec.ir_post or {}).get("nodes") or []
+              if isinstance(g, dict) and ops & set(g.get("members") or [])]
+    if not groups or len(groups) % len(handles):
+        return {name: nodes}
+    per = len(groups) // len(handles)  # a call may run several loop nests, in schedule order
+    return {h: [str(o) for g in groups[i * per:(i + 1) * per] for o in g.get("origins") or []]
+            for i, h in enumerate(handles)}
+
+
+def kernel_overlay(rec: GraphRecord, graph: Graph) -> tuple[dict[str, str], dict[str, str],
+                                                             dict[str, list[str]]]:
+    """From provenance.json: FX node -> the one kernel drawn around it, kernel -> kind, and
+    kernel -> every FX node it lists.
+
+    A node can be listed under several kernels: an extern call lists the nodes feeding it, and a
+    generated kernel may finish what an extern call started (a convolution's bias). An extern
+    call owns the node it is named after (the first it lists); any other node goes to the first
+    generated kernel listing it, else to an extern call that is alone in listing it. A tuple
+    access (``getitem``) goes with the node it reads.
+    """
+    prov = rec.provenance.get("kernels") or {}
+    if not prov:
+        raise ViewerError(f"graph {rec.id} has no kernel provenance (status: {rec.status}); "
+                          "the kernel view needs a graph that compiled to code")
+    kind = {str(k.get("name")): str(k.get("kind", "")) for k in rec.kernels}
+    for name, k in prov.items():
+        kind.setdefault(name, str(k.get("kind", "")))
+    listed: dict[str, list[str]] = {}
+    for name, k in prov.items():
+        for unit, nodes in kernel_calls(rec, name, k).items():
+            listed[unit] = nodes
+            kind[unit] = kind.get(name, "")
+    claims: dict[str, list[str]] = {}
+    for name, nodes in listed.items():
+        for n in nodes:
+            claims.setdefault(n, []).append(name)
+    kernel_of: dict[str, str] = {}
+    for name, nodes in listed.items():
+        if kind.get(name) == "extern" and nodes:
+            kernel_of.setdefault(nodes[0], name)
+    for node, ks in claims.items():
+        if node in kernel_of:
+            continue
+        generated = [k for k in ks if kind.get(k) != "extern"]
+        if generated:
+            kernel_of[node] = generated[0]
+        elif len(ks) == 1:
+            kernel_of[node] = ks[0]
+    for n in graph:
+        if n.name not in kernel_of and n.target.endswith("getitem") and len(n.inputs) == 1:
+            if n.inputs[0] in kernel_of:
+                kernel_of[n.name] = kernel_of[n.inputs[0]]
+    return kernel_of, kind, listed
+
+
+def diff_graphs(rec: GraphRecord, a: StageInfo, b: StageInfo) -> tuple[Graph, Overlay]:
+    """The union of two snapshots with each node's status; removed nodes come from ``a``."""
+    sa, sb = snapshot_for(rec, a), snapshot_for(rec, b)
+    ga, gb = load(rec, sa), load(rec, sb)
+    snaps = rec.snapshots()
+    adjacent = sa.index < sb.index and snaps.index(sb) == snaps.index(sa) + 1
+    if adjacent:
+        ch = rec.stage_changes(sb)
+        added = [n for n in ch["added"] if n in gb]
+        removed = [n for n in ch["removed"] if n in ga and n not in gb]
+        changed = [n for n in ch["changed"] if n in gb and n in ga]
+    else:
+        added = [n.name for n in gb if n.name not in ga]
+        removed = [n.name for n in ga if n.name not in gb]
+        changed = [n.name for n in gb if n.name in ga and ga.get(n.name).signature() != n.signature()]
+    status = {n.name: "same" for n in gb}
+    status.update({n: "added" for n in added})
+    status.update({n: "changed" for n in changed})
+    status.update({n: "removed" for n in removed})
+    removed_set = set(removed)
+    # removed nodes go right after the nearest earlier node of ``a`` that survived
+    after: dict[str | None, list] = {}
+    anchor: str | None = None
+    for n in ga:
+        if n.name in removed_set:
+            after.setdefault(anchor, []).append(n)
+        elif n.name in gb:
+            anchor = n.name
+    nodes = list(after.get(None, []))
+    for n in gb:
+        nodes.append(n)
+        nodes.extend(after.get(n.name, []))
+    extra = [(r, u) for r in removed for u in ga.get(r).users if u in gb and u not in removed_set]
+    union = Graph(nodes, gb.graph_id, f"{stage_label(sa)} → {stage_label(sb)}")
+    return union, Overlay(status=status, extra_edges=extra)
+
+
+def is_joint(rec: GraphRecord, info: StageInfo) -> bool | None:
+    """Whether the graph after ``info`` is AOTAutograd's joint forward+backward graph."""
+    joint = next((s.index for s in rec.stages if s.name == "aot_joint"), None)
+    if joint is None:
+        return None if rec.kind == "forward" else False
+    split = next((s.index for s in rec.stages if s.index > joint and s.name.startswith("aot_")), None)
+    return info.index >= joint and (split is None or info.index < split)
+
+
+def forward_hints(rec: GraphRecord) -> dict[str, str]:
+    """Module paths of a backward graph's saved activations, from its forward graph."""
+    if rec.kind != "backward":
+        return {}
+    for other in rec.trace.graphs:
+        if other.kind == "forward" and other.compile_id == rec.compile_id:
+            fg = other.final_graph()
+            return infer_modules(fg) if fg is not None else {}
+    return {}
+
+
+# -- running Graphviz ---------------------------------------------------------------------------
+
+def attempts(shown: int, total_s: float) -> list[Attempt]:
+    """Layout tries within ``total_s`` seconds, by drawn node count: plain dot for small graphs,
+    dot with the network simplex cut short (``nslimit``, the one knob that matters at scale),
+    cheaper still, and last sfdp (not top-down, but it finishes)."""
+    tries = []
+    if shown <= 200:
+        tries.append(Attempt("dot", [], 0.4))
+    if shown <= 1500:
+        tries.append(Attempt("dot", FAST_DOT, 0.4))
+    tries.append(Attempt("dot", CHEAP_DOT, 0.4))
+    tries.append(Attempt("sfdp", ["-Goverlap=prism", "-Gsplines=false"], 0.3))
+    share = sum(t.timeout for t in tries)
+    for t in tries:
+        t.timeout = max(1.0, total_s * t.timeout / share)
+    return tries
+
+
+def run_layout(dot_file: Path, svg: Path, tries: Sequence[Attempt]) -> Rendered:
+    """Run the first layout that finishes in time; raise LayoutFailed if none does."""
+    if shutil.which("dot") is None:
+        raise DotMissing(f"Graphviz's 'dot' is not on PATH; the graph was written as DOT to "
+                         f"{dot_file}. To get the SVG, {INSTALL_HINT}, then run: "
+                         f"dot -Tsvg {dot_file} -o {svg}", dot_file)
+    log: list[str] = []
+    for t in tries:
+        exe = shutil.which(t.engine)
+        if exe is None:
+            log.append(f"{t.engine}: not installed")
+            continue
+        fd, tmp = tempfile.mkstemp(prefix=".tuidebug-", suffix=".svg", dir=svg.parent)
+        os.close(fd)
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.run([exe, "-Tsvg", *t.args, "-o", tmp, str(dot_file)],
+                                  capture_output=True, text=True, timeout=t.timeout)
+        except subprocess.TimeoutExpired:
+            log.append(f"{t.engine} {' '.join(t.args)}: no layout in {t.timeout:.0f}s")
+            Path(tmp).unlink(missing_ok=True)
+            continue
+        dt = time.perf_counter() - t0
+        if proc.returncode != 0 or Path(tmp).stat().st_size == 0:
+            err = (proc.stderr or "").strip().splitlines()[-1:] or ["no output"]
+            log.append(f"{t.engine}: failed ({err[0]})")
+            Path(tmp).unlink(missing_ok=True)
+            continue
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, svg)
+        log.append(f"{t.engine} {' '.join(t.args)}: {dt:.2f}s")
+        return Rendered(t.engine, t.args, dt, log)
+    raise LayoutFailed("no layout finished in time (" + "; ".join(log) + f"); the DOT is kept in "
+                       f"{dot_file}: render it with a longer --timeout, a smaller --depth, or "
+                       f"'sfdp -Tsvg {dot_file} -o {svg}'", dot_file)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# -- the entry point ----------------------------------------------------------------------------
+
+def default_out(trace: Trace, rec: GraphRecord, label: str, suffix: str) -> Path:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{rec.id}-{label}")
+    return Path(f"{trace.name}-{safe}{suffix}.svg")
+
+
+def export(trace: Trace | str | os.PathLike[str], graph_id: str | None = None, stage: str | None = None,
+           kernels: bool = False, diff: Sequence[str] | bool | None = None, depth: int | None = None,
+           out: str | os.PathLike[str] | None = None, *, pass_index: int | None = None,
+           budget: int = 400, collapse: bool = True, timeout: float = DEFAULT_TIMEOUT_S,
+           keep_dot: bool = False) -> Export:
+    """Render one graph to SVG and say how (see ``export_svg``)."""
+    t0 = time.perf_counter()
+    try:
+        tr = trace if isinstance(trace, Trace) else Trace(trace)
+    except TraceError as e:
+        raise ViewerError(str(e)) from e
+    rec = resolve_graph(tr, graph_id)
+    if depth is not None and depth < 1:
+        raise ViewerError("--depth must be 1 or more")
+    overlay = Overlay(module_hints=forward_hints(rec))
+    if diff:
+        if diff is True:
+            b = resolve_stage(rec, stage, pass_index)
+            snaps = rec.snapshots()
+            sb = snapshot_for(rec, b)
+            earlier = [s for s in snaps if s.index < sb.index]
+            a = earlier[-1] if earlier else sb
+            if b.file is None:
+                a = sb  # the pass changed nothing: same snapshot on both sides
+        else:
+            if len(diff) != 2:
+                raise ViewerError("--diff takes two stages (or none, with --pass N)")
+            a, b = resolve_stage(rec, diff[0]), resolve_stage(rec, diff[1])
+        graph, d = diff_graphs(rec, a, b)
+        joint = is_joint(rec, snapshot_for(rec, a)) or is_joint(rec, snapshot_for(rec, b))
+        overlay.status, overlay.extra_edges = d.status, d.extra_edges
+        label = f"diff {stage_label(a)} → {stage_label(b)}"
+        if b.file is None:
+            label += f" (pass {b.index} {b.name} changed nothing)"
+        suffix, name = "-diff", f"{stage_label(a)}_to_{stage_label(b)}"
+    else:
+        info = resolve_stage(rec, stage, pass_index)
+        graph = load(rec, snapshot_for(rec, info))
+        joint = is_joint(rec, snapshot_for(rec, info))
+        label, suffix, name = f"stage {stage_label(snapshot_for(rec, info))}", "", stage_label(info)
+    if kernels:
+        overlay.kernel_of, overlay.kernel_kind, overlay.kernel_nodes = kernel_overlay(rec, graph)
+        suffix += "-kernels"
+    opts = DotOptions(depth=depth, budget=budget, collapse=collapse, split_phases=joint,
+                      title=f"{tr.name} · {rec.id} ({rec.kind}) · {label}")
+    result = build_dot(graph, overlay, opts)
+    svg = Path(out) if out is not None else default_out(tr, rec, name, suffix)
+    svg.parent.mkdir(parents=True, exist_ok=True)
+    dot_file = svg.with_suffix(".dot")
+    dot_file.write_text(result.dot.source, encoding="utf-8")
+    build_s = time.perf_counter() - t0
+    rendered = run_layout(dot_file, svg, attempts(result.shown, timeout))
+    if not keep_dot:
+        dot_file.unlink(missing_ok=True)
+    return Export(svg, result, rendered, build_s)
+
+
+def export_svg(trace: Trace | str | os.PathLike[str], graph_id: str | None = None,
+               stage: str | None = None, kernels: bool = False,
+               diff: Sequence[str] | bool | None = None, depth: int | None = None,
+               out: str | os.PathLike[str] | None = None, **kw) -> Path:
+    """Render a captured graph to an SVG file and return its path.
+
+    ``graph_id``: a graph of the trace (default: the first). ``stage``: a stage name, snapshot
+    file stem or index (default: the last snapshot); ``pass_index=N`` picks a pass by index.
+    ``kernels``: cluster nodes by the kernel that computes them. ``diff``: two stages to compare,
+    or True to compare ``stage``/``pass_index`` with the snapshot before it. ``depth``: collapse
+    to that many nn.Module levels (default: automatic above ``budget`` nodes; ``collapse=False``
+    turns that off). ``timeout``: seconds for all layout attempts. Raises ViewerError (also
+    DotMissing and LayoutFailed, which keep the ``.dot`` file) with a message for the user.
+    """
+    return export(trace, graph_id, stage, kernels, diff, depth, out, **kw).svg
