@@ -53,7 +53,8 @@ class _GraphState:
     kernel_index: list[dict[str, Any]] = field(default_factory=list)
     status: str = "running"
     started: float = field(default_factory=time.perf_counter)
-    phase_times: dict[str, float] = field(default_factory=dict)
+    phase_starts: dict[str, float] = field(default_factory=dict)  # seconds since graph start
+    ended: float | None = None
     has_partition: bool = False
 
 
@@ -210,7 +211,7 @@ class CaptureSession:
         assert self.writer is not None
         self.writer.set_phase(phase, gs.graph_id if gs else None)
         if gs is not None:
-            gs.phase_times.setdefault(phase, time.perf_counter() - gs.started)
+            gs.phase_starts.setdefault(phase, time.perf_counter() - gs.started)
         if phase == _KILL_AT_PHASE:  # fault injection for tests/faults only
             os.kill(os.getpid(), signal.SIGKILL)
 
@@ -419,7 +420,8 @@ class CaptureSession:
         assert self.writer is not None
         self.writer.write_json(gs.dir / schema.META, {
             "id": gs.graph_id, "kind": gs.kind, "compile_id": gs.compile_id,
-            "status": gs.status, "stages": gs.stages, "phase_times_s": gs.phase_times,
+            "status": gs.status, "stages": gs.stages, "phase_times_s": _durations(gs),
+            "phase_starts_s": gs.phase_starts,
             "kernels": len(gs.kernel_index),
             "fusion": {"fused": sum(1 for f in gs.fusion if f["action"] == "fused"),
                        "rejected": sum(1 for f in gs.fusion if f["action"] == "rejected")},
@@ -698,6 +700,8 @@ class CaptureSession:
         if gs.status in ("ok", "failed") and status == "ok":
             return
         gs.status = status if gs.status != "failed" else "failed"
+        if gs.ended is None:
+            gs.ended = time.perf_counter() - gs.started
         if gs.fusion:
             self._flush_fusion(gs)
         if gs.kernel_index:
@@ -776,6 +780,17 @@ class _StructuredHandler(logging.Handler):
 
 def _event_compile_id(meta: dict[str, Any]) -> str | None:
     return layout.compile_id_from_meta(meta) or compat.current_compile_id()
+
+
+def _durations(gs: _GraphState) -> dict[str, float]:
+    """Seconds spent in each phase: from its start to the next phase's (or the graph's end)."""
+    items = sorted(gs.phase_starts.items(), key=lambda kv: kv[1])
+    end = gs.ended if gs.ended is not None else time.perf_counter() - gs.started
+    out = {}
+    for i, (phase, start) in enumerate(items):
+        stop = items[i + 1][1] if i + 1 < len(items) else max(end, start)
+        out[phase] = round(stop - start, 6)
+    return out
 
 
 def _short_traceback(e: BaseException, message_limit: int = 2000) -> str:

@@ -41,7 +41,7 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
                      no_wrap=True)
     for g in s["graphs"]:
         phase_times = g.get("phase_times_s") or {}
-        total = max(phase_times.values()) if phase_times else None
+        total = sum(phase_times.values()) if phase_times else None
         t.add_row(g["id"], g["kind"], Text(g["status"], STATUS_STYLE.get(g["status"], "")),
                   str(g["nodes"] if g["nodes"] is not None else "–"),
                   f"{g['passes_changed']}/{g['passes_run']}", str(g["kernels"]),
