@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import pythonpath
+
 from tuidebug.trace.graph import Graph, Node
 from tuidebug.trace.reader import Trace
 from tuidebug.viewers.dot import (CLUSTER_STYLE, DIFF_STYLE, KIND_STYLE, DotOptions, Overlay,
@@ -71,7 +73,7 @@ def tooltip(g: ET.Element) -> str:
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    e = dict(os.environ if env is None else env, PYTHONPATH=str(ROOT))
+    e = dict(os.environ if env is None else env, PYTHONPATH=pythonpath())
     return subprocess.run([sys.executable, "-m", "tuidebug.cli", "svg", *args], env=e,
                           capture_output=True, text=True, timeout=300)
 
@@ -345,7 +347,7 @@ def test_viewers_never_import_torch(mlp_trace: Path, tmp_path: Path) -> None:
             "import tuidebug.viewers.cli\n"
             "bad = [m for m in ('torch', 'textual') if m in sys.modules]\n"
             "assert not bad, bad\n")
-    proc = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    proc = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=pythonpath()),
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "x.svg").exists()

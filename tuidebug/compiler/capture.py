@@ -783,14 +783,8 @@ def _event_compile_id(meta: dict[str, Any]) -> str | None:
 
 
 def _durations(gs: _GraphState) -> dict[str, float]:
-    """Seconds spent in each phase: from its start to the next phase's (or the graph's end)."""
-    items = sorted(gs.phase_starts.items(), key=lambda kv: kv[1])
     end = gs.ended if gs.ended is not None else time.perf_counter() - gs.started
-    out = {}
-    for i, (phase, start) in enumerate(items):
-        stop = items[i + 1][1] if i + 1 < len(items) else max(end, start)
-        out[phase] = round(stop - start, 6)
-    return out
+    return layout.phase_durations(gs.phase_starts, end)
 
 
 def _short_traceback(e: BaseException, message_limit: int = 2000) -> str:

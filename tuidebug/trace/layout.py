@@ -79,12 +79,24 @@ def stage_file(index: int, name: str) -> str:
     return f"{schema.STAGES_DIR}/{index:03d}-{safe_id(name)}.json"
 
 
+def phase_durations(starts: dict[str, float], end: float | None = None) -> dict[str, float]:
+    """Seconds spent in each phase, from the phases' start offsets: each runs until the next one
+    starts; the last until ``end`` (0 when unknown)."""
+    items = sorted(starts.items(), key=lambda kv: kv[1])
+    out = {}
+    for i, (phase, start) in enumerate(items):
+        stop = items[i + 1][1] if i + 1 < len(items) else max(end if end is not None else start, start)
+        out[phase] = round(stop - start, 6)
+    return out
+
+
 def graph_meta(graph_id_: str, kind: str, compile_id: str, status: str,
-               stages: list[dict[str, Any]], phase_times: dict[str, float],
+               stages: list[dict[str, Any]], phase_times: dict[str, float],  # start offsets
                kernels: int, fusion: dict[str, Any], **extra: Any) -> dict[str, Any]:
     """The content of ``graphs/<id>/meta.json``."""
     return {"id": graph_id_, "kind": kind, "compile_id": compile_id, "status": status,
-            "stages": stages, "phase_times_s": phase_times, "kernels": kernels,
+            "stages": stages, "phase_times_s": phase_durations(phase_times),
+            "phase_starts_s": phase_times, "kernels": kernels,
             "fusion": fusion, **extra}
 
 

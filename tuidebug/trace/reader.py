@@ -130,6 +130,11 @@ class StageInfo:
         )
 
 
+def _changes(data: Any) -> dict[str, list[str]]:
+    ch = (data.get("changes") if isinstance(data, dict) else None) or {}
+    return {k: [str(x) for x in ch.get(k) or []] for k in ("added", "removed", "changed")}
+
+
 class GraphRecord:
     """One compiled graph (a Dynamo frame compile × inference/forward/backward)."""
 
@@ -141,6 +146,7 @@ class GraphRecord:
         self.status = str(entry.get("status", "?"))
         self.dir = trace.root / schema.GRAPHS_DIR / self.id
         self._stage_cache: dict[int, Graph | None] = {}
+        self._changes_cache: dict[int, dict[str, list[str]]] = {}
 
     @property
     def _f(self) -> _Files:
@@ -167,6 +173,7 @@ class GraphRecord:
             data = self._f.json(path, None, required=True)
             if data is not None:
                 try:
+                    self._changes_cache[info.index] = _changes(data)
                     graph = Graph.from_json(data)
                 except (ValueError, TypeError, AttributeError) as e:
                     self._f.problem(path, f"not a graph snapshot ({e})")
@@ -177,9 +184,10 @@ class GraphRecord:
         """Node names a pass added/removed/changed (stored in the snapshot file)."""
         if not stage.file:
             return {"added": [], "removed": [], "changed": []}
-        data = self._f.json(self.dir / stage.file, {}) or {}
-        ch = data.get("changes") or {}
-        return {k: list(ch.get(k) or []) for k in ("added", "removed", "changed")}
+        if stage.index not in self._changes_cache:
+            self._changes_cache[stage.index] = _changes(
+                self._f.json(self.dir / stage.file, {}) or {})
+        return self._changes_cache[stage.index]
 
     def find_stage(self, name: str) -> StageInfo | None:
         index = int(name) if name.isdigit() else None

@@ -1,0 +1,1 @@
+"""The terminal UI (Textual): ``tuidebug open TRACE``. Reads traces; never imports torch."""

@@ -1,0 +1,255 @@
+"""How fast the terminal UI opens a large trace, and how fast each screen comes up.
+
+    python bench/tui_open.py [TRACE] [--cold N]
+
+Without TRACE it uses (and, if missing, builds — several minutes) the trace of a 24-layer
+transformer training step in /tmp/tr24. Runs the real app headless (``App.run_test``) at
+160×45 and prints, in milliseconds:
+
+- import: importing the UI (textual, rich, tuidebug.tui) in this fresh process
+- first paint: from creating the app to the overview painted with its content
+- each screen: from the key press to the screen painted with its content (workers done)
+- stepping: per ``n`` through every stage of the largest graph (snapshot read + diff)
+- scrolling: per PageDown / End in the largest graph's text (must never block); a PageDown
+  through Pilot includes Textual's own repaint and Pilot's idle waits, so the cost of our
+  Line-API widget alone (one page rendered, caches cold) is printed too
+
+and, with ``--cold N`` (default 3), N fresh processes timed from ``exec`` to the overview
+painted (interpreter start and imports included). The machine's load average is printed: the
+numbers scale with it. Also checks that torch was never imported.
+"""
+
+from __future__ import annotations
+
+import time
+
+T_START = time.perf_counter()
+
+import asyncio  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+DEFAULT = Path("/tmp/tr24")
+
+
+def build(out: Path) -> None:
+    print(f"building {out} (24-layer transformer, one training step; takes minutes)…", flush=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    subprocess.run([sys.executable, "-m", "tuidebug.cli", "trace", "-o", str(out),
+                    str(ROOT / "examples" / "transformer_block.py"), "--layers", "24"],
+                   env=env, check=False)
+    if not (out / "manifest.json").exists():
+        sys.exit(f"could not build {out}")
+
+
+async def wait_ready(app, pilot, check, timeout: float = 60.0,  # type: ignore[no-untyped-def]
+                     workers: bool = True) -> None:
+    deadline = time.perf_counter() + timeout
+    while True:
+        await pilot.pause()
+        if workers:
+            await app.workers.wait_for_complete()
+        if check():
+            await pilot.pause()  # one more refresh: the content is painted
+            return
+        if time.perf_counter() > deadline:
+            raise TimeoutError("screen did not become ready")
+        await asyncio.sleep(0.005)
+
+
+async def paint_only(path: Path) -> None:
+    from tuidebug.trace.reader import Trace
+    from tuidebug.tui.app import TuidebugApp
+    from tuidebug.tui.widgets.textview import TextView
+
+    app = TuidebugApp(Trace(path))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_ready(app, pilot, lambda: app.screen.query_one(TextView).line_count > 0)
+        print(f"PAINTED {time.perf_counter() - T_START:.4f}", flush=True)
+
+
+def cold_starts(path: Path, n: int) -> list[float]:
+    out = []
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    for _ in range(n):
+        t = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, __file__, str(path), "--paint-only"],
+                                stdout=subprocess.PIPE, text=True, env=env)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("PAINTED"):
+                out.append(time.perf_counter() - t)
+                break
+        proc.wait()
+    return out
+
+
+async def run(path: Path) -> None:
+    t0 = time.perf_counter()
+    from tuidebug.trace.reader import Trace
+    from tuidebug.tui.app import TuidebugApp
+    from tuidebug.tui.widgets.textview import TextView
+    t_import = time.perf_counter() - t0
+    results: list[tuple[str, float]] = [("import UI", t_import)]
+
+    t1 = time.perf_counter()
+    trace = Trace(path)
+    app = TuidebugApp(trace)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_ready(app, pilot, lambda: app.screen.query_one(TextView).line_count > 0)
+        results.append(("first paint (overview)", time.perf_counter() - t1))
+
+        def loaded() -> bool:
+            return app.screen.is_loaded()  # type: ignore[attr-defined]
+
+        def graph_shown() -> bool:
+            sv = getattr(app.screen, "stage_view", None)
+            return sv is not None
+
+        for key, name, extra in (("2", "passes", graph_shown), ("3", "ir", None),
+                                 ("4", "code", None), ("5", "autotune", None),
+                                 ("6", "errors", None), ("1", "overview", None)):
+            t = time.perf_counter()
+            await pilot.press(key)
+            await wait_ready(app, pilot, lambda: loaded() and (extra is None or extra()))
+            results.append((f"open {name} screen", time.perf_counter() - t))
+
+        # the largest graph, stepped through stage by stage
+        graphs = sorted(trace.graphs, key=lambda g: max((s.nodes or 0) for s in g.stages) if g.stages else 0)
+        big = graphs[-1]
+        app.set_graph(big.id)
+        await pilot.press("2")
+        await wait_ready(app, pilot, graph_shown)
+        screen = app.screen
+        # jump straight to the largest snapshot (not read yet) and watch the event loop
+        # meanwhile: the JSON parse runs in a worker thread
+        heavy = max((i for i, st in enumerate(big.stages) if st.file),
+                    key=lambda i: big.stages[i].nodes or 0)
+        t = time.perf_counter()
+        screen._select_stage(heavy)  # type: ignore[attr-defined]
+        worst_lag = 0.0
+        while time.perf_counter() - t < 30:
+            t_tick = time.perf_counter()
+            await asyncio.sleep(0.01)
+            worst_lag = max(worst_lag, time.perf_counter() - t_tick - 0.01)
+            sv = screen.stage_view  # type: ignore[attr-defined]
+            if sv is not None and sv.stage is big.stages[heavy]:
+                break
+        results.append((f"select the largest snapshot ({big.stages[heavy].nodes} nodes, "
+                        "unread): shown", time.perf_counter() - t))
+        results.append(("  worst event-loop stall meanwhile", worst_lag))
+        screen._select_stage(0)  # type: ignore[attr-defined]
+        await wait_ready(app, pilot, graph_shown)
+        n = len(big.stages)
+        t = time.perf_counter()
+        worst = 0.0
+        for _ in range(n - 1):
+            ts = time.perf_counter()
+            pos = screen.current_position()  # type: ignore[attr-defined]
+            await pilot.press("n")
+            await wait_ready(app, pilot, lambda: screen.stage_view is not None  # type: ignore[attr-defined]
+                             and screen.current_position() != pos  # type: ignore[attr-defined]
+                             and screen.stage_view.stage is screen.current_stage())  # type: ignore[attr-defined]
+            worst = max(worst, time.perf_counter() - ts)
+        results.append((f"step through {n} stages of {big.id}: mean per step",
+                        (time.perf_counter() - t) / max(1, n - 1)))
+        results.append(("  slowest step", worst))
+
+        screen._select_stage(heavy)  # type: ignore[attr-defined]
+        await wait_ready(app, pilot, lambda: screen.stage_view.stage is big.stages[heavy])  # type: ignore[attr-defined]
+        view = screen.query_one("#graph-view", TextView)
+        view.focus()
+        await pilot.pause()
+        lines = view.line_count
+        t = time.perf_counter()
+        for _ in range(50):
+            await pilot.press("pagedown")
+        await pilot.pause()
+        results.append((f"PageDown in a {lines}-line graph: mean per key", (time.perf_counter() - t) / 50))
+        t = time.perf_counter()
+        await pilot.press("end")
+        await pilot.pause()
+        await pilot.press("home")
+        await pilot.pause()
+        results.append(("End then Home", time.perf_counter() - t))
+
+        # the cost of painting one page of that graph through the Line API, caches cold
+        height = view.scrollable_content_region.height
+        view.scroll_to(y=lines // 2, animate=False, immediate=True)
+        view.refresh_lines_cache()
+        t = time.perf_counter()
+        for y in range(height):
+            view.render_line(y)
+        results.append((f"render one page ({height} lines) of it, cold", time.perf_counter() - t))
+
+        await pilot.press("4")
+        await wait_ready(app, pilot, loaded)
+        code = app.screen.query_one("#code-view", TextView)
+        title = app.screen.query_one("#code-title")
+        from tuidebug.tui.widgets.textview import RichLines
+
+        def wrapper_shown() -> bool:
+            return str(title.content).startswith("wrapper.py") and code.line_count > 1
+
+        # run the action directly and watch the event loop: Pilot.press would wait for the
+        # highlighting worker before returning
+        t = time.perf_counter()
+        app.screen.action_show_wrapper()  # type: ignore[attr-defined]
+        shown = highlighted = None
+        worst_lag = 0.0
+        while highlighted is None and time.perf_counter() - t < 60:
+            t_tick = time.perf_counter()
+            await asyncio.sleep(0.01)
+            worst_lag = max(worst_lag, time.perf_counter() - t_tick - 0.01)
+            if shown is None and wrapper_shown():
+                shown = time.perf_counter() - t
+            if shown is not None and isinstance(code.source, RichLines):
+                highlighted = time.perf_counter() - t
+        results.append((f"open the wrapper of {big.id} ({code.line_count} lines), text shown",
+                        shown or float("nan")))
+        results.append(("  … and syntax-highlighted (in a worker)", highlighted or float("nan")))
+        results.append(("  worst event-loop stall meanwhile", worst_lag))
+        await wait_ready(app, pilot, loaded)
+        code.focus()
+        t = time.perf_counter()
+        for _ in range(50):
+            await pilot.press("pagedown")
+        await pilot.pause()
+        results.append(("PageDown in the wrapper: mean per key", (time.perf_counter() - t) / 50))
+
+    print(f"trace: {path}  ({', '.join(f'{g.id}: {max((s.nodes or 0) for s in g.stages)} nodes' for g in trace.graphs)})")
+    for name, secs in results:
+        print(f"  {name:<62} {secs * 1000:9.1f} ms")
+    print(f"  torch imported: {'torch' in sys.modules}")
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    cold = 3
+    if "--cold" in args:
+        i = args.index("--cold")
+        cold = int(args[i + 1])
+        del args[i:i + 2]
+    if "--paint-only" in args:
+        asyncio.run(paint_only(Path(args[0])))
+        return
+    path = Path(args[0]) if args else DEFAULT
+    if not (path / "manifest.json").exists():
+        if args:
+            sys.exit(f"not a trace: {path}")
+        build(path)
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    times = cold_starts(path, cold)
+    if times:
+        print(f"  cold start (fresh process, exec → overview painted): "
+              + ", ".join(f"{t * 1000:.0f} ms" for t in times)
+              + f"   (best {min(times) * 1000:.0f} ms)")
+    asyncio.run(run(path))
+
+
+if __name__ == "__main__":
+    main()

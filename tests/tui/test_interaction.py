@@ -1,0 +1,190 @@
+"""Search, command palette, help, graph choice, SVG export; and what the UI must never do."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from tests.conftest import pythonpath
+from tuidebug.trace.reader import Trace
+from tuidebug.tui import keymap
+from tuidebug.tui.widgets.textview import TextView
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def test_search_moves_to_matches_in_the_focused_view(open_ui, transformer_trace: Path) -> None:
+    g = Trace(transformer_trace).graphs[0]
+    final = g.final_graph()
+    names = [n.name for n in final.nodes]
+    target = next(n for n in reversed(names) if n.startswith("addmm"))
+    async with open_ui(transformer_trace) as ui:
+        await ui.press("2")
+        ui.app.screen.goto_node(names[0])
+        await ui.settle()
+        await ui.press("slash")
+        await ui.pilot.press(*f"{target}:")
+        await ui.press("enter")
+        assert ui.cursor_line("#graph-view").startswith(f"  {target}:")
+        assert "matching lines" in ui.text()
+        await ui.press("escape")
+        assert isinstance(ui.app.focused, TextView)
+        # f3 wraps around to the same (only) definition line
+        await ui.press("f3")
+        assert ui.cursor_line("#graph-view").startswith(f"  {target}:")
+        # search in the stage list (focused list) moves its highlight; the old query is
+        # selected, so typing replaces it
+        unique = next(s.name for s in reversed(g.stages)
+                      if sum(1 for t in g.stages if s.name in t.name) == 1)
+        ui.app.screen.query_one("#stages").focus()
+        await ui.press("slash")
+        await ui.pilot.press(*unique)
+        await ui.press("enter")
+        assert ui.app.screen.current_stage().name == unique
+
+
+async def test_search_reports_no_match(open_ui, transformer_trace: Path) -> None:
+    async with open_ui(transformer_trace) as ui:
+        await ui.press("slash")
+        await ui.pilot.press(*"zzzz-not-there")
+        await ui.press("enter")
+        assert "no match" in ui.text()
+
+
+async def test_command_palette_runs_actions(open_ui, transformer_trace: Path) -> None:
+    async with open_ui(transformer_trace) as ui:
+        await ui.press("ctrl+p")
+        await ui.pilot.press(*"IR & fusion")
+        await ui.settle()
+        assert "Go to IR & fusion" in ui.text()
+        await ui.press("enter")
+        assert ui.app.current_mode == "ir"
+
+
+async def test_command_palette_offers_every_action_graph_and_kernel(open_ui, transformer_trace: Path) -> None:
+    from tuidebug.tui.commands import TraceCommands
+
+    trace = Trace(transformer_trace)
+    async with open_ui(transformer_trace) as ui:
+        await ui.press("2")
+        provider = TraceCommands(ui.app.screen)
+        titles = [t for t, _, _ in provider._commands()]
+        for k in keymap.KEYS:
+            if k.palette and k.scope in ("app", "screen", "passes"):
+                assert any(k.description in t for t in titles), k.id
+        for g in trace.graphs:
+            assert f"Graph: {g.id}" in titles
+        for kern in ui.app.current_graph.kernels:
+            if kern["kind"] != "extern":
+                assert f"Kernel: {kern['name']}" in titles
+        # a palette command from a screen's scope runs on that screen
+        run = next(r for t, _, r in provider._commands() if t == "Passes: Next pass")
+        result = run()
+        if inspect.isawaitable(result):
+            await result
+        await ui.settle()
+        assert ui.app.screen.current_stage().index == trace.graphs[0].stages[1].index
+
+
+async def test_help_lists_every_key(open_ui, transformer_trace: Path) -> None:
+    async with open_ui(transformer_trace, size=(160, 80)) as ui:
+        await ui.press("question_mark")
+        from tuidebug.tui.screens.modals import HelpScreen
+
+        assert isinstance(ui.app.screen, HelpScreen)
+        text = ui.text()
+        for k in keymap.KEYS:
+            assert k.id in text, k.id
+        await ui.press("escape")
+        assert not isinstance(ui.app.screen, HelpScreen)
+
+
+async def test_bindings_have_ids_and_can_be_remapped(open_ui, transformer_trace: Path) -> None:
+    async with open_ui(transformer_trace) as ui:
+        ui.app.set_keymap({"app.screen.ir": "9"})
+        await ui.press("9")
+        assert ui.app.current_mode == "ir"
+
+
+async def test_choose_another_graph(open_ui, graph_break_trace: Path) -> None:
+    trace = Trace(graph_break_trace)
+    assert len(trace.graphs) > 1
+    async with open_ui(graph_break_trace) as ui:
+        await ui.press("2", "G")
+        second = trace.graphs[1]
+        await ui.press("down", "enter")
+        assert ui.app.current_graph.id == second.id
+        text = ui.text()
+        assert f"graph {second.id}" in text
+        assert f"{second.id}: {len(second.stages)} stages" in text
+        await ui.press("ctrl+right")
+        assert ui.app.current_graph.id == trace.graphs[2 % len(trace.graphs)].id
+
+
+async def test_svg_export_from_the_ui(open_ui, transformer_trace: Path, tmp_path: Path,
+                                      monkeypatch) -> None:
+    available = importlib.util.find_spec("tuidebug.viewers.svg") is not None
+    monkeypatch.chdir(tmp_path)  # the exporter writes to the working directory
+    async with open_ui(transformer_trace) as ui:
+        await ui.press("2", "right_square_bracket", "right_square_bracket", "e")
+        for _ in range(200):  # graphviz may take a while
+            await ui.settle()
+            notes = " ".join(ui.notifications())
+            if not available or "SVG written" in notes or "failed" in notes:
+                break
+        notes = " ".join(ui.notifications())
+        if not available:
+            assert "SVG export not available" in notes
+        else:
+            assert "SVG written to" in notes, notes
+            written = Path(notes.split("SVG written to ", 1)[1].split()[0])
+            assert written.parent == tmp_path.resolve() and written.suffix == ".svg"
+            assert "<svg" in written.read_text()[:2000]
+
+
+def test_opening_a_trace_never_imports_torch(transformer_trace: Path) -> None:
+    code = textwrap.dedent(f"""
+        import asyncio, json, sys
+        from tuidebug.trace.reader import Trace
+        from tuidebug.tui.app import TuidebugApp
+
+        async def main():
+            app = TuidebugApp(Trace({str(transformer_trace)!r}))
+            async with app.run_test(size=(160, 45)) as pilot:
+                for key in "123456":
+                    await pilot.press(key)
+                    await pilot.pause()
+                    await app.workers.wait_for_complete()
+                await pilot.press("2", "enter")
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+                shown = app.current_mode
+            print(json.dumps({{"torch": "torch" in sys.modules,
+                               "inductor": "torch._inductor" in sys.modules, "mode": shown}}))
+        asyncio.run(main())
+    """)
+    env = dict(os.environ, PYTHONPATH=pythonpath())
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out == {"torch": False, "inductor": False, "mode": out["mode"]}
+
+
+async def test_big_text_is_one_line_api_widget(open_ui, mlp_trace: Path, transformer_trace: Path) -> None:
+    """The graph text is virtual: the widget count does not grow with the node count."""
+    counts = []
+    for path in (mlp_trace, transformer_trace):
+        async with open_ui(path) as ui:
+            await ui.press("2")
+            ui.app.screen.goto_node(Trace(path).graphs[0].final_graph().nodes[0].name)
+            await ui.settle()
+            counts.append((len(list(ui.app.screen.walk_children())), len(ui.lines("#graph-view"))))
+    assert counts[0][1] != counts[1][1]
+    assert counts[0][0] == counts[1][0]

@@ -1,0 +1,101 @@
+"""The UI's pure logic (tuidebug.tui.model) on real traces: diffs, provenance, errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tuidebug.trace.reader import Trace
+from tuidebug.tui import model
+
+
+def test_merge_removed_puts_removed_nodes_where_they_stood() -> None:
+    previous = ["a", "b", "c", "d", "e"]
+    current = ["a", "x", "c", "e"]
+    merged = model.merge_removed(current, previous, {"b", "d"})
+    assert merged == [("a", False), ("b", True), ("x", False), ("c", False), ("d", True),
+                      ("e", False)]
+    # a removed first node goes first
+    assert model.merge_removed(["b"], ["a", "b"], {"a"}) == [("a", True), ("b", False)]
+
+
+def test_stage_view_marks_what_the_pass_recorded(transformer_trace: Path) -> None:
+    trace = Trace(transformer_trace)
+    g = trace.graphs[0]
+    changed = [s for s in g.stages if s.kind == "pass" and s.changed and s.file]
+    assert changed, "the transformer's forward graph has passes that changed it"
+    for stage in changed:
+        view = model.stage_view(g, stage)
+        recorded = g.stage_changes(stage)
+        marks = {m: {ln.node for ln in view.lines if ln.mark == m}
+                 for m in (model.ADDED, model.CHANGED, model.REMOVED)}
+        assert marks[model.ADDED] == set(recorded["added"])
+        assert marks[model.CHANGED] == set(recorded["changed"])
+        assert marks[model.REMOVED] == set(recorded["removed"])
+        # every node of the snapshot is shown once, plus the removed ones
+        graph = g.stage_graph(stage)
+        assert len(view.lines) == len(graph) + len(recorded["removed"])
+
+
+def test_unchanged_pass_shows_the_previous_snapshot(transformer_trace: Path) -> None:
+    g = Trace(transformer_trace).graphs[0]
+    stage = next(s for s in g.stages if s.kind == "pass" and not s.file)
+    view = model.stage_view(g, stage)
+    assert view.shown is not None and view.shown.index < stage.index
+    assert "changed nothing" in view.note
+    assert all(ln.mark == model.SAME for ln in view.lines)
+    assert len(view.lines) == len(g.stage_graph(view.shown))
+
+
+def test_kernels_for_node_follows_pre_to_post_names(transformer_trace: Path) -> None:
+    g = Trace(transformer_trace).graphs[0]
+    prov = g.provenance
+    post, kernels = next(iter(prov["fx_to_kernels"].items()))
+    assert model.kernels_for_node(g, post) == kernels
+    pre, posts = next((k, v) for k, v in prov["pre_to_post"].items()
+                      if k not in prov["fx_to_kernels"] and
+                      any(p in prov["fx_to_kernels"] for p in v))
+    got = model.kernels_for_node(g, pre)
+    assert got and all(k in got for p in posts for k in prov["fx_to_kernels"].get(p, []))
+
+
+def test_phase_durations() -> None:
+    # format v1: durations, ordered by when each phase started
+    meta = {"phase_times_s": {"b": 3.0, "a": 1.0, "c": 0.5},
+            "phase_starts_s": {"a": 0.0, "b": 1.0, "c": 4.0}}
+    assert model.phase_durations(meta) == [("a", 1.0), ("b", 3.0), ("c", 0.5)]
+
+
+def test_phase_durations_of_a_real_trace_add_up(transformer_trace: Path) -> None:
+    for g in Trace(transformer_trace).graphs:
+        durations = model.phase_durations(g.meta)
+        assert [p for p, _ in durations][:1] in (["dynamo"], ["partition"])
+        assert all(d >= 0 for _, d in durations)
+        assert model.total_compile_s(g) == sum(d for _, d in durations)
+
+
+def test_error_report_of_a_failed_compile(failing_trace: Path) -> None:
+    r = model.error_report(Trace(failing_trace))
+    assert r.status == "failed"
+    assert r.phase == "kernel_compile"
+    assert r.type and "CppCompileError" in r.type
+    assert any(f"tuidebug minify {failing_trace}" in h for h in r.hints)
+    assert "dynamo" in r.phases_done and "kernel_compile" not in r.phases_done
+    assert any("error" in line.lower() for line in model.key_error_lines(r.message))
+
+
+def test_error_report_of_a_crashed_capture(crashed_trace: Path) -> None:
+    r = model.error_report(Trace(crashed_trace))
+    assert r.status == "crashed"
+    assert r.phase == "lowering"
+    assert "died during phase 'lowering'" in r.message
+    assert any("minify" in h for h in r.hints)
+
+
+def test_autotune_rows_fastest_first(autotune_trace: Path) -> None:
+    g = Trace(autotune_trace).graphs[0]
+    assert g.autotune, "max_autotune with the C++ GEMM template records tuned ops"
+    for entry in g.autotune:
+        rows = model.autotune_rows(entry)
+        times = [c["time_ms"] for c in rows if not c.get("error")]
+        assert times == sorted(times)
+        assert model.winner_name(entry) == entry["winner"]

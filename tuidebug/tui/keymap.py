@@ -1,0 +1,110 @@
+"""Every key of the terminal UI, in one table.
+
+Each entry has a stable id (users remap keys with ``App.set_keymap({id: "keys"})``), the action it
+runs, and the words shown in the footer, the help screen and the command palette — all three are
+generated from this table, so they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True)
+class Key:
+    id: str
+    keys: str
+    action: str
+    description: str
+    scope: str  # "app", "screen" (every trace screen) or a screen's name
+    show: bool = True  # in the footer
+    palette: bool = True  # offered in the command palette
+    help: str = ""  # a longer explanation for the help screen and palette
+
+
+SCREENS = ("overview", "passes", "ir", "code", "autotune", "errors")
+SCREEN_TITLES = {"overview": "Overview", "passes": "Passes", "ir": "IR & fusion",
+                 "code": "Code", "autotune": "Autotune", "errors": "Errors"}
+
+KEYS: list[Key] = [
+    # -- everywhere --
+    *[Key(f"app.screen.{name}", str(i + 1), f"app.show_screen('{name}')",
+          SCREEN_TITLES[name], "app", show=False,
+          help=f"switch to the {SCREEN_TITLES[name].lower()} screen")
+      for i, name in enumerate(SCREENS)],
+    Key("app.graph", "G", "app.pick_graph", "Graph", "app",
+        help="choose the compiled graph to look at (forward, backward, …)"),
+    Key("app.next_graph", "ctrl+right", "app.cycle_graph(1)", "Next graph", "app", show=False,
+        help="look at the next compiled graph"),
+    Key("app.prev_graph", "ctrl+left", "app.cycle_graph(-1)", "Previous graph", "app", show=False,
+        help="look at the previous compiled graph"),
+    Key("app.help", "question_mark,f1", "app.help", "Help", "app",
+        help="list every key"),
+    Key("app.quit", "q", "app.quit", "Quit", "app", help="leave tuidebug"),
+    # -- every trace screen --
+    Key("screen.search", "slash", "search", "Search", "screen",
+        help="search the focused view (enter: next match, escape: close)"),
+    Key("screen.search_next", "f3", "search_next", "Next match", "screen", show=False,
+        help="jump to the next match of the last search"),
+    Key("screen.search_prev", "shift+f3", "search_prev", "Previous match", "screen", show=False,
+        help="jump to the previous match of the last search"),
+    Key("screen.focus_next", "tab", "app.focus_next", "Next pane", "screen", show=False,
+        palette=False, help="move the focus to the next pane"),
+    Key("screen.export", "e", "export_svg", "Export SVG", "screen",
+        help="write the graph on screen to an SVG file"),
+    # -- pass stepper --
+    Key("passes.next", "n", "step(1)", "Next pass", "passes",
+        help="select the next stage or pass"),
+    Key("passes.prev", "p", "step(-1)", "Prev pass", "passes",
+        help="select the previous stage or pass"),
+    Key("passes.next_changed", "right_square_bracket", "step_changed(1)", "Next change",
+        "passes", help="select the next pass that changed the graph"),
+    Key("passes.prev_changed", "left_square_bracket", "step_changed(-1)", "Prev change",
+        "passes", show=False, help="select the previous pass that changed the graph"),
+    Key("passes.kernel", "k", "node_kernel", "Kernel", "passes",
+        help="show the kernel that computes the FX node under the cursor (also: enter)"),
+    Key("passes.changes_only", "c", "toggle_changes_only", "Changes only", "passes",
+        help="show only the nodes the selected pass added, removed or changed"),
+    # -- IR and fusion --
+    Key("ir.text", "t", "toggle_text", "IR text", "ir",
+        help="switch between the structured IR and Inductor's own text dump"),
+    Key("ir.rejected", "r", "toggle_rejected", "Fused/rejected", "ir",
+        help="show all fusion decisions, or only the rejected ones"),
+    # -- code --
+    Key("code.wrapper", "w", "show_wrapper", "Wrapper", "code",
+        help="show the wrapper (the Python that calls every kernel)"),
+    Key("code.fx", "f", "kernel_fx", "FX nodes", "code",
+        help="show the FX nodes of the selected kernel in the pass stepper"),
+    Key("code.source", "s", "kernel_source", "Source", "code",
+        help="show the user's source line the selected kernel came from"),
+]
+
+
+def keys_for(scope: str) -> list[Key]:
+    return [k for k in KEYS if k.scope == scope]
+
+
+def bindings(scope: str) -> list[Binding]:
+    return [Binding(k.keys, k.action.removeprefix("app.") if scope == "app" else k.action,
+                    k.description, show=k.show, id=k.id, tooltip=k.help)
+            for k in keys_for(scope)]
+
+
+def display_keys(keys: str) -> str:
+    names = {"question_mark": "?", "slash": "/", "right_square_bracket": "]",
+             "left_square_bracket": "[", "ctrl+right": "ctrl+→", "ctrl+left": "ctrl+←",
+             "pagedown": "PgDn", "pageup": "PgUp"}
+    return " ".join(names.get(k, k) for k in keys.split(","))
+
+
+# Keys handled by the widgets themselves, listed on the help screen.
+VIEW_KEYS: list[tuple[str, str]] = [
+    ("↑ ↓", "move the cursor"),
+    ("PgUp PgDn space", "page up / down"),
+    ("home end", "first / last line"),
+    ("← →", "scroll sideways (long lines)"),
+    ("enter", "open what is under the cursor (a kernel, an FX node, a source line)"),
+    ("ctrl+p", "command palette: every action, every graph, every kernel by name"),
+]

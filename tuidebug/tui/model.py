@@ -1,0 +1,452 @@
+"""What the screens show, computed from a trace: pure logic, no Textual, no torch.
+
+Everything here runs in worker threads (it may parse large JSON files) and returns plain data
+that a screen turns into lines. Keeping it free of widgets makes it testable on its own.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import weakref
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tuidebug.trace import schema
+from tuidebug.trace.graph import Graph, node_line
+from tuidebug.trace.reader import GraphRecord, StageInfo, Trace
+
+# -- timings ---------------------------------------------------------------------------------------
+
+
+def phase_durations(meta: dict[str, Any]) -> list[tuple[str, float]]:
+    """(phase, seconds spent in it), in the order the phases ran (docs/trace-format.md:
+    ``phase_times_s`` holds durations, ``phase_starts_s`` when each phase began)."""
+    times = {k: float(v) for k, v in (meta.get("phase_times_s") or {}).items()
+             if isinstance(v, (int, float))}
+    starts = meta.get("phase_starts_s") or {}
+    order = sorted(times, key=lambda k: float(starts.get(k, 0.0) or 0.0)) if starts else list(times)
+    return [(k, max(0.0, times[k])) for k in order]
+
+
+def secs(v: Any) -> str:
+    if not isinstance(v, (int, float)):
+        return "–"
+    if v < 0.001:
+        return f"{v * 1e6:.0f}µs"
+    if v < 1:
+        return f"{v * 1e3:.1f}ms"
+    return f"{v:.2f}s"
+
+
+def total_compile_s(g: GraphRecord) -> float | None:
+    durations = phase_durations(g.meta)
+    return sum(d for _, d in durations) if durations else None
+
+
+# -- pass stepper ---------------------------------------------------------------------------------
+
+ADDED, CHANGED, REMOVED, SAME = "added", "changed", "removed", "same"
+
+
+@dataclass
+class GraphLine:
+    node: str
+    text: str
+    mark: str = SAME  # added | changed | removed | same
+
+
+@dataclass
+class StageView:
+    """The graph as it stands after one stage, with that stage's changes marked."""
+
+    stage: StageInfo
+    shown: StageInfo | None  # the snapshot whose graph is shown (this stage or an earlier one)
+    graph: Graph | None
+    lines: list[GraphLine]
+    changes: dict[str, list[str]]
+    note: str = ""
+    prev: Graph | None = None  # the previous snapshot (where removed nodes come from)
+
+    def index_of(self, node: str) -> int | None:
+        for i, line in enumerate(self.lines):
+            if line.node == node and line.mark != REMOVED:
+                return i
+        for i, line in enumerate(self.lines):
+            if line.node == node:
+                return i
+        return None
+
+
+def previous_snapshot(g: GraphRecord, stage: StageInfo) -> StageInfo | None:
+    prev = None
+    for s in g.snapshots():
+        if s.index >= stage.index:
+            break
+        prev = s
+    return prev
+
+
+def snapshot_at(g: GraphRecord, stage: StageInfo) -> StageInfo | None:
+    """The latest snapshot taken at or before ``stage``."""
+    if stage.file:
+        return stage
+    return previous_snapshot(g, stage)
+
+
+def merge_removed(current: list[str], previous: list[str],
+                  removed: set[str]) -> list[tuple[str, bool]]:
+    """Interleave removed nodes (from the previous snapshot's order) into the current order.
+
+    Each removed node goes right after the nearest node that preceded it in the previous graph
+    and still exists. Returns (name, is_removed) pairs.
+    """
+    cur = set(current)
+    after: dict[str | None, list[str]] = {}
+    anchor: str | None = None
+    for name in previous:
+        if name in removed and name not in cur:
+            after.setdefault(anchor, []).append(name)
+        elif name in cur:
+            anchor = name
+    out: list[tuple[str, bool]] = [(n, True) for n in after.get(None, [])]
+    for name in current:
+        out.append((name, False))
+        out.extend((n, True) for n in after.get(name, []))
+    return out
+
+
+class _SnapshotCache:
+    """Per graph record: node lines and recorded changes of each snapshot, computed once."""
+
+    def __init__(self) -> None:
+        self.lines: dict[int, list[GraphLine]] = {}
+        self.changes: dict[int, dict[str, list[str]]] = {}
+        self.lock = threading.Lock()
+
+
+_CACHE: "weakref.WeakKeyDictionary[GraphRecord, _SnapshotCache]" = weakref.WeakKeyDictionary()
+_CACHE_LOCK = threading.Lock()
+
+
+def _cache(g: GraphRecord) -> _SnapshotCache:
+    with _CACHE_LOCK:
+        c = _CACHE.get(g)
+        if c is None:
+            c = _CACHE[g] = _SnapshotCache()
+        return c
+
+
+def snapshot_lines(g: GraphRecord, info: StageInfo, graph: Graph) -> list[GraphLine]:
+    """``node_line`` of every node of a snapshot (cached: stepping over passes that changed
+    nothing re-uses them)."""
+    c = _cache(g)
+    lines = c.lines.get(info.index)
+    if lines is None:
+        lines = [GraphLine(n.name, node_line(n)) for n in graph.nodes]
+        c.lines[info.index] = lines
+    return lines
+
+
+def recorded_changes(g: GraphRecord, stage: StageInfo) -> dict[str, list[str]]:
+    c = _cache(g)
+    ch = c.changes.get(stage.index)
+    if ch is None:
+        ch = c.changes[stage.index] = g.stage_changes(stage)
+    return ch
+
+
+def stage_view(g: GraphRecord, stage: StageInfo) -> StageView:
+    shown = snapshot_at(g, stage)
+    graph = g.stage_graph(shown) if shown else None
+    no_changes: dict[str, list[str]] = {"added": [], "removed": [], "changed": []}
+    if graph is None:
+        note = ("no graph snapshot at or before this stage" if shown is None
+                else f"the snapshot {shown.file} could not be read (see the overview's problems)")
+        return StageView(stage, shown, None, [], no_changes, note)
+    assert shown is not None
+    base = snapshot_lines(g, shown, graph)
+    if not stage.file:
+        note = ("this pass changed nothing; showing the graph as of "
+                f"[{shown.index}] {shown.name}" if stage.kind == "pass" else
+                f"no snapshot at this stage; showing [{shown.index}] {shown.name}")
+        return StageView(stage, shown, graph, base, no_changes, note)
+    changes = recorded_changes(g, stage)
+    added, changed = set(changes["added"]), set(changes["changed"])
+    removed = set(changes["removed"])
+    prev_info = previous_snapshot(g, stage)
+    prev = g.stage_graph(prev_info) if prev_info and removed else None
+    note = ""
+    if prev_info is None and len(added) >= len(graph):
+        added = set()  # the first snapshot "adds" every node: nothing to highlight
+        note = "the first snapshot of this graph"
+    if not (added or changed or removed):
+        return StageView(stage, shown, graph, base, changes, note, prev)
+    by_name = {ln.node: ln for ln in base}
+    lines: list[GraphLine] = []
+    if removed and prev is not None:
+        order = merge_removed([ln.node for ln in base], [n.name for n in prev.nodes], removed)
+    else:
+        order = [(ln.node, False) for ln in base]
+    for name, is_removed in order:
+        if is_removed:
+            node = prev.get(name) if prev is not None else None
+            lines.append(GraphLine(name, node_line(node) if node else name, REMOVED))
+            continue
+        ln = by_name[name]
+        mark = ADDED if name in added else CHANGED if name in changed else SAME
+        lines.append(ln if mark == SAME else GraphLine(name, ln.text, mark))
+    if removed and prev is None:
+        note = (note + "; " if note else "") + f"{len(removed)} removed (previous graph unreadable)"
+    return StageView(stage, shown, graph, lines, changes, note, prev)
+
+
+def stage_label(s: StageInfo) -> str:
+    """The stage's name as other tools take it (unique: the snapshot file's stem)."""
+    return Path(s.file).stem if s.file else str(s.index)
+
+
+# -- provenance -----------------------------------------------------------------------------------
+
+
+def kernels_for_node(g: GraphRecord, node: str) -> list[str]:
+    """Kernels that compute an FX node, whatever stage's name it has."""
+    prov = g.provenance or {}
+    direct = list((prov.get("fx_to_kernels") or {}).get(node, []))
+    if direct:
+        return direct
+    out: list[str] = []
+    for post in (prov.get("pre_to_post") or {}).get(node, []):
+        for k in (prov.get("fx_to_kernels") or {}).get(post, []):
+            if k not in out:
+                out.append(k)
+    return out
+
+
+@dataclass
+class KernelInfo:
+    name: str
+    kind: str
+    file: str | None
+    lines: int | None
+    wrapper_line: int | None
+    ir_nodes: list[str] = field(default_factory=list)
+    fx_nodes: list[str] = field(default_factory=list)
+    source: list[dict[str, Any]] = field(default_factory=list)
+    original_aten: list[str] = field(default_factory=list)
+
+
+def kernel_infos(g: GraphRecord) -> list[KernelInfo]:
+    prov = (g.provenance or {}).get("kernels") or {}
+    out = []
+    for k in g.kernels:
+        name = str(k.get("name"))
+        p = prov.get(name) or {}
+        fx = list(p.get("fx_nodes") or k.get("source_nodes") or [])
+        out.append(KernelInfo(
+            name=name, kind=str(k.get("kind", "?")), file=k.get("file"), lines=k.get("lines"),
+            wrapper_line=k.get("wrapper_line"), ir_nodes=list(p.get("ir_nodes") or []),
+            fx_nodes=fx, source=[s for s in p.get("source") or [] if isinstance(s, dict)],
+            original_aten=list(k.get("original_aten") or [])))
+    return out
+
+
+def read_source_file(path: str, trace: Trace) -> str | None:
+    """The user's source file a kernel came from, if it is still on this machine."""
+    candidates = [Path(path)]
+    cwd = trace.manifest.get("cwd")
+    if cwd and not Path(path).is_absolute():
+        candidates.insert(0, Path(cwd) / path)
+    for p in candidates:
+        try:
+            if p.is_file() and p.stat().st_size < 4 * 1024 * 1024:
+                return p.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+    return None
+
+
+# -- IR and fusion ---------------------------------------------------------------------------------
+
+
+def ir_nodes(ir: dict[str, Any] | None) -> list[dict[str, Any]]:
+    if not isinstance(ir, dict):
+        return []
+    return [n for n in ir.get("nodes") or [] if isinstance(n, dict)]
+
+
+def ir_node_line(n: dict[str, Any], group: str | None = None) -> str:
+    """``op3  Scheduler [reduction]  ⇒ op0_op1_op2_op3  buf2 → buf3  (add, rsqrt)``"""
+    flags = [f for f, key in (("reduction", "is_reduction"), ("extern", "is_extern"),
+                              ("template", "is_template")) if n.get(key)]
+    members = n.get("members") or []
+    kind = str(n.get("type") or "?").replace("SchedulerNode", "")
+    head = f"{n.get('name', '?')}  {kind or 'Scheduler'}"
+    if len(members) > 1:
+        head += f" ×{len(members)}"
+    if flags:
+        head += f" [{', '.join(flags)}]"
+    if group and group != n.get("name"):
+        head += f"  ⇒ {group}"
+    origins = ", ".join(str(o) for o in (n.get("origins") or [])[:8])
+    more = len(n.get("origins") or []) - 8
+    if more > 0:
+        origins += f", +{more}"
+    writes = ",".join(str(w) for w in n.get("writes") or [])
+    reads = ",".join(str(r) for r in n.get("reads") or [])
+    return f"{head}  {reads or '∅'} → {writes or '∅'}  ({origins})"
+
+
+def group_of(post: list[dict[str, Any]]) -> dict[str, str]:
+    """pre-fusion node name → the post-fusion node it ended up in."""
+    out: dict[str, str] = {}
+    for n in post:
+        for m in n.get("members") or [n.get("name")]:
+            out[str(m)] = str(n.get("name"))
+    return out
+
+
+def fusion_line(d: dict[str, Any]) -> str:
+    if d.get("action") == "fused":
+        return f"fused     {d.get('node1')} + {d.get('node2')} → {d.get('result', '?')}"
+    return f"rejected  {d.get('node1')} × {d.get('node2')}: {d.get('reason', '?')}"
+
+
+def fusion_reasons(decisions: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    c = Counter(str(d.get("reason", "?")) for d in decisions if d.get("action") != "fused")
+    return c.most_common()
+
+
+# -- autotuning ------------------------------------------------------------------------------------
+
+
+def autotune_rows(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """The choices of one tuned op, fastest first, errors last."""
+    choices = [c for c in entry.get("choices") or [] if isinstance(c, dict)]
+
+    def key(c: dict[str, Any]) -> tuple[int, float]:
+        t = c.get("time_ms")
+        ok = isinstance(t, (int, float)) and not c.get("error")
+        return (0 if ok else 1, float(t) if ok else 0.0)
+    return sorted(choices, key=key)
+
+
+def winner_name(entry: dict[str, Any]) -> str | None:
+    w = entry.get("winner")
+    if isinstance(w, dict):
+        return str(w.get("name"))
+    return str(w) if w is not None else None
+
+
+# -- errors ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class ErrorReport:
+    status: str
+    phase: str | None
+    graph: str | None
+    type: str | None
+    message: str
+    traceback: str
+    phases_done: list[str]
+    hints: list[str]
+    site: "ErrorSite | None" = None
+
+    @property
+    def site_hint(self) -> str:
+        s = self.site
+        return (f"the compiler error is in kernel {s.kernel} ({s.graph}), line {s.line}: "
+                f"{s.code}   — enter opens it" if s else "")
+
+
+def error_report(trace: Trace) -> ErrorReport:
+    status = trace.status
+    err = dict(trace.error or {})
+    graph_id = err.get("graph")
+    if graph_id:
+        try:
+            gerr = trace.graph(str(graph_id)).error
+            if isinstance(gerr, dict):
+                err = {**gerr, **{k: v for k, v in err.items() if v}}
+                err["traceback"] = gerr.get("traceback") or err.get("traceback")
+                err["message"] = gerr.get("message") or err.get("message")
+        except KeyError:
+            pass
+    phase = err.get("phase") or trace.phase
+    phases = list(schema.PHASES)
+    done = phases[:phases.index(phase)] if phase in phases else []
+    path = str(trace.root)
+    hints: list[str] = []
+    message = str(err.get("message") or "")
+    site = None
+    if status == schema.STATUS_FAILED:
+        site = error_site(trace, message + "\n" + str(err.get("traceback") or ""))
+        hints.append(f"tuidebug minify {path}   shrink this failure into a small repro.py")
+        if phase == "kernel_compile" and site is None:
+            hints.append("the generated kernel did not compile: open the code screen (4) to "
+                         "read the kernel source")
+        hints.append(f"tuidebug info {path}   the summary as text")
+    elif status == schema.STATUS_CRASHED:
+        hints.append(f"the capturing process died during phase {phase!r}; the trace holds "
+                     "everything written before that")
+        hints.append(f"tuidebug minify {path}   try to reproduce the crash in a small repro.py")
+    elif status == schema.STATUS_RUNNING:
+        hints.append("the capture is still running; reopen the trace when it has finished")
+    if status == schema.STATUS_CRASHED and not message:
+        message = f"the capturing process died during phase {phase!r} (no exception was recorded)"
+    return ErrorReport(status=status, phase=phase, graph=graph_id, type=err.get("type"),
+                       message=message, traceback=str(err.get("traceback") or ""),
+                       phases_done=done, hints=hints, site=site)
+
+
+_SNIPPET_RE = re.compile(r"^\s*(\d+)\s*\|\s?(.*\S.*)$")
+
+
+@dataclass
+class ErrorSite:
+    graph: str
+    kernel: str
+    line: int  # 1-based, in the kernel's file
+    code: str
+
+
+def error_site(trace: Trace, message: str) -> ErrorSite | None:
+    """The generated kernel a compiler error points into: the source line the compiler quotes
+    (``  105 |   auto tmp17 = …;``) looked up in the kernels the trace kept."""
+    snippets: list[str] = []
+    lines = message.splitlines()
+    for i, line in enumerate(lines):
+        low = line.lower()
+        if "error" in low and "warning" not in low:
+            for nxt in lines[i + 1:i + 3]:
+                m = _SNIPPET_RE.match(nxt)
+                if m and len(m.group(2).strip()) > 3:
+                    snippets.append(m.group(2).strip())
+                    break
+    if not snippets:
+        return None
+    for g in trace.graphs:
+        for k in g.kernels:
+            if not k.get("file"):
+                continue
+            code = g.code(str(k["file"])) or ""
+            for snippet in snippets:
+                at = code.find(snippet)
+                if at != -1:
+                    return ErrorSite(g.id, str(k.get("name")), code.count("\n", 0, at) + 1, snippet)
+    return None
+
+
+def key_error_lines(message: str, limit: int = 6) -> list[str]:
+    """The lines of a long compiler message that say what went wrong (``error:`` lines)."""
+    out = []
+    for line in message.splitlines():
+        low = line.lower()
+        if ("error:" in low or low.startswith("error")) and "warning" not in low:
+            out.append(line.strip())
+        if len(out) >= limit:
+            break
+    return out

@@ -1,0 +1,323 @@
+"""Code: the wrapper and every kernel, syntax-highlighted, with each kernel's provenance.
+
+Left: the wrapper and the kernels (generated ones first, then extern calls). Right: the code,
+highlighted in a worker (a long wrapper never blocks the UI); below it the selected kernel's
+provenance — its FX nodes (enter: show them in the pass stepper) and the user's source lines
+(enter: show that line of the user's file).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.style import Style
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Label, OptionList
+from textual.widgets.option_list import Option
+
+from tuidebug.trace.reader import GraphRecord, Trace
+from tuidebug.tui import keymap, model
+from tuidebug.tui.messages import Loaded, ShowNode
+from tuidebug.tui.screens.base import TraceScreen
+from tuidebug.tui.widgets.lists import PickList
+from tuidebug.tui.widgets.textview import RichLines, TextLines, TextView
+
+WRAPPER = "__wrapper__"
+THEME = "monokai"
+
+
+_THEMES: dict[str, Any] = {}
+
+
+def highlight(code: str, path: str) -> RichLines:
+    """Syntax-highlight ``code`` into one ``Text`` per line (pygments tokens, rich styles)."""
+    from pygments.lexers import CppLexer, PythonLexer
+    from rich.syntax import PygmentsSyntaxTheme
+
+    lexer = CppLexer() if path.endswith((".cpp", ".cu", ".h")) else PythonLexer()
+    theme = _THEMES.get(THEME)
+    if theme is None:
+        theme = _THEMES[THEME] = PygmentsSyntaxTheme(THEME)
+    styles: dict[Any, Style] = {}
+    lines: list[Text] = [Text()]
+    for ttype, value in lexer.get_tokens(code.expandtabs(4)):
+        style = styles.get(ttype)
+        if style is None:
+            style = styles[ttype] = Style(color=theme.get_style_for_token(ttype).color,
+                                          bold=theme.get_style_for_token(ttype).bold,
+                                          italic=theme.get_style_for_token(ttype).italic)
+        parts = value.split("\n")
+        for i, part in enumerate(parts):
+            if i:
+                lines.append(Text())
+            if part:
+                lines[-1].append(part, style)
+    if lines and not lines[-1].plain and code.endswith("\n"):
+        lines.pop()
+    return RichLines(lines)
+
+
+@dataclass
+class CodeDoc:
+    code: str | None
+    path: str  # decides the highlighter
+    cursor: int
+    title: str
+
+
+def read_code(g: GraphRecord, item: str, kernels: dict[str, model.KernelInfo]) -> CodeDoc:
+    """The wrapper, a kernel's file, or (an extern call) the wrapper at the call."""
+    if item == WRAPPER:
+        code = g.wrapper_code()
+        if code is None:
+            return CodeDoc(None, "", 0, "wrapper: not recorded (compilation stopped before "
+                                        "code generation)")
+        return CodeDoc(code, "wrapper.py", 0, f"wrapper.py  {code.count(chr(10))} lines")
+    k = kernels.get(item)
+    if k is None:
+        return CodeDoc(None, "", 0, f"{item}: unknown kernel")
+    if k.file:
+        code = g.code(k.file)
+        if code is None:
+            return CodeDoc(None, "", 0, f"{k.name}: {k.file} is missing from the trace")
+        return CodeDoc(code, k.file, 0, f"{k.file}  ({k.kind}, {code.count(chr(10))} lines)")
+    code = g.wrapper_code()
+    if code is None:
+        return CodeDoc(None, "", 0, f"{k.name}: extern call; the wrapper was not recorded")
+    line = max(0, (k.wrapper_line or 1) - 1)
+    return CodeDoc(code, "wrapper.py", line, f"{k.name}: extern call, wrapper.py line {line + 1}")
+
+
+def read_source(trace: Trace, path: str, line: int) -> CodeDoc:
+    code = model.read_source_file(path, trace)
+    if code is None:
+        return CodeDoc(f"{path} is not on this machine (or too large to show)\n", "", 0,
+                       f"source: {path}:{line}")
+    return CodeDoc(code, path, max(0, line - 1), f"source: {path}:{line}")
+
+
+def kernel_prompt(k: model.KernelInfo) -> Text:
+    t = Text(no_wrap=True, overflow="ellipsis")
+    if k.kind == "extern":
+        t.append(k.name, style="dim")
+    else:
+        t.append(k.name, style="bold")
+        t.append(f"  {k.kind}" + (f" {k.lines}l" if k.lines else ""), style="dim")
+    return t
+
+
+class ProvenanceLines:
+    """The provenance panel: IR nodes, FX nodes and source lines of one kernel."""
+
+    def __init__(self, k: model.KernelInfo | None) -> None:
+        self.items: list[tuple[str, str, Text]] = []  # (kind, value, text)
+        if k is None:
+            self.items.append(("", "", Text("the wrapper calls every kernel below; "
+                                            "select a kernel to see where it came from", "dim")))
+            return
+        head = Text.assemble((k.name, "bold"), (f"  {k.kind}", "dim"))
+        if k.ir_nodes:
+            head.append(f"   IR nodes: {', '.join(k.ir_nodes[:10])}", style="dim")
+            if len(k.ir_nodes) > 10:
+                head.append(f" +{len(k.ir_nodes) - 10}", style="dim")
+        self.items.append(("", "", head))
+        if k.original_aten:
+            self.items.append(("", "", Text("aten: " + ", ".join(k.original_aten), "dim")))
+        for s in k.source:
+            t = Text.assemble(("source  ", "bold green"),
+                              (f"{Path(str(s.get('file'))).name}:{s.get('line')}", "green"),
+                              f"  in {s.get('fn')}   ",
+                              (str(s.get("code") or "").strip(), "italic"))
+            self.items.append(("source", f"{s.get('file')}\x00{s.get('line')}", t))
+        if not k.source:
+            self.items.append(("", "", Text("source  no user source line recorded", "dim")))
+        for n in k.fx_nodes:
+            self.items.append(("fx", n, Text.assemble(("fx node ", "bold magenta"), n)))
+        if not k.fx_nodes:
+            self.items.append(("", "", Text("fx node none recorded", "dim")))
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def plain(self, i: int) -> str:
+        return self.items[i][2].plain
+
+    def rich(self, i: int) -> Text:
+        return self.items[i][2]
+
+
+class CodeScreen(TraceScreen):
+    SCREEN_NAME = "code"
+    BINDINGS = keymap.bindings("code")
+    DEFAULT_CSS = """
+    CodeScreen #kernels-pane { width: auto; min-width: 32; max-width: 36%;
+                               border-right: solid $primary 40%; }
+    CodeScreen #kernels { width: auto; }
+    CodeScreen #code-pane { width: 1fr; }
+    CodeScreen #provenance { height: 9; border-top: solid $primary 40%; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kernels: dict[str, model.KernelInfo] = {}
+        self._pending: str | None = None
+        self._goto_line: tuple[Any, int] | None = None  # (key, 1-based line) once shown
+        self.shown_key: Any = None
+
+    def compose_body(self) -> ComposeResult:
+        with Horizontal():
+            with Vertical(id="kernels-pane"):
+                yield Label("kernels", id="kernels-title", classes="pane-title")
+                yield PickList(id="kernels")
+            with Vertical(id="code-pane"):
+                yield Label("", id="code-title", classes="pane-title")
+                yield TextView(id="code-view", gutter=True, placeholder="select a kernel")
+                yield TextView(id="provenance")
+
+    def is_loaded(self) -> bool:
+        return self.query_one(PickList).option_count > 0 or self.graph is None
+
+    def show_graph(self, g: GraphRecord | None) -> None:
+        lst = self.query_one(PickList)
+        if g is None:
+            lst.set_items([])
+            return
+        infos = model.kernel_infos(g)
+        infos.sort(key=lambda k: k.kind == "extern")
+        self.kernels = {k.name: k for k in infos}
+        generated = sum(1 for k in infos if k.kind != "extern")
+        self.set_text("#kernels-title",
+            f"{g.id}: {generated} kernels, {len(infos) - generated} extern calls")
+        items = [Option(Text("wrapper.py", style="bold cyan"), id=WRAPPER)]
+        items += [Option(kernel_prompt(k), id=k.name) for k in infos]
+        lst.set_items(items, highlighted=None)
+        start = 1 if generated else 0
+        if self._pending and self._pending in self.kernels:
+            start = lst.index_of(self._pending) or start
+        self._pending = None
+        lst.highlighted = start
+        lst.focus()
+
+    def selected(self) -> str | None:
+        opt = self.query_one(PickList).highlighted_option
+        return opt.id if opt is not None else None
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        event.stop()
+        g, item = self.graph, event.option.id
+        if g is None or item is None:
+            return
+        self.set_text("#code-title", Text("reading…", style="dim"))
+        kernels = self.kernels
+        self.load_doc("code", (g.id, item), lambda: read_code(g, item, kernels))
+        self.query_one("#provenance", TextView).set_source(ProvenanceLines(kernels.get(item)))
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.query_one("#code-view", TextView).focus()
+
+    def load_doc(self, what: str, key: Any, read: Any) -> None:
+        """Show the text at once, then again highlighted (lexing a long wrapper takes a while)."""
+        def work() -> None:
+            doc: CodeDoc = read()
+            self.post_message(Loaded(what, key, doc))
+            if doc.code and doc.path:
+                self.post_message(Loaded(what + "-hl", key, highlight(doc.code, doc.path)))
+        self.shown_key = key
+        self.run_worker(work, name=what, group="load-code", thread=True, exclusive=True,
+                        exit_on_error=False)
+
+    def apply_loaded(self, what: str, key: Any, data: Any) -> None:
+        if key != self.shown_key:
+            return  # a late result for something no longer selected
+        view = self.query_one("#code-view", TextView)
+        if what.endswith("-hl"):
+            view.set_source(data, cursor=view.cursor, keep_scroll=True)
+            view.set_query(self.search_query)
+            self._apply_goto_line()
+            return
+        doc: CodeDoc = data
+        view.set_source(TextLines(doc.code or ""), cursor=doc.cursor,
+                        placeholder="(not available)" if doc.code is None else "(empty)")
+        view.set_query(self.search_query)
+        self.set_text("#code-title", Text(doc.title, style="bold"))
+        self._apply_goto_line()
+
+    def goto_kernel(self, name: str, line: int | None = None) -> None:
+        g = self.graph
+        if line is not None and g is not None:
+            self._goto_line = ((g.id, name), line)
+        if self.shown_graph != (g.id if g else None) or not self.is_loaded():
+            self._pending = name
+            return
+        lst = self.query_one(PickList)
+        if lst.highlighted_option is not None and lst.highlighted_option.id == name:
+            self._apply_goto_line()
+        elif not lst.select_id(name):
+            self.notify(f"no kernel {name} in this graph", severity="warning")
+            return
+        self.query_one("#code-view", TextView).focus()
+
+    def _apply_goto_line(self) -> None:
+        if self._goto_line is not None and self._goto_line[0] == self.shown_key:
+            view = self.query_one("#code-view", TextView)
+            if view.line_count:
+                view.move_to(self._goto_line[1] - 1)
+                self._goto_line = None
+
+    # -- provenance ----------------------------------------------------------------------------
+
+    def on_text_view_activated(self, event: TextView.Activated) -> None:
+        if event.view.id != "provenance":
+            return
+        src = event.view.source
+        if not isinstance(src, ProvenanceLines):
+            return
+        kind, value, _ = src.items[event.index]
+        if kind == "fx":
+            self._show_fx(value)
+        elif kind == "source":
+            path, line = value.split("\x00")
+            self._show_source(path, int(line) if line.isdigit() else 1)
+
+    def _kernel(self) -> model.KernelInfo | None:
+        item = self.selected()
+        return self.kernels.get(item) if item else None
+
+    def _show_fx(self, node: str | None = None) -> None:
+        g, k = self.graph, self._kernel()
+        if g is None or k is None or not k.fx_nodes:
+            self.notify("select a kernel with recorded FX nodes first", severity="warning")
+            return
+        self.app.post_message(ShowNode(
+            g.id, node or k.fx_nodes[0], marks=k.fx_nodes,
+            reason=f"{k.name} computes {len(k.fx_nodes)} FX node(s), highlighted"))
+
+    def _show_source(self, path: str, line: int) -> None:
+        g = self.graph
+        if g is None:
+            return
+        self.load_doc("source", (g.id, path, line), lambda: read_source(self.trace, path, line))
+        self.query_one("#code-view", TextView).focus()
+
+    def action_kernel_fx(self) -> None:
+        self._show_fx()
+
+    def action_kernel_source(self) -> None:
+        k = self._kernel()
+        if k is None or not k.source:
+            self.notify("no source line recorded for this kernel", severity="warning")
+            return
+        s = k.source[0]
+        self._show_source(str(s.get("file")), int(s.get("line") or 1))
+
+    def action_show_wrapper(self) -> None:
+        self.query_one(PickList).select_id(WRAPPER)
+
+    def svg_request(self) -> dict[str, Any] | None:
+        g = self.graph
+        return {"graph_id": g.id, "kernels": True} if g is not None else None

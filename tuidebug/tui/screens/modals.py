@@ -1,0 +1,91 @@
+"""Modal screens: the help screen (every key) and a one-of-many picker (graph, kernel)."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from tuidebug.tui import keymap
+
+SCOPE_TITLES = {"app": "Everywhere", "screen": "Every screen", "passes": "Pass stepper (2)",
+                "ir": "IR & fusion (3)", "code": "Code (4)"}
+
+
+def help_table() -> Table:
+    t = Table(box=None, show_header=False, padding=(0, 2), expand=True)
+    t.add_column("key", style="bold cyan", no_wrap=True, width=16)
+    t.add_column("what", ratio=1)
+    t.add_column("id", style="dim", no_wrap=True)
+    for scope, title in SCOPE_TITLES.items():
+        t.add_row(Text(title, style="bold underline"), "", "")
+        for k in keymap.keys_for(scope):
+            t.add_row(keymap.display_keys(k.keys), k.help or k.description, k.id)
+        t.add_row("", "", "")
+    t.add_row(Text("In every list and text view", style="bold underline"), "", "")
+    for keys, what in keymap.VIEW_KEYS:
+        t.add_row(keys, what, "")
+    return t
+
+
+class HelpScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > Vertical { width: 110; max-width: 100%; height: 90%; border: thick $primary;
+                            background: $surface; }
+    HelpScreen Label { width: 100%; padding: 0 1; background: $primary 30%; text-style: bold; }
+    HelpScreen VerticalScroll { padding: 0 1; }
+    """
+    BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close", id="help.close")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("Keys  (escape closes; remap any of them by its id with App.set_keymap)")
+            with VerticalScroll():
+                yield Static(help_table(), id="help-keys")
+
+    def action_dismiss(self, result: None = None) -> None:  # type: ignore[override]
+        self.dismiss(None)
+
+
+class PickScreen(ModalScreen[str | None]):
+    """Choose one of ``items`` ((id, label) pairs); dismisses with the id, or None."""
+
+    DEFAULT_CSS = """
+    PickScreen { align: center middle; }
+    PickScreen > Vertical { width: 90; max-width: 100%; height: auto; max-height: 80%;
+                            border: thick $primary; background: $surface; }
+    PickScreen Label { width: 100%; padding: 0 1; background: $primary 30%; text-style: bold; }
+    PickScreen OptionList { height: auto; max-height: 30; border: none; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="pick.cancel")]
+
+    def __init__(self, title: str, items: list[tuple[str, str]],
+                 current: str | None = None) -> None:
+        super().__init__()
+        self.title_text = title
+        self.items = items
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.title_text)
+            yield OptionList(*[Option(label, id=i) for i, label in self.items])
+
+    def on_mount(self) -> None:
+        ol = self.query_one(OptionList)
+        ids = [i for i, _ in self.items]
+        if self.current in ids:
+            ol.highlighted = ids.index(self.current)
+        ol.focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,284 @@
+"""Overview: status, graphs, timings, errors, config differences, problems.
+
+Reads only the manifest, config, runtime and each graph's meta.json — never a graph snapshot —
+so it paints at once even for a trace of a very large model.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+
+from tuidebug.trace import schema
+from tuidebug.trace.reader import GraphRecord, Trace
+from tuidebug.tui import model
+from tuidebug.tui.messages import ShowKernel
+from tuidebug.tui.screens.base import TraceScreen
+from tuidebug.tui.widgets.bars import STATUS_STYLE
+from tuidebug.tui.widgets.render import to_lines
+from tuidebug.tui.widgets.textview import RichLines, TextView
+
+
+def _heading(title: str) -> Text:
+    return Text(f"── {title} " + "─" * max(0, 60 - len(title)), style="bold cyan")
+
+
+def _graph_row(g: GraphRecord) -> list[Any]:
+    stages = g.stages
+    snaps = [s for s in stages if s.file]
+    nodes = snaps[-1].nodes if snaps and snaps[-1].nodes is not None else None
+    passes = [s for s in stages if s.kind == "pass"]
+    changed = [s for s in passes if s.changed and s.file]
+    fusion = g.meta.get("fusion") or {}
+    return [g.id, g.kind, Text(g.status, STATUS_STYLE.get(g.status, "")),
+            str(nodes if nodes is not None else "–"), f"{len(changed)}/{len(passes)}",
+            str(g.meta.get("kernels", "–")),
+            f"{fusion.get('fused', '–')}/{fusion.get('rejected', '–')}",
+            model.secs(model.total_compile_s(g))]
+
+
+def progress_line(trace: Trace, report: model.ErrorReport) -> Text:
+    """``dynamo ✓ → pre_grad ✓ → … → kernel_compile ✗ → runtime ·``"""
+    t = Text()
+    failed = report.status in (schema.STATUS_FAILED, schema.STATUS_CRASHED)
+    for i, ph in enumerate(schema.PHASES):
+        if i:
+            t.append(" → ", style="dim")
+        if ph in report.phases_done or (ph == report.phase and report.status == schema.STATUS_OK):
+            t.append(f"{ph} ✓", style="green")
+        elif ph == report.phase and failed:
+            t.append(f"{ph} ✗", style="bold red")
+        elif ph == report.phase:
+            t.append(f"{ph} …", style="yellow")
+        else:
+            t.append(f"{ph} ·", style="dim")
+    return t
+
+
+def overview_renderables(trace: Trace) -> list[RenderableType]:
+    """What the overview shows, top to bottom."""
+    m = trace.manifest
+    out: list[RenderableType] = []
+    status = trace.status
+    head = Text.assemble(("trace  ", "dim"), (str(trace.root), "bold"), "  ",
+                         (f" {status.upper()} ", STATUS_STYLE.get(status, "bold")))
+    versions = m.get("versions") or {}
+    head.append("   " + "  ".join(f"{k} {v}" for k, v in versions.items() if v), style="dim")
+    out.append(head)
+    cmd = m.get("command")
+    if cmd:
+        out.append(Text.assemble(("command  ", "dim"), " ".join(str(c) for c in cmd)))
+    started, finished = m.get("started_at"), m.get("finished_at")
+    if isinstance(started, (int, float)):
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started))
+        took = f", took {finished - started:.1f}s" if isinstance(finished, (int, float)) else ""
+        out.append(Text.assemble(("captured ", "dim"), when + took))
+    report = model.error_report(trace)
+    if status != schema.STATUS_OK:
+        out.append(Text(""))
+        out.append(_heading("how far compilation got"))
+        out.append(progress_line(trace, report))
+        if report.type or report.message:
+            first = (report.message.strip().splitlines() or [""])[0][:300]
+            out.append(Text.assemble(("error  ", "bold red"), (str(report.type or status), "red"),
+                                     ": " if first else "", first))
+        for line in model.key_error_lines(report.message, 3):
+            out.append(Text("  " + line[:300], style="red"))
+        if report.site:
+            out.append(Text.assemble(("  → ", "bold yellow"), (report.site_hint, "bold")))
+        for h in report.hints:
+            out.append(Text.assemble(("  → ", "bold yellow"), h))
+        out.append(Text("  press 6 for the errors screen (phase, traceback)", style="dim"))
+    out.append(Text(""))
+    out.append(_heading("compiled graphs (enter opens one in the pass stepper)"))
+    if trace.graphs:
+        rows = [_graph_row(g) for g in trace.graphs]
+        t = Table(box=None, padding=(0, 1), header_style="bold")
+        for i, (col, just) in enumerate((
+                ("graph", "left"), ("kind", "left"), ("status", "left"), ("nodes", "right"),
+                ("passes changed", "right"), ("kernels", "right"),
+                ("fused/ rejected", "right"), ("compile", "right"))):
+            widest = max(len(r[i].plain if isinstance(r[i], Text) else str(r[i])) for r in rows)
+            # values are never cut; a header wider than its values wraps instead
+            t.add_column(col, justify=just, min_width=widest,  # type: ignore[arg-type]
+                         overflow="fold")
+        for r in rows:
+            t.add_row(*r)
+        out.append(t)
+        out.append(Text(""))
+        out.append(_heading("time per compile phase"))
+        out.extend(_timings(trace.graphs))
+    else:
+        out.append(Text("  no graph was recorded: compilation stopped before Inductor started",
+                        style="yellow"))
+    out.extend(_compiles(trace))
+    out.extend(_accuracy(trace))
+    out.extend(_config(trace))
+    warnings = list(m.get("warnings") or [])
+    if warnings:
+        out.append(Text(""))
+        out.append(_heading(f"warnings ({len(warnings)})"))
+        out.extend(Text(f"  {w}", style="yellow") for w in warnings)
+    problems = trace.problems
+    out.append(Text(""))
+    out.append(_heading(f"problems reading the trace ({len(problems)})"))
+    if problems:
+        out.extend(Text(f"  {p}", style="yellow") for p in problems)
+    else:
+        out.append(Text("  none", style="dim"))
+    return out
+
+
+PHASE_SHORT = {"joint_graph": "joint", "scheduling": "sched", "kernel_compile": "kernels",
+               "post_grad": "post_grad", "pre_grad": "pre_grad"}
+
+
+def _timings(graphs: list[GraphRecord]) -> list[RenderableType]:
+    """One row per graph, one column per phase; each graph's slowest phase stands out."""
+    per_graph = [(g, dict(model.phase_durations(g.meta))) for g in graphs]
+    phases = [p for p in schema.PHASES if any(p in d for _, d in per_graph)]
+    phases += sorted({p for _, d in per_graph for p in d} - set(phases))
+    if not phases:
+        return [Text("  no timings recorded", style="dim")]
+    t = Table(box=None, padding=(0, 1), header_style="bold")
+    t.add_column("graph", no_wrap=True)
+    for p in phases:
+        t.add_column(PHASE_SHORT.get(p, p), justify="right", no_wrap=True)
+    t.add_column("total", justify="right", no_wrap=True, style="bold")
+    for g, d in per_graph:
+        slowest = max(d, key=lambda k: d[k]) if d else None
+        cells = [Text(model.secs(d[p]), style="bold yellow" if p == slowest else "")
+                 if p in d else Text("–", style="dim") for p in phases]
+        t.add_row(g.id, *cells, model.secs(sum(d.values())) if d else "–")
+    return [t]
+
+
+def _compiles(trace: Trace) -> list[RenderableType]:
+    compiles = trace.compiles
+    if not compiles:
+        return []
+    out: list[RenderableType] = [Text(""), _heading("Dynamo compiles")]
+    t = Table(box=None, padding=(0, 2), header_style="bold")
+    for col in ("id", "function", "where", "compile", "inductor", "graphs"):
+        t.add_column(col, no_wrap=col != "where")
+    notes: list[Text] = []
+    for cid, c in compiles.items():
+        metrics = c.get("metrics") or c.get("summary") or {}
+        where = (f"{metrics.get('co_filename')}:{metrics.get('co_firstlineno') or '?'}"
+                 if metrics.get("co_filename") else "–")
+        t.add_row(cid, str(metrics.get("co_name") or "–"), where,
+                  model.secs(metrics.get("entire_frame_compile_time_s")),
+                  model.secs(metrics.get("inductor_compile_time_s")),
+                  ", ".join(c.get("graphs") or []))
+        for r in c.get("dynamo_graph_break_reason") or []:
+            notes.append(Text(f"  {cid} graph break: {_reason(r)}", style="yellow"))
+        for r in c.get("recompile_reasons") or []:
+            notes.append(Text(f"  {cid} recompiled because: {_reason(r)}", style="yellow"))
+    return out + [t] + notes
+
+
+def _reason(r: Any) -> str:
+    text = str(r.get("reason") or r.get("msg") or r) if isinstance(r, dict) else str(r)
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()][:6]
+    return "\n      ".join(lines)[:600]
+
+
+def _accuracy(trace: Trace) -> list[RenderableType]:
+    checks = trace.runtime.get("checks") or {}
+    if not checks:
+        return []
+    out: list[RenderableType] = [Text(""), _heading("compiled vs eager")]
+    for cid, c in checks.items():
+        if c.get("skipped"):
+            out.append(Text(f"  {cid}: not checked ({c.get('skipped')})", style="dim"))
+            continue
+        ok = c.get("close")
+        out.append(Text.assemble(
+            f"  {cid}: ", ("match" if ok else "MISMATCH", "green" if ok else "bold red"),
+            f"   max abs err {c.get('max_abs', float('nan')):.3g}, max rel err "
+            f"{c.get('max_rel', float('nan')):.3g}   first call {model.secs(c.get('first_call_s'))}"
+            f", eager {model.secs(c.get('eager_s'))}"))
+    return out
+
+
+def _config(trace: Trace) -> list[RenderableType]:
+    changed = trace.config.get("changed") or {}
+    by_tool = set(trace.config.get("set_by_tuidebug") or [])
+    out: list[RenderableType] = [
+        Text(""), _heading(f"config differences from defaults ({len(changed)})")]
+    if not changed:
+        out.append(Text("  none", style="dim"))
+        return out
+    t = Table(box=None, padding=(0, 2), header_style="bold")
+    t.add_column("flag", no_wrap=True)
+    t.add_column("value")
+    t.add_column("default")
+    t.add_column("", style="dim")
+    for name, v in sorted(changed.items()):
+        v = v if isinstance(v, dict) else {"value": v}
+        t.add_row(name, repr(v.get("value")), repr(v.get("default")),
+                  "set by tuidebug" if name in by_tool else "")
+    out.append(t)
+    return out
+
+
+def open_error_site(screen: TraceScreen, event: TextView.Activated) -> bool:
+    """Enter on the "compiler error is in kernel …" line opens that kernel at that line."""
+    line = event.view.source.plain(event.index)
+    if "the compiler error is in kernel" not in line:
+        return False
+    site = model.error_report(screen.trace).site
+    if site is None:
+        return False
+    screen.app.post_message(ShowKernel(site.graph, site.kernel, site.line))
+    return True
+
+
+class OverviewScreen(TraceScreen):
+    SCREEN_NAME = "overview"
+
+    def compose_body(self) -> ComposeResult:
+        yield TextView(id="overview", show_cursor=True, placeholder="reading the trace…")
+
+    def on_mount(self) -> None:
+        self.query_one(TextView).focus()
+
+    def show_graph(self, g: GraphRecord | None) -> None:
+        self.load("overview", None, lambda: overview_renderables(self.trace))
+
+    def is_loaded(self) -> bool:
+        return self.query_one(TextView).line_count > 0
+
+    def apply_loaded(self, what: str, key: Any, data: Any) -> None:
+        self._renderables = data
+        self._render_lines(keep=False)
+
+    def _render_lines(self, keep: bool) -> None:
+        view = self.query_one(TextView)
+        width = max(60, (view.size.width or self.app.size.width) - 2)
+        lines = to_lines(self.app.console, self._renderables, width)
+        self._graph_lines = {}
+        ids = [g.id for g in self.trace.graphs]
+        for i, line in enumerate(lines):
+            first = line.plain.strip().split("  ")[0] if line.plain.strip() else ""
+            if first in ids and i not in self._graph_lines.values():
+                self._graph_lines.setdefault(i, first)
+        view.set_source(RichLines(lines), cursor=view.cursor if keep else 0, keep_scroll=keep)
+
+    def on_resize(self, event: events.Resize) -> None:
+        if getattr(self, "_renderables", None):
+            self._render_lines(keep=True)
+
+    async def on_text_view_activated(self, event: TextView.Activated) -> None:
+        if open_error_site(self, event):
+            return
+        graph_id = getattr(self, "_graph_lines", {}).get(event.index)
+        if graph_id:
+            self.app.set_graph(graph_id)  # type: ignore[attr-defined]
+            await self.app.run_action("show_screen('passes')")

@@ -1,0 +1,379 @@
+"""The pass stepper: every stage and pass in order; the graph after it, its changes marked.
+
+Left: the stage list (index, name, nodes added/removed/changed). Right: the graph as FX-like text
+(``node_line``), added nodes green ``+``, changed yellow ``~``, removed ones struck red ``-`` where
+they stood in the previous snapshot. Below: the node under the cursor, with the kernels that
+compute it (enter jumps there). Snapshots are read one at a time, in a worker, when selected.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from tuidebug.trace.reader import GraphRecord, StageInfo
+from tuidebug.tui import keymap, model
+from tuidebug.tui.messages import ShowKernel
+from tuidebug.tui.screens.base import TraceScreen
+from tuidebug.tui.screens.modals import PickScreen
+from tuidebug.tui.widgets.lists import PickList
+from tuidebug.tui.widgets.textview import EMPTY, TextView
+
+MARK_STYLE = {model.ADDED: ("+ ", "green"), model.CHANGED: ("~ ", "yellow"),
+              model.REMOVED: ("- ", "red strike"), model.SAME: ("  ", "")}
+
+
+def stage_prompt(s: StageInfo) -> Text:
+    t = Text(no_wrap=True, overflow="ellipsis")
+    t.append(f"{s.index:>3} ", style="dim")
+    if s.kind == "stage":
+        t.append(s.name, style="bold cyan")
+    elif s.changed and s.file:
+        t.append(s.name, style="bold")
+    else:
+        t.append(s.name, style="dim")
+    if s.file and (s.added or s.removed or s.modified) and s.kind == "pass":
+        t.append("  ")
+        if s.added:
+            t.append(f"+{s.added} ", style="green")
+        if s.removed:
+            t.append(f"-{s.removed} ", style="red")
+        if s.modified:
+            t.append(f"~{s.modified}", style="yellow")
+    elif s.kind == "stage" and s.nodes is not None:
+        t.append(f"  {s.nodes} nodes", style="dim")
+    return t
+
+
+def stage_options(stages: list[StageInfo]) -> list[Option]:
+    """One option per stage (id: its position), with a disabled heading per pass subsystem."""
+    out: list[Option] = []
+    last: str | None = None
+    for i, s in enumerate(stages):
+        if s.subsystem and s.subsystem != last:
+            out.append(Option(Text(f"    {s.subsystem}", style="italic #87afd7"), disabled=True))
+        last = s.subsystem
+        out.append(Option(stage_prompt(s), id=str(i)))
+    return out
+
+
+class GraphLines:
+    """The lines of a ``StageView`` for a ``TextView``, styled by change."""
+
+    def __init__(self, view: model.StageView, marks: set[str], changes_only: bool) -> None:
+        self.view = view
+        self.marks = marks
+        lines = view.lines
+        if changes_only:
+            lines = [ln for ln in lines if ln.mark != model.SAME or ln.node in marks]
+        self.lines = lines
+        self._plain = [MARK_STYLE[ln.mark][0] + ln.text for ln in lines]
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def plain(self, i: int) -> str:
+        return self._plain[i]
+
+    def rich(self, i: int) -> Text:
+        ln = self.lines[i]
+        prefix, style = MARK_STYLE[ln.mark]
+        t = Text(prefix, style=style or "dim")
+        t.append(ln.text, style=style)
+        t.stylize("bold", 2, 2 + len(ln.node))
+        if ln.node in self.marks:
+            t.stylize("on #5f005f", 0, 2 + len(ln.node))
+        return t
+
+    def index_of(self, node: str) -> int | None:
+        for i, ln in enumerate(self.lines):
+            if ln.node == node and ln.mark != model.REMOVED:
+                return i
+        return next((i for i, ln in enumerate(self.lines) if ln.node == node), None)
+
+
+def node_detail(g: GraphRecord, sv: model.StageView | None, line: model.GraphLine | None) -> Text:
+    if line is None or sv is None:
+        return Text("no node selected", style="dim")
+    t = Text()
+    graph = sv.prev if line.mark == model.REMOVED else sv.graph
+    node = graph.get(line.node) if graph is not None else None
+    t.append(line.node, style="bold")
+    if line.mark != model.SAME:
+        color = MARK_STYLE[line.mark][1].replace(" strike", "")
+        t.append(f"  ({line.mark} by this pass)", style=color)
+    if node is None:
+        t.append("\n(no longer in the graph)", style="dim")
+        return t
+    t.append(f"  {node.op}  {node.target}", style="cyan")
+    meta = node.meta_label()
+    if meta:
+        t.append(f"  {meta}")
+    if node.module:
+        kind = f" ({node.module_type})" if node.module_type else ""
+        t.append(f"\nmodule  {node.module}{kind}")
+    src = node.source or {}
+    if src.get("file"):
+        t.append(f"\nsource  {src.get('file')}:{src.get('line')} in {src.get('fn')}   ",
+                 style="")
+        t.append(str(src.get("code") or "").strip(), style="italic")
+    for label, names in (("inputs  ", node.inputs), ("users   ", node.users)):
+        if names:
+            t.append(f"\n{label}" + ", ".join(names[:12]) + (" …" if len(names) > 12 else ""))
+    kernels = model.kernels_for_node(g, node.name)
+    if kernels and line.mark != model.REMOVED:
+        t.append("\nkernels ", style="bold")
+        t.append(", ".join(kernels[:6]) + (" …" if len(kernels) > 6 else ""), style="magenta")
+        t.append("   (enter or k: open)", style="dim")
+    elif node.op in ("call_function", "call_method", "call_module") and line.mark != model.REMOVED:
+        t.append("\nkernels none recorded for this node (a view, fused away, or removed later)",
+                 style="dim")
+    return t
+
+
+class PassesScreen(TraceScreen):
+    SCREEN_NAME = "passes"
+    BINDINGS = keymap.bindings("passes")
+    DEFAULT_CSS = """
+    PassesScreen #stages-pane { width: 34%; min-width: 30; max-width: 52;
+                                border-right: solid $primary 40%; }
+    PassesScreen #graph-pane { width: 1fr; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stage_view: model.StageView | None = None
+        self.changes_only = False
+        self.marks: set[str] = set()
+        self._pending: tuple[str, int | None] | None = None  # (node, stage index)
+        self._last_node: str | None = None
+
+    def compose_body(self) -> ComposeResult:
+        with Horizontal():
+            with Vertical(id="stages-pane"):
+                yield Label("stages and passes", id="stages-title", classes="pane-title")
+                yield PickList(id="stages")
+            with Vertical(id="graph-pane"):
+                yield Label("", id="graph-title", classes="pane-title")
+                yield TextView(id="graph-view", placeholder="select a stage")
+                yield Static("", id="node-detail", classes="detail")
+
+    # -- loading -------------------------------------------------------------------------------
+
+    def is_loaded(self) -> bool:
+        return self.query_one(PickList).option_count > 0 or self.graph is None
+
+    def show_graph(self, g: GraphRecord | None) -> None:
+        stages_list = self.query_one(PickList)
+        self.stage_view = None
+        if g is None:
+            stages_list.set_items([])
+            self.query_one(TextView).set_source(EMPTY, placeholder="no graph in this trace")
+            return
+        stages = g.stages
+        changed = sum(1 for s in stages if s.kind == "pass" and s.changed and s.file)
+        self.set_text("#stages-title", f"{g.id}: {len(stages)} stages, {changed} changed")
+        if self._pending is None:
+            self.marks = set()  # a kernel's FX nodes stay marked only for that jump
+        stages_list.set_items(stage_options(stages), highlighted=None)
+        if not stages:
+            self.query_one(TextView).set_source(
+                EMPTY, placeholder="no stages recorded for this graph")
+            return
+        self._select_stage(self._start_index(stages))
+        stages_list.focus()
+
+    def _select_stage(self, position: int) -> None:
+        """Highlight the stage at ``position`` in ``graph.stages`` (loads it)."""
+        self.query_one(PickList).select_id(str(position))
+
+    def _start_index(self, stages: list[StageInfo]) -> int:
+        if self._pending is not None and self._pending[1] is not None:
+            for i, s in enumerate(stages):
+                if s.index == self._pending[1]:
+                    return i
+        if self._pending is not None:  # a node to show: the last snapshot
+            snaps = [i for i, s in enumerate(stages) if s.file]
+            return snaps[-1] if snaps else 0
+        return 0
+
+    def current_position(self) -> int | None:
+        opt = self.query_one(PickList).highlighted_option
+        return int(opt.id) if opt is not None and opt.id is not None else None
+
+    def current_stage(self) -> StageInfo | None:
+        g, pos = self.graph, self.current_position()
+        if g is None or pos is None or pos >= len(g.stages):
+            return None
+        return g.stages[pos]
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        event.stop()
+        g, stage = self.graph, self.current_stage()
+        if g is None or stage is None:
+            return
+        self.set_text("#graph-title", Text(f"{stage.name}  reading…", style="dim"))
+        self.load("stage", (g.id, stage.index), lambda: model.stage_view(g, stage), debounce=0.03)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.query_one(TextView).focus()
+
+    def apply_loaded(self, what: str, key: Any, data: Any) -> None:
+        stage = self.current_stage()
+        g = self.graph
+        if what != "stage" or g is None or stage is None or key != (g.id, stage.index):
+            return
+        self.stage_view = data
+        self._show_view(keep_node=True)
+
+    def _show_view(self, keep_node: bool) -> None:
+        sv = self.stage_view
+        if sv is None:
+            return
+        view = self.query_one(TextView)
+        lines = GraphLines(sv, self.marks, self.changes_only)
+        target: int | None = None
+        if self._pending is not None:
+            target = lines.index_of(self._pending[0])
+            self._pending = None
+        elif sv.stage.file and any(ln.mark != model.SAME for ln in lines.lines):
+            target = next(i for i, ln in enumerate(lines.lines) if ln.mark != model.SAME)
+        elif keep_node and self._last_node:
+            target = lines.index_of(self._last_node)
+        placeholder = ("no node changed" if self.changes_only else sv.note or "empty graph")
+        view.set_source(lines, cursor=target or 0, placeholder=placeholder)
+        view.set_query(self.search_query)
+        self._update_title()
+
+    def _update_title(self) -> None:
+        sv = self.stage_view
+        if sv is None:
+            return
+        s = sv.stage
+        t = Text()
+        t.append(f"[{s.index}] {s.name}", style="bold")
+        if s.subsystem:
+            t.append(f"  {s.subsystem}", style="dim")
+        t.append(f"  {s.kind}", style="dim")
+        if s.duration_s is not None:
+            t.append(f"  {model.secs(s.duration_s)}", style="dim")
+        ch = sv.changes
+        if s.file and s.kind == "pass":
+            t.append("   ")
+            t.append(f"+{len(ch['added'])} added ", style="green")
+            t.append(f"-{len(ch['removed'])} removed ", style="red")
+            t.append(f"~{len(ch['changed'])} changed", style="yellow")
+        if sv.graph is not None:
+            t.append(f"   {len(sv.graph)} nodes", style="dim")
+        if sv.note:
+            t.append(f"   {sv.note}", style="italic dim")
+        if self.changes_only:
+            t.append("   [changes only: c]", style="bold magenta")
+        self.set_text("#graph-title", t)
+
+    # -- node under the cursor -----------------------------------------------------------------
+
+    def _line_at(self, index: int) -> model.GraphLine | None:
+        view = self.query_one(TextView)
+        src = view.source
+        if isinstance(src, GraphLines) and 0 <= index < len(src):
+            return src.lines[index]
+        return None
+
+    def on_text_view_cursor_moved(self, event: TextView.CursorMoved) -> None:
+        line = self._line_at(event.index)
+        if line is not None:
+            self._last_node = line.node
+        g = self.graph
+        if g is None:
+            return
+        self.set_text("#node-detail", node_detail(g, self.stage_view, line))
+
+    def on_text_view_activated(self, event: TextView.Activated) -> None:
+        self.action_node_kernel()
+
+    def action_node_kernel(self) -> None:
+        g = self.graph
+        line = self._line_at(self.query_one(TextView).cursor)
+        if g is None or line is None:
+            return
+        kernels = model.kernels_for_node(g, line.node)
+        if not kernels:
+            self.notify(f"no kernel computes {line.node} in {g.id} (it may be a view, an input, "
+                        "or removed before code generation)", severity="warning")
+            return
+        if len(kernels) == 1:
+            self.app.post_message(ShowKernel(g.id, kernels[0]))
+            return
+
+        def chosen(kernel: str | None) -> None:
+            if kernel:
+                self.app.post_message(ShowKernel(g.id, kernel))
+        self.app.push_screen(PickScreen(f"Kernels that compute {line.node}",
+                                        [(k, k) for k in kernels]), chosen)
+
+    # -- stepping ------------------------------------------------------------------------------
+
+    def action_step(self, delta: int) -> None:
+        g, pos = self.graph, self.current_position()
+        if g is None or pos is None:
+            return
+        self._select_stage(max(0, min(pos + delta, len(g.stages) - 1)))
+
+    def action_step_changed(self, delta: int) -> None:
+        g, pos = self.graph, self.current_position()
+        if g is None or pos is None:
+            return
+        i = pos + delta
+        while 0 <= i < len(g.stages):
+            s = g.stages[i]
+            if s.changed and s.file:
+                self._select_stage(i)
+                return
+            i += delta
+        self.notify("no further pass changed the graph" if delta > 0 else
+                    "no earlier pass changed the graph", timeout=3)
+
+    def action_toggle_changes_only(self) -> None:
+        self.changes_only = not self.changes_only
+        self._show_view(keep_node=True)
+
+    def goto_node(self, node: str, *, stage: int | None = None, marks: list[str] | None = None,
+                  reason: str = "") -> None:
+        """Show ``node`` (at ``stage``, default the last snapshot), emphasising ``marks``."""
+        self.marks = set(marks or [])
+        self._pending = (node, stage)
+        g = self.graph
+        if g is None:
+            return
+        if self.shown_graph != g.id or not self.is_loaded():
+            return  # on_screen_resume will load the graph and honour _pending
+        target = self._start_index(g.stages)
+        if self.current_position() == target and self.stage_view is not None:
+            self._show_view(keep_node=False)
+        else:
+            self._select_stage(target)
+        self.query_one(TextView).focus()
+        if reason:
+            self.notify(reason, timeout=4)
+
+    def svg_request(self) -> dict[str, Any] | None:
+        g = self.graph
+        if g is None:
+            return None
+        sv = self.stage_view
+        shown = sv.shown if sv is not None else None
+        req: dict[str, Any] = {"graph_id": g.id}
+        if shown is not None:
+            req["stage"] = model.stage_label(shown)
+            stage = sv.stage if sv is not None else None
+            changed = sv is not None and any(sv.changes.values())
+            if stage is not None and stage.file and stage.kind == "pass" and changed:
+                req["diff"] = True  # this pass's changes, against the snapshot before it
+        return req

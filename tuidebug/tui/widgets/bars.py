@@ -1,0 +1,151 @@
+"""The title bar (trace, status, graph, screen tabs) and the search bar."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.widgets import Input, Label, Static
+
+from tuidebug.tui.keymap import SCREEN_TITLES, SCREENS
+
+STATUS_STYLE = {"ok": "bold green", "failed": "bold white on red",
+                "crashed": "bold white on magenta", "running": "bold black on yellow",
+                "unknown": "bold"}
+
+
+class TitleBar(Static):
+    """``tuidebug  TRACE  STATUS  graph: ID (kind)   1 Overview  2 Passes …`` on one line."""
+
+    DEFAULT_CSS = """
+    TitleBar { height: 1; background: $panel; color: $foreground; }
+    """
+
+    def __init__(self, screen_name: str) -> None:
+        super().__init__()
+        self.screen_name = screen_name
+
+    def on_mount(self) -> None:
+        self.update_bar()
+
+    SHORT = {"overview": "Over", "passes": "Pass", "ir": "IR", "code": "Code",
+             "autotune": "Tune", "errors": "Err"}
+
+    def update_bar(self) -> None:
+        width = self.size.width or self.app.size.width
+        for level in (0, 1, 2):
+            t = self._bar(level)
+            if t.cell_len <= width:
+                break
+        self.update(t)
+
+    def _labels(self, compact: bool) -> list[tuple[str, str]]:
+        titles = self.SHORT if compact else SCREEN_TITLES
+        return [(name, f" {i + 1} {titles[name]} ") for i, name in enumerate(SCREENS)]
+
+    def _bar(self, level: int) -> Text:
+        """Level 0: everything; 1: short tab names; 2: also without the program's name."""
+        compact = level > 0
+        app = self.app
+        trace = app.trace  # type: ignore[attr-defined]
+        status = trace.status
+        t = Text() if level > 1 else Text.assemble((" tuidebug ", "bold reverse"), " ")
+        t.append(trace.name, style="bold")
+        t.append(" ")
+        t.append(f" {status.upper()} ", style=STATUS_STYLE.get(status, "bold"))
+        g = app.current_graph  # type: ignore[attr-defined]
+        if g is not None:
+            t.append("  " if compact else "  graph ", style="dim")
+            t.append(g.id, style="bold cyan")
+            n = len(trace.graphs)
+            if n > 1:
+                t.append(f" {trace.graphs.index(g) + 1}/{n}" if compact else
+                         f" ({trace.graphs.index(g) + 1}/{n}, G to change)", style="dim")
+        t.append("  ")
+        for name, label in self._labels(compact):
+            if name == self.screen_name:
+                t.append(label, style="bold reverse")
+            elif name == "errors" and status in ("failed", "crashed"):
+                t.append(label, style="bold red")
+            else:
+                t.append(label, style="")
+        return t
+
+    def on_resize(self) -> None:
+        self.update_bar()
+
+    async def on_click(self, event: events.Click) -> None:
+        # clicking a tab switches screens
+        plain = self.bar_plain()
+        x = event.x
+        compact = " 1 Over " in plain
+        for name, label in self._labels(compact):
+            start = plain.find(label)
+            if start != -1 and start <= x < start + len(label):
+                await self.app.run_action(f"show_screen('{name}')")
+                return
+
+    def bar_plain(self) -> str:
+        r = self.render()
+        return r.plain if isinstance(r, Text) else str(r)
+
+
+class SearchBar(Horizontal):
+    """A one-line search input docked at the bottom of a screen; hidden until ``/``."""
+
+    DEFAULT_CSS = """
+    SearchBar { height: 1; display: none; background: $panel; }
+    SearchBar.-open { display: block; }
+    SearchBar > Label { width: auto; padding: 0 1; color: $text-accent; }
+    SearchBar > Input, SearchBar > Input:focus { border: none; height: 1; padding: 0; width: 1fr;
+                                               background: $panel; }
+    SearchBar > #search-status { width: auto; color: $text-muted; padding: 0 1; }
+    """
+
+    class Submitted(Message):
+        def __init__(self, query: str, forward: bool = True) -> None:
+            super().__init__()
+            self.query = query
+            self.forward = forward
+
+    class Closed(Message):
+        pass
+
+    def compose(self) -> ComposeResult:
+        yield Label("/")
+        yield Input(placeholder="search the focused view — enter: next, ↑: previous, "
+                                "esc: close",
+                    id="search-input")
+        yield Label("", id="search-status")
+
+    def open(self) -> None:
+        self.add_class("-open")
+        box = self.query_one(Input)
+        box.focus()
+        box.select_all()  # typing replaces the last query; enter repeats it
+
+    def close(self) -> None:
+        self.remove_class("-open")
+        self.post_message(self.Closed())
+
+    @property
+    def is_open(self) -> bool:
+        return self.has_class("-open")
+
+    def set_status(self, text: str) -> None:
+        self.query_one("#search-status", Label).update(text)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.post_message(self.Submitted(event.value, True))
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key == "escape":
+            event.stop()
+            self.close()
+        elif event.key in ("up", "down"):
+            event.stop()
+            value = self.query_one(Input).value
+            self.post_message(self.Submitted(value, event.key == "down"))

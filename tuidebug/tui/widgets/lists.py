@@ -1,0 +1,59 @@
+"""Small selectable lists (stages, kernels, tuned ops), searchable like the text views."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
+
+
+def _plain(prompt: object) -> str:
+    return prompt.plain if isinstance(prompt, Text) else str(prompt)
+
+
+class PickList(OptionList):
+    """An ``OptionList`` that the screen's search (``/``) can move through."""
+
+    DEFAULT_CSS = """
+    PickList { height: 1fr; border: none; padding: 0; background: $surface; }
+    PickList:focus { border: none; background-tint: $foreground 3%; }
+    """
+
+    def set_items(self, items: list[Option], highlighted: int | None = 0) -> None:
+        self.set_options(items)
+        if items and highlighted is not None:
+            self.highlighted = max(0, min(highlighted, len(items) - 1))
+
+    def index_of(self, option_id: str) -> int | None:
+        try:
+            return self.get_option_index(option_id)
+        except Exception:
+            return None
+
+    def select_id(self, option_id: str) -> bool:
+        i = self.index_of(option_id)
+        if i is None:
+            return False
+        self.highlighted = i
+        self.scroll_to_highlight()
+        return True
+
+    def search(self, query: str, forward: bool = True, *, include_current: bool = False) -> bool:
+        n = self.option_count
+        if not query or not n:
+            return False
+        q = query.lower()
+        step = 1 if forward else -1
+        cur = self.highlighted if self.highlighted is not None else -step
+        start = cur if include_current else cur + step
+        for k in range(n):
+            i = (start + step * k) % n
+            option = self.get_option_at_index(i)
+            if not option.disabled and q in _plain(option.prompt).lower():
+                self.highlighted = i
+                self.scroll_to_highlight()
+                return True
+        return False
+
+    def set_query(self, query: str) -> None:
+        """Lists show matches by moving the highlight; nothing to redraw."""

@@ -1,0 +1,357 @@
+"""A Line-API text view: any number of lines, only the visible ones rendered.
+
+One ``ScrollView`` with ``render_line`` (as Toolong's ``LogLines``): a 100k-line wrapper or a
+50k-node graph costs the same to paint as a 10-line one. Lines come from a ``LineSource`` (plain
+text for search and width, a rich ``Text`` for display, produced on demand); rendered strips are
+kept in a small LRU cache. A cursor line, search highlighting and an optional line-number gutter
+are drawn here, so every screen gets the same keys and behaviour.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Callable, Iterable, Protocol, Sequence
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+CACHE_LINES = 4000
+
+
+class LineSource(Protocol):
+    def __len__(self) -> int: ...
+
+    def plain(self, i: int) -> str: ...
+
+    def rich(self, i: int) -> Text: ...
+
+
+class TextLines:
+    """Lines of plain text, styled on demand by an optional function."""
+
+    def __init__(self, lines: Sequence[str] | str,
+                 styler: Callable[[int, str], Text] | None = None) -> None:
+        if isinstance(lines, str):
+            lines = [ln.rstrip("\r") for ln in lines.expandtabs(4).split("\n")]
+            if lines and not lines[-1]:
+                lines.pop()
+        self.lines = list(lines)
+        self.styler = styler
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def plain(self, i: int) -> str:
+        return self.lines[i]
+
+    def rich(self, i: int) -> Text:
+        s = self.lines[i]
+        return self.styler(i, s) if self.styler else Text(s)
+
+
+class RichLines:
+    """Lines already styled (``rich.text.Text``)."""
+
+    def __init__(self, lines: Iterable[Text]) -> None:
+        self.lines = list(lines)
+        self._plain = [t.plain for t in self.lines]
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def plain(self, i: int) -> str:
+        return self._plain[i]
+
+    def rich(self, i: int) -> Text:
+        return self.lines[i]
+
+
+EMPTY = TextLines([])
+
+
+class TextView(ScrollView, can_focus=True):
+    """Virtual-scrolling lines with a cursor, search highlights and a gutter."""
+
+    BINDINGS = [
+        Binding("up", "cursor(-1)", "Up", show=False, id="view.up"),
+        Binding("down", "cursor(1)", "Down", show=False, id="view.down"),
+        Binding("pageup", "page(-1)", "Page up", show=False, id="view.pageup"),
+        Binding("pagedown,space", "page(1)", "Page down", show=False, id="view.pagedown"),
+        Binding("home", "goto_start", "Top", show=False, id="view.home"),
+        Binding("end", "goto_end", "Bottom", show=False, id="view.end"),
+        Binding("left", "hscroll(-8)", "Left", show=False, id="view.left"),
+        Binding("right", "hscroll(8)", "Right", show=False, id="view.right"),
+        Binding("enter", "activate", "Open", show=False, id="view.activate"),
+    ]
+
+    COMPONENT_CLASSES = {"textview--cursor", "textview--match", "textview--gutter",
+                         "textview--placeholder"}
+
+    DEFAULT_CSS = """
+    TextView { background: $surface; color: $foreground; }
+    TextView:focus { background-tint: $foreground 3%; }
+    TextView > .textview--cursor { background: $primary 25%; }
+    TextView:focus > .textview--cursor { background: $primary 45%; }
+    TextView > .textview--match { background: $warning 50%; color: $text; text-style: bold; }
+    TextView > .textview--gutter { color: $text-muted; }
+    TextView > .textview--placeholder { color: $text-muted; text-style: italic; }
+    """
+
+    cursor: reactive[int] = reactive(0, always_update=False, repaint=False)
+
+    class CursorMoved(Message):
+        def __init__(self, view: "TextView", index: int) -> None:
+            super().__init__()
+            self.view = view
+            self.index = index
+
+        @property
+        def control(self) -> "TextView":
+            return self.view
+
+    class Activated(Message):
+        def __init__(self, view: "TextView", index: int) -> None:
+            super().__init__()
+            self.view = view
+            self.index = index
+
+        @property
+        def control(self) -> "TextView":
+            return self.view
+
+    def __init__(self, source: LineSource | None = None, *, gutter: bool = False,
+                 show_cursor: bool = True, placeholder: str = "", name: str | None = None,
+                 id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.source: LineSource = source or EMPTY
+        self.line_numbers = gutter
+        self.show_cursor = show_cursor
+        self.placeholder = placeholder
+        self.query_text = ""
+        self._cache: OrderedDict[int, Strip] = OrderedDict()
+        self._gutter_width = 0
+        self._update_size()
+
+    # -- content -------------------------------------------------------------------------------
+
+    def set_source(self, source: LineSource, *, cursor: int = 0, keep_scroll: bool = False,
+                   placeholder: str | None = None) -> None:
+        self.source = source
+        if placeholder is not None:
+            self.placeholder = placeholder
+        self._cache.clear()
+        self._update_size()
+        self.set_reactive(TextView.cursor, max(0, min(cursor, len(source) - 1)))
+        if not keep_scroll:
+            self.scroll_to(0, 0, animate=False, immediate=True)
+        if cursor:
+            self.scroll_cursor_visible(center=True)
+        self.refresh()
+        self.post_message(self.CursorMoved(self, self.cursor))
+
+    def refresh_lines_cache(self) -> None:
+        """Forget rendered lines (the source's styling changed)."""
+        self._cache.clear()
+        self.refresh()
+
+    def _update_size(self) -> None:
+        n = len(self.source)
+        self._gutter_width = len(str(n)) + 1 if self.line_numbers and n else 0
+        width = 0
+        for i in range(n):
+            w = len(self.source.plain(i))
+            if w > width:
+                width = w
+        if n == 0 and self.placeholder:
+            width = len(self.placeholder)
+        self.virtual_size = Size(width + self._gutter_width + 1, max(n, 1))
+
+    @property
+    def line_count(self) -> int:
+        return len(self.source)
+
+    def current_plain(self) -> str:
+        return self.source.plain(self.cursor) if self.line_count else ""
+
+    # -- rendering -----------------------------------------------------------------------------
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles = None
+        self._cache.clear()
+
+    _styles: dict[str, Style] | None = None
+
+    def _style(self, name: str) -> Style:
+        """Resolved styles, computed once per style change (``rich_style`` is not cheap)."""
+        if self._styles is None:
+            base = self.rich_style
+            self._styles = {"base": base}
+            for part in ("cursor", "match", "gutter", "placeholder"):
+                self._styles[part] = base + self.get_component_rich_style(f"textview--{part}")
+        return self._styles[name]
+
+    def on_focus(self) -> None:
+        self._styles = None
+
+    def on_blur(self) -> None:
+        self._styles = None
+
+    def _line_strip(self, i: int) -> Strip:
+        strip = self._cache.get(i)
+        if strip is not None:
+            self._cache.move_to_end(i)
+            return strip
+        text = self.source.rich(i).copy()
+        text.end = ""
+        if text.style:  # Text.render ignores the base style of a text without spans
+            text.stylize_before(text.style)
+            text.style = ""
+        if self.query_text:
+            match_style = self._style("match")
+            plain = text.plain.lower()
+            q = self.query_text.lower()
+            start = plain.find(q)
+            while start != -1:
+                text.stylize(match_style, start, start + len(q))
+                start = plain.find(q, start + len(q))
+        # the view's colours under every segment (a segment's own style wins)
+        strip = Strip(list(text.render(self.app.console, end=""))).apply_style(self._style("base"))
+        self._cache[i] = strip
+        if len(self._cache) > CACHE_LINES:
+            self._cache.popitem(last=False)
+        return strip
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        i = scroll_y + y
+        width = self.scrollable_content_region.width
+        base = self._style("base")
+        n = len(self.source)
+        if n == 0:
+            if y == 0 and self.placeholder:
+                style = self._style("placeholder")
+                return Strip([Segment(self.placeholder, style)]).crop_extend(0, width, base)
+            return Strip.blank(width, base)
+        if i >= n:
+            return Strip.blank(width, base)
+        gw = self._gutter_width
+        content = self._line_strip(i)
+        is_cursor = self.show_cursor and i == self.cursor
+        line_style = self._style("cursor") if is_cursor else base
+        body = content.crop_extend(scroll_x, scroll_x + width - gw, line_style)
+        if is_cursor:  # the cursor's background over everything on its line
+            body = Strip(Segment.apply_style(body, post_style=Style(bgcolor=line_style.bgcolor)),
+                         body.cell_length)
+        if gw:
+            gstyle = self._style("gutter")
+            gutter = Strip([Segment(f"{i + 1:>{gw - 1}} ", gstyle)])
+            return Strip.join([gutter, body])
+        return body
+
+    # -- cursor and scrolling ------------------------------------------------------------------
+
+    def validate_cursor(self, value: int) -> int:
+        return max(0, min(value, len(self.source) - 1)) if len(self.source) else 0
+
+    def watch_cursor(self, old: int, new: int) -> None:
+        if old == new:
+            return
+        self._refresh_index(old)
+        self._refresh_index(new)
+        self.post_message(self.CursorMoved(self, new))
+
+    def _refresh_index(self, i: int) -> None:
+        y = i - self.scroll_offset.y
+        if 0 <= y < self.size.height:
+            self.refresh(Region(0, y, self.size.width, 1))
+
+    def move_to(self, index: int, *, center: bool = True) -> None:
+        self.cursor = index
+        self.scroll_cursor_visible(center=center)
+
+    def scroll_cursor_visible(self, center: bool = False) -> None:
+        height = max(1, self.scrollable_content_region.height or self.size.height)
+        top = self.scroll_offset.y
+        c = self.cursor
+        if center and not (top <= c < top + height):
+            self.scroll_to(y=max(0, c - height // 2), animate=False, immediate=True)
+        elif c < top:
+            self.scroll_to(y=c, animate=False, immediate=True)
+        elif c >= top + height:
+            self.scroll_to(y=c - height + 1, animate=False, immediate=True)
+
+    def action_cursor(self, delta: int) -> None:
+        if not self.show_cursor:
+            self.scroll_to(y=self.scroll_offset.y + delta, animate=False, immediate=True)
+            return
+        self.cursor += delta
+        self.scroll_cursor_visible()
+
+    def action_page(self, direction: int) -> None:
+        height = max(1, self.scrollable_content_region.height - 1)
+        if self.show_cursor:
+            self.cursor += direction * height
+        self.scroll_to(y=self.scroll_offset.y + direction * height, animate=False, immediate=True)
+        if self.show_cursor:
+            self.scroll_cursor_visible()
+
+    def action_goto_start(self) -> None:
+        self.cursor = 0
+        self.scroll_to(y=0, animate=False, immediate=True)
+
+    def action_goto_end(self) -> None:
+        self.cursor = len(self.source) - 1
+        self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
+
+    def action_hscroll(self, delta: int) -> None:
+        self.scroll_to(x=max(0, self.scroll_offset.x + delta), animate=False, immediate=True)
+
+    def action_activate(self) -> None:
+        if len(self.source):
+            self.post_message(self.Activated(self, self.cursor))
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None or not len(self.source):
+            return
+        index = self.scroll_offset.y + offset.y
+        if index < len(self.source):
+            self.cursor = index
+            if event.chain >= 2:
+                self.action_activate()
+
+    # -- search --------------------------------------------------------------------------------
+
+    def set_query(self, query: str) -> None:
+        if query != self.query_text:
+            self.query_text = query
+            self.refresh_lines_cache()
+
+    def search(self, query: str, forward: bool = True, *, include_current: bool = False) -> bool:
+        """Move the cursor to the next line containing ``query`` (case-insensitive, wraps)."""
+        self.set_query(query)
+        n = len(self.source)
+        if not query or not n:
+            return False
+        q = query.lower()
+        step = 1 if forward else -1
+        start = self.cursor if include_current else self.cursor + step
+        for k in range(n):
+            i = (start + step * k) % n
+            if q in self.source.plain(i).lower():
+                self.move_to(i)
+                return True
+        return False
+
+    def match_count(self, query: str) -> int:
+        q = query.lower()
+        return sum(1 for i in range(len(self.source)) if q in self.source.plain(i).lower())
