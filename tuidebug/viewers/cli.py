@@ -35,23 +35,11 @@ def register(subparsers: Any) -> None:
     p.set_defaults(fn=cmd_svg)
 
 
-def _cli_error() -> type[Exception]:
-    """``tuidebug.cli.CliError`` as ``main`` catches it, also under ``python -m tuidebug.cli``
-    (where the running module is ``__main__``, a second copy with a class of its own)."""
-    main = sys.modules.get("__main__")
-    spec = getattr(main, "__spec__", None)
-    if spec is not None and spec.name == "tuidebug.cli" and hasattr(main, "CliError"):
-        return main.CliError
-    from tuidebug.cli import CliError
-
-    return CliError
-
-
 def cmd_svg(ns: argparse.Namespace) -> int:
     from tuidebug.trace.reader import Trace, TraceError
     from tuidebug.viewers.svg import ViewerError, export
 
-    CliError = _cli_error()
+    from tuidebug.cli import CliError
     diff: list[str] | bool | None = None
     if ns.diff is not None:
         if len(ns.diff) == 2:
