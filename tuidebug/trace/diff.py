@@ -408,17 +408,32 @@ def _wrapper(ga: GraphRecord | None, gb: GraphRecord | None, *, code: bool, cont
 
 
 def _phases(g: GraphRecord | None) -> dict[str, float]:
-    """Seconds spent in each phase (the meta records when each phase was first reached)."""
+    """Seconds spent in each phase. ``phase_times_s`` holds durations when the meta also has
+    ``phase_starts_s``; older traces stored start offsets there."""
     if g is None:
         return {}
-    marks = g.meta.get("phase_times_s") or {}
-    items = sorted(((k, float(v)) for k, v in marks.items() if isinstance(v, (int, float))),
-                   key=lambda kv: kv[1])
+    times = {k: float(v) for k, v in (g.meta.get("phase_times_s") or {}).items()
+             if isinstance(v, (int, float))}
+    if "phase_starts_s" in g.meta:
+        return {k: round(v, 4) for k, v in times.items()}
+    items = sorted(times.items(), key=lambda kv: kv[1])
     out = {}
     for (name, t), nxt in zip(items, items[1:] + [None]):
         if nxt is not None:
             out[name] = round(nxt[1] - t, 4)
     return out
+
+
+def _graph_seconds(g: GraphRecord | None) -> float | None:
+    """The graph's compile time: the sum of its phases (to the last phase's start, in older
+    traces)."""
+    if g is None:
+        return None
+    times = [float(v) for v in (g.meta.get("phase_times_s") or {}).values()
+             if isinstance(v, (int, float))]
+    if not times:
+        return None
+    return round(sum(times), 4) if "phase_starts_s" in g.meta else max(times)
 
 
 def _graph(gid: str, ga: GraphRecord | None, gb: GraphRecord | None, *, code: bool,
@@ -428,8 +443,6 @@ def _graph(gid: str, ga: GraphRecord | None, gb: GraphRecord | None, *, code: bo
               for n in list(sa) + [x for x in sb if x not in sa] if sa.get(n) != sb.get(n)]
     pa, pb = _phases(ga), _phases(gb)
     kernels = _kernels(ga, gb, code=code, context=context, max_diff_lines=max_diff_lines)
-    marks_a = ga.meta.get("phase_times_s") or {} if ga else {}
-    marks_b = gb.meta.get("phase_times_s") or {} if gb else {}
     return {
         "id": gid, "in": "both" if ga and gb else ("a" if ga else "b"),
         "kind": (ga or gb).kind,  # type: ignore[union-attr]
@@ -451,8 +464,7 @@ def _graph(gid: str, ga: GraphRecord | None, gb: GraphRecord | None, *, code: bo
         "wrapper": _wrapper(ga, gb, code=code, context=context, max_diff_lines=max_diff_lines),
         "autotune": _pair(len(ga.autotune) if ga else None, len(gb.autotune) if gb else None),
         "phase_s": {k: _pair(pa.get(k), pb.get(k)) for k in list(pa) + [x for x in pb if x not in pa]},
-        "compile_s": _pair(max(marks_a.values(), default=None) if marks_a else None,
-                           max(marks_b.values(), default=None) if marks_b else None),
+        "compile_s": _pair(_graph_seconds(ga), _graph_seconds(gb)),
         "error": _pair(_err(ga), _err(gb)),
     }
 

@@ -61,6 +61,7 @@ def diff_renderables(d: dict[str, Any], *, code: bool = True, unchanged: bool = 
     findings = Text()
     for line in d.get("lines") or []:
         findings.append("• " + line + "\n")
+    findings.rstrip()
     out.append(Panel(findings, title="what changed", title_align="left", border_style="blue"))
 
     cfg = d["config"]

@@ -1,0 +1,231 @@
+"""Recompile with changed flags in the warm worker: real compiles, real crashes, no mocks."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tuidebug.compiler import recompile
+from tuidebug.compiler.flags import FlagValueError, UnknownFlag
+from tuidebug.compiler.worker import RecompileWorker
+from tuidebug.trace.diff import diff_traces
+from tuidebug.trace.reader import Trace
+
+SMALL = """
+import torch
+def f(x):
+    return (x * 2).relu() + 1
+print(torch.compile(f)(torch.randn(8)).sum().item())
+"""
+
+
+@pytest.fixture(scope="module")
+def worker():
+    w = RecompileWorker(timeout=600).start()
+    assert w.wait_ready(600), w.log_tail()
+    yield w
+    w.close()
+
+
+def tree_hash(root: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        h.update(str(p.relative_to(root)).encode())
+        if p.is_file():
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def script(tmp_path: Path, name: str, body: str) -> Path:
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(body))
+    return p
+
+
+# -- validation (no compiler) ---------------------------------------------------------------------
+
+def test_parse_sets_validates_against_the_registry() -> None:
+    assert recompile.parse_sets(["max_fusion_size=1", "size_asserts=false"]) == {
+        "max_fusion_size": 1, "size_asserts": False}
+    assert recompile.parse_sets(["triton.cudagraphs=1"]) == {"triton.cudagraphs": True}
+    with pytest.raises(UnknownFlag, match="did you mean: max_fusion_size"):
+        recompile.parse_sets(["max_fusion_sise=1"])
+    with pytest.raises(FlagValueError, match="expects an int"):
+        recompile.parse_sets(["max_fusion_size=big"])
+    with pytest.raises(recompile.RecompileError, match="NAME=VALUE"):
+        recompile.parse_sets(["max_fusion_size"])
+
+
+def test_default_out_is_beside_the_trace_and_never_reused(tmp_path: Path) -> None:
+    trace = tmp_path / "mlp"
+    trace.mkdir()
+    first = recompile.default_out(trace, {"max_fusion_size": 1})
+    assert first == tmp_path / "mlp-max_fusion_size=1"
+    first.mkdir()
+    (first / "manifest.json").write_text("{}")
+    assert recompile.default_out(trace, {"max_fusion_size": 1}).name == "mlp-max_fusion_size=1-2"
+
+
+def test_cli_rejects_bad_input_with_exit_2(mlp_trace: Path) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "tuidebug.cli", "recompile", str(mlp_trace),
+                               *args], env=env, capture_output=True, text=True, timeout=120)
+
+    p = run("--set", "max_fusion_sz=1")
+    assert p.returncode == 2 and "did you mean: max_fusion_size" in p.stderr, p.stderr
+    p = run("--set", "max_fusion_size=abc")
+    assert p.returncode == 2 and "expects an int" in p.stderr, p.stderr
+    p = run("--set", "pick_loop_orders")
+    assert p.returncode == 2 and "NAME=VALUE" in p.stderr, p.stderr
+    p = run()
+    assert p.returncode == 2 and "--set" in p.stderr
+    p = run("--set", "max_fusion_size=1", "-o", str(mlp_trace))
+    assert p.returncode == 2 and "never modified" in p.stderr
+
+
+def test_client_modules_do_not_import_torch() -> None:
+    code = ("import sys; import tuidebug.compiler.worker, tuidebug.compiler.recompile, "
+            "tuidebug.compiler.flag_demos, tuidebug.trace.diff, tuidebug.viewers.diff_view, "
+            "tuidebug.compiler.cli; "
+            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+# -- real recompiles ------------------------------------------------------------------------------
+
+def test_max_fusion_size_1_gives_more_kernels_and_leaves_the_original(
+        worker: RecompileWorker, mlp_trace: Path, copy_trace) -> None:
+    original = copy_trace(mlp_trace, "mlp")
+    before = tree_hash(original)
+    messages: list[str] = []
+    job = worker.submit(original, ["max_fusion_size=1"], on_progress=lambda j, m: messages.append(m))
+    assert job.wait(600)
+    assert job.state == "ok", (job.error, job.result)
+    assert job.out == original.parent / "mlp-max_fusion_size=1"
+    assert tree_hash(original) == before, "the original trace was modified"
+    assert any(m.startswith("phase lowering") for m in messages), messages
+
+    new = Trace(job.out)
+    assert new.status == "ok"
+    assert new.manifest["config_overrides"] == {"max_fusion_size": 1}
+    assert new.manifest["recompile"]["sets"] == {"max_fusion_size": 1}
+    assert new.manifest["command"] == Trace(original).manifest["command"]
+
+    d = diff_traces(original, job.out)
+    changed = {c["name"]: c for c in d["config"]["changed"]}
+    assert changed["max_fusion_size"]["a"] == 64 and changed["max_fusion_size"]["b"] == 1
+    s = d["summary"]
+    # one Inductor kernel per scheduler node after fusion: more of them without fusion (on CPU
+    # the C++ backend packs the loop nests between two extern calls into one function)
+    assert s["scheduler_kernels"]["b"] > s["scheduler_kernels"]["a"], s
+    assert s["fused"]["b"] < s["fused"]["a"]
+    assert s["kernels"]["b"] >= s["kernels"]["a"]
+
+
+def test_unchanged_recompile_reproduces_the_cold_trace(worker: RecompileWorker, mlp_trace: Path,
+                                                       tmp_path: Path) -> None:
+    """Fidelity of the warm worker: same flags → same passes, IR, kernels and wrapper."""
+    job = worker.submit(mlp_trace, {}, tmp_path / "same")
+    assert job.wait(600) and job.state == "ok", job.error
+    d = diff_traces(mlp_trace, job.out)
+    (g,) = d["graphs"]
+    assert not g["passes"] and not g["ops"] and not g["stages"]
+    assert g["ir"]["pre"]["a"] == g["ir"]["pre"]["b"] and g["ir"]["post"]["a"] == g["ir"]["post"]["b"]
+    assert {k["status"] for k in g["kernels"]} == {"unchanged"}
+    assert not g["wrapper"]["changed"], g["wrapper"]["diff"]
+    assert [c["name"] for c in d["config"]["changed"] if not c["capture"]] == []
+
+
+def test_crashing_job_is_reported_and_the_worker_goes_on(worker: RecompileWorker,
+                                                         tmp_path: Path) -> None:
+    abort = script(tmp_path, "abort.py", SMALL + "import os; os.abort()\n")
+    job = worker.submit_script(abort, out=tmp_path / "aborted")
+    assert job.wait(600)
+    assert job.state == "crashed", job.result
+    assert job.result["signal"] == "SIGABRT"
+    assert "died" in job.error
+    assert Trace(job.out).status == "crashed"  # the trace says how far it got
+
+    ok = worker.submit_script(script(tmp_path, "small.py", SMALL), out=tmp_path / "after")
+    assert ok.wait(600) and ok.state == "ok", ok.error
+
+
+def test_compile_failure_from_a_set_is_reported(worker: RecompileWorker, tmp_path: Path) -> None:
+    base = worker.submit_script(script(tmp_path, "small.py", SMALL), out=tmp_path / "small")
+    assert base.wait(600) and base.state == "ok", base.error
+    # Inductor's planted bug: the C++ code generated for relu does not compile
+    job = worker.submit(base.out, ["cpp.inject_relu_bug_TESTING_ONLY=compile_error"],
+                        tmp_path / "broken")
+    assert job.wait(600)
+    assert job.state == "failed", job.result
+    assert "CppCompileError" in job.error and job.result["trace_status"] == "failed"
+    assert Trace(job.out).status == "failed"
+    ok = worker.submit(base.out, ["max_fusion_size=2"], tmp_path / "after")
+    assert ok.wait(600) and ok.state == "ok", ok.error
+
+
+def test_hanging_job_hits_the_timeout(worker: RecompileWorker, tmp_path: Path) -> None:
+    hang = script(tmp_path, "hang.py", SMALL + "import time; time.sleep(3600)\n")
+    t0 = time.monotonic()
+    job = worker.submit_script(hang, out=tmp_path / "hung", timeout=8)
+    assert job.wait(120)
+    assert job.state == "timeout", job.result
+    assert time.monotonic() - t0 < 90
+    assert "timed out after 8s" in job.error
+    try:
+        os.kill(job.pid, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    assert not alive, "the hung job's process is still running"
+    ok = worker.submit_script(script(tmp_path, "small.py", SMALL), out=tmp_path / "after")
+    assert ok.wait(600) and ok.state == "ok", ok.error
+
+
+def test_worker_restarts_when_its_process_dies(tmp_path: Path) -> None:
+    w = RecompileWorker(warmup=False, timeout=300).start()
+    try:
+        assert w.wait_ready(300), w.log_tail()
+        first_pid = w.pid
+        hang = script(tmp_path, "hang.py", SMALL + "import time; time.sleep(3600)\n")
+        job = w.submit_script(hang, out=tmp_path / "hung")
+        deadline = time.monotonic() + 120
+        while job.state != "running" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        os.kill(first_pid, signal.SIGKILL)  # the worker itself dies mid-job
+        assert job.wait(60)
+        assert job.state == "crashed" and "worker process died" in job.error
+        ok = w.submit_script(script(tmp_path, "small.py", SMALL), out=tmp_path / "after")
+        assert ok.wait(600) and ok.state == "ok", (ok.error, w.log_tail())
+        assert w.pid != first_pid and w.restarts == 1
+    finally:
+        w.close()
+
+
+def test_cli_recompile_prints_the_comparison(mlp_trace: Path, tmp_path: Path) -> None:
+    out = tmp_path / "asserts-off"
+    p = subprocess.run([sys.executable, "-m", "tuidebug.cli", "recompile", str(mlp_trace),
+                        "--set", "size_asserts=false", "-o", str(out), "--json", "-q"],
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True,
+                       timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    d = json.loads(p.stdout)
+    assert d["job"]["state"] == "ok"
+    assert d["summary"]["wrapper_markers"]["assert_size_stride"]["b"] == 0
+    assert d["summary"]["wrapper_markers"]["assert_size_stride"]["a"] > 0
+    assert any(c["name"] == "size_asserts" for c in d["config"]["changed"])

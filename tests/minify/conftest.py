@@ -1,0 +1,40 @@
+"""Failing traces of the planted bugs in examples/failing_compile.py, made once per session."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import trace_example
+
+BUGS = ("compile_error", "runtime_error", "accuracy")
+
+
+@pytest.fixture(scope="session")
+def bug_traces(tmp_path_factory: pytest.TempPathFactory, failing_trace: Path) -> dict[str, Path]:
+    """bug -> failed trace of examples/failing_compile.py --bug BUG.
+
+    The compile error is the shared ``failing_trace`` (the example's default bug); the other two
+    are traced in parallel.
+    """
+    root = tmp_path_factory.mktemp("minify-traces")
+
+    def make(bug: str) -> Path:
+        out = root / bug
+        proc = trace_example(out, "failing_compile.py", "--bug", bug)
+        manifest = out / "manifest.json"
+        if not manifest.exists():
+            raise RuntimeError(f"tracing --bug {bug} wrote no trace:\n{proc.stdout}\n{proc.stderr}")
+        status = json.loads(manifest.read_text()).get("status")
+        assert status == "failed", f"--bug {bug}: trace status {status}\n{proc.stderr[-3000:]}"
+        return out
+
+    status = json.loads((failing_trace / "manifest.json").read_text()).get("status")
+    assert status == "failed", f"the shared failing_trace did not fail (status {status})"
+    others = [b for b in BUGS if b != "compile_error"]
+    with ThreadPoolExecutor(len(others)) as ex:
+        traces = dict(zip(others, ex.map(make, others)))
+    return {"compile_error": failing_trace, **traces}

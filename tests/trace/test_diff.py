@@ -1,0 +1,121 @@
+"""Comparing two real traces: config, passes, IR and fusion, kernels with code diffs, times."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tuidebug.trace.diff import diff_traces, normalize_kernel_name
+
+
+@pytest.fixture(scope="module")
+def mlp_changed(mlp_trace: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """mlp recompiled without fusion and without size asserts (one job in the worker)."""
+    from tuidebug.compiler.worker import RecompileWorker
+
+    out = tmp_path_factory.mktemp("diff") / "mlp-changed"
+    with RecompileWorker(warmup=False, timeout=900) as w:
+        job = w.submit(mlp_trace, ["max_fusion_size=1", "size_asserts=false"], out)
+        assert job.wait(900) and job.state == "ok", (job.error, w.log_tail())
+    return out
+
+
+def test_normalize_kernel_name() -> None:
+    assert normalize_kernel_name("cpp_fused_add_mul_0") == "cpp_fused_add_mul"
+    assert normalize_kernel_name("triton_poi_fused_relu_12") == "triton_poi_fused_relu"
+    assert normalize_kernel_name("extern_kernels.addmm:3") == "extern_kernels.addmm"
+
+
+def test_diff_shows_config_and_kernel_changes(mlp_trace: Path, mlp_changed: Path) -> None:
+    d = diff_traces(mlp_trace, mlp_changed)
+    json.dumps(d)  # JSON-able as a whole
+    user = {c["name"]: (c["a"], c["b"]) for c in d["config"]["changed"] if not c["capture"]}
+    assert user == {"max_fusion_size": (64, 1), "size_asserts": (True, False)}
+    assert {o["name"] for o in d["config"]["overrides"]} == {"max_fusion_size", "size_asserts"}
+
+    (g,) = d["graphs"]
+    assert g["in"] == "both" and g["status"] == {"a": "ok", "b": "ok"}
+    changed = [k for k in g["kernels"] if k["status"] == "changed"]
+    assert changed, g["kernels"]
+    assert changed[0]["diff"].startswith(f"--- a/{changed[0]['a']}")
+    assert changed[0]["diff_stats"]["added"] + changed[0]["diff_stats"]["removed"] > 0
+    post = g["ir"]["post"]
+    assert post["b"]["kernels"] > post["a"]["kernels"]
+    assert g["ir"]["groups_only_a"] and not g["ir"]["groups_only_b"]
+    assert g["fusion"]["fused"]["a"] > g["fusion"]["fused"]["b"] == 0
+    assert any("exceeds max fusion" in r["reason"] for r in g["fusion"]["reasons"])
+    asserts = g["wrapper"]["markers"]["assert_size_stride"]
+    assert asserts["a"] > 0 and asserts["b"] == 0
+    assert "assert_size_stride" in g["wrapper"]["diff"]
+    assert d["compiles"][0]["compile_time_s"]["a"] > 0 and d["compiles"][0]["compile_time_s"]["b"] > 0
+    assert d["runtime"][0]["close"] == {"a": True, "b": True}
+    lines = "\n".join(d["lines"])
+    assert "config max_fusion_size: 64 → 1" in lines
+    assert "wrapper assert_size_stride" in lines
+
+
+def test_a_trace_against_itself_has_no_difference(mlp_trace: Path) -> None:
+    d = diff_traces(mlp_trace, mlp_trace)
+    assert all(line.startswith("compile time") for line in d["lines"]), d["lines"]
+    assert {k["status"] for g in d["graphs"] for k in g["kernels"]} == {"unchanged"}
+    assert not d["config"]["changed"] and not any(g["passes"] for g in d["graphs"])
+
+
+def test_renumbered_kernels_are_the_same_kernel(mlp_trace: Path, copy_trace) -> None:
+    t = copy_trace(mlp_trace, "renumbered")
+    gdir = next((t / "graphs").iterdir())
+    index = json.loads((gdir / "code" / "kernels.json").read_text())
+    for k in index["kernels"]:
+        if k["kind"] != "extern":
+            old = gdir / k["file"]
+            k["name"] = k["name"].rsplit("_", 1)[0] + "_7"
+            k["file"] = f"code/{k['name']}{old.suffix}"
+            old.rename(gdir / k["file"])
+    (gdir / "code" / "kernels.json").write_text(json.dumps(index))
+    d = diff_traces(mlp_trace, t)
+    statuses = {k["status"] for g in d["graphs"] for k in g["kernels"]}
+    assert statuses == {"unchanged"}, d["graphs"][0]["kernels"]
+
+
+def test_damaged_trace_still_compares(mlp_trace: Path, copy_trace) -> None:
+    t = copy_trace(mlp_trace, "damaged")
+    gdir = next((t / "graphs").iterdir())
+    (gdir / "ir_post_fusion.json").write_text("{not json")
+    (t / "config.json").unlink()
+    d = diff_traces(mlp_trace, t)
+    assert d["config"]["note"] and "config.json missing in B" in d["config"]["note"]
+    assert d["graphs"][0]["ir"]["post"]["b"] is None
+    assert any("ir_post_fusion.json" in p for p in d["problems"]["b"])
+
+
+def test_cli_diff_json_and_rich(mlp_trace: Path, mlp_changed: Path) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="120")
+    p = subprocess.run([sys.executable, "-m", "tuidebug.cli", "diff", str(mlp_trace),
+                        str(mlp_changed), "--json"], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["format"] == "tuidebug.diff/1"
+    p = subprocess.run([sys.executable, "-m", "tuidebug.cli", "diff", str(mlp_trace),
+                        str(mlp_changed)], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    for text in ("what changed", "max_fusion_size", "fusion rejections by reason", "--- a/"):
+        assert text in p.stdout, text
+    p = subprocess.run([sys.executable, "-m", "tuidebug.cli", "diff", str(mlp_trace),
+                        str(mlp_trace.parent / "nope")], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 2 and "no such trace" in p.stderr
+
+
+def test_diff_is_torch_free(mlp_trace: Path, mlp_changed: Path) -> None:
+    code = (f"import sys; from tuidebug.trace.diff import diff_traces; "
+            f"diff_traces({str(mlp_trace)!r}, {str(mlp_changed)!r}); "
+            f"print('torch' in sys.modules)")
+    p = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                       capture_output=True, text=True, timeout=60)
+    assert p.stdout.strip() == "False", p.stderr

@@ -1,0 +1,307 @@
+"""Recompile what a trace captured under changed Inductor flags.
+
+Two halves:
+
+* torch-free (the TUI and the CLI use these): :func:`parse_sets` validates ``NAME=VALUE`` against
+  the flag registry, :func:`trace_source` reads what produced a trace from its manifest,
+  :func:`default_out` picks the new trace's directory beside the original, :func:`recompile_spec`
+  and :func:`script_spec` build the job a :class:`~tuidebug.compiler.worker.RecompileWorker` runs.
+* :func:`run_job` runs one job: it is called in a child process forked from the warm worker (torch
+  and Inductor already imported) and runs the traced script again with capture on, the original
+  trace's config overrides plus the new ones.
+
+A recompile never touches the original trace: it writes a new trace directory, by default
+``<trace>-<flag>=<value>`` beside it. With ``use_cache`` (the default) Inductor's caches stay on
+for the recompile, so kernels whose code did not change are not compiled again (their compiled
+``.so``/Triton binaries are reused); the FX graph cache and AOTAutograd cache stay off unless a
+``--set`` turns them on, because a whole-graph cache hit would skip the passes, IR and fusion
+decisions the trace is for. Dynamo's local PGO profile is turned off too: it persists "this dim
+was dynamic last time" across processes and would make a recompile trace different graphs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+__all__ = ["RecompileError", "parse_sets", "format_sets", "trace_source", "default_out",
+           "recompile_spec", "script_spec", "run_job", "CACHE_SETTINGS"]
+
+# Inductor settings a recompile with caches on adds (unless a --set names them): see above.
+CACHE_SETTINGS: dict[str, Any] = {"fx_graph_cache": False}
+# Non-Inductor settings applied in the job (recorded in the manifest's "recompile" entry).
+OTHER_SETTINGS: dict[str, Any] = {
+    "torch._functorch.config.enable_autograd_cache": False,
+    "torch._dynamo.config.automatic_dynamic_local_pgo": False,
+}
+
+
+class RecompileError(Exception):
+    """Bad input for a recompile (unknown flag, bad value, a trace that cannot be re-run)."""
+
+
+# -- validation (torch-free) ---------------------------------------------------------------------
+
+def parse_sets(items: Iterable[str] | Mapping[str, Any] | None,
+               registry: Any = None) -> dict[str, Any]:
+    """Validate ``NAME=VALUE`` strings (or a ``{name: value}`` mapping) against the registry.
+
+    Values are converted to the flag's type (``"1"`` → ``1``, ``"false"`` → ``False``, JSON for
+    containers). Raises :class:`~tuidebug.compiler.flags.UnknownFlag` (with close names) or
+    :class:`~tuidebug.compiler.flags.FlagValueError` (saying what is allowed), or
+    :class:`RecompileError` for an item without ``=``.
+    """
+    from tuidebug.compiler.flags import load_registry
+
+    registry = registry or load_registry()
+    out: dict[str, Any] = {}
+    if items is None:
+        return out
+    pairs: list[tuple[str, Any, bool]] = []
+    if isinstance(items, Mapping):
+        pairs = [(str(k), v, isinstance(v, str)) for k, v in items.items()]
+    else:
+        for item in items:
+            name, eq, text = str(item).partition("=")
+            if not eq or not name.strip():
+                raise RecompileError(f"--set takes NAME=VALUE, got {item!r}")
+            pairs.append((name.strip(), text, True))
+    for name, value, is_text in pairs:
+        flag = registry.get(name)  # UnknownFlag, with suggestions
+        if is_text:
+            value = registry.parse_value(flag.name, value)  # FlagValueError, saying what is allowed
+        out[flag.name] = _jsonable(value)
+    return out
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, (tuple, set, frozenset)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, list):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    return v
+
+
+def format_sets(sets: Mapping[str, Any]) -> str:
+    """``max_fusion_size=1,size_asserts=false``: for directory names and messages."""
+    return ",".join(f"{k}={_value_text(v)}" for k, v in sets.items())
+
+
+def _value_text(v: Any) -> str:
+    return v if isinstance(v, str) else json.dumps(v, separators=(",", ":"))
+
+
+# -- what produced a trace (torch-free) -----------------------------------------------------------
+
+def _manifest(trace: Path) -> dict[str, Any]:
+    path = Path(trace) / "manifest.json"
+    if not Path(trace).is_dir():
+        raise RecompileError(f"no such trace: {trace}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RecompileError(f"{trace} is not a tuidebug trace (no manifest.json)") from None
+    except (OSError, ValueError) as e:
+        raise RecompileError(f"cannot read {path}: {e}") from None
+    if not isinstance(data, dict):
+        raise RecompileError(f"{path} is not a JSON object")
+    return data
+
+
+def trace_source(trace: str | os.PathLike[str]) -> dict[str, Any]:
+    """What to re-run for ``trace``: ``{"script", "script_arg", "args", "cwd", "overrides",
+    "check"}`` from its manifest. ``script`` is absolute; ``script_arg`` as it was typed."""
+    m = _manifest(Path(trace))
+    command = m.get("command")
+    if not isinstance(command, list) or not all(isinstance(c, str) for c in command):
+        raise RecompileError(f"{trace}: the manifest has no command to re-run")
+    if len(command) >= 3 and Path(command[0]).name == "tuidebug" and command[1] == "trace":
+        script_arg, args = command[2], command[3:]
+    elif command and command[0].endswith(".py"):  # tuidebug.capture() inside a script
+        script_arg, args = command[0], command[1:]
+    else:
+        raise RecompileError(
+            f"{trace}: cannot tell which script produced this trace (command {command!r}); "
+            "recompile needs a trace made by `tuidebug trace SCRIPT`")
+    cwd = m.get("cwd") if isinstance(m.get("cwd"), str) else os.getcwd()
+    script = Path(script_arg) if Path(script_arg).is_absolute() else Path(cwd) / script_arg
+    if not script.is_file():
+        raise RecompileError(f"{trace}: the traced script {script} no longer exists")
+    if not Path(cwd).is_dir():
+        raise RecompileError(f"{trace}: its working directory {cwd} no longer exists")
+    overrides = m.get("config_overrides") if isinstance(m.get("config_overrides"), dict) else {}
+    return {"script": str(script), "script_arg": script_arg, "args": list(args), "cwd": cwd,
+            "overrides": dict(overrides), "check": bool(m.get("check_accuracy", True))}
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.,=+\-]+")
+
+
+def default_out(trace: str | os.PathLike[str], sets: Mapping[str, Any]) -> Path:
+    """``<trace>-<flag>=<value>[,…]`` beside the trace; ``-2``, ``-3``… when that exists."""
+    trace = Path(trace)
+    label = _UNSAFE.sub("_", format_sets(sets))[:120] or "recompile"
+    base = trace.parent / f"{trace.name}-{label}"
+    out, n = base, 1
+    while out.exists() and (not out.is_dir() or any(out.iterdir())):
+        n += 1
+        out = base.with_name(f"{base.name}-{n}")
+    return out
+
+
+def _check_out(out: Path, trace: Path | None = None) -> Path:
+    out = Path(out)
+    if trace is not None and out.resolve() == Path(trace).resolve():
+        raise RecompileError("the output must not be the original trace (it is never modified)")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise RecompileError(f"output directory {out} is not empty; choose another with -o")
+    return out
+
+
+def recompile_spec(trace: str | os.PathLike[str], sets: Mapping[str, Any],
+                   out: str | os.PathLike[str] | None = None, *, use_cache: bool = True,
+                   timeout: float | None = None,
+                   env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The job that recompiles ``trace`` with ``sets`` (already validated) into ``out``."""
+    trace = Path(trace)
+    src = trace_source(trace)
+    out = _check_out(Path(out) if out else default_out(trace, sets), trace)
+    return {"kind": "recompile", "source_trace": str(trace.resolve()), **src,
+            "overrides": {**src["overrides"], **dict(sets)}, "sets": dict(sets),
+            "out": str(Path(out).resolve()), "use_cache": use_cache, "timeout": timeout,
+            "env": dict(env or {})}
+
+
+def script_spec(script: str | os.PathLike[str], args: Iterable[str] = (),
+                sets: Mapping[str, Any] | None = None, out: str | os.PathLike[str] = "",
+                *, cwd: str | None = None, check: bool = True, use_cache: bool = True,
+                timeout: float | None = None,
+                env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A job that traces ``script`` (like ``tuidebug trace``) with ``sets``, in the worker."""
+    path = Path(script)
+    if not path.is_file():
+        raise RecompileError(f"no such script: {script}")
+    if not out:
+        raise RecompileError("a script job needs an output directory")
+    out = _check_out(Path(out))
+    return {"kind": "trace", "source_trace": None, "script": str(path.resolve()),
+            "script_arg": str(script), "args": list(args), "cwd": cwd or os.getcwd(),
+            "overrides": dict(sets or {}), "sets": dict(sets or {}), "check": check,
+            "out": str(Path(out).resolve()), "use_cache": use_cache, "timeout": timeout,
+            "env": dict(env or {})}
+
+
+# -- the job itself (runs in the forked child; imports torch) -------------------------------------
+
+def _apply_other_settings(settings: Mapping[str, Any]) -> None:
+    import importlib
+
+    for dotted, value in settings.items():
+        mod_name, _, attr = dotted.rpartition(".")
+        try:
+            mod = importlib.import_module(mod_name)
+            if hasattr(mod, attr):
+                setattr(mod, attr, value)
+        except Exception:  # an older/newer torch without it: nothing to turn off
+            pass
+
+
+def run_job(spec: Mapping[str, Any], emit: Callable[[dict[str, Any]], None] | None = None) -> int:
+    """Run one job in this process (a fresh child of the worker). Returns the exit code of
+    ``tuidebug.compiler.run_script`` (0 ok, 10 compile failed, 11/12/13 script problems).
+
+    ``emit`` receives ``{"type": "progress", "message"}`` and ``{"type": "phase", "phase",
+    "graph"}`` messages as the capture proceeds. ``spec["env"]`` is applied to ``os.environ``
+    first (e.g. ``TORCHINDUCTOR_CACHE_DIR``, ``TORCH_LOGS``).
+    """
+    import runpy
+    import traceback
+
+    from tuidebug.compiler import compat
+    from tuidebug.compiler import run_script as rs
+    from tuidebug.compiler.capture import CaptureSession
+
+    def send(msg: dict[str, Any]) -> None:
+        if emit is not None:
+            try:
+                emit(msg)
+            except Exception:
+                pass
+
+    os.environ.update({str(k): str(v) for k, v in (spec.get("env") or {}).items()})
+    os.chdir(spec["cwd"])
+    script = spec["script"]
+    args = list(spec.get("args") or [])
+    overrides = dict(spec.get("overrides") or {})
+    use_cache = bool(spec.get("use_cache", True))
+    extra = {k: v for k, v in CACHE_SETTINGS.items() if k not in overrides} if use_cache else {}
+    other = dict(OTHER_SETTINGS) if use_cache else {}
+    if "fx_graph_cache" in overrides:
+        other.pop("torch._functorch.config.enable_autograd_cache", None)
+    _apply_other_settings(other)
+
+    session = CaptureSession(
+        spec["out"], check_accuracy=bool(spec.get("check", True)), use_cache=use_cache,
+        command=["tuidebug", "trace", spec.get("script_arg") or script, *args],
+        on_progress=lambda m: send({"type": "progress", "message": m}))
+    sys.argv = [script, *args]
+    sys.path.insert(0, os.path.dirname(script))
+    script_exc: BaseException | None = None
+    exit_code = 0
+    send({"type": "phase", "phase": "starting", "graph": None})
+    session.start()
+    writer = session.writer
+    assert writer is not None
+    orig_set_phase = writer.set_phase
+
+    def set_phase(phase: str, graph_id: str | None = None) -> None:
+        if (writer.manifest.get("phase"), writer.manifest.get("current_graph")) != (phase, graph_id):
+            send({"type": "phase", "phase": phase, "graph": graph_id})
+        orig_set_phase(phase, graph_id)
+
+    writer.set_phase = set_phase  # type: ignore[method-assign]
+    writer.update(
+        tuidebug_config={**(writer.manifest.get("tuidebug_config") or {}), **extra},
+        recompile={"from": spec.get("source_trace"), "sets": spec.get("sets") or {},
+                   "use_cache": use_cache, "settings": other, "worker_pid": os.getppid()})
+    patches = {**extra, **overrides}
+    if overrides:
+        writer.update(config_overrides=overrides)
+    patch = compat.inductor_config_patch(patches) if patches else None
+    if patch is not None:
+        patch.__enter__()
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as e:
+        exit_code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException as e:  # noqa: BLE001 - recorded in the trace, printed below
+        script_exc = e
+    finally:
+        compiled = session.graph_count
+        if script_exc is not None and not session.errors:
+            writer.update(script_error={
+                "type": type(script_exc).__name__, "message": str(script_exc)[:5000],
+                "traceback": "".join(traceback.format_exception(script_exc))[-20000:],
+                "after_compiling": compiled > 0})
+        if exit_code:
+            writer.update(script_exit_code=exit_code)
+        session.stop(script_exc)
+        if patch is not None:
+            try:
+                patch.__exit__(None, None, None)
+            except Exception:
+                pass
+    if session.errors:
+        return rs.EXIT_COMPILE_FAILED
+    if script_exc is not None:
+        traceback.print_exception(script_exc)
+        return rs.EXIT_RAISED_LATE if compiled else rs.EXIT_RAISED_EARLY
+    if compiled == 0:
+        return rs.EXIT_NO_COMPILE
+    return exit_code if isinstance(exit_code, int) else 1

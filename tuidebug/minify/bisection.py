@@ -1,0 +1,141 @@
+"""``tuidebug bisect``: name the backend / Inductor subsystem / pass responsible for a failure.
+
+Runs a test repeatedly under Inductor's compiler bisector (see ``torch_api``), in child
+processes: either a minified ``repro.py`` (judged by the trace's failure signature; in a warm
+worker, or a fresh process per run with ``fresh``) or the script the trace recorded (judged by
+its exit status, a fresh process per run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from tuidebug.minify.pool import WorkerPool, child_env
+from tuidebug.minify.signature import Signature
+from tuidebug.minify.source import MinifyError
+from tuidebug.trace.reader import Trace, TraceError
+
+
+@dataclass
+class BisectReport:
+    """The bisector's answer and what it cost."""
+
+    found: str
+    backend: str | None
+    subsystem: str | None
+    bisect_number: int | None
+    debug_info: str | None
+    runs: int
+    wall_s: float
+    command: list[str] = field(default_factory=list)
+    log: str = ""
+
+
+def _test_command(trace: Trace, repro: str | None) -> tuple[list[str], str]:
+    if repro:
+        path = Path(repro)
+        if not path.is_file():
+            raise MinifyError(f"no such repro: {repro}")
+        return [sys.executable, str(path.resolve())], str(path.resolve().parent)
+    command = trace.manifest.get("command") or []
+    if len(command) < 3 or command[:2] != ["tuidebug", "trace"]:
+        raise MinifyError("the trace does not record the traced script's command line; "
+                          "pass --repro (a repro.py from `tuidebug minify`)")
+    cwd = str(trace.manifest.get("cwd") or os.getcwd())
+    script = command[2]
+    if not Path(cwd, script).is_file():
+        raise MinifyError(f"the traced script {script} is not in {cwd} any more; pass --repro")
+    return [sys.executable, script, *command[3:]], cwd
+
+
+def bisect(trace_path: str | os.PathLike[str], repro: str | None = None, timeout: float = 600.0,
+           on_step: Callable[[int, str], None] | None = None, fresh: bool = False) -> BisectReport:
+    """Bisect the failure of the trace at ``trace_path`` (see the module docstring).
+
+    A ``repro`` is run in a warm worker process (torch imported once; the bisector's state is
+    passed through files) unless ``fresh``; the traced script always runs in a fresh process.
+    """
+    from tuidebug.minify import torch_api
+
+    try:
+        trace = Trace(trace_path)
+    except TraceError as e:
+        raise MinifyError(str(e)) from e
+    if trace.status != "failed" or not isinstance(trace.error, dict):
+        raise MinifyError(f"the trace {trace_path} did not fail (status: {trace.status}); "
+                          "there is nothing to bisect")
+    signature = Signature.from_trace_error(trace.error)
+    cmd, cwd = _test_command(trace, repro)
+    runs = 0
+    state = tempfile.mkdtemp(prefix="tuidebug-bisect-")
+    logs = tempfile.mkdtemp(prefix="tuidebug-bisect-logs-")
+    pool = WorkerPool(1, log_dir=logs) if repro and not fresh else None
+    t0 = time.perf_counter()
+
+    def judge(result: dict[str, Any] | None, rc: int) -> bool:
+        if result is None:
+            return rc == 0
+        return not signature.matches(Signature.from_result(result))
+
+    def in_worker(extra: dict[str, str]) -> bool:
+        assert pool is not None and repro is not None
+        result = pool.submit(Path(repro).resolve(), timeout, {"bisect_dir": state}).result()
+        if result.get("outcome") in ("timeout", "crashed", "error"):
+            return False  # still broken, if not in the same way
+        return judge(result, 1)
+
+    def in_child(extra: dict[str, str]) -> bool:
+        result_file = Path(logs) / f"result-{runs}.json"
+        env = child_env({**extra, "TORCHINDUCTOR_CACHE_DIR": state,
+                         "TUIDEBUG_REPRO_RESULT": str(result_file)})
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False  # a hang counts as still failing
+        finally:
+            if proc.poll() is None:  # timed out, or interrupted (Ctrl-C)
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        result = None
+        if repro and result_file.exists():
+            try:
+                result = json.loads(result_file.read_text())
+            except json.JSONDecodeError:
+                pass
+        return judge(result, rc)
+
+    def is_good(extra: dict[str, str]) -> bool:
+        nonlocal runs
+        runs += 1
+        return in_worker(extra) if pool is not None else in_child(extra)
+
+    def step(text: str) -> None:
+        if on_step:
+            on_step(runs + 1, text)
+
+    try:
+        outcome = torch_api.run_bisect(is_good, state, step)
+    except torch_api.NotAvailable as e:
+        raise MinifyError(str(e)) from e
+    finally:
+        if pool is not None:
+            pool.close()
+        shutil.rmtree(state, ignore_errors=True)
+        shutil.rmtree(logs, ignore_errors=True)
+    return BisectReport(outcome.describe(), outcome.backend, outcome.subsystem,
+                        outcome.bisect_number, outcome.debug_info, runs,
+                        round(time.perf_counter() - t0, 2), [shlex.quote(c) for c in cmd],
+                        outcome.log)

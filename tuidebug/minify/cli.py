@@ -1,0 +1,144 @@
+"""``tuidebug minify`` and ``tuidebug bisect`` (registered by ``tuidebug.cli``).
+
+Neither imports torch in the CLI process for minify (the workers do); bisect imports it to drive
+Inductor's compiler bisector.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def _positive(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return n
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "minify", help="shrink a failed trace into a standalone repro.py",
+        description="Delta-debug the failing graph of a trace (compile error, runtime error or "
+                    "accuracy mismatch against eager) into the smallest standalone repro.py that "
+                    "still fails the same way, and check it in a fresh process.")
+    p.add_argument("trace", help="a trace directory whose status is 'failed'")
+    p.add_argument("-o", "--output", default="repro.py", help="where to write the repro "
+                   "(default: repro.py)")
+    p.add_argument("--jobs", "-j", type=_positive, default=2,
+                   help="candidates tested in parallel, one warm worker process each (default 2)")
+    p.add_argument("--timeout", type=float, default=60.0,
+                   help="seconds one candidate may take before its worker is replaced (default 60)")
+    p.add_argument("--atol", type=float, default=1e-3, help="accuracy: absolute tolerance")
+    p.add_argument("--rtol", type=float, default=1e-3, help="accuracy: relative tolerance")
+    p.add_argument("--keep-work", action="store_true",
+                   help="keep the work directory (every candidate, worker logs)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(fn=cmd_minify)
+
+    p = sub.add_parser(
+        "bisect", help="name the backend / Inductor pass responsible for a failed trace",
+        description="Run a test repeatedly under Inductor's compiler bisector "
+                    "(torch._inductor.compiler_bisector), in child processes, and print "
+                    "the backend, subsystem and pass application that the failure needs.")
+    p.add_argument("trace", help="a trace directory whose status is 'failed'")
+    p.add_argument("--repro", "-r", help="test this repro.py (from `tuidebug minify`; much "
+                   "faster) instead of re-running the traced script")
+    p.add_argument("--fresh", action="store_true", help="run the repro in a fresh process each "
+                   "time instead of one warm worker")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds per run (default 600)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(fn=cmd_bisect)
+
+
+def _reporter(as_json: bool) -> tuple[Any, Any]:
+    """(on_progress callback, stop function): a rich status line, or plain lines off a TTY."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if as_json or not console.is_terminal:
+        last: list[Any] = [None]
+
+        def plain(pr: Any) -> None:
+            key = (pr.step, pr.attempts, pr.nodes)
+            if key != last[0] or pr.message:
+                last[0] = key
+                print(f"[minify] {pr.elapsed_s:6.1f}s  {pr.step:<9} attempts {pr.attempts:<3} "
+                      f"nodes {pr.nodes}/{pr.nodes_before}"
+                      + (f"  {pr.message}" if pr.message else ""), file=sys.stderr, flush=True)
+        return plain, lambda: None
+
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                        console=console, transient=False)
+    task = progress.add_task("starting workers…")
+    progress.start()
+
+    def rich_update(pr: Any) -> None:
+        cached = f" ({pr.cache_hits} cached)" if pr.cache_hits else ""
+        desc = (f"[bold]{pr.step:<9}[/] attempts {pr.attempts}{cached} · nodes "
+                f"[cyan]{pr.nodes}[/]/{pr.nodes_before}")
+        progress.update(task, description=desc)
+        if pr.message:
+            progress.console.print(f"  {pr.message}", markup=False, highlight=False)
+    return rich_update, progress.stop
+
+
+def cmd_minify(ns: argparse.Namespace) -> int:
+    from tuidebug.cli import CliError
+    from tuidebug.minify.minifier import MinifyError, minify
+
+    on_progress, stop = _reporter(ns.json)
+    try:
+        result = minify(ns.trace, ns.output, jobs=ns.jobs, timeout=ns.timeout,
+                        on_progress=on_progress, atol=ns.atol, rtol=ns.rtol,
+                        keep_work=ns.keep_work)
+    except MinifyError as e:
+        raise CliError(str(e)) from e
+    finally:
+        stop()
+    if ns.json:
+        print(json.dumps(result.to_json(), indent=1))
+    else:
+        print(f"{result.signature}\n"
+              f"  {result.nodes_before} -> {result.nodes_after} compute nodes, "
+              f"{result.inputs_after} input(s), flags: {', '.join(result.flags) or 'none'}\n"
+              f"  {result.attempts} candidates compiled ({result.cache_hits} cache hits, "
+              f"{result.rejected} failed differently), {result.launches} processes, "
+              f"{result.wall_s:.1f}s")
+        if result.repro_path:
+            print(f"  wrote {result.repro_path}: {result.message}")
+        else:
+            print(f"  {result.message}")
+        if result.work_dir:
+            print(f"  work directory (candidates, logs): {result.work_dir}")
+    if result.interrupted:
+        return 130
+    return 0 if result.verified else 1
+
+
+def cmd_bisect(ns: argparse.Namespace) -> int:
+    from tuidebug.cli import CliError
+    from tuidebug.minify.bisection import bisect
+    from tuidebug.minify.source import MinifyError
+
+    def step(n: int, text: str) -> None:
+        print(f"[bisect] run {n}: {text}", file=sys.stderr, flush=True)
+
+    if not ns.repro:
+        print("[bisect] re-running the traced script for every step; a minified repro "
+              "(tuidebug minify, then --repro repro.py) is much faster", file=sys.stderr)
+    try:
+        report = bisect(ns.trace, ns.repro, timeout=ns.timeout, on_step=step, fresh=ns.fresh)
+    except MinifyError as e:
+        raise CliError(str(e)) from e
+    if ns.json:
+        print(json.dumps({k: v for k, v in report.__dict__.items()}, indent=1))
+    else:
+        print(f"responsible: {report.found}")
+        print(f"  {report.runs} runs of {' '.join(report.command)} in {report.wall_s:.1f}s")
+    return 0 if report.backend else 1

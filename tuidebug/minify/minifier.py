@@ -1,0 +1,433 @@
+"""The minifier: a failed trace -> the smallest ``repro.py`` that still fails the same way.
+
+Steps: (1) the kernel the failure points to (provenance) is tried as a region, else the whole
+graph; (2) delta debugging over its compute nodes; (3) over the config flags; (4) over input
+simplifications (contiguous strides, shared tensors); (5) over scalar constants. Each candidate
+is rendered to a standalone script, keyed by its canonical text (never tested twice) and run by
+a pool of warm workers; it counts only if it fails with the trace's signature. The result is
+written to ``out`` and re-run in a fresh process before it is reported as verified.
+
+This module (the parent side) never imports torch: the workers do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import Future, TimeoutError as FutureTimeout
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from tuidebug.minify import ddmin
+from tuidebug.minify.codegen import ReproInfo, cache_key, check_node, render
+from tuidebug.minify.pool import WorkerPool, child_env
+from tuidebug.minify.program import Program, Reducer, Spec, Unsupported
+from tuidebug.minify.signature import Signature
+from tuidebug.minify.source import Failure, MinifyError, load_failure, regions
+
+__all__ = ["MinifyError", "MinifyResult", "Progress", "minify"]
+
+
+@dataclass
+class Progress:
+    """A progress report (passed to ``on_progress``)."""
+
+    step: str
+    attempts: int
+    cache_hits: int
+    nodes: int
+    nodes_before: int
+    elapsed_s: float
+    message: str = ""
+
+
+@dataclass
+class MinifyResult:
+    """What a minification did.
+
+    ``nodes_before``/``nodes_after``: compute nodes (ATen calls and tuple indexing) of the
+    captured graph and of the repro; ``attempts``: candidates compiled and run; ``cache_hits``:
+    candidates answered from the cache; ``rejected``: candidates that failed differently;
+    ``launches``: processes started (workers, replacements, the fresh verification run);
+    ``verified``: the written repro failed the trace's way in a fresh process.
+    """
+
+    repro_path: Path | None
+    trace: str
+    graph: str
+    signature: str
+    nodes_before: int
+    nodes_after: int
+    inputs_after: int
+    attempts: int
+    cache_hits: int
+    rejected: int
+    launches: int
+    wall_s: float
+    verified: bool
+    interrupted: bool = False
+    message: str = ""
+    flags: dict[str, Any] = field(default_factory=dict)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    work_dir: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["repro_path"] = str(self.repro_path) if self.repro_path else None
+        return d
+
+
+@dataclass
+class _Best:
+    spec: Spec
+    program: Program
+
+
+class Minifier:
+    """One minification run (use :func:`minify`)."""
+
+    def __init__(self, failure: Failure, out: Path, *, jobs: int = 2, timeout: float = 60.0,
+                 atol: float = 1e-3, rtol: float = 1e-3,
+                 on_progress: Callable[[Progress], None] | None = None,
+                 work_dir: Path | None = None) -> None:
+        self.failure = failure
+        self.out = out
+        self.jobs = max(1, jobs)
+        self.timeout = timeout
+        self.on_progress = on_progress
+        self.signature = failure.signature
+        exclude = {n.name for n in failure.graph.compute_nodes()
+                   if check_node(n.target, n.args, n.kwargs) is not None}
+        try:
+            self.reducer = Reducer(failure.graph, failure.flags, exclude)
+        except Unsupported as e:
+            raise MinifyError(str(e)) from e
+        self.info = ReproInfo(
+            trace=str(failure.trace.root), graph=failure.record.id, stage=failure.stage.name,
+            describe=self.signature.describe(), kind=self.signature.kind,
+            type=str(failure.error.get("type") or ""),
+            nodes_before=self.reducer.compute_count, atol=atol, rtol=rtol)
+        self.work_dir = work_dir or Path(tempfile.mkdtemp(prefix="tuidebug-minify-"))
+        (self.work_dir / "candidates").mkdir(parents=True, exist_ok=True)
+        self.pool: WorkerPool | None = None
+        self.verdict: dict[str, bool] = {}
+        self.pending: dict[str, Future[dict[str, Any]]] = {}
+        self.programs: dict[str, tuple[Spec, Program]] = {}
+        self.best: _Best | None = None
+        self.attempts = self.cache_hits = self.rejected = 0
+        self.step = "start"
+        self.steps: list[dict[str, Any]] = []
+        self.t0 = time.perf_counter()
+        self._n = 0
+        self.verify_launches = 0
+        self._paths: dict[str, Path] = {}
+
+    # -- reporting -----------------------------------------------------------------------------
+    @property
+    def nodes(self) -> int:
+        return self.best.program.size if self.best else self.reducer.compute_count
+
+    def progress(self, message: str = "") -> None:
+        if self.on_progress:
+            self.on_progress(Progress(self.step, self.attempts, self.cache_hits, self.nodes,
+                                      self.reducer.compute_count,
+                                      time.perf_counter() - self.t0, message))
+
+    def _begin(self, step: str) -> tuple[str, int, float]:
+        self.step = step
+        self.progress()
+        return step, self.attempts, time.perf_counter()
+
+    def _end(self, mark: tuple[str, int, float]) -> None:
+        step, attempts, t = mark
+        self.steps.append({"step": step, "attempts": self.attempts - attempts,
+                           "nodes": self.nodes, "seconds": round(time.perf_counter() - t, 2)})
+
+    # -- testing candidates ----------------------------------------------------------------------
+    def _entry(self, spec: Spec) -> tuple[Spec, Program | None, str | None]:
+        try:
+            prog = self.reducer.build(spec)
+            return spec, prog, (cache_key(prog, self.info) if prog is not None else None)
+        except Unsupported:
+            return spec, None, None
+
+    def _submit(self, entry: tuple[Spec, Program | None, str | None]) -> None:
+        spec, prog, key = entry
+        if key is None or prog is None or key in self.verdict or key in self.pending:
+            return
+        assert self.pool is not None
+        self._n += 1
+        path = self.work_dir / "candidates" / f"c{self._n:04d}.py"
+        path.write_text(render(prog, self.info))
+        self.programs[key] = (spec, prog)
+        self.pending[key] = self.pool.submit(path, self.timeout)
+        self._paths[key] = path
+
+    def _collect(self) -> None:
+        for key, fut in list(self.pending.items()):
+            if not fut.done():
+                continue
+            del self.pending[key]
+            if fut.cancelled():
+                self.programs.pop(key, None)
+                continue
+            self._record(key, fut.result())
+
+    def _record(self, key: str, result: dict[str, Any]) -> None:
+        self.attempts += 1
+        sig = Signature.from_result(result)
+        ok = self.signature.matches(sig)
+        self.verdict[key] = ok
+        if sig is not None and not ok:
+            self.rejected += 1
+        spec, prog = self.programs[key]
+        with open(self.work_dir / "candidates.jsonl", "a") as log:
+            log.write(json.dumps({
+                "n": self.attempts, "file": str(self._paths.get(key, "")), "nodes": prog.size,
+                "inputs": len(prog.inputs), "outcome": result.get("outcome"),
+                "kind": result.get("kind"), "type": result.get("type"), "match": ok,
+                "message": str(result.get("message") or result.get("reason") or "")[:300],
+                "seconds": result.get("seconds")}) + "\n")
+        if ok and (self.best is None or (prog.size, len(prog.inputs), len(prog.flags)) <
+                   (self.best.program.size, len(self.best.program.inputs),
+                    len(self.best.program.flags))):
+            self.best = _Best(spec, prog)
+        self.progress()
+
+    def _inflight(self) -> int:
+        return sum(1 for f in self.pending.values() if not f.done())
+
+    def first_failing(self, specs: Sequence[Spec]) -> int | None:
+        """Index of the first spec whose candidate fails like the trace; None if none does.
+
+        The next ``jobs - 1`` candidates are started speculatively while the current one runs;
+        results are cached, so a speculative run is never repeated.
+        """
+        entries = [self._entry(s) for s in specs]
+        nxt = 0
+        for i, (_, _, key) in enumerate(entries):
+            if key is None:
+                continue
+            if key in self.verdict:
+                self.cache_hits += 1
+            while key not in self.verdict:
+                nxt = max(nxt, i)
+                if key not in self.pending:
+                    self._submit(entries[i])
+                while nxt < min(len(entries), i + self.jobs) and self._inflight() < self.jobs:
+                    self._submit(entries[nxt])
+                    nxt += 1
+                fut = self.pending.get(key)
+                if fut is not None:
+                    try:
+                        fut.result(timeout=0.5)
+                    except FutureTimeout:
+                        self.progress()
+                self._collect()
+            if self.verdict[key]:
+                self._cancel_queued()
+                return i
+        return None
+
+    def _cancel_queued(self) -> None:
+        for key, fut in list(self.pending.items()):
+            if fut.cancel():
+                del self.pending[key]
+                self.programs.pop(key, None)
+
+    # -- steps ---------------------------------------------------------------------------------
+    def _spec(self, **changes: Any) -> Spec:
+        assert self.best is not None
+        return self.best.spec.with_(**changes)
+
+    def find_start(self) -> None:
+        """Try the regions the failure points to, smallest first; else the whole graph."""
+        mark = self._begin("region")
+        full = self.reducer.full_spec()
+        units = set(self.reducer.units)
+        specs = [Spec(frozenset(r), full.flags) for r in regions(self.failure, units)]
+        i = self.first_failing(specs) if specs else None
+        if i is None:
+            self.step = "graph"
+            self.progress("no kernel region reproduces on its own; trying the whole graph")
+            if self.first_failing([full]) is None:
+                raise MinifyError(self._no_repro_message())
+            self.best = _Best(full, self._entry(full)[1])  # type: ignore[arg-type]
+        else:
+            self.best = _Best(specs[i], self._entry(specs[i])[1])  # type: ignore[arg-type]
+        self._end(mark)
+
+    def reduce_nodes(self) -> None:
+        mark = self._begin("nodes")
+        assert self.best is not None
+        items = self.reducer.sort(self.best.spec.keep)
+
+        def test(subsets: Sequence[Sequence[str]]) -> int | None:
+            specs = [self._spec(keep=s) for s in subsets]
+            i = self.first_failing(specs)
+            if i is not None:
+                self.best = _Best(specs[i], self._entry(specs[i])[1])  # type: ignore[arg-type]
+            return i
+
+        ddmin.ddmin(items, test)
+        self._end(mark)
+
+    def reduce_set(self, step: str, items: list[Any], make: Callable[[list[Any]], Spec]) -> None:
+        """Keep as few of ``items`` as possible (``make(kept)`` builds the spec)."""
+        if not items:
+            return
+        mark = self._begin(step)
+
+        def test(subsets: Sequence[Sequence[Any]]) -> int | None:
+            specs = [make(list(s)) for s in subsets]
+            i = self.first_failing(specs)
+            if i is not None:
+                self.best = _Best(specs[i], self._entry(specs[i])[1])  # type: ignore[arg-type]
+            return i
+
+        ddmin.minimal_needed(items, test)
+        self._end(mark)
+
+    def reduce_rest(self) -> None:
+        assert self.best is not None
+        flags = sorted(self.best.spec.flags)
+        self.reduce_set("flags", flags, lambda kept: self._spec(flags=kept))
+        # inputs: make strided inputs contiguous, then let inputs with equal meta share a tensor
+        base = self.best.spec
+        nc = self.reducer.noncontiguous_inputs(base)
+        self.reduce_set("inputs", nc, lambda kept: self._spec(
+            contiguous=base.contiguous | (set(nc) - set(kept))))
+        base = self.best.spec
+        mg = self.reducer.mergeable_inputs(base)
+        self.reduce_set("inputs", mg, lambda kept: self._spec(
+            merged=base.merged | (set(mg) - set(kept))))
+        base = self.best.spec
+        consts = self.reducer.simplifiable_constants(base)
+        self.reduce_set("constants", consts, lambda kept: self._spec(
+            constants=base.constants | (set(consts) - set(kept))))
+
+    def _no_repro_message(self) -> str:
+        last = ""
+        try:
+            with open(self.work_dir / "candidates.jsonl") as f:
+                rows = [json.loads(line) for line in f if line.strip()]
+            if rows:
+                r = rows[-1]
+                last = (f" The whole graph gave: {r.get('outcome')}"
+                        f"{' (' + str(r.get('kind')) + ': ' + str(r.get('type')) + ')' if r.get('kind') else ''}"
+                        f" {r.get('message', '')[:200]}")
+        except OSError:
+            pass
+        return (f"the failure ({self.signature.describe()}) does not reproduce when the captured "
+                f"graph is compiled on its own with random inputs.{last} "
+                f"(candidates and worker logs: {self.work_dir})")
+
+    # -- output --------------------------------------------------------------------------------
+    def write(self) -> Path | None:
+        if self.best is None:
+            return None
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.out.with_name(f".{self.out.name}.tmp")
+        tmp.write_text(render(self.best.program, self.info))
+        os.replace(tmp, self.out)
+        return self.out
+
+    def verify(self) -> tuple[bool, str]:
+        """Run the written repro in a fresh process; does it fail with the trace's signature?"""
+        mark = self._begin("verify")
+        result_file = self.work_dir / "verify.json"
+        result_file.unlink(missing_ok=True)
+        env = child_env({"TUIDEBUG_REPRO_RESULT": str(result_file)})
+        log = open(self.work_dir / "verify.log", "wb")
+        self.verify_launches += 1
+        proc = subprocess.Popen([sys.executable, str(self.out.resolve())], env=env,
+                                cwd=str(self.work_dir), stdout=log, stderr=log,
+                                start_new_session=True)
+        limit = max(self.timeout * 3, 180.0)
+        try:
+            rc = proc.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            self._end(mark)
+            return False, f"the repro did not finish within {limit:.0f}s in a fresh process"
+        finally:
+            if proc.poll() is None:  # timed out, or interrupted (Ctrl-C)
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            log.close()
+        self._end(mark)
+        try:
+            result = json.loads(result_file.read_text())
+        except (OSError, json.JSONDecodeError):
+            return False, f"the repro exited with status {rc} without reporting a result"
+        sig = Signature.from_result(result)
+        if self.signature.matches(sig):
+            return True, f"reproduces in a fresh process (exit status {rc})"
+        got = sig.describe() if sig else str(result.get("outcome"))
+        return False, f"in a fresh process the repro gave {got!r}, not the trace's failure"
+
+    # -- the whole run -------------------------------------------------------------------------
+    def run(self) -> MinifyResult:
+        interrupted = False
+        verified, message = False, ""
+        self.pool = WorkerPool(self.jobs, log_dir=self.work_dir)
+        try:
+            try:
+                self.find_start()
+                self.reduce_nodes()
+                self.reduce_rest()
+            finally:
+                self._cancel_queued()
+                self.pool.close()
+        except KeyboardInterrupt:
+            interrupted = True
+        path = self.write()
+        if not interrupted and path is not None:
+            try:
+                verified, message = self.verify()
+            except KeyboardInterrupt:
+                interrupted = True
+        if interrupted:
+            message = (f"interrupted: wrote the best repro found so far ({self.nodes} compute "
+                       f"nodes, not verified) to {path}" if path else
+                       "interrupted before any candidate reproduced the failure; nothing written")
+        prog = self.best.program if self.best else None
+        result = MinifyResult(
+            repro_path=path, trace=str(self.failure.trace.root), graph=self.failure.record.id,
+            signature=self.signature.describe(), nodes_before=self.reducer.compute_count,
+            nodes_after=prog.size if prog else self.reducer.compute_count,
+            inputs_after=len(prog.inputs) if prog else 0, attempts=self.attempts,
+            cache_hits=self.cache_hits, rejected=self.rejected,
+            launches=(self.pool.launches if self.pool else 0) + self.verify_launches,
+            wall_s=round(time.perf_counter() - self.t0, 2), verified=verified,
+            interrupted=interrupted, message=message, flags=dict(prog.flags) if prog else {},
+            steps=self.steps, work_dir=str(self.work_dir))
+        self.step = "done"
+        self.progress(message)
+        return result
+
+
+def minify(trace_path: str | os.PathLike[str], out: str | os.PathLike[str] = "repro.py",
+           jobs: int = 2, timeout: float = 60.0,
+           on_progress: Callable[[Progress], None] | None = None, *, atol: float = 1e-3,
+           rtol: float = 1e-3, keep_work: bool = False) -> MinifyResult:
+    """Minify the failed trace at ``trace_path`` into a standalone repro written to ``out``.
+
+    Safe to call from a worker thread (the TUI does): it starts its own worker processes and
+    reports through ``on_progress``. Raises :class:`MinifyError` for a trace that cannot be
+    minified (it did not fail, has no graph, or the failure does not reproduce).
+    """
+    failure = load_failure(trace_path)
+    m = Minifier(failure, Path(out), jobs=jobs, timeout=timeout, atol=atol, rtol=rtol,
+                 on_progress=on_progress)
+    result = m.run()
+    if result.verified and not keep_work:
+        shutil.rmtree(m.work_dir, ignore_errors=True)
+        result.work_dir = None
+    return result

@@ -1,0 +1,85 @@
+"""A warm worker process: imports torch once, then tests many candidate scripts.
+
+Protocol (one JSON object per line): the worker prints ``{"ready": true, ...}`` on its protocol
+stream once torch and Inductor are imported, then answers each request ``{"id": N, "path": FILE}``
+read from stdin with ``{"id": N, "outcome": ..., ...}`` — the dict the candidate's ``run()``
+returned (see ``codegen``), plus ``seconds``. Anything torch or the candidate prints goes to
+stderr (the worker's log), never into the protocol stream.
+
+Only the minifier starts this, and only on candidate scripts it generated itself.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+from typing import Any, TextIO
+
+
+def _send(stream: TextIO, obj: dict[str, Any]) -> None:
+    stream.write(json.dumps(obj, default=repr) + "\n")
+    stream.flush()
+
+
+def run_candidate(path: str, index: int, bisect_dir: str | None = None) -> dict[str, Any]:
+    """Load the candidate script at ``path`` as a module and call its ``run()``.
+
+    With ``bisect_dir`` the run happens under Inductor's compiler bisector, whose state (which
+    backend / subsystem / range is being tested) the parent keeps in that directory.
+    """
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    t0 = time.perf_counter()
+    if bisect_dir:
+        from tuidebug.minify import torch_api
+
+        torch_api.begin_bisect_run(bisect_dir)
+    try:
+        spec = importlib.util.spec_from_file_location(f"_tuidebug_candidate_{index}", path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {path}")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        result = dict(module.run())
+    except Exception as e:  # the candidate's own harness failed: not a reproduction
+        result = {"outcome": "error", "type": f"{type(e).__module__}.{type(e).__qualname__}",
+                  "message": str(e)[:4000], "traceback": traceback.format_exc()[-4000:]}
+    finally:
+        if bisect_dir:
+            torch_api.end_bisect_run()
+    result["seconds"] = round(time.perf_counter() - t0, 3)
+    return result
+
+
+def main() -> int:
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # torch, g++ and candidates print to the log, not the protocol
+    t0 = time.perf_counter()
+    import torch
+    import torch._dynamo
+    import torch._inductor.compile_fx  # noqa: F401  (the expensive part, done once)
+    import torch._inductor.config  # noqa: F401
+
+    _send(proto, {"ready": True, "pid": os.getpid(), "torch": torch.__version__,
+                  "import_s": round(time.perf_counter() - t0, 3)})
+    for index, line in enumerate(sys.stdin):
+        line = line.strip()
+        if not line:
+            continue
+        req = json.loads(line)
+        if req.get("quit"):
+            break
+        print(f"[tuidebug worker] candidate {req.get('id')}: {req.get('path')}", file=sys.stderr,
+              flush=True)
+        result = run_candidate(str(req["path"]), index, req.get("bisect_dir"))
+        _send(proto, {"id": req.get("id"), **result})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
