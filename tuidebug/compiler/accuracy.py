@@ -81,11 +81,14 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
         flat = list(args[0]) if as_list else list(args)  # a boxed callee clears its list
         inputs = [_clone(a) for a in flat]
         rng = torch.get_rng_state()
+        cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
         t0 = time.perf_counter()
         out = compiled(*args)
         compiled_s = time.perf_counter() - t0
         try:
             torch.set_rng_state(rng)
+            if cuda_rng is not None:
+                torch.cuda.set_rng_state_all(cuda_rng)
             with torch.no_grad():
                 t1 = time.perf_counter()
                 ref = eager(*inputs)

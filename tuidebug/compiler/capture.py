@@ -5,8 +5,9 @@ inside the block. The observers are wrappers installed on Inductor's own functio
 ``compat.py``) plus a handler on the structured trace log (the one behind TORCH_TRACE); they
 record and never change what the compiler does, except for two config settings that tuidebug
 needs and writes into the trace: ``trace.provenance_tracking_level=1`` (kernel provenance) and,
-unless ``use_cache=True``, ``force_disable_caches=True`` (a cache hit would skip the work we want
-to see).
+unless ``use_cache=True``, the graph-level caches off (``compat.CACHES_OFF``: the FX graph cache,
+the AOTAutograd cache, Dynamo's local PGO — a hit would skip the work a trace records; the kernel
+code cache stays on).
 """
 
 from __future__ import annotations
@@ -92,11 +93,12 @@ class CaptureSession:
             "cuda": torch.version.cuda})
         compat.import_inductor()
         patches = dict(TUIDEBUG_CONFIG)
+        recorded = dict(patches, **({} if self.use_cache else compat.CACHES_OFF))
+        self.writer.update(tuidebug_config=recorded, check_accuracy=self.check_accuracy)
+        self._config_ctx = contextlib.ExitStack()
+        self._config_ctx.enter_context(compat.inductor_config_patch(patches))
         if not self.use_cache:
-            patches["force_disable_caches"] = True
-        self.writer.update(tuidebug_config=patches, check_accuracy=self.check_accuracy)
-        self._config_ctx = compat.inductor_config_patch(patches)
-        self._config_ctx.__enter__()
+            self._config_ctx.enter_context(compat.caches_off_patch())
         self._patcher = compat.Patcher(self.writer.warn)
         self._install()
         return self
@@ -445,7 +447,7 @@ class CaptureSession:
             "changed": {k: {"value": _jsonish(d["value"]), "default": _jsonish(d["default"])}
                         for k, d in changed.items()},
             "set_by_tuidebug": sorted(k for k in changed if k in TUIDEBUG_CONFIG
-                                      or k == "force_disable_caches"),
+                                      or k in compat.CACHES_OFF),
         })
         self._config_written = True
 
@@ -681,7 +683,7 @@ class CaptureSession:
         err = {
             "phase": phase or self.writer.manifest.get("phase") or "unknown",
             "type": f"{type(inner).__module__}.{type(inner).__qualname__}",
-            "message": str(inner)[:20000],
+            "message": _clip_message(str(inner)),
             "traceback": _short_traceback(e),
             "graph": gs.graph_id if gs else None,
             "compile_id": gs.compile_id if gs else None,
@@ -785,6 +787,18 @@ def _event_compile_id(meta: dict[str, Any]) -> str | None:
 def _durations(gs: _GraphState) -> dict[str, float]:
     end = gs.ended if gs.ended is not None else time.perf_counter() - gs.started
     return layout.phase_durations(gs.phase_starts, end)
+
+
+def _clip_message(msg: str, head: int = 6000, tail: int = 6000) -> str:
+    """A long message (a C++ compiler's output can be megabytes) cut to its head and tail, with
+    every line that reports an error kept from the middle."""
+    if len(msg) <= head + tail:
+        return msg
+    middle = msg[head:-tail]
+    errors = [ln for ln in middle.splitlines() if "error" in ln.lower()][:200]
+    kept = "\n".join(errors)
+    return (msg[:head] + f"\n… [{len(middle)} characters cut; their error lines follow]\n"
+            + kept + "\n…\n" + msg[-tail:])
 
 
 def _short_traceback(e: BaseException, message_limit: int = 2000) -> str:

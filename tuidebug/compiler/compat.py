@@ -217,6 +217,32 @@ def inductor_config_patch(changes: dict[str, Any]) -> Any:
     return config.patch(changes)
 
 
+# Caches whose hit would skip the compile work a trace records. The kernel (code) cache stays
+# on: it only skips re-running the C++/Triton compiler on identical source.
+CACHES_OFF = {
+    "fx_graph_cache": False,                              # torch._inductor.config
+    "functorch.enable_autograd_cache": False,             # torch._functorch.config
+    "dynamo.automatic_dynamic_local_pgo": False,          # torch._dynamo.config
+}
+
+
+def caches_off_patch() -> Any:
+    """A context manager turning the graph-level caches of CACHES_OFF off (those this torch has)."""
+    import contextlib
+
+    import torch._dynamo.config as dynamo_config
+    import torch._functorch.config as functorch_config
+    from torch._inductor import config as inductor_config
+
+    stack = contextlib.ExitStack()
+    for key, value in CACHES_OFF.items():
+        module, _, name = key.rpartition(".")
+        cfg = {"functorch": functorch_config, "dynamo": dynamo_config}.get(module, inductor_config)
+        if name in getattr(cfg, "_config", {}) or hasattr(cfg, name):
+            stack.enter_context(cfg.patch({name: value}))
+    return stack
+
+
 def counters_snapshot() -> dict[str, dict[str, int]]:
     try:
         from torch._dynamo.utils import counters

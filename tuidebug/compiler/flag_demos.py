@@ -84,8 +84,8 @@ DEMOS: dict[str, Demo] = {d.flag: d for d in (
          ("fxgraph_cache_hit", "fxgraph_cache_miss", "ir_post"),
          "with caches force-disabled, hits stay at 0 and every compile does the full work",
          base={"fx_graph_cache": True},
-         note="Both traces have fx_graph_cache=True; `tuidebug trace` itself sets "
-              "force_disable_caches=True unless --use-cache."),
+         note="Both traces have fx_graph_cache=True; `tuidebug trace` itself turns the "
+              "graph-level caches off unless --use-cache."),
     Demo("autotune_local_cache", "flags/frozen_linear.py", False, True,
          ("autotune_reused", "autotune_winners"),
          "with the local autotune cache on, timings of an op already benchmarked are looked up "
