@@ -254,6 +254,34 @@ class GraphRecord:
         return {str(r.get("kernel")): r for r in self._f.jsonl(self.dir / schema.LAUNCHES)
                 if isinstance(r, dict)}
 
+    def check_files(self) -> None:
+        """Cheap integrity check of the files this graph references (stat and a peek; no
+        parsing): missing snapshots, missing, binary or huge code files become problems."""
+        for st in self.snapshots():
+            path = self.dir / st.file
+            if not path.exists():
+                self._f.problem(path, "missing")
+        for rel in [k["file"] for k in self.kernels if k.get("file")] + [schema.WRAPPER]:
+            path = (self.dir / rel).resolve()
+            if self.dir.resolve() not in path.parents:
+                self._f.problem(self.dir / rel, "path escapes the trace; not read")
+                continue
+            if not path.exists():
+                if rel != schema.WRAPPER or self.kernels:
+                    self._f.problem(path, "missing")
+                continue
+            try:
+                size = path.stat().st_size
+                with open(path, "rb") as f:
+                    head = f.read(8192)
+            except OSError as e:
+                self._f.problem(path, f"unreadable ({e.strerror or e})")
+                continue
+            if b"\x00" in head:
+                self._f.problem(path, "binary content; not shown")
+            elif size > MAX_TEXT_BYTES:
+                self._f.problem(path, f"{size} bytes; only the first {MAX_TEXT_BYTES} are shown")
+
     def kernels_for_fx_node(self, node: str) -> list[str]:
         return list((self.provenance.get("fx_to_kernels") or {}).get(node, []))
 

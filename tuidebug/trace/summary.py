@@ -9,6 +9,7 @@ from tuidebug.trace.reader import GraphRecord, Trace
 
 def graph_summary(g: GraphRecord) -> dict[str, Any]:
     meta = g.meta
+    g.check_files()
     stages = g.stages
     final = g.final_graph()
     kernels = [k for k in g.kernels if k.get("kind") != "extern"]
