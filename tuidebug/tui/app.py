@@ -7,6 +7,7 @@ This package never imports torch.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, ClassVar
 
 from textual.app import App
@@ -19,9 +20,11 @@ from tuidebug.tui.messages import GraphChosen, ShowKernel, ShowNode
 from tuidebug.tui.screens.autotune import AutotuneScreen
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.screens.code import CodeScreen
+from tuidebug.tui.screens.compare import CompareScreen
 from tuidebug.tui.screens.errors import ErrorsScreen
+from tuidebug.tui.screens.flags import FlagsScreen
 from tuidebug.tui.screens.ir import IRScreen
-from tuidebug.tui.screens.modals import HelpScreen, PickScreen
+from tuidebug.tui.screens.modals import HelpScreen, InputScreen, PickScreen
 from tuidebug.tui.screens.overview import OverviewScreen
 from tuidebug.tui.screens.passes import PassesScreen
 
@@ -41,6 +44,7 @@ class TuidebugApp(App[int]):
     MODES: ClassVar[dict[str, Any]] = {
         "overview": OverviewScreen, "passes": PassesScreen, "ir": IRScreen,
         "code": CodeScreen, "autotune": AutotuneScreen, "errors": ErrorsScreen,
+        "flags": FlagsScreen, "compare": CompareScreen,
     }
     COMMANDS = App.COMMANDS | {TraceCommands}
     BINDINGS: ClassVar[list[Binding]] = keymap.bindings("app")  # type: ignore[assignment]
@@ -50,6 +54,10 @@ class TuidebugApp(App[int]):
         self.trace = trace
         self.start_screen = start
         self.current_graph: GraphRecord | None = self._first_graph()
+        self.pending_flags: dict[str, Any] = {}  # flag name -> new value (flags screen)
+        self.compare_with: Path | None = None  # the trace the compare screen diffs against
+        self.recompile_worker: Any = None  # RecompileWorker, started on first use
+        self.recompile_job: Any = None  # the last RecompileJob
 
     def _first_graph(self) -> GraphRecord | None:
         graphs = self.trace.graphs
@@ -63,6 +71,116 @@ class TuidebugApp(App[int]):
 
     def on_mount(self) -> None:
         self.switch_mode(self.start_screen)
+
+    def on_unmount(self) -> None:
+        if self.recompile_worker is not None:
+            self.recompile_worker.close(timeout=2.0)
+            self.recompile_worker = None
+
+    # -- recompile, compare, open another trace ---------------------------------------------------
+
+    def _from_worker_thread(self, fn: Any, *args: Any) -> None:
+        try:
+            self.call_from_thread(fn, *args)
+        except RuntimeError:  # the app is shutting down
+            pass
+
+    def start_recompile(self, sets: dict[str, Any]) -> None:
+        """Recompile the open trace with ``sets`` in the warm worker (a separate process),
+        into a new trace directory beside it. Never blocks; progress goes to the flags screen."""
+        from tuidebug.compiler.recompile import format_sets
+        from tuidebug.compiler.worker import RecompileWorker
+
+        job = self.recompile_job
+        if job is not None and not job.done:
+            self.notify("a recompile is already running (x cancels it)", severity="warning")
+            return
+        try:
+            if self.recompile_worker is None:
+                self.recompile_worker = RecompileWorker(
+                    timeout=600,
+                    on_progress=lambda j, m: self._from_worker_thread(self._recompile_progress, j),
+                    on_done=lambda j: self._from_worker_thread(self._recompile_done, j))
+                self.recompile_worker.start()
+            self.recompile_job = self.recompile_worker.submit(self.trace.root, dict(sets))
+        except Exception as e:  # bad input, or the worker cannot start: report, stay alive
+            self.notify(f"{type(e).__name__}: {e}", title="cannot recompile", severity="error",
+                        timeout=10)
+            return
+        self.notify(f"recompiling with {format_sets(sets)}…", timeout=4)
+        self._recompile_progress(self.recompile_job)
+
+    def cancel_recompile(self) -> None:
+        job = self.recompile_job
+        if job is None or job.done or self.recompile_worker is None:
+            self.notify("no recompile is running", severity="warning")
+            return
+        self.recompile_worker.cancel(job)
+
+    def _flags_screen(self) -> FlagsScreen | None:
+        for s in self.screen_stack:
+            if isinstance(s, FlagsScreen):
+                return s
+        try:
+            stack = self._screen_stacks.get("flags") or []
+        except AttributeError:
+            stack = []
+        return next((s for s in stack if isinstance(s, FlagsScreen)), None)
+
+    def _recompile_progress(self, job: Any) -> None:
+        screen = self._flags_screen()
+        if screen is not None and screen.is_mounted:
+            screen.update_status()
+
+    async def _recompile_done(self, job: Any) -> None:
+        self._recompile_progress(job)
+        wrote = (job.out / "manifest.json").exists()
+        if job.state == "ok" or (job.state == "failed" and wrote):
+            sev = "information" if job.state == "ok" else "warning"
+            self.notify(job.summary(), title="recompile finished", severity=sev, timeout=8)
+            self.compare_with = job.out
+            await self.action_show_screen("compare")
+            if isinstance(self.screen, CompareScreen):
+                self.screen.refresh_graph()
+        else:
+            self.notify(job.summary(), title=f"recompile {job.state}", severity="error",
+                        timeout=15)
+
+    def action_compare_with(self) -> None:
+        def valid(text: str) -> str | None:
+            p = Path(text).expanduser()
+            if not (p / "manifest.json").is_file():
+                return f"not a trace directory (no manifest.json): {text}"
+            return None
+
+        async def chosen(text: str | None) -> None:
+            if not text:
+                return
+            self.compare_with = Path(text).expanduser().resolve()
+            await self.action_show_screen("compare")
+            if isinstance(self.screen, CompareScreen):
+                self.screen.refresh_graph()
+        self.push_screen(InputScreen("Compare with trace…", str(self.compare_with or ""),
+                                     "a trace directory   enter: compare, escape: cancel",
+                                     valid), chosen)
+
+    async def open_trace(self, path: Path) -> None:
+        """Replace the open trace with the one at ``path``; every screen is made afresh."""
+        old = self.trace.root
+        self.trace = Trace(path)
+        self.current_graph = self._first_graph()
+        self.pending_flags = {}
+        self.compare_with = Path(old)
+        current = self.current_mode
+        for mode, cls in self.MODES.items():
+            if mode != current:
+                await self.remove_mode(mode)
+                self.add_mode(mode, cls)
+        await self.switch_mode("overview" if current != "overview" else "passes")
+        await self.remove_mode(current)
+        self.add_mode(current, self.MODES[current])
+        await self.switch_mode("overview")
+        self.notify(f"opened {path} (compare: 8 shows it against {old})", timeout=6)
 
     # -- navigation ----------------------------------------------------------------------------
 

@@ -24,9 +24,10 @@ class Key:
     help: str = ""  # a longer explanation for the help screen and palette
 
 
-SCREENS = ("overview", "passes", "ir", "code", "autotune", "errors")
+SCREENS = ("overview", "passes", "ir", "code", "autotune", "errors", "flags", "compare")
 SCREEN_TITLES = {"overview": "Overview", "passes": "Passes", "ir": "IR & fusion",
-                 "code": "Code", "autotune": "Autotune", "errors": "Errors"}
+                 "code": "Code", "autotune": "Autotune", "errors": "Errors", "flags": "Flags",
+                 "compare": "Compare"}
 
 KEYS: list[Key] = [
     # -- everywhere --
@@ -42,6 +43,8 @@ KEYS: list[Key] = [
         help="look at the previous compiled graph"),
     Key("app.help", "question_mark,f1", "app.help", "Help", "app",
         help="list every key"),
+    Key("app.compare_with", "C", "app.compare_with", "Compare with trace…", "app", show=False,
+        help="compare with trace…: diff this trace against another trace directory"),
     Key("app.quit", "q", "app.quit", "Quit", "app", help="leave tuidebug"),
     # -- every trace screen --
     Key("screen.search", "slash", "search", "Search", "screen",
@@ -79,6 +82,30 @@ KEYS: list[Key] = [
         help="show the FX nodes of the selected kernel in the pass stepper"),
     Key("code.source", "s", "kernel_source", "Source", "code",
         help="show the user's source line the selected kernel came from"),
+    # -- errors --
+    Key("errors.minify", "m", "minify", "Minify", "errors",
+        help="shrink the failed graph into a standalone repro.py (in worker processes)"),
+    Key("errors.bisect", "b", "bisect", "Bisect", "errors",
+        help="name the backend / Inductor pass the failure needs (compiler bisector)"),
+    Key("errors.open_repro", "o", "open_repro", "Open repro", "errors",
+        help="open the minified repro.py in a text view (also: enter on the result)"),
+    Key("errors.cancel", "x", "cancel_task", "Cancel", "errors",
+        help="cancel the running minify or bisect"),
+    # -- flags --
+    Key("flags.filter", "f", "focus_filter", "Filter", "flags",
+        help="type to filter the flags by name or documentation"),
+    Key("flags.edit", "s", "edit_flag", "Set value", "flags",
+        help="set a new value for the selected flag (also: enter)"),
+    Key("flags.unset", "u", "unset_flag", "Unset", "flags",
+        help="drop the pending change of the selected flag"),
+    Key("flags.recompile", "r", "recompile", "Recompile", "flags",
+        help="recompile this trace with the pending changes in the warm worker (into a new "
+             "trace; this one is never modified)"),
+    Key("flags.cancel", "x", "cancel_recompile", "Cancel", "flags",
+        help="cancel the running recompile"),
+    # -- compare --
+    Key("compare.open", "o", "open_new", "Open new trace", "compare",
+        help="open the compared (new) trace in the app"),
 ]
 
 

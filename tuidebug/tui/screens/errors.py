@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
 from typing import Any
 
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
+from textual.widgets import Static
+from textual.worker import get_current_worker
 
 from tuidebug.trace import schema
 from tuidebug.trace.reader import GraphRecord, Trace
-from tuidebug.tui import model
+from tuidebug.tui import keymap, model
 from tuidebug.tui.screens.base import TraceScreen
+from tuidebug.tui.screens.modals import TextFileScreen
 from tuidebug.tui.screens.overview import open_error_site, progress_line
 from tuidebug.tui.widgets.render import to_lines
 from tuidebug.tui.widgets.textview import RichLines, TextView
@@ -81,11 +92,196 @@ def _styled(block: str) -> list[Text]:
     return out
 
 
+ROOT = Path(__file__).resolve().parents[3]
+
+
+class TaskCancelled(Exception):
+    """The user cancelled a minify (raised from its progress callback)."""
+
+
 class ErrorsScreen(TraceScreen):
     SCREEN_NAME = "errors"
+    BINDINGS = keymap.bindings("errors")
+    DEFAULT_CSS = """
+    ErrorsScreen #errors-task { height: auto; max-height: 8; padding: 0 1; background: $boost; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.task_items: list[Any] = []  # the last minify / bisect result, shown first
+        self.repro_path: Path | None = None
+        self.task_running: str | None = None
+        self._task_lines = 0
+        self._proc: subprocess.Popen[str] | None = None
 
     def compose_body(self) -> ComposeResult:
+        yield Static(self._idle_hint(), id="errors-task")
         yield TextView(id="errors-view", placeholder="reading…")
+
+    def _idle_hint(self) -> Text:
+        if self.app.trace.status != schema.STATUS_FAILED:  # type: ignore[attr-defined]
+            return Text("")
+        return Text.assemble(("m", "bold cyan"), (": minify into a repro.py   ", "dim"),
+                             ("b", "bold cyan"), (": bisect the responsible pass   ", "dim"),
+                             ("x", "bold cyan"), (": cancel", "dim"))
+
+    # -- minify / bisect -------------------------------------------------------------------------
+
+    def _can_run(self, what: str) -> bool:
+        if self.trace.status != schema.STATUS_FAILED:
+            self.notify(f"this trace did not fail: nothing to {what}", severity="warning")
+            return False
+        if self.task_running:
+            self.notify(f"a {self.task_running} is already running (x cancels it)",
+                        severity="warning")
+            return False
+        return True
+
+    def _progress(self, text: str) -> None:
+        self.query_one("#errors-task", Static).update(Text(text, style="bold"))
+
+    def action_minify(self) -> None:
+        if not self._can_run("minify"):
+            return
+        self.task_running = "minify"
+        trace_path = str(self.trace.root)
+        out = Path(tempfile.mkdtemp(prefix="tuidebug-repro-")) / "repro.py"
+        self._progress("⠿ minify: starting worker processes…")
+
+        def work() -> None:
+            from tuidebug.minify import minify
+
+            worker = get_current_worker()
+
+            def on_progress(p: Any) -> None:
+                if worker.is_cancelled:
+                    raise TaskCancelled()
+                line = (f"⠿ minify: {p.step}  attempts {p.attempts} (cache {p.cache_hits})  "
+                        f"nodes {p.nodes}/{p.nodes_before}  {p.elapsed_s:.0f}s"
+                        + (f"  {p.message}" if p.message else ""))
+                self.app.call_from_thread(self._progress, line)
+
+            try:
+                result = minify(trace_path, out, jobs=2, timeout=60, on_progress=on_progress)
+            except TaskCancelled:
+                self.app.call_from_thread(self._task_done, "minify", None, "cancelled")
+                return
+            except Exception as e:  # MinifyError and anything else: report, never crash
+                self.app.call_from_thread(self._task_done, "minify", None,
+                                          f"{type(e).__name__}: {e}")
+                return
+            self.app.call_from_thread(self._task_done, "minify", result, None)
+
+        self.run_worker(work, name="minify", group="task", thread=True, exit_on_error=False)
+
+    def action_bisect(self) -> None:
+        if not self._can_run("bisect"):
+            return
+        self.task_running = "bisect"
+        cmd = [sys.executable, "-m", "tuidebug.cli", "bisect", str(self.trace.root), "--json"]
+        if self.repro_path is not None and self.repro_path.is_file():
+            cmd += ["--repro", str(self.repro_path)]
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"]
+                                         if env.get("PYTHONPATH") else "")
+        self._progress("⠿ bisect: starting…")
+
+        def work() -> None:
+            # The bisector imports torch: it runs in a child process, never in the UI's.
+            t0 = time.monotonic()
+            try:
+                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True, env=env, start_new_session=True)
+            except OSError as e:
+                self.app.call_from_thread(self._task_done, "bisect", None, str(e))
+                return
+            self._proc = proc
+            tail: list[str] = []
+            assert proc.stderr is not None and proc.stdout is not None
+            for line in proc.stderr:
+                line = line.rstrip()
+                tail = (tail + [line])[-20:]
+                if line.startswith("[bisect]"):
+                    self.app.call_from_thread(
+                        self._progress, f"⠿ bisect: {line[9:]}  {time.monotonic() - t0:.0f}s")
+            out = proc.stdout.read()
+            rc = proc.wait()
+            self._proc = None
+            if get_current_worker().is_cancelled or rc < 0:
+                self.app.call_from_thread(self._task_done, "bisect", None, "cancelled")
+                return
+            try:
+                report = json.loads(out)
+            except json.JSONDecodeError:
+                msg = next((t for t in reversed(tail) if t.strip()), f"exit status {rc}")
+                self.app.call_from_thread(self._task_done, "bisect", None, msg)
+                return
+            self.app.call_from_thread(self._task_done, "bisect", report, None)
+
+        self.run_worker(work, name="bisect", group="task", thread=True, exit_on_error=False)
+
+    def action_cancel_task(self) -> None:
+        if not self.task_running:
+            self.notify("nothing is running", severity="warning")
+            return
+        for w in self.workers:
+            if w.group == "task":
+                w.cancel()
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        self._progress(f"cancelling the {self.task_running}…")
+
+    def on_unmount(self) -> None:
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def _task_done(self, what: str, result: Any, error: str | None) -> None:
+        self.task_running = None
+        if error:
+            self.query_one("#errors-task", Static).update(Text(f"{what}: {error}", style="bold red"))
+            if error != "cancelled":
+                self.notify(error, title=f"{what} failed", severity="error", timeout=10)
+            return
+        items: list[Any] = []
+        if what == "minify":
+            self.repro_path = Path(result.repro_path) if result.repro_path else None
+            ok = "verified" if result.verified else "NOT verified"
+            items.append(Text("minified repro", style="bold cyan"))
+            items.append(Text.assemble(("  repro  ", "dim"), (str(self.repro_path), "bold"),
+                                       ("   (enter / o: open)", "dim")))
+            items.append(Text(f"  nodes {result.nodes_before} → {result.nodes_after}, "
+                              f"{result.attempts} attempts ({result.cache_hits} cached), "
+                              f"{result.wall_s:.1f}s, {ok}",
+                              style="green" if result.verified else "yellow"))
+            self.query_one("#errors-task", Static).update(Text(f"minify done: {self.repro_path}  ({ok})",
+                                               style="bold green"))
+        else:
+            items.append(Text("bisect", style="bold cyan"))
+            items.append(Text.assemble(("  responsible  ", "dim"),
+                                       (str(result.get("found")), "bold")))
+            items.append(Text(f"  {result.get('runs')} runs in {result.get('wall_s')}s",
+                              style="dim"))
+            self.query_one("#errors-task", Static).update(Text(f"bisect done: {result.get('found')}",
+                                               style="bold green"))
+        items.append(Text(""))
+        self.task_items = items
+        self._task_lines = len(items)
+        if getattr(self, "_items", None) is not None:
+            self._render_lines(keep=False)
+
+    def action_open_repro(self) -> None:
+        if self.repro_path is None:
+            self.notify("no repro yet: press m to minify", severity="warning")
+            return
+        self.app.push_screen(TextFileScreen(self.repro_path))
 
     _done = False
 
@@ -96,6 +292,9 @@ class ErrorsScreen(TraceScreen):
         self.load("errors", None, lambda: error_renderables(self.trace))
 
     def on_text_view_activated(self, event: TextView.Activated) -> None:
+        if self.repro_path is not None and event.index < self._task_lines:
+            self.action_open_repro()
+            return
         open_error_site(self, event)
 
     def apply_loaded(self, what: str, key: Any, data: Any) -> None:
@@ -107,7 +306,10 @@ class ErrorsScreen(TraceScreen):
     def _render_lines(self, keep: bool) -> None:
         view = self.query_one(TextView)
         width = max(60, (view.size.width or self.app.size.width) - 2)
-        view.set_source(RichLines(to_lines(self.app.console, self._items, width)),
+        lines = to_lines(self.app.console, self.task_items, width) if self.task_items else []
+        self._task_lines = len(lines)
+        lines += to_lines(self.app.console, self._items, width)
+        view.set_source(RichLines(lines),
                         cursor=view.cursor if keep else 0, keep_scroll=keep)
         view.set_query(self.search_query)
 

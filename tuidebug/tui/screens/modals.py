@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Callable
+
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Label, OptionList, Static
+from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tuidebug.tui import keymap
 
 SCOPE_TITLES = {"app": "Everywhere", "screen": "Every screen", "passes": "Pass stepper (2)",
-                "ir": "IR & fusion (3)", "code": "Code (4)"}
+                "ir": "IR & fusion (3)", "code": "Code (4)", "errors": "Errors (6)",
+                "flags": "Flags (7)", "compare": "Compare (8)"}
 
 
 def help_table() -> Table:
@@ -88,4 +92,87 @@ class PickScreen(ModalScreen[str | None]):
         self.dismiss(event.option.id)
 
     def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class InputScreen(ModalScreen[str | None]):
+    """Ask for one line of text; ``validate(text)`` returns an error to show inline, or None.
+
+    Dismisses with the text once it validates, or None on escape.
+    """
+
+    DEFAULT_CSS = """
+    InputScreen { align: center middle; }
+    InputScreen > Vertical { width: 100; max-width: 100%; height: auto; border: thick $primary;
+                             background: $surface; padding: 0 1; }
+    InputScreen Label { width: 100%; }
+    InputScreen #input-title { background: $primary 30%; text-style: bold; padding: 0 1; }
+    InputScreen #input-error { color: $error; text-style: bold; }
+    InputScreen #input-hint { color: $text-muted; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="input.cancel")]
+
+    def __init__(self, title: str, value: str = "", hint: str = "",
+                 validate: Callable[[str], str | None] | None = None) -> None:
+        super().__init__()
+        self.title_text = title
+        self.value = value
+        self.hint = hint
+        self.validate = validate
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.title_text, id="input-title")
+            if self.hint:
+                yield Label(Text(self.hint), id="input-hint")
+            yield Input(self.value, id="input-value")
+            yield Label("", id="input-error")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        text = event.value.strip()
+        error = self.validate(text) if self.validate else None
+        if error:
+            self.query_one("#input-error", Label).update(Text(error))
+            return
+        self.dismiss(text)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class TextFileScreen(ModalScreen[None]):
+    """Show a text file (a repro.py) in a TextView; escape closes."""
+
+    DEFAULT_CSS = """
+    TextFileScreen { align: center middle; }
+    TextFileScreen > Vertical { width: 95%; height: 90%; border: thick $primary;
+                                background: $surface; }
+    TextFileScreen Label { width: 100%; padding: 0 1; background: $primary 30%; text-style: bold; }
+    TextFileScreen TextView { height: 1fr; }
+    """
+    BINDINGS = [Binding("escape,q", "close", "Close", id="file.close")]
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = Path(path)
+
+    def compose(self) -> ComposeResult:
+        from tuidebug.tui.widgets.textview import TextLines, TextView
+
+        try:
+            text = self.path.read_text(errors="replace")
+        except OSError as e:
+            text = f"cannot read {self.path}: {e}"
+        with Vertical():
+            yield Label(Text(f"{self.path}   (escape closes)"))
+            yield TextView(TextLines(text), gutter=True, id="file-view")
+
+    def on_mount(self) -> None:
+        self.query_one("#file-view").focus()
+
+    def action_close(self) -> None:
         self.dismiss(None)

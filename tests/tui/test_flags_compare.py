@@ -1,0 +1,106 @@
+"""Flags (7), compare (8), and minify from the errors screen, on real traces."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+
+from tuidebug.tui.screens.modals import InputScreen
+
+
+def _digest(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+async def _wait(ui, cond, timeout: float) -> bool:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if cond():
+            return True
+        await ui.pilot.pause(0.5)
+    return cond()
+
+
+async def _filter(ui, text: str) -> None:
+    await ui.press("7")
+    assert await _wait(ui, lambda: ui.app.screen.registry is not None, 30)
+    ui.app.screen.action_focus_filter()
+    await ui.pilot.press(*text)
+    await ui.press("enter")
+
+
+async def test_flags_search_shows_doc_and_rejects_bad_values(open_ui, mlp_trace: Path) -> None:
+    async with open_ui(mlp_trace) as ui:
+        await _filter(ui, "max_fusion")
+        assert ui.app.current_mode == "flags"
+        text = ui.text()
+        assert "max_fusion_size" in text
+        doc = ui.app.screen.registry.get("max_fusion_size").doc
+        assert doc and doc.split("\n")[0][:40] in text
+        assert ui.app.screen.selected().name.startswith("max_fusion")
+        lst = ui.app.screen.query_one("#flag-list")
+        lst.select_id("max_fusion_size")
+        await ui.press("s")
+        assert isinstance(ui.app.screen, InputScreen)
+        inp = ui.app.screen.query_one("#input-value")
+        inp.value = "not-a-number"
+        await ui.press("enter")
+        assert isinstance(ui.app.screen, InputScreen)
+        assert "max_fusion_size expects" in ui.text()
+        inp.value = "8"
+        await ui.press("enter")
+        assert not isinstance(ui.app.screen, InputScreen)
+        assert ui.app.pending_flags == {"max_fusion_size": 8}
+        assert "max_fusion_size = 8" in ui.text()
+        await ui.press("u")
+        assert ui.app.pending_flags == {}
+
+
+async def test_recompile_then_compare(open_ui, mlp_trace: Path, copy_trace) -> None:
+    src = copy_trace(mlp_trace, "mlp")
+    before = _digest(src)
+    async with open_ui(src) as ui:
+        await _filter(ui, "size_asserts")
+        ui.app.screen.query_one("#flag-list").select_id("size_asserts")
+        await ui.press("s")
+        ui.app.screen.query_one("#input-value").value = "false"
+        await ui.press("enter")
+        assert ui.app.pending_flags == {"size_asserts": False}
+        await ui.pilot.press("r")
+        await ui.pilot.pause(0.5)
+        assert ui.app.recompile_job is not None
+        # the UI stays responsive while the worker runs
+        assert "recompil" in ui.text() or ui.app.current_mode == "compare"
+        assert await _wait(ui, lambda: ui.app.recompile_job.done, 180), \
+            ui.app.recompile_job.summary()
+        job = ui.app.recompile_job
+        assert job.state == "ok", job.summary()
+        assert await _wait(ui, lambda: ui.app.current_mode == "compare" and any(
+            "size_asserts" in ln for ln in ui.lines("#compare-view")), 60)
+        lines = "\n".join(ui.lines("#compare-view"))
+        assert "size_asserts" in lines
+        assert str(job.out) in lines or job.out.name in lines
+        await ui.press("o")
+        assert ui.app.trace.root == job.out
+        assert ui.app.current_mode == "overview"
+    assert _digest(src) == before
+
+
+async def test_minify_from_errors_screen(open_ui, failing_trace: Path) -> None:
+    async with open_ui(failing_trace) as ui:
+        await ui.press("6")
+        assert "m: minify" in ui.text()
+        await ui.pilot.press("m")
+        await ui.pilot.pause(0.5)
+        screen = ui.app.screen
+        assert screen.task_running == "minify"
+        assert "minify" in ui.text()
+        done = await _wait(ui, lambda: screen.task_running is None, 240)
+        assert done, ui.text()
+        assert screen.repro_path is not None and screen.repro_path.is_file(), ui.text()
+        assert str(screen.repro_path) in "\n".join(ui.lines("#errors-view"))
+        await ui.press("o")
+        assert "repro.py" in ui.text()
+        await ui.press("escape")

@@ -1,0 +1,271 @@
+"""Flags: every Inductor config flag, its value in this trace, and a recompile with new values.
+
+The registry is read from the installed ``torch/_inductor/config.py`` without importing torch
+(in a worker thread). Recompiles run in the app's warm ``RecompileWorker`` (a separate process),
+into a new trace directory: the trace on display is never modified.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Input, Static
+from textual.widgets.option_list import Option
+
+from tuidebug.trace.reader import GraphRecord
+from tuidebug.tui import keymap
+from tuidebug.tui.screens.base import TraceScreen
+from tuidebug.tui.screens.modals import InputScreen
+from tuidebug.tui.widgets.lists import PickList
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+_MISSING = object()
+
+
+def value_text(v: Any) -> str:
+    if v is _MISSING:
+        return "?"
+    if isinstance(v, str):
+        return repr(v)
+    try:
+        return json.dumps(v)
+    except (TypeError, ValueError):
+        return str(v)
+
+
+class FlagsScreen(TraceScreen):
+    SCREEN_NAME = "flags"
+    BINDINGS = keymap.bindings("flags")
+    DEFAULT_CSS = """
+    FlagsScreen #flag-filter { height: 3; }
+    FlagsScreen #flags-main { height: 1fr; }
+    FlagsScreen #flag-list { width: 3fr; }
+    FlagsScreen #flag-side { width: 2fr; border-left: solid $primary 40%; }
+    FlagsScreen #flag-doc { height: 1fr; padding: 0 1; overflow-y: auto; }
+    FlagsScreen #flag-pending { height: auto; max-height: 10; padding: 0 1;
+                                border-top: solid $primary 40%; }
+    FlagsScreen #flag-status { height: auto; max-height: 8; padding: 0 1; background: $boost; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.registry: Any = None
+        self.shown: list[Any] = []
+        self._loaded = False
+        self._spin = 0
+        self._timer: Any = None
+
+    def compose_body(self) -> ComposeResult:
+        yield Input(placeholder="filter flags (name or doc; globs like triton.*)", id="flag-filter")
+        with Horizontal(id="flags-main"):
+            yield PickList(id="flag-list")
+            with Vertical(id="flag-side"):
+                yield Static("reading torch/_inductor/config.py…", id="flag-doc")
+                yield Static("", id="flag-pending")
+        yield Static("", id="flag-status")
+
+    # -- state kept on the app (shared with the compare screen) ----------------------------------
+
+    @property
+    def pending(self) -> dict[str, Any]:
+        return self.app.pending_flags  # type: ignore[attr-defined]
+
+    def is_loaded(self) -> bool:
+        return self._loaded
+
+    def show_graph(self, g: GraphRecord | None) -> None:
+        from tuidebug.compiler.flags import load_registry
+
+        self.load("registry", None, load_registry)
+        self._show_pending()
+        self.update_status()
+
+    def apply_loaded(self, what: str, key: Any, data: Any) -> None:
+        if what == "registry":
+            self._loaded = True
+            self.registry = data
+            self._fill(self.query_one("#flag-filter", Input).value)
+            self.query_one("#flag-list", PickList).focus()
+
+    # -- the list --------------------------------------------------------------------------------
+
+    def current_values(self) -> dict[str, Any]:
+        return dict((self.trace.config or {}).get("values") or {})
+
+    def _row(self, f: Any, values: dict[str, Any]) -> Text:
+        value = values.get(f.name, _MISSING)
+        default = f.default if f.default_known else _MISSING
+        changed = value is not _MISSING and default is not _MISSING and value != default
+        t = Text()
+        t.append("* " if changed else "  ", "bold yellow")
+        t.append(f"{f.name:<44.44} ", "bold" if changed else "")
+        t.append(f"{f.type:<16.16} ", "dim")
+        t.append(f"{value_text(value):<14.14}", "yellow" if changed else "")
+        t.append(f" default {value_text(default) if f.default_known else f.default_repr}"[:40],
+                 "dim")
+        if f.name in self.pending:
+            t.append(f"  → {value_text(self.pending[f.name])}", "bold green")
+        return t
+
+    def _fill(self, pattern: str) -> None:
+        if self.registry is None:
+            return
+        flags = self.registry.search(pattern) if pattern else list(self.registry)
+        self.shown = flags
+        values = self.current_values()
+        lst = self.query_one("#flag-list", PickList)
+        lst.set_items([Option(self._row(f, values), id=f.name) for f in flags])
+        if not flags:
+            self.set_text("#flag-doc", Text(f"no flag matches {pattern!r}", style="dim"))
+        else:
+            self._show_doc(flags[0])
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "flag-filter":
+            event.stop()
+            self._fill(event.value.strip())
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "flag-filter":
+            event.stop()
+            self.query_one("#flag-list", PickList).focus()
+
+    def on_option_list_option_highlighted(self, event: PickList.OptionHighlighted) -> None:
+        f = self._flag(event.option.id)
+        if f is not None:
+            self._show_doc(f)
+
+    def on_option_list_option_selected(self, event: PickList.OptionSelected) -> None:
+        event.stop()
+        self.action_edit_flag()
+
+    def _flag(self, name: str | None) -> Any:
+        if self.registry is None or not name:
+            return None
+        return self.registry.flags.get(name)
+
+    def selected(self) -> Any:
+        lst = self.query_one("#flag-list", PickList)
+        if lst.highlighted is None or not lst.option_count:
+            return None
+        return self._flag(lst.get_option_at_index(lst.highlighted).id)
+
+    def _show_doc(self, f: Any) -> None:
+        values = self.current_values()
+        t = Text()
+        t.append(f.name + "\n", "bold cyan")
+        t.append("type     ", "dim").append(f.type + "\n")
+        t.append("value    ", "dim").append(value_text(values.get(f.name, _MISSING)) + "\n")
+        default = value_text(f.default) if f.default_known else f"{f.default_repr} (computed)"
+        t.append("default  ", "dim").append(default + "\n")
+        if f.choices:
+            t.append("choices  ", "dim").append(", ".join(value_text(c) for c in f.choices) + "\n")
+        env = ", ".join(f.env) if f.env else "—"
+        t.append("env      ", "dim").append(env + "\n")
+        if f.name in self.pending:
+            t.append("pending  ", "dim").append(value_text(self.pending[f.name]) + "\n",
+                                                "bold green")
+        t.append("\n")
+        t.append(f.doc or "(no documentation in config.py)", "" if f.doc else "dim italic")
+        self.set_text("#flag-doc", t)
+
+    def _refresh_row(self, name: str) -> None:
+        lst = self.query_one("#flag-list", PickList)
+        f = self._flag(name)
+        i = lst.index_of(name)
+        if f is not None and i is not None:
+            lst.replace_option_prompt_at_index(i, self._row(f, self.current_values()))
+            self._show_doc(f)
+
+    def _show_pending(self) -> None:
+        if not self.pending:
+            self.query_one("#flag-pending", Static).update(Text("no pending change (s: set the selected flag)",
+                                                style="dim"))
+            return
+        t = Text("pending changes (r: recompile)\n", style="bold")
+        for name, v in self.pending.items():
+            t.append(f"  {name} = {value_text(v)}\n", "green")
+        t.rstrip()
+        self.query_one("#flag-pending", Static).update(t)
+
+    # -- actions ---------------------------------------------------------------------------------
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#flag-filter", Input).focus()
+
+    def action_edit_flag(self) -> None:
+        f = self.selected()
+        if f is None:
+            self.notify("no flag selected", severity="warning")
+            return
+        registry = self.registry
+        current = self.pending.get(f.name, self.current_values().get(f.name, f.default))
+
+        def validate(text: str) -> str | None:
+            try:
+                registry.parse_value(f.name, text)
+            except Exception as e:  # FlagValueError / UnknownFlag: shown inline
+                return str(e)
+            return None
+
+        def done(text: str | None) -> None:
+            if text is None:
+                return
+            self.pending[f.name] = registry.parse_value(f.name, text)
+            self._refresh_row(f.name)
+            self._show_pending()
+
+        initial = current if isinstance(current, str) else value_text(current)
+        hint = f"{f.type}" + (f"  choices: {', '.join(map(value_text, f.choices))}"
+                              if f.choices else "") + "   enter: set, escape: cancel"
+        self.app.push_screen(InputScreen(f"Set {f.name}", initial, hint, validate), done)
+
+    def action_unset_flag(self) -> None:
+        f = self.selected()
+        if f is not None and self.pending.pop(f.name, _MISSING) is not _MISSING:
+            self._refresh_row(f.name)
+            self._show_pending()
+
+    def action_recompile(self) -> None:
+        if not self.pending:
+            self.notify("no pending change: set a flag first (s)", severity="warning")
+            return
+        self.app.start_recompile(dict(self.pending))  # type: ignore[attr-defined]
+
+    def action_cancel_recompile(self) -> None:
+        self.app.cancel_recompile()  # type: ignore[attr-defined]
+
+    # -- progress --------------------------------------------------------------------------------
+
+    def update_status(self) -> None:
+        job = getattr(self.app, "recompile_job", None)
+        if job is None:
+            self.query_one("#flag-status", Static).update(Text("r: recompile with the pending changes "
+                                               "(in a warm worker process)", style="dim"))
+            self._stop_timer()
+            return
+        t = Text()
+        if not job.done:
+            t.append(SPINNER[self._spin % len(SPINNER)] + " ", "bold cyan")
+            if self._timer is None:
+                self._timer = self.set_interval(0.15, self._tick)
+        else:
+            self._stop_timer()
+        style = {"ok": "bold green", "running": "bold", "queued": "dim"}.get(job.state, "bold red")
+        t.append(job.summary(), style)
+        for msg in job.messages[-4:]:
+            t.append("\n  " + msg, "dim")
+        self.query_one("#flag-status", Static).update(t)
+
+    def _tick(self) -> None:
+        self._spin += 1
+        self.update_status()
+
+    def _stop_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
