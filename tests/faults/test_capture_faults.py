@@ -150,3 +150,15 @@ def test_read_only_output_directory(tmp_path: Path, case: Case) -> None:
     case.survived = True
     assert target.read_text() == "x"
     case.data_lost = False
+
+
+def test_compile_that_raises(failing_trace: Path, case: Case) -> None:
+    """A C++ compile error planted with inject_relu_bug_TESTING_ONLY: the trace says failed, with
+    the phase and traceback, and holds everything up to the failure."""
+    t = Trace(failing_trace)
+    assert t.status == "failed" and t.error["phase"] == "kernel_compile"
+    case.survived = True
+    (g,) = t.graphs
+    assert g.snapshots() and g.ir_post and g.kernels and g.error
+    assert all_files_parse(failing_trace) == []
+    case.data_lost = False
