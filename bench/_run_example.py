@@ -19,6 +19,11 @@ sys.argv = [script]
 t0 = time.perf_counter()
 if mode == "plain":
     runpy.run_path(script, run_name="__main__")
+elif mode == "plain-samecaches":  # plain compile with the caches capture turns off, off
+    from tuidebug.compiler.compat import caches_off_patch
+
+    with caches_off_patch():
+        runpy.run_path(script, run_name="__main__")
 else:
     from tuidebug.compiler.capture import capture
 

@@ -40,15 +40,19 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--no-check", action="store_true",
                     help="capture without the eager comparison")
+    ap.add_argument("--same-caches", action="store_true",
+                    help="plain runs also turn off the graph-level caches capture turns off "
+                         "(FX graph, AOTAutograd, PGO): the same compile work on both sides")
     ap.add_argument("examples", nargs="*", default=DEFAULT)
     ns = ap.parse_args()
     mode = "capture-nocheck" if ns.no_check else "capture"
+    plain_mode = "plain-samecaches" if ns.same_caches else "plain"
     print(f"{'example':24} {'plain s':>9} {'capture s':>10} {'ratio':>7}")
     ratios = []
     for ex in ns.examples:
         plain, cap = [], []
         for _ in range(ns.repeat):
-            plain.append(run("plain", ex))
+            plain.append(run(plain_mode, ex))
             cap.append(run(mode, ex))
         p, c = statistics.median(plain), statistics.median(cap)
         ratios.append(c / p)
