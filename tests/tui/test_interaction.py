@@ -11,6 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import pythonpath
 from tuidebug.trace.reader import Trace
 from tuidebug.tui import keymap
@@ -188,3 +190,16 @@ async def test_big_text_is_one_line_api_widget(open_ui, mlp_trace: Path, transfo
             counts.append((len(list(ui.app.screen.walk_children())), len(ui.lines("#graph-view"))))
     assert counts[0][1] != counts[1][1]
     assert counts[0][0] == counts[1][0]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (160, 45), (220, 60)])
+async def test_every_terminal_size_paints_every_screen(open_ui, mlp_trace: Path, size) -> None:
+    """The title bar shortens its tabs on narrow terminals; every screen must still paint."""
+    from tuidebug.tui.keymap import SCREENS
+
+    async with open_ui(mlp_trace, size=size) as ui:
+        for i, _ in enumerate(SCREENS):
+            await ui.press(str(i + 1))
+        await ui.press("1")
+        text = ui.text()
+        assert "mlp" in text and " 1 Over" in text and "7 Flag" in text

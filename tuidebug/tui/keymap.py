@@ -28,6 +28,8 @@ SCREENS = ("overview", "passes", "ir", "code", "autotune", "errors", "flags", "c
 SCREEN_TITLES = {"overview": "Overview", "passes": "Passes", "ir": "IR & fusion",
                  "code": "Code", "autotune": "Autotune", "errors": "Errors", "flags": "Flags",
                  "compare": "Compare"}
+SCREEN_SHORT_TITLES = {"overview": "Over", "passes": "Pass", "ir": "IR", "code": "Code",
+                       "autotune": "Tune", "errors": "Err", "flags": "Flag", "compare": "Cmp"}
 
 KEYS: list[Key] = [
     # -- everywhere --

@@ -9,7 +9,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Input, Label, Static
 
-from tuidebug.tui.keymap import SCREEN_TITLES, SCREENS
+from tuidebug.tui.keymap import SCREEN_SHORT_TITLES, SCREEN_TITLES, SCREENS
 
 STATUS_STYLE = {"ok": "bold green", "failed": "bold white on red",
                 "crashed": "bold white on magenta", "running": "bold black on yellow",
@@ -30,8 +30,6 @@ class TitleBar(Static):
     def on_mount(self) -> None:
         self.update_bar()
 
-    SHORT = {"overview": "Over", "passes": "Pass", "ir": "IR", "code": "Code",
-             "autotune": "Tune", "errors": "Err"}
 
     def update_bar(self) -> None:
         width = self.size.width or self.app.size.width
@@ -42,8 +40,8 @@ class TitleBar(Static):
         self.update(t)
 
     def _labels(self, compact: bool) -> list[tuple[str, str]]:
-        titles = self.SHORT if compact else SCREEN_TITLES
-        return [(name, f" {i + 1} {titles[name]} ") for i, name in enumerate(SCREENS)]
+        titles = SCREEN_SHORT_TITLES if compact else SCREEN_TITLES
+        return [(name, f" {i + 1} {titles.get(name, name)} ") for i, name in enumerate(SCREENS)]
 
     def _bar(self, level: int) -> Text:
         """Level 0: everything; 1: short tab names; 2: also without the program's name."""
