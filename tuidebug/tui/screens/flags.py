@@ -102,13 +102,15 @@ class FlagsScreen(TraceScreen):
         changed = value is not _MISSING and default is not _MISSING and value != default
         t = Text()
         t.append("* " if changed else "  ", "bold yellow")
-        t.append(f"{f.name:<44.44} ", "bold" if changed else "")
-        t.append(f"{f.type:<16.16} ", "dim")
-        t.append(f"{value_text(value):<14.14}", "yellow" if changed else "")
-        t.append(f" default {value_text(default) if f.default_known else f.default_repr}"[:40],
-                 "dim")
+        t.append(f"{f.name:<40.40} ", "bold" if changed else "")
+        t.append(f"{f.type:<12.12} ", "dim")
+        t.append(f"{value_text(value):<12.12}", "yellow" if changed else "")
+        shown = value_text(default) if f.default_known else "(computed)"
+        t.append(f" default {shown:<11.11}", "dim")
         if f.name in self.pending:
             t.append(f"  → {value_text(self.pending[f.name])}", "bold green")
+        t.no_wrap = True
+        t.overflow = "ellipsis"
         return t
 
     def _fill(self, pattern: str) -> None:
