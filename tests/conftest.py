@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import dataclass
 import subprocess
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -86,3 +88,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
     for item in gpu_items:
         item.add_marker(skip)
+
+
+# -- the faults summary: tests that take `case` record whether tuidebug survived and lost data --
+
+_CASES: list["Case"] = []
+
+
+@dataclass
+class Case:
+    name: str
+    survived: bool = False
+    data_lost: bool = True
+    note: str = ""
+
+
+@pytest.fixture
+def case(request: pytest.FixtureRequest) -> Iterator[Case]:
+    """A fault case. The test sets ``survived`` and ``data_lost`` as it checks them."""
+    c = Case(request.node.name)
+    _CASES.append(c)
+    yield c
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not _CASES:
+        return
+    tr = terminalreporter
+    tr.section("faults summary")
+    tr.write_line(f"{'case':60} {'survived':>9} {'data lost':>10}")
+    for c in _CASES:
+        tr.write_line(f"{c.name[:60]:60} {('yes' if c.survived else 'NO'):>9} "
+                      f"{('YES' if c.data_lost else 'no'):>10}  {c.note}")
+    survived = sum(c.survived for c in _CASES)
+    lost = sum(c.data_lost for c in _CASES)
+    tr.write_line(f"cases tried: {len(_CASES)}, survived: {survived}, data lost: {lost}")

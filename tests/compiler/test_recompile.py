@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, Case
 from tuidebug.compiler import recompile
 from tuidebug.compiler.flags import FlagValueError, UnknownFlag
 from tuidebug.compiler.worker import RecompileWorker
@@ -152,7 +152,7 @@ def test_unchanged_recompile_reproduces_the_cold_trace(worker: RecompileWorker, 
 
 
 def test_crashing_job_is_reported_and_the_worker_goes_on(worker: RecompileWorker,
-                                                         tmp_path: Path) -> None:
+                                                         tmp_path: Path, case: Case) -> None:
     abort = script(tmp_path, "abort.py", SMALL + "import os; os.abort()\n")
     job = worker.submit_script(abort, out=tmp_path / "aborted")
     assert job.wait(600)
@@ -163,9 +163,12 @@ def test_crashing_job_is_reported_and_the_worker_goes_on(worker: RecompileWorker
 
     ok = worker.submit_script(script(tmp_path, "small.py", SMALL), out=tmp_path / "after")
     assert ok.wait(600) and ok.state == "ok", ok.error
+    case.survived = True
+    case.data_lost = False
 
 
-def test_compile_failure_from_a_set_is_reported(worker: RecompileWorker, tmp_path: Path) -> None:
+def test_compile_failure_from_a_set_is_reported(worker: RecompileWorker, tmp_path: Path,
+                                                case: Case) -> None:
     base = worker.submit_script(script(tmp_path, "small.py", SMALL), out=tmp_path / "small")
     assert base.wait(600) and base.state == "ok", base.error
     # Inductor's planted bug: the C++ code generated for relu does not compile
@@ -177,9 +180,12 @@ def test_compile_failure_from_a_set_is_reported(worker: RecompileWorker, tmp_pat
     assert Trace(job.out).status == "failed"
     ok = worker.submit(base.out, ["max_fusion_size=2"], tmp_path / "after")
     assert ok.wait(600) and ok.state == "ok", ok.error
+    case.survived = True
+    case.data_lost = Trace(base.out).status != "ok"  # the source trace is untouched
 
 
-def test_hanging_job_hits_the_timeout(worker: RecompileWorker, tmp_path: Path) -> None:
+def test_hanging_job_hits_the_timeout(worker: RecompileWorker, tmp_path: Path,
+                                      case: Case) -> None:
     hang = script(tmp_path, "hang.py", SMALL + "import time; time.sleep(3600)\n")
     t0 = time.monotonic()
     job = worker.submit_script(hang, out=tmp_path / "hung", timeout=8)
@@ -195,9 +201,11 @@ def test_hanging_job_hits_the_timeout(worker: RecompileWorker, tmp_path: Path) -
     assert not alive, "the hung job's process is still running"
     ok = worker.submit_script(script(tmp_path, "small.py", SMALL), out=tmp_path / "after")
     assert ok.wait(600) and ok.state == "ok", ok.error
+    case.survived = True
+    case.data_lost = False
 
 
-def test_worker_restarts_when_its_process_dies(tmp_path: Path) -> None:
+def test_worker_restarts_when_its_process_dies(tmp_path: Path, case: Case) -> None:
     w = RecompileWorker(warmup=False, timeout=300).start()
     try:
         assert w.wait_ready(300), w.log_tail()
@@ -213,6 +221,8 @@ def test_worker_restarts_when_its_process_dies(tmp_path: Path) -> None:
         ok = w.submit_script(script(tmp_path, "small.py", SMALL), out=tmp_path / "after")
         assert ok.wait(600) and ok.state == "ok", (ok.error, w.log_tail())
         assert w.pid != first_pid and w.restarts == 1
+        case.survived = True
+        case.data_lost = False
     finally:
         w.close()
 
