@@ -382,3 +382,46 @@ def triton_version() -> str | None:
     except Exception:
         return None
 
+
+
+# -- process state (warm workers) ------------------------------------------------------------------
+
+def reset_dynamo() -> None:
+    """Forget every compiled frame (Dynamo caches, guards) and clear Dynamo's counters."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    try:
+        from torch._dynamo.utils import counters
+
+        counters.clear()
+    except ImportError:
+        pass
+
+
+def lowering_checkpoint() -> Callable[[], None]:
+    """Remember Inductor's lowering and fallback tables; the returned function drops what was
+    registered since (a warm-up compile must not leak registrations into later jobs)."""
+    from torch._inductor import lowering
+
+    lowerings_before = set(lowering.lowerings)
+    fallbacks_before = set(getattr(lowering, "fallbacks", ()) or ())
+
+    def restore() -> None:
+        for key in set(lowering.lowerings) - lowerings_before:
+            lowering.lowerings.pop(key, None)
+        fb = getattr(lowering, "fallbacks", None)
+        if isinstance(fb, set):
+            fb.difference_update(fb - fallbacks_before)
+
+    return restore
+
+
+def is_op_overload(target: Any) -> bool:
+    return isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket))
+
+
+def higher_order_name(target: Any) -> str | None:
+    if isinstance(target, torch._ops.HigherOrderOperator):
+        return str(target.name())
+    return None

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from tuidebug.compiler import compat
 from tuidebug.trace.graph import GRAPH_FORMAT
 from tuidebug.trace.layout import diff_fingerprints, parse_stack_trace  # noqa: F401 (re-exported)
 
@@ -19,10 +20,11 @@ def target_name(node: torch.fx.Node) -> str:
     t = node.target
     if isinstance(t, str):
         return t
-    if isinstance(t, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+    if compat.is_op_overload(t):
         return str(t)
-    if isinstance(t, torch._ops.HigherOrderOperator):
-        return f"higher_order.{t.name()}"
+    hop = compat.higher_order_name(t)
+    if hop is not None:
+        return f"higher_order.{hop}"
     mod = getattr(t, "__module__", None) or ""
     qual = getattr(t, "__qualname__", None) or getattr(t, "__name__", None)
     if qual:

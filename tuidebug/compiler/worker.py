@@ -139,13 +139,13 @@ class RecompileWorker:
     """Client of the warm worker process. Thread-safe; never imports torch.
 
     ``timeout``: seconds a job may run before it is killed and reported (per job overridable).
-    ``use_cache``: leave Inductor's kernel caches on for jobs (see ``recompile.py``).
+    ``use_cache``: let the graph-level caches hit in jobs too (see ``recompile.py``).
     ``warmup``: warm the server up with a small compile before the first job (on by default;
     the CLI's one-shot ``recompile`` turns it off). ``max_parallel``: jobs run at once.
     ``on_progress`` / ``on_done``: defaults for jobs that do not pass their own.
     """
 
-    def __init__(self, *, timeout: float = DEFAULT_TIMEOUT, use_cache: bool = True,
+    def __init__(self, *, timeout: float = DEFAULT_TIMEOUT, use_cache: bool = False,
                  warmup: bool = True, max_parallel: int = 1, python: str | None = None,
                  env: Mapping[str, str] | None = None,
                  on_progress: Callable[[RecompileJob, str], None] | None = None,
@@ -919,9 +919,6 @@ def _warmup() -> None:
     import shutil
 
     import torch
-    import torch._dynamo
-    from torch._inductor import config as iconfig
-    from torch._inductor import lowering
 
     from tuidebug.compiler import compat
     from tuidebug.compiler.capture import capture
@@ -933,8 +930,7 @@ def _warmup() -> None:
     compat.add_autotune_feedback = no_feedback  # type: ignore[assignment]
     rng = torch.get_rng_state()
     py_rng = random.getstate()
-    lowerings_before = set(lowering.lowerings)
-    fallbacks_before = set(getattr(lowering, "fallbacks", ()) or ())
+    restore_lowerings = compat.lowering_checkpoint()
     threads = torch.get_num_threads()
     counters_before = _module_counters()
     tmp = Path(tempfile.mkdtemp(prefix="tuidebug-warmup-"))
@@ -942,24 +938,14 @@ def _warmup() -> None:
         script = tmp / "warmup_model.py"
         script.write_text(_WARMUP_SCRIPT)
         torch.set_num_threads(1)
-        with iconfig.patch({"compile_threads": 1}):
+        with compat.inductor_config_patch({"compile_threads": 1}):
             with capture(tmp / "trace", use_cache=True, command=["warmup"]):
                 runpy.run_path(str(script), run_name="__main__")
     finally:
         compat.add_autotune_feedback = orig_feedback  # type: ignore[assignment]
         torch.set_num_threads(threads)
-        torch._dynamo.reset()
-        try:
-            from torch._dynamo.utils import counters
-
-            counters.clear()
-        except Exception:
-            pass
-        for key in set(lowering.lowerings) - lowerings_before:
-            lowering.lowerings.pop(key, None)
-        fb = getattr(lowering, "fallbacks", None)
-        if isinstance(fb, set):
-            fb.difference_update(fb - fallbacks_before)
+        compat.reset_dynamo()
+        restore_lowerings()
         torch.set_rng_state(rng)
         random.setstate(py_rng)
         _restore_module_counters(counters_before)

@@ -31,9 +31,9 @@ def run_candidate(path: str, index: int, bisect_dir: str | None = None) -> dict[
     With ``bisect_dir`` the run happens under Inductor's compiler bisector, whose state (which
     backend / subsystem / range is being tested) the parent keeps in that directory.
     """
-    import torch._dynamo
+    from tuidebug.compiler import compat
 
-    torch._dynamo.reset()
+    compat.reset_dynamo()
     t0 = time.perf_counter()
     if bisect_dir:
         from tuidebug.minify import torch_api
