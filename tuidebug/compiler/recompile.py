@@ -11,11 +11,12 @@ Two halves:
   trace's config overrides plus the new ones.
 
 A recompile never touches the original trace: it writes a new trace directory, by default
-``<trace>-<flag>=<value>`` beside it. It captures like ``tuidebug trace``: the graph-level caches
-(FX graph, AOTAutograd, Dynamo's local PGO; ``compat.CACHES_OFF``) are off unless a ``--set``
-turns one on, because a whole-graph cache hit would skip the passes, IR and fusion decisions the
-trace is for, while the kernel code cache stays on, so kernels whose code did not change are not
-compiled again. ``use_cache=True`` lets the graph-level caches hit too.
+``<trace>-<flag>=<value>`` beside it. With ``use_cache`` (the default) Inductor's caches stay on
+for the recompile, so kernels whose code did not change are not compiled again (their compiled
+``.so``/Triton binaries are reused); the FX graph cache and AOTAutograd cache stay off unless a
+``--set`` turns them on, because a whole-graph cache hit would skip the passes, IR and fusion
+decisions the trace is for. Dynamo's local PGO profile is turned off too: it persists "this dim
+was dynamic last time" across processes and would make a recompile trace different graphs.
 """
 
 from __future__ import annotations
@@ -28,7 +29,15 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 __all__ = ["RecompileError", "parse_sets", "format_sets", "trace_source", "default_out",
-           "recompile_spec", "script_spec", "run_job"]
+           "recompile_spec", "script_spec", "run_job", "CACHE_SETTINGS"]
+
+# Inductor settings a recompile with caches on adds (unless a --set names them): see above.
+CACHE_SETTINGS: dict[str, Any] = {"fx_graph_cache": False}
+# Non-Inductor settings applied in the job (recorded in the manifest's "recompile" entry).
+OTHER_SETTINGS: dict[str, Any] = {
+    "torch._functorch.config.enable_autograd_cache": False,
+    "torch._dynamo.config.automatic_dynamic_local_pgo": False,
+}
 
 
 class RecompileError(Exception):
@@ -156,7 +165,7 @@ def _check_out(out: Path, trace: Path | None = None) -> Path:
 
 
 def recompile_spec(trace: str | os.PathLike[str], sets: Mapping[str, Any],
-                   out: str | os.PathLike[str] | None = None, *, use_cache: bool = False,
+                   out: str | os.PathLike[str] | None = None, *, use_cache: bool = True,
                    timeout: float | None = None,
                    env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The job that recompiles ``trace`` with ``sets`` (already validated) into ``out``."""
@@ -171,7 +180,7 @@ def recompile_spec(trace: str | os.PathLike[str], sets: Mapping[str, Any],
 
 def script_spec(script: str | os.PathLike[str], args: Iterable[str] = (),
                 sets: Mapping[str, Any] | None = None, out: str | os.PathLike[str] = "",
-                *, cwd: str | None = None, check: bool = True, use_cache: bool = False,
+                *, cwd: str | None = None, check: bool = True, use_cache: bool = True,
                 timeout: float | None = None,
                 env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A job that traces ``script`` (like ``tuidebug trace``) with ``sets``, in the worker."""
@@ -189,6 +198,19 @@ def script_spec(script: str | os.PathLike[str], args: Iterable[str] = (),
 
 
 # -- the job itself (runs in the forked child; imports torch) -------------------------------------
+
+def _apply_other_settings(settings: Mapping[str, Any]) -> None:
+    import importlib
+
+    for dotted, value in settings.items():
+        mod_name, _, attr = dotted.rpartition(".")
+        try:
+            mod = importlib.import_module(mod_name)
+            if hasattr(mod, attr):
+                setattr(mod, attr, value)
+        except Exception:  # an older/newer torch without it: nothing to turn off
+            pass
+
 
 def run_job(spec: Mapping[str, Any], emit: Callable[[dict[str, Any]], None] | None = None) -> int:
     """Run one job in this process (a fresh child of the worker). Returns the exit code of
@@ -217,7 +239,12 @@ def run_job(spec: Mapping[str, Any], emit: Callable[[dict[str, Any]], None] | No
     script = spec["script"]
     args = list(spec.get("args") or [])
     overrides = dict(spec.get("overrides") or {})
-    use_cache = bool(spec.get("use_cache", False))
+    use_cache = bool(spec.get("use_cache", True))
+    extra = {k: v for k, v in CACHE_SETTINGS.items() if k not in overrides} if use_cache else {}
+    other = dict(OTHER_SETTINGS) if use_cache else {}
+    if "fx_graph_cache" in overrides:
+        other.pop("torch._functorch.config.enable_autograd_cache", None)
+    _apply_other_settings(other)
 
     session = CaptureSession(
         spec["out"], check_accuracy=bool(spec.get("check", True)), use_cache=use_cache,
@@ -239,11 +266,14 @@ def run_job(spec: Mapping[str, Any], emit: Callable[[dict[str, Any]], None] | No
         orig_set_phase(phase, graph_id)
 
     writer.set_phase = set_phase  # type: ignore[method-assign]
-    writer.update(recompile={"from": spec.get("source_trace"), "sets": spec.get("sets") or {},
-                             "use_cache": use_cache, "worker_pid": os.getppid()})
-    if overrides:  # entered after the capture's own patches, so a --set always wins
+    writer.update(
+        tuidebug_config={**(writer.manifest.get("tuidebug_config") or {}), **extra},
+        recompile={"from": spec.get("source_trace"), "sets": spec.get("sets") or {},
+                   "use_cache": use_cache, "settings": other, "worker_pid": os.getppid()})
+    patches = {**extra, **overrides}
+    if overrides:
         writer.update(config_overrides=overrides)
-    patch = compat.inductor_config_patch(overrides) if overrides else None
+    patch = compat.inductor_config_patch(patches) if patches else None
     if patch is not None:
         patch.__enter__()
     try:

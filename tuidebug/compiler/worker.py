@@ -139,13 +139,13 @@ class RecompileWorker:
     """Client of the warm worker process. Thread-safe; never imports torch.
 
     ``timeout``: seconds a job may run before it is killed and reported (per job overridable).
-    ``use_cache``: let the graph-level caches hit in jobs too (see ``recompile.py``).
+    ``use_cache``: leave Inductor's kernel caches on for jobs (see ``recompile.py``).
     ``warmup``: warm the server up with a small compile before the first job (on by default;
     the CLI's one-shot ``recompile`` turns it off). ``max_parallel``: jobs run at once.
     ``on_progress`` / ``on_done``: defaults for jobs that do not pass their own.
     """
 
-    def __init__(self, *, timeout: float = DEFAULT_TIMEOUT, use_cache: bool = False,
+    def __init__(self, *, timeout: float = DEFAULT_TIMEOUT, use_cache: bool = True,
                  warmup: bool = True, max_parallel: int = 1, python: str | None = None,
                  env: Mapping[str, str] | None = None,
                  on_progress: Callable[[RecompileJob, str], None] | None = None,
