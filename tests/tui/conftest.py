@@ -8,6 +8,7 @@ manifest that still says ``running`` and no generated code — what a segfault l
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -37,6 +38,23 @@ class UI:
             await self.pilot.pause()
             await self.app.workers.wait_for_complete()
         await self.pilot.pause()
+        await self.painted()
+
+    async def painted(self, limit_s: float = 10.0) -> None:
+        """Wait until the screen has no layout or repaint pending.
+
+        Textual repaints on a timer (up to 1/60 s after the app goes idle), so an idle message
+        queue does not yet mean the screen shows the new state; on a loaded machine the gap is
+        large enough for an assertion on the painted text to run first.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit_s
+        while loop.time() < deadline:
+            screen = self.app.screen
+            if not (screen._layout_required or screen._scroll_required
+                    or screen._repaint_required or screen._dirty_widgets):
+                return
+            await self.pilot.pause(0.02)
 
     async def press(self, *keys: str) -> None:
         for k in keys:
