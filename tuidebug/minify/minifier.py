@@ -1,11 +1,14 @@
 """The minifier: a failed trace -> the smallest ``repro.py`` that still fails the same way.
 
 Steps: (1) the kernel the failure points to (provenance) is tried as a region, else the whole
-graph; (2) delta debugging over its compute nodes; (3) over the config flags; (4) over input
+graph, and that start is run twice more on its own (a flaky failure stops here: its repro
+would not reproduce); (2) delta debugging over its compute nodes; (3) over the config flags; (4) over input
 simplifications (contiguous strides, shared tensors); (5) over scalar constants. Each candidate
 is rendered to a standalone script, keyed by its canonical text (never tested twice) and run by
 a pool of warm workers; it counts only if it fails with the trace's signature. The result is
-written to ``out`` and re-run in a fresh process before it is reported as verified.
+written to ``out`` and re-run in a fresh process; one that does not fail there is moved into the
+work directory, so ``out`` never holds a repro that does not reproduce (an interrupted run keeps
+its best candidate at ``out``, marked not verified).
 
 This module (the parent side) never imports torch: the workers do.
 """
@@ -33,6 +36,10 @@ from tuidebug.minify.signature import Signature
 from tuidebug.minify.source import Failure, MinifyError, load_failure, regions
 
 __all__ = ["MinifyError", "MinifyResult", "Progress", "minify"]
+
+
+# The starting candidate must fail the trace's way this many times in a row (flaky failures).
+CONFIRM_RUNS = 3
 
 
 @dataclass
@@ -188,18 +195,22 @@ class Minifier:
         if sig is not None and not ok:
             self.rejected += 1
         spec, prog = self.programs[key]
+        self._log(key, prog, result, ok)
+        if ok and (self.best is None or (prog.size, len(prog.inputs), len(prog.flags)) <
+                   (self.best.program.size, len(self.best.program.inputs),
+                    len(self.best.program.flags))):
+            self.best = _Best(spec, prog)
+        self.progress()
+
+    def _log(self, key: str, prog: Program, result: dict[str, Any], ok: bool,
+             **extra: Any) -> None:
         with open(self.work_dir / "candidates.jsonl", "a") as log:
             log.write(json.dumps({
                 "n": self.attempts, "file": str(self._paths.get(key, "")), "nodes": prog.size,
                 "inputs": len(prog.inputs), "outcome": result.get("outcome"),
                 "kind": result.get("kind"), "type": result.get("type"), "match": ok,
                 "message": str(result.get("message") or result.get("reason") or "")[:300],
-                "seconds": result.get("seconds")}) + "\n")
-        if ok and (self.best is None or (prog.size, len(prog.inputs), len(prog.flags)) <
-                   (self.best.program.size, len(self.best.program.inputs),
-                    len(self.best.program.flags))):
-            self.best = _Best(spec, prog)
-        self.progress()
+                "seconds": result.get("seconds"), **extra}) + "\n")
 
     def _inflight(self) -> int:
         return sum(1 for f in self.pending.values() if not f.done())
@@ -242,6 +253,19 @@ class Minifier:
                 del self.pending[key]
                 self.programs.pop(key, None)
 
+    def _drain(self) -> None:
+        """Cancel what has not started and wait for what has (recording its verdict)."""
+        self._cancel_queued()
+        while self.pending:
+            for fut in list(self.pending.values()):
+                try:
+                    fut.result(timeout=0.5)
+                except FutureTimeout:
+                    self.progress()
+                except Exception:  # noqa: BLE001 - a cancelled/broken run has no verdict
+                    pass
+            self._collect()
+
     # -- steps ---------------------------------------------------------------------------------
     def _spec(self, **changes: Any) -> Spec:
         assert self.best is not None
@@ -262,6 +286,38 @@ class Minifier:
             self.best = _Best(full, self._entry(full)[1])  # type: ignore[arg-type]
         else:
             self.best = _Best(specs[i], self._entry(specs[i])[1])  # type: ignore[arg-type]
+        self._end(mark)
+
+    def confirm_start(self) -> None:
+        """Run the starting candidate again, alone: a failure that comes and goes would make
+        every later verdict a coin toss and end in a repro that does not reproduce."""
+        assert self.best is not None and self.pool is not None
+        mark = self._begin("confirm")
+        self._drain()  # nothing else runs meanwhile
+        _, prog, key = self._entry(self.best.spec)
+        assert prog is not None and key is not None
+        path = self._paths[key]
+        for run in range(2, CONFIRM_RUNS + 1):
+            fut = self.pool.submit(path, self.timeout)
+            while True:
+                try:
+                    result = fut.result(timeout=0.5)
+                    break
+                except FutureTimeout:
+                    self.progress()
+            self.attempts += 1
+            sig = Signature.from_result(result)
+            ok = self.signature.matches(sig)
+            self._log(key, prog, result, ok, confirm=run)
+            if not ok:
+                got = sig.describe() if sig else str(result.get("outcome") or "no result")
+                raise MinifyError(
+                    f"the failure is flaky: {path.name} ({prog.size} compute nodes) failed the "
+                    f"trace's way ({self.signature.describe()}) in {run - 1} of {run} runs; run {run} "
+                    f"gave {got!r}. A repro minified from a failure that comes and goes would "
+                    f"not reliably reproduce, so none was written. Make the failure deterministic "
+                    f"first (fixed seeds, one compile thread, a stable toolchain), then minify "
+                    f"again. (candidates and worker logs: {self.work_dir})")
         self._end(mark)
 
     def reduce_nodes(self) -> None:
@@ -380,6 +436,7 @@ class Minifier:
         try:
             try:
                 self.find_start()
+                self.confirm_start()
                 self.reduce_nodes()
                 self.reduce_rest()
             finally:
@@ -393,6 +450,12 @@ class Minifier:
                 verified, message = self.verify()
             except KeyboardInterrupt:
                 interrupted = True
+            if not verified and not interrupted:  # never leave a repro that does not reproduce
+                kept = self.work_dir / f"unverified-{path.name}"
+                shutil.move(str(path), kept)
+                path = None
+                message = (f"{message}; no repro written (the unverified candidate is kept "
+                           f"as {kept})")
         if interrupted:
             message = (f"interrupted: wrote the best repro found so far ({self.nodes} compute "
                        f"nodes, not verified) to {path}" if path else

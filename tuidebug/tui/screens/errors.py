@@ -255,14 +255,19 @@ class ErrorsScreen(TraceScreen):
             self.repro_path = Path(result.repro_path) if result.repro_path else None
             ok = "verified" if result.verified else "NOT verified"
             items.append(Text("minified repro", style="bold cyan"))
-            items.append(Text.assemble(("  repro  ", "dim"), (str(self.repro_path), "bold"),
-                                       ("   (enter / o: open)", "dim")))
+            if self.repro_path is not None:
+                items.append(Text.assemble(("  repro  ", "dim"), (str(self.repro_path), "bold"),
+                                           ("   (enter / o: open)", "dim")))
+            if result.message:
+                items.append(Text(f"  {result.message}", style="dim"))
             items.append(Text(f"  nodes {result.nodes_before} → {result.nodes_after}, "
                               f"{result.attempts} attempts ({result.cache_hits} cached), "
                               f"{result.wall_s:.1f}s, {ok}",
                               style="green" if result.verified else "yellow"))
-            self.query_one("#errors-task", Static).update(Text(f"minify done: {self.repro_path}  ({ok})",
-                                               style="bold green"))
+            done = f"minify done: {self.repro_path}  ({ok})" if self.repro_path else \
+                "minify done: no repro written"
+            self.query_one("#errors-task", Static).update(
+                Text(done, style="bold green" if result.verified else "bold yellow"))
         else:
             items.append(Text("bisect", style="bold cyan"))
             items.append(Text.assemble(("  responsible  ", "dim"),
