@@ -34,12 +34,14 @@ def main():
     parser = argparse.ArgumentParser(description="3-layer MLP inference")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--mode", default=None, help="torch.compile mode, e.g. max-autotune, "
+                        "max-autotune-no-cudagraphs, reduce-overhead")
     args = parser.parse_args()
 
     torch.manual_seed(0)
     model = MLP().to(args.device).eval()
     x = torch.randn(args.batch, 64, device=args.device)
-    compiled = torch.compile(model)
+    compiled = torch.compile(model, mode=args.mode)
     with torch.no_grad():
         out = compiled(x)
         ref = model(x)

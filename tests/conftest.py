@@ -16,6 +16,9 @@ from typing import Iterator
 
 import pytest
 
+# ``open_ui`` (driving the TUI with Pilot) for the TUI tests and the faults suite alike
+pytest_plugins = ["tests.tui.pilot"]
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, trace_example
+from tests.conftest import EXAMPLES, pythonpath, trace_example
 from tuidebug.trace.reader import Trace
+from tuidebug.trace.summary import cudagraphs_state
+from tuidebug.tui import model
+
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
 
 pytestmark = pytest.mark.gpu
 
@@ -21,9 +29,22 @@ def cuda_transformer(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def cuda_autotune(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """mlp.py under torch.compile(mode="max-autotune"); a copy goes to $TUIDEBUG_GPU_KEEP (the
+    fixture tests/fixtures/cuda_mlp_autotune is made this way)."""
     out = tmp_path_factory.mktemp("gpu") / "autotune"
-    trace_example(out, "mlp.py", "--device", "cuda", extra=["--set", "max_autotune=true"])
+    trace_example(out, "mlp.py", "--device", "cuda", "--mode", "max-autotune")
+    keep = os.environ.get("TUIDEBUG_GPU_KEEP")
+    if keep:
+        shutil.copytree(out, Path(keep) / "cuda_mlp_autotune", dirs_exist_ok=True)
     return out
+
+
+def _trace_script(out: Path, script: str, *args: str, extra: list[str] | None = None) -> Trace:
+    env = dict(os.environ, PYTHONPATH=pythonpath())
+    subprocess.run([sys.executable, "-m", "tuidebug.cli", "trace", "-o", str(out), *(extra or []),
+                    str(SCRIPTS / script), *args], env=env, capture_output=True, text=True,
+                   timeout=900)
+    return Trace(out)
 
 
 def test_triton_kernels_with_provenance_and_launch_metadata(cuda_transformer: Path) -> None:
@@ -63,14 +84,64 @@ def test_max_autotune_choices(cuda_autotune: Path) -> None:
         print(op["op"], "winner", op["winner"], "of", len(op["choices"]))
 
 
-def test_cudagraphs_visible(tmp_path: Path) -> None:
-    on, off = tmp_path / "on", tmp_path / "off"
-    trace_example(on, "mlp.py", "--device", "cuda", extra=["--set", "triton.cudagraphs=true"])
-    trace_example(off, "mlp.py", "--device", "cuda", extra=["--set", "triton.cudagraphs=false"])
-    t_on, t_off = Trace(on), Trace(off)
+def test_launch_grid_is_recorded(cuda_autotune: Path) -> None:
+    g = Trace(cuda_autotune).graphs[0]
+    launches = {n: r["launch"] for n, r in g.launches.items()}
+    assert launches
+    for name, launch in launches.items():
+        grid = launch.get("grid")
+        assert isinstance(grid, list) and len(grid) == 3 and all(x >= 1 for x in grid), name
+        assert len(launch["grid_expr"]) == 3
+        print(name, model.launch_text(launch))
+    pointwise = [ln for n, ln in launches.items() if "XBLOCK" in ln["config"]]
+    # the grid's x is xnumel / XBLOCK, rounded up (just "xnumel" when XBLOCK is 1)
+    assert pointwise and all("xnumel" in ln["grid_expr"][0] or ln["grid_expr"][0].isdigit()
+                             for ln in pointwise)
+
+
+def test_modes_show_cudagraphs_on_and_off(cuda_autotune: Path, tmp_path: Path) -> None:
+    off = tmp_path / "no-cudagraphs"
+    trace_example(off, "mlp.py", "--device", "cuda", "--mode", "max-autotune-no-cudagraphs")
+    t_on, t_off = Trace(cuda_autotune), Trace(off)
+    assert t_on.status == t_off.status == "ok", (t_on.error, t_off.error)
+    assert t_on.config["values"]["max_autotune"] is t_off.config["values"]["max_autotune"] is True
     assert t_on.config["values"]["triton.cudagraphs"] is True
     assert t_off.config["values"]["triton.cudagraphs"] is False
-    assert "triton.cudagraphs" in t_on.config["changed"]
+    assert [cudagraphs_state(g) for g in t_on.graphs] == ["on"]
+    assert [cudagraphs_state(g) for g in t_off.graphs] == ["off"]
+    for t in (t_on, t_off):  # both modes autotune the GEMMs
+        assert any(op.get("kind") != "triton_heuristics" for g in t.graphs for op in g.autotune)
+
+
+def test_cudagraph_skip_reasons(tmp_path: Path) -> None:
+    t = _trace_script(tmp_path / "skips", "cudagraph_skips.py")
+    assert t.status == "ok", t.error
+    states = {g.id: cudagraphs_state(g) for g in t.graphs}
+    print(states)
+    skipped = [s for s in states.values() if s and s.startswith("skipped:")]
+    assert skipped and "mutated inputs" in skipped[0] and "cudagraph_skips.py" in skipped[0]
+
+
+def test_autotune_choice_errors_are_recorded(tmp_path: Path) -> None:
+    """Three choices for one fp32 1024² matmul: the extern mm, a Triton config that fits, and one
+    that needs more shared memory than an H100 has (128×256 + 256×128 fp32 tiles, 3 stages)."""
+    regex = ("^$|BLOCK_K=32, BLOCK_M=64, BLOCK_N=64, .*num_stages=3, num_warps=4"
+             "|BLOCK_K=256, BLOCK_M=128, BLOCK_N=128, .*num_stages=3, num_warps=8")
+    t = _trace_script(tmp_path / "mm", "mm_autotune.py", "float32", "1024", extra=[
+        "--set", "max_autotune_gemm_search_space=EXHAUSTIVE",
+        "--set", f"test_configs.autotune_choice_desc_regex={regex}"])
+    assert t.status == "ok", t.error
+    ops = [op for g in t.graphs for op in g.autotune if op.get("kind") != "triton_heuristics"]
+    assert ops
+    for op in ops:
+        for c in op["choices"]:
+            print(op["op"], c["name"], c.get("description", "")[-60:], c.get("time_ms"),
+                  (c.get("error") or "")[:200])
+    failed = [c for op in ops for c in op["choices"] if c.get("error")]
+    assert failed and all(c["time_ms"] is None for c in failed)
+    assert any("shared memory" in c["error"].lower() or "resource" in c["error"].lower()
+               for c in failed), [c["error"] for c in failed]
+    assert all(op["winner"] not in {c["name"] for c in failed} for op in ops)
 
 
 def test_triton_compile_error_is_recorded(tmp_path: Path) -> None:

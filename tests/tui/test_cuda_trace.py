@@ -1,5 +1,5 @@
 """Viewers on a real CUDA trace (made on the GPU machine: H100, torch 2.11, Triton 3.6, mlp.py with
-max_autotune; kept in tests/fixtures so CI exercises Triton output without a GPU)."""
+mode="max-autotune"; kept in tests/fixtures so CI exercises Triton output without a GPU)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,24 @@ async def test_code_screen_shows_a_triton_kernel(open_ui) -> None:
         assert ui.lines("#code-view") == source.expandtabs(4).rstrip("\n").split("\n")
         assert "@triton.jit" in "\n".join(ui.lines("#code-view"))
         assert kernel.name in ui.text()
+
+
+async def test_code_screen_shows_launch_grid_and_overview_cudagraphs(open_ui) -> None:
+    g = Trace(CUDA_AUTOTUNE).graphs[0]
+    kernel = next(k for k in model.kernel_infos(g) if k.launch and "XBLOCK" in k.launch["config"])
+    grid = "×".join(str(x) for x in kernel.launch["grid"])
+    async with open_ui(CUDA_AUTOTUNE) as ui:
+        assert "CUDA graphs" in ui.text() or any("CUDA graphs" in ln for ln in ui.lines("#overview"))
+        lines = ui.lines("#overview")
+        row = next(ln for ln in lines if ln.strip().startswith(g.id) and ln.rstrip().endswith("on"))
+        assert row
+        await ui.press("4")
+        ui.app.screen.goto_kernel(kernel.name)
+        await ui.settle()
+        text = ui.text()
+        assert f"launch  grid {grid}" in text
+        assert f"XBLOCK={kernel.launch['config']['XBLOCK']}" in text
+        assert f"{kernel.launch['registers']} regs" in text
 
 
 async def test_autotune_screen_shows_triton_templates(open_ui) -> None:

@@ -57,6 +57,8 @@ class _GraphState:
     phase_starts: dict[str, float] = field(default_factory=dict)  # seconds since graph start
     ended: float | None = None
     has_partition: bool = False
+    # CUDA graphs asked for by this compile's config, and every reason Inductor gave to skip them
+    cudagraphs: dict[str, Any] = field(default_factory=lambda: {"enabled": False, "skipped": []})
 
 
 class CaptureSession:
@@ -73,6 +75,7 @@ class CaptureSession:
         self.writer: TraceWriter | None = None
         self._tls = threading.local()
         self._lock = threading.RLock()
+        self._choice_errors: dict[int, tuple[Any, str]] = {}  # id(choice) -> (choice, why it failed)
         self._graphs: dict[str, _GraphState] = {}
         self._frame_graph: dict[str, _GraphState] = {}
         self._compiles: dict[str, dict[str, Any]] = {}
@@ -163,9 +166,12 @@ class CaptureSession:
         p.wrap(compat.WHY_NO_FUSE, self._wrap_why_no_fuse)
         p.wrap(compat.FUSE_TWO_NODES, self._wrap_fuse_two_nodes)
         p.wrap(compat.KERNEL_PROVENANCE, self._wrap_provenance, everywhere=True)
+        p.wrap(compat.BENCHMARK_CHOICE, self._wrap_benchmark_choice)
+        p.wrap(compat.CUDAGRAPH_SKIP, self._wrap_cudagraph_skip, everywhere=True)
         if compat.triton_available():
             p.wrap(compat.TRITON_RUN, self._wrap_triton_run)
             p.wrap(compat.TRITON_BENCHMARK_ALL, self._wrap_triton_benchmark)
+            p.wrap(compat.TEMPLATE_PRECOMPILE, self._wrap_template_precompile)
         try:
             self._remove_feedback = compat.add_autotune_feedback(self._on_autotune)
         except compat.NotAvailable as e:
@@ -293,6 +299,7 @@ class CaptureSession:
                                 graph_kwargs: Any, *args: Any, **kwargs: Any) -> Any:
             gs = session._guarded("the partitioned graph",
                                   lambda: session._begin_graph(gm, graph_kwargs))
+            session._tls.last_graph = gs  # CUDA graphs are skipped (or not) just after codegen
             with session._as_current(gs):
                 try:
                     out = orig(self_, gm, example_inputs, inputs_to_check, graph_kwargs,
@@ -324,6 +331,7 @@ class CaptureSession:
             gs = self._graph_state(cid, kind)
         gs.has_partition = True
         gs.status = "running"
+        gs.cudagraphs["enabled"] = compat.cuda_graphs_enabled()
         self._write_runnable(gs)
         with self._as_current(gs):
             self._phase("partition")
@@ -427,6 +435,7 @@ class CaptureSession:
             "kernels": len(gs.kernel_index),
             "fusion": {"fused": sum(1 for f in gs.fusion if f["action"] == "fused"),
                        "rejected": sum(1 for f in gs.fusion if f["action"] == "rejected")},
+            "cudagraphs": gs.cudagraphs,
         })
 
     def _write_config(self) -> None:
@@ -552,8 +561,9 @@ class CaptureSession:
             for c in choices:
                 info = compat.choice_info(c)
                 t = timings.get(c) if hasattr(timings, "get") else None
+                failed = self._choice_errors.pop(id(c), None)
                 if t is None or t == float("inf"):
-                    info["error"] = "failed or skipped (no timing)"
+                    info["error"] = failed[1] if failed else "failed or skipped (no timing)"
                     info["time_ms"] = None
                 else:
                     info["time_ms"] = float(t)
@@ -565,6 +575,49 @@ class CaptureSession:
                 "op": name, "inputs": [compat.ir_node_size(n) for n in input_nodes or []],
                 "choices": entries, "winner": winner})
         self._guarded("autotune choices", rec)
+
+    def _choice_failed(self, choice: Any, e: BaseException) -> None:
+        """Keep why one autotune choice failed, for the feedback that reports its infinite time."""
+        msg = str(e).strip() or type(e).__name__
+        with self._lock:  # templates precompile in a thread pool
+            self._choice_errors[id(choice)] = (choice, _clip_message(
+                f"{type(e).__name__}: {msg}", 1000, 1000))
+
+    def _wrap_benchmark_choice(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        session = self
+
+        def benchmark_choice(cls: Any, choice: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return orig(choice, *args, **kwargs)
+            except Exception as e:
+                session._choice_failed(choice, e)
+                raise
+        return benchmark_choice
+
+    def _wrap_template_precompile(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        session = self
+
+        def precompile(self_: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return orig(self_, *args, **kwargs)
+            except Exception as e:
+                session._choice_failed(self_, e)
+                raise
+        return precompile
+
+    # -- CUDA graphs ----------------------------------------------------------------------------
+    def _wrap_cudagraph_skip(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        session = self
+
+        def log_cudagraph_skip(msg: Any, *args: Any, **kwargs: Any) -> Any:
+            gs = session._current() or getattr(session._tls, "last_graph", None)
+            if gs is not None:
+                def rec() -> None:
+                    gs.cudagraphs["skipped"].append(_clip_message(str(msg), 1000, 1000))
+                    session._write_meta(gs)
+                session._guarded("a CUDA graphs skip", rec)
+            return orig(msg, *args, **kwargs)
+        return log_cudagraph_skip
 
     # -- Triton launches (GPU) -------------------------------------------------------------------
     def _graph_for_kernel(self, ident: dict[str, Any]) -> _GraphState | None:
@@ -586,11 +639,11 @@ class CaptureSession:
             out = orig(self_, *args, **kwargs)
             if id(self_) not in seen:
                 seen.add(id(self_))
-                session._guarded("a Triton launch", lambda: session._record_launch(self_))
+                session._guarded("a Triton launch", lambda: session._record_launch(self_, args))
             return out
         return run
 
-    def _record_launch(self, autotuner: Any) -> None:
+    def _record_launch(self, autotuner: Any, args: tuple[Any, ...]) -> None:
         ident = compat.triton_autotuner_identity(autotuner)
         if str(ident["kernel"]).startswith("Placeholder"):
             return  # a max-autotune choice being benchmarked, not a kernel of the graph
@@ -599,9 +652,12 @@ class CaptureSession:
             return
         launchers = compat.triton_launchers(autotuner)
         assert self.writer is not None
+        launch = None
+        if len(launchers) == 1:
+            launch = {**compat.triton_launcher_info(launchers[0]),
+                      **compat.triton_launch_grid(autotuner, launchers[0], args)}
         self.writer.append(gs.dir / schema.LAUNCHES, {
-            **ident, "launchers": len(launchers),
-            "launch": compat.triton_launcher_info(launchers[0]) if len(launchers) == 1 else None})
+            **ident, "launchers": len(launchers), "launch": launch})
 
     def _wrap_triton_benchmark(self, orig: Callable[..., Any]) -> Callable[..., Any]:
         session = self

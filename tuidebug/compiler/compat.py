@@ -124,6 +124,12 @@ FUSE_TWO_NODES = "torch._inductor.scheduler.Scheduler.fuse_two_nodes"
 KERNEL_PROVENANCE = "torch._inductor.debug.set_kernel_post_grad_provenance_tracing"
 TRITON_RUN = "torch._inductor.runtime.triton_heuristics.CachingAutotuner.run"
 TRITON_BENCHMARK_ALL = "torch._inductor.runtime.triton_heuristics.CachingAutotuner.benchmark_all_configs"
+# max-autotune: one choice benchmarked (raises when the choice fails: out of shared memory, a
+# launch error) and one Triton template compiled ahead of benchmarking (raises on a compile error)
+BENCHMARK_CHOICE = "torch._inductor.select_algorithm.AlgorithmSelectorCache.benchmark_choice"
+TEMPLATE_PRECOMPILE = "torch._inductor.select_algorithm.TritonTemplateCaller.precompile"
+# every reason Inductor gives for not using CUDA graphs on a graph goes through this function
+CUDAGRAPH_SKIP = "torch._inductor.cudagraph_utils.log_cudagraph_skip_and_bump_counter"
 
 
 def triton_available() -> bool:
@@ -157,6 +163,41 @@ def triton_launcher_info(launcher: Any) -> dict[str, Any]:
         val = getattr(launcher, attr, None)
         info[key] = val if isinstance(val, (int, float)) or val is None else str(val)
     return info
+
+
+def triton_launch_grid(autotuner: Any, launcher: Any, args: tuple[Any, ...]) -> dict[str, Any]:
+    """The grid of one launch: its expressions (``-((xnumel) // -(XBLOCK))``) and, from the
+    launch's arguments, its value (``[16, 1, 1]``). Empty where this torch lacks ``GridExpr``."""
+    try:
+        from torch._inductor.runtime.triton_heuristics import GridExpr
+    except ImportError:
+        return {}
+    meta = getattr(autotuner, "inductor_meta", None) or {}
+    cfg = getattr(launcher, "config", None)
+    if "grid_type" not in meta or cfg is None:
+        return {}
+    out: dict[str, Any] = {}
+    try:
+        expr = GridExpr.from_meta(meta, cfg)
+        out["grid_expr"] = [str(expr.x_grid), str(expr.y_grid), str(expr.z_grid)]
+    except Exception:
+        return out
+    interpret = getattr(autotuner, "_interpret_args_grid", None)
+    if interpret is not None:
+        try:
+            _, grid = interpret(tuple(args), cfg)
+            out["grid"] = [int(g) for g in grid]
+        except Exception:  # symbolic sizes this Inductor cannot evaluate here: expressions only
+            pass
+    return out
+
+
+def cuda_graphs_enabled() -> bool:
+    """Whether the compile in progress asked for CUDA graphs (``mode="reduce-overhead"`` /
+    ``"max-autotune"`` patch ``triton.cudagraphs`` on for their compiles)."""
+    from torch._inductor import config
+
+    return bool(getattr(config.triton, "cudagraphs", False))
 
 
 def triton_launchers(autotuner: Any) -> list[Any]:

@@ -7,6 +7,23 @@ from typing import Any
 from tuidebug.trace.reader import GraphRecord, Trace
 
 
+def cudagraphs_state(g: GraphRecord) -> str | None:
+    """Whether a graph runs under CUDA graphs: ``on``, ``off``, ``skipped: <Inductor's reason>``,
+    ``requested, but no CUDA kernels``; None for a trace that does not record it (imports)."""
+    cg = g.meta.get("cudagraphs")
+    if not isinstance(cg, dict):
+        return None
+    skipped = [str(r).strip() for r in cg.get("skipped") or [] if str(r).strip()]
+    if skipped:
+        return "skipped: " + "; ".join(dict.fromkeys(skipped))
+    if not cg.get("enabled"):
+        return "off"
+    kinds = {k.get("kind") for k in g.kernels}
+    if kinds and "triton" not in kinds and kinds <= {"cpp", "extern"}:
+        return "requested, but no CUDA kernels"
+    return "on"
+
+
 def graph_summary(g: GraphRecord) -> dict[str, Any]:
     meta = g.meta
     g.check_files()
@@ -41,6 +58,7 @@ def graph_summary(g: GraphRecord) -> dict[str, Any]:
         "fused": fusion.get("fused", 0) if recorded else None,
         "rejected_fusions": fusion.get("rejected", 0) if recorded else None,
         "autotuned_ops": len(g.autotune),
+        "cudagraphs": cudagraphs_state(g),
         "phase_times_s": meta.get("phase_times_s") or {},
         "error": g.error,
     }

@@ -49,10 +49,12 @@ class TuidebugApp(App[int]):
     COMMANDS = App.COMMANDS | {TraceCommands}
     BINDINGS: ClassVar[list[Binding]] = keymap.bindings("app")  # type: ignore[assignment]
 
-    def __init__(self, trace: Trace, *, start: str = "overview") -> None:
+    def __init__(self, trace: Trace, *, start: str = "overview",
+                 recompile_timeout: float = 600.0) -> None:
         super().__init__()
         self.trace = trace
         self.start_screen = start
+        self.recompile_timeout = recompile_timeout  # seconds before a recompile is killed
         self.current_graph: GraphRecord | None = self._first_graph()
         self.pending_flags: dict[str, Any] = {}  # flag name -> new value (flags screen)
         self.compare_with: Path | None = None  # the trace the compare screen diffs against
@@ -98,7 +100,7 @@ class TuidebugApp(App[int]):
         try:
             if self.recompile_worker is None:
                 self.recompile_worker = RecompileWorker(
-                    timeout=600,
+                    timeout=self.recompile_timeout,
                     on_progress=lambda j, m: self._from_worker_thread(self._recompile_progress, j),
                     on_done=lambda j: self._from_worker_thread(self._recompile_done, j))
                 self.recompile_worker.start()

@@ -49,6 +49,9 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
                   f"{g['kernels_with_source']}/{g['kernels']}", _secs(total))
     console.print(t)
     for g in s["graphs"]:
+        if g.get("cudagraphs") not in (None, "off"):
+            console.print(Text.assemble((f"  {g['id']} ", "bold"), ("CUDA graphs: ", "dim"),
+                                        str(g["cudagraphs"])))
         if g["changed_passes"]:
             console.print(Text.assemble((f"  {g['id']} ", "bold"), ("passes that changed it: ", "dim"),
                                         ", ".join(g["changed_passes"])))

@@ -125,6 +125,9 @@ class ProvenanceLines:
             if len(k.ir_nodes) > 10:
                 head.append(f" +{len(k.ir_nodes) - 10}", style="dim")
         self.items.append(("", "", head))
+        if k.launch:
+            self.items.append(("", "", Text.assemble(("launch  ", "bold cyan"),
+                                                     model.launch_text(k.launch))))
         if k.original_aten:
             self.items.append(("", "", Text("aten: " + ", ".join(k.original_aten), "dim")))
         for s in k.source:

@@ -17,6 +17,7 @@ from textual.app import ComposeResult
 
 from tuidebug.trace import schema
 from tuidebug.trace.reader import GraphRecord, Trace
+from tuidebug.trace.summary import cudagraphs_state
 from tuidebug.tui import model
 from tuidebug.tui.messages import ShowKernel
 from tuidebug.tui.screens.base import TraceScreen
@@ -114,6 +115,7 @@ def overview_renderables(trace: Trace) -> list[RenderableType]:
         out.append(Text(""))
         out.append(_heading("time per compile phase"))
         out.extend(_timings(trace.graphs))
+        out.extend(_cudagraphs(trace.graphs))
     else:
         out.append(Text("  no graph was recorded: compilation stopped before Inductor started",
                         style="yellow"))
@@ -157,6 +159,19 @@ def _timings(graphs: list[GraphRecord]) -> list[RenderableType]:
                  if p in d else Text("–", style="dim") for p in phases]
         t.add_row(g.id, *cells, model.secs(sum(d.values())) if d else "–")
     return [t]
+
+
+def _cudagraphs(graphs: list[GraphRecord]) -> list[RenderableType]:
+    """Shown when some compile asked for CUDA graphs (mode="reduce-overhead"/"max-autotune",
+    or triton.cudagraphs): per graph, used or skipped and Inductor's reason."""
+    states = [(g.id, cudagraphs_state(g)) for g in graphs]
+    if all(s in (None, "off") for _, s in states):
+        return []
+    out: list[RenderableType] = [Text(""), _heading("CUDA graphs")]
+    for gid, s in states:
+        style = "green" if s == "on" else "yellow" if s and s != "off" else "dim"
+        out.append(Text.assemble(("  " + gid.ljust(22), "bold"), (str(s or "not recorded"), style)))
+    return out
 
 
 def _compiles(trace: Trace) -> list[RenderableType]:
