@@ -33,10 +33,15 @@ def cuda_autotune(tmp_path_factory: pytest.TempPathFactory) -> Path:
     fixture tests/fixtures/cuda_mlp_autotune is made this way)."""
     out = tmp_path_factory.mktemp("gpu") / "autotune"
     trace_example(out, "mlp.py", "--device", "cuda", "--mode", "max-autotune")
+    _keep(out, "cuda_mlp_autotune")
+    return out
+
+
+def _keep(trace: Path, name: str) -> None:
+    """Copy a trace to $TUIDEBUG_GPU_KEEP/<name> (how the CUDA fixtures in tests/fixtures are made)."""
     keep = os.environ.get("TUIDEBUG_GPU_KEEP")
     if keep:
-        shutil.copytree(out, Path(keep) / "cuda_mlp_autotune", dirs_exist_ok=True)
-    return out
+        shutil.copytree(trace, Path(keep) / name, dirs_exist_ok=True)
 
 
 def _trace_script(out: Path, script: str, *args: str, extra: list[str] | None = None) -> Trace:
@@ -131,6 +136,7 @@ def test_autotune_choice_errors_are_recorded(tmp_path: Path) -> None:
         "--set", "max_autotune_gemm_search_space=EXHAUSTIVE",
         "--set", f"test_configs.autotune_choice_desc_regex={regex}"])
     assert t.status == "ok", t.error
+    _keep(t.root, "cuda_mm_choice_error")
     ops = [op for g in t.graphs for op in g.autotune if op.get("kind") != "triton_heuristics"]
     assert ops
     for op in ops:
