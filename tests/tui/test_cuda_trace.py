@@ -13,6 +13,7 @@ from tuidebug.tui import model
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CUDA_AUTOTUNE = FIXTURES / "cuda_mlp_autotune"
 CUDA_FAILED = FIXTURES / "cuda_fail_runtime"
+CUDA_CHOICE_ERROR = FIXTURES / "cuda_mm_choice_error"
 
 
 def test_cuda_trace_reads_triton_kernels_launches_and_autotune() -> None:
@@ -90,3 +91,19 @@ def test_svg_kernel_view_of_the_cuda_trace(tmp_path: Path) -> None:
     for k in g.kernels:
         if k["kind"] == "triton":
             assert k["name"] in titles, k["name"]
+
+
+async def test_autotune_screen_shows_why_a_choice_failed(open_ui) -> None:
+    """Made on the H100: a Triton mm config that needs more shared memory than the GPU has."""
+    g = Trace(CUDA_CHOICE_ERROR).graphs[0]
+    op = next(op for op in g.autotune if op.get("kind") != "triton_heuristics")
+    failed = next(c for c in op["choices"] if c.get("error"))
+    assert failed["time_ms"] is None and "out of resource" in failed["error"]
+    async with open_ui(CUDA_CHOICE_ERROR) as ui:
+        await ui.press("5")
+        text = ui.text()
+        assert "1 failed" in text and "Placeholder" not in text
+        assert failed["name"] in text and "error" in text
+        shown = " ".join(" ".join(ui.lines("#choices-view")).split())  # wrapped to the pane
+        assert "out of resource: triton_mm Required: 524288 Hardware limit:232448" in shown
+        assert f"winner {op['winner']}" in text and op["winner"] != failed["name"]

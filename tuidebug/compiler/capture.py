@@ -645,7 +645,7 @@ class CaptureSession:
 
     def _record_launch(self, autotuner: Any, args: tuple[Any, ...]) -> None:
         ident = compat.triton_autotuner_identity(autotuner)
-        if str(ident["kernel"]).startswith("Placeholder"):
+        if compat.is_autotune_choice_kernel(ident["kernel"]):
             return  # a max-autotune choice being benchmarked, not a kernel of the graph
         gs = self._graph_for_kernel(ident)
         if gs is None:
@@ -667,6 +667,8 @@ class CaptureSession:
 
             def rec() -> None:
                 ident = compat.triton_autotuner_identity(self_)
+                if compat.is_autotune_choice_kernel(ident["kernel"]):
+                    return  # a max-autotune choice's own configs: part of benchmarking that choice
                 gs = session._graph_for_kernel(ident)
                 if gs is None or not isinstance(timings, dict):
                     return

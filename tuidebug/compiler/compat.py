@@ -165,6 +165,12 @@ def triton_launcher_info(launcher: Any) -> dict[str, Any]:
     return info
 
 
+def is_autotune_choice_kernel(name: Any) -> bool:
+    """A Triton template being benchmarked as a max-autotune choice is compiled under a
+    placeholder name ("Placeholder.DESCRIPTIVE_NAME"); it is not a kernel of the graph."""
+    return str(name).startswith("Placeholder.")
+
+
 def triton_launch_grid(autotuner: Any, launcher: Any, args: tuple[Any, ...]) -> dict[str, Any]:
     """The grid of one launch: its expressions (``-((xnumel) // -(XBLOCK))``) and, from the
     launch's arguments, its value (``[16, 1, 1]``). Empty where this torch lacks ``GridExpr``."""

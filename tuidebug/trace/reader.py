@@ -242,7 +242,11 @@ class GraphRecord:
 
     @cached_property
     def autotune(self) -> list[dict[str, Any]]:
-        return self._f.jsonl(self.dir / schema.AUTOTUNE)
+        # a trace written before capture skipped them may hold the config autotuning of a
+        # max-autotune choice (a "Placeholder.…" kernel being benchmarked): not a tuned op
+        return [r for r in self._f.jsonl(self.dir / schema.AUTOTUNE)
+                if not (isinstance(r, dict) and r.get("kind") == "triton_heuristics"
+                        and str(r.get("op", "")).startswith("Placeholder."))]
 
     @cached_property
     def error(self) -> dict[str, Any] | None:
