@@ -149,6 +149,53 @@ def test_unchanged_recompile_reproduces_the_cold_trace(worker: RecompileWorker, 
     assert {k["status"] for k in g["kernels"]} == {"unchanged"}
     assert not g["wrapper"]["changed"], g["wrapper"]["diff"]
     assert [c["name"] for c in d["config"]["changed"] if not c["capture"]] == []
+    # config.json written, and the same capture settings (one cache policy) as the cold trace
+    assert (job.out / "config.json").is_file() and d["config"]["note"] is None
+    assert d["config"]["capture_settings"] == [], d["config"]["capture_settings"]
+
+
+def test_cache_policy_leaves_a_set_cache_flag_to_the_user() -> None:
+    from tuidebug.compiler import compat
+
+    assert compat.caches_off() == compat.CACHES_OFF
+    assert compat.caches_off({"max_fusion_size": 1}) == compat.CACHES_OFF
+    # the AOTAutograd cache stores FX-graph-cache entries: it goes with fx_graph_cache
+    assert compat.caches_off({"fx_graph_cache": True}) == {
+        "dynamo.automatic_dynamic_local_pgo": False}
+
+
+def test_graph_caches_stay_off_so_a_second_job_records_everything(
+        worker: RecompileWorker, tmp_path: Path) -> None:
+    """Two identical jobs on one cache directory: without the capture's graph-level caches off,
+    the second would hit the AOTAutograd/FX graph caches and skip the pre-grad passes (and with
+    them config.json, passes and IR). A --set of fx_graph_cache hands both caches back."""
+    small = script(tmp_path, "small.py", SMALL)
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor-cache")}
+
+    def run(name: str, sets: list[str]) -> Trace:
+        job = worker.submit_script(small, sets=sets, out=tmp_path / name, env=env)
+        assert job.wait(600) and job.state == "ok", (job.error, job.result)
+        return Trace(job.out)
+
+    def hits(t: Trace) -> int:
+        return sum(int((c.get("counters") or {}).get(group, {}).get(key, 0))
+                   for c in t.compiles.values()
+                   for group, key in (("inductor", "fxgraph_cache_hit"),
+                                      ("aot_autograd", "autograd_cache_hit")))
+
+    for name in ("first", "second"):
+        t = run(name, [])
+        assert (t.root / "config.json").is_file(), name
+        assert hits(t) == 0, name
+    assert {k: v for k, v in t.manifest["tuidebug_config"].items()
+            if k != "trace.provenance_tracking_level"} == {
+        "fx_graph_cache": False, "functorch.enable_autograd_cache": False,
+        "dynamo.automatic_dynamic_local_pgo": False}
+    run("cached-1", ["fx_graph_cache=True"])
+    t = run("cached-2", ["fx_graph_cache=True"])
+    assert set(t.manifest["tuidebug_config"]) == {"trace.provenance_tracking_level",
+                                                  "dynamo.automatic_dynamic_local_pgo"}
+    assert hits(t) > 0
 
 
 def test_crashing_job_is_reported_and_the_worker_goes_on(worker: RecompileWorker,

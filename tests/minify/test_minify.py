@@ -115,3 +115,20 @@ def test_bisect_names_the_lowering_of_the_planted_relu(bug_traces: dict[str, Pat
     assert (report.backend, report.subsystem) == ("inductor", "lowerings"), report.log
     assert "relu" in (report.debug_info or "")
     assert report.runs == len(steps) >= 5
+
+
+def test_bisect_on_a_torch_without_the_bisector_api_says_so(bug_traces: dict[str, Path],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    import torch._inductor.compiler_bisector as compiler_bisector
+
+    from tuidebug.compiler import compat
+    from tuidebug.minify.bisection import bisect
+    from tuidebug.minify.source import MinifyError
+
+    monkeypatch.delattr(compiler_bisector.CompilerBisector, "do_bisect")
+    expected = (f"torch._inductor.compiler_bisector.CompilerBisector.do_bisect is not available "
+                f"in torch {compat.TORCH_VERSION}")
+    with pytest.raises(MinifyError, match=re.escape(expected)):
+        bisect(bug_traces["runtime_error"], timeout=60)

@@ -21,7 +21,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 import torch
 
@@ -62,14 +62,21 @@ class _GraphState:
 
 
 class CaptureSession:
-    """One capture: hooks installed on ``start()``, removed on ``stop()``."""
+    """One capture: hooks installed on ``start()``, removed on ``stop()``.
+
+    ``user_sets``: Inductor flags the caller sets for this capture (it applies them itself); a
+    graph-level cache flag among them, and the caches layered on it, is left to the caller
+    (``compat.caches_off``) instead of being turned off.
+    """
 
     def __init__(self, out_dir: str | Path, *, check_accuracy: bool = True,
                  use_cache: bool = False, command: list[str] | None = None,
-                 on_progress: Callable[[str], None] | None = None) -> None:
+                 on_progress: Callable[[str], None] | None = None,
+                 user_sets: Mapping[str, Any] | None = None) -> None:
         self.out_dir = Path(out_dir)
         self.check_accuracy = check_accuracy
         self.use_cache = use_cache
+        self.user_sets = dict(user_sets or {})
         self.command = command
         self.on_progress = on_progress
         self.writer: TraceWriter | None = None
@@ -96,12 +103,13 @@ class CaptureSession:
             "cuda": torch.version.cuda})
         compat.import_inductor()
         patches = dict(TUIDEBUG_CONFIG)
-        recorded = dict(patches, **({} if self.use_cache else compat.CACHES_OFF))
+        caches_off = {} if self.use_cache else compat.caches_off(self.user_sets)
+        recorded = dict(patches, **caches_off)
         self.writer.update(tuidebug_config=recorded, check_accuracy=self.check_accuracy)
         self._config_ctx = contextlib.ExitStack()
         self._config_ctx.enter_context(compat.inductor_config_patch(patches))
-        if not self.use_cache:
-            self._config_ctx.enter_context(compat.caches_off_patch())
+        if caches_off:
+            self._config_ctx.enter_context(compat.caches_off_patch(caches_off))
         self._patcher = compat.Patcher(self.writer.warn)
         self._install()
         return self

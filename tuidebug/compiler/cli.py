@@ -133,7 +133,8 @@ def register(sub: Any) -> None:
                    help="an Inductor flag to change (repeatable)")
     p.add_argument("-o", "--output", help="new trace directory (default: <TRACE>-<flag>=<value>)")
     p.add_argument("--no-cache", action="store_true",
-                   help="compile everything again (Inductor's caches off, as `tuidebug trace`)")
+                   help="keep the graph-level caches off even when --set names fx_graph_cache "
+                        "(as `tuidebug trace --set`); kernel binaries are reused either way")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds before the job is killed")
     p.add_argument("--json", action="store_true", help="print the job result and the comparison as JSON")
     p.add_argument("--no-code", action="store_true", help="leave out code diffs")

@@ -2,7 +2,9 @@
 
 Torch internals move between releases. Each hook below is looked up by name when capture starts;
 one that the installed torch lacks is reported as "not available in torch X" (a capture warning)
-instead of crashing, and the rest of the capture goes on.
+instead of crashing, and the rest of the capture goes on. The compiler bisector (``tuidebug
+bisect``, its minify workers) is looked up when a bisection starts; without it, it is that
+command which stops with "not available in torch X".
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import logging
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import torch
 
@@ -35,8 +37,8 @@ def _resolve(dotted: str) -> tuple[Any, str]:
         except ImportError:
             continue
         for p in parts[i:-1]:
-            owner = getattr(owner, p)
-        if not hasattr(owner, parts[-1]):
+            owner = getattr(owner, p, None)
+        if owner is None or not hasattr(owner, parts[-1]):
             raise NotAvailable(dotted)
         return owner, parts[-1]
     raise NotAvailable(dotted)
@@ -273,8 +275,23 @@ CACHES_OFF = {
 }
 
 
-def caches_off_patch() -> Any:
-    """A context manager turning the graph-level caches of CACHES_OFF off (those this torch has)."""
+# A --set of one of these flags decides it and the caches layered on it: the AOTAutograd cache
+# stores FX-graph-cache entries (torch bypasses it while fx_graph_cache is off).
+_CACHES_UNDER = {"fx_graph_cache": ("functorch.enable_autograd_cache",)}
+
+
+def caches_off(user_sets: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The settings of CACHES_OFF a capture applies when the user also sets the Inductor flags
+    ``user_sets``: a cache flag among them (and the caches layered on it) is left to the user."""
+    left = set(user_sets or ())
+    for name in user_sets or ():
+        left.update(_CACHES_UNDER.get(name, ()))
+    return {k: v for k, v in CACHES_OFF.items() if k not in left}
+
+
+def caches_off_patch(settings: Mapping[str, Any] | None = None) -> Any:
+    """A context manager applying ``settings`` (default: all of CACHES_OFF; keys as there) to
+    the configs this torch has."""
     import contextlib
 
     import torch._dynamo.config as dynamo_config
@@ -282,7 +299,7 @@ def caches_off_patch() -> Any:
     from torch._inductor import config as inductor_config
 
     stack = contextlib.ExitStack()
-    for key, value in CACHES_OFF.items():
+    for key, value in (CACHES_OFF if settings is None else settings).items():
         module, _, name = key.rpartition(".")
         cfg = {"functorch": functorch_config, "dynamo": dynamo_config}.get(module, inductor_config)
         if name in getattr(cfg, "_config", {}) or hasattr(cfg, name):
@@ -472,3 +489,96 @@ def higher_order_name(target: Any) -> str | None:
     if isinstance(target, torch._ops.HigherOrderOperator):
         return str(target.name())
     return None
+
+
+# -- Inductor's compiler bisector (tuidebug bisect) -----------------------------------------------
+# The bisector re-runs a test while it disables backends (eager, aot_eager, …, inductor), then
+# Inductor subsystems (pre/joint/post-grad passes, lowerings, cudagraphs, some config changes),
+# and bisects the number of applications of the subsystem that fixes the failure.
+
+COMPILER_BISECTOR = "torch._inductor.compiler_bisector.CompilerBisector"
+BISECT_CALL_COUNTER = "torch._inductor.compiler_bisector.subsystem_call_counter"
+# what tuidebug uses of CompilerBisector (torch 2.8+)
+_BISECTOR_API = ("do_bisect", "get_backend", "get_subsystem", "get_run_state",
+                 "delete_bisect_status", "in_process_cache", "bisection_enabled")
+
+
+def compiler_bisector() -> Any:
+    """``CompilerBisector``, with every attribute tuidebug uses; NotAvailable otherwise."""
+    owner, name = _resolve(COMPILER_BISECTOR)
+    cb = getattr(owner, name)
+    for attr in _BISECTOR_API:
+        if not hasattr(cb, attr):
+            raise NotAvailable(f"{COMPILER_BISECTOR}.{attr}")
+    return cb
+
+
+def _bisect_env(cb: Any) -> dict[str, str]:
+    """The environment a test child needs for the bisector's current state (as its ``run``)."""
+    env: dict[str, str] = {}
+    backend = cb.get_backend()
+    subsystem = cb.get_subsystem()
+    if backend:
+        env["TORCH_COMPILE_BACKEND"] = backend
+        env["TORCH_BISECT_BACKEND"] = backend
+    if subsystem and backend:
+        env["TORCH_BISECT_SUBSYSTEM"] = subsystem
+        if cb.get_run_state(backend, subsystem) == "test_disable":
+            env["TORCH_BISECT_MAX"] = "-1"
+    return env
+
+
+def begin_bisect_run(state_dir: str) -> None:
+    """In a warm worker: make the next compile obey the bisector state kept in ``state_dir``.
+
+    The bisector reads its state from ``TORCH_BISECT_*`` (read once per process) or else from
+    files under its directory; a worker started without those variables uses the files, which
+    the parent's ``do_bisect`` updates between runs. Per-run call counters start at zero.
+    """
+    cb = compiler_bisector()
+    owner, name = _resolve(BISECT_CALL_COUNTER)
+    getattr(owner, name).clear()
+    cb.in_process_cache = state_dir
+    cb.bisection_enabled = True
+
+
+def end_bisect_run() -> None:
+    cb = compiler_bisector()
+    cb.bisection_enabled = False
+    cb.in_process_cache = None
+
+
+def run_bisect(is_good: Callable[[dict[str, str]], bool], state_dir: str,
+               on_step: Callable[[str], None] | None = None) -> tuple[dict[str, Any] | None, str]:
+    """Bisect with ``is_good(env)`` as the test: it runs a child process with ``env`` added
+    (and ``TORCHINDUCTOR_CACHE_DIR=state_dir``, where the bisector keeps its state) and returns
+    True when the failure did not happen. ``on_step`` gets the ``TORCH_BISECT_*`` settings of
+    each run. Returns what was found (``backend``, ``subsystem``, ``bisect_number``,
+    ``debug_info``; None when no backend reproduces the failure) and the bisector's output."""
+    import contextlib
+    import io
+    import os
+
+    cb = compiler_bisector()
+    os.makedirs(state_dir, exist_ok=True)
+    log = io.StringIO()
+    cb.in_process_cache = state_dir
+    cb.bisection_enabled = True
+
+    def test() -> bool:
+        env = _bisect_env(cb)
+        if on_step:
+            on_step(" ".join(f"{k}={v}" for k, v in sorted(env.items())
+                             if k.startswith("TORCH_BISECT")) or "no bisection (plain run)")
+        return is_good(env)
+
+    with contextlib.redirect_stdout(log):
+        try:
+            result = cb.do_bisect(test)
+        finally:
+            cb.in_process_cache = None
+            cb.bisection_enabled = False
+    if result is None:
+        return None, log.getvalue()
+    return {k: getattr(result, k, None) for k in ("backend", "subsystem", "bisect_number",
+                                                  "debug_info")}, log.getvalue()

@@ -11,12 +11,17 @@ Two halves:
   trace's config overrides plus the new ones.
 
 A recompile never touches the original trace: it writes a new trace directory, by default
-``<trace>-<flag>=<value>`` beside it. With ``use_cache`` (the default) Inductor's caches stay on
-for the recompile, so kernels whose code did not change are not compiled again (their compiled
-``.so``/Triton binaries are reused); the FX graph cache and AOTAutograd cache stay off unless a
-``--set`` turns them on, because a whole-graph cache hit would skip the passes, IR and fusion
-decisions the trace is for. Dynamo's local PGO profile is turned off too: it persists "this dim
-was dynamic last time" across processes and would make a recompile trace different graphs.
+``<trace>-<flag>=<value>`` beside it. It captures with the capture's cache policy
+(``compat.CACHES_OFF``, as ``tuidebug trace`` does): Inductor's kernel code cache stays on, so
+kernels whose code did not change are not compiled again (their compiled ``.so``/Triton binaries
+are reused), while the graph-level caches are off — the FX graph cache and the AOTAutograd cache,
+because a whole-graph hit would skip the passes, IR and fusion decisions the trace is for (and,
+with Inductor's pre-grad passes run after the cache lookup, the trace's ``config.json``, written
+when they start), and Dynamo's local PGO profile, which persists "this dim was dynamic last time"
+across processes and would make a recompile trace different graphs. With ``use_cache`` (the
+default) a ``--set`` of ``fx_graph_cache`` decides that cache and the AOTAutograd cache layered on
+it (``compat.caches_off``); with ``use_cache=False`` (``--no-cache``) they all stay off and such a
+``--set`` only changes the flag, as in ``tuidebug trace --set``.
 """
 
 from __future__ import annotations
@@ -29,15 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 __all__ = ["RecompileError", "parse_sets", "format_sets", "trace_source", "default_out",
-           "recompile_spec", "script_spec", "run_job", "CACHE_SETTINGS"]
-
-# Inductor settings a recompile with caches on adds (unless a --set names them): see above.
-CACHE_SETTINGS: dict[str, Any] = {"fx_graph_cache": False}
-# Non-Inductor settings applied in the job (recorded in the manifest's "recompile" entry).
-OTHER_SETTINGS: dict[str, Any] = {
-    "torch._functorch.config.enable_autograd_cache": False,
-    "torch._dynamo.config.automatic_dynamic_local_pgo": False,
-}
+           "recompile_spec", "script_spec", "run_job"]
 
 
 class RecompileError(Exception):
@@ -199,19 +196,6 @@ def script_spec(script: str | os.PathLike[str], args: Iterable[str] = (),
 
 # -- the job itself (runs in the forked child; imports torch) -------------------------------------
 
-def _apply_other_settings(settings: Mapping[str, Any]) -> None:
-    import importlib
-
-    for dotted, value in settings.items():
-        mod_name, _, attr = dotted.rpartition(".")
-        try:
-            mod = importlib.import_module(mod_name)
-            if hasattr(mod, attr):
-                setattr(mod, attr, value)
-        except Exception:  # an older/newer torch without it: nothing to turn off
-            pass
-
-
 def run_job(spec: Mapping[str, Any], emit: Callable[[dict[str, Any]], None] | None = None) -> int:
     """Run one job in this process (a fresh child of the worker). Returns the exit code of
     ``tuidebug.compiler.run_script`` (0 ok, 10 compile failed, 11/12/13 script problems).
@@ -240,16 +224,14 @@ def run_job(spec: Mapping[str, Any], emit: Callable[[dict[str, Any]], None] | No
     args = list(spec.get("args") or [])
     overrides = dict(spec.get("overrides") or {})
     use_cache = bool(spec.get("use_cache", True))
-    extra = {k: v for k, v in CACHE_SETTINGS.items() if k not in overrides} if use_cache else {}
-    other = dict(OTHER_SETTINGS) if use_cache else {}
-    if "fx_graph_cache" in overrides:
-        other.pop("torch._functorch.config.enable_autograd_cache", None)
-    _apply_other_settings(other)
 
+    # The graph-level caches are off whatever ``use_cache`` says (the capture records which, in
+    # the manifest's tuidebug_config): a hit would skip what the trace records (module docstring).
     session = CaptureSession(
-        spec["out"], check_accuracy=bool(spec.get("check", True)), use_cache=use_cache,
+        spec["out"], check_accuracy=bool(spec.get("check", True)), use_cache=False,
         command=["tuidebug", "trace", spec.get("script_arg") or script, *args],
-        on_progress=lambda m: send({"type": "progress", "message": m}))
+        on_progress=lambda m: send({"type": "progress", "message": m}),
+        user_sets=overrides if use_cache else None)
     sys.argv = [script, *args]
     sys.path.insert(0, os.path.dirname(script))
     script_exc: BaseException | None = None
@@ -266,14 +248,11 @@ def run_job(spec: Mapping[str, Any], emit: Callable[[dict[str, Any]], None] | No
         orig_set_phase(phase, graph_id)
 
     writer.set_phase = set_phase  # type: ignore[method-assign]
-    writer.update(
-        tuidebug_config={**(writer.manifest.get("tuidebug_config") or {}), **extra},
-        recompile={"from": spec.get("source_trace"), "sets": spec.get("sets") or {},
-                   "use_cache": use_cache, "settings": other, "worker_pid": os.getppid()})
-    patches = {**extra, **overrides}
-    if overrides:
+    writer.update(recompile={"from": spec.get("source_trace"), "sets": spec.get("sets") or {},
+                             "use_cache": use_cache, "worker_pid": os.getppid()})
+    if overrides:  # entered after the capture's own patches, so a --set always wins
         writer.update(config_overrides=overrides)
-    patch = compat.inductor_config_patch(patches) if patches else None
+    patch = compat.inductor_config_patch(overrides) if overrides else None
     if patch is not None:
         patch.__enter__()
     try:

@@ -139,7 +139,8 @@ class RecompileWorker:
     """Client of the warm worker process. Thread-safe; never imports torch.
 
     ``timeout``: seconds a job may run before it is killed and reported (per job overridable).
-    ``use_cache``: leave Inductor's kernel caches on for jobs (see ``recompile.py``).
+    ``use_cache``: let a job's ``--set fx_graph_cache=…`` decide the graph-level caches (they are
+    off otherwise; the kernel code cache is always on: see ``recompile.py``).
     ``warmup``: warm the server up with a small compile before the first job (on by default;
     the CLI's one-shot ``recompile`` turns it off). ``max_parallel``: jobs run at once.
     ``on_progress`` / ``on_done``: defaults for jobs that do not pass their own.

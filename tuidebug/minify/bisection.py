@@ -1,9 +1,11 @@
 """``tuidebug bisect``: name the backend / Inductor subsystem / pass responsible for a failure.
 
-Runs a test repeatedly under Inductor's compiler bisector (see ``torch_api``), in child
-processes: either a minified ``repro.py`` (judged by the trace's failure signature; in a warm
-worker, or a fresh process per run with ``fresh``) or the script the trace recorded (judged by
-its exit status, a fresh process per run).
+Runs a test repeatedly under Inductor's compiler bisector (driven through
+``tuidebug.compiler.compat``, like every private torch API), in child processes: either a
+minified ``repro.py`` (judged by the trace's failure signature; in a warm worker, or a fresh
+process per run with ``fresh``) or the script the trace recorded (judged by its exit status, a
+fresh process per run). Importing this module does not import torch; :func:`bisect` does (the
+bisector runs in the calling process).
 """
 
 from __future__ import annotations
@@ -25,6 +27,31 @@ from tuidebug.minify.pool import WorkerPool, child_env
 from tuidebug.minify.signature import Signature
 from tuidebug.minify.source import MinifyError
 from tuidebug.trace.reader import Trace, TraceError
+
+
+@dataclass
+class BisectOutcome:
+    """What the bisector found: the backend, the subsystem and which application of it."""
+
+    backend: str | None
+    subsystem: str | None = None
+    bisect_number: int | None = None
+    debug_info: str | None = None
+    log: str = ""
+
+    def describe(self) -> str:
+        if self.backend is None:
+            return "no backend reproduces the failure (it does not happen under the bisector)"
+        if self.backend != "inductor" and self.subsystem is None:
+            return f"the failure already happens with backend {self.backend!r} (before Inductor)"
+        if self.subsystem is None:
+            return (f"the failure is in backend {self.backend!r}, but disabling none of its "
+                    "subsystems fixes it")
+        text = f"backend {self.backend!r}, subsystem {self.subsystem!r}"
+        if self.bisect_number is not None and self.debug_info and \
+                self.debug_info != self.subsystem:
+            text += f", application #{self.bisect_number}: {self.debug_info}"
+        return text
 
 
 @dataclass
@@ -66,8 +93,6 @@ def bisect(trace_path: str | os.PathLike[str], repro: str | None = None, timeout
     A ``repro`` is run in a warm worker process (torch imported once; the bisector's state is
     passed through files) unless ``fresh``; the traced script always runs in a fresh process.
     """
-    from tuidebug.minify import torch_api
-
     try:
         trace = Trace(trace_path)
     except TraceError as e:
@@ -77,6 +102,8 @@ def bisect(trace_path: str | os.PathLike[str], repro: str | None = None, timeout
                           "there is nothing to bisect")
     signature = Signature.from_trace_error(trace.error)
     cmd, cwd = _test_command(trace, repro)
+    from tuidebug.compiler import compat  # imports torch: the bisector runs in this process
+
     runs = 0
     state = tempfile.mkdtemp(prefix="tuidebug-bisect-")
     logs = tempfile.mkdtemp(prefix="tuidebug-bisect-logs-")
@@ -127,14 +154,15 @@ def bisect(trace_path: str | os.PathLike[str], repro: str | None = None, timeout
             on_step(runs + 1, text)
 
     try:
-        outcome = torch_api.run_bisect(is_good, state, step)
-    except torch_api.NotAvailable as e:
+        found, log = compat.run_bisect(is_good, state, step)
+    except compat.NotAvailable as e:
         raise MinifyError(str(e)) from e
     finally:
         if pool is not None:
             pool.close()
         shutil.rmtree(state, ignore_errors=True)
         shutil.rmtree(logs, ignore_errors=True)
+    outcome = BisectOutcome(**found, log=log) if found else BisectOutcome(None, log=log)
     return BisectReport(outcome.describe(), outcome.backend, outcome.subsystem,
                         outcome.bisect_number, outcome.debug_info, runs,
                         round(time.perf_counter() - t0, 2), [shlex.quote(c) for c in cmd],

@@ -36,9 +36,7 @@ def run_candidate(path: str, index: int, bisect_dir: str | None = None) -> dict[
     compat.reset_dynamo()
     t0 = time.perf_counter()
     if bisect_dir:
-        from tuidebug.minify import torch_api
-
-        torch_api.begin_bisect_run(bisect_dir)
+        compat.begin_bisect_run(bisect_dir)
     try:
         spec = importlib.util.spec_from_file_location(f"_tuidebug_candidate_{index}", path)
         if spec is None or spec.loader is None:
@@ -51,7 +49,7 @@ def run_candidate(path: str, index: int, bisect_dir: str | None = None) -> dict[
                   "message": str(e)[:4000], "traceback": traceback.format_exc()[-4000:]}
     finally:
         if bisect_dir:
-            torch_api.end_bisect_run()
+            compat.end_bisect_run()
     result["seconds"] = round(time.perf_counter() - t0, 3)
     return result
 
