@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -172,3 +173,26 @@ print(s.graph_count)
     t = Trace(tmp_path / "t")
     assert t.status == "ok" and t.graphs[0].kind == "inference"
     assert t.graphs[0].kernels
+
+
+def test_graph_cache_hit_still_records_the_config(tmp_path: Path) -> None:
+    """With --use-cache the second trace is an AOTAutograd/FX graph cache hit, which skips the
+    pre-grad passes; the config in force (including what mode="max-autotune" patches on) is
+    still recorded."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "cache"))
+    traces = []
+    for name in ("cold", "hit"):
+        out = tmp_path / name
+        p = subprocess.run([sys.executable, "-m", "tuidebug.cli", "trace", "--use-cache", "-o",
+                            str(out), str(EXAMPLES / "mlp.py"), "--mode", "max-autotune"],
+                           env=env, capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stderr[-3000:]
+        traces.append(Trace(out))
+    cold, hit = traces
+    hits = sum(int((c.get("counters") or {}).get("aot_autograd", {}).get("autograd_cache_hit", 0))
+               + int((c.get("counters") or {}).get("inductor", {}).get("fxgraph_cache_hit", 0))
+               for c in hit.compiles.values())
+    assert hits > 0, "the second trace should hit the graph caches"
+    for t in (cold, hit):
+        assert t.config["values"]["max_autotune"] is True, t.root
+        assert t.config["values"]["triton.cudagraphs"] is True

@@ -236,6 +236,9 @@ class CaptureSession:
         def compile_fx(model_: Any, example_inputs_: Any, *args: Any, **kwargs: Any) -> Any:
             with self._reentrant("compile_fx") as outer:
                 if not outer:
+                    # compile_fx calls itself inside the config patches of a torch.compile mode
+                    # (max-autotune, …): the config in force for this compile
+                    self._guarded("the Inductor config", self._write_config)
                     return orig(model_, example_inputs_, *args, **kwargs)
                 gs = self._guarded("the Dynamo graph", lambda: self._begin_compile(model_, example_inputs_))
                 with self._as_current(gs):
@@ -244,6 +247,8 @@ class CaptureSession:
                     except BaseException as e:
                         self._record_error(e, gs)
                         raise
+                    finally:  # a graph-cache hit skips the pre-grad passes that write it
+                        self._guarded("the Inductor config", self._write_config)
                 if gs is not None and self.check_accuracy and callable(compiled):
                     compiled = self._wrap_runtime(compiled, model_, gs)
                 return compiled
