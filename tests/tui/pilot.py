@@ -64,6 +64,15 @@ class UI:
             await self.pilot.pause(poll)
         return bool(cond())
 
+    def layout(self) -> str:
+        """Where every widget of the screen is (for an assertion message)."""
+        screen = self.app.screen
+        rows = [f"screen {type(screen).__name__} size={screen.size} "
+                f"layout_required={screen._layout_required} dirty={len(screen._dirty_widgets)}"]
+        rows += [f"  {type(w).__name__}#{w.id} region={w.region} display={w.display}"
+                 for w in screen.query("*")]
+        return "\n".join(rows)
+
     async def press(self, *keys: str) -> None:
         for k in keys:
             await self.pilot.press(k)
