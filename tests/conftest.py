@@ -6,6 +6,7 @@ process) — no mocks. Tests must not modify these traces; copy them first (``co
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from dataclasses import dataclass
@@ -27,6 +28,12 @@ def pythonpath() -> str:
     """PYTHONPATH for child processes: this checkout first, then what the caller had."""
     extra = os.environ.get("PYTHONPATH")
     return str(ROOT) + (os.pathsep + extra if extra else "")
+
+
+def digest(root: Path) -> dict[str, str]:
+    """A sha256 per file under ``root``: equal before and after means not a byte changed."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def trace_example(out: Path, example: str, *args: str, extra: list[str] | None = None) -> subprocess.CompletedProcess[str]:

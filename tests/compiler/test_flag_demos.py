@@ -31,14 +31,6 @@ GPU_FLAGS = {"triton.autotune_at_compile_time", "max_autotune_pointwise", "trito
 
 
 @pytest.fixture(scope="module")
-def worker():
-    w = RecompileWorker(timeout=600).start()
-    assert w.wait_ready(600), w.log_tail()
-    yield w
-    w.close()
-
-
-@pytest.fixture(scope="module")
 def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("demos")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, Case
+from tests.conftest import ROOT, Case, digest
 from tuidebug.compiler import recompile
 from tuidebug.compiler.flags import FlagValueError, UnknownFlag
 from tuidebug.compiler.worker import RecompileWorker
@@ -27,23 +26,6 @@ def f(x):
     return (x * 2).relu() + 1
 print(torch.compile(f)(torch.randn(8)).sum().item())
 """
-
-
-@pytest.fixture(scope="module")
-def worker():
-    w = RecompileWorker(timeout=600).start()
-    assert w.wait_ready(600), w.log_tail()
-    yield w
-    w.close()
-
-
-def tree_hash(root: Path) -> str:
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*")):
-        h.update(str(p.relative_to(root)).encode())
-        if p.is_file():
-            h.update(p.read_bytes())
-    return h.hexdigest()
 
 
 def script(tmp_path: Path, name: str, body: str) -> Path:
@@ -111,13 +93,13 @@ def test_client_modules_do_not_import_torch() -> None:
 def test_max_fusion_size_1_gives_more_kernels_and_leaves_the_original(
         worker: RecompileWorker, mlp_trace: Path, copy_trace) -> None:
     original = copy_trace(mlp_trace, "mlp")
-    before = tree_hash(original)
+    before = digest(original)
     messages: list[str] = []
     job = worker.submit(original, ["max_fusion_size=1"], on_progress=lambda j, m: messages.append(m))
     assert job.wait(600)
     assert job.state == "ok", (job.error, job.result)
     assert job.out == original.parent / "mlp-max_fusion_size=1"
-    assert tree_hash(original) == before, "the original trace was modified"
+    assert digest(original) == before, "the original trace was modified"
     assert any(m.startswith("phase lowering") for m in messages), messages
 
     new = Trace(job.out)

@@ -157,14 +157,20 @@ async def test_worker_killed_mid_recompile_is_reported_in_the_tui(
     assert not case.data_lost
 
 
-async def test_hanging_recompile_hits_the_timeout_in_the_tui(
-        open_ui, hang_trace: Path, copy_trace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        case: Case) -> None:
+@pytest.fixture
+def hanging(hang_trace: Path, copy_trace, tmp_path: Path,
+            monkeypatch: pytest.MonkeyPatch) -> tuple[Path, dict[str, str]]:
+    """A copy of the hang trace whose recompile will hang, and its digest before."""
     src = copy_trace(hang_trace, "hang")
-    before = digest(src)
     marker = tmp_path / "hang.marker"
     marker.touch()
     monkeypatch.setenv(HANG_ENV, str(marker))  # before the app starts its worker: jobs inherit it
+    return src, digest(src)
+
+
+async def test_hanging_recompile_hits_the_timeout_in_the_tui(
+        open_ui, hanging: tuple[Path, dict[str, str]], case: Case) -> None:
+    src, before = hanging
     async with open_ui(src, notifications=True, recompile_timeout=20) as ui:
         await _set_flag(ui, "size_asserts", "false")
         job = await _recompile(ui, "done", 300)
@@ -181,13 +187,8 @@ async def test_hanging_recompile_hits_the_timeout_in_the_tui(
 
 
 async def test_hanging_recompile_is_cancelled_with_x(
-        open_ui, hang_trace: Path, copy_trace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        case: Case) -> None:
-    src = copy_trace(hang_trace, "hang")
-    before = digest(src)
-    marker = tmp_path / "hang.marker"
-    marker.touch()
-    monkeypatch.setenv(HANG_ENV, str(marker))
+        open_ui, hanging: tuple[Path, dict[str, str]], case: Case) -> None:
+    src, before = hanging
     # the default timeout (600 s): only x can end this job
     async with open_ui(src, notifications=True) as ui:
         await _set_flag(ui, "size_asserts", "false")

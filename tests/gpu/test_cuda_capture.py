@@ -12,8 +12,7 @@ import pytest
 
 from tests.conftest import EXAMPLES, pythonpath, trace_example
 from tuidebug.trace.reader import Trace
-from tuidebug.trace.summary import cudagraphs_state
-from tuidebug.tui import model
+from tuidebug.trace.summary import cudagraphs_state, launch_text
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 
@@ -97,7 +96,7 @@ def test_launch_grid_is_recorded(cuda_autotune: Path) -> None:
         grid = launch.get("grid")
         assert isinstance(grid, list) and len(grid) == 3 and all(x >= 1 for x in grid), name
         assert len(launch["grid_expr"]) == 3
-        print(name, model.launch_text(launch))
+        print(name, launch_text(launch))
     pointwise = [ln for n, ln in launches.items() if "XBLOCK" in ln["config"]]
     # the grid's x is xnumel / XBLOCK, rounded up (just "xnumel" when XBLOCK is 1)
     assert pointwise and all("xnumel" in ln["grid_expr"][0] or ln["grid_expr"][0].isdigit()

@@ -7,20 +7,15 @@ directory can use ``open_ui``: the TUI tests and the faults suite.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
+from tests.conftest import digest  # noqa: F401  (re-exported for the TUI tests)
+
 SIZE = (160, 45)
-
-
-def digest(root: Path) -> dict[str, str]:
-    """A sha256 per file under ``root``: equal before and after means not a byte changed."""
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 class UI:

@@ -91,6 +91,12 @@ def test_svg_kernel_view_of_the_cuda_trace(tmp_path: Path) -> None:
     for k in g.kernels:
         if k["kind"] == "triton":
             assert k["name"] in titles, k["name"]
+    # each Triton kernel's cluster carries its launch: grid, warps, registers
+    for name, rec in g.launches.items():
+        launch = rec["launch"]
+        line = (f"grid {'×'.join(str(x) for x in launch['grid'])} · {launch['num_warps']} warps"
+                f" · {launch['registers']} regs")
+        assert line in titles, (name, line)
 
 
 async def test_autotune_screen_shows_why_a_choice_failed(open_ui) -> None:

@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
-import time
 from pathlib import Path
 
+from tests.conftest import digest
 from tuidebug.tui.screens.modals import InputScreen
-
-
-def _digest(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
-
-
-async def _wait(ui, cond, timeout: float) -> bool:
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        if cond():
-            return True
-        await ui.pilot.pause(0.5)
-    return cond()
 
 
 async def _filter(ui, text: str) -> None:
     await ui.press("7")
-    assert await _wait(ui, lambda: ui.app.screen.registry is not None, 30)
+    assert await ui.wait_for(lambda: ui.app.screen.registry is not None, 30)
     ui.app.screen.action_focus_filter()
     await ui.pilot.press(*text)
     await ui.press("enter")
@@ -60,7 +45,7 @@ async def test_flags_search_shows_doc_and_rejects_bad_values(open_ui, mlp_trace:
 
 async def test_recompile_then_compare(open_ui, mlp_trace: Path, copy_trace) -> None:
     src = copy_trace(mlp_trace, "mlp")
-    before = _digest(src)
+    before = digest(src)
     async with open_ui(src) as ui:
         await _filter(ui, "size_asserts")
         ui.app.screen.query_one("#flag-list").select_id("size_asserts")
@@ -73,11 +58,11 @@ async def test_recompile_then_compare(open_ui, mlp_trace: Path, copy_trace) -> N
         assert ui.app.recompile_job is not None
         # the UI stays responsive while the worker runs
         assert "recompil" in ui.text() or ui.app.current_mode == "compare"
-        assert await _wait(ui, lambda: ui.app.recompile_job.done, 180), \
+        assert await ui.wait_for(lambda: ui.app.recompile_job.done, 180), \
             ui.app.recompile_job.summary()
         job = ui.app.recompile_job
         assert job.state == "ok", job.summary()
-        assert await _wait(ui, lambda: ui.app.current_mode == "compare" and any(
+        assert await ui.wait_for(lambda: ui.app.current_mode == "compare" and any(
             "size_asserts" in ln for ln in ui.lines("#compare-view")), 60)
         lines = "\n".join(ui.lines("#compare-view"))
         assert "size_asserts" in lines
@@ -85,7 +70,7 @@ async def test_recompile_then_compare(open_ui, mlp_trace: Path, copy_trace) -> N
         await ui.press("o")
         assert ui.app.trace.root == job.out
         assert ui.app.current_mode == "overview"
-    assert _digest(src) == before
+    assert digest(src) == before
 
 
 async def test_minify_from_errors_screen(open_ui, failing_trace: Path) -> None:
@@ -97,7 +82,7 @@ async def test_minify_from_errors_screen(open_ui, failing_trace: Path) -> None:
         screen = ui.app.screen
         assert screen.task_running == "minify"
         assert "minify" in ui.text()
-        done = await _wait(ui, lambda: screen.task_running is None, 240)
+        done = await ui.wait_for(lambda: screen.task_running is None, 240)
         assert done, ui.text()
         assert screen.repro_path is not None and screen.repro_path.is_file(), ui.text()
         assert str(screen.repro_path) in "\n".join(ui.lines("#errors-view"))

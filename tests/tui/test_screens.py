@@ -251,6 +251,7 @@ async def test_failed_kernel_compile_points_into_the_kernel(open_ui, failing_tra
         assert ui.app.screen.selected() == site.kernel
         assert ui.app.screen.query_one("#code-view").cursor == site.line - 1
         assert site.code in ui.cursor_line("#code-view")
-        # (the full suite on a 2-core machine once painted only the title and footer here)
+        # the view scrolls to that line once laid out (TextView retries after the refresh that
+        # applies the new source's size: tests/tui/test_textview.py)
         assert await ui.wait_for(lambda: site.code in ui.text(), 15, poll=0.1), \
             ui.text() + "\n" + ui.layout()

@@ -174,12 +174,13 @@ class CaptureSession:
         p.wrap(compat.WHY_NO_FUSE, self._wrap_why_no_fuse)
         p.wrap(compat.FUSE_TWO_NODES, self._wrap_fuse_two_nodes)
         p.wrap(compat.KERNEL_PROVENANCE, self._wrap_provenance, everywhere=True)
-        p.wrap(compat.BENCHMARK_CHOICE, self._wrap_benchmark_choice)
+        p.wrap(compat.BENCHMARK_CHOICE, lambda f: self._wrap_choice_step(f, classmethod_=True))
         p.wrap(compat.CUDAGRAPH_SKIP, self._wrap_cudagraph_skip, everywhere=True)
         if compat.triton_available():
             p.wrap(compat.TRITON_RUN, self._wrap_triton_run)
             p.wrap(compat.TRITON_BENCHMARK_ALL, self._wrap_triton_benchmark)
-            p.wrap(compat.TEMPLATE_PRECOMPILE, self._wrap_template_precompile)
+            p.wrap(compat.TEMPLATE_PRECOMPILE,
+                   lambda f: self._wrap_choice_step(f, classmethod_=False))
         try:
             self._remove_feedback = compat.add_autotune_feedback(self._on_autotune)
         except compat.NotAvailable as e:
@@ -596,27 +597,20 @@ class CaptureSession:
             self._choice_errors[id(choice)] = (choice, _clip_message(
                 f"{type(e).__name__}: {msg}", 1000, 1000))
 
-    def _wrap_benchmark_choice(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+    def _wrap_choice_step(self, orig: Callable[..., Any], *, classmethod_: bool) -> Callable[..., Any]:
+        """Wrap a step that raises when one choice fails: the classmethod
+        ``benchmark_choice(cls, choice, …)`` or the method ``TritonTemplateCaller.precompile(choice)``
+        (``orig`` comes bound to the class for the classmethod)."""
         session = self
 
-        def benchmark_choice(cls: Any, choice: Any, *args: Any, **kwargs: Any) -> Any:
+        def step(first: Any, *args: Any, **kwargs: Any) -> Any:
+            choice = args[0] if classmethod_ else first
             try:
-                return orig(choice, *args, **kwargs)
+                return orig(*args, **kwargs) if classmethod_ else orig(first, *args, **kwargs)
             except Exception as e:
                 session._choice_failed(choice, e)
                 raise
-        return benchmark_choice
-
-    def _wrap_template_precompile(self, orig: Callable[..., Any]) -> Callable[..., Any]:
-        session = self
-
-        def precompile(self_: Any, *args: Any, **kwargs: Any) -> Any:
-            try:
-                return orig(self_, *args, **kwargs)
-            except Exception as e:
-                session._choice_failed(self_, e)
-                raise
-        return precompile
+        return step
 
     # -- CUDA graphs ----------------------------------------------------------------------------
     def _wrap_cudagraph_skip(self, orig: Callable[..., Any]) -> Callable[..., Any]:

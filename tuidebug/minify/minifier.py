@@ -324,31 +324,26 @@ class Minifier:
         mark = self._begin("nodes")
         assert self.best is not None
         items = self.reducer.sort(self.best.spec.keep)
-
-        def test(subsets: Sequence[Sequence[str]]) -> int | None:
-            specs = [self._spec(keep=s) for s in subsets]
-            i = self.first_failing(specs)
-            if i is not None:
-                self.best = _Best(specs[i], self._entry(specs[i])[1])  # type: ignore[arg-type]
-            return i
-
-        ddmin.ddmin(items, test)
+        ddmin.ddmin(items, self._tester(lambda kept: self._spec(keep=kept)))
         self._end(mark)
 
-    def reduce_set(self, step: str, items: list[Any], make: Callable[[list[Any]], Spec]) -> None:
-        """Keep as few of ``items`` as possible (``make(kept)`` builds the spec)."""
-        if not items:
-            return
-        mark = self._begin(step)
-
+    def _tester(self, make: Callable[[list[Any]], Spec]) -> Callable[[Sequence[Sequence[Any]]], int | None]:
+        """The test ddmin calls: the first subset (``make`` turns it into a spec) whose candidate
+        fails like the trace becomes the best so far."""
         def test(subsets: Sequence[Sequence[Any]]) -> int | None:
             specs = [make(list(s)) for s in subsets]
             i = self.first_failing(specs)
             if i is not None:
                 self.best = _Best(specs[i], self._entry(specs[i])[1])  # type: ignore[arg-type]
             return i
+        return test
 
-        ddmin.minimal_needed(items, test)
+    def reduce_set(self, step: str, items: list[Any], make: Callable[[list[Any]], Spec]) -> None:
+        """Keep as few of ``items`` as possible (``make(kept)`` builds the spec)."""
+        if not items:
+            return
+        mark = self._begin(step)
+        ddmin.minimal_needed(items, self._tester(make))
         self._end(mark)
 
     def reduce_rest(self) -> None:

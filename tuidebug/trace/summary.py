@@ -24,6 +24,47 @@ def cudagraphs_state(g: GraphRecord) -> str | None:
     return "on"
 
 
+def kernel_launches(g: GraphRecord) -> dict[str, dict[str, Any]]:
+    """Each Triton kernel's launch (``code/launches.jsonl``: grid, block sizes, warps…) by
+    kernel name; empty for a graph without Triton kernels (the file is not read)."""
+    if not any(k.get("kind") == "triton" for k in g.kernels):
+        return {}
+    out = {}
+    for name, rec in g.launches.items():
+        launch = rec.get("launch") if isinstance(rec, dict) else None
+        if isinstance(launch, dict):
+            out[name] = launch
+    return out
+
+
+def launch_text(launch: dict[str, Any], *, brief: bool = False) -> str:
+    """``grid 16×1×1  (-((xnumel) // -(128)), 1, 1)  XBLOCK=128  4 warps  1 stage  28 regs
+    0 spills  0 B shared``; ``brief``: grid, warps and registers (and spills, if any)."""
+    parts = []
+    grid = launch.get("grid") if isinstance(launch.get("grid"), list) else None
+    expr = launch.get("grid_expr") if isinstance(launch.get("grid_expr"), list) else None
+    if grid:
+        parts.append("grid " + "×".join(str(x) for x in grid))
+    # the expression says how the grid follows the sizes; a template's fixed grid (_grid_0…)
+    # and constants say nothing more than the values
+    if not brief and expr and any(str(e) not in ("1", str(v)) and not str(e).startswith("_grid_")
+                                  for e, v in zip(expr, grid or [None] * 3)):
+        parts.append("(" + ", ".join(str(e) for e in expr) + ")")
+    cfg = launch.get("config")
+    if not brief:
+        parts += [f"{k}={v}" for k, v in (cfg.items() if isinstance(cfg, dict) else ())]
+    keys = (("num_warps", "warp"), ("registers", "reg")) if brief else (
+        ("num_warps", "warp"), ("num_stages", "stage"), ("registers", "reg"), ("spills", "spill"))
+    for key, unit in keys:
+        if launch.get(key) is not None:
+            parts.append(f"{launch[key]} {unit}{'' if launch[key] == 1 else 's'}")
+    if brief and launch.get("spills"):
+        parts.append(f"{launch['spills']} spills")
+    if not brief and launch.get("shared_mem") is not None:
+        parts.append(f"{launch['shared_mem']} B shared")
+    return ("  " if not brief else " · ").join(parts)
+
+
 def graph_summary(g: GraphRecord) -> dict[str, Any]:
     meta = g.meta
     g.check_files()

@@ -17,6 +17,7 @@ from typing import Any
 from tuidebug.trace import schema
 from tuidebug.trace.graph import Graph, node_line
 from tuidebug.trace.reader import GraphRecord, StageInfo, Trace
+from tuidebug.trace.summary import kernel_launches
 
 # -- timings ---------------------------------------------------------------------------------------
 
@@ -239,37 +240,9 @@ class KernelInfo:
     launch: dict[str, Any] | None = None  # Triton: grid, block sizes, warps, registers…
 
 
-def launch_text(launch: dict[str, Any]) -> str:
-    """``grid 16×1×1 (-((xnumel) // -(XBLOCK)))  XBLOCK=128  4 warps  1 stage  28 regs …``"""
-    parts = []
-    grid = launch.get("grid") if isinstance(launch.get("grid"), list) else None
-    expr = launch.get("grid_expr") if isinstance(launch.get("grid_expr"), list) else None
-    if grid:
-        parts.append("grid " + "×".join(str(x) for x in grid))
-    # the expression says how the grid follows the sizes; a template's fixed grid (_grid_0…)
-    # and constants say nothing more than the values
-    if expr and any(str(e) not in ("1", str(v)) and not str(e).startswith("_grid_")
-                    for e, v in zip(expr, grid or [None] * 3)):
-        parts.append("(" + ", ".join(str(e) for e in expr) + ")")
-    cfg = launch.get("config")
-    parts += [f"{k}={v}" for k, v in (cfg.items() if isinstance(cfg, dict) else ())]
-    for key, unit in (("num_warps", "warp"), ("num_stages", "stage"), ("registers", "reg"),
-                      ("spills", "spill")):
-        if launch.get(key) is not None:
-            parts.append(f"{launch[key]} {unit}{'' if launch[key] == 1 else 's'}")
-    if launch.get("shared_mem") is not None:
-        parts.append(f"{launch['shared_mem']} B shared")
-    return "  ".join(parts)
-
-
-def _launch(record: Any) -> dict[str, Any] | None:
-    launch = record.get("launch") if isinstance(record, dict) else None
-    return launch if isinstance(launch, dict) else None
-
-
 def kernel_infos(g: GraphRecord) -> list[KernelInfo]:
     prov = (g.provenance or {}).get("kernels") or {}
-    launches = g.launches if any(k.get("kind") == "triton" for k in g.kernels) else {}
+    launches = kernel_launches(g)
     out = []
     for k in g.kernels:
         name = str(k.get("name"))
@@ -280,7 +253,7 @@ def kernel_infos(g: GraphRecord) -> list[KernelInfo]:
             wrapper_line=k.get("wrapper_line"), ir_nodes=list(p.get("ir_nodes") or []),
             fx_nodes=fx, source=[s for s in p.get("source") or [] if isinstance(s, dict)],
             original_aten=list(k.get("original_aten") or []),
-            launch=_launch(launches.get(name))))
+            launch=launches.get(name)))
     return out
 
 

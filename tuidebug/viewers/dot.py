@@ -62,6 +62,7 @@ class Overlay:
     kernel_of: dict[str, str] | None = None  # FX node -> kernel name (kernel view)
     kernel_kind: dict[str, str] = field(default_factory=dict)  # kernel -> "extern" | "cpp" | ...
     kernel_nodes: dict[str, list[str]] = field(default_factory=dict)  # kernel -> all nodes it lists
+    kernel_note: dict[str, str] = field(default_factory=dict)  # kernel -> second label line (launch)
     status: dict[str, str] | None = None  # FX node -> added | removed | changed | same (diff view)
     extra_edges: list[tuple[str, str]] = field(default_factory=list)  # edges of removed nodes
     module_hints: dict[str, str] = field(default_factory=dict)  # FX node -> module, for grouping
@@ -457,7 +458,7 @@ class _Builder:
             else:
                 key, kind, item_id = n.name, "node", n.name
                 k = kernel_of.get(n.name)
-                extra = ((f"cluster_{k}", k, self._kernel_style(k)),) if k else ()
+                extra = (self._kernel_cluster(k),) if k else ()
                 cont = self._container(phase, extra)
             item = self.items.get(item_id)
             if item is None:
@@ -472,6 +473,12 @@ class _Builder:
             self.notes.append(f"collapsed to module depth {depth}")
         if self.kernels_collapsed:
             self.notes.append("kernels collapsed to one box each")
+
+    def _kernel_cluster(self, kernel: str) -> tuple[str, str, str]:
+        """(cluster name, label, style) of a kernel: its name, and its launch under it."""
+        note = self.ov.kernel_note.get(kernel)
+        return (f"cluster_{kernel}", f"{kernel}\n{note}" if note else kernel,
+                self._kernel_style(kernel))
 
     def _kernel_style(self, kernel: str) -> str:
         kind = self.ov.kernel_kind.get(kernel, "")
@@ -633,7 +640,7 @@ class _Builder:
             nid = _safe_id("@kernel_note", k)
             label = "also works on " + ", ".join(shared[:STUB_NAMES]) + (
                 f" +{len(shared) - STUB_NAMES}" if len(shared) > STUB_NAMES else "")
-            cont = self._container("", ((f"cluster_{k}", k, self._kernel_style(k)),))
+            cont = self._container("", (self._kernel_cluster(k),))
             stmts[cont].append((nid, dict(STUB_STYLE, label=_clip(label, 60),
                                           tooltip=_tooltip(f"{k} also computes: " + ", ".join(shared)))))
             self._stub_edges.append((nid, self.item_of[shared[0]]))

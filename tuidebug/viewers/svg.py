@@ -18,6 +18,7 @@ from typing import Sequence
 
 from tuidebug.trace.graph import Graph
 from tuidebug.trace.reader import GraphRecord, StageInfo, Trace, TraceError
+from tuidebug.trace.summary import kernel_launches, launch_text
 from tuidebug.viewers.dot import DotOptions, DotResult, Overlay, build_dot, infer_modules
 
 INSTALL_HINT = ("install Graphviz (Debian/Ubuntu: apt-get install graphviz; macOS: brew install "
@@ -360,6 +361,9 @@ def export(trace: Trace | str | os.PathLike[str], graph_id: str | None = None, s
         label, suffix, name = f"stage {stage_label(snapshot_for(rec, info))}", "", stage_label(info)
     if kernels:
         overlay.kernel_of, overlay.kernel_kind, overlay.kernel_nodes = kernel_overlay(rec, graph)
+        launches = kernel_launches(rec)  # a repeated call "k:2" launches kernel k
+        overlay.kernel_note = {unit: launch_text(launches[unit.split(":")[0]], brief=True)
+                               for unit in overlay.kernel_nodes if unit.split(":")[0] in launches}
         suffix += "-kernels"
     opts = DotOptions(depth=depth, budget=budget, collapse=collapse, split_phases=joint,
                       title=f"{tr.name} · {rec.id} ({rec.kind}) · {label}")

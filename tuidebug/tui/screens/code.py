@@ -20,6 +20,7 @@ from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from tuidebug.trace.reader import GraphRecord, Trace
+from tuidebug.trace.summary import launch_text
 from tuidebug.tui import keymap, model
 from tuidebug.tui.messages import Loaded, ShowNode
 from tuidebug.tui.screens.base import TraceScreen
@@ -127,7 +128,7 @@ class ProvenanceLines:
         self.items.append(("", "", head))
         if k.launch:
             self.items.append(("", "", Text.assemble(("launch  ", "bold cyan"),
-                                                     model.launch_text(k.launch))))
+                                                     launch_text(k.launch))))
         if k.original_aten:
             self.items.append(("", "", Text("aten: " + ", ".join(k.original_aten), "dim")))
         for s in k.source:

@@ -227,15 +227,14 @@ class ErrorsScreen(TraceScreen):
         for w in self.workers:
             if w.group == "task":
                 w.cancel()
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
+        self._kill_proc()
         self._progress(f"cancelling the {self.task_running}…")
 
     def on_unmount(self) -> None:
+        self._kill_proc()
+
+    def _kill_proc(self) -> None:
+        """Kill the bisect child's whole process group, if it still runs."""
         proc = self._proc
         if proc is not None and proc.poll() is None:
             try:

@@ -107,7 +107,9 @@ class TextView(ScrollView, can_focus=True):
 
     cursor: reactive[int] = reactive(0, always_update=False, repaint=False)
 
-    class CursorMoved(Message):
+    class _LineMessage(Message):
+        """About one line (``index``) of a view."""
+
         def __init__(self, view: "TextView", index: int) -> None:
             super().__init__()
             self.view = view
@@ -117,15 +119,11 @@ class TextView(ScrollView, can_focus=True):
         def control(self) -> "TextView":
             return self.view
 
-    class Activated(Message):
-        def __init__(self, view: "TextView", index: int) -> None:
-            super().__init__()
-            self.view = view
-            self.index = index
+    class CursorMoved(_LineMessage):
+        """The cursor moved to line ``index``."""
 
-        @property
-        def control(self) -> "TextView":
-            return self.view
+    class Activated(_LineMessage):
+        """Enter (or a click) on line ``index``."""
 
     def __init__(self, source: LineSource | None = None, *, gutter: bool = False,
                  show_cursor: bool = True, placeholder: str = "", name: str | None = None,
@@ -278,7 +276,7 @@ class TextView(ScrollView, can_focus=True):
         self.cursor = index
         self.scroll_cursor_visible(center=center)
 
-    def scroll_cursor_visible(self, center: bool = False) -> None:
+    def scroll_cursor_visible(self, center: bool = False, *, again: bool = True) -> None:
         height = max(1, self.scrollable_content_region.height or self.size.height)
         top = self.scroll_offset.y
         c = self.cursor
@@ -288,6 +286,11 @@ class TextView(ScrollView, can_focus=True):
             self.scroll_to(y=c, animate=False, immediate=True)
         elif c >= top + height:
             self.scroll_to(y=c - height + 1, animate=False, immediate=True)
+        top = self.scroll_offset.y
+        if again and not (top <= c < top + height):
+            # the scroll range follows virtual_size only once laid out: a view just mounted, or
+            # given a longer source, clamps the scroll short of the cursor. Once more after that.
+            self.call_after_refresh(self.scroll_cursor_visible, center, again=False)
 
     def action_cursor(self, delta: int) -> None:
         if not self.show_cursor:
