@@ -157,9 +157,15 @@ def test_folder_without_its_log(debug_dirs: dict[str, Path], tmp_path: Path) -> 
 def test_ensure_trace_and_source_untouched(debug_dirs: dict[str, Path], tmp_path: Path) -> None:
     src = tmp_path / "work"
     shutil.copytree(debug_dirs["mlp"] / "torch_compile_debug", src / "torch_compile_debug")
-    listing = sorted(str(p.relative_to(src)) for p in src.rglob("*"))
+    root = src / "torch_compile_debug"
+    listing = sorted(str(p.relative_to(root)) for p in root.rglob("*"))
     t = importers.ensure_trace(src)
     assert t == tmp_path / "work.tuidebug"
     assert importers.ensure_trace(src) == t
-    assert sorted(str(p.relative_to(src)) for p in src.rglob("*")) == listing
+    # a run folder, or the structured log inside the folder: imported beside, never inside it
+    run = next(root.glob("run_*"))
+    assert importers.ensure_trace(run) == src / f"torch_compile_debug.{run.name}.tuidebug"
+    for log in (root / "tlparse").glob("*.log"):
+        assert importers.ensure_trace(log) == src / f"torch_compile_debug.{log.name}.tuidebug"
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*")) == listing
     assert Trace(t).graphs[0].kernels

@@ -406,6 +406,53 @@ def test_log_cut_mid_record(torch_trace_logs: dict[str, Path], tmp_path: Path) -
     assert g.final_graph() is not None and g.find_stage("post_grad") is not None
 
 
+# -- the imports in the terminal UI ---------------------------------------------------------------
+
+async def test_tui_says_what_the_log_lacks(open_ui, transformer_import: Trace) -> None:
+    """Passes, IR, fusion decisions and autotune choices of an import: "not in this log",
+    not "changed nothing" / "no IR (compilation stopped)" / "no autotuning"."""
+    async with open_ui(transformer_import.root) as ui:
+        overview = "\n".join(ui.lines("#overview"))
+        assert f"imported from torch_trace: {transformer_import.imported_from['path']}" in overview
+        assert "per-pass snapshots: not in this log; trace with tuidebug to get it" in overview
+        assert "?/" in overview  # passes changed: unknown, not 0
+        await ui.press("2")
+        assert "changes not in this log" in ui.text()
+        passes = ui.app.screen
+        g = ui.app.current_graph
+        first_pass = next(s.index for s in g.stages if s.kind == "pass")
+        passes._select_stage(first_pass)
+        await ui.settle()
+        assert "changed? not in this log; trace with tuidebug to get it" in ui.text()
+        assert "changed nothing" not in ui.text()
+        await ui.press("3")
+        assert "Inductor IR (ir_pre_fusion / ir_post_fusion): not in this log" in ui.text()
+        assert "compilation stopped" not in ui.text()
+        assert "fusion decisions: not in this log" in ui.text()
+        await ui.press("5")
+        assert "autotune choices: not in this log" in ui.text()
+
+
+async def test_tui_rank_selector(open_ui, torch_trace_logs: dict[str, Path],
+                                 tmp_path: Path) -> None:
+    src = tmp_path / "ddp"
+    shutil.copytree(torch_trace_logs["ddp"], src)
+    t0 = importers.ensure_trace(src)
+    async with open_ui(t0) as ui:
+        assert "rank 0 (R to change)" in ui.text()
+        await ui.press("R")
+        assert "Open the log of rank" in ui.text()
+        await ui.press("down", "enter")
+        assert await ui.wait_for(
+            lambda: (ui.app.trace.imported_from or {}).get("rank") == 1, timeout=60)
+        await ui.settle()
+        assert "rank 1" in ui.text().splitlines()[0]  # the title bar
+        assert ui.app.trace.root == src.parent / "ddp.rank1.tuidebug"
+        g = ui.app.current_graph
+        muls = [n for n in g.stage_graph(g.find_stage("dynamo")) if n.target == "operator.mul"]
+        assert muls and muls[0].args[1] == 2  # rank 1 compiled its own constant (r + 1)
+
+
 # -- detection, ranks, the import cache -----------------------------------------------------------
 
 def test_detect(torch_trace_logs: dict[str, Path], transformer_import: Trace,
@@ -454,6 +501,10 @@ def test_ensure_trace_caches_beside_the_source(torch_trace_logs: dict[str, Path]
     assert importers.ensure_trace(src) == t
     assert (t / "manifest.json").stat().st_mtime_ns == mtime  # reused, not imported again
     assert importers.ensure_trace(t) == t  # a tuidebug trace is itself
+    # one log file of the directory: imported beside the directory, never inside it
+    one = importers.ensure_trace(_single_log(src))
+    assert one == tmp_path / f"tt.{_single_log(src).name}.tuidebug"
+    assert _tree_digest(src) == before
     # a changed source is imported again
     log = _single_log(src)
     n = log.read_bytes().count(b"\n")

@@ -43,6 +43,23 @@ async def test_overview_enter_on_a_graph_opens_the_pass_stepper(open_ui, transfo
         assert f"{backward.id}: {len(backward.stages)} stages" in ui.text()
 
 
+async def test_overview_enter_on_a_compile_shows_its_guards(open_ui, transformer_trace: Path) -> None:
+    trace = Trace(transformer_trace)
+    cid, c = next(iter(trace.compiles.items()))
+    guard_line = next(ln for ln in str(c["guards"]).splitlines() if "TENSOR_MATCH" in ln)
+    async with open_ui(transformer_trace) as ui:
+        lines = ui.lines("#overview")
+        row = next(i for i, ln in enumerate(lines) if ln.strip().startswith(f"{cid}  "))
+        assert str(c["metrics"]["guard_count"]) in lines[row]  # the guards column
+        ui.app.screen.query_one("#overview").move_to(row)
+        await ui.press("enter")
+        shown = "\n".join(ui.lines("#file-view"))
+        assert f"compile {cid}:" in shown and "── guards" in shown
+        assert guard_line in shown  # Dynamo's guard text, as recorded
+        await ui.press("escape")
+        assert ui.app.current_mode == "overview" and not ui.app.screen.query("#file-view")
+
+
 async def test_pass_stepper_shows_added_removed_and_changed_nodes(open_ui, transformer_trace: Path) -> None:
     g = Trace(transformer_trace).graphs[0]
     target = next(s for s in g.stages if s.kind == "pass" and s.file and s.added)

@@ -111,12 +111,13 @@ class StageInfo:
     kind: str  # "stage" or "pass"
     subsystem: str | None
     duration_s: float | None
-    changed: bool
+    changed: bool | None  # None: not known (an imported log times passes, never snapshots)
     added: int
     removed: int
     modified: int
     file: str | None
     nodes: int | None
+    note: str | None = None
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "StageInfo":
@@ -124,9 +125,11 @@ class StageInfo:
         return cls(
             index=int(d.get("index", 0)), name=str(d.get("name", "?")),
             kind=str(d.get("kind", "stage")), subsystem=d.get("subsystem"),
-            duration_s=d.get("duration_s"), changed=bool(d.get("changed", False)),
+            duration_s=d.get("duration_s"),
+            changed=None if "changed" in d and d["changed"] is None else bool(d.get("changed")),
             added=int(counts.get("added", 0)), removed=int(counts.get("removed", 0)),
             modified=int(counts.get("changed", 0)), file=d.get("file"), nodes=d.get("nodes"),
+            note=str(d["note"]) if d.get("note") else None,
         )
 
 
@@ -387,6 +390,21 @@ class Trace:
 
     def __iter__(self) -> Iterator[GraphRecord]:
         return iter(self.graphs)
+
+    @property
+    def imported_from(self) -> dict[str, Any] | None:
+        """For a trace imported from a TORCH_TRACE log or a torch_compile_debug folder: its
+        source (``kind``, ``path``, ``rank``, ``ranks``, ``missing`` …); None for a capture."""
+        imp = self.manifest.get("imported_from")
+        return imp if isinstance(imp, dict) else None
+
+    def not_in_log(self, what: str) -> str | None:
+        """``"<what …>: not in this log; trace with tuidebug to get it"`` when this trace was
+        imported from a source that lacks ``what`` (e.g. "fusion decisions"), else None."""
+        for m in (self.imported_from or {}).get("missing") or []:
+            if str(m).startswith(what):
+                return f"{m}: {schema.NOT_IN_LOG}"
+        return None
 
     @cached_property
     def config(self) -> dict[str, Any]:

@@ -27,6 +27,9 @@ LAUNCHES = "code/launches.jsonl"  # Triton: launch metadata per kernel (first la
 ERROR = "error.json"
 REPRO_DIR = "repro"
 
+# How an imported trace (TORCH_TRACE log, torch_compile_debug folder) names what its source lacks
+NOT_IN_LOG = "not in this log; trace with tuidebug to get it"
+
 STATUS_RUNNING = "running"
 STATUS_OK = "ok"
 STATUS_FAILED = "failed"

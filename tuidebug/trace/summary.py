@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tuidebug.trace.reader import GraphRecord, Trace
+from tuidebug.trace.reader import GraphRecord, StageInfo, Trace
 
 
 def cudagraphs_state(g: GraphRecord) -> str | None:
@@ -65,6 +65,15 @@ def launch_text(launch: dict[str, Any], *, brief: bool = False) -> str:
     return ("  " if not brief else " · ").join(parts)
 
 
+def changed_passes(stages: list[StageInfo]) -> list[str] | None:
+    """The passes that changed the graph, in order; None when that is not known (a trace
+    imported from a log, which times passes but never snapshots them)."""
+    passes = [s for s in stages if s.kind == "pass"]
+    if passes and all(s.changed is None for s in passes):
+        return None
+    return [s.name for s in passes if s.changed and s.file]
+
+
 def graph_summary(g: GraphRecord) -> dict[str, Any]:
     meta = g.meta
     g.check_files()
@@ -81,6 +90,7 @@ def graph_summary(g: GraphRecord) -> dict[str, Any]:
                 files.add(s["file"])
     fusion = meta.get("fusion") or {}
     recorded = fusion.get("recorded", True)
+    changed = changed_passes(stages)
     return {
         "id": g.id,
         "kind": g.kind,
@@ -89,8 +99,8 @@ def graph_summary(g: GraphRecord) -> dict[str, Any]:
         "nodes": len(final) if final is not None else None,
         "stages": len(stages),
         "passes_run": sum(1 for s in stages if s.kind == "pass"),
-        "passes_changed": sum(1 for s in stages if s.kind == "pass" and s.changed and s.file),
-        "changed_passes": [s.name for s in stages if s.kind == "pass" and s.changed and s.file],
+        "passes_changed": len(changed) if changed is not None else None,
+        "changed_passes": changed,
         "kernels": len(kernels),
         "kernel_kinds": sorted({str(k.get("kind")) for k in kernels}),
         "extern_calls": len(externs),

@@ -114,10 +114,12 @@ class TraceWriter:
                     g["status"] = status
             self.flush()
 
-    def finish(self, status: str, error: dict[str, Any] | None = None) -> None:
+    def finish(self, status: str, error: dict[str, Any] | None = None, *,
+               finished_at: float | None = None) -> None:
+        """Final status; ``finished_at`` defaults to now (an import passes the log's end)."""
         with self._lock:
             self.manifest["status"] = status
-            self.manifest["finished_at"] = time.time()
+            self.manifest["finished_at"] = time.time() if finished_at is None else finished_at
             if error is not None:
                 self.manifest["error"] = error
             self.flush()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
+from textual import work
 from textual.app import App
 from textual.binding import Binding
 
@@ -81,9 +82,9 @@ class TuidebugApp(App[int]):
 
     # -- recompile, compare, open another trace ---------------------------------------------------
 
-    def _from_worker_thread(self, fn: Any, *args: Any) -> None:
+    def _from_worker_thread(self, fn: Any, *args: Any, **kwargs: Any) -> None:
         try:
-            self.call_from_thread(fn, *args)
+            self.call_from_thread(fn, *args, **kwargs)
         except RuntimeError:  # the app is shutting down
             pass
 
@@ -220,6 +221,36 @@ class TuidebugApp(App[int]):
             return
         i = graphs.index(self.current_graph)
         self.set_graph(graphs[(i + step) % len(graphs)].id)
+
+    def action_pick_rank(self) -> None:
+        imp = self.trace.imported_from or {}
+        ranks = [int(r) for r in imp.get("ranks") or []]
+        if len(ranks) < 2 or not imp.get("path"):
+            self.notify("one rank only: choosing a rank is for traces imported from a "
+                        "multi-rank TORCH_TRACE log", severity="warning")
+            return
+        current = imp.get("rank")
+
+        def chosen(rank: str | None) -> None:
+            if rank is not None and int(rank) != current:
+                self._open_rank(str(imp["path"]), int(rank))
+        self.push_screen(PickScreen("Open the log of rank…",
+                                    [(str(r), f"rank {r}") for r in ranks],
+                                    str(current)), chosen)
+
+    @work(thread=True, exclusive=True, group="rank")
+    def _open_rank(self, source: str, rank: int) -> None:
+        """Import the log of ``rank`` (once, cached like any import) and open it."""
+        from tuidebug.trace.importers import ImportFailed, ensure_trace
+
+        self._from_worker_thread(self.notify, f"importing rank {rank} of {source}…")
+        try:
+            path = ensure_trace(source, rank=rank)
+        except (ImportFailed, OSError) as e:
+            self._from_worker_thread(self.notify, str(e), title=f"cannot open rank {rank}",
+                                     severity="error", timeout=10)
+            return
+        self._from_worker_thread(self.open_trace, path)
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -43,6 +43,8 @@ KEYS: list[Key] = [
         help="look at the next compiled graph"),
     Key("app.prev_graph", "ctrl+left", "app.cycle_graph(-1)", "Previous graph", "app", show=False,
         help="look at the previous compiled graph"),
+    Key("app.rank", "R", "app.pick_rank", "Rank", "app", show=False,
+        help="open another rank of a multi-rank TORCH_TRACE log (imported traces)"),
     Key("app.help", "question_mark,f1", "app.help", "Help", "app",
         help="list every key"),
     Key("app.compare_with", "C", "app.compare_with", "Compare with trace…", "app", show=False,

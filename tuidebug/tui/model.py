@@ -170,9 +170,14 @@ def stage_view(g: GraphRecord, stage: StageInfo) -> StageView:
     assert shown is not None
     base = snapshot_lines(g, shown, graph)
     if not stage.file:
-        note = ("this pass changed nothing; showing the graph as of "
-                f"[{shown.index}] {shown.name}" if stage.kind == "pass" else
-                f"no snapshot at this stage; showing [{shown.index}] {shown.name}")
+        as_of = f"showing the graph as of [{shown.index}] {shown.name}"
+        if stage.kind == "pass" and stage.changed is None:  # imported: only its time is known
+            why = schema.NOT_IN_LOG if g.trace.not_in_log("per-pass snapshots") else "not recorded"
+            note = f"changed? {why}; {as_of}"
+        elif stage.kind == "pass":
+            note = f"this pass changed nothing; {as_of}"
+        else:
+            note = f"no snapshot at this stage; {as_of}"
         return StageView(stage, shown, graph, base, no_changes, note)
     changes = recorded_changes(g, stage)
     added, changed = set(changes["added"]), set(changes["changed"])
@@ -454,3 +459,56 @@ def key_error_lines(message: str, limit: int = 6) -> list[str]:
         if len(out) >= limit:
             break
     return out
+
+
+# -- Dynamo compiles ---------------------------------------------------------------------------
+
+_CACHE_COUNTS = (("fx graph", "inductor_fx_local_cache"), ("aot", "aotautograd_local_cache"),
+                 ("fx graph remote", "inductor_fx_remote_cache"),
+                 ("aot remote", "aotautograd_remote_cache"))
+
+
+def compile_cache(c: dict[str, Any]) -> str:
+    """A compile's cache use in a few words: ``fx_graph hit×2, aotautograd hit`` from the cache
+    events of an imported log, or ``fx graph miss×2`` from a capture's compile metrics."""
+    events = [e for e in c.get("cache") or [] if isinstance(e, dict)]
+    if events:
+        n = Counter(f"{e.get('cache', '?')} {e.get('result', '?')}" for e in events)
+        return ", ".join(k if v == 1 else f"{k}×{v}" for k, v in n.items())
+    m = c.get("metrics") or {}
+    parts = []
+    for label, key in _CACHE_COUNTS:
+        for result in ("hit", "miss"):
+            v = m.get(f"{key}_{result}_count")
+            if isinstance(v, int) and v:
+                parts.append(f"{label} {result}" + (f"×{v}" if v > 1 else ""))
+    return ", ".join(parts) or "–"
+
+
+def compile_detail(cid: str, c: dict[str, Any]) -> str:
+    """Everything recorded about one Dynamo compile, as text: where, graphs, graph breaks,
+    recompile reasons, cache events, counters and the guards Dynamo installed."""
+    m = c.get("metrics") or c.get("summary") or {}
+    out = [f"compile {cid}: {m.get('co_name') or '?'} at {m.get('co_filename') or '?'}:"
+           f"{m.get('co_firstlineno') or '?'}",
+           f"graphs: {', '.join(c.get('graphs') or []) or 'none'}",
+           f"guards: {m.get('guard_count', '?')}   cache: {compile_cache(c)}", ""]
+
+    def section(title: str, items: list[Any]) -> None:
+        if items:
+            out.append(f"── {title}")
+            for r in items:
+                text = str(r.get("reason") or r.get("msg") or r) if isinstance(r, dict) else str(r)
+                out.extend("  " + ln for ln in text.strip().splitlines())
+            out.append("")
+    section("graph breaks", list(c.get("dynamo_graph_break_reason") or []))
+    section("recompiled because", list(c.get("recompile_reasons") or []))
+    section("cache events", [" ".join(f"{k}={v}" for k, v in e.items() if k in (
+        "cache", "result", "graph", "key", "time_saved_ms", "line")) for e in c.get("cache") or []
+        if isinstance(e, dict)])
+    counters = c.get("counters") or {}
+    section("counters", [f"{k}: {v}" for k, v in counters.items() if v])
+    guards = str(c.get("guards") or "").strip("\n")
+    out.append("── guards")
+    out.extend(guards.splitlines() if guards else ["  not recorded"])
+    return "\n".join(out)

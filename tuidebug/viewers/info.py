@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from tuidebug.trace import schema
+
 STATUS_STYLE = {"ok": "bold green", "failed": "bold red", "crashed": "bold magenta",
                 "running": "bold yellow"}
 
@@ -44,8 +46,8 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
         total = sum(phase_times.values()) if phase_times else None
         t.add_row(g["id"], g["kind"], Text(g["status"], STATUS_STYLE.get(g["status"], "")),
                   str(g["nodes"] if g["nodes"] is not None else "–"),
-                  f"{g['passes_changed']}/{g['passes_run']}", str(g["kernels"]),
-                  str(g["extern_calls"]), str(g["fused"]) if g["fused"] is not None else "–",
+                  f"{_unknown(g['passes_changed'])}/{g['passes_run']}", str(g["kernels"]),
+                  str(g["extern_calls"]), _unknown(g["fused"]),
                   f"{g['kernels_with_source']}/{g['kernels']}", _secs(total))
     console.print(t)
     for g in s["graphs"]:
@@ -83,8 +85,13 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
         rank = f" (rank {imp['rank']})" if imp.get("rank") is not None else ""
         console.print(Text.assemble(("imported from ", "dim"), f"{imp.get('kind')}: {imp.get('path')}{rank}"))
         for what in imp.get("missing") or []:
-            console.print(f"  {what}: not in this log; trace with tuidebug to get it", style="dim")
+            console.print(f"  {what}: {schema.NOT_IN_LOG}", style="dim")
     for w in s.get("warnings") or []:
         console.print(f"warning: {w}", style="yellow")
     for p in s.get("problems") or []:
         console.print(f"problem: {p}", style="red")
+
+
+def _unknown(v: Any) -> str:
+    """A count, or "?" where the trace does not know it (imports)."""
+    return "?" if v is None else str(v)

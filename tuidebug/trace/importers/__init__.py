@@ -37,6 +37,8 @@ Kind = Literal["tuidebug", "torch_trace", "torch_compile_debug"]
 # Bump when an importer writes something different: cached imports are then redone.
 IMPORTER_VERSION = 1
 CACHE_DIR_ENV = "TUIDEBUG_IMPORT_CACHE"
+# The files TORCH_TRACE=<dir> writes: dedicated_log_torch_trace_<…>.log
+_TRACE_DIR_LOG_RE = re.compile(r"^dedicated_log_torch_trace")
 _RANK_RE = re.compile(r"(?:^|[_.-])rank_?(?P<rank>\d+)(?:[_.-]|$)")
 
 __all__ = ["ImportFailed", "detect", "ensure_trace", "import_path", "list_ranks", "log_rank",
@@ -288,12 +290,31 @@ def cache_root() -> Path:
     return Path(base) / "tuidebug" / "imports"
 
 
+def _source_root(p: Path) -> Path:
+    """The outermost folder the source belongs to — a run folder's ``torch_compile_debug``,
+    a log file's TORCH_TRACE directory — so that an import is made beside it, never inside."""
+    from tuidebug.trace.importers import debug_dir
+
+    if debug_dir._RUN_RE.match(p.name):
+        return debug_dir.debug_root(p) or p
+    if p.is_file() and p.parent.name == "tlparse" \
+            and debug_dir.debug_root(p.parent.parent) == p.parent.parent:
+        return p.parent.parent  # torch_compile_debug/tlparse/<log>
+    if p.is_file() and (_TRACE_DIR_LOG_RE.match(p.name) or len(trace_logs(p.parent)) > 1):
+        return p.parent
+    return p
+
+
 def cache_dir_for(path: str | os.PathLike[str], rank: int | None = None) -> list[Path]:
     """Where an import of ``path`` may be cached, in order of preference: beside the source
-    (``<name>.tuidebug`` or ``<name>.rank<N>.tuidebug``), else in the user cache."""
+    (``<name>.tuidebug`` or ``<name>.rank<N>.tuidebug``; for a log file or run folder inside a
+    TORCH_TRACE or ``torch_compile_debug`` folder, ``<folder>.<name>.tuidebug`` beside that
+    folder), else in the user cache."""
     p = Path(path).resolve()
+    root = _source_root(p)
+    name = root.name if root == p else f"{root.name}.{p.name}"
     suffix = f".rank{rank}" if rank is not None else ""
-    beside = p.parent / f"{p.name}{suffix}.tuidebug"
+    beside = root.parent / f"{name}{suffix}.tuidebug"
     digest = hashlib.sha256(f"{p}\0{rank}".encode()).hexdigest()[:24]
     return [beside, cache_root() / digest]
 

@@ -25,7 +25,7 @@ from typing import IO, Any, Callable
 
 from tuidebug.trace import atomic, schema
 from tuidebug.trace import layout
-from tuidebug.trace.importers import fxtext, tracelog
+from tuidebug.trace.importers import fxtext, log_rank, tracelog
 from tuidebug.trace.importers.tracelog import Record
 from tuidebug.trace.writer import TraceWriter
 
@@ -863,25 +863,29 @@ class TorchTraceImporter:
                          if k != "python" or v}
         if "python" not in self.versions:
             m["versions"].pop("python", None)
-        if self._times:
+        if self._times:  # the compiles' own times, not the import's
             m["started_at"] = min(self._times)
         m["phase"] = self.errors[0]["phase"] if self.errors else (
             "kernel_compile" if any(g.has_code for g in self.graphs.values()) else None)
         m["current_graph"] = self.errors[0]["graph"] if self.errors else None
         m["warnings"] = list(self.warnings)
+        rank = self.scan.rank  # from the records; else from the file's name (…_rank_1_…)
+        if rank is None and self.log is not None:
+            rank = log_rank(self.log)
         m["imported_from"] = {
             "kind": self.kind, "path": str(self.source.resolve()),
             "log": str(self.log.resolve()) if self.log is not None else None,
-            "rank": self.scan.rank, "ranks": self.ranks, "missing": self.missing(),
+            "rank": rank, "ranks": self.ranks, "missing": self.missing(),
             "lines": self.scan.lines, "records": len(self.scan.records),
             "bad_lines": self.scan.bad_lines, "import_seconds": round(elapsed, 3),
             "source_pid": next((r.pid for r in self.scan.records if r.pid), None),
             **self.extra_imported_from(),
         }
+        end = max(self._times) if self._times else None
         if self.errors:
-            w.finish(schema.STATUS_FAILED, self.errors[0])
+            w.finish(schema.STATUS_FAILED, self.errors[0], finished_at=end)
         else:
-            w.finish(schema.STATUS_OK)
+            w.finish(schema.STATUS_OK, finished_at=end)
 
     def _mark_restarts(self) -> None:
         """A compile attempt that Dynamo restarted (``0/0`` when ``0/0_1`` exists) never got

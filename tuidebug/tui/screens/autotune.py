@@ -148,7 +148,8 @@ class AutotuneScreen(TraceScreen):
             lst.set_items([])
             others = [f"{o.id} ({len(o.autotune)} tuned ops)" for o in self.trace.graphs
                       if o is not g and o.autotune]
-            message = EMPTY_HELP.format(graph=g.id)
+            missing = self.trace.not_in_log("autotune choices")
+            message = missing if missing else EMPTY_HELP.format(graph=g.id)
             if others:
                 message += "\n\nOther graphs of this trace were autotuned: " + ", ".join(others) + \
                     "  (G: choose a graph)"

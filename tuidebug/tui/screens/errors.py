@@ -22,7 +22,7 @@ from tuidebug.trace import schema
 from tuidebug.trace.reader import GraphRecord, Trace
 from tuidebug.tui import keymap, model
 from tuidebug.tui.screens.base import TraceScreen
-from tuidebug.tui.screens.modals import TextFileScreen
+from tuidebug.tui.screens.modals import TextScreen
 from tuidebug.tui.screens.overview import open_error_site, progress_line
 from tuidebug.tui.widgets.render import to_lines
 from tuidebug.tui.widgets.textview import RichLines, TextView
@@ -285,7 +285,7 @@ class ErrorsScreen(TraceScreen):
         if self.repro_path is None:
             self.notify("no repro yet: press m to minify", severity="warning")
             return
-        self.app.push_screen(TextFileScreen(self.repro_path))
+        self.app.push_screen(TextScreen.of_file(self.repro_path))
 
     _done = False
 

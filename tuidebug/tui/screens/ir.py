@@ -44,6 +44,13 @@ class IRData:
         self.fusion = [d for d in g.fusion if isinstance(d, dict)]
         self.reasons = model.fusion_reasons(self.fusion)
         self.fused = sum(1 for d in self.fusion if d.get("action") == "fused")
+        meta_fusion = g.meta.get("fusion") or {}
+        self.decisions_recorded = meta_fusion.get("recorded", True) is not False
+        if not self.decisions_recorded:  # an import: the count of fused nodes, no decisions
+            self.fused = int(meta_fusion.get("fused") or 0)
+        # an imported trace names what its source lacks ("… not in this log; trace with tuidebug")
+        self.no_ir = g.trace.not_in_log("Inductor IR")
+        self.no_decisions = g.trace.not_in_log("fusion decisions")
         self.by_node: dict[str, list[int]] = {}
         for i, d in enumerate(self.fusion):
             for key in ("node1", "node2"):
@@ -120,12 +127,14 @@ class IRScreen(TraceScreen):
         t.append(f"{len(d.pre)} scheduler nodes before fusion → {len(d.post)} after",
                  style="bold")
         t.append(f"   {d.fused} fused", style="green")
-        t.append(f", {len(d.fusion) - d.fused} rejected", style="red")
+        if d.decisions_recorded:
+            t.append(f", {len(d.fusion) - d.fused} rejected", style="red")
         if d.reasons:
             t.append("\nrejected because: ", style="dim")
             t.append("; ".join(f"{n}× {r}" for r, n in d.reasons[:4]))
         if not d.pre and not d.post:
-            t.append("\nno IR recorded for this graph (compilation stopped before lowering)",
+            t.append(f"\n{d.no_ir}" if d.no_ir else
+                     "\nno IR recorded for this graph (compilation stopped before lowering)",
                      style="yellow")
         self.set_text("#ir-summary", t)
 
@@ -167,7 +176,8 @@ class IRScreen(TraceScreen):
             t = Text(model.fusion_line(x))
             t.stylize("green" if x.get("action") == "fused" else "red", 0, 9)
             lines.append(t)
-        view.set_source(RichLines(lines), placeholder=f"no fusion decision about {scope}")
+        view.set_source(RichLines(lines), placeholder=d.no_decisions
+                        or f"no fusion decision about {scope}")
         view.set_query(self.search_query)
         if self.rejected_only:
             what, other = "rejected fusions (all nodes)", "the decisions about the selected node"

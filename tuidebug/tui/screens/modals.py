@@ -144,32 +144,37 @@ class InputScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class TextFileScreen(ModalScreen[None]):
-    """Show a text file (a repro.py) in a TextView; escape closes."""
+class TextScreen(ModalScreen[None]):
+    """Show a long text (a repro.py, a compile's guards) in a TextView; escape closes."""
 
     DEFAULT_CSS = """
-    TextFileScreen { align: center middle; }
-    TextFileScreen > Vertical { width: 95%; height: 90%; border: thick $primary;
-                                background: $surface; }
-    TextFileScreen Label { width: 100%; padding: 0 1; background: $primary 30%; text-style: bold; }
-    TextFileScreen TextView { height: 1fr; }
+    TextScreen { align: center middle; }
+    TextScreen > Vertical { width: 95%; height: 90%; border: thick $primary;
+                            background: $surface; }
+    TextScreen Label { width: 100%; padding: 0 1; background: $primary 30%; text-style: bold; }
+    TextScreen TextView { height: 1fr; }
     """
     BINDINGS = [Binding("escape,q", "close", "Close", id="file.close")]
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, title: str, text: str) -> None:
         super().__init__()
-        self.path = Path(path)
+        self.title_text = title
+        self.text = text
+
+    @classmethod
+    def of_file(cls, path: Path) -> "TextScreen":
+        try:
+            text = Path(path).read_text(errors="replace")
+        except OSError as e:
+            text = f"cannot read {path}: {e}"
+        return cls(str(path), text)
 
     def compose(self) -> ComposeResult:
         from tuidebug.tui.widgets.textview import TextLines, TextView
 
-        try:
-            text = self.path.read_text(errors="replace")
-        except OSError as e:
-            text = f"cannot read {self.path}: {e}"
         with Vertical():
-            yield Label(Text(f"{self.path}   (escape closes)"))
-            yield TextView(TextLines(text), gutter=True, id="file-view")
+            yield Label(Text(f"{self.title_text}   (escape closes)"))
+            yield TextView(TextLines(self.text), gutter=True, id="file-view")
 
     def on_mount(self) -> None:
         self.query_one("#file-view").focus()

@@ -17,10 +17,11 @@ from textual.app import ComposeResult
 
 from tuidebug.trace import schema
 from tuidebug.trace.reader import GraphRecord, Trace
-from tuidebug.trace.summary import cudagraphs_state
+from tuidebug.trace.summary import changed_passes, cudagraphs_state
 from tuidebug.tui import model
 from tuidebug.tui.messages import ShowKernel
 from tuidebug.tui.screens.base import TraceScreen
+from tuidebug.tui.screens.modals import TextScreen
 from tuidebug.tui.widgets.bars import STATUS_STYLE
 from tuidebug.tui.widgets.render import to_lines
 from tuidebug.tui.widgets.textview import RichLines, TextView
@@ -35,10 +36,11 @@ def _graph_row(g: GraphRecord) -> list[Any]:
     snaps = [s for s in stages if s.file]
     nodes = snaps[-1].nodes if snaps and snaps[-1].nodes is not None else None
     passes = [s for s in stages if s.kind == "pass"]
-    changed = [s for s in passes if s.changed and s.file]
+    changed = changed_passes(stages)
     fusion = g.meta.get("fusion") or {}
     return [g.id, g.kind, Text(g.status, STATUS_STYLE.get(g.status, "")),
-            str(nodes if nodes is not None else "–"), f"{len(changed)}/{len(passes)}",
+            str(nodes if nodes is not None else "–"),
+            f"{'?' if changed is None else len(changed)}/{len(passes)}",
             str(g.meta.get("kernels", "–")),
             f"{fusion.get('fused', '–')}/{fusion.get('rejected', '–')}",
             model.secs(model.total_compile_s(g))]
@@ -80,6 +82,7 @@ def overview_renderables(trace: Trace) -> list[RenderableType]:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started))
         took = f", took {finished - started:.1f}s" if isinstance(finished, (int, float)) else ""
         out.append(Text.assemble(("captured ", "dim"), when + took))
+    out.extend(_imported(trace))
     report = model.error_report(trace)
     if status != schema.STATUS_OK:
         out.append(Text(""))
@@ -141,6 +144,24 @@ PHASE_SHORT = {"joint_graph": "joint", "scheduling": "sched", "kernel_compile": 
                "post_grad": "post_grad", "pre_grad": "pre_grad"}
 
 
+def _imported(trace: Trace) -> list[RenderableType]:
+    """Where an imported trace came from, its rank, and what its source does not hold."""
+    imp = trace.imported_from
+    if not imp:
+        return []
+    head = Text.assemble(("imported from ", "dim"), f"{imp.get('kind')}: ",
+                         (str(imp.get("path")), "bold"))
+    ranks = imp.get("ranks") or []
+    if imp.get("rank") is not None:
+        head.append(f"   rank {imp['rank']}")
+        if len(ranks) > 1:
+            head.append(f" of {', '.join(map(str, ranks))}  (R: another rank)", style="dim")
+    out: list[RenderableType] = [head]
+    out.extend(Text(f"  {what}: {schema.NOT_IN_LOG}", style="dim")
+               for what in imp.get("missing") or [])
+    return out
+
+
 def _timings(graphs: list[GraphRecord]) -> list[RenderableType]:
     """One row per graph, one column per phase; each graph's slowest phase stands out."""
     per_graph = [(g, dict(model.phase_durations(g.meta))) for g in graphs]
@@ -178,9 +199,10 @@ def _compiles(trace: Trace) -> list[RenderableType]:
     compiles = trace.compiles
     if not compiles:
         return []
-    out: list[RenderableType] = [Text(""), _heading("Dynamo compiles")]
+    out: list[RenderableType] = [
+        Text(""), _heading("Dynamo compiles (enter: guards, breaks, recompiles, cache events)")]
     t = Table(box=None, padding=(0, 2), header_style="bold")
-    for col in ("id", "function", "where", "compile", "inductor", "graphs"):
+    for col in ("id", "function", "where", "compile", "inductor", "guards", "cache", "graphs"):
         t.add_column(col, no_wrap=col != "where")
     notes: list[Text] = []
     for cid, c in compiles.items():
@@ -190,6 +212,7 @@ def _compiles(trace: Trace) -> list[RenderableType]:
         t.add_row(cid, str(metrics.get("co_name") or "–"), where,
                   model.secs(metrics.get("entire_frame_compile_time_s")),
                   model.secs(metrics.get("inductor_compile_time_s")),
+                  str(metrics.get("guard_count", "–")), model.compile_cache(c),
                   ", ".join(c.get("graphs") or []))
         for r in c.get("dynamo_graph_break_reason") or []:
             notes.append(Text(f"  {cid} graph break: {_reason(r)}", style="yellow"))
@@ -279,11 +302,15 @@ class OverviewScreen(TraceScreen):
         width = max(60, (view.size.width or self.app.size.width) - 2)
         lines = to_lines(self.app.console, self._renderables, width)
         self._graph_lines = {}
+        self._compile_lines: dict[int, str] = {}
         ids = [g.id for g in self.trace.graphs]
+        compiles = self.trace.compiles
         for i, line in enumerate(lines):
             first = line.plain.strip().split("  ")[0] if line.plain.strip() else ""
-            if first in ids and i not in self._graph_lines.values():
-                self._graph_lines.setdefault(i, first)
+            if first in ids:
+                self._graph_lines[i] = first
+            elif first in compiles:
+                self._compile_lines[i] = first
         view.set_source(RichLines(lines), cursor=view.cursor if keep else 0, keep_scroll=keep)
 
     def on_resize(self, event: events.Resize) -> None:
@@ -292,6 +319,11 @@ class OverviewScreen(TraceScreen):
 
     async def on_text_view_activated(self, event: TextView.Activated) -> None:
         if open_error_site(self, event):
+            return
+        cid = getattr(self, "_compile_lines", {}).get(event.index)
+        if cid:
+            self.app.push_screen(TextScreen(f"Dynamo compile {cid}",
+                                            model.compile_detail(cid, self.trace.compiles[cid])))
             return
         graph_id = getattr(self, "_graph_lines", {}).get(event.index)
         if graph_id:

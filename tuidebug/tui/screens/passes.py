@@ -17,6 +17,7 @@ from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tuidebug.trace.reader import GraphRecord, StageInfo
+from tuidebug.trace.summary import changed_passes
 from tuidebug.tui import keymap, model
 from tuidebug.tui.messages import ShowKernel
 from tuidebug.tui.screens.base import TraceScreen
@@ -176,8 +177,9 @@ class PassesScreen(TraceScreen):
             self.query_one(TextView).set_source(EMPTY, placeholder="no graph in this trace")
             return
         stages = g.stages
-        changed = sum(1 for s in stages if s.kind == "pass" and s.changed and s.file)
-        self.set_text("#stages-title", f"{g.id}: {len(stages)} stages, {changed} changed")
+        changed = changed_passes(stages)
+        self.set_text("#stages-title", f"{g.id}: {len(stages)} stages, "
+                      + ("changes not in this log" if changed is None else f"{len(changed)} changed"))
         if self._pending is None:
             self.marks = set()  # a kernel's FX nodes stay marked only for that jump
         stages_list.set_items(stage_options(stages), highlighted=None)
@@ -258,11 +260,15 @@ class PassesScreen(TraceScreen):
         s = sv.stage
         t = Text()
         t.append(f"[{s.index}] {s.name}", style="bold")
-        if s.subsystem:
+        unknown = s.kind == "pass" and s.changed is None  # an import: the note comes first
+        if s.subsystem and not unknown:
             t.append(f"  {s.subsystem}", style="dim")
-        t.append(f"  {s.kind}", style="dim")
+        if not unknown:
+            t.append(f"  {s.kind}", style="dim")
         if s.duration_s is not None:
             t.append(f"  {model.secs(s.duration_s)}", style="dim")
+        if unknown and sv.note:
+            t.append(f"   {sv.note}", style="italic yellow")
         ch = sv.changes
         if s.file and s.kind == "pass":
             t.append("   ")
@@ -271,7 +277,7 @@ class PassesScreen(TraceScreen):
             t.append(f"~{len(ch['changed'])} changed", style="yellow")
         if sv.graph is not None:
             t.append(f"   {len(sv.graph)} nodes", style="dim")
-        if sv.note:
+        if sv.note and not unknown:
             t.append(f"   {sv.note}", style="italic dim")
         if self.changes_only:
             t.append("   [changes only: c]", style="bold magenta")
@@ -337,6 +343,9 @@ class PassesScreen(TraceScreen):
                 self._select_stage(i)
                 return
             i += delta
+        if changed_passes(g.stages) is None:
+            self.notify(g.trace.not_in_log("per-pass snapshots") or "not recorded", timeout=5)
+            return
         self.notify("no further pass changed the graph" if delta > 0 else
                     "no earlier pass changed the graph", timeout=3)
 

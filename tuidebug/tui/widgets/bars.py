@@ -51,6 +51,10 @@ class TitleBar(Static):
         status = trace.status
         t = Text() if level > 1 else Text.assemble((" tuidebug ", "bold reverse"), " ")
         t.append(trace.name, style="bold")
+        imp = trace.imported_from or {}
+        if imp.get("rank") is not None and len(imp.get("ranks") or []) > 1:
+            t.append(f" rank {imp['rank']}" + ("" if compact else " (R to change)"),
+                     style="bold magenta")
         t.append(" ")
         t.append(f" {status.upper()} ", style=STATUS_STYLE.get(status, "bold"))
         g = app.current_graph  # type: ignore[attr-defined]
