@@ -8,8 +8,18 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+# torch first: the 2.13.0 CPU build, from the machine's wheels or indexes when they have it, else
+# from PyTorch's CPU index (a bare `pip install torch` would pull a multi-GB CUDA build)
+TORCH_PIN=$(grep -E '^torch==' requirements-dev.txt)
+if ! .venv/bin/python -c "import torch, sys; sys.exit(torch.__version__ != '${TORCH_PIN#torch==}')" 2>/dev/null; then
+  .venv/bin/python -m pip install -q "$TORCH_PIN" 2>/dev/null \
+    || .venv/bin/python -m pip install -q "$TORCH_PIN" --extra-index-url https://download.pytorch.org/whl/cpu
+fi
 .venv/bin/python -m pip install -q -r requirements-dev.txt
-.venv/bin/python -m pip install -q --no-deps -e .
+# (setuptools' notes about editable installs go to the log, shown only if the install fails)
+log=$(mktemp)
+.venv/bin/python -m pip install -q --no-deps -e . >"$log" 2>&1 || { cat "$log" >&2; rm -f "$log"; exit 1; }
+rm -f "$log"
 if ! command -v dot >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing graphviz (dot) for SVG export…" >&2
