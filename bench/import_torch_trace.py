@@ -38,8 +38,10 @@ from tuidebug.trace.reader import Trace  # noqa: E402
 
 def make_log(log_dir: Path, layers: int) -> Path:
     logs = importers.trace_logs(log_dir)
-    if logs:
+    marker = log_dir / ".layers"
+    if logs and marker.is_file() and marker.read_text().strip() == str(layers):
         return logs[0]
+    shutil.rmtree(log_dir, ignore_errors=True)  # made for another model size, or unfinished
     partial = log_dir.with_name(log_dir.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     cache = log_dir.with_name(log_dir.name + ".inductor-cache")
@@ -53,6 +55,7 @@ def make_log(log_dir: Path, layers: int) -> Path:
     print(f"  compiled in {time.perf_counter() - t0:.0f} s", flush=True)
     shutil.rmtree(cache, ignore_errors=True)
     log_dir.parent.mkdir(parents=True, exist_ok=True)
+    (partial / ".layers").write_text(str(layers))
     os.replace(partial, log_dir)
     return importers.trace_logs(log_dir)[0]
 
@@ -118,7 +121,9 @@ def main() -> int:
               f"opening the final graphs afterwards: {open_time:.2f} s")
         tl = find_tlparse()
         if tl is None:
-            print("tlparse           not installed (pip install tlparse); no comparison")
+            print("tlparse is not installed (pip install tlparse): nothing to compare with",
+                  file=sys.stderr)
+            return 2
         else:
             version = subprocess.run([tl, "--version"], capture_output=True,
                                      text=True).stdout.strip()
