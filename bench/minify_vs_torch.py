@@ -10,9 +10,13 @@ For each bug, both minifiers start from their own capture of one run of the exam
   2, or 4 for accuracy), which writes ``minifier_launcher.py``; ``python minifier_launcher.py
   minify`` is timed (with a timeout).
 
-Both get a fresh, empty Inductor cache directory. Reported per bug: wall time, compile attempts
-(tuidebug: candidates compiled; PyTorch: "Made N queries", each an isolated process) and the
-final graph's compute nodes (ATen calls and tuple indexing; placeholders and output excluded).
+Each capture and each minifier run starts from a fresh, empty Inductor cache directory
+(``TORCHINDUCTOR_CACHE_DIR`` under the bug's work directory; PyTorch's launcher hard-codes its
+capture's directory, so that one is emptied before the minifier runs). Reported per bug: wall time,
+compile attempts (tuidebug: candidates compiled plus the confirmation re-runs of its starting
+candidate; PyTorch: "Made N queries", each an isolated process) and each minifier's own
+starting and final graph's compute nodes (ATen calls and tuple indexing; placeholders, output
+and attribute reads excluded; PyTorch's start is counted in its ``minifier_launcher.py``).
 
     python bench/minify_vs_torch.py [--bugs compile_error,runtime_error,accuracy] [--jobs 2]
                                     [--torch-timeout 1800] [--out DIR] [--skip-torch]
@@ -64,7 +68,9 @@ def _run(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float,
 
 
 def count_compute_nodes(repro: Path) -> int | None:
-    """ATen calls / tuple indexing in the ``forward`` of a repro (either minifier's format)."""
+    """ATen calls / tuple indexing in the ``forward`` of a repro (either minifier's format, and
+    PyTorch's ``minifier_launcher.py``): assignments, except FX's ``x = None`` deletions and
+    ``_tensor_constant0 = self._tensor_constant0`` attribute reads."""
     try:
         tree = ast.parse(repro.read_text())
     except (OSError, SyntaxError):
@@ -72,15 +78,17 @@ def count_compute_nodes(repro: Path) -> int | None:
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == "forward":
             return sum(1 for st in node.body if isinstance(st, ast.Assign)
-                       and not (isinstance(st.value, ast.Constant) and st.value.value is None))
+                       and not (isinstance(st.value, ast.Constant) and st.value.value is None)
+                       and not isinstance(st.value, ast.Attribute))
     return None
 
 
 def bench_ours(bug: str, work: Path, jobs: int) -> dict[str, Any]:
     trace = work / "trace"
     rc, capture_s = _run([sys.executable, "-m", "tuidebug.cli", "trace", "-o", str(trace),
-                          str(EXAMPLE), "--bug", bug], cwd=work, env=_env(), timeout=900,
-                         log=work / "trace.log")
+                          str(EXAMPLE), "--bug", bug], cwd=work,
+                         env=_env(TORCHINDUCTOR_CACHE_DIR=str(work / "ours-capture-inductor-cache")),
+                         timeout=900, log=work / "trace.log")
     out: dict[str, Any] = {"capture_s": round(capture_s, 1)}
     if not (trace / "manifest.json").exists():
         return {**out, "error": f"trace failed (status {rc}); see {work / 'trace.log'}"}
@@ -94,7 +102,11 @@ def bench_ours(bug: str, work: Path, jobs: int) -> dict[str, Any]:
         result = json.loads(text[start:]) if start >= 0 else {}
     except json.JSONDecodeError:
         result = {}
-    return {**out, "wall_s": round(wall, 1), "exit": rc, "attempts": result.get("attempts"),
+    attempts = result.get("attempts")
+    confirm = result.get("confirm_runs") or 0
+    return {**out, "wall_s": round(wall, 1), "exit": rc,
+            "attempts": attempts + confirm if attempts is not None else None,
+            "candidates": attempts, "confirm_runs": confirm,
             "nodes_before": result.get("nodes_before"), "nodes": result.get("nodes_after"),
             "verified": result.get("verified"), "processes": result.get("launches")}
 
@@ -113,8 +125,16 @@ def bench_torch(bug: str, work: Path, timeout: float) -> dict[str, Any]:
         return {**out, "error": f"no minifier_launcher.py written (status {rc}); "
                                 f"see {work / 'torch-capture.log'}"}
     launcher = launchers[-1]
+    # The launcher copies the capture's TORCH*/INDUCTOR* environment into itself, so it sets
+    # TORCHINDUCTOR_CACHE_DIR to the capture's cache (holding the kernels just compiled) whatever
+    # we pass: empty that directory, and point the variable at it too, so that the minifier
+    # starts from a fresh, empty cache either way.
+    cache = work / "torch-inductor-cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    cache.mkdir()
     rc, wall = _run([sys.executable, launcher.name, "minify"], cwd=launcher.parent,
-                    env=_env(), timeout=timeout, log=work / "torch-minify.log")
+                    env=_env(TORCHINDUCTOR_CACHE_DIR=str(cache)), timeout=timeout,
+                    log=work / "torch-minify.log")
     log = (work / "torch-minify.log").read_text(errors="replace")
     m = re.search(r"Made (\d+) queries", log)
     isolated = sum(1 for _ in launcher.parent.rglob("isolate/*.py"))
@@ -123,6 +143,7 @@ def bench_torch(bug: str, work: Path, timeout: float) -> dict[str, Any]:
     return {**out, "wall_s": round(wall, 1), "exit": rc, "timed_out": rc is None,
             "attempts": int(m.group(1)) if m else isolated,
             "nodes": count_compute_nodes(repro) if repro.exists() else None,
+            "nodes_before": count_compute_nodes(launcher),
             "fx_nodes_before": int(started.group(1)) if started else None,
             "processes": isolated + 1}
 
@@ -167,7 +188,7 @@ def _table(rows: dict[str, dict[str, Any]]) -> None:
           f"  note")
     for bug, r in rows.items():
         o, t = r["tuidebug"], r["torch"]
-        before = o.get("nodes_before")
+        before = o.get("nodes_before")  # each row shows its own minifier's starting count
         print(f"{bug:<14} {'tuidebug':<9} {_fmt(o.get('wall_s'), 's'):>8} "
               f"{_fmt(o.get('attempts')):>9} {_fmt(before) + ' -> ' + _fmt(o.get('nodes')):>11} "
               f"{_fmt(o.get('processes')):>6}  "
@@ -175,7 +196,8 @@ def _table(rows: dict[str, dict[str, Any]]) -> None:
         if t:
             note = t.get("error") or ("TIMED OUT (best so far)" if t.get("timed_out") else "")
             print(f"{'':<14} {'pytorch':<9} {_fmt(t.get('wall_s'), 's'):>8} "
-                  f"{_fmt(t.get('attempts')):>9} {_fmt(before) + ' -> ' + _fmt(t.get('nodes')):>11} "
+                  f"{_fmt(t.get('attempts')):>9} "
+                  f"{_fmt(t.get('nodes_before')) + ' -> ' + _fmt(t.get('nodes')):>11} "
                   f"{_fmt(t.get('processes')):>6}  {note}")
             if o.get("wall_s") and t.get("wall_s"):
                 print(f"{'':<14} {'speed-up':<9} {t['wall_s'] / o['wall_s']:>7.1f}x"

@@ -1,8 +1,17 @@
 """SVG export time by node count, with and without collapse.
 
-    python bench/svg_scaling.py                       # synthetic graphs, 100..2000 nodes
-    python bench/svg_scaling.py TRACE [TRACE ...]     # and every graph of real traces
+    python bench/svg_scaling.py                       # synthetic graphs, 100..2000 nodes, and real
+                                                      # traces of the bundled examples + 24 layers
+    python bench/svg_scaling.py --trace-dir ~/.cache/tuidebug-bench   # keep/reuse those traces
+    python bench/svg_scaling.py TRACE [TRACE ...]     # every graph of the traces given instead
     python bench/svg_scaling.py --sizes 100,500 --timeout 30 --no-synthetic TRACE
+    python bench/svg_scaling.py --quick               # a smoke run: 100 nodes and the mlp example
+
+With no TRACE, the bundled examples and a 24-layer transformer training step
+(``examples/transformer_block.py --layers 24``, about 4 minutes on 2 cores) are traced into
+``--trace-dir`` (default: a temporary directory, removed afterwards); a trace already there is
+reused. Real graphs are measured at their final stage and, for training graphs, at the AOT
+joint graph (the biggest), plain and as kernels.
 
 Synthetic graphs are transformer-like stacks built as tuidebug ``Graph`` objects: blocks of
 LayerNorm / attention / MLP ops with module paths, a residual stream, weights as placeholders,
@@ -15,18 +24,32 @@ first ran out of its time-box).
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
 from tuidebug.trace.graph import Graph, Node  # noqa: E402
-from tuidebug.trace.reader import Trace  # noqa: E402
+from tuidebug.trace.reader import Trace, TraceError  # noqa: E402
 from tuidebug.viewers.dot import DotOptions, Overlay, build_dot  # noqa: E402
-from tuidebug.viewers.svg import Attempt, LayoutFailed, attempts, export, run_layout  # noqa: E402
+from tuidebug.viewers.svg import (INSTALL_HINT, Attempt, DotMissing, LayoutFailed,  # noqa: E402
+                                  ViewerError, attempts, export, load, resolve_stage, run_layout,
+                                  snapshot_for)
+
+# (trace name, example script, its arguments): what runs when no TRACE is given
+REAL = [
+    ("mlp", "mlp.py", []), ("conv_net", "conv_net.py", []), ("graph_break", "graph_break.py", []),
+    ("reductions", "reductions.py", []), ("failing_compile", "failing_compile.py", []),
+    ("transformer_block", "transformer_block.py", []),
+    ("transformer_24", "transformer_block.py", ["--layers", "24"]),
+]
 
 BLOCK = [  # (name, target, module suffix, inputs as offsets into the block or "w"/"x")
     ("ln1", "aten.native_layer_norm.default", "ln1", ["x", "w"]),
@@ -112,10 +135,77 @@ def time_graph(graph: Graph, mode: str, timeout: float, overlay: Overlay | None 
             return res.shown, build_s, float("nan"), f"gave up after {timeout:.0f}s"
 
 
-def row(name: str, nodes: int, mode: str, shown: int, build_s: float, layout_s: float, engine: str) -> None:
+def row(name: str, nodes: int, mode: str, shown: int | str, build_s: float, layout_s: float,
+        engine: str) -> None:
     total = build_s + layout_s
     print(f"{name:<44} {nodes:>6} {mode:<10} {shown:>6} {build_s:>7.2f} {layout_s:>7.2f} "
           f"{total:>7.2f}  {engine}", flush=True)
+
+
+def build_traces(trace_dir: Path, which: list[tuple[str, str, list[str]]]) -> list[Path]:
+    """Trace the bundled examples into ``trace_dir`` (a trace already there is reused)."""
+    out = []
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for name, script, args in which:
+        path = trace_dir / name
+        if not (path / "manifest.json").exists():
+            print(f"# tracing examples/{script} {' '.join(args)} -> {path}", file=sys.stderr, flush=True)
+            t0 = time.perf_counter()
+            shutil.rmtree(path, ignore_errors=True)
+            proc = subprocess.run([sys.executable, "-m", "tuidebug.cli", "trace", "-o", str(path),
+                                   str(ROOT / "examples" / script), *args], env=env,
+                                  capture_output=True, text=True)
+            print(f"#   rc={proc.returncode} in {time.perf_counter() - t0:.0f}s", file=sys.stderr, flush=True)
+            if not (path / "manifest.json").exists():
+                print(f"#   no trace written: {(proc.stderr or proc.stdout).strip()[-300:]}",
+                      file=sys.stderr, flush=True)
+                continue
+        out.append(path)
+    return out
+
+
+def graph_size(rec, stage: str | None) -> int:
+    """Node count of the graph an export of ``stage`` draws (for rows where layout failed)."""
+    try:
+        return len(load(rec, snapshot_for(rec, resolve_stage(rec, stage))))
+    except ViewerError:
+        return 0
+
+
+def time_trace(path: str | Path, ns: argparse.Namespace) -> None:
+    """Every graph of a trace: final stage (collapsed and full), the joint graph of a training
+    graph, and the kernel view."""
+    try:
+        tr = Trace(path)
+    except TraceError as e:
+        print(f"# {path}: {e}", file=sys.stderr)
+        return
+    for rec in tr.graphs:
+        stages: list[str | None] = [None]
+        if ns.joint and rec.kind == "forward":  # a training graph: its joint graph is the biggest
+            stages += [s.name for s in rec.snapshots() if s.name == "aot_joint"]
+        views = [(stage, mode, False) for stage in stages for mode in ("collapse", "full")]
+        views.append((None, "kernels", True))
+        for stage, mode, kernels in views:
+            label = f"{tr.name}/{rec.id}" + (f"@{stage}" if stage else "")
+            with tempfile.TemporaryDirectory() as d:
+                t0 = time.perf_counter()
+                try:
+                    e = export(tr, rec.id, stage, kernels=kernels, out=Path(d) / "g.svg",
+                               collapse=mode != "full", timeout=ns.timeout)
+                except LayoutFailed:
+                    n = graph_size(rec, stage)
+                    row(label, n, mode, "?", 0, time.perf_counter() - t0,
+                        f"gave up after {ns.timeout:.0f}s")
+                    continue
+                except DotMissing:
+                    raise
+                except ViewerError as err:  # no kernels in a failed compile, say
+                    row(label, graph_size(rec, stage), mode, "-", 0, 0, f"skipped: {str(err)[:60]}")
+                    continue
+                wall = time.perf_counter() - t0
+            engine = e.rendered.engine + (" (fallback)" if len(e.rendered.tries) > 1 else "")
+            row(label, e.dot.total, mode, e.dot.shown, e.build_s, wall - e.build_s, engine)
 
 
 def main() -> int:
@@ -124,37 +214,47 @@ def main() -> int:
     ap.add_argument("--sizes", default="100,250,500,1000,1500,2000")
     ap.add_argument("--timeout", type=float, default=60.0, help="layout time-box per graph")
     ap.add_argument("--no-synthetic", action="store_true")
-    ap.add_argument("--joint", action="store_true", help="also the joint graph of each trace")
+    ap.add_argument("--joint", action=argparse.BooleanOptionalAction, default=True,
+                    help="also the AOT joint graph of each training graph (default: on)")
     ap.add_argument("--raw", action="store_true",
                     help="also plain dot without stubs or collapse (synthetic graphs; slow)")
+    ap.add_argument("--trace-dir", metavar="DIR",
+                    help="with no TRACE: build the example traces here, or reuse those already "
+                         "here (default: a temporary directory, removed afterwards)")
+    ap.add_argument("--no-real", action="store_true", help="with no TRACE: synthetic graphs only")
+    ap.add_argument("--quick", action="store_true",
+                    help="a smoke run: one 100-node synthetic graph and the mlp example")
     ns = ap.parse_args()
+    if shutil.which("dot") is None:
+        print(f"Graphviz's 'dot' is not on PATH: {INSTALL_HINT}", file=sys.stderr)
+        return 2
+    if ns.quick:
+        ns.sizes = "100"
     print(f"{'graph':<44} {'nodes':>6} {'mode':<10} {'shown':>6} {'build':>7} {'layout':>7} "
           f"{'total':>7}  engine")
-    if not ns.no_synthetic:
-        for n in (int(s) for s in ns.sizes.split(",")):
-            g = synthetic_graph(n)
-            for mode in ("collapse", "full") + (("raw",) if ns.raw else ()):
-                row(g.graph_id, len(g), mode, *time_graph(g, mode, ns.timeout))
-    for path in ns.traces:
-        tr = Trace(path)
-        for rec in tr.graphs:
-            stages = [None]
-            if ns.joint:
-                stages += [s.name for s in rec.snapshots() if s.name == "aot_joint"]
-            for stage in stages:
-                label = f"{tr.name}/{rec.id}" + (f"@{stage}" if stage else "")
-                for mode in ("collapse", "full"):
-                    with tempfile.TemporaryDirectory() as d:
-                        t0 = time.perf_counter()
-                        try:
-                            e = export(tr, rec.id, stage, out=Path(d) / "g.svg",
-                                       collapse=mode == "collapse", timeout=ns.timeout)
-                        except LayoutFailed:
-                            row(label, 0, mode, 0, 0, float("nan"), f"gave up after {ns.timeout:.0f}s")
-                            continue
-                        wall = time.perf_counter() - t0
-                    engine = e.rendered.engine + (" (fallback)" if len(e.rendered.tries) > 1 else "")
-                    row(label, e.dot.total, mode, e.dot.shown, e.build_s, wall - e.build_s, engine)
+    try:
+        if not ns.no_synthetic:
+            for n in (int(s) for s in ns.sizes.split(",")):
+                g = synthetic_graph(n)
+                for mode in ("collapse", "full") + (("raw",) if ns.raw else ()):
+                    row(g.graph_id, len(g), mode, *time_graph(g, mode, ns.timeout))
+        if ns.traces:
+            for path in ns.traces:
+                time_trace(path, ns)
+        elif not ns.no_real:
+            which = [r for r in REAL if r[0] == "mlp"] if ns.quick else REAL
+            keep = ns.trace_dir is not None
+            trace_dir = Path(ns.trace_dir) if keep else Path(tempfile.mkdtemp(prefix="svg-bench-"))
+            trace_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                for path in build_traces(trace_dir, which):
+                    time_trace(path, ns)
+            finally:
+                if not keep:
+                    shutil.rmtree(trace_dir, ignore_errors=True)
+    except DotMissing as e:
+        print(str(e), file=sys.stderr)
+        return 2
     return 0
 
 

@@ -1,7 +1,9 @@
-"""Bad input to ``tuidebug trace``: a clear one-line error and a non-zero exit."""
+"""Bad input to ``tuidebug trace``: a clear one-line error and a non-zero exit; the CLI where
+there is no terminal or the reader of its output goes away."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -69,3 +71,80 @@ def test_info_on_a_non_trace(tmp_path: Path) -> None:
     assert "not a tuidebug trace" in _error_line(p)
     p = tuidebug("info", str(tmp_path / "missing"))
     assert p.returncode == 2 and "no such trace" in _error_line(p)
+
+
+def test_options_after_the_script(tmp_path: Path) -> None:
+    """``tuidebug trace script.py -o DIR``: -o goes to the script, whose argparse exits with 2
+    before compiling; the error says so (not "never compiled") and hints at the right order."""
+    s = tmp_path / "args.py"
+    s.write_text("import argparse, torch\nap = argparse.ArgumentParser()\n"
+                 "ap.add_argument('--n', type=int)\nap.parse_args()\n"
+                 "torch.compile(torch.relu)(torch.randn(4))\n")
+    p = tuidebug("trace", str(s), "-o", str(tmp_path / "o"), cwd=tmp_path)
+    assert p.returncode == 3
+    line = _error_line(p)
+    assert "the script exited with code 2 before compiling" in line
+    assert "unrecognized arguments: -o" in line and "never compiled" not in line
+    assert "tuidebug's options go before the script: tuidebug trace -o DIR" in p.stderr
+
+
+def test_set_is_validated_before_tracing(tmp_path: Path) -> None:
+    s = tmp_path / "s.py"
+    s.write_text("raise SystemExit('not run')\n")
+    for bad, expected in (("size_assert=0", "unknown Inductor flag 'size_assert'; did you mean: "
+                                            "size_asserts"),
+                          ("size_asserts=maybe", "size_asserts expects a bool (true/false), got "
+                                                 "'maybe'"),
+                          ("max_fusion_size", "--set takes NAME=VALUE")):
+        p = tuidebug("trace", "-o", str(tmp_path / "o"), "--set", bad, str(s))
+        assert p.returncode == 2, p.stderr
+        assert expected in _error_line(p)
+        assert "Traceback" not in p.stderr and not (tmp_path / "o").exists()
+
+
+def test_set_values_are_typed_and_script_errors_shown(tmp_path: Path) -> None:
+    """``--set size_asserts=False`` reaches Inductor as the bool False (not the string); a script
+    that raises after compiling is reported by ``tuidebug info`` (text and JSON), not as OK."""
+    s = tmp_path / "late.py"
+    s.write_text("import torch\ntorch.compile(torch.relu)(torch.randn(4))\n"
+                 "raise RuntimeError('after compiling')\n")
+    out = tmp_path / "o"
+    p = tuidebug("trace", "-o", str(out), "--set", "size_asserts=False", "--set",
+                 "max_fusion_size=8", str(s))
+    assert p.returncode == 1, p.stderr[-3000:]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config_overrides"] == {"size_asserts": False, "max_fusion_size": 8}
+    config = json.loads((out / "config.json").read_text())
+    assert config["values"]["size_asserts"] is False and config["values"]["max_fusion_size"] == 8
+    info = tuidebug("info", "--json", str(out))
+    data = json.loads(info.stdout)
+    assert data["status"] == "ok"
+    assert data["script_error"] == {"type": "RuntimeError", "message": "after compiling",
+                                    "after_compiling": True}
+    text = " ".join(tuidebug("info", str(out)).stdout.split())
+    assert "OK, BUT THE SCRIPT RAISED" in text
+    assert "raised RuntimeError after compiling: after compiling" in text
+
+
+def test_info_into_a_closed_pipe(mlp_trace: Path) -> None:
+    """``tuidebug info TRACE | head``: the reader goes away; tuidebug stops quietly."""
+    env = dict(os.environ, PYTHONPATH=pythonpath())
+    for args in (["info", str(mlp_trace)], ["info", "--json", str(mlp_trace)]):
+        proc = subprocess.Popen([sys.executable, "-m", "tuidebug.cli", *args], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc.stdout.close()  # before tuidebug writes anything
+        err = proc.stderr.read()
+        assert proc.wait(timeout=60) == 1
+        assert err == "", err
+
+
+def test_demo_without_a_terminal(tmp_path: Path) -> None:
+    """No terminal (CI, a pipe): the demo prints the summary and how to open the UI instead of
+    waiting in a UI nobody sees."""
+    env = dict(os.environ, PYTHONPATH=pythonpath())
+    p = subprocess.run([sys.executable, "-m", "tuidebug.cli", "demo", "-o", str(tmp_path / "d")],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env,
+                       timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "compiled graphs" in p.stdout and "0_0-backward" in p.stdout
+    assert f"tuidebug open {tmp_path / 'd'}" in p.stderr

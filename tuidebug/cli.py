@@ -7,6 +7,7 @@ in a child process (``trace``) or import it only when they run.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import subprocess
@@ -51,14 +52,44 @@ def _check_writable(out: Path) -> None:
         raise CliError(f"cannot write the trace to {out}: {e.strerror or e}") from e
 
 
+def _validated_sets(sets: list[str]) -> dict[str, Any]:
+    """``--set NAME=VALUE`` items checked against the flag registry and converted to the flags'
+    types (as ``tuidebug recompile`` does); a bad one is a one-line CliError."""
+    from tuidebug.compiler.flags import FlagValueError, UnknownFlag
+    from tuidebug.compiler.recompile import RecompileError, parse_sets
+
+    try:
+        return parse_sets(sets)
+    except (UnknownFlag, FlagValueError, RecompileError) as e:
+        raise CliError(str(e)) from None
+
+
+def _run_child(cmd: list[str], env: dict[str, str]) -> tuple[int, list[str]]:
+    """Run the capture child with its stderr passed through; returns its exit code and the
+    last lines it wrote there that are not tuidebug's own (what the script said last)."""
+    tail: collections.deque[str] = collections.deque(maxlen=5)
+    with subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True,
+                          errors="replace") as proc:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+            if line.strip() and not line.startswith("[tuidebug]"):
+                tail.append(line.rstrip())
+    return proc.returncode, list(tail)
+
+
 def run_trace(script: str, script_args: list[str], out: Path | None, *, check: bool = True,
-              use_cache: bool = False, sets: list[str] | None = None, quiet: bool = False) -> tuple[int, Path]:
-    """Trace ``script`` in a child process. Returns (exit code, trace dir)."""
+              use_cache: bool = False, sets: list[str] | None = None,
+              quiet: bool = False) -> tuple[int, Path, list[str]]:
+    """Trace ``script`` in a child process. Returns (exit code, trace dir, the last lines of
+    the child's stderr that are not tuidebug's own)."""
     path = Path(script)
     if not path.exists():
         raise CliError(f"no such script: {script}")
     if not path.is_file():
         raise CliError(f"not a file: {script}")
+    overrides = _validated_sets(sets) if sets else {}
     out = out or _default_out(path)
     if out.exists() and any(out.iterdir()):
         raise CliError(f"output directory {out} is not empty; choose another with -o")
@@ -68,21 +99,35 @@ def run_trace(script: str, script_args: list[str], out: Path | None, *, check: b
         cmd.append("--no-check")
     if use_cache:
         cmd.append("--use-cache")
-    for s in sets or []:
-        cmd += ["--set", s]
+    if overrides:
+        cmd += ["--overrides", json.dumps(overrides)]
     cmd += [str(path), *script_args]
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     if not quiet:
         print(f"[tuidebug] tracing {script} → {out}", file=sys.stderr, flush=True)
-    proc = subprocess.run(cmd, env=env)
-    return proc.returncode, out
+    code, tail = _run_child(cmd, env)
+    return code, out, tail
 
 
-def _trace_outcome(code: int, out: Path) -> int:
+def _manifest(out: Path) -> dict[str, Any]:
+    """The trace's manifest as written, or {} (none yet, or unreadable)."""
+    try:
+        data = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _trace_outcome(code: int, out: Path, tail: list[str] | None = None) -> int:
     from tuidebug.compiler import run_script as rs
 
+    if code == rs.EXIT_EXITED_EARLY:
+        n = _manifest(out).get("script_exit_code", "non-zero")
+        said = f"; it said: {tail[-1][:300]}" if tail else ""
+        _err(f"the script exited with code {n} before compiling{said}")
+        return 3
     if code == rs.EXIT_NO_COMPILE:
         _err("the script never compiled anything: it did not call a torch.compile'd function "
              "(torch.compile is lazy: the compiled function must be called)")
@@ -116,12 +161,22 @@ def _trace_outcome(code: int, out: Path) -> int:
     return 0
 
 
+def _misplaced_options(script_args: list[str], own: list[str]) -> list[str]:
+    """The script's arguments that are ``tuidebug trace``'s own options (``own``), which argparse
+    hands to the script when they come after it."""
+    return [a for a in script_args if a.split("=", 1)[0] in own]
+
+
 def cmd_trace(ns: argparse.Namespace) -> int:
-    code, out = run_trace(ns.script, ns.args, Path(ns.output) if ns.output else None,
-                          check=not ns.no_check, use_cache=ns.use_cache, sets=ns.set)
+    code, out, tail = run_trace(ns.script, ns.args, Path(ns.output) if ns.output else None,
+                                check=not ns.no_check, use_cache=ns.use_cache, sets=ns.set)
     if (out / "manifest.json").exists():
         _print_info(out, as_json=False)
-    rc = _trace_outcome(code, out)
+    rc = _trace_outcome(code, out, tail)
+    misplaced = _misplaced_options(ns.args, ns.trace_options)
+    if rc != 0 and misplaced:
+        print(f"tuidebug: hint: {' '.join(misplaced)} went to the script; tuidebug's options go "
+              f"before the script: tuidebug trace -o DIR {ns.script} …", file=sys.stderr)
     if rc == 0 and ns.open:
         return _open(out)
     return rc
@@ -206,14 +261,22 @@ def cmd_demo(ns: argparse.Namespace) -> int:
     if not example.exists():
         raise CliError(f"bundled example not found: {example}")
     out = Path(ns.output) if ns.output else _default_out(example)
-    code, out = run_trace(str(example), [], out)
-    rc = _trace_outcome(code, out)
+    code, out, tail = run_trace(str(example), [], out)
+    rc = _trace_outcome(code, out, tail)
     if rc != 0:
         return rc
-    if ns.no_open:
+    if ns.no_open or not _interactive():
         _print_info(out, as_json=False)
+        if not ns.no_open:
+            print(f"[tuidebug] no terminal to open the UI in; open it with: tuidebug open {out}",
+                  file=sys.stderr)
         return 0
     return _open(out)
+
+
+def _interactive() -> bool:
+    """Whether the terminal UI can run here: stdin and stdout are a terminal."""
+    return all(s is not None and s.isatty() for s in (sys.stdin, sys.stdout))
 
 
 # -- registry ---------------------------------------------------------------------------------------
@@ -227,17 +290,21 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("trace", help="run a script with capture on and write a trace")
-    p.add_argument("-o", "--output", help="trace directory (default: tuidebug-traces/<script>-<time>)")
-    p.add_argument("--no-check", action="store_true",
-                   help="do not compare compiled outputs against eager")
-    p.add_argument("--use-cache", action="store_true",
-                   help="let Inductor use its caches (a cache hit records less)")
-    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="set an Inductor flag for this trace (repeatable)")
-    p.add_argument("--open", action="store_true", help="open the trace in the TUI afterwards")
-    p.add_argument("script")
+    options = [
+        p.add_argument("-o", "--output",
+                       help="trace directory (default: tuidebug-traces/<script>-<time>)"),
+        p.add_argument("--no-check", action="store_true",
+                       help="do not compare compiled outputs against eager"),
+        p.add_argument("--use-cache", action="store_true",
+                       help="let Inductor use its caches (a cache hit records less)"),
+        p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                       help="set an Inductor flag for this trace (repeatable; checked against "
+                            "the flag registry, as `tuidebug flags` lists them)"),
+        p.add_argument("--open", action="store_true", help="open the trace in the TUI afterwards"),
+    ]
+    p.add_argument("script", help="the script; tuidebug's options go before it")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
-    p.set_defaults(fn=cmd_trace)
+    p.set_defaults(fn=cmd_trace, trace_options=[s for a in options for s in a.option_strings])
 
     rank_help = "for a multi-rank TORCH_TRACE log: the rank to open (default: the lowest)"
     p = sub.add_parser("info", help="summarise a trace (or a TORCH_TRACE log / debug folder)")
@@ -299,6 +366,16 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         _err("interrupted")
         return 130
+    except BrokenPipeError:  # `tuidebug info TRACE | head`: quietly, as rich does (exit 1)
+        _silence_stdout()
+        return 1
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit raises nothing more."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 if __name__ == "__main__":

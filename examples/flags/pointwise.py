@@ -2,7 +2,8 @@
 
 ``triton.autotune_at_compile_time``, ``max_autotune_pointwise``, ``triton.use_block_ptr`` and
 ``triton.cudagraphs`` change how the Triton kernel is tuned, indexed and launched; on CPU they
-have nothing to act on (``tuidebug flags demo`` says so).
+have nothing to act on (``tuidebug flags demo`` says so). ``autotune_remote_cache`` and
+``bundled_autotune_remote_cache`` try to open a remote (Redis) autotune cache for it.
 
     tuidebug flags demo triton.use_block_ptr      # on a machine with a CUDA GPU
 """

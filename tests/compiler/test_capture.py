@@ -175,6 +175,92 @@ print(s.graph_count)
     assert t.graphs[0].kernels
 
 
+def test_capture_refuses_a_used_directory_and_warns_when_nothing_compiled(tmp_path: Path) -> None:
+    """``tuidebug.capture`` never writes over an existing trace; a block that compiled nothing
+    says so in the manifest, and ``tuidebug info`` shows it."""
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "manifest.json").write_text("precious")
+    code = f"""
+import torch, tuidebug
+try:
+    with tuidebug.capture({str(old)!r}):
+        torch.compile(torch.relu)(torch.randn(4))
+except FileExistsError as e:
+    print("refused:", e)
+with tuidebug.capture({str(tmp_path / 'empty')!r}):
+    torch.relu(torch.randn(4))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert "refused: trace directory" in out.stdout and "not empty" in out.stdout
+    assert [p.name for p in old.iterdir()] == ["manifest.json"]
+    assert (old / "manifest.json").read_text() == "precious"
+    t = Trace(tmp_path / "empty")
+    warnings = t.manifest["warnings"]
+    assert any("nothing was compiled" in w for w in warnings), warnings
+    info = subprocess.run([sys.executable, "-m", "tuidebug.cli", "info", str(t.root)],
+                          capture_output=True, text=True, cwd=ROOT,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert "warning: nothing was compiled" in " ".join(info.stdout.split()), info.stdout
+
+
+# An observer independent of capture: every pair Inductor's Scheduler.can_fuse turned down.
+_FUSION_OBSERVER = """
+import json, sys, torch, tuidebug
+import torch._inductor.scheduler as scheduler
+turned_down = []
+can_fuse = scheduler.Scheduler.can_fuse
+def observed(self, node1, node2, *args, **kwargs):
+    ok = can_fuse(self, node1, node2, *args, **kwargs)
+    if not ok:
+        turned_down.append([node1.get_name(), node2.get_name()])
+    return ok
+scheduler.Scheduler.can_fuse = observed
+def f(x, y):  # two reductions over different loops: the C++ backend says no, without a reason
+    return x.sum(dim=1), (y * 2).sum(dim=0), x.t() + 1
+with tuidebug.capture(sys.argv[1]):
+    torch.compile(f)(torch.randn(64, 32), torch.randn(16, 8))
+print(json.dumps(turned_down))
+"""
+
+
+def test_every_rejected_fusion_is_recorded(tmp_path: Path) -> None:
+    """A pair that Scheduler.can_fuse turns down without a WhyNoFuse reason (here the C++
+    backend's can_fuse_horizontal) is recorded as rejected, naming the check that said no."""
+    out = subprocess.run([sys.executable, "-c", _FUSION_OBSERVER, str(tmp_path / "t")],
+                         capture_output=True, text=True, cwd=ROOT,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    turned_down = {tuple(p) for p in json.loads(out.stdout.splitlines()[-1])}
+    assert turned_down
+    (g,) = Trace(tmp_path / "t").graphs
+    rejected = {(f["node1"], f["node2"]): f["reason"] for f in g.fusion
+                if f["action"] == "rejected"}
+    assert turned_down <= set(rejected), turned_down - set(rejected)
+    assert any(r == "backend CppScheduling.can_fuse_horizontal returned False (no reason given)"
+               for r in rejected.values()), rejected
+    assert g.meta["fusion"]["rejected"] == len(g.fusion) - g.meta["fusion"]["fused"]
+
+
+def test_ir_users_and_extern_provenance_name_ir_nodes(transformer_trace: Path) -> None:
+    """IR nodes list their users (nodes of the same IR list), and every kernel's provenance,
+    extern calls included, names IR nodes of the IR files (op5, not buffer buf5)."""
+    for g in Trace(transformer_trace).graphs:
+        for ir in (g.ir_pre, g.ir_post):
+            names = {n["name"] for n in ir["nodes"]}
+            with_users = [n for n in ir["nodes"] if n["users"]]
+            assert len(with_users) >= len(ir["nodes"]) // 2, g.id
+            assert all(set(n["users"]) <= names - {n["name"]} for n in ir["nodes"]), g.id
+        members = {m for n in g.ir_post["nodes"] for m in n["members"]}
+        externs = [k for k in g.kernels if k["kind"] == "extern"]
+        assert externs, g.id
+        for k in g.kernels:
+            ir_nodes = g.provenance["kernels"][k["name"]]["ir_nodes"]
+            assert ir_nodes and set(ir_nodes) <= members, (k["name"], ir_nodes)
+
+
 def test_graph_cache_hit_still_records_the_config(tmp_path: Path) -> None:
     """With --use-cache the second trace is an AOTAutograd/FX graph cache hit, which skips the
     pre-grad passes; the config in force (including what mode="max-autotune" patches on) is
@@ -196,3 +282,66 @@ def test_graph_cache_hit_still_records_the_config(tmp_path: Path) -> None:
     for t in (cold, hit):
         assert t.config["values"]["max_autotune"] is True, t.root
         assert t.config["values"]["triton.cudagraphs"] is True
+    # tuidebug info shows each compile's cache use, and a graph served from the cache as such
+    cold_s, hit_s = trace_summary(cold), trace_summary(hit)
+    assert cold_s["compiles"][0]["cache"]["fx_graph"]["miss"] > 0
+    assert hit_s["compiles"][0]["cache"]["fx_graph"]["hit"] > 0
+    assert not any(g["from_cache"] for g in cold_s["graphs"])
+    cached = [g for g in hit_s["graphs"] if g["from_cache"]]
+    assert cached and all(g["passes_changed"] is None for g in cached)
+    info = subprocess.run([sys.executable, "-m", "tuidebug.cli", "info", str(hit.root)],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert "from cache" in info.stdout and "passes not observed" in info.stdout, info.stdout
+    assert "fx_graph hit" in info.stdout
+
+
+def test_kernel_times_in_the_transformer_trace(transformer_trace: Path) -> None:
+    """Per-kernel times (code/timings.json): every generated kernel's compile, and a run time
+    for the kernels of the forward graph (re-run after the eager comparison)."""
+    t = Trace(transformer_trace)
+    for g in t.graphs:
+        names = {k["name"] for k in g.kernels if k["kind"] != "extern"}
+        assert set(g.timings) == names, g.id
+        for name, e in g.timings.items():
+            assert e["compile"] in ("built", "cached"), (name, e)
+            assert (e["compile_s"] or 0) > 0 if e["compile"] == "built" else e["compile_s"] is None
+    fwd = next(g for g in t.graphs if g.kind == "forward")
+    for name, e in fwd.timings.items():
+        assert e["run_s"] > 0 and e["calls"] >= 1, (name, e)
+    run = json.loads((fwd.dir / "code" / "timings.json").read_text())["run"]
+    assert 1 <= run["runs"] <= 5 and run["elapsed_s"] < 2.0, run
+
+
+def test_kernel_times_built_cached_and_no_check(tmp_path: Path) -> None:
+    """A fresh kernel cache: the C++ build is timed; compiled again, the binary comes from the
+    cache. The kernels are put back after timing. Without the eager check nothing is re-run."""
+    code = f"""
+import json, torch, torch._dynamo, tuidebug
+from tuidebug.compiler.capture import CaptureSession
+def f(x):
+    return torch.relu(x) * 2 + x.sum()
+for name, check in (("built", True), ("cached", True), ("nocheck", False)):
+    torch._dynamo.reset()
+    s = CaptureSession({str(tmp_path)!r} + "/" + name, check_accuracy=check).start()
+    try:
+        torch.compile(f)(torch.randn(64))
+    finally:
+        s.stop()
+    (g,) = s._graphs.values()
+    mod = g.module()
+    print(json.dumps({{n: type(vars(mod)[n]).__name__ for n in g.timings}}))
+"""
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
+           "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    for line in out.stdout.splitlines():  # the original kernels are back in the module
+        assert set(json.loads(line).values()) == {"builtin_function_or_method"}, line
+    (built,) = Trace(tmp_path / "built").graphs[0].timings.values()
+    assert built["compile"] == "built" and built["compile_s"] > 0
+    assert built["run_s"] > 0 and built["calls"] == 1
+    (cached,) = Trace(tmp_path / "cached").graphs[0].timings.values()
+    assert cached["compile"] == "cached" and cached["compile_s"] is None and cached["run_s"] > 0
+    (nocheck,) = Trace(tmp_path / "nocheck").graphs[0].timings.values()
+    assert nocheck["compile"] == "cached" and "run_s" not in nocheck

@@ -7,6 +7,7 @@ demos share one warm worker; each demo makes two traces (A traced, B recompiled 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,12 +20,28 @@ from tuidebug.compiler.flag_demos import DEMOS, EXAMPLES, run_demo, torch_build_
 from tuidebug.compiler.flags import load_registry
 from tuidebug.compiler.worker import RecompileWorker
 
+# The flags guide of the issue (../shared/reference/inductor-flags-guide.md, beside this checkout;
+# $TUIDEBUG_FLAGS_GUIDE elsewhere). Its flags are the bullets of its sections ("- max_autotune,
+# max_autotune_pointwise, …", "- fallback_random and implicit_fallbacks").
+GUIDE = Path(os.environ.get("TUIDEBUG_FLAGS_GUIDE")
+             or ROOT.parent / "shared" / "reference" / "inductor-flags-guide.md")
+
+
+def guide_flags(text: str) -> list[str]:
+    names: list[str] = []
+    for m in re.finditer(r"^- ([\w.]+(?:(?:, | and )[\w.]+)*)\s*$", text, re.M):
+        names += re.split(r", | and ", m.group(1))
+    return names
+
+
+# the guide's flags as of its 2025-09-09 version; checked against the guide wherever it is present
 GUIDE_FLAGS = [
-    "fx_graph_cache", "force_disable_caches", "autotune_local_cache",
-    "joint_graph_constant_folding", "max_fusion_size", "unroll_reductions_threshold",
-    "pick_loop_orders", "triton.autotune_at_compile_time", "max_autotune",
-    "max_autotune_pointwise", "max_autotune_gemm_backends", "triton.use_block_ptr",
-    "triton.cudagraphs", "size_asserts", "fallback_random", "implicit_fallbacks",
+    "fx_graph_cache", "force_disable_caches", "autotune_local_cache", "autotune_remote_cache",
+    "bundled_autotune_remote_cache", "joint_graph_constant_folding", "max_fusion_size",
+    "unroll_reductions_threshold", "pick_loop_orders", "triton.autotune_at_compile_time",
+    "max_autotune", "max_autotune_pointwise", "max_autotune_gemm_backends",
+    "triton.use_block_ptr", "triton.cudagraphs", "size_asserts", "fallback_random",
+    "implicit_fallbacks",
 ]
 GPU_FLAGS = {"triton.autotune_at_compile_time", "max_autotune_pointwise", "triton.use_block_ptr",
              "triton.cudagraphs"}
@@ -47,6 +64,19 @@ def ev(res: dict[str, Any], metric: str) -> tuple[Any, Any]:
 
 
 # -- the demo table (no compiler) -----------------------------------------------------------------
+
+@pytest.mark.skipif(not GUIDE.is_file(), reason=f"the flags guide is not at {GUIDE}")
+def test_guide_flags_are_the_guides() -> None:
+    """A flag the guide lists and GUIDE_FLAGS (hence DEMOS) lacks fails here."""
+    assert guide_flags(GUIDE.read_text()) == GUIDE_FLAGS
+
+
+def test_guide_flags_parser() -> None:
+    text = "## Caching\n\n- fx_graph_cache\n  - What: …\n- a_flag, b.flag, c_flag\n" \
+           "- fallback_random and implicit_fallbacks\n- Patching: `x`\n"
+    assert guide_flags(text) == ["fx_graph_cache", "a_flag", "b.flag", "c_flag",
+                                 "fallback_random", "implicit_fallbacks"]
+
 
 def test_every_guide_flag_has_a_demo_with_an_example() -> None:
     registry = load_registry()
@@ -98,6 +128,28 @@ def test_autotune_local_cache(worker: RecompileWorker, demo_dir: Path) -> None:
     res = run("autotune_local_cache", worker, demo_dir)
     reused = ev(res, "autotune_reused")
     assert reused[0] == 0 and reused[1] >= 2, res["evidence"]
+
+
+def test_autotune_remote_cache(worker: RecompileWorker, demo_dir: Path) -> None:
+    """Without a remote backend and without Triton kernels to tune, nothing differs: the demo
+    says so, and what it compared."""
+    res = run("autotune_remote_cache", worker, demo_dir)
+    assert not res["observed"], res["observed_lines"]
+    warnings = next(e for e in res["evidence"] if e["metric"].startswith("output:"))
+    assert (warnings["a"], warnings["b"]) == (0, 0)
+    code = ev(res, "code_sha")
+    assert code[0] == code[1] and code[0]
+
+
+def test_bundled_autotune_remote_cache(worker: RecompileWorker, demo_dir: Path) -> None:
+    """The bundled cache is opened for each compiled graph, on CPU too; with no Redis Inductor
+    warns and compiles the same code."""
+    res = run("bundled_autotune_remote_cache", worker, demo_dir)
+    warnings = next(e for e in res["evidence"] if e["metric"].startswith("output:"))
+    assert warnings["a"] == 0 and warnings["b"] >= 1, res["evidence"]
+    assert res["observed"]
+    code = ev(res, "code_sha")
+    assert code[0] == code[1]
 
 
 def test_joint_graph_constant_folding(worker: RecompileWorker, demo_dir: Path) -> None:
@@ -173,6 +225,20 @@ def test_implicit_fallbacks(worker: RecompileWorker, demo_dir: Path) -> None:
 def test_gpu_flags(flag: str, worker: RecompileWorker, demo_dir: Path) -> None:
     res = run(flag, worker, demo_dir, device="cuda")
     assert res["a"]["state"] == "ok" and res["b"]["state"] == "ok", res
+    assert res["observed"], (flag, res["evidence"])  # a difference beyond timings, for every flag
     if flag == "triton.use_block_ptr":
         a, b = ev(res, "grep:tl.make_block_ptr")
         assert a == 0 and b > 0
+    if flag == "triton.cudagraphs":
+        a, b = ev(res, "cudagraphs")
+        assert a and "off" in a and b and (": on" in b or ": skipped" in b), (a, b)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("flag", ["autotune_remote_cache", "bundled_autotune_remote_cache"])
+def test_remote_cache_flags_on_gpu(flag: str, worker: RecompileWorker, demo_dir: Path) -> None:
+    """With Triton kernels to tune, both remote caches are tried (and, without Redis, warned
+    about); the generated code is the same."""
+    res = run(flag, worker, demo_dir, device="cuda")
+    warnings = next(e for e in res["evidence"] if e["metric"].startswith("output:"))
+    assert warnings["a"] == 0 and warnings["b"] >= 1, res["evidence"]

@@ -22,6 +22,7 @@ from tuidebug.compiler.flags import (
     default_config_path,
     flags_main,
     load_registry,
+    values_in_force,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -221,6 +222,15 @@ def test_parse_numbers_strings_optional(registry: Registry) -> None:
     assert registry.parse_value("max_autotune_gemm_backends", "ATEN,TRITON") == "ATEN,TRITON"
 
 
+def test_parse_backend_combinations(registry: Registry) -> None:
+    """The names come from the flag's own doc ("Possible choices are combinations of: …")."""
+    assert registry.parse_value("max_autotune_gemm_backends", "aten, cpp") == "aten, cpp"
+    assert registry.parse_value("max_autotune_gemm_backends", "ATEN,TRITON,CPP") == "ATEN,TRITON,CPP"
+    with pytest.raises(FlagValueError, match=r"combination of ATen, Triton, .*CPP; 'TRITONN' is not one"):
+        registry.parse_value("max_autotune_gemm_backends", "ATEN,TRITONN")
+    assert registry.parse_value("max_autotune_conv_backends", "ATEN,ANY") == "ATEN,ANY"  # no list
+
+
 def test_parse_json_for_containers(registry: Registry) -> None:
     list_flag = next(f for f in registry if f.type == "list[str]")
     assert registry.parse_value(list_flag.name, '["a", "b"]') == ["a", "b"]
@@ -375,6 +385,122 @@ def test_synthetic_patterns(tmp_path: Path) -> None:
     assert (inner.type, inner.env, inner.doc) == ("bool", ("INNER_FLAG",), "deepest flag")
     assert reg.get("child.over").default == 2
     assert reg.get("child.shared").default == "base"
+
+
+SYNTHETIC_HELPERS = '''
+import os, sys
+from torch.utils._config_module import Config, get_tristate_env
+
+def branchy() -> int | None:
+    """docstring"""
+    value = os.environ.get("BRANCHY")
+    if value is None:
+        return 10
+    if value.lower() in ("none", "all"):
+        return None
+    return int(value)
+
+def with_import() -> int:
+    import multiprocessing
+    return multiprocessing.cpu_count()
+
+branch_default = branchy()
+counted = with_import()
+tristate = get_tristate_env("TRI", default=False)
+indexed = os.environ["IDX"] if "IDX" in os.environ else "none"
+upper = os.environ.get("UP", "a,b").upper()
+platform_dep = "clang++" if sys.platform == "darwin" else "g++"
+forced = Config(env_name_force="FORCE", env_name_default="DEF", default=3)
+'''
+
+
+def test_values_in_force_evaluates_only_safe_patterns(tmp_path: Path) -> None:
+    path = tmp_path / "config.py"
+    path.write_text(SYNTHETIC_HELPERS)
+    empty = values_in_force({}, path)
+    assert empty.current["branch_default"] == 10 and empty.defaults["branch_default"] == 10
+    assert "counted" not in empty.current  # a helper that imports: never run
+    assert "platform_dep" not in empty.current  # sys.platform: not an environment read
+    assert (empty.current["tristate"], empty.current["indexed"], empty.current["upper"]) == \
+        (False, "none", "A,B")
+    assert empty.current["forced"] == 3 and "forced" not in empty.defaults  # a literal default
+    env = {"BRANCHY": "ALL", "TRI": "1", "IDX": "x", "UP": "aten", "DEF": "0", "FORCE": "7"}
+    set_ = values_in_force(env, path)
+    assert set_.current["branch_default"] is None and set_.current["tristate"] is True
+    assert (set_.current["indexed"], set_.current["upper"]) == ("x", "ATEN")
+    assert set_.current["forced"] == "7"  # env_name_force wins over env_name_default
+    assert values_in_force({"DEF": "0"}, path).current["forced"] is False
+    assert values_in_force({"BRANCHY": "12"}, path).current["branch_default"] == 12
+    assert load_registry(path).get("branch_default").default_repr == "branchy()"  # unchanged
+
+
+ENV_OVERRIDES = {"TORCHINDUCTOR_MAX_AUTOTUNE": "1", "TORCHINDUCTOR_FX_GRAPH_CACHE": "0",
+                 "TORCHINDUCTOR_AUTOTUNE_REMOTE_CACHE": "1", "TORCHINDUCTOR_PROLOGUE_FUSION": "0",
+                 "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS": "aten,triton",
+                 "TORCHINDUCTOR_AUTOTUNE_NUM_CHOICES_DISPLAYED": "all", "INDUCTOR_PROVENANCE": "2"}
+
+
+@pytest.mark.parametrize("overrides", [{}, ENV_OVERRIDES], ids=["clean", "overrides"])
+def test_values_in_force_match_the_real_module(registry: Registry, overrides: dict) -> None:
+    """What torch's config module really holds in a process with that environment."""
+    read_by_flags = {var for flag in registry for var in flag.env}
+    env = {k: v for k, v in os.environ.items()
+           if k not in read_by_flags and not k.startswith(("TORCH", "INDUCTOR", "AOT"))}
+    env.update(overrides)
+    real = json.loads(_run_python(textwrap.dedent("""
+        import json
+        import torch._inductor.config as config
+        print(json.dumps({k: repr(v) for k, v in config.get_config_copy().items()}))
+    """), env))
+    in_force = values_in_force(env)
+    compared = [n for n in in_force.current if n in real]
+    assert len(compared) >= 550
+    wrong = {n: (in_force.current[n], real[n]) for n in compared if repr(in_force.current[n]) != real[n]}
+    assert not wrong
+    env_defaults = [f for f in registry if not f.default_known and f.env]
+    assert sum(f.name in in_force.defaults for f in env_defaults) >= 180  # of 213 in torch 2.13
+    if overrides:
+        assert in_force.current["max_autotune"] is True and in_force.current["fx_graph_cache"] is False
+        assert in_force.current["max_autotune_gemm_backends"] == "ATEN,TRITON"
+
+
+def _table(pattern: str, width: int, env: dict | None = None) -> str:
+    out = io.StringIO()
+    old = dict(os.environ)
+    os.environ.update(env or {})
+    try:
+        assert flags_main(pattern, False, Console(file=out, width=width)) == 0
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("width", [80, 100, 140])
+def test_flags_table_keeps_every_column(registry: Registry, width: int) -> None:
+    """The longest names fold: type, default, current, env and doc stay on screen."""
+    longest = max(registry, key=lambda f: len(f.name))
+    assert len(longest.name) > 80
+    text = _table(longest.name, width)
+    lines = text.splitlines()
+    assert all(len(line) <= width for line in lines)
+    header = next(line for line in lines if "name" in line and "doc" in line)
+    for column in ("type", "default", "current", "env", "doc"):
+        assert column in header, (width, header)
+    flat = "".join(line.split("│")[1].strip() for line in lines if line.count("│") > 2)
+    assert longest.name in flat  # folded over several lines, all of it there
+
+
+def test_flags_table_shows_current_and_evaluated_defaults() -> None:
+    text = _table("triton.cudagraphs", 200)
+    assert 'os.environ.get("TORCHI' in text and "= False" in text  # the expression, evaluated
+    text = _table("triton.cudagraphs", 200, {"TORCHINDUCTOR_CUDAGRAPHS": "1"})
+    row = next(line for line in text.splitlines() if line.startswith("│ triton.cudagraphs "))
+    assert row.split("│")[4].strip() == "True"  # the current column
+    out = io.StringIO()
+    assert flags_main("max_fusion_size", True, Console(file=out, width=80)) == 0
+    row = next(r for r in json.loads(out.getvalue()) if r["name"] == "max_fusion_size")
+    assert (row["current"], row["current_known"], row["default_in_env"]) == (64, True, None)
 
 
 def test_cache_follows_mtime(tmp_path: Path) -> None:

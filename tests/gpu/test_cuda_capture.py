@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -115,6 +116,26 @@ def test_modes_show_cudagraphs_on_and_off(cuda_autotune: Path, tmp_path: Path) -
     assert [cudagraphs_state(g) for g in t_off.graphs] == ["off"]
     for t in (t_on, t_off):  # both modes autotune the GEMMs
         assert any(op.get("kind") != "triton_heuristics" for g in t.graphs for op in g.autotune)
+
+
+def test_triton_kernel_times(cuda_transformer: Path, cuda_autotune: Path) -> None:
+    """code/timings.json on CUDA: each Triton kernel's compile (Inductor's own timing, from its
+    compile workers too) and, for the forward graph, its run time (synchronized around .run);
+    under CUDA graphs nothing is re-run and the note says why."""
+    t = Trace(cuda_transformer)
+    for g in t.graphs:
+        triton = [k["name"] for k in g.kernels if k["kind"] == "triton"]
+        assert set(triton) <= set(g.timings), g.id
+        for name in triton:
+            e = g.timings[name]
+            assert e["compile"] in ("built", "cached"), (name, e)
+            assert e["compile"] == "cached" or e["compile_s"] > 0, (name, e)
+    fwd = next(g for g in t.graphs if g.kind == "forward")
+    timed = {n: e for n, e in fwd.timings.items() if n.startswith("triton_")}
+    assert timed and all(e["run_s"] > 0 and e["calls"] >= 1 for e in timed.values()), timed
+    for g in Trace(cuda_autotune).graphs:  # mode="max-autotune": CUDA graphs on
+        run = json.loads((g.dir / "code" / "timings.json").read_text())["run"]
+        assert run and run["runs"] == 0 and "CUDA graphs" in run["note"], run
 
 
 def test_cudagraph_skip_reasons(tmp_path: Path) -> None:

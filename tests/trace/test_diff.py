@@ -119,3 +119,48 @@ def test_diff_is_torch_free(mlp_trace: Path, mlp_changed: Path) -> None:
     p = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(ROOT)),
                        capture_output=True, text=True, timeout=60)
     assert p.stdout.strip() == "False", p.stderr
+
+
+def _rendered(d: dict, **kw) -> str:
+    from rich.console import Console
+
+    from tuidebug.viewers.diff_view import render_diff
+
+    console = Console(record=True, width=200)
+    render_diff(d, console, **kw)
+    return console.export_text()
+
+
+def test_diff_shows_compile_and_run_time_per_kernel(mlp_trace: Path, mlp_changed: Path) -> None:
+    d = diff_traces(mlp_trace, mlp_changed)
+    (g,) = d["graphs"]
+    for k in g["kernels"]:
+        for side in ("a", "b"):
+            assert k["compiled"][side] in ("built", "cached"), k
+            assert k["run_s"][side] > 0 and k["calls"][side] >= 1, k
+        assert k["run_ratio"] == pytest.approx(k["run_s"]["b"] / k["run_s"]["a"], rel=1e-3)
+    s = d["summary"]
+    assert s["kernel_run_s"]["a"] == pytest.approx(
+        sum(k["run_s"]["a"] * k["calls"]["a"] for k in g["kernels"]), rel=1e-3)
+    assert any(line.startswith("generated kernels' run time") for line in d["lines"]), d["lines"]
+    text = _rendered(d, code=False)
+    assert "run per call A → B" in text and "compile A → B" in text
+    k = g["kernels"][0]
+    assert f"×{k['run_ratio']:.2f}" in text
+
+
+def test_unchanged_kernels_are_listed_with_their_times(mlp_trace: Path) -> None:
+    d = diff_traces(mlp_trace, mlp_trace)
+    (k, *_) = d["graphs"][0]["kernels"]
+    assert k["status"] == "unchanged" and k["run_ratio"] == 1.0
+    text = _rendered(d, code=False)
+    assert "unchanged" in text and k["a"][:20] in text and "×1.00" in text
+
+
+def test_a_freshly_traced_side_is_not_called_recompiled(mlp_trace: Path, mlp_changed: Path) -> None:
+    d = diff_traces(mlp_trace, mlp_changed)
+    assert "recompiled with max_fusion_size=1" in _rendered(d, code=False)
+    d["b"]["recompile"] = {"from": None, "sets": {"size_asserts": True}}  # a flag demo's trace A
+    text = _rendered(d, code=False)
+    assert "recompiled with" not in text
+    assert "traced in the recompile worker with size_asserts=true" in text

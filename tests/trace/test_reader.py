@@ -76,6 +76,33 @@ def test_crashed_capture_is_reported(mlp_trace: Path, copy_trace) -> None:
     assert s["error"]["phase"] == "codegen" and "died" in s["error"]["message"]
 
 
+def test_crash_before_compiling_started(mlp_trace: Path, copy_trace) -> None:
+    t0 = copy_trace(mlp_trace)
+    m = json.loads((t0 / "manifest.json").read_text())
+    m.update(status="running", phase=None, pid=2**22 + 12345)
+    (t0 / "manifest.json").write_text(json.dumps(m))
+    s = trace_summary(Trace(t0))
+    assert s["error"]["message"] == "the capturing process died before compiling started"
+    env = dict(os.environ, PYTHONPATH=pythonpath())
+    info = subprocess.run([sys.executable, "-m", "tuidebug.cli", "info", str(t0)],
+                          capture_output=True, text=True, env=env)
+    assert "None" not in info.stdout and "error before compiling started" in info.stdout
+
+
+def test_trace_files_get_the_usual_permissions(mlp_trace: Path, tmp_path: Path) -> None:
+    """Files of a trace are made as ``open()`` makes files (0o666 less the umask), not 0o600
+    (the temporary file's mode), so that others can read a shared trace."""
+    from tuidebug.trace import atomic
+
+    umask = os.umask(0)
+    os.umask(umask)
+    expected = 0o666 & ~umask
+    atomic.write_text(tmp_path / "a.txt", "x")
+    assert (tmp_path / "a.txt").stat().st_mode & 0o777 == expected
+    files = [p for p in mlp_trace.rglob("*") if p.is_file()]  # written by a child process
+    assert files and {p.stat().st_mode & 0o777 for p in files} == {expected}
+
+
 def test_not_a_trace(tmp_path: Path) -> None:
     with pytest.raises(TraceError, match="not a tuidebug trace"):
         Trace(tmp_path)

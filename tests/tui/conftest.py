@@ -28,7 +28,7 @@ def autotune_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     env = dict(os.environ, PYTHONPATH=pythonpath())
     cmd = [sys.executable, "-m", "tuidebug.cli", "trace", "-o", str(out),
            "--set", "max_autotune=true", "--set", "freezing=true",
-           "--set", 'max_autotune_gemm_backends="CPP,ATEN"', str(ROOT / "examples" / "mlp.py")]
+           "--set", "max_autotune_gemm_backends=CPP,ATEN", str(ROOT / "examples" / "mlp.py")]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     if not (out / "manifest.json").exists():
         raise RuntimeError(f"tracing with max_autotune wrote no trace:\n{proc.stdout}\n{proc.stderr}")
@@ -55,3 +55,12 @@ def crashed_trace(mlp_trace: Path, copy_trace) -> Path:
         shutil.rmtree(path / "graphs" / g["id"] / "code", ignore_errors=True)
     (path / "manifest.json").write_text(json.dumps(manifest))
     return path
+
+
+@pytest.fixture(scope="session")
+def accuracy_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A compile that succeeds and runs, but whose outputs differ from eager (an injected
+    ``relu → x + 1``): failed in phase "accuracy", after every compile phase."""
+    from tests.conftest import _make
+
+    return _make(tmp_path_factory, "accuracy", "failing_compile.py", "--bug", "accuracy")

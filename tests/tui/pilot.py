@@ -97,6 +97,9 @@ def open_ui():
 
     ``notifications=True`` paints toasts (Pilot leaves them out by default, and they would
     cover other text); other keyword arguments go to ``TuidebugApp`` (``recompile_timeout=20``).
+    ``prewarm=True`` starts the recompile worker when the flags screen is shown, as the real app
+    does; off by default, so that a test that only looks at the flags screen does not spawn a
+    process that imports torch.
     """
     from contextlib import asynccontextmanager
 
@@ -105,8 +108,8 @@ def open_ui():
 
     @asynccontextmanager
     async def run(path: Path, size: tuple[int, int] = SIZE, *, notifications: bool = False,
-                  **app_kwargs: Any):
-        app = TuidebugApp(Trace(path), **app_kwargs)
+                  prewarm: bool = False, **app_kwargs: Any):
+        app = TuidebugApp(Trace(path), prewarm=prewarm, **app_kwargs)
         async with app.run_test(size=size, notifications=notifications) as pilot:
             ui = UI(app, pilot)
             await ui.settle()

@@ -22,6 +22,8 @@ async def test_flags_search_shows_doc_and_rejects_bad_values(open_ui, mlp_trace:
         assert ui.app.current_mode == "flags"
         text = ui.text()
         assert "max_fusion_size" in text
+        # prewarm is off (open_ui's default): no worker process until r
+        assert ui.app.recompile_worker is None and "worker: not started" in text
         doc = ui.app.screen.registry.get("max_fusion_size").doc
         assert doc and doc.split("\n")[0][:40] in text
         assert ui.app.screen.selected().name.startswith("max_fusion")
@@ -46,8 +48,16 @@ async def test_flags_search_shows_doc_and_rejects_bad_values(open_ui, mlp_trace:
 async def test_recompile_then_compare(open_ui, mlp_trace: Path, copy_trace) -> None:
     src = copy_trace(mlp_trace, "mlp")
     before = digest(src)
-    async with open_ui(src) as ui:
+    async with open_ui(src, prewarm=True) as ui:
         await _filter(ui, "size_asserts")
+        # the flags screen started the worker in the background: torch is imported and warmed
+        # up there while the user picks flags, so the first recompile is already warm
+        worker = ui.app.recompile_worker
+        assert worker is not None and worker.pid is not None
+        assert "worker: " in ui.text() and ("starting…" in ui.text() or worker.ready)
+        assert await ui.wait_for(lambda: worker.ready, 180), worker.log_tail()
+        await ui.pilot.pause(0.5)  # the status follows on its next tick
+        assert "worker: ready" in ui.text()
         ui.app.screen.query_one("#flag-list").select_id("size_asserts")
         await ui.press("s")
         ui.app.screen.query_one("#input-value").value = "false"
@@ -62,6 +72,7 @@ async def test_recompile_then_compare(open_ui, mlp_trace: Path, copy_trace) -> N
             ui.app.recompile_job.summary()
         job = ui.app.recompile_job
         assert job.state == "ok", job.summary()
+        assert ui.app.recompile_worker is worker and worker.restarts == 0  # the warm one
         assert await ui.wait_for(lambda: ui.app.current_mode == "compare" and any(
             "size_asserts" in ln for ln in ui.lines("#compare-view")), 60)
         lines = "\n".join(ui.lines("#compare-view"))
@@ -89,3 +100,20 @@ async def test_minify_from_errors_screen(open_ui, failing_trace: Path) -> None:
         await ui.press("o")
         assert "repro.py" in ui.text()
         await ui.press("escape")
+
+
+async def test_minify_cancelled_keeps_the_best_repro(open_ui, failing_trace: Path) -> None:
+    """x during the node reduction: the best repro so far is kept (not verified), and said so."""
+    async with open_ui(failing_trace) as ui:
+        await ui.press("6")
+        await ui.pilot.press("m")
+        screen = ui.app.screen
+        reducing = await ui.wait_for(lambda: "minify: nodes" in ui.text(), 240)
+        assert reducing, ui.text()
+        await ui.pilot.press("x")
+        done = await ui.wait_for(lambda: screen.task_running is None, 120)
+        assert done, ui.text()
+        await ui.settle()
+        assert "minify cancelled" in ui.text(), ui.text()
+        assert "NOT verified" in ui.text()
+        assert screen.repro_path is not None and screen.repro_path.is_file()

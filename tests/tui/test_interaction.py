@@ -57,6 +57,28 @@ async def test_search_reports_no_match(open_ui, transformer_trace: Path) -> None
         await ui.pilot.press(*"zzzz-not-there")
         await ui.press("enter")
         assert "no match" in ui.text()
+        # opening the bar again does not show the last search's status
+        await ui.press("escape", "slash")
+        assert "no match" not in ui.text()
+
+
+async def test_search_falls_back_to_the_view_that_has_a_match(open_ui, transformer_trace: Path) -> None:
+    """On the pass stepper the stage list has the focus; a node's name is found in the graph."""
+    g = Trace(transformer_trace).graphs[0]
+    target = next(n.name for n in g.stage_graph(g.stages[0]).nodes
+                  if n.op == "call_function" and not any(n.name in s.name for s in g.stages))
+    async with open_ui(transformer_trace) as ui:
+        await ui.press("2")
+        assert ui.app.focused is ui.app.screen.query_one("#stages")
+        stage = ui.app.screen.current_stage()
+        await ui.press("slash")
+        await ui.pilot.press(*f"{target}:")
+        await ui.press("enter")
+        assert ui.cursor_line("#graph-view").startswith(f"  {target}:")
+        assert "no match" not in ui.text() and "matching lines" in ui.text()
+        assert ui.app.screen.current_stage().index == stage.index  # the list did not move
+        await ui.press("escape")
+        assert ui.app.focused is ui.app.screen.query_one("#graph-view")
 
 
 async def test_command_palette_runs_actions(open_ui, transformer_trace: Path) -> None:
@@ -150,33 +172,54 @@ async def test_svg_export_from_the_ui(open_ui, transformer_trace: Path, tmp_path
             assert "<svg" in written.read_text()[:2000]
 
 
-def test_opening_a_trace_never_imports_torch(transformer_trace: Path) -> None:
+def test_opening_a_trace_never_imports_torch(transformer_trace: Path, tmp_path: Path) -> None:
+    """Every screen (flags: its registry, and the recompile worker it starts in the
+    background; compare: a diff against another trace), and an SVG export."""
     code = textwrap.dedent(f"""
         import asyncio, json, sys
+        from pathlib import Path
         from tuidebug.trace.reader import Trace
         from tuidebug.tui.app import TuidebugApp
 
         async def main():
-            app = TuidebugApp(Trace({str(transformer_trace)!r}))
+            app = TuidebugApp(Trace({str(transformer_trace)!r}), prewarm=True)
             async with app.run_test(size=(160, 45)) as pilot:
-                for key in "123456":
-                    await pilot.press(key)
-                    await pilot.pause()
+                async def press(*keys):
+                    for key in keys:
+                        await pilot.press(key)
+                        await pilot.pause()
+                        await app.workers.wait_for_complete()
+                await press(*"12345678")
+                flags = app._flags_screen()
+                worker = app.recompile_worker
+                app.compare_with = Path({str(transformer_trace)!r})
+                await press("1", "8")
+                compared = len(app.screen.query_one("#compare-view").source)
+                await press("2", "enter", "2", "e")
+                for _ in range(300):  # graphviz may take a while
+                    await pilot.pause(0.1)
                     await app.workers.wait_for_complete()
-                await pilot.press("2", "enter")
-                await app.workers.wait_for_complete()
-                await pilot.pause()
+                    svg = [str(n.title) + ": " + n.message for n in app._notifications
+                           if "SVG written" in n.message or "SVG export" in (n.title or "")]
+                    if svg:
+                        break
                 shown = app.current_mode
+                flags_ok = flags is not None and flags.registry is not None
+                started = worker is not None and worker.pid is not None
             print(json.dumps({{"torch": "torch" in sys.modules,
-                               "inductor": "torch._inductor" in sys.modules, "mode": shown}}))
+                               "inductor": "torch._inductor" in sys.modules, "mode": shown,
+                               "flags": flags_ok, "worker": started, "compared": compared,
+                               "svg": svg}}))
         asyncio.run(main())
     """)
     env = dict(os.environ, PYTHONPATH=pythonpath())
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                          timeout=300)
+                          timeout=300, cwd=tmp_path)  # the SVG is written to the working directory
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert out == {"torch": False, "inductor": False, "mode": out["mode"]}
+    assert out["flags"] and out["worker"] and out["compared"] > 3, out
+    assert out["svg"] and "SVG written" in out["svg"][0], out
+    assert {k: out[k] for k in ("torch", "inductor")} == {"torch": False, "inductor": False}
 
 
 async def test_big_text_is_one_line_api_widget(open_ui, mlp_trace: Path, transformer_trace: Path) -> None:

@@ -106,12 +106,23 @@ async def test_next_and_previous_pass_keys(open_ui, transformer_trace: Path) -> 
         assert "this pass changed nothing" in ui.text()
         await ui.press("p")
         assert screen.current_stage().index == g.stages[1].index
+        # ] and [ step over the passes that changed the graph (what the title's "N changed"
+        # counts); a stage (aot_joint, aot_forward, post_grad) differs from the snapshot
+        # before it, but is no pass's change
+        changed = [s for s in g.stages if s.kind == "pass" and s.changed and s.file]
+        assert len(changed) >= 2
+        assert any(s.kind == "stage" and s.file and s.index < changed[0].index and
+                   any(g.stage_changes(s).values()) for s in g.stages[2:])
+        assert f"{len(changed)} changed" in ui.text()
         await ui.press("right_square_bracket")
-        nxt = next(s for s in g.stages[2:] if s.changed and s.file)
-        assert screen.current_stage().index == nxt.index
+        assert screen.current_stage().index == changed[0].index
+        await ui.press("right_square_bracket")
+        assert screen.current_stage().index == changed[1].index
         await ui.press("left_square_bracket")
-        prev = [s for s in g.stages[:nxt.index] if s.changed and s.file][-1]
-        assert screen.current_stage().index == prev.index
+        assert screen.current_stage().index == changed[0].index
+        await ui.press("left_square_bracket")
+        assert screen.current_stage().index == changed[0].index
+        assert "no earlier pass changed the graph" in ui.notifications()
 
 
 async def test_ir_screen_shows_fusion_side_by_side_and_rejections(open_ui, transformer_trace: Path) -> None:

@@ -67,9 +67,39 @@ def is_close(result: dict[str, Any], atol: float = 1e-3, rtol: float = 1e-3) -> 
     return True
 
 
+def _rng_state() -> tuple[Any, Any]:
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+    return torch.get_rng_state(), cuda
+
+
+def _set_rng_state(state: tuple[Any, Any]) -> None:
+    torch.set_rng_state(state[0])
+    if state[1] is not None:
+        torch.cuda.set_rng_state_all(state[1])
+
+
+def _time_again(compiled: Callable[..., Any], inputs: list[Any], as_list: bool,
+                time_kernels: Callable[[Callable[[], Any]], None]) -> None:
+    """Hand ``time_kernels`` a function that runs ``compiled`` once more on ``inputs`` (the
+    eager run's copies; the user's tensors are not touched); the RNG state is put back after."""
+    def again() -> Any:
+        with torch.no_grad():
+            return compiled(list(inputs)) if as_list else compiled(*inputs)
+
+    state = _rng_state()
+    try:
+        time_kernels(again)
+    finally:
+        _set_rng_state(state)
+
+
 def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
-            record: Callable[[dict[str, Any]], None]) -> Callable[..., Any]:
-    """Wrap ``compiled`` so that its first call is also run eagerly and the two compared."""
+            record: Callable[[dict[str, Any]], None],
+            time_kernels: Callable[[Callable[[], Any]], None] | None = None) -> Callable[..., Any]:
+    """Wrap ``compiled`` so that its first call is also run eagerly and the two compared.
+
+    ``time_kernels``, when given, is called after the comparison with a function that runs the
+    compiled graph again (to time its kernels); a failure there never reaches the user's call."""
     state = {"done": False}
     boxed = bool(getattr(compiled, "_boxed_call", False))
 
@@ -80,15 +110,12 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
         as_list = boxed and len(args) == 1 and isinstance(args[0], list)
         flat = list(args[0]) if as_list else list(args)  # a boxed callee clears its list
         inputs = [_clone(a) for a in flat]
-        rng = torch.get_rng_state()
-        cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+        rng = _rng_state()
         t0 = time.perf_counter()
         out = compiled(*args)
         compiled_s = time.perf_counter() - t0
         try:
-            torch.set_rng_state(rng)
-            if cuda_rng is not None:
-                torch.cuda.set_rng_state_all(cuda_rng)
+            _set_rng_state(rng)
             with torch.no_grad():
                 t1 = time.perf_counter()
                 ref = eager(*inputs)
@@ -99,6 +126,11 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
         except Exception as e:  # the eager re-run itself failing must not break the user's run
             result = {"skipped": f"eager re-run failed: {type(e).__name__}: {e}"}
         record(result)
+        if time_kernels is not None and "skipped" not in result:
+            try:
+                _time_again(compiled, inputs, as_list, time_kernels)
+            except Exception:  # timing is a bonus: the user's call goes on
+                pass
         return out
 
     if boxed:

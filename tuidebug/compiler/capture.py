@@ -16,9 +16,11 @@ import contextlib
 import logging
 import os
 import signal
+import statistics
 import threading
 import time
 import traceback
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
@@ -31,6 +33,10 @@ from tuidebug.trace import schema
 from tuidebug.trace.writer import TraceWriter
 
 TUIDEBUG_CONFIG = {"trace.provenance_tracking_level": 1}
+
+NOTHING_COMPILED = ("nothing was compiled during the capture: no torch.compile'd function was "
+                    "called (torch.compile is lazy), or it had been compiled before the capture "
+                    "started")
 
 # Testing only (like Inductor's inject_relu_bug_TESTING_ONLY): SIGKILL this process when the
 # capture reaches this phase, so that tests can check what a crash leaves on disk.
@@ -59,6 +65,10 @@ class _GraphState:
     has_partition: bool = False
     # CUDA graphs asked for by this compile's config, and every reason Inductor gave to skip them
     cudagraphs: dict[str, Any] = field(default_factory=lambda: {"enabled": False, "skipped": []})
+    # per-kernel compile and run times (code/timings.json), and the loaded wrapper module
+    timings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    run_timing: dict[str, Any] = field(default_factory=dict)
+    module: Any = None  # weakref to the wrapper module
 
 
 class CaptureSession:
@@ -95,9 +105,13 @@ class CaptureSession:
         self._remove_feedback: Callable[[], None] | None = None
         self.errors: list[dict[str, Any]] = []
         self._anon = 0
+        self._cpp_builds: dict[str, float] = {}  # binary -> seconds its build took
+        self._triton_compiles: dict[int, tuple[Any, float]] = {}  # id(kernel) -> (kernel, s)
+        self._compile_hooks: set[str] = set()  # kernel builds observed: "cpp", "triton"
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> "CaptureSession":
+        _check_empty(self.out_dir)
         self.writer = TraceWriter(self.out_dir, command=self.command, versions={
             "torch": compat.TORCH_VERSION, "triton": compat.triton_version(),
             "cuda": torch.version.cuda})
@@ -142,6 +156,8 @@ class CaptureSession:
                                f"max rel err {c.get('max_rel'):.3g}",
                     "traceback": "", "graph": graphs[0] if graphs else None, "compile_id": cid})
                 self.writer.update(accuracy_mismatch=sorted(mismatches))
+            if not self._graphs:
+                self.writer.warn(NOTHING_COMPILED)
             status = schema.STATUS_FAILED if self.errors else schema.STATUS_OK
             self.writer.finish(status, self.errors[0] if self.errors else None)
 
@@ -173,14 +189,22 @@ class CaptureSession:
         p.wrap(compat.IR_POST_FUSION, lambda f: self._wrap_ir(f, "post"), everywhere=True)
         p.wrap(compat.WHY_NO_FUSE, self._wrap_why_no_fuse)
         p.wrap(compat.FUSE_TWO_NODES, self._wrap_fuse_two_nodes)
+        p.wrap(compat.CAN_FUSE, self._wrap_can_fuse)
+        for dotted in compat.BACKEND_CAN_FUSE:
+            p.wrap(dotted, lambda f, m=dotted.rsplit(".", 1)[-1]: self._wrap_backend_can_fuse(f, m))
         p.wrap(compat.KERNEL_PROVENANCE, self._wrap_provenance, everywhere=True)
         p.wrap(compat.BENCHMARK_CHOICE, lambda f: self._wrap_choice_step(f, classmethod_=True))
         p.wrap(compat.CUDAGRAPH_SKIP, self._wrap_cudagraph_skip, everywhere=True)
+        p.wrap(compat.COMPILE_TO_MODULE, self._wrap_compile_to_module)
+        if p.wrap(compat.CPP_BUILD, self._wrap_cpp_build):
+            self._compile_hooks.add("cpp")
         if compat.triton_available():
             p.wrap(compat.TRITON_RUN, self._wrap_triton_run)
             p.wrap(compat.TRITON_BENCHMARK_ALL, self._wrap_triton_benchmark)
             p.wrap(compat.TEMPLATE_PRECOMPILE,
                    lambda f: self._wrap_choice_step(f, classmethod_=False))
+            if p.wrap(compat.TRITON_COMPILE_METRIC, self._wrap_triton_compile_metric):
+                self._compile_hooks.add("triton")
         try:
             self._remove_feedback = compat.add_autotune_feedback(self._on_autotune)
         except compat.NotAvailable as e:
@@ -501,16 +525,55 @@ class CaptureSession:
             out = orig(self_, reason, *args)
             gs = session._current()
             if gs is not None:
-                def rec() -> None:
-                    text = reason % args if args else reason
-                    key = (self_.name1, self_.name2, text)
-                    if key not in gs.fusion_seen:
-                        gs.fusion_seen.add(key)
-                        gs.fusion.append({"action": "rejected", "node1": self_.name1,
-                                          "node2": self_.name2, "reason": text})
-                session._guarded("a fusion decision", rec)
+                checks = session._tls.__dict__.get("can_fuse")
+                if checks:
+                    checks[-1]["explained"] = True
+                session._guarded("a fusion decision", lambda: session._reject(
+                    gs, self_.name1, self_.name2, reason % args if args else reason))
             return out
         return __call__
+
+    def _reject(self, gs: _GraphState, name1: str, name2: str, reason: str) -> None:
+        key = (name1, name2, reason)
+        if key not in gs.fusion_seen:
+            gs.fusion_seen.add(key)
+            gs.fusion.append({"action": "rejected", "node1": name1, "node2": name2,
+                              "reason": reason})
+
+    def _wrap_can_fuse(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        """A pair Scheduler.can_fuse turns down without a WhyNoFuse reason is recorded too,
+        naming the backend check that said no when one did."""
+        session = self
+
+        def can_fuse(self_: Any, node1: Any, node2: Any, *args: Any, **kwargs: Any) -> Any:
+            gs = session._current()
+            if gs is None:
+                return orig(self_, node1, node2, *args, **kwargs)
+            checks = session._tls.__dict__.setdefault("can_fuse", [])
+            check: dict[str, Any] = {"explained": False, "backend": None}
+            checks.append(check)
+            try:
+                ok = orig(self_, node1, node2, *args, **kwargs)
+            finally:
+                checks.pop()
+            if not ok and not check["explained"]:
+                who = f"backend {check['backend']}" if check["backend"] else "Scheduler.can_fuse"
+                session._guarded("a fusion decision", lambda: session._reject(
+                    gs, node1.get_name(), node2.get_name(),
+                    f"{who} returned False (no reason given)"))
+            return ok
+        return can_fuse
+
+    def _wrap_backend_can_fuse(self, orig: Callable[..., Any], method: str) -> Callable[..., Any]:
+        session = self
+
+        def backend_check(self_: Any, node1: Any, node2: Any, *args: Any, **kwargs: Any) -> Any:
+            ok = orig(self_, node1, node2, *args, **kwargs)
+            checks = session._tls.__dict__.get("can_fuse")
+            if not ok and checks and checks[-1]["backend"] is None:
+                checks[-1]["backend"] = f"{type(self_).__name__}.{method}"
+            return ok
+        return backend_check
 
     def _wrap_fuse_two_nodes(self, orig: Callable[..., Any]) -> Callable[..., Any]:
         session = self
@@ -698,6 +761,89 @@ class CaptureSession:
             return timings
         return benchmark_all_configs
 
+    # -- per-kernel times (code/timings.json) ---------------------------------------------------
+    def _wrap_cpp_build(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        """Time each C++ kernel build (in a compile-pool thread, or inline); a call that finds
+        the binary already there (Inductor's kernel cache) builds nothing and is not recorded."""
+        session = self
+
+        def build(lock_path: Any, builders: Any, *args: Any, **kwargs: Any) -> Any:
+            target = compat.cpp_build_target(builders)
+            fresh = target is not None and not os.path.exists(target)
+            t0 = time.perf_counter()
+            out = orig(lock_path, builders, *args, **kwargs)
+            if fresh:
+                with session._lock:
+                    session._cpp_builds[str(target)] = time.perf_counter() - t0
+            return out
+        return build
+
+    def _wrap_triton_compile_metric(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        session = self
+
+        def emit(kernel: Any, kernel_name: Any, elapsed_us: Any, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(elapsed_us, (int, float)):
+                with session._lock:
+                    session._triton_compiles[id(kernel)] = (kernel, elapsed_us / 1e6)
+            return orig(kernel, kernel_name, elapsed_us, *args, **kwargs)
+        return emit
+
+    def _wrap_compile_to_module(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        session = self
+
+        def compile_to_module(self_: Any, *args: Any, **kwargs: Any) -> Any:
+            mod = orig(self_, *args, **kwargs)
+            gs = session._current()
+            if gs is not None:
+                session._guarded("kernel compile times", lambda: session._record_module(gs, mod))
+            return mod
+        return compile_to_module
+
+    def _record_module(self, gs: _GraphState, mod: Any) -> None:
+        """The graph's wrapper module is loaded, its kernels compiled: each one's compile time."""
+        with self._lock:
+            # builds seen since the last module: this one's (a later graph reusing a kernel
+            # gets it from the in-process cache)
+            triton, self._triton_compiles = self._triton_compiles, {}
+            builds, self._cpp_builds = self._cpp_builds, {}
+        gs.module = weakref.ref(mod)
+        for k in gs.kernel_index:
+            name = str(k.get("name"))
+            if k.get("kind") != "extern" and name in vars(mod):
+                gs.timings[name] = _compile_time(vars(mod)[name], triton, builds,
+                                                 self._compile_hooks)
+        self._write_timings(gs)
+
+    def _time_kernels(self, cid: str, again: Callable[[], Any]) -> None:
+        """After the eager comparison of compile ``cid``: run its compiled graph again (a few
+        times, within a small budget) with every generated kernel timed."""
+        graphs = [g for g in list(self._graphs.values()) if g.compile_id == cid and g.timings
+                  and g.module is not None and g.module() is not None]
+        if any(g.cudagraphs["enabled"] for g in graphs):
+            for g in graphs:
+                g.run_timing = {"runs": 0, "note": "not timed: under CUDA graphs the kernels "
+                                                   "are replayed without Python calls"}
+                self._write_timings(g)
+            return
+        targets = [((g.graph_id, n), g.module(), n) for g in graphs for n in g.timings]
+        if not targets:
+            return
+        with compat.KernelCallTimer(targets) as timer:
+            runs, elapsed, error = _timed_runs(again)
+        for g in graphs:
+            calls = {n: timer.calls.get((g.graph_id, n)) or [] for n in g.timings} if runs else {}
+            for name, entry in g.timings.items():
+                entry.update(_run_times(calls.get(name) or [], runs))
+            g.run_timing = {"runs": runs, "elapsed_s": elapsed}
+            if error or not any(calls.values()):
+                g.run_timing["note"] = error or _NOT_RUN_NOTE
+            self._write_timings(g)
+
+    def _write_timings(self, gs: _GraphState) -> None:
+        assert self.writer is not None
+        self.writer.write_json(gs.dir / schema.TIMINGS,
+                               {"kernels": gs.timings, "run": gs.run_timing or None})
+
     # -- runtime --------------------------------------------------------------------------------
     def _wrap_runtime(self, compiled: Callable[..., Any], gm: Any,
                       gs: _GraphState) -> Callable[..., Any]:
@@ -708,7 +854,8 @@ class CaptureSession:
                                             **result}
             self._guarded("the eager comparison", self._write_runtime)
 
-        checked = accuracy.checked(compiled, gm, record)
+        checked = accuracy.checked(compiled, gm, record, time_kernels=lambda again: self._guarded(
+            "kernel run times", lambda: self._time_kernels(cid, again)))
 
         def run(*args: Any) -> Any:
             with self._as_current(gs):
@@ -849,6 +996,60 @@ class _StructuredHandler(logging.Handler):
 
 def _event_compile_id(meta: dict[str, Any]) -> str | None:
     return layout.compile_id_from_meta(meta) or compat.current_compile_id()
+
+
+# Kernel run times: the compiled graph is run again up to this many times, more than once only
+# while the runs so far took less than the budget (one run of a big model costs what it costs).
+_TIMED_RUNS = 5
+_TIMING_BUDGET_S = 0.2
+_NOT_RUN_NOTE = ("not timed: the compiled call re-run after the eager comparison does not run "
+                 "these kernels (a backward graph runs in the user's backward pass)")
+
+
+def _timed_runs(again: Callable[[], Any]) -> tuple[int, float, str | None]:
+    """Run ``again`` up to _TIMED_RUNS times while within _TIMING_BUDGET_S: (runs, seconds, why
+    it stopped early when it raised)."""
+    runs, t0 = 0, time.perf_counter()
+    try:
+        while runs < _TIMED_RUNS and (not runs or time.perf_counter() - t0 < _TIMING_BUDGET_S):
+            again()
+            runs += 1
+    except Exception as e:
+        return runs, round(time.perf_counter() - t0, 6), \
+            f"not timed: the re-run failed: {type(e).__name__}: {str(e)[:500]}"
+    return runs, round(time.perf_counter() - t0, 6), None
+
+
+def _run_times(calls: list[float], runs: int) -> dict[str, Any]:
+    """``run_s`` (median seconds per call), ``run_min_s`` and ``calls`` per run."""
+    if not calls or not runs:
+        return {"run_s": None, "run_min_s": None, "calls": 0}
+    return {"run_s": round(statistics.median(calls), 9), "run_min_s": round(min(calls), 9),
+            "calls": len(calls) // runs}
+
+
+def _compile_time(kernel: Any, triton: dict[int, tuple[Any, float]],
+                  builds: dict[str, float], hooked: set[str]) -> dict[str, Any]:
+    """``compile_s`` and how the kernel was obtained: ``built`` (the C++ build or Triton compile,
+    timed), ``cached`` (no build while it was loaded: Inductor's kernel cache, on disk or in this
+    process, had it), None (not known: the build hook is missing in this torch)."""
+    if compat.is_triton_kernel(kernel):
+        if id(kernel) in triton:
+            return {"compile_s": round(triton[id(kernel)][1], 6), "compile": "built"}
+        return {"compile_s": None, "compile": "cached" if "triton" in hooked else None}
+    binary = compat.cpp_kernel_binary(kernel)
+    built = builds.get(binary) if binary is not None else None
+    if built is not None:
+        return {"compile_s": round(built, 6), "compile": "built"}
+    known = binary is not None and "cpp" in hooked
+    return {"compile_s": None, "compile": "cached" if known else None}
+
+
+def _check_empty(out_dir: Path) -> None:
+    """A capture writes a new trace: into a missing or empty directory, never over another."""
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise FileExistsError(f"trace directory {out_dir} is not empty (a capture never writes "
+                              "over another trace or other files); choose a new directory")
 
 
 def _durations(gs: _GraphState) -> dict[str, float]:

@@ -17,6 +17,11 @@ def _cli_error(msg: str) -> Exception:
     return CliError(msg)
 
 
+def _message(e: BaseException) -> str:
+    """What an error says: ``str(KeyError(m))`` is ``repr(m)``, every other one's is ``m``."""
+    return str(e.args[0]) if isinstance(e, KeyError) and len(e.args) == 1 else str(e)
+
+
 def cmd_flags(ns: argparse.Namespace) -> int:
     if ns.pattern == "demo":
         from tuidebug.compiler.flag_demos import demo_main
@@ -27,7 +32,7 @@ def cmd_flags(ns: argparse.Namespace) -> int:
             return demo_main(ns.names[0] if ns.names else None, out=ns.output, as_json=ns.json,
                              keep=ns.keep, timeout=ns.timeout, device=ns.device)
         except (LookupError, ValueError) as e:
-            raise _cli_error(str(e).strip("'\"")) from None
+            raise _cli_error(_message(e)) from None
     if ns.names:
         raise _cli_error(f"unexpected arguments: {' '.join(ns.names)} "
                          "(`tuidebug flags PATTERN`, or `tuidebug flags demo NAME`)")
@@ -49,7 +54,7 @@ def cmd_recompile(ns: argparse.Namespace) -> int:
         sets = recompile.parse_sets(ns.set)
         spec = recompile.recompile_spec(ns.trace, sets, ns.output, use_cache=not ns.no_cache)
     except (UnknownFlag, FlagValueError, recompile.RecompileError) as e:
-        raise _cli_error(str(e).strip("'\"")) from None
+        raise _cli_error(_message(e)) from None
     out = Path(spec["out"])
     print(f"[tuidebug] recompiling {ns.trace} with {recompile.format_sets(sets)} → {out}",
           file=sys.stderr, flush=True)

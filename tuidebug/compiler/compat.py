@@ -123,6 +123,15 @@ IR_PRE_FUSION = "torch._inductor.debug.log_ir_pre_fusion"
 IR_POST_FUSION = "torch._inductor.debug.log_ir_post_fusion"
 WHY_NO_FUSE = "torch._inductor.scheduler.WhyNoFuse.__call__"
 FUSE_TWO_NODES = "torch._inductor.scheduler.Scheduler.fuse_two_nodes"
+# every candidate pair is decided here; it (and the backends' own checks below, which it calls)
+# often says no without a WhyNoFuse reason
+CAN_FUSE = "torch._inductor.scheduler.Scheduler.can_fuse"
+BACKEND_CAN_FUSE = (
+    "torch._inductor.codegen.cpp.CppScheduling.can_fuse_vertical",
+    "torch._inductor.codegen.cpp.CppScheduling.can_fuse_horizontal",
+    "torch._inductor.codegen.simd.SIMDScheduling.can_fuse_vertical",  # Triton, Halide
+    "torch._inductor.codegen.simd.SIMDScheduling.can_fuse_horizontal",
+)
 KERNEL_PROVENANCE = "torch._inductor.debug.set_kernel_post_grad_provenance_tracing"
 TRITON_RUN = "torch._inductor.runtime.triton_heuristics.CachingAutotuner.run"
 TRITON_BENCHMARK_ALL = "torch._inductor.runtime.triton_heuristics.CachingAutotuner.benchmark_all_configs"
@@ -210,6 +219,122 @@ def cuda_graphs_enabled() -> bool:
 
 def triton_launchers(autotuner: Any) -> list[Any]:
     return list(getattr(autotuner, "launchers", None) or [])
+
+
+# -- per-kernel compile and run times -------------------------------------------------------------
+# The wrapper module Inductor loads for a graph (its globals hold the compiled kernels); each C++
+# kernel build (run in a thread of the compile pool, or inline); each Triton compile, which
+# Inductor times itself (in its compile workers too) and reports through this function.
+COMPILE_TO_MODULE = "torch._inductor.graph.GraphLowering.compile_to_module"
+CPP_BUILD = "torch._inductor.codecache._worker_compile_cpp"
+TRITON_COMPILE_METRIC = "torch._inductor.async_compile._emit_triton_kernel_compile_metric"
+
+
+def cpp_build_target(builders: Any) -> str | None:
+    """The binary a C++ build (``_worker_compile_cpp``'s builders) produces: the last builder's."""
+    import os
+
+    try:
+        return os.path.realpath(str(builders[-1].get_target_file_path()))
+    except Exception:
+        return None
+
+
+def cpp_kernel_binary(kernel: Any) -> str | None:
+    """The shared library a C++ kernel (a Python binding, a global of the wrapper module) was
+    loaded from."""
+    import os
+
+    path = getattr(getattr(kernel, "__self__", None), "__file__", None)
+    return os.path.realpath(path) if isinstance(path, str) else None
+
+
+def is_triton_kernel(obj: Any) -> bool:
+    """A Triton kernel of a wrapper module: Inductor's CachingAutotuner (``kernel.run(...)``)."""
+    try:
+        from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+    except Exception:
+        return False
+    return isinstance(obj, CachingAutotuner)
+
+
+def _synchronize() -> None:
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def _timed(fn: Callable[..., Any], sink: list[float], sync: bool) -> Callable[..., Any]:
+    import time
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        if sync:
+            _synchronize()
+        t0 = time.perf_counter()
+        out = fn(*args, **kwargs)
+        if sync:
+            _synchronize()
+        sink.append(time.perf_counter() - t0)
+        return out
+    return timed
+
+
+_MISSING = object()
+
+
+def _time_kernel(module: Any, name: str, sink: list[float]) -> Callable[[], None] | None:
+    """Time every call of kernel ``name`` of a wrapper module; returns how to undo it."""
+    obj = module.__dict__.get(name)
+    if obj is None:
+        return None
+    if is_triton_kernel(obj):  # the wrapper calls ``name.run(...)``: shadow ``run`` on the object
+        own = obj.__dict__.get("run", _MISSING)
+        obj.run = _timed(obj.run, sink, sync=True)
+
+        def undo_run() -> None:
+            if own is _MISSING:
+                obj.__dict__.pop("run", None)
+            else:
+                obj.run = own
+        return undo_run
+    if not callable(obj):
+        return None
+    setattr(module, name, _timed(obj, sink, sync=False))  # C++: a synchronous call by global name
+    return lambda: setattr(module, name, obj)
+
+
+class KernelCallTimer:
+    """While open, times each call of the given kernels of loaded wrapper modules.
+
+    ``targets``: ``(key, module, kernel name)``; ``calls[key]`` collects seconds per call. C++
+    kernels are module globals, called synchronously: the global is replaced by a timed function.
+    Triton kernels are CachingAutotuner objects: their ``run`` is shadowed by a timed one that
+    synchronizes the CUDA device before and after. ``close()`` (or leaving the ``with`` block)
+    puts every original back; generated code and config are never changed. Extern (ATen) calls
+    are not timed.
+    """
+
+    def __init__(self, targets: list[tuple[Any, Any, str]]) -> None:
+        self.calls: dict[Any, list[float]] = {}
+        self._undo: list[Callable[[], None]] = []
+        try:
+            for key, module, name in targets:
+                sink = self.calls.setdefault(key, [])
+                undo = _time_kernel(module, name, sink)
+                if undo is not None:
+                    self._undo.append(undo)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        while self._undo:
+            self._undo.pop()()
+
+    def __enter__(self) -> "KernelCallTimer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 # -- structured trace log ------------------------------------------------------------------------
@@ -397,12 +522,30 @@ def scheduler_node_json(snode: Any) -> dict[str, Any]:
         "origins": origins,
         "reads": sorted(safe(lambda: [d.name for d in rw.reads], []) or []),
         "writes": sorted(safe(lambda: [d.name for d in rw.writes], []) or []),
-        "users": safe(lambda: sorted({u.get_name() for u in snode.users}), []),
+        "users": safe(lambda: _node_users(snode, members), []),
         "device": str(safe(snode.get_device, "")),
         "is_reduction": bool(safe(snode.is_reduction, False)),
         "is_extern": bool(safe(snode.is_extern, False)),
         "is_template": bool(safe(snode.is_template, False)),
     }
+
+
+def _node_users(snode: Any, members: list[str]) -> list[str]:
+    """The scheduler nodes that read what ``snode`` writes, by the names of the current node
+    list (a user fused into another node is named by that node); not ``snode`` itself, not the
+    graph's output. Torch 2.6+ keeps the users on the node's output buffers."""
+    if hasattr(snode, "get_outputs"):
+        users = [u for buf in snode.get_outputs() for u in getattr(buf, "users", ())]
+    else:
+        users = list(getattr(snode, "users", ()))
+    fused = getattr(getattr(snode, "scheduler", None), "name_to_fused_node", None) or {}
+    names = set()
+    for u in users:
+        if type(getattr(u, "node", None)).__name__ == "OutputNode":
+            continue
+        name = u.get_name()
+        names.add(fused[name].get_name() if name in fused else name)
+    return sorted(names - set(members) - {snode.get_name()})
 
 
 def scheduler_node_text(snode: Any) -> str:
@@ -422,8 +565,9 @@ def kernel_provenance_args(node_schedule: Any, is_extern: bool) -> dict[str, Any
         node = item if is_extern else getattr(item, "node", None)
         if node is None:
             continue
-        try:
-            ir_nodes.append(item.get_name())
+        try:  # an extern kernel is an IR buffer (buf5); IR files name its operation (op5)
+            op_name = getattr(item, "get_operation_name", None) if is_extern else None
+            ir_nodes.append(str((op_name and op_name()) or item.get_name()))
         except Exception:
             pass
         for o in getattr(node, "origins", ()) or ():

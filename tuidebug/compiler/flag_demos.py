@@ -54,6 +54,7 @@ METRIC_LABELS = {
     "compile_s": "compile time (s, all frames)",
     "first_call_s": "first compiled call (s)",
     "code_sha": "generated code (hash of all kernels)",
+    "cudagraphs": "CUDA graphs, per graph (meta.json: on / off / skipped: reason)",
 }
 
 
@@ -70,8 +71,12 @@ class Demo:
     gpu: bool = False  # acts on Triton / CUDA only
     check: bool = True  # compare against eager
     greps: tuple[tuple[str, str], ...] = ()  # (label, regex) counted in all kernels + wrappers
+    output_greps: tuple[tuple[str, str], ...] = ()  # (label, regex) counted in the job's output
     note: str = ""  # how to read the result, limits on CPU
 
+
+# what a remote-cache flag visibly does in OSS torch without a Redis server: one warning per try
+_NO_REMOTE_CACHE = "'Unable to create cache' warnings in the compile's output (no remote backend)"
 
 DEMOS: dict[str, Demo] = {d.flag: d for d in (
     Demo("fx_graph_cache", "flags/cache_twice.py", False, True,
@@ -95,6 +100,25 @@ DEMOS: dict[str, Demo] = {d.flag: d for d in (
               "on, the second model's timings (autotune.jsonl) repeat the first's exactly: they "
               "come from the cache; with it off they are measured again (noisy, and the winner "
               "can flip). The cache is on disk: with it on, the first model can hit too."),
+    Demo("autotune_remote_cache", "flags/pointwise.py", None, True,
+         (f"output:{_NO_REMOTE_CACHE}", "code_sha", "kernels", "autotuned_ops"),
+         "Triton autotuning results are also looked up in and stored to a remote cache",
+         output_greps=((_NO_REMOTE_CACHE, r"Unable to create cache"),),
+         note="In OSS torch the remote autotune cache is Redis (remote_cache.RemoteAutotuneCache): "
+              "without the redis package and a server, creating it fails, Inductor logs 'Unable "
+              "to create cache' and tunes as before. It is opened only when a Triton kernel is "
+              "autotuned: on CPU it has nothing to act on, and the two traces come out the same. "
+              "On a GPU each Triton kernel tries to open it."),
+    Demo("bundled_autotune_remote_cache", "flags/pointwise.py", None, True,
+         (f"output:{_NO_REMOTE_CACHE}", "code_sha", "kernels"),
+         "all autotuning results of a compiled graph are bundled into one remote cache entry",
+         output_greps=((_NO_REMOTE_CACHE, r"Unable to create cache"),),
+         note="Inductor opens the bundled cache once per compiled graph, when the graph's output "
+              "code is loaded (AutotuneCacheBundler.begin_compile), on CPU too. In OSS torch it "
+              "is Redis (remote_cache.RemoteBundledAutotuneCache): without the redis package and "
+              "a server, creating it fails with 'redis not available', Inductor logs 'Unable to "
+              "create cache' and compiles exactly as before (same kernels and code). It needs "
+              "autotune_local_cache (on by default)."),
     Demo("joint_graph_constant_folding", "flags/constant_fold.py", True, False,
          ("passes_changed", "post_grad_ops", "code_sha"),
          "constant sub-expressions are folded in the joint graph (fewer ops after the joint "
@@ -144,11 +168,12 @@ DEMOS: dict[str, Demo] = {d.flag: d for d in (
          "Triton kernels load and store through block pointers (tl.make_block_ptr)",
          gpu=True, greps=(("tl.make_block_ptr", r"tl\.make_block_ptr"),)),
     Demo("triton.cudagraphs", "flags/pointwise.py", False, True,
-         ("first_call_s", "compile_s"),
+         ("cudagraphs", "first_call_s", "compile_s"),
          "the compiled graph is recorded into a CUDA graph and replayed",
          gpu=True, greps=(("cudagraph mentions in wrappers", r"cudagraph"),),
          note="CUDA graphs are applied at run time, around the compiled module: the generated "
-              "code does not change; the compile metrics (cudagraphify time) and call times do."),
+              "code does not change; each graph's CUDA graphs state (on, or skipped with "
+              "Inductor's reason), the compile metrics (cudagraphify time) and call times do."),
     Demo("size_asserts", "mlp.py", True, False,
          ("assert_size_stride",),
          "the wrapper checks the size and stride of inputs and extern outputs "
@@ -264,10 +289,25 @@ def trace_metrics(path: str | Path, greps: tuple[tuple[str, str], ...] = ()) -> 
     times = [((c.get("metrics") or {}).get("entire_frame_compile_time_s")) for c in t.compiles.values()]
     times = [x for x in times if isinstance(x, (int, float))]
     m["compile_s"] = round(sum(times), 3) if times else None
+    m["cudagraphs"] = _cudagraphs(t)
     all_text = "\n".join(texts)
     for label, pattern in greps:
         m[f"grep:{label}"] = len(re.findall(pattern, all_text))
     return m
+
+
+def _cudagraphs(t: Trace) -> str | None:
+    """Each graph's CUDA graphs state (``0_0-forward: on``), None where the trace has none."""
+    from tuidebug.trace.summary import cudagraphs_state
+
+    states = [(g.id, cudagraphs_state(g)) for g in t.graphs]
+    return "; ".join(f"{gid}: {s}" for gid, s in states if s) or None
+
+
+def output_metrics(lines: Any, greps: tuple[tuple[str, str], ...]) -> dict[str, int]:
+    """``output:LABEL`` → matches of each regex in a job's output lines."""
+    text = "\n".join(str(x) for x in lines or ())
+    return {f"output:{label}": len(re.findall(pattern, text)) for label, pattern in greps}
 
 
 def _calls_only(wrapper: str) -> str:
@@ -368,7 +408,10 @@ def run_demo(name: str, out_dir: str | Path, *, worker: Any = None, timeout: flo
         if own:
             worker.close()
     ma, mb = trace_metrics(out_a, demo.greps), trace_metrics(out_b, demo.greps)
-    keys = list(demo.evidence) + [f"grep:{label}" for label, _ in demo.greps]
+    ma.update(output_metrics(job_a.output, demo.output_greps))
+    mb.update(output_metrics(job_b.output, demo.output_greps))
+    keys = list(dict.fromkeys(list(demo.evidence) + [f"grep:{label}" for label, _ in demo.greps]
+                              + [f"output:{label}" for label, _ in demo.output_greps]))
     others = [k for k in METRIC_LABELS if k not in keys]
     evidence = []
     for k in keys + others:

@@ -6,8 +6,13 @@ rules of ``torch.utils._config_module.install_config_module`` (public module-lev
 ``Config(...)`` entries, nested classes, ``@inherit_fields_from``).
 
 Defaults are computed only for literals and simple expressions of them. The build is taken to be
-OSS (``is_fbcode()`` is False) and the environment is never read: a default that reads an
-environment variable has ``default=None``, its source in ``default_repr`` and the names in ``env``.
+OSS (``is_fbcode()`` is False) and the registry never reads the environment: a default that reads
+an environment variable has ``default=None``, its source in ``default_repr`` and the names in
+``env``. :func:`values_in_force` evaluates those defaults with an environment (this process's by
+default), still without running config.py: only reads of the environment (``os.environ.get``,
+``os.getenv``, ``os.environ[...]``, ``in os.environ``, ``get_tristate_env``), ``int``/``float``/
+``str``/``bool``, a few ``str`` methods and config.py's own helper functions made of ``if``,
+``return`` and assignments are evaluated; anything else stays unknown.
 """
 
 from __future__ import annotations
@@ -28,8 +33,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping
 
-__all__ = ["Flag", "FlagValueError", "Registry", "UnknownFlag", "default_config_path",
-           "flags_main", "load_registry"]
+__all__ = ["Flag", "FlagValueError", "InForce", "Registry", "UnknownFlag", "default_config_path",
+           "flags_main", "load_registry", "values_in_force"]
 
 
 class UnknownFlag(LookupError):
@@ -85,6 +90,9 @@ _UNOPS: dict[type, Callable[[Any], Any]] = {
     ast.USub: op.neg, ast.UAdd: op.pos, ast.Not: op.not_, ast.Invert: op.invert,
 }
 _ENV_READERS = {"os.environ.get", "os.getenv", "environ.get", "getenv", "get_tristate_env"}
+_CONVERSIONS: dict[str, Callable[..., Any]] = {"int": int, "float": float, "str": str, "bool": bool}
+_STR_METHODS = {"upper", "lower", "strip", "split", "startswith", "endswith"}
+_FELL_THROUGH = object()  # a helper's body ended without `return`
 _LINT_COMMENT = re.compile(r"^(type|pyrefly|pyre-\w+|noqa|fmt|mypy|ruff|pylint|isort)\b")
 
 
@@ -139,7 +147,10 @@ class _Scope:
 
 
 class _ConfigParser:
-    def __init__(self, source: str) -> None:
+    """``environ``: evaluate what reads the environment with it (see :func:`values_in_force`);
+    None (the registry) reads nothing."""
+
+    def __init__(self, source: str, environ: Mapping[str, str] | None = None) -> None:
         self.lines = source.splitlines()
         self.comments: dict[int, tuple[int, str]] = {}  # row -> (column, text after '#')
         for tok in tokenize.generate_tokens(io.StringIO(source).readline):
@@ -153,6 +164,10 @@ class _ConfigParser:
         self.flags: dict[str, Flag] = {}
         self.anchor: ast.stmt | None = None  # the `if`/`try` holding the current statement
         self.in_try = 0  # inside a `try`, defaults are not computed
+        self.environ = environ
+        self.current: dict[str, Any] = {}  # with environ: the value in force, where known
+        self.aliases: dict[str, str] = {}  # flag -> the dotted name it aliases
+        self.depth = 0  # helper-function calls being evaluated
 
     def parse(self) -> dict[str, Flag]:
         self._walk(self.tree.body, "", self.module)
@@ -206,6 +221,8 @@ class _ConfigParser:
                 for key, flag in self.classes.get(f"{prefix}{base}.", {}).items():
                     if key not in own:
                         own[key] = self.flags[inner + key] = replace(flag, name=inner + key)
+                        if flag.name in self.current:
+                            self.current[inner + key] = self.current[flag.name]
         self.classes[inner] = own
 
     def _entry(self, name: str, ann: ast.expr | None, stmt: ast.Assign | ast.AnnAssign,
@@ -215,6 +232,7 @@ class _ConfigParser:
             return  # a function, class or module: install_config_module skips those
         node: ast.expr | None = value
         env: list[str] = []
+        config_env: dict[str, list[str]] = {}
         alias = default_repr = None
         if isinstance(value, ast.Call) and _dotted(value.func).rsplit(".", 1)[-1] == "Config":
             # Config(default=..., alias=..., env_name_force=..., env_name_default=..., justknob=...)
@@ -222,9 +240,11 @@ class _ConfigParser:
             node, alias = kw.get("default", value.args[0] if value.args else None), kw.get("alias")
             for key in ("env_name_force", "env_name_default"):
                 names = self._try_eval(kw.get(key), scope)
-                env += [names] if isinstance(names, str) else list(names or ())
+                config_env[key] = [names] if isinstance(names, str) else list(names or ())
+                env += config_env[key]
         default = None
         if alias is not None:
+            self.aliases[prefix + name] = str(self._try_eval(alias, scope))
             default_repr = f"alias of {self._try_eval(alias, scope)}"
         elif node is not None:
             env += self._env(node, scope, {}, frozenset())
@@ -246,6 +266,10 @@ class _ConfigParser:
         scope.values[name] = default if known else _UNKNOWN
         if name.startswith("_"):
             return
+        if self.environ is not None:
+            current = _in_force(self.environ, config_env, default if known else _UNKNOWN)
+            if current is not _UNKNOWN:
+                self.current[prefix + name] = current
         decl = scope.declared.get(name, stmt)
         doc = self._comments_for(decl) or self._comments_for(stmt)
         if not doc and self.anchor is not None:
@@ -329,7 +353,81 @@ class _ConfigParser:
             return False  # an installed wheel is an OSS build
         if fn in ("cast", "typing.cast") and isinstance(node, ast.Call) and len(node.args) == 2:
             return ev(node.args[1])
+        if self.environ is not None:
+            return self._eval_env(node, scope)
         raise _Unknown
+
+    def _eval_env(self, node: ast.expr, scope: _Scope) -> Any:
+        """What only an environment makes computable: reads of it, conversions, str methods and
+        config.py's helper functions (see :func:`values_in_force`)."""
+        env = self.environ
+        assert env is not None
+        ev = functools.partial(self._eval, scope=scope)
+        if _dotted(node) == "os.environ":
+            return env
+        if isinstance(node, ast.Subscript) and _dotted(node.value) == "os.environ":
+            key = ev(node.slice)
+            if key not in env:  # a KeyError when torch imports config.py
+                raise _Unknown
+            return env[key]
+        if not isinstance(node, ast.Call) or any(isinstance(a, ast.Starred) for a in node.args):
+            raise _Unknown
+        fn = _dotted(node.func)
+        args = [ev(a) for a in node.args]
+        kwargs = {k.arg: ev(k.value) for k in node.keywords if k.arg}
+        if fn in ("os.environ.get", "environ.get", "os.getenv", "getenv"):
+            return env.get(*args, **kwargs)
+        if fn == "get_tristate_env":  # torch.utils._config_module.get_tristate_env
+            value = env.get(args[0])
+            fallback = args[1] if len(args) > 1 else kwargs.get("default")
+            return True if value == "1" else False if value == "0" else fallback
+        if fn in _CONVERSIONS:
+            return _CONVERSIONS[fn](*args, **kwargs)
+        if isinstance(node.func, ast.Attribute) and node.func.attr in _STR_METHODS:
+            obj = ev(node.func.value)
+            if isinstance(obj, str):
+                return getattr(obj, node.func.attr)(*args, **kwargs)
+        if fn in self.funcs:
+            return self._call_helper(self.funcs[fn], args, kwargs)
+        raise _Unknown
+
+    def _call_helper(self, func: ast.FunctionDef | ast.AsyncFunctionDef, args: list[Any],
+                     kwargs: dict[str, Any]) -> Any:
+        """A config.py helper called with evaluated arguments, if its body is only ``if``,
+        ``return`` and assignments to names (its docstring aside)."""
+        a = func.args
+        if self.depth > 8 or isinstance(func, ast.AsyncFunctionDef) or a.vararg or a.kwarg \
+                or a.posonlyargs or a.kwonlyargs:
+            raise _Unknown
+        params = [p.arg for p in a.args]
+        bound = dict(zip(params, args), **kwargs)
+        for p, d in zip(params[len(params) - len(a.defaults):], a.defaults):
+            bound.setdefault(p, self._eval(d, self.module))
+        if len(args) > len(params) or set(bound) != set(params):
+            raise _Unknown
+        local = _Scope(parent=self.module, values=bound)
+        self.depth += 1
+        try:
+            result = self._run_body(func.body, local)
+        finally:
+            self.depth -= 1
+        return None if result is _FELL_THROUGH else result
+
+    def _run_body(self, body: list[ast.stmt], scope: _Scope) -> Any:
+        for stmt in body:
+            if isinstance(stmt, ast.Return):
+                return None if stmt.value is None else self._eval(stmt.value, scope)
+            if isinstance(stmt, ast.If):
+                result = self._run_body(stmt.body if self._eval(stmt.test, scope) else stmt.orelse,
+                                        scope)
+                if result is not _FELL_THROUGH:
+                    return result
+            elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+                    and isinstance(stmt.targets[0], ast.Name):
+                scope.values[stmt.targets[0].id] = self._eval(stmt.value, scope)
+            elif not (isinstance(stmt, ast.Expr) and _str_const(stmt.value) is not None):
+                raise _Unknown  # anything but a docstring: imports, loops, calls for effect
+        return _FELL_THROUGH
 
     def _env(self, node: ast.AST, scope: _Scope, bind: dict[str, str],
              seen: frozenset[str]) -> list[str]:
@@ -395,6 +493,24 @@ class _ConfigParser:
             return "str"
         returns = self.funcs[fn].returns if fn in self.funcs else None
         return ast.unparse(returns) if returns is not None else "Any"
+
+
+def _env_value(environ: Mapping[str, str], var: str) -> Any:
+    """An environment variable as a ``Config(env_name_...)`` entry reads it (``"1"``/``"0"`` are
+    booleans; torch.utils._config_module._read_env_variable)."""
+    value = environ.get(var)
+    return True if value == "1" else False if value == "0" else value
+
+
+def _in_force(environ: Mapping[str, str], config_env: dict[str, list[str]], default: Any) -> Any:
+    """A flag's value before anything patches it: a ``Config`` entry's ``env_name_force``, then
+    its ``env_name_default``, then the default."""
+    for key in ("env_name_force", "env_name_default"):
+        for var in config_env.get(key, ()):
+            value = _env_value(environ, var)
+            if value is not None:
+                return value
+    return default
 
 
 # ---------------------------------------------------------------------------- value parsing
@@ -535,9 +651,30 @@ class Registry:
         flag = self.get(name)
         spec = _TypeSpec.parse(flag.type)
         try:
-            return spec.convert(text)
+            value = spec.convert(text)
         except ValueError:
             raise FlagValueError(f"{flag.name} expects {spec.describe()}, got {text!r}") from None
+        _check_combination(flag, value)
+        return value
+
+
+_COMBINATIONS = re.compile(r"combinations of:\s*([\w ,]+)")
+
+
+def _check_combination(flag: Flag, value: Any) -> None:
+    """A flag whose doc says "Possible choices are combinations of: A, B, C" (as
+    ``max_autotune_gemm_backends``) takes a comma-separated list of those names, in any case
+    (Inductor upper-cases the value and strips each name)."""
+    m = _COMBINATIONS.search(flag.doc)
+    if not m or not isinstance(value, str):
+        return
+    allowed = [n.strip() for n in m.group(1).split(",") if n.strip()]
+    wrong = [n.strip() for n in value.split(",")
+             if n.strip().upper() not in {a.upper() for a in allowed}]
+    if wrong:
+        raise FlagValueError(f"{flag.name} takes a comma-separated combination of "
+                             f"{', '.join(allowed)}; {', '.join(map(repr, wrong))} is not one "
+                             f"(got {value!r})")
 
 
 def default_config_path() -> Path:
@@ -560,17 +697,57 @@ def load_registry(config_path: str | Path | None = None) -> Registry:
     return _load(str(path), path.stat().st_mtime_ns)
 
 
+@dataclass(frozen=True)
+class InForce:
+    """Flag values in a process with a given environment, before anything patches the config.
+
+    ``defaults``: each default that reads the environment, evaluated with it. ``current``: the
+    value of each flag that could be evaluated (a ``Config`` entry's environment override
+    applied). A flag in neither could not be evaluated without running config.py (it reads
+    ``torch.version``, the CPU count, …).
+    """
+
+    defaults: Mapping[str, Any]
+    current: Mapping[str, Any]
+
+
+@functools.lru_cache(maxsize=4)
+def _load_in_force(path: str, mtime_ns: int, environ: tuple[tuple[str, str], ...]) -> InForce:
+    static = _load(path, mtime_ns)
+    parser = _ConfigParser(Path(path).read_text(encoding="utf-8"), environ=dict(environ))
+    flags = parser.parse()
+    current = dict(parser.current)
+    for name, target in parser.aliases.items():  # an alias of another Inductor flag
+        other = target.removeprefix("torch._inductor.config.")
+        if other != target and other in current:
+            current[name] = current[other]
+    defaults = {n: f.default for n, f in flags.items()
+                if f.default_known and n in static.flags and not static.flags[n].default_known}
+    return InForce(MappingProxyType(defaults), MappingProxyType(current))
+
+
+def values_in_force(environ: Mapping[str, str] | None = None,
+                    config_path: str | Path | None = None) -> InForce:
+    """The flags' values with ``environ`` (default: this process's environment), evaluated from
+    config.py's source without importing torch or running its code (module docstring)."""
+    import os
+
+    path = Path(config_path or default_config_path()).resolve()
+    env = tuple(sorted((os.environ if environ is None else environ).items()))
+    return _load_in_force(str(path), path.stat().st_mtime_ns, env)
+
+
 # ---------------------------------------------------------------------------- CLI
 
 
 def flags_main(pattern: str | None, as_json: bool, console: Any = None) -> int:
     """Print flags matching ``pattern`` (all when None) as a table or JSON; 1 when none match."""
     from rich.console import Console
-    from rich.table import Table
     from rich.text import Text
 
     console = console or Console()
     registry = load_registry()
+    in_force = values_in_force()
     flags = registry.search(pattern) if pattern else list(registry)
     if not flags:
         close = difflib.get_close_matches(pattern or "", list(registry.flags), n=3)
@@ -578,18 +755,64 @@ def flags_main(pattern: str | None, as_json: bool, console: Any = None) -> int:
         console.print(Text(f"no Inductor flag matches {pattern!r}{hint}", style="red"))
         return 1
     if as_json:
-        console.out(json.dumps([asdict(f) for f in flags], indent=2), highlight=False)
+        console.out(json.dumps([_flag_json(f, in_force) for f in flags], indent=2, default=repr),
+                    highlight=False)
         return 0
+    console.print(_flags_table(flags, in_force))
+    if any(f.name not in in_force.current for f in flags):
+        console.print(Text("current ?: not computable without importing torch (the default "
+                           "reads torch.version, the CPU count, …)", style="dim"))
+    return 0
+
+
+def _flag_json(f: Flag, in_force: InForce) -> dict[str, Any]:
+    return {**asdict(f), "default_in_env": in_force.defaults.get(f.name),
+            "current": in_force.current.get(f.name), "current_known": f.name in in_force.current}
+
+
+# column: (style, max width); the name folds, so that the doc column survives in 80 columns
+_COLUMNS = (("name", "bold cyan", 36), ("type", "magenta", 18), ("default", "green", 30),
+            ("current", "", 16), ("env", "yellow", 30))
+
+
+def _flags_table(flags: list[Flag], in_force: InForce) -> Any:
+    from rich.table import Table
+    from rich.text import Text
+
     title = f"{len(flags)} Inductor flag{'s' if len(flags) > 1 else ''}"
     table = Table(title=title, title_justify="left")
-    table.add_column("name", style="bold cyan", no_wrap=True)
-    columns = (("type", "magenta", 24), ("default", "green", 32), ("env", "yellow", 36))
-    for column, style, width in columns:
+    for column, style, width in _COLUMNS:
         table.add_column(column, style=style, overflow="fold", max_width=width)
-    table.add_column("doc", ratio=1, min_width=20)
+    table.add_column("doc", ratio=1, min_width=10)
     for f in flags:
-        default = repr(f.default) if f.default_known else str(f.default_repr)
-        default = default if len(default) <= 60 else default[:57] + "..."
-        table.add_row(*map(Text, (f.name, f.type, default, ", ".join(f.env), f.summary)))
-    console.print(table)
-    return 0
+        table.add_row(Text(f.name), Text(f.type), _default_cell(f, in_force),
+                      _current_cell(f, in_force), Text(", ".join(f.env)), Text(f.summary))
+    return table
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _default_cell(f: Flag, in_force: InForce) -> Any:
+    """The default; for one computed from the environment, its source and ``= value``."""
+    from rich.text import Text
+
+    if f.default_known:
+        return Text(_short(repr(f.default)))
+    cell = Text(_short(str(f.default_repr)), style="dim")
+    if f.name in in_force.defaults:
+        cell.append(f"\n= {_short(repr(in_force.defaults[f.name]))}", style="green")
+    return cell
+
+
+def _current_cell(f: Flag, in_force: InForce) -> Any:
+    """The value in force in this process; bold yellow where the environment overrides the
+    default."""
+    from rich.text import Text
+
+    if f.name not in in_force.current:
+        return Text("?", style="dim")
+    value = in_force.current[f.name]
+    default = f.default if f.default_known else in_force.defaults.get(f.name, value)
+    return Text(_short(repr(value), 40), style="bold yellow" if value != default else "")

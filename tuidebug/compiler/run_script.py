@@ -4,20 +4,22 @@ Runs in its own process so that a crash of the compiler (a segfault in a C++ com
 cannot take the CLI down: the trace on disk says how far it got, and the parent reports it.
 Exit codes: 0 ok; 10 compile or compiled-code failure; 11 the script raised before anything
 was compiled; 12 nothing was compiled; 13 the script raised after compiling (trace is fine);
-14 the trace could not be written (disk full, read-only); the script's own code when it calls
-sys.exit with one after compiling.
+14 the trace could not be written (disk full, read-only); 15 the script exited with a non-zero
+code before compiling anything (the code is the manifest's ``script_exit_code``); the script's
+own code when it calls sys.exit with one after compiling.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import runpy
 import sys
 import traceback
 
 EXIT_OK, EXIT_COMPILE_FAILED, EXIT_RAISED_EARLY, EXIT_NO_COMPILE, EXIT_RAISED_LATE = 0, 10, 11, 12, 13
-EXIT_WRITE_FAILED = 14
+EXIT_WRITE_FAILED, EXIT_EXITED_EARLY = 14, 15
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,8 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--no-check", action="store_true")
     ap.add_argument("--use-cache", action="store_true")
-    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                    help="an Inductor config value to apply (JSON value)")
+    ap.add_argument("--overrides", default="{}", metavar="JSON",
+                    help="Inductor config values to apply, {name: value}, validated by the "
+                         "parent (tuidebug.compiler.recompile.parse_sets)")
     ap.add_argument("script")
     ap.add_argument("args", nargs=argparse.REMAINDER)
     ns = ap.parse_args(argv)
@@ -42,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     script = os.path.abspath(ns.script)
     sys.argv = [script, *ns.args]
     sys.path.insert(0, os.path.dirname(script))
-    overrides = _parse_sets(ns.set)
+    overrides = json.loads(ns.overrides)
     script_exc: BaseException | None = None
     exit_code = 0
     session.start()
@@ -57,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         runpy.run_path(script, run_name="__main__")
     except SystemExit as e:
         exit_code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if e.code is not None and not isinstance(e.code, int):
+            print(e.code, file=sys.stderr)  # sys.exit("message"), as Python itself prints it
     except BaseException as e:  # noqa: BLE001 - reported below, with its traceback
         script_exc = e
     finally:
@@ -78,21 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exception(script_exc)
         return EXIT_RAISED_LATE if compiled else EXIT_RAISED_EARLY
     if compiled == 0:
-        return EXIT_NO_COMPILE
+        return EXIT_EXITED_EARLY if exit_code else EXIT_NO_COMPILE
     return exit_code if isinstance(exit_code, int) else 1
-
-
-def _parse_sets(items: list[str]) -> dict[str, object]:
-    import json
-
-    out: dict[str, object] = {}
-    for item in items:
-        name, _, value = item.partition("=")
-        try:
-            out[name] = json.loads(value)
-        except json.JSONDecodeError:
-            out[name] = value
-    return out
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@ Runs a test repeatedly under Inductor's compiler bisector (driven through
 ``tuidebug.compiler.compat``, like every private torch API), in child processes: either a
 minified ``repro.py`` (judged by the trace's failure signature; in a warm worker, or a fresh
 process per run with ``fresh``) or the script the trace recorded (judged by its exit status, a
-fresh process per run). Importing this module does not import torch; :func:`bisect` does (the
-bisector runs in the calling process).
+fresh process per run, with the trace's ``--set`` config applied by ``script_child``; refused
+for an accuracy failure, which an exit status does not show). Importing this module does not
+import torch; :func:`bisect` does (the bisector runs in the calling process).
 """
 
 from __future__ import annotations
@@ -69,12 +70,23 @@ class BisectReport:
     log: str = ""
 
 
-def _test_command(trace: Trace, repro: str | None) -> tuple[list[str], str]:
+def _test_command(trace: Trace, repro: str | None,
+                  signature: Signature | None = None) -> tuple[list[str], str]:
+    """The command each bisection run executes, and its working directory."""
     if repro:
         path = Path(repro)
         if not path.is_file():
             raise MinifyError(f"no such repro: {repro}")
         return [sys.executable, str(path.resolve())], str(path.resolve().parent)
+    if signature is not None and signature.kind == "accuracy":
+        # a script's exit status says nothing about a mismatch that tuidebug's capture found
+        # (most scripts never compare compiled with eager): every run would look fixed
+        raise MinifyError(
+            f"the trace's failure is an accuracy mismatch ({signature.describe()}), which the "
+            "traced script's exit status does not show, so bisecting by re-running it cannot "
+            f"tell a good run from a bad one. Minify it first, then bisect the repro, which "
+            f"checks the outputs itself:\n  tuidebug minify {trace.root} -o repro.py\n"
+            f"  tuidebug bisect {trace.root} --repro repro.py")
     command = trace.manifest.get("command") or []
     if len(command) < 3 or command[:2] != ["tuidebug", "trace"]:
         raise MinifyError("the trace does not record the traced script's command line; "
@@ -83,7 +95,12 @@ def _test_command(trace: Trace, repro: str | None) -> tuple[list[str], str]:
     script = command[2]
     if not Path(cwd, script).is_file():
         raise MinifyError(f"the traced script {script} is not in {cwd} any more; pass --repro")
-    return [sys.executable, script, *command[3:]], cwd
+    # the Inductor config set at trace time (--set) applies to every run, as it did then
+    overrides = trace.manifest.get("config_overrides") or {}
+    if not isinstance(overrides, dict):
+        raise MinifyError("the trace's config_overrides is not an object; pass --repro")
+    return [sys.executable, "-m", "tuidebug.minify.script_child", json.dumps(overrides),
+            script, *command[3:]], cwd
 
 
 def bisect(trace_path: str | os.PathLike[str], repro: str | None = None, timeout: float = 600.0,
@@ -101,7 +118,7 @@ def bisect(trace_path: str | os.PathLike[str], repro: str | None = None, timeout
         raise MinifyError(f"the trace {trace_path} did not fail (status: {trace.status}); "
                           "there is nothing to bisect")
     signature = Signature.from_trace_error(trace.error)
-    cmd, cwd = _test_command(trace, repro)
+    cmd, cwd = _test_command(trace, repro, signature)
     from tuidebug.compiler import compat  # imports torch: the bisector runs in this process
 
     runs = 0

@@ -19,6 +19,16 @@ def _positive(text: str) -> int:
     return n
 
 
+def _positive_float(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < x < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, not {text}")
+    return x
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "minify", help="shrink a failed trace into a standalone repro.py",
@@ -30,10 +40,12 @@ def register(sub: Any) -> None:
                    "(default: repro.py)")
     p.add_argument("--jobs", "-j", type=_positive, default=2,
                    help="candidates tested in parallel, one warm worker process each (default 2)")
-    p.add_argument("--timeout", type=float, default=60.0,
+    p.add_argument("--timeout", type=_positive_float, default=60.0,
                    help="seconds one candidate may take before its worker is replaced (default 60)")
-    p.add_argument("--atol", type=float, default=1e-3, help="accuracy: absolute tolerance")
-    p.add_argument("--rtol", type=float, default=1e-3, help="accuracy: relative tolerance")
+    p.add_argument("--atol", type=_positive_float, default=1e-3,
+                   help="accuracy: absolute tolerance (default 1e-3)")
+    p.add_argument("--rtol", type=_positive_float, default=1e-3,
+                   help="accuracy: relative tolerance (default 1e-3)")
     p.add_argument("--keep-work", action="store_true",
                    help="keep the work directory (every candidate, worker logs)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -49,7 +61,8 @@ def register(sub: Any) -> None:
                    "faster) instead of re-running the traced script")
     p.add_argument("--fresh", action="store_true", help="run the repro in a fresh process each "
                    "time instead of one warm worker")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds per run (default 600)")
+    p.add_argument("--timeout", type=_positive_float, default=600.0,
+                   help="seconds per run (default 600)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(fn=cmd_bisect)
 
@@ -108,8 +121,9 @@ def cmd_minify(ns: argparse.Namespace) -> int:
               f"  {result.nodes_before} -> {result.nodes_after} compute nodes, "
               f"{result.inputs_after} input(s), flags: {', '.join(result.flags) or 'none'}\n"
               f"  {result.attempts} candidates compiled ({result.cache_hits} cache hits, "
-              f"{result.rejected} failed differently), {result.launches} processes, "
-              f"{result.wall_s:.1f}s")
+              f"{result.rejected} failed differently) + {result.confirm_runs} confirmation "
+              f"re-run{'s' if result.confirm_runs != 1 else ''} of the start, "
+              f"{result.launches} processes, {result.wall_s:.1f}s")
         if result.repro_path:
             print(f"  wrote {result.repro_path}: {result.message}")
         else:

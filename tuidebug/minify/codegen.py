@@ -24,13 +24,18 @@ _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _TORCH_ATTR = re.compile(r"^torch\.[A-Za-z_][A-Za-z0-9_]*$")
 _DEVICE = re.compile(r"^(cpu|cuda|xpu|mps|meta|hpu|mtia|privateuseone)(:\d+)?$")
 _SPECIAL_FLOATS = {"inf": "float('inf')", "-inf": "float('-inf')", "nan": "float('nan')"}
-_RESERVED = {"torch", "operator", "float", "forward", "json", "os", "sys", "traceback"}
+_RESERVED = {"torch", "operator", "float", "forward", "json", "os", "re", "sys", "traceback"}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
+_FILLS = ("random", "zeros", "ones")
 
 
 @dataclass(frozen=True)
 class ReproInfo:
-    """What the header and the failure check of a repro say."""
+    """What the header and the failure check of a repro say.
+
+    ``kind``, ``type``, ``key`` and ``diags`` are the failure's signature (see
+    ``signature.Signature``): the repro checks a failure against them, normalized the same way.
+    """
 
     trace: str = ""
     graph: str = ""
@@ -41,6 +46,13 @@ class ReproInfo:
     nodes_before: int = 0
     atol: float = 1e-3
     rtol: float = 1e-3
+    key: str = ""
+    diags: tuple[str, ...] = ()
+
+    def expected(self) -> dict[str, Any]:
+        """The repro's ``EXPECTED``."""
+        return {"kind": self.kind, "type": self.type, "key": self.key,
+                "diags": sorted(self.diags)}
 
 
 def target_call(target: str) -> str:
@@ -175,10 +187,12 @@ def render(program: Program, info: ReproInfo, *, comments: bool = True) -> str:
     inputs = "\n".join(
         f"    (({', '.join(str(s) for s in i.shape)}{',' if len(i.shape) == 1 else ''}), "
         f"({', '.join(str(s) for s in i.stride)}{',' if len(i.stride) == 1 else ''}), "
-        f"torch.{i.dtype}, {i.device!r}),"
+        f"torch.{i.dtype}, {i.device!r}, {i.fill!r}),"
         for i in program.inputs)
     if any(not _DEVICE.match(i.device) for i in program.inputs):
         raise Unsupported("an input has an unknown device")
+    if any(i.fill not in _FILLS for i in program.inputs):
+        raise Unsupported("an input has an unknown fill")
     config = "\n".join(f"    {k!r}: {_flag_value(v)}," for k, v in sorted(program.flags.items()))
     header = ""
     if comments:
@@ -188,7 +202,8 @@ def render(program: Program, info: ReproInfo, *, comments: bool = True) -> str:
             f"stage {_comment(info.stage)})\n"
             f"#   failure: {_comment(info.describe)}\n"
             f"#   size:    {info.nodes_before} compute nodes captured -> {program.size} here\n")
-    expected = json.dumps({"kind": info.kind, "type": info.type})
+    # JSON strings and lists are Python literals (every character escaped as Python would read it)
+    expected = json.dumps(info.expected())
     return (_TEMPLATE
             .replace("@@HEADER@@", header)
             .replace("@@CONFIG@@", config)
@@ -202,16 +217,19 @@ def render(program: Program, info: ReproInfo, *, comments: bool = True) -> str:
 def cache_key(program: Program, info: ReproInfo) -> str:
     """The candidate's identity: a hash of its canonical text (no comments, no trace names)."""
     text = render(program, ReproInfo(kind=info.kind, type=info.type, atol=info.atol,
-                                     rtol=info.rtol), comments=False)
+                                     rtol=info.rtol, key=info.key, diags=info.diags),
+                  comments=False)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-_TEMPLATE = '''#!/usr/bin/env python3
-@@HEADER@@# Run: python repro.py   exit status 1: it failed as expected; 3: it failed differently;
-#                        0: no failure; 2: the graph does not even run eagerly.
+_TEMPLATE = r'''#!/usr/bin/env python3
+@@HEADER@@# Run: python repro.py   exit status 1: it failed as expected; 3: it failed differently
+#                        (another kind, exception type or message); 0: no failure;
+#                        2: the graph does not even run eagerly.
 import json
 import operator
 import os
+import re
 import sys
 import traceback
 
@@ -222,7 +240,8 @@ import torch._inductor.config
 CONFIG = {
 @@CONFIG@@
 }
-# The failure: its kind (compile | runtime | accuracy) and exception type.
+# The failure: its kind (compile | runtime | accuracy), exception type and distinctive message
+# (the compiler's normalized "error:" lines, else the normalized first line; see _same).
 EXPECTED = @@EXPECTED@@
 ATOL, RTOL = @@ATOL@@, @@RTOL@@  # accuracy: compiled vs. eager run in float64 (see _compare)
 SEED = 0
@@ -230,7 +249,8 @@ SEED = 0
 
 @@FORWARD@@
 
-# (shape, stride, dtype, device) of each input of forward(); filled with seeded random values.
+# (shape, stride, dtype, device, fill) of each input of forward(); fill: seeded random values,
+# or all zeros / all ones.
 INPUTS = [
 @@INPUTS@@
 ]
@@ -239,7 +259,7 @@ INPUTS = [
 def make_inputs():
     gen = torch.Generator().manual_seed(SEED)
     out = []
-    for shape, stride, dtype, device in INPUTS:
+    for shape, stride, dtype, device, fill in INPUTS:
         size = 1 + sum((n - 1) * s for n, s in zip(shape, stride)) if all(shape) else 0
         if dtype.is_complex:
             base = torch.randn(size, generator=gen, dtype=dtype)
@@ -249,6 +269,8 @@ def make_inputs():
             base = torch.rand(size, generator=gen) < 0.5
         else:
             base = torch.randint(0, 2, (size,), generator=gen).to(dtype)
+        if fill != "random":  # drawn all the same: the other inputs keep their values
+            base = torch.zeros_like(base) if fill == "zeros" else torch.ones_like(base)
         out.append(base.to(device).as_strided(shape, stride))
     return out
 
@@ -300,7 +322,7 @@ def _kind(exc):
     """compile: raised while Dynamo/Inductor compiled; runtime: raised by the compiled code."""
     e = exc
     while e is not None:
-        if type(e).__name__ in ("InductorError", "BackendCompilerFailed") or \\
+        if type(e).__name__ in ("InductorError", "BackendCompilerFailed") or \
                 type(e).__module__.startswith("torch._dynamo.exc"):
             return "compile"
         e = getattr(e, "inner_exception", None)
@@ -346,6 +368,53 @@ def run():
         return {"outcome": "passed", "max_abs": worst}
 
 
+# What varies between runs of the same failure (paths, temp names, addresses, numbers) is
+# stripped before messages are compared: the same normalization as tuidebug's signatures.
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "`": "'"})
+_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\w.~+-]*/)+[\w.+-]+")
+_HEX = re.compile(r"\b0x[0-9a-fA-F]+\b")
+_TMP = re.compile(r"\btmp[\w]*")
+_NUM = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_DIAG = re.compile(r"(?:^|[\s:])(?:fatal )?error:\s*(?P<msg>.+?)\s*$", re.IGNORECASE)
+
+
+def _normalize(text):
+    t = text.translate(_QUOTES)
+    t = _NUM.sub("N", _TMP.sub("<tmp>", _HEX.sub("<hex>", _PATH.sub("<path>", t))))
+    return re.sub(r"\s+", " ", t).strip()[:300]
+
+
+def _error_lines(text):
+    """The compiler's "error:" lines (not warnings or notes), as printed."""
+    return [line.strip() for line in text.splitlines() if _DIAG.search(line)
+            and "warning:" not in line.lower() and "note:" not in line.lower()]
+
+
+def _diagnostics(text):
+    return {m for m in (_normalize(_DIAG.search(line).group("msg")) for line in _error_lines(text))
+            if m}
+
+
+def _first_line(text):
+    return next((n for n in map(_normalize, text.splitlines()) if n), "")
+
+
+def _short(type_name):
+    return type_name[len("builtins."):] if type_name.startswith("builtins.") else type_name
+
+
+def _same(result):
+    """Is this EXPECTED's failure: the same kind, exception type and distinctive message?"""
+    if result["kind"] != EXPECTED["kind"] or _short(result["type"]) != EXPECTED["type"]:
+        return False
+    if EXPECTED["kind"] == "accuracy":
+        return True
+    message, tb = result.get("message") or "", result.get("traceback") or ""
+    if EXPECTED["diags"]:
+        return bool((_diagnostics(message) or _diagnostics(tb)) & set(EXPECTED["diags"]))
+    return _first_line(message) == EXPECTED["key"]
+
+
 def main():
     result = run()
     if os.environ.get("TUIDEBUG_REPRO_RESULT"):
@@ -357,13 +426,25 @@ def main():
     if result["outcome"] == "passed":
         print("repro: compiled and ran without the failure", file=sys.stderr)
         return 0
+    message = result.get("message") or ""
+    errors = _error_lines(message) or _error_lines(result.get("traceback") or "")
+    first = message.strip().splitlines()[:1]
+    print(f"repro: {result['type']}: {first[0] if first else ''}", file=sys.stderr)
+    for line in errors[:10]:
+        print(f"repro:   {line}", file=sys.stderr)
     if result.get("traceback"):
         print(result["traceback"], file=sys.stderr)
-    same = result["kind"] == EXPECTED["kind"] and result["type"] == EXPECTED["type"]
-    first = (result.get("message") or "").strip().splitlines()[:1]
-    print(f"repro: {'FAILED as expected' if same else 'failed DIFFERENTLY'} ({result['kind']}): "
-          f"{result['type']}: {first[0] if first else ''}", file=sys.stderr)
-    return 1 if same else 3
+    detail = f"error: {_DIAG.search(errors[0]).group('msg')}" if errors else \
+        (first[0] if first else "")
+    if _same(result):
+        print(f"repro: FAILED as expected ({result['kind']}): {_short(result['type'])}: {detail}",
+              file=sys.stderr)
+        return 1
+    wanted = f"error: {EXPECTED['diags'][0]}" if EXPECTED["diags"] else EXPECTED["key"]
+    print(f"repro: failed DIFFERENTLY ({result['kind']}): {_short(result['type'])}: {detail}\n"
+          f"repro:   expected {EXPECTED['kind']}: {EXPECTED['type']}"
+          f"{': ' + wanted if wanted else ''}", file=sys.stderr)
+    return 3
 
 
 if __name__ == "__main__":

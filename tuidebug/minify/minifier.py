@@ -2,13 +2,14 @@
 
 Steps: (1) the kernel the failure points to (provenance) is tried as a region, else the whole
 graph, and that start is run twice more on its own (a flaky failure stops here: its repro
-would not reproduce); (2) delta debugging over its compute nodes; (3) over the config flags; (4) over input
-simplifications (contiguous strides, shared tensors); (5) over scalar constants. Each candidate
-is rendered to a standalone script, keyed by its canonical text (never tested twice) and run by
-a pool of warm workers; it counts only if it fails with the trace's signature. The result is
-written to ``out`` and re-run in a fresh process; one that does not fail there is moved into the
-work directory, so ``out`` never holds a repro that does not reproduce (an interrupted run keeps
-its best candidate at ``out``, marked not verified).
+would not reproduce); (2) delta debugging over its compute nodes; (3) over the config flags;
+(4) over input simplifications (contiguous strides, sizes of 1, shared tensors, zeros/ones for
+random values); (5) over scalar constants (float and int, to 1). Each candidate is rendered to
+a standalone script, keyed by its canonical text (never tested twice) and run by a pool of warm
+workers; it counts only if it fails with the trace's signature. The result is written to
+``out`` and re-run in a fresh process; one that does not fail there is moved into the work
+directory, so ``out`` never holds a repro that does not reproduce (an interrupted or cancelled
+run keeps its best candidate at ``out``, marked not verified).
 
 This module (the parent side) never imports torch: the workers do.
 """
@@ -60,10 +61,13 @@ class MinifyResult:
     """What a minification did.
 
     ``nodes_before``/``nodes_after``: compute nodes (ATen calls and tuple indexing) of the
-    captured graph and of the repro; ``attempts``: candidates compiled and run; ``cache_hits``:
-    candidates answered from the cache; ``rejected``: candidates that failed differently;
-    ``launches``: processes started (workers, replacements, the fresh verification run);
-    ``verified``: the written repro failed the trace's way in a fresh process.
+    captured graph and of the repro; ``attempts``: distinct candidates compiled and run;
+    ``confirm_runs``: re-runs of the starting candidate (flakiness check; compiles too, not
+    counted in ``attempts``); ``cache_hits``: candidates answered from the cache; ``rejected``:
+    candidates that failed differently; ``launches``: processes started (workers,
+    replacements, the fresh verification run); ``verified``: the written repro failed the
+    trace's way in a fresh process; ``interrupted``: stopped early (Ctrl-C, or ``on_progress``
+    raised to cancel), the repro written is the best so far and not verified.
     """
 
     repro_path: Path | None
@@ -84,6 +88,7 @@ class MinifyResult:
     flags: dict[str, Any] = field(default_factory=dict)
     steps: list[dict[str, Any]] = field(default_factory=list)
     work_dir: str | None = None
+    confirm_runs: int = 0
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -97,6 +102,11 @@ class _Best:
     program: Program
 
 
+class _Cancelled(BaseException):
+    """``on_progress`` raised: stop like Ctrl-C (a BaseException, so that no ``except
+    Exception`` on the way swallows it)."""
+
+
 class Minifier:
     """One minification run (use :func:`minify`)."""
 
@@ -104,6 +114,11 @@ class Minifier:
                  atol: float = 1e-3, rtol: float = 1e-3,
                  on_progress: Callable[[Progress], None] | None = None,
                  work_dir: Path | None = None) -> None:
+        for name, value in (("timeout", timeout), ("atol", atol), ("rtol", rtol)):
+            if not (isinstance(value, (int, float)) and 0 < value < float("inf")):
+                raise MinifyError(f"{name} must be a positive number of "
+                                  f"{'seconds' if name == 'timeout' else 'tolerance'}, "
+                                  f"not {value!r}")
         self.failure = failure
         self.out = out
         self.jobs = max(1, jobs)
@@ -119,7 +134,8 @@ class Minifier:
         self.info = ReproInfo(
             trace=str(failure.trace.root), graph=failure.record.id, stage=failure.stage.name,
             describe=self.signature.describe(), kind=self.signature.kind,
-            type=str(failure.error.get("type") or ""),
+            type=self.signature.type, key=self.signature.key,
+            diags=tuple(sorted(self.signature.diags)),
             nodes_before=self.reducer.compute_count, atol=atol, rtol=rtol)
         self.work_dir = work_dir or Path(tempfile.mkdtemp(prefix="tuidebug-minify-"))
         (self.work_dir / "candidates").mkdir(parents=True, exist_ok=True)
@@ -128,7 +144,9 @@ class Minifier:
         self.pending: dict[str, Future[dict[str, Any]]] = {}
         self.programs: dict[str, tuple[Spec, Program]] = {}
         self.best: _Best | None = None
-        self.attempts = self.cache_hits = self.rejected = 0
+        self.attempts = self.cache_hits = self.rejected = self.confirm_runs = 0
+        #: what ``on_progress`` raised to cancel the run (None: not cancelled)
+        self.cancelled: BaseException | None = None
         self.step = "start"
         self.steps: list[dict[str, Any]] = []
         self.t0 = time.perf_counter()
@@ -142,20 +160,30 @@ class Minifier:
         return self.best.program.size if self.best else self.reducer.compute_count
 
     def progress(self, message: str = "") -> None:
-        if self.on_progress:
+        """Report to ``on_progress``. Whatever it raises is a request to cancel: the run stops
+        as on Ctrl-C (``_Cancelled``), and it is not called again."""
+        if not self.on_progress or self.cancelled is not None:
+            return
+        try:
             self.on_progress(Progress(self.step, self.attempts, self.cache_hits, self.nodes,
                                       self.reducer.compute_count,
                                       time.perf_counter() - self.t0, message))
+        except Exception as e:  # noqa: BLE001 - the caller's way to cancel (the TUI's)
+            self.cancelled = e
+            raise _Cancelled() from e
 
-    def _begin(self, step: str) -> tuple[str, int, float]:
+    def _begin(self, step: str) -> tuple[str, int, int, float]:
         self.step = step
         self.progress()
-        return step, self.attempts, time.perf_counter()
+        return step, self.attempts, self.confirm_runs, time.perf_counter()
 
-    def _end(self, mark: tuple[str, int, float]) -> None:
-        step, attempts, t = mark
-        self.steps.append({"step": step, "attempts": self.attempts - attempts,
-                           "nodes": self.nodes, "seconds": round(time.perf_counter() - t, 2)})
+    def _end(self, mark: tuple[str, int, int, float]) -> None:
+        step, attempts, confirm_runs, t = mark
+        row = {"step": step, "attempts": self.attempts - attempts, "nodes": self.nodes,
+               "seconds": round(time.perf_counter() - t, 2)}
+        if self.confirm_runs > confirm_runs:
+            row["confirm_runs"] = self.confirm_runs - confirm_runs
+        self.steps.append(row)
 
     # -- testing candidates ----------------------------------------------------------------------
     def _entry(self, spec: Spec) -> tuple[Spec, Program | None, str | None]:
@@ -286,6 +314,7 @@ class Minifier:
             self.best = _Best(full, self._entry(full)[1])  # type: ignore[arg-type]
         else:
             self.best = _Best(specs[i], self._entry(specs[i])[1])  # type: ignore[arg-type]
+        self._drain()  # a speculative run still going counts here; the confirmation runs alone
         self._end(mark)
 
     def confirm_start(self) -> None:
@@ -298,6 +327,7 @@ class Minifier:
         assert prog is not None and key is not None
         path = self._paths[key]
         for run in range(2, CONFIRM_RUNS + 1):
+            self.progress(f"confirming the start: run {run} of {CONFIRM_RUNS}")
             fut = self.pool.submit(path, self.timeout)
             while True:
                 try:
@@ -305,7 +335,7 @@ class Minifier:
                     break
                 except FutureTimeout:
                     self.progress()
-            self.attempts += 1
+            self.confirm_runs += 1
             sig = Signature.from_result(result)
             ok = self.signature.matches(sig)
             self._log(key, prog, result, ok, confirm=run)
@@ -350,19 +380,33 @@ class Minifier:
         assert self.best is not None
         flags = sorted(self.best.spec.flags)
         self.reduce_set("flags", flags, lambda kept: self._spec(flags=kept))
-        # inputs: make strided inputs contiguous, then let inputs with equal meta share a tensor
+        self.reduce_inputs()
+        self.simplify("constants", "constants", self.reducer.simplifiable_constants)
+
+    def reduce_inputs(self) -> None:
+        """Simpler inputs, each a delta-debugging pass over what could be simplified (every
+        candidate must still fail the trace's way): strided inputs made contiguous; dimension
+        sizes made 1 (a size at a time, in every input at once, so that inputs that must agree
+        still do; a graph that no longer runs eagerly is rejected before compiling); inputs
+        with equal meta sharing one tensor; random values replaced by zeros, else by ones."""
+        self.simplify("inputs", "contiguous", self.reducer.noncontiguous_inputs)
+        self.simplify("inputs", "shrunk", self.reducer.shrinkable_sizes)
+        self.simplify("inputs", "merged", self.reducer.mergeable_inputs)
+        for value in ("zeros", "ones"):
+            self.simplify("inputs", "fill", self.reducer.random_inputs,
+                          lambda names, v=value: {(n, v) for n in names})
+
+    def simplify(self, step: str, field_name: str, applicable: Callable[[Spec], list[Any]],
+                 as_items: Callable[[set[Any]], set[Any]] = lambda s: s) -> None:
+        """Apply as many of the simplifications ``applicable(best spec)`` (added to the spec's
+        ``field_name``, through ``as_items``) as the failure survives: keep as few unsimplified
+        as possible."""
+        assert self.best is not None
         base = self.best.spec
-        nc = self.reducer.noncontiguous_inputs(base)
-        self.reduce_set("inputs", nc, lambda kept: self._spec(
-            contiguous=base.contiguous | (set(nc) - set(kept))))
-        base = self.best.spec
-        mg = self.reducer.mergeable_inputs(base)
-        self.reduce_set("inputs", mg, lambda kept: self._spec(
-            merged=base.merged | (set(mg) - set(kept))))
-        base = self.best.spec
-        consts = self.reducer.simplifiable_constants(base)
-        self.reduce_set("constants", consts, lambda kept: self._spec(
-            constants=base.constants | (set(consts) - set(kept))))
+        items = applicable(base)
+        done = getattr(base, field_name)
+        self.reduce_set(step, items, lambda kept: self._spec(
+            **{field_name: done | as_items(set(items) - set(kept))}))
 
     def _no_repro_message(self) -> str:
         last = ""
@@ -402,11 +446,18 @@ class Minifier:
                                 cwd=str(self.work_dir), stdout=log, stderr=log,
                                 start_new_session=True)
         limit = max(self.timeout * 3, 180.0)
+        deadline = time.monotonic() + limit
         try:
-            rc = proc.wait(timeout=limit)
-        except subprocess.TimeoutExpired:
-            self._end(mark)
-            return False, f"the repro did not finish within {limit:.0f}s in a fresh process"
+            while True:  # progress (and the chance to cancel) every half second
+                try:
+                    rc = proc.wait(timeout=0.5)
+                    break
+                except subprocess.TimeoutExpired:
+                    if time.monotonic() > deadline:
+                        self._end(mark)
+                        return False, (f"the repro did not finish within {limit:.0f}s in a "
+                                       "fresh process")
+                    self.progress()
         finally:
             if proc.poll() is None:  # timed out, or interrupted (Ctrl-C)
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -437,13 +488,13 @@ class Minifier:
             finally:
                 self._cancel_queued()
                 self.pool.close()
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, _Cancelled):
             interrupted = True
         path = self.write()
         if not interrupted and path is not None:
             try:
                 verified, message = self.verify()
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, _Cancelled):
                 interrupted = True
             if not verified and not interrupted:  # never leave a repro that does not reproduce
                 kept = self.work_dir / f"unverified-{path.name}"
@@ -452,11 +503,22 @@ class Minifier:
                 message = (f"{message}; no repro written (the unverified candidate is kept "
                            f"as {kept})")
         if interrupted:
-            message = (f"interrupted: wrote the best repro found so far ({self.nodes} compute "
+            how = "cancelled" if self.cancelled is not None else "interrupted"
+            message = (f"{how}: wrote the best repro found so far ({self.nodes} compute "
                        f"nodes, not verified) to {path}" if path else
-                       "interrupted before any candidate reproduced the failure; nothing written")
+                       f"{how} before any candidate reproduced the failure; nothing written")
+        result = self._result(path, verified, interrupted, message)
+        self.step = "done"
+        try:
+            self.progress(message)
+        except _Cancelled:  # cancelled once all was done: the result stands
+            pass
+        return result
+
+    def _result(self, path: Path | None, verified: bool, interrupted: bool,
+                message: str) -> MinifyResult:
         prog = self.best.program if self.best else None
-        result = MinifyResult(
+        return MinifyResult(
             repro_path=path, trace=str(self.failure.trace.root), graph=self.failure.record.id,
             signature=self.signature.describe(), nodes_before=self.reducer.compute_count,
             nodes_after=prog.size if prog else self.reducer.compute_count,
@@ -465,10 +527,7 @@ class Minifier:
             launches=(self.pool.launches if self.pool else 0) + self.verify_launches,
             wall_s=round(time.perf_counter() - self.t0, 2), verified=verified,
             interrupted=interrupted, message=message, flags=dict(prog.flags) if prog else {},
-            steps=self.steps, work_dir=str(self.work_dir))
-        self.step = "done"
-        self.progress(message)
-        return result
+            steps=self.steps, work_dir=str(self.work_dir), confirm_runs=self.confirm_runs)
 
 
 def minify(trace_path: str | os.PathLike[str], out: str | os.PathLike[str] = "repro.py",
@@ -478,14 +537,16 @@ def minify(trace_path: str | os.PathLike[str], out: str | os.PathLike[str] = "re
     """Minify the failed trace at ``trace_path`` into a standalone repro written to ``out``.
 
     Safe to call from a worker thread (the TUI does): it starts its own worker processes and
-    reports through ``on_progress``. Raises :class:`MinifyError` for a trace that cannot be
-    minified (it did not fail, has no graph, or the failure does not reproduce).
+    reports through ``on_progress``. To cancel, raise from ``on_progress``: the run stops as on
+    Ctrl-C and returns (``interrupted``, the best repro so far written to ``out``, not
+    verified). Raises :class:`MinifyError` for a trace that cannot be minified (it did not
+    fail, has no graph, or the failure does not reproduce) or out-of-range limits.
     """
     failure = load_failure(trace_path)
     m = Minifier(failure, Path(out), jobs=jobs, timeout=timeout, atol=atol, rtol=rtol,
                  on_progress=on_progress)
     result = m.run()
-    if result.verified and not keep_work:
+    if (result.verified or result.interrupted) and not keep_work:
         shutil.rmtree(m.work_dir, ignore_errors=True)
         result.work_dir = None
     return result

@@ -28,13 +28,15 @@ class Unsupported(Exception):
 
 @dataclass(frozen=True)
 class Input:
-    """A tensor the program takes as an argument (built at random by the repro)."""
+    """A tensor the program takes as an argument, built by the repro: seeded random values, or
+    all zeros / all ones (``fill``)."""
 
     name: str
     dtype: str
     shape: tuple[int, ...]
     stride: tuple[int, ...]
     device: str
+    fill: str = "random"
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,10 @@ class Spec:
     ``keep``: names of kept units (compute nodes; a tuple-valued node's ``getitem`` users follow
     it automatically). ``flags``: names of the config flags kept. ``contiguous``: inputs whose
     stride is replaced by a contiguous one. ``merged``: inputs replaced by an earlier input with
-    the same meta. ``constants``: ``(node, arg)`` scalar arguments replaced by ``1.0``.
+    the same meta. ``shrunk``: dimension sizes replaced by 1 in every input that has them (one
+    size at a time for all inputs, so inputs that must agree on a size still do). ``fill``:
+    ``(input, "zeros" | "ones")`` inputs built with that value instead of random ones.
+    ``constants``: ``(node, arg)`` scalar arguments replaced by ``1.0`` (float) or ``1`` (int).
     """
 
     keep: frozenset[str]
@@ -78,6 +83,8 @@ class Spec:
     contiguous: frozenset[str] = frozenset()
     merged: frozenset[str] = frozenset()
     constants: frozenset[tuple[str, str]] = frozenset()
+    shrunk: frozenset[int] = frozenset()
+    fill: frozenset[tuple[str, str]] = frozenset()
 
     def with_(self, **kw: Any) -> "Spec":
         return replace(self, **{k: frozenset(v) for k, v in kw.items()})
@@ -100,6 +107,18 @@ def contiguous_stride(shape: Iterable[int]) -> tuple[int, ...]:
         out.append(acc)
         acc *= max(n, 1)
     return tuple(reversed(out))
+
+
+def dense_stride_like(shape: tuple[int, ...], stride: tuple[int, ...]) -> tuple[int, ...]:
+    """Dense strides for ``shape`` with the dimension order of ``stride`` (outermost = largest
+    stride): a contiguous input stays contiguous, a transposed one stays transposed."""
+    order = sorted(range(len(shape)), key=lambda d: (-stride[d], d))
+    out = [0] * len(shape)
+    acc = 1
+    for d in reversed(order):
+        out[d] = acc
+        acc *= max(shape[d], 1)
+    return tuple(out)
 
 
 def _refs(value: Any) -> Iterable[str]:
@@ -213,7 +232,12 @@ class Reducer:
         stride = tuple(int(s) for s in meta["stride"])
         if node.name in spec.contiguous:
             stride = contiguous_stride(shape)
-        return Input(node.name, str(meta["dtype"]), shape, stride, str(meta.get("device", "cpu")))
+        if spec.shrunk and any(n in spec.shrunk for n in shape):
+            shape = tuple(1 if n in spec.shrunk else n for n in shape)
+            stride = dense_stride_like(shape, stride)  # the dimension order of the old stride
+        fill = next((f for name, f in spec.fill if name == node.name), "random")
+        return Input(node.name, str(meta["dtype"]), shape, stride,
+                     str(meta.get("device", "cpu")), fill)
 
     # -- what simplifications apply to a program ---------------------------------------------------
     def noncontiguous_inputs(self, spec: Spec) -> list[str]:
@@ -231,14 +255,28 @@ class Reducer:
         seen: set[tuple[Any, ...]] = set()
         out = []
         for i in prog.inputs:
-            key = (i.dtype, i.shape, i.stride, i.device)
+            key = (i.dtype, i.shape, i.stride, i.device, i.fill)
             if key in seen:
                 out.append(i.name)
             seen.add(key)
         return out
 
+    def shrinkable_sizes(self, spec: Spec) -> list[int]:
+        """Dimension sizes (above 1) of the program's inputs, largest first."""
+        prog = self.build(spec)
+        if prog is None:
+            return []
+        sizes = {n for i in prog.inputs for n in i.shape if n > 1}
+        return sorted(sizes - set(spec.shrunk), reverse=True)
+
+    def random_inputs(self, spec: Spec) -> list[str]:
+        """Inputs still built from random values (could be all zeros or all ones)."""
+        prog = self.build(spec)
+        return [i.name for i in prog.inputs if i.fill == "random"] if prog else []
+
     def simplifiable_constants(self, spec: Spec) -> list[tuple[str, str]]:
-        """Float scalar arguments other than 0, 1 and -1 (``(node, "args.N" | "kwargs.K")``)."""
+        """Scalar arguments other than 0, 1 and -1, float or int (not bool), as
+        ``(node, "args.N" | "kwargs.K")``."""
         prog = self.build(spec)
         if prog is None:
             return []
@@ -254,7 +292,12 @@ class Reducer:
 
 
 def _simplifiable(a: Any) -> bool:
-    return isinstance(a, float) and a not in (0.0, 1.0, -1.0)
+    return isinstance(a, (float, int)) and not isinstance(a, bool) and a not in (0, 1, -1)
+
+
+def _simple(a: Any) -> Any:
+    """What a simplifiable scalar is replaced by: 1.0 for a float, 1 for an int."""
+    return 1.0 if isinstance(a, float) else 1
 
 
 def _simplify_constants(name: str, args: Any, kwargs: Any,
@@ -262,8 +305,9 @@ def _simplify_constants(name: str, args: Any, kwargs: Any,
     mine = {where for node, where in constants if node == name}
     if not mine:
         return args, kwargs
-    args = [1.0 if f"args.{i}" in mine and _simplifiable(a) else a for i, a in enumerate(args)]
-    kwargs = {k: 1.0 if f"kwargs.{k}" in mine and _simplifiable(a) else a
+    args = [_simple(a) if f"args.{i}" in mine and _simplifiable(a) else a
+            for i, a in enumerate(args)]
+    kwargs = {k: _simple(a) if f"kwargs.{k}" in mine and _simplifiable(a) else a
               for k, a in kwargs.items()}
     return args, kwargs
 
@@ -273,7 +317,7 @@ def _merge_inputs(inputs: list[Input], merged: frozenset[str]) -> dict[str, str]
     first: dict[tuple[Any, ...], str] = {}
     out: dict[str, str] = {}
     for i in inputs:
-        key = (i.dtype, i.shape, i.stride, i.device)
+        key = (i.dtype, i.shape, i.stride, i.device, i.fill)
         if i.name in merged and key in first:
             out[i.name] = first[key]
         else:

@@ -9,6 +9,16 @@ from pathlib import Path
 from typing import Any
 
 
+def _file_mode() -> int:
+    """The mode ``open()`` gives a new file: 0o666 less the umask (``mkstemp`` makes 0o600)."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+_FILE_MODE = _file_mode()
+
+
 def write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same directory and a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -16,6 +26,7 @@ def write_text(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
             f.write(text)
+            os.fchmod(f.fileno(), _FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -18,7 +18,10 @@ comparison screen and ``viewers/diff_view.py`` render it)::
              "ir": {"pre": COUNTS, "post": COUNTS, "groups_only_a", "groups_only_b"},
              "fusion": {"fused": {"a","b"}, "rejected": {"a","b"}, "reasons": [{"reason","a","b"}]},
              "kernels": [{"status" (unchanged|changed|added|removed), "a", "b", "kind",
-                          "lines": {"a","b"}, "diff"}],
+                          "lines": {"a","b"}, "diff", "compile_s": {"a","b"},
+                          "compiled": {"a","b"} ("built" | "cached" | None),
+                          "run_s": {"a","b"}, "run_min_s": {"a","b"}, "calls": {"a","b"},
+                          "run_ratio" (B/A of run_s)}],
              "externs": [{"name", "a", "b"}], "wrapper": {"lines", "markers", "diff"},
              "phase_s": {PHASE: {"a","b"}}, "compile_s": {"a","b"}, "error": {"a","b"}}
 
@@ -40,7 +43,8 @@ from typing import Any, Iterable
 from tuidebug.trace import kernels as kernel_text
 from tuidebug.trace.reader import GraphRecord, Trace
 
-__all__ = ["diff_traces", "normalize_kernel_name", "finding_lines", "WRAPPER_MARKERS"]
+__all__ = ["diff_traces", "normalize_kernel_name", "finding_lines", "format_duration",
+           "WRAPPER_MARKERS"]
 
 # grep-able things in a wrapper whose count a flag can change
 WRAPPER_MARKERS = {
@@ -315,7 +319,27 @@ def _kernels(ga: GraphRecord | None, gb: GraphRecord | None, *, code: bool, cont
     out += [_kernel_entry("added", None, y, src_a, src_b, code, context, max_diff_lines) for y in added]
     order = {"changed": 0, "removed": 1, "added": 2, "renamed": 3, "unchanged": 4}
     out.sort(key=lambda e: order[e["status"]])
+    times_a, times_b = (ga.timings if ga else {}), (gb.timings if gb else {})
+    for e in out:
+        e.update(_kernel_times(times_a.get(e["a"] or ""), times_b.get(e["b"] or "")))
     return out
+
+
+def _kernel_times(x: dict[str, Any] | None, y: dict[str, Any] | None) -> dict[str, Any]:
+    """One kernel's compile and run times in A and B (``code/timings.json``), and B/A of the
+    run time."""
+    x, y = x or {}, y or {}
+    run = _pair(x.get("run_s"), y.get("run_s"))
+    return {"compile_s": _pair(x.get("compile_s"), y.get("compile_s")),
+            "compiled": _pair(x.get("compile"), y.get("compile")),
+            "run_s": run, "run_min_s": _pair(x.get("run_min_s"), y.get("run_min_s")),
+            "calls": _pair(x.get("calls"), y.get("calls")), "run_ratio": _ratio(run)}
+
+
+def _ratio(p: dict[str, Any]) -> float | None:
+    a, b = p["a"], p["b"]
+    ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
+    return float(f"{b / a:.4g}") if ok and a > 0 else None
 
 
 def _kernel_entry(status: str, x: dict[str, Any] | None, y: dict[str, Any] | None,
@@ -598,6 +622,10 @@ def _summary(d: dict[str, Any]) -> dict[str, Any]:
                                  _sum(c["inductor_time_s"]["b"] for c in d["compiles"])),
         "first_call_s": _pair(_sum(r["first_call_s"]["a"] for r in d["runtime"]),
                               _sum(r["first_call_s"]["b"] for r in d["runtime"])),
+        "kernel_run_s": _pair(_kernel_total(graphs, "a", "run_s"),
+                              _kernel_total(graphs, "b", "run_s")),
+        "kernel_compile_s": _pair(_kernel_total(graphs, "a", "compile_s"),
+                                  _kernel_total(graphs, "b", "compile_s")),
         "cache": {n: _pair(_sum(c["cache"][n]["a"] for c in d["compiles"]),
                            _sum(c["cache"][n]["b"] for c in d["compiles"]))
                   for n in ("fxgraph_cache_hit", "fxgraph_cache_miss", "fxgraph_cache_bypass")},
@@ -605,6 +633,34 @@ def _summary(d: dict[str, Any]) -> dict[str, Any]:
                                 _all_close(r["close"]["b"] for r in d["runtime"])),
         "errors": _pair(d["a"]["error"], d["b"]["error"]),
     }
+
+
+def _kernel_total(graphs: list[dict[str, Any]], side: str, key: str) -> float | None:
+    """Seconds over all kernels of one side: compile times, or run time per call × calls."""
+    def one(k: dict[str, Any]) -> Any:
+        v = k[key][side]
+        calls = k["calls"][side] if key == "run_s" else 1
+        return v * calls if isinstance(v, (int, float)) and isinstance(calls, int) else None
+    vals = [x for x in (one(k) for g in graphs for k in g["kernels"]) if x is not None]
+    return round(sum(vals), 9) if vals else None  # microseconds: more digits than _sum keeps
+
+
+def _largest_run_change(d: dict[str, Any], threshold: float = 1.5) -> dict[str, Any] | None:
+    """The kernel whose run time changed the most (by ratio), if by at least ``threshold``×."""
+    ks = [k for g in d["graphs"] for k in g["kernels"] if k.get("run_ratio")]
+    if not ks:
+        return None
+    top = max(ks, key=lambda k: max(k["run_ratio"], 1 / k["run_ratio"]))
+    return top if max(top["run_ratio"], 1 / top["run_ratio"]) >= threshold else None
+
+
+def format_duration(s: Any) -> str:
+    """``12.3 µs``, ``4.56 ms``, ``1.23 s``; ``—`` when unknown."""
+    if not isinstance(s, (int, float)) or isinstance(s, bool):
+        return "—"
+    if abs(s) < 1e-3:
+        return f"{s * 1e6:.1f} µs"
+    return f"{s * 1e3:.2f} ms" if abs(s) < 1 else f"{s:.2f} s"
 
 
 def _all_close(values: Iterable[Any]) -> bool | None:
@@ -626,6 +682,22 @@ def _merge_markers(graphs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def _arrow(p: dict[str, Any], fmt: str = "{}") -> str:
     f = lambda v: "—" if v is None else fmt.format(v)  # noqa: E731
     return f"{f(p['a'])} → {f(p['b'])}"
+
+
+def _kernel_time_lines(d: dict[str, Any], s: dict[str, Any]) -> list[str]:
+    lines = []
+    for key, label in (("kernel_run_s", "generated kernels' run time (per call of the graphs)"),
+                       ("kernel_compile_s", "generated kernels' compile time (builds timed)")):
+        p = s.get(key) or {"a": None, "b": None}
+        if p["a"] is not None and p["b"] is not None and p["a"] != p["b"]:
+            ratio = _ratio(p)
+            lines.append(f"{label}: {format_duration(p['a'])} → {format_duration(p['b'])}"
+                         + (f" (×{ratio:.2f})" if ratio else ""))
+    top = _largest_run_change(d)
+    if top:
+        lines.append(f"largest kernel run time change: {top['b']} {format_duration(top['run_s']['a'])}"
+                     f" → {format_duration(top['run_s']['b'])} (×{top['run_ratio']:.2f})")
+    return lines
 
 
 def finding_lines(d: dict[str, Any]) -> list[str]:
@@ -678,6 +750,7 @@ def finding_lines(d: dict[str, Any]) -> list[str]:
         lines.append(f"graphs only in A: {s['graphs_only_a']}; only in B: {s['graphs_only_b']}")
     if s["compile_time_s"]["a"] is not None and s["compile_time_s"]["b"] is not None:
         lines.append(f"compile time: {_arrow(s['compile_time_s'], '{:.2f}s')}")
+    lines += _kernel_time_lines(d, s)
     if not lines:
         lines.append("no difference found")
     return lines

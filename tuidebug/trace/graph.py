@@ -87,7 +87,7 @@ class Node:
     def is_inplace(self) -> bool:
         base = self.short_target
         return self.op in ("call_function", "call_method") and (
-            (base.endswith("_") and not base.startswith("_")) or "copy_" in base
+            (base.endswith("_") and not base.endswith("__")) or "copy_" in base  # _foreach_add_, not __iadd__
         )
 
     def meta_label(self) -> str:

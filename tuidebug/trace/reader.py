@@ -261,6 +261,14 @@ class GraphRecord:
         return {str(r.get("kernel")): r for r in self._f.jsonl(self.dir / schema.LAUNCHES)
                 if isinstance(r, dict)}
 
+    @cached_property
+    def timings(self) -> dict[str, dict[str, Any]]:
+        """Compile and run time per kernel name (``code/timings.json``); empty when not measured."""
+        data = self._f.json(self.dir / schema.TIMINGS, None)
+        kernels = data.get("kernels") if isinstance(data, dict) else None
+        return {str(k): v for k, v in kernels.items() if isinstance(v, dict)} \
+            if isinstance(kernels, dict) else {}
+
     def check_files(self) -> None:
         """Cheap integrity check of the files this graph references (stat and a peek; no
         parsing): missing snapshots, missing, binary or huge code files become problems."""

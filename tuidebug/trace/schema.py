@@ -24,6 +24,7 @@ WRAPPER = "code/wrapper.py"
 PROVENANCE = "provenance.json"
 AUTOTUNE = "autotune.jsonl"
 LAUNCHES = "code/launches.jsonl"  # Triton: launch metadata per kernel (first launch)
+TIMINGS = "code/timings.json"  # compile time and run time per kernel
 ERROR = "error.json"
 REPRO_DIR = "repro"
 

@@ -65,6 +65,70 @@ def launch_text(launch: dict[str, Any], *, brief: bool = False) -> str:
     return ("  " if not brief else " · ").join(parts)
 
 
+def phase_text(phase: str | None) -> str:
+    """``in phase 'lowering'``, or ``before compiling started`` when no phase was reached."""
+    return f"in phase {phase!r}" if phase else "before compiling started"
+
+
+def died_text(phase: str | None) -> str:
+    """How a crashed trace ended: ``the capturing process died during phase 'lowering'``."""
+    return "the capturing process died " + (
+        f"during phase {phase!r}" if phase else "before compiling started")
+
+
+# Graph caches in a capture's compile metrics: (name, metrics key prefix). An imported log's
+# cache events use the same names.
+_CACHE_METRICS = (("fx_graph", "inductor_fx_local_cache"),
+                  ("aotautograd", "aotautograd_local_cache"),
+                  ("fx_graph remote", "inductor_fx_remote_cache"),
+                  ("aotautograd remote", "aotautograd_remote_cache"))
+
+
+def cache_counts(c: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """A Dynamo compile's graph-cache lookups, ``{cache: {"hit": n, "miss": n}}``: from the
+    cache events of an imported log, or from a capture's compile metrics (forward and
+    backward); empty when no cache was looked up (a capture turns them off)."""
+    out: dict[str, dict[str, int]] = {}
+    events = [e for e in c.get("cache") or [] if isinstance(e, dict)]
+    for e in events:
+        counts = out.setdefault(str(e.get("cache", "?")), {"hit": 0, "miss": 0})
+        result = str(e.get("result", "?"))
+        counts[result] = counts.get(result, 0) + 1
+    if events:
+        return out
+    for key in ("metrics", "backward_metrics"):
+        m = c.get(key) or {}
+        for name, prefix in _CACHE_METRICS:
+            for result in ("hit", "miss"):
+                v = m.get(f"{prefix}_{result}_count")
+                if isinstance(v, int) and v:
+                    out.setdefault(name, {"hit": 0, "miss": 0})[result] += v
+    return out
+
+
+def cache_text(counts: dict[str, dict[str, int]]) -> str:
+    """:func:`cache_counts` in a few words: ``fx_graph hit×2, aotautograd hit``; ``–`` when
+    no cache was looked up."""
+    return ", ".join(f"{cache} {result}" + (f"×{n}" if n > 1 else "")
+                     for cache, by_result in counts.items()
+                     for result, n in by_result.items() if n) or "–"
+
+
+def compile_cache(c: dict[str, Any]) -> str:
+    """A compile's cache use in a few words (``fx_graph miss×2``)."""
+    return cache_text(cache_counts(c))
+
+
+def from_cache(g: GraphRecord, c: dict[str, Any] | None) -> bool:
+    """Whether a graph's compiled code came from the FX graph / AOTAutograd cache (``c``: its
+    Dynamo compile), so that its passes, IR and fusion ran in an earlier process, unobserved."""
+    cache = g.meta.get("cache")
+    if isinstance(cache, dict):  # an imported log says per graph
+        return "hit" in cache.values()
+    hit = any(counts.get("hit") for counts in cache_counts(c or {}).values())
+    return hit and not any(s.kind == "pass" for s in g.stages)
+
+
 def changed_passes(stages: list[StageInfo]) -> list[str] | None:
     """The passes that changed the graph, in order; None when that is not known (a trace
     imported from a log, which times passes but never snapshots them)."""
@@ -74,7 +138,9 @@ def changed_passes(stages: list[StageInfo]) -> list[str] | None:
     return [s.name for s in passes if s.changed and s.file]
 
 
-def graph_summary(g: GraphRecord) -> dict[str, Any]:
+def graph_summary(g: GraphRecord, compile_record: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One graph's line of ``tuidebug info``; ``compile_record``: its Dynamo compile (from
+    ``Trace.compiles``), which says whether the graph came from a cache."""
     meta = g.meta
     g.check_files()
     stages = g.stages
@@ -90,7 +156,8 @@ def graph_summary(g: GraphRecord) -> dict[str, Any]:
                 files.add(s["file"])
     fusion = meta.get("fusion") or {}
     recorded = fusion.get("recorded", True)
-    changed = changed_passes(stages)
+    cached = from_cache(g, compile_record)
+    changed = None if cached else changed_passes(stages)  # a cache hit ran no pass here
     return {
         "id": g.id,
         "kind": g.kind,
@@ -110,14 +177,29 @@ def graph_summary(g: GraphRecord) -> dict[str, Any]:
         "rejected_fusions": fusion.get("rejected", 0) if recorded else None,
         "autotuned_ops": len(g.autotune),
         "cudagraphs": cudagraphs_state(g),
+        "from_cache": cached,
         "phase_times_s": meta.get("phase_times_s") or {},
         "error": g.error,
     }
 
 
+def script_outcome(manifest: dict[str, Any]) -> dict[str, Any]:
+    """How the traced script itself ended, when not well: ``script_error`` (``type``,
+    ``message``, ``after_compiling``) and/or ``script_exit_code``; {} otherwise."""
+    out: dict[str, Any] = {}
+    se = manifest.get("script_error")
+    if isinstance(se, dict):
+        out["script_error"] = {"type": se.get("type"), "message": se.get("message"),
+                               "after_compiling": se.get("after_compiling")}
+    if manifest.get("script_exit_code"):
+        out["script_exit_code"] = manifest["script_exit_code"]
+    return out
+
+
 def trace_summary(trace: Trace) -> dict[str, Any]:
     m = trace.manifest
     err = trace.error
+    compiles = trace.compiles
     out: dict[str, Any] = {
         "trace": str(trace.root),
         "status": trace.status,
@@ -125,7 +207,7 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
         "format_version": m.get("format_version"),
         "versions": m.get("versions") or {},
         "command": m.get("command"),
-        "graphs": [graph_summary(g) for g in trace.graphs],
+        "graphs": [graph_summary(g, compiles.get(g.compile_id)) for g in trace.graphs],
         "compiles": [],
         "config_changed": sorted((trace.config.get("changed") or {}).keys()),
         "warnings": list(m.get("warnings") or []),
@@ -135,7 +217,8 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
     if err:
         out["error"] = {"phase": err.get("phase"), "type": err.get("type"),
                         "message": err.get("message"), "graph": err.get("graph")}
-    for cid, c in trace.compiles.items():
+    out.update(script_outcome(m))
+    for cid, c in compiles.items():
         metrics = c.get("metrics") or {}
         out["compiles"].append({
             "id": cid, "graphs": c.get("graphs", []),
@@ -145,13 +228,13 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
             "inductor_time_s": metrics.get("inductor_compile_time_s"),
             "graph_breaks": len(c.get("dynamo_graph_break_reason") or []),
             "recompile_reasons": c.get("recompile_reasons") or [],
+            "cache": cache_counts(c),
         })
     checks = (trace.runtime.get("checks") or {})
     out["accuracy"] = {cid: {k: c.get(k) for k in ("max_abs", "max_rel", "close", "skipped")}
                        for cid, c in checks.items()}
     if trace.status == "crashed":
         out["error"] = out.get("error") or {
-            "phase": trace.phase, "type": "crashed",
-            "message": f"the capturing process died during phase {trace.phase!r}"}
+            "phase": trace.phase, "type": "crashed", "message": died_text(trace.phase)}
     out["problems"] = [str(p) for p in trace.problems]
     return out

@@ -51,11 +51,15 @@ class TuidebugApp(App[int]):
     BINDINGS: ClassVar[list[Binding]] = keymap.bindings("app")  # type: ignore[assignment]
 
     def __init__(self, trace: Trace, *, start: str = "overview",
-                 recompile_timeout: float = 600.0) -> None:
+                 recompile_timeout: float = 600.0, prewarm: bool = True) -> None:
         super().__init__()
         self.trace = trace
         self.start_screen = start
         self.recompile_timeout = recompile_timeout  # seconds before a recompile is killed
+        # start the recompile worker (torch import and warm-up, seconds) in the background when
+        # the flags screen is first shown, so that the first recompile is already warm
+        self.prewarm = prewarm
+        self.worker_error: str | None = None  # why the worker could not start
         self.current_graph: GraphRecord | None = self._first_graph()
         self.pending_flags: dict[str, Any] = {}  # flag name -> new value (flags screen)
         self.compare_with: Path | None = None  # the trace the compare screen diffs against
@@ -88,23 +92,52 @@ class TuidebugApp(App[int]):
         except RuntimeError:  # the app is shutting down
             pass
 
+    def _ensure_worker(self) -> Any:
+        """The app's RecompileWorker, started (spawning it is quick: the server process
+        imports torch and warms up on its own; ``worker.ready`` says when it has)."""
+        from tuidebug.compiler.worker import RecompileWorker
+
+        if self.recompile_worker is None:
+            self.recompile_worker = RecompileWorker(
+                timeout=self.recompile_timeout,
+                on_progress=lambda j, m: self._from_worker_thread(self._recompile_progress, j),
+                on_done=lambda j: self._from_worker_thread(self._recompile_done, j))
+        self.recompile_worker.start()
+        self.worker_error = None
+        return self.recompile_worker
+
+    def warm_worker(self) -> None:
+        """Start the recompile worker in the background (the flags screen calls this when it is
+        first shown), unless ``prewarm`` is off or it runs already. Never blocks, never raises:
+        a worker that cannot start is reported in the flags screen's status."""
+        if not self.prewarm or self.recompile_worker is not None:
+            return
+        try:
+            self._ensure_worker()
+        except Exception as e:
+            self.worker_error = f"{type(e).__name__}: {e}"
+
+    def worker_state(self) -> str:
+        """``off`` (not started), ``starting`` (importing torch, warming up), ``ready``,
+        ``error`` (``worker_error`` says why)."""
+        w = self.recompile_worker
+        if self.worker_error:
+            return "error"
+        if w is None:
+            return "off"
+        return "ready" if w.ready else "starting"
+
     def start_recompile(self, sets: dict[str, Any]) -> None:
         """Recompile the open trace with ``sets`` in the warm worker (a separate process),
         into a new trace directory beside it. Never blocks; progress goes to the flags screen."""
         from tuidebug.compiler.recompile import format_sets
-        from tuidebug.compiler.worker import RecompileWorker
 
         job = self.recompile_job
         if job is not None and not job.done:
             self.notify("a recompile is already running (x cancels it)", severity="warning")
             return
         try:
-            if self.recompile_worker is None:
-                self.recompile_worker = RecompileWorker(
-                    timeout=self.recompile_timeout,
-                    on_progress=lambda j, m: self._from_worker_thread(self._recompile_progress, j),
-                    on_done=lambda j: self._from_worker_thread(self._recompile_done, j))
-                self.recompile_worker.start()
+            self._ensure_worker()
             self.recompile_job = self.recompile_worker.submit(self.trace.root, dict(sets))
         except Exception as e:  # bad input, or the worker cannot start: report, stay alive
             self.notify(f"{type(e).__name__}: {e}", title="cannot recompile", severity="error",

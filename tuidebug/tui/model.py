@@ -17,7 +17,7 @@ from typing import Any
 from tuidebug.trace import schema
 from tuidebug.trace.graph import Graph, node_line
 from tuidebug.trace.reader import GraphRecord, StageInfo, Trace
-from tuidebug.trace.summary import kernel_launches
+from tuidebug.trace.summary import compile_cache, died_text, kernel_launches
 
 # -- timings ---------------------------------------------------------------------------------------
 
@@ -50,6 +50,7 @@ def total_compile_s(g: GraphRecord) -> float | None:
 # -- pass stepper ---------------------------------------------------------------------------------
 
 ADDED, CHANGED, REMOVED, SAME = "added", "changed", "removed", "same"
+FIRST_SNAPSHOT = "the first snapshot of this graph"  # a StageView's note: nothing is marked
 
 
 @dataclass
@@ -187,7 +188,7 @@ def stage_view(g: GraphRecord, stage: StageInfo) -> StageView:
     note = ""
     if prev_info is None and len(added) >= len(graph):
         added = set()  # the first snapshot "adds" every node: nothing to highlight
-        note = "the first snapshot of this graph"
+        note = FIRST_SNAPSHOT
     if not (added or changed or removed):
         return StageView(stage, shown, graph, base, changes, note, prev)
     by_name = {ln.node: ln for ln in base}
@@ -352,6 +353,9 @@ def winner_name(entry: dict[str, Any]) -> str | None:
 # -- errors ----------------------------------------------------------------------------------------
 
 
+ACCURACY = "accuracy"  # the phase of an accuracy failure (not a compile phase: schema.PHASES)
+
+
 @dataclass
 class ErrorReport:
     status: str
@@ -363,6 +367,9 @@ class ErrorReport:
     phases_done: list[str]
     hints: list[str]
     site: "ErrorSite | None" = None
+    # the phases "how far compilation got" shows: schema.PHASES, and "accuracy" after them when
+    # the compiled code ran and its outputs differed from eager
+    phases: list[str] = field(default_factory=lambda: list(schema.PHASES))
 
     @property
     def site_hint(self) -> str:
@@ -386,7 +393,12 @@ def error_report(trace: Trace) -> ErrorReport:
             pass
     phase = err.get("phase") or trace.phase
     phases = list(schema.PHASES)
-    done = phases[:phases.index(phase)] if phase in phases else []
+    if phase == ACCURACY:
+        # every compile phase ran, and so did the compiled code: its outputs differ from eager
+        done = list(phases)
+        phases.append(ACCURACY)
+    else:
+        done = phases[:phases.index(phase)] if phase in phases else []
     path = str(trace.root)
     hints: list[str] = []
     message = str(err.get("message") or "")
@@ -399,16 +411,33 @@ def error_report(trace: Trace) -> ErrorReport:
                          "read the kernel source")
         hints.append(f"tuidebug info {path}   the summary as text")
     elif status == schema.STATUS_CRASHED:
-        hints.append(f"the capturing process died during phase {phase!r}; the trace holds "
-                     "everything written before that")
-        hints.append(f"tuidebug minify {path}   try to reproduce the crash in a small repro.py")
+        hints.append(f"{died_text(phase)}{_crash_site(trace)}; "
+                     "the trace holds everything written before")
+        command = " ".join(str(c) for c in trace.manifest.get("command") or [])
+        hints.append((f"{command}   " if command else "")
+                     + "run it again: a crash may not recur, or may end as an error the trace "
+                       "records")
+        hints.append("minify needs a failed trace (a compile, runtime or accuracy error): a "
+                     "crash recorded no error to reproduce")
     elif status == schema.STATUS_RUNNING:
         hints.append("the capture is still running; reopen the trace when it has finished")
     if status == schema.STATUS_CRASHED and not message:
-        message = f"the capturing process died during phase {phase!r} (no exception was recorded)"
+        message = f"{died_text(phase)} (no exception was recorded)"
     return ErrorReport(status=status, phase=phase, graph=graph_id, type=err.get("type"),
                        message=message, traceback=str(err.get("traceback") or ""),
-                       phases_done=done, hints=hints, site=site)
+                       phases_done=done, hints=hints, site=site, phases=phases)
+
+
+def _crash_site(trace: Trace) -> str:
+    """``, graph 0_0-inference, after [13] remove_noop_ops``: the last stage a crashed
+    capture recorded (what was running when it died comes after it)."""
+    for g in reversed(trace.graphs):
+        if g.status in (schema.STATUS_OK, schema.STATUS_FAILED):
+            continue
+        stages = g.stages
+        last = f", after [{stages[-1].index}] {stages[-1].name}" if stages else ""
+        return f", graph {g.id}{last}"
+    return ""
 
 
 _SNIPPET_RE = re.compile(r"^\s*(\d+)\s*\|\s?(.*\S.*)$")
@@ -462,28 +491,6 @@ def key_error_lines(message: str, limit: int = 6) -> list[str]:
 
 
 # -- Dynamo compiles ---------------------------------------------------------------------------
-
-_CACHE_COUNTS = (("fx graph", "inductor_fx_local_cache"), ("aot", "aotautograd_local_cache"),
-                 ("fx graph remote", "inductor_fx_remote_cache"),
-                 ("aot remote", "aotautograd_remote_cache"))
-
-
-def compile_cache(c: dict[str, Any]) -> str:
-    """A compile's cache use in a few words: ``fx_graph hit×2, aotautograd hit`` from the cache
-    events of an imported log, or ``fx graph miss×2`` from a capture's compile metrics."""
-    events = [e for e in c.get("cache") or [] if isinstance(e, dict)]
-    if events:
-        n = Counter(f"{e.get('cache', '?')} {e.get('result', '?')}" for e in events)
-        return ", ".join(k if v == 1 else f"{k}×{v}" for k, v in n.items())
-    m = c.get("metrics") or {}
-    parts = []
-    for label, key in _CACHE_COUNTS:
-        for result in ("hit", "miss"):
-            v = m.get(f"{key}_{result}_count")
-            if isinstance(v, int) and v:
-                parts.append(f"{label} {result}" + (f"×{v}" if v > 1 else ""))
-    return ", ".join(parts) or "–"
-
 
 def compile_detail(cid: str, c: dict[str, Any]) -> str:
     """Everything recorded about one Dynamo compile, as text: where, graphs, graph breaks,

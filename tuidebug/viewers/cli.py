@@ -58,6 +58,8 @@ def cmd_svg(ns: argparse.Namespace) -> int:
                    timeout=ns.timeout, keep_dot=ns.keep_dot)
     except (TraceError, ViewerError) as err:
         raise CliError(str(err)) from err
+    for w in e.warnings:
+        print(f"warning: {w}", file=sys.stderr)
     d = e.dot
     what = f"{d.total} nodes" + (f", {d.shown} shown" if d.shown != d.total else "")
     notes = "; ".join(d.notes)

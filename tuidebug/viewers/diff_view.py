@@ -11,6 +11,8 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from tuidebug.trace.diff import format_duration
+
 __all__ = ["render_diff", "diff_renderables"]
 
 
@@ -34,6 +36,17 @@ def _delta(a: Any, b: Any) -> Text:
     return t
 
 
+def _origin(recompile: dict[str, Any] | None) -> str:
+    """How a side was made: recompiled from a trace, or traced fresh in the worker (a flag
+    demo's trace A) with these settings."""
+    if not recompile:
+        return ""
+    sets = ", ".join(f"{k}={json.dumps(v)}" for k, v in (recompile.get("sets") or {}).items())
+    if recompile.get("from"):
+        return "  recompiled with " + (sets or "the same flags")
+    return "  traced in the recompile worker" + (f" with {sets}" if sets else "")
+
+
 def _seconds(a: Any, b: Any) -> Text:
     if not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
         return Text(f"{_v(a)} → {_v(b)}")
@@ -49,10 +62,7 @@ def diff_renderables(d: dict[str, Any], *, code: bool = True, unchanged: bool = 
     head.add_column(style="bold")
     head.add_column()
     for label, side in (("A", a), ("B", b)):
-        extra = ""
-        if side.get("recompile"):
-            sets = side["recompile"].get("sets") or {}
-            extra = "  recompiled with " + ", ".join(f"{k}={json.dumps(v)}" for k, v in sets.items())
+        extra = _origin(side.get("recompile"))
         status_style = "green" if side["status"] == "ok" else "red"
         head.add_row(label, Text.assemble((side["path"], "cyan"), "  ",
                                           (side["status"].upper(), status_style), extra))
@@ -106,8 +116,9 @@ def diff_renderables(d: dict[str, Any], *, code: bool = True, unchanged: bool = 
                       _delta(r["close"]["a"], r["close"]["b"]),
                       Text(f"{_v(r['max_abs']['a'])} → {_v(r['max_abs']['b'])}"))
         out.append(t)
-        out.append(Text("Per-kernel run times are not measured (the first call includes "
-                        "loading the kernels).", style="dim"))
+    out.append(Text(_KERNEL_TIMES_NOTE if _has_kernel_times(d) else
+                    "Per-kernel times: not in these traces (traced before tuidebug measured "
+                    "them); run times also need the eager check (no --no-check).", style="dim"))
     return out
 
 
@@ -178,28 +189,15 @@ def _graph(g: dict[str, Any], *, code: bool, unchanged: bool,
             et.add_row(e["name"], _delta(e["a"], e["b"]))
         out.append(et)
 
-    kt = Table(title="kernels", title_justify="left", show_edge=False)
-    kt.add_column("")
-    kt.add_column("A")
-    kt.add_column("B")
-    kt.add_column("lines")
-    style = {"changed": "yellow", "added": "green", "removed": "red", "renamed": "cyan",
-             "unchanged": "dim"}
-    shown = 0
-    for k in g["kernels"]:
-        if k["status"] == "unchanged" and not unchanged:
-            continue
-        stats = k.get("diff_stats")
-        lines = _delta(k["lines"]["a"], k["lines"]["b"])
-        if stats:
-            lines.append(f"  +{stats['added']} −{stats['removed']}")
-        kt.add_row(Text(k["status"], style=style[k["status"]]), k["a"] or "", k["b"] or "", lines)
-        shown += 1
+    rows = _kernel_rows(g["kernels"], unchanged)
+    if rows:
+        out.append(_kernel_table(rows))
     same = sum(1 for k in g["kernels"] if k["status"] == "unchanged")
-    if shown:
-        out.append(kt)
-    if same and not unchanged:
-        out.append(Text(f"{same} kernel{'s' if same != 1 else ''} unchanged", style="dim"))
+    hidden = sum(1 for k in g["kernels"] if k["status"] == "unchanged" and k not in rows)
+    if hidden:
+        out.append(Text(f"{same} kernel{'s' if same != 1 else ''} unchanged"
+                        + (f" ({hidden} not listed; --unchanged lists them)" if hidden < same else ""),
+                        style="dim"))
     if code:
         for k in g["kernels"]:
             if k["status"] == "changed" and k.get("diff"):
@@ -208,6 +206,74 @@ def _graph(g: dict[str, Any], *, code: bool, unchanged: bool,
             out.append(_code(g["wrapper"]["diff"], "wrapper (kernel definitions folded)",
                              max_code_lines))
     return out
+
+
+_KERNEL_TIMES_NOTE = (
+    "Kernel times (code/timings.json): compile = that kernel's C++ build or Triton compile "
+    "(\"cached\": its binary came from Inductor's kernel cache); run = median seconds per call "
+    "over a few re-runs of the compiled graph after the eager check (C++ and Triton kernels; "
+    "extern/ATen calls and backward graphs are not timed).")
+_MAX_TIMED_UNCHANGED = 20  # unchanged kernels listed for their times (all with --unchanged)
+
+
+def _has_kernel_times(d: dict[str, Any]) -> bool:
+    return any(_timed(k) for g in d["graphs"] for k in g["kernels"])
+
+
+def _run_change(k: dict[str, Any]) -> float:
+    r = k.get("run_ratio")
+    return max(r, 1 / r) if r else 0.0
+
+
+def _kernel_rows(kernels: list[dict[str, Any]], unchanged: bool) -> list[dict[str, Any]]:
+    """Every kernel that differs; unchanged kernels too with ``unchanged``, else those with a
+    compile or run time, the largest run-time changes first (at most _MAX_TIMED_UNCHANGED)."""
+    rows = [k for k in kernels if k["status"] != "unchanged"]
+    same = [k for k in kernels if k["status"] == "unchanged"]
+    if unchanged:
+        return rows + same
+    timed = sorted((k for k in same if _timed(k)), key=_run_change, reverse=True)
+    return rows + timed[:_MAX_TIMED_UNCHANGED]
+
+
+def _timed(k: dict[str, Any]) -> bool:
+    return any(v is not None for key in ("compiled", "compile_s", "run_s")
+               for v in (k.get(key) or {}).values())
+
+
+def _kernel_table(rows: list[dict[str, Any]]) -> Table:
+    kt = Table(title="kernels", title_justify="left", show_edge=False)
+    for col in ("", "A", "B", "lines", "compile A → B", "run per call A → B"):
+        kt.add_column(col, overflow="fold")
+    style = {"changed": "yellow", "added": "green", "removed": "red", "renamed": "cyan",
+             "unchanged": "dim"}
+    for k in rows:
+        stats = k.get("diff_stats")
+        lines = _delta(k["lines"]["a"], k["lines"]["b"])
+        if stats:
+            lines.append(f"  +{stats['added']} −{stats['removed']}")
+        kt.add_row(Text(k["status"], style=style[k["status"]]), k["a"] or "", k["b"] or "", lines,
+                   _compile_times(k), _run_times(k))
+    return kt
+
+
+def _compile_time(k: dict[str, Any], side: str) -> str:
+    how = (k.get("compiled") or {}).get(side)
+    return "cached" if how == "cached" else format_duration((k.get("compile_s") or {}).get(side))
+
+
+def _compile_times(k: dict[str, Any]) -> Text:
+    return Text(f"{_compile_time(k, 'a')} → {_compile_time(k, 'b')}")
+
+
+def _run_times(k: dict[str, Any]) -> Text:
+    run = k.get("run_s") or {}
+    t = Text(f"{format_duration(run.get('a'))} → {format_duration(run.get('b'))}")
+    ratio = k.get("run_ratio")
+    if ratio:
+        t.append(f" ×{ratio:.2f}", style="yellow" if ratio > 1.2 else
+                 ("green" if ratio < 1 / 1.2 else "dim"))
+    return t
 
 
 def _effect(e: dict[str, Any] | None) -> Text:

@@ -3,8 +3,10 @@
 Pure data in, ``graphviz.Digraph`` out: no trace files, no subprocesses (``svg.py`` does those).
 Layout cost in ``dot`` follows long edges, so before anything is emitted the graph is reduced:
 
-- nodes can be collapsed into one box per nn.Module (``depth`` levels of the module path, chosen
-  automatically when the graph is over ``budget``) or per generated kernel;
+- nodes can be collapsed into one box per nn.Module (``depth`` levels of the module path; over
+  ``budget``, just enough modules, deepest and largest first) or per generated kernel; a box
+  never mixes forward with backward, nor a diff's added, removed, changed and untouched nodes;
+- a diff over the budget draws its changes with 2, 1 or 0 hops of context, whichever fits;
 - an edge spanning more than ``long_span`` ranks (saved activations, weights used far away, the
   many inputs of the output node) is replaced by labelled stubs at both ends;
 - the forward and backward halves of a joint graph go in clusters of their own, linked by stubs.
@@ -146,21 +148,39 @@ def truncate_module(path: str, depth: int) -> str:
 def backward_nodes(graph: Graph) -> set[str]:
     """Nodes of a joint graph that belong to the backward: those computed from the incoming
     gradients (``tangents_*``), and those only the backward uses (a weight's transpose for its
-    gradient, say)."""
+    gradient, say).
+
+    Users are derived from every node's inputs as well as its own ``users``: in the union graph
+    of a diff, a node that survived the pass does not list the removed nodes it fed."""
     seeds = [n.name for n in graph if n.op == "placeholder" and n.name.startswith("tangents")]
     if not seeds:
         return set()
+    users = users_of(graph)
     seen, queue = set(seeds), deque(seeds)
     while queue:
-        n = graph.get(queue.popleft())
-        for u in n.users if n else []:
-            if u not in seen and (graph.get(u) is None or graph.get(u).op != "output"):
+        for u in users.get(queue.popleft(), ()):
+            if u not in seen and graph.get(u).op != "output":
                 seen.add(u)
                 queue.append(u)
     for n in reversed(graph.nodes):
-        if n.op not in ("placeholder", "output") and n.users and all(u in seen for u in n.users):
+        us = users.get(n.name)
+        if n.op not in ("placeholder", "output") and us and all(u in seen for u in us):
             seen.add(n.name)
     return seen
+
+
+def users_of(graph: Graph) -> dict[str, list[str]]:
+    """Each node's users within ``graph``: its own ``users`` list and every node listing it as
+    an input (the two differ in a diff's union graph)."""
+    out: dict[str, dict[str, None]] = defaultdict(dict)
+    for n in graph:
+        for u in n.users:
+            if u in graph:
+                out[n.name][u] = None
+        for i in n.inputs:
+            if i in graph:
+                out[i][n.name] = None
+    return {k: list(v) for k, v in out.items()}
 
 
 def looks_joint(graph: Graph) -> bool:
@@ -210,8 +230,13 @@ def _tooltip(s: str) -> str:
     return s.replace("\\", "\\\\").replace("\n", "\\n")
 
 
+def _clip_middle(s: str, n: int = 40) -> str:
+    """Long names keep their start and end (``l_self_modules_…_attn_parameters_weight_``)."""
+    return s if len(s) <= n else s[: n // 2 - 4] + "…" + s[-(n - n // 2 + 3):]
+
+
 def node_label(n: Node) -> str:
-    rows = [f"<B>{_esc(n.name)}</B>"]
+    rows = [f"<B>{_esc(_clip_middle(n.name))}</B>"]  # the tooltip has it whole
     tt = target_text(n)
     if tt != n.name and n.op != "placeholder":
         rows.append(_esc(_clip(tt)))
@@ -267,12 +292,9 @@ def group_label(item: _Item, module_type: str, status: dict[str, str] | None) ->
 
 
 def _group_status(members: list[Node], status: dict[str, str]) -> str:
-    st = {status.get(m.name, "same") for m in members}
-    if st == {"added"}:
-        return "added"
-    if st == {"removed"}:
-        return "removed"
-    return "same" if st == {"same"} else "changed"
+    """A box's diff colour: its one status besides untouched context, else "changed"."""
+    st = {status.get(m.name, "same") for m in members} - {"same"}
+    return st.pop() if len(st) == 1 else ("same" if not st else "changed")
 
 
 # -- legend -----------------------------------------------------------------------------------
@@ -283,7 +305,9 @@ def _legend_row(text: str, fill: str, border: str, note: str = "") -> str:
             f'<TD ALIGN="LEFT"><FONT COLOR="#666666" POINT-SIZE="8">{_esc(note)}</FONT></TD></TR>')
 
 
-def legend_label(kinds: Iterable[str], *, diff: bool, kernels: bool, stubs: bool) -> str:
+def legend_label(kinds: Iterable[str], *, diff: bool, kernels: bool | Iterable[str],
+                 stubs: bool) -> str:
+    """The legend table; ``kernels``: the kernel styles drawn ("kernel", "extern"), or True."""
     notes = {
         "placeholder": "graph input (inverted house)", "output": "graph output (house)",
         "get_attr": "attribute read (cylinder)", "compute": "operator (rounded box)",
@@ -296,9 +320,11 @@ def legend_label(kinds: Iterable[str], *, diff: bool, kernels: bool, stubs: bool
             s = KIND_STYLE[k]
             label = {"inplace": "in-place", "module": "module box"}.get(k, k)
             rows.append(_legend_row(label, s["fillcolor"], s["color"], notes[k]))
-    if kernels:
+    drawn = {"kernel", "extern"} if kernels is True else set(kernels or ())  # styles drawn
+    if "kernel" in drawn:
         rows.append(_legend_row("generated kernel", CLUSTER_STYLE["kernel"]["fillcolor"],
                                 CLUSTER_STYLE["kernel"]["color"], "cluster / box named after the kernel"))
+    if "extern" in drawn:
         rows.append(_legend_row("extern call", CLUSTER_STYLE["extern"]["fillcolor"],
                                 CLUSTER_STYLE["extern"]["color"], "extern_kernels.mm / addmm / …"))
     if diff:
@@ -320,10 +346,6 @@ def _safe_id(*parts: str) -> str:
 
 # -- grouping ---------------------------------------------------------------------------------
 
-def _max_depth(mods: Iterable[str]) -> int:
-    return max((len(module_levels(m)) for m in mods), default=0)
-
-
 def _count_at(nodes: list[Node], group_mod: dict[str, str], depth: int, fixed: dict[str, str],
               phase: dict[str, str] | None = None) -> int:
     phase = phase or {}
@@ -338,14 +360,48 @@ def _count_at(nodes: list[Node], group_mod: dict[str, str], depth: int, fixed: d
     return len(keys)
 
 
-def choose_depth(nodes: list[Node], group_mod: dict[str, str], budget: int,
-                 fixed: dict[str, str] | None = None, phase: dict[str, str] | None = None) -> int:
-    """The deepest module level whose collapsed graph fits the budget (at least 1)."""
-    fixed = fixed or {}
-    for d in range(_max_depth(group_mod.values()), 0, -1):
-        if _count_at(nodes, group_mod, d, fixed, phase) <= budget:
-            return d
-    return 1
+def plan_collapse(nodes: list[Node], group_mod: dict[str, str], budget: int,
+                  fixed: dict[str, str] | None = None, prefix: dict[str, str] | None = None,
+                  context: set[str] | None = None) -> dict[str, str]:
+    """Which nodes to collapse into which module box so that the drawing fits ``budget``.
+
+    Progressive: modules at the deepest level first, those saving the most boxes first, and only
+    as many as needed; then the next level up. ``prefix`` keeps apart nodes that must not share
+    a box (forward/backward, a diff's status); nodes in ``context`` (a diff's untouched nodes)
+    are collapsed, at every level, before any other. ``fixed`` nodes (in collapsed kernels) are
+    boxes already, never merged (so kernel boxes alone can be over the budget). Returns node ->
+    module path of its box; a node not in it is drawn alone.
+    """
+    fixed, prefix = fixed or {}, prefix or {}
+    key_of = {n.name: prefix.get(n.name, "") + fixed[n.name] if n.name in fixed else "n:" + n.name
+              for n in nodes}
+    live = set(key_of.values())
+    out: dict[str, str] = {}
+    levels = {n.name: module_levels(group_mod[n.name]) for n in nodes
+              if n.name not in fixed and n.op != "output" and group_mod.get(n.name)}
+    tiers = [[x for x in levels if x in context], [x for x in levels if x not in context]] \
+        if context else [list(levels)]
+    top = max((len(lv) for lv in levels.values()), default=0)
+    for tier in tiers:
+        for d in range(top, 0, -1):
+            if len(live) <= budget:
+                return out
+            cands: dict[tuple[str, str], list[str]] = defaultdict(list)
+            for name in tier:
+                if len(levels[name]) >= d:
+                    cands[(prefix.get(name, ""), ".".join(levels[name][:d]))].append(name)
+            new = {c: c[0] + "m:" + c[1] for c in cands}
+            old = {c: {key_of[m] for m in members} - {new[c]} for c, members in cands.items()}
+            saving = {c: len(old[c]) - (new[c] not in live) for c in cands}
+            for c in sorted(cands, key=lambda c: (-saving[c], c)):
+                if len(live) <= budget or saving[c] <= 0:
+                    break
+                for m in cands[c]:
+                    key_of[m] = new[c]
+                    out[m] = c[1]
+                live -= old[c]
+                live.add(new[c])
+    return out
 
 
 def absorb_into_kernels(nodes: list[Node], kernel_of: dict[str, str]) -> dict[str, str]:
@@ -365,13 +421,19 @@ def absorb_into_kernels(nodes: list[Node], kernel_of: dict[str, str]) -> dict[st
     return out
 
 
-def _context(graph: Graph, focus: set[str], hops: int) -> set[str]:
+def _context(graph: Graph, focus: set[str], hops: int,
+             users: dict[str, list[str]] | None = None) -> set[str]:
+    """``focus`` and the nodes within ``hops`` edges of it. The output node is reached but not
+    gone through: its hundreds of inputs are not context of a change that touched it."""
+    users = users if users is not None else users_of(graph)
     keep, frontier = set(focus), set(focus)
     for _ in range(hops):
         nxt = set()
         for name in frontier:
             n = graph.get(name)
-            for o in (n.inputs + n.users) if n else []:
+            if n is None or n.op == "output":
+                continue
+            for o in n.inputs + users.get(name, []):
                 if o not in keep and o in graph:
                     nxt.add(o)
         keep |= nxt
@@ -386,11 +448,13 @@ class _Builder:
         self.graph, self.ov, self.opts = graph, overlay, opts
         self.notes: list[str] = []
         self.hidden = 0  # FX nodes left out of a diff (far from any change)
+        self._hidden_ins: dict[str, list[str]] = {}  # drawn node -> its inputs not drawn
+        self._hidden_outs: dict[str, list[str]] = {}  # drawn node -> its users not drawn
         self.nodes = self._visible_nodes()
         self.names = {n.name for n in self.nodes}
         split = opts.split_phases if opts.split_phases is not None else looks_joint(graph)
-        # a diff cut down to the changes is many small pieces: packed, not split by phase
-        bwd = backward_nodes(graph) if split and not self.hidden else set()
+        # (a diff cut down to the changes is many small pieces: stacked in columns in each phase)
+        bwd = backward_nodes(graph) if split else set()
         self.phase = {n.name: ("backward" if n.name in bwd else "forward") for n in self.nodes} \
             if bwd else {}
         self.kernels_collapsed = False
@@ -411,14 +475,23 @@ class _Builder:
         if st is None or len(nodes) <= self.opts.budget:
             return nodes
         focus = {n.name for n in nodes if st.get(n.name, "same") != "same"}
+        if not focus:  # nothing changed: the whole graph, greyed (and collapsed as any other)
+            return nodes
         keep = focus
-        for hops in (2, 1):
-            keep = _context(self.graph, focus, hops)
+        users = users_of(self.graph)
+        for hops in (2, 1, 0):  # the changes alone, uncollapsed, before any collapse
+            keep = _context(self.graph, focus, hops, users)
             if len(keep) <= self.opts.budget:
                 break
         self.hidden = len(nodes) - len(keep)
         if self.hidden:
-            self.notes.append(f"{self.hidden} untouched nodes far from the changes are not shown")
+            self.notes.append(f"{self.hidden} untouched nodes far from the changes are not shown"
+                              + (" (stubs name their neighbours)" if hops == 0 else ""))
+        if hops == 0:  # no context drawn: stubs name each change's hidden inputs and users
+            for name in keep:
+                n = self.graph.get(name)
+                self._hidden_ins[name] = [i for i in n.inputs if i in self.graph and i not in keep]
+                self._hidden_outs[name] = [u for u in users.get(name, []) if u not in keep]
         return [n for n in nodes if n.name in keep]
 
     def _container(self, phase: str, extra: tuple[tuple[str, str, str], ...] = ()):
@@ -429,18 +502,30 @@ class _Builder:
         """Assign every visible FX node to a drawn item."""
         ov, opts = self.ov, self.opts
         kernel_of = {k: v for k, v in (ov.kernel_of or {}).items() if k in self.names}
-        if kernel_of and len(self.nodes) > opts.budget and opts.collapse:
+        # over the budget, or collapsing modules (--depth): a kernel is one box, not a cluster
+        # that the module boxes would empty
+        if kernel_of and opts.collapse and (len(self.nodes) > opts.budget or opts.depth is not None):
             self.kernels_collapsed = True
         if self.kernels_collapsed:
             kernel_of = absorb_into_kernels(self.nodes, kernel_of)
         fixed = {n: "k:" + k for n, k in kernel_of.items()} if self.kernels_collapsed else {}
         group_mod = infer_modules(self.graph, ov.module_hints)
         group_mod = {k: v for k, v in group_mod.items() if k in self.names}
-        depth = opts.depth
-        if depth is None and opts.collapse and _count_at(self.nodes, {}, 1, fixed) > opts.budget:
-            if group_mod:
-                depth = choose_depth(self.nodes, group_mod, opts.budget, fixed, self.phase)
-        self.depth = depth
+        diff = ov.status is not None
+        status = ov.status or {}
+        # boxes never mix forward with backward, nor (in a diff) added, removed and changed nodes
+        prefix = {n.name: self.phase.get(n.name, "") + "|" + status.get(n.name, "same")
+                  for n in self.nodes} if diff else self.phase
+        if opts.depth is not None:
+            mod_key = {n.name: truncate_module(group_mod[n.name], opts.depth) for n in self.nodes
+                       if n.name not in fixed and n.op != "output" and group_mod.get(n.name)}
+        elif opts.collapse and _count_at(self.nodes, {}, 1, fixed) > opts.budget:
+            context = {n for n in self.names if status.get(n, "same") == "same"} if diff else None
+            mod_key = plan_collapse(self.nodes, group_mod, opts.budget, fixed, prefix, context)
+        else:
+            mod_key = {}
+        depths = sorted({len(module_levels(k)) for k in mod_key.values()})
+        self.depth = opts.depth if opts.depth is not None else (depths[0] if depths else None)
         module_type = {n.module: n.module_type for n in self.nodes if n.module}
         for pos, n in enumerate(self.nodes):
             phase = self.phase.get(n.name, "")
@@ -448,9 +533,10 @@ class _Builder:
                 key, kind = kernel_of[n.name], "kernel"
                 item_id = _safe_id("@kernel", phase, key)
                 cont = self._container(phase)
-            elif depth and n.op != "output" and group_mod.get(n.name):
-                key, kind = truncate_module(group_mod[n.name], depth), "module"
-                item_id = _safe_id("@module", phase, key)
+            elif n.name in mod_key:
+                key, kind = mod_key[n.name], "module"
+                st = status.get(n.name, "same")
+                item_id = _safe_id("@module", phase, key, st if st != "same" else "")
                 levels = module_levels(key)
                 parent = levels[0] if opts.module_clusters and len(levels) > 1 else ""
                 extra = ((f"cluster_mod_{phase}_{parent}", parent, "module"),) if parent else ()
@@ -469,10 +555,18 @@ class _Builder:
             item.members.append(n)
             self.item_of[n.name] = item_id
         self.module_type = module_type
-        if depth:
-            self.notes.append(f"collapsed to module depth {depth}")
+        boxes = sum(1 for it in self.items.values() if it.kind == "module")
+        if opts.depth is not None:
+            self.notes.append(f"collapsed to module depth {opts.depth}")
+        elif depths:
+            span = f"{depths[0]}" if len(depths) == 1 else f"{depths[0]}–{depths[-1]}"
+            fits = f" to fit {opts.budget} nodes" if len(self.items) <= opts.budget else ""
+            self.notes.append(f"{boxes} module box{'es' if boxes != 1 else ''} (module depth {span}){fits}")
         if self.kernels_collapsed:
-            self.notes.append("kernels collapsed to one box each")
+            kernels = len({kernel_of[n] for n in fixed})
+            self.notes.append("kernels collapsed to one box each" + (
+                f" ({kernels} kernel calls: over the {opts.budget}-node budget by themselves)"
+                if kernels > opts.budget else ""))
 
     def _kernel_cluster(self, kernel: str) -> tuple[str, str, str]:
         """(cluster name, label, style) of a kernel: its name, and its launch under it."""
@@ -539,6 +633,49 @@ class _Builder:
     def _phase_of(self, item_id: str) -> str:
         return self.phase.get(self.items[item_id].members[0].name, "")
 
+    def _stack_pieces(self, real: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Invisible edges that stack the disconnected pieces of a cut-down diff in columns,
+        in each phase cluster (``pack`` does not reach inside clusters: left alone, dot puts
+        every piece side by side in one very wide row)."""
+        parent = {i: i for i in self.items}
+
+        def root(x: str) -> str:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        for a, b in real:
+            parent[root(a)] = root(b)
+        pieces: dict[str, list[_Item]] = defaultdict(list)
+        for it in sorted(self.items.values(), key=lambda i: i.pos):
+            pieces[root(it.id)].append(it)
+        by_phase: dict[str, list[list[_Item]]] = defaultdict(list)
+        for piece in pieces.values():
+            by_phase[self._phase_of(piece[0].id)].append(piece)
+        rank = self.ranks(real)
+        links = []
+        for group in by_phase.values():
+            shape = []  # (width in boxes, height in ranks) of each piece
+            for piece in group:
+                per_rank: dict[int, int] = defaultdict(int)
+                for it in piece:
+                    per_rank[rank[it.id]] += 1
+                shape.append((max(per_rank.values()), max(per_rank) - min(per_rank) + 2))
+            # a box and its stubs are about 8 ranks wide: columns this many ranks tall make each
+            # phase about square, and forward beside backward about 2:1
+            area = sum(8 * w * h for w, h in shape)
+            tall = max(max(h for _, h in shape), area ** 0.5)
+            used, last = 0, None
+            for piece, (_, h) in zip(group, shape):  # in graph order, column by column
+                if last is not None and used + h <= tall:
+                    links.append((last.id, piece[0].id))
+                    used += h
+                else:
+                    used = h
+                last = max(piece, key=lambda it: rank[it.id])
+        return links
+
     # emission
     def build(self) -> DotResult:
         self.group()
@@ -548,7 +685,7 @@ class _Builder:
         g.attr("graph", rankdir="TB", fontname=FONT, ranksep="0.3", nodesep="0.2",
                outputorder="edgesfirst", labelloc="t", labeljust="l", fontsize="18",
                label=self._title(), tooltip=self._title())
-        if self.hidden:
+        if self.hidden and not self.phase:  # packing ignores what is inside clusters
             g.attr("graph", pack="true", packmode="array_u")
         g.attr("node", fontname=FONT, fontsize="10", margin="0.08,0.03", height="0.3")
         g.attr("edge", color="#666666", arrowsize="0.6")
@@ -563,8 +700,13 @@ class _Builder:
         self._emit(g, stmts)
         for (a, b), pairs in real.items():
             g.edge(a, b, **self._edge_attrs(a, b, pairs))
+        if self.hidden and self.phase:
+            for a, b in self._stack_pieces(real):
+                g.edge(a, b, style="invis", weight="0")
+        kernel_styles = {self._kernel_style(it.key) for it in self.items.values() if it.kind == "kernel"}
+        kernel_styles |= {c[2] for it in self.items.values() for c in it.container}
         g.node("@legend", label=legend_label(kinds, diff=self.ov.status is not None,
-                                             kernels=self.ov.kernel_of is not None, stubs=bool(stubs)),
+                                             kernels=kernel_styles, stubs=bool(stubs)),
                shape="plain", id="legend", tooltip="legend")
         return DotResult(g, len(self.graph), len(self.items), self.depth, self.kernels_collapsed,
                          stubs, self.notes)
@@ -575,6 +717,12 @@ class _Builder:
         if len(self.items) != len(self.graph):
             parts.append(f"{len(self.items)} shown")
         return " · ".join(p for p in parts if p) + ("\n" + "; ".join(self.notes) if self.notes else "")
+
+    def _id_extra(self, it: _Item) -> list[str]:
+        """What keeps a box's SVG id unique: its phase and, in a diff, its status."""
+        first = it.members[0].name
+        st = self.ov.status.get(first, "same") if self.ov.status is not None and it.kind == "module" else ""
+        return [x for x in (self.phase.get(first, ""), st if st != "same" else "") if x]
 
     def _legend_kind(self, it: _Item) -> str:
         if it.kind == "node":
@@ -597,7 +745,7 @@ class _Builder:
             names = ", ".join(m.name for m in it.members[:12]) + (", …" if len(it.members) > 12 else "")
             attrs = dict(KIND_STYLE[style], label=group_label(it, mtype, st),
                          tooltip=_tooltip(f"{it.key}\n{len(it.members)} nodes: {names}"),
-                         id=f"{it.kind}:{it.key}")
+                         id=f"{it.kind}:{it.key}" + "".join(f"@{x}" for x in self._id_extra(it)))
             status = _group_status(it.members, st) if st is not None else None
         if status:
             attrs.update(DIFF_STYLE[status])
@@ -655,9 +803,15 @@ class _Builder:
                     ins[b].append(u)
                 if v not in outs[a]:
                     outs[a].append(v)
+        for table, hidden in ((ins, self._hidden_ins), (outs, self._hidden_outs)):
+            for name, others in hidden.items():
+                names = table[self.item_of[name]]
+                names.extend(o for o in others if o not in names)
         count = 0
         for direction, table in (("in", ins), ("out", outs)):
             for item_id, names in table.items():
+                if not names:
+                    continue
                 it = self.items[item_id]
                 sid = f"@stub_{direction}/{item_id}"
                 arrow = "⇢" if direction == "out" else "⇠"

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tuidebug.trace import schema
+from tuidebug.trace.summary import cache_text, phase_text
 
 STATUS_STYLE = {"ok": "bold green", "failed": "bold red", "crashed": "bold magenta",
                 "running": "bold yellow"}
@@ -23,15 +24,19 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
     status = s["status"]
     head = Text.assemble(("trace ", "dim"), (s["trace"], "bold"), "  ",
                          (status.upper(), STATUS_STYLE.get(status, "bold")))
+    script = _script_outcome(s)
+    if script:
+        head.append(f", BUT THE SCRIPT {script[0].upper()}", style="bold yellow")
     versions = s.get("versions") or {}
     head.append(f"   torch {versions.get('torch', '?')}", style="dim")
     if versions.get("triton"):
         head.append(f"  triton {versions['triton']}", style="dim")
     console.print(head)
+    if script:
+        console.print(Text.assemble(("script ", "bold yellow"), script[1]))
     err = s.get("error")
     if err:
-        console.print(Text.assemble(("error ", "bold red"),
-                                    f"in phase {err.get('phase')!r}: ",
+        console.print(Text.assemble(("error ", "bold red"), f"{phase_text(err.get('phase'))}: ",
                                     (f"{err.get('type')}", "red"), ": ",
                                     str(err.get("message") or "").strip().splitlines()[0][:300]
                                     if err.get("message") else ""))
@@ -46,11 +51,19 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
         total = sum(phase_times.values()) if phase_times else None
         t.add_row(g["id"], g["kind"], Text(g["status"], STATUS_STYLE.get(g["status"], "")),
                   str(g["nodes"] if g["nodes"] is not None else "–"),
+                  "cache" if g.get("from_cache") else
                   f"{_unknown(g['passes_changed'])}/{g['passes_run']}", str(g["kernels"]),
                   str(g["extern_calls"]), _unknown(g["fused"]),
                   f"{g['kernels_with_source']}/{g['kernels']}", _secs(total))
     console.print(t)
+    cache_by_compile = {c["id"]: cache_text(c.get("cache") or {}) for c in s.get("compiles") or []}
     for g in s["graphs"]:
+        if g.get("from_cache"):
+            console.print(Text.assemble(
+                (f"  {g['id']} ", "bold"),
+                f"from cache ({cache_by_compile.get(g.get('compile_id'), '?')}): passes not "
+                "observed (they ran when the cache entry was made; trace without --use-cache "
+                "to see them)"))
         if g.get("cudagraphs") not in (None, "off"):
             console.print(Text.assemble((f"  {g['id']} ", "bold"), ("CUDA graphs: ", "dim"),
                                         str(g["cudagraphs"])))
@@ -69,6 +82,10 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
                        _secs(c.get("compile_time_s")), _secs(c.get("inductor_time_s")),
                        str(c.get("graph_breaks", 0)), reasons)
         console.print(ct)
+        for c in s["compiles"]:
+            if c.get("cache"):  # none looked up: a capture turns the graph caches off
+                console.print(Text.assemble((f"  {c['id']} ", "bold"), ("graph caches: ", "dim"),
+                                            cache_text(c["cache"])))
     acc = s.get("accuracy") or {}
     for cid, a in acc.items():
         if a.get("skipped"):
@@ -90,6 +107,20 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
         console.print(f"warning: {w}", style="yellow")
     for p in s.get("problems") or []:
         console.print(f"problem: {p}", style="red")
+
+
+def _script_outcome(s: dict[str, Any]) -> tuple[str, str] | None:
+    """(``raised`` | ``exited with code N``, what happened) when the traced script itself ended
+    badly (its exception or exit code), else None."""
+    se = s.get("script_error")
+    if se:
+        when = "after compiling" if se.get("after_compiling") else "before compiling anything"
+        message = str(se.get("message") or "").strip().splitlines()
+        return "raised", f"raised {se.get('type')} {when}: {message[0][:300] if message else ''}"
+    if s.get("script_exit_code"):
+        return (f"exited with code {s['script_exit_code']}",
+                f"exited with code {s['script_exit_code']} (sys.exit)")
+    return None
 
 
 def _unknown(v: Any) -> str:

@@ -65,6 +65,7 @@ class Export:
     dot: DotResult
     rendered: Rendered
     build_s: float
+    warnings: list[str] = field(default_factory=list)  # for the user (the CLI prints them)
 
 
 # -- choosing what to draw ----------------------------------------------------------------------
@@ -107,6 +108,19 @@ def resolve_stage(rec: GraphRecord, stage: str | None = None, pass_index: int | 
                               + " (or any pass index 0–" + str(len(rec.stages) - 1) + ")")
         return found
     return snaps[-1]
+
+
+def ambiguous_stage(rec: GraphRecord, stage: str | None) -> str | None:
+    """A warning when ``--stage NAME`` names several passes (``pattern_matcher`` runs many
+    times): which one was taken, and how to pick another."""
+    if stage is None:
+        return None
+    same = [s for s in rec.stages if s.name == stage]
+    if len(same) < 2 or rec.find_stage(stage) is not same[0]:
+        return None
+    listed = ", ".join(f"{s.index}{'' if s.file else ' (no change)'}" for s in same)
+    return (f"--stage {stage} matches {len(same)} passes ({listed}); drawing pass {same[0].index}. "
+            f"Pick one with --pass N or a snapshot file stem.")
 
 
 def snapshot_for(rec: GraphRecord, info: StageInfo) -> StageInfo:
@@ -334,6 +348,8 @@ def export(trace: Trace | str | os.PathLike[str], graph_id: str | None = None, s
     if depth is not None and depth < 1:
         raise ViewerError("--depth must be 1 or more")
     overlay = Overlay(module_hints=forward_hints(rec))
+    named = [stage] + (list(diff) if diff and diff is not True else [])
+    warnings = [w for w in (ambiguous_stage(rec, s) for s in named if pass_index is None) if w]
     if diff:
         if diff is True:
             b = resolve_stage(rec, stage, pass_index)
@@ -356,9 +372,16 @@ def export(trace: Trace | str | os.PathLike[str], graph_id: str | None = None, s
         suffix, name = "-diff", f"{stage_label(a)}_to_{stage_label(b)}"
     else:
         info = resolve_stage(rec, stage, pass_index)
-        graph = load(rec, snapshot_for(rec, info))
-        joint = is_joint(rec, snapshot_for(rec, info))
-        label, suffix, name = f"stage {stage_label(snapshot_for(rec, info))}", "", stage_label(info)
+        snap = snapshot_for(rec, info)
+        graph = load(rec, snap)
+        joint = is_joint(rec, snap)
+        if info.file is None:  # a pass that changed nothing: say so, and which graph is drawn
+            label = f"pass {info.index} {info.name} (changed nothing; graph as of {stage_label(snap)})"
+        elif info.kind == "pass":
+            label = f"after pass {info.index} {info.name}"
+        else:
+            label = f"stage {stage_label(info)}"
+        suffix, name = "", stage_label(info)
     if kernels:
         overlay.kernel_of, overlay.kernel_kind, overlay.kernel_nodes = kernel_overlay(rec, graph)
         launches = kernel_launches(rec)  # a repeated call "k:2" launches kernel k
@@ -373,10 +396,16 @@ def export(trace: Trace | str | os.PathLike[str], graph_id: str | None = None, s
     dot_file = svg.with_suffix(".dot")
     dot_file.write_text(result.dot.source, encoding="utf-8")
     build_s = time.perf_counter() - t0
-    rendered = run_layout(dot_file, svg, attempts(result.shown, timeout))
+    try:
+        rendered = run_layout(dot_file, svg, attempts(result.shown, timeout))
+    except LayoutFailed as e:
+        if collapse or result.shown <= budget:
+            raise
+        raise LayoutFailed(f"{e} — or drop --full: {result.shown} nodes drawn, where the automatic "
+                           f"collapse would draw at most {budget}", e.dot_file) from e
     if not keep_dot:
         dot_file.unlink(missing_ok=True)
-    return Export(svg, result, rendered, build_s)
+    return Export(svg, result, rendered, build_s, warnings)
 
 
 def export_svg(trace: Trace | str | os.PathLike[str], graph_id: str | None = None,

@@ -14,7 +14,7 @@ from textual.widgets.option_list import Option
 from tuidebug.trace.reader import GraphRecord
 from tuidebug.tui import model
 from tuidebug.tui.screens.base import TraceScreen
-from tuidebug.tui.widgets.lists import PickList
+from tuidebug.tui.widgets.lists import PickList, Row
 from tuidebug.tui.widgets.render import to_lines
 from tuidebug.tui.widgets.textview import RichLines, TextView
 
@@ -30,16 +30,18 @@ EMPTY_HELP = (
 )
 
 
-def op_prompt(i: int, e: dict[str, Any]) -> Text:
-    t = Text(no_wrap=True, overflow="ellipsis")
+def op_prompt(i: int, e: dict[str, Any]) -> Row:
+    """``  3 triton_per_fused_…layer_norm_1  3 choices``: a long name loses its middle, the
+    counts are kept."""
+    t = Text()
     t.append(f"{i:>3} ", style="dim")
     t.append(str(e.get("op") or "?"), style="bold")
     choices = e.get("choices") or []
     errors = sum(1 for c in choices if isinstance(c, dict) and c.get("error"))
-    t.append(f"  {len(choices)} choices", style="dim")
+    tail = Text(f"  {len(choices)} choices", style="dim")
     if errors:
-        t.append(f", {errors} failed", style="red")
-    return t
+        tail.append(f", {errors} failed", style="red")
+    return Row(t, tail, middle=True)
 
 
 def _fmt_config(cfg: Any) -> str:

@@ -167,6 +167,20 @@ class TraceScreen(Screen):
             return False
         found = target.search(self.search_query, forward,  # type: ignore[attr-defined]
                               include_current=include_current)
+        if not found:
+            # nothing in the focused view (a node's name typed while the stage list has the
+            # focus): the next view that has a match takes the search, and the focus
+            targets = self.search_targets()
+            start = targets.index(target) + 1 if target in targets else 0
+            for other in targets[start:] + targets[:start]:
+                if other is not target and other.search(  # type: ignore[attr-defined]
+                        self.search_query, forward, include_current=True):
+                    target.set_query("")  # type: ignore[attr-defined]
+                    target, found = other, True
+                    self._search_target = other
+                    if not bar.is_open:
+                        other.focus()
+                    break
         if isinstance(target, TextView):
             n = target.match_count(self.search_query)
             status = f"line {target.cursor + 1}: {n} matching lines" if found else "no match"

@@ -24,7 +24,7 @@ from tuidebug.trace.summary import launch_text
 from tuidebug.tui import keymap, model
 from tuidebug.tui.messages import Loaded, ShowNode
 from tuidebug.tui.screens.base import TraceScreen
-from tuidebug.tui.widgets.lists import PickList
+from tuidebug.tui.widgets.lists import PickList, Row
 from tuidebug.tui.widgets.textview import RichLines, TextLines, TextView
 
 WRAPPER = "__wrapper__"
@@ -101,14 +101,14 @@ def read_source(trace: Trace, path: str, line: int) -> CodeDoc:
     return CodeDoc(code, path, max(0, line - 1), f"source: {path}:{line}")
 
 
-def kernel_prompt(k: model.KernelInfo) -> Text:
-    t = Text(no_wrap=True, overflow="ellipsis")
+def kernel_prompt(k: model.KernelInfo) -> Row:
+    """``cpp_fused_add_…norm_relu_2  cpp 140l``: a long name loses its middle (kernels of one
+    graph differ at the end: ``_0``, ``_1``…), its kind and size are kept."""
     if k.kind == "extern":
-        t.append(k.name, style="dim")
-    else:
-        t.append(k.name, style="bold")
-        t.append(f"  {k.kind}" + (f" {k.lines}l" if k.lines else ""), style="dim")
-    return t
+        return Row(Text(k.name, style="dim"), middle=True)
+    return Row(Text(k.name, style="bold"),
+               Text(f"  {k.kind}" + (f" {k.lines}l" if k.lines else ""), style="dim"),
+               middle=True)
 
 
 class ProvenanceLines:
@@ -158,9 +158,8 @@ class CodeScreen(TraceScreen):
     SCREEN_NAME = "code"
     BINDINGS = keymap.bindings("code")
     DEFAULT_CSS = """
-    CodeScreen #kernels-pane { width: auto; min-width: 32; max-width: 36%;
+    CodeScreen #kernels-pane { width: 34%; min-width: 30; max-width: 56;
                                border-right: solid $primary 40%; }
-    CodeScreen #kernels { width: auto; }
     CodeScreen #code-pane { width: 1fr; }
     CodeScreen #provenance { height: 9; border-top: solid $primary 40%; }
     """

@@ -23,7 +23,8 @@ from tuidebug.trace.reader import GraphRecord, Trace
 from tuidebug.tui import keymap, model
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.screens.modals import TextScreen
-from tuidebug.tui.screens.overview import open_error_site, progress_line
+from tuidebug.tui.screens.overview import (hint, open_error_site, progress_line, site_cursor,
+                                           site_hint)
 from tuidebug.tui.widgets.render import to_lines
 from tuidebug.tui.widgets.textview import RichLines, TextView
 
@@ -52,12 +53,13 @@ def error_renderables(trace: Trace) -> list[Any]:
         out.append(Text(""))
         out.append(Text("what to do next", style="bold cyan"))
         if r.site:
-            out.append(Text.assemble(("  → ", "bold yellow"), (r.site_hint, "bold")))
+            out.append(site_hint(r))
         for h in r.hints:
-            out.append(Text.assemble(("  → ", "bold yellow"), (h, "bold")))
+            out.append(hint(h, "bold"))
     if r.type or r.message:
         out.append(Text(""))
-        out.append(Text.assemble(("exception  ", "bold cyan"), (str(r.type or ""), "bold red")))
+        if r.type:  # a crash recorded none
+            out.append(Text.assemble(("exception  ", "bold cyan"), (str(r.type), "bold red")))
         key = model.key_error_lines(r.message)
         if key:
             out.append(Text("the lines that say what went wrong:", style="dim"))
@@ -128,7 +130,15 @@ class ErrorsScreen(TraceScreen):
     # -- minify / bisect -------------------------------------------------------------------------
 
     def _can_run(self, what: str) -> bool:
-        if self.trace.status != schema.STATUS_FAILED:
+        status = self.trace.status
+        if status == schema.STATUS_CRASHED:
+            self.notify(f"this trace crashed (during {self.trace.phase!r}): the capturing process "
+                        f"died without recording an error, so there is no failure to {what}. "
+                        "Run the trace again; if it then fails with an error, "
+                        f"{what} that trace", title=f"cannot {what} a crash",
+                        severity="warning", timeout=10)
+            return False
+        if status != schema.STATUS_FAILED:
             self.notify(f"this trace did not fail: nothing to {what}", severity="warning")
             return False
         if self.task_running:
@@ -253,6 +263,8 @@ class ErrorsScreen(TraceScreen):
         if what == "minify":
             self.repro_path = Path(result.repro_path) if result.repro_path else None
             ok = "verified" if result.verified else "NOT verified"
+            if result.interrupted:  # cancelled (x): the best repro so far was kept
+                ok = "cancelled: the best so far, NOT verified"
             items.append(Text("minified repro", style="bold cyan"))
             if self.repro_path is not None:
                 items.append(Text.assemble(("  repro  ", "dim"), (str(self.repro_path), "bold"),
@@ -263,8 +275,9 @@ class ErrorsScreen(TraceScreen):
                               f"{result.attempts} attempts ({result.cache_hits} cached), "
                               f"{result.wall_s:.1f}s, {ok}",
                               style="green" if result.verified else "yellow"))
-            done = f"minify done: {self.repro_path}  ({ok})" if self.repro_path else \
-                "minify done: no repro written"
+            verb = "minify cancelled" if result.interrupted else "minify done"
+            done = f"{verb}: {self.repro_path}  ({ok})" if self.repro_path else \
+                f"{verb}: no repro written"
             self.query_one("#errors-task", Static).update(
                 Text(done, style="bold green" if result.verified else "bold yellow"))
         else:
@@ -313,8 +326,9 @@ class ErrorsScreen(TraceScreen):
         lines = to_lines(self.app.console, self.task_items, width) if self.task_items else []
         self._task_lines = len(lines)
         lines += to_lines(self.app.console, self._items, width)
-        view.set_source(RichLines(lines),
-                        cursor=view.cursor if keep else 0, keep_scroll=keep)
+        # the cursor starts on a minify / bisect result, else on the error site (enter opens it)
+        start = 0 if self.task_items else site_cursor(lines)
+        view.set_source(RichLines(lines), cursor=view.cursor if keep else start, keep_scroll=keep)
         view.set_query(self.search_query)
 
     def on_resize(self, event: events.Resize) -> None:

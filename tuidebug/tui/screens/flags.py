@@ -81,6 +81,7 @@ class FlagsScreen(TraceScreen):
         from tuidebug.compiler.flags import load_registry
 
         self.load("registry", None, load_registry)
+        self.app.warm_worker()  # type: ignore[attr-defined]
         self._show_pending()
         self.update_status()
 
@@ -243,25 +244,63 @@ class FlagsScreen(TraceScreen):
 
     # -- progress --------------------------------------------------------------------------------
 
+    def worker_line(self) -> Text:
+        """``worker: starting… (importing torch, warming up)`` / ``worker: ready …``"""
+        app: Any = self.app
+        state = app.worker_state()
+        t = Text("worker: ", style="dim")
+        if state == "starting":
+            t.append(SPINNER[self._spin % len(SPINNER)] + " starting… ", "bold cyan")
+            t.append("(importing torch and warming up, in its own process; the first "
+                     "recompile waits for it)", "dim")
+        elif state == "ready":
+            info = app.recompile_worker.info or {}
+            t.append("ready", "bold green")
+            took = sum(v for k, v in info.items() if k in ("import_s", "warmup_s")
+                       and isinstance(v, (int, float)))
+            details = [f"torch {info['torch']}" if info.get("torch") else "",
+                       f"started in {took:.1f}s" if took else ""]
+            if any(details):
+                t.append(f" ({', '.join(d for d in details if d)})", "dim")
+        elif state == "error":
+            t.append(f"cannot start: {app.worker_error}", "bold red")
+        else:
+            t.append("not started (r starts it)", "dim")
+        return t
+
     def update_status(self) -> None:
         job = getattr(self.app, "recompile_job", None)
+        starting = self.app.worker_state() == "starting"  # type: ignore[attr-defined]
         if job is None:
-            self.query_one("#flag-status", Static).update(Text("r: recompile with the pending changes "
-                                               "(in a warm worker process)", style="dim"))
-            self._stop_timer()
+            t = Text("r: recompile with the pending changes (in a warm worker process)\n",
+                     style="dim")
+            t.append_text(self.worker_line())
+            self.query_one("#flag-status", Static).update(t)
+            if starting:
+                self._start_timer()
+            else:
+                self._stop_timer()
             return
         t = Text()
         if not job.done:
             t.append(SPINNER[self._spin % len(SPINNER)] + " ", "bold cyan")
-            if self._timer is None:
-                self._timer = self.set_interval(0.15, self._tick)
+            self._start_timer()
+        elif starting:  # the worker restarts after a crash
+            self._start_timer()
         else:
             self._stop_timer()
         style = {"ok": "bold green", "running": "bold", "queued": "dim"}.get(job.state, "bold red")
         t.append(job.summary(), style)
         for msg in job.messages[-4:]:
             t.append("\n  " + msg, "dim")
+        if job.done:
+            t.append("\n")
+            t.append_text(self.worker_line())
         self.query_one("#flag-status", Static).update(t)
+
+    def _start_timer(self) -> None:
+        if self._timer is None:
+            self._timer = self.set_interval(0.15, self._tick)
 
     def _tick(self) -> None:
         self._spin += 1

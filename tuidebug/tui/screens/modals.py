@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -21,20 +22,28 @@ SCOPE_TITLES = {"app": "Everywhere", "screen": "Every screen", "passes": "Pass s
                 "flags": "Flags (7)", "compare": "Compare (8)"}
 
 
-def help_table() -> Table:
-    t = Table(box=None, show_header=False, padding=(0, 2), expand=True)
-    t.add_column("key", style="bold cyan", no_wrap=True, width=16)
-    t.add_column("what", ratio=1)
-    t.add_column("id", style="dim", no_wrap=True)
-    for scope, title in SCOPE_TITLES.items():
-        t.add_row(Text(title, style="bold underline"), "", "")
-        for k in keymap.keys_for(scope):
-            t.add_row(keymap.display_keys(k.keys), k.help or k.description, k.id)
-        t.add_row("", "", "")
-    t.add_row(Text("In every list and text view", style="bold underline"), "", "")
-    for keys, what in keymap.VIEW_KEYS:
-        t.add_row(keys, what, "")
-    return t
+def help_table() -> Group:
+    """One heading and one table per scope; the tables share their column widths, and a
+    heading spans the whole width (in the 16-column key column it would be cut)."""
+    id_width = max(len(k.id) for k in keymap.KEYS)
+    sections: list[tuple[str, list[tuple[str, str, str]]]] = [
+        (title, [(keymap.display_keys(k.keys), k.help or k.description, k.id)
+                 for k in keymap.keys_for(scope)])
+        for scope, title in SCOPE_TITLES.items()]
+    sections.append(("In every list and text view",
+                     [(keys, what, "") for keys, what in keymap.VIEW_KEYS]))
+    parts: list[Text | Table] = []
+    for title, rows in sections:
+        parts.append(Text(title, style="bold underline"))
+        t = Table(box=None, show_header=False, padding=(0, 2), expand=True)
+        t.add_column("key", style="bold cyan", no_wrap=True, width=16)
+        t.add_column("what", ratio=1)
+        t.add_column("id", style="dim", no_wrap=True, width=id_width)
+        for row in rows:
+            t.add_row(*row)
+        parts.append(t)
+        parts.append(Text(""))
+    return Group(*parts[:-1])
 
 
 class HelpScreen(ModalScreen[None]):

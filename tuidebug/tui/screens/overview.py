@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from rich.console import RenderableType
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from textual import events
@@ -47,10 +48,11 @@ def _graph_row(g: GraphRecord) -> list[Any]:
 
 
 def progress_line(trace: Trace, report: model.ErrorReport) -> Text:
-    """``dynamo ✓ → pre_grad ✓ → … → kernel_compile ✗ → runtime ·``"""
+    """``dynamo ✓ → pre_grad ✓ → … → kernel_compile ✗ → runtime ·`` (an accuracy failure:
+    every phase ✓, then ``accuracy ✗``)"""
     t = Text()
     failed = report.status in (schema.STATUS_FAILED, schema.STATUS_CRASHED)
-    for i, ph in enumerate(schema.PHASES):
+    for i, ph in enumerate(report.phases):
         if i:
             t.append(" → ", style="dim")
         if ph in report.phases_done or (ph == report.phase and report.status == schema.STATUS_OK):
@@ -95,9 +97,9 @@ def overview_renderables(trace: Trace) -> list[RenderableType]:
         for line in model.key_error_lines(report.message, 3):
             out.append(Text("  " + line[:300], style="red"))
         if report.site:
-            out.append(Text.assemble(("  → ", "bold yellow"), (report.site_hint, "bold")))
+            out.append(site_hint(report))
         for h in report.hints:
-            out.append(Text.assemble(("  → ", "bold yellow"), h))
+            out.append(hint(h))
         out.append(Text("  press 6 for the errors screen (phase, traceback)", style="dim"))
     out.append(Text(""))
     out.append(_heading("compiled graphs (enter opens one in the pass stepper)"))
@@ -266,10 +268,39 @@ def _config(trace: Trace) -> list[RenderableType]:
     return out
 
 
+SITE_META = "tuidebug_error_site"  # marks the lines of the error-site hint, however it wraps
+
+
+def hint(text: Text | str, style: str = "") -> Table:
+    """``  → TEXT``, a long text wrapping under itself, not under the arrow."""
+    t = Table.grid()
+    t.add_column(no_wrap=True)
+    t.add_column()
+    t.add_row(Text("  → ", style="bold yellow"),
+              text if isinstance(text, Text) else Text(text, style=style))
+    return t
+
+
+def site_hint(report: model.ErrorReport) -> Table:
+    """``  → the compiler error is in kernel K (graph), line N: CODE   — enter opens it``; every
+    line it wraps to is marked (enter on any of them opens the kernel)."""
+    return hint(Text(report.site_hint, style=Style(bold=True, meta={SITE_META: True})))
+
+
+def is_site_line(line: Text) -> bool:
+    return any(isinstance(s.style, Style) and s.style.meta.get(SITE_META) for s in line.spans)
+
+
+def site_cursor(lines: list[Text]) -> int:
+    """Where a view of these lines starts its cursor: on the error-site hint, if there is one
+    (enter opens the kernel), else on the first line."""
+    return next((i for i, line in enumerate(lines) if is_site_line(line)), 0)
+
+
 def open_error_site(screen: TraceScreen, event: TextView.Activated) -> bool:
-    """Enter on the "compiler error is in kernel …" line opens that kernel at that line."""
-    line = event.view.source.plain(event.index)
-    if "the compiler error is in kernel" not in line:
+    """Enter on any line of the "compiler error is in kernel …" hint opens that kernel there."""
+    line = event.view.source.rich(event.index)
+    if not is_site_line(line):
         return False
     site = model.error_report(screen.trace).site
     if site is None:
@@ -311,7 +342,8 @@ class OverviewScreen(TraceScreen):
                 self._graph_lines[i] = first
             elif first in compiles:
                 self._compile_lines[i] = first
-        view.set_source(RichLines(lines), cursor=view.cursor if keep else 0, keep_scroll=keep)
+        view.set_source(RichLines(lines), cursor=view.cursor if keep else site_cursor(lines),
+                        keep_scroll=keep)
 
     def on_resize(self, event: events.Resize) -> None:
         if getattr(self, "_renderables", None):

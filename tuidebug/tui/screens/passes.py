@@ -8,6 +8,7 @@ compute it (enter jumps there). Snapshots are read one at a time, in a worker, w
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from rich.text import Text
@@ -22,15 +23,16 @@ from tuidebug.tui import keymap, model
 from tuidebug.tui.messages import ShowKernel
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.screens.modals import PickScreen
-from tuidebug.tui.widgets.lists import PickList
+from tuidebug.tui.widgets.lists import PickList, Row
 from tuidebug.tui.widgets.textview import EMPTY, TextView
 
 MARK_STYLE = {model.ADDED: ("+ ", "green"), model.CHANGED: ("~ ", "yellow"),
               model.REMOVED: ("- ", "red strike"), model.SAME: ("  ", "")}
 
 
-def stage_prompt(s: StageInfo) -> Text:
-    t = Text(no_wrap=True, overflow="ellipsis")
+def stage_prompt(s: StageInfo) -> Row:
+    """`` 12 pattern_matcher  +13 -48 ~4``: a long name is cut, the counts are kept."""
+    t = Text()
     t.append(f"{s.index:>3} ", style="dim")
     if s.kind == "stage":
         t.append(s.name, style="bold cyan")
@@ -38,17 +40,19 @@ def stage_prompt(s: StageInfo) -> Text:
         t.append(s.name, style="bold")
     else:
         t.append(s.name, style="dim")
+    tail = Text()
     if s.file and (s.added or s.removed or s.modified) and s.kind == "pass":
-        t.append("  ")
+        tail.append("  ")
         if s.added:
-            t.append(f"+{s.added} ", style="green")
+            tail.append(f"+{s.added} ", style="green")
         if s.removed:
-            t.append(f"-{s.removed} ", style="red")
+            tail.append(f"-{s.removed} ", style="red")
         if s.modified:
-            t.append(f"~{s.modified}", style="yellow")
+            tail.append(f"~{s.modified}", style="yellow")
+        tail.rstrip()
     elif s.kind == "stage" and s.nodes is not None:
-        t.append(f"  {s.nodes} nodes", style="dim")
-    return t
+        tail.append(f"  {s.nodes} nodes", style="dim")
+    return Row(t, tail)
 
 
 def stage_options(stages: list[StageInfo]) -> list[Option]:
@@ -107,7 +111,7 @@ def node_detail(g: GraphRecord, sv: model.StageView | None, line: model.GraphLin
     t.append(line.node, style="bold")
     if line.mark != model.SAME:
         color = MARK_STYLE[line.mark][1].replace(" strike", "")
-        t.append(f"  ({line.mark} by this pass)", style=color)
+        t.append(f"  ({line.mark} {change_origin(sv.stage)})", style=color)
     if node is None:
         t.append("\n(no longer in the graph)", style="dim")
         return t
@@ -115,6 +119,15 @@ def node_detail(g: GraphRecord, sv: model.StageView | None, line: model.GraphLin
     meta = node.meta_label()
     if meta:
         t.append(f"  {meta}")
+    # the kernels second: the lines below may wrap, and the panel is only a few lines high
+    kernels = model.kernels_for_node(g, node.name)
+    if kernels and line.mark != model.REMOVED:
+        t.append("\nkernels ", style="bold")
+        t.append(", ".join(kernels[:6]) + (" …" if len(kernels) > 6 else ""), style="magenta")
+        t.append("   (enter or k: open)", style="dim")
+    elif node.op in ("call_function", "call_method", "call_module") and line.mark != model.REMOVED:
+        t.append("\nkernels none recorded for this node (a view, fused away, or removed later)",
+                 style="dim")
     if node.module:
         kind = f" ({node.module_type})" if node.module_type else ""
         t.append(f"\nmodule  {node.module}{kind}")
@@ -126,15 +139,13 @@ def node_detail(g: GraphRecord, sv: model.StageView | None, line: model.GraphLin
     for label, names in (("inputs  ", node.inputs), ("users   ", node.users)):
         if names:
             t.append(f"\n{label}" + ", ".join(names[:12]) + (" …" if len(names) > 12 else ""))
-    kernels = model.kernels_for_node(g, node.name)
-    if kernels and line.mark != model.REMOVED:
-        t.append("\nkernels ", style="bold")
-        t.append(", ".join(kernels[:6]) + (" …" if len(kernels) > 6 else ""), style="magenta")
-        t.append("   (enter or k: open)", style="dim")
-    elif node.op in ("call_function", "call_method", "call_module") and line.mark != model.REMOVED:
-        t.append("\nkernels none recorded for this node (a view, fused away, or removed later)",
-                 style="dim")
     return t
+
+
+def change_origin(stage: StageInfo) -> str:
+    """What a change mark is relative to: a pass's own change, or (a stage: AOT tracing,
+    partitioning…) whatever happened since the snapshot before it."""
+    return "by this pass" if stage.kind == "pass" else "since the previous snapshot"
 
 
 class PassesScreen(TraceScreen):
@@ -275,6 +286,14 @@ class PassesScreen(TraceScreen):
             t.append(f"+{len(ch['added'])} added ", style="green")
             t.append(f"-{len(ch['removed'])} removed ", style="red")
             t.append(f"~{len(ch['changed'])} changed", style="yellow")
+        elif s.file and any(ch.values()) and not sv.note.startswith(model.FIRST_SNAPSHOT):
+            # a stage (AOT tracing, partitioning…): no pass made these changes; say so
+            marked = Counter(ln.mark for ln in sv.lines)
+            t.append("   ")
+            t.append(f"+{marked[model.ADDED]} ", style="green")
+            t.append(f"-{marked[model.REMOVED]} ", style="red")
+            t.append(f"~{marked[model.CHANGED]}", style="yellow")
+            t.append(f" {change_origin(s)}", style="dim")
         if sv.graph is not None:
             t.append(f"   {len(sv.graph)} nodes", style="dim")
         if sv.note and not unknown:
@@ -339,7 +358,9 @@ class PassesScreen(TraceScreen):
         i = pos + delta
         while 0 <= i < len(g.stages):
             s = g.stages[i]
-            if s.changed and s.file:
+            # passes only, as the title's "N changed" counts them: a stage (aot_joint,
+            # aot_forward, post_grad…) always differs from the snapshot before it
+            if s.kind == "pass" and s.changed and s.file:
                 self._select_stage(i)
                 return
             i += delta

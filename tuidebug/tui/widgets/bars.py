@@ -124,6 +124,7 @@ class SearchBar(Horizontal):
 
     def open(self) -> None:
         self.add_class("-open")
+        self.set_status("")  # the last search's "no match" is about another query
         box = self.query_one(Input)
         box.focus()
         box.select_all()  # typing replaces the last query; enter repeats it

@@ -2,19 +2,53 @@
 
 from __future__ import annotations
 
-from rich.console import Console, RenderableType
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.measure import Measurement
+from rich.table import Table
 from rich.text import Text
+
+MAX_TABLE_WIDTH = 1000
+
+
+def table_width(console: Console, table: Table, options: ConsoleOptions) -> int:
+    """The width to render ``table`` at: the available one, or its natural width when it would
+    not fit without cutting a value — a no-wrap column squeezed (``32.…``), or columns held at
+    their ``min_width`` running off the edge. Wrapping a wrappable column (a path, a config
+    description) is fine: the table stays at the available width for that."""
+    width = options.max_width
+    extra = table._extra_width
+    try:
+        squeezed = table._calculate_column_widths(console, options.update_width(width - extra))
+        natural = table._calculate_column_widths(
+            console, options.update_width(MAX_TABLE_WIDTH - extra))
+    except Exception:  # rich's private layout changed: measure instead
+        return max(width, min(MAX_TABLE_WIDTH, Measurement.get(
+            console, options.update_width(MAX_TABLE_WIDTH), table).maximum))
+    need = sum(natural) + extra
+    if need <= width:
+        return width
+    cut = sum(squeezed) + extra > width or any(
+        s < n for s, n, c in zip(squeezed, natural, table.columns) if c.no_wrap or c.min_width)
+    return min(need, MAX_TABLE_WIDTH) if cut else width
 
 
 def to_lines(console: Console, renderables: list[RenderableType], width: int) -> list[Text]:
-    """Render at ``width`` columns and return one ``Text`` per terminal line."""
+    """Render at ``width`` columns and return one ``Text`` per terminal line.
+
+    A table is never squeezed below its natural minimum (each cell's longest word): rich would
+    cut numbers to ``32.…`` to fit a narrow terminal. It is rendered wider instead, and the
+    ``TextView`` showing the lines scrolls sideways.
+    """
     options = console.options.update(width=max(40, width), height=None)
     out: list[Text] = []
     for r in renderables:
         if isinstance(r, Text) and "\n" not in r.plain and r.cell_len <= width:
             out.append(r)
             continue
-        for line in console.render_lines(r, options, pad=False):
+        opts = options
+        if isinstance(r, Table):
+            opts = options.update(width=table_width(console, r, options))
+        for line in console.render_lines(r, opts, pad=False):
             t = Text()
             for seg in line:
                 if seg.control:

@@ -1,0 +1,179 @@
+"""What a person sees at 160, 120 and 80 columns: one-line list rows, the node detail, help
+headings, whole numbers in tables, failure and crash hints, the error-site hint."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from rich.text import Text
+
+from tuidebug.trace.reader import Trace
+from tuidebug.tui import model
+from tuidebug.tui.widgets.lists import PickList, Row
+
+
+def pane(ui, selector: str) -> list[str]:
+    """The painted rows of one widget, cropped to its columns."""
+    region = ui.app.screen.query_one(selector).region
+    rows = ui.text().split("\n")[region.y:region.y + region.height]
+    return [r[region.x:region.x + region.width] for r in rows]
+
+
+def test_row_keeps_its_tail_and_cuts_its_head() -> None:
+    row = Row(Text("fix_auto_functionalized_dtype_views"), Text("  +3 -1"))
+    assert row.fit(80).plain == "fix_auto_functionalized_dtype_views  +3 -1"
+    cut = row.fit(20).plain
+    assert len(cut) == 20 and cut.endswith("…  +3 -1") and cut.startswith("fix_auto")
+    kernel = Row(Text("cpp_fused_add_native_layer_norm_relu_2"), Text("  cpp 140l"), middle=True)
+    cut = kernel.fit(30).plain
+    assert len(cut) == 30 and cut.startswith("cpp_fused") and "…" in cut
+    assert cut.endswith("relu_2  cpp 140l")
+    assert Row(Text("abc"), Text("  a long tail here")).fit(8).plain.endswith("…")
+    assert kernel.plain == "cpp_fused_add_native_layer_norm_relu_2  cpp 140l"  # search sees all
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)])
+async def test_list_rows_are_one_line_with_an_ellipsis(open_ui, transformer_trace: Path,
+                                                        size) -> None:
+    g = Trace(transformer_trace).graphs[0]
+    long = max((s for s in g.stages), key=lambda s: len(s.name))
+    async with open_ui(transformer_trace, size=size) as ui:
+        await ui.press("2")
+        lst = ui.app.screen.query_one("#stages", PickList)
+        lst.select_id(str(g.stages.index(long)))
+        await ui.settle()
+        rows = [r.rstrip() for r in pane(ui, "#stages")]
+        painted = [r for r in rows if r.strip()]
+        # every row is a stage (index first) or a subsystem heading: nothing wrapped
+        assert all(re.match(r"^ *\d+ \S", r) or r.startswith("    ") for r in painted), rows
+        row = next(r for r in painted if re.match(rf"^ *{long.index} ", r))
+        assert long.name not in row and row.endswith("…"), row
+        # the search still finds the whole name
+        assert lst.search(long.name[-10:], include_current=True)
+
+        await ui.press("4")
+        kernels = [k for k in model.kernel_infos(ui.app.current_graph) if k.kind != "extern"]
+        rows = [r.rstrip() for r in pane(ui, "#kernels") if r.strip()]
+        assert rows[0] == "wrapper.py"
+        for k in kernels:  # each on one line, its kind and size kept, its end kept
+            row = next(r for r in rows if r.endswith(f"  {k.kind} {k.lines}l") and
+                       r.split("  ")[0].endswith(k.name[-3:]))
+            assert k.name in row or "…" in row, row
+        assert any("…" in r for r in rows), rows
+        assert all(not r.startswith(" ") for r in rows), rows  # no wrapped continuations
+
+
+async def test_node_detail_shows_the_kernels_line_at_120_columns(open_ui, transformer_trace: Path) -> None:
+    g = Trace(transformer_trace).graphs[0]
+    final = g.final_graph()
+    # a node with a long source line (it wraps at 120 columns) and a kernel
+    node = max((n for n in final.nodes if model.kernels_for_node(g, n.name)
+                and (n.source or {}).get("file")),
+               key=lambda n: len(str((n.source or {}).get("code"))) + len(n.module or ""))
+    async with open_ui(transformer_trace, size=(120, 40)) as ui:
+        await ui.press("2")
+        ui.app.screen.goto_node(node.name)
+        await ui.settle()
+        detail = "\n".join(pane(ui, "#node-detail"))
+        assert node.name in detail
+        assert "(enter or k: open)" in detail, detail
+        assert model.kernels_for_node(g, node.name)[0][:20] in detail
+
+
+async def test_a_stage_marks_changes_since_the_previous_snapshot(open_ui, transformer_trace: Path) -> None:
+    g = Trace(transformer_trace).graphs[0]
+    pos, stage = next((i, s) for i, s in enumerate(g.stages) if s.kind == "stage" and s.file
+                      and i > 0 and g.stage_changes(s)["added"])
+    async with open_ui(transformer_trace) as ui:
+        await ui.press("2")
+        ui.app.screen.query_one("#stages", PickList).select_id(str(pos))
+        await ui.settle()
+        text = ui.text()
+        assert f"[{stage.index}] {stage.name}" in text
+        assert "since the previous snapshot" in text  # the title, and the marked node's detail
+        assert "by this pass" not in text
+        detail = "\n".join(pane(ui, "#node-detail"))
+        assert "since the previous snapshot)" in detail, detail
+
+
+async def test_help_headings_are_whole(open_ui, transformer_trace: Path) -> None:
+    from tuidebug.tui.screens.modals import SCOPE_TITLES
+
+    async with open_ui(transformer_trace, size=(120, 40)) as ui:
+        await ui.press("question_mark")
+        text = ui.text()
+        ui.app.screen.query_one("VerticalScroll").scroll_end(animate=False, immediate=True)
+        await ui.settle()
+        text += ui.text()
+        assert "In every list and text view" in text  # was cut to its first 16 columns
+        assert "Everywhere" in text and "Compare (8)" in text
+        assert len(SCOPE_TITLES) > 2
+
+
+async def test_tables_keep_numbers_whole_at_80_columns(open_ui, transformer_trace: Path) -> None:
+    trace = Trace(transformer_trace)
+    async with open_ui(transformer_trace, size=(80, 24)) as ui:
+        lines = ui.lines("#overview")
+        table = lines[next(i for i, ln in enumerate(lines) if "time per compile phase" in ln):]
+        for g in trace.graphs:
+            timings = next(ln for ln in table if ln.startswith(f" {g.id} "))
+            assert model.secs(model.total_compile_s(g)) == timings.split()[-1]
+            for _, d in model.phase_durations(g.meta):
+                assert model.secs(d) in timings.split(), (model.secs(d), timings)
+        assert not any(re.search(r"\d\.…", ln) for ln in lines), lines
+        # the table is wider than the view: it scrolls sideways
+        view = ui.app.screen.query_one("#overview")
+        assert view.virtual_size.width > view.size.width
+        before = ui.text()
+        await ui.press("right", "right")
+        assert ui.text() != before
+
+
+async def test_accuracy_failure_shows_every_compile_phase_done(open_ui, accuracy_trace: Path) -> None:
+    r = model.error_report(Trace(accuracy_trace))
+    assert r.phase == "accuracy" and r.phases[-1] == "accuracy"
+    async with open_ui(accuracy_trace) as ui:
+        for screen in ("1", "6"):
+            await ui.press(screen)
+            text = ui.text()
+            assert "kernel_compile ✓ → runtime ✓ → accuracy ✗" in text, text
+            assert "dynamo ✓" in text and " ·" not in text
+            assert f"tuidebug minify {accuracy_trace}" in text
+
+
+async def test_crashed_trace_suggests_running_it_again_not_minify(open_ui, crashed_trace: Path) -> None:
+    trace = Trace(crashed_trace)
+    last = trace.graphs[-1].stages[-1]
+    async with open_ui(crashed_trace, notifications=True) as ui:
+        lines = "\n".join(ui.lines("#overview"))
+        assert f"tuidebug minify {crashed_trace}" not in lines
+        assert "run it again" in lines
+        assert "minify needs a failed trace" in lines
+        assert f"after [{last.index}] {last.name}" in lines
+        await ui.press("6")
+        assert "run it again" in "\n".join(ui.lines("#errors-view"))
+        await ui.press("m")
+        notes = " ".join(ui.notifications())
+        assert "crashed" in notes and "did not fail" not in notes
+        assert ui.app.screen.task_running is None
+
+
+@pytest.mark.parametrize("screen,view", [("1", "#overview"), ("6", "#errors-view")])
+async def test_enter_on_any_line_of_the_error_site_hint(open_ui, failing_trace: Path, screen,
+                                                        view) -> None:
+    site = model.error_report(Trace(failing_trace)).site
+    assert site is not None
+    async with open_ui(failing_trace, size=(80, 24)) as ui:
+        await ui.press(screen)
+        # the cursor starts on the hint, which wraps at 80 columns
+        assert "the compiler error is in kernel" in ui.cursor_line(view)
+        start = ui.app.screen.query_one(view).cursor
+        assert "enter opens it" not in ui.lines(view)[start]
+        await ui.press("down")
+        assert "the compiler error is in kernel" not in ui.cursor_line(view)
+        await ui.press("enter")
+        assert ui.app.current_mode == "code"
+        assert ui.app.screen.selected() == site.kernel
+        assert ui.app.screen.query_one("#code-view").cursor == site.line - 1
