@@ -198,16 +198,12 @@ def script_spec(script: str | os.PathLike[str], args: Iterable[str] = (),
 
 def run_job(spec: Mapping[str, Any], emit: Callable[[dict[str, Any]], None] | None = None) -> int:
     """Run one job in this process (a fresh child of the worker). Returns the exit code of
-    ``tuidebug.compiler.run_script`` (0 ok, 10 compile failed, 11/12/13 script problems).
+    ``tuidebug.compiler.run_script`` (0 ok, 10 compile failed, 11–15 script or write problems).
 
     ``emit`` receives ``{"type": "progress", "message"}`` and ``{"type": "phase", "phase",
     "graph"}`` messages as the capture proceeds. ``spec["env"]`` is applied to ``os.environ``
     first (e.g. ``TORCHINDUCTOR_CACHE_DIR``, ``TORCH_LOGS``).
     """
-    import runpy
-    import traceback
-
-    from tuidebug.compiler import compat
     from tuidebug.compiler import run_script as rs
     from tuidebug.compiler.capture import CaptureSession
 
@@ -232,10 +228,6 @@ def run_job(spec: Mapping[str, Any], emit: Callable[[dict[str, Any]], None] | No
         command=["tuidebug", "trace", spec.get("script_arg") or script, *args],
         on_progress=lambda m: send({"type": "progress", "message": m}),
         user_sets=overrides if use_cache else None)
-    sys.argv = [script, *args]
-    sys.path.insert(0, os.path.dirname(script))
-    script_exc: BaseException | None = None
-    exit_code = 0
     send({"type": "phase", "phase": "starting", "graph": None})
     session.start()
     writer = session.writer
@@ -250,37 +242,4 @@ def run_job(spec: Mapping[str, Any], emit: Callable[[dict[str, Any]], None] | No
     writer.set_phase = set_phase  # type: ignore[method-assign]
     writer.update(recompile={"from": spec.get("source_trace"), "sets": spec.get("sets") or {},
                              "use_cache": use_cache, "worker_pid": os.getppid()})
-    if overrides:  # entered after the capture's own patches, so a --set always wins
-        writer.update(config_overrides=overrides)
-    patch = compat.inductor_config_patch(overrides) if overrides else None
-    if patch is not None:
-        patch.__enter__()
-    try:
-        runpy.run_path(script, run_name="__main__")
-    except SystemExit as e:
-        exit_code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    except BaseException as e:  # noqa: BLE001 - recorded in the trace, printed below
-        script_exc = e
-    finally:
-        compiled = session.graph_count
-        if script_exc is not None and not session.errors:
-            writer.update(script_error={
-                "type": type(script_exc).__name__, "message": str(script_exc)[:5000],
-                "traceback": "".join(traceback.format_exception(script_exc))[-20000:],
-                "after_compiling": compiled > 0})
-        if exit_code:
-            writer.update(script_exit_code=exit_code)
-        session.stop(script_exc)
-        if patch is not None:
-            try:
-                patch.__exit__(None, None, None)
-            except Exception:
-                pass
-    if session.errors:
-        return rs.EXIT_COMPILE_FAILED
-    if script_exc is not None:
-        traceback.print_exception(script_exc)
-        return rs.EXIT_RAISED_LATE if compiled else rs.EXIT_RAISED_EARLY
-    if compiled == 0:
-        return rs.EXIT_NO_COMPILE
-    return exit_code if isinstance(exit_code, int) else 1
+    return rs.run_in_session(session, script, args, overrides)

@@ -17,6 +17,7 @@ import os
 import runpy
 import sys
 import traceback
+from typing import Any
 
 EXIT_OK, EXIT_COMPILE_FAILED, EXIT_RAISED_EARLY, EXIT_NO_COMPILE, EXIT_RAISED_LATE = 0, 10, 11, 12, 13
 EXIT_WRITE_FAILED, EXIT_EXITED_EARLY = 14, 15
@@ -42,19 +43,29 @@ def main(argv: list[str] | None = None) -> int:
     session = CaptureSession(ns.out, check_accuracy=not ns.no_check, use_cache=ns.use_cache,
                              command=["tuidebug", "trace", ns.script, *ns.args],
                              on_progress=progress)
-    script = os.path.abspath(ns.script)
-    sys.argv = [script, *ns.args]
+    session.start()
+    return run_in_session(session, os.path.abspath(ns.script), ns.args,
+                          json.loads(ns.overrides))
+
+
+def run_in_session(session: Any, script: str, args: list[str],
+                   overrides: dict[str, Any]) -> int:
+    """Run ``script`` (``args`` as its argv) as ``__main__`` under the started capture
+    ``session``, with the Inductor ``overrides`` in force; record how the script ended (its
+    exception, its exit code) and stop the session. Returns this module's exit code.
+    Shared by ``tuidebug trace`` (this process) and recompile jobs (compiler/recompile.py)."""
+    from tuidebug.compiler import compat
+
+    writer = session.writer
+    assert writer is not None
+    sys.argv = [script, *args]
     sys.path.insert(0, os.path.dirname(script))
-    overrides = json.loads(ns.overrides)
     script_exc: BaseException | None = None
     exit_code = 0
-    session.start()
-    assert session.writer is not None
-    if overrides:
-        from tuidebug.compiler import compat
-
-        session.writer.update(config_overrides=overrides)
-        patch = compat.inductor_config_patch(overrides)
+    if overrides:  # entered after the capture's own patches, so a --set always wins
+        writer.update(config_overrides=overrides)
+    patch = compat.inductor_config_patch(overrides) if overrides else None
+    if patch is not None:
         patch.__enter__()
     try:
         runpy.run_path(script, run_name="__main__")
@@ -67,15 +78,20 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         compiled = session.graph_count
         if script_exc is not None and not session.errors:
-            session.writer.update(script_error={
+            writer.update(script_error={
                 "type": type(script_exc).__name__, "message": str(script_exc)[:5000],
                 "traceback": "".join(traceback.format_exception(script_exc))[-20000:],
                 "after_compiling": compiled > 0})
         if exit_code:
-            session.writer.update(script_exit_code=exit_code)
+            writer.update(script_exit_code=exit_code)
         session.stop(script_exc)
-    if session.writer.write_error:
-        print(f"[tuidebug] trace incomplete: {session.writer.write_error}", file=sys.stderr)
+        if patch is not None:
+            try:
+                patch.__exit__(None, None, None)
+            except Exception:
+                pass
+    if writer.write_error:
+        print(f"[tuidebug] trace incomplete: {writer.write_error}", file=sys.stderr)
         return EXIT_WRITE_FAILED
     if session.errors:
         return EXIT_COMPILE_FAILED
@@ -85,7 +101,6 @@ def main(argv: list[str] | None = None) -> int:
     if compiled == 0:
         return EXIT_EXITED_EARLY if exit_code else EXIT_NO_COMPILE
     return exit_code if isinstance(exit_code, int) else 1
-
 
 if __name__ == "__main__":
     sys.exit(main())
