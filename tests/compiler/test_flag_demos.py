@@ -237,8 +237,14 @@ def test_gpu_flags(flag: str, worker: RecompileWorker, demo_dir: Path) -> None:
 @pytest.mark.gpu
 @pytest.mark.parametrize("flag", ["autotune_remote_cache", "bundled_autotune_remote_cache"])
 def test_remote_cache_flags_on_gpu(flag: str, worker: RecompileWorker, demo_dir: Path) -> None:
-    """With Triton kernels to tune, both remote caches are tried (and, without Redis, warned
-    about); the generated code is the same."""
+    """On CUDA: autotune_remote_cache is written into each Triton kernel's inductor_meta (the
+    code changes; a single-config kernel never opens the cache); the bundled cache changes no
+    code. Neither breaks the compile without a remote backend."""
     res = run(flag, worker, demo_dir, device="cuda")
-    warnings = next(e for e in res["evidence"] if e["metric"].startswith("output:"))
-    assert warnings["a"] == 0 and warnings["b"] >= 1, res["evidence"]
+    assert res["a"]["state"] == "ok" and res["b"]["state"] == "ok", res
+    if flag == "autotune_remote_cache":
+        a, b = next((e["a"], e["b"]) for e in res["evidence"] if e["metric"].startswith("grep:"))
+        assert a == 0 and b >= 1, res["evidence"]
+        assert res["observed"]
+    else:
+        assert ev(res, "code_sha")[0] == ev(res, "code_sha")[1], res["evidence"]

@@ -106,7 +106,7 @@ class CaptureSession:
         self.errors: list[dict[str, Any]] = []
         self._anon = 0
         self._cpp_builds: dict[str, float] = {}  # binary -> seconds its build took
-        self._triton_compiles: dict[int, tuple[Any, float]] = {}  # id(kernel) -> (kernel, s)
+        self._triton_compiles: dict[str, float] = {}  # Triton kernel name -> compile seconds
         self._compile_hooks: set[str] = set()  # kernel builds observed: "cpp", "triton"
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -781,11 +781,12 @@ class CaptureSession:
     def _wrap_triton_compile_metric(self, orig: Callable[..., Any]) -> Callable[..., Any]:
         session = self
 
-        def emit(kernel: Any, kernel_name: Any, elapsed_us: Any, *args: Any, **kwargs: Any) -> Any:
+        def emit(kernel_name: Any, info: Any, *args: Any, **kwargs: Any) -> Any:
+            elapsed_us = info.get("compile_time_us") if isinstance(info, dict) else None
             if isinstance(elapsed_us, (int, float)):
                 with session._lock:
-                    session._triton_compiles[id(kernel)] = (kernel, elapsed_us / 1e6)
-            return orig(kernel, kernel_name, elapsed_us, *args, **kwargs)
+                    session._triton_compiles[str(kernel_name)] = elapsed_us / 1e6
+            return orig(kernel_name, info, *args, **kwargs)
         return emit
 
     def _wrap_compile_to_module(self, orig: Callable[..., Any]) -> Callable[..., Any]:
@@ -810,7 +811,7 @@ class CaptureSession:
         for k in gs.kernel_index:
             name = str(k.get("name"))
             if k.get("kind") != "extern" and name in vars(mod):
-                gs.timings[name] = _compile_time(vars(mod)[name], triton, builds,
+                gs.timings[name] = _compile_time(name, vars(mod)[name], triton, builds,
                                                  self._compile_hooks)
         self._write_timings(gs)
 
@@ -1028,14 +1029,14 @@ def _run_times(calls: list[float], runs: int) -> dict[str, Any]:
             "calls": len(calls) // runs}
 
 
-def _compile_time(kernel: Any, triton: dict[int, tuple[Any, float]],
+def _compile_time(name: str, kernel: Any, triton: dict[str, float],
                   builds: dict[str, float], hooked: set[str]) -> dict[str, Any]:
     """``compile_s`` and how the kernel was obtained: ``built`` (the C++ build or Triton compile,
     timed), ``cached`` (no build while it was loaded: Inductor's kernel cache, on disk or in this
     process, had it), None (not known: the build hook is missing in this torch)."""
     if compat.is_triton_kernel(kernel):
-        if id(kernel) in triton:
-            return {"compile_s": round(triton[id(kernel)][1], 6), "compile": "built"}
+        if name in triton:
+            return {"compile_s": round(triton[name], 6), "compile": "built"}
         return {"compile_s": None, "compile": "cached" if "triton" in hooked else None}
     binary = compat.cpp_kernel_binary(kernel)
     built = builds.get(binary) if binary is not None else None

@@ -65,6 +65,7 @@ class TuidebugApp(App[int]):
         self.compare_with: Path | None = None  # the trace the compare screen diffs against
         self.recompile_worker: Any = None  # RecompileWorker, started on first use
         self.recompile_job: Any = None  # the last RecompileJob
+        self.prime_job: Any = None  # the background recompile that fills the kernel cache
 
     def _first_graph(self) -> GraphRecord | None:
         graphs = self.trace.graphs
@@ -113,9 +114,19 @@ class TuidebugApp(App[int]):
         if not self.prewarm or self.recompile_worker is not None:
             return
         try:
-            self._ensure_worker()
+            worker = self._ensure_worker()
+            # then recompile this trace unchanged, in the background, to fill Inductor's kernel
+            # cache: a flag change later compiles only the kernels it changes (a recompile
+            # started meanwhile cancels it; what it cached by then is kept)
+            self.prime_job = worker.prime(
+                self.trace.root, on_done=lambda j: self._from_worker_thread(self._primed, j))
         except Exception as e:
             self.worker_error = f"{type(e).__name__}: {e}"
+
+    def _primed(self, job: Any) -> None:
+        screen = self._flags_screen()
+        if screen is not None and screen.is_mounted:
+            screen.update_status()
 
     def worker_state(self) -> str:
         """``off`` (not started), ``starting`` (importing torch, warming up), ``ready``,
@@ -138,6 +149,9 @@ class TuidebugApp(App[int]):
             return
         try:
             self._ensure_worker()
+            prime = self.prime_job
+            if prime is not None and not prime.done:  # the user's recompile goes first
+                self.recompile_worker.cancel(prime)
             self.recompile_job = self.recompile_worker.submit(self.trace.root, dict(sets))
         except Exception as e:  # bad input, or the worker cannot start: report, stay alive
             self.notify(f"{type(e).__name__}: {e}", title="cannot recompile", severity="error",

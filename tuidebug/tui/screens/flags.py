@@ -262,6 +262,13 @@ class FlagsScreen(TraceScreen):
                        f"started in {took:.1f}s" if took else ""]
             if any(details):
                 t.append(f" ({', '.join(d for d in details if d)})", "dim")
+            prime = getattr(app, "prime_job", None)
+            if prime is not None:
+                t.append("   kernel cache: ", "dim")
+                t.append("filling (recompiling this trace unchanged)…" if not prime.done else
+                         "filled: a change recompiles only the kernels it changes"
+                         if prime.state == "ok" else f"not filled ({prime.state})",
+                         "cyan" if not prime.done else "dim")
         elif state == "error":
             t.append(f"cannot start: {app.worker_error}", "bold red")
         else:
