@@ -23,8 +23,10 @@ from tuidebug.compiler.worker import RecompileWorker
 # The flags guide of the issue (../shared/reference/inductor-flags-guide.md, beside this checkout;
 # $TUIDEBUG_FLAGS_GUIDE elsewhere). Its flags are the bullets of its sections ("- max_autotune,
 # max_autotune_pointwise, …", "- fallback_random and implicit_fallbacks").
-GUIDE = Path(os.environ.get("TUIDEBUG_FLAGS_GUIDE")
-             or ROOT.parent / "shared" / "reference" / "inductor-flags-guide.md")
+# the project's flags guide, and the copy kept in the repo (so that CI checks it too)
+SHARED_GUIDE = Path(os.environ.get("TUIDEBUG_FLAGS_GUIDE")
+                    or ROOT.parent / "shared" / "reference" / "inductor-flags-guide.md")
+GUIDE = ROOT / "docs" / "reference" / "inductor-flags-guide.md"
 
 
 def guide_flags(text: str) -> list[str]:
@@ -65,10 +67,15 @@ def ev(res: dict[str, Any], metric: str) -> tuple[Any, Any]:
 
 # -- the demo table (no compiler) -----------------------------------------------------------------
 
-@pytest.mark.skipif(not GUIDE.is_file(), reason=f"the flags guide is not at {GUIDE}")
 def test_guide_flags_are_the_guides() -> None:
     """A flag the guide lists and GUIDE_FLAGS (hence DEMOS) lacks fails here."""
     assert guide_flags(GUIDE.read_text()) == GUIDE_FLAGS
+
+
+@pytest.mark.skipif(not SHARED_GUIDE.is_file(), reason=f"no flags guide at {SHARED_GUIDE}")
+def test_the_repos_copy_of_the_guide_is_current() -> None:
+    assert GUIDE.read_text() == SHARED_GUIDE.read_text(), \
+        f"copy {SHARED_GUIDE} to {GUIDE} (the guide changed)"
 
 
 def test_guide_flags_parser() -> None:
