@@ -86,7 +86,7 @@ def test_the_minifier_process_never_imports_torch(bug_traces: dict[str, Path]) -
         "from tuidebug.minify.source import load_failure, regions\n"
         "from tuidebug.minify.codegen import render, ReproInfo\n"
         "from tuidebug.minify.program import Reducer\n"
-        "import tuidebug.minify.cli, tuidebug.minify.pool, tuidebug.minify.bisection\n"
+        "import tuidebug.cli.minifying, tuidebug.minify.pool, tuidebug.minify.bisection\n"
         f"f = load_failure({str(bug_traces['compile_error'])!r})\n"
         "r = Reducer(f.graph, f.flags)\n"
         "render(r.build(r.full_spec()), ReproInfo())\n"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import json
 import os
@@ -153,23 +152,19 @@ async def test_choose_another_graph(open_ui, graph_break_trace: Path) -> None:
 
 async def test_svg_export_from_the_ui(open_ui, transformer_trace: Path, tmp_path: Path,
                                       monkeypatch) -> None:
-    available = importlib.util.find_spec("tuidebug.viewers.svg") is not None
     monkeypatch.chdir(tmp_path)  # the exporter writes to the working directory
     async with open_ui(transformer_trace) as ui:
         await ui.press("2", "right_square_bracket", "right_square_bracket", "e")
         for _ in range(200):  # graphviz may take a while
             await ui.settle()
             notes = " ".join(ui.notifications())
-            if not available or "SVG written" in notes or "failed" in notes:
+            if "SVG written" in notes or "failed" in notes:
                 break
         notes = " ".join(ui.notifications())
-        if not available:
-            assert "SVG export not available" in notes
-        else:
-            assert "SVG written to" in notes, notes
-            written = Path(notes.split("SVG written to ", 1)[1].split()[0])
-            assert written.parent == tmp_path.resolve() and written.suffix == ".svg"
-            assert "<svg" in written.read_text()[:2000]
+        assert "SVG written to" in notes, notes
+        written = Path(notes.split("SVG written to ", 1)[1].split()[0])
+        assert written.parent == tmp_path.resolve() and written.suffix == ".svg"
+        assert "<svg" in written.read_text()[:2000]
 
 
 def test_opening_a_trace_never_imports_torch(transformer_trace: Path, tmp_path: Path) -> None:

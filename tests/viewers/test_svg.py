@@ -344,7 +344,7 @@ def test_viewers_never_import_torch(mlp_trace: Path, tmp_path: Path) -> None:
     code = ("import sys\n"
             "from tuidebug.viewers.svg import export_svg\n"
             f"export_svg({str(mlp_trace)!r}, kernels=True, out={str(tmp_path / 'x.svg')!r})\n"
-            "import tuidebug.viewers.cli\n"
+            "import tuidebug.cli.viewing\n"
             "bad = [m for m in ('torch', 'textual') if m in sys.modules]\n"
             "assert not bad, bad\n")
     proc = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=pythonpath()),

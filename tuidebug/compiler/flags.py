@@ -33,16 +33,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping
 
+from tuidebug.errors import FlagValueError, UnknownFlag
+
 __all__ = ["Flag", "FlagValueError", "InForce", "Registry", "UnknownFlag", "default_config_path",
            "flags_main", "load_registry", "values_in_force"]
-
-
-class UnknownFlag(LookupError):
-    """A name that is not an Inductor config flag."""
-
-
-class FlagValueError(ValueError):
-    """A command-line string that is not a valid value for a flag."""
 
 
 @dataclass(frozen=True)

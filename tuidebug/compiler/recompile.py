@@ -33,12 +33,10 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from tuidebug.errors import RecompileError
+
 __all__ = ["RecompileError", "parse_sets", "format_sets", "trace_source", "default_out",
            "recompile_spec", "script_spec", "run_job"]
-
-
-class RecompileError(Exception):
-    """Bad input for a recompile (unknown flag, bad value, a trace that cannot be re-run)."""
 
 
 # -- validation (torch-free) ---------------------------------------------------------------------

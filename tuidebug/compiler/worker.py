@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Mapping
 
+from tuidebug.errors import WorkerError
+
 __all__ = ["RecompileWorker", "RecompileJob", "WorkerError", "JOB_STATES"]
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -49,10 +51,6 @@ DEFAULT_TIMEOUT = 900.0
 OUTPUT_TAIL = 200  # lines of a job's stdout/stderr kept for its report
 JOB_STATES = ("queued", "running", "ok", "failed", "crashed", "timeout", "cancelled", "error")
 _FINAL = {"ok", "failed", "crashed", "timeout", "cancelled", "error"}
-
-
-class WorkerError(Exception):
-    """The worker process could not be started or keeps dying."""
 
 
 # =================================================================================================

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tuidebug.errors import MinifyError
 from tuidebug.minify.codegen import config_flag_ok
 from tuidebug.minify.signature import Signature
 from tuidebug.trace.graph import Graph
@@ -20,10 +21,6 @@ from tuidebug.trace.reader import GraphRecord, StageInfo, Trace, TraceError
 CAPTURE_ONLY_FLAGS = {"trace.provenance_tracking_level", "force_disable_caches"}
 _SNIPPET = re.compile(r"^\s*\d+\s*\|\s?(?P<code>.*\S)\s*$")
 _DIAG_LINE = re.compile(r"\berror:", re.IGNORECASE)
-
-
-class MinifyError(Exception):
-    """The trace cannot be minified (it did not fail, has no graph, …); a user error."""
 
 
 @dataclass

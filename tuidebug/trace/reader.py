@@ -15,14 +15,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator
 
+from tuidebug.errors import TraceError
 from tuidebug.trace import schema
 from tuidebug.trace.graph import Graph
 
 MAX_TEXT_BYTES = 4 * 1024 * 1024  # larger files are shown truncated, with a notice
-
-
-class TraceError(Exception):
-    """The path is not a trace that can be opened at all."""
 
 
 @dataclass

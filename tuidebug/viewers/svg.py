@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from tuidebug.errors import DotMissing, LayoutFailed, ViewerError
 from tuidebug.trace.graph import Graph
 from tuidebug.trace.reader import GraphRecord, StageInfo, Trace, TraceError
 from tuidebug.trace.summary import kernel_launches, launch_text
@@ -26,22 +27,6 @@ INSTALL_HINT = ("install Graphviz (Debian/Ubuntu: apt-get install graphviz; macO
 DEFAULT_TIMEOUT_S = 60.0  # all layout attempts together
 FAST_DOT = ["-Gnslimit=1", "-Gnslimit1=1", "-Gmclimit=0.3"]
 CHEAP_DOT = ["-Gnslimit=0.2", "-Gnslimit1=0.2", "-Gmclimit=0.05", "-Gremincross=false"]
-
-
-class ViewerError(Exception):
-    """A user-facing error: unknown id, nothing to draw, no Graphviz, layout gave up."""
-
-
-class DotMissing(ViewerError):
-    def __init__(self, message: str, dot_file: Path) -> None:
-        super().__init__(message)
-        self.dot_file = dot_file
-
-
-class LayoutFailed(ViewerError):
-    def __init__(self, message: str, dot_file: Path) -> None:
-        super().__init__(message)
-        self.dot_file = dot_file
 
 
 @dataclass

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 from tuidebug import __version__
+from tuidebug.errors import ImportFailed
 from tuidebug.trace import schema
 from tuidebug.trace.importers import tracelog
 
@@ -43,10 +44,6 @@ _RANK_RE = re.compile(r"(?:^|[_.-])rank_?(?P<rank>\d+)(?:[_.-]|$)")
 
 __all__ = ["ImportFailed", "detect", "ensure_trace", "import_path", "list_ranks", "log_rank",
            "trace_logs", "IMPORTER_VERSION"]
-
-
-class ImportFailed(ValueError):
-    """The path cannot be imported (not a log, no such rank, output not writable …)."""
 
 
 # -- detection ------------------------------------------------------------------------------------

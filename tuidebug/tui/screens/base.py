@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import importlib.util
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -21,20 +20,6 @@ from tuidebug.tui.messages import Loaded, SvgExported
 from tuidebug.tui.widgets.bars import SearchBar, TitleBar
 from tuidebug.tui.widgets.lists import PickList
 from tuidebug.tui.widgets.textview import TextView
-
-SVG_MODULE = "tuidebug.viewers.svg"
-
-
-def svg_exporter() -> Callable[..., Path] | None:
-    """``tuidebug.viewers.svg.export_svg`` if that module exists (it is written separately)."""
-    try:
-        if importlib.util.find_spec(SVG_MODULE) is None:
-            return None
-        module = importlib.import_module(SVG_MODULE)
-    except ImportError:
-        return None
-    return getattr(module, "export_svg", None)
-
 
 class TraceScreen(Screen):
     """A screen that shows one aspect of the trace for the app's current graph."""
@@ -211,10 +196,8 @@ class TraceScreen(Screen):
         return {"graph_id": g.id} if g is not None else None
 
     def action_export_svg(self) -> None:
-        exporter = svg_exporter()
-        if exporter is None:
-            self.notify("SVG export not available", severity="warning")
-            return
+        from tuidebug.viewers.svg import export_svg  # graphviz's bindings: loaded when used
+
         request = self.svg_request()
         if request is None:
             self.notify("nothing on this screen to export", severity="warning")
@@ -224,9 +207,9 @@ class TraceScreen(Screen):
 
         def work() -> None:
             try:
-                path = exporter(trace, **request)
+                path = export_svg(trace, **request)
                 self.post_message(SvgExported(Path(path).resolve() if path else None))
-            except Exception as e:  # the exporter is another module: report, never crash
+            except Exception as e:  # no Graphviz, layout gave up, …: report, never crash
                 self.post_message(SvgExported(None, f"{type(e).__name__}: {e}"))
         self.run_worker(work, name="svg", group="svg", thread=True, exit_on_error=False)
 

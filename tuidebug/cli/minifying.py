@@ -1,4 +1,4 @@
-"""``tuidebug minify`` and ``tuidebug bisect`` (registered by ``tuidebug.cli``).
+"""Commands that shrink and explain a failure: ``minify`` and ``bisect``.
 
 Neither imports torch in the CLI process for minify (the workers do); bisect imports it to drive
 Inductor's compiler bisector.
@@ -29,12 +29,15 @@ def _positive_float(text: str) -> float:
     return x
 
 
-def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "minify", help="shrink a failed trace into a standalone repro.py",
-        description="Delta-debug the failing graph of a trace (compile error, runtime error or "
-                    "accuracy mismatch against eager) into the smallest standalone repro.py that "
-                    "still fails the same way, and check it in a fresh process.")
+MINIFY_DESCRIPTION = ("Delta-debug the failing graph of a trace (compile error, runtime error or "
+                      "accuracy mismatch against eager) into the smallest standalone repro.py that "
+                      "still fails the same way, and check it in a fresh process.")
+BISECT_DESCRIPTION = ("Run a test repeatedly under Inductor's compiler bisector "
+                      "(torch._inductor.compiler_bisector), in child processes, and print "
+                      "the backend, subsystem and pass application that the failure needs.")
+
+
+def minify_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("trace", help="a trace directory whose status is 'failed'")
     p.add_argument("-o", "--output", default="repro.py", help="where to write the repro "
                    "(default: repro.py)")
@@ -49,13 +52,9 @@ def register(sub: Any) -> None:
     p.add_argument("--keep-work", action="store_true",
                    help="keep the work directory (every candidate, worker logs)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.set_defaults(fn=cmd_minify)
 
-    p = sub.add_parser(
-        "bisect", help="name the backend / Inductor pass responsible for a failed trace",
-        description="Run a test repeatedly under Inductor's compiler bisector "
-                    "(torch._inductor.compiler_bisector), in child processes, and print "
-                    "the backend, subsystem and pass application that the failure needs.")
+
+def bisect_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("trace", help="a trace directory whose status is 'failed'")
     p.add_argument("--repro", "-r", help="test this repro.py (from `tuidebug minify`; much "
                    "faster) instead of re-running the traced script")
@@ -64,7 +63,6 @@ def register(sub: Any) -> None:
     p.add_argument("--timeout", type=_positive_float, default=600.0,
                    help="seconds per run (default 600)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.set_defaults(fn=cmd_bisect)
 
 
 def _reporter(as_json: bool) -> tuple[Any, Any]:
@@ -102,17 +100,14 @@ def _reporter(as_json: bool) -> tuple[Any, Any]:
 
 
 def cmd_minify(ns: argparse.Namespace) -> int:
-    from tuidebug.cli import CliError
-    from tuidebug.minify.minifier import MinifyError, minify
+    from tuidebug.minify.minifier import minify
 
     on_progress, stop = _reporter(ns.json)
     try:
         result = minify(ns.trace, ns.output, jobs=ns.jobs, timeout=ns.timeout,
                         on_progress=on_progress, atol=ns.atol, rtol=ns.rtol,
                         keep_work=ns.keep_work)
-    except MinifyError as e:
-        raise CliError(str(e)) from e
-    finally:
+    finally:  # MinifyError: printed by main
         stop()
     if ns.json:
         print(json.dumps(result.to_json(), indent=1))
@@ -136,9 +131,7 @@ def cmd_minify(ns: argparse.Namespace) -> int:
 
 
 def cmd_bisect(ns: argparse.Namespace) -> int:
-    from tuidebug.cli import CliError
     from tuidebug.minify.bisection import bisect
-    from tuidebug.minify.source import MinifyError
 
     def step(n: int, text: str) -> None:
         print(f"[bisect] run {n}: {text}", file=sys.stderr, flush=True)
@@ -146,10 +139,8 @@ def cmd_bisect(ns: argparse.Namespace) -> int:
     if not ns.repro:
         print("[bisect] re-running the traced script for every step; a minified repro "
               "(tuidebug minify, then --repro repro.py) is much faster", file=sys.stderr)
-    try:
-        report = bisect(ns.trace, ns.repro, timeout=ns.timeout, on_step=step, fresh=ns.fresh)
-    except MinifyError as e:
-        raise CliError(str(e)) from e
+    # MinifyError: printed by main
+    report = bisect(ns.trace, ns.repro, timeout=ns.timeout, on_step=step, fresh=ns.fresh)
     if ns.json:
         print(json.dumps({k: v for k, v in report.__dict__.items()}, indent=1))
     else:

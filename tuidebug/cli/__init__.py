@@ -1,0 +1,100 @@
+"""The one entry point: ``tuidebug <command> …`` (also ``python -m tuidebug.cli …``).
+
+Every sub-command is wired here, in ``COMMANDS``; its arguments and its code live in the module
+of its group (``compiling``, ``viewing``, ``minifying``, ``demo``). This package never imports
+torch itself: commands that need the compiler run it in a child process or import it only when
+they run. Nothing imports this package; errors for the user come from ``tuidebug.errors``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass
+from typing import Callable
+
+from tuidebug import __version__
+from tuidebug.cli import compiling, demo, minifying, viewing
+from tuidebug.cli.output import err
+from tuidebug.errors import TuidebugError
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+    description: str | None = None
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("trace", "run a script with capture on and write a trace",
+            compiling.trace_arguments, compiling.cmd_trace),
+    Command("info", "summarise a trace (or a TORCH_TRACE log / debug folder)",
+            viewing.info_arguments, viewing.cmd_info),
+    Command("open", "open a trace (or a TORCH_TRACE log / debug folder) in the TUI",
+            viewing.open_arguments, viewing.cmd_open),
+    Command("import", "import a TORCH_TRACE log or torch_compile_debug folder",
+            viewing.import_arguments, viewing.cmd_import),
+    Command("demo", "trace the bundled transformer example and open it",
+            demo.demo_arguments, demo.cmd_demo),
+    Command("svg", "export a captured graph as SVG (Graphviz)",
+            viewing.svg_arguments, viewing.cmd_svg, viewing.SVG_DESCRIPTION),
+    Command("flags", "list and search every Inductor flag with its documentation; "
+                     "`flags demo NAME` toggles one and shows what changes",
+            compiling.flags_arguments, compiling.cmd_flags),
+    Command("recompile", "recompile a trace with changed Inductor flags and compare (the "
+                         "original trace is never modified)",
+            compiling.recompile_arguments, compiling.cmd_recompile),
+    Command("diff", "compare two traces: config, passes, IR, fusion, kernels, times",
+            viewing.diff_arguments, viewing.cmd_diff),
+    Command("minify", "shrink a failed trace into a standalone repro.py",
+            minifying.minify_arguments, minifying.cmd_minify, minifying.MINIFY_DESCRIPTION),
+    Command("bisect", "name the backend / Inductor pass responsible for a failed trace",
+            minifying.bisect_arguments, minifying.cmd_bisect, minifying.BISECT_DESCRIPTION),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="tuidebug",
+        description="Debug torch.compile: trace Inductor, explore passes, IR, kernels and "
+                    "provenance, export SVGs, recompile with other flags, minify failures.")
+    ap.add_argument("--version", action="version", version=f"tuidebug {__version__}")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    for command in COMMANDS:
+        p = sub.add_parser(command.name, help=command.help, description=command.description)
+        command.arguments(p)
+        p.set_defaults(fn=command.run)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        argv = ["demo"]
+    ap = build_parser()
+    ns = ap.parse_args(argv)
+    if not getattr(ns, "fn", None):
+        ap.print_help()
+        return 2
+    try:
+        return int(ns.fn(ns) or 0)
+    except TuidebugError as e:
+        err(str(e))
+        return 2
+    except KeyboardInterrupt:
+        err("interrupted")
+        return 130
+    except BrokenPipeError:  # `tuidebug info TRACE | head`: quietly, as rich does (exit 1)
+        _silence_stdout()
+        return 1
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit raises nothing more."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

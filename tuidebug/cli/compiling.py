@@ -1,0 +1,279 @@
+"""Commands that run the compiler: ``trace``, ``recompile``, ``flags`` (and ``flags demo``).
+
+Nothing here imports torch: a trace runs in a child process (``run_trace``), a recompile in the
+worker process, and the flag registry is read from Inductor's config source.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tuidebug.cli.output import err
+from tuidebug.cli.viewing import open_trace, print_info, show_diff
+from tuidebug.errors import CliError
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+# -- trace ----------------------------------------------------------------------------------------
+
+def default_out(script: Path) -> Path:
+    return Path("tuidebug-traces") / f"{script.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def _check_writable(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".tuidebug-write-test"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as e:
+        raise CliError(f"cannot write the trace to {out}: {e.strerror or e}") from e
+
+
+def _validated_sets(sets: list[str]) -> dict[str, Any]:
+    """``--set NAME=VALUE`` items checked against the flag registry and converted to the flags'
+    types (as ``tuidebug recompile`` does); a bad one is a one-line error (UnknownFlag,
+    FlagValueError, RecompileError)."""
+    from tuidebug.compiler.recompile import parse_sets
+
+    return parse_sets(sets)
+
+
+def _run_child(cmd: list[str], env: dict[str, str]) -> tuple[int, list[str]]:
+    """Run the capture child with its stderr passed through; returns its exit code and the
+    last lines it wrote there that are not tuidebug's own (what the script said last)."""
+    tail: collections.deque[str] = collections.deque(maxlen=5)
+    with subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True,
+                          errors="replace") as proc:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+            if line.strip() and not line.startswith("[tuidebug]"):
+                tail.append(line.rstrip())
+    return proc.returncode, list(tail)
+
+
+def run_trace(script: str, script_args: list[str], out: Path | None, *, check: bool = True,
+              use_cache: bool = False, sets: list[str] | None = None,
+              quiet: bool = False) -> tuple[int, Path, list[str]]:
+    """Trace ``script`` in a child process. Returns (exit code, trace dir, the last lines of
+    the child's stderr that are not tuidebug's own)."""
+    path = Path(script)
+    if not path.exists():
+        raise CliError(f"no such script: {script}")
+    if not path.is_file():
+        raise CliError(f"not a file: {script}")
+    overrides = _validated_sets(sets) if sets else {}
+    out = out or default_out(path)
+    if out.exists() and any(out.iterdir()):
+        raise CliError(f"output directory {out} is not empty; choose another with -o")
+    _check_writable(out)
+    cmd = [sys.executable, "-m", "tuidebug.compiler.run_script", "--out", str(out)]
+    if not check:
+        cmd.append("--no-check")
+    if use_cache:
+        cmd.append("--use-cache")
+    if overrides:
+        cmd += ["--overrides", json.dumps(overrides)]
+    cmd += [str(path), *script_args]
+    env = dict(os.environ)
+    root = str(PACKAGE_ROOT)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if not quiet:
+        print(f"[tuidebug] tracing {script} → {out}", file=sys.stderr, flush=True)
+    code, tail = _run_child(cmd, env)
+    return code, out, tail
+
+
+def _manifest(out: Path) -> dict[str, Any]:
+    """The trace's manifest as written, or {} (none yet, or unreadable)."""
+    try:
+        data = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def trace_outcome(code: int, out: Path, tail: list[str] | None = None) -> int:
+    """Say what the capture child's exit ``code`` means; returns the command's exit code."""
+    from tuidebug.compiler import run_script as rs
+
+    if code == rs.EXIT_EXITED_EARLY:
+        n = _manifest(out).get("script_exit_code", "non-zero")
+        said = f"; it said: {tail[-1][:300]}" if tail else ""
+        err(f"the script exited with code {n} before compiling{said}")
+        return 3
+    if code == rs.EXIT_NO_COMPILE:
+        err("the script never compiled anything: it did not call a torch.compile'd function "
+            "(torch.compile is lazy: the compiled function must be called)")
+        return 3
+    if code == rs.EXIT_RAISED_EARLY:
+        err("the script raised an exception before compiling anything (traceback above)")
+        return 3
+    if code < 0:
+        import signal
+
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = str(-code)
+        err(f"the capturing process died ({name}); the trace in {out} shows how far it got")
+        return 1
+    if code == rs.EXIT_COMPILE_FAILED:
+        err(f"compilation failed; the trace in {out} records the failure "
+            f"(try: tuidebug open {out}, or tuidebug minify {out})")
+        return 1
+    if code == rs.EXIT_WRITE_FAILED:
+        err(f"the trace in {out} could not be written completely (disk full or read-only?); "
+            "what was written before is intact")
+        return 1
+    if code == rs.EXIT_RAISED_LATE:
+        err("the script raised after compiling (traceback above); the trace is complete")
+        return 1
+    if code != 0:
+        err(f"the script exited with code {code}; the trace is complete")
+        return 1
+    return 0
+
+
+def _misplaced_options(script_args: list[str], own: list[str]) -> list[str]:
+    """The script's arguments that are ``tuidebug trace``'s own options (``own``), which argparse
+    hands to the script when they come after it."""
+    return [a for a in script_args if a.split("=", 1)[0] in own]
+
+
+def trace_arguments(p: argparse.ArgumentParser) -> None:
+    options = [
+        p.add_argument("-o", "--output",
+                       help="trace directory (default: tuidebug-traces/<script>-<time>)"),
+        p.add_argument("--no-check", action="store_true",
+                       help="do not compare compiled outputs against eager"),
+        p.add_argument("--use-cache", action="store_true",
+                       help="let Inductor use its caches (a cache hit records less)"),
+        p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                       help="set an Inductor flag for this trace (repeatable; checked against "
+                            "the flag registry, as `tuidebug flags` lists them)"),
+        p.add_argument("--open", action="store_true", help="open the trace in the TUI afterwards"),
+    ]
+    p.add_argument("script", help="the script; tuidebug's options go before it")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
+    p.set_defaults(trace_options=[s for a in options for s in a.option_strings])
+
+
+def cmd_trace(ns: argparse.Namespace) -> int:
+    code, out, tail = run_trace(ns.script, ns.args, Path(ns.output) if ns.output else None,
+                                check=not ns.no_check, use_cache=ns.use_cache, sets=ns.set)
+    if (out / "manifest.json").exists():
+        print_info(out, as_json=False)
+    rc = trace_outcome(code, out, tail)
+    misplaced = _misplaced_options(ns.args, ns.trace_options)
+    if rc != 0 and misplaced:
+        print(f"tuidebug: hint: {' '.join(misplaced)} went to the script; tuidebug's options go "
+              f"before the script: tuidebug trace -o DIR {ns.script} …", file=sys.stderr)
+    if rc == 0 and ns.open:
+        return open_trace(out)
+    return rc
+
+
+# -- flags ----------------------------------------------------------------------------------------
+
+def _message(e: BaseException) -> str:
+    """What an error says: ``str(KeyError(m))`` is ``repr(m)``, every other one's is ``m``."""
+    return str(e.args[0]) if isinstance(e, KeyError) and len(e.args) == 1 else str(e)
+
+
+def flags_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("pattern", nargs="?", help="substring or glob (e.g. triton.*), or `demo`")
+    p.add_argument("names", nargs="*", help=argparse.SUPPRESS)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("-o", "--output", help="flags demo: directory for the two traces "
+                                          "(default: a temporary one, removed unless --keep)")
+    p.add_argument("--keep", action="store_true", help="flags demo: keep the traces")
+    p.add_argument("--timeout", type=float, default=900.0, help="flags demo: seconds per compile")
+    p.add_argument("--device", choices=("cpu", "cuda"),
+                   help="flags demo: the example's device (default: cuda if available)")
+
+
+def cmd_flags(ns: argparse.Namespace) -> int:
+    if ns.pattern == "demo":
+        from tuidebug.compiler.flag_demos import demo_main
+
+        if len(ns.names) > 1:
+            raise CliError("flags demo takes one flag name (or none, to list the demos)")
+        try:
+            return demo_main(ns.names[0] if ns.names else None, out=ns.output, as_json=ns.json,
+                             keep=ns.keep, timeout=ns.timeout, device=ns.device)
+        except (LookupError, ValueError) as e:
+            raise CliError(_message(e)) from None
+    if ns.names:
+        raise CliError(f"unexpected arguments: {' '.join(ns.names)} "
+                       "(`tuidebug flags PATTERN`, or `tuidebug flags demo NAME`)")
+    from tuidebug.compiler.flags import flags_main
+
+    return flags_main(ns.pattern, ns.json)
+
+
+# -- recompile ------------------------------------------------------------------------------------
+
+def recompile_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trace")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="an Inductor flag to change (repeatable)")
+    p.add_argument("-o", "--output", help="new trace directory (default: <TRACE>-<flag>=<value>)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="keep the graph-level caches off even when --set names fx_graph_cache "
+                        "(as `tuidebug trace --set`); kernel binaries are reused either way")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds before the job is killed")
+    p.add_argument("--json", action="store_true", help="print the job result and the comparison as JSON")
+    p.add_argument("--no-code", action="store_true", help="leave out code diffs")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+
+
+def cmd_recompile(ns: argparse.Namespace) -> int:
+    from tuidebug.compiler import recompile
+    from tuidebug.compiler.worker import RecompileWorker
+
+    if not ns.set:
+        raise CliError("nothing to change: give at least one --set NAME=VALUE")
+    # UnknownFlag, FlagValueError, RecompileError: printed by main
+    sets = recompile.parse_sets(ns.set)
+    spec = recompile.recompile_spec(ns.trace, sets, ns.output, use_cache=not ns.no_cache)
+    out = Path(spec["out"])
+    print(f"[tuidebug] recompiling {ns.trace} with {recompile.format_sets(sets)} → {out}",
+          file=sys.stderr, flush=True)
+
+    def progress(job: Any, message: str) -> None:
+        if not ns.quiet and (message.startswith("phase") or message.startswith("compiling")):
+            print(f"[tuidebug] {message}", file=sys.stderr, flush=True)
+
+    worker = RecompileWorker(warmup=False, timeout=ns.timeout, use_cache=not ns.no_cache,
+                             on_progress=progress)
+    try:
+        job = worker.submit_spec(spec)
+        job.wait()
+    finally:
+        worker.close()
+    result = job.result or {}
+    if job.state != "ok":
+        print(f"tuidebug: recompile {job.state}: {job.error or ''}", file=sys.stderr)
+        tail = result.get("output_tail")
+        if tail and not ns.json:
+            print("\n".join(str(tail).splitlines()[-15:]), file=sys.stderr)
+    else:
+        print(f"[tuidebug] recompiled in {job.elapsed_s:.1f}s", file=sys.stderr, flush=True)
+    if (out / "manifest.json").exists():
+        show_diff(Path(ns.trace), out, as_json=ns.json, code=not ns.no_code,
+                  extra={"job": result} if ns.json else None)
+    elif ns.json:
+        print(json.dumps({"job": result}, indent=1, default=str))
+    return 0 if job.state == "ok" else 1

@@ -1,0 +1,193 @@
+"""Commands that read traces: ``info``, ``open``, ``import``, ``svg``, ``diff``.
+
+None of them imports torch; a TORCH_TRACE log or torch_compile_debug folder given in place of a
+trace is imported first (``resolve_trace``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from tuidebug.cli.output import console
+from tuidebug.errors import CliError
+
+RANK_HELP = "for a multi-rank TORCH_TRACE log: the rank to open (default: the lowest)"
+
+
+# -- inputs that are not tuidebug traces -------------------------------------------------------------
+
+def resolve_trace(path: Path, rank: int | None = None) -> Path:
+    """A tuidebug trace for ``path``: itself, or an import of a TORCH_TRACE log or a
+    torch_compile_debug folder (made once, next to the source; the source is never modified)."""
+    from tuidebug.trace.importers import detect, ensure_trace
+
+    if detect(path) in (None, "tuidebug"):
+        return path  # Trace() says what is wrong with it
+    out = ensure_trace(path, rank=rank)  # ImportFailed: a TuidebugError, printed by main
+    print(f"[tuidebug] imported {path} → {out}", file=sys.stderr)
+    return out
+
+
+def import_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source")
+    p.add_argument("-o", "--output", required=True, help="the new trace directory")
+    p.add_argument("--rank", type=int, help=RANK_HELP)
+
+
+def cmd_import(ns: argparse.Namespace) -> int:
+    from tuidebug.trace.importers import import_path
+
+    out = import_path(Path(ns.source), Path(ns.output), rank=ns.rank)
+    print(f"[tuidebug] imported {ns.source} → {out}", file=sys.stderr)
+    return print_info(Path(out), as_json=False)
+
+
+# -- info -----------------------------------------------------------------------------------------
+
+def print_info(path: Path, *, as_json: bool, rank: int | None = None) -> int:
+    """Print the trace's summary (a table, or JSON); 0 when its status is ok, else 1."""
+    from tuidebug.trace.reader import Trace
+    from tuidebug.trace.summary import trace_summary
+
+    path = resolve_trace(path, rank)
+    summary = trace_summary(Trace(path))  # TraceError: printed by main
+    if as_json:
+        print(json.dumps(summary, indent=1, default=str))
+    else:
+        from tuidebug.viewers.info import render_summary
+
+        render_summary(summary, console())
+    return 0 if summary["status"] == "ok" else 1
+
+
+def info_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trace")
+    p.add_argument("--json", action="store_true", help="machine-readable summary")
+    p.add_argument("--rank", type=int, help=RANK_HELP)
+
+
+def cmd_info(ns: argparse.Namespace) -> int:
+    print_info(Path(ns.trace), as_json=ns.json, rank=ns.rank)
+    return 0
+
+
+# -- open -----------------------------------------------------------------------------------------
+
+def open_trace(path: Path, rank: int | None = None) -> int:
+    """Open ``path`` in the terminal UI; returns the app's exit code."""
+    from tuidebug.trace.reader import Trace
+
+    path = resolve_trace(path, rank)
+    trace = Trace(path)
+    try:
+        from tuidebug.tui.app import run_app
+    except ImportError as e:
+        raise CliError(f"the terminal UI is not available: {e}") from e
+    return run_app(trace)
+
+
+def open_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trace")
+    p.add_argument("--rank", type=int, help=RANK_HELP)
+
+
+def cmd_open(ns: argparse.Namespace) -> int:
+    return open_trace(Path(ns.trace), ns.rank)
+
+
+# -- svg ------------------------------------------------------------------------------------------
+
+SVG_DESCRIPTION = ("Render a captured FX graph as SVG with Graphviz's dot. Graphs over the node "
+                   "budget are collapsed by nn.Module automatically; long edges become stubs.")
+
+
+def svg_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trace", help="trace directory")
+    p.add_argument("--graph", metavar="ID", help="graph id (default: the first; see tuidebug info)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--stage", metavar="NAME",
+                       help="stage name, snapshot file stem or index (default: the last snapshot)")
+    which.add_argument("--pass", dest="pass_index", metavar="N", type=int,
+                       help="the graph after pass N (an index from the pass list)")
+    p.add_argument("--kernels", action="store_true",
+                   help="post-fusion view: one cluster per generated kernel around its FX nodes")
+    p.add_argument("--diff", nargs="*", metavar="STAGE",
+                   help="what changed: --diff STAGE_A STAGE_B, or --pass N --diff for one pass")
+    p.add_argument("--depth", type=int, metavar="N",
+                   help="collapse nodes into their nn.Module, keeping N levels of the module path")
+    p.add_argument("--budget", type=int, default=400, metavar="N",
+                   help="above this many nodes, collapse automatically (default: 400)")
+    p.add_argument("--full", action="store_true", help="never collapse automatically (slow when big)")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                   help="seconds for all layout attempts together (default: 60)")
+    p.add_argument("--keep-dot", action="store_true", help="keep the .dot file beside the SVG")
+    p.add_argument("-o", "--output", metavar="FILE", help="SVG file (default: <trace>-<graph>-<stage>.svg)")
+
+
+def cmd_svg(ns: argparse.Namespace) -> int:
+    from tuidebug.trace.reader import Trace
+    from tuidebug.viewers.svg import export
+
+    diff: list[str] | bool | None = None
+    if ns.diff is not None:
+        if len(ns.diff) == 2:
+            diff = list(ns.diff)
+        elif not ns.diff and (ns.pass_index is not None or ns.stage is not None):
+            diff = True
+        else:
+            raise CliError("--diff takes two stages (--diff STAGE_A STAGE_B), or none with "
+                           "--pass N / --stage NAME to compare it with the snapshot before")
+        if ns.stage is not None and diff is not True:
+            raise CliError("--stage and --diff STAGE_A STAGE_B cannot be combined")
+    trace = Trace(ns.trace)  # TraceError, ViewerError: printed by main
+    e = export(trace, ns.graph, ns.stage, ns.kernels, diff, ns.depth, ns.output,
+               pass_index=ns.pass_index, budget=ns.budget, collapse=not ns.full,
+               timeout=ns.timeout, keep_dot=ns.keep_dot)
+    for w in e.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    d = e.dot
+    what = f"{d.total} nodes" + (f", {d.shown} shown" if d.shown != d.total else "")
+    notes = "; ".join(d.notes)
+    print(f"wrote {e.svg} ({what}{'; ' + notes if notes else ''}; "
+          f"{e.rendered.engine} {e.rendered.seconds:.2f}s)")
+    if len(e.rendered.tries) > 1:
+        print("layout: " + "; ".join(e.rendered.tries), file=sys.stderr)
+    return 0
+
+
+# -- diff -----------------------------------------------------------------------------------------
+
+def show_diff(a: Path, b: Path, *, as_json: bool, code: bool, unchanged: bool = False,
+              context: int = 3, max_lines: int = 120,
+              extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Compare traces ``a`` and ``b`` and print the comparison (rich, or JSON with ``extra``)."""
+    from tuidebug.trace.diff import diff_traces
+
+    d = diff_traces(a, b, code=code, context=context, max_diff_lines=max(max_lines, 400))
+    if as_json:
+        print(json.dumps({**(extra or {}), **d}, indent=1, default=str))
+    else:
+        from tuidebug.viewers.diff_view import render_diff
+
+        render_diff(d, console(), code=code, unchanged=unchanged, max_code_lines=max_lines)
+    return d
+
+
+def diff_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trace_a")
+    p.add_argument("trace_b")
+    p.add_argument("--json", action="store_true", help="machine-readable comparison")
+    p.add_argument("--no-code", action="store_true", help="leave out code diffs")
+    p.add_argument("--unchanged", action="store_true", help="list unchanged kernels too")
+    p.add_argument("--context", type=int, default=3, help="lines of context in code diffs")
+    p.add_argument("--max-lines", type=int, default=120, help="lines shown per code diff")
+
+
+def cmd_diff(ns: argparse.Namespace) -> int:
+    show_diff(Path(ns.trace_a), Path(ns.trace_b), as_json=ns.json, code=not ns.no_code,
+              unchanged=ns.unchanged, context=ns.context, max_lines=ns.max_lines)
+    return 0
