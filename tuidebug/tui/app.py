@@ -51,7 +51,8 @@ class TuidebugApp(App[int]):
     BINDINGS: ClassVar[list[Binding]] = keymap.bindings("app")  # type: ignore[assignment]
 
     def __init__(self, trace: Trace, *, start: str = "overview",
-                 recompile_timeout: float = 600.0, prewarm: bool = True) -> None:
+                 recompile_timeout: float = 600.0, prewarm: bool = True,
+                 allow_run: bool = True) -> None:
         super().__init__()
         self.trace = trace
         self.start_screen = start
@@ -59,6 +60,9 @@ class TuidebugApp(App[int]):
         # start the recompile worker (torch import and warm-up, seconds) in the background when
         # the flags screen is first shown, so that the first recompile is already warm
         self.prewarm = prewarm
+        # False under `tuidebug serve` without --allow-run: nothing that runs code (recompile,
+        # its worker and priming, minify, bisect) starts; may_run() says why
+        self.allow_run = allow_run
         self.worker_error: str | None = None  # why the worker could not start
         self.current_graph: GraphRecord | None = self._first_graph()
         self.pending_flags: dict[str, Any] = {}  # flag name -> new value (flags screen)
@@ -111,7 +115,7 @@ class TuidebugApp(App[int]):
         """Start the recompile worker in the background (the flags screen calls this when it is
         first shown), unless ``prewarm`` is off or it runs already. Never blocks, never raises:
         a worker that cannot start is reported in the flags screen's status."""
-        if not self.prewarm or self.recompile_worker is not None:
+        if not self.prewarm or not self.allow_run or self.recompile_worker is not None:
             return
         try:
             worker = self._ensure_worker()
@@ -138,9 +142,21 @@ class TuidebugApp(App[int]):
             return "off"
         return "ready" if w.ready else "starting"
 
+    def may_run(self, what: str) -> bool:
+        """Whether ``what`` (recompile, minify, bisect: each runs code) may start here; when not
+        (a served view started without --allow-run) the user is told why."""
+        if self.allow_run:
+            return True
+        self.notify(f"{what} runs code on the server, and this view was served without "
+                    "--allow-run (tuidebug serve --allow-run TRACE allows it)",
+                    title=f"cannot {what} here", severity="warning", timeout=10)
+        return False
+
     def start_recompile(self, sets: dict[str, Any]) -> None:
         """Recompile the open trace with ``sets`` in the warm worker (a separate process),
         into a new trace directory beside it. Never blocks; progress goes to the flags screen."""
+        if not self.may_run("recompile"):
+            return
         from tuidebug.compiler.recompile import format_sets
 
         job = self.recompile_job

@@ -130,6 +130,8 @@ class ErrorsScreen(TraceScreen):
     # -- minify / bisect -------------------------------------------------------------------------
 
     def _can_run(self, what: str) -> bool:
+        if not self.app.may_run(what):  # type: ignore[attr-defined]
+            return False
         status = self.trace.status
         if status == schema.STATUS_CRASHED:
             self.notify(f"this trace crashed (during {self.trace.phase!r}): the capturing process "

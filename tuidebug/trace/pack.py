@@ -1,0 +1,149 @@
+"""One file to attach to a bug report: a trace as a ``.tar.gz`` with a manifest of hashes.
+
+``pack(trace, out)`` writes every file of the trace under one top-level folder, plus
+``PACK_MANIFEST`` (each file's sha256 and size) that ``tuidebug.trace.unpack`` checks. With
+``redact=True`` the generated code (wrapper, kernels, repro scripts) and the user's source lines
+(the ``code`` of every source frame, the code lines of tracebacks) are left out; file names,
+line numbers and everything else stay, so the trace still opens and navigates.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import re
+import tarfile
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from tuidebug import __version__
+from tuidebug.trace import schema
+
+PACK_MANIFEST = "tuidebug-pack.json"
+PACK_FORMAT = "tuidebug-pack"
+# files a redacted pack keeps under code/: the indexes and timings, not the generated code
+_CODE_METADATA = {".json", ".jsonl"}
+# a traceback line that names a frame, or one that is not indented (the exception itself)
+_FRAME_LINE = re.compile(r'^\s*File "')
+
+
+class PackError(ValueError):
+    """The trace cannot be packed (not a trace, unreadable, output not writable)."""
+
+
+def _trace_files(root: Path) -> Iterator[Path]:
+    """Every regular file of the trace, in a stable order; links and special files are skipped
+    (a trace never contains them; packing one would let a link point out of the archive)."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not os.path.islink(os.path.join(dirpath, d)))
+        for name in sorted(filenames):
+            p = Path(dirpath) / name
+            if p.is_file() and not p.is_symlink():
+                yield p
+
+
+def _dropped_by_redaction(rel: Path) -> bool:
+    parts = rel.parts
+    if "repro" in parts[:-1]:
+        return True
+    return "code" in parts[:-1] and rel.suffix not in _CODE_METADATA
+
+
+def redact_traceback(text: str) -> str:
+    """A traceback without its code lines: the ``File "…", line N, in fn`` lines and the
+    exception's own lines stay, the indented source (and ``^^^`` markers) under them go."""
+    kept = [ln for ln in text.splitlines() if _FRAME_LINE.match(ln) or not ln[:1].isspace()]
+    return "\n".join(kept) + ("\n" if text.endswith("\n") else "")
+
+
+def redact_json(value: Any) -> Any:
+    """``value`` with every source frame's ``code`` set to None and tracebacks redacted."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if k == "code" and isinstance(v, str) and "line" in value:
+                out[k] = None
+            elif k == "traceback" and isinstance(v, str):
+                out[k] = redact_traceback(v)
+            else:
+                out[k] = redact_json(v)
+        return out
+    if isinstance(value, list):
+        return [redact_json(v) for v in value]
+    return value
+
+
+def _redacted_bytes(path: Path, data: bytes) -> bytes:
+    if path.suffix == ".json":
+        try:
+            doc = json.loads(data)
+        except ValueError:
+            return data  # not ours to fix: packed as it is
+        return (json.dumps(redact_json(doc), indent=1, ensure_ascii=False) + "\n").encode()
+    if path.suffix == ".jsonl":
+        lines = []
+        for line in data.decode("utf-8", "replace").splitlines():
+            try:
+                lines.append(json.dumps(redact_json(json.loads(line)), ensure_ascii=False))
+            except ValueError:
+                continue  # a torn last line: readers skip it too
+        return ("\n".join(lines) + "\n").encode() if lines else b""
+    return data
+
+
+def _add(tar: tarfile.TarFile, name: str, data: bytes, mtime: float) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    info.mode = 0o644
+    info.mtime = int(mtime)
+    info.type = tarfile.REGTYPE
+    info.uname = info.gname = ""
+    tar.addfile(info, io.BytesIO(data))
+
+
+def pack(trace: str | os.PathLike[str], out: str | os.PathLike[str], *,
+         redact: bool = False) -> dict[str, Any]:
+    """Write ``trace`` to the gzip'd tar ``out`` (written whole, then renamed into place).
+    Returns the pack manifest."""
+    root = Path(trace)
+    if not (root / schema.MANIFEST).is_file():
+        raise PackError(f"{root} is not a tuidebug trace (no {schema.MANIFEST})")
+    out = Path(out)
+    top = root.resolve().name or "trace"
+    now = time.time()
+    files: dict[str, dict[str, Any]] = {}
+    dropped = 0
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as raw, \
+                gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=int(now)) as gz, \
+                tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for p in _trace_files(root):
+                rel = p.relative_to(root)
+                if redact and _dropped_by_redaction(rel):
+                    dropped += 1
+                    continue
+                data = p.read_bytes()
+                if redact:
+                    data = _redacted_bytes(rel, data)
+                name = rel.as_posix()
+                files[name] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+                _add(tar, f"{top}/{name}", data, p.stat().st_mtime)
+            manifest = {"format": PACK_FORMAT, "version": 1, "tool_version": __version__,
+                        "created_at": now, "trace": top, "redacted": redact,
+                        "dropped_files": dropped, "files": files}
+            _add(tar, f"{top}/{PACK_MANIFEST}",
+                 (json.dumps(manifest, indent=1) + "\n").encode(), now)
+        os.replace(tmp, out)
+    except OSError as e:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise PackError(f"cannot write {out}: {e.strerror or e}") from e
+    return manifest

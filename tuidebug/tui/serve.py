@@ -1,0 +1,178 @@
+"""The TUI as a web page: ``tuidebug serve TRACE`` through textual-serve.
+
+Each browser tab that connects gets its own app process (``python -m tuidebug.tui.serve
+--child TRACE``) driven over a websocket. The server listens on loopback unless another address
+is named; it answers only requests whose ``Host`` (on loopback) and websocket ``Origin`` name the
+server itself, so that another web page in the same browser cannot drive it (DNS rebinding,
+cross-site websockets); at most ``max_sessions`` app processes run at once. Without
+``allow_run`` the app runs nothing (no recompile, worker, minify or bisect): a served trace is
+only viewed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+import shlex
+import socket
+import sys
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
+CHILD_FLAG = "--child"
+
+
+class ServeError(Exception):
+    """The server cannot start (textual-serve missing, address in use)."""
+
+
+def is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def free_port(host: str) -> int:
+    """A port nothing listens on now at ``host`` (the OS's choice)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def child_command(trace: Path, *, allow_run: bool) -> str:
+    """The shell command textual-serve runs for each browser session."""
+    cmd = [sys.executable, "-m", "tuidebug.tui.serve", CHILD_FLAG, str(trace.resolve())]
+    if allow_run:
+        cmd.append("--allow-run")
+    return shlex.join(cmd)
+
+
+def _host_name(value: str) -> str:
+    """``host`` of a ``Host`` header value (``host:port``, ``[::1]:port``)."""
+    return (urlsplit(f"//{value}").hostname or "").lower()
+
+
+def request_allowed(host_header: str | None, origin: str | None, *, bound: str,
+                    port: int) -> str | None:
+    """None when a request may be served, else why not. On loopback the ``Host`` must name
+    loopback (a rebound DNS name is refused); a websocket's ``Origin``, when sent, must be this
+    server (the host it names being loopback, or the address it was bound to)."""
+    allowed = set(LOOPBACK_NAMES) if is_loopback(bound) else None
+    if allowed is not None and _host_name(host_header or "") not in allowed:
+        return f"host {host_header!r} is not this server"
+    if origin is not None:
+        o = urlsplit(origin)
+        ohost = (o.hostname or "").lower()
+        same = (ohost in allowed) if allowed is not None else \
+            (ohost == _host_name(host_header or ""))
+        if not same or o.port != port:
+            return f"origin {origin!r} is not this server"
+    return None
+
+
+def make_server(trace: Path, *, host: str, port: int, allow_run: bool,
+                max_sessions: int = 4, on_ready: Callable[[str], None] | None = None) -> Any:
+    """A textual-serve ``Server`` for ``trace`` with the checks above."""
+    try:
+        from aiohttp import web
+        from textual_serve.server import Server
+    except ImportError as e:
+        raise ServeError(f"serving needs textual-serve ({e}); install it with: "
+                         "pip install textual-serve") from None
+
+    url_host = f"[{host}]" if ":" in host else host
+
+    class TraceServer(Server):  # type: ignore[misc]
+        sessions = 0
+
+        async def _make_app(self) -> Any:
+            app = await super()._make_app()
+            app.middlewares.append(self._guard)
+            return app
+
+        @web.middleware
+        async def _guard(self, request: Any, handler: Any) -> Any:
+            why = request_allowed(request.headers.get("Host"), request.headers.get("Origin"),
+                                  bound=host, port=port)
+            if why:
+                raise web.HTTPForbidden(text=f"tuidebug serve: {why}\n")
+            if request.path != "/ws":
+                return await handler(request)
+            if TraceServer.sessions >= max_sessions:
+                raise web.HTTPServiceUnavailable(
+                    text=f"tuidebug serve: {max_sessions} sessions are open already\n")
+            TraceServer.sessions += 1
+            try:
+                return await handler(request)
+            finally:
+                TraceServer.sessions -= 1
+
+        async def on_startup(self, app: Any) -> None:
+            # startup runs before the socket listens: announce the URL once it answers
+            if on_ready is not None:
+                self.announcing = asyncio.ensure_future(self._announce())
+
+        async def _announce(self) -> None:
+            while True:
+                try:
+                    _, writer = await asyncio.open_connection(host, port)
+                except OSError:
+                    await asyncio.sleep(0.05)
+                    continue
+                writer.close()
+                break
+            assert on_ready is not None
+            on_ready(self.public_url)
+
+        def initialize_logging(self) -> None:  # textual-serve's rich log: only warnings
+            import logging
+
+            logging.getLogger("textual-serve").setLevel(logging.WARNING)
+            logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+
+    title = f"tuidebug — {trace.name}"
+    return TraceServer(child_command(trace, allow_run=allow_run), host=host, port=port,
+                       title=title, public_url=f"http://{url_host}:{port}")
+
+
+def serve(trace: Path, *, host: str = "127.0.0.1", port: int = 0, allow_run: bool = False,
+          max_sessions: int = 4, on_ready: Callable[[str], None] | None = None) -> None:
+    """Serve ``trace`` until interrupted. ``port`` 0: a free one."""
+    if port == 0:
+        try:
+            port = free_port(host)
+        except OSError as e:
+            raise ServeError(f"cannot listen on {host}: {e.strerror or e}") from e
+    # the app processes import this checkout's tuidebug, wherever the server was started from
+    root = str(Path(__file__).resolve().parents[2])
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = root + (os.pathsep + old if old else "")
+    server = make_server(trace, host=host, port=port, allow_run=allow_run,
+                         max_sessions=max_sessions, on_ready=on_ready)
+    try:
+        server.serve()
+    except OSError as e:
+        raise ServeError(f"cannot listen on {host}:{port}: {e.strerror or e}") from e
+
+
+def _child(argv: list[str]) -> int:
+    """One browser session: the app on the trace, under textual's web driver."""
+    allow_run = "--allow-run" in argv
+    paths = [a for a in argv if not a.startswith("--")]
+    from tuidebug.trace.reader import Trace
+    from tuidebug.tui.app import TuidebugApp
+
+    app = TuidebugApp(Trace(Path(paths[0])), allow_run=allow_run, prewarm=allow_run)
+    app.run()
+    return int(app.return_code or 0)
+
+
+if __name__ == "__main__" and sys.argv[1:2] == [CHILD_FLAG]:
+    sys.exit(_child(sys.argv[2:]))
