@@ -30,7 +30,7 @@ import torch
 from tuidebug.compiler import accuracy, compat, snapshot
 from tuidebug.trace import layout
 from tuidebug.trace import schema
-from tuidebug.trace.writer import TraceWriter
+from tuidebug.trace.writer import GraphWriter, TraceWriter
 
 TUIDEBUG_CONFIG = {"trace.provenance_tracking_level": 1}
 
@@ -48,7 +48,7 @@ class _GraphState:
     graph_id: str
     kind: str
     compile_id: str
-    dir: Path
+    out: GraphWriter  # writes graphs/<graph_id>/
     stages: list[dict[str, Any]] = field(default_factory=list)
     last_fp: dict[str, Any] | None = None
     last_gm: int | None = None
@@ -301,7 +301,7 @@ class CaptureSession:
             if gid in self._graphs:
                 return self._graphs[gid]
             assert self.writer is not None
-            gs = _GraphState(gid, kind, cid, self.writer.graph_path(gid))
+            gs = _GraphState(gid, kind, cid, self.writer.graph(gid))
             self._graphs[gid] = gs
             self.writer.add_graph(gid, kind=kind, compile_id=cid)
             c = self._compiles.setdefault(cid, {"graphs": []})
@@ -381,8 +381,7 @@ class CaptureSession:
         code = getattr(self._tls, "runnable", None)
         if code:
             self._tls.runnable = None
-            assert self.writer is not None
-            self.writer.write_text(gs.dir / schema.REPRO_DIR / "fx_graph_runnable.py", code)
+            gs.out.write_runnable(code)
 
     def _wrap_phase(self, orig: Callable[..., Any], phase: str) -> Callable[..., Any]:
         def fn(*args: Any, **kwargs: Any) -> Any:
@@ -444,13 +443,10 @@ class CaptureSession:
             base = base_fp if base_fp is not None else gs.last_fp
         changes = snapshot.diff_fingerprints(base, fp) if base is not None else {
             "added": list(fp), "removed": [], "changed": []}
-        index = len(gs.stages)
-        fname = f"{schema.STAGES_DIR}/{index:03d}-{layout.safe_id(name)}.json"
         data = snapshot.graph_to_json(gm, graph_id=gs.graph_id, stage=name,
                                       cache=self._stack_cache)
         data["changes"] = changes
-        assert self.writer is not None
-        self.writer.write_json(gs.dir / fname, data, compact=True)
+        fname = gs.out.write_stage(len(gs.stages), name, data)
         gs.last_fp, gs.last_gm, gs.last_nodes = fp, id(gm), data["nodes"]
         self._add_stage(gs, {
             "name": name, "kind": kind, "subsystem": subsystem, "duration_s": duration,
@@ -465,16 +461,14 @@ class CaptureSession:
             self._write_meta(gs)
 
     def _write_meta(self, gs: _GraphState) -> None:
-        assert self.writer is not None
-        self.writer.write_json(gs.dir / schema.META, {
-            "id": gs.graph_id, "kind": gs.kind, "compile_id": gs.compile_id,
-            "status": gs.status, "stages": gs.stages, "phase_times_s": _durations(gs),
-            "phase_starts_s": gs.phase_starts,
-            "kernels": len(gs.kernel_index),
-            "fusion": {"fused": sum(1 for f in gs.fusion if f["action"] == "fused"),
-                       "rejected": sum(1 for f in gs.fusion if f["action"] == "rejected")},
-            "cudagraphs": gs.cudagraphs,
-        })
+        gs.out.write_meta(
+            kind=gs.kind, compile_id=gs.compile_id, status=gs.status, stages=gs.stages,
+            phase_starts=gs.phase_starts,
+            end=gs.ended if gs.ended is not None else time.perf_counter() - gs.started,
+            kernels=len(gs.kernel_index),
+            fusion={"fused": sum(1 for f in gs.fusion if f["action"] == "fused"),
+                    "rejected": sum(1 for f in gs.fusion if f["action"] == "rejected")},
+            cudagraphs=gs.cudagraphs)
 
     def _write_config(self) -> None:
         if self._config_written:
@@ -489,7 +483,7 @@ class CaptureSession:
         changed = {k: {"value": v, "default": defaults[k]} for k, v in values.items()
                    if k in defaults and _jsonish(v) != _jsonish(defaults[k])}
         assert self.writer is not None
-        self.writer.write_json(self.writer.path(schema.CONFIG), {
+        self.writer.write_config({
             "values": {k: _jsonish(v) for k, v in values.items()},
             "changed": {k: {"value": _jsonish(d["value"]), "default": _jsonish(d["default"])}
                         for k, d in changed.items()},
@@ -509,12 +503,8 @@ class CaptureSession:
         return log_ir
 
     def _write_ir(self, gs: _GraphState, nodes: Any, which: str) -> None:
-        assert self.writer is not None
-        base = schema.IR_PRE if which == "pre" else schema.IR_POST
-        items = [compat.scheduler_node_json(n) for n in nodes]
-        self.writer.write_json(gs.dir / f"{base}.json", {"graph": gs.graph_id, "nodes": items})
-        self.writer.write_text(gs.dir / f"{base}.txt",
-                               "\n\n".join(compat.scheduler_node_text(n) for n in nodes) + "\n")
+        gs.out.write_ir(which, [compat.scheduler_node_json(n) for n in nodes],
+                        "\n\n".join(compat.scheduler_node_text(n) for n in nodes) + "\n")
         if which == "post":
             self._flush_fusion(gs)
 
@@ -590,9 +580,7 @@ class CaptureSession:
         return fuse_two_nodes
 
     def _flush_fusion(self, gs: _GraphState) -> None:
-        assert self.writer is not None
-        lines = "".join(_json_line(r) for r in gs.fusion)
-        self.writer.write_text(gs.dir / schema.FUSION, lines)
+        gs.out.write_fusion(gs.fusion)
 
     # -- kernels and provenance -----------------------------------------------------------------
     def _wrap_provenance(self, orig: Callable[..., Any]) -> Callable[..., Any]:
@@ -612,18 +600,14 @@ class CaptureSession:
     def on_output_code(self, code: str, gs: _GraphState | None) -> None:
         if gs is None:
             return
-        assert self.writer is not None
-        index = layout.write_output_code(gs.dir, code, write_text=self.writer.write_text,
-                                         write_json=self.writer.write_json)
-        gs.kernel_index = index
+        gs.kernel_index = gs.out.write_output_code(code)
         self._write_provenance(gs)
         self._write_meta(gs)
         self._phase("kernel_compile")  # the code is on disk; now the kernels get compiled
 
     def _write_provenance(self, gs: _GraphState) -> None:
         fx_source = {n["name"]: n.get("source") for n in gs.last_nodes}
-        assert self.writer is not None
-        self.writer.write_json(gs.dir / schema.PROVENANCE, layout.provenance_json(
+        gs.out.write_provenance(layout.provenance_json(
             gs.kernel_index, gs.provenance, fx_source, gs.pre_to_post, self._stack_cache))
 
     # -- autotuning -----------------------------------------------------------------------------
@@ -647,8 +631,7 @@ class CaptureSession:
                 entries.append(info)
             timed = [e for e in entries if e["time_ms"] is not None]
             winner = min(timed, key=lambda e: e["time_ms"])["name"] if timed else None
-            assert self.writer is not None
-            self.writer.append(gs.dir / schema.AUTOTUNE, {
+            gs.out.append_autotune({
                 "op": name, "inputs": [compat.ir_node_size(n) for n in input_nodes or []],
                 "choices": entries, "winner": winner})
         self._guarded("autotune choices", rec)
@@ -721,12 +704,11 @@ class CaptureSession:
         if gs is None:
             return
         launchers = compat.triton_launchers(autotuner)
-        assert self.writer is not None
         launch = None
         if len(launchers) == 1:
             launch = {**compat.triton_launcher_info(launchers[0]),
                       **compat.triton_launch_grid(autotuner, launchers[0], args)}
-        self.writer.append(gs.dir / schema.LAUNCHES, {
+        gs.out.append_launch({
             **ident, "launchers": len(launchers), "launch": launch})
 
     def _wrap_triton_benchmark(self, orig: Callable[..., Any]) -> Callable[..., Any]:
@@ -752,8 +734,7 @@ class CaptureSession:
                                     "time_ms": float(t) if ok else None,
                                     **({} if ok else {"error": "failed or skipped (no timing)"})})
                 timed = [c for c in choices if c["time_ms"] is not None]
-                assert session.writer is not None
-                session.writer.append(gs.dir / schema.AUTOTUNE, {
+                gs.out.append_autotune({
                     "op": ident["kernel"], "kind": "triton_heuristics", "inputs": [],
                     "choices": choices,
                     "winner": min(timed, key=lambda c: c["time_ms"])["name"] if timed else None})
@@ -841,9 +822,7 @@ class CaptureSession:
             self._write_timings(g)
 
     def _write_timings(self, gs: _GraphState) -> None:
-        assert self.writer is not None
-        self.writer.write_json(gs.dir / schema.TIMINGS,
-                               {"kernels": gs.timings, "run": gs.run_timing or None})
+        gs.out.write_timings(gs.timings, gs.run_timing)
 
     # -- runtime --------------------------------------------------------------------------------
     def _wrap_runtime(self, compiled: Callable[..., Any], gm: Any,
@@ -873,7 +852,7 @@ class CaptureSession:
 
     def _write_runtime(self) -> None:
         assert self.writer is not None
-        self.writer.write_json(self.writer.path(schema.RUNTIME), self._runtime)
+        self.writer.write_runtime(self._runtime)
 
     # -- errors and completion ------------------------------------------------------------------
     def _record_error(self, e: BaseException, gs: _GraphState | None,
@@ -906,7 +885,7 @@ class CaptureSession:
         self.errors.append(err)
         if gs is not None:
             gs.status = "failed"
-            self._guarded("the error", lambda: self.writer.write_json(gs.dir / schema.ERROR, err))
+            self._guarded("the error", lambda: gs.out.write_error(err))
             self._guarded("fusion decisions", lambda: self._flush_fusion(gs))
             self._write_meta(gs)
             self.writer.set_graph_status(gs.graph_id, "failed")
@@ -969,8 +948,7 @@ class CaptureSession:
             else:
                 c[key] = value
             assert self.writer is not None
-            self.writer.write_json(self.writer.path(schema.COMPILES_DIR, f"{layout.safe_id(cid)}.json"),
-                                   {"id": cid, **c})
+            self.writer.write_compile(cid, c)
             self.writer.add_compile(cid, {"graphs": c["graphs"]})
             if key == "metrics" and isinstance(value, dict):
                 self.writer.add_compile(cid, {"graphs": c["graphs"], "summary": {
@@ -1053,11 +1031,6 @@ def _check_empty(out_dir: Path) -> None:
                               "over another trace or other files); choose a new directory")
 
 
-def _durations(gs: _GraphState) -> dict[str, float]:
-    end = gs.ended if gs.ended is not None else time.perf_counter() - gs.started
-    return layout.phase_durations(gs.phase_starts, end)
-
-
 def _clip_message(msg: str, head: int = 6000, tail: int = 6000) -> str:
     """A long message (a C++ compiler's output can be megabytes) cut to its head and tail, with
     every line that reports an error kept from the middle."""
@@ -1095,12 +1068,6 @@ def _loads(text: Any) -> Any:
     import json
 
     return json.loads(text)
-
-
-def _json_line(rec: Any) -> str:
-    import json
-
-    return json.dumps(rec, default=repr) + "\n"
 
 
 def _jsonish(v: Any) -> Any:

@@ -92,10 +92,12 @@ def phase_durations(starts: dict[str, float], end: float | None = None) -> dict[
 
 def graph_meta(graph_id_: str, kind: str, compile_id: str, status: str,
                stages: list[dict[str, Any]], phase_times: dict[str, float],  # start offsets
-               kernels: int, fusion: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    """The content of ``graphs/<id>/meta.json``."""
+               kernels: int, fusion: dict[str, Any], *, end: float | None = None,
+               **extra: Any) -> dict[str, Any]:
+    """The content of ``graphs/<id>/meta.json``; ``end`` closes the last phase (see
+    :func:`phase_durations`)."""
     return {"id": graph_id_, "kind": kind, "compile_id": compile_id, "status": status,
-            "stages": stages, "phase_times_s": phase_durations(phase_times),
+            "stages": stages, "phase_times_s": phase_durations(phase_times, end),
             "phase_starts_s": phase_times, "kernels": kernels,
             "fusion": fusion, **extra}
 

@@ -1,7 +1,14 @@
-"""Writes a trace directory incrementally; every file atomically (see docs/trace-format.md)."""
+"""Writes a trace directory incrementally; every file atomically (see docs/trace-format.md).
+
+The one write path of the format: ``TraceWriter`` owns the directory, the manifest and the
+trace-level files (``config.json``, ``runtime.json``, ``compiles/<id>.json``); ``GraphWriter``
+(``TraceWriter.graph(id)``) the files of one graph and their names. The live capture and every
+importer write through them; they hand plain data (dicts, lists, strings), never torch objects.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import socket
@@ -12,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tuidebug import __version__
-from tuidebug.trace import atomic, schema
+from tuidebug.trace import atomic, layout, schema
 
 
 class TraceWriter:
@@ -140,3 +147,97 @@ class TraceWriter:
     def append(self, path: Path, record: Any) -> None:
         with self._lock:
             self._safely(path, atomic.append_jsonl, path, record)
+
+    # -- trace-level files ----------------------------------------------------------------------
+    def graph(self, graph_id: str) -> "GraphWriter":
+        """The writer of ``graphs/<graph_id>/`` (cheap: make one whenever needed)."""
+        return GraphWriter(self, graph_id)
+
+    def write_config(self, config: dict[str, Any]) -> None:
+        """``config.json``: ``values``, ``changed`` (value and default), ``set_by_tuidebug``."""
+        self.write_json(self.path(schema.CONFIG), config)
+
+    def write_runtime(self, runtime: dict[str, Any]) -> None:
+        """``runtime.json``: the eager comparisons (``checks`` per compile id)."""
+        self.write_json(self.path(schema.RUNTIME), runtime)
+
+    def write_compile(self, compile_id: str, detail: dict[str, Any]) -> None:
+        """``compiles/<safe id>.json``: ``{"id": compile_id, **detail}``."""
+        self.write_json(self.path(schema.COMPILES_DIR, f"{layout.safe_id(compile_id)}.json"),
+                        {"id": compile_id, **detail})
+
+
+class GraphWriter:
+    """The files of one graph directory (``graphs/<id>/``), named as docs/trace-format.md says.
+
+    Every write goes through its ``TraceWriter`` (atomic; a full disk warns once and stops the
+    writing, never the compile). It holds no graph state: the caller keeps the stage list,
+    fusion decisions and kernel index, and hands them over whole.
+    """
+
+    def __init__(self, trace: TraceWriter, graph_id: str) -> None:
+        self.trace = trace
+        self.graph_id = graph_id
+        self.dir = trace.graph_path(graph_id)
+
+    def path(self, *parts: str) -> Path:
+        return self.dir.joinpath(*parts)
+
+    def write_stage(self, index: int, name: str, data: dict[str, Any]) -> str:
+        """A graph snapshot as stage ``index``: ``stages/NNN-<name>.json`` (compact JSON);
+        returns that file name, relative to the graph directory (for the stage entry)."""
+        fname = layout.stage_file(index, name)
+        self.trace.write_json(self.dir / fname, data, compact=True)
+        return fname
+
+    def write_meta(self, *, kind: str, compile_id: str, status: str,
+                   stages: list[dict[str, Any]], phase_starts: dict[str, float],
+                   end: float | None = None, kernels: int, fusion: dict[str, Any],
+                   **extra: Any) -> None:
+        """``meta.json`` (see ``layout.graph_meta``); ``end``: seconds from the graph's start
+        to its end, which closes the last phase (None: the last phase lasts 0 s)."""
+        self.trace.write_json(self.dir / schema.META, layout.graph_meta(
+            self.graph_id, kind, compile_id, status, stages, phase_starts, kernels, fusion,
+            end=end, **extra))
+
+    def write_ir(self, which: str, nodes: list[dict[str, Any]], text: str) -> None:
+        """The scheduler's nodes before (``which="pre"``) or after (``"post"``) fusion:
+        ``ir_*_fusion.json`` and the printed ``ir_*_fusion.txt``."""
+        base = schema.IR_PRE if which == "pre" else schema.IR_POST
+        self.trace.write_json(self.dir / f"{base}.json", {"graph": self.graph_id, "nodes": nodes})
+        self.trace.write_text(self.dir / f"{base}.txt", text)
+
+    def write_fusion(self, records: list[dict[str, Any]]) -> None:
+        """``fusion.jsonl``, every decision so far (rewritten whole: it stays atomic)."""
+        lines = "".join(json.dumps(r, default=repr) + "\n" for r in records)
+        self.trace.write_text(self.dir / schema.FUSION, lines)
+
+    def write_output_code(self, code: str) -> list[dict[str, Any]]:
+        """Inductor's output code as ``code/wrapper.py``, one file per kernel and
+        ``code/kernels.json``; returns the kernel index."""
+        return layout.write_output_code(self.dir, code, write_text=self.trace.write_text,
+                                        write_json=self.trace.write_json)
+
+    def write_provenance(self, provenance: dict[str, Any]) -> None:
+        """``provenance.json`` (built by ``layout.provenance_json``)."""
+        self.trace.write_json(self.dir / schema.PROVENANCE, provenance)
+
+    def append_autotune(self, record: dict[str, Any]) -> None:
+        """One autotuned op (or Triton kernel) with its choices, to ``autotune.jsonl``."""
+        self.trace.append(self.dir / schema.AUTOTUNE, record)
+
+    def append_launch(self, record: dict[str, Any]) -> None:
+        """A Triton kernel's first launch, to ``code/launches.jsonl``."""
+        self.trace.append(self.dir / schema.LAUNCHES, record)
+
+    def write_timings(self, kernels: dict[str, Any], run: dict[str, Any] | None) -> None:
+        """``code/timings.json``: compile and run time per kernel, and how it was run."""
+        self.trace.write_json(self.dir / schema.TIMINGS, {"kernels": kernels, "run": run or None})
+
+    def write_error(self, error: dict[str, Any]) -> None:
+        """``error.json``: the failure of this graph (phase, type, message, traceback…)."""
+        self.trace.write_json(self.dir / schema.ERROR, error)
+
+    def write_runnable(self, code: str) -> None:
+        """Torch's standalone script of the graph: ``repro/fx_graph_runnable.py``."""
+        self.trace.write_text(self.dir / schema.REPRO_DIR / "fx_graph_runnable.py", code)

@@ -1,0 +1,95 @@
+"""The one write path: what TraceWriter and GraphWriter write is what the reader reads back,
+under the names docs/trace-format.md gives; a disk that refuses a write stops the writing with
+one warning and leaves every earlier file whole."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tuidebug.trace import schema
+from tuidebug.trace.reader import Trace
+from tuidebug.trace.writer import TraceWriter
+
+WRAPPER = '''
+cpp_fused_relu_0 = async_compile.cpp_pybinding(['float*'], r\'\'\'
+extern "C" void kernel(float* out_ptr0) { out_ptr0[0] = 1.0f; }
+\'\'\')
+
+def call(args):
+    # Topologically Sorted Source Nodes: [relu], Original ATen: [aten.relu]
+    cpp_fused_relu_0(buf0)
+'''
+
+
+def _graph_trace(root: Path) -> TraceWriter:
+    w = TraceWriter(root, command=["test"])
+    w.add_graph("0_0-inference", kind="inference", compile_id="0/0")
+    g = w.graph("0_0-inference")
+    nodes = [{"name": "x", "op": "placeholder", "target": "x", "args": [], "kwargs": {}},
+             {"name": "relu", "op": "call_function", "target": "aten.relu", "args": ["x"],
+              "kwargs": {}}]
+    stages = []
+    for i, name in enumerate(["dynamo", "post_grad/x"]):
+        fname = g.write_stage(i, name, {"graph": g.graph_id, "stage": name, "nodes": nodes,
+                                        "changes": {"added": [], "removed": [], "changed": []}})
+        stages.append({"index": i, "name": name, "kind": "stage", "subsystem": None,
+                       "duration_s": 0.5, "changed": i == 0, "file": fname, "nodes": 2,
+                       "counts": {"added": 0, "removed": 0, "changed": 0}})
+    g.write_ir("post", [{"name": "buf0", "members": ["buf0"]}], "buf0: SchedulerNode\n")
+    g.write_fusion([{"action": "rejected", "node1": "buf0", "node2": "buf1", "reason": "ü"}])
+    index = g.write_output_code(WRAPPER)
+    g.append_autotune({"op": "mm", "inputs": [], "choices": [], "winner": None})
+    g.write_timings({"cpp_fused_relu_0": {"compile_s": 0.25}}, {})
+    g.write_error({"phase": "codegen", "type": "E", "message": "m", "traceback": ""})
+    g.write_runnable("print('repro')\n")
+    g.write_meta(kind="inference", compile_id="0/0", status="failed", stages=stages,
+                 phase_starts={"dynamo": 0.0, "codegen": 1.0}, end=3.0, kernels=len(index),
+                 fusion={"fused": 0, "rejected": 1}, cudagraphs={"enabled": False})
+    w.add_compile("0/0", {"graphs": ["0_0-inference"]})
+    w.write_compile("0/0", {"graphs": ["0_0-inference"], "guards": "g"})
+    w.write_config({"values": {"a": 1}, "changed": {}, "set_by_tuidebug": []})
+    w.write_runtime({"checks": {}})
+    w.finish(schema.STATUS_FAILED)
+    return w
+
+
+def test_graph_writer_files_read_back(tmp_path: Path) -> None:
+    _graph_trace(tmp_path / "t")
+    t = Trace(tmp_path / "t")
+    assert not t.problems
+    g = t.graph("0_0-inference")
+    assert [s.file for s in g.stages] == ["stages/000-dynamo.json", "stages/001-post_grad_x.json"]
+    assert [n.name for n in g.stage_graph(1).nodes] == ["x", "relu"]
+    meta = g.meta
+    assert list(meta) == ["id", "kind", "compile_id", "status", "stages", "phase_times_s",
+                          "phase_starts_s", "kernels", "fusion", "cudagraphs"]
+    assert meta["phase_times_s"] == {"dynamo": 1.0, "codegen": 2.0}  # end closes the last
+    assert g.ir_post["graph"] == "0_0-inference" and g.ir_text("post") == "buf0: SchedulerNode\n"
+    assert g.fusion == [{"action": "rejected", "node1": "buf0", "node2": "buf1", "reason": "ü"}]
+    assert [k["name"] for k in g.kernels] == ["cpp_fused_relu_0"]
+    assert "extern" in g.code(g.kernel("cpp_fused_relu_0")["file"])
+    assert g.autotune[0]["op"] == "mm"
+    assert g.timings["cpp_fused_relu_0"]["compile_s"] == 0.25
+    assert g.error["phase"] == "codegen"
+    assert (g.dir / "repro" / "fx_graph_runnable.py").read_text() == "print('repro')\n"
+    assert t.compiles["0/0"]["guards"] == "g"
+    assert json.loads((tmp_path / "t" / "compiles" / "0_0.json").read_text())["id"] == "0/0"
+    assert t.config["values"] == {"a": 1} and t.runtime == {"checks": {}}
+    # atomic writes leave no temporary files behind
+    assert not [p for p in (tmp_path / "t").rglob(".*.tmp")]
+
+
+def test_refused_write_warns_once_and_stops(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    w = TraceWriter(tmp_path / "t")
+    w.add_graph("g", kind="inference", compile_id="0/0")
+    g = w.graph("g")
+    g.write_error({"phase": "dynamo"})
+    (g.dir / "repro").write_text("a file where the writer needs a directory")
+    g.write_runnable("x")  # refused (even for root): the directory cannot be made
+    g.write_error({"phase": "codegen"})  # skipped: writing stopped at the first refusal
+    assert w.write_error is not None and "fx_graph_runnable.py" in w.write_error
+    assert capsys.readouterr().err.count("cannot write the trace") == 1
+    assert json.loads((g.dir / "error.json").read_text()) == {"phase": "dynamo"}
