@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tuidebug.trace import importers
+from tuidebug.trace.importers import cache as import_cache
 from tuidebug.trace.importers import fxtext
 from tuidebug.trace.reader import Trace
 from tuidebug.trace.summary import trace_summary
@@ -524,14 +525,14 @@ def test_ensure_trace_falls_back_to_the_user_cache(torch_trace_logs: dict[str, P
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     cache = tmp_path / "user-cache"
     monkeypatch.setenv(importers.CACHE_DIR_ENV, str(cache))
-    real = importers._writable
+    real = import_cache._writable
 
     def writable(d: Path) -> bool:  # the source's directory is read-only (root ignores chmod)
         if cache not in (d, *d.parents):
             raise PermissionError(13, "Permission denied", str(d))
         return real(d)
 
-    monkeypatch.setattr(importers, "_writable", writable)
+    monkeypatch.setattr(import_cache, "_writable", writable)
     src = torch_trace_logs["mlp"]
     t = importers.ensure_trace(src)
     assert cache in t.parents and Trace(t).status == "ok"

@@ -28,10 +28,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tuidebug.trace import atomic, schema
+from tuidebug.trace import schema
 from tuidebug.trace import layout
 from tuidebug.trace.importers import irtext, tracelog
-from tuidebug.trace.importers.torch_trace import ImportedGraph, TorchTraceImporter
+from tuidebug.trace.importers.graphs import ImportedGraph
+from tuidebug.trace.importers.sources import log_rank
+from tuidebug.trace.importers.torch_trace import TorchTraceImporter
 
 _RUN_RE = re.compile(r"^run_(?P<stamp>.+)-pid_(?P<pid>\d+)$")
 _MODEL_RE = re.compile(r"^model__(?P<aot>\d+)_(?P<kind>forward|backward|inference)_(?P<n>[\d.]+)$")
@@ -120,7 +122,6 @@ def choose(path: Path, rank: int | None = None) -> tuple[Path, Path | None, Path
     logs = tlparse_logs(root)
     log: Path | None = None
     if rank is not None:
-        from tuidebug.trace.importers import log_rank
         ranked = [lg for lg in logs if log_rank(lg) == rank]
         if not ranked:
             raise ValueError(f"no log for rank {rank} in {root / 'tlparse'}")
@@ -178,7 +179,7 @@ class DebugDirImporter(TorchTraceImporter):
                 continue
             aot, kind = key.split("_", 1)
             cid = f"aot{aot}"
-            g = self._graph(cid, kind)
+            g = self.book.graph(cid, kind)
             g.aot_id = key
             self._overlay(g, folder)
         self._copy_logs()
@@ -208,21 +209,19 @@ class DebugDirImporter(TorchTraceImporter):
             if text is None:
                 continue
             self.ir_found = True
-            atomic.write_text(g.dir / f"{base}.txt", text)
             ir = irtext.parse_ir_text(text, g.id)
-            atomic.write_json(g.dir / f"{base}.json", ir)
+            self.write_ir(g, base, text, ir)
             if which == "post":
                 g.fused = irtext.fused_count(ir)
                 g.extra_meta["fusion_note"] = ("fused groups are in ir_post_fusion; the "
                                                "decisions and rejections are not in this folder")
         code = read("output_code.py")
         if code and not g.kernel_index:
-            g.kernel_index = layout.write_output_code(g.dir, code)
-            g.has_code = True
+            self.write_code(g, code)
         runnable = read("fx_graph_runnable.py")
         repro = g.dir / schema.REPRO_DIR / "fx_graph_runnable.py"
         if runnable and not repro.exists():
-            atomic.write_text(repro, runnable)
+            self.write_repro(g, runnable)
         mappings = read("inductor_provenance_tracking_node_mappings.json")
         if mappings and not any(h.get("fx_nodes") for h in g.handles.values()):
             try:
@@ -235,8 +234,7 @@ class DebugDirImporter(TorchTraceImporter):
                 self.has_provenance = True
                 g.pre_to_post = data.get("preToPost") or g.pre_to_post
                 for h, info in layout.provenance_handles(data, None).items():
-                    g.handles.setdefault(h, {"ir_nodes": [], "fx_nodes": [],
-                                             "stack_traces": []})["fx_nodes"] = info["fx_nodes"]
+                    g.handle(h)["fx_nodes"] = info["fx_nodes"]
 
     def _copy_logs(self) -> None:
         """Non-empty Dynamo / AOT debug logs of the run, kept as text beside the trace."""
@@ -248,9 +246,7 @@ class DebugDirImporter(TorchTraceImporter):
                 if p.stat().st_size == 0 or p.stat().st_size > 64 * 1024 * 1024:
                     continue
                 rel = os.path.relpath(p, self.run_dir)
-                assert self.writer is not None
-                atomic.write_text(self.writer.path("imported", "logs", rel),
-                                  p.read_text(encoding="utf-8", errors="replace"))
+                self.write_source_log(rel, p.read_text(encoding="utf-8", errors="replace"))
                 kept.append(f"imported/logs/{rel}")
             except OSError as e:
                 self.warn(f"{p}: unreadable ({e.strerror or e})")

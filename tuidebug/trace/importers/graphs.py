@@ -1,0 +1,192 @@
+"""The graphs and compiles an import builds, and which graph a record's facts go to. No torch.
+
+A Dynamo compile id (``0/0``) may hold several graphs: its forward and backward (or inference)
+Inductor compiles, told apart by segment (``segments.py``); a second Inductor compile of the same
+kind gets its own graph (``0_0-forward-2``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from tuidebug.trace import layout
+from tuidebug.trace.importers import records as r
+from tuidebug.trace.importers.segments import Segment, Segmentation
+
+
+@dataclass
+class ImportedGraph:
+    id: str
+    kind: str
+    compile_id: str
+    dir: Path
+    aot_id: str | None = None
+    stages: list[dict[str, Any]] = field(default_factory=list)
+    pending: list[dict[str, Any]] = field(default_factory=list)  # passes before next snapshot
+    last_fp: dict[str, Any] | None = None
+    last_md5: str | None = None
+    last_file: str | None = None
+    last_nodes: int = 0
+    fx_source: dict[str, Any] = field(default_factory=dict)
+    kernel_index: list[dict[str, Any]] = field(default_factory=list)
+    handles: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pre_to_post: dict[str, Any] = field(default_factory=dict)
+    status: str = "ok"
+    t0: float | None = None
+    phase_times: dict[str, float] = field(default_factory=dict)
+    cache: dict[str, str] = field(default_factory=dict)
+    output_code_file: str | None = None
+    stage_durations: dict[str, float] = field(default_factory=dict)
+    extra_meta: dict[str, Any] = field(default_factory=dict)
+    log_lines: list[int] = field(default_factory=list)  # first and last record line
+    has_code: bool = False
+    fused: int | None = None  # fusions seen in ir_post_fusion (debug folders), else unknown
+
+    def add_stage(self, entry: dict[str, Any]) -> None:
+        """Add a stage after the passes timed since the previous one."""
+        self.flush_pending()
+        entry["index"] = len(self.stages)
+        self.stages.append(entry)
+
+    def flush_pending(self) -> None:
+        for p in self.pending:
+            p["index"] = len(self.stages)
+            self.stages.append(p)
+        self.pending = []
+
+    def has_stage(self, stage: str) -> bool:
+        return any(s["name"] == stage and s.get("file") for s in self.stages)
+
+    def set_phase(self, phase: str, ts: float | None) -> None:
+        """The phase's start, as an offset from the graph's first event (first time only)."""
+        if phase in self.phase_times:
+            return
+        if ts is None or self.t0 is None:
+            if ts is None:
+                return
+            self.t0 = ts
+        self.phase_times[phase] = round(ts - self.t0, 6)
+
+    def handle(self, h: str) -> dict[str, Any]:
+        return self.handles.setdefault(h, {"ir_nodes": [], "fx_nodes": [], "stack_traces": []})
+
+
+@dataclass
+class ImportedCompile:
+    id: str
+    detail: dict[str, Any] = field(default_factory=lambda: {"graphs": []})
+    graphs: list[str] = field(default_factory=list)
+    last_phase: str | None = None
+    last_graph: str | None = None
+    open_events: dict[str, float] = field(default_factory=dict)
+    dynamic_dropped: int = 0
+
+
+class GraphBook:
+    """Every graph and compile of an import, and the graph each fact's target names."""
+
+    def __init__(self, graph_dir: Callable[[str], Path]) -> None:
+        self.graph_dir = graph_dir
+        self.graphs: dict[str, ImportedGraph] = {}
+        self.compiles: dict[str, ImportedCompile] = {}
+        self.segs = Segmentation()
+        self._seg_graph: dict[tuple[str, int], str] = {}
+        self._kind_graphs: dict[tuple[str, str], str] = {}
+
+    def compile(self, cid: str) -> ImportedCompile:
+        c = self.compiles.get(cid)
+        if c is None:
+            c = self.compiles[cid] = ImportedCompile(cid)
+            c.detail["id"] = cid
+        return c
+
+    def target(self, target: str, cid: str, rec_index: int) -> ImportedGraph | None:
+        """The graph a fact about ``target`` (records.FRAME, SEGMENT …) lands in."""
+        if target == r.SEGMENT:
+            seg = self.segs.of_record.get(rec_index)
+            if seg is None:
+                return self.frame_graph(cid)
+            return self.graph(cid, seg.kind or self.segs.frame_kind.get(cid, "inference"), seg)
+        if target == r.FRAME:
+            return self.frame_graph(cid)
+        if target == r.FRAME_IF_GRAPH:
+            return self.frame_graph(cid) if cid in self.segs.has_graph else None
+        if target == r.INFERENCE:
+            return self.graph(cid, "inference")
+        return self.graph_of_kind(cid, target)  # FORWARD, BACKWARD
+
+    def graph(self, cid: str, kind: str, seg: Segment | None = None) -> ImportedGraph:
+        """The graph of compile ``cid`` and ``kind``; a second Inductor compile of the same kind
+        gets its own graph (``…-forward-2``)."""
+        if seg is not None:
+            key = (cid, seg.index)
+            gid = self._seg_graph.get(key)
+            if gid is not None:
+                return self.graphs[gid]
+            existing = self._kind_graphs.get((cid, kind))
+            if existing is not None and not any(
+                    k[0] == cid and v == existing for k, v in self._seg_graph.items()):
+                self._seg_graph[key] = existing
+                g = self.graphs[existing]
+                g.aot_id = g.aot_id or seg.aot_id
+                return g
+            g = self._new_graph(cid, kind)
+            g.aot_id = seg.aot_id
+            self._seg_graph[key] = g.id
+            self._kind_graphs.setdefault((cid, kind), g.id)
+            return g
+        gid = self._kind_graphs.get((cid, kind))
+        if gid is not None:
+            return self.graphs[gid]
+        g = self._new_graph(cid, kind)
+        self._kind_graphs[(cid, kind)] = g.id
+        return g
+
+    def _new_graph(self, cid: str, kind: str) -> ImportedGraph:
+        gid = layout.graph_id(cid, kind)
+        n = 2
+        while gid in self.graphs:
+            gid = f"{layout.graph_id(cid, kind)}-{n}"
+            n += 1
+        g = ImportedGraph(gid, kind, cid, self.graph_dir(gid))
+        self.graphs[gid] = g
+        self.compile(cid).graphs.append(gid)
+        return g
+
+    def frame_graph(self, cid: str) -> ImportedGraph:
+        return self.graph(cid, self.segs.frame_kind.get(cid, "inference"))
+
+    def graph_of_kind(self, cid: str, kind: str) -> ImportedGraph:
+        for s in self.segs.by_compile.get(cid, []):
+            if s.kind == kind:
+                return self.graph(cid, kind, s)
+        return self.graph(cid, kind)
+
+    def touch(self, g: ImportedGraph, lineno: int) -> None:
+        if not g.log_lines:
+            g.log_lines = [lineno, lineno]
+        else:
+            g.log_lines[1] = lineno
+        self.compile(g.compile_id).last_graph = g.id
+
+    def mark_restarts(self) -> None:
+        """A compile attempt that Dynamo restarted (``0/0`` when ``0/0_1`` exists) never got
+        metrics of its own; its graphs are marked "restarted", as a live capture does."""
+        def split(cid: str) -> tuple[str, int]:
+            base, _, att = cid.rpartition("_")
+            return (base, int(att)) if base and att.isdigit() else (cid, 0)
+
+        attempts: dict[str, int] = {}
+        for cid in self.compiles:
+            base, att = split(cid)
+            attempts[base] = max(attempts.get(base, 0), att)
+        for cid, c in self.compiles.items():
+            base, att = split(cid)
+            if att < attempts.get(base, 0) and "metrics" not in c.detail:
+                c.detail["restarted"] = True
+                for gid in c.graphs:
+                    g = self.graphs[gid]
+                    if g.status == "ok" and not g.has_code:
+                        g.status = "restarted"
