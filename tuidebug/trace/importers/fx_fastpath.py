@@ -1,0 +1,196 @@
+"""The line-based fast path of the FX text parser. Pure text.
+
+FX prints one node per line: ``name: "ann" = target(args);  a = b = None``. Those lines are read
+with a small tokenizer (about 10x faster than ast.parse on big graphs); anything else, and any
+line the tokenizer does not fully understand, goes through ast (``fx_builder``).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from tuidebug.trace.importers.fx_builder import Builder
+
+STMT_RE = re.compile(r'^(?P<name>[A-Za-z_]\w*)(?:: "(?P<ann>[^"]*)")?(?: = (?P<rhs>.+))?$')
+_DEL_RE = re.compile(r"^(?:[A-Za-z_]\w* = )+None$")
+_CALL_RE = re.compile(r"^(?P<t>[A-Za-z_][\w.]*)\((?P<a>.*)\)$")
+_GETITEM_RE = re.compile(r"^(?P<v>[A-Za-z_]\w*)\[(?P<i>-?\d+)\]$")
+_TOKEN_RE = re.compile(r"""\s*(?:(?P<s>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")"""
+                       r"""|(?P<n>-?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+)(?![\w.]))"""
+                       r"""|(?P<id>[A-Za-z_][\w.]*)|(?P<p>[\[\](),=]))""")
+_CONSTS: dict[str, Any] = {"None": None, "True": True, "False": False}
+_SIMPLE_ARGS_RE = re.compile(r"^[A-Za-z_]\w*(?:, [A-Za-z_]\w*)*$")
+
+
+class _Unsupported(Exception):
+    pass
+
+
+class _ArgParser:
+    """Recursive descent over ``_TOKEN_RE`` tokens of a call's argument list."""
+
+    __slots__ = ("text", "toks", "i", "nodes", "refs")
+
+    def __init__(self, text: str, nodes: dict[str, Any]) -> None:
+        self.text = text
+        self.nodes = nodes
+        self.refs: list[str] = []
+        toks = []
+        pos = 0
+        for m in _TOKEN_RE.finditer(text):
+            if m.start() != pos:
+                raise _Unsupported(text[pos:pos + 20])
+            kind = m.lastgroup or ""
+            toks.append((kind, m.group(kind), m.start(kind), m.end()))
+            pos = m.end()
+        if pos != len(text) and text[pos:].strip():
+            raise _Unsupported(text[pos:pos + 20])
+        self.toks = toks
+        self.i = 0
+
+    def peek(self) -> tuple[str, str, int, int] | None:
+        return self.toks[self.i] if self.i < len(self.toks) else None
+
+    def take(self) -> tuple[str, str, int, int]:
+        if self.i >= len(self.toks):
+            raise _Unsupported("end")
+        t = self.toks[self.i]
+        self.i += 1
+        return t
+
+    def arguments(self, close: str | None) -> tuple[list[Any], dict[str, Any]]:
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        while True:
+            t = self.peek()
+            if t is None:
+                if close is None:
+                    return args, kwargs
+                raise _Unsupported("unclosed")
+            if t[0] == "p" and t[1] == close:
+                self.i += 1
+                return args, kwargs
+            if t[0] == "id" and self.i + 1 < len(self.toks) and self.toks[self.i + 1][1] == "=" \
+                    and self.toks[self.i + 1][0] == "p":
+                self.i += 2
+                kwargs[t[1]] = self.value()
+            else:
+                args.append(self.value())
+            t = self.peek()
+            if t is None:
+                if close is None:
+                    return args, kwargs
+                raise _Unsupported("unclosed")
+            if t[0] == "p" and t[1] == ",":
+                self.i += 1
+            elif not (t[0] == "p" and t[1] == close):
+                raise _Unsupported(t[1])
+
+    def value(self) -> Any:
+        kind, tok, start, _ = self.take()
+        if kind == "id":
+            nxt = self.peek()
+            if nxt is not None and nxt[0] == "p" and nxt[1] == "(":
+                # a call inside an argument: device(type='cpu'), slice(None, None, None)
+                self.i += 1
+                self.arguments(")")
+                end = self.toks[self.i - 1][3]
+                return {"repr": self.text[start:end]}
+            if tok in _CONSTS:
+                return _CONSTS[tok]
+            if tok in self.nodes:
+                if tok not in self.refs:
+                    self.refs.append(tok)
+                return {"node": tok}
+            return {"repr": tok}
+        if kind == "n":
+            if "." in tok or "e" in tok or "E" in tok:
+                return float(tok)
+            return int(tok)
+        if kind == "s":
+            if "\\" in tok:
+                return ast.literal_eval(tok)
+            return tok[1:-1]
+        if kind == "p" and tok == "[":
+            items, kw = self.arguments("]")
+            if kw:
+                raise _Unsupported("kw in list")
+            return items
+        if kind == "p" and tok == "(":
+            items, kw = self.arguments(")")
+            if kw:
+                raise _Unsupported("kw in tuple")
+            return items
+        raise _Unsupported(tok)
+
+
+
+def fast_statement(b: Builder, code: str, lineno: int, src: dict[str, Any] | None,
+                    param_names: set[str]) -> bool:
+    m = STMT_RE.match(code)
+    if m is None:
+        return False
+    rhs = m["rhs"]
+    name = m["name"]
+    if rhs is None:
+        return m["ann"] is not None  # a bare "name: ann" placeholder, handled above
+    cut = rhs.find(";  ")
+    if cut >= 0:
+        if not _DEL_RE.match(rhs[cut + 3:]):
+            return False
+        rhs = rhs[:cut]
+    if rhs == "None":
+        return True
+    if rhs in param_names and rhs in b.by_name and m["ann"] is None:
+        node = b.by_name.pop(rhs)  # Dynamo prints a renamed placeholder as "l_x_ = L_x_"
+        node["name"] = name
+        node["target"] = rhs
+        b.by_name[name] = node
+        return True
+    c = _CALL_RE.match(rhs)
+    if c is not None:
+        target = c["t"]
+        a = c["a"]
+        if _SIMPLE_ARGS_RE.match(a):  # "x, y": node names only, the most common case
+            args, kwargs, refs = [], {}, []
+            nodes = b.by_name
+            for tok in a.split(", "):
+                if tok in nodes:
+                    args.append({"node": tok})
+                    if tok not in refs:
+                        refs.append(tok)
+                elif tok in _CONSTS:
+                    args.append(_CONSTS[tok])
+                else:
+                    args.append({"repr": tok})
+        else:
+            try:
+                ap = _ArgParser(a, b.by_name)
+                args, kwargs = ap.arguments(None)
+            except (_Unsupported, ValueError, SyntaxError):
+                return False
+            refs = ap.refs
+        base, _, attr = target.rpartition(".")
+        if base and base in b.by_name:
+            if base not in refs:
+                refs.insert(0, base)
+            node = b.add(name, "call_method", attr, [{"node": base}] + args, kwargs, m["ann"],
+                         refs)
+        elif base == "self":
+            node = b.add(name, "call_module", attr, args, kwargs, m["ann"], refs)
+        else:
+            if target.startswith("torch.ops."):
+                target = target[10:]
+            node = b.add(name, "call_function", target, args, kwargs, m["ann"], refs)
+        node["source"] = src
+        return True
+    g = _GETITEM_RE.match(rhs)
+    if g is not None and g["v"] in b.by_name:
+        node = b.add(name, "call_function", "operator.getitem", [{"node": g["v"]}, int(g["i"])],
+                     {}, m["ann"])
+        node["source"] = src
+        return True
+    return False
+
