@@ -24,98 +24,10 @@ from tuidebug.trace.importers import cache as import_cache
 from tuidebug.trace.importers import fxtext
 from tuidebug.trace.reader import Trace
 from tuidebug.trace.summary import trace_summary
+from tests.conftest import clean_env as _env
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-
-DDP_SCRIPT = """
-import torch, torch.distributed as dist
-dist.init_process_group("gloo")
-r = dist.get_rank()
-f = torch.compile(lambda x: torch.relu(x) * (r + 1) + 1)
-y = f(torch.randn(8))
-dist.all_reduce(y)
-print("rank", r, float(y.sum()))
-dist.destroy_process_group()
-"""
-
-
-def _env(extra: dict[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("TORCH_TRACE", "TORCH_COMPILE_DEBUG", "TORCH_LOGS")}
-    env.update(extra)
-    return env
-
-
-def _start(cmd: list[str], env: dict[str, str], cwd: Path, log: Path) -> subprocess.Popen[bytes]:
-    fh = open(log, "wb")
-    return subprocess.Popen(cmd, env=env, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT)
-
-
-REUSE_ENV = "TUIDEBUG_TEST_TORCH_TRACE_LOGS"
-
-
-@pytest.fixture(scope="session")
-def torch_trace_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """TORCH_TRACE directories of real runs, two at a time (this machine has 2 cores).
-
-    Set TUIDEBUG_TEST_TORCH_TRACE_LOGS=DIR to keep them in DIR and reuse them in later
-    sessions (the runs take minutes); by default they are made afresh in a temp directory."""
-    reuse = os.environ.get(REUSE_ENV)
-    base = Path(reuse) if reuse else tmp_path_factory.mktemp("torch_trace")
-    names = ("transformer", "graph_break", "failing", "mlp", "ddp", "mlp_cached")
-    if reuse and all(importers.trace_logs(base / n) for n in names):
-        return {n: base / n for n in names}
-    base.mkdir(parents=True, exist_ok=True)
-    cache = base / "inductor-cache"
-    py = sys.executable
-    ddp = base / "ddp.py"
-    ddp.write_text(DDP_SCRIPT)
-    torchrun = [py, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                "--master_port", str(29500 + os.getpid() % 400)]
-    specs = {
-        "transformer": [py, str(EXAMPLES / "transformer_block.py")],
-        "graph_break": [py, str(EXAMPLES / "graph_break.py")],
-        "failing": [py, str(EXAMPLES / "failing_compile.py")],
-        "mlp": [py, str(EXAMPLES / "mlp.py")],
-        "ddp": torchrun + [str(ddp)],
-    }
-    after = {"mlp_cached": ("mlp", [py, str(EXAMPLES / "mlp.py")])}  # same cache: hits
-    out: dict[str, Path] = {}
-    queue = list(specs.items())
-    running: list[tuple[str, subprocess.Popen[bytes]]] = []
-    deadline = time.time() + 1500
-
-    def launch(name: str, cmd: list[str]) -> None:
-        d = base / name
-        env = _env({"TORCH_TRACE": str(d), "TORCHINDUCTOR_CACHE_DIR": str(cache),
-                    "PYTHONPATH": str(ROOT)})
-        running.append((name, _start(cmd, env, base, base / f"{name}.out")))
-        out[name] = d
-
-    while queue or running or after:
-        while queue and len(running) < 2:
-            launch(*queue.pop(0))
-        for name, proc in list(running):
-            if proc.poll() is not None:
-                running.remove((name, proc))
-                for a, (dep, cmd) in list(after.items()):
-                    if dep == name:
-                        del after[a]
-                        queue.append((a, cmd))
-        if not queue and not running and after:
-            raise RuntimeError(f"dependencies never ran: {after}")
-        if time.time() > deadline:
-            for _, p in running:
-                p.kill()
-            raise RuntimeError("example runs took too long")
-        time.sleep(0.5)
-    for name, d in out.items():
-        if not importers.trace_logs(d):
-            raise RuntimeError(f"{name} wrote no TORCH_TRACE log:\n"
-                               f"{(base / f'{name}.out').read_text(errors='replace')[-3000:]}")
-    return out
-
 
 def _single_log(d: Path) -> Path:
     logs = importers.trace_logs(d)
