@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from tuidebug.trace import layout
 from tuidebug.trace.importers import records as r
+from tuidebug.trace.importers.fxtext import ParsedGraph
 from tuidebug.trace.importers.segments import Segment, Segmentation
 
 
@@ -55,6 +56,38 @@ class ImportedGraph:
             p["index"] = len(self.stages)
             self.stages.append(p)
         self.pending = []
+
+    def unchanged_stage(self, stage: str) -> dict[str, Any]:
+        """The entry of a stage whose graph is the previous snapshot's (same payload md5)."""
+        return {"name": stage, "kind": "stage", "subsystem": None,
+                "duration_s": self.stage_durations.get(stage), "changed": False,
+                "file": self.last_file, "nodes": self.last_nodes,
+                "counts": {"added": 0, "removed": 0, "changed": 0},
+                "note": "same graph as the previous stage"}
+
+    def snapshot(self, stage: str, parsed: ParsedGraph, *, md5: str, line: int
+                 ) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        """A parsed graph as the next stage: (its file, the file's content, the stage entry);
+        what it changed is against the previous snapshot."""
+        fp = layout.fingerprint_nodes(parsed.nodes)
+        changes = layout.diff_fingerprints(self.last_fp, fp) if self.last_fp is not None else {
+            "added": list(fp), "removed": [], "changed": []}
+        fname = layout.stage_file(len(self.stages) + len(self.pending), stage)
+        data = parsed.to_json(self.id, stage)
+        data["changes"] = changes
+        data["source_line"] = line
+        for n in parsed.nodes:
+            if n.get("source") and n["op"] != "placeholder":
+                self.fx_source[n["name"]] = n["source"]
+        first = self.last_fp is None
+        self.last_fp, self.last_md5, self.last_file = fp, md5 or None, fname
+        self.last_nodes = len(parsed.nodes)
+        return fname, data, {
+            "name": stage, "kind": "stage", "subsystem": None,
+            "duration_s": self.stage_durations.get(stage),
+            "changed": first or any(changes.values()),
+            "file": fname, "nodes": len(parsed.nodes),
+            "counts": {k: len(v) for k, v in changes.items()}}
 
     def has_stage(self, stage: str) -> bool:
         return any(s["name"] == stage and s.get("file") for s in self.stages)

@@ -239,11 +239,7 @@ class TorchTraceImporter:
         self.book.touch(g, env.lineno)
         md5 = str(env.meta.get("has_payload") or "")
         if md5 and md5 == g.last_md5 and g.last_file and env.payload_ok:
-            g.add_stage({"name": stage, "kind": "stage", "subsystem": None,
-                         "duration_s": g.stage_durations.get(stage), "changed": False,
-                         "file": g.last_file, "nodes": g.last_nodes,
-                         "counts": {"added": 0, "removed": 0, "changed": 0},
-                         "note": "same graph as the previous stage"})
+            g.add_stage(g.unchanged_stage(stage))
             return
         if not env.payload_ok:
             self.warn(f"{self.log_name}: line {env.lineno}: graph {g.id} stage {stage} comes "
@@ -266,25 +262,9 @@ class TorchTraceImporter:
                 self.warn(f"{where}: line {line}: {what} ({g.id}, stage {stage}): {p}")
         if not parsed.nodes:
             return False
-        fp = layout.fingerprint_nodes(parsed.nodes)
-        changes = layout.diff_fingerprints(g.last_fp, fp) if g.last_fp is not None else {
-            "added": list(fp), "removed": [], "changed": []}
-        fname = layout.stage_file(len(g.stages) + len(g.pending), stage)
-        data = parsed.to_json(g.id, stage)
-        data["changes"] = changes
-        data["source_line"] = line
+        fname, data, entry = g.snapshot(stage, parsed, md5=md5, line=line)
         self._writer().write_json(g.dir / fname, data, compact=True)
-        for n in parsed.nodes:
-            if n.get("source") and n["op"] != "placeholder":
-                g.fx_source[n["name"]] = n["source"]
-        first = g.last_fp is None
-        g.last_fp, g.last_md5, g.last_file, g.last_nodes = fp, md5 or None, fname, len(parsed.nodes)
-        g.add_stage({
-            "name": stage, "kind": "stage", "subsystem": None,
-            "duration_s": g.stage_durations.get(stage),
-            "changed": first or any(changes.values()),
-            "file": fname, "nodes": len(parsed.nodes),
-            "counts": {k: len(v) for k, v in changes.items()}})
+        g.add_stage(entry)
         return True
 
     # -- files other importers add ---------------------------------------------------------------
