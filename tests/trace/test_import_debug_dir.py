@@ -19,18 +19,11 @@ import pytest
 from tuidebug.trace import importers
 from tuidebug.trace.reader import Trace
 from tuidebug.trace.summary import trace_summary
+from tests.conftest import clean_env as _env
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 REUSE_ENV = "TUIDEBUG_TEST_DEBUG_DIRS"
-
-
-def _env(extra: dict[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("TORCH_TRACE", "TORCH_COMPILE_DEBUG", "TORCH_COMPILE_DEBUG_DIR",
-                        "TORCH_LOGS")}
-    env.update(extra)
-    return env
 
 
 @pytest.fixture(scope="session")
