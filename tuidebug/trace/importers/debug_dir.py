@@ -210,7 +210,7 @@ class DebugDirImporter(TorchTraceImporter):
                 continue
             self.ir_found = True
             ir = irtext.parse_ir_text(text, g.id)
-            self.write_ir(g, base, text, ir)
+            g.out.write_ir(which, ir["nodes"], text)
             if which == "post":
                 g.fused = irtext.fused_count(ir)
                 g.extra_meta["fusion_note"] = ("fused groups are in ir_post_fusion; the "
@@ -221,7 +221,7 @@ class DebugDirImporter(TorchTraceImporter):
         runnable = read("fx_graph_runnable.py")
         repro = g.dir / schema.REPRO_DIR / "fx_graph_runnable.py"
         if runnable and not repro.exists():
-            self.write_repro(g, runnable)
+            g.out.write_runnable(runnable)
         mappings = read("inductor_provenance_tracking_node_mappings.json")
         if mappings and not any(h.get("fx_nodes") for h in g.handles.values()):
             try:
@@ -246,7 +246,10 @@ class DebugDirImporter(TorchTraceImporter):
                 if p.stat().st_size == 0 or p.stat().st_size > 64 * 1024 * 1024:
                     continue
                 rel = os.path.relpath(p, self.run_dir)
-                self.write_source_log(rel, p.read_text(encoding="utf-8", errors="replace"))
+                w = self.writer
+                assert w is not None
+                w.write_text(w.path("imported", "logs", rel),
+                             p.read_text(encoding="utf-8", errors="replace"))
                 kept.append(f"imported/logs/{rel}")
             except OSError as e:
                 self.warn(f"{p}: unreadable ({e.strerror or e})")

@@ -15,6 +15,7 @@ from tuidebug.trace import layout
 from tuidebug.trace.importers import records as r
 from tuidebug.trace.importers.fxtext import ParsedGraph
 from tuidebug.trace.importers.segments import Segment, Segmentation
+from tuidebug.trace.writer import GraphWriter
 
 
 @dataclass
@@ -22,7 +23,7 @@ class ImportedGraph:
     id: str
     kind: str
     compile_id: str
-    dir: Path
+    out: GraphWriter  # writes this graph's files
     aot_id: str | None = None
     stages: list[dict[str, Any]] = field(default_factory=list)
     pending: list[dict[str, Any]] = field(default_factory=list)  # passes before next snapshot
@@ -45,6 +46,10 @@ class ImportedGraph:
     has_code: bool = False
     fused: int | None = None  # fusions seen in ir_post_fusion (debug folders), else unknown
 
+    @property
+    def dir(self) -> Path:
+        return self.out.dir
+
     def add_stage(self, entry: dict[str, Any]) -> None:
         """Add a stage after the passes timed since the previous one."""
         self.flush_pending()
@@ -66,13 +71,14 @@ class ImportedGraph:
                 "note": "same graph as the previous stage"}
 
     def snapshot(self, stage: str, parsed: ParsedGraph, *, md5: str, line: int
-                 ) -> tuple[str, dict[str, Any], dict[str, Any]]:
-        """A parsed graph as the next stage: (its file, the file's content, the stage entry);
-        what it changed is against the previous snapshot."""
+                 ) -> tuple[int, dict[str, Any], dict[str, Any]]:
+        """A parsed graph as the next stage: (its index, the snapshot file's content, the stage
+        entry); what it changed is against the previous snapshot."""
         fp = layout.fingerprint_nodes(parsed.nodes)
         changes = layout.diff_fingerprints(self.last_fp, fp) if self.last_fp is not None else {
             "added": list(fp), "removed": [], "changed": []}
-        fname = layout.stage_file(len(self.stages) + len(self.pending), stage)
+        index = len(self.stages) + len(self.pending)
+        fname = layout.stage_file(index, stage)  # the name GraphWriter.write_stage gives it
         data = parsed.to_json(self.id, stage)
         data["changes"] = changes
         data["source_line"] = line
@@ -82,7 +88,7 @@ class ImportedGraph:
         first = self.last_fp is None
         self.last_fp, self.last_md5, self.last_file = fp, md5 or None, fname
         self.last_nodes = len(parsed.nodes)
-        return fname, data, {
+        return index, data, {
             "name": stage, "kind": "stage", "subsystem": None,
             "duration_s": self.stage_durations.get(stage),
             "changed": first or any(changes.values()),
@@ -120,8 +126,8 @@ class ImportedCompile:
 class GraphBook:
     """Every graph and compile of an import, and the graph each fact's target names."""
 
-    def __init__(self, graph_dir: Callable[[str], Path]) -> None:
-        self.graph_dir = graph_dir
+    def __init__(self, graph_writer: Callable[[str], GraphWriter]) -> None:
+        self.graph_writer = graph_writer
         self.graphs: dict[str, ImportedGraph] = {}
         self.compiles: dict[str, ImportedCompile] = {}
         self.segs = Segmentation()
@@ -183,7 +189,7 @@ class GraphBook:
         while gid in self.graphs:
             gid = f"{layout.graph_id(cid, kind)}-{n}"
             n += 1
-        g = ImportedGraph(gid, kind, cid, self.graph_dir(gid))
+        g = ImportedGraph(gid, kind, cid, self.graph_writer(gid))
         self.graphs[gid] = g
         self.compile(cid).graphs.append(gid)
         return g

@@ -69,7 +69,7 @@ class TorchTraceImporter:
         self.stack_cache: dict[str, Any] = {}
         self.scan: tracelog.LogScan | None = None
         self.writer: TraceWriter | None = None
-        self.book = GraphBook(lambda gid: self._writer().graph_path(gid))
+        self.book = GraphBook(lambda gid: self._writer().graph(gid))
         self.timings = Timings(self.book)
         self._times: list[float] = []
 
@@ -185,7 +185,7 @@ class TorchTraceImporter:
                 fact.metrics
         elif isinstance(fact, r.Config):
             if not self.config_written:
-                self._writer().write_json(self._writer().path(schema.CONFIG), fact.data)
+                self._writer().write_config(fact.data)
                 self.config_written = True
         elif isinstance(fact, r.Times):
             self._times += fact.values
@@ -201,7 +201,7 @@ class TorchTraceImporter:
             self.book.touch(g, env.lineno)
         elif isinstance(fact, r.Runnable):
             assert g is not None
-            self.write_repro(g, fact.text)
+            g.out.write_runnable(fact.text)
         elif isinstance(fact, r.OutputCode):
             assert g is not None
             self._output_code(g, fact, env.lineno)
@@ -262,29 +262,14 @@ class TorchTraceImporter:
                 self.warn(f"{where}: line {line}: {what} ({g.id}, stage {stage}): {p}")
         if not parsed.nodes:
             return False
-        fname, data, entry = g.snapshot(stage, parsed, md5=md5, line=line)
-        self._writer().write_json(g.dir / fname, data, compact=True)
+        index, data, entry = g.snapshot(stage, parsed, md5=md5, line=line)
+        g.out.write_stage(index, stage, data)
         g.add_stage(entry)
         return True
 
-    # -- files other importers add ---------------------------------------------------------------
-    def write_repro(self, g: ImportedGraph, text: str) -> None:
-        self._writer().write_text(g.dir / schema.REPRO_DIR / "fx_graph_runnable.py", text)
-
-    def write_ir(self, g: ImportedGraph, base: str, text: str, ir: dict[str, Any]) -> None:
-        """``ir_pre_fusion`` / ``ir_post_fusion``, as text and as JSON."""
-        self._writer().write_text(g.dir / f"{base}.txt", text)
-        self._writer().write_json(g.dir / f"{base}.json", ir)
-
-    def write_source_log(self, rel: str, text: str) -> None:
-        """A log of the source kept beside the trace (``imported/logs/<rel>``)."""
-        self._writer().write_text(self._writer().path("imported", "logs", rel), text)
-
     def write_code(self, g: ImportedGraph, code: str) -> None:
         """Inductor's output code as ``code/`` (wrapper + one file per kernel)."""
-        w = self._writer()
-        g.kernel_index = layout.write_output_code(g.dir, code, write_text=w.write_text,
-                                                  write_json=w.write_json)
+        g.kernel_index = g.out.write_output_code(code)
         g.has_code = True
 
     def _output_code(self, g: ImportedGraph, fact: r.OutputCode, lineno: int) -> None:
@@ -336,7 +321,7 @@ class TorchTraceImporter:
         self.errors.append(err)
         if g is not None:
             g.status = "failed"
-            self._writer().write_json(g.dir / schema.ERROR, err)
+            g.out.write_error(err)
 
     # -- finish: meta.json, provenance, compiles/, the manifest ----------------------------------
     def _finish(self, elapsed: float) -> None:
@@ -346,25 +331,25 @@ class TorchTraceImporter:
         for g in self.graphs.values():
             g.flush_pending()
             if g.kernel_index:
-                w.write_json(g.dir / schema.PROVENANCE, layout.provenance_json(
+                g.out.write_provenance(layout.provenance_json(
                     g.kernel_index, g.handles, g.fx_source, g.pre_to_post, self.stack_cache))
             extra = dict(g.extra_meta)
             extra.update({"imported": True, "cache": g.cache, "aot_id": g.aot_id,
                           "log_lines": g.log_lines, "output_code_file": g.output_code_file,
                           "missing": self.missing()})
-            w.write_json(g.dir / schema.META, layout.graph_meta(
-                g.id, g.kind, g.compile_id, g.status, g.stages, g.phase_times,
-                len(g.kernel_index),
-                {"fused": g.fused or 0, "rejected": 0, "recorded": False}, **extra))
+            g.out.write_meta(kind=g.kind, compile_id=g.compile_id, status=g.status,
+                             stages=g.stages, phase_starts=g.phase_times,
+                             kernels=len(g.kernel_index),
+                             fusion={"fused": g.fused or 0, "rejected": 0, "recorded": False},
+                             **extra)
         compiles = []
         for cid, c in self.compiles.items():
             if c.dynamic_dropped:
                 c.detail["dynamic_shapes_dropped"] = c.dynamic_dropped
             c.detail["graphs"] = c.graphs
-            detail = {"id": cid, **c.detail}
-            if not c.graphs and set(detail) <= {"id", "graphs", "log_lines"}:
+            if not c.graphs and set(c.detail) <= {"id", "graphs", "log_lines"}:
                 continue  # a compile id with only timing events
-            w.write_json(w.path(schema.COMPILES_DIR, f"{layout.safe_id(cid)}.json"), detail)
+            w.write_compile(cid, c.detail)
             metrics = c.detail.get("metrics") or {}
             compiles.append({"id": cid, "graphs": c.graphs, "summary": {
                 k: metrics.get(k) for k in ("co_name", "co_filename", "co_firstlineno",
