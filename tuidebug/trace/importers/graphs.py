@@ -121,6 +121,7 @@ class ImportedCompile:
     last_graph: str | None = None
     open_events: dict[str, float] = field(default_factory=dict)
     dynamic_dropped: int = 0
+    artifact_files: set[str] = field(default_factory=set)  # compiles/<id>/… files written
 
 
 class GraphBook:

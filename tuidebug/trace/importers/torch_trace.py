@@ -292,10 +292,11 @@ class TorchTraceImporter:
             safe = layout.safe_id(fact.name)[:80]
             rel = f"{schema.COMPILES_DIR}/{layout.safe_id(cid)}/{safe}"
             n = 1
-            while any(a.get("file") == rel + ".txt" for a in arts):
+            while rel + ".txt" in c.artifact_files:
                 n += 1
                 rel = f"{schema.COMPILES_DIR}/{layout.safe_id(cid)}/{safe}-{n}"
             rel += ".txt"
+            c.artifact_files.add(rel)
             self._writer().write_text(self._writer().path(rel), fact.text)
             entry["file"] = rel
         arts.append(entry)
