@@ -76,6 +76,13 @@ def failing_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def accuracy_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A compile that succeeds and runs, but whose outputs differ from eager (an injected
+    ``relu → x + 1``): failed in phase "accuracy", after every compile phase."""
+    return _make(tmp_path_factory, "accuracy", "failing_compile.py", "--bug", "accuracy")
+
+
+@pytest.fixture(scope="session")
 def graph_break_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _make(tmp_path_factory, "graph_break", "graph_break.py")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -14,11 +13,12 @@ BUGS = ("compile_error", "runtime_error", "accuracy")
 
 
 @pytest.fixture(scope="session")
-def bug_traces(tmp_path_factory: pytest.TempPathFactory, failing_trace: Path) -> dict[str, Path]:
+def bug_traces(tmp_path_factory: pytest.TempPathFactory, failing_trace: Path,
+               accuracy_trace: Path) -> dict[str, Path]:
     """bug -> failed trace of examples/failing_compile.py --bug BUG.
 
-    The compile error is the shared ``failing_trace`` (the example's default bug); the other two
-    are traced in parallel.
+    The compile error and the accuracy bug are the shared ``failing_trace`` and
+    ``accuracy_trace``; the runtime error is traced here.
     """
     root = tmp_path_factory.mktemp("minify-traces")
 
@@ -34,7 +34,7 @@ def bug_traces(tmp_path_factory: pytest.TempPathFactory, failing_trace: Path) ->
 
     status = json.loads((failing_trace / "manifest.json").read_text()).get("status")
     assert status == "failed", f"the shared failing_trace did not fail (status {status})"
-    others = [b for b in BUGS if b != "compile_error"]
-    with ThreadPoolExecutor(len(others)) as ex:
-        traces = dict(zip(others, ex.map(make, others)))
-    return {"compile_error": failing_trace, **traces}
+    status = json.loads((accuracy_trace / "manifest.json").read_text()).get("status")
+    assert status == "failed", f"the shared accuracy_trace did not fail (status {status})"
+    return {"compile_error": failing_trace, "runtime_error": make("runtime_error"),
+            "accuracy": accuracy_trace}

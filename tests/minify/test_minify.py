@@ -205,7 +205,7 @@ def test_limits_must_be_positive(bug_traces: dict[str, Path], tmp_path: Path) ->
     from tuidebug.minify.source import MinifyError
 
     env = dict(os.environ, PYTHONPATH=pythonpath())
-    for opt, value in (("--timeout", "0"), ("--atol", "-1e-3"), ("--rtol", "0"),
+    for opt, value in (("--timeout", "0"), ("--accuracy-tol", "-1e-3"), ("--accuracy-tol", "0"),
                        ("--timeout", "nan")):
         proc = subprocess.run([sys.executable, "-m", "tuidebug.cli", "minify",
                                str(bug_traces["runtime_error"]), "-o", str(tmp_path / "r.py"),

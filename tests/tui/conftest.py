@@ -55,12 +55,3 @@ def crashed_trace(mlp_trace: Path, copy_trace) -> Path:
         shutil.rmtree(path / "graphs" / g["id"] / "code", ignore_errors=True)
     (path / "manifest.json").write_text(json.dumps(manifest))
     return path
-
-
-@pytest.fixture(scope="session")
-def accuracy_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A compile that succeeds and runs, but whose outputs differ from eager (an injected
-    ``relu → x + 1``): failed in phase "accuracy", after every compile phase."""
-    from tests.conftest import _make
-
-    return _make(tmp_path_factory, "accuracy", "failing_compile.py", "--bug", "accuracy")

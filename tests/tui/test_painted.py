@@ -143,6 +143,22 @@ async def test_accuracy_failure_shows_every_compile_phase_done(open_ui, accuracy
             assert f"tuidebug minify {accuracy_trace}" in text
 
 
+async def test_accuracy_verdict_shows_the_rule_and_a_row_per_output(open_ui,
+                                                                    accuracy_trace: Path) -> None:
+    """At 80 columns: MISMATCH with the judge's reason, and the per-output table (dtype, shape,
+    compiled and eager error against float64, the rule, FAIL) whole."""
+    async with open_ui(accuracy_trace, size=(80, 24)) as ui:
+        lines = ui.lines("#overview")
+        i = next(i for i, ln in enumerate(lines) if "compiled vs eager" in ln)
+        block = "\n".join(lines[i:i + 8])
+        assert "0/0: MISMATCH  output 0: RMSE vs float64: compiled" in block, block
+        header = next(ln for ln in lines[i:] if "compiled↔fp64" in ln)
+        assert all(h in header for h in ("dtype", "shape", "eager↔fp64", "rule")), header
+        row = next(ln for ln in lines[i:] if "FAIL" in ln)
+        assert "float32" in row and "[16,4]" in row and "rmse-fp64" in row, row
+        assert max(len(ln) for ln in (header, row)) <= 80
+
+
 async def test_crashed_trace_suggests_running_it_again_not_minify(open_ui, crashed_trace: Path) -> None:
     trace = Trace(crashed_trace)
     last = trace.graphs[-1].stages[-1]

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tuidebug.cli.minifying import positive_float
 from tuidebug.cli.output import err
 from tuidebug.cli.viewing import open_trace, print_info, show_diff
 from tuidebug.errors import CliError
@@ -65,7 +66,7 @@ def _run_child(cmd: list[str], env: dict[str, str]) -> tuple[int, list[str]]:
 
 def run_trace(script: str, script_args: list[str], out: Path | None, *, check: bool = True,
               use_cache: bool = False, sets: list[str] | None = None,
-              quiet: bool = False) -> tuple[int, Path, list[str]]:
+              quiet: bool = False, accuracy_tol: float | None = None) -> tuple[int, Path, list[str]]:
     """Trace ``script`` in a child process. Returns (exit code, trace dir, the last lines of
     the child's stderr that are not tuidebug's own)."""
     path = Path(script)
@@ -81,6 +82,8 @@ def run_trace(script: str, script_args: list[str], out: Path | None, *, check: b
     cmd = [sys.executable, "-m", "tuidebug.compiler.run_script", "--out", str(out)]
     if not check:
         cmd.append("--no-check")
+    if accuracy_tol is not None:
+        cmd += ["--accuracy-tol", repr(float(accuracy_tol))]
     if use_cache:
         cmd.append("--use-cache")
     if overrides:
@@ -158,6 +161,10 @@ def trace_arguments(p: argparse.ArgumentParser) -> None:
                        help="trace directory (default: tuidebug-traces/<script>-<time>)"),
         p.add_argument("--no-check", action="store_true",
                        help="do not compare compiled outputs against eager"),
+        p.add_argument("--accuracy-tol", type=positive_float, default=None, metavar="TOL",
+                       help="the eager check's tolerance for every output (default: by dtype, "
+                            "1e-4 for float32, 1e-2 for bfloat16/float16; see "
+                            "docs/trace-format.md)"),
         p.add_argument("--use-cache", action="store_true",
                        help="let Inductor use its caches (a cache hit records less)"),
         p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
@@ -172,7 +179,8 @@ def trace_arguments(p: argparse.ArgumentParser) -> None:
 
 def cmd_trace(ns: argparse.Namespace) -> int:
     code, out, tail = run_trace(ns.script, ns.args, Path(ns.output) if ns.output else None,
-                                check=not ns.no_check, use_cache=ns.use_cache, sets=ns.set)
+                                check=not ns.no_check, use_cache=ns.use_cache, sets=ns.set,
+                                accuracy_tol=ns.accuracy_tol)
     if (out / "manifest.json").exists():
         print_info(out, as_json=False)
     rc = trace_outcome(code, out, tail)

@@ -19,7 +19,7 @@ def _positive(text: str) -> int:
     return n
 
 
-def _positive_float(text: str) -> float:
+def positive_float(text: str) -> float:
     try:
         x = float(text)
     except ValueError:
@@ -43,12 +43,11 @@ def minify_arguments(p: argparse.ArgumentParser) -> None:
                    "(default: repro.py)")
     p.add_argument("--jobs", "-j", type=_positive, default=2,
                    help="candidates tested in parallel, one warm worker process each (default 2)")
-    p.add_argument("--timeout", type=_positive_float, default=60.0,
+    p.add_argument("--timeout", type=positive_float, default=60.0,
                    help="seconds one candidate may take before its worker is replaced (default 60)")
-    p.add_argument("--atol", type=_positive_float, default=1e-3,
-                   help="accuracy: absolute tolerance (default 1e-3)")
-    p.add_argument("--rtol", type=_positive_float, default=1e-3,
-                   help="accuracy: relative tolerance (default 1e-3)")
+    p.add_argument("--accuracy-tol", type=positive_float, default=None, metavar="TOL",
+                   help="accuracy: the judge's tolerance (default: the trace's --accuracy-tol, "
+                        "else each output dtype's default, as the trace judged it)")
     p.add_argument("--keep-work", action="store_true",
                    help="keep the work directory (every candidate, worker logs)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -60,7 +59,7 @@ def bisect_arguments(p: argparse.ArgumentParser) -> None:
                    "faster) instead of re-running the traced script")
     p.add_argument("--fresh", action="store_true", help="run the repro in a fresh process each "
                    "time instead of one warm worker")
-    p.add_argument("--timeout", type=_positive_float, default=600.0,
+    p.add_argument("--timeout", type=positive_float, default=600.0,
                    help="seconds per run (default 600)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
@@ -105,7 +104,7 @@ def cmd_minify(ns: argparse.Namespace) -> int:
     on_progress, stop = _reporter(ns.json)
     try:
         result = minify(ns.trace, ns.output, jobs=ns.jobs, timeout=ns.timeout,
-                        on_progress=on_progress, atol=ns.atol, rtol=ns.rtol,
+                        on_progress=on_progress, tol=ns.accuracy_tol,
                         keep_work=ns.keep_work)
     finally:  # MinifyError: printed by main
         stop()

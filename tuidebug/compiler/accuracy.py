@@ -1,4 +1,11 @@
-"""Compare a compiled graph against eager on the same inputs (max abs / rel error per output)."""
+"""Compare a compiled graph against eager on the same inputs, judged by ``judge.judge``.
+
+The first call of each compiled graph is also run eagerly and, on inputs upcast to float64,
+eagerly again (the reference); ``judge`` decides per output. A graph that draws random numbers
+(dropout, ``rand``, …) is not compared unless Inductor's ``fallback_random`` was on when it was
+compiled (then both sides draw the same numbers from the same seed): compiled and eager draw
+different numbers otherwise, and any difference would be a false alarm.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,62 @@ from typing import Any, Callable
 
 import torch
 
+from tuidebug.compiler import judge
+
+# names of the operators (functions, methods, ATen overload packets) that draw random numbers
+RANDOM_OPS = frozenset({
+    "rand", "randn", "rand_like", "randn_like", "randint", "randint_like", "randperm",
+    "bernoulli", "bernoulli_", "multinomial", "normal", "normal_", "uniform", "uniform_",
+    "random_", "exponential_", "geometric_", "cauchy_", "log_normal_", "poisson", "rrelu",
+    "rrelu_", "rrelu_with_noise", "gumbel_softmax", "dropout", "dropout_", "dropout1d",
+    "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "feature_dropout",
+    "native_dropout", "fused_dropout", "_fused_dropout", "scaled_dot_product_attention",
+    "inductor_random", "inductor_seeds", "inductor_randint"})
+_DROPOUT_TRAINING = {"dropout": 2, "dropout1d": 2, "dropout2d": 2, "dropout3d": 2,
+                     "alpha_dropout": 2, "feature_alpha_dropout": 2, "native_dropout": 2,
+                     "feature_dropout": 2}  # position of the ``training``/``train`` argument
+
+
+def _op_name(target: Any) -> str:
+    name = target if isinstance(target, str) else getattr(target, "__name__", "") or ""
+    return name.split(".")[0] if "." in name and not isinstance(target, str) else name
+
+
+def _draws(node: Any, name: str) -> bool:
+    """Whether a call of a random-looking op really draws: dropout with ``p == 0`` or not in
+    training, attention without ``dropout_p``, do not."""
+    args, kwargs = list(node.args), dict(node.kwargs)
+    if name == "scaled_dot_product_attention":
+        p = kwargs.get("dropout_p", args[4] if len(args) > 4 else 0.0)
+        return not (isinstance(p, (int, float)) and p == 0)
+    if name in _DROPOUT_TRAINING:
+        p = kwargs.get("p", args[1] if len(args) > 1 else 0.5)
+        pos = _DROPOUT_TRAINING[name]
+        train = kwargs.get("training", kwargs.get("train", args[pos] if len(args) > pos else True))
+        return not ((isinstance(p, (int, float)) and p == 0) or train is False)
+    return True
+
+
+def random_ops(gm: Any) -> list[str]:
+    """The random ops a graph calls (sorted names), from its FX nodes; a module called as a
+    whole counts when it is a dropout in training mode."""
+    found: set[str] = set()
+    graph = getattr(gm, "graph", None)
+    for node in getattr(graph, "nodes", ()):
+        if node.op in ("call_function", "call_method"):
+            name = _op_name(node.target)
+            if name in RANDOM_OPS and _draws(node, name):
+                found.add(name)
+        elif node.op == "call_module":
+            try:
+                mod = gm.get_submodule(node.target)
+            except AttributeError:
+                continue
+            if "dropout" in type(mod).__name__.lower() and mod.training and \
+                    getattr(mod, "p", 0) != 0:
+                found.add(type(mod).__name__)
+    return sorted(found)
+
 
 def _clone(x: Any) -> Any:
     if isinstance(x, torch.Tensor):
@@ -14,57 +77,33 @@ def _clone(x: Any) -> Any:
     return x
 
 
-def _flatten(out: Any) -> list[Any]:
-    if isinstance(out, (list, tuple)):
-        return [y for x in out for y in _flatten(x)]
-    return [out]
+def _reference(eager: Callable[..., Any], inputs: list[Any], rng: tuple[Any, Any]) -> tuple[Any, str]:
+    """(the eager graph's outputs on ``inputs`` upcast to float64, "") or (None, why not)."""
+    if not any(isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex())
+               for x in inputs):
+        return None, "no floating-point inputs"
+    try:
+        _set_rng_state(rng)
+        with torch.no_grad():
+            return eager(*[judge.upcast(x) for x in inputs]), ""
+    except torch.cuda.OutOfMemoryError:
+        return None, "out of memory"
+    except Exception as e:  # an op without float64 support, a dtype fixed inside the graph
+        return None, f"{type(e).__name__}: {str(e).strip().splitlines()[0][:160] if str(e).strip() else ''}"
 
 
-def compare_outputs(actual: Any, expected: Any) -> dict[str, Any]:
-    """Per-output max absolute and relative error, computed in float64 where possible."""
-    outs = []
-    a_list, e_list = _flatten(actual), _flatten(expected)
-    worst_abs = worst_rel = 0.0
-    for i, (a, e) in enumerate(zip(a_list, e_list)):
-        if not (isinstance(a, torch.Tensor) and isinstance(e, torch.Tensor)):
-            continue
-        entry: dict[str, Any] = {"index": i, "shape": list(a.shape),
-                                 "dtype": str(a.dtype).replace("torch.", "")}
-        if a.shape != e.shape:
-            entry["error"] = f"shape mismatch: compiled {list(a.shape)} vs eager {list(e.shape)}"
-            worst_abs = worst_rel = float("inf")
-        elif a.numel() == 0:
-            entry["max_abs"] = entry["max_rel"] = 0.0
-        else:
-            try:
-                af = a.detach().to("cpu", torch.float64)
-                ef = e.detach().to("cpu", torch.float64)
-            except (RuntimeError, TypeError):
-                af, ef = a.detach().float().cpu(), e.detach().float().cpu()
-            diff = (af - ef).abs()
-            nan_mismatch = bool((af.isnan() != ef.isnan()).any())
-            diff = torch.where(af.isnan() & ef.isnan(), torch.zeros_like(diff), diff)
-            max_abs = float("inf") if nan_mismatch else float(diff.max())
-            rel = diff / ef.abs().clamp_min(1e-12)
-            max_rel = float("inf") if nan_mismatch else float(rel.max())
-            entry["max_abs"], entry["max_rel"] = max_abs, max_rel
-            worst_abs, worst_rel = max(worst_abs, max_abs), max(worst_rel, max_rel)
-        outs.append(entry)
-    return {"outputs": outs, "max_abs": worst_abs, "max_rel": worst_rel}
-
-
-LOW_PRECISION = {"float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"}
-
-
-def is_close(result: dict[str, Any], atol: float = 1e-3, rtol: float = 1e-3) -> bool:
-    """True when every output is within tolerance (looser for 16-bit and 8-bit floats)."""
-    for o in result.get("outputs", []):
-        if "error" in o:
-            return False
-        scale = 10.0 if o.get("dtype") in LOW_PRECISION else 1.0
-        if o["max_abs"] > atol * scale and o["max_rel"] > rtol * scale:
-            return False
-    return True
+def compare(out: Any, ref: Any, eager: Callable[..., Any], inputs: list[Any],
+            rng: tuple[Any, Any], random: list[str], tol: float | None) -> dict[str, Any]:
+    """The judge's verdict on ``out`` (compiled) against ``ref`` (eager), with the float64
+    reference where one is sound (not for a graph that draws random numbers: a float64 run may
+    draw other numbers)."""
+    if random:
+        fp64, why = None, "the graph draws random numbers; a float64 run may draw other ones"
+    else:
+        fp64, why = _reference(eager, inputs, rng)
+    result = judge.judge(out, ref, fp64, tol, why)
+    result["reference"] = "float64" if fp64 is not None else f"eager only: {why}"
+    return result
 
 
 def _rng_state() -> tuple[Any, Any]:
@@ -95,13 +134,21 @@ def _time_again(compiled: Callable[..., Any], inputs: list[Any], as_list: bool,
 
 def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
             record: Callable[[dict[str, Any]], None],
-            time_kernels: Callable[[Callable[[], Any]], None] | None = None) -> Callable[..., Any]:
-    """Wrap ``compiled`` so that its first call is also run eagerly and the two compared.
+            time_kernels: Callable[[Callable[[], Any]], None] | None = None, *,
+            tol: float | None = None, same_random: bool = False) -> Callable[..., Any]:
+    """Wrap ``compiled`` so that its first call is also run eagerly and the two judged.
 
-    ``time_kernels``, when given, is called after the comparison with a function that runs the
-    compiled graph again (to time its kernels); a failure there never reaches the user's call."""
+    ``eager`` is the FX graph that was compiled; ``tol`` the judge's tolerance (None: each
+    dtype's default); ``same_random``: Inductor's ``fallback_random`` was on, so compiled and
+    eager draw the same random numbers from the same seed. ``time_kernels``, when given, is
+    called after the comparison with a function that runs the compiled graph again (to time its
+    kernels); a failure there never reaches the user's call."""
     state = {"done": False}
     boxed = bool(getattr(compiled, "_boxed_call", False))
+    try:
+        random = random_ops(eager)
+    except Exception:  # an odd graph: judge it as one without random ops
+        random = []
 
     def run(*args: Any) -> Any:
         if state["done"]:
@@ -114,19 +161,29 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
         t0 = time.perf_counter()
         out = compiled(*args)
         compiled_s = time.perf_counter() - t0
-        try:
-            _set_rng_state(rng)
-            with torch.no_grad():
-                t1 = time.perf_counter()
-                ref = eager(*inputs)
-                eager_s = time.perf_counter() - t1
-            result = compare_outputs(out, ref)
-            result.update(first_call_s=compiled_s, eager_s=eager_s)
-            result["close"] = is_close(result)
-        except Exception as e:  # the eager re-run itself failing must not break the user's run
-            result = {"skipped": f"eager re-run failed: {type(e).__name__}: {e}"}
+        after = _rng_state()  # where the user's program goes on from
+        result: dict[str, Any]
+        if random and not same_random:
+            result = {"skipped": "not compared: the graph draws random numbers "
+                                 f"({', '.join(random)}); trace with --set fallback_random=True "
+                                 "to compare", "random_ops": random, "first_call_s": compiled_s}
+        else:
+            try:
+                _set_rng_state(rng)
+                with torch.no_grad():
+                    t1 = time.perf_counter()
+                    ref = eager(*inputs)
+                    eager_s = time.perf_counter() - t1
+                result = compare(out, ref, eager, inputs, rng, random, tol)
+                result.update(first_call_s=compiled_s, eager_s=eager_s, tol=tol)
+                if random:
+                    result["random_ops"] = random
+            except Exception as e:  # the eager re-run failing must not break the user's run
+                result = {"skipped": f"eager re-run failed: {type(e).__name__}: {e}"}
+            finally:
+                _set_rng_state(after)
         record(result)
-        if time_kernels is not None and "skipped" not in result:
+        if time_kernels is not None and ("skipped" not in result or random):
             try:
                 _time_again(compiled, inputs, as_list, time_kernels)
             except Exception:  # timing is a bonus: the user's call goes on

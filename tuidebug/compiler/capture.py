@@ -82,9 +82,11 @@ class CaptureSession:
     def __init__(self, out_dir: str | Path, *, check_accuracy: bool = True,
                  use_cache: bool = False, command: list[str] | None = None,
                  on_progress: Callable[[str], None] | None = None,
-                 user_sets: Mapping[str, Any] | None = None) -> None:
+                 user_sets: Mapping[str, Any] | None = None,
+                 accuracy_tol: float | None = None) -> None:
         self.out_dir = Path(out_dir)
         self.check_accuracy = check_accuracy
+        self.accuracy_tol = accuracy_tol  # the judge's tolerance; None: each dtype's default
         self.use_cache = use_cache
         self.user_sets = dict(user_sets or {})
         self.command = command
@@ -119,7 +121,8 @@ class CaptureSession:
         patches = dict(TUIDEBUG_CONFIG)
         caches_off = {} if self.use_cache else compat.caches_off(self.user_sets)
         recorded = dict(patches, **caches_off)
-        self.writer.update(tuidebug_config=recorded, check_accuracy=self.check_accuracy)
+        self.writer.update(tuidebug_config=recorded, check_accuracy=self.check_accuracy,
+                           accuracy_tol=self.accuracy_tol)
         self._config_ctx = contextlib.ExitStack()
         self._config_ctx.enter_context(compat.inductor_config_patch(patches))
         if caches_off:
@@ -152,8 +155,8 @@ class CaptureSession:
                 self.errors.append({
                     "phase": "accuracy", "type": "AccuracyMismatch",
                     "message": f"compiled output differs from eager for compile {cid}: "
-                               f"max abs err {c.get('max_abs'):.3g}, "
-                               f"max rel err {c.get('max_rel'):.3g}",
+                               f"{c.get('detail') or ''} (rule {c.get('rule')}; max abs err "
+                               f"{c.get('max_abs'):.3g})",
                     "traceback": "", "graph": graphs[0] if graphs else None, "compile_id": cid})
                 self.writer.update(accuracy_mismatch=sorted(mismatches))
             if not self._graphs:
@@ -835,7 +838,8 @@ class CaptureSession:
             self._guarded("the eager comparison", self._write_runtime)
 
         checked = accuracy.checked(compiled, gm, record, time_kernels=lambda again: self._guarded(
-            "kernel run times", lambda: self._time_kernels(cid, again)))
+            "kernel run times", lambda: self._time_kernels(cid, again)), tol=self.accuracy_tol,
+            same_random=bool(compat.inductor_config_value("fallback_random")))
 
         def run(*args: Any) -> Any:
             with self._as_current(gs):

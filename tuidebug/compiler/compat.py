@@ -378,6 +378,13 @@ def inductor_config_values() -> dict[str, Any]:
     return dict(config.get_config_copy())
 
 
+def inductor_config_value(name: str) -> Any:
+    """One Inductor config value in force now (None where this torch has no such flag)."""
+    from torch._inductor import config
+
+    return getattr(config, name, None)
+
+
 def inductor_config_defaults() -> dict[str, Any]:
     from torch._inductor import config
 

@@ -132,7 +132,14 @@ def trace_source(trace: str | os.PathLike[str]) -> dict[str, Any]:
         raise RecompileError(f"{trace}: its working directory {cwd} no longer exists")
     overrides = m.get("config_overrides") if isinstance(m.get("config_overrides"), dict) else {}
     return {"script": str(script), "script_arg": script_arg, "args": list(args), "cwd": cwd,
-            "overrides": dict(overrides), "check": bool(m.get("check_accuracy", True))}
+            "overrides": dict(overrides), "check": bool(m.get("check_accuracy", True)),
+            "accuracy_tol": _tol(m.get("accuracy_tol"))}
+
+
+def _tol(value: Any) -> float | None:
+    """The manifest's ``accuracy_tol`` when it is a positive number (a trace is untrusted)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e6
+    return float(value) if ok else None
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.,=+\-]+")
@@ -223,6 +230,7 @@ def run_job(spec: Mapping[str, Any], emit: Callable[[dict[str, Any]], None] | No
     # the manifest's tuidebug_config): a hit would skip what the trace records (module docstring).
     session = CaptureSession(
         spec["out"], check_accuracy=bool(spec.get("check", True)), use_cache=False,
+        accuracy_tol=_tol(spec.get("accuracy_tol")),
         command=["tuidebug", "trace", spec.get("script_arg") or script, *args],
         on_progress=lambda m: send({"type": "progress", "message": m}),
         user_sets=overrides if use_cache else None)

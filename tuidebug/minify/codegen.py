@@ -44,8 +44,7 @@ class ReproInfo:
     kind: str = "compile"
     type: str = ""
     nodes_before: int = 0
-    atol: float = 1e-3
-    rtol: float = 1e-3
+    tol: float | None = None  # the accuracy judge's tolerance; None: each dtype's default
     key: str = ""
     diags: tuple[str, ...] = ()
 
@@ -208,16 +207,33 @@ def render(program: Program, info: ReproInfo, *, comments: bool = True) -> str:
             .replace("@@HEADER@@", header)
             .replace("@@CONFIG@@", config)
             .replace("@@EXPECTED@@", expected)
-            .replace("@@ATOL@@", repr(float(info.atol)))
-            .replace("@@RTOL@@", repr(float(info.rtol)))
+            .replace("@@TOL@@", repr(None if info.tol is None else float(info.tol)))
+            .replace("@@JUDGE@@", judge_source())
             .replace("@@FORWARD@@", fwd)
             .replace("@@INPUTS@@", inputs))
 
 
+JUDGE_MARKER = "# ---- the rule: copied verbatim into repro.py"
+
+
+def judge_source() -> str:
+    """The accuracy judge's rule (``tuidebug.compiler.judge`` after its marker line), the code
+    the repro judges with: a repro of an accuracy failure fails for the trace's reason."""
+    from pathlib import Path
+
+    from tuidebug.compiler import judge
+
+    text = Path(judge.__file__).read_text()
+    _, sep, rule = text.partition(JUDGE_MARKER)
+    if not sep:
+        raise RuntimeError(f"{judge.__file__} lost its marker line {JUDGE_MARKER!r}")
+    return rule.split("\n", 1)[1].strip("\n")
+
+
 def cache_key(program: Program, info: ReproInfo) -> str:
     """The candidate's identity: a hash of its canonical text (no comments, no trace names)."""
-    text = render(program, ReproInfo(kind=info.kind, type=info.type, atol=info.atol,
-                                     rtol=info.rtol, key=info.key, diags=info.diags),
+    text = render(program, ReproInfo(kind=info.kind, type=info.type, tol=info.tol,
+                                     key=info.key, diags=info.diags),
                   comments=False)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
@@ -243,7 +259,7 @@ CONFIG = {
 # The failure: its kind (compile | runtime | accuracy), exception type and distinctive message
 # (the compiler's normalized "error:" lines, else the normalized first line; see _same).
 EXPECTED = @@EXPECTED@@
-ATOL, RTOL = @@ATOL@@, @@RTOL@@  # accuracy: compiled vs. eager run in float64 (see _compare)
+TOL = @@TOL@@  # accuracy: the judge's tolerance (None: by dtype); see _compare
 SEED = 0
 
 
@@ -275,47 +291,15 @@ def make_inputs():
     return out
 
 
-def _flatten(value):
-    if isinstance(value, (list, tuple)):
-        return [y for x in value for y in _flatten(x)]
-    return [value]
+# ---- the accuracy judge of tuidebug (tuidebug/compiler/judge.py), as the trace used it ----
+@@JUDGE@@
+# ---- end of the judge ----
 
 
-def _rmse(a, b):
-    keep = ~(a.isnan() | b.isnan())
-    return float((a - b)[keep].abs().pow(2).mean().sqrt()) if bool(keep.any()) else 0.0
-
-
-def _compare(actual, expected, reference):
-    """(mismatch, worst absolute error) of compiled outputs against float64 (else eager).
-
-    An output within ATOL/RTOL everywhere matches. Otherwise it still matches when its NaNs are
-    eager's and its root-mean-square error against float64 is at most 3x eager's own (+ATOL):
-    random inputs can make float32 rounding alone exceed a tolerance.
-    """
-    bad, worst = False, 0.0
-    refs = _flatten(reference) if reference is not None else _flatten(expected)
-    for a, e, r in zip(_flatten(actual), _flatten(expected), refs):
-        if not isinstance(a, torch.Tensor) or not isinstance(r, torch.Tensor):
-            continue
-        if a.shape != r.shape:
-            return True, float("inf")
-        a, e, r = a.detach().cpu(), e.detach().cpu(), r.detach().cpu()
-        if not (a.is_floating_point() or a.is_complex()):
-            if not torch.equal(a, e):
-                bad, worst = True, float("inf")
-            continue
-        wide = torch.complex128 if a.is_complex() else torch.float64
-        a, e, r = a.to(wide), e.to(wide), r.to(wide)
-        diff = torch.where(a.isnan() & r.isnan(), 0.0, (a - r).abs().double())
-        if diff.numel():
-            worst = max(worst, float(diff.nan_to_num(nan=float("inf")).max()))
-        if bool(torch.isclose(a, r, rtol=RTOL, atol=ATOL, equal_nan=True).all()):
-            continue
-        if reference is None or not torch.equal(a.isnan(), e.isnan()) or \
-                _rmse(a, r) > 3 * _rmse(e, r) + ATOL:
-            bad = True
-    return bad, worst
+def _compare(actual, expected, reference, why_no_fp64):
+    """(mismatch, the judge's verdict) of compiled outputs against eager and float64."""
+    verdict = judge(actual, expected, reference, TOL, why_no_fp64)
+    return not verdict["close"], verdict
 
 
 def _kind(exc):
@@ -356,16 +340,19 @@ def run():
             return _failure(e)
         if EXPECTED["kind"] != "accuracy":
             return {"outcome": "passed"}
+        why = ""
         try:
             torch.manual_seed(SEED)
-            reference = forward(*[x.double() if x.is_floating_point() else x for x in make_inputs()])
-        except Exception:
-            reference = None  # an op without float64 support: compare with eager as it is
-        bad, worst = _compare(actual, expected, reference)
+            reference = forward(*[upcast(x) for x in make_inputs()])
+        except Exception as e:  # an op without float64 support: the judge's fallback rules
+            reference, why = None, f"{type(e).__name__}: {e}"[:200]
+        bad, verdict = _compare(actual, expected, reference, why)
         if bad:
-            return {"outcome": "failed", "kind": "accuracy", "type": "AccuracyMismatch", "max_abs": worst,
-                    "message": f"compiled output differs from eager: max abs error {worst:.3g}"}
-        return {"outcome": "passed", "max_abs": worst}
+            return {"outcome": "failed", "kind": "accuracy", "type": "AccuracyMismatch",
+                    "max_abs": verdict["max_abs"], "rule": verdict["rule"],
+                    "message": f"compiled output differs from eager: {verdict['detail']} "
+                               f"(rule {verdict['rule']})"}
+        return {"outcome": "passed", "max_abs": verdict["max_abs"], "rule": verdict["rule"]}
 
 
 # What varies between runs of the same failure (paths, temp names, addresses, numbers) is

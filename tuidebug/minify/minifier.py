@@ -111,10 +111,15 @@ class Minifier:
     """One minification run (use :func:`minify`)."""
 
     def __init__(self, failure: Failure, out: Path, *, jobs: int = 2, timeout: float = 60.0,
-                 atol: float = 1e-3, rtol: float = 1e-3,
+                 tol: float | None = None,
                  on_progress: Callable[[Progress], None] | None = None,
                  work_dir: Path | None = None) -> None:
-        for name, value in (("timeout", timeout), ("atol", atol), ("rtol", rtol)):
+        if tol is None:  # judge as the trace did
+            tol = failure.trace.manifest.get("accuracy_tol")
+            tol = tol if isinstance(tol, (int, float)) and not isinstance(tol, bool) else None
+        for name, value in (("timeout", timeout), ("accuracy tol", tol)):
+            if name != "timeout" and value is None:
+                continue
             if not (isinstance(value, (int, float)) and 0 < value < float("inf")):
                 raise MinifyError(f"{name} must be a positive number of "
                                   f"{'seconds' if name == 'timeout' else 'tolerance'}, "
@@ -136,7 +141,7 @@ class Minifier:
             describe=self.signature.describe(), kind=self.signature.kind,
             type=self.signature.type, key=self.signature.key,
             diags=tuple(sorted(self.signature.diags)),
-            nodes_before=self.reducer.compute_count, atol=atol, rtol=rtol)
+            nodes_before=self.reducer.compute_count, tol=tol)
         self.work_dir = work_dir or Path(tempfile.mkdtemp(prefix="tuidebug-minify-"))
         (self.work_dir / "candidates").mkdir(parents=True, exist_ok=True)
         self.pool: WorkerPool | None = None
@@ -532,8 +537,8 @@ class Minifier:
 
 def minify(trace_path: str | os.PathLike[str], out: str | os.PathLike[str] = "repro.py",
            jobs: int = 2, timeout: float = 60.0,
-           on_progress: Callable[[Progress], None] | None = None, *, atol: float = 1e-3,
-           rtol: float = 1e-3, keep_work: bool = False) -> MinifyResult:
+           on_progress: Callable[[Progress], None] | None = None, *, tol: float | None = None,
+           keep_work: bool = False) -> MinifyResult:
     """Minify the failed trace at ``trace_path`` into a standalone repro written to ``out``.
 
     Safe to call from a worker thread (the TUI does): it starts its own worker processes and
@@ -543,7 +548,7 @@ def minify(trace_path: str | os.PathLike[str], out: str | os.PathLike[str] = "re
     fail, has no graph, or the failure does not reproduce) or out-of-range limits.
     """
     failure = load_failure(trace_path)
-    m = Minifier(failure, Path(out), jobs=jobs, timeout=timeout, atol=atol, rtol=rtol,
+    m = Minifier(failure, Path(out), jobs=jobs, timeout=timeout, tol=tol,
                  on_progress=on_progress)
     result = m.run()
     if (result.verified or result.interrupted) and not keep_work:

@@ -183,6 +183,49 @@ def graph_summary(g: GraphRecord, compile_record: dict[str, Any] | None = None) 
     }
 
 
+ACCURACY_COLUMNS = ("out", "dtype", "shape", "compiled↔fp64", "eager↔fp64", "rule", "")
+
+
+def _num(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else "—"
+
+
+def accuracy_verdict(check: dict[str, Any]) -> tuple[str, str]:
+    """(``match`` | ``MISMATCH`` | ``not compared``, why) of one eager check of runtime.json
+    (its fields are described in docs/trace-format.md); text only, shown inert by callers."""
+    if check.get("skipped"):
+        text = str(check["skipped"])
+        return "not compared", text.removeprefix("not compared: ")
+    if check.get("close") is None:
+        return "not compared", "no verdict recorded"
+    why = str(check.get("detail") or "")
+    if check.get("rule"):
+        why = f"{why} (rule {check['rule']}" + (f"; reference {check['reference']}"
+                                                if check.get("reference") else "") + ")"
+    elif check.get("max_abs") is not None:  # a trace from before the judge
+        why = f"max abs err {_num(check.get('max_abs'))}, max rel err {_num(check.get('max_rel'))}"
+    return ("match" if check["close"] else "MISMATCH"), why.strip()
+
+
+def accuracy_rows(check: dict[str, Any], limit: int = 12) -> list[tuple[str, ...]]:
+    """One row per output of an eager check (``ACCURACY_COLUMNS``): the failing outputs first,
+    at most ``limit`` (then a row saying how many more)."""
+    outs = [o for o in check.get("outputs") or [] if isinstance(o, dict)]
+    outs.sort(key=lambda o: o.get("ok") is not False)
+    rows = []
+    for o in outs[:limit]:
+        shape = o.get("shape") if isinstance(o.get("shape"), list) else []
+        rows.append((str(o.get("index", "?")), str(o.get("dtype") or "?"),
+                     "[" + ",".join(str(n) for n in shape) + "]",
+                     _num(o.get("err_compiled")), _num(o.get("err_eager")),
+                     str(o.get("rule") or "?"),
+                     "ok" if o.get("ok") else ("FAIL" if o.get("ok") is False else "?")))
+    if len(outs) > limit:
+        rows.append((f"… {len(outs) - limit} more", "", "", "", "", "", ""))
+    return rows
+
+
 def script_outcome(manifest: dict[str, Any]) -> dict[str, Any]:
     """How the traced script itself ended, when not well: ``script_error`` (``type``,
     ``message``, ``after_compiling``) and/or ``script_exit_code``; {} otherwise."""
@@ -231,8 +274,10 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
             "cache": cache_counts(c),
         })
     checks = (trace.runtime.get("checks") or {})
-    out["accuracy"] = {cid: {k: c.get(k) for k in ("max_abs", "max_rel", "close", "skipped")}
-                       for cid, c in checks.items()}
+    out["accuracy"] = {cid: {k: c.get(k) for k in ("max_abs", "max_rel", "close", "skipped",
+                                                   "rule", "detail", "reference", "tol",
+                                                   "outputs")}
+                       for cid, c in checks.items() if isinstance(c, dict)}
     if trace.status == "crashed":
         out["error"] = out.get("error") or {
             "phase": trace.phase, "type": "crashed", "message": died_text(trace.phase)}

@@ -6,11 +6,13 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from tuidebug.trace import schema
-from tuidebug.trace.summary import cache_text, phase_text
+from tuidebug.trace.summary import (ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict, cache_text,
+                                    phase_text)
 
 STATUS_STYLE = {"ok": "bold green", "failed": "bold red", "crashed": "bold magenta",
                 "running": "bold yellow"}
@@ -88,12 +90,17 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
                                             cache_text(c["cache"])))
     acc = s.get("accuracy") or {}
     for cid, a in acc.items():
-        if a.get("skipped"):
-            console.print(f"  eager check {cid}: skipped ({a['skipped']})", style="dim")
-        elif a.get("max_abs") is not None:
-            style = "green" if a.get("close") else "bold red"
-            console.print(f"  eager check {cid}: max abs err {a['max_abs']:.3g}, "
-                          f"max rel err {a['max_rel']:.3g}", style=style)
+        verdict, why = accuracy_verdict(a)
+        style = {"match": "green", "MISMATCH": "bold red"}.get(verdict, "dim")
+        console.print(Text.assemble(f"  eager check {cid}: ", (verdict, style), f"  {why}"))
+        rows = accuracy_rows(a)
+        if rows and verdict != "not compared":
+            t = Table(box=None, padding=(0, 1), header_style="dim", pad_edge=False)
+            for col in ACCURACY_COLUMNS:
+                t.add_column(col, overflow="fold")
+            for r in rows:
+                t.add_row(*map(Text, r), style="red" if r[-1] == "FAIL" else None)
+            console.print(Padding(t, (0, 0, 0, 4)))
     if s.get("config_changed"):
         console.print(Text.assemble(("config differs from defaults: ", "dim"),
                                     ", ".join(s["config_changed"])))

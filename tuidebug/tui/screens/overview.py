@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from rich.console import RenderableType
+from rich.padding import Padding
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
@@ -18,7 +19,8 @@ from textual.app import ComposeResult
 
 from tuidebug.trace import schema
 from tuidebug.trace.reader import GraphRecord, Trace
-from tuidebug.trace.summary import changed_passes, cudagraphs_state
+from tuidebug.trace.summary import (ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict,
+                                    changed_passes, cudagraphs_state)
 from tuidebug.tui import model
 from tuidebug.tui.messages import ShowKernel
 from tuidebug.tui.screens.base import TraceScreen
@@ -235,15 +237,21 @@ def _accuracy(trace: Trace) -> list[RenderableType]:
         return []
     out: list[RenderableType] = [Text(""), _heading("compiled vs eager")]
     for cid, c in checks.items():
-        if c.get("skipped"):
-            out.append(Text(f"  {cid}: not checked ({c.get('skipped')})", style="dim"))
+        if not isinstance(c, dict):
             continue
-        ok = c.get("close")
-        out.append(Text.assemble(
-            f"  {cid}: ", ("match" if ok else "MISMATCH", "green" if ok else "bold red"),
-            f"   max abs err {c.get('max_abs', float('nan')):.3g}, max rel err "
-            f"{c.get('max_rel', float('nan')):.3g}   first call {model.secs(c.get('first_call_s'))}"
-            f", eager {model.secs(c.get('eager_s'))}"))
+        verdict, why = accuracy_verdict(c)
+        style = {"match": "green", "MISMATCH": "bold red"}.get(verdict, "dim")
+        times = (f"   first call {model.secs(c.get('first_call_s'))}, eager "
+                 f"{model.secs(c.get('eager_s'))}" if c.get("eager_s") is not None else "")
+        out.append(Text.assemble(f"  {cid}: ", (verdict, style), f"  {why}{times}"))
+        rows = accuracy_rows(c)
+        if rows and verdict != "not compared":
+            t = Table(box=None, padding=(0, 1), header_style="dim")
+            for col in ACCURACY_COLUMNS:
+                t.add_column(col, overflow="fold")
+            for r in rows:
+                t.add_row(*map(Text, r), style="red" if r[-1] == "FAIL" else None)
+            out.append(Padding(t, (0, 0, 0, 4)))
     return out
 
 

@@ -1,0 +1,126 @@
+"""The accuracy judge (tuidebug/compiler/judge.py): its rule on tensors, and on real compiles
+that used to be false "FAILED" verdicts (dropout, bf16 rounding) and a real planted bug."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.conftest import ROOT, pythonpath
+from tuidebug.compiler import judge
+from tuidebug.trace.reader import Trace
+
+MODELS = Path(__file__).with_name("verdict_models.py")
+
+
+def test_rmse_rule_lets_compiled_be_better_than_eager_not_worse() -> None:
+    x = torch.randn(4096).bfloat16()
+    eager = (x * 100 + 1) - x * 100  # bf16 rounding of x * 100: errors up to 0.5
+    fp32 = ((x.float() * 100 + 1) - x.float() * 100).bfloat16()
+    ref = (x.double() * 100 + 1) - x.double() * 100
+    good = judge.judge(fp32, eager, ref)
+    assert good["close"] and good["rule"] == "rmse-fp64", good
+    (o,) = good["outputs"]
+    assert o["dtype"] == "bfloat16" and o["shape"] == [4096] and o["multiplier"] == 3.0
+    assert o["err_compiled"] < 1e-3 < o["err_eager"] and o["max_abs"] > 0.1
+    bad = judge.judge(eager, fp32, ref)  # roles swapped: the compiled side is the worse one
+    assert not bad["close"] and bad["rule"] == "rmse-fp64" and "compiled" in bad["detail"]
+
+
+def test_fallbacks_and_hard_failures_say_their_rule() -> None:
+    a = torch.randn(2000)
+    assert judge.judge(a + 1e-6, a, None)["rule"] == "allclose"
+    cos = judge.judge(a.half() * 1.05, a.half(), None, why_no_fp64="no float64")
+    assert cos["close"] and cos["rule"] == "cosine-eager" and "no float64" in cos["detail"]
+    far = judge.judge(a + 0.01, a, None, why_no_fp64="test")
+    assert not far["close"] and far["rule"] == "allclose-eager"
+    nan = a.clone()
+    nan[3] = float("nan")
+    assert judge.judge(nan, a, a.double())["rule"] == "non-finite"
+    assert judge.judge(a[:10], a, a.double())["rule"] == "shape"
+    ints = torch.arange(5)
+    assert judge.judge(ints, ints.clone(), None)["close"]
+    assert judge.judge(ints + 1, ints, None)["rule"] == "exact"
+    assert judge.tolerance(torch.float32) == 1e-4 and judge.tolerance(torch.bfloat16) == 1e-2
+    assert judge.tolerance(torch.bfloat16, 0.5) == 0.5
+
+
+def _trace(out: Path, mode: str, *opts: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=pythonpath())
+    return subprocess.run([sys.executable, "-m", "tuidebug.cli", "trace", "-o", str(out), *opts,
+                           str(MODELS), mode], env=env, capture_output=True, text=True,
+                          cwd=ROOT, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def verdict_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, int, str]]:
+    """name -> (trace, exit code, what ``tuidebug trace`` printed), traced in parallel."""
+    root = tmp_path_factory.mktemp("verdicts")
+    runs = {"dropout": ("dropout",), "dropout_same_rng": ("dropout", "--set", "fallback_random=True"),
+            "bf16": ("bf16",)}
+
+    def make(name: str) -> tuple[str, tuple[Path, int, str]]:
+        mode, *opts = runs[name]
+        proc = _trace(root / name, mode, *opts)
+        return name, (root / name, proc.returncode, proc.stdout + proc.stderr)
+
+    with ThreadPoolExecutor(len(runs)) as ex:
+        return dict(ex.map(make, runs))
+
+
+def _check(trace: Path) -> dict:
+    (check,) = Trace(trace).runtime["checks"].values()
+    return check
+
+
+def test_dropout_in_training_is_not_compared(verdict_traces) -> None:
+    """Was a false FAILED: Inductor's random numbers are not eager's."""
+    trace, rc, err = verdict_traces["dropout"]
+    assert rc == 0, err[-3000:]
+    assert json.loads((trace / "manifest.json").read_text())["status"] == "ok"
+    check = _check(trace)
+    assert "close" not in check and "dropout" in check["random_ops"]
+    assert check["skipped"].startswith("not compared: the graph draws random numbers"), check
+    assert "MISMATCH" not in err and "not compared" in err
+
+
+def test_dropout_is_compared_when_both_sides_draw_the_same_numbers(verdict_traces) -> None:
+    trace, rc, err = verdict_traces["dropout_same_rng"]
+    assert rc == 0, err[-3000:]
+    check = _check(trace)
+    assert check["close"] is True and check["random_ops"] == ["dropout"], check
+    assert check["reference"].startswith("eager only: the graph draws random numbers")
+
+
+def test_bf16_rounding_is_not_a_mismatch(verdict_traces) -> None:
+    """Was a false FAILED (max abs err ~0.5 on the first output): eager's bf16 rounding."""
+    trace, rc, err = verdict_traces["bf16"]
+    assert rc == 0, err[-3000:]
+    check = _check(trace)
+    assert check["close"] is True and check["reference"] == "float64", check
+    first = check["outputs"][0]
+    assert first["dtype"] == "bfloat16" and first["shape"] == [64, 64]
+    assert first["rule"] == "rmse-fp64" and first["max_abs"] > 0.05, first
+    assert first["err_compiled"] < first["err_eager"], first
+    assert "match" in err and "rmse-fp64" in err
+
+
+def test_planted_accuracy_bug_is_still_a_mismatch_with_its_reason(accuracy_trace: Path) -> None:
+    check = _check(accuracy_trace)
+    assert check["close"] is False and check["rule"] == "rmse-fp64", check
+    (bad,) = [o for o in check["outputs"] if not o["ok"]]
+    assert bad["err_compiled"] > 100 * bad["err_eager"]
+    error = json.loads((accuracy_trace / "manifest.json").read_text())["error"]
+    assert "RMSE vs float64" in error["message"] and "rule rmse-fp64" in error["message"]
+    out = subprocess.run([sys.executable, "-m", "tuidebug.cli", "info", str(accuracy_trace)],
+                         capture_output=True, text=True, cwd=ROOT,
+                         env=dict(os.environ, PYTHONPATH=pythonpath(), COLUMNS="80"))
+    assert "MISMATCH" in out.stdout and "compiled↔fp64" in out.stdout, out.stdout
+    assert "rmse-fp64  FAIL" in out.stdout, out.stdout

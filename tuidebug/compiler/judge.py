@@ -1,0 +1,168 @@
+"""The accuracy judge: is a compiled graph's output right, decided as PyTorch's own tooling does.
+
+The rule follows ``torch._dynamo.utils.same(ref, res, fp64_ref=...)`` (torch 2.13), written here
+in plain torch ops so that no private API is needed and so that the minifier's generated
+``repro.py`` can carry the very same code (``minify.codegen`` copies everything after the marker
+line below into it verbatim: that part needs only ``math`` and ``torch``). Per output:
+
+1. ``exact``: integer and bool outputs must be equal; ``shape``/``dtype``: a different shape or
+   dtype is a mismatch.
+2. ``allclose``: within ``tol`` of eager everywhere (``rtol = atol = tol``; NaN equal to NaN):
+   a match.
+3. ``non-finite``: the compiled output has a NaN or an infinity where neither eager nor the
+   float64 reference has that value: a mismatch.
+4. ``rmse-fp64``: against the float64 reference (the eager graph re-run on inputs upcast to
+   float64), ``RMSE(compiled, fp64) <= multiplier * RMSE(eager, fp64) + tol / 10``, the
+   multiplier 3 for 16-bit floats and for outputs of fewer than 1000 elements, else 2 — the
+   compiled output may be a little less accurate than eager, not more than that.
+5. Where no float64 reference exists (an op without float64 support, a graph that draws random
+   numbers, out of memory): ``cosine-eager`` for 16-bit and 8-bit floats (cosine similarity to
+   eager at least 0.99, ``same(cos_similarity=True)``), ``allclose-eager`` for the others
+   (within ``10 * tol`` of eager). The verdict says which rule decided and why.
+
+``tol`` depends on the output's dtype (``DEFAULT_TOL``) unless one is given (``--accuracy-tol``).
+"""
+
+# ---- the rule: copied verbatim into repro.py (math and torch only, no annotations) ----
+import math
+
+import torch
+
+DEFAULT_TOL = {"float64": 1e-5, "float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2,
+               "complex64": 1e-4, "complex128": 1e-5}
+LOW_PRECISION_TOL = 1e-1  # float8 and other narrow floats
+COSINE_MIN = 0.99
+
+
+def tolerance(dtype, tol=None):
+    """``tol`` when given, else the dtype's default (``DEFAULT_TOL``)."""
+    if tol is not None:
+        return float(tol)
+    return DEFAULT_TOL.get(str(dtype).replace("torch.", ""), LOW_PRECISION_TOL)
+
+
+def is_low_precision(dtype):
+    return dtype.is_floating_point and torch.finfo(dtype).bits <= 16
+
+
+def flatten_outputs(value):
+    """Nested lists/tuples -> a flat list, in order."""
+    if isinstance(value, (list, tuple)):
+        return [y for x in value for y in flatten_outputs(x)]
+    return [value]
+
+
+def upcast(value):
+    """A tensor's float64 (complex128) copy; anything else as it is."""
+    if isinstance(value, torch.Tensor):
+        if value.is_complex():
+            return value.detach().to(torch.complex128)
+        if value.is_floating_point():
+            return value.detach().to(torch.float64)
+    return value
+
+
+def _rmse(x, ref, keep):
+    return float((x - ref)[keep].abs().pow(2).mean().sqrt()) if bool(keep.any()) else 0.0
+
+
+def judge_output(actual, eager, fp64, tol=None, why_no_fp64=""):
+    """The verdict for one output tensor: ``ok`` and the ``rule`` that decided, with the errors."""
+    entry = {"dtype": str(actual.dtype).replace("torch.", ""), "shape": list(actual.shape),
+             "max_abs": 0.0, "max_rel": 0.0, "err_compiled": None, "err_eager": None}
+    if actual.shape != eager.shape:
+        entry.update(ok=False, rule="shape", max_abs=math.inf, max_rel=math.inf,
+                     detail=f"shape: compiled {list(actual.shape)}, eager {list(eager.shape)}")
+        return entry
+    if actual.dtype != eager.dtype:
+        entry.update(ok=False, rule="dtype", max_abs=math.inf, max_rel=math.inf,
+                     detail=f"dtype: compiled {entry['dtype']}, eager {eager.dtype}")
+        return entry
+    a, e = actual.detach().cpu(), eager.detach().cpu()
+    if not (a.is_floating_point() or a.is_complex()):
+        same = bool(torch.equal(a, e))
+        entry.update(ok=same, rule="exact", max_abs=0.0 if same else math.inf,
+                     max_rel=0.0 if same else math.inf,
+                     detail="equal" if same else "integer/bool values differ")
+        return entry
+    t = tolerance(actual.dtype, tol)
+    entry["tol"] = t
+    if a.is_complex():
+        a, e = torch.view_as_real(a), torch.view_as_real(e)
+    a, e = a.to(torch.float64), e.to(torch.float64)
+    r = None
+    if isinstance(fp64, torch.Tensor) and fp64.shape == actual.shape and \
+            fp64.dtype in (torch.float64, torch.complex128):
+        r = fp64.detach().cpu()
+        r = torch.view_as_real(r) if r.is_complex() else r
+    both_nan = a.isnan() & e.isnan()
+    diff = torch.where(both_nan, torch.zeros_like(a), (a - e).abs())
+    diff = diff.nan_to_num(nan=math.inf)
+    if diff.numel():
+        entry["max_abs"] = float(diff.max())
+        entry["max_rel"] = float((diff / e.abs().clamp_min(1e-12)).max())
+    if r is not None:
+        keep = a.isfinite() & e.isfinite() & r.isfinite()
+        entry["err_compiled"], entry["err_eager"] = _rmse(a, r, keep), _rmse(e, r, keep)
+    if a.numel() == 0 or bool(torch.isclose(a, e, rtol=t, atol=t, equal_nan=True).all()):
+        entry.update(ok=True, rule="allclose", detail=f"within {t:g} of eager everywhere")
+        return entry
+    odd = ~a.isfinite() & ~((a == e) | both_nan)
+    if r is not None:
+        odd &= ~((a == r) | (a.isnan() & r.isnan()))
+    if bool(odd.any()):
+        entry.update(ok=False, rule="non-finite",
+                     detail=f"{int(odd.sum())} NaN/inf values where eager has none")
+        return entry
+    if r is not None:
+        low = is_low_precision(actual.dtype)
+        mult = 3.0 if low or actual.numel() < 1000 or t >= 2e-2 else 2.0
+        bound = mult * entry["err_eager"] + t / 10.0
+        ok = entry["err_compiled"] <= bound
+        entry.update(ok=ok, rule="rmse-fp64", multiplier=mult,
+                     detail=f"RMSE vs float64: compiled {entry['err_compiled']:.3g} "
+                            f"{'<=' if ok else '>'} {mult:g} x eager {entry['err_eager']:.3g} "
+                            f"+ {t / 10:g}")
+        return entry
+    why = f" (no float64 reference: {why_no_fp64})" if why_no_fp64 else ""
+    if is_low_precision(actual.dtype):
+        af, ef = a.flatten(), e.flatten()
+        keep = af.isfinite() & ef.isfinite()
+        cos = float(torch.nn.functional.cosine_similarity(af[keep], ef[keep], dim=0, eps=1e-6)) \
+            if bool(keep.any()) else 1.0
+        ok = cos >= COSINE_MIN
+        entry.update(ok=ok, rule="cosine-eager", cosine=cos,
+                     detail=f"cosine similarity to eager {cos:.4f} "
+                            f"{'>=' if ok else '<'} {COSINE_MIN}{why}")
+        return entry
+    ok = bool(torch.isclose(a, e, rtol=10 * t, atol=10 * t, equal_nan=True).all())
+    entry.update(ok=ok, rule="allclose-eager",
+                 detail=f"{'within' if ok else 'not within'} {10 * t:g} of eager "
+                        f"(max abs err {entry['max_abs']:.3g}){why}")
+    return entry
+
+
+def judge(actual, eager, fp64=None, tol=None, why_no_fp64=""):
+    """The verdict on a graph's outputs: ``{"close", "rule", "outputs": [...], "max_abs",
+    "max_rel"}``. ``fp64``: the outputs of the float64 re-run, or None (``why_no_fp64`` says
+    why); ``tol``: one tolerance for every output, else each dtype's default."""
+    outs, worst_abs, worst_rel = [], 0.0, 0.0
+    a_list, e_list = flatten_outputs(actual), flatten_outputs(eager)
+    r_list = flatten_outputs(fp64) if fp64 is not None else [None] * len(a_list)
+    if len(a_list) != len(e_list):
+        return {"close": False, "rule": "outputs", "max_abs": math.inf, "max_rel": math.inf,
+                "outputs": [], "detail": f"{len(a_list)} outputs, eager has {len(e_list)}"}
+    for i, (a, e) in enumerate(zip(a_list, e_list)):
+        if not (isinstance(a, torch.Tensor) and isinstance(e, torch.Tensor)):
+            continue
+        r = r_list[i] if i < len(r_list) else None
+        entry = {"index": i, **judge_output(a, e, r, tol, why_no_fp64)}
+        worst_abs, worst_rel = max(worst_abs, entry["max_abs"]), max(worst_rel, entry["max_rel"])
+        outs.append(entry)
+    bad = [o for o in outs if not o["ok"]]
+    decided = bad[0] if bad else next((o for o in outs if o["rule"] != "allclose"),
+                                      outs[0] if outs else None)
+    return {"close": not bad, "rule": decided["rule"] if decided else "none",
+            "max_abs": worst_abs, "max_rel": worst_rel, "outputs": outs,
+            "detail": (f"output {decided['index']}: {decided['detail']}" if decided
+                       else "no tensor outputs")}
