@@ -127,7 +127,7 @@ class DynamoStartParser(_Parser):
     names = frozenset({name})
 
     def parse(self, env: Envelope, metadata: Any) -> list[Fact]:
-        stack = metadata.get("stack") if isinstance(metadata, dict) else None
+        stack = (metadata or {}).get("stack")
         frames = []
         for fr in stack if isinstance(stack, list) else []:
             if not isinstance(fr, dict):
@@ -283,7 +283,7 @@ class ArtifactParser(_Parser):
     name = "artifact"
 
     def metadata(self, env: Envelope) -> Any:
-        return env.meta.get("artifact") or {} if env.event == "artifact" else None
+        return (env.meta.get("artifact") or {}) if env.event == "artifact" else None
 
     def parse(self, env: Envelope, metadata: Any) -> list[Fact]:
         entry: dict[str, Any] = {"name": env.name.split(":", 1)[1], "line": env.lineno,
@@ -295,9 +295,10 @@ class DynamicShapeParser(_Parser):
     name = "dynamic_shapes"
 
     def metadata(self, env: Envelope) -> Any:
-        return env.meta.get(env.event) if env.event in DYNAMIC_SHAPE_EVENTS else None
+        return env.meta if env.event in DYNAMIC_SHAPE_EVENTS else None
 
-    def parse(self, env: Envelope, value: Any) -> list[Fact]:
+    def parse(self, env: Envelope, meta: Any) -> list[Fact]:
+        value = meta.get(env.event)
         entry = {"event": env.event, "line": env.lineno}
         if isinstance(value, dict):
             for k, v in value.items():
