@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up a development environment in .venv: torch pinned to the 2.13.0 CPU wheel, the package
-# in editable mode with its test extras, and graphviz's `dot` (Debian) when it is missing.
+# in editable mode with its test extras, graphviz's `dot` and chromium (the browser that the
+# `tuidebug serve` test drives through Playwright) from Debian when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -20,12 +21,21 @@ fi
 log=$(mktemp)
 .venv/bin/python -m pip install -q --no-deps -e . >"$log" 2>&1 || { cat "$log" >&2; rm -f "$log"; exit 1; }
 rm -f "$log"
-if ! command -v dot >/dev/null 2>&1; then
+missing=()
+command -v dot >/dev/null 2>&1 || missing+=(graphviz)
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+  || missing+=(chromium)
+if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing graphviz (dot) for SVG export…" >&2
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null) \
-      || echo "warning: could not install graphviz; SVG export will write .dot files only" >&2
+    echo "installing ${missing[*]} (SVG export; the browser test of tuidebug serve)…" >&2
+    apt-get update -qq || true
+    for pkg in "${missing[@]}"; do
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$pkg" >/dev/null \
+        || echo "warning: could not install $pkg (graphviz: SVG export writes .dot files only;" \
+                "chromium: the browser test of tuidebug serve is skipped)" >&2
+    done
   else
-    echo "note: graphviz's dot is not installed; install it (apt-get install graphviz) for SVG export" >&2
+    echo "note: not installed: ${missing[*]} (apt-get install ${missing[*]}): graphviz for SVG" \
+         "export, chromium for the browser test of tuidebug serve" >&2
   fi
 fi

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import EXAMPLES, ROOT, pythonpath
 
@@ -148,3 +151,76 @@ def test_demo_without_a_terminal(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr[-3000:]
     assert "compiled graphs" in p.stdout and "0_0-backward" in p.stdout
     assert f"tuidebug open {tmp_path / 'd'}" in p.stderr
+
+
+# -- python -m tuidebug, pack, completion ---------------------------------------------------------
+
+FIXTURE = ROOT / "tests" / "fixtures" / "cuda_fail_runtime"
+
+
+def test_python_dash_m_tuidebug_is_the_command() -> None:
+    env = dict(os.environ, PYTHONPATH=pythonpath())
+    for args in (["--version"], ["--help"], ["pack", "--help"], ["info", "/nonexistent"]):
+        a = subprocess.run([sys.executable, "-m", "tuidebug", *args], capture_output=True,
+                           text=True, env=env, timeout=60)
+        b = tuidebug(*args)
+        assert (a.returncode, a.stdout, a.stderr) == (b.returncode, b.stdout, b.stderr)
+        assert a.stdout or a.stderr
+
+
+def test_pack_then_info_reads_the_archive(tmp_path: Path) -> None:
+    out = tmp_path / "bug.tar.gz"
+    p = tuidebug("pack", str(FIXTURE), "-o", str(out), "--redact")
+    assert p.returncode == 0, p.stderr
+    assert "redacted" in p.stderr and out.stat().st_size > 1000
+    again = tuidebug("pack", str(FIXTURE), "-o", str(out))
+    assert again.returncode == 2 and "exists" in _error_line(again)
+    env = dict(os.environ, PYTHONPATH=pythonpath(), TUIDEBUG_ARCHIVE_CACHE=str(tmp_path / "c"))
+    info = subprocess.run([sys.executable, "-m", "tuidebug", "info", "--json", str(out)],
+                          capture_output=True, text=True, env=env, timeout=120)
+    data = json.loads(info.stdout)
+    assert data["status"] == "failed" and str(tmp_path / "c") in info.stderr
+    not_a_trace = tmp_path / "junk.tar.gz"
+    not_a_trace.write_bytes(b"\x1f\x8b\x08\x00junk")
+    bad = tuidebug("info", str(not_a_trace))
+    assert bad.returncode == 2 and "not a readable .tar.gz" in _error_line(bad)
+
+
+def test_bash_completion_from_the_parser(tmp_path: Path) -> None:
+    script = tmp_path / "c.bash"
+    script.write_text(tuidebug("completion", "bash").stdout)
+    probe = """source "$1"
+t() { COMP_WORDS=("$@"); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); COMPREPLY=()
+      _tuidebug_complete; echo "${COMPREPLY[*]}"; }
+t tuidebug se; t tuidebug serve --al; t tuidebug flags demo --device ""; t tuidebug completion f
+t tuidebug serve --port ""
+"""
+    p = subprocess.run(["bash", "-c", probe, "bash", str(script)], capture_output=True,
+                       text=True, timeout=60)
+    assert p.stdout.splitlines() == ["serve", "--allow-run", "cpu cuda", "fish", ""], p.stderr
+
+
+def test_zsh_and_fish_completion_scripts_load(tmp_path: Path) -> None:
+    zsh, fish = shutil.which("zsh"), shutil.which("fish")
+    if not (zsh or fish):
+        pytest.skip("neither zsh nor fish is installed here (apt-get install zsh fish)")
+    if zsh:
+        (tmp_path / "_tuidebug").write_text(tuidebug("completion", "zsh").stdout)
+        p = subprocess.run([zsh, "-f", "-c", "autoload -U compinit; compinit -u -D; "
+                            f"source {tmp_path / '_tuidebug'}; print -r -- $_comps[tuidebug]"],
+                           capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, HOME=str(tmp_path)))
+        assert p.stdout.strip() == "_tuidebug", p.stderr
+    if fish:
+        (tmp_path / "c.fish").write_text(tuidebug("completion", "fish").stdout)
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        (bin_dir / "tuidebug").write_text("#!/bin/sh\n")
+        (bin_dir / "tuidebug").chmod(0o755)
+        p = subprocess.run([fish, "--no-config", "-c", f"source {tmp_path / 'c.fish'}; "
+                            "complete -C 'tuidebug pa'; complete -C 'tuidebug serve --allow'"],
+                           capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}",
+                                    HOME=str(tmp_path)))
+        assert p.stdout.splitlines()[0].startswith("pack\t")
+        assert p.stdout.splitlines()[1].startswith("--allow-run\t"), p.stdout + p.stderr

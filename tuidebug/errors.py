@@ -32,6 +32,14 @@ class ImportFailed(TuidebugError, ValueError):
     """The path cannot be imported (not a log, no such rank, output not writable …)."""
 
 
+class PackError(TuidebugError, ValueError):
+    """A trace that cannot be packed (not a trace, output not writable)."""
+
+
+class UnpackError(TuidebugError, ValueError):
+    """An archive that is not a packed trace, or is unsafe, damaged or too large."""
+
+
 # -- viewers --------------------------------------------------------------------------------------
 
 class ViewerError(TuidebugError):
@@ -52,6 +60,12 @@ class LayoutFailed(ViewerError):
     def __init__(self, message: str, dot_file: Path) -> None:
         super().__init__(message)
         self.dot_file = dot_file
+
+
+# -- tui ------------------------------------------------------------------------------------------
+
+class ServeError(TuidebugError):
+    """The web server cannot start (textual-serve missing, address in use)."""
 
 
 # -- compiler -------------------------------------------------------------------------------------

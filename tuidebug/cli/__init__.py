@@ -1,8 +1,8 @@
-"""The one entry point: ``tuidebug <command> …`` (also ``python -m tuidebug.cli …``).
+"""The one entry point: ``tuidebug <command> …`` (also ``python -m tuidebug …``).
 
 Every sub-command is wired here, in ``COMMANDS``; its arguments and its code live in the module
-of its group (``compiling``, ``viewing``, ``minifying``, ``demo``). This package never imports
-torch itself: commands that need the compiler run it in a child process or import it only when
+of its group (``compiling``, ``viewing``, ``minifying``, ``sharing``, ``demo``, ``completion``).
+This package never imports torch itself: commands that need the compiler run it in a child process or import it only when
 they run. Nothing imports this package; errors for the user come from ``tuidebug.errors``.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from tuidebug import __version__
-from tuidebug.cli import compiling, demo, minifying, viewing
+from tuidebug.cli import compiling, completion, demo, minifying, sharing, viewing
 from tuidebug.cli.output import err
 from tuidebug.errors import TuidebugError
 
@@ -27,11 +27,12 @@ class Command:
     arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
     description: str | None = None
+    needs_torch: bool = False  # a compiler command: checked before it runs (torch_version)
 
 
 COMMANDS: tuple[Command, ...] = (
     Command("trace", "run a script with capture on and write a trace",
-            compiling.trace_arguments, compiling.cmd_trace),
+            compiling.trace_arguments, compiling.cmd_trace, needs_torch=True),
     Command("info", "summarise a trace (or a TORCH_TRACE log / debug folder)",
             viewing.info_arguments, viewing.cmd_info),
     Command("open", "open a trace (or a TORCH_TRACE log / debug folder) in the TUI",
@@ -39,21 +40,30 @@ COMMANDS: tuple[Command, ...] = (
     Command("import", "import a TORCH_TRACE log or torch_compile_debug folder",
             viewing.import_arguments, viewing.cmd_import),
     Command("demo", "trace the bundled transformer example and open it",
-            demo.demo_arguments, demo.cmd_demo),
+            demo.demo_arguments, demo.cmd_demo, needs_torch=True),
     Command("svg", "export a captured graph as SVG (Graphviz)",
             viewing.svg_arguments, viewing.cmd_svg, viewing.SVG_DESCRIPTION),
     Command("flags", "list and search every Inductor flag with its documentation; "
                      "`flags demo NAME` toggles one and shows what changes",
-            compiling.flags_arguments, compiling.cmd_flags),
+            compiling.flags_arguments, compiling.cmd_flags, needs_torch=True),
     Command("recompile", "recompile a trace with changed Inductor flags and compare (the "
                          "original trace is never modified)",
-            compiling.recompile_arguments, compiling.cmd_recompile),
+            compiling.recompile_arguments, compiling.cmd_recompile, needs_torch=True),
     Command("diff", "compare two traces: config, passes, IR, fusion, kernels, times",
             viewing.diff_arguments, viewing.cmd_diff),
     Command("minify", "shrink a failed trace into a standalone repro.py",
-            minifying.minify_arguments, minifying.cmd_minify, minifying.MINIFY_DESCRIPTION),
+            minifying.minify_arguments, minifying.cmd_minify, minifying.MINIFY_DESCRIPTION,
+            needs_torch=True),
     Command("bisect", "name the backend / Inductor pass responsible for a failed trace",
-            minifying.bisect_arguments, minifying.cmd_bisect, minifying.BISECT_DESCRIPTION),
+            minifying.bisect_arguments, minifying.cmd_bisect, minifying.BISECT_DESCRIPTION,
+            needs_torch=True),
+    Command("serve", "serve the TUI on a trace as a web page (this machine only, by default)",
+            sharing.serve_arguments, sharing.cmd_serve, sharing.SERVE_DESCRIPTION),
+    Command("pack", "write a trace as one .tar.gz (with a manifest of hashes) to share",
+            sharing.pack_arguments, sharing.cmd_pack, sharing.PACK_DESCRIPTION),
+    Command("completion", "print a shell completion script: bash, zsh or fish",
+            completion.completion_arguments, completion.cmd_completion,
+            completion.DESCRIPTION),
 )
 
 
@@ -67,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     for command in COMMANDS:
         p = sub.add_parser(command.name, help=command.help, description=command.description)
         command.arguments(p)
-        p.set_defaults(fn=command.run)
+        p.set_defaults(fn=command.run, needs_torch=command.needs_torch)
     return ap
 
 
@@ -81,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         ap.print_help()
         return 2
     try:
+        if ns.needs_torch:
+            from tuidebug.compiler.torch_version import require_torch
+
+            require_torch(ns.command)
         return int(ns.fn(ns) or 0)
     except TuidebugError as e:
         err(str(e))

@@ -21,10 +21,13 @@ RANK_HELP = "for a multi-rank TORCH_TRACE log: the rank to open (default: the lo
 # -- inputs that are not tuidebug traces -------------------------------------------------------------
 
 def resolve_trace(path: Path, rank: int | None = None) -> Path:
-    """A tuidebug trace for ``path``: itself, or an import of a TORCH_TRACE log or a
-    torch_compile_debug folder (made once, next to the source; the source is never modified)."""
+    """A tuidebug trace for ``path``: itself, the trace in a ``tuidebug pack`` archive (unpacked
+    safely, once, into a cache), or an import of a TORCH_TRACE log or a torch_compile_debug
+    folder (made once, next to the source; the source is never modified)."""
+    from tuidebug.cli.sharing import resolve_archive
     from tuidebug.trace.importers import detect, ensure_trace
 
+    path = resolve_archive(path)  # UnpackError: a TuidebugError, printed by main
     if detect(path) in (None, "tuidebug"):
         return path  # Trace() says what is wrong with it
     out = ensure_trace(path, rank=rank)  # ImportFailed: a TuidebugError, printed by main

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from tuidebug import __version__
+from tuidebug.errors import PackError
 from tuidebug.trace import schema
 
 PACK_MANIFEST = "tuidebug-pack.json"
@@ -29,10 +30,12 @@ PACK_FORMAT = "tuidebug-pack"
 _CODE_METADATA = {".json", ".jsonl"}
 # a traceback line that names a frame, or one that is not indented (the exception itself)
 _FRAME_LINE = re.compile(r'^\s*File "')
-
-
-class PackError(ValueError):
-    """The trace cannot be packed (not a trace, unreadable, output not writable)."""
+# a frame of a traceback stored as JSON inside a string (`File \"f.py\", line 3, in g\n    code`)
+_NOT_NL = r"(?:[^\\]|\\(?!n))"
+_ESCAPED_FRAME = re.compile(rf'(File \\"{_NOT_NL}*?\\", line \d+, in {_NOT_NL}*?)'
+                            rf'(?:\\n {{2,}}{_NOT_NL}*)+')
+# Dynamo's guard text ends a guard with `  # <source line>  # <file>:<line> in <fn>`
+_GUARD_SOURCE = re.compile(r"  # [^\n]*?  # ([^\n]*?:\d+ in [^\n]*)")
 
 
 def _trace_files(root: Path) -> Iterator[Path]:
@@ -61,19 +64,24 @@ def redact_traceback(text: str) -> str:
 
 
 def redact_json(value: Any) -> Any:
-    """``value`` with every source frame's ``code`` set to None and tracebacks redacted."""
+    """``value`` with every source frame's ``code`` set to None, tracebacks redacted and the
+    source lines cut from guard text (each guard keeps its ``file:line in fn``)."""
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
             if k == "code" and isinstance(v, str) and "line" in value:
                 out[k] = None
-            elif k == "traceback" and isinstance(v, str):
-                out[k] = redact_traceback(v)
+            elif k == "guards" and isinstance(v, str):
+                out[k] = _GUARD_SOURCE.sub(r"  # \1", v)
             else:
                 out[k] = redact_json(v)
         return out
     if isinstance(value, list):
         return [redact_json(v) for v in value]
+    if isinstance(value, str) and 'File ' in value:
+        if "\n" in value:
+            value = redact_traceback(value)
+        return _ESCAPED_FRAME.sub(r"\1", value)
     return value
 
 

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tuidebug.errors import UnpackError
 from tuidebug.trace import schema
 from tuidebug.trace.pack import PACK_FORMAT, PACK_MANIFEST
 
@@ -29,10 +30,6 @@ MAX_BYTES = 4 << 30  # 4 GiB uncompressed
 MAX_MEMBERS = 200_000
 _CHUNK = 1 << 20
 _DONE = ".tuidebug-unpacked"  # written last: a folder without it is an unfinished unpack
-
-
-class UnpackError(ValueError):
-    """The archive is not a packed trace, or is unsafe, damaged or too large."""
 
 
 def is_archive(path: str | os.PathLike[str]) -> bool:

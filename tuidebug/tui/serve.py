@@ -21,12 +21,10 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
+from tuidebug.errors import ServeError
+
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 CHILD_FLAG = "--child"
-
-
-class ServeError(Exception):
-    """The server cannot start (textual-serve missing, address in use)."""
 
 
 def is_loopback(host: str) -> bool:

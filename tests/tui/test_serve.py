@@ -1,0 +1,208 @@
+"""``tuidebug serve``: the TUI as a web page, driven end to end in a real headless browser.
+
+The server is the real CLI in a child process; the browser is Debian's chromium driven by
+Playwright (``scripts/setup.sh`` installs both). The screen is read from the page's own terminal
+(xterm.js) buffer. Skips only where no browser can be installed or started, saying why.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from tests.conftest import ROOT, pythonpath
+
+FIXTURES = ROOT / "tests" / "fixtures"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                  "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync"]
+# textual-serve keeps its xterm.js Terminal in a local; catch it as it is assigned
+HOOK = """Object.defineProperty(Object.prototype, 'terminal', {configurable: true,
+  set(v) { Object.defineProperty(this, 'terminal', {value: v, writable: true, configurable: true});
+           if (v && v.buffer) window.__tuidebugTerminal = v; }});"""
+READ = """() => { const t = window.__tuidebugTerminal; if (!t) return '';
+  const b = t.buffer.active, out = [];
+  for (let y = 0; y < t.rows; y++) { const l = b.getLine(b.viewportY + y);
+    out.push(l ? l.translateToString(true) : ''); }
+  return out.join('\\n'); }"""
+
+
+def chromium_path() -> str | None:
+    for p in (os.environ.get("TUIDEBUG_CHROMIUM"), shutil.which("chromium"),
+              shutil.which("chromium-browser")):
+        if p and Path(p).exists():
+            return p
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    try:
+        from playwright.sync_api import Error, sync_playwright
+    except ImportError:
+        pytest.skip("the playwright package is not installed (scripts/setup.sh installs it)")
+    exe = chromium_path()
+    if exe is None:
+        pytest.skip("no chromium here (scripts/setup.sh installs Debian's with apt-get; "
+                    "it could not be installed on this machine)")
+    with sync_playwright() as p:
+        try:
+            b = p.chromium.launch(executable_path=exe, args=CHROMIUM_FLAGS)
+        except Error as e:
+            pytest.skip(f"chromium at {exe} does not start here: {str(e).splitlines()[0]}")
+        yield b
+        b.close()
+
+
+class Served:
+    def __init__(self, args: list[str], cache: Path) -> None:
+        env = dict(os.environ, PYTHONPATH=pythonpath(), TUIDEBUG_ARCHIVE_CACHE=str(cache))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tuidebug.cli", "serve", *args], env=env, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.stderr: list[str] = []
+        threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines.put),
+                         daemon=True).start()
+        threading.Thread(target=self._pump, args=(self.proc.stderr, self.stderr.append),
+                         daemon=True).start()
+        self.url = self._wait_url()
+
+    @staticmethod
+    def _pump(stream: Any, put: Any) -> None:
+        for line in stream:
+            put(line)
+
+    def _wait_url(self) -> str:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.5)
+            except queue.Empty:
+                if self.proc.poll() is not None:
+                    break
+                continue
+            m = re.search(r"serving .* at (http://\S+/)", line)
+            if m:
+                return m.group(1)
+        self.stop()
+        raise AssertionError(f"the server did not start: {''.join(self.stderr)}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)  # the server and its app processes
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Any]:
+    started: list[Served] = []
+
+    def start(*args: str) -> Served:
+        s = Served([*args, "--port", "0"], tmp_path / "cache")
+        started.append(s)
+        return s
+    yield start
+    for s in started:
+        s.stop()
+
+
+def screen(page: Any) -> str:
+    return str(page.evaluate(READ))
+
+
+def wait_for(page: Any, pattern: str, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    text = ""
+    while time.monotonic() < deadline:
+        text = screen(page)
+        if re.search(pattern, text):
+            return text
+        time.sleep(0.2)
+    raise AssertionError(f"{pattern!r} never appeared on the page; the screen:\n{text}")
+
+
+def test_packed_trace_in_a_browser(browser: Any, serve: Any, tmp_path: Path) -> None:
+    """Pack a failed trace, serve the archive, open it in chromium: keys switch screens, what
+    runs code is refused (no --allow-run), and the page is what a screenshot shows."""
+    archive = tmp_path / "failed.tar.gz"
+    subprocess.run([sys.executable, "-m", "tuidebug.cli", "pack",
+                    str(FIXTURES / "cuda_fail_runtime"), "-o", str(archive)],
+                   env=dict(os.environ, PYTHONPATH=pythonpath()), check=True, timeout=120)
+    server = serve(str(archive))
+    assert server.url.startswith("http://127.0.0.1:")
+    page = browser.new_page(viewport={"width": 1200, "height": 700})
+    page.add_init_script(HOOK)
+    page.goto(server.url)
+    text = wait_for(page, r"compiled graphs")
+    assert "cuda_fail_runtime" in text and "FAILED" in text
+    page.click(".xterm-screen")
+    page.keyboard.press("2")
+    text = wait_for(page, r"stages, \d+ changed")
+    assert "dynamo" in text
+    page.keyboard.press("6")
+    wait_for(page, r"m: minify")
+    page.keyboard.press("m")
+    text = wait_for(page, r"cannot minify here")
+    assert "--allow-run" in text
+    shot = tmp_path / "serve.png"
+    page.screenshot(path=str(shot))
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+    page.close()
+
+
+def test_allow_run_lets_the_page_start_a_minify(browser: Any, serve: Any) -> None:
+    server = serve(str(FIXTURES / "cuda_fail_runtime"), "--allow-run")
+    page = browser.new_page(viewport={"width": 1200, "height": 700})
+    page.add_init_script(HOOK)
+    page.goto(server.url)
+    wait_for(page, r"compiled graphs")
+    page.click(".xterm-screen")
+    page.keyboard.press("6")
+    wait_for(page, r"m: minify")
+    page.keyboard.press("m")
+    text = wait_for(page, r"minify: ")
+    assert "cannot minify here" not in text
+    page.keyboard.press("x")  # cancel: the minify itself is not what this test is about
+    page.close()
+
+
+def _status(url: str, headers: dict[str, str]) -> int:
+    req = urllib.request.Request(url, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as e:
+        return int(e.code)
+
+
+def test_only_this_server_may_drive_it(serve: Any) -> None:
+    """A page from another site (its Origin) or a rebound DNS name (its Host) is refused."""
+    server = serve(str(FIXTURES / "cuda_mlp_autotune"))
+    port = server.url.rsplit(":", 1)[1].strip("/")
+    ws = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+          "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+    assert _status(server.url, {}) == 200
+    assert _status(server.url, {"Host": f"localhost:{port}"}) == 200
+    assert _status(server.url, {"Host": f"attacker.example:{port}"}) == 403
+    assert _status(server.url + "ws", {**ws, "Origin": "http://attacker.example"}) == 403
+    assert _status(server.url + "ws", {**ws, "Origin": f"http://127.0.0.1:{int(port) + 1}"}) \
+        == 403

@@ -1,0 +1,92 @@
+"""Commands that share a trace: ``serve`` (the TUI as a web page) and ``pack`` (a trace as one
+``.tar.gz``); ``resolve_archive`` reads a packed trace wherever a trace is named."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tuidebug.errors import CliError
+
+SERVE_DESCRIPTION = (
+    "Serve the TUI on TRACE (a trace, a .tar.gz made by `tuidebug pack`, a TORCH_TRACE log or a "
+    "debug folder) as a web page: every browser tab gets its own app. Listens on 127.0.0.1 "
+    "unless --host names another address (anyone who can reach it can read the trace: there is "
+    "no login). Nothing that runs code (recompile, minify, bisect) is available unless started "
+    "with --allow-run.")
+PACK_DESCRIPTION = (
+    "Write TRACE as one .tar.gz to attach to a bug report, with a manifest of every file's "
+    "sha256 (tuidebug-pack.json). open, info and serve read the archive directly. --redact "
+    "leaves out the generated code (wrapper, kernels, repro scripts) and your source lines.")
+
+
+def resolve_archive(path: Path) -> Path:
+    """The trace inside ``path`` when it is a packed trace (unpacked safely, once, into the
+    archive cache), else ``path`` itself."""
+    from tuidebug.trace.unpack import is_archive, unpack
+
+    if not is_archive(path):
+        return path
+    out = unpack(path)
+    print(f"[tuidebug] unpacked {path} → {out}", file=sys.stderr)
+    return out
+
+
+def serve_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trace")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="the address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=0, help="the port (default: a free one)")
+    p.add_argument("--allow-run", action="store_true",
+                   help="allow what runs code on this machine from the page: recompile, "
+                        "minify, bisect")
+    p.add_argument("--max-sessions", type=int, default=4, metavar="N",
+                   help="browser sessions (app processes) open at once (default 4)")
+    p.add_argument("--rank", type=int,
+                   help="for a multi-rank TORCH_TRACE log: the rank to serve")
+
+
+def cmd_serve(ns: argparse.Namespace) -> int:
+    from tuidebug.cli.viewing import resolve_trace
+    from tuidebug.trace.reader import Trace
+    from tuidebug.tui.serve import is_loopback, serve
+
+    path = resolve_trace(Path(ns.trace), ns.rank)
+    Trace(path)  # a path that is no trace stops here, with the reader's message
+    if not is_loopback(ns.host):
+        print(f"[tuidebug] warning: listening on {ns.host}: anyone who can reach it can read "
+              "this trace (there is no login)", file=sys.stderr)
+    if ns.allow_run:
+        print("[tuidebug] --allow-run: the page can recompile, minify and bisect on this "
+              "machine", file=sys.stderr)
+
+    def ready(url: str) -> None:
+        print(f"[tuidebug] serving {ns.trace} at {url}/  (Ctrl+C stops)", flush=True)
+
+    serve(path, host=ns.host, port=ns.port, allow_run=ns.allow_run,
+          max_sessions=max(1, ns.max_sessions), on_ready=ready)
+    return 0
+
+
+def pack_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trace")
+    p.add_argument("-o", "--output", help="the archive (default: TRACE.tar.gz)")
+    p.add_argument("--redact", action="store_true",
+                   help="leave out generated code and source lines")
+    p.add_argument("--force", action="store_true", help="write over an existing archive")
+
+
+def cmd_pack(ns: argparse.Namespace) -> int:
+    from tuidebug.trace.pack import pack
+
+    src = Path(ns.trace)
+    out = Path(ns.output) if ns.output else src.resolve().with_name(src.resolve().name + ".tar.gz")
+    if out.exists() and not ns.force:
+        raise CliError(f"{out} exists; choose another with -o, or --force")
+    manifest = pack(src, out, redact=ns.redact)
+    size = out.stat().st_size
+    note = f", redacted ({manifest['dropped_files']} code files left out)" if ns.redact else ""
+    print(f"[tuidebug] packed {len(manifest['files'])} files of {src} → {out} "
+          f"({size / 1e6:.2f} MB{note})", file=sys.stderr)
+    return 0
