@@ -124,3 +124,21 @@ def test_planted_accuracy_bug_is_still_a_mismatch_with_its_reason(accuracy_trace
                          env=dict(os.environ, PYTHONPATH=pythonpath(), COLUMNS="80"))
     assert "MISMATCH" in out.stdout and "compiled↔fp64" in out.stdout, out.stdout
     assert "rmse-fp64  FAIL" in out.stdout, out.stdout
+
+
+def test_info_names_restarted_frames_and_prints_recompile_reasons_whole(
+        graph_break_trace: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "tuidebug.cli", "info", str(graph_break_trace)],
+                         capture_output=True, text=True, cwd=ROOT,
+                         env=dict(os.environ, PYTHONPATH=pythonpath(), COLUMNS="80"))
+    assert out.returncode == 0, out.stderr
+    rows: dict[str, list[str]] = {}
+    for ln in out.stdout.splitlines():
+        if ln.split():
+            rows.setdefault(ln.split()[0], ln.split())
+    assert rows["0/0"][1:4] == ["forward", "graph_break.py:34", "restart"], rows["0/0"]
+    assert rows["0/0_1"][1:3] == ["forward", "graph_break.py:34"], rows["0/0_1"]
+    assert max(len(ln) for ln in out.stdout.splitlines()) <= 80
+    reasons = " ".join(ln.strip() for ln in out.stdout.splitlines())
+    assert "0/1 recompiled: 0/0: tensor 'x' size mismatch at index 0. expected 4, actual 16" \
+        in reasons, out.stdout

@@ -193,3 +193,25 @@ async def test_enter_on_any_line_of_the_error_site_hint(open_ui, failing_trace: 
         assert ui.app.current_mode == "code"
         assert ui.app.screen.selected() == site.kernel
         assert ui.app.screen.query_one("#code-view").cursor == site.line - 1
+
+
+async def test_restarted_frames_name_their_function_and_reasons_fit_80_columns(
+        open_ui, graph_break_trace: Path) -> None:
+    """``0/0`` restarted as ``0/0_1``: the same frame, so the same function and place (it
+    showed ``–``/``?``); a recompile reason wraps within 80 columns, whole."""
+    async with open_ui(graph_break_trace, size=(80, 24)) as ui:
+        lines = ui.lines("#overview")
+        start = next(i for i, ln in enumerate(lines) if "Dynamo compiles" in ln)
+        rows: dict[str, list[str]] = {}
+        for ln in lines[start + 2:]:
+            if not ln.strip() or "graph break:" in ln:  # the notes under the table
+                break
+            rows[ln.split()[0]] = ln.split()
+        assert {"0/0", "0/0_1"} <= set(rows), rows
+        assert rows["0/0"][1] == rows["0/0_1"][1] == "forward", lines[start:start + 9]
+        assert rows["0/0"][2] == rows["0/0_1"][2] and rows["0/0"][2].endswith("graph_break.py:34")
+        assert rows["0/0"][3] == "restart"
+        i = next(i for i, ln in enumerate(lines) if "0/1 recompiled because:" in ln)
+        assert all(len(ln) <= 80 for ln in lines[i:i + 3])
+        reason = " ".join(ln.strip() for ln in lines[i:i + 2])
+        assert "tensor 'x' size mismatch at index 0. expected 4, actual 16" in reason, reason

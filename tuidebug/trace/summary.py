@@ -210,7 +210,10 @@ def accuracy_verdict(check: dict[str, Any]) -> tuple[str, str]:
 
 def accuracy_rows(check: dict[str, Any], limit: int = 12) -> list[tuple[str, ...]]:
     """One row per output of an eager check (``ACCURACY_COLUMNS``): the failing outputs first,
-    at most ``limit`` (then a row saying how many more)."""
+    at most ``limit`` (then a row saying how many more); none for a trace from before the judge
+    (no ``rule``)."""
+    if not check.get("rule"):
+        return []
     outs = [o for o in check.get("outputs") or [] if isinstance(o, dict)]
     outs.sort(key=lambda o: o.get("ok") is not False)
     rows = []
@@ -239,6 +242,28 @@ def script_outcome(manifest: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def compile_place(compiles: dict[str, dict[str, Any]], cid: str) -> dict[str, Any]:
+    """``{function, file, line, restarted}`` of a Dynamo compile. A frame whose analysis restarted
+    (``0/0``, then ``0/0_1``) has no metrics of its own: it is the same frame as its restart, so
+    its function and place are the restart's, and ``restarted`` names it."""
+    def place(c: dict[str, Any]) -> dict[str, Any]:
+        m = c.get("metrics") or c.get("summary") or {}
+        return {"function": m.get("co_name"), "file": m.get("co_filename"),
+                "line": m.get("co_firstlineno")}
+
+    own = place(compiles.get(cid) or {})
+    if own["function"]:
+        return {**own, "restarted": None}
+    prefix = f"{cid}_"
+    later = sorted((k for k in compiles if k.startswith(prefix) and k[len(prefix):].isdigit()),
+                   key=lambda k: int(k[len(prefix):]))
+    for k in later:
+        p = place(compiles[k])
+        if p["function"]:
+            return {**p, "restarted": k}
+    return {**own, "restarted": later[0] if later else None}
+
+
 def trace_summary(trace: Trace) -> dict[str, Any]:
     m = trace.manifest
     err = trace.error
@@ -263,10 +288,11 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
     out.update(script_outcome(m))
     for cid, c in compiles.items():
         metrics = c.get("metrics") or {}
+        place = compile_place(compiles, cid)
         out["compiles"].append({
             "id": cid, "graphs": c.get("graphs", []),
-            "function": metrics.get("co_name"), "file": metrics.get("co_filename"),
-            "line": metrics.get("co_firstlineno"),
+            "function": place["function"], "file": place["file"], "line": place["line"],
+            "restarted_as": place["restarted"],
             "compile_time_s": metrics.get("entire_frame_compile_time_s"),
             "inductor_time_s": metrics.get("inductor_compile_time_s"),
             "graph_breaks": len(c.get("dynamo_graph_break_reason") or []),

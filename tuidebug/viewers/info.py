@@ -75,15 +75,24 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
     if s.get("compiles"):
         ct = Table(title="Dynamo compiles", title_justify="left", box=None, padding=(0, 1),
                    header_style="bold")
-        for col in ("id", "function", "where", "compile", "inductor", "breaks", "recompile reason"):
-            ct.add_column(col, no_wrap=col != "recompile reason", overflow="fold")
+        for col in ("id", "function", "where", "compile", "inductor", "breaks"):
+            wraps = col in ("function", "where")  # the others are short: never cut
+            ct.add_column(col, no_wrap=not wraps, overflow="fold" if wraps else "ellipsis",
+                          min_width=None if wraps else len(col))
+        notes: list[Text] = []
         for c in s["compiles"]:
             where = f"{Path(str(c.get('file') or '?')).name}:{c.get('line') or '?'}"
-            reasons = "; ".join(str(r) for r in c.get("recompile_reasons") or [])[:80]
-            ct.add_row(c["id"], str(c.get("function") or "?"), where[-50:],
-                       _secs(c.get("compile_time_s")), _secs(c.get("inductor_time_s")),
-                       str(c.get("graph_breaks", 0)), reasons)
+            compile_s = _secs(c.get("compile_time_s"))
+            if c.get("restarted_as") and c.get("compile_time_s") is None:
+                compile_s = "restart"
+            ct.add_row(Text(c["id"]), Text(str(c.get("function") or "?")), Text(where[-50:]),
+                       compile_s, _secs(c.get("inductor_time_s")), str(c.get("graph_breaks", 0)))
+            for r in c.get("recompile_reasons") or []:
+                notes.append(Text.assemble((f"  {c['id']} ", "bold"), ("recompiled: ", "dim"),
+                                           str(r)[:300]))
         console.print(ct)
+        for n in notes:
+            console.print(n)
         for c in s["compiles"]:
             if c.get("cache"):  # none looked up: a capture turns the graph caches off
                 console.print(Text.assemble((f"  {c['id']} ", "bold"), ("graph caches: ", "dim"),

@@ -20,7 +20,7 @@ from textual.app import ComposeResult
 from tuidebug.trace import schema
 from tuidebug.trace.reader import GraphRecord, Trace
 from tuidebug.trace.summary import (ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict,
-                                    changed_passes, cudagraphs_state)
+                                    changed_passes, compile_place, cudagraphs_state)
 from tuidebug.tui import model
 from tuidebug.tui.messages import ShowKernel
 from tuidebug.tui.screens.base import TraceScreen
@@ -211,10 +211,11 @@ def _compiles(trace: Trace) -> list[RenderableType]:
     notes: list[Text] = []
     for cid, c in compiles.items():
         metrics = c.get("metrics") or c.get("summary") or {}
-        where = (f"{metrics.get('co_filename')}:{metrics.get('co_firstlineno') or '?'}"
-                 if metrics.get("co_filename") else "–")
-        t.add_row(cid, str(metrics.get("co_name") or "–"), where,
-                  model.secs(metrics.get("entire_frame_compile_time_s")),
+        place = compile_place(compiles, cid)
+        where = f"{place['file']}:{place['line'] or '?'}" if place["file"] else "–"
+        t.add_row(Text(cid), Text(str(place["function"] or "–")), Text(where),
+                  model.secs(metrics.get("entire_frame_compile_time_s"))
+                  if metrics or not place["restarted"] else "restart",
                   model.secs(metrics.get("inductor_compile_time_s")),
                   str(metrics.get("guard_count", "–")), model.compile_cache(c),
                   ", ".join(c.get("graphs") or []))
