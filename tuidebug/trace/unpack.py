@@ -43,11 +43,9 @@ def is_archive(path: str | os.PathLike[str]) -> bool:
 
 
 def cache_root() -> Path:
-    env = os.environ.get(CACHE_DIR_ENV)
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "tuidebug" / "archives"
+    from tuidebug.trace.importers.cache import user_cache_dir
+
+    return user_cache_dir("archives", CACHE_DIR_ENV)
 
 
 def _max_bytes() -> int:

@@ -50,12 +50,17 @@ def source_key(path: str | os.PathLike[str], rank: int | None = None) -> str:
     return h.hexdigest()[:32]
 
 
-def cache_root() -> Path:
-    env = os.environ.get(CACHE_DIR_ENV)
+def user_cache_dir(name: str, env_var: str) -> Path:
+    """``$env_var`` when set, else ``~/.cache/tuidebug/<name>`` (``$XDG_CACHE_HOME`` honoured)."""
+    env = os.environ.get(env_var)
     if env:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "tuidebug" / "imports"
+    return Path(base) / "tuidebug" / name
+
+
+def cache_root() -> Path:
+    return user_cache_dir("imports", CACHE_DIR_ENV)
 
 
 def _source_root(p: Path) -> Path:
