@@ -735,3 +735,26 @@ def run_bisect(is_good: Callable[[dict[str, str]], bool], state_dir: str,
         return None, log.getvalue()
     return {k: getattr(result, k, None) for k in ("backend", "subsystem", "bisect_number",
                                                   "debug_info")}, log.getvalue()
+
+
+# == warm candidate workers (tuidebug.minify.worker) ==============================================
+# (kept as one section: tuidebug/proc.py's users; the rest of this module may be reorganised)
+
+COMPILE_STACK = ("torch._dynamo", "torch._inductor.config", "torch._inductor.compile_fx")
+
+
+def import_compile_stack() -> list[str]:
+    """Import Dynamo, Inductor's config and its compile_fx (the expensive imports a warm worker
+    pays once). Returns the modules this torch lacks (a candidate that needs one then fails
+    with its own error, which the minifier reports)."""
+    import importlib
+
+    missing = []
+    for name in COMPILE_STACK:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return missing
+
+# == end of the warm candidate workers section =====================================================

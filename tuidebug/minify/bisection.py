@@ -15,7 +15,6 @@ import json
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from tuidebug import proc
 from tuidebug.minify.pool import WorkerPool, child_env
 from tuidebug.minify.signature import Signature
 from tuidebug.minify.source import MinifyError
@@ -143,16 +143,11 @@ def bisect(trace_path: str | os.PathLike[str], repro: str | None = None, timeout
         result_file = Path(logs) / f"result-{runs}.json"
         env = child_env({**extra, "TORCHINDUCTOR_CACHE_DIR": state,
                          "TUIDEBUG_REPRO_RESULT": str(result_file)})
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
-        try:
-            rc = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
+        child = proc.spawn(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+        rc = proc.wait(child, timeout)  # killed when it times out, or on Ctrl-C
+        if rc is None:
             return False  # a hang counts as still failing
-        finally:
-            if proc.poll() is None:  # timed out, or interrupted (Ctrl-C)
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
         result = None
         if repro and result_file.exists():
             try:

@@ -19,8 +19,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from tuidebug import proc
 from tuidebug.minify import ddmin
 from tuidebug.minify.codegen import ReproInfo, cache_key, check_node, render
 from tuidebug.minify.pool import WorkerPool, child_env
@@ -447,27 +446,16 @@ class Minifier:
         env = child_env({"TUIDEBUG_REPRO_RESULT": str(result_file)})
         log = open(self.work_dir / "verify.log", "wb")
         self.verify_launches += 1
-        proc = subprocess.Popen([sys.executable, str(self.out.resolve())], env=env,
-                                cwd=str(self.work_dir), stdout=log, stderr=log,
-                                start_new_session=True)
+        child = proc.spawn([sys.executable, str(self.out.resolve())], env=env,
+                           cwd=str(self.work_dir), stdout=log, stderr=log)
         limit = max(self.timeout * 3, 180.0)
-        deadline = time.monotonic() + limit
-        try:
-            while True:  # progress (and the chance to cancel) every half second
-                try:
-                    rc = proc.wait(timeout=0.5)
-                    break
-                except subprocess.TimeoutExpired:
-                    if time.monotonic() > deadline:
-                        self._end(mark)
-                        return False, (f"the repro did not finish within {limit:.0f}s in a "
-                                       "fresh process")
-                    self.progress()
+        try:  # progress (and the chance to cancel) every half second; killed on timeout
+            rc = proc.wait(child, limit, tick=self.progress)
         finally:
-            if proc.poll() is None:  # timed out, or interrupted (Ctrl-C)
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
             log.close()
+        if rc is None:
+            self._end(mark)
+            return False, f"the repro did not finish within {limit:.0f}s in a fresh process"
         self._end(mark)
         try:
             result = json.loads(result_file.read_text())

@@ -10,12 +10,7 @@ which holds only what it started — and replaced; the candidate is reported as 
 from __future__ import annotations
 
 import itertools
-import json
-import os
 import queue
-import select
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -23,118 +18,58 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-_SCRUB = ("TORCHDYNAMO_REPRO_AFTER", "TORCHDYNAMO_REPRO_LEVEL", "TORCH_BISECT_BACKEND",
-          "TORCH_BISECT_SUBSYSTEM", "TORCH_BISECT_MAX", "TUIDEBUG_REPRO_RESULT")
+from tuidebug import proc
 
 
 def child_env(extra: dict[str, str] | None = None, *, fast_compile: bool = False) -> dict[str, str]:
-    """Environment for a child that runs candidates: tuidebug importable, no repro/bisect knobs.
-
-    ``fast_compile`` keeps Inductor from starting its own pool of compile processes (one per
-    worker would oversubscribe the machine; a candidate has only a few kernels anyway).
-    """
-    env = dict(os.environ)
-    for k in _SCRUB:
-        env.pop(k, None)
-    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env["PYTHONUNBUFFERED"] = "1"
-    if fast_compile:
-        env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
-    env.update(extra or {})
-    return env
-
-
-class _LineReader:
-    """Reads lines from a pipe with a timeout."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.buf = b""
-
-    def readline(self, timeout: float) -> bytes | None:
-        """A line (b"" at end of file), or None when ``timeout`` seconds pass first."""
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self.buf:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            ready, _, _ = select.select([self.fd], [], [], min(remaining, 0.5))
-            if ready:
-                chunk = os.read(self.fd, 1 << 16)
-                if not chunk:
-                    out, self.buf = self.buf, b""
-                    return out
-                self.buf += chunk
-        line, _, self.buf = self.buf.partition(b"\n")
-        return line + b"\n"
+    """Environment for a child that runs candidates or repros: tuidebug importable, no
+    repro/bisect knobs (:func:`tuidebug.proc.child_env`)."""
+    return proc.child_env(extra, scrub_repro=True, fast_compile=fast_compile)
 
 
 class _Worker:
-    """One worker process and its pipes."""
+    """One worker process (``tuidebug.minify.worker``) and its log."""
 
     def __init__(self, env: dict[str, str], log_path: Path) -> None:
         self.log = open(log_path, "ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tuidebug.minify.worker"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=self.log, env=env, cwd=str(log_path.parent),
-            start_new_session=True)
-        assert self.proc.stdout is not None
-        self.reader = _LineReader(self.proc.stdout.fileno())
+        self.child = proc.JsonChild([sys.executable, "-m", "tuidebug.minify.worker"],
+                                    env=env, log=self.log, cwd=log_path.parent)
         self.ready = False
+
+    @property
+    def alive(self) -> bool:
+        return self.child.alive
 
     def wait_ready(self, timeout: float) -> str | None:
         """None when ready, else why not."""
-        line = self.reader.readline(timeout)
-        if line is None:
+        try:
+            msg = self.child.receive(timeout)
+        except proc.ReceiveTimeout:
             return f"the worker did not start within {timeout:.0f}s"
-        if not line:
-            return f"the worker exited while starting (status {self.proc.wait()})"
-        try:
-            self.ready = bool(json.loads(line).get("ready"))
-        except json.JSONDecodeError:
-            return f"unexpected worker output: {line[:200]!r}"
-        return None
+        except proc.ProtocolError as e:
+            return f"unexpected worker output: {e}"
+        if msg is None:
+            return f"the worker exited while starting (status {self.child.returncode()})"
+        self.ready = msg.get("event") == "ready"
+        return None if self.ready else f"unexpected worker message: {str(msg)[:200]}"
 
-    def request(self, obj: dict[str, Any], timeout: float) -> dict[str, Any] | None | bytes:
-        """The reply; None on timeout; b"" when the worker died."""
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write((json.dumps(obj) + "\n").encode())
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            return b""
-        line = self.reader.readline(timeout)
-        if line is None or not line:
-            return line
-        return dict(json.loads(line))
+    def request(self, msg: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+        """The candidate's result; None when the worker died first. Raises ReceiveTimeout."""
+        if not self.child.send(msg):
+            return None
+        reply = self.child.receive(timeout)
+        if reply is None:
+            return None
+        return dict(reply.get("result") or {})
 
     def kill(self) -> None:
         """Kill the worker's process group (the worker and the compilers it started)."""
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
-        for f in (self.proc.stdin, self.proc.stdout):
-            try:
-                if f:
-                    f.close()
-            except OSError:
-                pass
+        self.child.kill()
         self.log.close()
 
     def died(self) -> dict[str, Any]:
-        rc = self.proc.wait()
-        try:
-            how = f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exit status {rc}"
-        except ValueError:
-            how = f"status {rc}"
-        return {"outcome": "crashed", "returncode": rc,
+        how = proc.exit_description(self.child.returncode())
+        return {"outcome": "crashed", "returncode": self.child.returncode(),
                 "message": f"the worker process died while testing the candidate ({how})"}
 
 
@@ -191,7 +126,7 @@ class WorkerPool:
 
     def _run(self, i: int, request: dict[str, Any], timeout: float) -> dict[str, Any]:
         w = self._workers[i]
-        if w is None or w.proc.poll() is not None:
+        if w is None or not w.alive:
             if w is not None:
                 w.kill()
             w = self._workers[i] = self._start(i)
@@ -202,11 +137,16 @@ class WorkerPool:
                 self._workers[i] = None
                 return {"outcome": "error", "message": why}
         t0 = time.perf_counter()
-        reply = w.request({**request, "id": next(self._ids)}, timeout)
-        if isinstance(reply, dict):
-            return reply
-        result = ({"outcome": "timeout", "message": f"no result within {timeout:.0f}s"}
-                  if reply is None else w.died())
+        try:
+            reply = w.request({"op": "run", **request, "id": next(self._ids)}, timeout)
+        except proc.ReceiveTimeout:
+            result = {"outcome": "timeout", "message": f"no result within {timeout:.0f}s"}
+        except proc.ProtocolError as e:
+            result = {"outcome": "error", "message": f"unexpected worker output: {e}"}
+        else:
+            if reply is not None:
+                return reply
+            result = w.died()
         result["seconds"] = round(time.perf_counter() - t0, 3)
         w.kill()
         with self._lock:

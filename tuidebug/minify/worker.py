@@ -1,10 +1,11 @@
 """A warm worker process: imports torch once, then tests many candidate scripts.
 
-Protocol (one JSON object per line): the worker prints ``{"ready": true, ...}`` on its protocol
-stream once torch and Inductor are imported, then answers each request ``{"id": N, "path": FILE}``
-read from stdin with ``{"id": N, "outcome": ..., ...}`` — the dict the candidate's ``run()``
-returned (see ``codegen``), plus ``seconds``. Anything torch or the candidate prints goes to
-stderr (the worker's log), never into the protocol stream.
+Protocol (``tuidebug.proc``'s JSON lines): the worker sends ``{"event": "ready", ...}`` once
+torch and Inductor are imported, then answers each request ``{"op": "run", "id": N, "path":
+FILE, "bisect_dir": DIR?}`` read from stdin with ``{"event": "result", "id": N, "result": {...}}``
+— the dict the candidate's ``run()`` returned (see ``codegen``), plus ``seconds``; it stops on
+``{"op": "exit"}`` or at the end of stdin. Anything torch or the candidate prints goes to stderr
+(the worker's log), never into the protocol stream.
 
 Only the minifier starts this, and only on candidate scripts it generated itself.
 """
@@ -12,17 +13,13 @@ Only the minifier starts this, and only on candidate scripts it generated itself
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import sys
 import time
 import traceback
-from typing import Any, TextIO
+from typing import Any
 
-
-def _send(stream: TextIO, obj: dict[str, Any]) -> None:
-    stream.write(json.dumps(obj, default=repr) + "\n")
-    stream.flush()
+from tuidebug import proc
 
 
 def run_candidate(path: str, index: int, bisect_dir: str | None = None) -> dict[str, Any]:
@@ -55,27 +52,29 @@ def run_candidate(path: str, index: int, bisect_dir: str | None = None) -> dict[
 
 
 def main() -> int:
-    proto = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)  # torch, g++ and candidates print to the log, not the protocol
+    out, _ = proc.protocol_stream()  # torch, g++ and candidates print to the log, not the protocol
     t0 = time.perf_counter()
     import torch
-    import torch._dynamo
-    import torch._inductor.compile_fx  # noqa: F401  (the expensive part, done once)
-    import torch._inductor.config  # noqa: F401
 
-    _send(proto, {"ready": True, "pid": os.getpid(), "torch": torch.__version__,
-                  "import_s": round(time.perf_counter() - t0, 3)})
+    from tuidebug.compiler import compat
+
+    compat.import_compile_stack()  # the expensive part, done once
+    proc.write_message(out, {"event": "ready", "pid": os.getpid(), "torch": torch.__version__,
+                             "import_s": round(time.perf_counter() - t0, 3)})
     for index, line in enumerate(sys.stdin):
-        line = line.strip()
-        if not line:
+        if not line.strip():
             continue
-        req = json.loads(line)
-        if req.get("quit"):
+        try:
+            req = proc.decode(line)
+        except proc.ProtocolError as e:
+            print(f"[tuidebug worker] {e}", file=sys.stderr, flush=True)
+            continue
+        if req.get("op") == "exit":
             break
         print(f"[tuidebug worker] candidate {req.get('id')}: {req.get('path')}", file=sys.stderr,
               flush=True)
         result = run_candidate(str(req["path"]), index, req.get("bisect_dir"))
-        _send(proto, {"id": req.get("id"), **result})
+        proc.write_message(out, {"event": "result", "id": req.get("id"), "result": result})
     return 0
 
 
