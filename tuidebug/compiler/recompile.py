@@ -205,7 +205,7 @@ def run_job(spec: Mapping[str, Any], emit: Callable[[dict[str, Any]], None] | No
     """Run one job in this process (a fresh child of the worker). Returns the exit code of
     ``tuidebug.compiler.run_script`` (0 ok, 10 compile failed, 11–15 script or write problems).
 
-    ``emit`` receives ``{"type": "progress", "message"}`` and ``{"type": "phase", "phase",
+    ``emit`` receives ``{"event": "progress", "message"}`` and ``{"event": "phase", "phase",
     "graph"}`` messages as the capture proceeds. ``spec["env"]`` is applied to ``os.environ``
     first (e.g. ``TORCHINDUCTOR_CACHE_DIR``, ``TORCH_LOGS``).
     """
@@ -232,9 +232,9 @@ def run_job(spec: Mapping[str, Any], emit: Callable[[dict[str, Any]], None] | No
         spec["out"], check_accuracy=bool(spec.get("check", True)), use_cache=False,
         accuracy_tol=_tol(spec.get("accuracy_tol")),
         command=["tuidebug", "trace", spec.get("script_arg") or script, *args],
-        on_progress=lambda m: send({"type": "progress", "message": m}),
+        on_progress=lambda m: send({"event": "progress", "message": m}),
         user_sets=overrides if use_cache else None)
-    send({"type": "phase", "phase": "starting", "graph": None})
+    send({"event": "phase", "phase": "starting", "graph": None})
     session.start()
     writer = session.writer
     assert writer is not None
@@ -242,7 +242,7 @@ def run_job(spec: Mapping[str, Any], emit: Callable[[dict[str, Any]], None] | No
 
     def set_phase(phase: str, graph_id: str | None = None) -> None:
         if (writer.manifest.get("phase"), writer.manifest.get("current_graph")) != (phase, graph_id):
-            send({"type": "phase", "phase": phase, "graph": graph_id})
+            send({"event": "phase", "phase": phase, "graph": graph_id})
         orig_set_phase(phase, graph_id)
 
     writer.set_phase = set_phase  # type: ignore[method-assign]

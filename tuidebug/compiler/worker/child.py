@@ -1,0 +1,243 @@
+"""One recompile job in its own process: forked from the warm server (or spawned fresh), with
+its stdout+stderr and its message pipe read by the server, and its result judged from its exit
+status and the manifest it wrote."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tuidebug import proc
+
+if TYPE_CHECKING:
+    from tuidebug.compiler.worker.server import Server
+
+__all__ = ["JobChild", "job_main"]
+
+
+class JobChild:
+    """One job: a forked child with its stdout+stderr and its message pipe."""
+
+    def __init__(self, jid: int, spec: dict[str, Any], pid: int, out_fd: int, msg_fd: int) -> None:
+        self.jid, self.spec, self.pid = jid, spec, pid
+        self.out_fd, self.msg_fd = out_fd, msg_fd
+        self.bufs = {out_fd: proc.LineBuffer(), msg_fd: proc.LineBuffer()}
+        self.started = time.monotonic()
+        self.timeout = float(spec.get("timeout") or 0)
+        self.timed_out = False
+        self.cancelled = False
+        self.tail: collections.deque[str] = collections.deque(maxlen=60)
+        self.popen: subprocess.Popen[bytes] | None = None  # a spawned job (not forked)
+
+    @classmethod
+    def fork(cls, jid: int, spec: dict[str, Any], proto_fd: int | None = None) -> "JobChild":
+        out_r, out_w = os.pipe()
+        msg_r, msg_w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the job
+            code = 70
+            try:
+                os.setpgid(0, 0)
+                os.close(out_r)
+                os.close(msg_r)
+                if proto_fd is not None:
+                    os.close(proto_fd)  # only the server speaks the protocol
+                _child_main(spec, out_w, msg_w)
+                code = 0
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else 1
+            except BaseException:
+                import traceback
+
+                try:
+                    traceback.print_exc()
+                except Exception:
+                    pass
+            finally:
+                try:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                except Exception:
+                    pass
+                os._exit(code)
+        os.close(out_w)
+        os.close(msg_w)
+        os.set_blocking(out_r, False)
+        os.set_blocking(msg_r, False)
+        return cls(jid, spec, pid, out_r, msg_r)
+
+    @classmethod
+    def spawn(cls, jid: int, spec: dict[str, Any]) -> "JobChild":
+        """The job in a fresh interpreter (when forking is not safe, e.g. CUDA is initialised)."""
+        out_r, out_w = os.pipe()
+        msg_r, msg_w = os.pipe()
+        try:
+            popen = proc.spawn(
+                [sys.executable, "-m", "tuidebug.compiler.worker", "--job", json.dumps(spec),
+                 "--msg-fd", str(msg_w)],
+                stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w, pass_fds=(msg_w,),
+                close_fds=True)
+        finally:
+            os.close(out_w)
+            os.close(msg_w)
+        os.set_blocking(out_r, False)
+        os.set_blocking(msg_r, False)
+        child = cls(jid, spec, popen.pid, out_r, msg_r)
+        child.popen = popen
+        return child
+
+    def kill(self) -> None:
+        proc.kill_group(self.pid)
+
+    def read(self, fd: int, server: Server) -> None:
+        try:
+            data = os.read(fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:  # EOF: stop watching it (the child may live on with its stdio closed)
+            try:
+                server.sel.unregister(fd)
+            except (KeyError, ValueError):
+                pass
+            return
+        self._lines(fd, data, server)
+
+    def drain(self, fd: int, server: Server) -> None:
+        while True:
+            try:
+                data = os.read(fd, 65536)
+            except (BlockingIOError, OSError):
+                break
+            if not data:
+                break
+            self._lines(fd, data, server)
+        rest = self.bufs[fd].rest()
+        if rest:
+            self._line(fd, rest, server)
+
+    def _lines(self, fd: int, data: bytes, server: Server) -> None:
+        for line in self.bufs[fd].feed(data):
+            self._line(fd, line, server)
+
+    def _line(self, fd: int, raw: bytes, server: Server) -> None:
+        text = raw.decode("utf-8", "replace").rstrip("\r")
+        if fd == self.out_fd:
+            self.tail.append(text)
+            server.send({"event": "output", "id": self.jid, "line": text})
+            return
+        try:
+            msg = proc.decode(text)
+        except proc.ProtocolError:
+            return
+        if msg.get("event") == "phase":
+            server.send({"event": "phase", "id": self.jid, "phase": msg.get("phase"),
+                         "graph": msg.get("graph")})
+        elif msg.get("event") == "progress":
+            server.send({"event": "progress", "id": self.jid, "message": msg.get("message")})
+
+    def result(self, status: int) -> dict[str, Any]:
+        from tuidebug.compiler import run_script as rs
+
+        elapsed = time.monotonic() - self.started
+        out: dict[str, Any] = {"elapsed_s": round(elapsed, 3),
+                               "output_tail": "\n".join(self.tail)}
+        manifest = _read_manifest(Path(self.spec["out"]))
+        if manifest:
+            out["trace_status"] = manifest.get("status")
+            out["trace_phase"] = manifest.get("phase")
+            err = manifest.get("error")
+            if isinstance(err, dict):
+                out["trace_error"] = {k: err.get(k) for k in ("phase", "type", "message", "graph")}
+                if isinstance(out["trace_error"].get("message"), str):
+                    out["trace_error"]["message"] = out["trace_error"]["message"][:2000]
+            out["graphs"] = len(manifest.get("graphs") or [])
+        if os.WIFSIGNALED(status):
+            name = out["signal"] = proc.signal_name(os.WTERMSIG(status))
+            if self.timed_out:
+                out.update(state="timeout", error=f"timed out after {self.timeout:.0f}s; killed "
+                                                  f"during phase {out.get('trace_phase')!r}")
+            elif self.cancelled:
+                out.update(state="cancelled", error="cancelled")
+            else:
+                out.update(state="crashed", error=f"the job's process died ({name}) during phase "
+                                                  f"{out.get('trace_phase')!r}")
+            return out
+        code = os.WEXITSTATUS(status)
+        out["exit_code"] = code
+        if self.timed_out:
+            out.update(state="timeout", error=f"timed out after {self.timeout:.0f}s")
+        elif code == rs.EXIT_OK and out.get("trace_status") == "ok":
+            out["state"] = "ok"
+        elif code in (rs.EXIT_OK, rs.EXIT_RAISED_LATE) and out.get("trace_status") == "ok":
+            out.update(state="ok", note="the script raised after compiling; the trace is complete")
+        elif code == rs.EXIT_COMPILE_FAILED or out.get("trace_status") == "failed":
+            te = out.get("trace_error") or {}
+            out.update(state="failed", error=f"{te.get('type', 'failure')} during phase "
+                                             f"{te.get('phase')!r}: {str(te.get('message'))[:300]}")
+        elif code == rs.EXIT_NO_COMPILE:
+            out.update(state="failed", error="the script never compiled anything")
+        elif code == rs.EXIT_RAISED_EARLY:
+            se = (manifest or {}).get("script_error") or {}
+            why = f": {se.get('type')}: {str(se.get('message'))[:300]}" if se else ""
+            out.update(state="failed", error="the script raised before compiling anything" + why)
+        elif code == 70 and not manifest:
+            out.update(state="error", error="the job could not start (see its output)")
+        else:
+            out.update(state="crashed" if out.get("trace_status") == "running" else "failed",
+                       error=f"the job exited with code {code}")
+        return out
+
+
+def _read_manifest(out: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _child_main(spec: dict[str, Any], out_w: int, msg_w: int) -> None:
+    """In the forked job: wire up stdio, run the job, exit with its code."""
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(out_w, 1)
+    os.dup2(out_w, 2)
+    os.close(out_w)
+    sys.stdin = open(0, "r", closefd=False)  # noqa: SIM115
+    sys.stdout = open(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+
+    def emit(msg: dict[str, Any]) -> None:
+        proc.write_message_fd(msg_w, msg)
+
+    from tuidebug.compiler.recompile import run_job
+
+    code = run_job(spec, emit)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    raise SystemExit(code)
+
+
+def job_main(spec: dict[str, Any], msg_fd: int | None) -> int:
+    """A spawned job (stdio already wired by the server)."""
+    def emit(msg: dict[str, Any]) -> None:
+        if msg_fd is not None:
+            proc.write_message_fd(msg_fd, msg)
+
+    from tuidebug.compiler.recompile import run_job
+
+    return run_job(spec, emit)
