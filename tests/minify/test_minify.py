@@ -120,17 +120,24 @@ def test_cli_rejects_a_trace_that_did_not_fail(bug_traces: dict[str, Path], copy
 
 def test_bisect_names_the_lowering_of_the_planted_relu(bug_traces: dict[str, Path],
                                                        minified) -> None:
-    from tuidebug.minify.bisection import bisect
+    """Through BisectTask, as the TUI runs it: the bisector in a child process, its progress
+    and its report as JSON-lines events."""
+    from tuidebug.minify.bisect_task import BisectTask
 
     result, _ = minified("runtime_error")
-    steps: list = []
-    report = bisect(bug_traces["runtime_error"], str(result.repro_path), timeout=120,
-                    on_step=lambda n, text: steps.append(text))
+    task = BisectTask(bug_traces["runtime_error"], result.repro_path, timeout=120)
+    events = list(task.messages())
+    tail = task.log_tail()
+    assert task.close() == 0, (events, tail)
+    steps = [e for e in events if e["event"] == "progress"]
+    assert [e["run"] for e in steps] == list(range(1, len(steps) + 1))
+    assert [e["event"] for e in events[len(steps):]] == ["result"], events
+    report = events[-1]["result"]
     # eager and the AOT backends are fine; inductor fails, and falling back from Inductor's
     # lowering of the relu (the op whose generated code is broken) fixes it
-    assert (report.backend, report.subsystem) == ("inductor", "lowerings"), report.log
-    assert "relu" in (report.debug_info or "")
-    assert report.runs == len(steps) >= 5
+    assert (report["backend"], report["subsystem"]) == ("inductor", "lowerings"), report["log"]
+    assert "relu" in (report["debug_info"] or "")
+    assert report["runs"] == len(steps) >= 5
 
 
 def test_bisect_on_a_torch_without_the_bisector_api_says_so(bug_traces: dict[str, Path],

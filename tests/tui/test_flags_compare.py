@@ -1,4 +1,4 @@
-"""Flags (7), compare (8), and minify from the errors screen, on real traces."""
+"""Flags (7), compare (8), and minify and bisect from the errors screen, on real traces."""
 
 from __future__ import annotations
 
@@ -122,3 +122,53 @@ async def test_minify_cancelled_keeps_the_best_repro(open_ui, failing_trace: Pat
         assert "minify cancelled" in ui.text(), ui.text()
         assert "NOT verified" in ui.text()
         assert screen.repro_path is not None and screen.repro_path.is_file()
+
+
+async def test_bisect_error_from_the_child_is_shown(open_ui, failing_trace: Path,
+                                                    copy_trace) -> None:
+    """b runs the bisection in a child process; its structured error (here: the trace does not
+    record the script's command line) is what the screen shows."""
+    import json
+
+    trace = copy_trace(failing_trace, "no-command")
+    manifest = json.loads((trace / "manifest.json").read_text())
+    manifest["command"] = []
+    (trace / "manifest.json").write_text(json.dumps(manifest))
+    async with open_ui(trace) as ui:
+        await ui.press("6")
+        await ui.pilot.press("b")
+        screen = ui.app.screen
+        assert screen.task_running == "bisect"
+        done = await ui.wait_for(lambda: screen.task_running is None, 180)
+        assert done, ui.text()
+        await ui.settle()
+        assert "bisect: the trace does not record the traced script's command line" in ui.text()
+
+
+async def test_bisect_progress_then_cancel_kills_its_processes(open_ui, failing_trace: Path) -> None:
+    """The child's progress events reach the screen (run 1 of the traced script); x kills the
+    bisection and the run it started (its whole process group)."""
+    import os
+
+    async with open_ui(failing_trace) as ui:
+        await ui.press("6")
+        await ui.pilot.press("b")
+        screen = ui.app.screen
+        running = await ui.wait_for(lambda: "bisect: run 1: " in ui.text(), 180)
+        assert running, ui.text()
+        pgid = screen._task.child.pid
+        await ui.pilot.press("x")
+        done = await ui.wait_for(lambda: screen.task_running is None, 60)
+        assert done, ui.text()
+        await ui.settle()
+        assert "bisect: cancelled" in ui.text(), ui.text()
+        left = [p for p in os.listdir("/proc") if p.isdigit() and _pgid(int(p)) == pgid]
+        assert left == [], left
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if stat[0] == "Z" else int(stat[2])

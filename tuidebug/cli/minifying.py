@@ -130,14 +130,14 @@ def cmd_minify(ns: argparse.Namespace) -> int:
 
 
 def cmd_bisect(ns: argparse.Namespace) -> int:
+    from tuidebug.minify.bisect_task import FRESH_HINT
     from tuidebug.minify.bisection import bisect
 
     def step(n: int, text: str) -> None:
         print(f"[bisect] run {n}: {text}", file=sys.stderr, flush=True)
 
     if not ns.repro:
-        print("[bisect] re-running the traced script for every step; a minified repro "
-              "(tuidebug minify, then --repro repro.py) is much faster", file=sys.stderr)
+        print(f"[bisect] {FRESH_HINT}", file=sys.stderr)
     # MinifyError: printed by main
     report = bisect(ns.trace, ns.repro, timeout=ns.timeout, on_step=step, fresh=ns.fresh)
     if ns.json:

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -94,9 +89,6 @@ def _styled(block: str) -> list[Text]:
     return out
 
 
-ROOT = Path(__file__).resolve().parents[3]
-
-
 class TaskCancelled(Exception):
     """The user cancelled a minify (raised from its progress callback)."""
 
@@ -114,7 +106,7 @@ class ErrorsScreen(TraceScreen):
         self.repro_path: Path | None = None
         self.task_running: str | None = None
         self._task_lines = 0
-        self._proc: subprocess.Popen[str] | None = None
+        self._task: Any = None  # the running BisectTask
 
     def compose_body(self) -> ComposeResult:
         yield Static(self._idle_hint(), id="errors-task")
@@ -190,45 +182,45 @@ class ErrorsScreen(TraceScreen):
         if not self._can_run("bisect"):
             return
         self.task_running = "bisect"
-        cmd = [sys.executable, "-m", "tuidebug.cli", "bisect", str(self.trace.root), "--json"]
-        if self.repro_path is not None and self.repro_path.is_file():
-            cmd += ["--repro", str(self.repro_path)]
-        env = dict(os.environ)
-        env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"]
-                                         if env.get("PYTHONPATH") else "")
+        trace_path = self.trace.root
+        repro = self.repro_path if self.repro_path is not None and self.repro_path.is_file() \
+            else None
         self._progress("⠿ bisect: starting…")
 
         def work() -> None:
             # The bisector imports torch: it runs in a child process, never in the UI's.
+            from tuidebug.minify.bisect_task import BisectTask
+
             t0 = time.monotonic()
             try:
-                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True, env=env, start_new_session=True)
+                task = BisectTask(trace_path, repro)
             except OSError as e:
                 self.app.call_from_thread(self._task_done, "bisect", None, str(e))
                 return
-            self._proc = proc
-            tail: list[str] = []
-            assert proc.stderr is not None and proc.stdout is not None
-            for line in proc.stderr:
-                line = line.rstrip()
-                tail = (tail + [line])[-20:]
-                if line.startswith("[bisect]"):
+            self._task = task
+            report, error = None, None
+            for msg in task.messages():
+                event = msg.get("event")
+                if event == "progress":
+                    run = f"run {msg['run']}: " if msg.get("run") is not None else ""
                     self.app.call_from_thread(
-                        self._progress, f"⠿ bisect: {line[9:]}  {time.monotonic() - t0:.0f}s")
-            out = proc.stdout.read()
-            rc = proc.wait()
-            self._proc = None
+                        self._progress, f"⠿ bisect: {run}{msg.get('message')}  "
+                                        f"{time.monotonic() - t0:.0f}s")
+                elif event == "result":
+                    report = msg.get("result")
+                elif event == "error":
+                    error = str(msg.get("message"))
+            tail = task.log_tail()
+            rc = task.close()
+            self._task = None
             if get_current_worker().is_cancelled or rc < 0:
                 self.app.call_from_thread(self._task_done, "bisect", None, "cancelled")
-                return
-            try:
-                report = json.loads(out)
-            except json.JSONDecodeError:
-                msg = next((t for t in reversed(tail) if t.strip()), f"exit status {rc}")
-                self.app.call_from_thread(self._task_done, "bisect", None, msg)
-                return
-            self.app.call_from_thread(self._task_done, "bisect", report, None)
+            elif report is None:
+                error = error or next((t for t in reversed(tail) if t.strip()),
+                                      f"the bisection exited with status {rc}")
+                self.app.call_from_thread(self._task_done, "bisect", None, error)
+            else:
+                self.app.call_from_thread(self._task_done, "bisect", report, None)
 
         self.run_worker(work, name="bisect", group="task", thread=True, exit_on_error=False)
 
@@ -239,20 +231,16 @@ class ErrorsScreen(TraceScreen):
         for w in self.workers:
             if w.group == "task":
                 w.cancel()
-        self._kill_proc()
+        self._kill_task()
         self._progress(f"cancelling the {self.task_running}…")
 
     def on_unmount(self) -> None:
-        self._kill_proc()
+        self._kill_task()
 
-    def _kill_proc(self) -> None:
-        """Kill the bisect child's whole process group, if it still runs."""
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
+    def _kill_task(self) -> None:
+        """Stop the bisect child and every run it started, if it still runs."""
+        if self._task is not None:
+            self._task.kill()
 
     def _task_done(self, what: str, result: Any, error: str | None) -> None:
         self.task_running = None
