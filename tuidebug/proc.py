@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterator, Mapping, Sequence
 
 __all__ = ["ROOT", "child_env", "encode", "decode", "LineBuffer", "LineReader", "write_message",
-           "protocol_stream", "spawn", "kill_group", "stop", "wait", "exit_description",
-           "JsonChild", "ProtocolError", "ReceiveTimeout"]
+           "write_message_fd", "protocol_stream", "spawn", "lead_own_group", "kill_group", "stop",
+           "wait", "exit_description", "signal_name", "JsonChild", "ProtocolError",
+           "ReceiveTimeout"]
 
 ROOT = Path(__file__).resolve().parent.parent
 # Environment variables that make PyTorch's own minifier / bisector act inside a child.
@@ -179,6 +180,11 @@ def spawn(cmd: Sequence[str], *, env: Mapping[str, str] | None = None, own_group
     terminal's group (Ctrl-C reaches it; it can read the terminal), for ``tuidebug trace``."""
     return subprocess.Popen(list(cmd), env=dict(env) if env is not None else None,
                             start_new_session=own_group, **popen)
+
+
+def lead_own_group() -> None:
+    """In a child made with ``os.fork()``: lead a new process group, as :func:`spawn` does."""
+    os.setpgid(0, 0)
 
 
 def kill_group(pid: int | None) -> None:

@@ -9,19 +9,17 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from tuidebug import proc
 from tuidebug.cli.minifying import positive_float
 from tuidebug.cli.output import err
 from tuidebug.cli.viewing import open_trace, print_info, show_diff
 from tuidebug.errors import CliError
-
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 # -- trace ----------------------------------------------------------------------------------------
@@ -53,15 +51,17 @@ def _run_child(cmd: list[str], env: dict[str, str]) -> tuple[int, list[str]]:
     """Run the capture child with its stderr passed through; returns its exit code and the
     last lines it wrote there that are not tuidebug's own (what the script said last)."""
     tail: collections.deque[str] = collections.deque(maxlen=5)
-    with subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True,
-                          errors="replace") as proc:
-        assert proc.stderr is not None
-        for line in proc.stderr:
+    # in the terminal's process group (not a session of its own): Ctrl-C reaches the script,
+    # which may also read the terminal
+    with proc.spawn(cmd, env=env, own_group=False, stderr=subprocess.PIPE, text=True,
+                    errors="replace") as child:
+        assert child.stderr is not None
+        for line in child.stderr:
             sys.stderr.write(line)
             sys.stderr.flush()
             if line.strip() and not line.startswith("[tuidebug]"):
                 tail.append(line.rstrip())
-    return proc.returncode, list(tail)
+    return child.returncode, list(tail)
 
 
 def run_trace(script: str, script_args: list[str], out: Path | None, *, check: bool = True,
@@ -89,12 +89,9 @@ def run_trace(script: str, script_args: list[str], out: Path | None, *, check: b
     if overrides:
         cmd += ["--overrides", json.dumps(overrides)]
     cmd += [str(path), *script_args]
-    env = dict(os.environ)
-    root = str(PACKAGE_ROOT)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     if not quiet:
         print(f"[tuidebug] tracing {script} → {out}", file=sys.stderr, flush=True)
-    code, tail = _run_child(cmd, env)
+    code, tail = _run_child(cmd, proc.child_env())
     return code, out, tail
 
 
@@ -124,13 +121,7 @@ def trace_outcome(code: int, out: Path, tail: list[str] | None = None) -> int:
         err("the script raised an exception before compiling anything (traceback above)")
         return 3
     if code < 0:
-        import signal
-
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = str(-code)
-        err(f"the capturing process died ({name}); the trace in {out} shows how far it got")
+        err(f"the capturing process died ({proc.signal_name(-code)}); the trace in {out} shows how far it got")
         return 1
     if code == rs.EXIT_COMPILE_FAILED:
         err(f"compilation failed; the trace in {out} records the failure "

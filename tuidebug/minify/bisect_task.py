@@ -72,8 +72,8 @@ class BisectTask:
 def main(argv: list[str]) -> int:
     out, _ = proc.protocol_stream()
     request = json.loads(argv[0])
+    from tuidebug.errors import TuidebugError
     from tuidebug.minify.bisection import bisect
-    from tuidebug.minify.source import MinifyError
 
     def step(n: int, text: str) -> None:
         proc.write_message(out, {"event": "progress", "run": n, "message": text})
@@ -83,7 +83,7 @@ def main(argv: list[str]) -> int:
     try:
         report = bisect(request["trace"], request.get("repro"), timeout=request["timeout"],
                         on_step=step, fresh=bool(request.get("fresh")))
-    except MinifyError as e:
+    except TuidebugError as e:  # MinifyError, TraceError: one line for the user
         proc.write_message(out, {"event": "error", "message": str(e)})
         return 2
     proc.write_message(out, {"event": "result", "result": dataclasses.asdict(report)})

@@ -46,7 +46,7 @@ class JobChild:
         if pid == 0:  # the job
             code = 70
             try:
-                os.setpgid(0, 0)
+                proc.lead_own_group()
                 os.close(out_r)
                 os.close(msg_r)
                 if proto_fd is not None:
