@@ -159,3 +159,28 @@ def test_line_buffer_splits_lines_across_chunks() -> None:
     assert proc.decode(proc.encode({"p": Path("/x")})) == {"p": "/x"}
     with pytest.raises(proc.ProtocolError):
         proc.decode(b"[1, 2]")
+
+
+def test_terminate_group_lets_the_child_end_the_groups_it_started(tmp_path: Path) -> None:
+    """A child whose own child leads another process group (as a bisection's runs do):
+    SIGTERM makes it kill that group on the way out, which a kill of its own group would miss."""
+    pidfile = tmp_path / "pid"
+    code = ("import sys, time; from tuidebug import proc; proc.exit_on_sigterm(); "
+            "run = proc.spawn([sys.executable, '-c', 'import time; time.sleep(600)']); "
+            f"open({str(pidfile)!r}, 'w').write(str(run.pid)); proc.wait(run, None)")
+    child = proc.spawn([sys.executable, "-c", code], env=proc.child_env())
+    while not pidfile.exists() or not pidfile.read_text():
+        time.sleep(0.05)
+    run = int(pidfile.read_text())
+    assert os.getpgid(run) == run != os.getpgid(child.pid)
+    proc.terminate_group(child, grace=30)
+    assert child.wait(30) == 143  # it exited itself, well before the SIGKILL
+    assert _gone(run)
+    # one that ignores SIGTERM is killed after the grace period
+    stubborn = proc.spawn([sys.executable, "-c", "import signal, time; "
+                           "signal.signal(signal.SIGTERM, signal.SIG_IGN); print(1, flush=True); "
+                           "time.sleep(600)"], stdout=subprocess.PIPE)
+    assert stubborn.stdout.readline()
+    proc.terminate_group(stubborn, grace=0.5)
+    assert stubborn.wait(30) < 0
+    stubborn.stdout.close()

@@ -16,7 +16,9 @@ keeps the protocol on a private copy of its stdout (:func:`protocol_stream`), so
 torch, a compiler or user code prints cannot corrupt it.
 
 **Processes**: a child started with :func:`spawn` leads its own process group (it, and the
-compilers it starts), and :func:`kill_group` kills that whole group; nothing else kills.
+compilers it starts), and :func:`kill_group` kills that whole group; nothing else kills. A child
+that itself starts process groups (a bisection's runs, a pool's workers) is stopped with
+:func:`terminate_group`, so that it can end them first.
 """
 
 from __future__ import annotations
@@ -27,12 +29,14 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import IO, Any, Callable, Iterator, Mapping, Sequence
 
 __all__ = ["ROOT", "child_env", "encode", "decode", "LineBuffer", "LineReader", "write_message",
-           "write_message_fd", "protocol_stream", "spawn", "lead_own_group", "kill_group", "stop",
+           "write_message_fd", "protocol_stream", "spawn", "lead_own_group", "kill_group", "terminate_group",
+           "exit_on_sigterm", "stop",
            "wait", "exit_description", "signal_name", "JsonChild", "ProtocolError",
            "ReceiveTimeout"]
 
@@ -198,6 +202,35 @@ def kill_group(pid: int | None) -> None:
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError, OSError):
             pass
+
+
+def terminate_group(proc: subprocess.Popen[Any], grace: float = 5.0) -> None:
+    """Ask ``proc``'s process group to stop (SIGTERM: a child that starts process groups of its
+    own ends them on the way out, see :func:`exit_on_sigterm`); SIGKILL the group if ``proc``
+    still runs ``grace`` seconds later. Returns at once."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except OSError:
+        pass
+
+    def hard() -> None:
+        if proc.poll() is None:
+            kill_group(proc.pid)
+
+    timer = threading.Timer(grace, hard)
+    timer.daemon = True
+    timer.start()
+
+
+def exit_on_sigterm() -> None:
+    """In a child: turn SIGTERM into ``SystemExit(143)``, so that ``finally`` blocks (which kill
+    the process groups it started, e.g. :func:`wait`'s) run before it exits."""
+    def handler(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
 
 
 def stop(proc: subprocess.Popen[Any], timeout: float = 10.0) -> int | None:

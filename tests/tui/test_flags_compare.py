@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from tests.conftest import digest
@@ -146,29 +147,50 @@ async def test_bisect_error_from_the_child_is_shown(open_ui, failing_trace: Path
 
 
 async def test_bisect_progress_then_cancel_kills_its_processes(open_ui, failing_trace: Path) -> None:
-    """The child's progress events reach the screen (run 1 of the traced script); x kills the
-    bisection and the run it started (its whole process group)."""
-    import os
-
+    """The child's progress events reach the screen (run 1 of the traced script); x stops the
+    bisection and the run it started (in a process group of its own)."""
     async with open_ui(failing_trace) as ui:
         await ui.press("6")
         await ui.pilot.press("b")
         screen = ui.app.screen
         running = await ui.wait_for(lambda: "bisect: run 1: " in ui.text(), 180)
         assert running, ui.text()
-        pgid = screen._task.child.pid
+        bisector = screen._task.child.pid
+        # the bisection's run of the script: a child of the bisector, in a group of its own
+        assert await ui.wait_for(lambda: _descendants(bisector), 60)
+        started = {bisector, *_descendants(bisector)}
         await ui.pilot.press("x")
         done = await ui.wait_for(lambda: screen.task_running is None, 60)
         assert done, ui.text()
         await ui.settle()
         assert "bisect: cancelled" in ui.text(), ui.text()
-        left = [p for p in os.listdir("/proc") if p.isdigit() and _pgid(int(p)) == pgid]
-        assert left == [], left
+        assert await ui.wait_for(lambda: not (started & _running()), 15), started & _running()
 
 
-def _pgid(pid: int) -> int | None:
+def _stat(pid: int) -> list[str] | None:
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return None
-    return None if stat[0] == "Z" else int(stat[2])
+
+
+def _running() -> set[int]:
+    """Every process that runs (not a zombie)."""
+    out = set()
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            stat = _stat(int(p))
+            if stat and stat[0] != "Z":
+                out.add(int(p))
+    return out
+
+
+def _descendants(pid: int) -> set[int]:
+    parents = {p: int(s[1]) for p in _running() if (s := _stat(p))}
+    found, todo = set(), [pid]
+    while todo:
+        parent = todo.pop()
+        kids = {p for p, pp in parents.items() if pp == parent}
+        todo += list(kids - found)
+        found |= kids
+    return found

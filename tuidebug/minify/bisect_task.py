@@ -8,7 +8,7 @@ The bisector imports torch, so a caller that must not (the TUI) runs it here::
     task.close()                                 #   or {"event": "error", "message"}
 
 ``result`` holds the fields of :class:`~tuidebug.minify.bisection.BisectReport`. ``kill()`` stops
-the bisection and every run it started (one process group). Importing this module does not
+the bisection and every run it started. Importing this module does not
 import torch; only the child does.
 """
 
@@ -43,14 +43,17 @@ class BisectTask:
         self.command = [sys.executable, "-m", "tuidebug.minify.bisect_task", json.dumps(request)]
         self.child = proc.JsonChild(self.command, env=proc.child_env(), log=self._log,
                                     requests=False)
+        self.cancelled = False
 
     def messages(self) -> Iterator[dict[str, Any]]:
         """The child's messages until it exits."""
         return self.child.messages()
 
     def kill(self) -> None:
-        """Stop the bisection and every run it started."""
-        proc.kill_group(self.child.pid)
+        """Stop the bisection and every run it started (their process groups are their own: the
+        child ends them on SIGTERM, and is killed if it has not exited a few seconds later)."""
+        self.cancelled = True
+        proc.terminate_group(self.child.proc)
 
     def close(self) -> int:
         """Wait for the child, remove its log; its return code (negative: killed)."""
@@ -71,6 +74,7 @@ class BisectTask:
 
 def main(argv: list[str]) -> int:
     out, _ = proc.protocol_stream()
+    proc.exit_on_sigterm()  # the runs and workers the bisection started are killed on the way out
     request = json.loads(argv[0])
     from tuidebug.errors import TuidebugError
     from tuidebug.minify.bisection import bisect

@@ -246,7 +246,7 @@ class RecompileWorker:
                 self._handle(msg)
             except Exception:  # a broken callback must not kill the reader
                 pass
-        server.returncode()
+        server.kill()  # reaped (what is left of its group killed), its pipes closed
         self._server_died(server)
 
     def _handle(self, msg: dict[str, Any]) -> None:

@@ -213,7 +213,7 @@ class ErrorsScreen(TraceScreen):
             tail = task.log_tail()
             rc = task.close()
             self._task = None
-            if get_current_worker().is_cancelled or rc < 0:
+            if get_current_worker().is_cancelled or task.cancelled or rc < 0:
                 self.app.call_from_thread(self._task_done, "bisect", None, "cancelled")
             elif report is None:
                 error = error or next((t for t in reversed(tail) if t.strip()),
