@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
+from tuidebug import proc
 from tuidebug.errors import ServeError
 
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
@@ -148,10 +149,9 @@ def serve(trace: Path, *, host: str = "127.0.0.1", port: int = 0, allow_run: boo
             port = free_port(host)
         except OSError as e:
             raise ServeError(f"cannot listen on {host}: {e.strerror or e}") from e
-    # the app processes import this checkout's tuidebug, wherever the server was started from
-    root = str(Path(__file__).resolve().parents[2])
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = root + (os.pathsep + old if old else "")
+    # the app processes (textual-serve starts them with this environment) import this
+    # checkout's tuidebug, wherever the server was started from
+    os.environ["PYTHONPATH"] = proc.child_env()["PYTHONPATH"]
     server = make_server(trace, host=host, port=port, allow_run=allow_run,
                          max_sessions=max_sessions, on_ready=on_ready)
     try:
