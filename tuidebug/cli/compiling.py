@@ -121,7 +121,8 @@ def trace_outcome(code: int, out: Path, tail: list[str] | None = None) -> int:
         err("the script raised an exception before compiling anything (traceback above)")
         return 3
     if code < 0:
-        err(f"the capturing process died ({proc.signal_name(-code)}); the trace in {out} shows how far it got")
+        err(f"the capturing process died ({proc.signal_name(-code)}); the trace in {out} shows "
+            "how far it got")
         return 1
     if code == rs.EXIT_COMPILE_FAILED:
         err(f"compilation failed; the trace in {out} records the failure "
