@@ -157,6 +157,14 @@ def test_packed_trace_in_a_browser(browser: Any, serve: Any, tmp_path: Path) -> 
     page.keyboard.press("2")
     text = wait_for(page, r"stages, \d+ changed")
     assert "dynamo" in text
+    with page.expect_popup(timeout=60_000) as popup:  # e: the SVG comes to the browser
+        page.keyboard.press("e")
+    svg = popup.value
+    svg.wait_for_load_state()
+    assert "/download/" in svg.url
+    assert svg.evaluate("() => document.documentElement.tagName") == "svg"
+    assert svg.locator("g.node").count() > 10  # the graph, drawn by Graphviz
+    svg.close()
     page.keyboard.press("6")
     wait_for(page, r"m: minify")
     page.keyboard.press("m")

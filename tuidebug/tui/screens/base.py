@@ -216,5 +216,10 @@ class TraceScreen(Screen):
     def on_svg_exported(self, message: SvgExported) -> None:
         if message.error:
             self.notify(message.error, title="SVG export failed", severity="error", timeout=10)
+        elif self.app.is_web and message.path is not None:  # served: a browser tab shows it
+            self.app.deliver_binary(message.path, mime_type="image/svg+xml",
+                                    open_method="browser")
+            self.notify(f"SVG {message.path.name} opened in a browser tab", title="exported",
+                        timeout=8)
         else:
             self.notify(f"SVG written to {message.path}", title="exported", timeout=8)
