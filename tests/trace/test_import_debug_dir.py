@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tuidebug.trace import importers
+from tuidebug.trace import importers, provenance
 from tuidebug.trace.reader import Trace
 from tuidebug.trace.summary import trace_summary
 from tests.conftest import clean_env as _env
@@ -105,8 +105,14 @@ def test_kernels_with_provenance(mlp_import: Trace) -> None:
         assert p["fx_nodes"], k["name"]
         assert any(s["file"].endswith("mlp.py") and s["line"] > 0 for s in p["source"])
     node = prov["kernels"][cpp[0]["name"]]["fx_nodes"][0]
-    assert cpp[0]["name"] in g.kernels_for_fx_node(node)
+    assert cpp[0]["name"] in provenance.kernels_for_node(g, node)
     assert prov["pre_to_post"]  # Dynamo node -> post-grad nodes
+    # a Dynamo (pre-grad) name reaches the kernels of the post-grad nodes it became
+    pre, posts = next((pre, posts) for pre, posts in prov["pre_to_post"].items()
+                      if pre not in prov["fx_to_kernels"]
+                      and any(p in prov["fx_to_kernels"] for p in posts))
+    assert set(provenance.kernels_for_node(g, pre)) == {
+        k for p in posts for k in prov["fx_to_kernels"].get(p, [])}
     summary = trace_summary(mlp_import)
     assert summary["graphs"][0]["kernels_with_source"] == len(cpp)
 

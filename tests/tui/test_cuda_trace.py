@@ -6,9 +6,9 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from tuidebug.trace import provenance
 from tuidebug.trace.reader import Trace
 from tuidebug.trace.summary import trace_summary
-from tuidebug.tui import model
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CUDA_AUTOTUNE = FIXTURES / "cuda_mlp_autotune"
@@ -33,7 +33,7 @@ def test_cuda_trace_reads_triton_kernels_launches_and_autotune() -> None:
 
 async def test_code_screen_shows_a_triton_kernel(open_ui) -> None:
     g = Trace(CUDA_AUTOTUNE).graphs[0]
-    kernel = next(k for k in model.kernel_infos(g) if k.kind == "triton")
+    kernel = next(k for k in provenance.kernel_infos(g) if k.kind == "triton")
     source = g.code(kernel.file)
     async with open_ui(CUDA_AUTOTUNE) as ui:
         await ui.press("4")
@@ -46,7 +46,7 @@ async def test_code_screen_shows_a_triton_kernel(open_ui) -> None:
 
 async def test_code_screen_shows_launch_grid_and_overview_cudagraphs(open_ui) -> None:
     g = Trace(CUDA_AUTOTUNE).graphs[0]
-    kernel = next(k for k in model.kernel_infos(g) if k.launch and "XBLOCK" in k.launch["config"])
+    kernel = next(k for k in provenance.kernel_infos(g) if k.launch and "XBLOCK" in k.launch["config"])
     grid = "×".join(str(x) for x in kernel.launch["grid"])
     async with open_ui(CUDA_AUTOTUNE) as ui:
         assert "CUDA graphs" in ui.text() or any("CUDA graphs" in ln for ln in ui.lines("#overview"))

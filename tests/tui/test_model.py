@@ -1,21 +1,12 @@
-"""The UI's pure logic (tuidebug.tui.model) on real traces: diffs, provenance, errors."""
+"""The UI's pure logic (tuidebug.tui.model, and the trace queries it shows) on real traces."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from tuidebug.trace import failure
 from tuidebug.trace.reader import Trace
 from tuidebug.tui import model
-
-
-def test_merge_removed_puts_removed_nodes_where_they_stood() -> None:
-    previous = ["a", "b", "c", "d", "e"]
-    current = ["a", "x", "c", "e"]
-    merged = model.merge_removed(current, previous, {"b", "d"})
-    assert merged == [("a", False), ("b", True), ("x", False), ("c", False), ("d", True),
-                      ("e", False)]
-    # a removed first node goes first
-    assert model.merge_removed(["b"], ["a", "b"], {"a"}) == [("a", True), ("b", False)]
 
 
 def test_stage_view_marks_what_the_pass_recorded(transformer_trace: Path) -> None:
@@ -46,18 +37,6 @@ def test_unchanged_pass_shows_the_previous_snapshot(transformer_trace: Path) -> 
     assert len(view.lines) == len(g.stage_graph(view.shown))
 
 
-def test_kernels_for_node_follows_pre_to_post_names(transformer_trace: Path) -> None:
-    g = Trace(transformer_trace).graphs[0]
-    prov = g.provenance
-    post, kernels = next(iter(prov["fx_to_kernels"].items()))
-    assert model.kernels_for_node(g, post) == kernels
-    pre, posts = next((k, v) for k, v in prov["pre_to_post"].items()
-                      if k not in prov["fx_to_kernels"] and
-                      any(p in prov["fx_to_kernels"] for p in v))
-    got = model.kernels_for_node(g, pre)
-    assert got and all(k in got for p in posts for k in prov["fx_to_kernels"].get(p, []))
-
-
 def test_phase_durations() -> None:
     # format v1: durations, ordered by when each phase started
     meta = {"phase_times_s": {"b": 3.0, "a": 1.0, "c": 0.5},
@@ -74,17 +53,17 @@ def test_phase_durations_of_a_real_trace_add_up(transformer_trace: Path) -> None
 
 
 def test_error_report_of_a_failed_compile(failing_trace: Path) -> None:
-    r = model.error_report(Trace(failing_trace))
+    r = failure.error_report(Trace(failing_trace))
     assert r.status == "failed"
     assert r.phase == "kernel_compile"
     assert r.type and "CppCompileError" in r.type
     assert any(f"tuidebug minify {failing_trace}" in h for h in r.hints)
     assert "dynamo" in r.phases_done and "kernel_compile" not in r.phases_done
-    assert any("error" in line.lower() for line in model.key_error_lines(r.message))
+    assert any("error" in line.lower() for line in failure.key_error_lines(r.message))
 
 
 def test_error_report_of_a_crashed_capture(crashed_trace: Path) -> None:
-    r = model.error_report(Trace(crashed_trace))
+    r = failure.error_report(Trace(crashed_trace))
     assert r.status == "crashed"
     assert r.phase == "lowering"
     assert "died during phase 'lowering'" in r.message

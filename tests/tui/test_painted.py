@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from rich.text import Text
 
+from tuidebug.trace import failure, provenance
 from tuidebug.trace.reader import Trace
 from tuidebug.tui import model
 from tuidebug.tui.widgets.lists import PickList, Row
@@ -54,7 +55,7 @@ async def test_list_rows_are_one_line_with_an_ellipsis(open_ui, transformer_trac
         assert lst.search(long.name[-10:], include_current=True)
 
         await ui.press("4")
-        kernels = [k for k in model.kernel_infos(ui.app.current_graph) if k.kind != "extern"]
+        kernels = [k for k in provenance.kernel_infos(ui.app.current_graph) if k.kind != "extern"]
         rows = [r.rstrip() for r in pane(ui, "#kernels") if r.strip()]
         assert rows[0] == "wrapper.py"
         for k in kernels:  # each on one line, its kind and size kept, its end kept
@@ -69,7 +70,7 @@ async def test_node_detail_shows_the_kernels_line_at_120_columns(open_ui, transf
     g = Trace(transformer_trace).graphs[0]
     final = g.final_graph()
     # a node with a long source line (it wraps at 120 columns) and a kernel
-    node = max((n for n in final.nodes if model.kernels_for_node(g, n.name)
+    node = max((n for n in final.nodes if provenance.kernels_for_node(g, n.name)
                 and (n.source or {}).get("file")),
                key=lambda n: len(str((n.source or {}).get("code"))) + len(n.module or ""))
     async with open_ui(transformer_trace, size=(120, 40)) as ui:
@@ -79,7 +80,7 @@ async def test_node_detail_shows_the_kernels_line_at_120_columns(open_ui, transf
         detail = "\n".join(pane(ui, "#node-detail"))
         assert node.name in detail
         assert "(enter or k: open)" in detail, detail
-        assert model.kernels_for_node(g, node.name)[0][:20] in detail
+        assert provenance.kernels_for_node(g, node.name)[0][:20] in detail
 
 
 async def test_a_stage_marks_changes_since_the_previous_snapshot(open_ui, transformer_trace: Path) -> None:
@@ -132,7 +133,7 @@ async def test_tables_keep_numbers_whole_at_80_columns(open_ui, transformer_trac
 
 
 async def test_accuracy_failure_shows_every_compile_phase_done(open_ui, accuracy_trace: Path) -> None:
-    r = model.error_report(Trace(accuracy_trace))
+    r = failure.error_report(Trace(accuracy_trace))
     assert r.phase == "accuracy" and r.phases[-1] == "accuracy"
     async with open_ui(accuracy_trace) as ui:
         for screen in ("1", "6"):
@@ -179,7 +180,7 @@ async def test_crashed_trace_suggests_running_it_again_not_minify(open_ui, crash
 @pytest.mark.parametrize("screen,view", [("1", "#overview"), ("6", "#errors-view")])
 async def test_enter_on_any_line_of_the_error_site_hint(open_ui, failing_trace: Path, screen,
                                                         view) -> None:
-    site = model.error_report(Trace(failing_trace)).site
+    site = failure.error_report(Trace(failing_trace)).site
     assert site is not None
     async with open_ui(failing_trace, size=(80, 24)) as ui:
         await ui.press(screen)

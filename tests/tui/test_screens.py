@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tuidebug.trace import failure, provenance
 from tuidebug.trace.reader import Trace
 from tuidebug.tui import model
 
@@ -152,7 +153,7 @@ async def test_ir_screen_shows_fusion_side_by_side_and_rejections(open_ui, trans
 
 async def test_code_screen_shows_kernel_source_and_provenance(open_ui, transformer_trace: Path) -> None:
     g = Trace(transformer_trace).graphs[0]
-    kernel = next(k for k in model.kernel_infos(g) if k.kind != "extern" and k.source)
+    kernel = next(k for k in provenance.kernel_infos(g) if k.kind != "extern" and k.source)
     source = g.code(kernel.file)
     src = kernel.source[0]
     async with open_ui(transformer_trace) as ui:
@@ -175,7 +176,7 @@ async def test_code_screen_shows_kernel_source_and_provenance(open_ui, transform
 
 async def test_jump_from_kernel_to_fx_nodes_and_source_line(open_ui, transformer_trace: Path) -> None:
     g = Trace(transformer_trace).graphs[0]
-    kernel = next(k for k in model.kernel_infos(g) if k.kind != "extern" and k.source)
+    kernel = next(k for k in provenance.kernel_infos(g) if k.kind != "extern" and k.source)
     src = kernel.source[0]
     async with open_ui(transformer_trace) as ui:
         await ui.press("4")
@@ -267,7 +268,7 @@ async def test_crashed_trace_shows_how_far_it_got(open_ui, crashed_trace: Path) 
 
 
 async def test_failed_kernel_compile_points_into_the_kernel(open_ui, failing_trace: Path) -> None:
-    site = model.error_report(Trace(failing_trace)).site
+    site = failure.error_report(Trace(failing_trace)).site
     assert site is not None, "the planted C++ error is found in a kernel the trace kept"
     async with open_ui(failing_trace) as ui:
         assert f"the compiler error is in kernel {site.kernel}" in "\n".join(ui.lines("#overview"))
@@ -283,3 +284,34 @@ async def test_failed_kernel_compile_points_into_the_kernel(open_ui, failing_tra
         # applies the new source's size: tests/tui/test_textview.py)
         assert await ui.wait_for(lambda: site.code in ui.text(), 15, poll=0.1), \
             ui.text() + "\n" + ui.layout()
+
+
+async def test_svg_of_the_pass_stepper_names_the_stage_on_screen(open_ui, transformer_trace: Path,
+                                                                  tmp_path: Path) -> None:
+    """The TUI asks the SVG renderer for the stage on screen by its one label
+    (``trace.stages.stage_label``): the drawing's title names the same stage and snapshot."""
+    from tuidebug.trace.stages import previous_snapshot, stage_label
+    from tuidebug.viewers import svg
+
+    g = Trace(transformer_trace).graphs[0]
+    unchanged = next(s for s in g.stages if s.kind == "pass" and not s.file and s.index > 0)
+    changed = next(s for s in g.stages if s.kind == "pass" and s.file and any(
+        g.stage_changes(s).values()))
+    async with open_ui(transformer_trace) as ui:
+        await ui.press("2", *["n"] * unchanged.index)
+        screen = ui.app.screen
+        assert screen.current_stage().index == unchanged.index
+        shown = screen.stage_view.shown
+        assert f"[{unchanged.index}] {unchanged.name}" in ui.text()
+        assert f"as of [{shown.index}] {shown.name}" in ui.text()
+        req = screen.svg_request()
+        assert req["stage"] == stage_label(unchanged) and "diff" not in req
+        title = svg.export(transformer_trace, out=tmp_path / "a.svg", **req).dot.dot.source
+        assert (f"pass {unchanged.index} {unchanged.name} (changed nothing; graph as of "
+                f"{stage_label(shown)})") in title
+        await ui.press(*["n"] * (changed.index - unchanged.index))
+        assert screen.current_stage().index == changed.index
+        req = screen.svg_request()
+        assert req == {"graph_id": g.id, "stage": stage_label(changed), "diff": True}
+        title = svg.export(transformer_trace, out=tmp_path / "b.svg", **req).dot.dot.source
+        assert f"diff {stage_label(previous_snapshot(g, changed))} → {stage_label(changed)}" in title

@@ -294,9 +294,6 @@ class GraphRecord:
             elif size > MAX_TEXT_BYTES:
                 self._f.problem(path, f"{size} bytes; only the first {MAX_TEXT_BYTES} are shown")
 
-    def kernels_for_fx_node(self, node: str) -> list[str]:
-        return list((self.provenance.get("fx_to_kernels") or {}).get(node, []))
-
 
 class Trace:
     """A trace directory opened for reading."""

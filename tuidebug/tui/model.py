@@ -6,18 +6,18 @@ that a screen turns into lines. Keeping it free of widgets makes it testable on 
 
 from __future__ import annotations
 
-import re
 import threading
 import weakref
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tuidebug.trace import schema
 from tuidebug.trace.graph import Graph, node_line
 from tuidebug.trace.reader import GraphRecord, StageInfo, Trace
-from tuidebug.trace.summary import compile_cache, died_text, kernel_launches
+from tuidebug.trace.stages import merge_removed, previous_snapshot, snapshot_at
+from tuidebug.trace.summary import compile_cache
 
 # -- timings ---------------------------------------------------------------------------------------
 
@@ -82,50 +82,11 @@ class StageView:
         return None
 
 
-def previous_snapshot(g: GraphRecord, stage: StageInfo) -> StageInfo | None:
-    prev = None
-    for s in g.snapshots():
-        if s.index >= stage.index:
-            break
-        prev = s
-    return prev
-
-
-def snapshot_at(g: GraphRecord, stage: StageInfo) -> StageInfo | None:
-    """The latest snapshot taken at or before ``stage``."""
-    if stage.file:
-        return stage
-    return previous_snapshot(g, stage)
-
-
-def merge_removed(current: list[str], previous: list[str],
-                  removed: set[str]) -> list[tuple[str, bool]]:
-    """Interleave removed nodes (from the previous snapshot's order) into the current order.
-
-    Each removed node goes right after the nearest node that preceded it in the previous graph
-    and still exists. Returns (name, is_removed) pairs.
-    """
-    cur = set(current)
-    after: dict[str | None, list[str]] = {}
-    anchor: str | None = None
-    for name in previous:
-        if name in removed and name not in cur:
-            after.setdefault(anchor, []).append(name)
-        elif name in cur:
-            anchor = name
-    out: list[tuple[str, bool]] = [(n, True) for n in after.get(None, [])]
-    for name in current:
-        out.append((name, False))
-        out.extend((n, True) for n in after.get(name, []))
-    return out
-
-
 class _SnapshotCache:
-    """Per graph record: node lines and recorded changes of each snapshot, computed once."""
+    """Per graph record: the node lines of each snapshot, computed once."""
 
     def __init__(self) -> None:
         self.lines: dict[int, list[GraphLine]] = {}
-        self.changes: dict[int, dict[str, list[str]]] = {}
         self.lock = threading.Lock()
 
 
@@ -152,14 +113,6 @@ def snapshot_lines(g: GraphRecord, info: StageInfo, graph: Graph) -> list[GraphL
     return lines
 
 
-def recorded_changes(g: GraphRecord, stage: StageInfo) -> dict[str, list[str]]:
-    c = _cache(g)
-    ch = c.changes.get(stage.index)
-    if ch is None:
-        ch = c.changes[stage.index] = g.stage_changes(stage)
-    return ch
-
-
 def stage_view(g: GraphRecord, stage: StageInfo) -> StageView:
     shown = snapshot_at(g, stage)
     graph = g.stage_graph(shown) if shown else None
@@ -180,7 +133,7 @@ def stage_view(g: GraphRecord, stage: StageInfo) -> StageView:
         else:
             note = f"no snapshot at this stage; {as_of}"
         return StageView(stage, shown, graph, base, no_changes, note)
-    changes = recorded_changes(g, stage)
+    changes = g.stage_changes(stage)
     added, changed = set(changes["added"]), set(changes["changed"])
     removed = set(changes["removed"])
     prev_info = previous_snapshot(g, stage)
@@ -210,57 +163,7 @@ def stage_view(g: GraphRecord, stage: StageInfo) -> StageView:
     return StageView(stage, shown, graph, lines, changes, note, prev)
 
 
-def stage_label(s: StageInfo) -> str:
-    """The stage's name as other tools take it (unique: the snapshot file's stem)."""
-    return Path(s.file).stem if s.file else str(s.index)
-
-
-# -- provenance -----------------------------------------------------------------------------------
-
-
-def kernels_for_node(g: GraphRecord, node: str) -> list[str]:
-    """Kernels that compute an FX node, whatever stage's name it has."""
-    prov = g.provenance or {}
-    direct = list((prov.get("fx_to_kernels") or {}).get(node, []))
-    if direct:
-        return direct
-    out: list[str] = []
-    for post in (prov.get("pre_to_post") or {}).get(node, []):
-        for k in (prov.get("fx_to_kernels") or {}).get(post, []):
-            if k not in out:
-                out.append(k)
-    return out
-
-
-@dataclass
-class KernelInfo:
-    name: str
-    kind: str
-    file: str | None
-    lines: int | None
-    wrapper_line: int | None
-    ir_nodes: list[str] = field(default_factory=list)
-    fx_nodes: list[str] = field(default_factory=list)
-    source: list[dict[str, Any]] = field(default_factory=list)
-    original_aten: list[str] = field(default_factory=list)
-    launch: dict[str, Any] | None = None  # Triton: grid, block sizes, warps, registers…
-
-
-def kernel_infos(g: GraphRecord) -> list[KernelInfo]:
-    prov = (g.provenance or {}).get("kernels") or {}
-    launches = kernel_launches(g)
-    out = []
-    for k in g.kernels:
-        name = str(k.get("name"))
-        p = prov.get(name) or {}
-        fx = list(p.get("fx_nodes") or k.get("source_nodes") or [])
-        out.append(KernelInfo(
-            name=name, kind=str(k.get("kind", "?")), file=k.get("file"), lines=k.get("lines"),
-            wrapper_line=k.get("wrapper_line"), ir_nodes=list(p.get("ir_nodes") or []),
-            fx_nodes=fx, source=[s for s in p.get("source") or [] if isinstance(s, dict)],
-            original_aten=list(k.get("original_aten") or []),
-            launch=launches.get(name)))
-    return out
+# -- source -----------------------------------------------------------------------------------
 
 
 def read_source_file(path: str, trace: Trace) -> str | None:
@@ -348,146 +251,6 @@ def winner_name(entry: dict[str, Any]) -> str | None:
     if isinstance(w, dict):
         return str(w.get("name"))
     return str(w) if w is not None else None
-
-
-# -- errors ----------------------------------------------------------------------------------------
-
-
-ACCURACY = "accuracy"  # the phase of an accuracy failure (not a compile phase: schema.PHASES)
-
-
-@dataclass
-class ErrorReport:
-    status: str
-    phase: str | None
-    graph: str | None
-    type: str | None
-    message: str
-    traceback: str
-    phases_done: list[str]
-    hints: list[str]
-    site: "ErrorSite | None" = None
-    # the phases "how far compilation got" shows: schema.PHASES, and "accuracy" after them when
-    # the compiled code ran and its outputs differed from eager
-    phases: list[str] = field(default_factory=lambda: list(schema.PHASES))
-
-    @property
-    def site_hint(self) -> str:
-        s = self.site
-        return (f"the compiler error is in kernel {s.kernel} ({s.graph}), line {s.line}: "
-                f"{s.code}   — enter opens it" if s else "")
-
-
-def error_report(trace: Trace) -> ErrorReport:
-    status = trace.status
-    err = dict(trace.error or {})
-    graph_id = err.get("graph")
-    if graph_id:
-        try:
-            gerr = trace.graph(str(graph_id)).error
-            if isinstance(gerr, dict):
-                err = {**gerr, **{k: v for k, v in err.items() if v}}
-                err["traceback"] = gerr.get("traceback") or err.get("traceback")
-                err["message"] = gerr.get("message") or err.get("message")
-        except KeyError:
-            pass
-    phase = err.get("phase") or trace.phase
-    phases = list(schema.PHASES)
-    if phase == ACCURACY:
-        # every compile phase ran, and so did the compiled code: its outputs differ from eager
-        done = list(phases)
-        phases.append(ACCURACY)
-    else:
-        done = phases[:phases.index(phase)] if phase in phases else []
-    path = str(trace.root)
-    hints: list[str] = []
-    message = str(err.get("message") or "")
-    site = None
-    if status == schema.STATUS_FAILED:
-        site = error_site(trace, message + "\n" + str(err.get("traceback") or ""))
-        hints.append(f"tuidebug minify {path}   shrink this failure into a small repro.py")
-        if phase == "kernel_compile" and site is None:
-            hints.append("the generated kernel did not compile: open the code screen (4) to "
-                         "read the kernel source")
-        hints.append(f"tuidebug info {path}   the summary as text")
-    elif status == schema.STATUS_CRASHED:
-        hints.append(f"{died_text(phase)}{_crash_site(trace)}; "
-                     "the trace holds everything written before")
-        command = " ".join(str(c) for c in trace.manifest.get("command") or [])
-        hints.append((f"{command}   " if command else "")
-                     + "run it again: a crash may not recur, or may end as an error the trace "
-                       "records")
-        hints.append("minify needs a failed trace (a compile, runtime or accuracy error): a "
-                     "crash recorded no error to reproduce")
-    elif status == schema.STATUS_RUNNING:
-        hints.append("the capture is still running; reopen the trace when it has finished")
-    if status == schema.STATUS_CRASHED and not message:
-        message = f"{died_text(phase)} (no exception was recorded)"
-    return ErrorReport(status=status, phase=phase, graph=graph_id, type=err.get("type"),
-                       message=message, traceback=str(err.get("traceback") or ""),
-                       phases_done=done, hints=hints, site=site, phases=phases)
-
-
-def _crash_site(trace: Trace) -> str:
-    """``, graph 0_0-inference, after [13] remove_noop_ops``: the last stage a crashed
-    capture recorded (what was running when it died comes after it)."""
-    for g in reversed(trace.graphs):
-        if g.status in (schema.STATUS_OK, schema.STATUS_FAILED):
-            continue
-        stages = g.stages
-        last = f", after [{stages[-1].index}] {stages[-1].name}" if stages else ""
-        return f", graph {g.id}{last}"
-    return ""
-
-
-_SNIPPET_RE = re.compile(r"^\s*(\d+)\s*\|\s?(.*\S.*)$")
-
-
-@dataclass
-class ErrorSite:
-    graph: str
-    kernel: str
-    line: int  # 1-based, in the kernel's file
-    code: str
-
-
-def error_site(trace: Trace, message: str) -> ErrorSite | None:
-    """The generated kernel a compiler error points into: the source line the compiler quotes
-    (``  105 |   auto tmp17 = …;``) looked up in the kernels the trace kept."""
-    snippets: list[str] = []
-    lines = message.splitlines()
-    for i, line in enumerate(lines):
-        low = line.lower()
-        if "error" in low and "warning" not in low:
-            for nxt in lines[i + 1:i + 3]:
-                m = _SNIPPET_RE.match(nxt)
-                if m and len(m.group(2).strip()) > 3:
-                    snippets.append(m.group(2).strip())
-                    break
-    if not snippets:
-        return None
-    for g in trace.graphs:
-        for k in g.kernels:
-            if not k.get("file"):
-                continue
-            code = g.code(str(k["file"])) or ""
-            for snippet in snippets:
-                at = code.find(snippet)
-                if at != -1:
-                    return ErrorSite(g.id, str(k.get("name")), code.count("\n", 0, at) + 1, snippet)
-    return None
-
-
-def key_error_lines(message: str, limit: int = 6) -> list[str]:
-    """The lines of a long compiler message that say what went wrong (``error:`` lines)."""
-    out = []
-    for line in message.splitlines():
-        low = line.lower()
-        if ("error:" in low or low.startswith("error")) and "warning" not in low:
-            out.append(line.strip())
-        if len(out) >= limit:
-            break
-    return out
 
 
 # -- Dynamo compiles ---------------------------------------------------------------------------

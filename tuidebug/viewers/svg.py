@@ -18,7 +18,9 @@ from typing import Sequence
 
 from tuidebug.errors import DotMissing, LayoutFailed, ViewerError
 from tuidebug.trace.graph import Graph
+from tuidebug.trace.provenance import kernel_owners
 from tuidebug.trace.reader import GraphRecord, StageInfo, Trace, TraceError
+from tuidebug.trace.stages import find_stage, is_joint, snapshot_at, stage_diff, stage_label
 from tuidebug.trace.summary import kernel_launches, launch_text
 from tuidebug.viewers.dot import DotOptions, DotResult, Overlay, build_dot, infer_modules
 
@@ -67,10 +69,6 @@ def resolve_graph(trace: Trace, graph_id: str | None) -> GraphRecord:
                       + ", ".join(g.id for g in trace.graphs))
 
 
-def stage_label(s: StageInfo) -> str:
-    return Path(s.file).stem if s.file else f"{s.index:03d}-{s.name}"
-
-
 def resolve_stage(rec: GraphRecord, stage: str | None = None, pass_index: int | None = None) -> StageInfo:
     """A stage by name, file stem or index (``--stage``), by pass index (``--pass``), or the last."""
     snaps = rec.snapshots()
@@ -84,7 +82,7 @@ def resolve_stage(rec: GraphRecord, stage: str | None = None, pass_index: int | 
                               + ", ".join(f"{s.index} ({s.name})" for s in rec.stages))
         return found
     if stage is not None:
-        found = rec.find_stage(stage)
+        found = find_stage(rec, stage)
         if found is None and stage.isdigit():
             found = next((s for s in rec.stages if s.index == int(stage)), None)
         if found is None:
@@ -109,10 +107,9 @@ def ambiguous_stage(rec: GraphRecord, stage: str | None) -> str | None:
 
 
 def snapshot_for(rec: GraphRecord, info: StageInfo) -> StageInfo:
-    """The snapshot holding the graph as it was after ``info`` (a pass that changed nothing has none)."""
-    snaps = rec.snapshots()
-    before = [s for s in snaps if s.index <= info.index]
-    return before[-1] if before else snaps[0]
+    """The snapshot holding the graph as it was after ``info`` (a stage before every snapshot:
+    the first)."""
+    return snapshot_at(rec, info) or rec.snapshots()[0]
 
 
 def load(rec: GraphRecord, info: StageInfo) -> Graph:
@@ -125,117 +122,23 @@ def load(rec: GraphRecord, info: StageInfo) -> Graph:
 
 # -- overlays -----------------------------------------------------------------------------------
 
-def kernel_calls(rec: GraphRecord, name: str, prov: dict) -> dict[str, list[str]]:
-    """The FX nodes of each call of a kernel. Inductor reuses one kernel for identical work (a
-    layer's GELU, 24 times in 24 layers): each call is its own scheduler node(s) in
-    ir_post_fusion.json, in schedule order, named in the wrapper by a handle
-    (``cpp_fused_gelu_view_3:21``)."""
-    nodes = [str(n) for n in prov.get("fx_nodes") or []]
-    entry = rec.kernel(name) or {}
-    handles = sorted(entry.get("handles") or [], key=lambda h: int(h.rsplit(":", 1)[-1])
-                     if h.rsplit(":", 1)[-1].isdigit() else 0)
-    if len(handles) < 2 or entry.get("kind") == "extern":
-        return {name: nodes}
-    ops = set(prov.get("ir_nodes") or [])
-    groups = [g for g in (rec.ir_post or {}).get("nodes") or []
-              if isinstance(g, dict) and ops & set(g.get("members") or [])]
-    if not groups or len(groups) % len(handles):
-        return {name: nodes}
-    per = len(groups) // len(handles)  # a call may run several loop nests, in schedule order
-    return {h: [str(o) for g in groups[i * per:(i + 1) * per] for o in g.get("origins") or []]
-            for i, h in enumerate(handles)}
-
-
 def kernel_overlay(rec: GraphRecord, graph: Graph) -> tuple[dict[str, str], dict[str, str],
                                                              dict[str, list[str]]]:
-    """From provenance.json: FX node -> the one kernel drawn around it, kernel -> kind, and
-    kernel -> every FX node it lists.
-
-    A node can be listed under several kernels: an extern call lists the nodes feeding it, and a
-    generated kernel may finish what an extern call started (a convolution's bias). An extern
-    call owns the node it is named after (the first it lists); any other node goes to the first
-    generated kernel listing it, else to an extern call that is alone in listing it. A tuple
-    access (``getitem``) goes with the node it reads.
+    """FX node -> the one kernel drawn around it, kernel -> kind, and kernel -> every FX node it
+    lists (``provenance.kernel_owners``).
     """
-    prov = rec.provenance.get("kernels") or {}
-    if not prov:
+    owners = kernel_owners(rec, graph)
+    if owners is None:
         raise ViewerError(f"graph {rec.id} has no kernel provenance (status: {rec.status}); "
                           "the kernel view needs a graph that compiled to code")
-    kind = {str(k.get("name")): str(k.get("kind", "")) for k in rec.kernels}
-    for name, k in prov.items():
-        kind.setdefault(name, str(k.get("kind", "")))
-    listed: dict[str, list[str]] = {}
-    for name, k in prov.items():
-        for unit, nodes in kernel_calls(rec, name, k).items():
-            listed[unit] = nodes
-            kind[unit] = kind.get(name, "")
-    claims: dict[str, list[str]] = {}
-    for name, nodes in listed.items():
-        for n in nodes:
-            claims.setdefault(n, []).append(name)
-    kernel_of: dict[str, str] = {}
-    for name, nodes in listed.items():
-        if kind.get(name) == "extern" and nodes:
-            kernel_of.setdefault(nodes[0], name)
-    for node, ks in claims.items():
-        if node in kernel_of:
-            continue
-        generated = [k for k in ks if kind.get(k) != "extern"]
-        if generated:
-            kernel_of[node] = generated[0]
-        elif len(ks) == 1:
-            kernel_of[node] = ks[0]
-    for n in graph:
-        if n.name not in kernel_of and n.target.endswith("getitem") and len(n.inputs) == 1:
-            if n.inputs[0] in kernel_of:
-                kernel_of[n.name] = kernel_of[n.inputs[0]]
-    return kernel_of, kind, listed
+    return owners.kernel_of, owners.kind, owners.listed
 
 
 def diff_graphs(rec: GraphRecord, a: StageInfo, b: StageInfo) -> tuple[Graph, Overlay]:
     """The union of two snapshots with each node's status; removed nodes come from ``a``."""
     sa, sb = snapshot_for(rec, a), snapshot_for(rec, b)
-    ga, gb = load(rec, sa), load(rec, sb)
-    snaps = rec.snapshots()
-    adjacent = sa.index < sb.index and snaps.index(sb) == snaps.index(sa) + 1
-    if adjacent:
-        ch = rec.stage_changes(sb)
-        added = [n for n in ch["added"] if n in gb]
-        removed = [n for n in ch["removed"] if n in ga and n not in gb]
-        changed = [n for n in ch["changed"] if n in gb and n in ga]
-    else:
-        added = [n.name for n in gb if n.name not in ga]
-        removed = [n.name for n in ga if n.name not in gb]
-        changed = [n.name for n in gb if n.name in ga and ga.get(n.name).signature() != n.signature()]
-    status = {n.name: "same" for n in gb}
-    status.update({n: "added" for n in added})
-    status.update({n: "changed" for n in changed})
-    status.update({n: "removed" for n in removed})
-    removed_set = set(removed)
-    # removed nodes go right after the nearest earlier node of ``a`` that survived
-    after: dict[str | None, list] = {}
-    anchor: str | None = None
-    for n in ga:
-        if n.name in removed_set:
-            after.setdefault(anchor, []).append(n)
-        elif n.name in gb:
-            anchor = n.name
-    nodes = list(after.get(None, []))
-    for n in gb:
-        nodes.append(n)
-        nodes.extend(after.get(n.name, []))
-    extra = [(r, u) for r in removed for u in ga.get(r).users if u in gb and u not in removed_set]
-    union = Graph(nodes, gb.graph_id, f"{stage_label(sa)} → {stage_label(sb)}")
-    return union, Overlay(status=status, extra_edges=extra)
-
-
-def is_joint(rec: GraphRecord, info: StageInfo) -> bool | None:
-    """Whether the graph after ``info`` is AOTAutograd's joint forward+backward graph."""
-    joint = next((s.index for s in rec.stages if s.name == "aot_joint"), None)
-    if joint is None:
-        return None if rec.kind == "forward" else False
-    split = next((s.index for s in rec.stages if s.index > joint and s.name.startswith("aot_")), None)
-    return info.index >= joint and (split is None or info.index < split)
+    d = stage_diff(rec, sa, sb, load(rec, sa), load(rec, sb))
+    return d.union(), Overlay(status=d.status(), extra_edges=d.removed_edges())
 
 
 def forward_hints(rec: GraphRecord) -> dict[str, str]:

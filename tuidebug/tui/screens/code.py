@@ -19,6 +19,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
+from tuidebug.trace import provenance
 from tuidebug.trace.reader import GraphRecord, Trace
 from tuidebug.trace.summary import launch_text
 from tuidebug.tui import keymap, model
@@ -70,7 +71,7 @@ class CodeDoc:
     title: str
 
 
-def read_code(g: GraphRecord, item: str, kernels: dict[str, model.KernelInfo]) -> CodeDoc:
+def read_code(g: GraphRecord, item: str, kernels: dict[str, provenance.KernelInfo]) -> CodeDoc:
     """The wrapper, a kernel's file, or (an extern call) the wrapper at the call."""
     if item == WRAPPER:
         code = g.wrapper_code()
@@ -101,7 +102,7 @@ def read_source(trace: Trace, path: str, line: int) -> CodeDoc:
     return CodeDoc(code, path, max(0, line - 1), f"source: {path}:{line}")
 
 
-def kernel_prompt(k: model.KernelInfo) -> Row:
+def kernel_prompt(k: provenance.KernelInfo) -> Row:
     """``cpp_fused_add_…norm_relu_2  cpp 140l``: a long name loses its middle (kernels of one
     graph differ at the end: ``_0``, ``_1``…), its kind and size are kept."""
     if k.kind == "extern":
@@ -114,7 +115,7 @@ def kernel_prompt(k: model.KernelInfo) -> Row:
 class ProvenanceLines:
     """The provenance panel: IR nodes, FX nodes and source lines of one kernel."""
 
-    def __init__(self, k: model.KernelInfo | None) -> None:
+    def __init__(self, k: provenance.KernelInfo | None) -> None:
         self.items: list[tuple[str, str, Text]] = []  # (kind, value, text)
         if k is None:
             self.items.append(("", "", Text("the wrapper calls every kernel below; "
@@ -166,7 +167,7 @@ class CodeScreen(TraceScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.kernels: dict[str, model.KernelInfo] = {}
+        self.kernels: dict[str, provenance.KernelInfo] = {}
         self._pending: str | None = None
         self._goto_line: tuple[Any, int] | None = None  # (key, 1-based line) once shown
         self.shown_key: Any = None
@@ -189,7 +190,7 @@ class CodeScreen(TraceScreen):
         if g is None:
             lst.set_items([])
             return
-        infos = model.kernel_infos(g)
+        infos = provenance.kernel_infos(g)
         infos.sort(key=lambda k: k.kind == "extern")
         self.kernels = {k.name: k for k in infos}
         generated = sum(1 for k in infos if k.kind != "extern")
@@ -287,7 +288,7 @@ class CodeScreen(TraceScreen):
             path, line = value.split("\x00")
             self._show_source(path, int(line) if line.isdigit() else 1)
 
-    def _kernel(self) -> model.KernelInfo | None:
+    def _kernel(self) -> provenance.KernelInfo | None:
         item = self.selected()
         return self.kernels.get(item) if item else None
 

@@ -13,9 +13,9 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from tuidebug.trace import schema
+from tuidebug.trace import failure, schema
 from tuidebug.trace.reader import GraphRecord, Trace
-from tuidebug.tui import keymap, model
+from tuidebug.tui import keymap
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.screens.modals import TextScreen
 from tuidebug.tui.screens.overview import (hint, open_error_site, progress_line, site_cursor,
@@ -25,7 +25,7 @@ from tuidebug.tui.widgets.textview import RichLines, TextView
 
 
 def error_renderables(trace: Trace) -> list[Any]:
-    r = model.error_report(trace)
+    r = failure.error_report(trace)
     out: list[Any] = []
     status = r.status
     out.append(Text.assemble(("status  ", "dim"), (status.upper(), "bold red" if status in
@@ -55,7 +55,7 @@ def error_renderables(trace: Trace) -> list[Any]:
         out.append(Text(""))
         if r.type:  # a crash recorded none
             out.append(Text.assemble(("exception  ", "bold cyan"), (str(r.type), "bold red")))
-        key = model.key_error_lines(r.message)
+        key = failure.key_error_lines(r.message)
         if key:
             out.append(Text("the lines that say what went wrong:", style="dim"))
             out.extend(Text("  " + k, style="bold red") for k in key)

@@ -17,6 +17,7 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 
+from tuidebug.trace import failure
 from tuidebug.trace import schema
 from tuidebug.trace.reader import GraphRecord, Trace
 from tuidebug.trace.summary import (ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict,
@@ -49,7 +50,7 @@ def _graph_row(g: GraphRecord) -> list[Any]:
             model.secs(model.total_compile_s(g))]
 
 
-def progress_line(trace: Trace, report: model.ErrorReport) -> Text:
+def progress_line(trace: Trace, report: failure.ErrorReport) -> Text:
     """``dynamo ✓ → pre_grad ✓ → … → kernel_compile ✗ → runtime ·`` (an accuracy failure:
     every phase ✓, then ``accuracy ✗``)"""
     t = Text()
@@ -87,7 +88,7 @@ def overview_renderables(trace: Trace) -> list[RenderableType]:
         took = f", took {finished - started:.1f}s" if isinstance(finished, (int, float)) else ""
         out.append(Text.assemble(("captured ", "dim"), when + took))
     out.extend(_imported(trace))
-    report = model.error_report(trace)
+    report = failure.error_report(trace)
     if status != schema.STATUS_OK:
         out.append(Text(""))
         out.append(_heading("how far compilation got"))
@@ -96,7 +97,7 @@ def overview_renderables(trace: Trace) -> list[RenderableType]:
             first = (report.message.strip().splitlines() or [""])[0][:300]
             out.append(Text.assemble(("error  ", "bold red"), (str(report.type or status), "red"),
                                      ": " if first else "", first))
-        for line in model.key_error_lines(report.message, 3):
+        for line in failure.key_error_lines(report.message, 3):
             out.append(Text("  " + line[:300], style="red"))
         if report.site:
             out.append(site_hint(report))
@@ -290,7 +291,7 @@ def hint(text: Text | str, style: str = "") -> Table:
     return t
 
 
-def site_hint(report: model.ErrorReport) -> Table:
+def site_hint(report: failure.ErrorReport) -> Table:
     """``  → the compiler error is in kernel K (graph), line N: CODE   — enter opens it``; every
     line it wraps to is marked (enter on any of them opens the kernel)."""
     return hint(Text(report.site_hint, style=Style(bold=True, meta={SITE_META: True})))
@@ -311,7 +312,7 @@ def open_error_site(screen: TraceScreen, event: TextView.Activated) -> bool:
     line = event.view.source.rich(event.index)
     if not is_site_line(line):
         return False
-    site = model.error_report(screen.trace).site
+    site = failure.error_report(screen.trace).site
     if site is None:
         return False
     screen.app.post_message(ShowKernel(site.graph, site.kernel, site.line))

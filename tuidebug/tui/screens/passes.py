@@ -17,7 +17,9 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from tuidebug.trace import provenance
 from tuidebug.trace.reader import GraphRecord, StageInfo
+from tuidebug.trace.stages import stage_label
 from tuidebug.trace.summary import changed_passes
 from tuidebug.tui import keymap, model
 from tuidebug.tui.messages import ShowKernel
@@ -120,7 +122,7 @@ def node_detail(g: GraphRecord, sv: model.StageView | None, line: model.GraphLin
     if meta:
         t.append(f"  {meta}")
     # the kernels second: the lines below may wrap, and the panel is only a few lines high
-    kernels = model.kernels_for_node(g, node.name)
+    kernels = provenance.kernels_for_node(g, node.name)
     if kernels and line.mark != model.REMOVED:
         t.append("\nkernels ", style="bold")
         t.append(", ".join(kernels[:6]) + (" …" if len(kernels) > 6 else ""), style="magenta")
@@ -328,7 +330,7 @@ class PassesScreen(TraceScreen):
         line = self._line_at(self.query_one(TextView).cursor)
         if g is None or line is None:
             return
-        kernels = model.kernels_for_node(g, line.node)
+        kernels = provenance.kernels_for_node(g, line.node)
         if not kernels:
             self.notify(f"no kernel computes {line.node} in {g.id} (it may be a view, an input, "
                         "or removed before code generation)", severity="warning")
@@ -398,12 +400,12 @@ class PassesScreen(TraceScreen):
         if g is None:
             return None
         sv = self.stage_view
-        shown = sv.shown if sv is not None else None
         req: dict[str, Any] = {"graph_id": g.id}
-        if shown is not None:
-            req["stage"] = model.stage_label(shown)
-            stage = sv.stage if sv is not None else None
-            changed = sv is not None and any(sv.changes.values())
-            if stage is not None and stage.file and stage.kind == "pass" and changed:
+        if sv is not None and sv.shown is not None:
+            # the stage itself, by the label the SVG titles use: a pass that changed nothing is
+            # drawn as the snapshot before it, and its title says so
+            req["stage"] = stage_label(sv.stage)
+            stage = sv.stage
+            if stage.file and stage.kind == "pass" and any(sv.changes.values()):
                 req["diff"] = True  # this pass's changes, against the snapshot before it
         return req

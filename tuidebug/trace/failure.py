@@ -1,0 +1,149 @@
+"""Why a trace failed, answered once: the error report (status, phase, how far compilation got,
+what to do next), the generated kernel line a compiler error points into (``error_site``) and
+the last stage a crashed capture recorded (``crash_site``). Pure data: no torch, no Textual.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from tuidebug.trace import schema
+from tuidebug.trace.reader import Trace
+from tuidebug.trace.summary import died_text
+
+ACCURACY = "accuracy"  # the phase of an accuracy failure (not a compile phase: schema.PHASES)
+
+
+@dataclass
+class ErrorReport:
+    status: str
+    phase: str | None
+    graph: str | None
+    type: str | None
+    message: str
+    traceback: str
+    phases_done: list[str]
+    hints: list[str]
+    site: "ErrorSite | None" = None
+    # the phases "how far compilation got" shows: schema.PHASES, and "accuracy" after them when
+    # the compiled code ran and its outputs differed from eager
+    phases: list[str] = field(default_factory=lambda: list(schema.PHASES))
+
+    @property
+    def site_hint(self) -> str:
+        s = self.site
+        return (f"the compiler error is in kernel {s.kernel} ({s.graph}), line {s.line}: "
+                f"{s.code}   — enter opens it" if s else "")
+
+
+def error_report(trace: Trace) -> ErrorReport:
+    status = trace.status
+    err = dict(trace.error or {})
+    graph_id = err.get("graph")
+    if graph_id:
+        try:
+            gerr = trace.graph(str(graph_id)).error
+            if isinstance(gerr, dict):
+                err = {**gerr, **{k: v for k, v in err.items() if v}}
+                err["traceback"] = gerr.get("traceback") or err.get("traceback")
+                err["message"] = gerr.get("message") or err.get("message")
+        except KeyError:
+            pass
+    phase = err.get("phase") or trace.phase
+    phases = list(schema.PHASES)
+    if phase == ACCURACY:
+        # every compile phase ran, and so did the compiled code: its outputs differ from eager
+        done = list(phases)
+        phases.append(ACCURACY)
+    else:
+        done = phases[:phases.index(phase)] if phase in phases else []
+    path = str(trace.root)
+    hints: list[str] = []
+    message = str(err.get("message") or "")
+    site = None
+    if status == schema.STATUS_FAILED:
+        site = error_site(trace, message + "\n" + str(err.get("traceback") or ""))
+        hints.append(f"tuidebug minify {path}   shrink this failure into a small repro.py")
+        if phase == "kernel_compile" and site is None:
+            hints.append("the generated kernel did not compile: open the code screen (4) to "
+                         "read the kernel source")
+        hints.append(f"tuidebug info {path}   the summary as text")
+    elif status == schema.STATUS_CRASHED:
+        hints.append(f"{died_text(phase)}{crash_site(trace)}; "
+                     "the trace holds everything written before")
+        command = " ".join(str(c) for c in trace.manifest.get("command") or [])
+        hints.append((f"{command}   " if command else "")
+                     + "run it again: a crash may not recur, or may end as an error the trace "
+                       "records")
+        hints.append("minify needs a failed trace (a compile, runtime or accuracy error): a "
+                     "crash recorded no error to reproduce")
+    elif status == schema.STATUS_RUNNING:
+        hints.append("the capture is still running; reopen the trace when it has finished")
+    if status == schema.STATUS_CRASHED and not message:
+        message = f"{died_text(phase)} (no exception was recorded)"
+    return ErrorReport(status=status, phase=phase, graph=graph_id, type=err.get("type"),
+                       message=message, traceback=str(err.get("traceback") or ""),
+                       phases_done=done, hints=hints, site=site, phases=phases)
+
+
+def crash_site(trace: Trace) -> str:
+    """``, graph 0_0-inference, after [13] remove_noop_ops``: the last stage a crashed
+    capture recorded (what was running when it died comes after it)."""
+    for g in reversed(trace.graphs):
+        if g.status in (schema.STATUS_OK, schema.STATUS_FAILED):
+            continue
+        stages = g.stages
+        last = f", after [{stages[-1].index}] {stages[-1].name}" if stages else ""
+        return f", graph {g.id}{last}"
+    return ""
+
+
+_SNIPPET_RE = re.compile(r"^\s*(\d+)\s*\|\s?(.*\S.*)$")
+
+
+@dataclass
+class ErrorSite:
+    graph: str
+    kernel: str
+    line: int  # 1-based, in the kernel's file
+    code: str
+
+
+def error_site(trace: Trace, message: str) -> ErrorSite | None:
+    """The generated kernel a compiler error points into: the source line the compiler quotes
+    (``  105 |   auto tmp17 = …;``) looked up in the kernels the trace kept."""
+    snippets: list[str] = []
+    lines = message.splitlines()
+    for i, line in enumerate(lines):
+        low = line.lower()
+        if "error" in low and "warning" not in low:
+            for nxt in lines[i + 1:i + 3]:
+                m = _SNIPPET_RE.match(nxt)
+                if m and len(m.group(2).strip()) > 3:
+                    snippets.append(m.group(2).strip())
+                    break
+    if not snippets:
+        return None
+    for g in trace.graphs:
+        for k in g.kernels:
+            if not k.get("file"):
+                continue
+            code = g.code(str(k["file"])) or ""
+            for snippet in snippets:
+                at = code.find(snippet)
+                if at != -1:
+                    return ErrorSite(g.id, str(k.get("name")), code.count("\n", 0, at) + 1, snippet)
+    return None
+
+
+def key_error_lines(message: str, limit: int = 6) -> list[str]:
+    """The lines of a long compiler message that say what went wrong (``error:`` lines)."""
+    out = []
+    for line in message.splitlines():
+        low = line.lower()
+        if ("error:" in low or low.startswith("error")) and "warning" not in low:
+            out.append(line.strip())
+        if len(out) >= limit:
+            break
+    return out
