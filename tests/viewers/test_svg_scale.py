@@ -13,7 +13,8 @@ from tests.viewers.test_svg import NS, Svg, cli, forward, tooltip
 from tuidebug.trace.graph import Node
 from tuidebug.trace.reader import Trace
 from tuidebug.viewers import svg as svg_mod
-from tuidebug.viewers.dot import DIFF_STYLE, KIND_STYLE, _group_status, backward_nodes
+from tuidebug.viewers.dot import DIFF_STYLE, KIND_STYLE, backward_nodes
+from tuidebug.viewers.dot.labels import group_status
 from tuidebug.viewers.svg import Attempt, LayoutFailed, export, kernel_overlay
 
 FILL_STATUS = {s["fillcolor"]: name for name, s in DIFF_STYLE.items()}
@@ -107,10 +108,10 @@ def test_box_colour_is_its_one_change() -> None:
     """A box that mixes one kind of change with untouched nodes (a kernel box) takes that
     change's colour; only a mix of changes is "changed"."""
     nodes = [Node(x, "call_function", "aten.add.Tensor") for x in "abc"]
-    assert _group_status(nodes, {"a": "removed"}) == "removed"
-    assert _group_status(nodes, {"a": "added", "b": "same"}) == "added"
-    assert _group_status(nodes, {"a": "added", "b": "removed"}) == "changed"
-    assert _group_status(nodes, {}) == "same"
+    assert group_status(nodes, {"a": "removed"}) == "removed"
+    assert group_status(nodes, {"a": "added", "b": "same"}) == "added"
+    assert group_status(nodes, {"a": "added", "b": "removed"}) == "changed"
+    assert group_status(nodes, {}) == "same"
 
 
 def test_removed_backward_nodes_drawn_in_the_backward(transformer_trace: Path, tmp_path: Path) -> None:
