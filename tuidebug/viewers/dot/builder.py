@@ -64,7 +64,7 @@ class _Builder:
             self.notes.append(f"{self.hidden} untouched nodes far from the changes are not shown"
                               + (" (stubs name their neighbours)" if hops == 0 else ""))
         if hops == 0:  # no context drawn: stubs name each change's hidden inputs and users
-            for name in keep:
+            for name in [n.name for n in nodes if n.name in keep]:  # graph order: same DOT each run
                 n = self.graph.get(name)
                 self._hidden_ins[name] = [i for i in n.inputs if i in self.graph and i not in keep]
                 self._hidden_outs[name] = [u for u in users.get(name, []) if u not in keep]
