@@ -237,7 +237,8 @@ def trace_metrics(path: str | Path, greps: tuple[tuple[str, str], ...] = ()) -> 
     """The evidence a demo compares, measured on one trace."""
     import hashlib
 
-    from tuidebug.trace.diff import _counter_deltas, _ir_counts
+    from tuidebug.trace.diff.graphs import ir_counts
+    from tuidebug.trace.diff.runs import counter_deltas
 
     t = Trace(path)
     m: dict[str, Any] = {"status": t.status}
@@ -255,7 +256,7 @@ def trace_metrics(path: str | Path, greps: tuple[tuple[str, str], ...] = ()) -> 
         extern += sum(1 for k in ks if k.get("kind") == "extern")
         snaps = [s for s in g.stages if s.file]
         fx += (snaps[-1].nodes or 0) if snaps else 0
-        a, b = _ir_counts(g.ir_pre), _ir_counts(g.ir_post)
+        a, b = ir_counts(g.ir_pre), ir_counts(g.ir_post)
         pre += (a or {}).get("nodes", 0)
         post += (b or {}).get("nodes", 0)
         red += (b or {}).get("reductions", 0)
@@ -281,7 +282,7 @@ def trace_metrics(path: str | Path, greps: tuple[tuple[str, str], ...] = ()) -> 
              assert_size_stride=asserts, aten_fallbacks=fallbacks,
              code_sha=code_hash.hexdigest()[:12] if kernels else None)
     hits = misses = 0
-    for deltas in _counter_deltas(t).values():
+    for deltas in counter_deltas(t).values():
         hits += deltas.get("fxgraph_cache_hit", 0)
         misses += deltas.get("fxgraph_cache_miss", 0)
     m.update(fxgraph_cache_hit=hits, fxgraph_cache_miss=misses)
@@ -316,9 +317,9 @@ def output_metrics(lines: Any, greps: tuple[tuple[str, str], ...]) -> dict[str, 
 
 
 def _calls_only(wrapper: str) -> str:
-    from tuidebug.trace.diff import _wrapper_calls
+    from tuidebug.trace.diff.kernels import wrapper_calls
 
-    return _wrapper_calls(wrapper)
+    return wrapper_calls(wrapper)
 
 
 # -- running a demo -------------------------------------------------------------------------------

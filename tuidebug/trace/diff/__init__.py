@@ -1,0 +1,70 @@
+"""Compare two traces: config, passes, IR and fusion, kernels (with code diffs), times. No torch.
+
+``diff_traces(a, b)`` returns plain JSON-able data (``tuidebug diff --json`` prints it; the TUI's
+comparison screen and ``viewers/diff_view.py`` render it)::
+
+    {"a": SIDE, "b": SIDE,                       # path, name, status, overrides, recompile info
+     "config": {"changed": [{"name", "a", "b", "capture"}], "overrides": [...],
+                "capture_settings": [...], "note"},
+     "graphs": [GRAPH, ...],                      # matched by graph id
+     "compiles": [{"id", "in", "compile_time_s", "inductor_time_s", "code_gen_time_s",
+                   "counters": {NAME: {"a", "b"}}}],
+     "runtime": [{"compile_id", "first_call_s", "eager_s", "close", "max_abs"}],
+     "summary": {...}, "lines": [one-line findings, most important first]}
+
+    GRAPH = {"id", "in" ("both" | "a" | "b"), "kind", "status": {"a", "b"}, "nodes": {"a", "b"},
+             "stages": [{"name", "a", "b"}],                     # snapshot node counts that differ
+             "passes": [{"name", "subsystem", "a", "b"}],        # passes whose effect differs
+             "ir": {"pre": COUNTS, "post": COUNTS, "groups_only_a", "groups_only_b"},
+             "fusion": {"fused": {"a","b"}, "rejected": {"a","b"}, "reasons": [{"reason","a","b"}]},
+             "kernels": [{"status" (unchanged|changed|added|removed), "a", "b", "kind",
+                          "lines": {"a","b"}, "diff", "compile_s": {"a","b"},
+                          "compiled": {"a","b"} ("built" | "cached" | None),
+                          "run_s": {"a","b"}, "run_min_s": {"a","b"}, "calls": {"a","b"},
+                          "run_ratio" (B/A of run_s)}],
+             "externs": [{"name", "a", "b"}], "wrapper": {"lines", "markers", "diff"},
+             "phase_s": {PHASE: {"a","b"}}, "compile_s": {"a","b"}, "error": {"a","b"}}
+
+Every ``{"a": x, "b": y}`` pair holds the value in trace A and trace B (``None`` where absent).
+Kernels are matched by name with the numeric suffix dropped (``cpp_fused_add_0`` and
+``cpp_fused_add_3`` are the same kernel), and their code compared with their own names
+normalised, so renumbering alone is never a change.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from tuidebug.trace.diff.config import config_diff, side
+from tuidebug.trace.diff.findings import finding_lines, format_duration, summary
+from tuidebug.trace.diff.graphs import graph_diff
+from tuidebug.trace.diff.kernels import WRAPPER_MARKERS, normalize_kernel_name
+from tuidebug.trace.diff.runs import compile_diffs, runtime_diffs
+from tuidebug.trace.reader import Trace
+
+__all__ = ["diff_traces", "normalize_kernel_name", "finding_lines", "format_duration",
+           "WRAPPER_MARKERS"]
+
+
+def diff_traces(a: Trace | str | os.PathLike[str], b: Trace | str | os.PathLike[str], *,
+                code: bool = True, context: int = 3, max_diff_lines: int = 400) -> dict[str, Any]:
+    """Compare trace ``a`` (before) with ``b`` (after). ``code=False`` leaves out diff texts."""
+    ta, tb = (t if isinstance(t, Trace) else Trace(t) for t in (a, b))
+    graphs_a = {g.id: g for g in ta.graphs}
+    graphs_b = {g.id: g for g in tb.graphs}
+    ids = list(graphs_a) + [g for g in graphs_b if g not in graphs_a]
+    graphs = [graph_diff(gid, graphs_a.get(gid), graphs_b.get(gid), code=code, context=context,
+                         max_diff_lines=max_diff_lines) for gid in ids]
+    out: dict[str, Any] = {
+        "format": "tuidebug.diff/1",
+        "a": side(ta), "b": side(tb),
+        "config": config_diff(ta, tb),
+        "graphs": graphs,
+        "compiles": compile_diffs(ta, tb),
+        "runtime": runtime_diffs(ta, tb),
+    }
+    out["summary"] = summary(out)
+    out["lines"] = finding_lines(out)
+    out["problems"] = {"a": [str(p) for p in ta.problems], "b": [str(p) for p in tb.problems]}
+    return out

@@ -1,0 +1,55 @@
+"""The two sides of a comparison (path, status, overrides) and their Inductor config's differences."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tuidebug.trace.reader import Trace
+
+
+def side(t: Trace) -> dict[str, Any]:
+    m = t.manifest
+    err = t.error
+    return {"path": str(t.root), "name": t.name, "status": t.status,
+            "torch": (m.get("versions") or {}).get("torch"),
+            "command": m.get("command"), "config_overrides": m.get("config_overrides") or {},
+            "capture_settings": m.get("tuidebug_config") or {},
+            "recompile": m.get("recompile"),
+            "error": ({k: err.get(k) for k in ("phase", "type", "message", "graph")}
+                      if isinstance(err, dict) else None)}
+
+
+def config_diff(a: Trace, b: Trace) -> dict[str, Any]:
+    va = (a.config.get("values") or {}) if isinstance(a.config, dict) else {}
+    vb = (b.config.get("values") or {}) if isinstance(b.config, dict) else {}
+    capture: set[str] = set()
+    for t in (a, b):
+        capture |= set((t.manifest.get("tuidebug_config") or {}).keys())
+        capture |= set(t.config.get("set_by_tuidebug") or []) if isinstance(t.config, dict) else set()
+    out: dict[str, Any] = {"changed": [], "overrides": [], "capture_settings": [], "note": None}
+    missing = "_missing_"
+    if va and vb:
+        for name in sorted(set(va) | set(vb)):
+            x, y = va.get(name, missing), vb.get(name, missing)
+            if _canon(x) != _canon(y):
+                out["changed"].append({"name": name, "a": None if x is missing else x,
+                                       "b": None if y is missing else y,
+                                       "capture": name in capture})
+    else:
+        which = " and ".join(s for s, v in (("A", va), ("B", vb)) if not v)
+        out["note"] = (f"config.json missing in {which} (the compile stopped before Inductor "
+                       "read its config); compared the --set overrides only")
+    oa, ob = a.manifest.get("config_overrides") or {}, b.manifest.get("config_overrides") or {}
+    for name in sorted(set(oa) | set(ob)):
+        if _canon(oa.get(name, missing)) != _canon(ob.get(name, missing)):
+            out["overrides"].append({"name": name, "a": oa.get(name), "b": ob.get(name)})
+    ca, cb = a.manifest.get("tuidebug_config") or {}, b.manifest.get("tuidebug_config") or {}
+    for name in sorted(set(ca) | set(cb)):
+        if _canon(ca.get(name, missing)) != _canon(cb.get(name, missing)):
+            out["capture_settings"].append({"name": name, "a": ca.get(name), "b": cb.get(name)})
+    return out
+
+
+def _canon(v: Any) -> str:
+    return json.dumps(v, sort_keys=True, default=str)

@@ -1,0 +1,183 @@
+"""The comparison summed up: totals per side (``summary``) and one-line findings, the most telling
+first (``finding_lines``)."""
+
+from __future__ import annotations
+
+import collections
+import json
+from typing import Any, Iterable
+
+from tuidebug.trace.diff.common import pair, total
+from tuidebug.trace.diff.kernels import time_ratio
+
+
+def summary(d: dict[str, Any]) -> dict[str, Any]:
+    status = collections.Counter(k["status"] for g in d["graphs"] for k in g["kernels"])
+    graphs = d["graphs"]
+    return {
+        "status": pair(d["a"]["status"], d["b"]["status"]),
+        "config_changed": len([c for c in d["config"]["changed"] if not c["capture"]]),
+        "capture_config_changed": len([c for c in d["config"]["changed"] if c["capture"]]),
+        "graphs": pair(sum(1 for g in graphs if g["in"] != "b"),
+                        sum(1 for g in graphs if g["in"] != "a")),
+        "graphs_only_a": [g["id"] for g in graphs if g["in"] == "a"],
+        "graphs_only_b": [g["id"] for g in graphs if g["in"] == "b"],
+        "kernels": pair(total(g["kernel_count"]["a"] for g in graphs),
+                         total(g["kernel_count"]["b"] for g in graphs)),
+        "kernel_changes": {s: status.get(s, 0)
+                           for s in ("unchanged", "changed", "added", "removed", "renamed")},
+        "extern_calls": pair(total(g["extern_count"]["a"] for g in graphs),
+                              total(g["extern_count"]["b"] for g in graphs)),
+        "fx_nodes": pair(total(g["nodes"]["a"] for g in graphs), total(g["nodes"]["b"] for g in graphs)),
+        "ir_nodes_post": pair(total((g["ir"]["post"]["a"] or {}).get("nodes") for g in graphs),
+                               total((g["ir"]["post"]["b"] or {}).get("nodes") for g in graphs)),
+        "ir_nodes_pre": pair(total((g["ir"]["pre"]["a"] or {}).get("nodes") for g in graphs),
+                              total((g["ir"]["pre"]["b"] or {}).get("nodes") for g in graphs)),
+        "scheduler_kernels": pair(total((g["ir"]["post"]["a"] or {}).get("kernels") for g in graphs),
+                                   total((g["ir"]["post"]["b"] or {}).get("kernels") for g in graphs)),
+        "reductions_post": pair(total((g["ir"]["post"]["a"] or {}).get("reductions") for g in graphs),
+                                 total((g["ir"]["post"]["b"] or {}).get("reductions") for g in graphs)),
+        "passes_differing": sum(len(g["passes"]) for g in graphs),
+        "fused": pair(total(g["fusion"]["fused"]["a"] for g in graphs),
+                       total(g["fusion"]["fused"]["b"] for g in graphs)),
+        "wrapper_markers": _merge_markers(graphs),
+        "autotuned_ops": pair(total(g["autotune"]["a"] for g in graphs),
+                               total(g["autotune"]["b"] for g in graphs)),
+        "compile_time_s": pair(total(c["compile_time_s"]["a"] for c in d["compiles"]),
+                                total(c["compile_time_s"]["b"] for c in d["compiles"])),
+        "inductor_time_s": pair(total(c["inductor_time_s"]["a"] for c in d["compiles"]),
+                                 total(c["inductor_time_s"]["b"] for c in d["compiles"])),
+        "first_call_s": pair(total(r["first_call_s"]["a"] for r in d["runtime"]),
+                              total(r["first_call_s"]["b"] for r in d["runtime"])),
+        "kernel_run_s": pair(_kernel_total(graphs, "a", "run_s"),
+                              _kernel_total(graphs, "b", "run_s")),
+        "kernel_compile_s": pair(_kernel_total(graphs, "a", "compile_s"),
+                                  _kernel_total(graphs, "b", "compile_s")),
+        "cache": {n: pair(total(c["cache"][n]["a"] for c in d["compiles"]),
+                           total(c["cache"][n]["b"] for c in d["compiles"]))
+                  for n in ("fxgraph_cache_hit", "fxgraph_cache_miss", "fxgraph_cache_bypass")},
+        "accuracy_close": pair(_all_close(r["close"]["a"] for r in d["runtime"]),
+                                _all_close(r["close"]["b"] for r in d["runtime"])),
+        "errors": pair(d["a"]["error"], d["b"]["error"]),
+    }
+
+
+def _kernel_total(graphs: list[dict[str, Any]], side: str, key: str) -> float | None:
+    """Seconds over all kernels of one side: compile times, or run time per call × calls."""
+    def one(k: dict[str, Any]) -> Any:
+        v = k[key][side]
+        calls = k["calls"][side] if key == "run_s" else 1
+        return v * calls if isinstance(v, (int, float)) and isinstance(calls, int) else None
+    vals = [x for x in (one(k) for g in graphs for k in g["kernels"]) if x is not None]
+    return round(sum(vals), 9) if vals else None  # microseconds: more digits than total keeps
+
+
+def _largest_run_change(d: dict[str, Any], threshold: float = 1.5) -> dict[str, Any] | None:
+    """The kernel whose run time changed the most (by ratio), if by at least ``threshold``×."""
+    ks = [k for g in d["graphs"] for k in g["kernels"] if k.get("run_ratio")]
+    if not ks:
+        return None
+    top = max(ks, key=lambda k: max(k["run_ratio"], 1 / k["run_ratio"]))
+    return top if max(top["run_ratio"], 1 / top["run_ratio"]) >= threshold else None
+
+
+def format_duration(s: Any) -> str:
+    """``12.3 µs``, ``4.56 ms``, ``1.23 s``; ``—`` when unknown."""
+    if not isinstance(s, (int, float)) or isinstance(s, bool):
+        return "—"
+    if abs(s) < 1e-3:
+        return f"{s * 1e6:.1f} µs"
+    return f"{s * 1e3:.2f} ms" if abs(s) < 1 else f"{s:.2f} s"
+
+
+def _all_close(values: Iterable[Any]) -> bool | None:
+    vals = [v for v in values if isinstance(v, bool)]
+    return all(vals) if vals else None
+
+
+def _merge_markers(graphs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Marker counts over all graphs, for markers that differ somewhere."""
+    out: dict[str, dict[str, int]] = {}
+    for g in graphs:
+        for k, v in g["wrapper"]["markers"].items():
+            e = out.setdefault(k, {"a": 0, "b": 0})
+            e["a"] += v["a"] or 0
+            e["b"] += v["b"] or 0
+    return out
+
+
+def _arrow(p: dict[str, Any], fmt: str = "{}") -> str:
+    f = lambda v: "—" if v is None else fmt.format(v)  # noqa: E731
+    return f"{f(p['a'])} → {f(p['b'])}"
+
+
+def _kernel_time_lines(d: dict[str, Any], s: dict[str, Any]) -> list[str]:
+    lines = []
+    for key, label in (("kernel_run_s", "generated kernels' run time (per call of the graphs)"),
+                       ("kernel_compile_s", "generated kernels' compile time (builds timed)")):
+        p = s.get(key) or {"a": None, "b": None}
+        if p["a"] is not None and p["b"] is not None and p["a"] != p["b"]:
+            ratio = time_ratio(p)
+            lines.append(f"{label}: {format_duration(p['a'])} → {format_duration(p['b'])}"
+                         + (f" (×{ratio:.2f})" if ratio else ""))
+    top = _largest_run_change(d)
+    if top:
+        lines.append(f"largest kernel run time change: {top['b']} {format_duration(top['run_s']['a'])}"
+                     f" → {format_duration(top['run_s']['b'])} (×{top['run_ratio']:.2f})")
+    return lines
+
+
+def finding_lines(d: dict[str, Any]) -> list[str]:
+    """Short sentences saying what differs, the most telling first (for a status line)."""
+    s = d.get("summary") or summary(d)
+    lines: list[str] = []
+    if s["status"]["a"] != s["status"]["b"]:
+        lines.append(f"status: {_arrow(s['status'])}")
+        err = s["errors"]["b"] or s["errors"]["a"]
+        if err:
+            lines.append(f"error: {err.get('type')} in phase {err.get('phase')}: "
+                         f"{str(err.get('message'))[:160]}")
+    for c in d["config"]["changed"]:
+        if not c["capture"]:
+            lines.append(f"config {c['name']}: {json.dumps(c['a'])} → {json.dumps(c['b'])}")
+    if not d["config"]["changed"]:
+        for c in d["config"]["overrides"]:
+            lines.append(f"--set {c['name']}: {json.dumps(c['a'])} → {json.dumps(c['b'])}")
+    kc = s["kernel_changes"]
+    if s["kernels"]["a"] != s["kernels"]["b"] or any(kc[k] for k in ("changed", "added", "removed")):
+        lines.append(f"kernels: {_arrow(s['kernels'])} ({kc['changed']} changed, "
+                     f"{kc['added']} added, {kc['removed']} removed, {kc['unchanged']} unchanged)")
+    if s["extern_calls"]["a"] != s["extern_calls"]["b"]:
+        lines.append(f"extern calls: {_arrow(s['extern_calls'])}")
+    for key, label in (("scheduler_kernels", "scheduler kernels (IR after fusion, no externs)"),
+                       ("fx_nodes", "FX nodes (post-grad)"), ("ir_nodes_pre", "IR nodes before fusion"),
+                       ("ir_nodes_post", "IR nodes after fusion"), ("reductions_post", "reductions (IR)"),
+                       ("fused", "fusions made"), ("autotuned_ops", "autotuned ops")):
+        if s[key]["a"] != s[key]["b"]:
+            lines.append(f"{label}: {_arrow(s[key])}")
+    ops = collections.Counter()
+    for g in d["graphs"]:
+        for o in g.get("ops") or []:
+            ops[o["op"]] += o["b"] - o["a"]
+    if any(ops.values()):
+        lines.append("ops in the post-grad graph: " + ", ".join(
+            f"{op} {n:+d}" for op, n in sorted(ops.items(), key=lambda kv: -abs(kv[1])) if n)[:300])
+    if s["passes_differing"]:
+        names = sorted({p["name"] for g in d["graphs"] for p in g["passes"]})
+        lines.append(f"passes with a different effect: {', '.join(names[:8])}"
+                     + (" …" if len(names) > 8 else ""))
+    for k, v in s["wrapper_markers"].items():
+        lines.append(f"wrapper {k}: {_arrow(v)}")
+    for n, v in s["cache"].items():
+        if v["a"] != v["b"]:
+            lines.append(f"{n}: {_arrow(v)}")
+    if s["accuracy_close"]["a"] != s["accuracy_close"]["b"]:
+        lines.append(f"matches eager: {_arrow(s['accuracy_close'])}")
+    if s["graphs_only_a"] or s["graphs_only_b"]:
+        lines.append(f"graphs only in A: {s['graphs_only_a']}; only in B: {s['graphs_only_b']}")
+    if s["compile_time_s"]["a"] is not None and s["compile_time_s"]["b"] is not None:
+        lines.append(f"compile time: {_arrow(s['compile_time_s'], '{:.2f}s')}")
+    lines += _kernel_time_lines(d, s)
+    if not lines:
+        lines.append("no difference found")
+    return lines

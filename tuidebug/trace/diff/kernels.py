@@ -1,0 +1,201 @@
+"""Generated kernels and the wrapper of two graphs: matched by name without the numeric suffix,
+code compared with the kernel's own name normalised; wrapper markers and calls."""
+
+from __future__ import annotations
+
+import collections
+import difflib
+import re
+from typing import Any, Iterable
+
+from tuidebug.trace import kernels as kernel_text
+from tuidebug.trace.diff.common import pair
+from tuidebug.trace.reader import GraphRecord
+
+# grep-able things in a wrapper whose count a flag can change
+WRAPPER_MARKERS = {
+    "assert_size_stride": "assert_size_stride(",
+    "assert_alignment": "assert_alignment(",
+    "extern_kernels": "extern_kernels.",
+    "aten_fallbacks": "torch.ops.aten.",
+    "kernel_calls": ".run(",
+    "cpp_kernel_calls": None,  # filled per trace: calls of generated C++ kernels
+    "random_seeds": "inductor_seeds",
+    "cudagraph": "cudagraph",
+}
+_SUFFIX = re.compile(r"_\d+$")
+_AOT_ID = re.compile(r"^# AOT ID: .*$", re.M)  # a process-wide counter, not a change
+_TMP_PATH = re.compile(r"/tmp/[^\s'\"]*|/var/folders/[^\s'\"]*")
+
+
+def normalize_kernel_name(name: str) -> str:
+    """``cpp_fused_add_0`` → ``cpp_fused_add``; ``extern_kernels.addmm:3`` → ``extern_kernels.addmm``."""
+    base = name.split(":", 1)[0]
+    if "@" in base:
+        base = base.split("@", 1)[0]
+    return _SUFFIX.sub("", base)
+
+
+def _kernel_code(g: GraphRecord, k: dict[str, Any]) -> str:
+    if not k.get("file"):
+        return ""
+    text = g.code(str(k["file"])) or ""
+    return _normalize_code(text, str(k.get("name", "")))
+
+
+def _normalize_code(text: str, name: str) -> str:
+    if name:
+        text = re.sub(rf"\b{re.escape(name)}\b", "KERNEL", text)
+    return _TMP_PATH.sub("<tmp>", text)
+
+
+def kernel_diffs(ga: GraphRecord | None, gb: GraphRecord | None, *, code: bool, context: int,
+             max_diff_lines: int) -> list[dict[str, Any]]:
+    ka = [k for k in (ga.kernels if ga else []) if k.get("kind") != "extern"]
+    kb = [k for k in (gb.kernels if gb else []) if k.get("kind") != "extern"]
+    src_a = {k["name"]: _kernel_code(ga, k) for k in ka} if ga else {}
+    src_b = {k["name"]: _kernel_code(gb, k) for k in kb} if gb else {}
+    groups_a: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+    groups_b: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+    for k in ka:
+        groups_a[normalize_kernel_name(k["name"])].append(k)
+    for k in kb:
+        groups_b[normalize_kernel_name(k["name"])].append(k)
+    out: list[dict[str, Any]] = []
+    removed: list[dict[str, Any]] = []
+    added: list[dict[str, Any]] = []
+    for base in list(groups_a) + [x for x in groups_b if x not in groups_a]:
+        la, lb = list(groups_a.get(base, [])), list(groups_b.get(base, []))
+        # identical code first, then in order
+        for x in list(la):
+            y = next((y for y in lb if src_b.get(y["name"]) == src_a.get(x["name"])), None)
+            if y is not None:
+                la.remove(x)
+                lb.remove(y)
+                out.append(_kernel_entry("unchanged", x, y, src_a, src_b, code, context, max_diff_lines))
+        for x, y in zip(la, lb):
+            out.append(_kernel_entry("changed", x, y, src_a, src_b, code, context, max_diff_lines))
+        removed += la[len(lb):]
+        added += lb[len(la):]
+    # a kernel that only changed its fused name but not its code
+    for x in list(removed):
+        y = next((y for y in added if src_b.get(y["name"]) == src_a.get(x["name"])
+                  and src_a.get(x["name"])), None)
+        if y is not None:
+            removed.remove(x)
+            added.remove(y)
+            out.append(_kernel_entry("renamed", x, y, src_a, src_b, code, context, max_diff_lines))
+    out += [_kernel_entry("removed", x, None, src_a, src_b, code, context, max_diff_lines) for x in removed]
+    out += [_kernel_entry("added", None, y, src_a, src_b, code, context, max_diff_lines) for y in added]
+    order = {"changed": 0, "removed": 1, "added": 2, "renamed": 3, "unchanged": 4}
+    out.sort(key=lambda e: order[e["status"]])
+    times_a, times_b = (ga.timings if ga else {}), (gb.timings if gb else {})
+    for e in out:
+        e.update(_kernel_times(times_a.get(e["a"] or ""), times_b.get(e["b"] or "")))
+    return out
+
+
+def _kernel_times(x: dict[str, Any] | None, y: dict[str, Any] | None) -> dict[str, Any]:
+    """One kernel's compile and run times in A and B (``code/timings.json``), and B/A of the
+    run time."""
+    x, y = x or {}, y or {}
+    run = pair(x.get("run_s"), y.get("run_s"))
+    return {"compile_s": pair(x.get("compile_s"), y.get("compile_s")),
+            "compiled": pair(x.get("compile"), y.get("compile")),
+            "run_s": run, "run_min_s": pair(x.get("run_min_s"), y.get("run_min_s")),
+            "calls": pair(x.get("calls"), y.get("calls")), "run_ratio": time_ratio(run)}
+
+
+def time_ratio(p: dict[str, Any]) -> float | None:
+    a, b = p["a"], p["b"]
+    ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
+    return float(f"{b / a:.4g}") if ok and a > 0 else None
+
+
+def _kernel_entry(status: str, x: dict[str, Any] | None, y: dict[str, Any] | None,
+                  src_a: dict[str, str], src_b: dict[str, str], code: bool, context: int,
+                  max_diff_lines: int) -> dict[str, Any]:
+    e: dict[str, Any] = {
+        "status": status, "a": x["name"] if x else None, "b": y["name"] if y else None,
+        "kind": (x or y or {}).get("kind"),
+        "lines": pair(x.get("lines") if x else None, y.get("lines") if y else None),
+        "source_nodes": pair(x.get("source_nodes") if x else None,
+                              y.get("source_nodes") if y else None),
+        "diff": None, "diff_stats": None,
+    }
+    if status == "changed":
+        a_lines = src_a.get(x["name"], "").splitlines(keepends=True) if x else []
+        b_lines = src_b.get(y["name"], "").splitlines(keepends=True) if y else []
+        diff = list(difflib.unified_diff(a_lines, b_lines, fromfile=f"a/{x['name'] if x else ''}",
+                                         tofile=f"b/{y['name'] if y else ''}", n=context))
+        plus = sum(1 for d in diff if d.startswith("+") and not d.startswith("+++"))
+        minus = sum(1 for d in diff if d.startswith("-") and not d.startswith("---"))
+        e["diff_stats"] = {"added": plus, "removed": minus}
+        if code:
+            text = "".join(d if d.endswith("\n") else d + "\n" for d in diff[:max_diff_lines])
+            if len(diff) > max_diff_lines:
+                text += f"… {len(diff) - max_diff_lines} more diff lines\n"
+            e["diff"] = text
+    return e
+
+
+def extern_diffs(ga: GraphRecord | None, gb: GraphRecord | None) -> list[dict[str, Any]]:
+    def count(g: GraphRecord | None) -> collections.Counter[str]:
+        return collections.Counter(str(k.get("call") or normalize_kernel_name(str(k.get("name"))))
+                                   for k in (g.kernels if g else []) if k.get("kind") == "extern")
+    ca, cb = count(ga), count(gb)
+    return [{"name": n, "a": ca.get(n, 0), "b": cb.get(n, 0)}
+            for n in sorted(set(ca) | set(cb))]
+
+
+def wrapper_calls(code: str | None) -> str:
+    """The wrapper with kernel definitions folded to one line each (their code is diffed per
+    kernel), names of kernels' numbered suffixes kept, temporary paths normalised."""
+    if not code:
+        return ""
+    out, pos = [], 0
+    for m in kernel_text._DEF_RE.finditer(code):
+        got = kernel_text._kernel_source(code, m.end())
+        if got is None or m.start() < pos:
+            continue
+        _, end = got
+        close = code.find("\n", end)
+        close = len(code) if close < 0 else close
+        out.append(code[pos:m.start()])
+        out.append(f"{m['name']} = async_compile.{m['api']}(…)")
+        pos = close
+    out.append(code[pos:])
+    text = _AOT_ID.sub("# AOT ID: […]", "".join(out))
+    return _TMP_PATH.sub("<tmp>", text)
+
+
+def _markers(text: str, kernels: Iterable[str]) -> dict[str, int]:
+    res = {}
+    for key, needle in WRAPPER_MARKERS.items():
+        if needle:
+            res[key] = text.count(needle)
+    names = [k for k in kernels]
+    res["cpp_kernel_calls"] = sum(len(re.findall(rf"^\s*{re.escape(n)}\(", text, re.M)) for n in names)
+    return res
+
+
+def wrapper_diff(ga: GraphRecord | None, gb: GraphRecord | None, *, code: bool, context: int,
+             max_diff_lines: int) -> dict[str, Any]:
+    wa = wrapper_calls(ga.wrapper_code() if ga else None)
+    wb = wrapper_calls(gb.wrapper_code() if gb else None)
+    names_a = [k["name"] for k in (ga.kernels if ga else []) if k.get("kind") != "extern"]
+    names_b = [k["name"] for k in (gb.kernels if gb else []) if k.get("kind") != "extern"]
+    ma, mb = _markers(wa, names_a), _markers(wb, names_b)
+    out: dict[str, Any] = {
+        "lines": pair(wa.count("\n") if wa else None, wb.count("\n") if wb else None),
+        "markers": {k: pair(ma.get(k), mb.get(k)) for k in ma if ma.get(k) != mb.get(k)},
+        "changed": wa != wb, "diff": None,
+    }
+    if code and wa and wb and wa != wb:
+        diff = list(difflib.unified_diff(wa.splitlines(keepends=True), wb.splitlines(keepends=True),
+                                         fromfile="a/wrapper.py", tofile="b/wrapper.py", n=context))
+        text = "".join(d if d.endswith("\n") else d + "\n" for d in diff[:max_diff_lines])
+        if len(diff) > max_diff_lines:
+            text += f"… {len(diff) - max_diff_lines} more diff lines\n"
+        out["diff"] = text
+    return out
