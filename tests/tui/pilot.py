@@ -96,7 +96,8 @@ def open_ui():
     """``async with open_ui(trace_path) as ui:`` runs the real app headless on a trace.
 
     ``notifications=True`` paints toasts (Pilot leaves them out by default, and they would
-    cover other text); other keyword arguments go to ``TuidebugApp`` (``recompile_timeout=20``).
+    cover other text); ``message_hook`` sees every message the app processes (as
+    ``App.run_test``'s); other keyword arguments go to ``TuidebugApp`` (``recompile_timeout=20``).
     ``prewarm=True`` starts the recompile worker when the flags screen is shown, as the real app
     does; off by default, so that a test that only looks at the flags screen does not spawn a
     process that imports torch.
@@ -108,9 +109,11 @@ def open_ui():
 
     @asynccontextmanager
     async def run(path: Path, size: tuple[int, int] = SIZE, *, notifications: bool = False,
-                  prewarm: bool = False, **app_kwargs: Any):
+                  prewarm: bool = False, message_hook: Callable[[Any], None] | None = None,
+                  **app_kwargs: Any):
         app = TuidebugApp(Trace(path), prewarm=prewarm, **app_kwargs)
-        async with app.run_test(size=size, notifications=notifications) as pilot:
+        async with app.run_test(size=size, notifications=notifications,
+                                message_hook=message_hook) as pilot:
             ui = UI(app, pilot)
             await ui.settle()
             yield ui

@@ -41,17 +41,27 @@ class ShowKernel(Message):
     line: int | None = None  # 1-based line of the kernel's file to put the cursor on
 
 
-@dataclass
-class Loaded(Message):
-    """A worker finished reading something for a screen.
+class Read(Message):
+    """A worker finished reading something a screen asked for (``TraceScreen.load``).
 
-    ``what`` names the thing (e.g. ``"stage"``, ``"code"``), ``key`` says which one (so a late
-    result for an old selection is dropped), ``data`` is whatever the screen asked for.
+    Not posted itself: each screen nests its own subclass per thing it reads (as Textual's
+    ``OptionList.OptionHighlighted``), typed by ``data``'s annotation, with one handler each.
+    ``key`` says which one was read, so that a late result for an old selection is dropped.
+    Read messages do not bubble: they are for the screen that asked.
     """
 
-    what: str
-    key: Any
     data: Any
+
+    def __init_subclass__(cls, bubble: bool | None = False, **kwargs: Any) -> None:
+        super().__init_subclass__(bubble=bubble, **kwargs)
+
+    def __init__(self, key: Any, data: Any) -> None:
+        super().__init__()
+        self.key = key
+        self.data = data
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(key={self.key!r})"
 
 
 @dataclass

@@ -13,6 +13,7 @@ from textual.widgets.option_list import Option
 
 from tuidebug.trace.reader import GraphRecord
 from tuidebug.tui import model
+from tuidebug.tui.messages import Read
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.widgets.lists import PickList, Row
 from tuidebug.tui.widgets.render import to_lines
@@ -106,6 +107,11 @@ def _fmt_input(x: Any) -> str:
 
 
 class AutotuneScreen(TraceScreen):
+    class EntriesRead(Read):
+        """The graph's tuned ops (key: the graph id)."""
+
+        data: list[dict[str, Any]]
+
     SCREEN_NAME = "autotune"
     DEFAULT_CSS = """
     AutotuneScreen #ops-pane { width: 44; border-right: solid $primary 40%; }
@@ -135,14 +141,14 @@ class AutotuneScreen(TraceScreen):
         if g is None:
             self._empty("this trace has no compiled graph")
             return
-        self.load("autotune", g.id, lambda: list(g.autotune))
+        self.load(self.EntriesRead, g.id, lambda: list(g.autotune))
 
-    def apply_loaded(self, what: str, key: Any, data: Any) -> None:
+    def on_autotune_screen_entries_read(self, message: AutotuneScreen.EntriesRead) -> None:
         g = self.graph
-        if g is None or key != g.id:
+        if g is None or message.key != g.id:
             return
         self._loaded_for = g.id
-        self.entries = [e for e in data if isinstance(e, dict)]
+        self.entries = [e for e in message.data if isinstance(e, dict)]
         lst = self.query_one(PickList)
         self.set_text("#ops-title", f"{g.id}: {len(self.entries)} tuned ops")
         self.query_one("#ops-pane").display = bool(self.entries)

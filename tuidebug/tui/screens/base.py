@@ -16,7 +16,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from tuidebug.trace.reader import GraphRecord, Trace
 from tuidebug.tui import keymap
-from tuidebug.tui.messages import Loaded, SvgExported
+from tuidebug.tui.messages import Read, SvgExported
 from tuidebug.tui.widgets.bars import SearchBar, TitleBar
 from tuidebug.tui.widgets.lists import PickList
 from tuidebug.tui.widgets.textview import TextView
@@ -77,12 +77,14 @@ class TraceScreen(Screen):
 
     # -- workers -------------------------------------------------------------------------------
 
-    def load(self, what: str, key: Any, fn: Callable[[], Any], *,
+    def load(self, message: type[Read], key: Any, fn: Callable[[], Any], *,
              debounce: float = 0.0) -> Worker[Any]:
-        """Run ``fn`` in a thread; its result comes back as ``Loaded(what, key, result)``.
+        """Run ``fn`` in a thread; its result comes back to this screen as ``message(key, result)``
+        (a ``Read`` subclass nested in the screen, with its own handler).
 
-        A newer load of the same kind cancels this one; with ``debounce`` the thread waits that
-        long first and gives up if cancelled meanwhile (holding a key down reads only the last).
+        A newer load of the same message cancels this one; with ``debounce`` the thread waits
+        that long first and gives up if cancelled meanwhile (holding a key down reads only the
+        last).
         """
         def work() -> None:
             worker = get_current_worker()
@@ -91,22 +93,16 @@ class TraceScreen(Screen):
             if worker.is_cancelled:
                 return
             data = fn()
+            # What workers read (graph snapshots: millions of small objects) lives as long as
+            # the app: the reader caches it. Freezing it keeps Python's full garbage
+            # collections, which stop every thread, from walking it again and again — measured
+            # on the 24-layer trace: a 266 ms stall while the wrapper was highlighted, 40 ms
+            # with this.
+            gc.freeze()
             if not worker.is_cancelled:
-                self.post_message(Loaded(what, key, data))
-        return self.run_worker(work, name=what, group=f"load-{what}", thread=True,
-                               exclusive=True, exit_on_error=False)
-
-    def on_loaded(self, message: Loaded) -> None:
-        message.stop()
-        self.apply_loaded(message.what, message.key, message.data)
-        # What workers read (graph snapshots: millions of small objects) lives as long as the
-        # app: the reader caches it. Freezing it keeps Python's full garbage collections, which
-        # stop every thread, from walking it again and again — measured on the 24-layer trace:
-        # a 266 ms stall while the wrapper was highlighted, 40 ms with this.
-        gc.freeze()
-
-    def apply_loaded(self, what: str, key: Any, data: Any) -> None:
-        """Show what a worker read (drop it if ``key`` is no longer what is selected)."""
+                self.post_message(message(key, data))
+        return self.run_worker(work, name=message.__name__, group=f"load-{message.__qualname__}",
+                               thread=True, exclusive=True, exit_on_error=False)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR and event.worker.error is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from rich.style import Style
 from rich.text import Text
@@ -23,7 +23,7 @@ from tuidebug.trace import provenance
 from tuidebug.trace.reader import GraphRecord, Trace
 from tuidebug.trace.summary import launch_text
 from tuidebug.tui import keymap, model
-from tuidebug.tui.messages import Loaded, ShowNode
+from tuidebug.tui.messages import Read, ShowNode
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.widgets.lists import PickList, Row
 from tuidebug.tui.widgets.textview import RichLines, TextLines, TextView
@@ -156,6 +156,16 @@ class ProvenanceLines:
 
 
 class CodeScreen(TraceScreen):
+    class DocRead(Read):
+        """A kernel, the wrapper or a source file, as plain text (key: what was selected)."""
+
+        data: CodeDoc
+
+    class DocHighlighted(Read):
+        """The same text, syntax-highlighted (after ``DocRead`` of the same key)."""
+
+        data: Any  # the highlighted lines for the TextView
+
     SCREEN_NAME = "code"
     BINDINGS = keymap.bindings("code")
     DEFAULT_CSS = """
@@ -217,34 +227,38 @@ class CodeScreen(TraceScreen):
             return
         self.set_text("#code-title", Text("reading…", style="dim"))
         kernels = self.kernels
-        self.load_doc("code", (g.id, item), lambda: read_code(g, item, kernels))
+        self.load_doc((g.id, item), lambda: read_code(g, item, kernels))
         self.query_one("#provenance", TextView).set_source(ProvenanceLines(kernels.get(item)))
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
         self.query_one("#code-view", TextView).focus()
 
-    def load_doc(self, what: str, key: Any, read: Any) -> None:
-        """Show the text at once, then again highlighted (lexing a long wrapper takes a while)."""
+    def load_doc(self, key: Any, read: Callable[[], CodeDoc]) -> None:
+        """Show the text at once (``DocRead``), then again highlighted (``DocHighlighted``:
+        lexing a long wrapper takes a while)."""
         def work() -> None:
-            doc: CodeDoc = read()
-            self.post_message(Loaded(what, key, doc))
+            doc = read()
+            self.post_message(self.DocRead(key, doc))
             if doc.code and doc.path:
-                self.post_message(Loaded(what + "-hl", key, highlight(doc.code, doc.path)))
+                self.post_message(self.DocHighlighted(key, highlight(doc.code, doc.path)))
         self.shown_key = key
-        self.run_worker(work, name=what, group="load-code", thread=True, exclusive=True,
+        self.run_worker(work, name="code", group="load-code", thread=True, exclusive=True,
                         exit_on_error=False)
 
-    def apply_loaded(self, what: str, key: Any, data: Any) -> None:
-        if key != self.shown_key:
+    def on_code_screen_doc_highlighted(self, message: CodeScreen.DocHighlighted) -> None:
+        if message.key != self.shown_key:
             return  # a late result for something no longer selected
         view = self.query_one("#code-view", TextView)
-        if what.endswith("-hl"):
-            view.set_source(data, cursor=view.cursor, keep_scroll=True)
-            view.set_query(self.search_query)
-            self._apply_goto_line()
-            return
-        doc: CodeDoc = data
+        view.set_source(message.data, cursor=view.cursor, keep_scroll=True)
+        view.set_query(self.search_query)
+        self._apply_goto_line()
+
+    def on_code_screen_doc_read(self, message: CodeScreen.DocRead) -> None:
+        if message.key != self.shown_key:
+            return  # a late result for something no longer selected
+        view = self.query_one("#code-view", TextView)
+        doc = message.data
         view.set_source(TextLines(doc.code or ""), cursor=doc.cursor,
                         placeholder="(not available)" if doc.code is None else "(empty)")
         view.set_query(self.search_query)
@@ -305,7 +319,7 @@ class CodeScreen(TraceScreen):
         g = self.graph
         if g is None:
             return
-        self.load_doc("source", (g.id, path, line), lambda: read_source(self.trace, path, line))
+        self.load_doc((g.id, path, line), lambda: read_source(self.trace, path, line))
         self.query_one("#code-view", TextView).focus()
 
     def action_kernel_fx(self) -> None:

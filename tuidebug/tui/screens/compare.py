@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 
 from tuidebug.trace.reader import GraphRecord
 from tuidebug.tui import keymap
+from tuidebug.tui.messages import Read
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.widgets.render import to_lines
 from tuidebug.tui.widgets.textview import RichLines, TextView
@@ -24,6 +25,11 @@ def compare_renderables(a: Path, b: Path) -> list[Any]:
 
 
 class CompareScreen(TraceScreen):
+    class DiffRead(Read):
+        """The comparison with another trace, as renderables (key: that trace's path)."""
+
+        data: list[Any]
+
     SCREEN_NAME = "compare"
     BINDINGS = keymap.bindings("compare")
 
@@ -54,13 +60,13 @@ class CompareScreen(TraceScreen):
             return
         self._items = [Text(f"comparing {self.trace.root} with {other}…", style="dim")]
         self._render_lines(keep=False)
-        self.load("diff", other, lambda: compare_renderables(self.trace.root, other))
+        self.load(self.DiffRead, other, lambda: compare_renderables(self.trace.root, other))
 
-    def apply_loaded(self, what: str, key: Any, data: Any) -> None:
-        if key != self.other:
+    def on_compare_screen_diff_read(self, message: CompareScreen.DiffRead) -> None:
+        if message.key != self.other:
             return
         self._items = [Text.assemble(("o", "bold cyan"), (": open the new trace in the app",
-                                                          "dim")), *data]
+                                                          "dim")), *message.data]
         self._render_lines(keep=False)
         self.query_one(TextView).focus()
 

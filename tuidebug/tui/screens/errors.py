@@ -16,6 +16,7 @@ from textual.worker import get_current_worker
 from tuidebug.trace import failure, schema
 from tuidebug.trace.reader import GraphRecord, Trace
 from tuidebug.tui import keymap
+from tuidebug.tui.messages import Read
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.screens.modals import TextScreen
 from tuidebug.tui.screens.overview import (hint, open_error_site, progress_line, site_cursor,
@@ -94,6 +95,11 @@ class TaskCancelled(Exception):
 
 
 class ErrorsScreen(TraceScreen):
+    class ReportRead(Read):
+        """The error report and its hints, as renderables (key: None)."""
+
+        data: list[Any]
+
     SCREEN_NAME = "errors"
     BINDINGS = keymap.bindings("errors")
     DEFAULT_CSS = """
@@ -296,7 +302,7 @@ class ErrorsScreen(TraceScreen):
         return self._done
 
     def show_graph(self, g: GraphRecord | None) -> None:
-        self.load("errors", None, lambda: error_renderables(self.trace))
+        self.load(self.ReportRead, None, lambda: error_renderables(self.trace))
 
     def on_text_view_activated(self, event: TextView.Activated) -> None:
         if self.repro_path is not None and event.index < self._task_lines:
@@ -304,9 +310,9 @@ class ErrorsScreen(TraceScreen):
             return
         open_error_site(self, event)
 
-    def apply_loaded(self, what: str, key: Any, data: Any) -> None:
+    def on_errors_screen_report_read(self, message: ErrorsScreen.ReportRead) -> None:
         self._done = True
-        self._items = data
+        self._items = message.data
         self._render_lines(keep=False)
         self.query_one(TextView).focus()
 

@@ -18,6 +18,7 @@ from textual.widgets.option_list import Option
 
 from tuidebug.trace.reader import GraphRecord
 from tuidebug.tui import keymap
+from tuidebug.tui.messages import Read
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.screens.modals import InputScreen
 from tuidebug.tui.widgets.lists import PickList
@@ -38,6 +39,11 @@ def value_text(v: Any) -> str:
 
 
 class FlagsScreen(TraceScreen):
+    class RegistryRead(Read):
+        """Every Inductor flag with its documentation (key: None)."""
+
+        data: Any  # tuidebug.compiler.flags.Registry (imported lazily)
+
     SCREEN_NAME = "flags"
     BINDINGS = keymap.bindings("flags")
     DEFAULT_CSS = """
@@ -80,17 +86,16 @@ class FlagsScreen(TraceScreen):
     def show_graph(self, g: GraphRecord | None) -> None:
         from tuidebug.compiler.flags import load_registry
 
-        self.load("registry", None, load_registry)
+        self.load(self.RegistryRead, None, load_registry)
         self.app.warm_worker()  # type: ignore[attr-defined]
         self._show_pending()
         self.update_status()
 
-    def apply_loaded(self, what: str, key: Any, data: Any) -> None:
-        if what == "registry":
-            self._loaded = True
-            self.registry = data
-            self._fill(self.query_one("#flag-filter", Input).value)
-            self.query_one("#flag-list", PickList).focus()
+    def on_flags_screen_registry_read(self, message: FlagsScreen.RegistryRead) -> None:
+        self._loaded = True
+        self.registry = message.data
+        self._fill(self.query_one("#flag-filter", Input).value)
+        self.query_one("#flag-list", PickList).focus()
 
     # -- the list --------------------------------------------------------------------------------
 

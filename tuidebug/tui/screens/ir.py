@@ -16,6 +16,7 @@ from textual.widgets import Label
 
 from tuidebug.trace.reader import GraphRecord
 from tuidebug.tui import keymap, model
+from tuidebug.tui.messages import Read
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.widgets.textview import RichLines, TextLines, TextView
 
@@ -60,6 +61,16 @@ class IRData:
 
 
 class IRScreen(TraceScreen):
+    class NodesRead(Read, namespace="ir_screen"):
+        """The graph's IR nodes and fusion decisions (key: the graph id)."""
+
+        data: IRData
+
+    class TextRead(Read, namespace="ir_screen"):
+        """The graph's pre- and post-fusion IR as text (key: the graph id)."""
+
+        data: tuple[str | None, str | None]
+
     SCREEN_NAME = "ir"
     BINDINGS = keymap.bindings("ir")
     DEFAULT_CSS = """
@@ -98,20 +109,24 @@ class IRScreen(TraceScreen):
         if g is None:
             return
         if self.text_mode:
-            self.load("irtext", g.id, lambda: (g.ir_text("pre"), g.ir_text("post")))
-        self.load("ir", g.id, lambda: IRData(g))
+            self.load(self.TextRead, g.id, lambda: (g.ir_text("pre"), g.ir_text("post")))
+        self.load(self.NodesRead, g.id, lambda: IRData(g))
 
-    def apply_loaded(self, what: str, key: Any, data: Any) -> None:
+    def _current(self, message: Read) -> bool:
         g = self.graph
-        if g is None or key != g.id:
+        return g is not None and message.key == g.id
+
+    def on_ir_screen_nodes_read(self, message: IRScreen.NodesRead) -> None:
+        if not self._current(message):
             return
-        if what == "ir":
-            self.data = data
-            self._show_summary()
-            if not self.text_mode:
-                self._show_structured()
-        elif what == "irtext" and self.text_mode:
-            pre, post = data
+        self.data = message.data
+        self._show_summary()
+        if not self.text_mode:
+            self._show_structured()
+
+    def on_ir_screen_text_read(self, message: IRScreen.TextRead) -> None:
+        if self._current(message) and self.text_mode:
+            pre, post = message.data
             for which, text in (("pre", pre), ("post", post)):
                 view = self.query_one(f"#{which}-view", TextView)
                 view.set_source(TextLines(text or ""), placeholder=f"no {which}-fusion IR text")
@@ -206,7 +221,7 @@ class IRScreen(TraceScreen):
         if self.text_mode:
             for v in ("#pre-view", "#post-view"):
                 self.query_one(v, TextView).set_source(TextLines([]), placeholder="reading…")
-            self.load("irtext", g.id, lambda: (g.ir_text("pre"), g.ir_text("post")))
+            self.load(self.TextRead, g.id, lambda: (g.ir_text("pre"), g.ir_text("post")))
         else:
             self._show_structured()
 

@@ -23,7 +23,7 @@ from tuidebug.trace.reader import GraphRecord, Trace
 from tuidebug.trace.summary import (ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict,
                                     changed_passes, compile_place, cudagraphs_state)
 from tuidebug.tui import model
-from tuidebug.tui.messages import ShowKernel
+from tuidebug.tui.messages import Read, ShowKernel
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.screens.modals import TextScreen
 from tuidebug.tui.widgets.bars import STATUS_STYLE
@@ -320,6 +320,11 @@ def open_error_site(screen: TraceScreen, event: TextView.Activated) -> bool:
 
 
 class OverviewScreen(TraceScreen):
+    class SummaryRead(Read):
+        """The trace's summary, as renderables (key: None)."""
+
+        data: list[Any]
+
     SCREEN_NAME = "overview"
 
     def compose_body(self) -> ComposeResult:
@@ -329,13 +334,13 @@ class OverviewScreen(TraceScreen):
         self.query_one(TextView).focus()
 
     def show_graph(self, g: GraphRecord | None) -> None:
-        self.load("overview", None, lambda: overview_renderables(self.trace))
+        self.load(self.SummaryRead, None, lambda: overview_renderables(self.trace))
 
     def is_loaded(self) -> bool:
         return self.query_one(TextView).line_count > 0
 
-    def apply_loaded(self, what: str, key: Any, data: Any) -> None:
-        self._renderables = data
+    def on_overview_screen_summary_read(self, message: OverviewScreen.SummaryRead) -> None:
+        self._renderables = message.data
         self._render_lines(keep=False)
 
     def _render_lines(self, keep: bool) -> None:

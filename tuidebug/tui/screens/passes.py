@@ -22,7 +22,7 @@ from tuidebug.trace.reader import GraphRecord, StageInfo
 from tuidebug.trace.stages import stage_label
 from tuidebug.trace.summary import changed_passes
 from tuidebug.tui import keymap, model
-from tuidebug.tui.messages import ShowKernel
+from tuidebug.tui.messages import Read, ShowKernel
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.screens.modals import PickScreen
 from tuidebug.tui.widgets.lists import PickList, Row
@@ -151,6 +151,11 @@ def change_origin(stage: StageInfo) -> str:
 
 
 class PassesScreen(TraceScreen):
+    class StageRead(Read):
+        """The graph after one stage, its changes marked (key: (graph id, stage index))."""
+
+        data: model.StageView
+
     SCREEN_NAME = "passes"
     BINDINGS = keymap.bindings("passes")
     DEFAULT_CSS = """
@@ -233,18 +238,19 @@ class PassesScreen(TraceScreen):
         if g is None or stage is None:
             return
         self.set_text("#graph-title", Text(f"{stage.name}  reading…", style="dim"))
-        self.load("stage", (g.id, stage.index), lambda: model.stage_view(g, stage), debounce=0.03)
+        self.load(self.StageRead, (g.id, stage.index), lambda: model.stage_view(g, stage),
+                  debounce=0.03)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
         self.query_one(TextView).focus()
 
-    def apply_loaded(self, what: str, key: Any, data: Any) -> None:
+    def on_passes_screen_stage_read(self, message: PassesScreen.StageRead) -> None:
         stage = self.current_stage()
         g = self.graph
-        if what != "stage" or g is None or stage is None or key != (g.id, stage.index):
-            return
-        self.stage_view = data
+        if g is None or stage is None or message.key != (g.id, stage.index):
+            return  # a late result for a stage no longer selected
+        self.stage_view = message.data
         self._show_view(keep_node=True)
 
     def _show_view(self, keep_node: bool) -> None:

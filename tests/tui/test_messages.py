@@ -1,0 +1,81 @@
+"""The typed messages a screen's workers post to it (``Read`` subclasses nested in each screen):
+which ones arrive, in what order, and what a late one for an old selection does (nothing)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tuidebug.trace.reader import Trace
+from tuidebug.tui import model
+from tuidebug.tui.messages import Read
+from tuidebug.tui.screens.code import CodeScreen
+from tuidebug.tui.screens.overview import OverviewScreen
+from tuidebug.tui.screens.passes import PassesScreen
+
+
+class Recorder:
+    """``message_hook`` for ``open_ui``: every ``Read`` message the app processes, in order."""
+
+    def __init__(self) -> None:
+        self.messages: list[Read] = []
+
+    def __call__(self, message: object) -> None:
+        if isinstance(message, Read):
+            self.messages.append(message)
+
+    def of(self, kind: type[Read]) -> list[Read]:
+        return [m for m in self.messages if type(m) is kind]
+
+
+async def test_opening_reads_the_overview_once(open_ui, transformer_trace: Path) -> None:
+    seen = Recorder()
+    async with open_ui(transformer_trace, message_hook=seen) as ui:
+        assert [type(m) for m in seen.messages] == [OverviewScreen.SummaryRead]
+        assert seen.messages[0].key is None
+        assert "0_0-forward" in ui.text()  # what the message carried is on screen
+        assert not OverviewScreen.SummaryRead.bubble  # for the screen that asked, not the app
+
+
+async def test_each_stage_selected_is_read_once_and_a_late_read_is_dropped(
+        open_ui, transformer_trace: Path) -> None:
+    g = Trace(transformer_trace).graphs[0]
+    seen = Recorder()
+    async with open_ui(transformer_trace, message_hook=seen) as ui:
+        await ui.press("2", "n", "n")
+        screen = ui.app.screen
+        assert isinstance(screen, PassesScreen)
+        keys = [m.key for m in seen.of(PassesScreen.StageRead)]
+        assert keys == [(g.id, g.stages[i].index) for i in range(3)]
+        shown = screen.stage_view
+        assert shown is seen.of(PassesScreen.StageRead)[-1].data
+        assert isinstance(shown, model.StageView) and shown.stage.index == g.stages[2].index
+        # a worker that finished late, for a stage no longer selected: nothing changes
+        stale = model.stage_view(g, g.stages[0])
+        screen.post_message(PassesScreen.StageRead((g.id, g.stages[0].index), stale))
+        await ui.settle()
+        assert screen.stage_view is shown
+        assert f"[2] {g.stages[2].name}" in ui.text()
+        assert f"[0] {g.stages[0].name}" not in ui.text()
+
+
+async def test_code_is_shown_plain_then_highlighted(open_ui, transformer_trace: Path) -> None:
+    g = Trace(transformer_trace).graphs[0]
+    kernel = next(k for k in g.kernels if k.get("kind") != "extern" and k.get("file"))
+    seen = Recorder()
+    async with open_ui(transformer_trace, message_hook=seen) as ui:
+        await ui.press("4")
+        screen = ui.app.screen
+        assert isinstance(screen, CodeScreen)
+        screen.goto_kernel(str(kernel["name"]))
+        await ui.settle()
+        reads = [m for m in seen.messages
+                 if type(m) in (CodeScreen.DocRead, CodeScreen.DocHighlighted)]
+        last = [(type(m), m.key) for m in reads if m.key == (g.id, kernel["name"])]
+        assert last == [(CodeScreen.DocRead, (g.id, kernel["name"])),
+                        (CodeScreen.DocHighlighted, (g.id, kernel["name"]))]
+        # every DocHighlighted follows the DocRead of its key
+        for i, m in enumerate(reads):
+            if type(m) is CodeScreen.DocHighlighted:
+                assert any(type(p) is CodeScreen.DocRead and p.key == m.key for p in reads[:i])
+        code = g.code(str(kernel["file"])) or ""
+        assert ui.lines("#code-view") == code.expandtabs(4).rstrip("\n").split("\n")
