@@ -1,0 +1,78 @@
+"""``tuidebug info``'s rendering (``viewers/info.py``) of real traces: a finished one, a failed
+one, a damaged one, and one whose script raised after compiling."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from rich.console import Console
+
+from tuidebug.trace.reader import Trace
+from tuidebug.trace.summary import phase_text, trace_summary
+from tuidebug.viewers.info import render_summary
+
+
+def rendered(path: Path) -> tuple[str, dict]:
+    s = trace_summary(Trace(path))
+    console = Console(file=io.StringIO(), width=200, record=True, color_system=None)
+    render_summary(s, console)
+    return console.export_text(), s
+
+
+def row_of(text: str, graph_id: str) -> list[str]:
+    return next(ln.split() for ln in text.splitlines() if ln.split()[:1] == [graph_id])
+
+
+def test_a_finished_trace_one_row_per_graph(transformer_trace: Path) -> None:
+    text, s = rendered(transformer_trace)
+    assert text.splitlines()[0].startswith(f"trace {transformer_trace}  OK")
+    assert f"torch {s['versions']['torch']}" in text.splitlines()[0]
+    assert "compiled graphs" in text
+    for g in s["graphs"]:
+        cells = row_of(text, g["id"])
+        assert cells[1:4] == [g["kind"], g["status"], str(g["nodes"])]
+        assert cells[4] == f"{g['passes_changed']}/{g['passes_run']}"
+        assert cells[5:7] == [str(g["kernels"]), str(g["extern_calls"])]
+        assert f"{g['kernels_with_source']}/{g['kernels']}" in cells
+        changed = g["changed_passes"]
+        assert changed, f"{g['id']}: some pass changed the graph"
+        line = next(ln for ln in text.splitlines()
+                    if ln.strip().startswith(f"{g['id']} passes that changed it:"))
+        assert line.split("changed it: ", 1)[1].split(", ") == changed
+    assert "Dynamo compiles" in text
+    for c in s["compiles"]:
+        assert any(ln.split()[:2] == [c["id"], str(c["function"])] for ln in text.splitlines())
+    assert "problem:" not in text and "error " not in text
+
+
+def test_a_failed_trace_says_where_and_why(failing_trace: Path) -> None:
+    text, s = rendered(failing_trace)
+    assert f"trace {failing_trace}  FAILED" in text
+    err = s["error"]
+    line = next(ln for ln in text.splitlines() if ln.startswith("error "))
+    assert phase_text(err["phase"]) in line and str(err["type"]) in line
+    assert str(err["message"]).strip().splitlines()[0][:60] in line
+
+
+def test_problems_of_a_damaged_trace_are_listed(mlp_trace: Path, copy_trace) -> None:
+    t = copy_trace(mlp_trace, "damaged")
+    gdir = next((t / "graphs").iterdir())
+    (gdir / "meta.json").write_text("{not json")
+    text, s = rendered(t)
+    assert s["problems"]
+    problems = [ln for ln in text.splitlines() if ln.startswith("problem: ")]
+    assert problems and any("meta.json" in p and "corrupt JSON" in p for p in problems)
+
+
+def test_a_script_that_raised_after_compiling(mlp_trace: Path, copy_trace) -> None:
+    t = copy_trace(mlp_trace, "raised")
+    manifest = json.loads((t / "manifest.json").read_text())
+    manifest["script_error"] = {"type": "ValueError", "message": "bad shape\nsecond line",
+                                "after_compiling": True}
+    (t / "manifest.json").write_text(json.dumps(manifest))
+    text, _ = rendered(t)
+    assert "OK, BUT THE SCRIPT RAISED" in text.splitlines()[0]
+    assert "script raised ValueError after compiling: bad shape" in text
+    assert "second line" not in text
