@@ -30,12 +30,6 @@ class ErrorReport:
     # the compiled code ran and its outputs differed from eager
     phases: list[str] = field(default_factory=lambda: list(schema.PHASES))
 
-    @property
-    def site_hint(self) -> str:
-        s = self.site
-        return (f"the compiler error is in kernel {s.kernel} ({s.graph}), line {s.line}: "
-                f"{s.code}   — enter opens it" if s else "")
-
 
 def error_report(trace: Trace) -> ErrorReport:
     status = trace.status

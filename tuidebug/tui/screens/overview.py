@@ -294,7 +294,10 @@ def hint(text: Text | str, style: str = "") -> Table:
 def site_hint(report: failure.ErrorReport) -> Table:
     """``  → the compiler error is in kernel K (graph), line N: CODE   — enter opens it``; every
     line it wraps to is marked (enter on any of them opens the kernel)."""
-    return hint(Text(report.site_hint, style=Style(bold=True, meta={SITE_META: True})))
+    s = report.site
+    text = (f"the compiler error is in kernel {s.kernel} ({s.graph}), line {s.line}: "
+            f"{s.code}   — enter opens it" if s else "")
+    return hint(Text(text, style=Style(bold=True, meta={SITE_META: True})))
 
 
 def is_site_line(line: Text) -> bool:
