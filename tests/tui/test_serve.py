@@ -72,7 +72,8 @@ class Served:
         env = dict(os.environ, PYTHONPATH=pythonpath(), TUIDEBUG_ARCHIVE_CACHE=str(cache))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tuidebug.cli", "serve", *args], env=env, text=True,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+            cwd=cache.parent)
         self.lines: queue.Queue[str] = queue.Queue()
         self.stderr: list[str] = []
         threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines.put),
@@ -165,6 +166,7 @@ def test_packed_trace_in_a_browser(browser: Any, serve: Any, tmp_path: Path) -> 
     assert svg.evaluate("() => document.documentElement.tagName") == "svg"
     assert svg.locator("g.node").count() > 10  # the graph, drawn by Graphviz
     svg.close()
+    assert not list(tmp_path.glob("*.svg"))  # not left where the server was started
     page.keyboard.press("6")
     wait_for(page, r"m: minify")
     page.keyboard.press("m")

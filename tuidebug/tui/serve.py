@@ -164,11 +164,22 @@ def _child(argv: list[str]) -> int:
     """One browser session: the app on the trace, under textual's web driver."""
     allow_run = "--allow-run" in argv
     paths = [a for a in argv if not a.startswith("--")]
+    # what the session writes (an exported SVG, before it goes to the browser) goes to a folder
+    # of its own, never into the directory the server was started from
+    import shutil
+    import tempfile
+
     from tuidebug.trace.reader import Trace
     from tuidebug.tui.app import TuidebugApp
 
-    app = TuidebugApp(Trace(Path(paths[0])), allow_run=allow_run, prewarm=allow_run)
-    app.run()
+    work = tempfile.mkdtemp(prefix="tuidebug-serve-")
+    os.chdir(work)
+    try:
+        app = TuidebugApp(Trace(Path(paths[0])), allow_run=allow_run, prewarm=allow_run)
+        app.run()
+    finally:
+        os.chdir("/")
+        shutil.rmtree(work, ignore_errors=True)
     return int(app.return_code or 0)
 
 
