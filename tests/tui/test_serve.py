@@ -216,3 +216,19 @@ def test_only_this_server_may_drive_it(serve: Any) -> None:
     assert _status(server.url + "ws", {**ws, "Origin": "http://attacker.example"}) == 403
     assert _status(server.url + "ws", {**ws, "Origin": f"http://127.0.0.1:{int(port) + 1}"}) \
         == 403
+
+
+def test_a_port_in_use_is_an_error_not_a_url(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        p = subprocess.run([sys.executable, "-m", "tuidebug", "serve",
+                            str(FIXTURES / "cuda_mlp_autotune"), "--port", str(port)],
+                           capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                           env=dict(os.environ, PYTHONPATH=pythonpath()))
+    assert p.returncode == 2 and "serving" not in p.stdout
+    assert p.stderr.strip().splitlines()[-1].startswith(
+        f"tuidebug: error: cannot listen on 127.0.0.1:{port}")

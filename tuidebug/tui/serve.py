@@ -15,6 +15,7 @@ import asyncio
 import ipaddress
 import os
 import shlex
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -114,21 +115,21 @@ def make_server(trace: Path, *, host: str, port: int, allow_run: bool,
                 TraceServer.sessions -= 1
 
         async def on_startup(self, app: Any) -> None:
-            # startup runs before the socket listens: announce the URL once it answers
-            if on_ready is not None:
-                self.announcing = asyncio.ensure_future(self._announce())
+            pass  # (textual-serve prints its logo here)
 
-        async def _announce(self) -> None:
-            while True:
+        def serve(self, debug: bool = False) -> None:
+            """textual-serve's ``serve``, announcing the URL once the socket listens (aiohttp
+            calls ``print`` then), not before: a port in use is an error, never a URL."""
+            self.debug = debug
+            self.initialize_logging()
+            loop = asyncio.new_event_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
                 try:
-                    _, writer = await asyncio.open_connection(host, port)
-                except OSError:
-                    await asyncio.sleep(0.05)
-                    continue
-                writer.close()
-                break
-            assert on_ready is not None
-            on_ready(self.public_url)
+                    loop.add_signal_handler(sig, self.request_exit)
+                except NotImplementedError:
+                    pass
+            web.run_app(self._make_app(), host=self.host, port=self.port, handle_signals=False,
+                        loop=loop, print=lambda *_: on_ready and on_ready(self.public_url))
 
         def initialize_logging(self) -> None:  # textual-serve's rich log: only warnings
             import logging
