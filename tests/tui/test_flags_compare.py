@@ -155,7 +155,7 @@ async def test_bisect_progress_then_cancel_kills_its_processes(open_ui, failing_
         screen = ui.app.screen
         running = await ui.wait_for(lambda: "bisect: run 1: " in ui.text(), 180)
         assert running, ui.text()
-        bisector = screen._task.child.pid
+        bisector = screen._bisect.child.pid
         # the bisection's run of the script: a child of the bisector, in a group of its own
         assert await ui.wait_for(lambda: _descendants(bisector), 60)
         started = {bisector, *_descendants(bisector)}

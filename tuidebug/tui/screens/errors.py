@@ -112,7 +112,7 @@ class ErrorsScreen(TraceScreen):
         self.repro_path: Path | None = None
         self.task_running: str | None = None
         self._task_lines = 0
-        self._task: Any = None  # the running BisectTask
+        self._bisect: Any = None  # the running BisectTask (not `_task`: Textual's message loop)
 
     def compose_body(self) -> ComposeResult:
         yield Static(self._idle_hint(), id="errors-task")
@@ -203,7 +203,7 @@ class ErrorsScreen(TraceScreen):
             except OSError as e:
                 self.app.call_from_thread(self._task_done, "bisect", None, str(e))
                 return
-            self._task = task
+            self._bisect = task
             report, error = None, None
             for msg in task.messages():
                 event = msg.get("event")
@@ -218,7 +218,7 @@ class ErrorsScreen(TraceScreen):
                     error = str(msg.get("message"))
             tail = task.log_tail()
             rc = task.close()
-            self._task = None
+            self._bisect = None
             if get_current_worker().is_cancelled or task.cancelled or rc < 0:
                 self.app.call_from_thread(self._task_done, "bisect", None, "cancelled")
             elif report is None:
@@ -245,8 +245,8 @@ class ErrorsScreen(TraceScreen):
 
     def _kill_task(self) -> None:
         """Stop the bisect child and every run it started, if it still runs."""
-        if self._task is not None:
-            self._task.kill()
+        if self._bisect is not None:
+            self._bisect.kill()
 
     def _task_done(self, what: str, result: Any, error: str | None) -> None:
         self.task_running = None
