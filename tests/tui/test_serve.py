@@ -140,6 +140,15 @@ def wait_for(page: Any, pattern: str, timeout: float = 30) -> str:
     raise AssertionError(f"{pattern!r} never appeared on the page; the screen:\n{text}")
 
 
+# each screen's key and what it shows for the failed fixture (7: the flags screen's filter has
+# the keys until the flag list is read and takes the focus)
+SCREENS = [("1", r"how far compilation got"), ("2", r"stages, \d+ changed"),
+           ("3", r"scheduler nodes before fusion"), ("4", r"3 kernels, 9 extern calls"),
+           ("5", r"No autotuning was recorded"), ("6", r"m: minify"),
+           ("8", r"Nothing to compare yet"), ("?", r"Keys .*escape closes"), ("Escape", r"Nothing to compare yet"),
+           ("7", r"filter flags(.|\n)*\bbool\s+(true|false)")]
+
+
 def test_packed_trace_in_a_browser(browser: Any, serve: Any, tmp_path: Path) -> None:
     """Pack a failed trace, serve the archive, open it in chromium: keys switch screens, what
     runs code is refused (no --allow-run), and the page is what a screenshot shows."""
@@ -155,6 +164,9 @@ def test_packed_trace_in_a_browser(browser: Any, serve: Any, tmp_path: Path) -> 
     text = wait_for(page, r"compiled graphs")
     assert "cuda_fail_runtime" in text and "FAILED" in text
     page.click(".xterm-screen")
+    for key, shows in SCREENS:  # every screen, by its key
+        page.keyboard.press(key)
+        wait_for(page, shows)
     page.keyboard.press("2")
     text = wait_for(page, r"stages, \d+ changed")
     assert "dynamo" in text
