@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up a development environment in .venv: torch pinned to the 2.13.0 CPU wheel, the package
-# in editable mode with its test extras, graphviz's `dot` and chromium (the browser that the
-# `tuidebug serve` test drives through Playwright) from Debian when they are missing.
+# in editable mode with its test extras, and from Debian when they are missing: graphviz's `dot`,
+# chromium (the browser the `tuidebug serve` test drives through Playwright), zsh and fish (the
+# shell-completion tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -25,17 +26,19 @@ missing=()
 command -v dot >/dev/null 2>&1 || missing+=(graphviz)
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
   || missing+=(chromium)
+command -v zsh >/dev/null 2>&1 || missing+=(zsh)    # the completion tests type TAB in them
+command -v fish >/dev/null 2>&1 || missing+=(fish)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing ${missing[*]} (SVG export; the browser test of tuidebug serve)…" >&2
+    echo "installing ${missing[*]} (SVG export; the tests of serve and completion)…" >&2
     apt-get update -qq || true
     for pkg in "${missing[@]}"; do
       DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$pkg" >/dev/null \
         || echo "warning: could not install $pkg (graphviz: SVG export writes .dot files only;" \
-                "chromium: the browser test of tuidebug serve is skipped)" >&2
+                "chromium, zsh, fish: the tests that need them are skipped, saying why)" >&2
     done
   else
     echo "note: not installed: ${missing[*]} (apt-get install ${missing[*]}): graphviz for SVG" \
-         "export, chromium for the browser test of tuidebug serve" >&2
+         "export; chromium, zsh and fish for the tests of serve and completion" >&2
   fi
 fi

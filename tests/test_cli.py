@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -200,27 +201,36 @@ t tuidebug serve --port ""
     assert p.stdout.splitlines() == ["serve", "--allow-run", "cpu cuda", "fish", ""], p.stderr
 
 
-def test_zsh_and_fish_completion_scripts_load(tmp_path: Path) -> None:
+def test_zsh_and_fish_completion(tmp_path: Path) -> None:
     zsh, fish = shutil.which("zsh"), shutil.which("fish")
     if not (zsh or fish):
         pytest.skip("neither zsh nor fish is installed here (apt-get install zsh fish)")
+    bin_dir = tmp_path / "bin"  # a `tuidebug` on PATH for the shells to complete
+    bin_dir.mkdir()
+    (bin_dir / "tuidebug").write_text("#!/bin/sh\n")
+    (bin_dir / "tuidebug").chmod(0o755)
+    path = f"{bin_dir}:{os.environ['PATH']}"
     if zsh:
+        # an interactive zsh in a pseudo-terminal (zpty), typing TAB as a user does
         (tmp_path / "_tuidebug").write_text(tuidebug("completion", "zsh").stdout)
-        p = subprocess.run([zsh, "-f", "-c", "autoload -U compinit; compinit -u -D; "
-                            f"source {tmp_path / '_tuidebug'}; print -r -- $_comps[tuidebug]"],
-                           capture_output=True, text=True, timeout=60,
-                           env=dict(os.environ, HOME=str(tmp_path)))
-        assert p.stdout.strip() == "_tuidebug", p.stderr
+        driver = f"""zmodload zsh/zpty
+zpty z "PATH={path} HOME={tmp_path} zsh -f -i"
+zpty -w z 'PS1="> "; autoload -U compinit; compinit -u -D; source {tmp_path / '_tuidebug'}'
+zpty -w -n z $'tuidebug ser\\t'; sleep 1
+zpty -w -n z $'--allow\\t'; sleep 1
+zpty -w z ''; sleep 0.5
+while zpty -r -t z line; do print -rn -- $line; done
+zpty -d z
+"""
+        p = subprocess.run([zsh, "-f", "-c", driver], capture_output=True, text=True,
+                           timeout=60)
+        typed = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x08", "", p.stdout)
+        assert re.search(r"tuidebug serve\s+--allow-run", typed), p.stdout[-2000:]
     if fish:
         (tmp_path / "c.fish").write_text(tuidebug("completion", "fish").stdout)
-        bin_dir = tmp_path / "bin"
-        bin_dir.mkdir()
-        (bin_dir / "tuidebug").write_text("#!/bin/sh\n")
-        (bin_dir / "tuidebug").chmod(0o755)
         p = subprocess.run([fish, "--no-config", "-c", f"source {tmp_path / 'c.fish'}; "
                             "complete -C 'tuidebug pa'; complete -C 'tuidebug serve --allow'"],
                            capture_output=True, text=True, timeout=60,
-                           env=dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}",
-                                    HOME=str(tmp_path)))
+                           env=dict(os.environ, PATH=path, HOME=str(tmp_path)))
         assert p.stdout.splitlines()[0].startswith("pack\t")
         assert p.stdout.splitlines()[1].startswith("--allow-run\t"), p.stdout + p.stderr
