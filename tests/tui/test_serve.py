@@ -244,3 +244,31 @@ def test_a_port_in_use_is_an_error_not_a_url(tmp_path: Path) -> None:
     assert p.returncode == 2 and "serving" not in p.stdout
     assert p.stderr.strip().splitlines()[-1].startswith(
         f"tuidebug: error: cannot listen on 127.0.0.1:{port}")
+
+
+def test_sessions_are_capped(serve: Any) -> None:
+    """--max-sessions 1: a second browser session is refused (503) while the first is open."""
+    import asyncio
+
+    import aiohttp
+
+    server = serve(str(FIXTURES / "cuda_mlp_autotune"), "--max-sessions", "1")
+    origin = server.url.rstrip("/")
+
+    async def two_sessions() -> tuple[bytes, int]:
+        async with aiohttp.ClientSession() as s:
+            async with s.ws_connect(server.url + "ws?width=80&height=24", origin=origin) as ws:
+                first = b""
+                while b"cuda_mlp_autotune" not in first:  # the app is up in the first session
+                    msg = await ws.receive(timeout=60)
+                    assert msg.type in (aiohttp.WSMsgType.BINARY, aiohttp.WSMsgType.TEXT), msg
+                    if msg.type == aiohttp.WSMsgType.BINARY:
+                        first += msg.data
+                try:
+                    async with s.ws_connect(server.url + "ws", origin=origin):
+                        return first, 101
+                except aiohttp.WSServerHandshakeError as e:
+                    return first, e.status
+
+    first, second = asyncio.run(two_sessions())
+    assert b"cuda_mlp_autotune" in first and second == 503
