@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from tuidebug import __version__
-from tuidebug.cli import compiling, completion, demo, minifying, sharing, viewing
+from tuidebug.cli import compiling, completion, demo, distributed, minifying, sharing, viewing
 from tuidebug.cli.output import err
 from tuidebug.errors import TuidebugError
 
@@ -39,6 +39,8 @@ COMMANDS: tuple[Command, ...] = (
             viewing.open_arguments, viewing.cmd_open),
     Command("import", "import a TORCH_TRACE log or torch_compile_debug folder",
             viewing.import_arguments, viewing.cmd_import),
+    Command("merge", "combine the job folders of a distributed trace (one per node) into one",
+            distributed.merge_arguments, distributed.cmd_merge),
     Command("demo", "trace the bundled transformer example and open it",
             demo.demo_arguments, demo.cmd_demo, needs_torch=True),
     Command("svg", "export a captured graph as SVG (Graphviz)",

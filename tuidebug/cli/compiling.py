@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from tuidebug import proc
+from tuidebug.cli import distributed
 from tuidebug.cli.minifying import positive_float
 from tuidebug.cli.output import err
 from tuidebug.cli.viewing import open_trace, print_info, show_diff
 from tuidebug.errors import CliError
+from tuidebug.trace.job import rank_from_env
 
 
 # -- trace ----------------------------------------------------------------------------------------
@@ -164,12 +166,18 @@ def trace_arguments(p: argparse.ArgumentParser) -> None:
                             "the flag registry, as `tuidebug flags` lists them)"),
         p.add_argument("--open", action="store_true", help="open the trace in the TUI afterwards"),
     ]
+    own = [s for a in options for s in a.option_strings] + distributed.torchrun_arguments(p)
     p.add_argument("script", help="the script; tuidebug's options go before it")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
-    p.set_defaults(trace_options=[s for a in options for s in a.option_strings])
+    p.set_defaults(trace_options=own)
 
 
 def cmd_trace(ns: argparse.Namespace) -> int:
+    if ns.nproc_per_node is not None:
+        return distributed.launch(ns)
+    where = rank_from_env(os.environ)
+    if where is not None:
+        return distributed.trace_rank(ns, where)
     code, out, tail = run_trace(ns.script, ns.args, Path(ns.output) if ns.output else None,
                                 check=not ns.no_check, use_cache=ns.use_cache, sets=ns.set,
                                 accuracy_tol=ns.accuracy_tol)

@@ -15,7 +15,8 @@ from typing import Any
 from tuidebug.cli.output import console
 from tuidebug.errors import CliError
 
-RANK_HELP = "for a multi-rank TORCH_TRACE log: the rank to open (default: the lowest)"
+RANK_HELP = ("for a job directory (tuidebug trace --nproc-per-node) or a multi-rank TORCH_TRACE "
+             "log: the rank to open (default: the lowest)")
 
 
 # -- inputs that are not tuidebug traces -------------------------------------------------------------
@@ -74,6 +75,12 @@ def info_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_info(ns: argparse.Namespace) -> int:
+    if _job_dir(Path(ns.trace)):
+        if ns.rank is None:
+            print_job_info(Path(ns.trace), as_json=ns.json)
+            return 0
+        ns.trace = str(Path(ns.trace) / f"rank_{ns.rank}")
+        ns.rank = None
     print_info(Path(ns.trace), as_json=ns.json, rank=ns.rank)
     return 0
 
@@ -99,7 +106,17 @@ def open_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_open(ns: argparse.Namespace) -> int:
-    return open_trace(Path(ns.trace), ns.rank)
+    path, rank = Path(ns.trace), ns.rank
+    if _job_dir(path):
+        from tuidebug.trace.job import rank_dir
+
+        rank = 0 if rank is None else rank
+        if not (rank_dir(path, rank) / "manifest.json").is_file():
+            raise CliError(f"{path} is a job directory without a trace of rank {rank}")
+        print(f"[tuidebug] {path} is a distributed job: opening rank {rank} (--rank R for "
+              f"another; `tuidebug info {path}` compares the ranks)", file=sys.stderr)
+        return open_trace(rank_dir(path, rank))
+    return open_trace(path, rank)
 
 
 # -- svg ------------------------------------------------------------------------------------------
@@ -194,3 +211,27 @@ def cmd_diff(ns: argparse.Namespace) -> int:
     show_diff(Path(ns.trace_a), Path(ns.trace_b), as_json=ns.json, code=not ns.no_code,
               unchanged=ns.unchanged, context=ns.context, max_lines=ns.max_lines)
     return 0
+
+
+def _job_dir(path: Path) -> bool:
+    from tuidebug.trace.job import is_job_dir
+
+    return is_job_dir(path)
+
+
+# -- job directories (every rank of a distributed job) ---------------------------------------------
+
+def print_job_info(path: Path, *, as_json: bool) -> int:
+    """Print a job directory's per-rank table and the ranks' first divergence; 0 when every rank
+    is ok and the ranks agree."""
+    from tuidebug.trace.ranks import analyze_job
+
+    report = analyze_job(path)
+    if as_json:
+        print(json.dumps(report, indent=1, default=str))
+    else:
+        from tuidebug.viewers.ranks_view import render_job
+
+        render_job(report, console())
+    ok = all(r.get("status") == "ok" for r in report["ranks"])
+    return 0 if ok and report["divergence"] is None else 1

@@ -1,0 +1,52 @@
+"""Real distributed jobs: ``tuidebug trace --nproc-per-node N`` runs torchrun (gloo, CPU) on
+``rank_job.py``; one job per scenario, shared by the session. Tests must not modify them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import pythonpath
+
+HERE = Path(__file__).resolve().parent
+SCRIPT = HERE / "rank_job.py"
+
+
+def trace_job(out: Path, mode: str, nproc: int = 2,
+              extra: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=pythonpath())
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK", "SLURM_PROCID"):
+        env.pop(name, None)
+    cmd = [sys.executable, "-m", "tuidebug.cli", "trace", "--nproc-per-node", str(nproc),
+           "--no-check", *(extra or []), "-o", str(out), str(SCRIPT), mode]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    (out.parent / f"{out.name}.log").write_text(
+        f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def _job(tmp_path_factory: pytest.TempPathFactory, mode: str) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    out = tmp_path_factory.mktemp("jobs") / mode
+    proc = trace_job(out, mode)
+    if not (out / "job.json").exists():
+        raise RuntimeError(f"tracing the {mode} job wrote no job.json:\n{proc.stdout}\n{proc.stderr}")
+    return out, proc
+
+
+@pytest.fixture(scope="session")
+def same_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    return _job(tmp_path_factory, "same")
+
+
+@pytest.fixture(scope="session")
+def break_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    return _job(tmp_path_factory, "break")
+
+
+@pytest.fixture(scope="session")
+def shape_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    return _job(tmp_path_factory, "shape")

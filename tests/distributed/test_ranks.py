@@ -1,0 +1,120 @@
+"""Distributed jobs traced for real (torchrun, gloo, CPU, 2 ranks) and compared across ranks."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import pythonpath
+from tests.distributed.conftest import SCRIPT
+from tuidebug.trace.job import read_job
+from tuidebug.trace.ranks import analyze_job
+from tuidebug.trace.reader import Trace
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=pythonpath())
+    return subprocess.run([sys.executable, "-m", "tuidebug.cli", *args], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _info(job: Path) -> dict:
+    proc = _cli("info", "--json", str(job))
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _line_of(text: str) -> int:
+    return next(i for i, ln in enumerate(SCRIPT.read_text().splitlines(), 1) if ln.strip() == text)
+
+
+def test_identical_ranks_agree(same_job) -> None:
+    job, proc = same_job
+    assert proc.returncode == 0, proc.stderr
+    for r in (0, 1):  # each rank a complete single-process trace of its own
+        t = Trace(job / f"rank_{r}")
+        assert t.status == "ok" and [g.compile_id for g in t.graphs] == ["0/0"]
+    saved = json.loads((job / "job.json").read_text())
+    assert saved["world_size"] == 2 and saved["launcher"] == "torchrun"
+    assert [r["rank"] for r in saved["ranks"]] == [0, 1]
+    assert [n["ranks"] for n in saved["nodes"]] == [[0, 1]]
+    info = _info(job)
+    assert info["divergence"] is None
+    assert [(r["rank"], r["status"]) for r in info["ranks"]] == [(0, "ok"), (1, "ok")]
+    assert [g["ranks"] for g in info["groups"]] == [[0, 1]]
+    assert [s["compile_id"] for s in info["compile_skew"]] == ["0/0"]
+    text = _cli("info", str(job))
+    assert "ranks agree" in text.stdout and "world size 2" in text.stdout
+
+
+def test_graph_break_on_one_rank(break_job) -> None:
+    job, proc = break_job
+    d = _info(job)["divergence"]
+    assert d["kind"] == "compile_only_on_some_ranks", d
+    assert d["reference_ranks"] == [0] and d["diverging_ranks"] == [1]
+    assert not d["on_reference"]
+    assert d["compile_id"] in Trace(job / "rank_1").compiles
+    assert d["compile_id"] not in Trace(job / "rank_0").compiles
+    breaks = d["reason"]["graph_break_reasons"]
+    assert len(breaks) == 1
+    assert breaks[0]["where"].endswith(f"rank_job.py:{_line_of('torch._dynamo.graph_break()')}")
+    assert "graph_break()" in breaks[0]["summary"]
+    text = _cli("info", str(job)).stdout
+    assert "first divergence" in text and "on rank(s) 1 only" in text
+
+
+def test_recompile_on_one_rank(shape_job) -> None:
+    job, proc = shape_job
+    assert proc.returncode == 0, proc.stderr
+    d = _info(job)["divergence"]
+    assert d["kind"] == "compile_only_on_some_ranks", d
+    assert d["compile_id"] == "0/1" and d["diverging_ranks"] == [1]
+    reasons = d["reason"]["recompile_reasons"]
+    assert reasons and any("size" in r for r in reasons), reasons
+    assert d["reason"]["graph_break_reasons"] == []
+
+
+def test_job_json_is_rebuilt_from_the_rank_records(break_job, tmp_path) -> None:
+    """job.json is a convenience copy: a stale one (a rank that saw fewer records) is not believed,
+    and per-node folders copied together make one job."""
+    job, _ = break_job
+    merged = tmp_path / "merged"
+    merged.mkdir()
+    for r in (0, 1):
+        shutil.copytree(job / f"rank_{r}", merged / f"rank_{r}")
+    (merged / "job").mkdir()
+    shutil.copy(job / "job" / "rank_1.json", merged / "job" / "rank_1.json")
+    stale = json.loads((job / "job.json").read_text())
+    stale["ranks"] = stale["ranks"][1:]
+    (merged / "job.json").write_text(json.dumps(stale))
+    got = read_job(merged)
+    assert [r["rank"] for r in got["ranks"]] == [0, 1]
+    assert got["ranks"][0]["status"] == "unknown"  # its record was not copied
+    assert analyze_job(merged)["divergence"]["diverging_ranks"] == [1]
+
+
+def test_open_names_the_rank_it_opens(same_job) -> None:
+    job, _ = same_job
+    proc = _cli("open", str(job), "--rank", "5")
+    assert proc.returncode == 2 and "without a trace of rank 5" in proc.stderr
+
+
+def test_merge_per_node_folders(break_job, tmp_path) -> None:
+    """Two nodes' folders (each holding its own ranks) merge into one job; a rank in both is
+    refused."""
+    job, _ = break_job
+    for r in (0, 1):
+        node = tmp_path / f"node{r}"
+        shutil.copytree(job / f"rank_{r}", node / f"rank_{r}")
+        (node / "job").mkdir()
+        shutil.copy(job / "job" / f"rank_{r}.json", node / "job" / f"rank_{r}.json")
+    proc = _cli("merge", str(tmp_path / "node0"), str(tmp_path / "node1"), "-o",
+                str(tmp_path / "all"))
+    assert proc.returncode == 0, proc.stderr
+    assert _info(tmp_path / "all")["divergence"] == _info(job)["divergence"]
+    again = _cli("merge", str(tmp_path / "node0"), str(job), "-o", str(tmp_path / "twice"))
+    assert again.returncode == 2 and "rank 0 is in both" in again.stderr

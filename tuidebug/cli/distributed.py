@@ -1,0 +1,183 @@
+"""``tuidebug trace`` for distributed jobs: launching one under torchrun, and tracing one rank.
+
+``tuidebug trace --nproc-per-node N … -o DIR script.py`` runs PyTorch's own launcher
+(``python -m torch.distributed.run``) as a child process, which starts ``tuidebug trace -o DIR
+script.py`` in every rank. A ``tuidebug trace`` that finds itself inside a launcher (torchrun,
+Slurm; :func:`tuidebug.trace.job.rank_from_env`) traces its rank into ``DIR/rank_<r>/`` and
+writes its record (``tuidebug.trace.job``). Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tuidebug import proc
+from tuidebug.errors import CliError
+
+# tuidebug trace's options that are torchrun's, passed on as they are (value-taking ones)
+TORCHRUN_OPTIONS = ("--nproc-per-node", "--nnodes", "--node-rank", "--master-addr",
+                    "--master-port", "--rdzv-backend", "--rdzv-endpoint", "--rdzv-id",
+                    "--rdzv-conf", "--max-restarts", "--monitor-interval", "--local-addr")
+
+
+def _dest(option: str) -> str:
+    return option.lstrip("-").replace("-", "_")
+
+
+def torchrun_arguments(p: argparse.ArgumentParser) -> list[str]:
+    """Add torchrun's options to ``tuidebug trace``; returns their option strings."""
+    g = p.add_argument_group("distributed (run the script under torchrun, every rank traced)")
+    strings: list[str] = []
+    for opt in TORCHRUN_OPTIONS:
+        a = g.add_argument(opt, dest=_dest(opt), metavar=_dest(opt).upper(),
+                           help=("processes per node: trace every rank of a torchrun job into "
+                                 "DIR/rank_<r>/ (see docs/trace-format.md)"
+                                 if opt == "--nproc-per-node" else argparse.SUPPRESS))
+        strings += a.option_strings
+    a = g.add_argument("--standalone", action="store_true",
+                       help="torchrun's --standalone (the default for a single node)")
+    return strings + a.option_strings
+
+
+def torchrun_options(ns: argparse.Namespace) -> list[str]:
+    """The torchrun command line's options for ``ns``; a single node with no rendezvous given
+    gets ``--standalone`` (a free port, so two jobs on one machine never collide)."""
+    out: list[str] = []
+    for opt in TORCHRUN_OPTIONS:
+        value = getattr(ns, _dest(opt), None)
+        if value is not None:
+            out += [opt, str(value)]
+    given = {o for o in TORCHRUN_OPTIONS if getattr(ns, _dest(o), None) is not None}
+    multi_node = str(getattr(ns, "nnodes", None) or "1") not in ("1", "1:1")
+    if ns.standalone or not (multi_node or given & {"--master-addr", "--master-port",
+                                                  "--rdzv-backend", "--rdzv-endpoint"}):
+        out.insert(0, "--standalone")
+    return out
+
+
+def _passed_trace_options(ns: argparse.Namespace) -> list[str]:
+    out: list[str] = []
+    if ns.no_check:
+        out.append("--no-check")
+    if ns.use_cache:
+        out.append("--use-cache")
+    if ns.accuracy_tol is not None:
+        out += ["--accuracy-tol", repr(float(ns.accuracy_tol))]
+    for s in ns.set:
+        out += ["--set", s]
+    return out
+
+
+def launch(ns: argparse.Namespace) -> int:
+    """Run the job under torchrun, every rank traced into ``-o DIR``; then assemble
+    ``DIR/job.json`` and print the cross-rank summary. Returns torchrun's verdict (0 or 1)."""
+    from tuidebug.trace import job
+
+    if not ns.output:
+        raise CliError("a distributed trace needs an output directory: -o DIR")
+    out = Path(ns.output)
+    script = Path(ns.script)
+    if not script.is_file():
+        raise CliError(f"no such script: {ns.script}")
+    if out.exists() and any(out.iterdir()):
+        raise CliError(f"output directory {out} is not empty; choose another with -o")
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "torch.distributed.run", *torchrun_options(ns),
+           "-m", "tuidebug.cli", "trace", "-o", str(out.resolve()), *_passed_trace_options(ns),
+           str(script), *ns.args]
+    env = proc.child_env()
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK", "SLURM_PROCID"):
+        env.pop(name, None)  # torchrun sets them per rank; ours must not leak in
+    print(f"[tuidebug] tracing {ns.script} under torchrun → {out}", file=sys.stderr, flush=True)
+    # in the terminal's group, as a single-process trace: Ctrl-C reaches torchrun and every rank
+    with proc.spawn(cmd, env=env, own_group=False) as child:
+        try:
+            code = child.wait()
+        except KeyboardInterrupt:
+            proc.stop(child)  # torchrun passes it on to every rank
+            raise
+    _close_records(out)
+    job.write_job(out, launcher="torchrun")
+    from tuidebug.cli.viewing import print_job_info
+
+    print_job_info(out, as_json=False)
+    if code != 0:
+        print(f"tuidebug: torchrun exited with code {code}; per-rank traces in {out}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def _close_records(root: Path) -> None:
+    """Records of this node's ranks still ``running`` once torchrun has returned: the rank was
+    ended before it could say how (torchrun stops every rank when one fails)."""
+    from tuidebug.trace import job
+
+    host = socket.gethostname()
+    for rec in job.read_job(root)["ranks"]:
+        if rec.get("status") == "running" and rec.get("hostname") == host:
+            job.write_record(root, {**rec, "status": "killed", "finished_at": time.time(),
+                                    "note": "ended before it finished (torchrun stops every "
+                                            "rank when one fails)"})
+
+
+def trace_rank(ns: argparse.Namespace, where: dict[str, Any]) -> int:
+    """Trace this rank of a job started by an outer launcher into ``DIR/rank_<r>/``, with its
+    record in ``DIR/job/``; returns the rank's exit code as ``tuidebug trace`` gives it."""
+    from tuidebug.cli.compiling import run_trace, trace_outcome
+    from tuidebug.trace import job
+    from tuidebug.trace.reader import Trace
+
+    if not ns.output:
+        raise CliError("under a distributed launcher, tuidebug trace needs -o DIR (shared by "
+                       "every rank; rank r writes DIR/rank_<r>/)")
+    root = Path(ns.output)
+    rank = int(where["rank"])
+    record: dict[str, Any] = {**where, "hostname": socket.gethostname(), "pid": os.getpid(),
+                              "trace": job.rank_dir(root, rank).name, "status": "running",
+                              "started_at": time.time()}
+    job.rank_dir(root, rank).parent.mkdir(parents=True, exist_ok=True)
+    job.write_record(root, record)
+    code, out, tail = run_trace(ns.script, ns.args, job.rank_dir(root, rank),
+                                check=not ns.no_check, use_cache=ns.use_cache, sets=ns.set,
+                                accuracy_tol=ns.accuracy_tol, quiet=rank != 0)
+    status = "unknown"
+    if (out / "manifest.json").exists():
+        try:
+            status = Trace(out).status
+        except Exception:  # noqa: BLE001 - an unreadable trace is reported as such
+            status = "unreadable"
+    rc = trace_outcome(code, out, tail)
+    if status == "ok" and rc != 0:  # the compile was fine; the script was not
+        status = "script_failed"
+    record.update(status=status, exit_code=code, tuidebug_exit=rc, finished_at=time.time())
+    job.write_record(root, record)
+    job.write_job(root)
+    print(f"[tuidebug] rank {rank}: {status} → {out}", file=sys.stderr, flush=True)
+    return rc
+
+
+def merge_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("sources", nargs="+", metavar="JOBDIR",
+                   help="job folders of the same job (e.g. one per node)")
+    p.add_argument("-o", "--output", required=True, help="the new job folder")
+
+
+def cmd_merge(ns: argparse.Namespace) -> int:
+    from tuidebug.trace import job
+
+    try:
+        merged = job.merge([Path(s) for s in ns.sources], Path(ns.output))
+    except ValueError as e:
+        raise CliError(str(e)) from None
+    ranks = [r["rank"] for r in merged["ranks"]]
+    print(f"[tuidebug] merged {len(ranks)} rank(s) of world size {merged['world_size']} into "
+          f"{ns.output}" + (f"; missing ranks {merged['missing_ranks']}"
+                             if merged["missing_ranks"] else ""), file=sys.stderr)
+    return 0

@@ -1,0 +1,270 @@
+"""Cross-rank analysis of a job directory: where the ranks of a distributed job first diverge.
+
+No torch. Each rank's trace is reduced to a fingerprint — per Dynamo compile id (in the order the
+rank compiled them): its graphs, the content hash of every graph snapshot (normalised for what
+legitimately differs per rank: file paths), the hash of the generated code, cache hits — and the
+ranks are grouped by it, so identical ranks are compared once. The largest group (ties: the one
+with the lowest rank) is the reference; the first divergence is the earliest point, in compile
+order, where another group differs from it, with its cause:
+
+- ``config``: Inductor config values differ;
+- ``compile_only_on_some_ranks``: a compile id present on some ranks only (a recompile or a
+  graph break), with the recompile reasons and graph-break reasons recorded for it;
+- ``graph``: a graph's snapshots differ, at the first stage where they do, with a node diff;
+- ``code``: same graphs, different generated code;
+- ``status``: a graph compiled on some ranks and failed on others;
+- ``cache``: the same compile hit a cache on some ranks only.
+
+Compile-time skew per compile (slowest vs fastest rank) is reported alongside.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from tuidebug.trace import job as joblayout
+from tuidebug.trace.graph import node_line
+from tuidebug.trace.layout import diff_fingerprints
+from tuidebug.trace.reader import GraphRecord, Trace
+from tuidebug.trace.summary import cache_counts
+
+# An absolute path (POSIX) inside code or a snapshot: the part that differs between ranks and
+# nodes (checkouts, cache and temporary folders); only its last component is kept.
+_PATH_RE = re.compile(r"(?:/[^\s'\"/:,()\[\]]+)+/([^\s'\"/:,()\[\]]+)")
+MAX_NODE_LINES = 12
+_HARNESS = re.compile(r"\n(?:def get_args\(|def benchmark_compiled_module\(|if __name__ == )")
+_WHERE_RE = re.compile(r"Graph break in user code at (.+?):(\d+)")
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def normalise_text(text: str) -> str:
+    """``text`` with every absolute path reduced to its file name."""
+    return _PATH_RE.sub(r"\1", text)
+
+
+def _file_hash(path: Path) -> str | None:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    if path.name == "wrapper.py":  # its benchmark harness uses this rank's size hints
+        text = _HARNESS.split(text, 1)[0]
+    return _digest(normalise_text(text).encode())
+
+
+def _graph_fingerprint(g: GraphRecord) -> dict[str, Any]:
+    stages = [[s.name, _file_hash(g.dir / s.file)] for s in g.snapshots() if s.file]
+    code = g.dir / "code"
+    code_hash = None
+    if code.is_dir():
+        parts = sorted(p for p in code.iterdir() if p.is_file() and p.suffix != ".json")
+        code_hash = _digest("".join(f"{p.name}:{_file_hash(p)};" for p in parts).encode())
+    return {"id": g.id, "kind": g.kind, "status": g.status, "stages": stages, "code": code_hash}
+
+
+def _config_values(t: Trace) -> dict[str, Any]:
+    values = t.config.get("values")
+    return values if isinstance(values, dict) else {}
+
+
+def rank_fingerprint(t: Trace) -> dict[str, Any]:
+    """What is compared between ranks, for one rank's trace."""
+    by_compile: dict[str, list[GraphRecord]] = {}
+    for g in t.graphs:
+        by_compile.setdefault(g.compile_id, []).append(g)
+    compiles = []
+    for cid, c in t.compiles.items():
+        compiles.append({"id": cid, "cache": cache_counts(c),
+                         "graphs": [_graph_fingerprint(g) for g in by_compile.get(cid, [])]})
+    config = _digest(json.dumps(_config_values(t), sort_keys=True, default=str).encode())
+    fp = {"config": config, "compiles": compiles}
+    fp["hash"] = _digest(json.dumps(fp, sort_keys=True).encode())
+    return fp
+
+
+def _compile_seconds(c: dict[str, Any]) -> float | None:
+    s = (c.get("metrics") or {}).get("entire_frame_compile_time_s")
+    return float(s) if isinstance(s, (int, float)) else None
+
+
+def _short_reason(text: str) -> dict[str, Any]:
+    """A recorded break/restart reason: its first lines (without Dynamo's tracebacks) and the
+    user line it names (``Graph break in user code at FILE:LINE``)."""
+    head = text.split("User code traceback:")[0].split("Traceback (most recent call last)")[0]
+    lines = [ln.rstrip() for ln in head.strip().splitlines() if ln.strip()]
+    m = _WHERE_RE.search(text)
+    said = [ln.strip() for ln in lines if not ln.startswith(("Graph break in user code",
+                                                              "Graph Break Reason"))]
+    return {"text": "\n".join(lines[:6]), "summary": (said or lines or [""])[0][:300],
+            "where": f"{m.group(1)}:{m.group(2)}" if m else None}
+
+
+def _breaks(t: Trace) -> dict[str, list[str]]:
+    return {cid: [str(x) for x in c.get("dynamo_graph_break_reason") or []]
+            for cid, c in t.compiles.items()}
+
+
+def _reasons(t: Trace, cid: str, other: Trace) -> dict[str, Any]:
+    """Why compile ``cid`` happened on rank trace ``t`` and not on ``other``: its recompile
+    reasons, its restart reasons, and the graph breaks of earlier compiles that ``other`` did not
+    have (a break ends one graph and starts another compile); where the function is."""
+    compiles = t.compiles
+    c = compiles.get(cid) or {}
+    m = c.get("metrics") or {}
+    ids = list(compiles)
+    before = ids[:ids.index(cid)] if cid in ids else []
+    mine, theirs = _breaks(t), _breaks(other)
+    breaks = [_short_reason(b) for p in before for b in mine.get(p, [])
+              if b not in theirs.get(p, [])]
+    restarts = [_short_reason(str(r)) for r in m.get("restart_reasons") or []]
+    return {"recompile_reasons": [str(r) for r in c.get("recompile_reasons") or []],
+            "graph_break_reasons": breaks, "restart_reasons": restarts,
+            "function": m.get("co_name"), "file": m.get("co_filename"),
+            "line": m.get("co_firstlineno")}
+
+
+def _node_diff(a: GraphRecord, b: GraphRecord, stage: str) -> dict[str, Any]:
+    sa, sb = a.find_stage(stage), b.find_stage(stage)
+    ga = a.stage_graph(sa) if sa else None
+    gb = b.stage_graph(sb) if sb else None
+    if ga is None or gb is None:
+        return {"added": [], "removed": [], "changed": [], "lines": []}
+    d = diff_fingerprints({n.name: n.signature() for n in ga}, {n.name: n.signature() for n in gb})
+    na, nb = ga.by_name, gb.by_name
+    lines = ([f"- {node_line(na[k])}" for k in d["removed"]]
+             + [f"+ {node_line(nb[k])}" for k in d["added"]]
+             + [x for k in d["changed"] for x in (f"- {node_line(na[k])}",
+                                                  f"+ {node_line(nb[k])}")])
+    return {**d, "lines": lines[:MAX_NODE_LINES], "more_lines": max(0, len(lines) - MAX_NODE_LINES)}
+
+
+def _first_difference(ra: int, ta: Trace, fa: dict[str, Any],
+                      rb: int, tb: Trace, fb: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    """Where rank ``rb``'s trace first differs from reference rank ``ra``'s: (position in compile
+    order, the divergence without its rank lists), or None when they agree."""
+    if fa["config"] != fb["config"]:
+        va, vb = _config_values(ta), _config_values(tb)
+        keys = sorted(k for k in set(va) | set(vb) if va.get(k) != vb.get(k))
+        return -1, {"kind": "config", "keys": keys[:20],
+                    "values": {k: [va.get(k), vb.get(k)] for k in keys[:20]}}
+    ca = {c["id"]: c for c in fa["compiles"]}
+    cb = {c["id"]: c for c in fb["compiles"]}
+    order = [c["id"] for c in fa["compiles"]]
+    order += [c["id"] for c in fb["compiles"] if c["id"] not in ca]
+    pending: tuple[int, dict[str, Any]] | None = None  # a graph one side restarted away
+    for pos, cid in enumerate(order):
+        if (cid in ca) != (cid in cb):
+            t, other, r = (tb, ta, rb) if cid in cb else (ta, tb, ra)
+            return (pending[0] if pending else pos), {
+                "kind": "compile_only_on_some_ranks", "compile_id": cid,
+                "on_reference": cid in ca, "reason": _reasons(t, cid, other), "reason_rank": r}
+        x, y = ca[cid], cb[cid]
+        gx = {g["kind"]: g for g in x["graphs"]}
+        gy = {g["kind"]: g for g in y["graphs"]}
+        if bool(gx) != bool(gy):  # one side's attempt restarted (a graph break): what follows says why
+            pending = pending or (pos, {"kind": "graph", "compile_id": cid, "stage": None,
+                                        "detail": "a graph on some ranks only"})
+            continue
+        for kind in list(gx) + [k for k in gy if k not in gx]:
+            a, b = gx.get(kind), gy.get(kind)
+            if a is None or b is None:
+                return pos, {"kind": "graph", "compile_id": cid, "graph_kind": kind,
+                             "stage": None, "detail": f"a {kind} graph on some ranks only"}
+            if a["status"] != b["status"]:
+                return pos, {"kind": "status", "compile_id": cid, "graph": a["id"],
+                             "statuses": [a["status"], b["status"]]}
+            for (name_a, ha), (name_b, hb) in zip(a["stages"], b["stages"]):
+                if name_a != name_b or ha != hb:
+                    nodes = _node_diff(ta.graph(a["id"]), tb.graph(b["id"]), name_a)
+                    return pos, {"kind": "graph", "compile_id": cid, "graph": a["id"],
+                                 "stage": name_a, "nodes": nodes}
+            if len(a["stages"]) != len(b["stages"]):
+                return pos, {"kind": "graph", "compile_id": cid, "graph": a["id"],
+                             "stage": None, "detail": "different numbers of snapshots"}
+            if a["code"] != b["code"]:
+                return pos, {"kind": "code", "compile_id": cid, "graph": a["id"]}
+        if x["cache"] != y["cache"]:
+            return pos, {"kind": "cache", "compile_id": cid, "cache": [x["cache"], y["cache"]]}
+    return pending
+
+
+def _skew(traces: dict[int, Trace]) -> list[dict[str, Any]]:
+    times: dict[str, dict[int, float]] = {}
+    for r, t in traces.items():
+        for cid, c in t.compiles.items():
+            s = _compile_seconds(c)
+            if s is not None:
+                times.setdefault(cid, {})[r] = s
+    out = []
+    for cid, per in times.items():
+        if len(per) < 2:
+            continue
+        slow = max(per, key=lambda r: per[r])
+        fast = min(per, key=lambda r: per[r])
+        out.append({"compile_id": cid, "slowest": {"rank": slow, "s": per[slow]},
+                    "fastest": {"rank": fast, "s": per[fast]},
+                    "spread_s": round(per[slow] - per[fast], 6)})
+    return out
+
+
+def _open(root: Path, rec: dict[str, Any]) -> Trace | None:
+    d = joblayout.rank_dir(root, int(rec["rank"]))
+    if not (d / "manifest.json").is_file():
+        return None
+    return Trace(d)
+
+
+def analyze_job(root: str | Path) -> dict[str, Any]:
+    """Per-rank status, identical-rank groups, the first divergence (None when the traced ranks
+    agree and none is missing) and compile-time skew of job directory ``root``."""
+    root = Path(root)
+    job = joblayout.read_job(root)
+    traces: dict[int, Trace] = {}
+    fps: dict[int, dict[str, Any]] = {}
+    ranks = []
+    for rec in job["ranks"]:
+        r = int(rec["rank"])
+        t = _open(root, rec)
+        row = {"rank": r, "hostname": rec.get("hostname"), "node_rank": rec.get("node_rank"),
+               "local_rank": rec.get("local_rank"), "status": rec.get("status"),
+               "exit_code": rec.get("exit_code"), "trace": rec.get("trace")}
+        if t is not None:
+            traces[r] = t
+            fps[r] = rank_fingerprint(t)
+            row.update(status=t.status if rec.get("status") in (None, "unknown") else row["status"],
+                       compiles=len(t.compiles), graphs=len(t.graphs), hash=fps[r]["hash"],
+                       compile_time_s=round(sum(_compile_seconds(c) or 0.0
+                                                for c in t.compiles.values()), 6))
+        ranks.append(row)
+    groups: dict[str, list[int]] = {}
+    for r, fp in fps.items():
+        groups.setdefault(fp["hash"], []).append(r)
+    ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), min(kv[1])))
+    divergence = None
+    if len(ordered) > 1:
+        ref_hash, ref_ranks = ordered[0]
+        ra = ref_ranks[0]
+        best = None
+        for h, rs in ordered[1:]:
+            found = _first_difference(ra, traces[ra], fps[ra], rs[0], traces[rs[0]], fps[rs[0]])
+            if found is None:  # equal fingerprints hash equal; kept for safety
+                continue
+            if best is None or found[0] < best[0][0]:
+                best = (found, rs)
+        if best is not None:
+            (_, d), rs = best
+            divergence = {**d, "reference_ranks": ref_ranks, "diverging_ranks": rs}
+    missing = [r["rank"] for r in ranks if r["rank"] not in traces] + job["missing_ranks"]
+    if divergence is None and missing:
+        divergence = {"kind": "no_trace", "ranks": sorted(missing)}
+    return {"job": str(root), "world_size": job["world_size"], "launcher": job.get("launcher"),
+            "nodes": job["nodes"], "ranks": ranks,
+            "groups": [{"hash": h, "ranks": rs} for h, rs in ordered],
+            "divergence": divergence, "compile_skew": _skew(traces)}

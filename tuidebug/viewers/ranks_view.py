@@ -1,0 +1,109 @@
+"""Rich rendering of a job directory's cross-rank report (``tuidebug info JOBDIR``).
+
+No torch, no Textual. Everything from the traces is shown as plain ``Text`` (never markup).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from tuidebug.viewers.info import STATUS_STYLE
+
+
+def _secs(v: Any) -> str:
+    return f"{v:.2f}s" if isinstance(v, (int, float)) else "–"
+
+
+def _ranks(rs: list[int]) -> str:
+    """``[0, 1, 2, 5]`` as ``0-2,5``."""
+    out: list[str] = []
+    for r in sorted(rs):
+        if out and out[-1].split("-")[-1] == str(r - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{r}"
+        else:
+            out.append(str(r))
+    return ",".join(out)
+
+
+def divergence_lines(d: dict[str, Any] | None) -> list[str]:
+    """The first divergence in a few plain lines; ``["ranks agree"]`` when there is none."""
+    if d is None:
+        return ["ranks agree"]
+    kind = d["kind"]
+    if kind == "no_trace":
+        return [f"no trace from rank(s) {_ranks(d['ranks'])}"]
+    ref, odd = _ranks(d["reference_ranks"]), _ranks(d["diverging_ranks"])
+    cid = d.get("compile_id")
+    if kind == "config":
+        return [f"Inductor config differs between ranks {ref} and {odd}: "
+                + ", ".join(d["keys"])]
+    if kind == "compile_only_on_some_ranks":
+        on = ref if d["on_reference"] else odd
+        off = odd if d["on_reference"] else ref
+        r = d["reason"]
+        where = f" ({r.get('function')} {r.get('file')}:{r.get('line')})" if r.get("function") else ""
+        lines = [f"compile {cid} on rank(s) {on} only, not on {off}{where}"]
+        for x in r.get("recompile_reasons") or []:
+            lines.append(f"  recompiled: {x}")
+        for b in r.get("graph_break_reasons") or []:
+            lines.append(f"  graph break{' at ' + b['where'] if b.get('where') else ''}: "
+                         + b["summary"])
+        if not r.get("graph_break_reasons"):
+            lines += [f"  restarted: {b['summary']}" for b in r.get("restart_reasons") or []]
+        return lines
+    if kind == "graph":
+        if d.get("stage") is None:
+            return [f"compile {cid}: {d.get('detail')} (ranks {ref} vs {odd})"]
+        n = d["nodes"]
+        lines = [f"graph {d['graph']} first differs at stage {d['stage']} (ranks {ref} vs {odd}): "
+                 f"{len(n['added'])} added, {len(n['removed'])} removed, "
+                 f"{len(n['changed'])} changed nodes"]
+        lines += [f"  {x}" for x in n["lines"]]
+        if n.get("more_lines"):
+            lines.append(f"  … {n['more_lines']} more")
+        return lines
+    if kind == "code":
+        return [f"graph {d['graph']}: same graphs, different generated code (ranks {ref} vs {odd})"]
+    if kind == "status":
+        return [f"graph {d['graph']}: {d['statuses'][0]} on ranks {ref}, "
+                f"{d['statuses'][1]} on ranks {odd}"]
+    if kind == "cache":
+        return [f"compile {cid}: cache hits differ (ranks {ref} vs {odd})"]
+    return [f"{kind} (ranks {ref} vs {odd})"]
+
+
+def render_job(report: dict[str, Any], console: Console) -> None:
+    nodes = ", ".join(str(n["hostname"]) for n in report["nodes"]) or "?"
+    console.print(Text.assemble(("job ", "dim"), (report["job"], "bold"),
+                                f"   world size {report['world_size']}",
+                                (f"   launcher {report.get('launcher') or '?'}   nodes {nodes}",
+                                 "dim")))
+    t = Table(title="ranks", title_justify="left", box=None, header_style="bold")
+    for col in ("rank", "host", "status", "compiles", "graphs", "compile", "group"):
+        t.add_column(col)
+    group_of = {r: i for i, g in enumerate(report["groups"]) for r in g["ranks"]}
+    for r in report["ranks"]:
+        status = str(r.get("status") or "?")
+        t.add_row(str(r["rank"]), Text(str(r.get("hostname") or "?")),
+                  Text(status, style=STATUS_STYLE.get(status, "")),
+                  str(r.get("compiles", "–")), str(r.get("graphs", "–")),
+                  _secs(r.get("compile_time_s")),
+                  chr(ord("A") + group_of[r["rank"]] % 26) if r["rank"] in group_of else "–")
+    console.print(t)
+    d = report["divergence"]
+    lines = divergence_lines(d)
+    style = "bold green" if d is None else "bold red"
+    console.print(Text("first divergence: " if d else "", style=style) + Text(lines[0], style=style))
+    for line in lines[1:]:
+        console.print(Text(line))
+    skew = [s for s in report["compile_skew"] if s["spread_s"] > 0]
+    if skew:
+        worst = max(skew, key=lambda s: s["spread_s"])
+        console.print(Text(
+            f"compile-time skew: largest on {worst['compile_id']}: rank {worst['slowest']['rank']} "
+            f"{_secs(worst['slowest']['s'])} vs rank {worst['fastest']['rank']} "
+            f"{_secs(worst['fastest']['s'])}", style="dim"))
