@@ -100,7 +100,8 @@ def launch(ns: argparse.Namespace) -> int:
         try:
             code = child.wait()
         except KeyboardInterrupt:
-            proc.stop(child)  # torchrun passes it on to every rank
+            child.terminate()  # torchrun ends every rank on SIGTERM (SIGKILL would orphan them)
+            child.wait()
             raise
     _close_records(out)
     job.write_job(out, launcher="torchrun")
