@@ -262,7 +262,7 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
             (_, d), rs = best
             divergence = {**d, "reference_ranks": ref_ranks, "diverging_ranks": rs}
     missing = [r["rank"] for r in ranks if r["rank"] not in traces] + job["missing_ranks"]
-    if divergence is None and missing:
+    if divergence is None and (missing or not traces):  # no trace at all never "agrees"
         divergence = {"kind": "no_trace", "ranks": sorted(missing)}
     return {"job": str(root), "world_size": job["world_size"], "launcher": job.get("launcher"),
             "nodes": job["nodes"], "ranks": ranks,

@@ -35,7 +35,8 @@ def divergence_lines(d: dict[str, Any] | None) -> list[str]:
         return ["ranks agree"]
     kind = d["kind"]
     if kind == "no_trace":
-        return [f"no trace from rank(s) {_ranks(d['ranks'])}"]
+        return [f"no trace from rank(s) {_ranks(d['ranks'])}" if d["ranks"]
+                else "no rank wrote a trace"]
     ref, odd = _ranks(d["reference_ranks"]), _ranks(d["diverging_ranks"])
     cid = d.get("compile_id")
     if kind == "config":
