@@ -8,10 +8,10 @@ from typing import Iterable
 
 import graphviz
 
-from tuidebug.trace.graph import Graph, Node
+from tuidebug.trace.graph import Graph
 from tuidebug.viewers.dot.collapse import (absorb_into_kernels, backward_nodes, count_boxes,
                                           infer_modules, looks_joint, module_levels,
-                                          plan_collapse, truncate_module, users_of, with_context)
+                                          plan_collapse, truncate_module, visible_nodes)
 from tuidebug.viewers.dot.labels import (clip, group_label, group_status, node_label, node_tooltip,
                                         safe_id, tooltip_text)
 from tuidebug.viewers.dot.options import DotOptions, DotResult, Item, Overlay
@@ -22,11 +22,12 @@ from tuidebug.viewers.dot.style import (CLUSTER_STYLE, DIFF_STYLE, FONT, KIND_ST
 class _Builder:
     def __init__(self, graph: Graph, overlay: Overlay, opts: DotOptions) -> None:
         self.graph, self.ov, self.opts = graph, overlay, opts
-        self.notes: list[str] = []
-        self.hidden = 0  # FX nodes left out of a diff (far from any change)
-        self._hidden_ins: dict[str, list[str]] = {}  # drawn node -> its inputs not drawn
-        self._hidden_outs: dict[str, list[str]] = {}  # drawn node -> its users not drawn
-        self.nodes = self._visible_nodes()
+        shown = visible_nodes(graph, overlay.status, opts.budget)
+        self.notes: list[str] = shown.notes
+        self.hidden = shown.hidden  # FX nodes left out of a diff (far from any change)
+        self._hidden_ins = shown.hidden_ins  # drawn node -> its inputs not drawn
+        self._hidden_outs = shown.hidden_outs  # drawn node -> its users not drawn
+        self.nodes = shown.nodes
         self.names = {n.name for n in self.nodes}
         split = opts.split_phases if opts.split_phases is not None else looks_joint(graph)
         # (a diff cut down to the changes is many small pieces: stacked in columns in each phase)
@@ -43,32 +44,6 @@ class _Builder:
         for k, listed in overlay.kernel_nodes.items():
             for n in listed:
                 self._kernels_of[n].append(k)
-
-    # which FX nodes are drawn at all
-    def _visible_nodes(self) -> list[Node]:
-        nodes = list(self.graph)
-        st = self.ov.status
-        if st is None or len(nodes) <= self.opts.budget:
-            return nodes
-        focus = {n.name for n in nodes if st.get(n.name, "same") != "same"}
-        if not focus:  # nothing changed: the whole graph, greyed (and collapsed as any other)
-            return nodes
-        keep = focus
-        users = users_of(self.graph)
-        for hops in (2, 1, 0):  # the changes alone, uncollapsed, before any collapse
-            keep = with_context(self.graph, focus, hops, users)
-            if len(keep) <= self.opts.budget:
-                break
-        self.hidden = len(nodes) - len(keep)
-        if self.hidden:
-            self.notes.append(f"{self.hidden} untouched nodes far from the changes are not shown"
-                              + (" (stubs name their neighbours)" if hops == 0 else ""))
-        if hops == 0:  # no context drawn: stubs name each change's hidden inputs and users
-            for name in [n.name for n in nodes if n.name in keep]:  # graph order: same DOT each run
-                n = self.graph.get(name)
-                self._hidden_ins[name] = [i for i in n.inputs if i in self.graph and i not in keep]
-                self._hidden_outs[name] = [u for u in users.get(name, []) if u not in keep]
-        return [n for n in nodes if n.name in keep]
 
     def _container(self, phase: str, extra: tuple[tuple[str, str, str], ...] = ()):
         base = ((f"cluster_{phase}", phase, "phase"),) if phase else ()

@@ -5,6 +5,7 @@ context kept around a diff's changes."""
 from __future__ import annotations
 
 from collections import defaultdict, deque
+from dataclasses import dataclass, field
 
 from tuidebug.trace.graph import Graph, Node
 
@@ -190,3 +191,40 @@ def with_context(graph: Graph, focus: set[str], hops: int,
         keep |= nxt
         frontier = nxt
     return keep
+
+
+@dataclass
+class Visible:
+    """The FX nodes a drawing shows, and what it says about those it leaves out."""
+
+    nodes: list[Node]
+    hidden: int = 0  # FX nodes left out (far from any change of a diff)
+    notes: list[str] = field(default_factory=list)
+    hidden_ins: dict[str, list[str]] = field(default_factory=dict)  # drawn -> inputs not drawn
+    hidden_outs: dict[str, list[str]] = field(default_factory=dict)  # drawn -> users not drawn
+
+
+def visible_nodes(graph: Graph, status: dict[str, str] | None, budget: int) -> Visible:
+    """Every node, except in a diff over the budget: its changes with 2, 1 or 0 hops of context,
+    whichever fits (with none, stubs name each change's hidden inputs and users)."""
+    nodes = list(graph)
+    if status is None or len(nodes) <= budget:
+        return Visible(nodes)
+    focus = {n.name for n in nodes if status.get(n.name, "same") != "same"}
+    if not focus:  # nothing changed: the whole graph, greyed (and collapsed as any other)
+        return Visible(nodes)
+    keep = focus
+    users = users_of(graph)
+    for hops in (2, 1, 0):  # the changes alone, uncollapsed, before any collapse
+        keep = with_context(graph, focus, hops, users)
+        if len(keep) <= budget:
+            break
+    out = Visible([n for n in nodes if n.name in keep], len(nodes) - len(keep))
+    if out.hidden:
+        out.notes.append(f"{out.hidden} untouched nodes far from the changes are not shown"
+                         + (" (stubs name their neighbours)" if hops == 0 else ""))
+    if hops == 0:  # no context drawn: stubs name each change's hidden inputs and users
+        for n in out.nodes:  # in graph order: the same DOT in every process
+            out.hidden_ins[n.name] = [i for i in n.inputs if i in graph and i not in keep]
+            out.hidden_outs[n.name] = [u for u in users.get(n.name, []) if u not in keep]
+    return out
