@@ -29,9 +29,10 @@ def trace_job(out: Path, mode: str, nproc: int = 2,
     return proc
 
 
-def _job(tmp_path_factory: pytest.TempPathFactory, mode: str) -> tuple[Path, subprocess.CompletedProcess[str]]:
+def _job(tmp_path_factory: pytest.TempPathFactory, mode: str,
+         nproc: int = 2) -> tuple[Path, subprocess.CompletedProcess[str]]:
     out = tmp_path_factory.mktemp("jobs") / mode
-    proc = trace_job(out, mode)
+    proc = trace_job(out, mode, nproc)
     if not (out / "job.json").exists():
         raise RuntimeError(f"tracing the {mode} job wrote no job.json:\n{proc.stdout}\n{proc.stderr}")
     return out, proc
@@ -50,3 +51,9 @@ def break_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subproces
 @pytest.fixture(scope="session")
 def shape_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
     return _job(tmp_path_factory, "shape")
+
+
+@pytest.fixture(scope="session")
+def graph_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """4 ranks; rank 1's graph differs from the other three's."""
+    return _job(tmp_path_factory, "graph", nproc=4)

@@ -4,6 +4,7 @@
   same   every rank compiles the same graph with the same inputs
   break  rank 1 breaks the graph (torch._dynamo.graph_break()) where the others do not
   shape  rank 1 calls the compiled function a second time with another input shape (a recompile)
+  graph  rank 1 multiplies by another constant (the same compile ids, a different graph)
 """
 
 import sys
@@ -20,7 +21,7 @@ def main() -> None:
 
     @torch.compile
     def f(x):
-        y = torch.sin(x) * 2
+        y = torch.sin(x) * (3 if mode == "graph" and odd else 2)
         if mode == "break" and odd:
             torch._dynamo.graph_break()
         return torch.relu(y) + 1

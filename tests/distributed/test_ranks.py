@@ -118,3 +118,20 @@ def test_merge_per_node_folders(break_job, tmp_path) -> None:
     assert _info(tmp_path / "all")["divergence"] == _info(job)["divergence"]
     again = _cli("merge", str(tmp_path / "node0"), str(job), "-o", str(tmp_path / "twice"))
     assert again.returncode == 2 and "rank 0 is in both" in again.stderr
+
+
+def test_graph_differs_on_one_of_four_ranks(graph_job) -> None:
+    """Three identical ranks form the reference (compared once); the odd rank's graph differs
+    from its first snapshot on, and the node diff names the changed multiplication."""
+    job, proc = graph_job
+    assert proc.returncode == 0, proc.stderr
+    info = _info(job)
+    assert [g["ranks"] for g in info["groups"]] == [[0, 2, 3], [1]]
+    d = info["divergence"]
+    assert d["kind"] == "graph" and d["compile_id"] == "0/0", d
+    assert d["reference_ranks"] == [0, 2, 3] and d["diverging_ranks"] == [1]
+    assert d["stage"] == "dynamo"
+    assert d["nodes"]["changed"] == ["y"] and not d["nodes"]["added"]
+    assert any(line.startswith("- y:") and "2" in line for line in d["nodes"]["lines"])
+    assert any(line.startswith("+ y:") and "3" in line for line in d["nodes"]["lines"])
+    assert len({r["hostname"] for r in info["ranks"]}) == 1 and len(info["ranks"]) == 4
