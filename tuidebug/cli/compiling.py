@@ -19,7 +19,7 @@ from typing import Any
 from tuidebug import proc
 from tuidebug.cli import distributed
 from tuidebug.cli.minifying import positive_float
-from tuidebug.cli.output import err
+from tuidebug.cli.output import console, err
 from tuidebug.cli.viewing import open_trace, print_info, show_diff
 from tuidebug.errors import CliError
 from tuidebug.trace.job import rank_from_env
@@ -227,9 +227,28 @@ def cmd_flags(ns: argparse.Namespace) -> int:
     if ns.names:
         raise CliError(f"unexpected arguments: {' '.join(ns.names)} "
                        "(`tuidebug flags PATTERN`, or `tuidebug flags demo NAME`)")
-    from tuidebug.compiler.flags import flags_main
+    return print_flags(ns.pattern, ns.json)
 
-    return flags_main(ns.pattern, ns.json)
+
+def print_flags(pattern: str | None, as_json: bool, out: Any = None) -> int:
+    """Print the flags matching ``pattern`` (all when None) as a table or JSON on ``out`` (a rich
+    console; default stdout); 1 when none match."""
+    from tuidebug.compiler.flags import flag_json, load_registry, values_in_force
+    from tuidebug.viewers import flags_table
+
+    out = out or console()
+    registry = load_registry()
+    in_force = values_in_force()
+    flags = registry.search(pattern) if pattern else list(registry)
+    if not flags:
+        flags_table.print_no_match(pattern, registry.similar(pattern or ""), out)
+        return 1
+    if as_json:
+        out.out(json.dumps([flag_json(f, in_force) for f in flags], indent=2, default=repr),
+                highlight=False)
+        return 0
+    flags_table.print_flags(flags, in_force, out)
+    return 0
 
 
 # -- recompile ------------------------------------------------------------------------------------
