@@ -25,8 +25,13 @@ async def test_overview_shows_graphs_timings_and_config(open_ui, transformer_tra
             assert row.rstrip().endswith(model.secs(model.total_compile_s(g)))
             slowest = max(model.phase_durations(g.meta), key=lambda pd: pd[1])
             assert model.secs(slowest[1]) in row
-        for flag in trace.config.get("changed") or {}:
-            assert flag in lines
+        changed = trace.config.get("changed") or {}
+        assert "trace.provenance_tracking_level" in changed  # tuidebug sets it in every trace
+        assert f"config differences from defaults ({len(changed)})" in lines
+        for flag, v in changed.items():  # one row each: flag, value, default
+            row = next(ln for ln in all_lines if ln.strip().startswith(flag + " "))
+            assert row.split()[1:3] == [repr(v["value"]), repr(v["default"])], row
+        assert "set by tuidebug" in lines
         assert "problems reading the trace (0)" in lines
 
 

@@ -1,0 +1,194 @@
+"""The layering of docs/architecture.md, checked three ways: import-linter's contracts (in
+pyproject.toml), what a real process has in ``sys.modules`` after importing the torch-free layers
+and reading a trace, and a scan of the sources for private torch modules outside compat.py."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+PACKAGE = ROOT / "tuidebug"
+# A real trace in the repository (captured on a GPU): reading it needs no compiler.
+FIXTURE_TRACE = ROOT / "tests" / "fixtures" / "cuda_mlp_autotune"
+
+
+def _env() -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(ROOT))
+
+
+def _modules(*packages: str) -> list[str]:
+    """Every module of ``tuidebug.<package>``, by its file."""
+    out = []
+    for package in packages:
+        for path in sorted((PACKAGE / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            out.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return out
+
+
+# -- import-linter ----------------------------------------------------------------------------------
+
+def test_import_linter_contracts_are_kept() -> None:
+    exe = Path(sys.executable).parent / "lint-imports"
+    command = [str(exe)] if exe.exists() else [shutil.which("lint-imports") or "lint-imports"]
+    proc = subprocess.run([*command, "--no-cache"], cwd=ROOT, env=_env(), capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    m = re.search(r"Contracts: (\d+) kept, 0 broken", proc.stdout)
+    assert m and int(m.group(1)) >= 5, proc.stdout[-2000:]
+    for name in ("layers: trace -> viewers -> compiler -> minify -> tui -> cli",
+                 "trace and viewers never import torch or textual", "tui never imports torch",
+                 "nothing imports the CLI"):
+        assert name in proc.stdout, name
+
+
+# -- at run time ----------------------------------------------------------------------------------
+
+def _run(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(),
+                          capture_output=True, text=True, timeout=300)
+
+
+READ_TRACE = f"""
+from tuidebug.trace.reader import Trace
+from tuidebug.trace.summary import trace_summary
+import io
+from rich.console import Console
+from tuidebug.viewers.info import render_summary
+trace = Trace({str(FIXTURE_TRACE)!r})
+assert trace.graphs
+for g in trace.graphs:
+    assert [g.stage_graph(s) for s in g.snapshots()]
+    g.kernels, g.ir_pre, g.ir_post, g.fusion, g.provenance, g.autotune, g.wrapper_code()
+    g.check_files()
+render_summary(trace_summary(trace), Console(file=io.StringIO()))
+"""
+
+LOADED = """
+bad = sorted(m for m in sys.modules if m.split(".")[0] in {forbidden!r})
+assert not bad, bad
+print("checked", len(modules))
+"""
+
+
+def test_trace_and_viewers_load_neither_torch_nor_textual() -> None:
+    modules = _modules("trace", "viewers")
+    assert len(modules) >= 20
+    code = (f"import importlib, sys\nmodules = {modules!r}\n"
+            "for m in modules:\n    importlib.import_module(m)\n"
+            + READ_TRACE + LOADED.format(forbidden={"torch", "textual"}))
+    proc = _run(code)
+    assert proc.returncode == 0 and "checked" in proc.stdout, proc.stderr[-3000:]
+
+
+def test_the_tui_loads_no_torch() -> None:
+    modules = _modules("trace", "viewers", "tui")
+    assert any(m.startswith("tuidebug.tui.screens.") for m in modules)
+    code = (f"import importlib, sys\nmodules = {modules!r}\n"
+            "for m in modules:\n    importlib.import_module(m)\n"
+            + READ_TRACE
+            + "from tuidebug.tui.app import TuidebugApp\nTuidebugApp(trace)\n"
+            + LOADED.format(forbidden={"torch"}))
+    proc = _run(code)
+    assert proc.returncode == 0 and "checked" in proc.stdout, proc.stderr[-3000:]
+
+
+# -- private torch APIs only in compat ------------------------------------------------------------
+
+COMPAT = "tuidebug/compiler/compat.py"
+# Files that still name private torch modules while issue 13 moves them into compat.py. Remove a
+# file here when it is moved; a file that is not listed fails the test.
+KNOWN_EXCEPTIONS = {
+    "tuidebug/minify/worker.py",  # issue 13: torch._dynamo / _inductor.compile_fx / config
+}
+# torch._x, torch._x.y…, torch.fx.experimental…; not dunders such as torch.__version__
+PRIVATE = re.compile(r"torch\.(_(?!_)\w*|fx\.experimental)(\.\w+)*")
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    out = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            out.add(id(body[0].value))
+    return out
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
+
+
+def private_torch_names(source: str) -> list[tuple[int, str]]:
+    """Private torch modules a source uses: imports, ``torch._x`` attribute chains, and strings
+    that are exactly such a dotted name (``import_module("torch._inductor")``); docstrings and
+    prose that mention one are not uses."""
+    tree = ast.parse(source)
+    docs = _docstrings(tree)
+    hits = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Attribute):
+            names = [d] if (d := _dotted(node)) else []
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            names = [node.value.strip()]
+        hits += [(node.lineno, n) for n in names if PRIVATE.fullmatch(n)]
+    return sorted(set(hits))
+
+
+def test_the_scan_finds_each_kind_of_use() -> None:
+    source = ('"""Docs may say torch._inductor."""\nimport torch._dynamo\n'
+              "from torch._inductor import config\nfrom torch.fx.experimental import proxy_tensor\n"
+              "import importlib\nx = importlib.import_module('torch._functorch')\n"
+              "y = torch._subclasses.FakeTensorMode\nv = torch.__version__\n"
+              "help = 'runs torch._inductor.compiler_bisector in a child'\n")
+    found = {n for _, n in private_torch_names(source)}
+    assert found == {"torch._dynamo", "torch._inductor", "torch._inductor.config",
+                     "torch.fx.experimental", "torch.fx.experimental.proxy_tensor",
+                     "torch._functorch", "torch._subclasses.FakeTensorMode", "torch._subclasses"}
+
+
+def test_private_torch_modules_are_named_only_in_compat() -> None:
+    offenders = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel == COMPAT:
+            continue
+        hits = private_torch_names(path.read_text(encoding="utf-8"))
+        if hits and rel not in KNOWN_EXCEPTIONS:
+            offenders[rel] = hits[:5]
+    assert not offenders, f"private torch APIs outside {COMPAT}: {offenders}"
+    assert private_torch_names((ROOT / COMPAT).read_text(encoding="utf-8"))  # the scan sees them
+    stale = {f for f in KNOWN_EXCEPTIONS
+             if not (ROOT / f).exists() or not private_torch_names((ROOT / f).read_text())}
+    assert not stale, f"moved into compat: remove {stale} from KNOWN_EXCEPTIONS"
+
+
+def test_nothing_outside_the_cli_imports_it() -> None:
+    """Also for modules no contract names yet (a new top-level module, tuidebug/proc.py …)."""
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if (PACKAGE / "cli") in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+                     if isinstance(node, ast.ImportFrom) else [])
+            if any(n == "tuidebug.cli" or n.startswith("tuidebug.cli.") for n in names):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not offenders, offenders
