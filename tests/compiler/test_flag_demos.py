@@ -20,10 +20,10 @@ from tuidebug.compiler.flag_demos import DEMOS, EXAMPLES, run_demo, torch_build_
 from tuidebug.compiler.flags import load_registry
 from tuidebug.compiler.worker import RecompileWorker
 
-# The flags guide of the issue (../shared/reference/inductor-flags-guide.md, beside this checkout;
-# $TUIDEBUG_FLAGS_GUIDE elsewhere). Its flags are the bullets of its sections ("- max_autotune,
-# max_autotune_pointwise, …", "- fallback_random and implicit_fallbacks").
-# the project's flags guide, and the copy kept in the repo (so that CI checks it too)
+# The flags guide: the repo's copy (docs/reference, read by every test here, so CI checks it too)
+# and the project's own (../shared/reference beside this checkout, or $TUIDEBUG_FLAGS_GUIDE), with
+# which only the copy-is-current test compares it. Its flags are the bullets of its sections
+# ("- max_autotune, max_autotune_pointwise, …", "- fallback_random and implicit_fallbacks").
 SHARED_GUIDE = Path(os.environ.get("TUIDEBUG_FLAGS_GUIDE")
                     or ROOT.parent / "shared" / "reference" / "inductor-flags-guide.md")
 GUIDE = ROOT / "docs" / "reference" / "inductor-flags-guide.md"
