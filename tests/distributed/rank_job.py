@@ -4,6 +4,7 @@
   same   every rank compiles the same graph with the same inputs
   break  rank 1 breaks the graph (torch._dynamo.graph_break()) where the others do not
   shape  rank 1 calls the compiled function a second time with another input shape (a recompile)
+  raise  rank 1 raises before compiling anything (torchrun then stops the other ranks)
   graph  rank 1 multiplies by another constant (the same compile ids, a different graph)
 """
 
@@ -18,6 +19,8 @@ def main() -> None:
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     odd = rank == 1
+    if mode == "raise" and odd:
+        raise RuntimeError("rank 1 gives up")
 
     @torch.compile
     def f(x):

@@ -135,3 +135,28 @@ def test_graph_differs_on_one_of_four_ranks(graph_job) -> None:
     assert any(line.startswith("- y:") and "2" in line for line in d["nodes"]["lines"])
     assert any(line.startswith("+ y:") and "3" in line for line in d["nodes"]["lines"])
     assert len({r["hostname"] for r in info["ranks"]}) == 1 and len(info["ranks"]) == 4
+
+
+def test_a_failing_rank_stops_the_job_and_leaves_nothing_running(tmp_path) -> None:
+    """Rank 1 raises before compiling: torchrun stops rank 0; the job says so per rank, and no
+    process of the job (the ranks' tuidebug, their capture children) is left running."""
+    from tests.distributed.conftest import trace_job
+
+    job = tmp_path / "raise"
+    proc = trace_job(job, "raise")
+    assert proc.returncode == 1, proc.stderr
+    assert "torchrun exited with code" in proc.stderr
+    ranks = {r["rank"]: r for r in _info(job)["ranks"]}
+    assert ranks[1]["status"] == "script_failed" and ranks[1]["exit_code"] == 11
+    # rank 0 was compiling (or waiting for rank 1) when torchrun stopped it
+    assert ranks[0]["status"] in ("killed", "script_failed"), ranks[0]
+    pids = [json.loads((job / "job" / f"rank_{r}.json").read_text())["pid"] for r in (0, 1)]
+    pids += [json.loads((job / f"rank_{r}" / "manifest.json").read_text())["pid"]
+             for r in (0, 1) if (job / f"rank_{r}" / "manifest.json").exists()]
+    assert len(pids) >= 3
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        raise AssertionError(f"process {pid} of the job is still running")
