@@ -10,12 +10,15 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-# torch first: the 2.13.0 CPU build, from the machine's wheels or indexes when they have it, else
-# from PyTorch's CPU index (a bare `pip install torch` would pull a multi-GB CUDA build)
+# torch first: the 2.13.0 CPU build, from the wheels and indexes this machine's pip is set up with
+# (no other index is reached; other torch releases: scripts/test-torch.sh VERSION)
 TORCH_PIN=$(grep -E '^torch==' requirements-dev.txt)
 if ! .venv/bin/python -c "import torch, sys; sys.exit(torch.__version__ != '${TORCH_PIN#torch==}')" 2>/dev/null; then
-  .venv/bin/python -m pip install -q "$TORCH_PIN" 2>/dev/null \
-    || .venv/bin/python -m pip install -q "$TORCH_PIN" --extra-index-url https://download.pytorch.org/whl/cpu
+  .venv/bin/python -m pip install -q "$TORCH_PIN" || {
+    echo "setup: $TORCH_PIN is not in this machine's wheels or package indexes" \
+         "(pip config list shows them)" >&2
+    exit 1
+  }
 fi
 .venv/bin/python -m pip install -q -r requirements-dev.txt
 # (setuptools' notes about editable installs go to the log, shown only if the install fails)
