@@ -149,10 +149,13 @@ def test_cudagraph_skip_reasons(tmp_path: Path) -> None:
 
 def test_autotune_choice_errors_are_recorded(tmp_path: Path) -> None:
     """Three choices for one fp32 1024² matmul: the extern mm, a Triton config that fits, and one
-    that needs more shared memory than an H100 has (128×256 + 256×128 fp32 tiles, 3 stages)."""
+    that needs more shared memory than any GPU has (128×256 + 256×128 fp32 tiles, 3 stages: ~786
+    KB). ``--keep-oversized`` stops Inductor from pruning that config before benchmarking (it
+    did on a fresh H100: two choices, none failing), so the failure is deterministic."""
     regex = ("^$|BLOCK_K=32, BLOCK_M=64, BLOCK_N=64, .*num_stages=3, num_warps=4"
              "|BLOCK_K=256, BLOCK_M=128, BLOCK_N=128, .*num_stages=3, num_warps=8")
-    t = _trace_script(tmp_path / "mm", "mm_autotune.py", "float32", "1024", extra=[
+    t = _trace_script(tmp_path / "mm", "mm_autotune.py", "float32", "1024", "--keep-oversized",
+                      extra=[
         "--set", "max_autotune_gemm_search_space=EXHAUSTIVE",
         "--set", f"test_configs.autotune_choice_desc_regex={regex}"])
     assert t.status == "ok", t.error
@@ -164,6 +167,7 @@ def test_autotune_choice_errors_are_recorded(tmp_path: Path) -> None:
             print(op["op"], c["name"], c.get("description", "")[-60:], c.get("time_ms"),
                   (c.get("error") or "")[:200])
     failed = [c for op in ops for c in op["choices"] if c.get("error")]
+    assert len(ops[0]["choices"]) == 3, ops[0]["choices"]
     assert failed and all(c["time_ms"] is None for c in failed)
     assert any("shared memory" in c["error"].lower() or "resource" in c["error"].lower()
                for c in failed), [c["error"] for c in failed]
