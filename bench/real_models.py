@@ -42,9 +42,10 @@ def missing(name: str) -> str | None:
     """Why model ``name`` cannot run here (its library is not installed), or None."""
     lib = NEEDS[name]
     if importlib.util.find_spec(lib) is None:
-        return f"{lib} is not installed (pip install -e '.[bench]')"
+        return (f"{lib} is not installed (" + ("pip install -e '.[bench]'" if lib == "transformers"
+                else "pip install timm, with the torchvision build of your torch") + ")")
     if lib == "timm" and importlib.util.find_spec("torchvision") is None:
-        return "timm needs torchvision, which is not installed"
+        return "timm needs torchvision, which is not installed (the build of your torch)"
     return None
 
 
