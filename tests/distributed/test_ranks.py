@@ -160,3 +160,16 @@ def test_a_failing_rank_stops_the_job_and_leaves_nothing_running(tmp_path) -> No
         except ProcessLookupError:
             continue
         raise AssertionError(f"process {pid} of the job is still running")
+
+
+def test_a_linked_rank_folder_is_not_followed(break_job, tmp_path) -> None:
+    """A job folder is untrusted: rank_1 as a symbolic link (to a real trace elsewhere) is not
+    read; the job lacks rank 1's trace."""
+    job, _ = break_job
+    copy = tmp_path / "job"
+    shutil.copytree(job / "rank_0", copy / "rank_0")
+    shutil.copytree(job / "job", copy / "job")
+    (copy / "rank_1").symlink_to(job / "rank_1", target_is_directory=True)
+    info = analyze_job(copy)
+    assert info["divergence"] == {"kind": "no_trace", "ranks": [1]}
+    assert [g["ranks"] for g in info["groups"]] == [[0]]

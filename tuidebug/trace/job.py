@@ -77,7 +77,7 @@ def _records(root: Path) -> list[dict[str, Any]]:
         return out
     for name in names:
         m = _RECORD_RE.match(name)
-        if not m:
+        if not m or (root / RECORDS_DIR / name).is_symlink():
             continue
         try:
             data = json.loads((root / RECORDS_DIR / name).read_text(encoding="utf-8"))
@@ -94,7 +94,8 @@ def _rank_dirs(root: Path) -> list[int]:
     except OSError:
         return []
     return sorted(int(m.group(1)) for n in names
-                  if (m := _RANK_DIR_RE.match(n)) and (root / n).is_dir())
+                  if (m := _RANK_DIR_RE.match(n)) and (root / n).is_dir()
+                  and not (root / n).is_symlink())
 
 
 def is_job_dir(path: Path) -> bool:

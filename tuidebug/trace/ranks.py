@@ -49,7 +49,17 @@ def normalise_text(text: str) -> str:
     return _PATH_RE.sub(r"\1", text)
 
 
-def _file_hash(path: Path) -> str | None:
+def _inside(path: Path, root: Path) -> bool:
+    """``path`` (links resolved) lies under ``root``: a trace is never followed out of."""
+    try:
+        return root.resolve() in path.resolve().parents
+    except (OSError, RuntimeError):
+        return False
+
+
+def _file_hash(path: Path, root: Path) -> str | None:
+    if not _inside(path, root) or not path.is_file():
+        return None
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -60,12 +70,13 @@ def _file_hash(path: Path) -> str | None:
 
 
 def _graph_fingerprint(g: GraphRecord) -> dict[str, Any]:
-    stages = [[s.name, _file_hash(g.dir / s.file)] for s in g.snapshots() if s.file]
+    root = g.trace.root
+    stages = [[s.name, _file_hash(g.dir / s.file, root)] for s in g.snapshots() if s.file]
     code = g.dir / "code"
     code_hash = None
-    if code.is_dir():
-        parts = sorted(p for p in code.iterdir() if p.is_file() and p.suffix != ".json")
-        code_hash = _digest("".join(f"{p.name}:{_file_hash(p)};" for p in parts).encode())
+    if code.is_dir() and _inside(code, root):
+        parts = sorted(p for p in code.iterdir() if p.suffix != ".json")
+        code_hash = _digest("".join(f"{p.name}:{_file_hash(p, root)};" for p in parts).encode())
     return {"id": g.id, "kind": g.kind, "status": g.status, "stages": stages, "code": code_hash}
 
 
@@ -216,7 +227,7 @@ def _skew(traces: dict[int, Trace]) -> list[dict[str, Any]]:
 
 def _open(root: Path, rec: dict[str, Any]) -> Trace | None:
     d = joblayout.rank_dir(root, int(rec["rank"]))
-    if not (d / "manifest.json").is_file():
+    if d.is_symlink() or not (d / "manifest.json").is_file():
         return None
     return Trace(d)
 
