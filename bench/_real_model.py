@@ -31,19 +31,23 @@ def tokens(batch: int, seq: int, vocab: int) -> torch.Tensor:
     return torch.randint(0, vocab, (batch, seq), device=DEVICE)
 
 
+def _train_step(model: torch.nn.Module, vocab: int) -> None:
+    """One compiled training step of a causal LM (loss from labels) with AdamW."""
+    step = compiled(model.train())
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ids = tokens(4 if WIDE else 2, 256 if WIDE else 16, vocab)
+    loss = step(input_ids=ids, labels=ids).loss
+    loss.backward()
+    opt.step()
+
+
 def gpt2_train() -> None:
     """A decoder LM training step with AdamW (dropout on: compiled and eager draw differently)."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
     cfg = GPT2Config(vocab_size=512, n_positions=256, n_embd=H, n_layer=LAYERS,
                      n_head=16 if WIDE else 4)
-    model = GPT2LMHeadModel(cfg).train()
-    step = compiled(model)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    ids = tokens(4 if WIDE else 2, 256 if WIDE else 16, cfg.vocab_size)
-    loss = step(input_ids=ids, labels=ids).loss
-    loss.backward()
-    opt.step()
+    _train_step(GPT2LMHeadModel(cfg), cfg.vocab_size)
 
 
 def llama_train() -> None:
@@ -53,13 +57,7 @@ def llama_train() -> None:
     cfg = LlamaConfig(vocab_size=512, hidden_size=H, intermediate_size=4 * H,
                       num_hidden_layers=LAYERS, num_attention_heads=16 if WIDE else 4,
                       num_key_value_heads=4 if WIDE else 2, max_position_embeddings=512)
-    model = LlamaForCausalLM(cfg).train()
-    step = compiled(model)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    ids = tokens(4 if WIDE else 2, 256 if WIDE else 16, cfg.vocab_size)
-    loss = step(input_ids=ids, labels=ids).loss
-    loss.backward()
-    opt.step()
+    _train_step(LlamaForCausalLM(cfg), cfg.vocab_size)
 
 
 def bert_lengths() -> None:
