@@ -198,3 +198,18 @@ def test_nothing_outside_the_cli_imports_it() -> None:
             if any(n == "tuidebug.cli" or n.startswith("tuidebug.cli.") for n in names):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not offenders, offenders
+
+
+def test_no_module_is_loaded_by_name() -> None:
+    """``__import__``/``importlib.import_module`` (which skipped a missing module silently in the
+    CLI and the TUI) only in compat, where a torch internal is looked up by its dotted name."""
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if _in_compat(rel):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and (_dotted(node.func) or "").rsplit(".", 1)[-1] in (
+                    "__import__", "import_module"):
+                offenders.append(f"{rel}:{node.lineno}")
+    assert not offenders, offenders
