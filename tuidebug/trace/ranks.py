@@ -23,7 +23,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from pathlib import Path
+import os
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from tuidebug.trace import job as joblayout
@@ -49,35 +50,55 @@ def normalise_text(text: str) -> str:
     return _PATH_RE.sub(r"\1", text)
 
 
-def _inside(path: Path, root: Path) -> bool:
-    """``path`` (links resolved) lies under ``root``: a trace is never followed out of."""
-    try:
-        return root.resolve() in path.resolve().parents
-    except (OSError, RuntimeError):
-        return False
+def _safe_rel(rel: str) -> bool:
+    """A relative path from a trace that stays inside it, lexically (no ``..``, not absolute)."""
+    p = PurePosixPath(rel)
+    return bool(rel) and not p.is_absolute() and ".." not in p.parts and "\\" not in rel
 
 
-def _file_hash(path: Path, root: Path) -> str | None:
-    if not _inside(path, root) or not path.is_file():
-        return None
+def _no_links(path: Path, root: Path) -> bool:
+    """No component of ``path`` below ``root`` is a symbolic link."""
+    while path != root and path != path.parent:
+        if path.is_symlink():
+            return False
+        path = path.parent
+    return path == root
+
+
+# the normalised hash per raw content: identical ranks normalise each distinct file once
+_normalised: dict[bytes, str] = {}
+
+
+def _file_hash(path: Path) -> str | None:
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as f:
+            raw = f.read()
     except OSError:
         return None
-    if path.name == "wrapper.py":  # its benchmark harness uses this rank's size hints
-        text = _HARNESS.split(text, 1)[0]
-    return _digest(normalise_text(text).encode())
+    key = hashlib.sha256(path.name.encode() + b"\0" + raw).digest()
+    if key not in _normalised:
+        text = raw.decode("utf-8", errors="replace")
+        if path.name == "wrapper.py":  # its benchmark harness uses this rank's size hints
+            text = _HARNESS.split(text, 1)[0]
+        _normalised[key] = _digest(normalise_text(text).encode())
+    return _normalised[key]
 
 
 def _graph_fingerprint(g: GraphRecord) -> dict[str, Any]:
-    root = g.trace.root
-    stages = [[s.name, _file_hash(g.dir / s.file, root)] for s in g.snapshots() if s.file]
+    fp: dict[str, Any] = {"id": g.id, "kind": g.kind, "status": g.status, "stages": [],
+                          "code": None}
+    if not _safe_rel(g.id) or not _no_links(g.dir, g.trace.root):
+        fp["unreadable"] = True  # never read outside the rank's trace
+        return fp
+    for st in g.snapshots():
+        ok = st.file and _safe_rel(st.file) and _no_links((g.dir / st.file).parent, g.dir)
+        fp["stages"].append([st.name, _file_hash(g.dir / st.file) if ok else None])
     code = g.dir / "code"
-    code_hash = None
-    if code.is_dir() and _inside(code, root):
+    if code.is_dir() and not code.is_symlink():
         parts = sorted(p for p in code.iterdir() if p.suffix != ".json")
-        code_hash = _digest("".join(f"{p.name}:{_file_hash(p, root)};" for p in parts).encode())
-    return {"id": g.id, "kind": g.kind, "status": g.status, "stages": stages, "code": code_hash}
+        fp["code"] = _digest("".join(f"{p.name}:{_file_hash(p)};" for p in parts).encode())
+    return fp
 
 
 def _config_values(t: Trace) -> dict[str, Any]:
@@ -94,7 +115,7 @@ def rank_fingerprint(t: Trace) -> dict[str, Any]:
     for cid, c in t.compiles.items():
         compiles.append({"id": cid, "cache": cache_counts(c),
                          "graphs": [_graph_fingerprint(g) for g in by_compile.get(cid, [])]})
-    config = _digest(json.dumps(_config_values(t), sort_keys=True, default=str).encode())
+    config = _file_hash(t.root / "config.json")  # its values are compared only when it differs
     fp = {"config": config, "compiles": compiles}
     fp["hash"] = _digest(json.dumps(fp, sort_keys=True).encode())
     return fp
@@ -162,9 +183,11 @@ def _first_difference(ra: int, ta: Trace, fa: dict[str, Any],
     order, the divergence without its rank lists), or None when they agree."""
     if fa["config"] != fb["config"]:
         va, vb = _config_values(ta), _config_values(tb)
-        keys = sorted(k for k in set(va) | set(vb) if va.get(k) != vb.get(k))
-        return -1, {"kind": "config", "keys": keys[:20],
-                    "values": {k: [va.get(k), vb.get(k)] for k in keys[:20]}}
+        keys = sorted(k for k in set(va) | set(vb)
+                      if normalise_text(repr(va.get(k))) != normalise_text(repr(vb.get(k))))
+        if keys:  # else the files differ in what is not compared (paths, the defaults' record)
+            return -1, {"kind": "config", "keys": keys[:20],
+                        "values": {k: [va.get(k), vb.get(k)] for k in keys[:20]}}
     ca = {c["id"]: c for c in fa["compiles"]}
     cb = {c["id"]: c for c in fb["compiles"]}
     order = [c["id"] for c in fa["compiles"]]
