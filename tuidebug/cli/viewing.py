@@ -55,12 +55,13 @@ def cmd_import(ns: argparse.Namespace) -> int:
 def print_info(path: Path, *, as_json: bool, rank: int | None = None) -> int:
     """Print the trace's summary (a table, or JSON); 0 when its status is ok, else 1."""
     from tuidebug.trace.reader import Trace
+    from tuidebug.trace.safefile import strict_dumps
     from tuidebug.trace.summary import trace_summary
 
     path = resolve_trace(path, rank)
     summary = trace_summary(Trace(path))  # TraceError: printed by main
     if as_json:
-        print(json.dumps(summary, indent=1, default=str))
+        print(strict_dumps(summary, indent=1, default=str))
     else:
         from tuidebug.viewers.info import render_summary
 
@@ -189,7 +190,9 @@ def show_diff(a: Path, b: Path, *, as_json: bool, code: bool, unchanged: bool = 
 
     d = diff_traces(a, b, code=code, context=context, max_diff_lines=max(max_lines, 400))
     if as_json:
-        print(json.dumps({**(extra or {}), **d}, indent=1, default=str))
+        from tuidebug.trace.safefile import strict_dumps
+
+        print(strict_dumps({**(extra or {}), **d}, indent=1, default=str))
     else:
         from tuidebug.viewers.diff_view import render_diff
 

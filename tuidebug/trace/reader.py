@@ -7,7 +7,6 @@ a trace may come from someone else, so nothing in it is unpickled or executed.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 from dataclasses import dataclass
@@ -16,89 +15,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from tuidebug.errors import TraceError
-from tuidebug.trace import schema
+from tuidebug.trace import layout, safefile, schema
+from tuidebug.trace.tracefiles import MAX_TEXT_BYTES, Problem, TraceFiles
 from tuidebug.trace.graph import Graph
 
-MAX_TEXT_BYTES = 4 * 1024 * 1024  # larger files are shown truncated, with a notice
-
-
-@dataclass
-class Problem:
-    file: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.file}: {self.message}"
-
-
-class _Files:
-    """Safe readers that record problems instead of raising."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.problems: list[Problem] = []
-
-    def rel(self, path: Path) -> str:
-        try:
-            return str(path.relative_to(self.root))
-        except ValueError:
-            return str(path)
-
-    def problem(self, path: Path, message: str) -> None:
-        p = Problem(self.rel(path), message)
-        if all(str(q) != str(p) for q in self.problems):
-            self.problems.append(p)
-
-    def json(self, path: Path, default: Any = None, *, required: bool = False) -> Any:
-        if not path.exists():
-            if required:
-                self.problem(path, "missing")
-            return default
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-            return json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            self.problem(path, f"corrupt JSON ({e.__class__.__name__}: {e})")
-        except OSError as e:
-            self.problem(path, f"unreadable ({e.strerror or e})")
-        return default
-
-    def jsonl(self, path: Path) -> list[Any]:
-        if not path.exists():
-            return []
-        out: list[Any] = []
-        try:
-            with open(path, "rb") as f:
-                for lineno, raw in enumerate(f, 1):
-                    if not raw.strip():
-                        continue
-                    try:
-                        out.append(json.loads(raw.decode("utf-8")))
-                    except (UnicodeDecodeError, json.JSONDecodeError):
-                        self.problem(path, f"line {lineno} is corrupt or truncated; skipped")
-        except OSError as e:
-            self.problem(path, f"unreadable ({e.strerror or e})")
-        return out
-
-    def text(self, path: Path, limit: int = MAX_TEXT_BYTES) -> str | None:
-        if not path.exists():
-            return None
-        try:
-            size = path.stat().st_size
-            with open(path, "rb") as f:
-                data = f.read(limit)
-        except OSError as e:
-            self.problem(path, f"unreadable ({e.strerror or e})")
-            return None
-        if b"\x00" in data[:8192]:
-            self.problem(path, "binary content; not shown")
-            return f"<binary file, {size} bytes; not shown>"
-        text = data.decode("utf-8", errors="replace")
-        if size > limit:
-            self.problem(path, f"{size} bytes; only the first {limit} are shown")
-            text += f"\n… truncated: {size - limit} more bytes not shown\n"
-        return text
+__all__ = ["GraphRecord", "Problem", "StageInfo", "Trace", "TraceError", "open_trace"]
 
 
 @dataclass
@@ -149,12 +70,12 @@ class GraphRecord:
         self._changes_cache: dict[int, dict[str, list[str]]] = {}
 
     @property
-    def _f(self) -> _Files:
+    def _f(self) -> TraceFiles:
         return self.trace._files
 
     @cached_property
     def meta(self) -> dict[str, Any]:
-        return self._f.json(self.dir / schema.META, {}, required=True) or {}
+        return self._f.json(self.dir / schema.META, {}, required=True, kind="meta") or {}
 
     @cached_property
     def stages(self) -> list[StageInfo]:
@@ -170,7 +91,7 @@ class GraphRecord:
         graph = None
         if info.file:
             path = self.dir / info.file
-            data = self._f.json(path, None, required=True)
+            data = self._f.json(path, None, required=True, kind="snapshot")
             if data is not None:
                 try:
                     self._changes_cache[info.index] = _changes(data)
@@ -186,7 +107,7 @@ class GraphRecord:
             return {"added": [], "removed": [], "changed": []}
         if stage.index not in self._changes_cache:
             self._changes_cache[stage.index] = _changes(
-                self._f.json(self.dir / stage.file, {}) or {})
+                self._f.json(self.dir / stage.file, {}, kind="snapshot") or {})
         return self._changes_cache[stage.index]
 
     def find_stage(self, name: str) -> StageInfo | None:
@@ -202,11 +123,11 @@ class GraphRecord:
 
     @cached_property
     def ir_pre(self) -> dict[str, Any] | None:
-        return self._f.json(self.dir / f"{schema.IR_PRE}.json")
+        return self._f.json(self.dir / f"{schema.IR_PRE}.json", kind="ir")
 
     @cached_property
     def ir_post(self) -> dict[str, Any] | None:
-        return self._f.json(self.dir / f"{schema.IR_POST}.json")
+        return self._f.json(self.dir / f"{schema.IR_POST}.json", kind="ir")
 
     def ir_text(self, which: str) -> str | None:
         name = schema.IR_PRE if which == "pre" else schema.IR_POST
@@ -214,11 +135,11 @@ class GraphRecord:
 
     @cached_property
     def fusion(self) -> list[dict[str, Any]]:
-        return self._f.jsonl(self.dir / schema.FUSION)
+        return self._f.jsonl(self.dir / schema.FUSION, "fusion")
 
     @cached_property
     def kernels(self) -> list[dict[str, Any]]:
-        data = self._f.json(self.dir / schema.KERNELS_INDEX, None)
+        data = self._f.json(self.dir / schema.KERNELS_INDEX, None, kind="kernels")
         if data is None:
             return []
         return [k for k in data.get("kernels", []) if isinstance(k, dict)]
@@ -227,41 +148,37 @@ class GraphRecord:
         return next((k for k in self.kernels if k.get("name") == name), None)
 
     def code(self, relpath: str) -> str | None:
-        path = (self.dir / relpath).resolve()
-        if self.dir.resolve() not in path.parents:
-            self._f.problem(self.dir / relpath, "path escapes the trace; not read")
-            return None
-        return self._f.text(path)
+        return self._f.text(self.dir / str(relpath))
 
     def wrapper_code(self) -> str | None:
         return self._f.text(self.dir / schema.WRAPPER)
 
     @cached_property
     def provenance(self) -> dict[str, Any]:
-        return self._f.json(self.dir / schema.PROVENANCE, {}) or {}
+        return self._f.json(self.dir / schema.PROVENANCE, {}, kind="provenance") or {}
 
     @cached_property
     def autotune(self) -> list[dict[str, Any]]:
         # a trace written before capture skipped them may hold the config autotuning of a
         # max-autotune choice (a "Placeholder.…" kernel being benchmarked): not a tuned op
-        return [r for r in self._f.jsonl(self.dir / schema.AUTOTUNE)
+        return [r for r in self._f.jsonl(self.dir / schema.AUTOTUNE, "autotune")
                 if not (isinstance(r, dict) and r.get("kind") == "triton_heuristics"
                         and str(r.get("op", "")).startswith("Placeholder."))]
 
     @cached_property
     def error(self) -> dict[str, Any] | None:
-        return self._f.json(self.dir / schema.ERROR)
+        return self._f.json(self.dir / schema.ERROR, kind="error")
 
     @cached_property
     def launches(self) -> dict[str, dict[str, Any]]:
         """Triton launch metadata by kernel name (block sizes, warps, stages, registers…)."""
-        return {str(r.get("kernel")): r for r in self._f.jsonl(self.dir / schema.LAUNCHES)
+        return {str(r.get("kernel")): r for r in self._f.jsonl(self.dir / schema.LAUNCHES, "launches")
                 if isinstance(r, dict)}
 
     @cached_property
     def timings(self) -> dict[str, dict[str, Any]]:
         """Compile and run time per kernel name (``code/timings.json``); empty when not measured."""
-        data = self._f.json(self.dir / schema.TIMINGS, None)
+        data = self._f.json(self.dir / schema.TIMINGS, None, kind="timings")
         kernels = data.get("kernels") if isinstance(data, dict) else None
         return {str(k): v for k, v in kernels.items() if isinstance(v, dict)} \
             if isinstance(kernels, dict) else {}
@@ -269,23 +186,28 @@ class GraphRecord:
     def check_files(self) -> None:
         """Cheap integrity check of the files this graph references (stat and a peek; no
         parsing): missing snapshots, missing, binary or huge code files become problems."""
+        if not os.path.lexists(self.dir):
+            return  # reported once, as meta.json missing
         for st in self.snapshots():
             path = self.dir / st.file
-            if not path.exists():
+            if not self._f.exists(path) and not os.path.lexists(path):
                 self._f.problem(path, "missing")
-        for rel in [k["file"] for k in self.kernels if k.get("file")] + [schema.WRAPPER]:
-            path = (self.dir / rel).resolve()
-            if self.dir.resolve() not in path.parents:
-                self._f.problem(self.dir / rel, "path escapes the trace; not read")
+        for rel in [str(k["file"]) for k in self.kernels if k.get("file")] + [schema.WRAPPER]:
+            path = self.dir / rel
+            try:
+                real = self._f.confine(path)
+            except safefile.Refused as e:
+                self._f.problem(path, str(e))
                 continue
-            if not path.exists():
+            if not os.path.lexists(real):
                 if rel != schema.WRAPPER or self.kernels:
                     self._f.problem(path, "missing")
                 continue
             try:
-                size = path.stat().st_size
-                with open(path, "rb") as f:
-                    head = f.read(8192)
+                head, size = safefile.read_bytes(real, 8192, truncate=True)
+            except safefile.Refused as e:
+                self._f.problem(path, str(e))
+                continue
             except OSError as e:
                 self._f.problem(path, f"unreadable ({e.strerror or e})")
                 continue
@@ -304,16 +226,13 @@ class Trace:
             raise TraceError(f"no such trace: {self.root}")
         if not self.root.is_dir():
             raise TraceError(f"not a trace directory: {self.root}")
-        self._files = _Files(self.root)
+        self._files = TraceFiles(self.root)
         manifest_path = self.root / schema.MANIFEST
         if not manifest_path.exists():
             if not (self.root / schema.GRAPHS_DIR).is_dir():
                 raise TraceError(f"{self.root} is not a tuidebug trace (no {schema.MANIFEST})")
             self._files.problem(manifest_path, "missing; graphs found by scanning the directory")
-        self.manifest: dict[str, Any] = self._files.json(manifest_path, {}) or {}
-        if not isinstance(self.manifest, dict):
-            self._files.problem(manifest_path, "not a JSON object")
-            self.manifest = {}
+        self.manifest: dict[str, Any] = self._files.json(manifest_path, {}, kind="manifest") or {}
         version = self.manifest.get("format_version")
         if isinstance(version, int) and version > schema.FORMAT_VERSION:
             self._files.problem(
@@ -371,14 +290,21 @@ class Trace:
             entries = self.manifest.get("graphs")
             if not isinstance(entries, list):
                 entries = self._scan_graphs()
-            self._graphs = [GraphRecord(self, e) for e in entries if isinstance(e, dict)]
+            self._graphs = []
+            for e in entries:
+                gid = e.get("id") if isinstance(e, dict) else None
+                if not _is_safe_name(gid):
+                    self._files.problem(self.root / schema.MANIFEST,
+                                        f"graph id {gid!r} is not a plain folder name; skipped")
+                    continue
+                self._graphs.append(GraphRecord(self, e))
         return self._graphs
 
     def _scan_graphs(self) -> list[dict[str, Any]]:
         gdir = self.root / schema.GRAPHS_DIR
         out = []
         for d in sorted(gdir.iterdir()) if gdir.is_dir() else []:
-            meta = self._files.json(d / schema.META, {}) or {}
+            meta = self._files.json(d / schema.META, {}, kind="meta") or {}
             out.append({"id": d.name, "kind": meta.get("kind", "?"),
                         "compile_id": meta.get("compile_id", "?"), "status": "?"})
         return out
@@ -410,11 +336,11 @@ class Trace:
 
     @cached_property
     def config(self) -> dict[str, Any]:
-        return self._files.json(self.root / schema.CONFIG, {}) or {}
+        return self._files.json(self.root / schema.CONFIG, {}, kind="config") or {}
 
     @cached_property
     def runtime(self) -> dict[str, Any]:
-        return self._files.json(self.root / schema.RUNTIME, {}) or {}
+        return self._files.json(self.root / schema.RUNTIME, {}, kind="runtime") or {}
 
     @cached_property
     def compiles(self) -> dict[str, dict[str, Any]]:
@@ -424,9 +350,16 @@ class Trace:
             if not isinstance(c, dict) or "id" not in c:
                 continue
             detail = self._files.json(
-                self.root / schema.COMPILES_DIR / f"{c['id'].replace('/', '_')}.json", {}) or {}
+                self.root / schema.COMPILES_DIR / f"{layout.safe_id(str(c['id']))}.json", {},
+                kind="compile") or {}
             out[c["id"]] = {**c, **detail}
         return out
+
+
+def _is_safe_name(name: Any) -> bool:
+    """A graph id names a folder directly under graphs/: no separators, no ``..``."""
+    return (isinstance(name, str) and 0 < len(name) <= 255 and name not in (".", "..")
+            and "/" not in name and "\\" not in name and "\x00" not in name)
 
 
 def open_trace(path: str | os.PathLike[str]) -> Trace:

@@ -12,18 +12,22 @@ from rich.table import Table
 from rich.text import Text
 
 from tuidebug.trace.diff import format_duration
+from tuidebug.viewers.inert import inert, inert_text
 
 __all__ = ["render_diff", "diff_renderables"]
 
+MAX_GRAPHS = 50  # graphs shown one by one
+
 
 def _v(x: Any) -> str:
+    """A value from a trace as one inert line."""
     if x is None:
         return "—"
     if isinstance(x, float):
         return f"{x:.3g}" if abs(x) < 100 else f"{x:.0f}"
     if isinstance(x, (dict, list)):
-        return json.dumps(x, default=str)
-    return str(x)
+        return inert(json.dumps(x, default=str), multiline=False)
+    return inert(x, multiline=False)
 
 
 def _delta(a: Any, b: Any) -> Text:
@@ -41,7 +45,8 @@ def _origin(recompile: dict[str, Any] | None) -> str:
     demo's trace A) with these settings."""
     if not recompile:
         return ""
-    sets = ", ".join(f"{k}={json.dumps(v)}" for k, v in (recompile.get("sets") or {}).items())
+    sets = ", ".join(f"{_v(k)}={_v(json.dumps(v, default=str))}"
+                     for k, v in (recompile.get("sets") or {}).items())
     if recompile.get("from"):
         return "  recompiled with " + (sets or "the same flags")
     return "  traced in the recompile worker" + (f" with {sets}" if sets else "")
@@ -64,13 +69,14 @@ def diff_renderables(d: dict[str, Any], *, code: bool = True, unchanged: bool = 
     for label, side in (("A", a), ("B", b)):
         extra = _origin(side.get("recompile"))
         status_style = "green" if side["status"] == "ok" else "red"
-        head.add_row(label, Text.assemble((side["path"], "cyan"), "  ",
-                                          (side["status"].upper(), status_style), extra))
+        head.add_row(label, Text.assemble(inert_text(side["path"], "cyan"), "  ",
+                                          inert_text(str(side["status"]).upper(), status_style),
+                                          extra))
     out.append(head)
 
     findings = Text()
     for line in d.get("lines") or []:
-        findings.append("• " + line + "\n")
+        findings.append("• " + inert(line, multiline=False) + "\n")
     findings.rstrip()
     out.append(Panel(findings, title="what changed", title_align="left", border_style="blue"))
 
@@ -83,14 +89,17 @@ def diff_renderables(d: dict[str, Any], *, code: bool = True, unchanged: bool = 
         t.add_column("")
         rows = cfg["changed"] or [dict(c, capture=False) for c in cfg["overrides"]]
         for c in sorted(rows, key=lambda c: c.get("capture", False)):
-            t.add_row(c["name"], _v(c["a"]), _v(c["b"]),
+            t.add_row(inert_text(c["name"]), inert_text(_v(c["a"])), inert_text(_v(c["b"])),
                       Text("capture setting", style="dim") if c.get("capture") else "")
         out.append(t)
         if cfg.get("note"):
-            out.append(Text(cfg["note"], style="yellow"))
+            out.append(inert_text(cfg["note"], "yellow"))
 
-    for g in d["graphs"]:
+    for g in d["graphs"][:MAX_GRAPHS]:
         out.extend(_graph(g, code=code, unchanged=unchanged, max_code_lines=max_code_lines))
+    if len(d["graphs"]) > MAX_GRAPHS:
+        out.append(Text(f"… {len(d['graphs']) - MAX_GRAPHS} more graphs not shown "
+                        "(tuidebug diff --json lists them all)", style="dim"))
 
     if d["compiles"]:
         t = Table(title="compile time and cache counters per Dynamo compile", title_justify="left",
@@ -100,8 +109,9 @@ def diff_renderables(d: dict[str, Any], *, code: bool = True, unchanged: bool = 
         t.add_column("inductor")
         t.add_column("counters that differ")
         for c in d["compiles"]:
-            counters = ", ".join(f"{k} {v['a']}→{v['b']}" for k, v in c["counters"].items())
-            t.add_row(c["id"], _seconds(c["compile_time_s"]["a"], c["compile_time_s"]["b"]),
+            counters = ", ".join(f"{_v(k)} {_v(v['a'])}→{_v(v['b'])}"
+                                 for k, v in c["counters"].items())
+            t.add_row(inert_text(c["id"]), _seconds(c["compile_time_s"]["a"], c["compile_time_s"]["b"]),
                       _seconds(c["inductor_time_s"]["a"], c["inductor_time_s"]["b"]),
                       Text(counters or "none", style="" if counters else "dim"))
         out.append(t)
@@ -111,7 +121,7 @@ def diff_renderables(d: dict[str, Any], *, code: bool = True, unchanged: bool = 
         for col in ("compile", "compiled first call", "eager", "matches eager", "max abs err"):
             t.add_column(col)
         for r in d["runtime"]:
-            t.add_row(r["compile_id"], _seconds(r["first_call_s"]["a"], r["first_call_s"]["b"]),
+            t.add_row(inert_text(r["compile_id"]), _seconds(r["first_call_s"]["a"], r["first_call_s"]["b"]),
                       _seconds(r["eager_s"]["a"], r["eager_s"]["b"]),
                       _delta(r["close"]["a"], r["close"]["b"]),
                       Text(f"{_v(r['max_abs']['a'])} → {_v(r['max_abs']['b'])}"))
@@ -126,14 +136,15 @@ def _graph(g: dict[str, Any], *, code: bool, unchanged: bool,
            max_code_lines: int) -> list[RenderableType]:
     out: list[RenderableType] = []
     where = {"both": "", "a": "  (only in A)", "b": "  (only in B)"}[g["in"]]
-    out.append(Text(f"\ngraph {g['id']} ({g['kind']}){where}", style="bold magenta"))
+    out.append(inert_text(f"\ngraph {g['id']} ({g['kind']}){where}", "bold magenta",
+                          multiline=True))
     t = Table(show_header=False, show_edge=False, box=None, padding=(0, 2))
     t.add_column(style="bold")
     t.add_column()
     t.add_row("status", _delta(g["status"]["a"], g["status"]["b"]))
     t.add_row("FX nodes (last stage)", _delta(g["nodes"]["a"], g["nodes"]["b"]))
     for s in g["stages"]:
-        t.add_row(f"  stage {s['name']}", _delta(s["a"], s["b"]))
+        t.add_row(inert_text(f"  stage {s['name']}"), _delta(s["a"], s["b"]))
     post = g["ir"]["post"]
     pre = g["ir"]["pre"]
     t.add_row("IR nodes before fusion", _delta((pre["a"] or {}).get("nodes"), (pre["b"] or {}).get("nodes")))
@@ -149,13 +160,13 @@ def _graph(g: dict[str, Any], *, code: bool, unchanged: bool,
         t.add_row("autotuned ops", _delta(g["autotune"]["a"], g["autotune"]["b"]))
     t.add_row("compile (graph)", _seconds(g["compile_s"]["a"], g["compile_s"]["b"]))
     for k, v in g["wrapper"]["markers"].items():
-        t.add_row(f"wrapper: {k}", _delta(v["a"], v["b"]))
+        t.add_row(inert_text(f"wrapper: {k}"), _delta(v["a"], v["b"]))
     out.append(t)
     for side in ("a", "b"):
         err = g["error"][side]
         if err:
-            out.append(Text(f"  {side.upper()} failed in {err.get('phase')}: {err.get('type')}: "
-                            f"{str(err.get('message'))[:300]}", style="red"))
+            out.append(inert_text(f"  {side.upper()} failed in {err.get('phase')}: "
+                                  f"{err.get('type')}: {str(err.get('message'))[:300]}", "red"))
 
     if g["passes"]:
         pt = Table(title="passes with a different effect", title_justify="left", show_edge=False)
@@ -164,7 +175,8 @@ def _graph(g: dict[str, Any], *, code: bool, unchanged: bool,
         pt.add_column("A")
         pt.add_column("B")
         for p in g["passes"]:
-            pt.add_row(p["name"], p.get("subsystem") or "", _effect(p["a"]), _effect(p["b"]))
+            pt.add_row(inert_text(p["name"]), inert_text(p.get("subsystem") or ""),
+                       _effect(p["a"]), _effect(p["b"]))
         out.append(pt)
     for label, key in (("fused groups only in A", "groups_only_a"), ("fused groups only in B", "groups_only_b")):
         groups = g["ir"][key]
@@ -172,21 +184,22 @@ def _graph(g: dict[str, Any], *, code: bool, unchanged: bool,
             txt = Text(f"{label}:\n", style="bold")
             for grp in groups[:12]:
                 names = ", ".join(grp["origins"][:10]) + (" …" if len(grp["origins"]) > 10 else "")
-                txt.append(f"  [{names}]" + (f" ×{grp['count']}" if grp["count"] > 1 else "") + "\n")
+                txt.append(inert(f"  [{names}]", multiline=False)
+                           + (f" ×{grp['count']}" if grp["count"] > 1 else "") + "\n")
             out.append(txt)
     if g["fusion"]["reasons"]:
         rt = Table(title="fusion rejections by reason", title_justify="left", show_edge=False)
         rt.add_column("reason")
         rt.add_column("A → B")
         for r in g["fusion"]["reasons"]:
-            rt.add_row(r["reason"], _delta(r["a"], r["b"]))
+            rt.add_row(inert_text(r["reason"]), _delta(r["a"], r["b"]))
         out.append(rt)
     if g["externs"]:
         et = Table(title="extern calls", title_justify="left", show_edge=False)
         et.add_column("call")
         et.add_column("A → B")
         for e in g["externs"]:
-            et.add_row(e["name"], _delta(e["a"], e["b"]))
+            et.add_row(inert_text(e["name"]), _delta(e["a"], e["b"]))
         out.append(et)
 
     rows = _kernel_rows(g["kernels"], unchanged)
@@ -201,7 +214,7 @@ def _graph(g: dict[str, Any], *, code: bool, unchanged: bool,
     if code:
         for k in g["kernels"]:
             if k["status"] == "changed" and k.get("diff"):
-                out.append(_code(k["diff"], f"{k['a']} → {k['b']}", max_code_lines))
+                out.append(_code(k["diff"], f"{_v(k['a'])} → {_v(k['b'])}", max_code_lines))
         if g["wrapper"].get("diff"):
             out.append(_code(g["wrapper"]["diff"], "wrapper (kernel definitions folded)",
                              max_code_lines))
@@ -252,7 +265,8 @@ def _kernel_table(rows: list[dict[str, Any]]) -> Table:
         lines = _delta(k["lines"]["a"], k["lines"]["b"])
         if stats:
             lines.append(f"  +{stats['added']} −{stats['removed']}")
-        kt.add_row(Text(k["status"], style=style[k["status"]]), k["a"] or "", k["b"] or "", lines,
+        kt.add_row(inert_text(k["status"], style.get(k["status"], "")),
+                   inert_text(k["a"] or ""), inert_text(k["b"] or ""), lines,
                    _compile_times(k), _run_times(k))
     return kt
 
@@ -288,8 +302,8 @@ def _code(diff: str, title: str, max_lines: int) -> RenderableType:
     lines = diff.splitlines()
     if len(lines) > max_lines:
         diff = "\n".join(lines[:max_lines]) + f"\n… {len(lines) - max_lines} more lines (--max-lines)"
-    return Panel(Syntax(diff, "diff", theme="ansi_dark", word_wrap=False), title=title,
-                 title_align="left", border_style="dim")
+    return Panel(Syntax(inert(diff), "diff", theme="ansi_dark", word_wrap=False),
+                 title=inert_text(title), title_align="left", border_style="dim")
 
 
 def render_diff(d: dict[str, Any], console: Console | None = None, *, code: bool = True,

@@ -13,6 +13,10 @@ from rich.text import Text
 from tuidebug.trace import schema
 from tuidebug.trace.summary import (ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict, cache_text,
                                     phase_text)
+from tuidebug.viewers.inert import inert, inert_text
+
+MAX_ROWS = 200  # graphs and compiles listed (info --json lists every one)
+MAX_PROBLEMS = 50  # problems listed
 
 STATUS_STYLE = {"ok": "bold green", "failed": "bold red", "crashed": "bold magenta",
                 "running": "bold yellow"}
@@ -24,54 +28,59 @@ def _secs(v: Any) -> str:
 
 def render_summary(s: dict[str, Any], console: Console) -> None:
     status = s["status"]
-    head = Text.assemble(("trace ", "dim"), (s["trace"], "bold"), "  ",
-                         (status.upper(), STATUS_STYLE.get(status, "bold")))
+    head = Text.assemble(("trace ", "dim"), inert_text(s["trace"], "bold"), "  ",
+                         inert_text(status.upper(), STATUS_STYLE.get(status, "bold")))
     script = _script_outcome(s)
     if script:
-        head.append(f", BUT THE SCRIPT {script[0].upper()}", style="bold yellow")
+        head.append(inert(f", BUT THE SCRIPT {script[0].upper()}", multiline=False),
+                    style="bold yellow")
     versions = s.get("versions") or {}
-    head.append(f"   torch {versions.get('torch', '?')}", style="dim")
+    head.append(inert(f"   torch {versions.get('torch', '?')}", multiline=False), style="dim")
     if versions.get("triton"):
-        head.append(f"  triton {versions['triton']}", style="dim")
+        head.append(inert(f"  triton {versions['triton']}", multiline=False), style="dim")
     console.print(head)
     if script:
-        console.print(Text.assemble(("script ", "bold yellow"), script[1]))
+        console.print(Text.assemble(("script ", "bold yellow"), inert_text(script[1])))
     err = s.get("error")
     if err:
-        console.print(Text.assemble(("error ", "bold red"), f"{phase_text(err.get('phase'))}: ",
-                                    (f"{err.get('type')}", "red"), ": ",
-                                    str(err.get("message") or "").strip().splitlines()[0][:300]
-                                    if err.get("message") else ""))
+        message = str(err.get("message") or "").strip().splitlines()
+        console.print(Text.assemble(("error ", "bold red"),
+                                    inert_text(f"{phase_text(err.get('phase'))}: "),
+                                    inert_text(err.get("type"), "red"), ": ",
+                                    inert_text(message[0][:300] if message else "")))
     t = Table(title="compiled graphs", title_justify="left", show_lines=False, box=None,
               padding=(0, 1), header_style="bold")
     for col in ("graph", "kind", "status", "nodes", "passes±", "kernels", "extern",
                 "fused", "→src", "time"):
         t.add_column(col, justify="right" if col not in ("graph", "kind", "status") else "left",
                      no_wrap=True)
-    for g in s["graphs"]:
+    for g in s["graphs"][:MAX_ROWS]:
         phase_times = g.get("phase_times_s") or {}
         total = sum(phase_times.values()) if phase_times else None
-        t.add_row(g["id"], g["kind"], Text(g["status"], STATUS_STYLE.get(g["status"], "")),
+        t.add_row(inert_text(g["id"]), inert_text(g["kind"]),
+                  inert_text(g["status"], STATUS_STYLE.get(g["status"], "")),
                   str(g["nodes"] if g["nodes"] is not None else "–"),
                   "cache" if g.get("from_cache") else
                   f"{_unknown(g['passes_changed'])}/{g['passes_run']}", str(g["kernels"]),
                   str(g["extern_calls"]), _unknown(g["fused"]),
                   f"{g['kernels_with_source']}/{g['kernels']}", _secs(total))
     console.print(t)
+    _more(console, len(s["graphs"]), "graphs")
     cache_by_compile = {c["id"]: cache_text(c.get("cache") or {}) for c in s.get("compiles") or []}
-    for g in s["graphs"]:
+    for g in s["graphs"][:MAX_ROWS]:
         if g.get("from_cache"):
             console.print(Text.assemble(
-                (f"  {g['id']} ", "bold"),
-                f"from cache ({cache_by_compile.get(g.get('compile_id'), '?')}): passes not "
-                "observed (they ran when the cache entry was made; trace without --use-cache "
-                "to see them)"))
+                inert_text(f"  {g['id']} ", "bold"),
+                inert_text(f"from cache ({cache_by_compile.get(g.get('compile_id'), '?')}): "
+                           "passes not observed (they ran when the cache entry was made; trace "
+                           "without --use-cache to see them)")))
         if g.get("cudagraphs") not in (None, "off"):
-            console.print(Text.assemble((f"  {g['id']} ", "bold"), ("CUDA graphs: ", "dim"),
-                                        str(g["cudagraphs"])))
+            console.print(Text.assemble(inert_text(f"  {g['id']} ", "bold"),
+                                        ("CUDA graphs: ", "dim"), inert_text(g["cudagraphs"])))
         if g["changed_passes"]:
-            console.print(Text.assemble((f"  {g['id']} ", "bold"), ("passes that changed it: ", "dim"),
-                                        ", ".join(g["changed_passes"])))
+            console.print(Text.assemble(inert_text(f"  {g['id']} ", "bold"),
+                                        ("passes that changed it: ", "dim"),
+                                        inert_text(", ".join(map(str, g["changed_passes"])))))
     if s.get("compiles"):
         ct = Table(title="Dynamo compiles", title_justify="left", box=None, padding=(0, 1),
                    header_style="bold")
@@ -80,49 +89,58 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
             ct.add_column(col, no_wrap=not wraps, overflow="fold" if wraps else "ellipsis",
                           min_width=None if wraps else len(col))
         notes: list[Text] = []
-        for c in s["compiles"]:
+        for c in s["compiles"][:MAX_ROWS]:
             where = f"{Path(str(c.get('file') or '?')).name}:{c.get('line') or '?'}"
             compile_s = _secs(c.get("compile_time_s"))
             if c.get("restarted_as") and c.get("compile_time_s") is None:
                 compile_s = "restart"
-            ct.add_row(Text(c["id"]), Text(str(c.get("function") or "?")), Text(where[-50:]),
-                       compile_s, _secs(c.get("inductor_time_s")), str(c.get("graph_breaks", 0)))
+            ct.add_row(inert_text(c["id"]), inert_text(c.get("function") or "?"),
+                       inert_text(where[-50:]), compile_s, _secs(c.get("inductor_time_s")),
+                       inert_text(c.get("graph_breaks", 0)))
             for r in c.get("recompile_reasons") or []:
-                notes.append(Text.assemble((f"  {c['id']} ", "bold"), ("recompiled: ", "dim"),
-                                           str(r)[:300]))
+                notes.append(Text.assemble(inert_text(f"  {c['id']} ", "bold"),
+                                           ("recompiled: ", "dim"), inert_text(str(r)[:300])))
         console.print(ct)
-        for n in notes:
+        _more(console, len(s["compiles"]), "compiles")
+        for n in notes[:MAX_PROBLEMS]:
             console.print(n)
-        for c in s["compiles"]:
+        for c in s["compiles"][:MAX_ROWS]:
             if c.get("cache"):  # none looked up: a capture turns the graph caches off
-                console.print(Text.assemble((f"  {c['id']} ", "bold"), ("graph caches: ", "dim"),
-                                            cache_text(c["cache"])))
+                console.print(Text.assemble(inert_text(f"  {c['id']} ", "bold"),
+                                            ("graph caches: ", "dim"),
+                                            inert_text(cache_text(c["cache"]))))
     acc = s.get("accuracy") or {}
     for cid, a in acc.items():
         verdict, why = accuracy_verdict(a)
         style = {"match": "green", "MISMATCH": "bold red"}.get(verdict, "dim")
-        console.print(Text.assemble(f"  eager check {cid}: ", (verdict, style), f"  {why}"))
+        console.print(Text.assemble(inert_text(f"  eager check {cid}: "), (verdict, style),
+                                    inert_text(f"  {why}")))
         rows = accuracy_rows(a)
         if rows and verdict != "not compared":
             t = Table(box=None, padding=(0, 1), header_style="dim", pad_edge=False)
             for col in ACCURACY_COLUMNS:
                 t.add_column(col, overflow="fold")
             for r in rows:
-                t.add_row(*map(Text, r), style="red" if r[-1] == "FAIL" else None)
+                t.add_row(*map(inert_text, r), style="red" if r[-1] == "FAIL" else None)
             console.print(Padding(t, (0, 0, 0, 4)))
     if s.get("config_changed"):
         console.print(Text.assemble(("config differs from defaults: ", "dim"),
-                                    ", ".join(s["config_changed"])))
+                                    inert_text(", ".join(map(str, s["config_changed"])))))
     imp = s.get("imported_from")
     if imp:
         rank = f" (rank {imp['rank']})" if imp.get("rank") is not None else ""
-        console.print(Text.assemble(("imported from ", "dim"), f"{imp.get('kind')}: {imp.get('path')}{rank}"))
+        console.print(Text.assemble(("imported from ", "dim"),
+                                    inert_text(f"{imp.get('kind')}: {imp.get('path')}{rank}")))
         for what in imp.get("missing") or []:
-            console.print(f"  {what}: {schema.NOT_IN_LOG}", style="dim")
+            console.print(inert_text(f"  {what}: {schema.NOT_IN_LOG}", "dim"))
     for w in s.get("warnings") or []:
-        console.print(f"warning: {w}", style="yellow")
-    for p in s.get("problems") or []:
-        console.print(f"problem: {p}", style="red")
+        console.print(inert_text(f"warning: {w}", "yellow"))
+    problems = s.get("problems") or []
+    for p in problems[:MAX_PROBLEMS]:
+        console.print(inert_text(f"problem: {p}", "red"))
+    if len(problems) > MAX_PROBLEMS:
+        console.print(f"… and {len(problems) - MAX_PROBLEMS} more problems "
+                      "(tuidebug info --json lists them all)", style="red")
 
 
 def _script_outcome(s: dict[str, Any]) -> tuple[str, str] | None:
@@ -137,6 +155,16 @@ def _script_outcome(s: dict[str, Any]) -> tuple[str, str] | None:
         return (f"exited with code {s['script_exit_code']}",
                 f"exited with code {s['script_exit_code']} (sys.exit)")
     return None
+
+
+def _more(console: Console, n: int, what: str) -> None:
+    if n > MAX_ROWS:
+        console.print(f"  … {n - MAX_ROWS} more {what} (tuidebug info --json lists them all)",
+                      style="dim")
+
+
+def _num(v: Any) -> str:
+    return f"{v:.3g}" if isinstance(v, (int, float)) else "?"
 
 
 def _unknown(v: Any) -> str:

@@ -1,0 +1,138 @@
+"""The hostile-trace corpus (tests/faults/hostile.py) through every viewer command and every TUI
+screen (docs/security.md). For each case: no traceback, no escape sequence from the data on the
+terminal or the screen, no file written outside the test's output folder, nothing run (the
+payloads' marker file is never written), and the damage reported as a problem naming the file."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import digest
+from tests.faults import hostile
+from tests.faults.conftest import Case
+from tuidebug.trace.reader import Trace
+
+CASES = list(hostile.CASES)
+# what Rich writes itself (colours, styles) on a terminal; every other escape came from data
+RICH_SGR = re.compile(r"\x1b\[[0-9;]*m")
+SCREEN_KEYS = "12345678"
+
+
+def data_escapes(text: str) -> list[str]:
+    """Escape sequences and controls in ``text`` that Rich's own styling does not explain."""
+    rest = RICH_SGR.sub("", text)
+    return [repr(rest[max(0, m.start() - 20):m.end() + 20])
+            for m in re.finditer("[\x00-\x08\x0b-\x1f\x7f\x9b\x9d\u202a-\u202e\u2066-\u2069]", rest)]
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str],
+            timeout: float = 60.0) -> tuple[int, str]:
+    """``tuidebug ARGS`` in this process (on a pretend colour terminal); (exit code, output).
+    A traceback fails the test; so does a command still running after ``timeout``."""
+    from tuidebug.cli import main
+
+    result: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            result["rc"] = main(args)
+        except SystemExit as e:
+            result["rc"] = e.code
+        except BaseException as e:  # noqa: BLE001 — a traceback is what the test looks for
+            result["error"] = e
+
+    th = threading.Thread(target=target, daemon=True)
+    th.start()
+    th.join(timeout)
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert not th.is_alive(), f"tuidebug {' '.join(args)} hung for {timeout}s"
+    if "error" in result:
+        raise AssertionError(f"tuidebug {' '.join(args)} raised") from result["error"]
+    assert "Traceback" not in text, text[-3000:]
+    return int(result.get("rc") or 0), text
+
+
+@pytest.fixture
+def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "160")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    out = tmp_path / "out"
+    out.mkdir()
+    marker = tmp_path / "PAYLOAD_RAN"
+
+    def make(name: str) -> tuple[hostile.Hostile, Path, Path, dict[str, str]]:
+        h = hostile.build(name, tmp_path / "traces", tmp_path / "outside", marker)
+        before = {p: d for p, d in digest(tmp_path).items() if not p.startswith("out/")}
+        return h, out, marker, before
+
+    def unchanged(before: dict[str, str]) -> None:
+        after = {p: d for p, d in digest(tmp_path).items() if not p.startswith("out/")}
+        assert after == before, "a file outside the output folder was written: " + str(
+            {p for p in set(after) ^ set(before)} | {p for p in after if after[p] != before.get(p)})
+    make.unchanged = unchanged  # type: ignore[attr-defined]
+    return make
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_hostile_trace_cli(name: str, corpus, capsys: pytest.CaptureFixture[str],
+                           case: Case) -> None:
+    h, out, marker, before = corpus(name)
+    case.note = name
+    t0 = time.monotonic()
+    rc, text = run_cli(["info", str(h.path)], capsys)
+    assert rc in (0, 1, 2)
+    assert not data_escapes(text), data_escapes(text)[:5]
+    if h.problem_file:
+        assert h.problem_file in text, (h.problem_file, text[-3000:])
+    rc, js = run_cli(["info", "--json", str(h.path)], capsys)
+    if rc != 2:
+        summary = json.loads(js, parse_constant=lambda c: pytest.fail(f"bare {c} in --json"))
+        if h.problem_file:
+            assert any(h.problem_file in p for p in summary["problems"]), summary["problems"]
+    rc, text = run_cli(["diff", str(hostile.BASE), str(h.path)], capsys)
+    assert not data_escapes(text), data_escapes(text)[:5]
+    for extra in ([], ["--kernels"]):
+        rc, text = run_cli(["svg", str(h.path), *extra, "--timeout", "20",
+                            "-o", str(out / f"g{len(extra)}.svg")], capsys)
+        assert not data_escapes(text), data_escapes(text)[:5]
+        svg = out / f"g{len(extra)}.svg"
+        if svg.exists():
+            body = svg.read_text()
+            assert not re.search(r'(href|URL)\s*=\s*"', body), "a link from the data in the SVG"
+    assert not marker.exists(), "a payload from the trace ran"
+    corpus.unchanged(before)
+    assert time.monotonic() - t0 < 120, "the commands took over 2 minutes"
+    case.survived = True
+    case.data_lost = False
+
+
+@pytest.mark.parametrize("name", CASES)
+async def test_hostile_trace_tui(name: str, corpus, open_ui, case: Case) -> None:
+    h, out, marker, before = corpus(name)
+    case.note = name
+    async with open_ui(h.path, prewarm=True) as ui:
+        for key in SCREEN_KEYS:
+            await ui.press(key)
+            screen = ui.text()
+            assert not data_escapes(screen), (key, data_escapes(screen)[:5])
+            links = [seg.style.link for strip in ui.app.screen._compositor.render_strips()
+                     for seg in strip if seg.style is not None and seg.style.link]
+            assert not links, (key, links[:3])
+        app = ui.app
+        jobs = app.recompile_worker.jobs if app.recompile_worker is not None else []
+        assert not jobs, f"opening the screens started {len(jobs)} job(s) without consent"
+    assert not marker.exists(), "a payload from the trace ran"
+    corpus.unchanged(before)
+    if h.problem_file:
+        assert any(h.problem_file in str(p) for p in Trace(h.path).problems)
+    case.survived = True
+    case.data_lost = False

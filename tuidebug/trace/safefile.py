@@ -1,0 +1,164 @@
+"""Reading files named by an untrusted trace: confined to the trace, regular files only, capped.
+
+Every read of a trace file goes through here (``tuidebug.trace.reader`` and the importers):
+
+- ``confine`` — the path must resolve inside the trace root (a symbolic link only to a target
+  inside it); anything else raises ``Refused``.
+- ``read_bytes`` — a regular file only (a FIFO, a device such as ``/dev/zero`` or a directory is
+  refused without blocking), at most ``cap`` bytes (``Refused`` names the size and the cap).
+- ``loads`` — JSON with bounded nesting and integer size (``ValueError`` with a clear message
+  instead of a RecursionError or a 5,000-digit integer).
+- ``strict_dumps`` — standard JSON out: NaN and infinities become ``null``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+from pathlib import Path
+from typing import Any, IO, Iterator
+
+MAX_JSON_BYTES = 64 * 1024 * 1024  # one .json file
+MAX_JSONL_BYTES = 512 * 1024 * 1024  # one .jsonl file (read line by line)
+MAX_LINE_BYTES = 16 * 1024 * 1024  # one line of a .jsonl file
+MAX_DEPTH = 1000  # nesting of JSON arrays and objects
+MAX_INT_DIGITS = 4300  # Python's own limit for int(str)
+
+
+class Refused(Exception):
+    """A file that is not read: outside the trace, not a regular file, or too big."""
+
+
+def confine(root: Path, path: Path, real_root: Path | None = None) -> Path:
+    """``path`` resolved, when it lies inside ``root`` (both resolved, so links are followed
+    only to targets inside the trace); else ``Refused``. ``real_root``: ``root`` resolved
+    already (when many paths are checked)."""
+    real_root = real_root or root.resolve()
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError) as e:  # a symlink loop
+        raise Refused(f"path cannot be resolved ({e})") from None
+    if real != real_root and real_root not in real.parents:
+        raise Refused("path leads out of the trace; not read")
+    return real
+
+
+def _open_regular(path: Path) -> tuple[IO[bytes], int]:
+    """Open ``path`` for reading without blocking on a FIFO; a regular file only."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except IsADirectoryError:
+        raise Refused("a directory, not a file; not read") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = ("a directory" if stat.S_ISDIR(st.st_mode) else
+                    "a FIFO" if stat.S_ISFIFO(st.st_mode) else
+                    "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else
+                    "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+            raise Refused(f"{kind}, not a regular file; not read")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb"), st.st_size
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def is_regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def read_bytes(path: Path, cap: int, *, truncate: bool = False) -> tuple[bytes, int]:
+    """(content, size on disk). Over ``cap``: ``Refused``, or with ``truncate`` the first
+    ``cap`` bytes."""
+    f, size = _open_regular(path)
+    with f:
+        if size > cap and not truncate:
+            raise Refused(f"{size:,} bytes, over the {cap:,}-byte limit for this file; not read")
+        data = f.read(cap + 1)
+    if len(data) > cap:
+        if not truncate:
+            raise Refused(f"over the {cap:,}-byte limit for this file; not read")
+        data = data[:cap]
+    return data, max(size, len(data))
+
+
+def lines(path: Path, cap: int = MAX_JSONL_BYTES,
+          line_cap: int = MAX_LINE_BYTES) -> Iterator[tuple[int, bytes | None]]:
+    """(line number, line) of a regular file; a line over ``line_cap`` comes as None (skipped
+    without being held in memory), reading stops at ``cap`` bytes (``Refused``)."""
+    f, _ = _open_regular(path)
+    total = 0
+    with f:
+        lineno = 0
+        while True:
+            raw = f.readline(line_cap + 1)
+            if not raw:
+                return
+            lineno += 1
+            total += len(raw)
+            if total > cap:
+                raise Refused(f"over the {cap:,}-byte limit for this file; read up to line {lineno}")
+            if len(raw) > line_cap and not raw.endswith(b"\n"):
+                while True:  # skip the rest of the huge line
+                    more = f.readline(1 << 20)
+                    total += len(more)
+                    if not more or more.endswith(b"\n"):
+                        break
+                yield lineno, None
+                continue
+            yield lineno, raw
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text)} digits (more than {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _depth_ok(value: Any) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if d > MAX_DEPTH:
+            return False
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values() if isinstance(x, (dict, list)))
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v if isinstance(x, (dict, list)))
+    return True
+
+
+def loads(data: bytes | str) -> Any:
+    """``json.loads`` with bounded nesting and integer size; ``ValueError`` (a
+    ``json.JSONDecodeError`` for syntax) for anything refused."""
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    try:
+        value = json.loads(text, parse_int=_parse_int)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
+    if isinstance(value, (dict, list)) and not _depth_ok(value):
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float replaced by None (for strict JSON)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def strict_dumps(value: Any, **kwargs: Any) -> str:
+    """Standard JSON (no NaN / Infinity tokens): what ``--json`` outputs write."""
+    return json.dumps(finite(value), allow_nan=False, **kwargs)

@@ -1,0 +1,160 @@
+"""The documented shape of each JSON file of a trace (docs/trace-format.md), checked on read.
+
+``check(kind, data, report)`` returns ``data`` with every field of the wrong type removed (an
+item of a list whose required field is wrong is dropped) and calls ``report(message)`` once per
+field, naming it — so that the code reading a trace can rely on the types below and the rest of
+a damaged file still opens. Fields not listed are not checked (later versions may add some).
+
+A shape is a type or a tuple of types (``NUM``, ``OPT`` …), a dict ``{field: shape}`` for an
+object (a field name starting with ``!`` is required), or a one-item list ``[shape]`` for a list
+whose items all have that shape.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+NONE = type(None)
+NUM = (int, float)
+OPT_NUM = (int, float, NONE)
+OPT_STR = (str, NONE)
+OPT_INT = (int, NONE)
+OPT_DICT = (dict, NONE)
+OPT_LIST = (list, NONE)
+ID = (str,)  # ids are strings; a number where an id is expected is reported
+
+SHAPES: dict[str, Any] = {
+    "manifest": {
+        "format": OPT_STR, "format_version": OPT_INT, "status": OPT_STR, "phase": OPT_STR,
+        "current_graph": OPT_STR, "host": OPT_STR, "pid": OPT_INT, "user": OPT_STR,
+        "command": (list, str, NONE), "cwd": OPT_STR, "started_at": OPT_NUM,
+        "finished_at": OPT_NUM, "versions": OPT_DICT, "error": OPT_DICT,
+        "graphs": [{"!id": ID, "kind": OPT_STR, "compile_id": OPT_STR, "status": OPT_STR}],
+        "compiles": [{"!id": ID, "graphs": OPT_LIST}],
+        "warnings": [str], "config_overrides": OPT_DICT, "tuidebug_config": OPT_DICT,
+        "imported_from": OPT_DICT, "made_by": OPT_DICT,
+        "script_error": OPT_DICT, "script_exit_code": OPT_INT,
+    },
+    "config": {"values": OPT_DICT, "changed": OPT_DICT, "set_by_tuidebug": OPT_LIST},
+    "runtime": {"checks": OPT_DICT},
+    "compile": {"id": OPT_STR, "graphs": OPT_LIST, "metrics": OPT_DICT,
+                "backward_metrics": OPT_DICT, "counters": OPT_DICT, "guards": (list, str, NONE),
+                "dynamo_graph_break_reason": OPT_LIST, "recompile_reasons": OPT_LIST},
+    "meta": {
+        "id": OPT_STR, "kind": OPT_STR, "compile_id": OPT_STR, "status": OPT_STR,
+        "stages": [{"index": int, "name": str, "kind": OPT_STR, "subsystem": OPT_STR,
+                    "duration_s": OPT_NUM, "changed": (bool, NONE), "file": OPT_STR,
+                    "nodes": OPT_INT, "note": OPT_STR,
+                    "counts": {"added": int, "removed": int, "changed": int}}],
+        "phase_times_s": OPT_DICT, "phase_starts_s": OPT_DICT, "kernels": OPT_INT,
+        "fusion": OPT_DICT, "cudagraphs": OPT_DICT, "from_cache": (bool, NONE),
+    },
+    "snapshot": {
+        "graph": OPT_STR, "stage": OPT_STR,
+        "changes": {"added": [str], "removed": [str], "changed": [str]},
+        "nodes": [{"!name": str, "op": OPT_STR, "target": OPT_STR, "args": OPT_LIST,
+                   "kwargs": OPT_DICT, "inputs": [str], "users": [str], "tensor": OPT_DICT,
+                   "tensors": OPT_LIST, "source": OPT_DICT, "module": OPT_STR,
+                   "module_type": OPT_STR}],
+    },
+    "ir": {"graph": OPT_STR,
+           "nodes": [{"!name": str, "type": OPT_STR, "ir_type": OPT_STR, "members": [str],
+                      "origins": [str], "reads": OPT_LIST, "writes": OPT_LIST, "users": [str],
+                      "device": OPT_STR}]},
+    "kernels": {"kernels": [{"!name": str, "kind": OPT_STR, "file": OPT_STR,
+                             "wrapper_line": OPT_INT, "handles": OPT_LIST,
+                             "source_nodes": OPT_LIST, "original_aten": OPT_LIST,
+                             "calls": OPT_INT, "lines": OPT_INT}]},
+    "timings": {"kernels": OPT_DICT, "run": OPT_DICT},
+    "provenance": {"kernels": OPT_DICT, "fx_to_kernels": OPT_DICT, "pre_to_post": OPT_DICT},
+    "error": {"phase": OPT_STR, "type": OPT_STR, "message": OPT_STR, "traceback": (list, str, NONE),
+              "graph": OPT_STR, "compile_id": OPT_STR},
+    # JSON-lines files: the shape of one line
+    "fusion": {"action": OPT_STR, "node1": OPT_STR, "node2": OPT_STR, "reason": OPT_STR,
+               "result": OPT_STR, "members": OPT_LIST},
+    "autotune": {"op": OPT_STR, "kind": OPT_STR, "inputs": OPT_LIST, "winner": OPT_STR,
+                 "choices": [{"name": OPT_STR, "kind": OPT_STR, "time_ms": OPT_NUM,
+                              "error": OPT_STR, "config": OPT_DICT, "description": OPT_STR}]},
+    "launches": {"!kernel": str, "compile_id": OPT_STR, "launch": OPT_DICT, "launchers": OPT_INT},
+}
+
+_DROP = object()
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", int: "an integer",
+            float: "a number", bool: "true/false", NONE: "null"}.get(type(value),
+                                                                     type(value).__name__)
+
+
+def _expected(shape: Any) -> str:
+    if isinstance(shape, dict):
+        return "an object"
+    if isinstance(shape, list):
+        return "a list"
+    types = shape if isinstance(shape, tuple) else (shape,)
+    names = {dict: "an object", list: "a list", str: "a string", int: "an integer",
+             float: "a number", bool: "true/false", NONE: "null"}
+    return " or ".join(dict.fromkeys(names[t] for t in types
+                                     if not (t is int and float in types)))
+
+
+def _ok(value: Any, types: Any) -> bool:
+    types = types if isinstance(types, tuple) else (types,)
+    if isinstance(value, bool) and bool not in types:
+        return False  # true is not an index or an id
+    return isinstance(value, types)
+
+
+def _check(value: Any, shape: Any, where: str, report: Callable[[str], None]) -> Any:
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            report(f"{where or 'the file'}: expected an object, got {_type_name(value)}; ignored")
+            return _DROP
+        out = dict(value)
+        for key, sub in shape.items():
+            name = key.lstrip("!")
+            if name not in out:
+                if key.startswith("!"):
+                    report(f"{where or 'the file'}: no {name!r}; ignored")
+                    return _DROP
+                continue
+            if out[name] is None and not isinstance(sub, (dict, list)) and _ok(None, sub):
+                continue
+            checked = _check(out[name], sub, f"{where}.{name}" if where else name, report)
+            if checked is _DROP:
+                if key.startswith("!"):
+                    return _DROP
+                del out[name]
+            else:
+                out[name] = checked
+        return out
+    if isinstance(shape, list):
+        if value is None:
+            return value
+        if not isinstance(value, list):
+            report(f"{where}: expected a list, got {_type_name(value)}; ignored")
+            return _DROP
+        items = []
+        for i, item in enumerate(value):
+            checked = _check(item, shape[0], f"{where}[{i}]", report)
+            if checked is not _DROP:
+                items.append(checked)
+        return items
+    if not _ok(value, shape):
+        report(f"{where}: expected {_expected(shape)}, got {_type_name(value)}; ignored")
+        return _DROP
+    return value
+
+
+def check(kind: str, data: Any, report: Callable[[str], None], *, limit: int = 5) -> Any:
+    """``data`` (a parsed file of ``kind``) with wrongly typed fields removed; None when the
+    whole file has the wrong shape. At most ``limit`` messages are reported per file (then one
+    saying how many more)."""
+    messages: list[str] = []
+    out = _check(data, SHAPES[kind], "", messages.append)
+    for m in messages[:limit]:
+        report(m)
+    if len(messages) > limit:
+        report(f"… and {len(messages) - limit} more fields of the wrong type")
+    return None if out is _DROP else out
