@@ -7,7 +7,6 @@ trace is imported first (``resolve_trace``).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
