@@ -118,12 +118,10 @@ class TuidebugApp(App[int]):
         if not self.prewarm or not self.allow_run or self.recompile_worker is not None:
             return
         try:
-            worker = self._ensure_worker()
-            # then recompile this trace unchanged, in the background, to fill Inductor's kernel
-            # cache: a flag change later compiles only the kernels it changes (a recompile
-            # started meanwhile cancels it; what it cached by then is kept)
-            self.prime_job = worker.prime(
-                self.trace.root, on_done=lambda j: self._from_worker_thread(self._primed, j))
+            # only tuidebug's own worker process: nothing the trace recorded runs before the
+            # user confirms it (docs/security.md); priming the kernel cache re-runs the trace's
+            # command, so it is asked for like a recompile
+            self._ensure_worker()
         except Exception as e:
             self.worker_error = f"{type(e).__name__}: {e}"
 

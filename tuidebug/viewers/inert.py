@@ -56,3 +56,39 @@ def inert_text(value: Any, style: str = "", *, multiline: bool = False,
 def inert_join(parts: list[Any] | tuple[Any, ...], sep: str = ", ") -> str:
     """Several untrusted values as one inert line (``", ".join`` for data)."""
     return sep.join(inert(p, multiline=False) for p in parts)
+
+
+def has_unsafe(text: str) -> bool:
+    return _UNSAFE_LINE.search(text) is not None
+
+
+def inert_rich(text: Text) -> Text:
+    """A styled ``Text`` (from any renderer) with control characters shown visibly, styles
+    kept, and no links (a link in a style is dropped)."""
+    linked = any(not isinstance(s.style, str) and s.style.link for s in text.spans)
+    if not has_unsafe(text.plain) and not linked:
+        return text
+    offsets = sorted({o for m in _UNSAFE_LINE.finditer(text.plain) for o in (m.start(), m.end())})
+    out = Text(style=text.style, justify=text.justify, overflow=text.overflow,
+               no_wrap=text.no_wrap, end=text.end)
+    for part in text.divide(offsets) if offsets else [text]:
+        if len(part.plain) == 1 and has_unsafe(part.plain):
+            vis = Text(inert(part.plain, multiline=False))
+            for span in part.spans:
+                vis.stylize(span.style, 0, len(vis))
+            part = vis
+        out.append_text(part)
+    if linked:
+        out.spans = [s if isinstance(s.style, str) or not s.style.link
+                     else s._replace(style=s.style.update_link(None)) for s in out.spans]
+    return out
+
+
+def inert_content(content: Any) -> Any:
+    """What a widget shows, made inert: a ``Text`` by ``inert_rich``, a string as plain text
+    (never markup); another renderable as it is (render it with ``to_lines`` in the TUI)."""
+    if isinstance(content, Text):
+        return inert_rich(content)
+    if isinstance(content, str):
+        return inert_text(content, multiline=True)
+    return content

@@ -20,6 +20,7 @@ from tuidebug.tui.messages import Read, SvgExported
 from tuidebug.tui.widgets.bars import SearchBar, TitleBar
 from tuidebug.tui.widgets.lists import PickList
 from tuidebug.tui.widgets.textview import TextView
+from tuidebug.viewers.inert import inert_content
 
 class TraceScreen(Screen):
     """A screen that shows one aspect of the trace for the app's current graph."""
@@ -73,7 +74,7 @@ class TraceScreen(Screen):
 
     def set_text(self, selector: str, content: Any) -> None:
         """Update a fixed-size label without a relayout of the whole screen."""
-        self.query_one(selector, Static).update(content, layout=False)
+        self.query_one(selector, Static).update(inert_content(content), layout=False)
 
     # -- workers -------------------------------------------------------------------------------
 

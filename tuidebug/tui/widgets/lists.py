@@ -8,6 +8,8 @@ from rich.text import Text
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from tuidebug.viewers.inert import inert_rich
+
 
 def _plain(prompt: object) -> str:
     plain = getattr(prompt, "plain", None)
@@ -32,7 +34,7 @@ class Row:
         return self.head.plain + self.tail.plain
 
     def fit(self, width: int) -> Text:
-        head, tail = self.head.copy(), self.tail
+        head, tail = inert_rich(self.head).copy(), inert_rich(self.tail)
         room = width - tail.cell_len
         if head.cell_len + tail.cell_len <= width:
             out = head + tail

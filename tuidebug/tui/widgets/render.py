@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Iterator
+
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
+
+from tuidebug.viewers.inert import inert_rich
 
 MAX_TABLE_WIDTH = 1000
 
@@ -41,19 +46,32 @@ def to_lines(console: Console, renderables: list[RenderableType], width: int) ->
     """
     options = console.options.update(width=max(40, width), height=None)
     out: list[Text] = []
-    for r in renderables:
-        if isinstance(r, Text) and "\n" not in r.plain and r.cell_len <= width:
-            out.append(r)
-            continue
-        opts = options
-        if isinstance(r, Table):
-            opts = options.update(width=table_width(console, r, options))
-        for line in console.render_lines(r, opts, pad=False):
-            t = Text()
-            for seg in line:
-                if seg.control:
-                    continue
-                t.append(seg.text, seg.style)
-            t.rstrip()
-            out.append(t)
+    with _no_markup(console):
+        for r in renderables:
+            if isinstance(r, Text) and "\n" not in r.plain and r.cell_len <= width:
+                out.append(inert_rich(r))
+                continue
+            opts = options
+            if isinstance(r, Table):
+                opts = options.update(width=table_width(console, r, options))
+            for line in console.render_lines(r, opts, pad=False):
+                t = Text()
+                for seg in line:
+                    if seg.control:
+                        continue
+                    t.append(seg.text, seg.style)
+                t.rstrip()
+                out.append(inert_rich(t))
     return out
+
+
+@contextmanager
+def _no_markup(console: Console) -> Iterator[None]:
+    """Strings in tables and panels are data: rendered as written, never as Rich markup or
+    emoji codes (``[/]`` in a kernel name must not raise, ``[link=…]`` must not make a link)."""
+    saved = (getattr(console, "_markup", None), getattr(console, "_emoji", None))
+    console._markup, console._emoji = False, False
+    try:
+        yield
+    finally:
+        console._markup, console._emoji = saved

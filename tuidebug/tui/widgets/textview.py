@@ -23,6 +23,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from tuidebug.viewers.inert import inert_rich
+
 CACHE_LINES = 4000
 
 
@@ -208,7 +210,7 @@ class TextView(ScrollView, can_focus=True):
         if strip is not None:
             self._cache.move_to_end(i)
             return strip
-        text = self.source.rich(i).copy()
+        text = inert_rich(self.source.rich(i)).copy()  # nothing from a trace reaches the terminal raw
         text.end = ""
         if text.style:  # Text.render ignores the base style of a text without spans
             text.stylize_before(text.style)

@@ -13,10 +13,11 @@ from tuidebug.viewers.dot.collapse import (absorb_into_kernels, backward_nodes, 
                                           infer_modules, looks_joint, module_levels,
                                           plan_collapse, truncate_module, visible_nodes)
 from tuidebug.viewers.dot.labels import (clip, group_label, group_status, node_label, node_tooltip,
-                                        safe_id, tooltip_text)
+                                        safe_id)
 from tuidebug.viewers.dot.options import DotOptions, DotResult, Item, Overlay
 from tuidebug.viewers.dot.style import (CLUSTER_STYLE, DIFF_STYLE, FONT, KIND_STYLE, STUB_EDGE,
                                        STUB_NAMES, STUB_STYLE, legend_label, node_kind)
+from tuidebug.viewers.dotescape import dot_attrs, dot_id, dot_string
 
 
 class _Builder:
@@ -232,10 +233,10 @@ class _Builder:
         self.group()
         edges = self.item_edges()
         real, stubbed = self.split_long(edges)
-        g = graphviz.Digraph(name=self.graph.graph_id or "graph", engine="dot")
+        g = graphviz.Digraph(name=dot_id(self.graph.graph_id or "graph"), engine="dot")
         g.attr("graph", rankdir="TB", fontname=FONT, ranksep="0.3", nodesep="0.2",
                outputorder="edgesfirst", labelloc="t", labeljust="l", fontsize="18",
-               label=self._title(), tooltip=self._title())
+               label=dot_string(self._title()), tooltip=dot_string(self._title()))
         if self.hidden and not self.phase:  # packing ignores what is inside clusters
             g.attr("graph", pack="true", packmode="array_u")
         g.attr("node", fontname=FONT, fontsize="10", margin="0.08,0.03", height="0.3")
@@ -250,13 +251,13 @@ class _Builder:
         self._kernel_notes(stmts)
         self._emit(g, stmts)
         for (a, b), pairs in real.items():
-            g.edge(a, b, **self._edge_attrs(a, b, pairs))
+            g.edge(dot_id(a), dot_id(b), **dot_attrs(self._edge_attrs(a, b, pairs)))
         if self.hidden and self.phase:
             for a, b in self._stack_pieces(real):
-                g.edge(a, b, style="invis", weight="0")
+                g.edge(dot_id(a), dot_id(b), style="invis", weight="0")
         kernel_styles = {self._kernel_style(it.key) for it in self.items.values() if it.kind == "kernel"}
         kernel_styles |= {c[2] for it in self.items.values() for c in it.container}
-        g.node("@legend", label=legend_label(kinds, diff=self.ov.status is not None,
+        g.node(dot_id("@legend"), label=legend_label(kinds, diff=self.ov.status is not None,
                                              kernels=kernel_styles, stubs=bool(stubs)),
                shape="plain", id="legend", tooltip="legend")
         return DotResult(g, len(self.graph), len(self.items), self.depth, self.kernels_collapsed,
@@ -286,7 +287,7 @@ class _Builder:
             n = it.members[0]
             tip = node_tooltip(n)
             if self._kernels_of.get(n.name):
-                tip += tooltip_text("\nkernels: " + ", ".join(self._kernels_of[n.name]))
+                tip += "\nkernels: " + ", ".join(self._kernels_of[n.name])
             attrs = dict(KIND_STYLE[node_kind(n)], label=node_label(n), tooltip=tip,
                          id=f"node:{n.name}")
             status = st.get(n.name, "same") if st is not None else None
@@ -295,7 +296,7 @@ class _Builder:
             mtype = self.module_type.get(it.key, "") if it.kind == "module" else ""
             names = ", ".join(m.name for m in it.members[:12]) + (", …" if len(it.members) > 12 else "")
             attrs = dict(KIND_STYLE[style], label=group_label(it, mtype, st),
-                         tooltip=tooltip_text(f"{it.key}\n{len(it.members)} nodes: {names}"),
+                         tooltip=f"{it.key}\n{len(it.members)} nodes: {names}",
                          id=f"{it.kind}:{it.key}" + "".join(f"@{x}" for x in self._id_extra(it)))
             status = group_status(it.members, st) if st is not None else None
         if status:
@@ -314,7 +315,7 @@ class _Builder:
         if len(pairs) > 1:
             tip += f" (+{len(pairs) - 1} more)"
             attrs["penwidth"] = str(min(4.0, 1 + len(pairs) / 4))
-        attrs["tooltip"] = tooltip_text(tip)
+        attrs["tooltip"] = tip
         st = self.ov.status
         if st is not None:
             ends = {st.get(x, "same") for p in pairs for x in p}
@@ -341,7 +342,7 @@ class _Builder:
                 f" +{len(shared) - STUB_NAMES}" if len(shared) > STUB_NAMES else "")
             cont = self._container("", (self._kernel_cluster(k),))
             stmts[cont].append((nid, dict(STUB_STYLE, label=clip(label, 60),
-                                          tooltip=tooltip_text(f"{k} also computes: " + ", ".join(shared)))))
+                                          tooltip=f"{k} also computes: " + ", ".join(shared))))
             self._stub_edges.append((nid, self.item_of[shared[0]]))
 
     def _stubs(self, stubbed, stmts) -> int:
@@ -371,7 +372,7 @@ class _Builder:
                 label = f"{arrow} {shown}{more}"
                 tip = ("from: " if direction == "in" else "to: ") + ", ".join(names)
                 stmts[it.container].append((sid, dict(STUB_STYLE, label=clip(label, 60),
-                                                      tooltip=tooltip_text(tip))))
+                                                      tooltip=tip)))
                 count += 1
                 self._stub_edges.append((sid, item_id) if direction == "in" else (item_id, sid))
         return count
@@ -385,18 +386,18 @@ class _Builder:
             t.setdefault(None, []).extend(nodes)
         self._emit_tree(g, tree)
         for a, b in self._stub_edges:
-            g.edge(a, b, **STUB_EDGE)
+            g.edge(dot_id(a), dot_id(b), **dot_attrs(STUB_EDGE))
 
     def _emit_tree(self, g: graphviz.Digraph, tree: dict) -> None:
         for name, attrs in tree.get(None, []):
-            g.node(name, **attrs)
+            g.node(dot_id(name), **dot_attrs(attrs))
         for key, sub in tree.items():
             if key is None:
                 continue
             name, label, style = key
-            with g.subgraph(name=name) as c:
-                c.attr(**{"label": label, "tooltip": label, "fontname": FONT, "fontsize": "11",
-                          "margin": "6", **CLUSTER_STYLE[style]})
+            with g.subgraph(name=dot_id(name)) as c:
+                c.attr(**dot_attrs({"label": label, "tooltip": label, "fontname": FONT,
+                                    "fontsize": "11", "margin": "6", **CLUSTER_STYLE[style]}))
                 self._emit_tree(c, sub)
 
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import html
 from collections import defaultdict
 
 from tuidebug.trace.graph import Node, node_line
 from tuidebug.viewers.dot.options import Item
+from tuidebug.viewers.dotescape import html, html_label
 
 
 def target_text(n: Node) -> str:
@@ -24,15 +24,12 @@ def target_text(n: Node) -> str:
 # -- labels -----------------------------------------------------------------------------------
 
 def esc(s: str) -> str:
-    return html.escape(s, quote=False)
+    """Data inside an HTML-like label (dotescape.html: markup escaped, controls visible)."""
+    return html(s)
 
 
 def clip(s: str, n: int = 48) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
-
-
-def tooltip_text(s: str) -> str:
-    return s.replace("\\", "\\\\").replace("\n", "\\n")
 
 
 def clip_middle(s: str, n: int = 40) -> str:
@@ -48,7 +45,7 @@ def node_label(n: Node) -> str:
     meta = n.meta_label()
     if meta:
         rows.append(f'<FONT POINT-SIZE="8" COLOR="#555555">{esc(clip(meta, 56))}</FONT>')
-    return "<" + "<BR/>".join(rows) + ">"
+    return html_label("<BR/>".join(rows))
 
 
 def node_tooltip(n: Node) -> str:
@@ -57,7 +54,7 @@ def node_tooltip(n: Node) -> str:
         lines.append(f"module: {n.module} ({n.module_type})" if n.module_type else f"module: {n.module}")
     if n.source:
         lines.append(f"{n.source.get('file', '?')}:{n.source.get('line', '?')}  {n.source.get('code', '')}")
-    return tooltip_text("\n".join(lines))
+    return "\n".join(lines)  # escaped where it is written (dotescape.dot_attrs)
 
 
 def ops_summary(members: list[Node], k: int = 4) -> str:
@@ -91,7 +88,7 @@ def group_label(item: Item, module_type: str, status: dict[str, str] | None) -> 
         d = diff_counts(item.members, status)
         if d:
             rows.append(f"<B>{esc(d)}</B>")
-    return "<" + "<BR/>".join(rows) + ">"
+    return html_label("<BR/>".join(rows))
 
 
 def group_status(members: list[Node], status: dict[str, str]) -> str:

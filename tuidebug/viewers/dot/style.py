@@ -6,6 +6,7 @@ from typing import Iterable
 
 from tuidebug.trace.graph import Node
 from tuidebug.viewers.dot.labels import esc
+from tuidebug.viewers.dotescape import html_label
 
 FONT = "Helvetica"
 STUB_NAMES = 3  # names listed on a stub before "+N more"
@@ -91,5 +92,5 @@ def legend_label(kinds: Iterable[str], *, diff: bool, kernels: bool | Iterable[s
         rows.append('<TR><TD><FONT POINT-SIZE="8" COLOR="#666666">⇢ a, b</FONT></TD>'
                     '<TD ALIGN="LEFT">stub</TD><TD ALIGN="LEFT"><FONT COLOR="#666666" POINT-SIZE="8">'
                     'long edge cut: value comes from / goes to the named nodes</FONT></TD></TR>')
-    return ('<<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="2" CELLPADDING="2" COLOR="#bbbbbb">'
-            + "".join(rows) + "</TABLE>>")
+    return html_label('<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="2" CELLPADDING="2" '
+                      'COLOR="#bbbbbb">' + "".join(rows) + "</TABLE>")
