@@ -93,7 +93,7 @@ def bench_ours(bug: str, work: Path, jobs: int) -> dict[str, Any]:
     if not (trace / "manifest.json").exists():
         return {**out, "error": f"trace failed (status {rc}); see {work / 'trace.log'}"}
     env = _env(TORCHINDUCTOR_CACHE_DIR=str(work / "ours-inductor-cache"))
-    rc, wall = _run([sys.executable, "-m", "tuidebug.cli", "minify", str(trace), "-o",
+    rc, wall = _run([sys.executable, "-m", "tuidebug.cli", "minify", "--yes", str(trace), "-o",
                      str(work / "ours_repro.py"), "--jobs", str(jobs), "--json"],
                     cwd=work, env=env, timeout=3600, log=work / "ours.log")
     text = (work / "ours.log").read_text(errors="replace")

@@ -62,7 +62,7 @@ def test_cli_rejects_bad_input_with_exit_2(mlp_trace: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "tuidebug.cli", "recompile", str(mlp_trace),
+        return subprocess.run([sys.executable, "-m", "tuidebug.cli", "recompile", "--yes", str(mlp_trace),
                                *args], env=env, capture_output=True, text=True, timeout=120)
 
     p = run("--set", "max_fusion_sz=1")
@@ -258,7 +258,7 @@ def test_worker_restarts_when_its_process_dies(tmp_path: Path, case: Case) -> No
 
 def test_cli_recompile_prints_the_comparison(mlp_trace: Path, tmp_path: Path) -> None:
     out = tmp_path / "asserts-off"
-    p = subprocess.run([sys.executable, "-m", "tuidebug.cli", "recompile", str(mlp_trace),
+    p = subprocess.run([sys.executable, "-m", "tuidebug.cli", "recompile", "--yes", str(mlp_trace),
                         "--set", "size_asserts=false", "-o", str(out), "--json", "-q"],
                        env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True,
                        timeout=900)

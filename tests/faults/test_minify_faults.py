@@ -21,7 +21,7 @@ def test_minify_interrupted_keeps_best_repro(failing_trace: Path, tmp_path: Path
                                             case: Case) -> None:
     out = tmp_path / "repro.py"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tuidebug.cli", "minify", str(failing_trace), "-o", str(out)],
+        [sys.executable, "-m", "tuidebug.cli", "minify", "--yes", str(failing_trace), "-o", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
         env=dict(os.environ, PYTHONPATH=pythonpath()), start_new_session=False)
     assert proc.stdout is not None
@@ -85,7 +85,7 @@ def _minify(trace: Path, out: Path, env: dict[str, str], count: int,
             **extra: str) -> subprocess.CompletedProcess[str]:
     shutil.rmtree(env["TORCHINDUCTOR_CACHE_DIR"], ignore_errors=True)
     Path(env["FLAKY_CXX_DIR"], "count").write_text(str(count))
-    return subprocess.run([sys.executable, "-m", "tuidebug.cli", "minify", str(trace), "-o",
+    return subprocess.run([sys.executable, "-m", "tuidebug.cli", "minify", "--yes", str(trace), "-o",
                            str(out)], capture_output=True, text=True, env=dict(env, **extra),
                           cwd=ROOT, timeout=600)
 

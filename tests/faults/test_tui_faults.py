@@ -17,6 +17,7 @@ from tests.conftest import pythonpath
 from tests.faults.conftest import Case
 from tests.tui.pilot import UI, digest
 from tuidebug.compiler.worker import RecompileJob
+from tuidebug.tui.screens.consent import ConfirmScreen
 
 HANG_ENV = "TUIDEBUG_TEST_HANG_MARKER"
 HANGING = "compiled; now hanging"
@@ -87,6 +88,8 @@ async def _recompile(ui: UI, until: str = "running", timeout: float = 300) -> Re
     assert ui.app.current_mode == "flags"
     before = ui.app.recompile_job
     await ui.pilot.press("r")
+    assert await ui.wait_for(lambda: isinstance(ui.app.screen, ConfirmScreen), 30)
+    await ui.pilot.press("y")  # what will run was shown; the user agrees
     assert await ui.wait_for(lambda: ui.app.recompile_job is not before, 30), ui.notifications()
     job = ui.app.recompile_job
     if until == "running":

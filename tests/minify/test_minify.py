@@ -110,7 +110,7 @@ def test_cli_rejects_a_trace_that_did_not_fail(bug_traces: dict[str, Path], copy
     manifest.update(status="ok", error=None)
     (ok / "manifest.json").write_text(json.dumps(manifest))
     env = dict(os.environ, PYTHONPATH=pythonpath())
-    proc = subprocess.run([sys.executable, "-m", "tuidebug.cli", "minify", str(ok), "-o",
+    proc = subprocess.run([sys.executable, "-m", "tuidebug.cli", "minify", "--yes", str(ok), "-o",
                            str(tmp_path / "r.py")], env=env, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 2
@@ -214,7 +214,7 @@ def test_limits_must_be_positive(bug_traces: dict[str, Path], tmp_path: Path) ->
     env = dict(os.environ, PYTHONPATH=pythonpath())
     for opt, value in (("--timeout", "0"), ("--accuracy-tol", "-1e-3"), ("--accuracy-tol", "0"),
                        ("--timeout", "nan")):
-        proc = subprocess.run([sys.executable, "-m", "tuidebug.cli", "minify",
+        proc = subprocess.run([sys.executable, "-m", "tuidebug.cli", "minify", "--yes",
                                str(bug_traces["runtime_error"]), "-o", str(tmp_path / "r.py"),
                                f"{opt}={value}"], env=env, capture_output=True, text=True,
                               timeout=120)
@@ -230,7 +230,7 @@ def test_plain_bisect_of_an_accuracy_trace_says_to_minify_first(bug_traces: dict
     """An accuracy mismatch does not show in a script's exit status: re-running the script
     cannot tell good from bad, so bisect refuses and says how to bisect a repro instead."""
     trace = bug_traces["accuracy"]
-    proc = subprocess.run([sys.executable, "-m", "tuidebug.cli", "bisect", str(trace)],
+    proc = subprocess.run([sys.executable, "-m", "tuidebug.cli", "bisect", "--yes", str(trace)],
                           env=dict(os.environ, PYTHONPATH=pythonpath()), capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr

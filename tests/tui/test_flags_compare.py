@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tests.conftest import digest
 from tuidebug.tui.screens.modals import InputScreen
+from tuidebug.tui.screens.consent import ConfirmScreen
 
 
 async def _filter(ui, text: str) -> None:
@@ -68,6 +69,13 @@ async def test_recompile_then_compare(open_ui, mlp_trace: Path, copy_trace) -> N
         await ui.press("enter")
         assert ui.app.pending_flags == {"size_asserts": False}
         await ui.pilot.press("r")
+        # first what will run: the trace's script, its directory, the flag (docs/security.md)
+        assert await ui.wait_for(lambda: isinstance(ui.app.screen, ConfirmScreen), 30)
+        await ui.settle()
+        plan = ui.text()
+        assert "will run" in plan and "size_asserts=False" in plan and "mlp.py" in plan
+        assert ui.app.recompile_job is None
+        await ui.pilot.press("y")
         await ui.pilot.pause(0.5)
         assert ui.app.recompile_job is not None
         # the UI stays responsive while the worker runs
@@ -93,6 +101,9 @@ async def test_minify_from_errors_screen(open_ui, failing_trace: Path) -> None:
         await ui.press("6")
         assert "m: minify" in ui.text()
         await ui.pilot.press("m")
+        assert await ui.wait_for(lambda: isinstance(ui.app.screen, ConfirmScreen), 30)
+        assert ui.app.screen_stack[-2].task_running is None  # nothing runs before the answer
+        await ui.pilot.press("y")
         await ui.pilot.pause(0.5)
         screen = ui.app.screen
         assert screen.task_running == "minify"
@@ -111,6 +122,9 @@ async def test_minify_cancelled_keeps_the_best_repro(open_ui, failing_trace: Pat
     async with open_ui(failing_trace) as ui:
         await ui.press("6")
         await ui.pilot.press("m")
+        assert await ui.wait_for(lambda: isinstance(ui.app.screen, ConfirmScreen), 30)
+        await ui.pilot.press("y")
+        await ui.pilot.pause(0.2)
         screen = ui.app.screen
         reducing = await ui.wait_for(lambda: "minify: nodes" in ui.text(), 240)
         assert reducing, ui.text()

@@ -201,6 +201,8 @@ def test_allow_run_lets_the_page_start_a_minify(browser: Any, serve: Any) -> Non
     page.keyboard.press("6")
     wait_for(page, r"m: minify")
     page.keyboard.press("m")
+    wait_for(page, r"Minify: run this")  # what it will run, asked first
+    page.keyboard.press("y")
     text = wait_for(page, r"minify: ")
     assert "cannot minify here" not in text
     page.keyboard.press("x")  # cancel: the minify itself is not what this test is about

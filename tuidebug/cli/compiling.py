@@ -79,6 +79,8 @@ def run_trace(script: str, script_args: list[str], out: Path | None, *, check: b
         raise CliError(f"not a file: {script}")
     overrides = _validated_sets(sets) if sets else {}
     out = out or default_out(path)
+    if out.exists() and not out.is_dir():
+        raise CliError(f"{out} exists and is not a directory; choose another with -o")
     if out.exists() and any(out.iterdir()):
         raise CliError(f"output directory {out} is not empty; choose another with -o")
     _check_writable(out)
@@ -265,6 +267,9 @@ def recompile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the job result and the comparison as JSON")
     p.add_argument("--no-code", action="store_true", help="leave out code diffs")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    p.add_argument("-y", "--yes", action="store_true",
+                   help="run without asking (what will run is still printed); without it, "
+                        "tuidebug asks on the terminal and refuses when there is none")
 
 
 def cmd_recompile(ns: argparse.Namespace) -> int:
@@ -277,6 +282,9 @@ def cmd_recompile(ns: argparse.Namespace) -> int:
     sets = recompile.parse_sets(ns.set)
     spec = recompile.recompile_spec(ns.trace, sets, ns.output, use_cache=not ns.no_cache)
     out = Path(spec["out"])
+    from tuidebug.compiler.consent import ask, spec_plan
+
+    ask(spec_plan(spec, recompile.read_manifest(ns.trace)), yes=ns.yes)  # NotConfirmed: by main
     print(f"[tuidebug] recompiling {ns.trace} with {recompile.format_sets(sets)} → {out}",
           file=sys.stderr, flush=True)
 

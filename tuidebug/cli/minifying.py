@@ -9,7 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
+
+from tuidebug.errors import MinifyError
 
 
 def _positive(text: str) -> int:
@@ -51,6 +54,11 @@ def minify_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keep-work", action="store_true",
                    help="keep the work directory (every candidate, worker logs)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("-y", "--yes", action="store_true",
+                   help="run without asking (what will run is still printed); without it, "
+                        "tuidebug asks on the terminal and refuses when there is none")
+    p.add_argument("--force", action="store_true",
+                   help="write the repro over an existing file")
 
 
 def bisect_arguments(p: argparse.ArgumentParser) -> None:
@@ -62,6 +70,9 @@ def bisect_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=positive_float, default=600.0,
                    help="seconds per run (default 600)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("-y", "--yes", action="store_true",
+                   help="run without asking (what will run is still printed); without it, "
+                        "tuidebug asks on the terminal and refuses when there is none")
 
 
 def _reporter(as_json: bool) -> tuple[Any, Any]:
@@ -99,7 +110,14 @@ def _reporter(as_json: bool) -> tuple[Any, Any]:
 
 
 def cmd_minify(ns: argparse.Namespace) -> int:
+    from tuidebug.compiler.consent import ask
     from tuidebug.minify.minifier import minify
+    from tuidebug.minify.plans import minify_plan
+
+    if Path(ns.output).exists() and not ns.force:
+        raise MinifyError(f"{ns.output} exists; choose another file with -o, or --force to "
+                          "write over it")
+    ask(minify_plan(ns.trace), yes=ns.yes)  # NotConfirmed: printed by main
 
     on_progress, stop = _reporter(ns.json)
     try:
@@ -130,8 +148,12 @@ def cmd_minify(ns: argparse.Namespace) -> int:
 
 
 def cmd_bisect(ns: argparse.Namespace) -> int:
+    from tuidebug.compiler.consent import ask
     from tuidebug.minify.bisect_task import FRESH_HINT
     from tuidebug.minify.bisection import bisect
+    from tuidebug.minify.plans import bisect_plan
+
+    ask(bisect_plan(ns.trace, ns.repro), yes=ns.yes)  # NotConfirmed: printed by main
 
     def step(n: int, text: str) -> None:
         print(f"[bisect] run {n}: {text}", file=sys.stderr, flush=True)

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from tuidebug.errors import RecompileError
+from tuidebug.compiler import trace_config
 
 __all__ = ["RecompileError", "parse_sets", "format_sets", "trace_source", "default_out",
            "recompile_spec", "script_spec", "run_job"]
@@ -109,6 +110,11 @@ def _manifest(trace: Path) -> dict[str, Any]:
     return data
 
 
+def read_manifest(trace: str | os.PathLike[str]) -> dict[str, Any]:
+    """The trace's manifest (``RecompileError`` when it cannot be read)."""
+    return _manifest(Path(trace))
+
+
 def trace_source(trace: str | os.PathLike[str]) -> dict[str, Any]:
     """What to re-run for ``trace``: ``{"script", "script_arg", "args", "cwd", "overrides",
     "check"}`` from its manifest. ``script`` is absolute; ``script_arg`` as it was typed."""
@@ -131,6 +137,11 @@ def trace_source(trace: str | os.PathLike[str]) -> dict[str, Any]:
     if not Path(cwd).is_dir():
         raise RecompileError(f"{trace}: its working directory {cwd} no longer exists")
     overrides = m.get("config_overrides") if isinstance(m.get("config_overrides"), dict) else {}
+    overrides, refused = trace_config.check(overrides)  # a trace's config: only what is safe
+    if refused:
+        raise RecompileError(f"{trace}: its config overrides cannot be applied from a trace: "
+                             + "; ".join(f"{n}: {why}" for n, why in refused.items())
+                             + " (re-trace with tuidebug trace --set to choose them yourself)")
     return {"script": str(script), "script_arg": script_arg, "args": list(args), "cwd": cwd,
             "overrides": dict(overrides), "check": bool(m.get("check_accuracy", True)),
             "accuracy_tol": _tol(m.get("accuracy_tol"))}

@@ -99,6 +99,12 @@ def _test_command(trace: Trace, repro: str | None,
     overrides = trace.manifest.get("config_overrides") or {}
     if not isinstance(overrides, dict):
         raise MinifyError("the trace's config_overrides is not an object; pass --repro")
+    from tuidebug.compiler import trace_config
+
+    overrides, refused = trace_config.check(overrides)
+    if refused:
+        raise MinifyError("the trace's config overrides are not applied from a trace: " + "; ".join(
+            f"{name}: {why}" for name, why in refused.items()) + " (pass --repro)")
     return [sys.executable, "-m", "tuidebug.minify.script_child", json.dumps(overrides),
             script, *command[3:]], cwd
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tuidebug.errors import MinifyError
+from tuidebug.compiler import trace_config
 from tuidebug.minify.codegen import config_flag_ok
 from tuidebug.minify.signature import Signature
 from tuidebug.trace.graph import Graph
@@ -106,6 +107,9 @@ def _flags(trace: Trace) -> tuple[dict[str, Any], list[str]]:
     for name, value in (trace.manifest.get("config_overrides") or {}).items():
         if name not in out and name not in own and config_flag_ok(name, value):
             out[name] = value
+    # config from a trace is applied only where the flag registry vouches for it
+    out, refused = trace_config.check(out)
+    skipped += [f"{name} ({why})" for name, why in refused.items()]
     return out, skipped
 
 

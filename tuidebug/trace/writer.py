@@ -22,6 +22,15 @@ from tuidebug import __version__
 from tuidebug.trace import atomic, layout, schema
 
 
+def _user() -> str | None:
+    try:
+        import getpass
+
+        return getpass.getuser()
+    except (ImportError, KeyError, OSError):
+        return None
+
+
 class TraceWriter:
     """Owns one trace directory. Thread-safe: compiles can happen on several threads."""
 
@@ -40,6 +49,9 @@ class TraceWriter:
             "versions": {"python": platform.python_version(), **(versions or {})},
             "platform": platform.platform(),
             "host": socket.gethostname(),
+            # where the trace was made: a recompile/bisect/minify of it says when it is not here
+            "made_by": {"host": socket.gethostname(), "user": _user(),
+                        "path": str(self.root.resolve())},
             "pid": os.getpid(),
             "command": command if command is not None else list(sys.argv),
             "cwd": os.getcwd(),

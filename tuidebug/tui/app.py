@@ -15,6 +15,7 @@ from textual.app import App
 from textual.binding import Binding
 
 from tuidebug.trace.reader import GraphRecord, Trace
+from tuidebug.viewers.inert import inert
 from tuidebug.tui import keymap
 from tuidebug.tui.commands import TraceCommands
 from tuidebug.tui.messages import GraphChosen, ShowKernel, ShowNode
@@ -22,6 +23,7 @@ from tuidebug.tui.screens.autotune import AutotuneScreen
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.screens.code import CodeScreen
 from tuidebug.tui.screens.compare import CompareScreen
+from tuidebug.tui.screens.consent import ConfirmScreen
 from tuidebug.tui.screens.errors import ErrorsScreen
 from tuidebug.tui.screens.flags import FlagsScreen
 from tuidebug.tui.screens.ir import IRScreen
@@ -151,10 +153,33 @@ class TuidebugApp(App[int]):
         return False
 
     def start_recompile(self, sets: dict[str, Any]) -> None:
-        """Recompile the open trace with ``sets`` in the warm worker (a separate process),
-        into a new trace directory beside it. Never blocks; progress goes to the flags screen."""
+        """Show what a recompile with ``sets`` will run and ask (``ConfirmScreen``); on yes,
+        ``recompile_confirmed``. Nothing the trace recorded runs unasked (docs/security.md)."""
         if not self.may_run("recompile"):
             return
+        from tuidebug.compiler import recompile
+        from tuidebug.compiler.consent import spec_plan
+
+        job = self.recompile_job
+        if job is not None and not job.done:
+            self.notify("a recompile is already running (x cancels it)", severity="warning")
+            return
+        try:
+            spec = recompile.recompile_spec(self.trace.root, recompile.parse_sets(dict(sets)))
+            plan = spec_plan(spec, self.trace.manifest)
+        except Exception as e:  # bad input, an untrusted config: report, stay alive
+            self.notify(inert(f"{type(e).__name__}: {e}"), title="cannot recompile",
+                        severity="error", timeout=10, markup=False)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.recompile_confirmed(sets)
+        self.push_screen(ConfirmScreen(plan.lines(), "Recompile: run this?"), answered)
+
+    def recompile_confirmed(self, sets: dict[str, Any]) -> None:
+        """Recompile the open trace with ``sets`` in the warm worker (a separate process),
+        into a new trace directory beside it. Never blocks; progress goes to the flags screen."""
         from tuidebug.compiler.recompile import format_sets
 
         job = self.recompile_job

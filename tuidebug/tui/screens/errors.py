@@ -18,11 +18,13 @@ from tuidebug.trace.reader import GraphRecord, Trace
 from tuidebug.tui import keymap
 from tuidebug.tui.messages import Read
 from tuidebug.tui.screens.base import TraceScreen
+from tuidebug.tui.screens.consent import ConfirmScreen
 from tuidebug.tui.screens.modals import TextScreen
 from tuidebug.tui.screens.overview import (hint, open_error_site, progress_line, site_cursor,
                                            site_hint)
 from tuidebug.tui.widgets.render import to_lines
 from tuidebug.tui.widgets.textview import RichLines, TextView
+from tuidebug.viewers.inert import inert
 
 
 def error_renderables(trace: Trace) -> list[Any]:
@@ -150,9 +152,29 @@ class ErrorsScreen(TraceScreen):
     def _progress(self, text: str) -> None:
         self.query_one("#errors-task", Static).update(Text(text, style="bold"))
 
+    def _confirm(self, what: str, plan_of: Any, then: Any) -> None:
+        """Show what ``what`` will run (``plan_of()``, a consent Plan) and ask; ``then()`` on y."""
+        try:
+            plan = plan_of()
+        except Exception as e:  # cannot be minified/bisected, an untrusted config: say why
+            self.notify(inert(f"{e}"), title=f"cannot {what}", severity="error", timeout=10,
+                        markup=False)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes and self._can_run(what):
+                then()
+        self.app.push_screen(ConfirmScreen(plan.lines(), f"{what.capitalize()}: run this?"),
+                             answered)
+
     def action_minify(self) -> None:
         if not self._can_run("minify"):
             return
+        from tuidebug.minify.plans import minify_plan
+
+        self._confirm("minify", lambda: minify_plan(self.trace.root), self._run_minify)
+
+    def _run_minify(self) -> None:
         self.task_running = "minify"
         trace_path = str(self.trace.root)
         out = Path(tempfile.mkdtemp(prefix="tuidebug-repro-")) / "repro.py"
@@ -187,7 +209,15 @@ class ErrorsScreen(TraceScreen):
     def action_bisect(self) -> None:
         if not self._can_run("bisect"):
             return
+        from tuidebug.minify.plans import bisect_plan
+
+        repro = str(self.repro_path) if self.repro_path is not None and \
+            self.repro_path.is_file() else None
+        self._confirm("bisect", lambda: bisect_plan(self.trace.root, repro), self._run_bisect)
+
+    def _run_bisect(self) -> None:
         self.task_running = "bisect"
+        # the user confirmed what it runs in the dialog (action_bisect)
         trace_path = self.trace.root
         repro = self.repro_path if self.repro_path is not None and self.repro_path.is_file() \
             else None

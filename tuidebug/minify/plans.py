@@ -1,0 +1,50 @@
+"""What ``minify`` and ``bisect`` will run, for the user to confirm first (``consent``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from tuidebug.compiler.consent import Plan, origin_notes
+from tuidebug.minify.source import MinifyError
+from tuidebug.trace.reader import Trace, TraceError
+
+
+def _trace(path: str | os.PathLike[str]) -> Trace:
+    try:
+        return Trace(path)
+    except TraceError as e:
+        raise MinifyError(str(e)) from e
+
+
+def bisect_plan(trace_path: str | os.PathLike[str], repro: str | None = None) -> Plan:
+    """The command every bisection run executes (the traced script, or ``repro``)."""
+    from tuidebug.minify.bisection import _test_command
+    from tuidebug.minify.signature import Signature
+
+    trace = _trace(trace_path)
+    if trace.status != "failed" or not isinstance(trace.error, dict):
+        raise MinifyError(f"the trace {trace_path} did not fail (status: {trace.status}); "
+                          "there is nothing to bisect")
+    cmd, cwd = _test_command(trace, repro, Signature.from_trace_error(trace.error))
+    overrides = {} if repro else dict(trace.manifest.get("config_overrides") or {})
+    notes = [] if repro else origin_notes(trace.manifest, trace.root)
+    notes.append("run again for every bisection step, under Inductor's compiler bisector")
+    return Plan("bisect", cmd[0], cmd[1:], cwd, overrides, {}, notes)
+
+
+def minify_plan(trace_path: str | os.PathLike[str]) -> Plan:
+    """Minify runs programs it generates from the failing graph's ops (an allowlist of tensor
+    ops; nothing from the trace is executed as code) in its own worker processes, with the
+    trace's Inductor flags."""
+    from tuidebug.minify.source import load_failure
+
+    failure = load_failure(trace_path)
+    trace = failure.trace
+    notes = origin_notes(trace.manifest, trace.root)
+    if failure.skipped_flags:
+        notes.append("flags of the trace not applied: " + ", ".join(failure.skipped_flags))
+    return Plan("minify", sys.executable,
+                ["-m", "tuidebug.minify.worker",
+                 f"(candidate programs generated from graph {failure.record.id}'s ops)"],
+                "a temporary work directory", dict(failure.flags), {}, notes)
