@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -106,9 +105,9 @@ def _runs_on_open(t: Path, outside: Path, marker: Path) -> str | None:
     """The recorded command runs a script shipped in the trace; the config names a compiler."""
     (t / "evil.py").write_text(_payload_script(marker))
     m = _load(t / "manifest.json")
-    m["command"] = [sys.executable, str(t / "evil.py")]
+    m["command"] = ["tuidebug", "trace", str(t / "evil.py")]
     m["cwd"] = str(t)
-    m["config_overrides"] = {"cpp.cxx": str(t / "evil.py")}
+    m["config_overrides"] = {"cpp.cxx": [None, str(t / "evil.py")]}  # the registered type
     _dump(t / "manifest.json", m)
     (t / "graphs" / GRAPH / "repro" / "fx_graph_runnable.py").write_text(_payload_script(marker))
     return None

@@ -141,3 +141,59 @@ async def test_hostile_trace_tui(name: str, corpus, open_ui, case: Case) -> None
         assert any(h.problem_file in p for p in problems), problems
     case.survived = True
     case.data_lost = False
+
+
+def test_nothing_runs_without_consent(corpus, capsys: pytest.CaptureFixture[str],
+                                      case: Case) -> None:
+    """recompile / minify / bisect of a hostile trace: what would run is shown, the trace's
+    unsafe config is refused by name, and with no terminal and no --yes nothing runs."""
+    h, out, marker, before = corpus("runs_on_open")
+    case.note = "consent"
+    rc, text = run_cli(["recompile", str(h.path), "--set", "max_fusion_size=2"], capsys)
+    assert rc == 2 and "cpp.cxx" in text and "names a program" in text, text
+    m = json.loads((h.path / "manifest.json").read_text())
+    m["config_overrides"] = {}
+    (h.path / "manifest.json").write_text(json.dumps(m))
+    rc, text = run_cli(["recompile", str(h.path), "--set", "max_fusion_size=2"], capsys)
+    assert rc == 2, text
+    assert "will run" in text and "evil.py" in text and f"directory:   {h.path}" in text
+    assert "max_fusion_size=2" in text and "no terminal" in text and "--yes" in text
+    h2, *_ = corpus("names_everywhere")
+    rc, text = run_cli(["minify", str(h2.path), "-o", str(out / "repro.py")], capsys)
+    assert rc == 2 and "no terminal" in text, text
+    assert "cpp.cxx" in text  # the trace's compiler flag is not applied, and it says so
+    assert not data_escapes(text), data_escapes(text)[:5]
+    (out / "repro.py").write_text("mine")
+    rc, text = run_cli(["minify", str(h2.path), "-o", str(out / "repro.py"), "--yes"], capsys)
+    assert rc == 2 and "--force" in text and (out / "repro.py").read_text() == "mine"
+    assert not marker.exists(), "a payload from the trace ran"
+    case.survived = True
+    case.data_lost = False
+
+
+async def test_tui_asks_before_recompiling(corpus, open_ui, case: Case) -> None:
+    """The TUI's recompile shows what will run (the trace's script, its directory, the flag,
+    where the trace was made) in a dialog; n cancels and nothing runs."""
+    from tuidebug.tui.screens.consent import ConfirmScreen
+
+    h, out, marker, before = corpus("runs_on_open")
+    case.note = "consent (TUI)"
+    m = json.loads((h.path / "manifest.json").read_text())
+    m["config_overrides"] = {}
+    m["made_by"] = {"host": "elsewhere.example", "user": "someone-else", "path": "/nowhere"}
+    (h.path / "manifest.json").write_text(json.dumps(m))
+    async with open_ui(h.path) as ui:
+        await ui.press("7")
+        ui.app.start_recompile({"max_fusion_size": 2})
+        await ui.settle()
+        assert isinstance(ui.app.screen, ConfirmScreen)
+        text = ui.text()
+        for what in ("evil.py", "max_fusion_size=2", "another host (elsewhere.example)",
+                     "another user (someone-else)", "moved"):
+            assert what in text, (what, text)
+        await ui.press("n")
+        assert not isinstance(ui.app.screen, ConfirmScreen)
+        assert ui.app.recompile_job is None and ui.app.recompile_worker is None
+    assert not marker.exists()
+    case.survived = True
+    case.data_lost = False
