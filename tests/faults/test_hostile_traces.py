@@ -197,3 +197,31 @@ async def test_tui_asks_before_recompiling(corpus, open_ui, case: Case) -> None:
     assert not marker.exists()
     case.survived = True
     case.data_lost = False
+
+
+def test_repro_ops_allowlist(corpus, capsys: pytest.CaptureFixture[str], case: Case) -> None:
+    """A snapshot naming aten.from_file (or another namespace): minify says it never runs it,
+    naming the op, and the generated code cannot call it."""
+    from tuidebug.minify.codegen import check_node
+
+    h, out, marker, before = corpus("names_everywhere")
+    case.note = "op allowlist"
+    g = h.path / "graphs" / hostile.GRAPH
+    for snap in (g / "stages").iterdir():
+        data = json.loads(snap.read_text())
+        node = next(n for n in data["nodes"] if n.get("op") == "call_function")
+        node["target"] = "aten.from_file.default"
+        node["args"] = [str(tmp := out / "victim"), True, 4]
+        other = [n for n in data["nodes"] if n.get("op") == "call_function"][1]
+        other["target"] = "evil_ns.run.default"
+        snap.write_text(json.dumps(data))
+    rc, text = run_cli(["minify", str(h.path), "-o", str(out / "repro.py")], capsys)
+    assert rc == 2 and "aten.from_file.default is refused" in text, text
+    assert "evil_ns" in text
+    for target in ("aten.from_file.default", "aten.save.default", "evil_ns.run.default",
+                   "operator.call"):
+        assert check_node(target, [], {}) is not None, target
+    assert check_node("aten.relu.default", [], {}) is None
+    assert not tmp.exists() and not marker.exists()
+    case.survived = True
+    case.data_lost = False

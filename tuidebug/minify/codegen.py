@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from tuidebug.minify import oppolicy
 from tuidebug.minify.program import GETITEM, Program, Unsupported, is_identifier
 
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -59,6 +60,9 @@ def target_call(target: str) -> str:
     parts = target.split(".")
     if not _DOTTED.match(target):
         raise Unsupported(f"target {target!r} is not a dotted name")
+    why = oppolicy.refusal(target)  # tensor computations only: the target comes from a trace
+    if why and parts[0] not in ("torch", "builtins", "higher_order"):
+        raise Unsupported(why)
     if parts[0] == "operator" and len(parts) == 2:
         return target
     if parts[0] in ("torch", "builtins", "higher_order"):

@@ -42,6 +42,12 @@ def minify_plan(trace_path: str | os.PathLike[str]) -> Plan:
     failure = load_failure(trace_path)
     trace = failure.trace
     notes = origin_notes(trace.manifest, trace.root)
+    from tuidebug.minify.oppolicy import refusal
+
+    refused = sorted({why for n in failure.graph.compute_nodes()
+                      if (why := refusal(str(n.target))) is not None})
+    if refused:
+        notes.append("ops never run (their values become inputs): " + "; ".join(refused))
     if failure.skipped_flags:
         notes.append("flags of the trace not applied: " + ", ".join(failure.skipped_flags))
     return Plan("minify", sys.executable,
