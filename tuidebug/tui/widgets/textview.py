@@ -36,6 +36,15 @@ class LineSource(Protocol):
     def rich(self, i: int) -> Text: ...
 
 
+MAX_LINE_CHARS = 20_000  # a longer line (a trace's one-line 100 MB dump) is cut for display
+
+
+def _cut(line: str) -> str:
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    return f"{line[:MAX_LINE_CHARS]} … {len(line) - MAX_LINE_CHARS:,} more characters not shown"
+
+
 class TextLines:
     """Lines of plain text, styled on demand by an optional function."""
 
@@ -45,7 +54,7 @@ class TextLines:
             lines = [ln.rstrip("\r") for ln in lines.expandtabs(4).split("\n")]
             if lines and not lines[-1]:
                 lines.pop()
-        self.lines = list(lines)
+        self.lines = [_cut(ln) for ln in lines]
         self.styler = styler
 
     def __len__(self) -> int:
