@@ -225,3 +225,38 @@ def test_repro_ops_allowlist(corpus, capsys: pytest.CaptureFixture[str], case: C
     assert not tmp.exists() and not marker.exists()
     case.survived = True
     case.data_lost = False
+
+
+def _log_line(meta: dict[str, Any] | str, pid: int = 4242) -> str:
+    body = meta if isinstance(meta, str) else json.dumps(meta)
+    return f"V1124 00:00:00.000000 {pid} torch/_dynamo/convert_frame.py:1] {body}"
+
+
+def test_hostile_torch_trace_log(corpus, capsys: pytest.CaptureFixture[str], case: Case) -> None:
+    """A TORCH_TRACE log is untrusted too: escapes and markup in a frame's name, 200k-deep JSON,
+    a 5,000-digit integer, garbage: import and info neither crash nor put escapes on screen."""
+    h, out, marker, before = corpus("nan")  # only for the folders and the marker
+    case.note = "TORCH_TRACE log"
+    ids = {"frame_id": 0, "frame_compile_id": 0, "attempt": 0}
+    log = out / "hostile.log"
+    log.write_text("\n".join([
+        _log_line({"str": [hostile.EVIL, 0]}),
+        _log_line({"dynamo_start": {"stack": [{"line": 1, "name": hostile.EVIL,
+                                               "filename": 0}]}, **ids}),
+        _log_line("[" * 200_000 + "]" * 200_000),
+        _log_line('{"compilation_metrics": {"co_name": "x", "guard_count": ' + "9" * 5000 + "}}"),
+        _log_line({"compilation_metrics": {"co_name": hostile.EVIL, "co_filename": hostile.EVIL,
+                                           "fail_type": hostile.EVIL,
+                                           "fail_reason": hostile.EVIL}, **ids}),
+        "\x1b]52;c;cHduZWQ=\x07 not a record",
+    ]) + "\n")
+    rc, text = run_cli(["import", str(log), "-o", str(out / "imported")], capsys)
+    assert not data_escapes(text), data_escapes(text)[:5]
+    if (out / "imported").exists():
+        rc, text = run_cli(["info", str(out / "imported")], capsys)
+        assert not data_escapes(text), data_escapes(text)[:5]
+        run_cli(["info", "--json", str(out / "imported")], capsys)
+    assert not marker.exists()
+    corpus.unchanged(before)
+    case.survived = True
+    case.data_lost = False

@@ -136,15 +136,19 @@ def _depth_ok(value: Any) -> bool:
 
 
 def loads(data: bytes | str) -> Any:
-    """``json.loads`` with bounded nesting and integer size; ``ValueError`` (a
-    ``json.JSONDecodeError`` for syntax) for anything refused."""
+    """``json.loads`` with bounded nesting and integer size; ``json.JSONDecodeError`` (a
+    ``ValueError``) for anything refused, as for bad syntax."""
     text = data.decode("utf-8") if isinstance(data, bytes) else data
     try:
         value = json.loads(text, parse_int=_parse_int)
     except RecursionError:
-        raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
+        raise json.JSONDecodeError(f"nested deeper than {MAX_DEPTH} levels", "", 0) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as e:  # an integer too long
+        raise json.JSONDecodeError(str(e), "", 0) from None
     if isinstance(value, (dict, list)) and not _depth_ok(value):
-        raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+        raise json.JSONDecodeError(f"nested deeper than {MAX_DEPTH} levels", "", 0)
     return value
 
 

@@ -28,6 +28,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tuidebug.trace import safefile
 from tuidebug.trace import schema
 from tuidebug.trace import layout
 from tuidebug.trace.importers import irtext, tracelog
@@ -225,7 +226,7 @@ class DebugDirImporter(TorchTraceImporter):
         mappings = read("inductor_provenance_tracking_node_mappings.json")
         if mappings and not any(h.get("fx_nodes") for h in g.handles.values()):
             try:
-                data = json.loads(mappings)
+                data = safefile.loads(mappings)
             except json.JSONDecodeError as e:
                 self.warn(f"{rel}/inductor_provenance_tracking_node_mappings.json: corrupt JSON "
                           f"({e}); provenance not imported")

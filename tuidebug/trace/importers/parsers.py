@@ -10,6 +10,7 @@ import json
 import re
 from typing import Any
 
+from tuidebug.trace import safefile
 from tuidebug.trace.importers import records as r
 from tuidebug.trace.importers.records import Envelope, Fact
 from tuidebug.trace.importers.segments import PHASE_OF_EVENT
@@ -173,7 +174,7 @@ class MetricsParser(_Parser):
 def _config(m: dict[str, Any]) -> dict[str, Any] | None:
     def load(key: str) -> Any:
         try:
-            v = json.loads(m.get(key) or "null")
+            v = safefile.loads(m.get(key) or "null")
         except (TypeError, json.JSONDecodeError):
             return None
         return v if isinstance(v, dict) else None

@@ -20,6 +20,7 @@ import json
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
+from tuidebug.trace import safefile
 from tuidebug.trace.importers import tracelog
 from tuidebug.trace.importers.tracelog import Record
 
@@ -84,7 +85,7 @@ class Envelope:
         if not text.strip():
             return None, []
         try:
-            return json.loads(text), []
+            return safefile.loads(text), []
         except json.JSONDecodeError:
             if self.payload_ok:
                 return text, []  # some "json" artifacts are plain text (recompile_reasons)

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
+from tuidebug.trace import safefile
 from tuidebug.errors import ImportFailed
 from tuidebug.trace import schema
 from tuidebug.trace.importers import tracelog
@@ -96,7 +97,7 @@ def log_rank(log: Path) -> int | None:
                 hm = tracelog._HEADER_RE.match(raw.rstrip(b"\r\n"))
                 if hm:
                     try:
-                        meta = json.loads(hm["json"])
+                        meta = safefile.loads(hm["json"])
                     except ValueError:
                         continue
                     if isinstance(meta.get("rank"), int):

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from tuidebug.trace import safefile
+
 _HEADER_RE = re.compile(
     rb"^(?:\[rank\d+\]:)?(?P<level>[VIWEC])(?P<md>\d{4}) (?P<time>\d\d:\d\d:\d\d\.\d+) +"
     rb"(?P<thread>\d+) (?P<where>[^\]]*)\] (?P<json>\{.*)$")
@@ -132,7 +134,7 @@ def _scan(f: IO[bytes], out: LogScan) -> None:
                          "or corrupt (checksum mismatch)")
         if chromium_buf is not None and cur.payload_ok:
             try:
-                cur.chromium = json.loads(b"\n".join(chromium_buf).decode("utf-8"))
+                cur.chromium = safefile.loads(b"\n".join(chromium_buf).decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError):
                 cur.chromium = None
         chromium_buf = None
@@ -187,7 +189,7 @@ def _scan(f: IO[bytes], out: LogScan) -> None:
                      "line); skipped")
             continue
         try:
-            meta = json.loads(m["json"].decode("utf-8"))
+            meta = safefile.loads(m["json"].decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             out.bad_lines += 1
             out.warn(f"{rel}: line {lineno}: record is truncated or corrupt "
@@ -255,7 +257,7 @@ def is_torch_trace_file(path: Path, probe_lines: int = 20) -> bool:
                 m = _HEADER_RE.match(raw.rstrip(b"\r\n"))
                 if m:
                     try:
-                        return isinstance(json.loads(m["json"].decode("utf-8")), dict)
+                        return isinstance(safefile.loads(m["json"].decode("utf-8")), dict)
                     except (UnicodeDecodeError, json.JSONDecodeError):
                         continue
     except OSError:
