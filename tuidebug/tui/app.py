@@ -113,6 +113,14 @@ class TuidebugApp(App[int]):
         self.worker_error = None
         return self.recompile_worker
 
+    def notify(self, message: str, *, title: str = "", severity: Any = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every toast shows its text as written: messages carry names, paths and errors from
+        the trace, so never as markup, with control characters shown visibly (screens' and
+        widgets' ``notify`` come here too)."""
+        super().notify(inert(message), title=inert(title, multiline=False), severity=severity,
+                       timeout=timeout, markup=False)
+
     def warm_worker(self) -> None:
         """Start the recompile worker in the background (the flags screen calls this when it is
         first shown), unless ``prewarm`` is off or it runs already. Never blocks, never raises:
