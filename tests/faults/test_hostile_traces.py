@@ -166,6 +166,8 @@ def test_nothing_runs_without_consent(corpus, capsys: pytest.CaptureFixture[str]
     (out / "repro.py").write_text("mine")
     rc, text = run_cli(["minify", str(h2.path), "-o", str(out / "repro.py"), "--yes"], capsys)
     assert rc == 2 and "--force" in text and (out / "repro.py").read_text() == "mine"
+    rc, text = run_cli(["trace", "-o", str(out / "repro.py"), str(h.path / "evil.py")], capsys)
+    assert rc == 2 and "not a directory" in text and (out / "repro.py").read_text() == "mine"
     assert not marker.exists(), "a payload from the trace ran"
     case.survived = True
     case.data_lost = False

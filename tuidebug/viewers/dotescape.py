@@ -7,8 +7,9 @@ port (the part after a second ``:`` is written unquoted), or make the file unpar
 
 - ``dot_id`` — a node or cluster id: every character outside a small safe set is
   percent-encoded (injective, so distinct names stay distinct ids; never a ``:``).
-- ``dot_string`` — an attribute value (tooltip, plain label, SVG ``id``): control characters
-  shown visibly, backslashes, quotes and newlines escaped, never read as an HTML label.
+- ``dot_string`` — an attribute value (tooltip, plain label, SVG ``id``) or a subgraph name
+  (quoted whole by graphviz, never split at ``:``): control characters shown visibly,
+  backslashes, quotes and newlines escaped, never read as an HTML label.
 - ``html`` — text inside an HTML-like label we build (``html_label`` marks the whole label).
 - ``dot_attrs`` — a node's, edge's or cluster's attributes ready for graphviz: URL attributes
   dropped, every value escaped unless it is an ``html_label``.

@@ -395,7 +395,7 @@ class _Builder:
             if key is None:
                 continue
             name, label, style = key
-            with g.subgraph(name=dot_id(name)) as c:
+            with g.subgraph(name=dot_string(name)) as c:  # quoted whole: a ":" is no port here
                 c.attr(**dot_attrs({"label": label, "tooltip": label, "fontname": FONT,
                                     "fontsize": "11", "margin": "6", **CLUSTER_STYLE[style]}))
                 self._emit_tree(c, sub)
