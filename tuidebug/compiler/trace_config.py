@@ -27,9 +27,9 @@ def risky(name: str, type_str: str = "") -> bool:
 
 
 def _type_ok(value: Any, type_str: str) -> bool:
-    from tuidebug.compiler.flags import _TypeSpec
+    from tuidebug.compiler.flags import TypeSpec
 
-    spec = _TypeSpec.parse(type_str)
+    spec = TypeSpec.parse(type_str)
     if spec.choices and value in spec.choices and type(value) in {type(c) for c in spec.choices}:
         return True
     kinds = spec.kinds
