@@ -59,21 +59,16 @@ def _host_name(value: str) -> str:
     return (urlsplit(f"//{value}").hostname or "").lower()
 
 
-def request_allowed(host_header: str | None, origin: str | None, *, bound: str,
-                    port: int) -> str | None:
-    """None when a request may be served, else why not. On loopback the ``Host`` must name
-    loopback (a rebound DNS name is refused); a websocket's ``Origin``, when sent, must be this
-    server (the host it names being loopback, or the address it was bound to)."""
-    allowed = set(LOOPBACK_NAMES) if is_loopback(bound) else None
-    if allowed is not None and _host_name(host_header or "") not in allowed:
+def request_allowed(host_header: str | None, origin: str | None, *, bound: str) -> str | None:
+    """None when a request may be served, else why not. Served on loopback, the ``Host`` must
+    be a loopback name (a rebound DNS name is refused); a websocket's ``Origin``, when sent,
+    must be the ``Host`` itself: the page was served by this server (also through a forwarded
+    port)."""
+    host = (host_header or "").strip().lower()
+    if is_loopback(bound) and _host_name(host) not in LOOPBACK_NAMES:
         return f"host {host_header!r} is not this server"
-    if origin is not None:
-        o = urlsplit(origin)
-        ohost = (o.hostname or "").lower()
-        same = (ohost in allowed) if allowed is not None else \
-            (ohost == _host_name(host_header or ""))
-        if not same or o.port != port:
-            return f"origin {origin!r} is not this server"
+    if origin is not None and urlsplit(origin.strip().lower()).netloc != host:
+        return f"origin {origin!r} is not this server"
     return None
 
 
@@ -100,7 +95,7 @@ def make_server(trace: Path, *, host: str, port: int, allow_run: bool,
         @web.middleware
         async def _guard(self, request: Any, handler: Any) -> Any:
             why = request_allowed(request.headers.get("Host"), request.headers.get("Origin"),
-                                  bound=host, port=port)
+                                  bound=host)
             if why:
                 raise web.HTTPForbidden(text=f"tuidebug serve: {why}\n")
             if request.path != "/ws":
@@ -116,6 +111,12 @@ def make_server(trace: Path, *, host: str, port: int, allow_run: bool,
 
         async def on_startup(self, app: Any) -> None:
             pass  # (textual-serve prints its logo here)
+
+        async def handle_index(self, request: Any) -> Any:
+            # the page's websocket goes back to the address the browser used (the name of a
+            # machine served on 0.0.0.0, a forwarded port), so that its Origin is its Host
+            self.public_url = f"http://{request.host}"
+            return await super().handle_index(request)
 
         def serve(self, debug: bool = False) -> None:
             """textual-serve's ``serve``, announcing the URL once the socket listens (aiohttp
