@@ -173,3 +173,31 @@ def test_a_linked_rank_folder_is_not_followed(break_job, tmp_path) -> None:
     info = analyze_job(copy)
     assert info["divergence"] == {"kind": "no_trace", "ranks": [1]}
     assert [g["ranks"] for g in info["groups"]] == [[0]]
+
+
+def test_two_nodes_share_one_folder(tmp_path) -> None:
+    """Two launchers (--nnodes 2, one rank each, as two nodes would run them) write into one
+    folder at once: both ranks' traces and records are there, job.json names both nodes, and the
+    identical ranks agree."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, PYTHONPATH=pythonpath())
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK", "SLURM_PROCID"):
+        env.pop(name, None)
+    job = tmp_path / "shared"
+    nodes = [subprocess.Popen(
+        [sys.executable, "-m", "tuidebug.cli", "trace", "--nproc-per-node", "1", "--nnodes", "2",
+         "--node-rank", str(n), "--master-addr", "127.0.0.1", "--master-port", str(port),
+         "--no-check", "-o", str(job), str(SCRIPT), "same"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for n in (0, 1)]
+    outs = [p.communicate(timeout=600)[0] for p in nodes]
+    assert [p.returncode for p in nodes] == [0, 0], outs
+    info = _info(job)
+    assert info["divergence"] is None
+    assert [(r["rank"], r["status"]) for r in info["ranks"]] == [(0, "ok"), (1, "ok")]
+    assert sorted(n["node_rank"] for n in info["nodes"]) == [0, 1]
+    saved = json.loads((job / "job.json").read_text())
+    assert [r["rank"] for r in saved["ranks"]] == [0, 1]

@@ -85,7 +85,9 @@ def launch(ns: argparse.Namespace) -> int:
     script = Path(ns.script)
     if not script.is_file():
         raise CliError(f"no such script: {ns.script}")
-    if out.exists() and any(out.iterdir()):
+    multi_node = str(ns.nnodes or "1") not in ("1", "1:1")
+    if out.exists() and any(out.iterdir()) and not (multi_node and job.is_job_dir(out)):
+        # several nodes share one folder: each rank refuses its own rank_<r>/ if not empty
         raise CliError(f"output directory {out} is not empty; choose another with -o")
     out.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "torch.distributed.run", *torchrun_options(ns),
@@ -115,6 +117,18 @@ def launch(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _alive(pid: Any) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, not ours
+        return True
+    return True
+
+
 def _close_records(root: Path) -> None:
     """Records of this node's ranks still ``running`` once torchrun has returned: the rank was
     ended before it could say how (torchrun stops every rank when one fails)."""
@@ -122,7 +136,8 @@ def _close_records(root: Path) -> None:
 
     host = socket.gethostname()
     for rec in job.read_job(root)["ranks"]:
-        if rec.get("status") == "running" and rec.get("hostname") == host:
+        if (rec.get("status") == "running" and rec.get("hostname") == host
+                and not _alive(rec.get("pid"))):  # another launcher's rank on this host runs on
             job.write_record(root, {**rec, "status": "killed", "finished_at": time.time(),
                                     "note": "ended before it finished (torchrun stops every "
                                             "rank when one fails)"})

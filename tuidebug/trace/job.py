@@ -116,11 +116,11 @@ def assemble(root: Path, *, launcher: str | None = None) -> dict[str, Any]:
     records.sort(key=lambda r: r["rank"])
     worlds = {r["world_size"] for r in records if isinstance(r.get("world_size"), int)}
     world = max(worlds) if worlds else len(records)
-    nodes: dict[str, dict[str, Any]] = {}
-    for r in records:
+    nodes: dict[tuple[str, Any], dict[str, Any]] = {}
+    for r in records:  # a node: a host, or one launcher's share of it (its node rank)
         host = str(r.get("hostname") or "?")
-        n = nodes.setdefault(host, {"hostname": host, "node_rank": r.get("node_rank"),
-                                    "ranks": []})
+        n = nodes.setdefault((host, r.get("node_rank")),
+                             {"hostname": host, "node_rank": r.get("node_rank"), "ranks": []})
         n["ranks"].append(r["rank"])
     launchers = sorted({str(r["launcher"]) for r in records if r.get("launcher")})
     present = {r["rank"] for r in records}
