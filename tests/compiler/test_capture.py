@@ -327,7 +327,7 @@ for name, check in (("built", True), ("cached", True), ("nocheck", False)):
         torch.compile(f)(torch.randn(64))
     finally:
         s.stop()
-    (g,) = s._graphs.values()
+    (g,) = s.graphs.values()
     mod = g.module()
     print(json.dumps({{n: type(vars(mod)[n]).__name__ for n in g.timings}}))
 """

@@ -71,8 +71,10 @@ class Patcher:
             return False
         original = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
         replacement = make(getattr(owner, name))
-        if isinstance(original, (classmethod, staticmethod)):
-            replacement = type(original)(replacement)
+        if isinstance(original, classmethod):  # called as the bound original is: without cls
+            replacement = classmethod(_drop_cls(replacement))
+        elif isinstance(original, staticmethod):
+            replacement = staticmethod(replacement)
         self._patches.append(Patch(owner, name, original))
         setattr(owner, name, replacement)
         if everywhere:
@@ -89,6 +91,12 @@ class Patcher:
         while self._patches:
             p = self._patches.pop()
             setattr(p.owner, p.name, p.original)
+
+
+def _drop_cls(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def call(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+    return call
 
 
 # -- modules that must be loaded before patching --------------------------------------------------
@@ -758,3 +766,199 @@ def import_compile_stack() -> list[str]:
     return missing
 
 # == end of the warm candidate workers section =====================================================
+
+
+# -- what a hooked call was about, as plain data -------------------------------------------------
+# capture's wrappers take ``*args, **kwargs``, pass them on to Inductor untouched and ask these
+# functions what the call was about: an argument that moves or is renamed between torch releases
+# is handled here (parameter names as in torch 2.11-2.15).
+
+def _arg(args: tuple[Any, ...], kwargs: Mapping[str, Any], index: int, name: str,
+         default: Any = None) -> Any:
+    if name in kwargs:
+        return kwargs[name]
+    return args[index] if len(args) > index else default
+
+
+def compile_fx_call(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[Any, Any]:
+    """COMPILE_FX(model_, example_inputs_, …): the Dynamo graph and its example inputs."""
+    return _arg(args, kwargs, 0, "model_"), _arg(args, kwargs, 1, "example_inputs_")
+
+
+def stage_fn_graph(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+    """PRE_GRAD_PASSES / JOINT_GRAPH_PASSES / POST_GRAD_PASSES(gm, …): the graph they change."""
+    return _arg(args, kwargs, 0, "gm")
+
+
+def stage_fn_result(result: Any, gm: Any) -> Any:
+    """The graph after a stage function: the one it returned, or ``gm`` changed in place
+    (``_recursive_post_grad_passes`` returns None)."""
+    return result if isinstance(result, torch.fx.GraphModule) else gm
+
+
+def codegen_call(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[Any, str]:
+    """CODEGEN_AND_COMPILE(self, gm, example_inputs, inputs_to_check, graph_kwargs): the graph
+    of the AOT partition and its kind, "inference", "forward" or "backward"."""
+    graph_kwargs = _arg(args, kwargs, 4, "graph_kwargs") or {}
+    if graph_kwargs.get("is_backward"):
+        kind = "backward"
+    elif graph_kwargs.get("is_inference"):
+        kind = "inference"
+    else:
+        kind = "forward"
+    return _arg(args, kwargs, 1, "gm"), kind
+
+
+def pass_observer(observer: Any) -> tuple[Any, str, str | None]:
+    """A GraphTransformObserver (one FX pass): its graph, the pass's name and its subsystem."""
+    return observer.gm, str(observer.passname), getattr(observer, "subsystem", None)
+
+
+def logged_scheduler_nodes(args: tuple[Any, ...],
+                           kwargs: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str]:
+    """IR_PRE_FUSION / IR_POST_FUSION(nodes): the scheduler's nodes as JSON and as text."""
+    nodes = list(_arg(args, kwargs, 0, "nodes") or [])
+    return ([scheduler_node_json(n) for n in nodes],
+            "\n\n".join(scheduler_node_text(n) for n in nodes) + "\n")
+
+
+def why_no_fuse_call(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[str, str, str]:
+    """WHY_NO_FUSE(self, reason, *format args): the two nodes' names and the reason."""
+    why, reason, fmt = args[0], _arg(args, kwargs, 1, "reason"), args[2:]
+    return why.name1, why.name2, reason % fmt if fmt else reason
+
+
+def fusion_pair_names(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[str, str]:
+    """CAN_FUSE / FUSE_TWO_NODES(self, node1, node2, …): the two nodes' names."""
+    return (_arg(args, kwargs, 1, "node1").get_name(), _arg(args, kwargs, 2, "node2").get_name())
+
+
+def fused_node(node: Any) -> tuple[str, list[str]]:
+    """What FUSE_TWO_NODES returned: the fused node's name and its members' names."""
+    return node.get_name(), [n.get_name() for n in node.get_nodes()]
+
+
+def kernel_provenance(args: tuple[Any, ...], kwargs: Mapping[str, Any],
+                      handle: Any) -> tuple[str, dict[str, Any]]:
+    """KERNEL_PROVENANCE(node_schedule, kernel_name, is_extern=False) and the handle it
+    returned: the handle's key (``"name:handle"``, as the output code's comments name it) and
+    the kernel's IR nodes, FX nodes and stack traces."""
+    kernel_name = _arg(args, kwargs, 1, "kernel_name")
+    is_extern = bool(_arg(args, kwargs, 2, "is_extern", False))
+    key = f"{kernel_name}:{handle}" if handle is not None else kernel_name
+    info = kernel_provenance_args(_arg(args, kwargs, 0, "node_schedule"), is_extern)
+    return key, {"kernel": kernel_name, "extern": is_extern, **info}
+
+
+def cpp_build_call(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str | None:
+    """CPP_BUILD(lock_path, cpp_builders): the binary it builds."""
+    return cpp_build_target(_arg(args, kwargs, 1, "cpp_builders"))
+
+
+def triton_compile_call(args: tuple[Any, ...],
+                        kwargs: Mapping[str, Any]) -> tuple[str, float] | None:
+    """TRITON_COMPILE_METRIC(kernel_name, info): the kernel and its compile time in seconds."""
+    info = _arg(args, kwargs, 1, "info")
+    elapsed_us = info.get("compile_time_us") if isinstance(info, dict) else None
+    if not isinstance(elapsed_us, (int, float)):
+        return None
+    return str(_arg(args, kwargs, 0, "kernel_name")), elapsed_us / 1e6
+
+
+def autotune_feedback(args: tuple[Any, ...], kwargs: Mapping[str, Any]
+                      ) -> tuple[str, list[dict[str, Any]], list[tuple[Any, dict[str, Any], float | None]]]:
+    """An autotune feedback call (timings, name, input_nodes, choices, …): the op, its inputs'
+    sizes and per choice (an opaque token, what it is, its time in ms or None when it failed)."""
+    timings, name = _arg(args, kwargs, 0, "timings"), _arg(args, kwargs, 1, "name")
+    input_nodes, choices = _arg(args, kwargs, 2, "input_nodes"), _arg(args, kwargs, 3, "choices")
+    out = []
+    for c in choices or []:
+        t = timings.get(c) if hasattr(timings, "get") else None
+        out.append((c, choice_info(c), None if t is None or t == float("inf") else float(t)))
+    return name, [ir_node_size(n) for n in input_nodes or []], out
+
+
+def autotune_step_choice(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+    """BENCHMARK_CHOICE(choice, …) or TEMPLATE_PRECOMPILE(self): the choice (an opaque token,
+    the one ``autotune_feedback`` gives)."""
+    return _arg(args, kwargs, 0, "choice")
+
+
+def cudagraph_skip_reason(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+    """CUDAGRAPH_SKIP(msg): why CUDA graphs are not used."""
+    return str(_arg(args, kwargs, 0, "msg"))
+
+
+def triton_config_timings(timings: Any) -> list[tuple[dict[str, Any], Any]] | None:
+    """What TRITON_BENCHMARK_ALL returned ({launcher: ms}): per config, its launch metadata
+    (``triton_launcher_info``) and its time; None when it is not that."""
+    if not isinstance(timings, dict):
+        return None
+    return [(triton_launcher_info(launcher), t) for launcher, t in timings.items()]
+
+
+def copy_calling_convention(src: Callable[..., Any], dst: Callable[..., Any]) -> None:
+    """Make ``dst`` (a wrapper of the compiled callable ``src``) called as ``src`` is: AOTAutograd
+    passes the inputs of a "boxed" callable as one list."""
+    if getattr(src, "_boxed_call", False):
+        dst._boxed_call = True  # type: ignore[attr-defined]
+
+
+def backend_error_cause(e: BaseException) -> BaseException:
+    """The compiler's own error inside Dynamo's BackendCompilerFailed wrapping(s)."""
+    inner = e
+    while getattr(inner, "inner_exception", None) is not None:
+        inner = inner.inner_exception  # type: ignore[attr-defined]
+    return inner
+
+
+@dataclass
+class StructuredEvent:
+    """One record of the structured trace log, as capture uses it. ``kind``: "dynamo_start",
+    "output_code" (data: the code), "metrics" / "backward_metrics" (data: a dict), "guards",
+    "recompile_reasons", "dynamo_graph_break_reason", "fx_graph_runnable" (data: the script),
+    "provenance_mappings" (data: a dict, or None when unreadable)."""
+
+    kind: str
+    compile_id: str | None
+    data: Any = None
+
+
+_APPENDED_ARTIFACTS = ("recompile_reasons", "dynamo_graph_break_reason")
+
+
+def structured_event(record: logging.LogRecord) -> StructuredEvent | None:
+    """What a record of ``structured_trace_logger()`` says; None for those capture ignores."""
+    import json
+
+    from tuidebug.trace import layout
+
+    meta = getattr(record, "metadata", None)
+    if not isinstance(meta, dict):
+        return None
+    payload = getattr(record, "payload", None)
+    cid = layout.compile_id_from_meta(meta) or current_compile_id()
+    if "dynamo_start" in meta:
+        return StructuredEvent("dynamo_start", cid)
+    if "inductor_output_code" in meta:
+        return StructuredEvent("output_code", cid, str(payload or ""))
+    if "compilation_metrics" in meta:
+        return StructuredEvent("metrics", cid, meta.get("compilation_metrics"))
+    if "bwd_compilation_metrics" in meta:
+        return StructuredEvent("backward_metrics", cid, meta.get("bwd_compilation_metrics"))
+    if "dynamo_guards" in meta or "dynamo_cpp_guards_str" in meta:
+        return StructuredEvent("guards", cid, payload)
+    if "artifact" not in meta:
+        return None
+    name = (meta.get("artifact") or {}).get("name", "")
+    if name in _APPENDED_ARTIFACTS:
+        return StructuredEvent(name, cid, payload)
+    if name == "fx_graph_runnable":
+        return StructuredEvent("fx_graph_runnable", cid, str(payload or ""))
+    if name == "inductor_provenance_tracking_node_mappings":
+        try:
+            data = payload if isinstance(payload, dict) else json.loads(payload)
+        except ValueError:
+            data = None
+        return StructuredEvent("provenance_mappings", cid, data)
+    return None

@@ -1,0 +1,89 @@
+"""The structured trace log (the one behind TORCH_TRACE): compile metrics, guards, graph breaks
+and recompile reasons (``compiles/<id>.json``), the output code, torch's runnable script and the
+pre- to post-grad node mapping of each graph."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from tuidebug.compiler import compat
+from tuidebug.compiler.capture import graphs, kernels
+from tuidebug.compiler.capture.state import Concern
+
+_SUMMARY = ("co_name", "co_filename", "co_firstlineno", "entire_frame_compile_time_s",
+            "inductor_compile_time_s", "fail_type")
+
+
+class Events(Concern):
+    def __init__(self, session: Any) -> None:
+        super().__init__(session)
+        self._handler: logging.Handler | None = None
+
+    def install(self, p: compat.Patcher) -> None:
+        try:
+            logger = compat.structured_trace_logger()
+            self._handler = _StructuredHandler(self)
+            logger.addHandler(self._handler)
+        except compat.NotAvailable as e:
+            assert self.session.writer is not None
+            self.session.writer.warn(f"structured events (metrics, guards, output code): {e}")
+
+    def uninstall(self) -> None:
+        if self._handler:
+            compat.structured_trace_logger().removeHandler(self._handler)
+
+    def on_event(self, event: compat.StructuredEvent) -> None:
+        s = self.session
+        cid, data = event.compile_id, event.data
+        if event.kind == "dynamo_start":
+            s.phase("dynamo")
+        elif event.kind == "output_code":
+            s.concern(kernels.Kernels).on_output_code(data, s.current())
+        elif event.kind in ("metrics", "backward_metrics"):
+            self._compile_detail(cid, event.kind, data)
+            self._compile_detail(cid, "counters", compat.counters_snapshot())
+        elif event.kind in ("guards", "recompile_reasons", "dynamo_graph_break_reason"):
+            self._compile_detail(cid, event.kind, data, append=event.kind != "guards")
+        elif event.kind == "fx_graph_runnable":
+            s.tls.runnable = data
+            gs = s.current()
+            if gs is not None and gs.has_partition:
+                s.concern(graphs.Graphs).write_runnable(gs)
+        elif event.kind == "provenance_mappings":
+            gs = s.current()
+            if gs is not None and isinstance(data, dict):
+                gs.pre_to_post = data.get("preToPost") or {}
+
+    def _compile_detail(self, cid: str | None, key: str, value: Any, append: bool = False) -> None:
+        if cid is None:
+            return
+        s = self.session
+        with s.lock:
+            c = s.compiles.setdefault(cid, {"graphs": []})
+            if append:
+                c.setdefault(key, []).append(value)
+            else:
+                c[key] = value
+            assert s.writer is not None
+            s.writer.write_compile(cid, c)
+            s.writer.add_compile(cid, {"graphs": c["graphs"]})
+            if key == "metrics" and isinstance(value, dict):
+                s.writer.add_compile(cid, {"graphs": c["graphs"], "summary": {
+                    k: value.get(k) for k in _SUMMARY}})
+
+
+class _StructuredHandler(logging.Handler):
+    def __init__(self, events: Events) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.events = events
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            event = compat.structured_event(record)
+            if event is not None:
+                self.events.on_event(event)
+        except Exception as e:
+            writer = self.events.session.writer
+            if writer:
+                writer.warn(f"capture could not record an event: {e}")

@@ -1,0 +1,262 @@
+"""The capture session: starts and stops the concerns, holds what they share (the trace writer,
+the graphs, the current graph of each thread)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, TypeVar
+
+import torch
+
+from tuidebug.compiler import compat
+from tuidebug.compiler.capture import (autotune, config, events, fusion, graphs, kernels,
+                                       outcome, triton)
+from tuidebug.compiler.capture.state import Concern, GraphState
+from tuidebug.trace import layout, schema
+from tuidebug.trace.writer import TraceWriter
+
+NOTHING_COMPILED = ("nothing was compiled during the capture: no torch.compile'd function was "
+                    "called (torch.compile is lazy), or it had been compiled before the capture "
+                    "started")
+
+# Testing only (like Inductor's inject_relu_bug_TESTING_ONLY): SIGKILL this process when the
+# capture reaches this phase, so that tests can check what a crash leaves on disk.
+_KILL_AT_PHASE = os.environ.get("TUIDEBUG_TESTING_KILL_AT_PHASE")
+
+# Every concern of a capture, in the order their hooks are installed. A new concern (ranks and
+# collectives, symbols and guards, profiling…) is a module with a state.Concern subclass, added here.
+CONCERNS: tuple[type[Concern], ...] = (
+    config.Config,        # config.json
+    graphs.Graphs,        # Dynamo graph, stages and passes, partitioned graphs
+    fusion.Fusion,        # IR before/after fusion, fusion decisions
+    kernels.Kernels,      # output code, provenance, kernel compile and run times
+    autotune.Autotune,    # max-autotune choices and why one failed
+    triton.Triton,        # Triton launches and config benchmarks, CUDA graph skips (GPU)
+    outcome.Outcome,      # errors, the eager comparison
+    events.Events,        # the structured trace log (metrics, guards, output code, …)
+)
+
+C = TypeVar("C", bound=Concern)
+
+
+class CaptureSession:
+    """One capture: hooks installed on ``start()``, removed on ``stop()``.
+
+    ``user_sets``: Inductor flags the caller sets for this capture (it applies them itself); a
+    graph-level cache flag among them, and the caches layered on it, is left to the caller
+    (``compat.caches_off``) instead of being turned off.
+    """
+
+    def __init__(self, out_dir: str | Path, *, check_accuracy: bool = True,
+                 use_cache: bool = False, command: list[str] | None = None,
+                 on_progress: Callable[[str], None] | None = None,
+                 user_sets: Mapping[str, Any] | None = None,
+                 accuracy_tol: float | None = None) -> None:
+        self.out_dir = Path(out_dir)
+        self.check_accuracy = check_accuracy
+        self.accuracy_tol = accuracy_tol  # the judge's tolerance; None: each dtype's default
+        self.use_cache = use_cache
+        self.user_sets = dict(user_sets or {})
+        self.command = command
+        self.on_progress = on_progress
+        self.writer: TraceWriter | None = None
+        self.tls = threading.local()
+        self.lock = threading.RLock()
+        self.graphs: dict[str, GraphState] = {}
+        self.frame_graph: dict[str, GraphState] = {}  # compile id -> its Dynamo graph's state
+        self.compiles: dict[str, dict[str, Any]] = {}
+        self.stack_cache: dict[str, Any] = {}
+        self.errors: list[dict[str, Any]] = []
+        self.concerns: list[Concern] = [c(self) for c in CONCERNS]
+        self._patcher: compat.Patcher | None = None
+        self._config_ctx: Any = None
+        self._anon = 0
+
+    def concern(self, kind: type[C]) -> C:
+        """The session's instance of concern class ``kind``."""
+        for c in self.concerns:
+            if isinstance(c, kind):
+                return c
+        raise LookupError(kind.__name__)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> "CaptureSession":
+        _check_empty(self.out_dir)
+        self.writer = TraceWriter(self.out_dir, command=self.command, versions={
+            "torch": compat.TORCH_VERSION, "triton": compat.triton_version(),
+            "cuda": torch.version.cuda})
+        compat.import_inductor()
+        patches = dict(config.TUIDEBUG_CONFIG)
+        caches_off = {} if self.use_cache else compat.caches_off(self.user_sets)
+        recorded = dict(patches, **caches_off)
+        self.writer.update(tuidebug_config=recorded, check_accuracy=self.check_accuracy,
+                           accuracy_tol=self.accuracy_tol)
+        self._config_ctx = contextlib.ExitStack()
+        self._config_ctx.enter_context(compat.inductor_config_patch(patches))
+        if caches_off:
+            self._config_ctx.enter_context(compat.caches_off_patch(caches_off))
+        self._patcher = compat.Patcher(self.writer.warn)
+        for c in self.concerns:
+            c.install(self._patcher)
+        return self
+
+    def stop(self, exc: BaseException | None = None) -> None:
+        assert self.writer is not None
+        try:
+            if self._patcher:
+                self._patcher.restore()
+            for c in self.concerns:
+                c.uninstall()
+            if self._config_ctx is not None:
+                self._config_ctx.__exit__(None, None, None)
+        finally:
+            for gs in list(self.graphs.values()):
+                if gs.status != "restarted":
+                    self.finish_graph(gs, "failed" if gs.status == "failed" else "ok")
+            for c in self.concerns:
+                c.stopping()
+            if not self.graphs:
+                self.writer.warn(NOTHING_COMPILED)
+            status = schema.STATUS_FAILED if self.errors else schema.STATUS_OK
+            self.writer.finish(status, self.errors[0] if self.errors else None)
+
+    @property
+    def graph_count(self) -> int:
+        return len(self.graphs)
+
+    def progress(self, msg: str) -> None:
+        if self.on_progress:
+            try:
+                self.on_progress(msg)
+            except Exception:
+                pass
+
+    # -- what every concern uses ----------------------------------------------------------------
+    def guarded(self, what: str, fn: Callable[[], Any]) -> Any:
+        """Run recording code; a failure to record never breaks the user's compile."""
+        try:
+            return fn()
+        except Exception as e:
+            if self.writer:
+                self.writer.warn(f"capture could not record {what}: {type(e).__name__}: {e}")
+            return None
+
+    @contextlib.contextmanager
+    def reentrant(self, key: str) -> Iterator[bool]:
+        """Yields True for the outermost call of ``key`` on this thread."""
+        depth = getattr(self.tls, key, 0)
+        setattr(self.tls, key, depth + 1)
+        try:
+            yield depth == 0
+        finally:
+            setattr(self.tls, key, depth)
+
+    def current(self) -> GraphState | None:
+        """The graph this thread is compiling (or running), if any."""
+        return getattr(self.tls, "graph", None)
+
+    @contextlib.contextmanager
+    def as_current(self, gs: GraphState | None) -> Iterator[None]:
+        prev = getattr(self.tls, "graph", None)
+        self.tls.graph = gs
+        try:
+            yield
+        finally:
+            self.tls.graph = prev
+
+    def phase(self, phase: str) -> None:
+        """The current graph reached compilation phase ``phase`` (schema.PHASES)."""
+        gs = self.current()
+        assert self.writer is not None
+        self.writer.set_phase(phase, gs.graph_id if gs else None)
+        if gs is not None:
+            gs.phase_starts.setdefault(phase, time.perf_counter() - gs.started)
+        if phase == _KILL_AT_PHASE:  # fault injection for tests/faults only
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def new_compile_id(self) -> str:
+        """The current Dynamo compile id, or one made up for a direct call of compile_fx."""
+        cid = compat.current_compile_id()
+        if cid is None:
+            self._anon += 1
+            cid = f"direct/{self._anon}"
+        return cid
+
+    # -- graphs ---------------------------------------------------------------------------------
+    def graph_state(self, cid: str, kind: str) -> GraphState:
+        """The graph ``kind`` of compile ``cid``, made (and announced in the trace) if new."""
+        gid = f"{layout.safe_id(cid)}-{kind}"
+        with self.lock:
+            if gid in self.graphs:
+                return self.graphs[gid]
+            assert self.writer is not None
+            gs = GraphState(gid, kind, cid, self.writer.graph(gid))
+            self.graphs[gid] = gs
+            self.writer.add_graph(gid, kind=kind, compile_id=cid)
+            c = self.compiles.setdefault(cid, {"graphs": []})
+            c["graphs"].append(gid)
+            self.writer.add_compile(cid, {"graphs": c["graphs"]})
+            self.write_meta(gs)
+            return gs
+
+    def add_stage(self, gs: GraphState, entry: dict[str, Any]) -> None:
+        entry["index"] = len(gs.stages)
+        gs.stages.append(entry)
+        if entry.get("file"):  # passes that changed nothing reach disk with the next write
+            self.write_meta(gs)
+
+    def write_meta(self, gs: GraphState) -> None:
+        gs.out.write_meta(
+            kind=gs.kind, compile_id=gs.compile_id, status=gs.status, stages=gs.stages,
+            phase_starts=gs.phase_starts,
+            end=gs.ended if gs.ended is not None else time.perf_counter() - gs.started,
+            kernels=len(gs.kernel_index),
+            fusion={"fused": sum(1 for f in gs.fusion if f["action"] == "fused"),
+                    "rejected": sum(1 for f in gs.fusion if f["action"] == "rejected")},
+            cudagraphs=gs.cudagraphs)
+
+    def set_status(self, gs: GraphState, status: str) -> None:
+        """``gs`` is now ``status`` (failed, restarted): its meta.json and the manifest say so."""
+        gs.status = status
+        self.write_meta(gs)
+        assert self.writer is not None
+        self.writer.set_graph_status(gs.graph_id, status)
+
+    def finish_graph(self, gs: GraphState, status: str) -> None:
+        if gs.status in ("ok", "failed") and status == "ok":
+            return
+        gs.status = status if gs.status != "failed" else "failed"
+        if gs.ended is None:
+            gs.ended = time.perf_counter() - gs.started
+        for c in self.concerns:
+            c.graph_finished(gs)
+        self.write_meta(gs)
+        assert self.writer is not None
+        self.writer.set_graph_status(gs.graph_id, gs.status)
+
+
+def _check_empty(out_dir: Path) -> None:
+    """A capture writes a new trace: into a missing or empty directory, never over another."""
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise FileExistsError(f"trace directory {out_dir} is not empty (a capture never writes "
+                              "over another trace or other files); choose a new directory")
+
+
+@contextlib.contextmanager
+def capture(out_dir: str | Path, *, check_accuracy: bool = True, use_cache: bool = False,
+            command: list[str] | None = None) -> Iterator[CaptureSession]:
+    """Record every Inductor compile inside the block into the trace directory ``out_dir``."""
+    session = CaptureSession(out_dir, check_accuracy=check_accuracy, use_cache=use_cache,
+                             command=command).start()
+    try:
+        yield session
+    except BaseException as e:
+        session.stop(e)
+        raise
+    else:
+        session.stop()

@@ -1,0 +1,73 @@
+"""What a capture keeps per graph, and the shape of one capture concern."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tuidebug.trace.writer import GraphWriter
+
+if TYPE_CHECKING:
+    from tuidebug.compiler import compat
+    from tuidebug.compiler.capture.session import CaptureSession
+
+
+@dataclass
+class GraphState:
+    """One graph of the trace (``graphs/<graph_id>/``) while it is being captured."""
+
+    graph_id: str
+    kind: str
+    compile_id: str
+    out: GraphWriter  # writes graphs/<graph_id>/
+    stages: list[dict[str, Any]] = field(default_factory=list)
+    last_fp: dict[str, Any] | None = None
+    last_gm: int | None = None
+    last_nodes: list[dict[str, Any]] = field(default_factory=list)
+    fusion: list[dict[str, Any]] = field(default_factory=list)
+    fusion_seen: set[tuple[str, str, str]] = field(default_factory=set)
+    provenance: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pre_to_post: dict[str, list[str]] = field(default_factory=dict)
+    kernel_index: list[dict[str, Any]] = field(default_factory=list)
+    status: str = "running"
+    started: float = field(default_factory=time.perf_counter)
+    phase_starts: dict[str, float] = field(default_factory=dict)  # seconds since graph start
+    ended: float | None = None
+    has_partition: bool = False
+    # CUDA graphs asked for by this compile's config, and every reason Inductor gave to skip them
+    cudagraphs: dict[str, Any] = field(default_factory=lambda: {"enabled": False, "skipped": []})
+    # per-kernel compile and run times (code/timings.json), and the loaded wrapper module
+    timings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    run_timing: dict[str, Any] = field(default_factory=dict)
+    module: Any = None  # weakref to the wrapper module
+
+
+class Concern:
+    """One concern of a capture (graphs and passes, IR and fusion, kernels, …).
+
+    A concern is a module of ``tuidebug.compiler.capture`` with one subclass of this, listed in
+    ``session.CONCERNS``: adding one is adding a module and a line there. ``install`` wraps its
+    hook points (named in ``compat``) with the session's patcher; the other methods are called
+    at points of the capture's life and do nothing unless overridden. A hook records through
+    ``session.guarded`` (a failure to record never breaks the user's compile) and asks
+    ``compat`` what an Inductor call was about (plain data), never Inductor's objects.
+    """
+
+    def __init__(self, session: "CaptureSession") -> None:
+        self.session = session
+
+    def install(self, patcher: "compat.Patcher") -> None:
+        """Wrap this concern's hook points (a missing one becomes a capture warning)."""
+
+    def uninstall(self) -> None:
+        """Remove what the patcher does not restore itself (log handlers, feedback savers)."""
+
+    def graph_failed(self, gs: GraphState) -> None:
+        """``gs`` failed: write what it kept back (its meta.json is written next)."""
+
+    def graph_finished(self, gs: GraphState) -> None:
+        """``gs`` is done (or the capture stops): write what it kept back, before meta.json."""
+
+    def stopping(self) -> None:
+        """The capture ends: every graph is finished; the final status is written next."""
