@@ -1,0 +1,50 @@
+"""Every use of a private torch API in tuidebug lives in this package, feature-detected.
+
+Torch internals move between releases. Each hook point is looked up by name when capture starts;
+one that the installed torch lacks is reported as "not available in torch X" (a capture warning)
+instead of crashing, and the rest of the capture goes on. What a hooked call was about reaches
+capture as plain data (``hooks``): a signature that moves between torch releases is handled
+here, not in capture. The compiler bisector (``tuidebug bisect``, its minify workers) is looked
+up when a bisection starts; without it, it is that command which stops with "not available in
+torch X".
+
+Modules: ``lookup`` (NotAvailable, Patcher), ``hooks`` (hook points, call data, structured log
+events), ``inductor`` (config, caches, counters, autotune feedback, scheduler nodes), ``kernels``
+(Triton and C++ kernels, kernel timing), ``process`` (state a warm worker resets), ``bisector``.
+Every name is importable from ``tuidebug.compiler.compat``; call them through it (a test or the
+warm-up may replace one there).
+"""
+
+from tuidebug.compiler.compat.lookup import (  # noqa: F401
+    TORCH_VERSION, NotAvailable, Patch, Patcher,
+)
+from tuidebug.compiler.compat.hooks import (  # noqa: F401
+    import_inductor, COMPILE_FX, PRE_GRAD_PASSES, JOINT_GRAPH_PASSES, POST_GRAD_PASSES,
+    CODEGEN_AND_COMPILE, GRAPH_LOWERING_RUN, PASS_OBSERVER_ENTER, PASS_OBSERVER_EXIT,
+    IR_PRE_FUSION, IR_POST_FUSION, WHY_NO_FUSE, FUSE_TWO_NODES, CAN_FUSE, BACKEND_CAN_FUSE,
+    KERNEL_PROVENANCE, TRITON_RUN, TRITON_BENCHMARK_ALL, BENCHMARK_CHOICE, TEMPLATE_PRECOMPILE,
+    CUDAGRAPH_SKIP, COMPILE_TO_MODULE, CPP_BUILD, TRITON_COMPILE_METRIC,
+    structured_trace_logger, current_compile_id, is_restart, compile_fx_call, stage_fn_graph,
+    stage_fn_result, codegen_call, pass_observer, logged_scheduler_nodes, why_no_fuse_call,
+    fusion_pair_names, fused_node, kernel_provenance, cpp_build_call, triton_compile_call,
+    autotune_feedback, autotune_step_choice, cudagraph_skip_reason, triton_config_timings,
+    copy_calling_convention, backend_error_cause, StructuredEvent, structured_event,
+)
+from tuidebug.compiler.compat.inductor import (  # noqa: F401
+    inductor_config_values, inductor_config_value, inductor_config_defaults, inductor_config_patch, CACHES_OFF,
+    caches_off, caches_off_patch, counters_snapshot, add_autotune_feedback, choice_info,
+    ir_node_size, scheduler_node_json, scheduler_node_text, kernel_provenance_args,
+)
+from tuidebug.compiler.compat.kernels import (  # noqa: F401
+    triton_available, triton_autotuner_identity, triton_launcher_info,
+    is_autotune_choice_kernel, triton_launch_grid, cuda_graphs_enabled, triton_launchers,
+    cpp_build_target, cpp_kernel_binary, is_triton_kernel, KernelCallTimer, triton_version,
+)
+from tuidebug.compiler.compat.process import (  # noqa: F401
+    reset_dynamo, lowering_checkpoint, is_op_overload, higher_order_name, COMPILE_STACK,
+    import_compile_stack,
+)
+from tuidebug.compiler.compat.bisector import (  # noqa: F401
+    COMPILER_BISECTOR, BISECT_CALL_COUNTER, compiler_bisector, begin_bisect_run, end_bisect_run,
+    run_bisect,
+)

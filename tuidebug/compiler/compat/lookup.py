@@ -1,0 +1,92 @@
+"""Looking up torch internals by name, and wrapping them: ``NotAvailable`` where this torch
+lacks one, ``Patcher`` to install wrappers and put every original back."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+TORCH_VERSION = torch.__version__
+
+
+class NotAvailable(Exception):
+    """A torch internal that this torch does not have."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"{what} is not available in torch {TORCH_VERSION}")
+
+
+def _resolve(dotted: str) -> tuple[Any, str]:
+    """'torch._inductor.debug.log_ir_pre_fusion' -> (owner object, attribute name)."""
+    import importlib
+
+    parts = dotted.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        try:
+            owner: Any = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for p in parts[i:-1]:
+            owner = getattr(owner, p, None)
+        if owner is None or not hasattr(owner, parts[-1]):
+            raise NotAvailable(dotted)
+        return owner, parts[-1]
+    raise NotAvailable(dotted)
+
+
+@dataclass
+class Patch:
+    owner: Any
+    name: str
+    original: Any
+
+
+class Patcher:
+    """Installs wrappers on torch internals and restores them all on ``restore()``."""
+
+    def __init__(self, warn: Callable[[str], None]) -> None:
+        self._patches: list[Patch] = []
+        self._warn = warn
+
+    def wrap(self, dotted: str, make: Callable[[Any], Any], *, everywhere: bool = False) -> bool:
+        """Replace ``dotted`` by ``make(original)``.
+
+        ``everywhere``: also replace it in every loaded ``torch._inductor`` module that imported
+        the function by name (``from ..debug import f``).
+        """
+        try:
+            owner, name = _resolve(dotted)
+        except (NotAvailable, AttributeError) as e:
+            self._warn(str(e) if isinstance(e, NotAvailable) else str(NotAvailable(dotted)))
+            return False
+        original = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+        replacement = make(getattr(owner, name))
+        if isinstance(original, classmethod):  # called as the bound original is: without cls
+            replacement = classmethod(_drop_cls(replacement))
+        elif isinstance(original, staticmethod):
+            replacement = staticmethod(replacement)
+        self._patches.append(Patch(owner, name, original))
+        setattr(owner, name, replacement)
+        if everywhere:
+            fn = getattr(original, "__func__", original)
+            for modname, mod in list(sys.modules.items()):
+                if mod is None or mod is owner or not modname.startswith("torch._inductor"):
+                    continue
+                if getattr(mod, name, None) is fn:
+                    self._patches.append(Patch(mod, name, fn))
+                    setattr(mod, name, replacement)
+        return True
+
+    def restore(self) -> None:
+        while self._patches:
+            p = self._patches.pop()
+            setattr(p.owner, p.name, p.original)
+
+
+def _drop_cls(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def call(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+    return call
