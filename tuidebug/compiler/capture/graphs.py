@@ -98,8 +98,8 @@ class Graphs(Concern):
         s = self.session
 
         def codegen_and_compile(*args: Any, **kwargs: Any) -> Any:
-            gm, kind = compat.codegen_call(args, kwargs)
-            gs = s.guarded("the partitioned graph", lambda: self._begin_graph(gm, kind))
+            gs = s.guarded("the partitioned graph",
+                           lambda: self._begin_graph(*compat.codegen_call(args, kwargs)))
             s.tls.last_graph = gs  # CUDA graphs are skipped (or not) just after codegen
             with s.as_current(gs):
                 try:
