@@ -1,0 +1,99 @@
+"""compat reads what a hooked Inductor call was about from its arguments: the positions and names
+it assumes must be those of the installed torch (a signature that moved fails here, by name,
+instead of breaking a capture), and a call made with keywords reads the same as a positional one."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pytest
+
+from tuidebug.compiler import compat
+
+compat.import_inductor()
+
+
+def _signature(dotted: str) -> inspect.Signature:
+    owner, name = compat.lookup._resolve(dotted)
+    return inspect.signature(getattr(owner, name))  # a classmethod's comes bound (no cls)
+
+
+def _positional(sig: inspect.Signature, values: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    return sig.bind_partial(**values).args, {}
+
+
+def _keywords(sig: inspect.Signature, values: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``self`` (or the first parameter of a method) stays positional; the rest by name."""
+    first = next(iter(sig.parameters))
+    args = (values[first],) if first == "self" else ()
+    return args, {k: v for k, v in values.items() if k != "self" or first != "self"}
+
+
+class _Node:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def get_name(self) -> str:
+        return self.name
+
+
+# hook point, the arguments of a call by parameter name, what compat reads from it, expected
+CASES = [
+    (compat.COMPILE_FX, {"model_": "GM", "example_inputs_": [1]},
+     compat.compile_fx_call, ("GM", [1])),
+    (compat.PRE_GRAD_PASSES, {"gm": "GM", "example_inputs": []}, compat.stage_fn_graph, "GM"),
+    (compat.JOINT_GRAPH_PASSES, {"gm": "GM"}, compat.stage_fn_graph, "GM"),
+    (compat.POST_GRAD_PASSES, {"gm": "GM", "is_inference": True}, compat.stage_fn_graph, "GM"),
+    (compat.CODEGEN_AND_COMPILE, {"self": None, "gm": "GM", "example_inputs": [],
+                                  "inputs_to_check": [], "graph_kwargs": {"is_backward": True}},
+     compat.codegen_call, ("GM", "backward")),
+    (compat.CAN_FUSE, {"self": None, "node1": _Node("buf0"), "node2": _Node("buf1")},
+     compat.fusion_pair_names, ("buf0", "buf1")),
+    (compat.FUSE_TWO_NODES, {"self": None, "node1": _Node("buf0"), "node2": _Node("buf1"),
+                             "fused_nodes": set()},
+     compat.fusion_pair_names, ("buf0", "buf1")),
+    (compat.CPP_BUILD, {"lock_path": "l", "cpp_builders": []}, compat.cpp_build_call, None),
+    (compat.CUDAGRAPH_SKIP, {"msg": "skipping cudagraphs"}, compat.cudagraph_skip_reason,
+     "skipping cudagraphs"),
+    (compat.IR_PRE_FUSION, {"nodes": []}, compat.logged_scheduler_nodes, ([], "\n")),
+    (compat.BENCHMARK_CHOICE, {"choice": "C", "autotune_args": None},
+     compat.autotune_step_choice, "C"),
+]
+
+
+@pytest.mark.parametrize("hook,values,read,expected", CASES, ids=[c[0].rsplit(".", 1)[-1] for c in CASES])
+def test_call_data_matches_this_torch(hook: str, values: dict[str, Any], read: Any,
+                                      expected: Any) -> None:
+    sig = _signature(hook)
+    assert set(values) <= set(sig.parameters), (hook, list(sig.parameters))
+    for how in (_positional, _keywords):
+        args, kwargs = how(sig, values)
+        sig.bind(*args, **kwargs)  # a call this torch accepts
+        assert read(args, kwargs) == expected, (hook, how.__name__)
+
+
+def test_provenance_and_triton_compile_calls() -> None:
+    sig = _signature(compat.KERNEL_PROVENANCE)
+    values = {"node_schedule": [], "kernel_name": "cpp_fused_0", "is_extern": False}
+    for how in (_positional, _keywords):
+        args, kwargs = how(sig, values)
+        sig.bind(*args, **kwargs)
+        assert compat.kernel_provenance(args, kwargs, 3) == ("cpp_fused_0:3", {
+            "kernel": "cpp_fused_0", "extern": False, "ir_nodes": [], "fx_nodes": [],
+            "stack_traces": []})
+    try:
+        sig = _signature(compat.TRITON_COMPILE_METRIC)
+    except compat.NotAvailable:
+        pytest.skip(f"{compat.TRITON_COMPILE_METRIC} is not in this torch")
+    args, kwargs = _positional(sig, {"kernel_name": "triton_poi_0", "info": {"compile_time_us": 2500}})
+    assert compat.triton_compile_call(args, kwargs) == ("triton_poi_0", 0.0025)
+
+
+def test_why_no_fuse_reason_is_formatted() -> None:
+    from torch._inductor.scheduler import WhyNoFuse
+
+    why = WhyNoFuse(_Node("buf0"), _Node("buf1"))
+    assert compat.why_no_fuse_call((why, "%s too big (%d)", "tile", 3), {}) == (
+        "buf0", "buf1", "tile too big (3)")
+    assert compat.why_no_fuse_call((why, "no shared data"), {}) == ("buf0", "buf1", "no shared data")
