@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import torch
 
-from tuidebug.compiler import judge
+from tuidebug.compiler import compat, judge
 
 # names of the operators (functions, methods, ATen overload packets) that draw random numbers
 RANDOM_OPS = frozenset({
@@ -144,7 +144,7 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
     called after the comparison with a function that runs the compiled graph again (to time its
     kernels); a failure there never reaches the user's call."""
     state = {"done": False}
-    boxed = bool(getattr(compiled, "_boxed_call", False))
+    boxed = compat.is_boxed_call(compiled)
     try:
         random = random_ops(eager)
     except Exception:  # an odd graph: judge it as one without random ops
@@ -190,6 +190,5 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
                 pass
         return out
 
-    if boxed:
-        run._boxed_call = True  # type: ignore[attr-defined]
+    compat.copy_calling_convention(compiled, run)
     return run

@@ -1,5 +1,6 @@
 """Graphs and passes: each Dynamo graph entering Inductor, its stages (pre-grad, joint, AOT
-partition, post-grad), every Inductor FX pass that changed it, as snapshots ``stages/NNN-*.json``."""
+partition, post-grad) and every Inductor FX pass that changed it, as snapshots
+``stages/NNN-*.json``."""
 
 from __future__ import annotations
 
@@ -16,10 +17,12 @@ from tuidebug.compiler.capture.state import Concern, GraphState
 class Graphs(Concern):
     def install(self, p: compat.Patcher) -> None:
         p.wrap(compat.COMPILE_FX, self._wrap_compile_fx)
-        p.wrap(compat.PRE_GRAD_PASSES, lambda f: self._wrap_stage_fn(f, "pre_grad", None, "pre_grad"))
+        p.wrap(compat.PRE_GRAD_PASSES,
+               lambda f: self._wrap_stage_fn(f, "pre_grad", None, "pre_grad"))
         p.wrap(compat.JOINT_GRAPH_PASSES,
                lambda f: self._wrap_stage_fn(f, "joint_graph_passes", "aot_joint", "joint_graph"))
-        p.wrap(compat.POST_GRAD_PASSES, lambda f: self._wrap_stage_fn(f, "post_grad", None, "post_grad"))
+        p.wrap(compat.POST_GRAD_PASSES,
+               lambda f: self._wrap_stage_fn(f, "post_grad", None, "post_grad"))
         p.wrap(compat.CODEGEN_AND_COMPILE, self._wrap_codegen_and_compile)
         p.wrap(compat.GRAPH_LOWERING_RUN, lambda f: self._wrap_phase(f, "lowering"))
         p.wrap(compat.PASS_OBSERVER_ENTER, self._wrap_observer_enter)

@@ -29,7 +29,8 @@ NOTHING_COMPILED = ("nothing was compiled during the capture: no torch.compile'd
 _KILL_AT_PHASE = os.environ.get("TUIDEBUG_TESTING_KILL_AT_PHASE")
 
 # Every concern of a capture, in the order their hooks are installed. A new concern (ranks and
-# collectives, symbols and guards, profiling…) is a module with a state.Concern subclass, added here.
+# collectives, symbols and guards, profiling…) is a module with a state.Concern subclass, added
+# here.
 CONCERNS: tuple[type[Concern], ...] = (
     config.Config,        # config.json
     graphs.Graphs,        # Dynamo graph, stages and passes, partitioned graphs

@@ -28,10 +28,12 @@ from tuidebug.compiler.compat.hooks import (  # noqa: F401
     stage_fn_result, codegen_call, pass_observer, logged_scheduler_nodes, why_no_fuse_call,
     fusion_pair_names, fused_node, kernel_provenance, cpp_build_call, triton_compile_call,
     autotune_feedback, autotune_step_choice, cudagraph_skip_reason, triton_config_timings,
-    copy_calling_convention, backend_error_cause, StructuredEvent, structured_event,
+    is_boxed_call, copy_calling_convention, backend_error_cause, StructuredEvent,
+    structured_event,
 )
 from tuidebug.compiler.compat.inductor import (  # noqa: F401
-    inductor_config_values, inductor_config_value, inductor_config_defaults, inductor_config_patch, CACHES_OFF,
+    inductor_config_values, inductor_config_value, inductor_config_defaults,
+    inductor_config_patch, CACHES_OFF,
     caches_off, caches_off_patch, counters_snapshot, add_autotune_feedback, choice_info,
     ir_node_size, scheduler_node_json, scheduler_node_text, kernel_provenance_args,
 )

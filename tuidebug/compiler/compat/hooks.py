@@ -59,7 +59,8 @@ BACKEND_CAN_FUSE = (
 )
 KERNEL_PROVENANCE = "torch._inductor.debug.set_kernel_post_grad_provenance_tracing"
 TRITON_RUN = "torch._inductor.runtime.triton_heuristics.CachingAutotuner.run"
-TRITON_BENCHMARK_ALL = "torch._inductor.runtime.triton_heuristics.CachingAutotuner.benchmark_all_configs"
+TRITON_BENCHMARK_ALL = ("torch._inductor.runtime.triton_heuristics.CachingAutotuner."
+                        "benchmark_all_configs")
 # max-autotune: one choice benchmarked (raises when the choice fails: out of shared memory, a
 # launch error) and one Triton template compiled ahead of benchmarking (raises on a compile error)
 BENCHMARK_CHOICE = "torch._inductor.select_algorithm.AlgorithmSelectorCache.benchmark_choice"
@@ -207,8 +208,11 @@ def triton_compile_call(args: tuple[Any, ...],
     return str(_arg(args, kwargs, 0, "kernel_name")), elapsed_us / 1e6
 
 
+ChoiceTimes = list[tuple[Any, dict[str, Any], "float | None"]]
+
+
 def autotune_feedback(args: tuple[Any, ...], kwargs: Mapping[str, Any]
-                      ) -> tuple[str, list[dict[str, Any]], list[tuple[Any, dict[str, Any], float | None]]]:
+                      ) -> tuple[str, list[dict[str, Any]], ChoiceTimes]:
     """An autotune feedback call (timings, name, input_nodes, choices, …): the op, its inputs'
     sizes and per choice (an opaque token, what it is, its time in ms or None when it failed)."""
     timings, name = _arg(args, kwargs, 0, "timings"), _arg(args, kwargs, 1, "name")
@@ -239,10 +243,16 @@ def triton_config_timings(timings: Any) -> list[tuple[dict[str, Any], Any]] | No
     return [(triton_launcher_info(launcher), t) for launcher, t in timings.items()]
 
 
+def is_boxed_call(fn: Callable[..., Any]) -> bool:
+    """Whether AOTAutograd calls the compiled callable ``fn`` "boxed": its inputs as one list,
+    which the callee clears."""
+    return bool(getattr(fn, "_boxed_call", False))
+
+
 def copy_calling_convention(src: Callable[..., Any], dst: Callable[..., Any]) -> None:
-    """Make ``dst`` (a wrapper of the compiled callable ``src``) called as ``src`` is: AOTAutograd
-    passes the inputs of a "boxed" callable as one list."""
-    if getattr(src, "_boxed_call", False):
+    """Make ``dst`` (a wrapper of the compiled callable ``src``) called as ``src`` is (boxed or
+    not: ``is_boxed_call``)."""
+    if is_boxed_call(src):
         dst._boxed_call = True  # type: ignore[attr-defined]
 
 
