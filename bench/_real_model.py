@@ -109,7 +109,8 @@ def t5() -> None:
     from transformers import T5Config, T5ForConditionalGeneration
 
     cfg = T5Config(vocab_size=512, d_model=H, d_kv=16, d_ff=2 * H, num_layers=LAYERS,
-                   num_decoder_layers=LAYERS, num_heads=4, dropout_rate=0.0)
+                   num_decoder_layers=LAYERS, num_heads=4, dropout_rate=0.0,
+                   decoder_start_token_id=0, pad_token_id=0)
     model = compiled(T5ForConditionalGeneration(cfg).eval())
     with torch.no_grad():
         model(input_ids=tokens(2, 16, cfg.vocab_size), labels=tokens(2, 8, cfg.vocab_size))
