@@ -230,7 +230,9 @@ def print_job_info(path: Path, *, as_json: bool) -> int:
 
     report = analyze_job(path)
     if as_json:
-        print(json.dumps(report, indent=1, default=str))
+        from tuidebug.trace.safefile import strict_dumps
+
+        print(strict_dumps(report, indent=1, default=str))
     else:
         from tuidebug.viewers.ranks_view import render_job
 

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from tuidebug.viewers.inert import inert, inert_text
 from tuidebug.viewers.info import STATUS_STYLE
 
 
@@ -78,8 +79,8 @@ def divergence_lines(d: dict[str, Any] | None) -> list[str]:
 
 
 def render_job(report: dict[str, Any], console: Console) -> None:
-    nodes = ", ".join(str(n["hostname"]) for n in report["nodes"]) or "?"
-    console.print(Text.assemble(("job ", "dim"), (report["job"], "bold"),
+    nodes = inert(", ".join(str(n["hostname"]) for n in report["nodes"]) or "?", multiline=False)
+    console.print(Text.assemble(("job ", "dim"), (inert(report["job"], multiline=False), "bold"),
                                 f"   world size {report['world_size']}",
                                 (f"   launcher {report.get('launcher') or '?'}   nodes {nodes}",
                                  "dim")))
@@ -89,8 +90,8 @@ def render_job(report: dict[str, Any], console: Console) -> None:
     group_of = {r: i for i, g in enumerate(report["groups"]) for r in g["ranks"]}
     for r in report["ranks"]:
         status = str(r.get("status") or "?")
-        t.add_row(str(r["rank"]), Text(str(r.get("hostname") or "?")),
-                  Text(status, style=STATUS_STYLE.get(status, "")),
+        t.add_row(str(r["rank"]), inert_text(r.get("hostname") or "?"),
+                  inert_text(status, STATUS_STYLE.get(status, "")),
                   str(r.get("compiles", "–")), str(r.get("graphs", "–")),
                   _secs(r.get("compile_time_s")),
                   chr(ord("A") + group_of[r["rank"]] % 26) if r["rank"] in group_of else "–")
@@ -98,13 +99,14 @@ def render_job(report: dict[str, Any], console: Console) -> None:
     d = report["divergence"]
     lines = divergence_lines(d)
     style = "bold green" if d is None else "bold red"
-    console.print(Text("first divergence: " if d else "", style=style) + Text(lines[0], style=style))
+    console.print(Text("first divergence: " if d else "", style=style)
+                  + inert_text(lines[0], style))
     for line in lines[1:]:
-        console.print(Text(line))
+        console.print(inert_text(line))
     skew = [s for s in report["compile_skew"] if s["spread_s"] > 0]
     if skew:
         worst = max(skew, key=lambda s: s["spread_s"])
-        console.print(Text(
+        console.print(inert_text(
             f"compile-time skew: largest on {worst['compile_id']}: rank {worst['slowest']['rank']} "
             f"{_secs(worst['slowest']['s'])} vs rank {worst['fastest']['rank']} "
-            f"{_secs(worst['fastest']['s'])}", style="dim"))
+            f"{_secs(worst['fastest']['s'])}", "dim"))
