@@ -134,6 +134,8 @@ async def test_hostile_trace_tui(name: str, corpus, open_ui, case: Case) -> None
         jobs = app.recompile_worker.jobs if app.recompile_worker is not None else []
         assert not jobs and app.prime_job is None and app.recompile_job is None, \
             "opening the screens started a job without consent"
+        if app.trace.graphs:  # what the screens did not read, the integrity check does (as info)
+            app.trace.graphs[0].check_files()
         problems = [str(p) for p in app.trace.problems]
     assert not marker.exists(), "a payload from the trace ran"
     corpus.unchanged(before)
