@@ -137,10 +137,10 @@ async def test_minify_cancelled_keeps_the_best_repro(open_ui, failing_trace: Pat
         assert screen.repro_path is not None and screen.repro_path.is_file()
 
 
-async def test_bisect_error_from_the_child_is_shown(open_ui, failing_trace: Path,
-                                                    copy_trace) -> None:
-    """b runs the bisection in a child process; its structured error (here: the trace does not
-    record the script's command line) is what the screen shows."""
+async def test_bisect_without_a_command_says_why_and_runs_nothing(open_ui, failing_trace: Path,
+                                                                  copy_trace) -> None:
+    """b on a trace that does not record the script's command line: the reason is shown before
+    anything would run (no consent dialog, no task)."""
     import json
 
     trace = copy_trace(failing_trace, "no-command")
@@ -149,13 +149,13 @@ async def test_bisect_error_from_the_child_is_shown(open_ui, failing_trace: Path
     (trace / "manifest.json").write_text(json.dumps(manifest))
     async with open_ui(trace) as ui:
         await ui.press("6")
-        await ui.pilot.press("b")
         screen = ui.app.screen
-        assert screen.task_running == "bisect"
-        done = await ui.wait_for(lambda: screen.task_running is None, 180)
-        assert done, ui.text()
-        await ui.settle()
-        assert "bisect: the trace does not record the traced script's command line" in ui.text()
+        await ui.pilot.press("b")
+        said = await ui.wait_for(lambda: any("command line" in str(m)
+                                             for m in ui.notifications()), 30)
+        assert said, ui.notifications()
+        assert not isinstance(ui.app.screen, ConfirmScreen)
+        assert screen.task_running is None
 
 
 async def test_bisect_progress_then_cancel_kills_its_processes(open_ui, failing_trace: Path) -> None:
@@ -164,6 +164,10 @@ async def test_bisect_progress_then_cancel_kills_its_processes(open_ui, failing_
     async with open_ui(failing_trace) as ui:
         await ui.press("6")
         await ui.pilot.press("b")
+        assert await ui.wait_for(lambda: isinstance(ui.app.screen, ConfirmScreen), 30)
+        assert ui.app.screen_stack[-2].task_running is None  # nothing runs before the answer
+        await ui.pilot.press("y")
+        await ui.pilot.pause(0.2)
         screen = ui.app.screen
         running = await ui.wait_for(lambda: "bisect: run 1: " in ui.text(), 180)
         assert running, ui.text()

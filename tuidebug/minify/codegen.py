@@ -223,14 +223,17 @@ JUDGE_MARKER = "# ---- the rule: copied verbatim into repro.py"
 def judge_source() -> str:
     """The accuracy judge's rule (``tuidebug.compiler.judge`` after its marker line), the code
     the repro judges with: a repro of an accuracy failure fails for the trace's reason."""
+    import importlib.util
     from pathlib import Path
 
-    from tuidebug.compiler import judge
-
-    text = Path(judge.__file__).read_text()
+    # located, not imported: the judge module imports torch, the minifier process never does
+    spec = importlib.util.find_spec("tuidebug.compiler.judge")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("tuidebug.compiler.judge is missing from this installation")
+    text = Path(spec.origin).read_text()
     _, sep, rule = text.partition(JUDGE_MARKER)
     if not sep:
-        raise RuntimeError(f"{judge.__file__} lost its marker line {JUDGE_MARKER!r}")
+        raise RuntimeError(f"{spec.origin} lost its marker line {JUDGE_MARKER!r}")
     return rule.split("\n", 1)[1].strip("\n")
 
 
