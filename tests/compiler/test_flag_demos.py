@@ -211,7 +211,9 @@ def test_size_asserts(worker: RecompileWorker, demo_dir: Path) -> None:
 
 def test_fallback_random(worker: RecompileWorker, demo_dir: Path) -> None:
     res = run("fallback_random", worker, demo_dir)
-    assert ev(res, "matches_eager") == (False, True)
+    # Inductor's own RNG: the judge does not compare (None), never a mismatch; with the flag both
+    # sides draw from the same stream and the outputs match
+    assert ev(res, "matches_eager") == (None, True)
     a, b = ev(res, "aten_fallbacks")
     assert b > a
     rng = ev(res, "grep:Inductor RNG in kernels (randint64/normalized_rand/seeds)")

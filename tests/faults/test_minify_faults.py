@@ -23,7 +23,9 @@ def test_minify_interrupted_keeps_best_repro(failing_trace: Path, tmp_path: Path
     proc = subprocess.Popen(
         [sys.executable, "-m", "tuidebug.cli", "minify", "--yes", str(failing_trace), "-o", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-        env=dict(os.environ, PYTHONPATH=pythonpath()), start_new_session=False)
+        env=dict(os.environ, PYTHONPATH=pythonpath()), start_new_session=False,
+        # a suite started in the background (`… &`) inherits SIGINT ignored: Ctrl-C must reach it
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stdout is not None
     seen = []
     deadline = time.time() + 300
