@@ -70,6 +70,13 @@ def mlp_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def profiled_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The MLP traced with ``--profile 3``: kernels, FX nodes and lines measured, compiled and
+    eager (every profile test shares it)."""
+    return _make(tmp_path_factory, "profiled", "mlp.py", extra=["--profile", "3"])
+
+
+@pytest.fixture(scope="session")
 def failing_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A compile that fails (C++ compile error planted with inject_relu_bug_TESTING_ONLY)."""
     return _make(tmp_path_factory, "failing", "failing_compile.py")

@@ -18,7 +18,7 @@ from typing import Any
 
 from tuidebug import proc
 from tuidebug.cli import distributed
-from tuidebug.cli.minifying import positive_float
+from tuidebug.cli.minifying import positive_float, positive_int
 from tuidebug.cli.output import console, err
 from tuidebug.cli.viewing import open_trace, print_info, show_diff
 from tuidebug.errors import CliError
@@ -26,6 +26,14 @@ from tuidebug.trace.job import rank_from_env
 
 
 # -- trace ----------------------------------------------------------------------------------------
+
+def profile_runs(text: str) -> int:
+    """``--profile N``: a number of runs (the script comes after it, not as its value)."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(
+            f"takes a number of runs, not {text!r}: write --profile 10 before the script")
+    return positive_int(text)
+
 
 def default_out(script: Path) -> Path:
     return Path("tuidebug-traces") / f"{script.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -69,9 +77,12 @@ def _run_child(cmd: list[str], env: dict[str, str]) -> tuple[int, list[str]]:
 
 def run_trace(script: str, script_args: list[str], out: Path | None, *, check: bool = True,
               use_cache: bool = False, sets: list[str] | None = None,
-              quiet: bool = False, accuracy_tol: float | None = None) -> tuple[int, Path, list[str]]:
+              quiet: bool = False, accuracy_tol: float | None = None,
+              profile: int = 0) -> tuple[int, Path, list[str]]:
     """Trace ``script`` in a child process. Returns (exit code, trace dir, the last lines of
     the child's stderr that are not tuidebug's own)."""
+    if profile and not check:
+        raise CliError("--profile runs after the eager check: drop --no-check")
     path = Path(script)
     if not path.exists():
         raise CliError(f"no such script: {script}")
@@ -91,6 +102,8 @@ def run_trace(script: str, script_args: list[str], out: Path | None, *, check: b
         cmd += ["--accuracy-tol", repr(float(accuracy_tol))]
     if use_cache:
         cmd.append("--use-cache")
+    if profile:
+        cmd += ["--profile", str(int(profile))]
     if overrides:
         cmd += ["--overrides", json.dumps(overrides)]
     cmd += [str(path), *script_args]
@@ -167,6 +180,10 @@ def trace_arguments(p: argparse.ArgumentParser) -> None:
         p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                        help="set an Inductor flag for this trace (repeatable; checked against "
                             "the flag registry, as `tuidebug flags` lists them)"),
+        p.add_argument("--profile", type=profile_runs, nargs="?", const=10, default=0,
+                       metavar="N", help="after the eager check, run each compiled graph and "
+                       "its eager graph N more times (default 10) under torch.profiler: time "
+                       "per kernel, FX node, source line and module (profile.json)"),
         p.add_argument("--open", action="store_true", help="open the trace in the TUI afterwards"),
     ]
     own = [s for a in options for s in a.option_strings] + distributed.torchrun_arguments(p)
@@ -183,7 +200,7 @@ def cmd_trace(ns: argparse.Namespace) -> int:
         return distributed.trace_rank(ns, where)
     code, out, tail = run_trace(ns.script, ns.args, Path(ns.output) if ns.output else None,
                                 check=not ns.no_check, use_cache=ns.use_cache, sets=ns.set,
-                                accuracy_tol=ns.accuracy_tol)
+                                accuracy_tol=ns.accuracy_tol, profile=ns.profile)
     if (out / "manifest.json").exists():
         print_info(out, as_json=False)
     rc = trace_outcome(code, out, tail)

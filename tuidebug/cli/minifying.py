@@ -15,7 +15,7 @@ from typing import Any
 from tuidebug.errors import MinifyError
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
     n = int(text)
     if n < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
@@ -44,7 +44,7 @@ def minify_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("trace", help="a trace directory whose status is 'failed'")
     p.add_argument("-o", "--output", default="repro.py", help="where to write the repro "
                    "(default: repro.py)")
-    p.add_argument("--jobs", "-j", type=_positive, default=2,
+    p.add_argument("--jobs", "-j", type=positive_int, default=2,
                    help="candidates tested in parallel, one warm worker process each (default 2)")
     p.add_argument("--timeout", type=positive_float, default=60.0,
                    help="seconds one candidate may take before its worker is replaced (default 60)")

@@ -135,14 +135,18 @@ def _time_again(compiled: Callable[..., Any], inputs: list[Any], as_list: bool,
 def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
             record: Callable[[dict[str, Any]], None],
             time_kernels: Callable[[Callable[[], Any]], None] | None = None, *,
-            tol: float | None = None, same_random: bool = False) -> Callable[..., Any]:
+            tol: float | None = None, same_random: bool = False,
+            profile: Callable[[Callable[[], Any], list[Any]], None] | None = None,
+            ) -> Callable[..., Any]:
     """Wrap ``compiled`` so that its first call is also run eagerly and the two judged.
 
     ``eager`` is the FX graph that was compiled; ``tol`` the judge's tolerance (None: each
     dtype's default); ``same_random``: Inductor's ``fallback_random`` was on, so compiled and
     eager draw the same random numbers from the same seed. ``time_kernels``, when given, is
     called after the comparison with a function that runs the compiled graph again (to time its
-    kernels); a failure there never reaches the user's call."""
+    kernels); a failure there never reaches the user's call. ``profile``, when given, is called
+    after that with the same function and the inputs (the eager run's copies) to profile both
+    the compiled and the eager graph."""
     state = {"done": False}
     boxed = compat.is_boxed_call(compiled)
     try:
@@ -187,6 +191,11 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
             try:
                 _time_again(compiled, inputs, as_list, time_kernels)
             except Exception:  # timing is a bonus: the user's call goes on
+                pass
+        if profile is not None and ("skipped" not in result or random):
+            try:
+                _time_again(compiled, inputs, as_list, lambda again: profile(again, inputs))
+            except Exception:  # so is profiling
                 pass
         return out
 

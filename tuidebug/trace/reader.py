@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from tuidebug.errors import TraceError
-from tuidebug.trace import layout, safefile, schema
+from tuidebug.trace import layout, safefile, schema, shapes
 from tuidebug.trace.tracefiles import MAX_TEXT_BYTES, Problem, TraceFiles
 from tuidebug.trace.graph import Graph
 
@@ -341,6 +341,20 @@ class Trace:
     @cached_property
     def runtime(self) -> dict[str, Any]:
         return self._files.json(self.root / schema.RUNTIME, {}, kind="runtime") or {}
+
+    @cached_property
+    def profile(self) -> dict[str, Any]:
+        """``profile.json`` (``tuidebug trace --profile``): ``compiles`` per compile id, each
+        checked against its shape; {} when the trace was not profiled."""
+        path = self.root / schema.PROFILE
+        data = self._files.json(path, {}, kind="profile") or {}
+        compiles: dict[str, Any] = {}
+        for cid, c in (data.get("compiles") or {}).items():
+            checked = shapes.check("profile_compile", c,
+                                   lambda m, cid=cid: self._files.problem(path, f"{cid}: {m}"))
+            if checked is not None:
+                compiles[str(cid)] = checked
+        return {**data, "compiles": compiles} if data else {}
 
     @cached_property
     def compiles(self) -> dict[str, dict[str, Any]]:

@@ -8,6 +8,7 @@ FORMAT_NAME = "tuidebug-trace"
 MANIFEST = "manifest.json"
 CONFIG = "config.json"
 RUNTIME = "runtime.json"
+PROFILE = "profile.json"  # tuidebug trace --profile: measured kernels, FX nodes, compiled vs eager
 GRAPHS_DIR = "graphs"
 COMPILES_DIR = "compiles"
 EVENTS = "events.jsonl"

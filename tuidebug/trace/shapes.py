@@ -23,6 +23,9 @@ OPT_DICT = (dict, NONE)
 OPT_LIST = (list, NONE)
 ID = (str,)  # ids are strings; a number where an id is expected is reported
 
+_RUN = {"wall_s": OPT_NUM, "wall_min_s": OPT_NUM, "profiled_wall_s": OPT_NUM,
+        "peak_memory_bytes": OPT_INT}
+
 SHAPES: dict[str, Any] = {
     "manifest": {
         "format": OPT_STR, "format_version": OPT_INT, "status": OPT_STR, "phase": OPT_STR,
@@ -75,6 +78,20 @@ SHAPES: dict[str, Any] = {
     "autotune": {"op": OPT_STR, "kind": OPT_STR, "inputs": OPT_LIST, "winner": OPT_STR,
                  "choices": [{"name": OPT_STR, "kind": OPT_STR, "time_ms": OPT_NUM,
                               "error": OPT_STR, "config": OPT_DICT, "description": OPT_STR}]},
+    # profile.json (tuidebug trace --profile): the file, then each entry of its "compiles"
+    "profile": {"runs": OPT_INT, "warmup": OPT_INT, "compiles": OPT_DICT},
+    "profile_compile": {
+        "graphs": [str], "eager_graph": OPT_STR, "runs": OPT_INT, "warmup": OPT_INT,
+        "device": OPT_STR, "cudagraphs": (bool, NONE), "activities": [str], "note": OPT_STR,
+        "compiled": _RUN, "eager": _RUN,
+        "kernels": [{"!graph": str, "!kernel": str, "call": OPT_STR, "kind": OPT_STR,
+                     "calls": OPT_NUM, "cpu_s": OPT_NUM, "device_s": OPT_NUM,
+                     "time_s": OPT_NUM, "bytes": OPT_NUM, "flops": OPT_NUM}],
+        "device_kernels": [{"!name": str, "device_s": OPT_NUM, "calls": OPT_NUM}],
+        "eager_nodes": [{"!node": str, "calls": OPT_NUM, "cpu_s": OPT_NUM, "device_s": OPT_NUM,
+                         "time_s": OPT_NUM}],
+        "device_peak": OPT_DICT,
+    },
     "launches": {"!kernel": str, "compile_id": OPT_STR, "launch": OPT_DICT, "launchers": OPT_INT},
 }
 

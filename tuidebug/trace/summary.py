@@ -304,6 +304,11 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
                                                    "rule", "detail", "reference", "tol",
                                                    "outputs")}
                        for cid, c in checks.items() if isinstance(c, dict)}
+    from tuidebug.trace.profile import profile_summary, profile_view  # it imports this module
+
+    view = profile_view(trace)
+    if view is not None:
+        out["profile"] = profile_summary(view)
     if trace.status == "crashed":
         out["error"] = out.get("error") or {
             "phase": trace.phase, "type": "crashed", "message": died_text(trace.phase)}

@@ -173,6 +173,10 @@ class TraceWriter:
         """``runtime.json``: the eager comparisons (``checks`` per compile id)."""
         self.write_json(self.path(schema.RUNTIME), runtime)
 
+    def write_profile(self, profile: dict[str, Any]) -> None:
+        """``profile.json``: what ``--profile`` measured (``compiles`` per compile id)."""
+        self.write_json(self.path(schema.PROFILE), profile)
+
     def write_compile(self, compile_id: str, detail: dict[str, Any]) -> None:
         """``compiles/<safe id>.json``: ``{"id": compile_id, **detail}``."""
         self.write_json(self.path(schema.COMPILES_DIR, f"{layout.safe_id(compile_id)}.json"),

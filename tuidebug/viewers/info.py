@@ -14,6 +14,7 @@ from tuidebug.trace import schema
 from tuidebug.trace.summary import (ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict, cache_text,
                                     phase_text)
 from tuidebug.viewers.inert import inert, inert_text
+from tuidebug.viewers.profile_view import render_profile
 
 MAX_ROWS = 200  # graphs and compiles listed (info --json lists every one)
 MAX_PROBLEMS = 50  # problems listed
@@ -123,6 +124,8 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
             for r in rows:
                 t.add_row(*map(inert_text, r), style="red" if r[-1] == "FAIL" else None)
             console.print(Padding(t, (0, 0, 0, 4)))
+    if s.get("profile"):
+        render_profile(s["profile"], console)
     if s.get("config_changed"):
         console.print(Text.assemble(("config differs from defaults: ", "dim"),
                                     inert_text(", ".join(map(str, s["config_changed"])))))

@@ -7,7 +7,7 @@ import traceback
 from typing import Any, Callable
 
 from tuidebug.compiler import accuracy, compat
-from tuidebug.compiler.capture import kernels
+from tuidebug.compiler.capture import kernels, profile
 from tuidebug.compiler.capture.state import Concern, GraphState
 
 
@@ -41,6 +41,11 @@ class Outcome(Concern):
         s = self.session
         cid = gs.compile_id
         timer = s.concern(kernels.Kernels)
+        prof = s.concern(profile.Profile)
+        profiling = None
+        if prof.enabled:
+            def profiling(again: Callable[[], Any], inputs: list[Any]) -> None:
+                s.guarded("the profile", lambda: prof.profile(cid, gm, again, inputs))
 
         def record(result: dict[str, Any]) -> None:
             self.runtime["checks"][cid] = {"graphs": s.compiles.get(cid, {}).get("graphs", []),
@@ -49,7 +54,7 @@ class Outcome(Concern):
 
         checked = accuracy.checked(compiled, gm, record, time_kernels=lambda again: s.guarded(
             "kernel run times", lambda: timer.time_kernels(cid, again)), tol=s.accuracy_tol,
-            same_random=bool(compat.inductor_config_value("fallback_random")))
+            same_random=bool(compat.inductor_config_value("fallback_random")), profile=profiling)
 
         def run(*args: Any) -> Any:
             with s.as_current(gs):

@@ -15,7 +15,7 @@ import torch
 
 from tuidebug.compiler import compat
 from tuidebug.compiler.capture import (autotune, config, events, fusion, graphs, kernels,
-                                       outcome, triton)
+                                       outcome, profile, triton)
 from tuidebug.compiler.capture.state import Concern, GraphState
 from tuidebug.trace import layout, schema
 from tuidebug.trace.writer import TraceWriter
@@ -39,6 +39,7 @@ CONCERNS: tuple[type[Concern], ...] = (
     autotune.Autotune,    # max-autotune choices and why one failed
     triton.Triton,        # Triton launches and config benchmarks, CUDA graph skips (GPU)
     outcome.Outcome,      # errors, the eager comparison
+    profile.Profile,      # --profile N: kernels and FX nodes measured, compiled vs eager
     events.Events,        # the structured trace log (metrics, guards, output code, …)
 )
 
@@ -50,18 +51,20 @@ class CaptureSession:
 
     ``user_sets``: Inductor flags the caller sets for this capture (it applies them itself); a
     graph-level cache flag among them, and the caches layered on it, is left to the caller
-    (``compat.caches_off``) instead of being turned off.
+    (``compat.caches_off``) instead of being turned off. ``profile_runs``: profile each
+    compile's compiled and eager graph this many times after its eager check (0: off).
     """
 
     def __init__(self, out_dir: str | Path, *, check_accuracy: bool = True,
                  use_cache: bool = False, command: list[str] | None = None,
                  on_progress: Callable[[str], None] | None = None,
                  user_sets: Mapping[str, Any] | None = None,
-                 accuracy_tol: float | None = None) -> None:
+                 accuracy_tol: float | None = None, profile_runs: int = 0) -> None:
         self.out_dir = Path(out_dir)
         self.check_accuracy = check_accuracy
         self.accuracy_tol = accuracy_tol  # the judge's tolerance; None: each dtype's default
         self.use_cache = use_cache
+        self.profile_runs = profile_runs  # --profile N (0: off); needs the eager check
         self.user_sets = dict(user_sets or {})
         self.command = command
         self.on_progress = on_progress

@@ -10,7 +10,8 @@ torch X".
 
 Modules: ``lookup`` (NotAvailable, Patcher), ``hooks`` (hook points, call data, structured log
 events), ``inductor`` (config, caches, counters, autotune feedback, scheduler nodes), ``kernels``
-(Triton and C++ kernels, kernel timing), ``process`` (state a warm worker resets), ``bisector``.
+(Triton and C++ kernels, kernel timing), ``profiling`` (kernels and FX nodes run under
+torch.profiler), ``process`` (state a warm worker resets), ``bisector``.
 Every name is importable from ``tuidebug.compiler.compat``; call them through it (a test or the
 warm-up may replace one there).
 """
@@ -41,6 +42,10 @@ from tuidebug.compiler.compat.kernels import (  # noqa: F401
     triton_available, triton_autotuner_identity, triton_launcher_info,
     is_autotune_choice_kernel, triton_launch_grid, cuda_graphs_enabled, triton_launchers,
     cpp_build_target, cpp_kernel_binary, is_triton_kernel, KernelCallTimer, triton_version,
+    wrap_kernel,
+)
+from tuidebug.compiler.compat.profiling import (  # noqa: F401
+    KernelRanges, NodeRanges, device_kind, peak_memory, profiled, wall_times,
 )
 from tuidebug.compiler.compat.process import (  # noqa: F401
     reset_dynamo, lowering_checkpoint, is_op_overload, higher_order_name, COMPILE_STACK,

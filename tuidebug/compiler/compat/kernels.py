@@ -137,14 +137,18 @@ def _timed(fn: Callable[..., Any], sink: list[float], sync: bool) -> Callable[..
 _MISSING = object()
 
 
-def _time_kernel(module: Any, name: str, sink: list[float]) -> Callable[[], None] | None:
-    """Time every call of kernel ``name`` of a wrapper module; returns how to undo it."""
+def wrap_kernel(module: Any, name: str,
+                wrap: Callable[[Callable[..., Any], bool], Callable[..., Any]]
+                ) -> Callable[[], None] | None:
+    """Replace every call of kernel ``name`` of a wrapper module by ``wrap(call, is_triton)``;
+    returns how to undo it (None: no such kernel). Triton kernels are called as
+    ``name.run(...)``: ``run`` is shadowed on the object; C++ kernels are module globals."""
     obj = module.__dict__.get(name)
     if obj is None:
         return None
-    if is_triton_kernel(obj):  # the wrapper calls ``name.run(...)``: shadow ``run`` on the object
+    if is_triton_kernel(obj):
         own = obj.__dict__.get("run", _MISSING)
-        obj.run = _timed(obj.run, sink, sync=True)
+        obj.run = wrap(obj.run, True)
 
         def undo_run() -> None:
             if own is _MISSING:
@@ -154,8 +158,13 @@ def _time_kernel(module: Any, name: str, sink: list[float]) -> Callable[[], None
         return undo_run
     if not callable(obj):
         return None
-    setattr(module, name, _timed(obj, sink, sync=False))  # C++: a synchronous call by global name
+    setattr(module, name, wrap(obj, False))  # C++: a synchronous call by global name
     return lambda: setattr(module, name, obj)
+
+
+def _time_kernel(module: Any, name: str, sink: list[float]) -> Callable[[], None] | None:
+    """Time every call of kernel ``name`` of a wrapper module; returns how to undo it."""
+    return wrap_kernel(module, name, lambda fn, triton: _timed(fn, sink, sync=triton))
 
 
 class KernelCallTimer:

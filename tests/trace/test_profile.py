@@ -1,0 +1,118 @@
+"""``tuidebug trace --profile``: what the real compiler's kernels measured, joined with
+provenance (``trace/profile.py``), as ``info`` shows it; a damaged profile.json."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from tests.conftest import EXAMPLES, pythonpath
+from tuidebug.trace.profile import NO_LINE, profile_view
+from tuidebug.trace.reader import Trace
+from tuidebug.trace.summary import trace_summary
+from tuidebug.viewers.info import render_summary
+
+
+def _profile(path: Path) -> dict:
+    return json.loads((path / "profile.json").read_text())
+
+
+def test_every_kernel_call_of_the_graph_is_measured(profiled_trace: Path) -> None:
+    t = Trace(profiled_trace)
+    assert t.problems == []
+    (g,) = t.graphs
+    prof = t.profile["compiles"]
+    (c,) = prof.values()
+    assert c["runs"] == 3 and c["graphs"] == [g.id] and c["device"] == "cpu"
+    measured = {(k["kernel"], k["call"]) for k in c["kernels"]}
+    expected = set()
+    for k in g.kernels:  # a kernel Inductor reuses is measured per call (its handles)
+        handles = k.get("handles") or []
+        units = handles if k["kind"] != "extern" and len(handles) > 1 else [k["name"]]
+        expected |= {(k["name"], u) for u in units}
+    assert measured == expected
+    for k in c["kernels"]:
+        assert k["calls"] == 1 and k["time_s"] > 0 and k["cpu_s"] == k["time_s"], k
+    assert 0 < c["compiled"]["wall_min_s"] <= c["compiled"]["wall_s"]
+    assert 0 < c["eager"]["wall_min_s"] <= c["eager"]["wall_s"]
+
+
+def test_eager_nodes_are_the_dynamo_graphs(profiled_trace: Path) -> None:
+    t = Trace(profiled_trace)
+    (c,) = t.profile["compiles"].values()
+    g = t.graph(c["eager_graph"])
+    dynamo = g.stage_graph(g.find_stage("dynamo"))
+    computed = {n.name for n in dynamo if n.op in ("call_function", "call_method",
+                                                    "call_module")}
+    measured = {n["node"] for n in c["eager_nodes"]}
+    assert computed <= measured <= {n.name for n in dynamo}
+    assert all(n["time_s"] > 0 for n in c["eager_nodes"])
+
+
+def test_time_is_joined_to_lines_and_modules(profiled_trace: Path) -> None:
+    view = profile_view(Trace(profiled_trace))
+    assert view is not None
+    kernels = sum(r.compiled_s or 0 for r in view.kernels)
+    # a kernel's time is shared among its FX nodes, lines and modules: none is lost
+    for table in ("nodes", "lines", "modules"):
+        assert abs(sum(r.compiled_s or 0 for r in view.table(table)) - kernels) < 1e-9
+    src = (EXAMPLES / "mlp.py").read_text().splitlines()
+    lines = {r.line: r for r in view.lines if r.key != NO_LINE}
+    for text in ("x = self.norm1(self.act(self.fc1(x)))", "x = self.norm2(self.act(self.fc2(x)))",
+                 "return self.fc3(x)"):
+        number = next(i + 1 for i, ln in enumerate(src) if ln.strip() == text)
+        row = lines[number]
+        assert row.code == text and row.compiled_s > 0 and row.eager_s > 0
+    modules = {r.key for r in view.modules}
+    assert {"fc1", "fc2", "fc3"} <= modules
+    ordered = [max(r.compiled_s or 0, r.eager_s or 0) for r in view.lines]
+    assert ordered == sorted(ordered, reverse=True)
+    t = view.totals
+    assert t["compiled_wall_s"] > 0 and t["eager_wall_s"] > 0
+    assert abs(t["generated_share"] + t["extern_share"] + t["overhead_share"] - 1) < 1e-3
+    assert t["extern_s"] > 0 and t["generated_s"] > 0  # MLP: addmm extern, fused layer norm
+
+
+def test_info_reports_the_profile(profiled_trace: Path, mlp_trace: Path) -> None:
+    s = trace_summary(Trace(profiled_trace))
+    assert s["profile"]["totals"]["runs"] == 3
+    assert s["profile"]["lines"][0]["compiled_s"] > 0
+    console = Console(file=io.StringIO(), width=200, record=True, color_system=None)
+    render_summary(s, console)
+    text = console.export_text()
+    assert "where the time goes (3 runs on cpu)" in text
+    assert "mlp.py:28  x = self.norm1(self.act(self.fc1(x)))" in text
+    assert "profile" not in trace_summary(Trace(mlp_trace))  # not profiled: nothing said
+    assert not (mlp_trace / "profile.json").exists()
+
+
+def test_a_damaged_profile_is_named_and_the_rest_reads(profiled_trace: Path, copy_trace) -> None:
+    path = copy_trace(profiled_trace)
+    data = _profile(path)
+    (cid,) = data["compiles"]
+    data["compiles"][cid]["kernels"][0]["time_s"] = "\x1b[31mslow"
+    data["compiles"][cid]["kernels"][1]["graph"] = 7  # a required field wrong: the row goes
+    (path / "profile.json").write_text(json.dumps(data))
+    t = Trace(path)
+    view = profile_view(t)
+    assert view is not None and len(view.kernels) == len(data["compiles"][cid]["kernels"]) - 1
+    problems = [str(p) for p in t.problems]
+    assert any("profile.json" in p and "time_s" in p for p in problems), problems
+    assert any("profile.json" in p and "graph" in p for p in problems), problems
+
+
+def test_profile_options_are_checked(tmp_path: Path) -> None:
+    env = {"PYTHONPATH": pythonpath(), "PATH": "/usr/bin:/bin"}
+    base = [sys.executable, "-m", "tuidebug.cli", "trace", "-o", str(tmp_path / "t")]
+    bad = subprocess.run([*base, "--profile", str(EXAMPLES / "mlp.py")], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "write --profile 10 before the script" in bad.stderr
+    both = subprocess.run([*base, "--profile", "3", "--no-check", str(EXAMPLES / "mlp.py")],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert both.returncode == 2 and "drop --no-check" in both.stderr
+    assert not (tmp_path / "t").exists()

@@ -1,0 +1,210 @@
+"""Running a compiled graph and its eager graph under ``torch.profiler``, with every kernel call
+of the loaded wrapper module (and every FX node of the eager graph) in a named range, and
+handing capture the measurements as plain data.
+
+A generated kernel (a C++ kernel, a Triton kernel) and an extern call made through
+``extern_kernels.<op>`` are each wrapped in ``torch.profiler.record_function(label)``; the
+caller chooses the labels (per call of the kernel within one run). Nothing of the generated
+code or the config changes; ``close()`` puts every original back.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any, Callable
+
+import torch
+
+from tuidebug.compiler.compat.kernels import wrap_kernel
+
+_EXTERN_GLOBAL = "extern_kernels"  # how Inductor's wrapper names its extern (ATen, BLAS) calls
+
+
+def device_kind() -> str:
+    """``cuda`` when a CUDA device is in use in this process, else ``cpu``."""
+    return "cuda" if torch.cuda.is_available() and torch.cuda.is_initialized() else "cpu"
+
+
+def synchronize() -> None:
+    if device_kind() == "cuda":
+        torch.cuda.synchronize()
+
+
+class _Labelled:
+    """Calls of one kernel within a run, numbered: the n-th call gets ``labels[n % len]``."""
+
+    def __init__(self, labels: list[str]) -> None:
+        self.labels = labels
+        self.n = 0
+
+    def next(self) -> str:
+        label = self.labels[self.n % len(self.labels)]
+        self.n += 1
+        return label
+
+
+def _ranged(fn: Callable[..., Any], counter: _Labelled) -> Callable[..., Any]:
+    def ranged(*args: Any, **kwargs: Any) -> Any:
+        with torch.profiler.record_function(counter.next()):
+            return fn(*args, **kwargs)
+    return ranged
+
+
+class _ExternProxy:
+    """Stands for the wrapper module's ``extern_kernels``: ``extern_kernels.mm(...)`` runs the
+    real one inside a range labelled for that call."""
+
+    def __init__(self, real: Any, counters: dict[str, _Labelled]) -> None:
+        self._real = real
+        self._counters = counters
+
+    def __getattr__(self, attr: str) -> Any:
+        fn = getattr(self._real, attr)
+        counter = self._counters.get(f"{_EXTERN_GLOBAL}.{attr}")
+        return _ranged(fn, counter) if counter is not None and callable(fn) else fn
+
+
+class KernelRanges:
+    """While open, every call of the given kernels runs in a profiler range.
+
+    ``generated``: ``(module, kernel name, labels)``; ``externs``: ``(module, {call: labels})``
+    where ``call`` is the wrapper's text (``extern_kernels.addmm``), labels in call order.
+    ``new_run()`` restarts the numbering of calls (before each run of the compiled graph).
+    """
+
+    def __init__(self, generated: list[tuple[Any, str, list[str]]],
+                 externs: list[tuple[Any, dict[str, list[str]]]]) -> None:
+        self._counters: list[_Labelled] = []
+        self._undo: list[Callable[[], None]] = []
+        try:
+            for module, name, labels in generated:
+                counter = _Labelled(labels)
+                undo = wrap_kernel(module, name, lambda fn, _t, c=counter: _ranged(fn, c))
+                if undo is not None:
+                    self._counters.append(counter)
+                    self._undo.append(undo)
+            for module, calls in externs:
+                real = module.__dict__.get(_EXTERN_GLOBAL)
+                if real is None or not calls:
+                    continue
+                counters = {call: _Labelled(labels) for call, labels in calls.items()}
+                self._counters.extend(counters.values())
+                setattr(module, _EXTERN_GLOBAL, _ExternProxy(real, counters))
+                self._undo.append(lambda m=module, r=real: setattr(m, _EXTERN_GLOBAL, r))
+        except BaseException:
+            self.close()
+            raise
+
+    def new_run(self) -> None:
+        for c in self._counters:
+            c.n = 0
+
+    def close(self) -> None:
+        while self._undo:
+            self._undo.pop()()
+
+    def __enter__(self) -> "KernelRanges":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class NodeRanges(torch.fx.Interpreter):
+    """Runs an FX graph node by node, each node in a range named ``prefix + node name``."""
+
+    def __init__(self, gm: Any, prefix: str) -> None:
+        super().__init__(gm, garbage_collect_values=True)
+        self.prefix = prefix
+
+    def run_node(self, n: Any) -> Any:
+        if n.op in ("placeholder", "output"):
+            return super().run_node(n)
+        with torch.profiler.record_function(self.prefix + n.name):
+            return super().run_node(n)
+
+
+def wall_times(fn: Callable[[], Any], runs: int) -> list[float]:
+    """Seconds of each of ``runs`` calls of ``fn``, device-synchronized around each."""
+    out = []
+    for _ in range(runs):
+        synchronize()
+        t0 = time.perf_counter()
+        fn()
+        synchronize()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def peak_memory(fn: Callable[[], Any]) -> int | None:
+    """Peak bytes of device memory allocated during one call of ``fn`` (None on the CPU)."""
+    if device_kind() != "cuda":
+        return None
+    synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    fn()
+    synchronize()
+    return int(torch.cuda.max_memory_allocated() - base)
+
+
+def _device_us(e: Any) -> float:
+    val = getattr(e, "device_time_total", None)
+    if val is None:
+        val = getattr(e, "cuda_time_total", 0)
+    return float(val or 0)
+
+
+def _per_run(samples: dict[str, list[float]], runs: int) -> dict[str, float]:
+    """Per run: the median call's time times the calls per run (one slow first call — a thread
+    pool starting, a cache filling — does not count N times), and ``count`` (calls per run)."""
+    out: dict[str, float] = {}
+    for key, values in samples.items():
+        calls = len(values) / max(runs, 1)
+        out["count"] = calls
+        out[key] = statistics.median(values) * calls if values else 0.0
+        out[key.replace("_us", "_min_us")] = min(values) * calls if values else 0.0
+    return out
+
+
+def profiled(fn: Callable[[], Any], runs: int, prefixes: tuple[str, ...],
+             before_run: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Run ``fn`` ``runs`` times under ``torch.profiler``: plain data with per-run totals.
+
+    ``ranges``: ``{label: {"cpu_us", "device_us", "count", …}}`` (per run, see ``_per_run``) for the ranges whose label starts
+    with one of ``prefixes``; ``device_kernels``: ``{kernel name: {"device_us", "count"}}`` for
+    every kernel that ran on the device (Triton kernels keep their names: they are the trace's;
+    under CUDA graphs this is the only place they show); ``wall_us``: the median run's wall
+    time under the profiler; ``activities``."""
+    from torch.profiler import ProfilerActivity, profile
+
+    acts = [ProfilerActivity.CPU]
+    if device_kind() == "cuda":
+        acts.append(ProfilerActivity.CUDA)
+    walls: list[float] = []
+    with profile(activities=acts) as prof:
+        for _ in range(runs):
+            if before_run is not None:
+                before_run()
+            synchronize()
+            t0 = time.perf_counter()
+            fn()
+            synchronize()
+            walls.append(time.perf_counter() - t0)
+    ranges: dict[str, dict[str, list[float]]] = {}
+    kernels: dict[str, dict[str, list[float]]] = {}
+    for e in prof.events():
+        on_cpu = str(getattr(e, "device_type", "")).endswith("CPU")
+        name = str(e.name)
+        if on_cpu and name.startswith(prefixes):
+            r = ranges.setdefault(name, {"cpu_us": [], "device_us": []})
+            r["cpu_us"].append(float(e.cpu_time_total))
+            r["device_us"].append(_device_us(e))
+        elif not on_cpu and not getattr(e, "is_async", False) and not name.startswith(prefixes):
+            k = kernels.setdefault(name, {"device_us": []})
+            k["device_us"].append(float(getattr(e.time_range, "elapsed_us", lambda: 0)()))
+    return {"ranges": {n: _per_run(r, runs) for n, r in ranges.items()},
+            "device_kernels": {n: _per_run(k, runs) for n, k in kernels.items()},
+            "wall_us": statistics.median(walls) * 1e6 if walls else None,
+            "activities": [str(a).rsplit(".", 1)[-1].lower() for a in acts]}

@@ -1,0 +1,194 @@
+"""Where the time goes: ``profile.json`` (``tuidebug trace --profile``) joined with provenance.
+
+Each measured kernel call is shared equally among the FX nodes it computes (``kernel_calls``:
+a reused kernel's calls each have their own nodes); each FX node goes to its user source line
+and module; the eager graph's FX nodes (the Dynamo graph, measured one by one) go to theirs.
+So per line and per module, compiled and eager sit side by side. Totals split the compiled
+call's wall time into generated kernels, extern calls (ATen, matmul libraries) and the rest
+(Python, launches, allocation). Pure data: no torch, no Textual.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tuidebug.trace.graph import Graph
+from tuidebug.trace.provenance import kernel_calls
+from tuidebug.trace.reader import GraphRecord, Trace
+
+NO_NODE = "(no FX node)"
+NO_LINE = "(no source line)"
+TOP_LEVEL = "(top level)"
+
+
+@dataclass
+class Row:
+    """One row of a profile table: a kernel call, an FX node, a source line or a module."""
+
+    key: str
+    compiled_s: float | None = None
+    eager_s: float | None = None
+    kind: str = ""  # a kernel's kind (cpp, triton, extern); a node's target
+    graph: str = ""
+    kernel: str = ""  # the kernel to jump to (kernels, nodes)
+    calls: float | None = None
+    file: str | None = None
+    line: int | None = None
+    code: str = ""
+    device_s: float | None = None  # kernels on a GPU: the device's time
+    cpu_s: float | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v not in (None, "")}
+
+
+@dataclass
+class ProfileView:
+    compiles: list[str]
+    kernels: list[Row] = field(default_factory=list)
+    nodes: list[Row] = field(default_factory=list)
+    lines: list[Row] = field(default_factory=list)
+    modules: list[Row] = field(default_factory=list)
+    totals: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def table(self, which: str) -> list[Row]:
+        return {"kernels": self.kernels, "nodes": self.nodes, "lines": self.lines,
+                "modules": self.modules}[which]
+
+
+def _num(v: Any) -> float:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+
+
+def _add(table: dict[str, Row], key: str, compiled: float = 0.0, eager: float = 0.0,
+         **attrs: Any) -> None:
+    row = table.get(key)
+    if row is None:
+        row = table[key] = Row(key, **attrs)
+    if compiled:
+        row.compiled_s = (row.compiled_s or 0.0) + compiled
+    if eager:
+        row.eager_s = (row.eager_s or 0.0) + eager
+
+
+def _graph_of(trace: Trace, gid: str, cache: dict[str, tuple[GraphRecord | None, Graph | None,
+                                                             Graph | None]]) -> tuple[Any, Any, Any]:
+    """(record, final graph, Dynamo graph) of graph ``gid`` (Nones when it is not there)."""
+    if gid not in cache:
+        try:
+            g: GraphRecord | None = trace.graph(gid)
+        except Exception:  # a profile naming a graph the trace lacks
+            g = None
+        final = g.final_graph() if g is not None else None
+        dynamo = None
+        if g is not None:
+            stage = g.find_stage("dynamo") or (g.snapshots()[0] if g.snapshots() else None)
+            dynamo = g.stage_graph(stage) if stage is not None else None
+        cache[gid] = (g, final, dynamo)
+    return cache[gid]
+
+
+def _place(graph: Graph | None, node: str) -> tuple[str, int | None, str, str, str]:
+    """(line key, line, file, code, module) of FX node ``node``."""
+    n = graph.get(node) if graph is not None else None
+    if n is None or not isinstance(n.source, dict) or not n.source.get("file"):
+        return NO_LINE, None, "", "", (n.module if n is not None and n.module else TOP_LEVEL)
+    line = n.source.get("line")
+    line = line if isinstance(line, int) and not isinstance(line, bool) else None
+    file = str(n.source.get("file"))
+    return f"{file}:{line}", line, file, str(n.source.get("code") or ""), n.module or TOP_LEVEL
+
+
+def _kernel_nodes(g: GraphRecord | None, kernel: str, call: str) -> list[str]:
+    if g is None:
+        return []
+    prov = ((g.provenance or {}).get("kernels") or {}).get(kernel) or {}
+    entry = g.kernel(kernel) or {}
+    if not prov.get("fx_nodes"):
+        return [str(n) for n in entry.get("source_nodes") or []]
+    calls = kernel_calls(g, kernel, prov)
+    return calls.get(call) or calls.get(kernel) or [str(n) for n in prov["fx_nodes"]]
+
+
+def profile_view(trace: Trace) -> ProfileView | None:
+    """The joined profile of a trace; None when it was not profiled."""
+    prof = trace.profile
+    compiles = prof.get("compiles") or {}
+    if not compiles:
+        return None
+    view = ProfileView(compiles=sorted(compiles))
+    cache: dict[str, Any] = {}
+    nodes: dict[str, Row] = {}
+    lines: dict[str, Row] = {}
+    modules: dict[str, Row] = {}
+    tot = {"compiled_wall_s": 0.0, "eager_wall_s": 0.0, "generated_s": 0.0, "extern_s": 0.0,
+           "runs": None, "device": None, "cudagraphs": False, "compiled_peak_memory_bytes": None,
+           "eager_peak_memory_bytes": None}
+    for cid in view.compiles:
+        c = compiles[cid]
+        tot["runs"] = c.get("runs")
+        tot["device"] = c.get("device")
+        tot["cudagraphs"] = bool(tot["cudagraphs"] or c.get("cudagraphs"))
+        tot["compiled_wall_s"] += _num((c.get("compiled") or {}).get("wall_s"))
+        tot["eager_wall_s"] += _num((c.get("eager") or {}).get("wall_s"))
+        for side in ("compiled", "eager"):
+            peak = (c.get(side) or {}).get("peak_memory_bytes")
+            if isinstance(peak, int):
+                key = f"{side}_peak_memory_bytes"
+                tot[key] = max(tot[key] or 0, peak)
+        if c.get("note"):
+            view.notes.append(f"{cid}: {c['note']}")
+        for k in c.get("kernels") or []:
+            t = _num(k.get("time_s"))
+            kind = str(k.get("kind") or "")
+            tot["extern_s" if kind == "extern" else "generated_s"] += t
+            g, final, _ = _graph_of(trace, k["graph"], cache)
+            call = str(k.get("call") or k["kernel"])
+            view.kernels.append(Row(call, compiled_s=t, kind=kind, graph=k["graph"],
+                                    kernel=k["kernel"], calls=k.get("calls"),
+                                    device_s=k.get("device_s"), cpu_s=k.get("cpu_s")))
+            names = _kernel_nodes(g, k["kernel"], call)
+            share = t / len(names) if names else t
+            for name in names or [NO_NODE]:
+                key, line, file, code, module = _place(final, name)
+                target = final.get(name).target if final is not None and final.get(name) else ""
+                _add(nodes, f"{k['graph']}:{name}", share, graph=k["graph"], kernel=k["kernel"],
+                     kind=target, file=file or None, line=line, code=code)
+                _add(lines, key, share, file=file or None, line=line, code=code)
+                _add(modules, module, share)
+        eager_graph = str(c.get("eager_graph") or "")
+        _, _, dynamo = _graph_of(trace, eager_graph, cache) if eager_graph else (None, None, None)
+        for n in c.get("eager_nodes") or []:
+            t = _num(n.get("time_s"))
+            key, line, file, code, module = _place(dynamo, n["node"])
+            _add(lines, key, eager=t, file=file or None, line=line, code=code)
+            _add(modules, module, eager=t)
+    wall = tot["compiled_wall_s"]
+    tot["overhead_s"] = max(0.0, wall - tot["generated_s"] - tot["extern_s"])
+    # a kernel's range includes the profiler's own cost: on a tiny graph the kernels can add up
+    # to more than the unprofiled call, and then the shares are of their sum
+    whole = max(wall, tot["generated_s"] + tot["extern_s"])
+    if whole > 0:
+        for part in ("generated", "extern", "overhead"):
+            tot[f"{part}_share"] = round(tot[f"{part}_s"] / whole, 4)
+    if wall > 0 and tot["eager_wall_s"] > 0:
+        tot["speedup"] = round(tot["eager_wall_s"] / wall, 4)
+    view.totals = tot
+
+    def by_time(rows: list[Row]) -> list[Row]:
+        return sorted(rows, key=lambda r: (-max(r.compiled_s or 0.0, r.eager_s or 0.0), r.key))
+    view.kernels = by_time(view.kernels)
+    view.nodes = by_time(list(nodes.values()))
+    view.lines = by_time(list(lines.values()))
+    view.modules = by_time(list(modules.values()))
+    return view
+
+
+def profile_summary(view: ProfileView, top: int = 20) -> dict[str, Any]:
+    """What ``info --json`` says under ``profile``: totals, and the ``top`` kernels, FX nodes,
+    lines and modules by time."""
+    return {"compiles": view.compiles, "totals": view.totals, "notes": view.notes,
+            **{which: [r.as_json() for r in view.table(which)[:top]]
+               for which in ("kernels", "nodes", "lines", "modules")}}

@@ -1,0 +1,80 @@
+"""Rich rendering of a trace's profile (``info``'s "where the time goes" section): totals, the
+top kernels and source lines, compiled vs eager. No torch, no Textual."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from tuidebug.viewers.inert import inert_text
+
+TOP = 8  # rows of each table `info` prints (info --json has 20; the TUI every one)
+
+
+def duration(v: Any) -> str:
+    """Seconds as a short duration: ``1.23 ms``, ``45.6 µs``; ``–`` when unknown."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return "–"
+    if abs(v) >= 1:
+        return f"{v:.3g} s"
+    if abs(v) >= 1e-3:
+        return f"{v * 1e3:.3g} ms"
+    return f"{v * 1e6:.3g} µs"
+
+
+def share(v: Any) -> str:
+    return f"{v * 100:.0f}%" if isinstance(v, (int, float)) else "–"
+
+
+def line_label(row: dict[str, Any]) -> str:
+    """``mlp.py:28  x = self.norm1(…)`` for a line row (its key when it has no file)."""
+    file = row.get("file")
+    if not file:
+        return str(row.get("key"))
+    name = str(file).replace("\\", "/").rsplit("/", 1)[-1]
+    code = str(row.get("code") or "").strip()
+    return f"{name}:{row.get('line')}" + (f"  {code[:60]}" if code else "")
+
+
+def totals_text(t: dict[str, Any]) -> Text:
+    speed = t.get("speedup")
+    faster = "" if speed is None else (f" ({speed:.2f}× faster)" if speed >= 1
+                                       else f" ({1 / speed:.2f}× SLOWER)")
+    text = Text.assemble(
+        ("where the time goes ", "bold"),
+        inert_text(f"({t.get('runs')} runs on {t.get('device')}"
+                   f"{', CUDA graphs' if t.get('cudagraphs') else ''}): "),
+        inert_text(f"compiled {duration(t.get('compiled_wall_s'))} per call, eager "
+                   f"{duration(t.get('eager_wall_s'))}{faster}; generated kernels "
+                   f"{share(t.get('generated_share'))}, extern calls "
+                   f"{share(t.get('extern_share'))}, Python/launch/other "
+                   f"{share(t.get('overhead_share'))}"))
+    peak = t.get("compiled_peak_memory_bytes")
+    if isinstance(peak, int):
+        text.append(inert_text(f"; peak memory {peak / 2**20:.1f} MiB compiled, "
+                               f"{(t.get('eager_peak_memory_bytes') or 0) / 2**20:.1f} MiB eager"))
+    return text
+
+
+def render_profile(p: dict[str, Any], console: Console, top: int = TOP) -> None:
+    console.print(totals_text(p.get("totals") or {}))
+    t = Table(box=None, padding=(0, 1), header_style="dim", pad_edge=False)
+    for col in ("source line", "compiled", "eager"):
+        t.add_column(col, justify="left" if col == "source line" else "right", no_wrap=True)
+    for r in (p.get("lines") or [])[:top]:
+        t.add_row(inert_text(line_label(r)), duration(r.get("compiled_s")),
+                  duration(r.get("eager_s")))
+    console.print(Padding(t, (0, 0, 0, 4)))
+    k = Table(box=None, padding=(0, 1), header_style="dim", pad_edge=False)
+    for col in ("kernel", "kind", "time", "calls"):
+        k.add_column(col, justify="left" if col in ("kernel", "kind") else "right", no_wrap=True)
+    for r in (p.get("kernels") or [])[:top]:
+        k.add_row(inert_text(r.get("key")), inert_text(r.get("kind")),
+                  duration(r.get("compiled_s")), inert_text(f"{r.get('calls', '–')}"))
+    console.print(Padding(k, (0, 0, 0, 4)))
+    for note in p.get("notes") or []:
+        console.print(inert_text(f"  note: {note}", "dim"))
