@@ -24,6 +24,9 @@ _EXTERN_RE = re.compile(
     r"torch\.ops\.aten)\.[\w.]+)\(")
 
 _NEUTRAL_RE = re.compile(r"^(stream\w* = get_raw_stream\(|torch\.cuda\.set_device\(|del )")
+# With dynamic shapes the wrapper computes a kernel's sizes between its comments and its call:
+# ``triton_poi_fused_view_1_xnumel = 128*s27`` (also ``_ynumel``, ``_r0_numel``, ``_rnumel``).
+_NUMEL_RE = re.compile(r"^(?P<kernel>[A-Za-z_]\w*?)_(?:[xyz]|r\d*_?)numel = ")
 _KIND_BY_API = {"cpp_pybinding": "cpp", "cpp": "cpp", "triton": "triton", "cuda": "cuda",
                 "rocm": "rocm", "halide": "halide", "mps": "mps", "pallas": "pallas"}
 _EXT = {"cpp": ".cpp", "triton": ".py", "cuda": ".cu", "halide": ".py", "rocm": ".cpp"}
@@ -105,7 +108,9 @@ def split_wrapper(code: str) -> WrapperCode:
         if s:
             pending_src = (_split_list(s["nodes"]), _split_list(s["aten"]))
             continue
-        if not stripped or stripped.startswith("#") or _NEUTRAL_RE.match(stripped):
+        numel = _NUMEL_RE.match(stripped)
+        if (not stripped or stripped.startswith("#") or _NEUTRAL_RE.match(stripped)
+                or (numel and numel["kernel"] in kernels)):
             continue  # lines between a kernel's comments and its call
         called = re.match(r"(?:\w+(?:,\s*\w+)* = )?(?P<fn>[A-Za-z_]\w*)(?:\.run)?\(", stripped)
         if called and called["fn"] in kernels:
