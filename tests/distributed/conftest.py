@@ -57,3 +57,10 @@ def shape_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subproces
 def graph_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
     """4 ranks; rank 1's graph differs from the other three's."""
     return _job(tmp_path_factory, "graph", nproc=4)
+
+
+@pytest.fixture(scope="session")
+def collectives_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """Rank 1 issues two all_reduces (two groups) in the other order; then a DDP model in 3
+    buckets on every rank."""
+    return _job(tmp_path_factory, "collectives")

@@ -1,17 +1,54 @@
 """A tiny job for torchrun with gloo on the CPU (public APIs only), traced by the tests.
 
 ``python -m torch.distributed.run --nproc-per-node N rank_job.py MODE``; MODE:
-  same   every rank compiles the same graph with the same inputs
+  same   every rank compiles the same graph with the same inputs (an all_reduce and an
+         all_gather_into_tensor inside it)
   break  rank 1 breaks the graph (torch._dynamo.graph_break()) where the others do not
   shape  rank 1 calls the compiled function a second time with another input shape (a recompile)
   raise  rank 1 raises before compiling anything (torchrun then stops the other ranks)
   graph  rank 1 multiplies by another constant (the same compile ids, a different graph)
+  collectives  rank 1 issues two all_reduces on two groups in the other order (gloo runs each
+         group's work on its own thread: the job completes); then every rank compiles a DDP model
+         that DDPOptimizer splits into 3 buckets
 """
 
 import sys
 
 import torch
 import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+
+class Net(torch.nn.Module):
+    """Three 1 MiB layers: with a 1 MB bucket cap, DDPOptimizer splits the graph in three."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList([torch.nn.Linear(512, 512) for _ in range(3)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = torch.relu(layer(x))
+        return x
+
+
+def collectives(rank: int) -> None:
+    first, second = dist.new_group([0, 1]), dist.new_group([0, 1])
+
+    @torch.compile
+    def g(x, y):
+        if rank == 1:
+            dist.all_reduce(y, group=second)  # rank 1 issues this one first
+        dist.all_reduce(x, group=first)
+        if rank != 1:
+            dist.all_reduce(y, group=second)
+        return x + y.sum()
+
+    out = g(torch.ones(4), torch.ones(6))
+    assert out.tolist() == [2.0 + 12.0] * 4, out
+    torch.manual_seed(0)
+    model = torch.compile(DistributedDataParallel(Net(), bucket_cap_mb=1))
+    model(torch.randn(8, 512)).sum().backward()
 
 
 def main() -> None:
@@ -22,15 +59,24 @@ def main() -> None:
     if mode == "raise" and odd:
         raise RuntimeError("rank 1 gives up")
 
+    if mode == "collectives":
+        collectives(rank)
+
     @torch.compile
     def f(x):
         y = torch.sin(x) * (3 if mode == "graph" and odd else 2)
         if mode == "break" and odd:
             torch._dynamo.graph_break()
+        if mode == "same":
+            dist.all_reduce(y)
+            w = torch.empty(2 * y.numel(), dtype=y.dtype)
+            dist.all_gather_into_tensor(w, y)
+            y = y + w[:y.numel()]
         return torch.relu(y) + 1
 
-    f(torch.randn(4))
-    f(torch.randn(7 if (mode == "shape" and odd) else 4))
+    if mode != "collectives":
+        f(torch.randn(4))
+        f(torch.randn(7 if (mode == "shape" and odd) else 4))
     t = torch.ones(1)
     dist.all_reduce(t)  # every rank reached the end
     assert t.item() == dist.get_world_size()

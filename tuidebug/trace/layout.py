@@ -42,21 +42,33 @@ def compile_id_from_meta(meta: dict[str, Any]) -> str | None:
     return f"!{ca}/{cid}" if ca is not None else cid
 
 
-def parse_stack_trace(stack: str | None, cache: dict[str, Any]) -> dict[str, Any] | None:
-    """The innermost frame of a Python stack trace text: ``{file, line, fn, code}``."""
+def stack_frames(stack: str | None, cache: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every frame of a Python stack trace text, outermost first: ``{file, line, fn, code}``."""
     if not stack:
-        return None
-    if stack in cache:
-        return cache[stack]
-    found = None
+        return []
+    key = "\0frames\0" + stack
+    if key in cache:
+        return cache[key]
+    frames = []
     lines = stack.splitlines()
     for i, line in enumerate(lines):
         m = _FRAME_RE.search(line)
         if m:
             code = lines[i + 1].strip() if i + 1 < len(lines) else ""
-            found = {"file": m["file"], "line": int(m["line"]), "fn": m["fn"], "code": code}
-    cache[stack] = found
-    return found
+            frames.append({"file": m["file"], "line": int(m["line"]), "fn": m["fn"],
+                           "code": code})
+    cache[key] = frames
+    return frames
+
+
+def parse_stack_trace(stack: str | None, cache: dict[str, Any]) -> dict[str, Any] | None:
+    """The innermost frame of a Python stack trace text: ``{file, line, fn, code}``."""
+    if not stack:
+        return None
+    if stack not in cache:
+        frames = stack_frames(stack, cache)
+        cache[stack] = frames[-1] if frames else None
+    return cache[stack]
 
 
 # -- stages ---------------------------------------------------------------------------------------

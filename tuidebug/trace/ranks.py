@@ -10,10 +10,15 @@ order, where another group differs from it, with its cause:
 - ``config``: Inductor config values differ;
 - ``compile_only_on_some_ranks``: a compile id present on some ranks only (a recompile or a
   graph break), with the recompile reasons and graph-break reasons recorded for it;
+- ``collectives``: a graph's collective sequence differs (trace/collectives.py): the first
+  differing collective on each side and the line that issued it — checked before the graph's
+  snapshots, since it is what makes a job hang;
 - ``graph``: a graph's snapshots differ, at the first stage where they do, with a node diff;
-- ``code``: same graphs, different generated code;
 - ``status``: a graph compiled on some ranks and failed on others;
 - ``cache``: the same compile hit a cache on some ranks only.
+
+Same graphs and collectives with different generated code is not a divergence (autotuning
+benchmarks each rank's own device and may pick another kernel): it is a note (``notes``).
 
 Compile-time skew per compile (slowest vs fastest rank) is reported alongside.
 """
@@ -27,6 +32,7 @@ import os
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from tuidebug.trace import collectives as coll
 from tuidebug.trace import job as joblayout
 from tuidebug.trace.graph import node_line
 from tuidebug.trace.layout import diff_fingerprints
@@ -87,10 +93,11 @@ def _file_hash(path: Path) -> str | None:
 
 def _graph_fingerprint(g: GraphRecord) -> dict[str, Any]:
     fp: dict[str, Any] = {"id": g.id, "kind": g.kind, "status": g.status, "stages": [],
-                          "code": None}
+                          "code": None, "collectives": None}
     if not _safe_rel(g.id) or not _no_links(g.dir, g.trace.root):
         fp["unreadable"] = True  # never read outside the rank's trace
         return fp
+    fp["collectives"] = coll.sequence_hash(g)
     for st in g.snapshots():
         ok = st.file and _safe_rel(st.file) and _no_links((g.dir / st.file).parent, g.dir)
         fp["stages"].append([st.name, _file_hash(g.dir / st.file) if ok else None])
@@ -178,9 +185,11 @@ def _node_diff(a: GraphRecord, b: GraphRecord, stage: str) -> dict[str, Any]:
 
 
 def _first_difference(ra: int, ta: Trace, fa: dict[str, Any],
-                      rb: int, tb: Trace, fb: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+                      rb: int, tb: Trace, fb: dict[str, Any],
+                      notes: list[dict[str, Any]]) -> tuple[int, dict[str, Any]] | None:
     """Where rank ``rb``'s trace first differs from reference rank ``ra``'s: (position in compile
-    order, the divergence without its rank lists), or None when they agree."""
+    order, the divergence without its rank lists), or None when they agree. Differences that
+    are no divergence (generated code) are appended to ``notes``."""
     if fa["config"] != fb["config"]:
         va, vb = _config_values(ta), _config_values(tb)
         keys = sorted(k for k in set(va) | set(vb)
@@ -214,6 +223,10 @@ def _first_difference(ra: int, ta: Trace, fa: dict[str, Any],
             if a["status"] != b["status"]:
                 return pos, {"kind": "status", "compile_id": cid, "graph": a["id"],
                              "statuses": [a["status"], b["status"]]}
+            if a.get("collectives") != b.get("collectives"):
+                d = coll.first_difference(ta.graph(a["id"]), tb.graph(b["id"]))
+                if d is not None:
+                    return pos, {"kind": "collectives", "compile_id": cid, "graph": a["id"], **d}
             for (name_a, ha), (name_b, hb) in zip(a["stages"], b["stages"]):
                 if name_a != name_b or ha != hb:
                     nodes = _node_diff(ta.graph(a["id"]), tb.graph(b["id"]), name_a)
@@ -223,7 +236,11 @@ def _first_difference(ra: int, ta: Trace, fa: dict[str, Any],
                 return pos, {"kind": "graph", "compile_id": cid, "graph": a["id"],
                              "stage": None, "detail": "different numbers of snapshots"}
             if a["code"] != b["code"]:
-                return pos, {"kind": "code", "compile_id": cid, "graph": a["id"]}
+                ga, gb = ta.graph(a["id"]), tb.graph(b["id"])
+                wa, wb = coll.autotune_winners(ga), coll.autotune_winners(gb)
+                notes.append({"kind": "code", "compile_id": cid, "graph": a["id"],
+                              "ranks": [ra, rb], "autotune_differs": wa != wb,
+                              "autotune": [[x, y] for x, y in zip(wa, wb) if x != y][:5]})
         if x["cache"] != y["cache"]:
             return pos, {"kind": "cache", "compile_id": cid, "cache": [x["cache"], y["cache"]]}
     return pending
@@ -282,12 +299,14 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
         groups.setdefault(fp["hash"], []).append(r)
     ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), min(kv[1])))
     divergence = None
+    notes: list[dict[str, Any]] = []
     if len(ordered) > 1:
         ref_hash, ref_ranks = ordered[0]
         ra = ref_ranks[0]
         best = None
         for h, rs in ordered[1:]:
-            found = _first_difference(ra, traces[ra], fps[ra], rs[0], traces[rs[0]], fps[rs[0]])
+            found = _first_difference(ra, traces[ra], fps[ra], rs[0], traces[rs[0]], fps[rs[0]],
+                                      notes)
             if found is None:  # equal fingerprints hash equal; kept for safety
                 continue
             if best is None or found[0] < best[0][0]:
@@ -301,4 +320,4 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
     return {"job": str(root), "world_size": job["world_size"], "launcher": job.get("launcher"),
             "nodes": job["nodes"], "ranks": ranks,
             "groups": [{"hash": h, "ranks": rs} for h, rs in ordered],
-            "divergence": divergence, "compile_skew": _skew(traces)}
+            "divergence": divergence, "notes": notes, "compile_skew": _skew(traces)}

@@ -158,6 +158,12 @@ class GraphRecord:
         return self._f.json(self.dir / schema.PROVENANCE, {}, kind="provenance") or {}
 
     @cached_property
+    def collectives(self) -> dict[str, Any]:
+        """``collectives.json``: the collectives this graph issues, in program order (empty
+        when it issues none, or the trace predates them)."""
+        return self._f.json(self.dir / schema.COLLECTIVES, {}, kind="collectives") or {}
+
+    @cached_property
     def autotune(self) -> list[dict[str, Any]]:
         # a trace written before capture skipped them may hold the config autotuning of a
         # max-autotune choice (a "Placeholder.…" kernel being benchmarked): not a tuned op

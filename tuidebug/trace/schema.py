@@ -27,6 +27,7 @@ AUTOTUNE = "autotune.jsonl"
 LAUNCHES = "code/launches.jsonl"  # Triton: launch metadata per kernel (first launch)
 TIMINGS = "code/timings.json"  # compile time and run time per kernel
 ERROR = "error.json"
+COLLECTIVES = "collectives.json"  # the collectives a graph issues, in program order
 REPRO_DIR = "repro"
 
 # How an imported trace (TORCH_TRACE log, torch_compile_debug folder) names what its source lacks

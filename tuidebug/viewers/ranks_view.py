@@ -30,6 +30,16 @@ def _ranks(rs: list[int]) -> str:
     return ",".join(out)
 
 
+def collective_text(c: dict[str, Any] | None) -> str:
+    """A described collective in one line: ``all_reduce group 0 [0, 1] float32[4] (reduce_op=sum)``."""
+    if c is None:
+        return "nothing (its sequence ends here)"
+    group = f"{c.get('group')}" + (f" {c['group_ranks']}" if c.get("group_ranks") else "")
+    args = ", ".join(f"{k}={v}" for k, v in (c.get("args") or {}).items())
+    out = f"{c['op']} group {group} {' '.join(c.get('tensors') or [])}"
+    return out + (f" ({args})" if args else "") + (f" at {c['line']}" if c.get("line") else "")
+
+
 def divergence_lines(d: dict[str, Any] | None) -> list[str]:
     """The first divergence in a few plain lines; ``["ranks agree"]`` when there is none."""
     if d is None:
@@ -68,14 +78,32 @@ def divergence_lines(d: dict[str, Any] | None) -> list[str]:
         if n.get("more_lines"):
             lines.append(f"  … {n['more_lines']} more")
         return lines
-    if kind == "code":
-        return [f"graph {d['graph']}: same graphs, different generated code (ranks {ref} vs {odd})"]
+    if kind == "collectives":
+        lines = [f"graph {d['graph']}: collective sequence differs at collective "
+                 f"#{d['position']} (ranks {ref} vs {odd}: {d['counts'][0]} vs "
+                 f"{d['counts'][1]} collectives; differs in {', '.join(d['differs_in'])})"]
+        lines.append(f"  ranks {ref}: {collective_text(d['reference'])}")
+        lines.append(f"  ranks {odd}: {collective_text(d['diverging'])}")
+        if d.get("line"):
+            lines.append(f"  issued at {d['line']}" + (f": {d['code']}" if d.get("code") else ""))
+        return lines
     if kind == "status":
         return [f"graph {d['graph']}: {d['statuses'][0]} on ranks {ref}, "
                 f"{d['statuses'][1]} on ranks {odd}"]
     if kind == "cache":
         return [f"compile {cid}: cache hits differ (ranks {ref} vs {odd})"]
     return [f"{kind} (ranks {ref} vs {odd})"]
+
+
+def note_line(n: dict[str, Any]) -> str:
+    """A difference between ranks that is no divergence, in one line."""
+    if n.get("kind") == "code":
+        why = ("autotuning chose differently: " + "; ".join(
+            f"{a[0]}: {a[1]} vs {b[1]}" for a, b in n.get("autotune") or [])
+               if n.get("autotune_differs") else "same graphs and collectives")
+        return (f"note: graph {n['graph']}: generated code differs between ranks "
+                f"{n['ranks'][0]} and {n['ranks'][1]} ({why}); not a divergence")
+    return f"note: {n.get('kind')}"
 
 
 def render_job(report: dict[str, Any], console: Console) -> None:
@@ -103,6 +131,8 @@ def render_job(report: dict[str, Any], console: Console) -> None:
                   + inert_text(lines[0], style))
     for line in lines[1:]:
         console.print(inert_text(line))
+    for n in report.get("notes") or []:
+        console.print(inert_text(note_line(n), "dim"))
     skew = [s for s in report["compile_skew"] if s["spread_s"] > 0]
     if skew:
         worst = max(skew, key=lambda s: s["spread_s"])

@@ -15,6 +15,13 @@ from tuidebug.compiler.capture.state import Concern, GraphState
 
 
 class Graphs(Concern):
+    def __init__(self, session: Any) -> None:
+        super().__init__(session)
+        # compile id -> its Inductor compiles so far (forward pieces), backward graphs so far:
+        # DDPOptimizer compiles one Dynamo graph as one piece per bucket
+        self._pieces: dict[str, int] = {}
+        self._backwards: dict[str, int] = {}
+
     def install(self, p: compat.Patcher) -> None:
         p.wrap(compat.COMPILE_FX, self._wrap_compile_fx)
         p.wrap(compat.PRE_GRAD_PASSES,
@@ -65,7 +72,10 @@ class Graphs(Concern):
         needs_grad = torch.is_grad_enabled() and any(
             isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs or ())
         kind = "forward" if needs_grad else "inference"
-        gs = s.graph_state(cid, kind)
+        earlier = s.frame_graph.get(cid)
+        piece = self._pieces.get(cid, 0) if earlier is not None and earlier.has_partition else 0
+        self._pieces[cid] = piece + 1
+        gs = s.graph_state(cid, kind, piece)
         s.frame_graph[cid] = gs
         s.progress(f"compiling graph {gs.graph_id}")
         with s.as_current(gs):
@@ -125,6 +135,12 @@ class Graphs(Concern):
             if gs.kind != kind:
                 gs.kind = kind
                 s.write_meta(gs)
+        elif kind == "backward":
+            # backward pieces compile last to first (torch pairs them so as well: runtime_wrappers
+            # takes DDPOptimizer's fw metadata from the last bucket down)
+            done, pieces = self._backwards.get(cid, 0), self._pieces.get(cid, 1)
+            self._backwards[cid] = done + 1
+            gs = s.graph_state(cid, kind, pieces - 1 - done if done < pieces else 0)
         else:
             gs = s.graph_state(cid, kind)
         gs.has_partition = True

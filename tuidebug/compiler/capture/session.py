@@ -14,8 +14,8 @@ from typing import Any, Callable, Iterator, Mapping, TypeVar
 import torch
 
 from tuidebug.compiler import compat
-from tuidebug.compiler.capture import (autotune, config, events, fusion, graphs, kernels,
-                                       outcome, profile, triton)
+from tuidebug.compiler.capture import (autotune, collectives, config, events, fusion, graphs,
+                                       kernels, outcome, profile, triton)
 from tuidebug.compiler.capture.state import Concern, GraphState
 from tuidebug.trace import layout, schema
 from tuidebug.trace.writer import TraceWriter
@@ -41,6 +41,7 @@ CONCERNS: tuple[type[Concern], ...] = (
     outcome.Outcome,      # errors, the eager comparison
     profile.Profile,      # --profile N: kernels and FX nodes measured, compiled vs eager
     events.Events,        # the structured trace log (metrics, guards, output code, …)
+    collectives.Collectives,  # collectives per graph in program order; DDPOptimizer buckets
 )
 
 C = TypeVar("C", bound=Concern)
@@ -192,14 +193,15 @@ class CaptureSession:
         return cid
 
     # -- graphs ---------------------------------------------------------------------------------
-    def graph_state(self, cid: str, kind: str) -> GraphState:
-        """The graph ``kind`` of compile ``cid``, made (and announced in the trace) if new."""
-        gid = f"{layout.safe_id(cid)}-{kind}"
+    def graph_state(self, cid: str, kind: str, piece: int = 0) -> GraphState:
+        """The graph ``kind`` of compile ``cid`` (its piece ``piece``: DDPOptimizer compiles
+        one per bucket), made (and announced in the trace) if new."""
+        gid = layout.graph_id(cid, kind) + (f"-{piece + 1}" if piece else "")
         with self.lock:
             if gid in self.graphs:
                 return self.graphs[gid]
             assert self.writer is not None
-            gs = GraphState(gid, kind, cid, self.writer.graph(gid))
+            gs = GraphState(gid, kind, cid, self.writer.graph(gid), piece=piece)
             self.graphs[gid] = gs
             self.writer.add_graph(gid, kind=kind, compile_id=cid)
             c = self.compiles.setdefault(cid, {"graphs": []})
@@ -222,7 +224,7 @@ class CaptureSession:
             kernels=len(gs.kernel_index),
             fusion={"fused": sum(1 for f in gs.fusion if f["action"] == "fused"),
                     "rejected": sum(1 for f in gs.fusion if f["action"] == "rejected")},
-            cudagraphs=gs.cudagraphs)
+            cudagraphs=gs.cudagraphs, **gs.extra_meta)
 
     def set_status(self, gs: GraphState, status: str) -> None:
         """``gs`` is now ``status`` (failed, restarted): its meta.json and the manifest say so."""

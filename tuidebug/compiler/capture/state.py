@@ -41,6 +41,10 @@ class GraphState:
     timings: dict[str, dict[str, Any]] = field(default_factory=dict)
     run_timing: dict[str, Any] = field(default_factory=dict)
     module: Any = None  # weakref to the wrapper module
+    # which piece of its compile this graph is: DDPOptimizer compiles one Dynamo graph as several
+    # (one per gradient bucket), graphs ``<id>-<kind>``, ``<id>-<kind>-2``, …
+    piece: int = 0
+    extra_meta: dict[str, Any] = field(default_factory=dict)  # more meta.json keys (ddp_bucket)
 
 
 class Concern:

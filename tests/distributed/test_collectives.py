@@ -1,0 +1,150 @@
+"""Collectives per compiled graph, DDP buckets, and the divergence kinds between ranks, on real
+torchrun jobs (gloo, CPU, 2 ranks) and on copies of their rank traces changed on disk."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from tests.distributed.test_ranks import _cli, _info, _line_of
+from tuidebug.trace.collectives import issued
+from tuidebug.trace.ranks import analyze_job
+from tuidebug.trace.reader import Trace
+
+
+def test_collectives_of_a_graph_in_program_order(same_job) -> None:
+    """The all_reduce and all_gather_into_tensor traced into the compiled graph, with their
+    group, sizes, waits, kernel and the user's line; identical on both ranks (no divergence)."""
+    job, proc = same_job
+    assert proc.returncode == 0, proc.stderr
+    for r in (0, 1):
+        g = Trace(job / f"rank_{r}").graph("0_0-inference")
+        data = g.collectives
+        assert data["rank"] == r and not g.trace.problems
+        got = issued(g)
+        assert [c["op"] for c in got] == ["all_reduce_", "all_gather_into_tensor"]
+        ar, ag = got
+        assert ar["group_ranks"] == [0, 1] and data["groups"][ar["group"]]["size"] == 2
+        assert data["groups"][ar["group"]]["backend"] == "gloo"
+        assert ar["args"] == {"reduce_op": "sum"} and ag["args"] == {"group_size": 2}
+        assert [i["shape"] for i in ar["inputs"]] == [[4]] and ar["bytes"] == 16
+        assert ar["inputs"][0]["dtype"] == "float32"
+        assert [o["shape"] for o in ag["outputs"]] == [[8]]
+        assert ar["user_source"]["line"] == _line_of("dist.all_reduce(y)")
+        assert ag["user_source"]["line"] == _line_of("dist.all_gather_into_tensor(w, y)")
+        assert ar["source"]["file"].endswith("_functional_collectives.py")  # the innermost frame
+        kernels = {k["name"]: k for k in g.kernels}
+        assert kernels[ar["kernel"]]["wrapper_line"] == ar["wrapper_line"]
+        assert ar["wrapper_line"] < ag["wrapper_line"]
+        waits = [c for c in data["collectives"] if c["op"] == "wait_tensor"]
+        assert [w["waits_for"] for w in waits] == [ar["node"], ag["node"]]
+        assert [c["index"] for c in data["collectives"]] == [0, 1, 2, 3]
+        assert data["reordered"] is False and data["issued_by_wrapper"] is True
+    assert _info(job)["divergence"] is None
+
+
+def test_collective_order_differs_between_two_groups(collectives_job) -> None:
+    """Rank 1 all-reduces on the second group first: the job completes (gloo), and the first
+    divergence names the first differing collective on each side and the line that issued it."""
+    job, proc = collectives_job
+    assert proc.returncode == 0, proc.stderr
+    d = _info(job)["divergence"]
+    assert d["kind"] == "collectives", d
+    assert d["reference_ranks"] == [0] and d["diverging_ranks"] == [1]
+    assert d["position"] == 0 and d["counts"] == [2, 2]
+    assert d["differs_in"] == ["group", "tensors"]
+    ref, odd = d["reference"], d["diverging"]
+    assert ref["op"] == odd["op"] == "all_reduce"
+    assert ref["tensors"] == ["float32[4]"] and odd["tensors"] == ["float32[6]"]
+    assert ref["group"] != odd["group"] and ref["group_ranks"] == odd["group_ranks"] == [0, 1]
+    line = _line_of("dist.all_reduce(y, group=second)  # rank 1 issues this one first")
+    assert d["line"].endswith(f"rank_job.py:{line}") and odd["line"] == d["line"]
+    assert ref["line"].endswith(f"rank_job.py:{_line_of('dist.all_reduce(x, group=first)')}")
+    text = " ".join(_cli("info", str(job)).stdout.split())  # as wrapped at any width
+    assert "collective sequence differs at collective #0" in text
+    assert "float32[6]" in text and f"rank_job.py:{line}" in text
+
+
+def test_ddp_buckets_are_graphs_of_their_own(collectives_job) -> None:
+    """DDPOptimizer splits the model at its 3 buckets (1 MB cap, 1 MiB layers): 3 forward and 3
+    backward graphs of one Dynamo compile, each knowing its bucket, identical on both ranks."""
+    job, _ = collectives_job
+    t = Trace(job / "rank_0")
+    ddp = [g for g in t.graphs if g.meta.get("ddp_bucket")]
+    cid = ddp[0].compile_id
+    assert {g.compile_id for g in ddp} == {cid}
+    base = ddp[0].id.split("-")[0]
+    for kind in ("forward", "backward"):
+        ids = [f"{base}-{kind}", f"{base}-{kind}-2", f"{base}-{kind}-3"]
+        buckets = [t.graph(i).meta["ddp_bucket"] for i in ids]
+        assert [b["index"] for b in buckets] == [0, 1, 2]
+        assert all(b["buckets"] == 3 for b in buckets)
+        assert [b["bytes"] for b in buckets] == [(512 * 512 + 512) * 4] * 3
+        assert buckets[0]["all_bytes"] == [(512 * 512 + 512) * 4] * 3
+        assert buckets[0]["bucket_bytes_cap"] == 1024 * 1024
+        for i, b in enumerate(buckets):  # bucket i holds layer i's weight and bias
+            assert len(b["params"]) == 2 and all(f"layers_modules_{i}_" in p for p in b["params"])
+    assert len([g for g in t.graphs if g.compile_id == cid]) == 6
+    assert Trace(job / "rank_1").graph(f"{base}-backward-3").meta["ddp_bucket"]["index"] == 2
+
+
+def _copy(job: Path, dst: Path) -> Path:
+    shutil.copytree(job, dst, ignore=shutil.ignore_patterns("*.log"))
+    return dst
+
+
+def _edit_json(path: Path, change) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+def test_config_and_cache_differences(same_job, tmp_path) -> None:
+    job, _ = same_job
+    config = _copy(job, tmp_path / "config")
+    _edit_json(config / "rank_1" / "config.json",
+               lambda c: c["values"].update(max_fusion_size=7))
+    d = analyze_job(config)["divergence"]
+    assert d["kind"] == "config" and d["keys"] == ["max_fusion_size"], d
+    assert d["values"]["max_fusion_size"][1] == 7 and d["diverging_ranks"] == [1]
+
+    cache = _copy(job, tmp_path / "cache")
+    _edit_json(cache / "rank_1" / "compiles" / "0_0.json",
+               lambda c: c.setdefault("metrics", {}).update(inductor_fx_local_cache_hit_count=1))
+    d = analyze_job(cache)["divergence"]
+    assert d["kind"] == "cache" and d["compile_id"] == "0/0", d
+    assert d["cache"] == [{}, {"fx_graph": {"hit": 1, "miss": 0}}]
+    assert "cache hits differ" in _cli("info", str(cache)).stdout
+
+
+def test_generated_code_differences_are_no_divergence(same_job, tmp_path) -> None:
+    """Paths and the wrapper's benchmark harness differ per rank and are not compared; other
+    code differences with the same graphs and collectives are a note (autotuning may choose
+    another kernel per rank), never a divergence."""
+    job, _ = same_job
+    paths = _copy(job, tmp_path / "paths")
+    for r, where in ((0, "/home/a/cache/ab"), (1, "/scratch/rank1/tmp/cd")):
+        w = paths / f"rank_{r}" / "graphs" / "0_0-inference" / "code" / "wrapper.py"
+        text = w.read_text()
+        assert "def benchmark_compiled_module(" in text
+        w.write_text(f"# loaded from {where}/kernel.so\n" + text + f"\n    # rank {r} harness\n")
+    info = analyze_job(paths)
+    assert info["divergence"] is None and info["notes"] == []
+    assert [g["ranks"] for g in info["groups"]] == [[0, 1]]
+
+    code = _copy(job, tmp_path / "code")
+    g1 = code / "rank_1" / "graphs" / "0_0-inference"
+    kernel = next(p for p in (g1 / "code").iterdir() if p.suffix == ".cpp")
+    kernel.write_text(kernel.read_text() + "\n// another choice\n")
+    for r, winner in ((0, "mm_a"), (1, "mm_b")):
+        (code / f"rank_{r}" / "graphs" / "0_0-inference" / "autotune.jsonl").write_text(
+            json.dumps({"op": "mm", "choices": [], "winner": winner}) + "\n")
+    info = analyze_job(code)
+    assert info["divergence"] is None, info["divergence"]
+    assert [g["ranks"] for g in info["groups"]] == [[0], [1]]
+    (note,) = info["notes"]
+    assert note["kind"] == "code" and note["graph"] == "0_0-inference" and note["ranks"] == [0, 1]
+    assert note["autotune_differs"] and note["autotune"] == [[["mm", "mm_a"], ["mm", "mm_b"]]]
+    text = " ".join(_cli("info", str(code)).stdout.split())
+    assert "ranks agree" in text and "autotuning chose differently: mm: mm_a vs mm_b" in text
