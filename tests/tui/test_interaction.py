@@ -233,11 +233,11 @@ async def test_big_text_is_one_line_api_widget(open_ui, mlp_trace: Path, transfo
 @pytest.mark.parametrize("size", [(80, 24), (120, 40), (160, 45), (220, 60)])
 async def test_every_terminal_size_paints_every_screen(open_ui, mlp_trace: Path, size) -> None:
     """The title bar shortens its tabs on narrow terminals; every screen must still paint."""
-    from tuidebug.tui.keymap import SCREENS
+    from tuidebug.tui.keymap import SCREENS, screen_key
 
     async with open_ui(mlp_trace, size=size) as ui:
         for i, _ in enumerate(SCREENS):
-            await ui.press(str(i + 1))
+            await ui.press(screen_key(i))
         await ui.press("1")
         text = ui.text()
         assert "mlp" in text and " 1 Over" in text and "7 Flag" in text

@@ -38,9 +38,11 @@ class Row:
     code: str = ""
     device_s: float | None = None  # kernels on a GPU: the device's time
     cpu_s: float | None = None
+    node: str = ""  # FX node rows: the node's name
+    top: float = 0.0  # lines, modules: the largest share of one kernel (``kernel`` is that one)
 
     def as_json(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v not in (None, "")}
+        return {k: v for k, v in self.__dict__.items() if v not in (None, "") and k != "top"}
 
 
 @dataclass
@@ -63,12 +65,16 @@ def _num(v: Any) -> float:
 
 
 def _add(table: dict[str, Row], key: str, compiled: float = 0.0, eager: float = 0.0,
-         **attrs: Any) -> None:
+         via: tuple[str, str] | None = None, **attrs: Any) -> None:
+    """Add time to row ``key``; ``via``: the (graph, kernel) the compiled time is from (a line
+    or module row jumps to the kernel with the largest share in it)."""
     row = table.get(key)
     if row is None:
         row = table[key] = Row(key, **attrs)
     if compiled:
         row.compiled_s = (row.compiled_s or 0.0) + compiled
+        if via is not None and compiled > row.top:
+            row.top, (row.graph, row.kernel) = compiled, via
     if eager:
         row.eager_s = (row.eager_s or 0.0) + eager
 
@@ -155,9 +161,11 @@ def profile_view(trace: Trace) -> ProfileView | None:
                 key, line, file, code, module = _place(final, name)
                 target = final.get(name).target if final is not None and final.get(name) else ""
                 _add(nodes, f"{k['graph']}:{name}", share, graph=k["graph"], kernel=k["kernel"],
-                     kind=target, file=file or None, line=line, code=code)
-                _add(lines, key, share, file=file or None, line=line, code=code)
-                _add(modules, module, share)
+                     kind=target, file=file or None, line=line, code=code,
+                     node=name if name != NO_NODE else "")
+                via = (k["graph"], k["kernel"])
+                _add(lines, key, share, via=via, file=file or None, line=line, code=code)
+                _add(modules, module, share, via=via)
         eager_graph = str(c.get("eager_graph") or "")
         _, _, dynamo = _graph_of(trace, eager_graph, cache) if eager_graph else (None, None, None)
         for n in c.get("eager_nodes") or []:

@@ -30,6 +30,7 @@ from tuidebug.tui.screens.ir import IRScreen
 from tuidebug.tui.screens.modals import HelpScreen, InputScreen, PickScreen
 from tuidebug.tui.screens.overview import OverviewScreen
 from tuidebug.tui.screens.passes import PassesScreen
+from tuidebug.tui.screens.profile import ProfileScreen
 
 
 class TuidebugApp(App[int]):
@@ -47,7 +48,7 @@ class TuidebugApp(App[int]):
     MODES: ClassVar[dict[str, Any]] = {
         "overview": OverviewScreen, "passes": PassesScreen, "ir": IRScreen,
         "code": CodeScreen, "autotune": AutotuneScreen, "errors": ErrorsScreen,
-        "flags": FlagsScreen, "compare": CompareScreen,
+        "flags": FlagsScreen, "compare": CompareScreen, "profile": ProfileScreen,
     }
     COMMANDS = App.COMMANDS | {TraceCommands}
     BINDINGS: ClassVar[list[Binding]] = keymap.bindings("app")  # type: ignore[assignment]

@@ -24,16 +24,24 @@ class Key:
     help: str = ""  # a longer explanation for the help screen and palette
 
 
-SCREENS = ("overview", "passes", "ir", "code", "autotune", "errors", "flags", "compare")
+SCREENS = ("overview", "passes", "ir", "code", "autotune", "errors", "flags", "compare",
+           "profile")
 SCREEN_TITLES = {"overview": "Overview", "passes": "Passes", "ir": "IR & fusion",
                  "code": "Code", "autotune": "Autotune", "errors": "Errors", "flags": "Flags",
-                 "compare": "Compare"}
+                 "compare": "Compare", "profile": "Profile"}
 SCREEN_SHORT_TITLES = {"overview": "Over", "passes": "Pass", "ir": "IR", "code": "Code",
-                       "autotune": "Tune", "errors": "Err", "flags": "Flag", "compare": "Cmp"}
+                       "autotune": "Tune", "errors": "Err", "flags": "Flag", "compare": "Cmp",
+                       "profile": "Prof"}
+
+
+def screen_key(i: int) -> str:
+    """The key of the ``i``-th screen of SCREENS: 1 … 9, then 0 for the tenth."""
+    return str((i + 1) % 10)
+
 
 KEYS: list[Key] = [
     # -- everywhere --
-    *[Key(f"app.screen.{name}", str(i + 1), f"app.show_screen('{name}')",
+    *[Key(f"app.screen.{name}", screen_key(i), f"app.show_screen('{name}')",
           SCREEN_TITLES[name], "app", show=False,
           help=f"switch to the {SCREEN_TITLES[name].lower()} screen")
       for i, name in enumerate(SCREENS)],
@@ -107,6 +115,9 @@ KEYS: list[Key] = [
              "trace; this one is never modified)"),
     Key("flags.cancel", "x", "cancel_recompile", "Cancel", "flags",
         help="cancel the running recompile"),
+    # -- profile --
+    Key("profile.table", "t", "next_table", "Kernels/nodes/lines/modules", "profile",
+        help="show the time per kernel call, per FX node, per source line or per module"),
     # -- compare --
     Key("compare.open", "o", "open_new", "Open new trace", "compare",
         help="open the compared (new) trace in the app"),

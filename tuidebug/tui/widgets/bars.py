@@ -9,7 +9,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Input, Label, Static
 
-from tuidebug.tui.keymap import SCREEN_SHORT_TITLES, SCREEN_TITLES, SCREENS
+from tuidebug.tui.keymap import SCREEN_SHORT_TITLES, SCREEN_TITLES, SCREENS, screen_key
 
 STATUS_STYLE = {"ok": "bold green", "failed": "bold white on red",
                 "crashed": "bold white on magenta", "running": "bold black on yellow",
@@ -41,7 +41,8 @@ class TitleBar(Static):
 
     def _labels(self, compact: bool) -> list[tuple[str, str]]:
         titles = SCREEN_SHORT_TITLES if compact else SCREEN_TITLES
-        return [(name, f" {i + 1} {titles.get(name, name)} ") for i, name in enumerate(SCREENS)]
+        return [(name, f" {screen_key(i)} {titles.get(name, name)} ")
+                for i, name in enumerate(SCREENS)]
 
     def _bar(self, level: int) -> Text:
         """Level 0: everything; 1: short tab names; 2: also without the program's name."""

@@ -1,0 +1,62 @@
+"""The profile screen on the shared profiled trace: rows by time, compiled next to eager, the
+four tables, enter jumping to the kernel's code or the FX node; a trace without a profile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tuidebug.trace.profile import profile_view
+from tuidebug.trace.reader import Trace
+from tuidebug.tui.keymap import SCREENS, screen_key
+from tuidebug.viewers.profile_view import duration
+
+KEY = screen_key(SCREENS.index("profile"))
+
+
+async def test_kernels_lines_and_modules_by_time(open_ui, profiled_trace: Path) -> None:
+    view = profile_view(Trace(profiled_trace))
+    assert view is not None
+    async with open_ui(profiled_trace) as ui:
+        await ui.press(KEY)
+        assert ui.app.current_mode == "profile"
+        text = ui.text()
+        assert "where the time goes (3 runs on cpu)" in text
+        assert f"kernel calls ({len(view.kernels)}) by time" in text
+        painted = [ln for ln in text.splitlines()]
+        top = view.kernels[0]
+        row = next(ln for ln in painted if top.key in ln)
+        assert duration(top.compiled_s) in row and top.kind in row
+        # rows in the order of their time
+        order = [next(i for i, ln in enumerate(painted) if r.key in ln) for r in view.kernels]
+        assert order == sorted(order)
+        await ui.press("t", "t")  # nodes, then lines: compiled | eager
+        text = ui.text()
+        assert f"source lines ({len(view.lines)}) by time: compiled | eager" in text
+        first = view.lines[0]
+        row = next(ln for ln in text.splitlines() if f"mlp.py:{first.line}" in ln)
+        assert duration(first.compiled_s) in row and duration(first.eager_s) in row
+        await ui.press("t")
+        assert f"modules ({len(view.modules)})" in ui.text()
+        assert any(ln.strip().startswith("fc1 ") for ln in ui.text().splitlines())
+
+
+async def test_enter_jumps_to_the_kernel_or_the_node(open_ui, profiled_trace: Path) -> None:
+    view = profile_view(Trace(profiled_trace))
+    assert view is not None
+    async with open_ui(profiled_trace) as ui:
+        await ui.press(KEY, "enter")  # the top kernel call
+        assert ui.app.current_mode == "code"
+        assert view.kernels[0].kernel in ui.text()
+        await ui.press(KEY, "t", "enter")  # the top FX node: the pass stepper on it
+        assert ui.app.current_mode == "passes"
+        node = next(r for r in view.nodes if r.node)
+        assert node.node in ui.text()
+
+
+async def test_a_trace_without_a_profile_says_how_to_get_one(open_ui, mlp_trace: Path) -> None:
+    async with open_ui(mlp_trace) as ui:
+        await ui.press(KEY)
+        text = ui.text()
+        assert "This trace was not profiled." in text
+        assert "tuidebug trace --profile 10 SCRIPT" in text
+        assert f" {KEY} Prof" in text or f" {KEY} Profile" in text
