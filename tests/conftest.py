@@ -65,6 +65,14 @@ def transformer_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def dynamic_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """examples/dynamic_shapes.py: automatic dynamic (0/0, 0/1), a dimension marked dynamic
+    then specialized (1/0), an unbacked symbol from .item() (2/0), the recompile limit hit
+    (3/0, 3/1, then 3/2 refused)."""
+    return _make(tmp_path_factory, "dynamic", "dynamic_shapes.py", extra=["--no-check"])
+
+
+@pytest.fixture(scope="session")
 def mlp_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _make(tmp_path_factory, "mlp", "mlp.py")
 

@@ -375,6 +375,33 @@ class Trace:
             out[c["id"]] = {**c, **detail}
         return out
 
+    def compile_shapes(self, compile_id: str) -> dict[str, Any]:
+        """``compiles/<id>.shapes.json`` of a compile: ``symbols``, ``guards``,
+        ``specializations``, ``recompile`` (validated; {} when the trace has none)."""
+        cache = self.__dict__.setdefault("_shapes_cache", {})
+        if compile_id not in cache:
+            path = (self.root / schema.COMPILES_DIR
+                    / f"{layout.safe_id(compile_id)}{schema.SHAPES_SUFFIX}")
+            data = self._files.json(path, {}, kind="compile_shapes")
+            cache[compile_id] = _clean_lines(data or {})
+        return cache[compile_id]
+
+
+def _user_line(value: Any) -> dict[str, Any] | None:
+    """A ``user_line`` of a trace: ``{file, line, fn, code}`` with those types, else None."""
+    if not isinstance(value, dict) or not isinstance(value.get("line"), int):
+        return None
+    return {"file": str(value.get("file") or "?"), "line": value["line"],
+            "fn": str(value.get("fn") or ""), "code": str(value.get("code") or "")}
+
+
+def _clean_lines(data: dict[str, Any]) -> dict[str, Any]:
+    for key in ("symbols", "guards", "specializations"):
+        for item in data.get(key) or []:
+            if "user_line" in item:
+                item["user_line"] = _user_line(item["user_line"])
+    return data
+
 
 def _is_safe_name(name: Any) -> bool:
     """A graph id names a folder directly under graphs/: no separators, no ``..``."""

@@ -43,6 +43,18 @@ SHAPES: dict[str, Any] = {
     "compile": {"id": OPT_STR, "graphs": OPT_LIST, "metrics": OPT_DICT,
                 "backward_metrics": OPT_DICT, "counters": OPT_DICT, "guards": (list, str, NONE),
                 "dynamo_graph_break_reason": OPT_LIST, "recompile_reasons": OPT_LIST},
+    "compile_shapes": {
+        "id": OPT_STR, "guard_tree": (bool, NONE), "cut": OPT_INT, "recompile": OPT_DICT,
+        "symbols": [{"!name": str, "source": OPT_STR, "sources": [str], "kind": OPT_STR,
+                     "hint": (int, str, NONE), "lower": (int, str, NONE),
+                     "upper": (int, str, NONE), "range": OPT_STR, "created_range": OPT_STR,
+                     "replaced_by": OPT_STR, "user_line": OPT_DICT}],
+        "guards": [{"!kind": str, "source": OPT_STR, "code": OPT_STR, "expr": OPT_STR,
+                    "user_line": OPT_DICT}],
+        "specializations": [{"symbol": OPT_STR, "source": OPT_STR, "sources": [str],
+                             "value": (int, str, NONE), "reason": OPT_STR, "guard": OPT_STR,
+                             "user_line": OPT_DICT}],
+    },
     "meta": {
         "id": OPT_STR, "kind": OPT_STR, "compile_id": OPT_STR, "status": OPT_STR,
         "stages": [{"index": int, "name": str, "kind": OPT_STR, "subsystem": OPT_STR,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tuidebug.trace.dynamic import compile_dynamic
 from tuidebug.trace.reader import GraphRecord, StageInfo, Trace
 
 
@@ -298,6 +299,7 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
             "graph_breaks": len(c.get("dynamo_graph_break_reason") or []),
             "recompile_reasons": c.get("recompile_reasons") or [],
             "cache": cache_counts(c),
+            **compile_dynamic(trace, cid),
         })
     checks = (trace.runtime.get("checks") or {})
     out["accuracy"] = {cid: {k: c.get(k) for k in ("max_abs", "max_rel", "close", "skipped",

@@ -182,6 +182,12 @@ class TraceWriter:
         self.write_json(self.path(schema.COMPILES_DIR, f"{layout.safe_id(compile_id)}.json"),
                         {"id": compile_id, **detail})
 
+    def write_compile_shapes(self, compile_id: str, shapes: dict[str, Any]) -> None:
+        """``compiles/<safe id>.shapes.json``: the compile's symbols, guards, specializations
+        and the inputs a recompile's failed guards name (docs/trace-format.md)."""
+        name = f"{layout.safe_id(compile_id)}{schema.SHAPES_SUFFIX}"
+        self.write_json(self.path(schema.COMPILES_DIR, name), {"id": compile_id, **shapes})
+
 
 class GraphWriter:
     """The files of one graph directory (``graphs/<id>/``), named as docs/trace-format.md says.

@@ -13,6 +13,7 @@ from rich.text import Text
 from tuidebug.trace import schema
 from tuidebug.trace.summary import (ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict, cache_text,
                                     phase_text)
+from tuidebug.viewers.dynamic_view import dynamic_notes
 from tuidebug.viewers.inert import inert, inert_text
 from tuidebug.viewers.profile_view import render_profile
 
@@ -98,7 +99,9 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
             ct.add_row(inert_text(c["id"]), inert_text(c.get("function") or "?"),
                        inert_text(where[-50:]), compile_s, _secs(c.get("inductor_time_s")),
                        inert_text(c.get("graph_breaks", 0)))
-            for r in c.get("recompile_reasons") or []:
+            dyn = dynamic_notes(c)
+            notes.extend(dyn)
+            for r in [] if c.get("recompile") else c.get("recompile_reasons") or []:
                 notes.append(Text.assemble(inert_text(f"  {c['id']} ", "bold"),
                                            ("recompiled: ", "dim"), inert_text(str(r)[:300])))
         console.print(ct)

@@ -15,7 +15,7 @@ import torch
 
 from tuidebug.compiler import compat
 from tuidebug.compiler.capture import (autotune, collectives, config, events, fusion, graphs,
-                                       kernels, outcome, profile, triton)
+                                       kernels, outcome, profile, shapes, triton)
 from tuidebug.compiler.capture.state import Concern, GraphState
 from tuidebug.trace import layout, schema
 from tuidebug.trace.writer import TraceWriter
@@ -42,6 +42,7 @@ CONCERNS: tuple[type[Concern], ...] = (
     profile.Profile,      # --profile N: kernels and FX nodes measured, compiled vs eager
     events.Events,        # the structured trace log (metrics, guards, output code, …)
     collectives.Collectives,  # collectives per graph in program order; DDPOptimizer buckets
+    shapes.Shapes,        # symbols, guards, specializations, recompiled inputs
 )
 
 C = TypeVar("C", bound=Concern)

@@ -11,7 +11,8 @@ torch X".
 Modules: ``lookup`` (NotAvailable, Patcher), ``hooks`` (hook points, call data, structured log
 events), ``inductor`` (config, caches, counters, autotune feedback, scheduler nodes), ``kernels``
 (Triton and C++ kernels, kernel timing), ``profiling`` (kernels and FX nodes run under
-torch.profiler), ``process`` (state a warm worker resets), ``distributed`` (collectives in a
+torch.profiler), ``shapes`` (symbols, guards, specializations, recompiled inputs),
+``process`` (state a warm worker resets), ``distributed`` (collectives in a
 graph, process groups, DDPOptimizer buckets), ``bisector``.
 Every name is importable from ``tuidebug.compiler.compat``; call them through it (a test or the
 warm-up may replace one there).
@@ -55,6 +56,10 @@ from tuidebug.compiler.compat.process import (  # noqa: F401
 from tuidebug.compiler.compat.distributed import (  # noqa: F401
     COLLECTIVE_NAMESPACES, DDP_COMPILE_FN, collective_nodes, process_group_info, this_rank,
     ddp_buckets,
+)
+from tuidebug.compiler.compat.shapes import (  # noqa: F401
+    SHAPE_RECORDS, RECOMPILE_REASONS, shape_record, current_shape_env, shape_env_symbols,
+    render_range, recompile_call,
 )
 from tuidebug.compiler.compat.bisector import (  # noqa: F401
     COMPILER_BISECTOR, BISECT_CALL_COUNTER, compiler_bisector, begin_bisect_run, end_bisect_run,

@@ -1,0 +1,140 @@
+"""Symbols, guards, specializations and recompiles, captured from the real compiler
+(examples/dynamic_shapes.py, one trace shared by every test) and read back."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import EXAMPLES, pythonpath
+from tuidebug.trace import recompiles
+from tuidebug.trace.dynamic import compile_dynamic, guard_groups
+from tuidebug.trace.reader import open_trace
+
+EXAMPLE = EXAMPLES / "dynamic_shapes.py"
+
+
+def line_of(text: str) -> int:
+    """The line of the example that holds ``text``."""
+    lines = EXAMPLE.read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if text in line)
+
+
+def info_json(trace: Path) -> dict[str, Any]:
+    env = dict(os.environ, PYTHONPATH=pythonpath())
+    proc = subprocess.run([sys.executable, "-m", "tuidebug.cli", "info", "--json", str(trace)],
+                          capture_output=True, text=True, env=env, timeout=120)
+    return {c["id"]: c for c in json.loads(proc.stdout)["compiles"]}
+
+
+def test_symbols_of_automatic_dynamic(dynamic_trace: Path) -> None:
+    t = open_trace(dynamic_trace)
+    assert compile_dynamic(t, "0/0")["symbols"] == []  # the first compile is static
+    (sym,) = compile_dynamic(t, "0/1")["symbols"]
+    assert sym["source"] == "L['x'].size()[0]" and sym["kind"] == "backed"
+    assert sym["hint"] == 3 and sym["lower"] == 2  # the second call's batch, sizes >= 2
+    assert sym["range"].startswith(f"2 <= {sym['name']}")
+    assert sym["user_line"]["line"] == line_of("return (x * 2).sum(0)")
+    assert Path(sym["user_line"]["file"]).name == EXAMPLE.name
+
+
+def test_specialization_of_a_dimension_marked_dynamic(dynamic_trace: Path) -> None:
+    d = compile_dynamic(open_trace(dynamic_trace), "1/0")
+    (sp,) = d["specializations"]
+    assert sp["source"] == "L['x'].size()[0]" and sp["value"] == 8
+    assert sp["guard"] == f"Eq({sp['symbol']}, 8)"
+    assert sp["user_line"]["line"] == line_of("if x.shape[0] == 8:")
+    assert sp["marked_dynamic"] is True
+    assert d["symbols"][0]["replaced_by"] == "8"
+
+
+def test_unbacked_symbol_and_its_guards(dynamic_trace: Path) -> None:
+    t = open_trace(dynamic_trace)
+    d = compile_dynamic(t, "2/0")
+    u0 = next(s for s in d["symbols"] if s["name"] == "u0")
+    assert u0["kind"] == "unbacked" and u0["hint"] is None
+    assert (u0["lower"], u0["upper"]) == (0, 6)  # torch._check(k >= 0), k <= x.shape[0]
+    assert u0["user_line"]["line"] == line_of(".sum().item()")
+    shape = [g for g in t.compile_shapes("2/0")["guards"] if g.get("expr")]
+    by_expr = {g["expr"]: g for g in shape}
+    assert by_expr["u0 >= 0"]["user_line"]["line"] == line_of("torch._check(k >= 0)")
+    assert by_expr["u0 <= 6"]["user_line"]["line"] == line_of("torch._check(k <= x.shape[0])")
+    # no user line comes from tuidebug's own wrappers
+    for s in d["symbols"]:
+        assert "tuidebug" not in str((s.get("user_line") or {}).get("file"))
+
+
+def test_guards_structured_and_grouped(dynamic_trace: Path) -> None:
+    t = open_trace(dynamic_trace)
+    guards = t.compile_shapes("0/1")["guards"]
+    match = [g for g in guards if g["kind"] == "TENSOR_MATCH"]
+    assert match and match[0]["source"] == "L['x']"
+    assert "size=[None, 4]" in match[0]["code"]  # the batch is dynamic, the 4 is not
+    groups = guard_groups(t, "0/1")
+    assert {"L['x']", "(global)"} <= set(groups)
+    sym = compile_dynamic(t, "0/1")["symbols"][0]["name"]
+    texts = [g["text"] for g in groups["L['x']"]]
+    assert any(sym in x and "L['x'].size()[0]" in x for x in texts)
+
+
+def test_each_recompile_explained(dynamic_trace: Path) -> None:
+    t = open_trace(dynamic_trace)
+    r = compile_dynamic(t, "0/1")["recompile"]
+    assert r["previous"] == "0/0" and r["guard_of"] == "0/0"
+    assert r["source"] == "L['x'].size()[0]" and r["expected"] == "2"
+    assert r["failing_value"] == 3  # read from the frame's inputs when Dynamo recompiled
+    assert "maybe_mark_dynamic(x, 0)" in r["suggestion"] and not r["limit_hit"]
+    assert compile_dynamic(t, "0/0")["recompile"] is None
+    static = compile_dynamic(t, "3/1")["recompile"]
+    assert "dynamic=False" in static["suggestion"]
+    limit = compile_dynamic(t, "3/2")["recompile"]
+    assert limit["limit_hit"] and limit["limit"] == 2 and limit["previous"] == "3/1"
+    assert limit["failing_value"] == 4 and "recompile_limit" in limit["suggestion"]
+
+
+def test_info_json_and_text(dynamic_trace: Path) -> None:
+    compiles = info_json(dynamic_trace)
+    assert compiles["0/1"]["symbols"][0]["source"] == "L['x'].size()[0]"
+    assert compiles["1/0"]["specializations"][0]["value"] == 8
+    assert compiles["3/2"]["recompile"]["limit_hit"] is True
+    env = dict(os.environ, PYTHONPATH=pythonpath())
+    text = subprocess.run([sys.executable, "-m", "tuidebug.cli", "info", str(dynamic_trace)],
+                          capture_output=True, text=True, env=env, timeout=120).stdout
+    text = " ".join(text.split())
+    assert "RECOMPILE LIMIT HIT (2)" in text
+    assert "specialized: L['x'].size()[0] = 8" in text and "(marked dynamic)" in text
+
+
+def test_a_damaged_shapes_file_is_reported_and_the_rest_read(dynamic_trace: Path,
+                                                             tmp_path: Path) -> None:
+    t = tmp_path / "t"
+    shutil.copytree(dynamic_trace, t)
+    path = t / "compiles" / "0_1.shapes.json"
+    data = json.loads(path.read_text())
+    data["symbols"][0]["hint"] = {"not": "a hint"}
+    data["symbols"][0]["user_line"] = {"file": "x.py", "line": "\x1b[31m"}
+    data["guards"].append({"kind": 3})
+    path.write_text(json.dumps(data))
+    trace = open_trace(t)
+    d = compile_dynamic(trace, "0/1")
+    assert d["symbols"][0]["hint"] is None and d["symbols"][0]["user_line"] is None
+    assert len(trace.compile_shapes("0/1")["guards"]) == len(data["guards"]) - 1
+    assert any("0_1.shapes.json" in str(p) for p in trace.problems)
+
+
+def test_recompile_rules_on_other_guards() -> None:
+    """The failed guards Dynamo words differently (from its guard failure messages)."""
+    compiles = {"5/0": {}, "5/1": {"recompile_reasons": ["5/0: L['k'] == 3"]}}
+    r = recompiles.explain("5/1", compiles)
+    assert r["source"] == "L['k']" and "tensor" in r["suggestion"]
+    compiles["5/1"]["recompile_reasons"] = ["5/0: tensor 'y' dtype mismatch. expected Float, "
+                                            "actual Half"]
+    assert "dtype" in recompiles.explain("5/1", compiles)["suggestion"]
+    compiles["5/1"]["recompile_reasons"] = ["5/0: L['x'].size()[0] <= 4096"]
+    assert recompiles.explain("5/1", compiles)["source"] == "L['x'].size()[0]"
+    assert recompiles.previous_compile("5/0", compiles) is None

@@ -1,0 +1,189 @@
+"""Dynamic shapes, as plain data: the symbolic-shape records of the structured trace log
+(``create_symbol``, ``create_unbacked_symbol``, ``symbolic_shape_specialization``,
+``guard_added_fast``, ``propagate_real_tensors``), the ShapeEnv of the compile being traced
+(every symbol's final value range, hint and sources) and the values of a recompiled frame's
+inputs that its failed guards name.
+
+PyTorch records a user stack with each of those log records whenever the log has a handler
+(capture installs one), so the user line of a guard or a specialization is known without
+``TORCHDYNAMO_EXTENDED_DEBUG_*``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any, Mapping
+
+from tuidebug.compiler.compat.lookup import NotAvailable
+
+# The log records capture reads, by the key torch gives them in the record's metadata.
+SHAPE_RECORDS = ("create_symbol", "create_unbacked_symbol", "symbolic_shape_specialization",
+                 "guard_added_fast", "propagate_real_tensors")
+
+# Where Dynamo asks why a frame's cached compiles do not fit its new inputs (one call per
+# recompile; its frame holds the inputs). Imported by name into convert_frame.
+RECOMPILE_REASONS = "torch._dynamo.convert_frame.get_and_maybe_log_recompilation_reasons"
+
+
+def _filename(index: Any) -> str | None:
+    """A structured-log stack frame names its file by an index into torch's intern table."""
+    if isinstance(index, str):
+        return index
+    try:
+        from torch._logging import structured
+    except ImportError:
+        return None
+    for name, i in structured.INTERN_TABLE.items():
+        if i == index:
+            return name
+    return None
+
+
+def _not_user() -> tuple[str, ...]:
+    import os
+
+    import torch
+
+    import tuidebug
+
+    return tuple(os.path.dirname(m.__file__ or "") + os.sep for m in (torch, tuidebug))
+
+
+_NOT_USER = _not_user()
+
+
+def user_line(stack: Any) -> dict[str, Any] | None:
+    """The innermost frame of a structured-log ``user_stack``: ``{file, line, fn, code}``."""
+    if not isinstance(stack, list):
+        return None
+    for frame in reversed(stack):  # the innermost frame of the user's own code
+        if not isinstance(frame, dict):
+            continue
+        name = _filename(frame.get("filename"))
+        if name is None or name.startswith("<") or any(p in name for p in _NOT_USER):
+            continue
+        return {"file": name, "line": frame.get("line"), "fn": frame.get("name"),
+                "code": frame.get("loc")}
+    return None
+
+
+def _int(text: Any) -> Any:
+    try:
+        return int(str(text))
+    except ValueError:
+        return str(text)
+
+
+def shape_record(record: logging.LogRecord) -> tuple[str, dict[str, Any]] | None:
+    """What a structured-log record says about shapes: ``(kind, data)`` with kind one of
+    ``SHAPE_RECORDS`` and data plain (symbol, source(s), value, range text, reason, expression,
+    ``user_line``); None for every other record."""
+    meta = getattr(record, "metadata", None)
+    if not isinstance(meta, dict):
+        return None
+    for kind in SHAPE_RECORDS:
+        body = meta.get(kind)
+        if isinstance(body, dict):
+            break
+    else:
+        return None
+    data: dict[str, Any] = {"user_line": user_line(body.get("user_stack"))}
+    if kind in ("create_symbol", "create_unbacked_symbol"):
+        data.update(symbol=str(body.get("symbol")), range=str(body.get("vr") or ""),
+                    source=body.get("source"),
+                    hint=_int(body["val"]) if "val" in body else None)
+    elif kind == "symbolic_shape_specialization":
+        data.update(symbol=str(body.get("symbol")), value=_int(body.get("value")),
+                    sources=[str(s) for s in body.get("sources") or []],
+                    reason=body.get("reason"))
+    else:  # guard_added_fast, propagate_real_tensors
+        data.update(expr=str(body.get("expr")))
+    return kind, data
+
+
+def current_shape_env() -> Any:
+    """The ShapeEnv of the compile this thread is tracing (None outside one). An opaque token:
+    hand it to ``shape_env_symbols``."""
+    try:
+        from torch._guards import TracingContext
+    except ImportError as e:
+        raise NotAvailable("torch._guards.TracingContext") from e
+    tc = TracingContext.try_get()
+    mode = getattr(tc, "fake_mode", None) if tc is not None else None
+    return getattr(mode, "shape_env", None)
+
+
+def _bound(value: Any) -> int | str:
+    text = str(value)
+    return int(text) if re.fullmatch(r"-?\d+", text) else text  # "int_oo", "-int_oo", floats
+
+
+def shape_env_symbols(env: Any) -> dict[str, dict[str, Any]]:
+    """Per symbol of a ShapeEnv: its value range (``lower``, ``upper``; ``int_oo`` unbounded),
+    the hint it was created with (None for an unbacked one), its sources, and the constant or
+    expression it was replaced by (a specialization, or two sizes found equal)."""
+    out: dict[str, dict[str, Any]] = {}
+    if env is None:
+        return out
+    hints = dict(getattr(env, "var_to_val", {}) or {})
+    hints.update(getattr(env, "unbacked_var_to_val", {}) or {})
+    sources = getattr(env, "var_to_sources", {}) or {}
+    replacements = getattr(env, "replacements", {}) or {}
+    for sym, vr in list((getattr(env, "var_to_range", {}) or {}).items()):
+        name = str(sym)
+        hint = hints.get(sym)
+        out[name] = {
+            "lower": _bound(vr.lower), "upper": _bound(vr.upper),
+            "hint": _bound(hint) if hint is not None else None,
+            "sources": [s.name for s in sources.get(sym, [])],
+            "replaced_by": str(replacements[sym]) if sym in replacements else None,
+        }
+    return out
+
+
+def render_range(name: str, lower: Any, upper: Any) -> str:
+    """``2 <= s0 <= 1024`` (a bound that is unbounded left out; one value: ``Eq(s0, 8)``)."""
+    lo = None if str(lower) in ("-int_oo", "-oo") else lower
+    hi = None if str(upper) in ("int_oo", "oo") else upper
+    if lo is not None and lo == hi:
+        return f"Eq({name}, {lo})"
+    return " <= ".join(str(p) for p in (lo, name, hi) if p is not None)
+
+
+_SIZE_SOURCE = re.compile(r"L\['([A-Za-z_][A-Za-z0-9_]*)'\]\.(size|stride)\(\)\[(\d+)\]")
+_TENSOR_REASON = re.compile(r"tensor '([A-Za-z_][A-Za-z0-9_]*)' (size|stride) mismatch at index "
+                            r"(\d+)")
+_LOCAL = re.compile(r"L\['([A-Za-z_][A-Za-z0-9_]*)'\]")
+
+
+def recompile_call(args: tuple[Any, ...], kwargs: Mapping[str, Any],
+                   reasons: Any) -> dict[str, Any]:
+    """RECOMPILE_REASONS(cache_entries, frame, backend, …) and the reasons it returned: the
+    reasons, and the value now of each input size, stride or int they name (read from the
+    frame's locals, never evaluated): ``{"L['x'].size()[0]": 3, "L['k']": 5}``."""
+    frame = args[1] if len(args) > 1 else kwargs.get("frame")
+    f_locals = getattr(frame, "f_locals", None) or {}
+    texts = [str(r) for r in reasons or []]
+    values: dict[str, Any] = {}
+    for text in texts:
+        for name, what, index in _SIZE_SOURCE.findall(text):
+            values[f"L['{name}'].{what}()[{index}]"] = _tensor_dim(f_locals.get(name), what, index)
+        for name, what, index in _TENSOR_REASON.findall(text):
+            values[f"L['{name}'].{what}()[{index}]"] = _tensor_dim(f_locals.get(name), what, index)
+        for name in _LOCAL.findall(text):
+            v = f_locals.get(name)
+            if isinstance(v, (int, float, bool)) and f"L['{name}']" not in values:
+                values[f"L['{name}']"] = v
+    return {"reasons": texts, "values": {k: v for k, v in values.items() if v is not None}}
+
+
+def _tensor_dim(t: Any, what: str, index: str) -> int | None:
+    import torch
+
+    if not isinstance(t, torch.Tensor):
+        return None
+    try:
+        return int((t.size() if what == "size" else t.stride())[int(index)])
+    except (IndexError, RuntimeError):
+        return None

@@ -1,0 +1,60 @@
+"""Per compile, what dynamic shapes did: its symbols, its guards grouped by input, the
+dimensions specialized to a constant, and (for a recompile) why it happened — the one answer
+``info --json``, ``info`` and the TUI's shapes screen give."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tuidebug.trace import guards as guard_tree
+from tuidebug.trace import recompiles
+from tuidebug.trace.reader import Trace
+
+
+def _marked_dynamic(detail: dict[str, Any]) -> set[str]:
+    """Sources the user marked dynamic that the compile specialized (Dynamo refuses those
+    with a ConstraintViolationError naming them)."""
+    reason = str((detail.get("metrics") or {}).get("fail_reason") or "")
+    return set(re.findall(r"You marked (\S+) as dynamic", reason))
+
+
+def compile_dynamic(trace: Trace, cid: str) -> dict[str, Any]:
+    """``symbols`` (name, source, hint, range, kind, user_line), ``specializations`` (source,
+    value, guard, user_line, marked_dynamic), ``guards`` (count, shape: guards on sizes),
+    ``recompile`` (``recompiles.explain``; None when not a recompile)."""
+    compiles = trace.compiles
+    detail = compiles.get(cid) or {}
+    shapes = trace.compile_shapes(cid)
+    marked = _marked_dynamic(detail)
+    all_guards = shapes.get("guards") or []
+    return {
+        "symbols": [{k: s.get(k) for k in ("name", "source", "hint", "range", "lower", "upper",
+                                           "kind", "replaced_by", "user_line")}
+                    for s in shapes.get("symbols") or []],
+        "specializations": [
+            {"source": sp.get("source"), "symbol": sp.get("symbol"), "value": sp.get("value"),
+             "guard": sp.get("guard"), "reason": sp.get("reason"),
+             "user_line": sp.get("user_line"),
+             "marked_dynamic": bool(set(sp.get("sources") or []) & marked)}
+            for sp in shapes.get("specializations") or []],
+        "guards": {"count": len(all_guards),
+                   "shape": sum(1 for g in all_guards if g.get("expr"))},
+        "recompile": recompiles.explain(cid, compiles, shapes),
+    }
+
+
+def guard_groups(trace: Trace, cid: str) -> dict[str, list[dict[str, Any]]]:
+    """The compile's guards grouped by the input they check (``guards.by_source``), each with
+    ``text``: its code, or its expression with symbols named by their inputs."""
+    shapes = trace.compile_shapes(cid)
+    names = {str(s["name"]): str(s["source"]) for s in shapes.get("symbols") or []
+             if s.get("source")}
+    out = []
+    for g in shapes.get("guards") or []:
+        expr = g.get("expr")
+        text = (f"{expr}   ({guard_tree.with_sources(expr, names)})"
+                if expr and guard_tree.with_sources(expr, names) != expr
+                else (expr or g.get("code") or ""))
+        out.append({**g, "text": text})
+    return guard_tree.by_source(out)

@@ -1,0 +1,98 @@
+"""Guards as data: Dynamo's guard tree (the text of ``dynamo_cpp_guards_str``) parsed into
+guards (kind, source, code, the user line that added it), and the guards of a compile grouped
+by the input they check. Plain text parsing: nothing is evaluated (the text may come from an
+untrusted trace or log)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+MAX_GUARDS = 5000  # a guard tree longer than this is cut (the file says how many were left)
+
+_LINE = re.compile(r"^(?P<indent>(?:\| )*)\+- (?P<body>.*)$")
+_MANAGER = re.compile(r"^(?:\w*GuardManager|RootGuardManager)\b:?(?P<rest>.*)$")
+_KIND = re.compile(r"^(?P<kind>[A-Z][A-Z0-9_]+): (?P<code>.*)$")
+_MANAGER_SOURCE = re.compile(r"source=(?P<source>.+?), accessed_by=")
+# "  # <user code>  # <file>:<line> in <function>" after the guard's code
+_WHERE = re.compile(r"#\s*(?P<code>.*?)\s+#\s+(?P<file>[^\s#]+):(?P<line>\d+) in (?P<fn>[\w<>.]+)")
+_FRAMEWORK = re.compile(r"^(?:_dynamo|_inductor|_functorch|fx|_subclasses|_guards)/")
+_SOURCE = re.compile(r"(?:[LG]\['[^'\]]*'\](?:\.\w+|\[[^\]]*\])*(?:\(\))?(?:\[\d+\])?)")
+
+
+def _split_comment(text: str) -> tuple[str, str]:
+    """A guard's code and the comment after it (Dynamo aligns it with two or more spaces)."""
+    m = re.search(r"\s{2,}#", text)
+    if not m:
+        return text.strip(), ""
+    return text[:m.start()].strip(), text[m.start():].strip()
+
+
+def _user_line(comment: str) -> dict[str, Any] | None:
+    m = _WHERE.search(comment)
+    if not m or _FRAMEWORK.match(m["file"]):
+        return None
+    return {"file": m["file"], "line": int(m["line"]), "fn": m["fn"], "code": m["code"]}
+
+
+def code_source(code: str) -> str | None:
+    """The first input a guard's code names (``L['x']``, ``L['x'].size()[0]``, ``G['w']``)."""
+    m = _SOURCE.search(code)
+    return m.group(0) if m else None
+
+
+def parse_guard_tree(text: str) -> tuple[list[dict[str, Any]], int]:
+    """Every guard of a guard tree: ``{kind, source, code, user_line}`` (``source``: the input
+    the enclosing GuardManager checks, else the first one the code names). Returns the guards
+    and how many more there were beyond ``MAX_GUARDS``."""
+    guards: list[dict[str, Any]] = []
+    dropped = 0
+    sources: list[str | None] = []  # the source of the GuardManager at each depth
+    for raw in str(text or "").splitlines():
+        m = _LINE.match(raw.rstrip())
+        if not m:
+            continue
+        depth = len(m["indent"]) // 2
+        body = m["body"]
+        del sources[depth:]
+        man = _MANAGER.match(body)
+        if man:
+            src = _MANAGER_SOURCE.search(man["rest"])
+            sources.extend([None] * (depth - len(sources)))
+            sources.append(src["source"] if src else None)
+            continue
+        km = _KIND.match(body)
+        if not km:
+            continue
+        if len(guards) >= MAX_GUARDS:
+            dropped += 1
+            continue
+        code, comment = _split_comment(km["code"])
+        enclosing = next((s for s in reversed(sources) if s), None)
+        guards.append({"kind": km["kind"], "source": enclosing or code_source(code),
+                       "code": code, "user_line": _user_line(comment)})
+    return guards, dropped
+
+
+def by_source(guards: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Guards grouped by the input they check, inputs in order of first appearance; guards
+    on no input (global state, the default device …) under ``"(global)"``."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for g in guards:
+        key = _tensor_of(str(g.get("source") or "")) or "(global)"
+        out.setdefault(key, []).append(g)
+    return out
+
+
+def _tensor_of(source: str) -> str:
+    """``L['x'].size()[0]`` -> ``L['x']`` (the input a size source belongs to)."""
+    m = re.match(r"^([LG]\['[^'\]]*'\](?:\.[A-Za-z_]\w*\b(?!\()|\[[^\]]*\])*)", source)
+    return m.group(1) if m else source
+
+
+def with_sources(expr: str, symbols: dict[str, str]) -> str:
+    """``expr`` with each symbol (``s0``, ``u1``) replaced by the input it stands for
+    (``symbols``: name -> source); a symbol without a source stays as it is."""
+    if not symbols:
+        return expr
+    return re.sub(r"\b([su]\d+)\b", lambda m: symbols.get(m.group(1), m.group(1)), expr)

@@ -1,0 +1,152 @@
+"""Each recompile explained: which compile it follows, the guard that failed, the value that
+failed it, and what would avoid it (``mark_dynamic``, ``maybe_mark_dynamic``,
+``dynamic=True``, a config knob) — and the recompile limit being hit, as its own error.
+
+Read from what a trace keeps per compile (``compiles/<id>.json``: the recompile reasons,
+the compile's metrics and Dynamo config; ``compiles/<id>.shapes.json``: the inputs' values the
+failed guards name). Plain text matching: nothing from the trace is evaluated."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_PREFIX = re.compile(r"^\s*(?P<cid>!?\d+/\d+(?:_\d+)?(?:/\d+)?): (?P<text>.*)$", re.S)
+_TENSOR = re.compile(r"tensor '(?P<name>[^']+)' (?P<what>size|stride) mismatch at index "
+                     r"(?P<index>\d+)\. expected (?P<expected>\S+), actual (?P<actual>\S+)")
+_TENSOR_OTHER = re.compile(r"tensor '(?P<name>[^']+)' (?P<what>dtype|device|requires_grad|"
+                           r"dispatch key set|rank|ndim)[^.]*mismatch")
+_SIZE_SOURCE = re.compile(r"L\['[^'\]]+'\]\.(?:size|stride)\(\)\[\d+\]")
+_INT_SOURCE = re.compile(r"L\['(?P<name>[^'\]]+)'\] == (?P<value>-?\d+)")
+_LIMIT = re.compile(r"recompile limit|cache_size_limit|recompile_limit", re.I)
+
+
+def reasons_of(detail: dict[str, Any]) -> list[str]:
+    """A compile's recompile reasons as a flat list of strings (a log may store the list of a
+    frame's failed compiles as one JSON text)."""
+    out: list[str] = []
+    for r in detail.get("recompile_reasons") or []:
+        if isinstance(r, str) and r.lstrip().startswith("["):
+            try:
+                r = json.loads(r)
+            except ValueError:
+                pass
+        out.extend(str(x) for x in (r if isinstance(r, list) else [r]))
+    return out
+
+
+def previous_compile(cid: str, compiles: dict[str, Any]) -> str | None:
+    """The compile of the same frame just before ``cid`` (``3/2`` -> ``3/1``, its last
+    restart if it restarted)."""
+    m = re.fullmatch(r"(?P<pre>!?(?:\d+/)?\d+/)(?P<n>\d+)(?:_\d+)?", cid)
+    if not m or int(m["n"]) == 0:
+        return None
+    base = f"{m['pre']}{int(m['n']) - 1}"
+    restarts = sorted((k for k in compiles if k.startswith(base + "_")),
+                      key=lambda k: int(k.rsplit("_", 1)[1]) if k.rsplit("_", 1)[1].isdigit()
+                      else 0)
+    if base in compiles or not restarts:
+        return base
+    return restarts[-1]
+
+
+def _config(detail: dict[str, Any]) -> dict[str, Any]:
+    text = (detail.get("metrics") or {}).get("dynamo_config")
+    if isinstance(text, str):
+        try:
+            value = json.loads(text)
+            return value if isinstance(value, dict) else {}
+        except ValueError:
+            return {}
+    return text if isinstance(text, dict) else {}
+
+
+def suggestion(text: str, config: dict[str, Any]) -> tuple[str, str | None, Any, Any]:
+    """What would avoid a recompile whose failed guard says ``text``: (suggestion, the input
+    source it is about, the value it expected, the value that failed it)."""
+    m = _TENSOR.search(text)
+    if m:
+        name, index = m["name"], m["index"]
+        source = f"L['{name}'].{m['what']}()[{index}]"
+        if m["what"] == "stride":
+            return (f"the memory layout of {name!r} changed (a transposed or sliced input): "
+                    f"pass {name}.contiguous(), or keep one layout across calls",
+                    source, m["expected"], m["actual"])
+        if config.get("automatic_dynamic_shapes") is False:
+            advice = (f"automatic dynamic shapes are off here (torch.compile(dynamic=False) or "
+                      f"torch._dynamo.config.automatic_dynamic_shapes=False): every new size of "
+                      f"dimension {index} of {name!r} compiles again; drop dynamic=False, or call "
+                      f"torch._dynamo.mark_dynamic({name}, {index}) before the first call")
+        else:
+            advice = (f"dimension {index} of {name!r} changed size: this compile makes it dynamic "
+                      f"(automatic dynamic), so later sizes reuse it; to compile once, call "
+                      f"torch._dynamo.maybe_mark_dynamic({name}, {index}) (or mark_dynamic) before "
+                      f"the first call, or use torch.compile(dynamic=True)")
+        return advice, source, m["expected"], m["actual"]
+    m = _TENSOR_OTHER.search(text)
+    if m:
+        return (f"the {m['what']} of {m['name']!r} changed: each {m['what']} is compiled "
+                f"separately; keep it the same across calls", f"L['{m['name']}']", None, None)
+    m = _INT_SOURCE.search(text)
+    if m:
+        return (f"the Python number {m['name']!r} is a constant of the compile: pass it as a "
+                f"tensor, or let automatic dynamic make it a symbol (it does after one change "
+                f"unless torch._dynamo.config.specialize_int is True)",
+                f"L['{m['name']}']", m["value"], None)
+    m = _SIZE_SOURCE.search(text)
+    if m:
+        return (f"a guard on the size {m.group(0)} failed: code branched on that size (or "
+                f"checked it) and the compile holds only for the sizes seen; avoid Python "
+                f"branches on sizes (use torch._check for facts), or mark it dynamic with "
+                f"torch._dynamo.mark_dynamic", m.group(0), None, None)
+    if "___check_obj_id" in text or "ID_MATCH" in text or "___check_type_id" in text:
+        return ("an object passed in is not the one compiled for (a new module instance, "
+                "function or type): reuse one object across calls", None, None, None)
+    if "global state" in text.lower() or "GLOBAL_STATE" in text or "grad_mode" in text:
+        return ("the global state changed (grad mode, autocast, default dtype): call under "
+                "the same torch.no_grad()/autocast state each time", None, None, None)
+    return ("read the failed guard; TORCH_LOGS=recompiles_verbose lists every guard that "
+            "failed", None, None, None)
+
+
+def explain(cid: str, compiles: dict[str, dict[str, Any]],
+            shapes: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """Why compile ``cid`` happened when it is a recompile (None when it is not): ``previous``
+    (the compile it follows), ``failed_guard`` (the failed guard, as Dynamo words it),
+    ``guard_of`` (whose guard it was), ``source``, ``expected``, ``failing_value``,
+    ``suggestion``, ``limit_hit`` (with ``limit``: the recompile limit reached), ``reasons``
+    (every reason given, one per compile of the frame)."""
+    detail = compiles.get(cid) or {}
+    recorded = (shapes or {}).get("recompile") or {}
+    reasons = reasons_of(detail) or [str(r) for r in recorded.get("reasons") or []]
+    metrics = detail.get("metrics") or {}
+    fail = f"{metrics.get('fail_type') or ''} {metrics.get('fail_reason') or ''}"
+    limit_hit = bool(_LIMIT.search(fail)) and ("exceeded" in fail or "hit" in fail
+                                               or "FailOnRecompileLimitHit" in fail)
+    if not reasons and not limit_hit:
+        return None
+    prev = previous_compile(cid, compiles)
+    parsed = []
+    for r in reasons:
+        m = _PREFIX.match(r)
+        parsed.append((m["cid"], m["text"].strip()) if m else (None, r.strip()))
+    of, text = next(((c, t) for c, t in parsed if c == prev), parsed[0] if parsed
+                    else (None, ""))
+    config = _config(detail)
+    advice, source, expected, actual = suggestion(text, config) if text else ("", None,
+                                                                              None, None)
+    values = recorded.get("values") if isinstance(recorded.get("values"), dict) else {}
+    failing = values.get(source) if source else None
+    out = {"previous": prev, "guard_of": of, "failed_guard": text or None, "source": source,
+           "expected": expected, "failing_value": failing if failing is not None else actual,
+           "suggestion": advice or None, "limit_hit": limit_hit, "reasons": reasons}
+    if limit_hit:
+        limit = config.get("recompile_limit") or config.get("cache_size_limit")
+        out["limit"] = limit
+        out["suggestion"] = (
+            f"the recompile limit (torch._dynamo.config.recompile_limit = {limit}) was hit: "
+            "from here on this function runs without compiling (eager). "
+            + (f"Avoid the recompiles: {advice}; " if advice else "")
+            + "or raise torch._dynamo.config.recompile_limit if they are expected")
+    return out
