@@ -138,3 +138,29 @@ def test_recompile_rules_on_other_guards() -> None:
     compiles["5/1"]["recompile_reasons"] = ["5/0: L['x'].size()[0] <= 4096"]
     assert recompiles.explain("5/1", compiles)["source"] == "L['x'].size()[0]"
     assert recompiles.previous_compile("5/0", compiles) is None
+
+
+def test_a_torch_trace_import_fills_what_the_log_has(tmp_path: Path) -> None:
+    """The same example under TORCH_TRACE, imported: symbols, specializations, user lines and
+    each recompile come from the log's records (it has no ShapeEnv: ranges are as created)."""
+    from tests.conftest import clean_env
+
+    log = tmp_path / "log"
+    env = clean_env({"TORCH_TRACE": str(log), "PYTHONPATH": pythonpath()})
+    subprocess.run([sys.executable, str(EXAMPLE)], env=env, capture_output=True, timeout=600)
+    out = tmp_path / "imported"
+    proc = subprocess.run([sys.executable, "-m", "tuidebug.cli", "import", str(log), "-o",
+                           str(out)], env=env, capture_output=True, text=True, timeout=300)
+    assert out.joinpath("manifest.json").exists(), proc.stderr
+    t = open_trace(out)
+    (sym,) = compile_dynamic(t, "0/1")["symbols"]
+    assert sym["source"] == "L['x'].size()[0]" and sym["hint"] == 3 and sym["lower"] == 2
+    assert sym["user_line"]["line"] == line_of("return (x * 2).sum(0)")
+    (sp,) = compile_dynamic(t, "1/0")["specializations"]
+    assert sp["value"] == 8 and sp["user_line"]["line"] == line_of("if x.shape[0] == 8:")
+    assert sp["marked_dynamic"]
+    u0 = next(s for s in compile_dynamic(t, "2/0")["symbols"] if s["name"] == "u0")
+    assert u0["kind"] == "unbacked" and u0["user_line"]["line"] == line_of(".sum().item()")
+    assert any(g["kind"] == "TENSOR_MATCH" for g in t.compile_shapes("0/1")["guards"])
+    limit = compile_dynamic(t, "3/2")["recompile"]
+    assert limit["limit_hit"] and limit["failing_value"] == "4"  # from the reason's text

@@ -90,6 +90,15 @@ def _tensor_of(source: str) -> str:
     return m.group(1) if m else source
 
 
+def render_range(name: str, lower: Any, upper: Any) -> str:
+    """``2 <= s0 <= 1024``; an unbounded side left out; one value: ``Eq(s0, 8)``."""
+    lo = None if str(lower) in ("-int_oo", "-oo") else lower
+    hi = None if str(upper) in ("int_oo", "oo") else upper
+    if lo is not None and lo == hi:
+        return f"Eq({name}, {lo})"
+    return " <= ".join(str(p) for p in (lo, name, hi) if p is not None)
+
+
 def with_sources(expr: str, symbols: dict[str, str]) -> str:
     """``expr`` with each symbol (``s0``, ``u1``) replaced by the input it stands for
     (``symbols``: name -> source); a symbol without a source stays as it is."""

@@ -153,7 +153,7 @@ def _with_range(sym: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
             "source": sym.get("source") or next(iter(facts.get("sources") or []), None),
             "hint": sym.get("hint") if sym.get("hint") is not None else facts.get("hint"),
             "lower": lower, "upper": upper,
-            "range": compat.render_range(sym["name"], lower, upper),
+            "range": guard_tree.render_range(sym["name"], lower, upper),
             "replaced_by": facts.get("replaced_by")}
 
 

@@ -59,7 +59,7 @@ from tuidebug.compiler.compat.distributed import (  # noqa: F401
 )
 from tuidebug.compiler.compat.shapes import (  # noqa: F401
     SHAPE_RECORDS, RECOMPILE_REASONS, shape_record, current_shape_env, shape_env_symbols,
-    render_range, recompile_call,
+    recompile_call,
 )
 from tuidebug.compiler.compat.bisector import (  # noqa: F401
     COMPILER_BISECTOR, BISECT_CALL_COUNTER, compiler_bisector, begin_bisect_run, end_bisect_run,

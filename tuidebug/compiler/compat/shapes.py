@@ -142,15 +142,6 @@ def shape_env_symbols(env: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
-def render_range(name: str, lower: Any, upper: Any) -> str:
-    """``2 <= s0 <= 1024`` (a bound that is unbounded left out; one value: ``Eq(s0, 8)``)."""
-    lo = None if str(lower) in ("-int_oo", "-oo") else lower
-    hi = None if str(upper) in ("int_oo", "oo") else upper
-    if lo is not None and lo == hi:
-        return f"Eq({name}, {lo})"
-    return " <= ".join(str(p) for p in (lo, name, hi) if p is not None)
-
-
 _SIZE_SOURCE = re.compile(r"L\['([A-Za-z_][A-Za-z0-9_]*)'\]\.(size|stride)\(\)\[(\d+)\]")
 _TENSOR_REASON = re.compile(r"tensor '([A-Za-z_][A-Za-z0-9_]*)' (size|stride) mismatch at index "
                             r"(\d+)")

@@ -12,6 +12,7 @@ from typing import Any
 
 from tuidebug.trace import safefile
 from tuidebug.trace.importers import records as r
+from tuidebug.trace.importers import shapes_log
 from tuidebug.trace.importers.records import Envelope, Fact
 from tuidebug.trace.importers.segments import PHASE_OF_EVENT
 
@@ -19,6 +20,7 @@ _ERROR_RE = re.compile(r"^(?P<t>[A-Za-z_][\w.]*(?:Error|Exception|Failed|Unsuppo
                        r"Interrupt)): (?P<m>.*)$", re.S)
 DYNAMIC_SHAPE_EVENTS = frozenset({
     "create_symbol", "create_unbacked_symbol", "guard_added", "guard_added_fast",
+    "propagate_real_tensors",
     "symbolic_shape_specialization", "propagate_real_tensors_provenance", "expression_created",
     "unbacked_symbol", "missing_fake_kernel", "mismatched_fake_kernel", "create_symbolic_sizes",
 })
@@ -306,6 +308,9 @@ class DynamicShapeParser(_Parser):
                 if k in ("stack", "user_stack", "frame_locals"):
                     continue
                 entry[k] = v
+            line = shapes_log.user_line(value.get("user_stack"), env.strings)
+            if line:
+                entry["user_line"] = line
         return [r.DynamicShape(entry)]
 
 

@@ -24,6 +24,7 @@ from tuidebug.trace.importers import fxtext, records as r, segments, tracelog
 from tuidebug.trace.importers.sources import log_rank
 from tuidebug.trace.importers.graphs import GraphBook, ImportedCompile, ImportedGraph
 from tuidebug.trace.importers.parsers import GLOBAL_RECORDS, REGISTRY
+from tuidebug.trace.importers.shapes_log import shapes_from_log
 from tuidebug.trace.importers.timings import Timings
 from tuidebug.trace.writer import TraceWriter
 
@@ -351,6 +352,9 @@ class TorchTraceImporter:
             if not c.graphs and set(c.detail) <= {"id", "graphs", "log_lines"}:
                 continue  # a compile id with only timing events
             w.write_compile(cid, c.detail)
+            shapes = shapes_from_log(c.detail)
+            if shapes is not None:
+                w.write_compile_shapes(cid, shapes)
             metrics = c.detail.get("metrics") or {}
             compiles.append({"id": cid, "graphs": c.graphs, "summary": {
                 k: metrics.get(k) for k in ("co_name", "co_filename", "co_firstlineno",
