@@ -42,6 +42,14 @@ def test_collectives_of_a_graph_in_program_order(same_job) -> None:
         assert [c["index"] for c in data["collectives"]] == [0, 1, 2, 3]
         assert data["reordered"] is False and data["issued_by_wrapper"] is True
     assert _info(job)["divergence"] is None
+    (graph,) = _info(job / "rank_0")["graphs"]
+    assert [(c["op"], c["tensors"], c["line"].rsplit("/", 1)[-1]) for c in graph["collectives"]] \
+        == [("all_reduce", ["float32[4]"], f"rank_job.py:{_line_of('dist.all_reduce(y)')}"),
+            ("all_gather_into_tensor", ["float32[4]"],
+             f"rank_job.py:{_line_of('dist.all_gather_into_tensor(w, y)')}")]
+    text = " ".join(_cli("info", str(job / "rank_1")).stdout.split())
+    assert "collective #0: all_reduce group 0 [0, 1] float32[4] (reduce_op=sum)" in text
+    assert "collective #1: all_gather_into_tensor group 0 [0, 1] float32[4] (group_size=2)" in text
 
 
 def test_collective_order_differs_between_two_groups(collectives_job) -> None:
@@ -86,6 +94,11 @@ def test_ddp_buckets_are_graphs_of_their_own(collectives_job) -> None:
         for i, b in enumerate(buckets):  # bucket i holds layer i's weight and bias
             assert len(b["params"]) == 2 and all(f"layers_modules_{i}_" in p for p in b["params"])
     assert len([g for g in t.graphs if g.compile_id == cid]) == 6
+    summary = {g["id"]: g for g in _info(job / "rank_0")["graphs"]}
+    assert summary[f"{base}-forward-2"]["ddp_bucket"]["index"] == 1
+    assert summary[f"{base}-forward-2"]["collectives"] == []  # DDP's all-reduces run in its reducer
+    text = " ".join(_cli("info", str(job / "rank_0")).stdout.split())
+    assert f"{base}-backward-3 DDP bucket 3 of 3: 1050624 bytes, 2 parameters" in text
     assert Trace(job / "rank_1").graph(f"{base}-backward-3").meta["ddp_bucket"]["index"] == 2
 
 

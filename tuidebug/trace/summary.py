@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tuidebug.trace import collectives as coll
 from tuidebug.trace.dynamic import compile_dynamic
 from tuidebug.trace.reader import GraphRecord, StageInfo, Trace
 
@@ -178,6 +179,8 @@ def graph_summary(g: GraphRecord, compile_record: dict[str, Any] | None = None) 
         "rejected_fusions": fusion.get("rejected", 0) if recorded else None,
         "autotuned_ops": len(g.autotune),
         "cudagraphs": cudagraphs_state(g),
+        "collectives": [coll.describe(c) for c in coll.issued(g)],
+        "ddp_bucket": meta.get("ddp_bucket"),
         "from_cache": cached,
         "phase_times_s": meta.get("phase_times_s") or {},
         "error": g.error,

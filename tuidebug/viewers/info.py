@@ -18,10 +18,22 @@ from tuidebug.viewers.inert import inert, inert_text
 from tuidebug.viewers.profile_view import render_profile
 
 MAX_ROWS = 200  # graphs and compiles listed (info --json lists every one)
+MAX_COLLECTIVES = 8  # collectives listed per graph
 MAX_PROBLEMS = 50  # problems listed
 
 STATUS_STYLE = {"ok": "bold green", "failed": "bold red", "crashed": "bold magenta",
                 "running": "bold yellow"}
+
+
+def collective_text(c: dict[str, Any] | None) -> str:
+    """A described collective (``trace.collectives.describe``) in one line:
+    ``all_reduce group 0 [0, 1] float32[4] (reduce_op=sum) at job.py:13``."""
+    if c is None:
+        return "nothing (its sequence ends here)"
+    group = f"{c.get('group')}" + (f" {c['group_ranks']}" if c.get("group_ranks") else "")
+    args = ", ".join(f"{k}={v}" for k, v in (c.get("args") or {}).items())
+    out = f"{c['op']} group {group} {' '.join(c.get('tensors') or [])}"
+    return out + (f" ({args})" if args else "") + (f" at {c['line']}" if c.get("line") else "")
 
 
 def _secs(v: Any) -> str:
@@ -79,6 +91,19 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
         if g.get("cudagraphs") not in (None, "off"):
             console.print(Text.assemble(inert_text(f"  {g['id']} ", "bold"),
                                         ("CUDA graphs: ", "dim"), inert_text(g["cudagraphs"])))
+        for i, c in enumerate((g.get("collectives") or [])[:MAX_COLLECTIVES]):
+            console.print(Text.assemble(inert_text(f"  {g['id']} ", "bold"),
+                                        (f"collective #{i}: ", "dim"),
+                                        inert_text(collective_text(c))))
+        if len(g.get("collectives") or []) > MAX_COLLECTIVES:
+            console.print(inert_text(f"  … {len(g['collectives']) - MAX_COLLECTIVES} more "
+                                     "collectives (collectives.json)", "dim"))
+        if g.get("ddp_bucket"):
+            b = g["ddp_bucket"]
+            console.print(Text.assemble(inert_text(f"  {g['id']} ", "bold"), ("DDP bucket ", "dim"),
+                                        inert_text(f"{b.get('index', 0) + 1} of {b.get('buckets')}: "
+                                                   f"{b.get('bytes')} bytes, "
+                                                   f"{len(b.get('params') or [])} parameters")))
         if g["changed_passes"]:
             console.print(Text.assemble(inert_text(f"  {g['id']} ", "bold"),
                                         ("passes that changed it: ", "dim"),

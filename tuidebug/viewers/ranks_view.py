@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tuidebug.viewers.inert import inert, inert_text
-from tuidebug.viewers.info import STATUS_STYLE
+from tuidebug.viewers.info import STATUS_STYLE, collective_text
 
 
 def _secs(v: Any) -> str:
@@ -28,16 +28,6 @@ def _ranks(rs: list[int]) -> str:
         else:
             out.append(str(r))
     return ",".join(out)
-
-
-def collective_text(c: dict[str, Any] | None) -> str:
-    """A described collective in one line: ``all_reduce group 0 [0, 1] float32[4] (reduce_op=sum)``."""
-    if c is None:
-        return "nothing (its sequence ends here)"
-    group = f"{c.get('group')}" + (f" {c['group_ranks']}" if c.get("group_ranks") else "")
-    args = ", ".join(f"{k}={v}" for k, v in (c.get("args") or {}).items())
-    out = f"{c['op']} group {group} {' '.join(c.get('tensors') or [])}"
-    return out + (f" ({args})" if args else "") + (f" at {c['line']}" if c.get("line") else "")
 
 
 def divergence_lines(d: dict[str, Any] | None) -> list[str]:

@@ -46,6 +46,11 @@ def user_frame(stack: str | None, cache: dict[str, Any]) -> dict[str, Any] | Non
     return frames[-1] if frames else None
 
 
+def _issuing(order: list[str], by_node: dict[str, dict[str, Any]]) -> list[str]:
+    """The collectives of ``order`` without the waits (a wait moved is no reordering)."""
+    return [n for n in order if "waits_for" not in by_node[n]]
+
+
 class Collectives(Concern):
     def __init__(self, session: Any) -> None:
         super().__init__(session)
@@ -127,7 +132,8 @@ class Collectives(Concern):
         groups = {c["group"]: self._groups.get(c["group"]) for c in fx if c["group"] is not None}
         gs.out.trace.write_json(gs.out.path(schema.COLLECTIVES), {
             "graph": gs.graph_id, "rank": compat.this_rank(), "groups": groups,
-            "collectives": entries, "reordered": order != [c["node"] for c in fx],
+            "collectives": entries,
+            "reordered": _issuing(order, by_node) != _issuing([c["node"] for c in fx], by_node),
             "issued_by_wrapper": bool(issued)})
 
     # -- DDPOptimizer buckets ---------------------------------------------------------------------
