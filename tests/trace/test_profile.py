@@ -116,3 +116,63 @@ def test_profile_options_are_checked(tmp_path: Path) -> None:
                           env=env, capture_output=True, text=True, timeout=120)
     assert both.returncode == 2 and "drop --no-check" in both.stderr
     assert not (tmp_path / "t").exists()
+
+
+def _check_trace_events(data: dict) -> list[dict]:
+    """The Chrome trace-event format (JSON object form): every event named, a known phase, ids
+    and times of the right types; the spans of one thread nest (Perfetto draws them as a
+    stack) — returns the spans."""
+    assert isinstance(data, dict) and isinstance(data["traceEvents"], list)
+    assert data.get("displayTimeUnit") in (None, "ms", "ns")
+    spans = []
+    for e in data["traceEvents"]:
+        assert isinstance(e["name"], str) and e["ph"] in ("X", "M"), e
+        assert isinstance(e["pid"], int) and isinstance(e.get("tid", 0), int), e
+        assert isinstance(e.get("args", {}), dict)
+        if e["ph"] == "M":
+            assert e["name"] in ("process_name", "thread_name") and isinstance(
+                e["args"]["name"], str), e
+            continue
+        assert isinstance(e["ts"], (int, float)) and e["ts"] >= 0, e
+        assert isinstance(e["dur"], (int, float)) and e["dur"] >= 0, e
+        spans.append(e)
+    by_thread: dict = {}
+    for e in spans:
+        by_thread.setdefault((e["pid"], e["tid"]), []).append(e)
+    for events in by_thread.values():
+        stack: list = []
+        for e in sorted(events, key=lambda e: (e["ts"], -e["dur"])):
+            while stack and e["ts"] >= stack[-1]["ts"] + stack[-1]["dur"] - 1e-3:
+                stack.pop()
+            if stack:  # inside the enclosing span, never across its end
+                assert e["ts"] + e["dur"] <= stack[-1]["ts"] + stack[-1]["dur"] + 1e-3, (e, stack)
+            stack.append(e)
+    return spans
+
+
+def test_perfetto_export(profiled_trace: Path, tmp_path: Path) -> None:
+    out = tmp_path / "t.json"
+    p = subprocess.run([sys.executable, "-m", "tuidebug.cli", "perfetto", str(profiled_trace),
+                        "-o", str(out)], env={"PYTHONPATH": pythonpath(), "PATH": "/usr/bin:/bin"},
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    spans = _check_trace_events(json.loads(out.read_text()))
+    t = Trace(profiled_trace)
+    (g,) = t.graphs
+    phases = {e["name"]: e for e in spans if e["cat"] == "phase"}
+    assert set(phases) == set(g.meta["phase_times_s"])
+    assert abs(phases["codegen"]["dur"] - g.meta["phase_times_s"]["codegen"] * 1e6) <= 1
+    passes = [e["name"] for e in spans if e["cat"] == "pass"]
+    assert passes == [s.name for s in g.stages if s.kind == "pass" and s.duration_s is not None]
+    (c,) = t.profile["compiles"].values()
+    calls = [e for e in spans if e["pid"] == 2 and e["cat"] != "call"]
+    assert sorted(e["name"] for e in calls) == sorted(k["call"] for k in c["kernels"])
+    order = {h: i for i, h in enumerate(
+        sorted({h for k in g.kernels for h in k.get("handles") or []},
+               key=lambda h: int(h.rsplit(":", 1)[1])))}
+    handle = {k["call"]: k["call"] if ":" in k["call"] else
+              (g.kernel(k["kernel"])["handles"] or [""])[0] for k in c["kernels"]}
+    assert [order[handle[e["name"]]] for e in calls] == sorted(order[handle[e["name"]]]
+                                                               for e in calls)
+    eager = [e["name"] for e in spans if e["pid"] == 3 and e["cat"] == "fx_node"]
+    assert sorted(eager) == sorted(n["node"] for n in c["eager_nodes"])

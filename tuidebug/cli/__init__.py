@@ -45,6 +45,9 @@ COMMANDS: tuple[Command, ...] = (
             demo.demo_arguments, demo.cmd_demo, needs_torch=True),
     Command("svg", "export a captured graph as SVG (Graphviz)",
             viewing.svg_arguments, viewing.cmd_svg, viewing.SVG_DESCRIPTION),
+    Command("perfetto", "write compile phases, passes and a profiled run as Chrome trace JSON "
+                        "(Perfetto)",
+            viewing.perfetto_arguments, viewing.cmd_perfetto, viewing.PERFETTO_DESCRIPTION),
     Command("flags", "list and search every Inductor flag with its documentation; "
                      "`flags demo NAME` toggles one and shows what changes",
             compiling.flags_arguments, compiling.cmd_flags, needs_torch=True),

@@ -239,3 +239,35 @@ def print_job_info(path: Path, *, as_json: bool) -> int:
         render_job(report, console())
     ok = all(r.get("status") == "ok" for r in report["ranks"])
     return 0 if ok and report["divergence"] is None else 1
+
+
+# -- perfetto ---------------------------------------------------------------------------------------
+
+PERFETTO_DESCRIPTION = (
+    "Write TRACE as Chrome trace-event JSON, to open in Perfetto (ui.perfetto.dev) or "
+    "chrome://tracing: the compile phases and passes of every graph on one process's tracks and, "
+    "for a trace made with --profile, a median call of each compiled graph (its kernel calls) "
+    "and of its eager graph (its FX nodes) on two more.")
+
+
+def perfetto_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trace")
+    p.add_argument("-o", "--output", help="the JSON file (default: <trace name>.perfetto.json)")
+
+
+def cmd_perfetto(ns: argparse.Namespace) -> int:
+    from tuidebug.trace.atomic import write_text
+    from tuidebug.trace.perfetto import chrome_trace
+    from tuidebug.trace.reader import Trace
+    from tuidebug.trace.safefile import strict_dumps
+
+    trace = Trace(resolve_trace(Path(ns.trace)))
+    out = Path(ns.output) if ns.output else Path(f"{trace.name}.perfetto.json")
+    data = chrome_trace(trace)
+    try:
+        write_text(out, strict_dumps(data))
+    except OSError as e:
+        raise CliError(f"cannot write {out}: {e.strerror or e}") from None
+    spans = sum(1 for e in data["traceEvents"] if e.get("ph") == "X")
+    print(f"wrote {out}: {spans} spans (open it in https://ui.perfetto.dev)")
+    return 0

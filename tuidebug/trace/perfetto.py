@@ -1,0 +1,147 @@
+"""A trace as Chrome trace-event JSON (``tuidebug perfetto``), for Perfetto or chrome://tracing.
+
+Process 1 holds the compile: per graph one track of its compile phases (meta.json's phase starts
+and durations) and one of the passes that ran, each laid from the start of its phase in the
+order they ran, with its own duration. Graphs follow one another (a trace keeps each graph's
+times from its own start). A profiled trace (``trace --profile``) adds, per compile, process 2:
+one median call of the compiled graph — its kernel calls in the order the wrapper makes them
+(provenance handles number them), each as long as its median, inside the call's median wall
+time — and process 3: one call of the eager graph, its FX nodes in graph order. Pure data: no
+torch; every string from the trace goes into JSON as data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tuidebug.trace.reader import GraphRecord, Trace
+
+COMPILE_PID, COMPILED_PID, EAGER_PID = 1, 2, 3
+_PASS_PHASE = {"pre_grad_passes": "pre_grad", "joint_graph_passes": "joint_graph",
+               "post_grad_passes": "post_grad"}
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 \
+        else None
+
+
+def _us(seconds: float) -> float:
+    return round(seconds * 1e6, 3)
+
+
+def _meta(pid: int, tid: int | None, what: str, name: str) -> dict[str, Any]:
+    e: dict[str, Any] = {"name": what, "ph": "M", "pid": pid, "args": {"name": name}}
+    if tid is not None:
+        e["tid"] = tid
+    return e
+
+
+def _span(name: str, pid: int, tid: int, start_s: float, dur_s: float, cat: str,
+          **args: Any) -> dict[str, Any]:
+    return {"name": name, "cat": cat, "ph": "X", "pid": pid, "tid": tid, "ts": _us(start_s),
+            "dur": _us(dur_s), "args": {k: v for k, v in args.items() if v is not None}}
+
+
+def _graph_events(g: GraphRecord, tid: int, offset: float) -> tuple[list[dict[str, Any]], float]:
+    """The phase and pass spans of graph ``g`` starting at ``offset`` s; and where it ends."""
+    meta = g.meta
+    starts = {k: _num(v) for k, v in (meta.get("phase_starts_s") or {}).items()}
+    times = {k: _num(v) for k, v in (meta.get("phase_times_s") or {}).items()}
+    events = [_meta(COMPILE_PID, tid, "thread_name", f"{g.id} phases"),
+              _meta(COMPILE_PID, tid + 1, "thread_name", f"{g.id} passes")]
+    end = offset
+    timed = sorted((start, phase) for phase, start in starts.items()
+                   if start is not None and times.get(phase) is not None)
+    for i, (start, phase) in enumerate(timed):
+        dur = times[phase] or 0.0
+        if i + 1 < len(timed):  # durations are rounded to the µs: never past the next start
+            dur = min(dur, timed[i + 1][0] - start)
+        events.append(_span(phase, COMPILE_PID, tid, offset + start, dur, "phase", graph=g.id))
+        end = max(end, offset + start + dur)
+    cursor = offset
+    for s in g.stages:
+        dur = _num(s.duration_s)
+        if s.kind != "pass" or dur is None:
+            continue
+        phase_start = starts.get(_PASS_PHASE.get(str(s.subsystem), ""), None)
+        if phase_start is not None:
+            cursor = max(cursor, offset + phase_start)
+        events.append(_span(s.name, COMPILE_PID, tid + 1, cursor, dur, "pass", graph=g.id,
+                            subsystem=s.subsystem, changed=s.changed))
+        cursor += dur
+        end = max(end, cursor)
+    return events, end
+
+
+def _call_order(trace: Trace, k: dict[str, Any]) -> int:
+    """Where a kernel call comes in the wrapper: the number of its provenance handle
+    (``cpp_fused_gelu_0:2``; Inductor numbers them in call order)."""
+    handles = [str(k.get("call") or "")]
+    if not handles[0][-1:].isdigit():
+        try:
+            handles = [str(h) for h in (trace.graph(k["graph"]).kernel(k["kernel"]) or {})
+                       .get("handles") or []]
+        except KeyError:
+            handles = []
+    tail = handles[0].rsplit(":", 1)[-1] if handles else ""
+    return int(tail) if tail.isdigit() else 1 << 30
+
+
+def _profile_events(trace: Trace, start: float) -> list[dict[str, Any]]:
+    events = [_meta(COMPILED_PID, None, "process_name", "compiled graph (a median call)"),
+              _meta(EAGER_PID, None, "process_name", "eager graph (a call, node by node)")]
+    compiles = trace.profile.get("compiles") or {}
+    for tid, cid in enumerate(sorted(compiles), start=1):
+        c = compiles[cid]
+        events += [_meta(COMPILED_PID, tid, "thread_name", f"compile {cid}"),
+                   _meta(EAGER_PID, tid, "thread_name", f"compile {cid}")]
+        kernels = sorted(c.get("kernels") or [], key=lambda k: _call_order(trace, k))
+        cursor = start
+        inner = []
+        for k in kernels:
+            t = _num(k.get("time_s")) or 0.0
+            inner.append(_span(str(k.get("call") or k["kernel"]), COMPILED_PID, tid, cursor, t,
+                               str(k.get("kind") or "kernel"), graph=k["graph"],
+                               kernel=k["kernel"], calls=k.get("calls")))
+            cursor += t
+        wall = max(_num((c.get("compiled") or {}).get("wall_s")) or 0.0, cursor - start)
+        events.append(_span(f"compiled call {cid}", COMPILED_PID, tid, start, wall, "call",
+                            runs=c.get("runs"), device=c.get("device")))
+        events += inner
+        order = _node_order(trace, str(c.get("eager_graph") or ""))
+        nodes = sorted(c.get("eager_nodes") or [],
+                       key=lambda n: order.get(n["node"], len(order)))
+        cursor = start
+        inner = []
+        for n in nodes:
+            t = _num(n.get("time_s")) or 0.0
+            inner.append(_span(n["node"], EAGER_PID, tid, cursor, t, "fx_node"))
+            cursor += t
+        wall = max(_num((c.get("eager") or {}).get("wall_s")) or 0.0, cursor - start)
+        events.append(_span(f"eager call {cid}", EAGER_PID, tid, start, wall, "call"))
+        events += inner
+    return events
+
+
+def _node_order(trace: Trace, graph_id: str) -> dict[str, int]:
+    try:
+        g = trace.graph(graph_id)
+    except KeyError:
+        return {}
+    stage = g.find_stage("dynamo") or (g.snapshots()[0] if g.snapshots() else None)
+    graph = g.stage_graph(stage) if stage is not None else None
+    return {n.name: i for i, n in enumerate(graph)} if graph is not None else {}
+
+
+def chrome_trace(trace: Trace) -> dict[str, Any]:
+    """The trace-event JSON object (``{"traceEvents": [...], "displayTimeUnit": "ms"}``)."""
+    events: list[dict[str, Any]] = [_meta(COMPILE_PID, None, "process_name", "compile")]
+    offset = 0.0
+    for i, g in enumerate(trace.graphs):
+        graph_events, offset = _graph_events(g, 2 * i + 1, offset)
+        events += graph_events
+    if trace.profile:
+        events += _profile_events(trace, 0.0)
+    return {"traceEvents": events, "displayTimeUnit": "ms",
+            "otherData": {"trace": trace.name, "status": trace.status}}
