@@ -176,3 +176,36 @@ def test_perfetto_export(profiled_trace: Path, tmp_path: Path) -> None:
                                                                for e in calls)
     eager = [e["name"] for e in spans if e["pid"] == 3 and e["cat"] == "fx_node"]
     assert sorted(eager) == sorted(n["node"] for n in c["eager_nodes"])
+
+
+def test_diff_shows_time_deltas_per_kernel_and_line(profiled_trace: Path, mlp_trace: Path,
+                                                   copy_trace) -> None:
+    from tuidebug.trace.diff import diff_traces
+    from tuidebug.viewers.diff_view import render_diff
+
+    slower = copy_trace(profiled_trace, "slower")
+    data = _profile(slower)
+    (c,) = data["compiles"].values()
+    k = next(k for k in c["kernels"] if k["kind"] != "extern")  # a fused kernel, 1 ms slower
+    k["time_s"] += 1e-3
+    c["compiled"]["wall_s"] += 1e-3
+    (slower / "profile.json").write_text(json.dumps(data))
+    d = diff_traces(profiled_trace, slower, code=False)
+    p = d["profile"]
+    assert abs(p["totals"]["compiled_wall_s"]["b"] - p["totals"]["compiled_wall_s"]["a"]
+               - 1e-3) < 1e-9
+    top = p["kernels"][0]
+    assert top["key"] == "cpp_fused_gelu_native_layer_norm" and abs(top["delta"] - 1e-3) < 1e-9
+    assert all(abs(r["delta"]) < 1e-9 for r in p["kernels"][1:])
+    line = p["lines"][0]  # the kernel's nodes are on one or more lines: the top one changed
+    assert line["delta"] > 0 and line.get("file", "").endswith("mlp.py")
+    assert abs(sum(r["delta"] for r in p["lines"]) - 1e-3) < 1e-9
+    assert any(ln.startswith("profiled compiled call: ") for ln in d["lines"])
+    assert any(ln.startswith(f"line mlp.py:{line['line']}: +") for ln in d["lines"])
+    console = Console(file=io.StringIO(), width=200, record=True, color_system=None)
+    render_diff(d, console, code=False)
+    text = console.export_text()
+    assert "time per kernel, largest changes first" in text
+    assert "+1.00 ms" in text
+    one = diff_traces(profiled_trace, mlp_trace, code=False)
+    assert "profile: only trace A was profiled (trace --profile)" in one["lines"]

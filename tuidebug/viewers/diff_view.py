@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tuidebug.trace.diff import format_duration
+from tuidebug.viewers.profile_view import profile_diff_tables
 from tuidebug.viewers.inert import inert, inert_text
 
 __all__ = ["render_diff", "diff_renderables"]
@@ -126,6 +127,8 @@ def diff_renderables(d: dict[str, Any], *, code: bool = True, unchanged: bool = 
                       _delta(r["close"]["a"], r["close"]["b"]),
                       Text(f"{_v(r['max_abs']['a'])} → {_v(r['max_abs']['b'])}"))
         out.append(t)
+    if d.get("profile") and all(d["profile"]["profiled"].values()):
+        out.extend(profile_diff_tables(d["profile"]))
     out.append(Text(_KERNEL_TIMES_NOTE if _has_kernel_times(d) else
                     "Per-kernel times: not in these traces (traced before tuidebug measured "
                     "them); run times also need the eager check (no --no-check).", style="dim"))

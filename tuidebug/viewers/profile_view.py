@@ -10,20 +10,10 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from tuidebug.trace.diff.findings import format_duration as duration
 from tuidebug.viewers.inert import inert_text
 
 TOP = 8  # rows of each table `info` prints (info --json has 20; the TUI every one)
-
-
-def duration(v: Any) -> str:
-    """Seconds as a short duration: ``1.23 ms``, ``45.6 µs``; ``–`` when unknown."""
-    if not isinstance(v, (int, float)) or isinstance(v, bool):
-        return "–"
-    if abs(v) >= 1:
-        return f"{v:.3g} s"
-    if abs(v) >= 1e-3:
-        return f"{v * 1e3:.3g} ms"
-    return f"{v * 1e6:.3g} µs"
 
 
 def share(v: Any) -> str:
@@ -78,3 +68,41 @@ def render_profile(p: dict[str, Any], console: Console, top: int = TOP) -> None:
     console.print(Padding(k, (0, 0, 0, 4)))
     for note in p.get("notes") or []:
         console.print(inert_text(f"  note: {note}", "dim"))
+
+
+def _signed(v: Any) -> Text:
+    if not isinstance(v, (int, float)) or not v:
+        return Text("")
+    return Text(("+" if v > 0 else "−") + duration(abs(v)), style="red" if v > 0 else "green")
+
+
+def profile_diff_tables(p: dict[str, Any], top: int = TOP) -> list[Table]:
+    """``tuidebug diff``'s tables of two profiled traces: per-call totals, then the kernels,
+    source lines and modules whose time changed most."""
+    t = Table(title="where the time goes, per call (A → B)", title_justify="left",
+              show_edge=False)
+    for col in ("", "A", "B", "change"):
+        t.add_column(col, justify="left" if not col else "right")
+    names = {"compiled_wall_s": "compiled call", "eager_wall_s": "eager call",
+             "generated_s": "generated kernels", "extern_s": "extern calls",
+             "overhead_s": "Python/launch/other"}
+    for key, label in names.items():
+        v = (p.get("totals") or {}).get(key) or {}
+        a, b = v.get("a"), v.get("b")
+        change = b - a if isinstance(a, (int, float)) and isinstance(b, (int, float)) else None
+        t.add_row(label, duration(a), duration(b), _signed(change))
+    out = [t]
+    for table, title in (("kernels", "kernel"), ("lines", "source line"), ("modules", "module")):
+        rows = [r for r in p.get(table) or [] if r.get("delta")][:top]
+        if not rows:
+            continue
+        k = Table(title=f"time per {title}, largest changes first", title_justify="left",
+                  show_edge=False)
+        for col in (title, "A", "B", "change"):
+            k.add_column(col, justify="left" if col == title else "right")
+        for r in rows:
+            label = line_label(r) if table == "lines" else str(r.get("key"))
+            k.add_row(inert_text(label), duration(r.get("a")), duration(r.get("b")),
+                      _signed(r.get("delta")))
+        out.append(k)
+    return out

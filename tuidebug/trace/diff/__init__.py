@@ -10,6 +10,8 @@ comparison screen and ``viewers/diff_view.py`` render it)::
      "compiles": [{"id", "in", "compile_time_s", "inductor_time_s", "code_gen_time_s",
                    "counters": {NAME: {"a", "b"}}}],
      "runtime": [{"compile_id", "first_call_s", "eager_s", "close", "max_abs"}],
+     "profile": None | {"profiled": {"a","b"}, "totals": {NAME: {"a","b"}},   # --profile
+                        "kernels"|"lines"|"modules": [{"key", "a", "b", "delta", …}]},
      "summary": {...}, "lines": [one-line findings, most important first]}
 
     GRAPH = {"id", "in" ("both" | "a" | "b"), "kind", "status": {"a", "b"}, "nodes": {"a", "b"},
@@ -40,6 +42,7 @@ from tuidebug.trace.diff.config import config_diff, side
 from tuidebug.trace.diff.findings import finding_lines, format_duration, summary
 from tuidebug.trace.diff.graphs import graph_diff
 from tuidebug.trace.diff.kernels import WRAPPER_MARKERS, normalize_kernel_name
+from tuidebug.trace.diff.profile import profile_diff, profile_findings
 from tuidebug.trace.diff.runs import compile_diffs, runtime_diffs
 from tuidebug.trace.reader import Trace
 
@@ -63,8 +66,9 @@ def diff_traces(a: Trace | str | os.PathLike[str], b: Trace | str | os.PathLike[
         "graphs": graphs,
         "compiles": compile_diffs(ta, tb),
         "runtime": runtime_diffs(ta, tb),
+        "profile": profile_diff(ta, tb),
     }
     out["summary"] = summary(out)
-    out["lines"] = finding_lines(out)
+    out["lines"] = finding_lines(out) + profile_findings(out["profile"], format_duration)
     out["problems"] = {"a": [str(p) for p in ta.problems], "b": [str(p) for p in tb.problems]}
     return out

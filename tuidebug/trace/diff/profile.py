@@ -1,0 +1,83 @@
+"""Where the time went in two profiled traces (``trace --profile``): per-call totals, and time
+per kernel, source line and module side by side with its change. No torch.
+
+Kernels are matched by name without their number (``normalize_kernel_name``) and summed over
+their calls (a recompile renumbers kernels and handles); lines by file and line number; modules
+by path. Rows are sorted by the size of their change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tuidebug.trace.diff.common import pair
+from tuidebug.trace.diff.kernels import normalize_kernel_name
+from tuidebug.trace.profile import ProfileView, Row, profile_view
+from tuidebug.trace.reader import Trace
+
+TOTALS = ("compiled_wall_s", "eager_wall_s", "generated_s", "extern_s", "overhead_s")
+MAX_ROWS = 50
+
+
+def _sums(rows: list[Row], key: Any) -> dict[str, tuple[float, Row]]:
+    out: dict[str, tuple[float, Row]] = {}
+    for r in rows:
+        k = key(r)
+        t, first = out.get(k, (0.0, r))
+        out[k] = (t + (r.compiled_s or 0.0), first)
+    return out
+
+
+def _rows(a: ProfileView | None, b: ProfileView | None, table: str,
+          key: Any) -> list[dict[str, Any]]:
+    sa = _sums(a.table(table) if a else [], key)
+    sb = _sums(b.table(table) if b else [], key)
+    out = []
+    for k in list(sa) + [x for x in sb if x not in sa]:
+        ta, ra = sa.get(k, (None, None))
+        tb, rb = sb.get(k, (None, None))
+        row = ra or rb
+        entry: dict[str, Any] = {"key": k, **pair(ta, tb),
+                                 "delta": (tb or 0.0) - (ta or 0.0)}
+        if table == "lines" and row is not None and row.file:
+            entry.update(file=row.file, line=row.line, code=row.code)
+        if table == "kernels" and row is not None:
+            entry["kind"] = row.kind
+        out.append(entry)
+    out.sort(key=lambda e: (-abs(e["delta"]), e["key"]))
+    return out[:MAX_ROWS]
+
+
+def profile_diff(a: Trace, b: Trace) -> dict[str, Any] | None:
+    """``{"totals": {NAME: {"a","b"}}, "kernels", "lines", "modules": [{"key", "a", "b",
+    "delta", …}]}``; None when neither trace was profiled."""
+    va, vb = profile_view(a), profile_view(b)
+    if va is None and vb is None:
+        return None
+    return {
+        "profiled": pair(va is not None, vb is not None),
+        "totals": {k: pair(va.totals.get(k) if va else None, vb.totals.get(k) if vb else None)
+                   for k in TOTALS},
+        "kernels": _rows(va, vb, "kernels", lambda r: normalize_kernel_name(r.kernel)),
+        "lines": _rows(va, vb, "lines", lambda r: r.key),
+        "modules": _rows(va, vb, "modules", lambda r: r.key),
+    }
+
+
+def profile_findings(p: dict[str, Any] | None, fmt: Any, top: int = 3) -> list[str]:
+    """One-line findings: the compiled call's change, then the lines that changed most
+    (``fmt``: seconds as text)."""
+    if p is None:
+        return []
+    if not all(p["profiled"].values()):
+        which = "A" if p["profiled"]["a"] else "B"
+        return [f"profile: only trace {which} was profiled (trace --profile)"]
+    wall = p["totals"]["compiled_wall_s"]
+    out = [f"profiled compiled call: {fmt(wall['a'])} → {fmt(wall['b'])}"]
+    for e in p["lines"][:top]:
+        if e["delta"] and e.get("file"):
+            name = str(e["file"]).replace("\\", "/").rsplit("/", 1)[-1]
+            sign = "+" if e["delta"] > 0 else "−"
+            out.append(f"line {name}:{e.get('line')}: {sign}{fmt(abs(e['delta']))} "
+                       f"({fmt(e['a'])} → {fmt(e['b'])})")
+    return out
