@@ -209,3 +209,36 @@ def test_diff_shows_time_deltas_per_kernel_and_line(profiled_trace: Path, mlp_tr
     assert "+1.00 ms" in text
     one = diff_traces(profiled_trace, mlp_trace, code=False)
     assert "profile: only trace A was profiled (trace --profile)" in one["lines"]
+
+
+def test_roofline_is_empty_on_the_cpu_and_judges_gpu_measurements(profiled_trace: Path,
+                                                                   copy_trace) -> None:
+    from tuidebug.trace.roofline import roofline_rows
+
+    view = profile_view(Trace(profiled_trace))
+    assert view is not None and roofline_rows(view) == []  # CPU: no device times, no bytes
+    (c,) = _profile(profiled_trace)["compiles"].values()
+    assert c["device_peak"] is None and all("bytes" not in k for k in c["kernels"])
+    # the same trace as a GPU would have measured it (what the capture writes on CUDA)
+    gpu = copy_trace(profiled_trace, "gpu")
+    data = _profile(gpu)
+    (c,) = data["compiles"].values()
+    c["device"] = "cuda"
+    c["device_peak"] = {"name": "NVIDIA H100", "dram_gbps": 3350.0,
+                        "tflops": {"float32": 67.0, "bfloat16": 989.0}}
+    fast, slow, tiny = c["kernels"][:3]
+    fast.update(device_s=1e-3, time_s=1e-3, bytes=3e9, calls=1.0)  # 3000 GB/s: near the roof
+    slow.update(device_s=2e-3, time_s=2e-3, bytes=1e9, calls=2.0)  # 1 GB per 1 ms call
+    tiny.update(device_s=4e-6, time_s=4e-6, bytes=1e3, calls=1.0)
+    (gpu / "profile.json").write_text(json.dumps(data))
+    rows = {r["key"]: r for r in roofline_rows(profile_view(Trace(gpu)))}
+    assert set(rows) == {fast["call"], slow["call"], tiny["call"]}
+    assert rows[fast["call"]]["gbps"] == 3000 and not rows[fast["call"]]["flagged"]
+    s = rows[slow["call"]]
+    assert s["time_s"] == 1e-3 and s["gbps"] == 1000 and s["bound"] == "memory"
+    assert s["flagged"] and "30% of peak bandwidth (1000 of 3350 GB/s)" in s["why"]
+    assert rows[tiny["call"]]["bound"] == "launch"
+    s = trace_summary(Trace(gpu))
+    console = Console(file=io.StringIO(), width=200, record=True, color_system=None)
+    render_summary(s, console)
+    assert "roofline (Triton kernels, per call)" in console.export_text()

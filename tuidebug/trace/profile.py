@@ -39,6 +39,8 @@ class Row:
     device_s: float | None = None  # kernels on a GPU: the device's time
     cpu_s: float | None = None
     node: str = ""  # FX node rows: the node's name
+    bytes: float | None = None  # Triton kernel calls (GPU): bytes moved and FLOPs per call
+    flops: float | None = None
     top: float = 0.0  # lines, modules: the largest share of one kernel (``kernel`` is that one)
 
     def as_json(self) -> dict[str, Any]:
@@ -131,12 +133,13 @@ def profile_view(trace: Trace) -> ProfileView | None:
     modules: dict[str, Row] = {}
     tot = {"compiled_wall_s": 0.0, "eager_wall_s": 0.0, "generated_s": 0.0, "extern_s": 0.0,
            "runs": None, "device": None, "cudagraphs": False, "compiled_peak_memory_bytes": None,
-           "eager_peak_memory_bytes": None}
+           "eager_peak_memory_bytes": None, "device_peak": None}
     for cid in view.compiles:
         c = compiles[cid]
         tot["runs"] = c.get("runs")
         tot["device"] = c.get("device")
         tot["cudagraphs"] = bool(tot["cudagraphs"] or c.get("cudagraphs"))
+        tot["device_peak"] = tot["device_peak"] or c.get("device_peak")
         tot["compiled_wall_s"] += _num((c.get("compiled") or {}).get("wall_s"))
         tot["eager_wall_s"] += _num((c.get("eager") or {}).get("wall_s"))
         for side in ("compiled", "eager"):
@@ -154,7 +157,8 @@ def profile_view(trace: Trace) -> ProfileView | None:
             call = str(k.get("call") or k["kernel"])
             view.kernels.append(Row(call, compiled_s=t, kind=kind, graph=k["graph"],
                                     kernel=k["kernel"], calls=k.get("calls"),
-                                    device_s=k.get("device_s"), cpu_s=k.get("cpu_s")))
+                                    device_s=k.get("device_s"), cpu_s=k.get("cpu_s"),
+                                    bytes=k.get("bytes"), flops=k.get("flops")))
             names = _kernel_nodes(g, k["kernel"], call)
             share = t / len(names) if names else t
             for name in names or [NO_NODE]:
@@ -195,8 +199,11 @@ def profile_view(trace: Trace) -> ProfileView | None:
 
 
 def profile_summary(view: ProfileView, top: int = 20) -> dict[str, Any]:
-    """What ``info --json`` says under ``profile``: totals, and the ``top`` kernels, FX nodes,
-    lines and modules by time."""
+    """What ``info --json`` says under ``profile``: totals, the ``top`` kernels, FX nodes,
+    lines and modules by time, and the roofline of the GPU's Triton kernels."""
+    from tuidebug.trace.roofline import roofline_rows
+
     return {"compiles": view.compiles, "totals": view.totals, "notes": view.notes,
             **{which: [r.as_json() for r in view.table(which)[:top]]
-               for which in ("kernels", "nodes", "lines", "modules")}}
+               for which in ("kernels", "nodes", "lines", "modules")},
+            "roofline": roofline_rows(view)}

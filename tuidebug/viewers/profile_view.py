@@ -66,6 +66,21 @@ def render_profile(p: dict[str, Any], console: Console, top: int = TOP) -> None:
         k.add_row(inert_text(r.get("key")), inert_text(r.get("kind")),
                   duration(r.get("compiled_s")), inert_text(f"{r.get('calls', '–')}"))
     console.print(Padding(k, (0, 0, 0, 4)))
+    roof = p.get("roofline") or []
+    if roof:
+        r = Table(title="roofline (Triton kernels, per call)", title_justify="left", box=None,
+                  padding=(0, 1), header_style="dim", pad_edge=False)
+        for col in ("kernel", "time", "MB", "GB/s", "of peak", "bound", ""):
+            r.add_column(col, justify="left" if col in ("kernel", "bound", "") else "right",
+                         no_wrap=col != "")
+        for row in roof[:top]:
+            frac = row.get("flops_fraction") if row.get("bound") == "compute" else \
+                row.get("bandwidth_fraction")
+            r.add_row(inert_text(row.get("key")), duration(row.get("time_s")),
+                      f"{(row.get('bytes') or 0) / 1e6:.2f}", f"{row.get('gbps') or 0:.0f}",
+                      share(frac), inert_text(row.get("bound")),
+                      inert_text(row.get("why") or "", "yellow" if row.get("flagged") else ""))
+        console.print(Padding(r, (0, 0, 0, 4)))
     for note in p.get("notes") or []:
         console.print(inert_text(f"  note: {note}", "dim"))
 

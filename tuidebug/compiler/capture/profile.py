@@ -74,6 +74,7 @@ class Profile(Concern):
         units: dict[str, dict[str, Any]] = {}  # profiler label -> its kernel call
         generated: list[tuple[Any, str, list[str]]] = []
         externs: list[tuple[Any, dict[str, list[str]]]] = []
+        estimates: dict[tuple[str, str], dict[str, float]] = {}  # Inductor's, Triton only
         for g in graphs:
             mod = g.module()
             calls: dict[str, list[dict[str, Any]]] = {}
@@ -91,6 +92,8 @@ class Profile(Concern):
                                     "kind": kind}
                     labels.append(label)
                 generated.append((mod, name, labels))
+                estimates[(g.graph_id, name)] = compat.triton_kernel_estimates(
+                    mod.__dict__.get(name))
             ext: dict[str, list[str]] = {}
             for call, entries in calls.items():
                 for k in sorted(entries, key=lambda e: e.get("wrapper_line") or 0):
@@ -104,6 +107,7 @@ class Profile(Concern):
         walls = compat.wall_times(again, self.runs)
         with compat.KernelRanges(generated, externs) as ranges:
             prof = compat.profiled(again, self.runs, (KERNEL_PREFIX,), before_run=ranges.new_run)
+            sizes = dict(ranges.bytes)
         device = compat.device_kind()
         shares: dict[str, int] = {}
         for unit in units.values():
@@ -119,10 +123,17 @@ class Profile(Concern):
                 n = shares[unit["kernel"]]
                 row.update(calls=round(dk["count"] / n, 3), device_s=_s(dk["device_us"] / n))
             row["time_s"] = row["device_s"] if row.get("device_s") else row["cpu_s"]
+            if label in sizes:  # Triton (GPU): what the roofline needs
+                est = estimates.get((unit["graph"], unit["kernel"])) or {}
+                row["bytes"] = est.get("bytes", sizes[label])
+                row["bytes_from"] = "inductor" if "bytes" in est else "arguments"
+                if "flops" in est:
+                    row["flops"] = est["flops"]
             kernels.append(row)
         kernels.sort(key=lambda r: -(r["time_s"] or 0))
         dev = sorted(prof["device_kernels"].items(), key=lambda kv: -kv[1]["device_us"])
-        return {"activities": prof["activities"], "compiled": {
+        return {"activities": prof["activities"], "device_peak": compat.device_peaks(),
+                "compiled": {
             **_wall(walls), "profiled_wall_s": _s(prof["wall_us"]),
             "peak_memory_bytes": compat.peak_memory(again)},
             "kernels": kernels,

@@ -47,7 +47,8 @@ from tuidebug.compiler.compat.kernels import (  # noqa: F401
     wrap_kernel,
 )
 from tuidebug.compiler.compat.profiling import (  # noqa: F401
-    KernelRanges, NodeRanges, device_kind, peak_memory, profiled, wall_times,
+    KernelRanges, NodeRanges, device_kind, peak_memory, profiled, wall_times, device_peaks,
+    triton_kernel_estimates,
 )
 from tuidebug.compiler.compat.process import (  # noqa: F401
     reset_dynamo, lowering_checkpoint, is_op_overload, higher_order_name, COMPILE_STACK,

@@ -44,11 +44,72 @@ class _Labelled:
         return label
 
 
-def _ranged(fn: Callable[..., Any], counter: _Labelled) -> Callable[..., Any]:
+def _ranged(fn: Callable[..., Any], counter: _Labelled,
+            sizes: dict[str, int] | None = None) -> Callable[..., Any]:
+    """``fn`` in a range; with ``sizes``, the bytes of the tensors of each label's first call
+    are recorded (a Triton kernel reads or writes each of its tensor arguments once)."""
     def ranged(*args: Any, **kwargs: Any) -> Any:
-        with torch.profiler.record_function(counter.next()):
+        label = counter.next()
+        if sizes is not None and label not in sizes:
+            sizes[label] = _tensor_bytes(args)
+        with torch.profiler.record_function(label):
             return fn(*args, **kwargs)
     return ranged
+
+
+def _tensor_bytes(args: tuple[Any, ...]) -> int:
+    seen: set[int] = set()
+    total = 0
+    for a in args:
+        if isinstance(a, torch.Tensor) and a.device.type != "cpu":
+            ptr = a.data_ptr()
+            if ptr not in seen:
+                seen.add(ptr)
+                total += a.numel() * a.element_size()
+    return total
+
+
+def triton_kernel_estimates(kernel: Any) -> dict[str, float]:
+    """What Inductor estimated for a Triton kernel (``kernel_num_gb``, ``kernel_flop`` in its
+    inductor_meta: only when compiled with ``benchmark_kernel`` or ``profile_bandwidth``)."""
+    meta = getattr(kernel, "inductor_meta", None) or {}
+    out: dict[str, float] = {}
+    if isinstance(meta.get("kernel_num_gb"), (int, float)):
+        out["bytes"] = float(meta["kernel_num_gb"]) * 1e9
+    if isinstance(meta.get("kernel_flop"), (int, float)):
+        out["flops"] = float(meta["kernel_flop"])
+    return out
+
+
+def device_peaks() -> dict[str, Any] | None:
+    """The device's peak DRAM bandwidth (GB/s) and FLOP/s per dtype (the datasheet where
+    Inductor knows the device, else Triton's estimate); None on the CPU or when unknown."""
+    if device_kind() != "cuda":
+        return None
+    out: dict[str, Any] = {"name": torch.cuda.get_device_name()}
+    try:
+        from torch._inductor.analysis.device_info import lookup_device_info
+
+        info = lookup_device_info(out["name"])
+        if info is not None:
+            out["dram_gbps"] = float(info.dram_bw_gbs)
+    except Exception:
+        pass
+    if "dram_gbps" not in out:
+        try:
+            from torch._inductor.utils import get_gpu_dram_gbps
+
+            out["dram_gbps"] = float(get_gpu_dram_gbps())
+        except Exception:
+            pass
+    try:
+        from torch._inductor.utils import get_device_tflops
+
+        out["tflops"] = {str(dt).replace("torch.", ""): float(get_device_tflops(dt))
+                         for dt in (torch.float32, torch.bfloat16, torch.float16)}
+    except Exception:
+        pass
+    return out
 
 
 class _ExternProxy:
@@ -71,16 +132,19 @@ class KernelRanges:
     ``generated``: ``(module, kernel name, labels)``; ``externs``: ``(module, {call: labels})``
     where ``call`` is the wrapper's text (``extern_kernels.addmm``), labels in call order.
     ``new_run()`` restarts the numbering of calls (before each run of the compiled graph).
+    ``bytes``: per label of a Triton kernel, the bytes of the tensors its first call was given.
     """
 
     def __init__(self, generated: list[tuple[Any, str, list[str]]],
                  externs: list[tuple[Any, dict[str, list[str]]]]) -> None:
         self._counters: list[_Labelled] = []
         self._undo: list[Callable[[], None]] = []
+        self.bytes: dict[str, int] = {}  # label -> tensor bytes of a Triton kernel's call
         try:
             for module, name, labels in generated:
                 counter = _Labelled(labels)
-                undo = wrap_kernel(module, name, lambda fn, _t, c=counter: _ranged(fn, c))
+                undo = wrap_kernel(module, name, lambda fn, triton, c=counter: _ranged(
+                    fn, c, self.bytes if triton else None))
                 if undo is not None:
                     self._counters.append(counter)
                     self._undo.append(undo)

@@ -1,0 +1,59 @@
+"""The roofline of a profiled GPU trace: per Triton kernel call, the bytes it moves and the FLOPs
+it does (Inductor's estimate when it made one, else the bytes of the call's tensor arguments),
+its achieved bandwidth and FLOP/s against the device's peak, and what limits the kernels far
+below the roof. Pure data: no torch. Empty for a CPU trace (no device times, no bytes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tuidebug.trace.profile import ProfileView
+
+FAR_BELOW = 0.3  # a kernel under this fraction of its roof is flagged
+LAUNCH_BOUND_S = 10e-6  # a call shorter than this is bound by its launch, not by the roof
+
+
+def _peak_tflops(peak: dict[str, Any]) -> float | None:
+    tflops = peak.get("tflops") if isinstance(peak.get("tflops"), dict) else {}
+    vals = [v for v in tflops.values() if isinstance(v, (int, float)) and v > 0]
+    return max(vals) if vals else None
+
+
+def roofline_rows(view: ProfileView) -> list[dict[str, Any]]:
+    """One row per Triton kernel call with bytes and a device time, slowest first: ``{key,
+    kernel, graph, time_s (per call), bytes, flops, gbps, tflops, bandwidth_fraction,
+    flops_fraction, bound ("memory" | "compute" | "launch"), flagged, why}``."""
+    peak = view.totals.get("device_peak") or {}
+    peak_gbps = peak.get("dram_gbps") if isinstance(peak.get("dram_gbps"), (int, float)) else None
+    peak_tflops = _peak_tflops(peak)
+    ridge = (peak_tflops * 1e12) / (peak_gbps * 1e9) if peak_gbps and peak_tflops else None
+    out = []
+    for r in view.kernels:
+        if not r.bytes or not r.device_s:
+            continue
+        calls = r.calls if isinstance(r.calls, (int, float)) and r.calls > 0 else 1.0
+        t = r.device_s / calls
+        gbps = r.bytes / t / 1e9
+        row: dict[str, Any] = {"key": r.key, "kernel": r.kernel, "graph": r.graph, "time_s": t,
+                               "bytes": r.bytes, "flops": r.flops, "gbps": round(gbps, 3),
+                               "tflops": round(r.flops / t / 1e12, 4) if r.flops else None,
+                               "bandwidth_fraction": round(gbps / peak_gbps, 4) if peak_gbps
+                               else None}
+        row["flops_fraction"] = (round(row["tflops"] / peak_tflops, 4)
+                                 if row["tflops"] is not None and peak_tflops else None)
+        intensity = r.flops / r.bytes if r.flops else 0.0
+        compute = ridge is not None and intensity > ridge
+        row["bound"] = "compute" if compute else "memory"
+        fraction = row["flops_fraction"] if compute else row["bandwidth_fraction"]
+        row["flagged"] = fraction is not None and fraction < FAR_BELOW
+        if t < LAUNCH_BOUND_S:
+            row["bound"] = "launch"
+            row["why"] = (f"a call lasts {t * 1e6:.1f} µs: too short to reach the roof (launch "
+                          "and tail effects); fuse it or give it more work")
+        elif row["flagged"]:
+            row["why"] = (f"{fraction * 100:.0f}% of peak FLOP/s" if compute else
+                          f"{fraction * 100:.0f}% of peak bandwidth "
+                          f"({gbps:.0f} of {peak_gbps:.0f} GB/s)")
+        out.append(row)
+    out.sort(key=lambda row: -row["time_s"])
+    return out
