@@ -161,3 +161,29 @@ def test_generated_code_differences_are_no_divergence(same_job, tmp_path) -> Non
     assert note["autotune_differs"] and note["autotune"] == [[["mm", "mm_a"], ["mm", "mm_b"]]]
     text = " ".join(_cli("info", str(code)).stdout.split())
     assert "ranks agree" in text and "autotuning chose differently: mm: mm_a vs mm_b" in text
+
+
+def test_a_collective_on_one_rank_only_and_a_damaged_file(same_job, tmp_path) -> None:
+    """Rank 1's graph issuing one collective fewer (its all-gather gone from collectives.json):
+    the divergence names the all-gather the reference issues and nothing on rank 1. A
+    collectives.json with fields of the wrong type still opens: the bad entries are dropped and
+    named as problems."""
+    job, _ = same_job
+    fewer = _copy(job, tmp_path / "fewer")
+    path = fewer / "rank_1" / "graphs" / "0_0-inference" / "collectives.json"
+    _edit_json(path, lambda d: d.update(collectives=[c for c in d["collectives"]
+                                                     if c["op"] == "all_reduce_"]))
+    d = analyze_job(fewer)["divergence"]
+    assert d["kind"] == "collectives" and d["position"] == 1 and d["counts"] == [2, 1], d
+    assert d["differs_in"] == ["a collective on one side only"] and d["diverging"] is None
+    assert d["reference"]["op"] == "all_gather_into_tensor"
+    assert d["line"].endswith(f"rank_job.py:{_line_of('dist.all_gather_into_tensor(w, y)')}")
+    text = " ".join(_cli("info", str(fewer)).stdout.split())
+    assert "ranks 1: nothing (its sequence ends here)" in text
+
+    _edit_json(path, lambda d: d.update(collectives=[{"index": "zero", "op": 5}] + d["collectives"],
+                                        reordered="yes"))
+    t = Trace(fewer / "rank_1")
+    got = t.graph("0_0-inference").collectives
+    assert [c["op"] for c in got["collectives"]] == ["all_reduce_"] and "reordered" not in got
+    assert any("collectives.json" in str(p) for p in t.problems)
