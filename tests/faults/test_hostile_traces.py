@@ -152,7 +152,8 @@ def test_nothing_runs_without_consent(corpus, capsys: pytest.CaptureFixture[str]
     h, out, marker, before = corpus("runs_on_open")
     case.note = "consent"
     rc, text = run_cli(["recompile", str(h.path), "--set", "max_fusion_size=2"], capsys)
-    assert rc == 2 and "cpp.cxx" in text and "names a program" in text, text
+    assert rc == 2 and "needs your confirmation by name: cpp.cxx" in text, text
+    assert "no terminal" in text, text
     m = json.loads((h.path / "manifest.json").read_text())
     m["config_overrides"] = {}
     (h.path / "manifest.json").write_text(json.dumps(m))

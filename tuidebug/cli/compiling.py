@@ -18,6 +18,7 @@ from typing import Any
 
 from tuidebug import proc
 from tuidebug.cli import distributed
+from tuidebug.cli.consent_args import allow_flag_argument, allowed_flags
 from tuidebug.cli.minifying import positive_float, positive_int
 from tuidebug.cli.output import console, err
 from tuidebug.cli.viewing import open_trace, print_info, show_diff
@@ -287,6 +288,7 @@ def recompile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-y", "--yes", action="store_true",
                    help="run without asking (what will run is still printed); without it, "
                         "tuidebug asks on the terminal and refuses when there is none")
+    allow_flag_argument(p)
 
 
 def cmd_recompile(ns: argparse.Namespace) -> int:
@@ -297,11 +299,17 @@ def cmd_recompile(ns: argparse.Namespace) -> int:
         raise CliError("nothing to change: give at least one --set NAME=VALUE")
     # UnknownFlag, FlagValueError, RecompileError: printed by main
     sets = recompile.parse_sets(ns.set)
-    spec = recompile.recompile_spec(ns.trace, sets, ns.output, use_cache=not ns.no_cache)
-    out = Path(spec["out"])
+    allowed = allowed_flags(ns)
+    spec = recompile.recompile_spec(ns.trace, sets, ns.output, use_cache=not ns.no_cache,
+                                    allowed=allowed)
     from tuidebug.compiler.consent import ask, spec_plan
 
-    ask(spec_plan(spec, recompile.read_manifest(ns.trace)), yes=ns.yes)  # NotConfirmed: by main
+    # NotConfirmed: printed by main; flags typed by name at the prompt are applied too
+    typed = ask(spec_plan(spec, recompile.read_manifest(ns.trace)), yes=ns.yes)
+    if typed:
+        spec = recompile.recompile_spec(ns.trace, sets, ns.output, use_cache=not ns.no_cache,
+                                        allowed={**allowed, **typed})
+    out = Path(spec["out"])
     print(f"[tuidebug] recompiling {ns.trace} with {recompile.format_sets(sets)} → {out}",
           file=sys.stderr, flush=True)
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tuidebug.cli.consent_args import allow_flag_argument, allowed_flags
 from tuidebug.errors import MinifyError
 
 
@@ -59,6 +60,7 @@ def minify_arguments(p: argparse.ArgumentParser) -> None:
                         "tuidebug asks on the terminal and refuses when there is none")
     p.add_argument("--force", action="store_true",
                    help="write the repro over an existing file")
+    allow_flag_argument(p)
 
 
 def bisect_arguments(p: argparse.ArgumentParser) -> None:
@@ -73,6 +75,7 @@ def bisect_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-y", "--yes", action="store_true",
                    help="run without asking (what will run is still printed); without it, "
                         "tuidebug asks on the terminal and refuses when there is none")
+    allow_flag_argument(p)
 
 
 def _reporter(as_json: bool) -> tuple[Any, Any]:
@@ -117,13 +120,14 @@ def cmd_minify(ns: argparse.Namespace) -> int:
     if Path(ns.output).exists() and not ns.force:
         raise MinifyError(f"{ns.output} exists; choose another file with -o, or --force to "
                           "write over it")
-    ask(minify_plan(ns.trace), yes=ns.yes)  # NotConfirmed: printed by main
+    allowed = allowed_flags(ns)
+    allowed.update(ask(minify_plan(ns.trace, allowed), yes=ns.yes))  # NotConfirmed: by main
 
     on_progress, stop = _reporter(ns.json)
     try:
         result = minify(ns.trace, ns.output, jobs=ns.jobs, timeout=ns.timeout,
                         on_progress=on_progress, tol=ns.accuracy_tol,
-                        keep_work=ns.keep_work)
+                        keep_work=ns.keep_work, allowed=allowed)
     finally:  # MinifyError: printed by main
         stop()
     if ns.json:
@@ -153,7 +157,8 @@ def cmd_bisect(ns: argparse.Namespace) -> int:
     from tuidebug.minify.bisection import bisect
     from tuidebug.minify.plans import bisect_plan
 
-    ask(bisect_plan(ns.trace, ns.repro), yes=ns.yes)  # NotConfirmed: printed by main
+    allowed = allowed_flags(ns)
+    allowed.update(ask(bisect_plan(ns.trace, ns.repro, allowed), yes=ns.yes))  # NotConfirmed
 
     def step(n: int, text: str) -> None:
         print(f"[bisect] run {n}: {text}", file=sys.stderr, flush=True)
@@ -161,7 +166,8 @@ def cmd_bisect(ns: argparse.Namespace) -> int:
     if not ns.repro:
         print(f"[bisect] {FRESH_HINT}", file=sys.stderr)
     # MinifyError: printed by main
-    report = bisect(ns.trace, ns.repro, timeout=ns.timeout, on_step=step, fresh=ns.fresh)
+    report = bisect(ns.trace, ns.repro, timeout=ns.timeout, on_step=step, fresh=ns.fresh,
+                    allowed=allowed)
     if ns.json:
         print(json.dumps({k: v for k, v in report.__dict__.items()}, indent=1))
     else:

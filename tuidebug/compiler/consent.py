@@ -6,6 +6,12 @@ the user sees a ``Plan`` — program, arguments, working directory, config overr
 changes, and where the trace was made when that is not here — and says yes: ``ask`` on a
 terminal (``[y/N]``), ``--yes`` for scripts, a refusal with no terminal and no ``--yes``; the
 TUI shows ``Plan.lines()`` in a dialog.
+
+Config from the trace that names a program, a path, a module or a callable (``Plan.confirm``,
+``trace_config.split``) is applied only when the user confirms each flag by name: ``ask`` makes
+the user type the flag's name (``--yes`` never confirms one; ``--allow-flag NAME`` does, for
+scripts); the TUI's dialog asks for the name the same way. A flag not confirmed is left out and
+named; the run goes on without it.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
+from tuidebug.compiler.trace_config import describe
 from tuidebug.errors import TuidebugError
 from tuidebug.viewers.inert import inert
 
@@ -70,6 +77,8 @@ class Plan:
     overrides: dict[str, Any] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # origin and anything else to know
+    confirm: dict[str, Any] = field(default_factory=dict)  # risky flags: applied if named
+    left_out: dict[str, str] = field(default_factory=dict)  # config of the trace not applied
 
     def lines(self) -> list[str]:
         """The plan as lines of inert text (for a prompt or a dialog)."""
@@ -86,29 +95,57 @@ class Plan:
         if self.env:
             out.append("  environment: " + ", ".join(f"{one(k)}={one(v)}"
                                                       for k, v in self.env.items()))
+        if self.left_out:
+            out.append("  left out (not applied from the trace): " + "; ".join(
+                f"{one(k)} ({one(why)})" for k, why in self.left_out.items()))
+        for name, value in self.confirm.items():
+            out.append(f"  needs your confirmation by name: {one(name)}={one(describe(value))} "
+                       "names a program, path, module or callable; without it, it is left out")
         out += [f"  note: {one(n)}" for n in self.notes]
         return out
 
 
+def _confirm_names(plan: Plan, yes: bool, tty: bool, stdin: TextIO,
+                   stderr: TextIO) -> dict[str, Any]:
+    """Ask for each of ``plan.confirm`` to be typed by name (only on a terminal, without
+    ``--yes``); {name: value} of those confirmed. The rest are named as left out."""
+    confirmed: dict[str, Any] = {}
+    for name, value in plan.confirm.items():
+        shown = inert(name, multiline=False)
+        if tty and not yes:
+            print(f"The trace sets {shown}={inert(describe(value), multiline=False)}, which names"
+                  f" a program, path, module or callable. Type {shown} to apply it (Enter "
+                  "leaves it out): ", end="", file=stderr, flush=True)
+            if stdin.readline().strip() == name:
+                confirmed[name] = value
+                continue
+        print(f"  leaving out {shown} (not confirmed by name; --allow-flag {shown} applies it)",
+              file=stderr, flush=True)
+    return confirmed
+
+
 def ask(plan: Plan, *, yes: bool, stdin: TextIO | None = None, stderr: TextIO | None = None,
-        interactive: Callable[[], bool] | None = None) -> None:
+        interactive: Callable[[], bool] | None = None) -> dict[str, Any]:
     """Show ``plan`` and ask on the terminal; ``yes`` answers for the user (still shown).
-    Raises ``NotConfirmed`` on no, or with no terminal to ask on and no ``--yes``."""
+    Raises ``NotConfirmed`` on no, or with no terminal to ask on and no ``--yes``. Returns the
+    flags of ``plan.confirm`` that the user typed by name ({name: value}; never with ``yes``)."""
     stdin = stdin or sys.stdin
     stderr = stderr or sys.stderr
     for line in plan.lines():
         print(line, file=stderr)
-    if yes:
-        print("  (--yes: running it)", file=stderr, flush=True)
-        return
-    tty = interactive() if interactive else bool(stdin and stdin.isatty())
-    if not tty:
+    tty = bool(interactive() if interactive else (stdin and stdin.isatty()))
+    if not yes and not tty:
         raise NotConfirmed(f"not running it: there is no terminal to ask on; pass --yes to "
                            f"{plan.action} without being asked")
+    confirmed = _confirm_names(plan, yes, tty, stdin, stderr)
+    if yes:
+        print("  (--yes: running it)", file=stderr, flush=True)
+        return confirmed
     print("Run it? [y/N] ", end="", file=stderr, flush=True)
     answer = stdin.readline().strip().lower()
     if answer not in ("y", "yes"):
         raise NotConfirmed("not running it (answered no)")
+    return confirmed
 
 
 def spec_plan(spec: dict[str, Any], manifest: dict[str, Any] | None = None) -> Plan:
@@ -119,4 +156,5 @@ def spec_plan(spec: dict[str, Any], manifest: dict[str, Any] | None = None) -> P
     return Plan("recompile", sys.executable, [str(spec.get("script")), *map(str, spec.get("args")
                                                                            or [])],
                 str(spec.get("cwd")), dict(spec.get("overrides") or {}),
-                {str(k): str(v) for k, v in (spec.get("env") or {}).items()}, notes)
+                {str(k): str(v) for k, v in (spec.get("env") or {}).items()}, notes,
+                dict(spec.get("confirm") or {}), dict(spec.get("left_out") or {}))

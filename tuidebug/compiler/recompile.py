@@ -115,9 +115,13 @@ def read_manifest(trace: str | os.PathLike[str]) -> dict[str, Any]:
     return _manifest(Path(trace))
 
 
-def trace_source(trace: str | os.PathLike[str]) -> dict[str, Any]:
+def trace_source(trace: str | os.PathLike[str],
+                 allowed: Iterable[str] | Mapping[str, Any] = ()) -> dict[str, Any]:
     """What to re-run for ``trace``: ``{"script", "script_arg", "args", "cwd", "overrides",
-    "check"}`` from its manifest. ``script`` is absolute; ``script_arg`` as it was typed."""
+    "confirm", "left_out", "check"}`` from its manifest. ``script`` is absolute; ``script_arg``
+    as it was typed. Config overrides that name a program, path, module or callable are applied
+    only when ``allowed`` (confirmed by name, ``trace_config.check``); until then they are in
+    ``confirm``, and what is never applied from a trace is in ``left_out`` ({name: why})."""
     m = _manifest(Path(trace))
     command = m.get("command")
     if not isinstance(command, list) or not all(isinstance(c, str) for c in command):
@@ -137,13 +141,11 @@ def trace_source(trace: str | os.PathLike[str]) -> dict[str, Any]:
     if not Path(cwd).is_dir():
         raise RecompileError(f"{trace}: its working directory {cwd} no longer exists")
     overrides = m.get("config_overrides") if isinstance(m.get("config_overrides"), dict) else {}
-    overrides, refused = trace_config.check(overrides)  # a trace's config: only what is safe
-    if refused:
-        raise RecompileError(f"{trace}: its config overrides cannot be applied from a trace: "
-                             + "; ".join(f"{n}: {why}" for n, why in refused.items())
-                             + " (re-trace with tuidebug trace --set to choose them yourself)")
+    # a trace's config: only what the registry vouches for, risky flags only when confirmed
+    config = trace_config.split(overrides, allowed)
     return {"script": str(script), "script_arg": script_arg, "args": list(args), "cwd": cwd,
-            "overrides": dict(overrides), "check": bool(m.get("check_accuracy", True)),
+            "overrides": dict(config.apply), "confirm": config.confirm,
+            "left_out": config.left_out, "check": bool(m.get("check_accuracy", True)),
             "accuracy_tol": _tol(m.get("accuracy_tol"))}
 
 
@@ -179,14 +181,18 @@ def _check_out(out: Path, trace: Path | None = None) -> Path:
 
 def recompile_spec(trace: str | os.PathLike[str], sets: Mapping[str, Any],
                    out: str | os.PathLike[str] | None = None, *, use_cache: bool = True,
-                   timeout: float | None = None,
-                   env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The job that recompiles ``trace`` with ``sets`` (already validated) into ``out``."""
+                   timeout: float | None = None, env: Mapping[str, str] | None = None,
+                   allowed: Iterable[str] | Mapping[str, Any] = ()) -> dict[str, Any]:
+    """The job that recompiles ``trace`` with ``sets`` (already validated) into ``out``;
+    ``allowed``: the trace's risky flags the user confirmed by name (``trace_source``)."""
     trace = Path(trace)
-    src = trace_source(trace)
+    src = trace_source(trace, allowed)
     out = _check_out(Path(out) if out else default_out(trace, sets), trace)
     return {"kind": "recompile", "source_trace": str(trace.resolve()), **src,
             "overrides": {**src["overrides"], **dict(sets)}, "sets": dict(sets),
+            # a flag the user sets with --set needs no confirmation of the trace's value
+            "confirm": {n: v for n, v in src["confirm"].items() if n not in sets},
+            "left_out": {n: w for n, w in src["left_out"].items() if n not in sets},
             "out": str(Path(out).resolve()), "use_cache": use_cache, "timeout": timeout,
             "env": dict(env or {})}
 

@@ -34,9 +34,11 @@ class BisectTask:
     """``tuidebug bisect TRACE [--repro REPRO]`` in a child process (see the module docstring)."""
 
     def __init__(self, trace: str | os.PathLike[str], repro: str | os.PathLike[str] | None = None,
-                 *, timeout: float = 600.0, fresh: bool = False) -> None:
+                 *, timeout: float = 600.0, fresh: bool = False,
+                 allowed: dict[str, Any] | None = None) -> None:
+        # allowed: {flag: value} the user confirmed by name (values, as JSON)
         request = {"trace": str(trace), "repro": str(repro) if repro else None,
-                   "timeout": float(timeout), "fresh": fresh}
+                   "timeout": float(timeout), "fresh": fresh, "allowed": dict(allowed or {})}
         fd, name = tempfile.mkstemp(prefix="tuidebug-bisect-", suffix=".log")
         self.log_path = Path(name)
         self._log = os.fdopen(fd, "wb")
@@ -86,7 +88,8 @@ def main(argv: list[str]) -> int:
         proc.write_message(out, {"event": "progress", "run": None, "message": FRESH_HINT})
     try:
         report = bisect(request["trace"], request.get("repro"), timeout=request["timeout"],
-                        on_step=step, fresh=bool(request.get("fresh")))
+                        on_step=step, fresh=bool(request.get("fresh")),
+                        allowed=request.get("allowed") or {})
     except TuidebugError as e:  # MinifyError, TraceError: one line for the user
         proc.write_message(out, {"event": "error", "message": str(e)})
         return 2

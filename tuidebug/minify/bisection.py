@@ -21,7 +21,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Mapping
 
 from tuidebug import proc
 from tuidebug.minify.pool import WorkerPool, child_env
@@ -70,9 +70,23 @@ class BisectReport:
     log: str = ""
 
 
-def _test_command(trace: Trace, repro: str | None,
-                  signature: Signature | None = None) -> tuple[list[str], str]:
-    """The command each bisection run executes, and its working directory."""
+def trace_overrides(trace: Trace, allowed: Mapping[str, Any] | Iterable[str] = ()) -> Any:
+    """The trace's ``config_overrides`` sorted by ``trace_config.split`` (applied, to confirm
+    by name, left out); ``MinifyError`` when they are not an object."""
+    from tuidebug.compiler import trace_config
+
+    overrides = trace.manifest.get("config_overrides") or {}
+    if not isinstance(overrides, dict):
+        raise MinifyError("the trace's config_overrides is not an object; pass --repro")
+    return trace_config.split(overrides, allowed)
+
+
+def _test_command(trace: Trace, repro: str | None, signature: Signature | None = None,
+                  allowed: Mapping[str, Any] | Iterable[str] = ()) -> tuple[list[str], str]:
+    """The command each bisection run executes, and its working directory. The trace's
+    config overrides are applied as ``trace_overrides`` sorts them: risky ones only when
+    ``allowed`` (confirmed by name), the rest of what is refused left out (``bisect_plan``
+    names both before anything runs)."""
     if repro:
         path = Path(repro)
         if not path.is_file():
@@ -96,21 +110,14 @@ def _test_command(trace: Trace, repro: str | None,
     if not Path(cwd, script).is_file():
         raise MinifyError(f"the traced script {script} is not in {cwd} any more; pass --repro")
     # the Inductor config set at trace time (--set) applies to every run, as it did then
-    overrides = trace.manifest.get("config_overrides") or {}
-    if not isinstance(overrides, dict):
-        raise MinifyError("the trace's config_overrides is not an object; pass --repro")
-    from tuidebug.compiler import trace_config
-
-    overrides, refused = trace_config.check(overrides)
-    if refused:
-        raise MinifyError("the trace's config overrides are not applied from a trace: " + "; ".join(
-            f"{name}: {why}" for name, why in refused.items()) + " (pass --repro)")
+    overrides = trace_overrides(trace, allowed).apply
     return [sys.executable, "-m", "tuidebug.minify.script_child", json.dumps(overrides),
             script, *command[3:]], cwd
 
 
 def bisect(trace_path: str | os.PathLike[str], repro: str | None = None, timeout: float = 600.0,
-           on_step: Callable[[int, str], None] | None = None, fresh: bool = False) -> BisectReport:
+           on_step: Callable[[int, str], None] | None = None, fresh: bool = False,
+           allowed: Mapping[str, Any] | Iterable[str] = ()) -> BisectReport:
     """Bisect the failure of the trace at ``trace_path`` (see the module docstring).
 
     A ``repro`` is run in a warm worker process (torch imported once; the bisector's state is
@@ -124,7 +131,7 @@ def bisect(trace_path: str | os.PathLike[str], repro: str | None = None, timeout
         raise MinifyError(f"the trace {trace_path} did not fail (status: {trace.status}); "
                           "there is nothing to bisect")
     signature = Signature.from_trace_error(trace.error)
-    cmd, cwd = _test_command(trace, repro, signature)
+    cmd, cwd = _test_command(trace, repro, signature, allowed)
     from tuidebug.compiler import compat  # imports torch: the bisector runs in this process
 
     runs = 0

@@ -25,7 +25,7 @@ import time
 from concurrent.futures import Future, TimeoutError as FutureTimeout
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from tuidebug import proc
 from tuidebug.minify import ddmin
@@ -526,7 +526,7 @@ class Minifier:
 def minify(trace_path: str | os.PathLike[str], out: str | os.PathLike[str] = "repro.py",
            jobs: int = 2, timeout: float = 60.0,
            on_progress: Callable[[Progress], None] | None = None, *, tol: float | None = None,
-           keep_work: bool = False) -> MinifyResult:
+           keep_work: bool = False, allowed: Mapping[str, Any] | Iterable[str] = ()) -> MinifyResult:
     """Minify the failed trace at ``trace_path`` into a standalone repro written to ``out``.
 
     Safe to call from a worker thread (the TUI does): it starts its own worker processes and
@@ -535,7 +535,7 @@ def minify(trace_path: str | os.PathLike[str], out: str | os.PathLike[str] = "re
     verified). Raises :class:`MinifyError` for a trace that cannot be minified (it did not
     fail, has no graph, or the failure does not reproduce) or out-of-range limits.
     """
-    failure = load_failure(trace_path)
+    failure = load_failure(trace_path, allowed)  # risky flags of the trace: only if allowed
     m = Minifier(failure, Path(out), jobs=jobs, timeout=timeout, tol=tol,
                  on_progress=on_progress)
     result = m.run()

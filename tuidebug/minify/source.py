@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 from tuidebug.errors import MinifyError
 from tuidebug.compiler import trace_config
@@ -36,14 +36,16 @@ class Failure:
     signature: Signature
     flags: dict[str, Any]
     skipped_flags: list[str] = field(default_factory=list)
+    confirm_flags: dict[str, Any] = field(default_factory=dict)  # risky: applied if named
 
     @property
     def text(self) -> str:
         return f"{self.error.get('message') or ''}\n{self.error.get('traceback') or ''}"
 
 
-def load_failure(path: str | Path) -> Failure:
-    """Open ``path`` and find the failing graph's ATen-level snapshot; raise MinifyError if none."""
+def load_failure(path: str | Path, allowed: Mapping[str, Any] | Iterable[str] = ()) -> Failure:
+    """Open ``path`` and find the failing graph's ATen-level snapshot; raise MinifyError if none.
+    The trace's risky flags are applied only when ``allowed`` (confirmed by name)."""
     try:
         trace = Trace(path)
     except TraceError as e:
@@ -64,9 +66,9 @@ def load_failure(path: str | Path) -> Failure:
     if graph is None:
         problems = "; ".join(str(p) for p in trace.problems) or "unreadable"
         raise MinifyError(f"cannot read the {stage.name} snapshot of graph {record.id}: {problems}")
-    flags, skipped = _flags(trace)
+    flags, skipped, confirm = _flags(trace, allowed)
     return Failure(trace, record, stage, graph, error, Signature.from_trace_error(error), flags,
-                   skipped)
+                   skipped, confirm)
 
 
 def _failed_graph(trace: Trace, error: dict[str, Any]) -> GraphRecord | None:
@@ -88,8 +90,10 @@ def _aot_stage(record: GraphRecord) -> StageInfo | None:
     return next((s for s in snaps if s.name == "post_grad"), None)
 
 
-def _flags(trace: Trace) -> tuple[dict[str, Any], list[str]]:
-    """Config values that differ from the defaults (minus tuidebug's own), as in the capture."""
+def _flags(trace: Trace, allowed: Mapping[str, Any] | Iterable[str] = ()
+           ) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
+    """Config values that differ from the defaults (minus tuidebug's own), as in the capture:
+    (applied, left out, risky ones waiting to be confirmed by name)."""
     cfg = trace.config
     own = set(cfg.get("set_by_tuidebug") or []) | CAPTURE_ONLY_FLAGS
     own |= set((trace.manifest.get("tuidebug_config") or {}).keys())
@@ -108,9 +112,9 @@ def _flags(trace: Trace) -> tuple[dict[str, Any], list[str]]:
         if name not in out and name not in own and config_flag_ok(name, value):
             out[name] = value
     # config from a trace is applied only where the flag registry vouches for it
-    out, refused = trace_config.check(out)
-    skipped += [f"{name} ({why})" for name, why in refused.items()]
-    return out, skipped
+    config = trace_config.split(out, allowed)
+    skipped += [f"{name} ({why})" for name, why in config.left_out.items()]
+    return config.apply, skipped, config.confirm
 
 
 def regions(failure: Failure, units: set[str], max_unnamed: int = 6) -> list[list[str]]:

@@ -163,7 +163,8 @@ class TuidebugApp(App[int]):
 
     def start_recompile(self, sets: dict[str, Any]) -> None:
         """Show what a recompile with ``sets`` will run and ask (``ConfirmScreen``); on yes,
-        ``recompile_confirmed``. Nothing the trace recorded runs unasked (docs/security.md)."""
+        ``recompile_confirmed``, with the trace's risky flags whose names the user typed.
+        Nothing the trace recorded runs unasked (docs/security.md)."""
         if not self.may_run("recompile"):
             return
         from tuidebug.compiler import recompile
@@ -181,14 +182,17 @@ class TuidebugApp(App[int]):
                         severity="error", timeout=10, markup=False)
             return
 
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.recompile_confirmed(sets)
-        self.push_screen(ConfirmScreen(plan.lines(), "Recompile: run this?"), answered)
+        def answered(answer: Any) -> None:
+            if answer:
+                self.recompile_confirmed(sets, answer.names)
+        self.push_screen(ConfirmScreen(plan.lines(), "Recompile: run this?", plan.confirm),
+                         answered)
 
-    def recompile_confirmed(self, sets: dict[str, Any]) -> None:
+    def recompile_confirmed(self, sets: dict[str, Any],
+                            allowed: dict[str, Any] | None = None) -> None:
         """Recompile the open trace with ``sets`` in the warm worker (a separate process),
-        into a new trace directory beside it. Never blocks; progress goes to the flags screen."""
+        into a new trace directory beside it; ``allowed``: the trace's risky flags confirmed by
+        name, with the values shown. Never blocks; progress goes to the flags screen."""
         from tuidebug.compiler.recompile import format_sets
 
         job = self.recompile_job
@@ -200,7 +204,8 @@ class TuidebugApp(App[int]):
             prime = self.prime_job
             if prime is not None and not prime.done:  # the user's recompile goes first
                 self.recompile_worker.cancel(prime)
-            self.recompile_job = self.recompile_worker.submit(self.trace.root, dict(sets))
+            self.recompile_job = self.recompile_worker.submit(self.trace.root, dict(sets),
+                                                              allowed=allowed or {})
         except Exception as e:  # bad input, or the worker cannot start: report, stay alive
             self.notify(f"{type(e).__name__}: {e}", title="cannot recompile", severity="error",
                         timeout=10)

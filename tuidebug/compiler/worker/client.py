@@ -144,17 +144,19 @@ class RecompileWorker:
                out: str | os.PathLike[str] | None = None, *, timeout: float | None = None,
                use_cache: bool | None = None, env: Mapping[str, str] | None = None,
                on_progress: Callable[[RecompileJob, str], None] | None = None,
-               on_done: Callable[[RecompileJob], None] | None = None) -> RecompileJob:
+               on_done: Callable[[RecompileJob], None] | None = None,
+               allowed: Mapping[str, Any] | Iterable[str] = ()) -> RecompileJob:
         """Recompile ``trace_path`` with ``sets`` (``["NAME=VALUE", ...]`` or ``{name: value}``)
         into ``out`` (default ``<trace>-<flag>=<value>`` beside it). ``env``: variables set in
-        the job's process (e.g. ``TORCHINDUCTOR_CACHE_DIR``).
+        the job's process (e.g. ``TORCHINDUCTOR_CACHE_DIR``); ``allowed``: the trace's risky
+        flags the user confirmed by name (``trace_config.check``).
 
         Raises ``UnknownFlag`` / ``FlagValueError`` / ``RecompileError`` at once for bad input.
         """
         from tuidebug.compiler import recompile
 
         parsed = recompile.parse_sets(sets)
-        spec = recompile.recompile_spec(trace_path, parsed, out, env=env,
+        spec = recompile.recompile_spec(trace_path, parsed, out, env=env, allowed=allowed,
                                         use_cache=self.use_cache if use_cache is None else use_cache)
         return self.submit_spec(spec, timeout=timeout, on_progress=on_progress, on_done=on_done)
 

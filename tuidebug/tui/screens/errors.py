@@ -153,7 +153,8 @@ class ErrorsScreen(TraceScreen):
         self.query_one("#errors-task", Static).update(Text(text, style="bold"))
 
     def _confirm(self, what: str, plan_of: Any, then: Any) -> None:
-        """Show what ``what`` will run (``plan_of()``, a consent Plan) and ask; ``then()`` on y."""
+        """Show what ``what`` will run (``plan_of()``, a consent Plan) and ask; on y,
+        ``then(names)`` with the trace's risky flags confirmed by typing their names."""
         try:
             plan = plan_of()
         except Exception as e:  # cannot be minified/bisected, an untrusted config: say why
@@ -161,11 +162,11 @@ class ErrorsScreen(TraceScreen):
                         markup=False)
             return
 
-        def answered(yes: bool | None) -> None:
-            if yes and self._can_run(what):
-                then()
-        self.app.push_screen(ConfirmScreen(plan.lines(), f"{what.capitalize()}: run this?"),
-                             answered)
+        def answered(answer: Any) -> None:
+            if answer and self._can_run(what):
+                then(answer.names)
+        self.app.push_screen(ConfirmScreen(plan.lines(), f"{what.capitalize()}: run this?",
+                                           plan.confirm), answered)
 
     def action_minify(self) -> None:
         if not self._can_run("minify"):
@@ -174,7 +175,7 @@ class ErrorsScreen(TraceScreen):
 
         self._confirm("minify", lambda: minify_plan(self.trace.root), self._run_minify)
 
-    def _run_minify(self) -> None:
+    def _run_minify(self, allowed: dict[str, Any]) -> None:
         self.task_running = "minify"
         trace_path = str(self.trace.root)
         out = Path(tempfile.mkdtemp(prefix="tuidebug-repro-")) / "repro.py"
@@ -194,7 +195,8 @@ class ErrorsScreen(TraceScreen):
                 self.app.call_from_thread(self._progress, line)
 
             try:
-                result = minify(trace_path, out, jobs=2, timeout=60, on_progress=on_progress)
+                result = minify(trace_path, out, jobs=2, timeout=60, on_progress=on_progress,
+                                allowed=allowed)
             except TaskCancelled:
                 self.app.call_from_thread(self._task_done, "minify", None, "cancelled")
                 return
@@ -215,7 +217,7 @@ class ErrorsScreen(TraceScreen):
             self.repro_path.is_file() else None
         self._confirm("bisect", lambda: bisect_plan(self.trace.root, repro), self._run_bisect)
 
-    def _run_bisect(self) -> None:
+    def _run_bisect(self, allowed: dict[str, Any]) -> None:
         self.task_running = "bisect"
         # the user confirmed what it runs in the dialog (action_bisect)
         trace_path = self.trace.root
@@ -229,7 +231,7 @@ class ErrorsScreen(TraceScreen):
 
             t0 = time.monotonic()
             try:
-                task = BisectTask(trace_path, repro)
+                task = BisectTask(trace_path, repro, allowed=allowed)
             except OSError as e:
                 self.app.call_from_thread(self._task_done, "bisect", None, str(e))
                 return
