@@ -298,6 +298,80 @@ CASES: dict[str, Callable[[Path, Path, Path], str | None]] = {
 }
 
 
+# -- TORCH_COMPILE_DEBUG folders: what the debug-folder importer must not read --------------------
+
+SECRET = "a secret outside the debug folder"
+
+
+def _model(d: Path) -> Path:
+    return next(d.glob("run_*/torchinductor/model__*"))
+
+
+def _debug_symlinks_out(d: Path, outside: Path) -> str:
+    """Files of the folder that are links to a file outside it, and to /dev/zero."""
+    m = _model(d)
+    for name in ("ir_post_fusion.txt", "fx_graph_readable.py"):
+        (m / name).unlink()
+        (m / name).symlink_to(outside / "secret.txt")
+    (m / "output_code.py").unlink()
+    (m / "output_code.py").symlink_to("/dev/zero")
+    log = next(d.glob("run_*/torchdynamo/debug.log"))
+    log.unlink()
+    log.symlink_to(outside / "secret.txt")
+    (log.parent / "zero.log").symlink_to("/dev/zero")
+    tl = next((d / "tlparse").iterdir())
+    shutil.copy(tl, outside / "other.log")
+    (d / "tlparse" / "elsewhere.log").symlink_to(outside / "other.log")
+    return "ir_post_fusion.txt"
+
+
+def _debug_folder_out(d: Path, outside: Path) -> str:
+    """A model folder that is a link to a folder outside."""
+    m = _model(d)
+    shutil.copytree(m, outside / "model-copy")
+    (outside / "model-copy" / "ir_post_fusion.txt").write_text(SECRET)
+    shutil.rmtree(m)
+    m.symlink_to(outside / "model-copy")
+    return m.name
+
+
+def _debug_fifos(d: Path, outside: Path) -> str:
+    m = _model(d)
+    for p in (m / "fx_graph_readable.py", m / "ir_pre_fusion.txt",
+              next(d.glob("run_*/torchdynamo/debug.log")), d / "tlparse" / "fifo.log"):
+        if p.exists():
+            p.unlink()
+        os.mkfifo(p)
+    return "ir_pre_fusion.txt"
+
+
+def _debug_huge(d: Path, outside: Path) -> str:
+    """Files of 100 MB (sparse: made at once, never read)."""
+    m = _model(d)
+    for p in (m / "ir_post_fusion.txt", next(d.glob("run_*/torchinductor/*.log"))):
+        with open(p, "wb") as f:
+            f.truncate(100 * 1024 * 1024)
+    return "ir_post_fusion.txt"
+
+
+DEBUG_CASES: dict[str, Callable[[Path, Path], str]] = {
+    "debug_symlinks_out": _debug_symlinks_out,
+    "debug_folder_out": _debug_folder_out,
+    "debug_fifos": _debug_fifos,
+    "debug_huge": _debug_huge,
+}
+
+
+def build_debug(name: str, source: Path, root: Path, outside: Path) -> tuple[Path, str]:
+    """Case ``name``: a copy of the real ``torch_compile_debug`` folder ``source`` under
+    ``root``, damaged; (its path, a name the import's warnings must give)."""
+    outside.mkdir(parents=True, exist_ok=True)
+    (outside / "secret.txt").write_text(SECRET)
+    d = root / name / "torch_compile_debug"
+    shutil.copytree(source, d, symlinks=True)
+    return d, DEBUG_CASES[name](d, outside)
+
+
 def build(name: str, root: Path, outside: Path, marker: Path) -> Hostile:
     """Case ``name`` as a trace under ``root``. ``outside`` holds a secret.json that a trace
     must never read; ``marker`` is what a payload writes if anything runs it."""

@@ -265,3 +265,29 @@ def test_hostile_torch_trace_log(corpus, capsys: pytest.CaptureFixture[str], cas
     corpus.unchanged(before)
     case.survived = True
     case.data_lost = False
+
+
+@pytest.mark.parametrize("name", list(hostile.DEBUG_CASES))
+def test_hostile_debug_folder_import(name: str, compiler_texts: dict[str, Any], tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str], case: Case) -> None:
+    """A TORCH_COMPILE_DEBUG folder is untrusted too: links out of it (to a file, a folder,
+    /dev/zero), FIFOs and 100 MB files are not read, the import names them and goes on."""
+    case.note = name
+    d, problem = hostile.build_debug(name, compiler_texts["dir"] / "torch_compile_debug",
+                                     tmp_path / "in", tmp_path / "outside")
+    before = digest(tmp_path / "outside")
+    out = tmp_path / "out" / "imported"
+    t0 = time.monotonic()
+    rc, text = run_cli(["import", str(d), "-o", str(out)], capsys, timeout=120)
+    assert time.monotonic() - t0 < 120
+    assert not data_escapes(text), data_escapes(text)[:5]
+    warnings = json.loads((out / "manifest.json").read_text())["warnings"]
+    assert any(problem in w for w in warnings), warnings
+    for p in out.rglob("*"):
+        if p.is_file():
+            assert hostile.SECRET not in p.read_text(errors="replace"), p
+    assert digest(tmp_path / "outside") == before
+    rc, text = run_cli(["info", str(out)], capsys)
+    assert rc in (0, 1)
+    case.survived = True
+    case.data_lost = False

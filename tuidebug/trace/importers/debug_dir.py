@@ -18,6 +18,11 @@ The run's structured log (matched by process id) is imported as a TORCH_TRACE lo
 ``model__…`` folder is then matched to its graph by the AOT id of its output code
 (``0_forward``) and adds what the log lacks: the IR before and after fusion, and what the log
 lost. Without a log, each folder becomes a graph of its own.
+
+The folder is untrusted like a trace (docs/security.md): every file read is confined to the
+debug root and read through ``tuidebug.trace.safefile`` (resolved inside the root, symbolic
+links only to targets inside it, regular files only, ``MAX_FILE_BYTES`` each); what is refused
+is skipped and named in the import's warnings.
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ from tuidebug.trace.importers.torch_trace import TorchTraceImporter
 
 _RUN_RE = re.compile(r"^run_(?P<stamp>.+)-pid_(?P<pid>\d+)$")
 _MODEL_RE = re.compile(r"^model__(?P<aot>\d+)_(?P<kind>forward|backward|inference)_(?P<n>[\d.]+)$")
+
+#: the largest file of a debug folder that is read (graphs, IR, code, logs)
+MAX_FILE_BYTES = safefile.MAX_JSON_BYTES
 
 MISSING_DEBUG = [
     "per-pass snapshots",
@@ -70,6 +78,25 @@ def _children(p: Path) -> list[Path]:
         return []
 
 
+def refusal(root: Path, path: Path, *, regular: bool = False) -> str | None:
+    """Why ``path`` is not read (it leads out of ``root``, or with ``regular`` is not a regular
+    file), or None."""
+    try:
+        safefile.confine(root, path)
+    except safefile.Refused as e:
+        return str(e)
+    if regular and not safefile.is_regular(path):
+        return "not a regular file; not read"
+    return None
+
+
+def read_text(root: Path, path: Path, cap: int = MAX_FILE_BYTES) -> str:
+    """The text of ``path``, confined to ``root`` and capped (``safefile.Refused``, OSError)."""
+    safefile.confine(root, path)
+    data, _ = safefile.read_bytes(path, cap)
+    return data.decode("utf-8", errors="replace")
+
+
 def is_debug_dir(path: Path) -> bool:
     if not path.is_dir():
         return False
@@ -82,14 +109,32 @@ def is_debug_dir(path: Path) -> bool:
     return bool(runs(root)) or bool(tlparse_logs(root))
 
 
-def runs(root: Path) -> list[Path]:
-    """``run_*`` folders, oldest first (their names start with the date)."""
-    return [c for c in _children(root) if c.is_dir() and _RUN_RE.match(c.name)]
+def runs(root: Path, notes: list[str] | None = None) -> list[Path]:
+    """``run_*`` folders, oldest first (their names start with the date); one that leads out
+    of ``root`` is left out (and named in ``notes``)."""
+    out = []
+    for c in _children(root):
+        if _RUN_RE.match(c.name) and c.is_dir():
+            why = refusal(root, c)
+            if why is None:
+                out.append(c)
+            elif notes is not None:
+                notes.append(f"{c}: {why}")
+    return out
 
 
-def tlparse_logs(root: Path) -> list[Path]:
-    d = root / "tlparse"
-    return [c for c in _children(d) if c.is_file() and tracelog.is_torch_trace_file(c)]
+def tlparse_logs(root: Path, notes: list[str] | None = None) -> list[Path]:
+    """The structured logs in ``tlparse/``: regular files inside ``root`` (others named in
+    ``notes``) that look like TORCH_TRACE logs."""
+    out = []
+    for c in _children(root / "tlparse"):
+        why = refusal(root, c, regular=True)
+        if why is not None:
+            if notes is not None and not c.name.startswith("."):
+                notes.append(f"{c}: {why}")
+        elif tracelog.is_torch_trace_file(c):
+            out.append(c)
+    return out
 
 
 def run_pid(run: Path) -> int | None:
@@ -102,7 +147,7 @@ def log_pid(log: Path) -> int | None:
     try:
         with open(log, "rb") as f:
             for _ in range(50):
-                raw = f.readline()
+                raw = f.readline(safefile.MAX_LINE_BYTES)
                 if not raw:
                     return None
                 m = tracelog._HEADER_RE.match(raw.rstrip(b"\r\n"))
@@ -118,9 +163,11 @@ def choose(path: Path, rank: int | None = None) -> tuple[Path, Path | None, Path
     """(debug root, run folder, structured log, notes) for the run to import."""
     notes: list[str] = []
     root = debug_root(path) or path
-    all_runs = runs(root)
+    all_runs = runs(root, notes)
     run: Path | None = path if _RUN_RE.match(path.name) else None
-    logs = tlparse_logs(root)
+    if run is not None and run not in all_runs and refusal(root, run) is not None:
+        run = None  # a run folder given by name that leads out of the debug root
+    logs = tlparse_logs(root, notes)
     log: Path | None = None
     if rank is not None:
         ranked = [lg for lg in logs if log_rank(lg) == rank]
@@ -165,6 +212,10 @@ class DebugDirImporter(TorchTraceImporter):
             for c in _children(ind):
                 m = _MODEL_RE.match(c.name)
                 if m and c.is_dir():
+                    why = refusal(self.root, c)
+                    if why is not None:
+                        self.warn(f"{c}: {why}")
+                        continue
                     key = f"{m['aot']}_{m['kind']}"
                     self.folders.setdefault(key, c)
         self.ir_found = False
@@ -188,11 +239,15 @@ class DebugDirImporter(TorchTraceImporter):
     def _overlay(self, g: ImportedGraph, folder: Path) -> None:
         def read(name: str) -> str | None:
             p = folder / name
+            if not os.path.lexists(p):
+                return None
             try:
-                return p.read_text(encoding="utf-8", errors="replace") if p.is_file() else None
+                return read_text(self.root, p)
+            except safefile.Refused as e:
+                self.warn(f"{p}: {e}")
             except OSError as e:
                 self.warn(f"{p}: unreadable ({e.strerror or e})")
-                return None
+            return None
 
         rel = os.path.relpath(folder, self.root)
         g.extra_meta["debug_folder"] = rel
@@ -244,14 +299,16 @@ class DebugDirImporter(TorchTraceImporter):
         kept = []
         for p in sorted(self.run_dir.rglob("*.log")):
             try:
-                if p.stat().st_size == 0 or p.stat().st_size > 64 * 1024 * 1024:
+                text = read_text(self.root, p)
+                if not text:
                     continue
                 rel = os.path.relpath(p, self.run_dir)
                 w = self.writer
                 assert w is not None
-                w.write_text(w.path("imported", "logs", rel),
-                             p.read_text(encoding="utf-8", errors="replace"))
+                w.write_text(w.path("imported", "logs", rel), text)
                 kept.append(f"imported/logs/{rel}")
+            except safefile.Refused as e:
+                self.warn(f"{p}: {e}")
             except OSError as e:
                 self.warn(f"{p}: unreadable ({e.strerror or e})")
         self._kept_logs = kept

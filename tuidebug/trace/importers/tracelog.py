@@ -249,7 +249,7 @@ def is_torch_trace_file(path: Path, probe_lines: int = 20) -> bool:
     try:
         with open(path, "rb") as f:
             for _ in range(probe_lines):
-                raw = f.readline()
+                raw = f.readline(safefile.MAX_LINE_BYTES)  # a huge first line is not held
                 if not raw:
                     return False
                 if raw[:1] == b"\t" or not raw.strip():
