@@ -291,3 +291,50 @@ def test_hostile_debug_folder_import(name: str, compiler_texts: dict[str, Any], 
     assert rc in (0, 1)
     case.survived = True
     case.data_lost = False
+
+
+async def test_ir_screen_stays_responsive_on_a_100_mb_line(tmp_path: Path, open_ui,
+                                                          case: Case) -> None:
+    """A 100 MB single line in fusion.jsonl and in the IR text: the IR screen (3) reads them in
+    a worker thread, says on screen what it skipped or cut, and other keys answer at once."""
+    import shutil
+
+    from tuidebug.tui.screens.ir import IRScreen
+    from tuidebug.tui.screens.overview import OverviewScreen
+
+    case.note = "100 MB line on the IR screen"
+    t = tmp_path / "big"
+    shutil.copytree(hostile.BASE, t)
+    g = t / "graphs" / hostile.GRAPH
+    chunk = b"x" * (1 << 20)
+    with open(g / "fusion.jsonl", "ab") as f:
+        f.write(b'{"action": "rejected", "node1": "op0", "node2": "op1", "reason": "')
+        for _ in range(100):
+            f.write(chunk)
+        f.write(b'"}\n')
+    with open(g / "ir_post_fusion.txt", "wb") as f:
+        for _ in range(100):
+            f.write(chunk)
+    async with open_ui(t) as ui:
+        await ui.pilot.press("3")
+        t0 = time.monotonic()
+        await ui.pilot.press("1")  # while the IR screen may still be reading
+        await ui.pilot.pause()
+        assert isinstance(ui.app.screen, OverviewScreen)
+        assert time.monotonic() - t0 < 5, "a key waited for the 100 MB line"
+        await ui.press("3")
+        assert isinstance(ui.app.screen, IRScreen)
+        assert await ui.wait_for(lambda: "fusion.jsonl: line" in ui.text(), 60), ui.text()
+        assert "bytes; skipped" in ui.text()
+        await ui.press("t")
+        assert await ui.wait_for(lambda: "truncated: 100663296 more bytes" in ui.text(), 60), \
+            ui.text()
+        assert "ir_post_fusion.txt: 104857600 bytes; only the first 4194304 are shown" in \
+            ui.text(), ui.text()
+        assert "more characters not shown" in ui.lines("#post-view")[0]  # cut for display
+        t0 = time.monotonic()
+        await ui.press("1")
+        assert isinstance(ui.app.screen, OverviewScreen)
+        assert time.monotonic() - t0 < 5
+    case.survived = True
+    case.data_lost = False

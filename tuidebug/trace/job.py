@@ -11,17 +11,21 @@ temporary file and a rename), so ranks on several nodes can share one folder wit
 ``job.json`` is a convenience copy, rebuilt from the records by each rank when it ends and by
 the launching ``tuidebug trace``; readers (:func:`read_job`) always rebuild it from the records,
 so a ``job.json`` written by a rank that saw fewer records than exist is never believed.
+
+A job folder is untrusted like a trace (docs/security.md): records and ``job.json`` are read
+through ``safefile`` (regular files only, no links, ``MAX_RECORD_BYTES``, bounded JSON), each
+field is checked for its type and range (a wrong one is dropped), and what is not read or not
+believed is named in the job's ``problems``.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from tuidebug.trace import atomic
+from tuidebug.trace import atomic, safefile
 
 JOB = "job.json"
 RECORDS_DIR = "job"
@@ -29,6 +33,10 @@ FORMAT = "tuidebug-job"
 FORMAT_VERSION = 1
 _RANK_DIR_RE = re.compile(r"^rank_(\d+)$")
 _RECORD_RE = re.compile(r"^rank_(\d+)\.json$")
+MAX_RECORD_BYTES = 1024 * 1024  # one rank's record, or job.json
+MAX_WORLD_SIZE = 1 << 20  # a larger world size in a record is not believed
+_INT_FIELDS = ("world_size", "local_rank", "node_rank", "exit_code")
+_STR_FIELDS = ("hostname", "launcher", "status", "run_id", "trace", "launched_by")
 
 
 def rank_dir(root: Path, rank: int) -> Path:
@@ -69,7 +77,42 @@ def write_record(root: Path, record: dict[str, Any]) -> None:
     atomic.write_json(record_path(root, int(record["rank"])), record)
 
 
-def _records(root: Path) -> list[dict[str, Any]]:
+def _read_json(path: Path, problems: list[str] | None, rel: str) -> Any:
+    """A record or ``job.json``: a regular file, not a link, capped, bounded JSON; None (and a
+    problem naming ``rel``) when it cannot be read."""
+    try:
+        if path.is_symlink():
+            raise safefile.Refused("a symbolic link; not read")
+        data, _ = safefile.read_bytes(path, MAX_RECORD_BYTES)
+        return safefile.loads(data)
+    except FileNotFoundError:
+        return None
+    except (safefile.Refused, OSError, ValueError) as e:
+        if problems is not None:
+            problems.append(f"{rel}: {e}")
+        return None
+
+
+def _checked(data: dict[str, Any], rel: str, problems: list[str] | None) -> dict[str, Any]:
+    """``data`` with only the fields of the types (and ranges) a record has."""
+    out = dict(data)
+    bad = []
+    for key in _INT_FIELDS:
+        v = out.get(key)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or abs(v) > 1 << 31
+                              or key == "world_size" and not 0 < v <= MAX_WORLD_SIZE):
+            bad.append(key)
+            out.pop(key)
+    for key in _STR_FIELDS:
+        if out.get(key) is not None and not isinstance(out[key], str):
+            bad.append(key)
+            out.pop(key)
+    if bad and problems is not None:
+        problems.append(f"{rel}: {', '.join(bad)} of the wrong type or out of range; ignored")
+    return out
+
+
+def _records(root: Path, problems: list[str] | None = None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     try:
         names = sorted(os.listdir(root / RECORDS_DIR))
@@ -77,25 +120,36 @@ def _records(root: Path) -> list[dict[str, Any]]:
         return out
     for name in names:
         m = _RECORD_RE.match(name)
-        if not m or (root / RECORDS_DIR / name).is_symlink():
+        if not m:
             continue
-        try:
-            data = json.loads((root / RECORDS_DIR / name).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        rel = f"{RECORDS_DIR}/{name}"
+        data = _read_json(root / RECORDS_DIR / name, problems, rel)
+        if data is None:
             continue
-        if isinstance(data, dict) and data.get("rank") == int(m.group(1)):
-            out.append(data)
+        rank = int(m.group(1))
+        if not isinstance(data, dict) or data.get("rank") != rank or \
+                isinstance(data.get("rank"), bool):
+            if problems is not None:
+                problems.append(f"{rel}: not a record of rank {rank}; ignored")
+            continue
+        out.append(_checked(data, rel, problems))
     return sorted(out, key=lambda r: r["rank"])
 
 
-def _rank_dirs(root: Path) -> list[int]:
+def _rank_dirs(root: Path, problems: list[str] | None = None) -> list[int]:
     try:
-        names = os.listdir(root)
+        names = sorted(os.listdir(root))
     except OSError:
         return []
-    return sorted(int(m.group(1)) for n in names
-                  if (m := _RANK_DIR_RE.match(n)) and (root / n).is_dir()
-                  and not (root / n).is_symlink())
+    out = []
+    for n in names:
+        if (m := _RANK_DIR_RE.match(n)) and (root / n).is_dir():
+            if (root / n).is_symlink():  # a trace is read only inside the job folder
+                if problems is not None:
+                    problems.append(f"{n}: a symbolic link; its trace is not read")
+                continue
+            out.append(int(m.group(1)))
+    return out
 
 
 def is_job_dir(path: Path) -> bool:
@@ -108,9 +162,10 @@ def is_job_dir(path: Path) -> bool:
 
 def assemble(root: Path, *, launcher: str | None = None) -> dict[str, Any]:
     """The job as its records (and ``rank_<r>/`` folders without a record) say it is."""
-    records = _records(root)
+    problems: list[str] = []
+    records = _records(root, problems)
     seen = {r["rank"] for r in records}
-    for r in _rank_dirs(root):
+    for r in _rank_dirs(root, problems):
         if r not in seen:  # a trace whose record is missing (copied by hand, or never written)
             records.append({"rank": r, "status": "unknown", "trace": rank_dir(root, r).name})
     records.sort(key=lambda r: r["rank"])
@@ -130,7 +185,7 @@ def assemble(root: Path, *, launcher: str | None = None) -> dict[str, Any]:
             "nodes": sorted(nodes.values(), key=lambda n: (n["node_rank"] is None,
                                                            n["node_rank"] or 0, n["hostname"])),
             "missing_ranks": [r for r in range(world) if r not in present],
-            "ranks": records}
+            "ranks": records, "problems": problems}
 
 
 def write_job(root: Path, *, launcher: str | None = None) -> dict[str, Any]:
@@ -138,14 +193,12 @@ def write_job(root: Path, *, launcher: str | None = None) -> dict[str, Any]:
     writes a whole file under a temporary name and renames it; the last rename wins, and a
     reader never trusts it over the records)."""
     job = assemble(root, launcher=launcher)
-    if launcher is None:
-        try:  # keep the launching process's word for the launcher
-            prev = json.loads((root / JOB).read_text(encoding="utf-8"))
-            if isinstance(prev, dict) and prev.get("launched_by"):
-                job["launched_by"] = prev["launched_by"]
-                job["launcher"] = prev.get("launcher", job["launcher"])
-        except (OSError, ValueError):
-            pass
+    if launcher is None:  # keep the launching process's word for the launcher
+        prev = _read_json(root / JOB, None, JOB)
+        if isinstance(prev, dict) and isinstance(prev.get("launched_by"), str):
+            job["launched_by"] = prev["launched_by"]
+            if isinstance(prev.get("launcher"), str):
+                job["launcher"] = prev["launcher"]
     else:
         job["launched_by"] = "tuidebug trace"
     atomic.write_json(root / JOB, job)
@@ -155,15 +208,15 @@ def write_job(root: Path, *, launcher: str | None = None) -> dict[str, Any]:
 def read_job(root: Path) -> dict[str, Any]:
     """The job, rebuilt from the records; the launcher named by ``job.json`` when it says."""
     job = assemble(root)
-    try:
-        saved = json.loads((root / JOB).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        saved = None
-    if isinstance(saved, dict):
+    saved = _read_json(root / JOB, job["problems"], JOB)
+    if saved is not None and not isinstance(saved, dict):
+        job["problems"].append(f"{JOB}: not a JSON object; ignored")
+    elif isinstance(saved, dict):
+        saved = _checked(saved, JOB, job["problems"])
         if saved.get("launched_by"):
-            job["launched_by"] = str(saved["launched_by"])
+            job["launched_by"] = saved["launched_by"]
             job["launcher"] = saved.get("launcher") or job["launcher"]
-        if not job["ranks"] and isinstance(saved.get("world_size"), int):
+        if not job["ranks"] and saved.get("world_size"):
             job["world_size"] = saved["world_size"]
     return job
 

@@ -320,4 +320,5 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
     return {"job": str(root), "world_size": job["world_size"], "launcher": job.get("launcher"),
             "nodes": job["nodes"], "ranks": ranks,
             "groups": [{"hash": h, "ranks": rs} for h, rs in ordered],
-            "divergence": divergence, "notes": notes, "compile_skew": _skew(traces)}
+            "divergence": divergence, "notes": notes, "compile_skew": _skew(traces),
+            "problems": list(job.get("problems") or [])}  # what of the job folder was not read

@@ -62,17 +62,18 @@ def has_unsafe(text: str) -> bool:
     return _UNSAFE_LINE.search(text) is not None
 
 
-def inert_rich(text: Text) -> Text:
+def inert_rich(text: Text, multiline: bool = False) -> Text:
     """A styled ``Text`` (from any renderer) with control characters shown visibly, styles
-    kept, and no links (a link in a style is dropped)."""
+    kept, and no links (a link in a style is dropped). ``multiline``: newlines and tabs kept."""
+    unsafe = _UNSAFE if multiline else _UNSAFE_LINE
     linked = any(not isinstance(s.style, str) and s.style.link for s in text.spans)
-    if not has_unsafe(text.plain) and not linked:
+    if unsafe.search(text.plain) is None and not linked:
         return text
-    offsets = sorted({o for m in _UNSAFE_LINE.finditer(text.plain) for o in (m.start(), m.end())})
+    offsets = sorted({o for m in unsafe.finditer(text.plain) for o in (m.start(), m.end())})
     out = Text(style=text.style, justify=text.justify, overflow=text.overflow,
                no_wrap=text.no_wrap, end=text.end)
     for part in text.divide(offsets) if offsets else [text]:
-        if len(part.plain) == 1 and has_unsafe(part.plain):
+        if len(part.plain) == 1 and unsafe.search(part.plain):
             vis = Text(inert(part.plain, multiline=False))
             for span in part.spans:
                 vis.stylize(span.style, 0, len(vis))
@@ -87,8 +88,8 @@ def inert_rich(text: Text) -> Text:
 def inert_content(content: Any) -> Any:
     """What a widget shows, made inert: a ``Text`` by ``inert_rich``, a string as plain text
     (never markup); another renderable as it is (render it with ``to_lines`` in the TUI)."""
-    if isinstance(content, Text):
-        return inert_rich(content)
+    if isinstance(content, Text):  # a widget's own lines: newlines kept, as for a string
+        return inert_rich(content, multiline=True)
     if isinstance(content, str):
         return inert_text(content, multiline=True)
     return content

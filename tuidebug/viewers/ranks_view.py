@@ -98,10 +98,10 @@ def note_line(n: dict[str, Any]) -> str:
 
 def render_job(report: dict[str, Any], console: Console) -> None:
     nodes = inert(", ".join(str(n["hostname"]) for n in report["nodes"]) or "?", multiline=False)
+    launcher = inert(report.get("launcher") or "?", multiline=False)
     console.print(Text.assemble(("job ", "dim"), (inert(report["job"], multiline=False), "bold"),
                                 f"   world size {report['world_size']}",
-                                (f"   launcher {report.get('launcher') or '?'}   nodes {nodes}",
-                                 "dim")))
+                                (f"   launcher {launcher}   nodes {nodes}", "dim")))
     t = Table(title="ranks", title_justify="left", box=None, header_style="bold")
     for col in ("rank", "host", "status", "compiles", "graphs", "compile", "group"):
         t.add_column(col)
@@ -130,3 +130,8 @@ def render_job(report: dict[str, Any], console: Console) -> None:
             f"compile-time skew: largest on {worst['compile_id']}: rank {worst['slowest']['rank']} "
             f"{_secs(worst['slowest']['s'])} vs rank {worst['fastest']['rank']} "
             f"{_secs(worst['fastest']['s'])}", "dim"))
+    problems = report.get("problems") or []
+    if problems:
+        console.print(Text(f"problems reading the job folder ({len(problems)})", style="bold"))
+        for p in problems[:50]:
+            console.print(inert_text(f"  {p}", "yellow"))

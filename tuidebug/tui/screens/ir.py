@@ -14,11 +14,13 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Label
 
+from tuidebug.trace import schema
 from tuidebug.trace.reader import GraphRecord
 from tuidebug.tui import keymap, model
 from tuidebug.tui.messages import Read
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.widgets.textview import RichLines, TextLines, TextView
+from tuidebug.viewers.inert import inert_content
 
 
 def ir_text_line(n: dict[str, Any], group: str | None) -> Text:
@@ -34,6 +36,24 @@ def ir_text_line(n: dict[str, Any], group: str | None) -> Text:
         start = plain.find(f"⇒ {group}")
         t.stylize("green", start, start + 2 + len(group))
     return t
+
+
+#: the graph's files this screen shows (their reading problems are shown here too)
+IR_FILES = (f"{schema.IR_PRE}.json", f"{schema.IR_POST}.json", f"{schema.IR_PRE}.txt",
+            f"{schema.IR_POST}.txt", schema.FUSION)
+
+
+def ir_problems(g: GraphRecord) -> list[str]:
+    """Problems met reading this graph's IR and fusion files (a line skipped, a file cut)."""
+    ends = tuple(f"{g.id}/{name}" for name in IR_FILES)
+    return [str(p) for p in g.trace.problems if p.file.endswith(ends)]
+
+
+def ir_text_lines(g: GraphRecord) -> tuple[TextLines, TextLines, int, int]:
+    """Both IR texts as display lines (read, split and cut off the UI thread) and their line
+    counts."""
+    pre, post = g.ir_text("pre") or "", g.ir_text("post") or ""
+    return TextLines(pre), TextLines(post), pre.count("\n"), post.count("\n")
 
 
 class IRData:
@@ -58,6 +78,7 @@ class IRData:
                 for part in str(d.get(key, "")).split("_op"):
                     name = part if part.startswith("op") else "op" + part
                     self.by_node.setdefault(name, []).append(i)
+        self.problems = ir_problems(g)
 
 
 class IRScreen(TraceScreen):
@@ -69,12 +90,13 @@ class IRScreen(TraceScreen):
     class TextRead(Read, namespace="ir_screen"):
         """The graph's pre- and post-fusion IR as text (key: the graph id)."""
 
-        data: tuple[str | None, str | None]
+        data: tuple[TextLines, TextLines, int, int]
 
     SCREEN_NAME = "ir"
     BINDINGS = keymap.bindings("ir")
     DEFAULT_CSS = """
-    IRScreen #ir-summary { height: 2; width: 100%; padding: 0 1; background: $boost; }
+    IRScreen #ir-summary { height: auto; min-height: 2; max-height: 5; width: 100%;
+                           padding: 0 1; background: $boost; }
     IRScreen #pre-pane { width: 1fr; border-right: solid $primary 40%; }
     IRScreen #post-pane { width: 1fr; }
     IRScreen #fusion-pane { height: 40%; border-top: solid $primary 40%; }
@@ -83,6 +105,7 @@ class IRScreen(TraceScreen):
     def __init__(self) -> None:
         super().__init__()
         self.data: IRData | None = None
+        self.problems: list[str] = []  # reading the IR files shown (ir_problems)
         self.text_mode = False
         self.rejected_only = False
         self.selected_pre: str | None = None
@@ -108,8 +131,9 @@ class IRScreen(TraceScreen):
         self.data = None
         if g is None:
             return
+        self.problems = []
         if self.text_mode:
-            self.load(self.TextRead, g.id, lambda: (g.ir_text("pre"), g.ir_text("post")))
+            self.load(self.TextRead, g.id, lambda: ir_text_lines(g))
         self.load(self.NodesRead, g.id, lambda: IRData(g))
 
     def _current(self, message: Read) -> bool:
@@ -120,19 +144,26 @@ class IRScreen(TraceScreen):
         if not self._current(message):
             return
         self.data = message.data
+        self._add_problems(self.data.problems)
         self._show_summary()
         if not self.text_mode:
             self._show_structured()
 
     def on_ir_screen_text_read(self, message: IRScreen.TextRead) -> None:
         if self._current(message) and self.text_mode:
-            pre, post = message.data
-            for which, text in (("pre", pre), ("post", post)):
+            pre, post, n_pre, n_post = message.data
+            for which, lines, n in (("pre", pre, n_pre), ("post", post, n_post)):
                 view = self.query_one(f"#{which}-view", TextView)
-                view.set_source(TextLines(text or ""), placeholder=f"no {which}-fusion IR text")
+                view.set_source(lines, placeholder=f"no {which}-fusion IR text")
                 view.set_query(self.search_query)
-                self.set_text(f"#{which}-title",
-                    f"{which}-fusion IR text ({(text or '').count(chr(10))} lines)")
+                self.set_text(f"#{which}-title", f"{which}-fusion IR text ({n} lines)")
+            g = self.graph
+            if g is not None:
+                self._add_problems(ir_problems(g))
+                self._show_summary()
+
+    def _add_problems(self, problems: list[str]) -> None:
+        self.problems += [p for p in problems if p not in self.problems]
 
     def _show_summary(self) -> None:
         d = self.data
@@ -151,7 +182,12 @@ class IRScreen(TraceScreen):
             t.append(f"\n{d.no_ir}" if d.no_ir else
                      "\nno IR recorded for this graph (compilation stopped before lowering)",
                      style="yellow")
-        self.set_text("#ir-summary", t)
+        for p in self.problems[:3]:
+            t.append(f"\n⚠ {p}", style="yellow")
+        if self.problems:  # more lines than the label's two: lay it out again
+            self.query_one("#ir-summary", Label).update(inert_content(t))
+        else:
+            self.set_text("#ir-summary", t)
 
     def _show_structured(self) -> None:
         d = self.data
@@ -221,7 +257,7 @@ class IRScreen(TraceScreen):
         if self.text_mode:
             for v in ("#pre-view", "#post-view"):
                 self.query_one(v, TextView).set_source(TextLines([]), placeholder="reading…")
-            self.load(self.TextRead, g.id, lambda: (g.ir_text("pre"), g.ir_text("post")))
+            self.load(self.TextRead, g.id, lambda: ir_text_lines(g))
         else:
             self._show_structured()
 
