@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT
-from tuidebug.compiler.flag_demos import DEMOS, EXAMPLES, run_demo, torch_build_has_cuda
+from tuidebug.compiler.demo_run import run_demo, torch_build_has_cuda
+from tuidebug.compiler.flag_demos import DEMOS, EXAMPLES
 from tuidebug.compiler.flags import load_registry
 from tuidebug.compiler.worker import RecompileWorker
 

@@ -79,7 +79,8 @@ def test_cli_rejects_bad_input_with_exit_2(mlp_trace: Path) -> None:
 
 def test_client_modules_do_not_import_torch() -> None:
     code = ("import sys; import tuidebug.compiler.worker, tuidebug.compiler.recompile, "
-            "tuidebug.compiler.flag_demos, tuidebug.trace.diff, tuidebug.viewers.diff_view, "
+            "tuidebug.compiler.flag_demos, tuidebug.compiler.demo_run, tuidebug.trace.diff, "
+            "tuidebug.viewers.diff_view, "
             "tuidebug.cli.compiling; "
             "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -235,7 +235,7 @@ def flags_arguments(p: argparse.ArgumentParser) -> None:
 
 def cmd_flags(ns: argparse.Namespace) -> int:
     if ns.pattern == "demo":
-        from tuidebug.compiler.flag_demos import demo_main
+        from tuidebug.compiler.demo_run import demo_main
 
         if len(ns.names) > 1:
             raise CliError("flags demo takes one flag name (or none, to list the demos)")
