@@ -193,6 +193,7 @@ def write_job(root: Path, *, launcher: str | None = None) -> dict[str, Any]:
     writes a whole file under a temporary name and renames it; the last rename wins, and a
     reader never trusts it over the records)."""
     job = assemble(root, launcher=launcher)
+    job.pop("problems", None)  # what a reader met; not part of the job's record
     if launcher is None:  # keep the launching process's word for the launcher
         prev = _read_json(root / JOB, None, JOB)
         if isinstance(prev, dict) and isinstance(prev.get("launched_by"), str):
