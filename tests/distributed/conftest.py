@@ -64,3 +64,18 @@ def collectives_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, sub
     """Rank 1 issues two all_reduces (two groups) in the other order; then a DDP model in 3
     buckets on every rank."""
     return _job(tmp_path_factory, "collectives")
+
+
+HANG_TIMEOUT_S = 30
+
+
+@pytest.fixture(scope="session")
+def hang_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str], float]:
+    """2 ranks that issue their collectives in a rank-dependent order (a hang), ended by
+    ``--timeout``; also the seconds the whole ``tuidebug trace`` took."""
+    import time
+
+    out = tmp_path_factory.mktemp("jobs") / "hang"
+    start = time.monotonic()
+    proc = trace_job(out, "hang", extra=["--timeout", str(HANG_TIMEOUT_S)])
+    return out, proc, time.monotonic() - start

@@ -10,6 +10,8 @@
   collectives  rank 1 issues two all_reduces on two groups in the other order (gloo runs each
          group's work on its own thread: the job completes); then every rank compiles a DDP model
          that DDPOptimizer splits into 3 buckets
+  hang   after compiling, rank 0 broadcasts then all-reduces, rank 1 the other way round: both
+         wait forever (until ``--timeout`` ends the job)
 """
 
 import sys
@@ -78,6 +80,11 @@ def main() -> None:
         f(torch.randn(4))
         f(torch.randn(7 if (mode == "shape" and odd) else 4))
     t = torch.ones(1)
+    if mode == "hang":
+        if rank == 0:
+            dist.broadcast(t, 0)  # HANG rank 0
+        dist.all_reduce(t)  # HANG rank 1
+        dist.broadcast(t, 0)
     dist.all_reduce(t)  # every rank reached the end
     assert t.item() == dist.get_world_size()
     dist.destroy_process_group()

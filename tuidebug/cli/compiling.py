@@ -79,9 +79,11 @@ def _run_child(cmd: list[str], env: dict[str, str]) -> tuple[int, list[str]]:
 def run_trace(script: str, script_args: list[str], out: Path | None, *, check: bool = True,
               use_cache: bool = False, sets: list[str] | None = None,
               quiet: bool = False, accuracy_tol: float | None = None,
-              profile: int = 0) -> tuple[int, Path, list[str]]:
+              profile: int = 0,
+              progress: Path | None = None) -> tuple[int, Path, list[str]]:
     """Trace ``script`` in a child process. Returns (exit code, trace dir, the last lines of
-    the child's stderr that are not tuidebug's own)."""
+    the child's stderr that are not tuidebug's own). ``progress``: a rank's progress log (its
+    collectives, as they happen)."""
     if profile and not check:
         raise CliError("--profile runs after the eager check: drop --no-check")
     path = Path(script)
@@ -107,6 +109,8 @@ def run_trace(script: str, script_args: list[str], out: Path | None, *, check: b
         cmd += ["--profile", str(int(profile))]
     if overrides:
         cmd += ["--overrides", json.dumps(overrides)]
+    if progress is not None:
+        cmd += ["--progress", str(progress)]
     cmd += [str(path), *script_args]
     if not quiet:
         print(f"[tuidebug] tracing {script} → {out}", file=sys.stderr, flush=True)
@@ -196,6 +200,9 @@ def trace_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_trace(ns: argparse.Namespace) -> int:
     if ns.nproc_per_node is not None:
         return distributed.launch(ns)
+    if ns.timeout is not None:
+        raise CliError("--timeout ends a distributed job that hangs: it goes with "
+                       "--nproc-per-node N")
     where = rank_from_env(os.environ)
     if where is not None:
         return distributed.trace_rank(ns, where)

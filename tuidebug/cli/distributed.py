@@ -10,8 +10,10 @@ writes its record (``tuidebug.trace.job``). Nothing here imports torch.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -42,6 +44,10 @@ def torchrun_arguments(p: argparse.ArgumentParser) -> list[str]:
         strings += a.option_strings
     a = g.add_argument("--standalone", action="store_true",
                        help="torchrun's --standalone (the default for a single node)")
+    strings += a.option_strings
+    a = g.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                       help="stop the job when it runs longer (a hang): every rank's process "
+                            "group is ended; `tuidebug info DIR` says where each rank waits")
     return strings + a.option_strings
 
 
@@ -97,19 +103,34 @@ def launch(ns: argparse.Namespace) -> int:
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK", "SLURM_PROCID"):
         env.pop(name, None)  # torchrun sets them per rank; ours must not leak in
     print(f"[tuidebug] tracing {ns.script} under torchrun → {out}", file=sys.stderr, flush=True)
+    timed_out = False
     # in the terminal's group, as a single-process trace: Ctrl-C reaches torchrun and every rank
     with proc.spawn(cmd, env=env, own_group=False) as child:
         try:
-            code = child.wait()
+            code = child.wait(timeout=ns.timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            print(f"[tuidebug] the job ran longer than --timeout {ns.timeout:g}s: stopping every "
+                  "rank", file=sys.stderr, flush=True)
+            code = _stop_job(child, out)
         except KeyboardInterrupt:
             child.terminate()  # torchrun ends every rank on SIGTERM (SIGKILL would orphan them)
             child.wait()
             raise
-    _close_records(out)
+    _close_records(out, timed_out=timed_out)
     job.write_job(out, launcher="torchrun")
-    from tuidebug.cli.viewing import print_job_info
+    from tuidebug.cli.viewing import open_path, print_job_info
 
     print_job_info(out, as_json=False)
+    if ns.open and sys.stdout.isatty():
+        open_path(out)
+    elif ns.open:
+        print("tuidebug: --open needs a terminal; open the job with: tuidebug open "
+              f"{out}", file=sys.stderr)
+    if timed_out:
+        print(f"tuidebug: the job was stopped after --timeout {ns.timeout:g}s; where each rank "
+              f"waited: tuidebug info {out}", file=sys.stderr)
+        return 1
     if code != 0:
         print(f"tuidebug: torchrun exited with code {code}; per-rank traces in {out}",
               file=sys.stderr)
@@ -129,18 +150,59 @@ def _alive(pid: Any) -> bool:
     return True
 
 
-def _close_records(root: Path) -> None:
+def _job_pids(root: Path) -> list[int]:
+    """This node's processes of the job still alive: each running rank (it leads the process
+    group torchrun made for it, its capture child included) and its capture child."""
+    from tuidebug.trace import job
+
+    host = socket.gethostname()
+    pids = []
+    for rec in job.read_job(root)["ranks"]:
+        if rec.get("status") != "running" or rec.get("hostname") != host:
+            continue
+        pids.append(rec.get("pid"))
+        try:
+            pids.append(json.loads((job.rank_dir(root, rec["rank"]) / "manifest.json")
+                                   .read_text(encoding="utf-8")).get("pid"))
+        except (OSError, ValueError, AttributeError):
+            pass
+    return [p for p in pids if _alive(p)]
+
+
+def _stop_job(child: subprocess.Popen[Any], root: Path, grace: float = 20.0) -> int:
+    """End a job that ran too long: SIGTERM torchrun (it SIGTERMs every rank's process group,
+    then SIGKILLs what is left), then SIGKILL the process group of any rank of this node still
+    alive ``grace`` seconds later, and torchrun itself. Returns torchrun's exit code."""
+    child.terminate()
+    try:
+        code = child.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        code = None
+    for pid in _job_pids(root):
+        proc.kill_group(pid)
+    if code is None:
+        child.kill()
+        code = child.wait()
+    deadline = time.monotonic() + 5
+    while _job_pids(root) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return code
+
+
+def _close_records(root: Path, timed_out: bool = False) -> None:
     """Records of this node's ranks still ``running`` once torchrun has returned: the rank was
-    ended before it could say how (torchrun stops every rank when one fails)."""
+    ended before it could say how (torchrun stops every rank when one fails; ``--timeout``)."""
     from tuidebug.trace import job
 
     host = socket.gethostname()
     for rec in job.read_job(root)["ranks"]:
         if (rec.get("status") == "running" and rec.get("hostname") == host
                 and not _alive(rec.get("pid"))):  # another launcher's rank on this host runs on
-            job.write_record(root, {**rec, "status": "killed", "finished_at": time.time(),
-                                    "note": "ended before it finished (torchrun stops every "
-                                            "rank when one fails)"})
+            job.write_record(root, {**rec, "status": "timed_out" if timed_out else "killed",
+                                    "finished_at": time.time(),
+                                    "note": "stopped by --timeout (the job ran too long)"
+                                    if timed_out else "ended before it finished (torchrun "
+                                    "stops every rank when one fails)"})
 
 
 def trace_rank(ns: argparse.Namespace, where: dict[str, Any]) -> int:
@@ -160,9 +222,12 @@ def trace_rank(ns: argparse.Namespace, where: dict[str, Any]) -> int:
                               "started_at": time.time()}
     job.rank_dir(root, rank).parent.mkdir(parents=True, exist_ok=True)
     job.write_record(root, record)
+    from tuidebug.trace.progress import progress_path
+
     code, out, tail = run_trace(ns.script, ns.args, job.rank_dir(root, rank),
                                 check=not ns.no_check, use_cache=ns.use_cache, sets=ns.set,
-                                accuracy_tol=ns.accuracy_tol, quiet=rank != 0)
+                                accuracy_tol=ns.accuracy_tol, quiet=rank != 0,
+                                progress=progress_path(root, rank))
     status = "unknown"
     if (out / "manifest.json").exists():
         try:

@@ -106,7 +106,11 @@ def open_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_open(ns: argparse.Namespace) -> int:
-    path, rank = Path(ns.trace), ns.rank
+    return open_path(Path(ns.trace), ns.rank)
+
+
+def open_path(path: Path, rank: int | None = None) -> int:
+    """Open a trace, a job directory (one rank of it) or a log in the TUI."""
     if _job_dir(path):
         from tuidebug.trace.job import rank_dir
 

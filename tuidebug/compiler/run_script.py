@@ -33,6 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--overrides", default="{}", metavar="JSON",
                     help="Inductor config values to apply, {name: value}, validated by the "
                          "parent (tuidebug.compiler.recompile.parse_sets)")
+    ap.add_argument("--progress", default=None, metavar="FILE",
+                    help="a rank of a distributed job: append its collectives to this progress "
+                         "log (tuidebug.trace.progress)")
     ap.add_argument("script")
     ap.add_argument("args", nargs=argparse.REMAINDER)
     ns = ap.parse_args(argv)
@@ -47,8 +50,20 @@ def main(argv: list[str] | None = None) -> int:
                              command=["tuidebug", "trace", ns.script, *ns.args],
                              on_progress=progress)
     session.start()
-    return run_in_session(session, os.path.abspath(ns.script), ns.args,
-                          json.loads(ns.overrides))
+    ranks = None
+    if ns.progress:
+        from pathlib import Path
+
+        from tuidebug.compiler.capture.rank_progress import RankProgress
+
+        assert session.writer is not None
+        ranks = RankProgress(Path(ns.progress), session.writer.warn).install()
+    try:
+        return run_in_session(session, os.path.abspath(ns.script), ns.args,
+                              json.loads(ns.overrides))
+    finally:
+        if ranks is not None:
+            ranks.uninstall()
 
 
 def run_in_session(session: Any, script: str, args: list[str],

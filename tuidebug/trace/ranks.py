@@ -34,6 +34,7 @@ from typing import Any
 
 from tuidebug.trace import collectives as coll
 from tuidebug.trace import job as joblayout
+from tuidebug.trace import progress as rank_progress
 from tuidebug.trace.graph import node_line
 from tuidebug.trace.layout import diff_fingerprints
 from tuidebug.trace.reader import GraphRecord, Trace
@@ -293,6 +294,8 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
                        compiles=len(t.compiles), graphs=len(t.graphs), hash=fps[r]["hash"],
                        compile_time_s=round(sum(_compile_seconds(c) or 0.0
                                                 for c in t.compiles.values()), 6))
+        if row["status"] not in ("ok", "failed", "script_failed"):  # ended before it finished
+            row["progress"] = rank_progress.rank_progress(root, r, t.manifest if t else None)
         ranks.append(row)
     groups: dict[str, list[int]] = {}
     for r, fp in fps.items():
@@ -321,4 +324,5 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
             "nodes": job["nodes"], "ranks": ranks,
             "groups": [{"hash": h, "ranks": rs} for h, rs in ordered],
             "divergence": divergence, "notes": notes, "compile_skew": _skew(traces),
-            "problems": list(job.get("problems") or [])}  # what of the job folder was not read
+            "problems": list(job.get("problems") or []),  # what of the job folder was not read
+            "waits": rank_progress.waits(ranks)}

@@ -123,6 +123,12 @@ def render_job(report: dict[str, Any], console: Console) -> None:
         console.print(inert_text(line))
     for n in report.get("notes") or []:
         console.print(inert_text(note_line(n), "dim"))
+    waits = report.get("waits")
+    if waits:
+        for m in waits["mismatches"] or [{"text": "ranks stopped while in collectives"}]:
+            console.print(Text("hung: ", style="bold red") + inert_text(m["text"], "bold red"))
+        for line in waits["lines"]:
+            console.print(inert_text(f"  {line}"))
     skew = [s for s in report["compile_skew"] if s["spread_s"] > 0]
     if skew:
         worst = max(skew, key=lambda s: s["spread_s"])

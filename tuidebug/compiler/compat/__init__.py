@@ -13,7 +13,8 @@ events), ``inductor`` (config, caches, counters, autotune feedback, scheduler no
 (Triton and C++ kernels, kernel timing), ``profiling`` (kernels and FX nodes run under
 torch.profiler), ``shapes`` (symbols, guards, specializations, recompiled inputs),
 ``process`` (state a warm worker resets), ``distributed`` (collectives in a
-graph, process groups, DDPOptimizer buckets), ``bisector``.
+graph, process groups, DDPOptimizer buckets), ``collective_calls`` (torch.distributed's
+collective calls as hook points: a rank's progress), ``bisector``.
 Every name is importable from ``tuidebug.compiler.compat``; call them through it (a test or the
 warm-up may replace one there).
 """
@@ -65,4 +66,7 @@ from tuidebug.compiler.compat.shapes import (  # noqa: F401
 from tuidebug.compiler.compat.bisector import (  # noqa: F401
     COMPILER_BISECTOR, BISECT_CALL_COUNTER, compiler_bisector, begin_bisect_run, end_bisect_run,
     run_bisect,
+)
+from tuidebug.compiler.compat.collective_calls import (  # noqa: F401
+    collective_hook_points, collective_group,
 )

@@ -1,0 +1,91 @@
+"""A rank's progress as it happens: every collective it issues, before it blocks in it.
+
+Installed by the capture child of a rank of a distributed job (``run_script --progress``).
+Each call of a torch.distributed collective (the classic API and the c10d functional ones,
+hook points named in ``compat``) appends ``{"event": "collective", "op", "seq", "group",
+"line"}`` to the rank's progress log (``tuidebug.trace.progress``) before it calls the
+collective, and ``{"event": "done", …}`` once it returned: a rank killed while it waits (a hang
+ended by ``--timeout``) leaves the collective it waits in, numbered per process group as every
+rank numbers it. Calls made while Dynamo traces are not recorded (they become part of a graph;
+the wrapper hands Dynamo the original function, so the graph is the one without capture), nor
+calls made inside another recorded collective.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from tuidebug.compiler import compat
+from tuidebug.trace.progress import ProgressLog
+
+_SKIP_DIRS = tuple(os.path.dirname(os.path.dirname(m.__file__ or "")) + os.sep
+                   for m in (sys.modules["torch"],) if getattr(m, "__file__", None))
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+
+
+def _user_line() -> str | None:
+    """FILE:LINE of the innermost frame that is neither torch's nor tuidebug's."""
+    f = sys._getframe(2)
+    while f is not None:
+        name = f.f_code.co_filename
+        if not name.startswith(_OWN_DIR) and not any(
+                name.startswith(d + "torch" + os.sep) for d in _SKIP_DIRS) and not name.startswith("<"):
+            return f"{os.path.basename(name)}:{f.f_lineno}"
+        f = f.f_back
+    return None
+
+
+class RankProgress:
+    """Records this rank's collectives into its progress log while installed."""
+
+    def __init__(self, path: Path, warn: Callable[[str], None]) -> None:
+        self.log = ProgressLog(path)
+        self.patcher = compat.Patcher(warn)
+        self.seq: dict[str, int] = {}
+        self.tls = threading.local()
+        self.lock = threading.Lock()
+
+    def install(self) -> "RankProgress":
+        self.log.append({"event": "start", "t": time.time(), "pid": os.getpid()})
+        for dotted, op in compat.collective_hook_points():
+            self.patcher.wrap(dotted, lambda orig, op=op: self._wrap(orig, op))
+        return self
+
+    def uninstall(self) -> None:
+        self.patcher.restore()
+        self.log.append({"event": "end", "t": time.time()})
+        self.log.close()
+
+    def _wrap(self, orig: Callable[..., Any], op: str) -> Callable[..., Any]:
+        rp = self
+
+        def collective(*args: Any, **kwargs: Any) -> Any:
+            if torch.compiler.is_compiling() or getattr(rp.tls, "depth", 0):
+                return orig(*args, **kwargs)
+            try:
+                group, members = compat.collective_group(args, kwargs)
+            except Exception:  # noqa: BLE001 - recording never breaks the user's collective
+                group, members = "?", None
+            with rp.lock:
+                seq = rp.seq[group] = rp.seq.get(group, 0) + 1
+            rp.log.append({"event": "collective", "op": op, "seq": seq, "group": group,
+                           "members": members, "line": _user_line(),
+                           "async": bool(kwargs.get("async_op")), "t": time.time()})
+            rp.tls.depth = 1
+            try:
+                return orig(*args, **kwargs)
+            finally:
+                rp.tls.depth = 0
+                rp.log.append({"event": "done", "seq": seq, "group": group, "t": time.time()})
+
+        collective.__wrapped__ = orig  # type: ignore[attr-defined]
+        collective.__name__ = getattr(orig, "__name__", op)
+        collective.__doc__ = getattr(orig, "__doc__", None)
+        return collective

@@ -1,0 +1,166 @@
+"""A rank's progress log, and who waits for whom when a job hangs. No torch.
+
+While a rank of a distributed job runs, its capture child appends one JSON line to
+``DIR/job/rank_<r>.progress.jsonl`` before each collective it issues (``{"event":
+"collective", "op", "seq", "group", "line", ...}``) and one when the collective returned
+(``{"event": "done", "seq", "group"}``). Each line is one ``write`` on a file opened with
+``O_APPEND``, so a rank killed at any point (``--timeout``, the NCCL watchdog, SIGKILL) leaves
+every line it wrote before; the last phase it reached is its trace's manifest (``phase``,
+``current_graph``, rewritten atomically per phase).
+
+Reading is for untrusted folders: only the last :data:`TAIL_BYTES` of the file are read, a
+line that is not a JSON object is skipped, and values are checked for type.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from tuidebug.trace import job as joblayout
+
+TAIL_BYTES = 256 * 1024
+
+
+def progress_path(root: Path, rank: int) -> Path:
+    return root / joblayout.RECORDS_DIR / f"rank_{rank}.progress.jsonl"
+
+
+class ProgressLog:
+    """Appends events to one rank's progress log (one ``write`` per line, flushed by the OS on
+    any exit of the process)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT
+                          | getattr(os, "O_NOFOLLOW", 0), 0o644)
+
+    def append(self, event: dict[str, Any]) -> None:
+        try:
+            os.write(self.fd, (json.dumps(event, default=str) + "\n").encode())
+        except OSError:
+            pass  # a full disk must not stop the rank
+
+    def close(self) -> None:
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+
+def _events(path: Path) -> list[dict[str, Any]]:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return []
+    with os.fdopen(fd, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        f.seek(max(0, size - TAIL_BYTES))
+        data = f.read(TAIL_BYTES)
+    lines = data.split(b"\n")
+    if size > TAIL_BYTES:
+        lines = lines[1:]  # the first one is cut
+    out = []
+    for ln in lines:
+        try:
+            ev = json.loads(ln)
+        except ValueError:
+            continue
+        if isinstance(ev, dict):
+            out.append(ev)
+    return out
+
+
+def _text(v: Any) -> str | None:
+    return str(v)[:300] if isinstance(v, (str, int, float)) else None
+
+
+def last_collective(path: Path) -> dict[str, Any] | None:
+    """The last collective the rank's log names: op, seq, group, line, and ``state`` —
+    ``waiting`` (issued, never returned: the rank is in it) or ``done``."""
+    last: dict[str, Any] | None = None
+    for ev in _events(path):
+        if ev.get("event") == "collective" and isinstance(ev.get("seq"), int):
+            last = {"op": _text(ev.get("op")) or "?", "seq": ev["seq"],
+                    "group": _text(ev.get("group")) or "default",
+                    "line": _text(ev.get("line")), "async": ev.get("async") is True,
+                    "members": ([m for m in ev["members"] if isinstance(m, int)]
+                                if isinstance(ev.get("members"), list) else None),
+                    "state": "waiting"}
+        elif (ev.get("event") == "done" and last is not None and ev.get("seq") == last["seq"]
+              and _text(ev.get("group")) == last["group"]):
+            last["state"] = "done"
+    return last
+
+
+def rank_progress(root: Path, rank: int, manifest: dict[str, Any] | None) -> dict[str, Any]:
+    """How far rank ``rank`` got: its trace's last compile phase and graph (``phase`` is
+    ``script`` once that graph was compiled: the rank ran on), and its last collective."""
+    m = manifest or {}
+    graph, phase = _text(m.get("current_graph")), _text(m.get("phase"))
+    entries = m.get("graphs") if isinstance(m.get("graphs"), list) else []
+    status = next((e.get("status") for e in entries
+                   if isinstance(e, dict) and e.get("id") == graph), None)
+    return {"phase": "script" if phase and status in ("ok", "failed") else phase,
+            "compile_phase": phase, "graph": graph, "graph_status": _text(status),
+            "collective": last_collective(progress_path(root, rank))}
+
+
+def _c(c: dict[str, Any]) -> str:
+    return f"{c['op']} #{c['seq']}" + (f" ({c['line']})" if c.get("line") else "")
+
+
+def waits(ranks: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Who waits for whom, from the ``progress`` of the ranks that did not finish (status
+    ``timed_out``, ``killed``, ``running``): per group, the ranks in a collective and what they
+    wait for. None when no unfinished rank was in a collective."""
+    stuck = [r for r in ranks if r.get("status") in ("timed_out", "killed", "running", "unknown")
+             and r.get("progress")]
+    if not stuck:
+        return None
+    lines, mismatches = [], []
+    waiting: dict[str, dict[int, dict[str, Any]]] = {}
+    for r in stuck:
+        p = r["progress"]
+        c = p.get("collective")
+        if c and c["state"] == "waiting":
+            waiting.setdefault(c["group"], {})[r["rank"]] = c
+            lines.append(f"rank {r['rank']} waits in {_c(c)}")
+        else:
+            if p.get("phase") == "script":
+                where = f"running the script (after compiling graph {p['graph']})"
+            elif p.get("phase"):
+                where = f"compiling graph {p['graph']}, phase {p['phase']}"
+            else:
+                where = "before compiling anything"
+            done = f"; its last collective {_c(c)} returned" if c else "; no collective issued"
+            lines.append(f"rank {r['rank']} is in no collective: {where}{done}")
+    if not waiting:
+        return None
+    for group, per in waiting.items():
+        seqs = {c["seq"] for c in per.values()}
+        members = next((c["members"] for c in per.values() if c.get("members")), None)
+        behind = [r["rank"] for r in stuck if r["rank"] not in per
+                  and (members is None or r["rank"] in members)]
+        if len(seqs) == 1 and len({c["op"] for c in per.values()}) > 1:
+            seq = seqs.pop()
+            mismatches.append({
+                "group": group, "seq": seq, "kind": "different_collectives",
+                "ops": {str(rk): c["op"] for rk, c in sorted(per.items())},
+                "text": f"collective #{seq} of group {group} differs between ranks: "
+                        + ", ".join(f"rank {rk} {c['op']}" for rk, c in sorted(per.items()))
+                        + " (a rank-dependent collective order)"})
+        elif len(seqs) > 1 or behind:
+            top = max(c["seq"] for c in per.values())
+            ahead = sorted(rk for rk, c in per.items() if c["seq"] == top)
+            late = sorted(set(behind) | {rk for rk, c in per.items() if c["seq"] < top})
+            mismatches.append({
+                "group": group, "seq": top, "kind": "waits_for_ranks", "ranks": ahead,
+                "waits_for": late,
+                "text": f"rank(s) {', '.join(map(str, ahead))} wait in collective #{top} of "
+                        f"group {group} for rank(s) {', '.join(map(str, late))}, which did not "
+                        "reach it"})
+    return {"lines": lines, "mismatches": mismatches,
+            "waiting": {g: {str(rk): c for rk, c in per.items()} for g, per in waiting.items()}}
