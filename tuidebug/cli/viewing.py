@@ -87,8 +87,9 @@ def cmd_info(ns: argparse.Namespace) -> int:
 
 # -- open -----------------------------------------------------------------------------------------
 
-def open_trace(path: Path, rank: int | None = None) -> int:
-    """Open ``path`` in the terminal UI; returns the app's exit code."""
+def open_trace(path: Path, rank: int | None = None, job: Path | None = None) -> int:
+    """Open ``path`` in the terminal UI (a rank of ``job``: on the ranks screen); returns the
+    app's exit code."""
     from tuidebug.trace.reader import Trace
 
     path = resolve_trace(path, rank)
@@ -97,7 +98,7 @@ def open_trace(path: Path, rank: int | None = None) -> int:
         from tuidebug.tui.app import run_app
     except ImportError as e:
         raise CliError(f"the terminal UI is not available: {e}") from e
-    return run_app(trace)
+    return run_app(trace, job=job)
 
 
 def open_arguments(p: argparse.ArgumentParser) -> None:
@@ -117,9 +118,9 @@ def open_path(path: Path, rank: int | None = None) -> int:
         rank = 0 if rank is None else rank
         if not (rank_dir(path, rank) / "manifest.json").is_file():
             raise CliError(f"{path} is a job directory without a trace of rank {rank}")
-        print(f"[tuidebug] {path} is a distributed job: opening rank {rank} (--rank R for "
-              f"another; `tuidebug info {path}` compares the ranks)", file=sys.stderr)
-        return open_trace(rank_dir(path, rank))
+        print(f"[tuidebug] {path} is a distributed job: the ranks screen, rank {rank} open "
+              "(R: the ranks screen, o there: open another rank)", file=sys.stderr)
+        return open_trace(rank_dir(path, rank), job=path.resolve())
     return open_trace(path, rank)
 
 

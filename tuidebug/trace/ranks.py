@@ -292,6 +292,8 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
             fps[r] = rank_fingerprint(t)
             row.update(status=t.status if rec.get("status") in (None, "unknown") else row["status"],
                        compiles=len(t.compiles), graphs=len(t.graphs), hash=fps[r]["hash"],
+                       compile_hashes={c["id"]: _digest(json.dumps(c, sort_keys=True).encode())
+                                       for c in fps[r]["compiles"]},
                        compile_time_s=round(sum(_compile_seconds(c) or 0.0
                                                 for c in t.compiles.values()), 6))
         if row["status"] not in ("ok", "failed", "script_failed"):  # ended before it finished

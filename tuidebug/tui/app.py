@@ -31,6 +31,7 @@ from tuidebug.tui.screens.modals import HelpScreen, InputScreen, PickScreen
 from tuidebug.tui.screens.overview import OverviewScreen
 from tuidebug.tui.screens.passes import PassesScreen
 from tuidebug.tui.screens.profile import ProfileScreen
+from tuidebug.tui.screens.ranks import RanksScreen
 
 
 class TuidebugApp(App[int]):
@@ -49,15 +50,19 @@ class TuidebugApp(App[int]):
         "overview": OverviewScreen, "passes": PassesScreen, "ir": IRScreen,
         "code": CodeScreen, "autotune": AutotuneScreen, "errors": ErrorsScreen,
         "flags": FlagsScreen, "compare": CompareScreen, "profile": ProfileScreen,
+        "ranks": RanksScreen,
     }
     COMMANDS = App.COMMANDS | {TraceCommands}
     BINDINGS: ClassVar[list[Binding]] = keymap.bindings("app")  # type: ignore[assignment]
 
     def __init__(self, trace: Trace, *, start: str = "overview",
                  recompile_timeout: float = 600.0, prewarm: bool = True,
-                 allow_run: bool = True) -> None:
+                 allow_run: bool = True, job: Path | None = None) -> None:
         super().__init__()
         self.trace = trace
+        self.job = job  # the distributed job ``trace`` is a rank of (the ranks screen)
+        self.job_report: dict[str, Any] | None = None  # its cross-rank report, once read
+        self.back_to = "overview"  # the screen the ranks screen returns to on a rank switch
         self.start_screen = start
         self.recompile_timeout = recompile_timeout  # seconds before a recompile is killed
         # start the recompile worker (torch import and warm-up, seconds) in the background when
@@ -267,11 +272,14 @@ class TuidebugApp(App[int]):
                                      "a trace directory   enter: compare, escape: cancel",
                                      valid), chosen)
 
-    async def open_trace(self, path: Path) -> None:
-        """Replace the open trace with the one at ``path``; every screen is made afresh."""
+    async def open_trace(self, path: Path, *, screen: str = "overview") -> None:
+        """Replace the open trace with the one at ``path``; every screen is made afresh, and
+        ``screen`` shown (on the graph of the same id, when the new trace has one)."""
         old = self.trace.root
+        graph = self.current_graph.id if self.current_graph else None
         self.trace = Trace(path)
-        self.current_graph = self._first_graph()
+        self.current_graph = next((g for g in self.trace.graphs if g.id == graph),
+                                  None) or self._first_graph()
         self.pending_flags = {}
         self.compare_with = Path(old)
         current = self.current_mode
@@ -282,13 +290,19 @@ class TuidebugApp(App[int]):
         await self.switch_mode("overview" if current != "overview" else "passes")
         await self.remove_mode(current)
         self.add_mode(current, self.MODES[current])
-        await self.switch_mode("overview")
+        await self.switch_mode(screen)
         self.notify(f"opened {path} (compare: 8 shows it against {old})", timeout=6)
+
+    async def switch_rank(self, path: Path) -> None:
+        """Open another rank's trace on the screen shown before the ranks screen."""
+        await self.open_trace(path, screen=self.back_to)
 
     # -- navigation ----------------------------------------------------------------------------
 
     async def action_show_screen(self, name: str) -> None:
         if name in self.MODES and self.current_mode != name:
+            if name == "ranks" and self.current_mode:
+                self.back_to = self.current_mode
             await self.switch_mode(name)
 
     def set_graph(self, graph_id: str) -> None:
@@ -322,7 +336,10 @@ class TuidebugApp(App[int]):
         i = graphs.index(self.current_graph)
         self.set_graph(graphs[(i + step) % len(graphs)].id)
 
-    def action_pick_rank(self) -> None:
+    async def action_pick_rank(self) -> None:
+        if self.job is not None:  # a job: every rank side by side, and the switch
+            await self.action_show_screen("ranks")
+            return
         imp = self.trace.imported_from or {}
         ranks = [int(r) for r in imp.get("ranks") or []]
         if len(ranks) < 2 or not imp.get("path"):
@@ -350,7 +367,7 @@ class TuidebugApp(App[int]):
             self._from_worker_thread(self.notify, str(e), title=f"cannot open rank {rank}",
                                      severity="error", timeout=10)
             return
-        self._from_worker_thread(self.open_trace, path)
+        self._from_worker_thread(self.open_trace, path, screen=self.current_mode or "overview")
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
@@ -372,8 +389,9 @@ class TuidebugApp(App[int]):
             screen.goto_kernel(message.kernel, line=message.line)
 
 
-def run_app(trace: Trace) -> int:
-    """Open ``trace`` in the terminal UI; returns the exit code."""
-    app = TuidebugApp(trace)
+def run_app(trace: Trace, job: Path | None = None) -> int:
+    """Open ``trace`` in the terminal UI (a rank of distributed ``job``: on the ranks screen);
+    returns the exit code."""
+    app = TuidebugApp(trace, job=job, start="ranks" if job is not None else "overview")
     app.run()
     return int(app.return_code or 0)

@@ -28,10 +28,10 @@ SCREENS = ("overview", "passes", "ir", "code", "autotune", "errors", "flags", "c
            "profile")
 SCREEN_TITLES = {"overview": "Overview", "passes": "Passes", "ir": "IR & fusion",
                  "code": "Code", "autotune": "Autotune", "errors": "Errors", "flags": "Flags",
-                 "compare": "Compare", "profile": "Profile"}
+                 "compare": "Compare", "profile": "Profile", "ranks": "Ranks"}
 SCREEN_SHORT_TITLES = {"overview": "Over", "passes": "Pass", "ir": "IR", "code": "Code",
                        "autotune": "Tune", "errors": "Err", "flags": "Flag", "compare": "Cmp",
-                       "profile": "Prof"}
+                       "profile": "Prof", "ranks": "Ranks"}
 
 
 def screen_key(i: int) -> str:
@@ -51,8 +51,10 @@ KEYS: list[Key] = [
         help="look at the next compiled graph"),
     Key("app.prev_graph", "ctrl+left", "app.cycle_graph(-1)", "Previous graph", "app", show=False,
         help="look at the previous compiled graph"),
-    Key("app.rank", "R", "app.pick_rank", "Rank", "app", show=False,
-        help="open another rank of a multi-rank TORCH_TRACE log (imported traces)"),
+    Key("app.rank", "R", "app.pick_rank", "Ranks", "app", show=False,
+        help="a distributed job: the ranks screen (every rank × its compiles, the first "
+             "divergence; open another rank there); an imported multi-rank TORCH_TRACE log: "
+             "open another rank"),
     Key("app.help", "question_mark,f1", "app.help", "Help", "app",
         help="list every key"),
     Key("app.compare_with", "C", "app.compare_with", "Compare with trace…", "app", show=False,
@@ -121,6 +123,12 @@ KEYS: list[Key] = [
     # -- compare --
     Key("compare.open", "o", "open_new", "Open new trace", "compare",
         help="open the compared (new) trace in the app"),
+    # -- ranks --
+    Key("ranks.diff", "d", "diff_rank", "Diff ranks", "ranks",
+        help="compare the open rank with the selected one, on the diverging graph (also: "
+             "enter)"),
+    Key("ranks.open", "o", "open_selected", "Open rank", "ranks",
+        help="open the selected rank on the screen shown before this one"),
 ]
 
 

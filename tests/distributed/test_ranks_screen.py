@@ -1,0 +1,41 @@
+"""The ranks screen of the TUI on a real 4-rank job (rank 1's graph differs): the table, the
+first divergence highlighted, the diff of two ranks, and switching rank on the same screen."""
+
+from __future__ import annotations
+
+from tuidebug.tui.screens.ranks import DIVERGING, REFERENCE
+
+
+async def test_ranks_screen_shows_the_job_and_switches_rank(open_ui, graph_job) -> None:
+    from textual.widgets import DataTable
+
+    job, _ = graph_job
+    async with open_ui(job / "rank_0", job=job.resolve(), start="ranks") as ui:
+        app = ui.app
+        assert await ui.wait_for(lambda: app.screen.query_one(DataTable).row_count == 4, 60)
+        await ui.settle()
+        screen = ui.text()
+        assert "ranks of" in screen and "open: rank 0" in screen
+        assert "first divergence: graph 0_0-inference first differs at stage dynamo" in screen
+        assert "- y:" in screen and "+ y:" in screen
+        table = app.screen.query_one(DataTable)
+        col = [str(c.label) for c in table.columns.values()].index("0/0")
+        cell = {r: table.get_row_at(i)[col] for i, r in enumerate((0, 1, 2, 3))}
+        assert cell[1].style == DIVERGING and cell[0].style == REFERENCE == cell[2].style
+        assert cell[0].plain == cell[2].plain == cell[3].plain != cell[1].plain
+        # enter on rank 1: the compare screen diffs rank 0 against rank 1
+        await ui.press("down", "enter")
+        assert app.current_mode == "compare"
+        assert app.compare_with == job.resolve() / "rank_1"
+        assert await ui.wait_for(lambda: any(
+            "rank_1" in ln for ln in ui.lines("#compare-view")), 60)
+        # R: back to the ranks screen; o on rank 2 opens it on the compare screen
+        await ui.press("R")
+        assert app.current_mode == "ranks"
+        await ui.press("down", "o")
+        assert await ui.wait_for(lambda: app.trace.root.name == "rank_2", 30)
+        await ui.settle()
+        assert app.current_mode == "compare"
+        assert app.current_graph is not None and app.current_graph.id == "0_0-inference"
+        await ui.press("R")
+        assert "open: rank 2" in ui.text()
