@@ -116,7 +116,8 @@ async def test_command_palette_offers_every_action_graph_and_kernel(open_ui, tra
 
 
 async def test_help_lists_every_key(open_ui, transformer_trace: Path) -> None:
-    async with open_ui(transformer_trace, size=(160, 100)) as ui:  # every key on one page
+    # tall enough for the whole help (one row per key; it scrolls on a real terminal)
+    async with open_ui(transformer_trace, size=(160, 60 + 2 * len(keymap.KEYS))) as ui:
         await ui.press("question_mark")
         from tuidebug.tui.screens.modals import HelpScreen
 

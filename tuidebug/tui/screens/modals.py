@@ -20,7 +20,8 @@ from tuidebug.tui import keymap
 SCOPE_TITLES = {"app": "Everywhere", "screen": "Every screen", "passes": "Pass stepper (2)",
                 "ir": "IR & fusion (3)", "code": "Code (4)", "errors": "Errors (6)",
                 "flags": "Flags (7)", "compare": "Compare (8)",
-                "profile": f"Profile ({keymap.screen_key(keymap.SCREENS.index('profile'))})"}
+                "profile": f"Profile ({keymap.screen_key(keymap.SCREENS.index('profile'))})",
+                "ranks": "Ranks (R)"}
 
 
 def help_table() -> Group:
