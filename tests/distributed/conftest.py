@@ -66,7 +66,7 @@ def collectives_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, sub
     return _job(tmp_path_factory, "collectives")
 
 
-HANG_TIMEOUT_S = 30
+HANG_TIMEOUT_S = 60  # past start-up and the compile on a loaded 2-core machine
 
 
 @pytest.fixture(scope="session")
@@ -79,3 +79,19 @@ def hang_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess
     start = time.monotonic()
     proc = trace_job(out, "hang", extra=["--timeout", str(HANG_TIMEOUT_S)])
     return out, proc, time.monotonic() - start
+
+
+@pytest.fixture(scope="session")
+def torch_trace_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """PyTorch's own TORCH_TRACE logs of a real 2-rank job (plain torchrun, gloo; rank 1 breaks
+    the graph), one ``dedicated_log_torch_trace_rank_<N>_….log`` per rank."""
+    out = tmp_path_factory.mktemp("logs") / "torch_trace"
+    env = dict(os.environ, PYTHONPATH=pythonpath(), TORCH_TRACE=str(out))
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK", "SLURM_PROCID"):
+        env.pop(name, None)
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                           "--nproc-per-node", "2", str(SCRIPT), "break"],
+                          env=env, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0 or not out.is_dir():
+        raise RuntimeError(f"the TORCH_TRACE job failed:\n{proc.stdout}\n{proc.stderr}")
+    return out

@@ -119,6 +119,7 @@ def launch(ns: argparse.Namespace) -> int:
             raise
     _close_records(out, timed_out=timed_out)
     job.write_job(out, launcher="torchrun")
+    _store_once(out)
     from tuidebug.cli.viewing import open_path, print_job_info
 
     print_job_info(out, as_json=False)
@@ -244,6 +245,17 @@ def trace_rank(ns: argparse.Namespace, where: dict[str, Any]) -> int:
     return rc
 
 
+def _store_once(root: Path) -> None:
+    """Identical files of the ranks hard-linked (``tuidebug.trace.dedup``), and said."""
+    from tuidebug.trace.dedup import link_identical
+
+    s = link_identical(root)
+    if s["linked"]:
+        print(f"[tuidebug] identical files of the ranks stored once: {s['linked']} of "
+              f"{s['files']} files linked, {s['bytes_before'] / 1e6:.1f} MB → "
+              f"{s['bytes_after'] / 1e6:.1f} MB", file=sys.stderr, flush=True)
+
+
 def merge_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("sources", nargs="+", metavar="JOBDIR",
                    help="job folders of the same job (e.g. one per node)")
@@ -258,6 +270,7 @@ def cmd_merge(ns: argparse.Namespace) -> int:
     except ValueError as e:
         raise CliError(str(e)) from None
     ranks = [r["rank"] for r in merged["ranks"]]
+    _store_once(Path(ns.output))
     print(f"[tuidebug] merged {len(ranks)} rank(s) of world size {merged['world_size']} into "
           f"{ns.output}" + (f"; missing ranks {merged['missing_ranks']}"
                              if merged["missing_ranks"] else ""), file=sys.stderr)

@@ -43,7 +43,12 @@ def import_arguments(p: argparse.ArgumentParser) -> None:
 
 def cmd_import(ns: argparse.Namespace) -> int:
     from tuidebug.trace.importers import import_path
+    from tuidebug.trace.importers.job_import import import_job, is_multi_rank
 
+    if ns.rank is None and is_multi_rank(Path(ns.source)):  # every rank, as a job directory
+        job = import_job(Path(ns.source), Path(ns.output))
+        print(f"[tuidebug] imported every rank of {ns.source} → {job}", file=sys.stderr)
+        return print_job_info(job, as_json=False)
     out = import_path(Path(ns.source), Path(ns.output), rank=ns.rank)
     print(f"[tuidebug] imported {ns.source} → {out}", file=sys.stderr)
     return print_info(Path(out), as_json=False)
@@ -74,7 +79,21 @@ def info_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rank", type=int, help=RANK_HELP)
 
 
+def _multi_rank_log(path: Path) -> Path | None:
+    """The job directory of a multi-rank TORCH_TRACE folder (imported once), else None."""
+    from tuidebug.trace.importers.job_import import ensure_job, is_multi_rank
+
+    if not is_multi_rank(path):
+        return None
+    job = ensure_job(path)
+    print(f"[tuidebug] imported every rank of {path} → {job}", file=sys.stderr)
+    return job
+
+
 def cmd_info(ns: argparse.Namespace) -> int:
+    if ns.rank is None and (job := _multi_rank_log(Path(ns.trace))) is not None:
+        print_job_info(job, as_json=ns.json)
+        return 0
     if _job_dir(Path(ns.trace)):
         if ns.rank is None:
             print_job_info(Path(ns.trace), as_json=ns.json)
@@ -112,6 +131,8 @@ def cmd_open(ns: argparse.Namespace) -> int:
 
 def open_path(path: Path, rank: int | None = None) -> int:
     """Open a trace, a job directory (one rank of it) or a log in the TUI."""
+    if rank is None and (job := _multi_rank_log(path)) is not None:
+        path = job
     if _job_dir(path):
         from tuidebug.trace.job import rank_dir
 
@@ -234,6 +255,10 @@ def print_job_info(path: Path, *, as_json: bool) -> int:
     from tuidebug.trace.ranks import analyze_job
 
     report = analyze_job(path)
+    from tuidebug.trace.importers.job_import import MARKER, missing
+
+    if (path / MARKER).is_file():  # imported from TORCH_TRACE logs: what they lack, said
+        report["imported_from"] = {"kind": "torch_trace", "missing": missing(path)}
     if as_json:
         from tuidebug.trace.safefile import strict_dumps
 

@@ -152,6 +152,11 @@ def _rank_dirs(root: Path, problems: list[str] | None = None) -> list[int]:
     return out
 
 
+def rank_dirs(root: Path) -> list[int]:
+    """The ranks with a ``rank_<r>/`` folder (not a symbolic link) in ``root``."""
+    return _rank_dirs(root)
+
+
 def is_job_dir(path: Path) -> bool:
     """A job directory: has ``job.json``, records, or ``rank_<r>/`` traces, and is not itself a
     trace."""

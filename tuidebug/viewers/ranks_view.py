@@ -123,6 +123,11 @@ def render_job(report: dict[str, Any], console: Console) -> None:
         console.print(inert_text(line))
     for n in report.get("notes") or []:
         console.print(inert_text(note_line(n), "dim"))
+    imp = report.get("imported_from")
+    if imp:
+        console.print(inert_text("imported from TORCH_TRACE logs; not in these logs (trace "
+                                 "with tuidebug to get them): " + (", ".join(imp["missing"])
+                                                                   or "nothing"), "dim"))
     waits = report.get("waits")
     if waits:
         for m in waits["mismatches"] or [{"text": "ranks stopped while in collectives"}]:

@@ -1,0 +1,57 @@
+"""Identical files of a job's ranks are stored once (hard links inside the job directory), and
+every rank folder is still a complete trace of its own."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from tuidebug.trace import atomic
+from tuidebug.trace.dedup import disk_bytes, link_identical
+from tuidebug.trace.ranks import analyze_job
+from tuidebug.trace.reader import Trace
+
+
+def _inode(p) -> tuple[int, int]:
+    st = os.stat(p, follow_symlinks=False)
+    return st.st_dev, st.st_ino
+
+
+def test_the_launcher_links_identical_files(same_job, tmp_path) -> None:
+    job, proc = same_job
+    assert "stored once" in proc.stderr
+    stages = sorted((job / "rank_0" / "graphs" / "0_0-inference" / "stages").iterdir())
+    assert stages
+    for st in stages:  # the identical ranks' snapshots: one file, two names
+        twin = job / "rank_1" / st.relative_to(job / "rank_0")
+        assert _inode(st) == _inode(twin) and not twin.is_symlink()
+    # per-rank files stay apart
+    assert _inode(job / "rank_0" / "manifest.json") != _inode(job / "rank_1" / "manifest.json")
+    apparent = sum(p.stat().st_size for r in (0, 1) for p in (job / f"rank_{r}").rglob("*")
+                   if p.is_file())
+    assert disk_bytes(job) < 0.8 * apparent
+    # a copy of one rank (links become files) reads as the same trace
+    alone = tmp_path / "rank_1"
+    shutil.copytree(job / "rank_1", alone)
+    assert Trace(alone).status == "ok" and [g.id for g in Trace(alone).graphs] == ["0_0-inference"]
+    # a write to one rank's file (always a new file renamed into place) leaves the other's
+    copy = tmp_path / "job"
+    shutil.copytree(job, copy)  # copying makes each link a file of its own
+    link_identical(copy)
+    st0 = copy / "rank_0" / stages[0].relative_to(job / "rank_0")
+    st1 = copy / "rank_1" / stages[0].relative_to(job / "rank_0")
+    assert _inode(st0) == _inode(st1)
+    before = st1.read_bytes()
+    atomic.write_json(st0, {"changed": True})
+    assert st1.read_bytes() == before
+
+
+def test_linking_a_copied_job_saves_bytes_and_changes_no_verdict(break_job, tmp_path) -> None:
+    job, _ = break_job
+    copy = tmp_path / "job"
+    shutil.copytree(job, copy)  # copying makes every link a file of its own again
+    stored = link_identical(copy)
+    assert stored["linked"] > 0 and stored["bytes_after"] < stored["bytes_before"]
+    assert link_identical(copy)["linked"] == 0  # nothing left to link
+    a, b = analyze_job(job), analyze_job(copy)
+    assert a["divergence"] == b["divergence"] and a["groups"] == b["groups"]
