@@ -15,6 +15,8 @@ from tuidebug.trace import layout, schema
 
 # a frame in torch's own files is not the user's line
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+# tuidebug's own frames (a rank's collective wrappers, capture/rank_progress.py) are no user's
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 
 
 def _metas(values: Any) -> list[dict[str, Any] | None]:
@@ -42,7 +44,7 @@ def user_frame(stack: str | None, cache: dict[str, Any]) -> dict[str, Any] | Non
     """The innermost frame of ``stack`` outside torch's own files (the line that called into
     ``torch.distributed``), None when every frame is torch's."""
     frames = [f for f in layout.stack_frames(stack, cache)
-              if not os.path.abspath(f["file"]).startswith(_TORCH_DIR)]
+              if not os.path.abspath(f["file"]).startswith((_TORCH_DIR, _OWN_DIR))]
     return frames[-1] if frames else None
 
 

@@ -51,6 +51,7 @@ class RankProgress:
         self.seq: dict[str, int] = {}
         self.tls = threading.local()
         self.lock = threading.Lock()
+        self.undo: list[Callable[[], None]] = []
 
     def install(self) -> "RankProgress":
         self.log.append({"event": "start", "t": time.time(), "pid": os.getpid()})
@@ -59,6 +60,8 @@ class RankProgress:
         return self
 
     def uninstall(self) -> None:
+        for undo in self.undo:
+            undo()
         self.patcher.restore()
         self.log.append({"event": "end", "t": time.time()})
         self.log.close()
@@ -88,4 +91,5 @@ class RankProgress:
         collective.__wrapped__ = orig  # type: ignore[attr-defined]
         collective.__name__ = getattr(orig, "__name__", op)
         collective.__doc__ = getattr(orig, "__doc__", None)
+        self.undo.append(compat.same_under_dynamo(collective, orig))
         return collective

@@ -4,7 +4,7 @@ what a call was about (op, group) as plain data."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 # the classic API: in torch.distributed (public) and where it is defined
 CLASSIC = ("all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
@@ -65,3 +65,20 @@ def collective_group(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[
         except Exception:  # noqa: BLE001 - a group this torch cannot describe
             _labels[key] = (f"group {getattr(group, 'group_name', '?')}", None)
     return _labels[key]
+
+
+def same_under_dynamo(wrapper: Any, original: Any) -> Callable[[], None]:
+    """Have Dynamo treat ``wrapper`` as it treats ``original`` when a compiled function calls
+    it: a classic collective (``dist.all_reduce``) is rewritten into its functional form
+    (``traceable_collective_remaps``), so the graph and its nodes' stack traces are the same as
+    without the wrapper. Returns what undoes it."""
+    try:
+        import torch.distributed._functional_collectives as fc
+
+        remaps = fc.traceable_collective_remaps
+    except (ImportError, AttributeError):
+        return lambda: None
+    if original not in remaps:
+        return lambda: None
+    remaps[wrapper] = remaps[original]
+    return lambda: remaps.pop(wrapper, None)
