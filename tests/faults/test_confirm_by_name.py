@@ -54,7 +54,7 @@ def test_the_prompt_applies_a_risky_flag_only_when_its_name_is_typed() -> None:
 def _marker_compiler(tmp: Path, marker: Path) -> Path:
     """A C++ compiler that leaves ``marker`` behind, then is the real one."""
     cxx = tmp / "evil-cxx.sh"
-    cxx.write_text(f"#!/bin/sh\necho ran >> '{marker}'\nexec g++ \"$@\"\n")
+    cxx.write_text(f"#!/bin/sh\necho \"$TUIDEBUG_TEST_RUN\" >> '{marker}'\nexec g++ \"$@\"\n")
     cxx.chmod(0o755)
     return cxx
 
@@ -72,25 +72,31 @@ def test_cli_recompile_runs_a_trace_compiler_only_when_allowed_by_name(
     m["config_overrides"] = {"cpp.cxx": [None, str(cxx)]}
     (trace / "manifest.json").write_text(json.dumps(m))
 
-    def run(name: str, *extra: str) -> subprocess.CompletedProcess[str]:
-        env = dict(os.environ, PYTHONPATH=str(ROOT),
+    def start(name: str, *extra: str) -> subprocess.Popen[bytes]:
+        env = dict(os.environ, PYTHONPATH=str(ROOT), TUIDEBUG_TEST_RUN=name,
                    TORCHINDUCTOR_CACHE_DIR=str(tmp_path / f"cache-{name}"))
-        return subprocess.run([sys.executable, "-m", "tuidebug.cli", "recompile", "--yes",
-                               str(trace), "--set", "max_fusion_size=2", "-o",
-                               str(tmp_path / name), "--no-code", *extra], env=env,
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=600)
+        with open(tmp_path / f"{name}.err", "wb") as err:
+            return subprocess.Popen([sys.executable, "-m", "tuidebug.cli", "recompile", "--yes",
+                                     str(trace), "--set", "max_fusion_size=2", "-o",
+                                     str(tmp_path / name), "--no-code", *extra], env=env,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=err)
 
-    p = run("left-out")
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert "needs your confirmation by name: cpp.cxx=" in p.stderr
-    assert "leaving out cpp.cxx" in p.stderr, p.stderr[-3000:]
-    assert not marker.exists(), "the trace's compiler ran without being confirmed by name"
+    # the two recompiles run side by side; the marker names the run that ran the program
+    left_out, allowed = start("left-out"), start("allowed", "--allow-flag", "cpp.cxx")
+    left_out.wait(600)
+    allowed.wait(600)
+    err_left = (tmp_path / "left-out.err").read_text()
+    err_allowed = (tmp_path / "allowed.err").read_text()
+    assert left_out.returncode == 0, err_left[-3000:]
+    assert "needs your confirmation by name: cpp.cxx=" in err_left
+    assert "leaving out cpp.cxx" in err_left, err_left[-3000:]
+    ran = set(marker.read_text().split()) if marker.exists() else set()
+    assert "left-out" not in ran, "the trace's compiler ran without being confirmed by name"
     assert "cpp.cxx" not in json.loads((tmp_path / "left-out" / "manifest.json").read_text())[
         "config_overrides"]
-    p = run("allowed", "--allow-flag", "cpp.cxx")
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert marker.exists(), "--allow-flag cpp.cxx did not apply the trace's compiler"
+    assert allowed.returncode == 0, err_allowed[-3000:]
+    assert ran == {"allowed"}, "--allow-flag cpp.cxx did not apply the trace's compiler"
     case.survived = True
     case.data_lost = False
 
