@@ -90,13 +90,17 @@ def main():
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--seq", type=int, default=32)
     parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                        help="parameters and activations (bfloat16: a mixed-precision-free "
+                             "bf16 training step)")
     args = parser.parse_args()
 
     torch.manual_seed(0)
-    model = Transformer(args.layers, args.dim, args.heads).to(args.device)
+    dtype = getattr(torch, args.dtype)
+    model = Transformer(args.layers, args.dim, args.heads).to(args.device, dtype)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    x = torch.randn(args.batch, args.seq, args.dim, device=args.device)
-    target = torch.randn(args.batch, args.seq, args.dim, device=args.device)
+    x = torch.randn(args.batch, args.seq, args.dim, device=args.device, dtype=dtype)
+    target = torch.randn(args.batch, args.seq, args.dim, device=args.device, dtype=dtype)
 
     compiled = torch.compile(model)
     loss = F.mse_loss(compiled(x), target)  # compiled forward graph

@@ -111,7 +111,7 @@ SHAPES: dict[str, Any] = {
         "kernels": [{"!graph": str, "!kernel": str, "call": OPT_STR, "kind": OPT_STR,
                      "calls": OPT_NUM, "cpu_s": OPT_NUM, "device_s": OPT_NUM,
                      "time_s": OPT_NUM, "bytes": OPT_NUM, "flops": OPT_NUM,
-                     "bytes_from": OPT_STR}],
+                     "bytes_from": OPT_STR, "time_min_s": OPT_NUM}],
         "device_kernels": [{"!name": str, "device_s": OPT_NUM, "calls": OPT_NUM}],
         "eager_nodes": [{"!node": str, "calls": OPT_NUM, "cpu_s": OPT_NUM, "device_s": OPT_NUM,
                          "time_s": OPT_NUM}],

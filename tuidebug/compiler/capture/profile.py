@@ -123,6 +123,8 @@ class Profile(Concern):
                 n = shares[unit["kernel"]]
                 row.update(calls=round(dk["count"] / n, 3), device_s=_s(dk["device_us"] / n))
             row["time_s"] = row["device_s"] if row.get("device_s") else row["cpu_s"]
+            fastest = r.get("device_min_us") if row.get("device_s") else r.get("cpu_min_us")
+            row["time_min_s"] = _s(fastest) if r else None
             if label in sizes:  # Triton (GPU): what the roofline needs
                 est = estimates.get((unit["graph"], unit["kernel"])) or {}
                 row["bytes"] = est.get("bytes", sizes[label])
