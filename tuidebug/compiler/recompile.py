@@ -118,7 +118,7 @@ def read_manifest(trace: str | os.PathLike[str]) -> dict[str, Any]:
 def trace_source(trace: str | os.PathLike[str],
                  allowed: Iterable[str] | Mapping[str, Any] = ()) -> dict[str, Any]:
     """What to re-run for ``trace``: ``{"script", "script_arg", "args", "cwd", "overrides",
-    "confirm", "left_out", "check"}`` from its manifest. ``script`` is absolute; ``script_arg``
+    "confirm", "left_out", "check", "accuracy_tol", "profile"}`` from its manifest. ``script`` is absolute; ``script_arg``
     as it was typed. Config overrides that name a program, path, module or callable are applied
     only when ``allowed`` (confirmed by name, ``trace_config.check``); until then they are in
     ``confirm``, and what is never applied from a trace is in ``left_out`` ({name: why})."""
@@ -146,13 +146,21 @@ def trace_source(trace: str | os.PathLike[str],
     return {"script": str(script), "script_arg": script_arg, "args": list(args), "cwd": cwd,
             "overrides": dict(config.apply), "confirm": config.confirm,
             "left_out": config.left_out, "check": bool(m.get("check_accuracy", True)),
-            "accuracy_tol": _tol(m.get("accuracy_tol"))}
+            "accuracy_tol": _tol(m.get("accuracy_tol")),
+            "profile": _runs(m.get("profile_runs"))}
 
 
 def _tol(value: Any) -> float | None:
     """The manifest's ``accuracy_tol`` when it is a positive number (a trace is untrusted)."""
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e6
     return float(value) if ok else None
+
+
+def _runs(value: Any) -> int:
+    """The manifest's ``profile_runs`` (``trace --profile N``) when it is a sane count, else 0:
+    a recompile of a profiled trace is profiled the same way, so their times compare."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 10_000
+    return value if ok else 0
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.,=+\-]+")
@@ -247,7 +255,7 @@ def run_job(spec: Mapping[str, Any], emit: Callable[[dict[str, Any]], None] | No
     # the manifest's tuidebug_config): a hit would skip what the trace records (module docstring).
     session = CaptureSession(
         spec["out"], check_accuracy=bool(spec.get("check", True)), use_cache=False,
-        accuracy_tol=_tol(spec.get("accuracy_tol")),
+        accuracy_tol=_tol(spec.get("accuracy_tol")), profile_runs=_runs(spec.get("profile")),
         command=["tuidebug", "trace", spec.get("script_arg") or script, *args],
         on_progress=lambda m: send({"event": "progress", "message": m}),
         user_sets=overrides if use_cache else None)

@@ -101,7 +101,7 @@ class CaptureSession:
         caches_off = {} if self.use_cache else compat.caches_off(self.user_sets)
         recorded = dict(patches, **caches_off)
         self.writer.update(tuidebug_config=recorded, check_accuracy=self.check_accuracy,
-                           accuracy_tol=self.accuracy_tol)
+                           accuracy_tol=self.accuracy_tol, profile_runs=self.profile_runs)
         self._config_ctx = contextlib.ExitStack()
         self._config_ctx.enter_context(compat.inductor_config_patch(patches))
         if caches_off:
