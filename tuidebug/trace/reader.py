@@ -386,6 +386,18 @@ class Trace:
             cache[compile_id] = _clean_lines(data or {})
         return cache[compile_id]
 
+    def compile_cache_lookups(self, compile_id: str) -> list[dict[str, Any]]:
+        """``compiles/<id>.cache.json`` of a compile: its graph-cache lookups in order, each
+        with ``compile_id`` (validated; [] when the trace has none)."""
+        path = (self.root / schema.COMPILES_DIR
+                / f"{layout.safe_id(compile_id)}{schema.CACHE_SUFFIX}")
+        data = self._files.json(path, {}, kind="compile_cache") or {}
+        return [{**lk, "compile_id": compile_id} for lk in data.get("lookups") or []]
+
+    def cache_lookups(self) -> list[dict[str, Any]]:
+        """Every graph-cache lookup of the trace, compile by compile."""
+        return [lk for cid in self.compiles for lk in self.compile_cache_lookups(cid)]
+
 
 def _user_line(value: Any) -> dict[str, Any] | None:
     """A ``user_line`` of a trace: ``{file, line, fn, code}`` with those types, else None."""

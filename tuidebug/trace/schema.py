@@ -12,6 +12,7 @@ PROFILE = "profile.json"  # tuidebug trace --profile: measured kernels, FX nodes
 GRAPHS_DIR = "graphs"
 COMPILES_DIR = "compiles"
 EVENTS = "events.jsonl"
+CACHE_SUFFIX = ".cache.json"  # compiles/<id>.cache.json: graph-cache lookups, key components
 SHAPES_SUFFIX = ".shapes.json"  # compiles/<id>.shapes.json: symbols, guards, specializations
 
 # Per graph directory

@@ -55,6 +55,12 @@ SHAPES: dict[str, Any] = {
                              "value": (int, str, NONE), "reason": OPT_STR, "guard": OPT_STR,
                              "user_line": OPT_DICT}],
     },
+    "compile_cache": {
+        "id": OPT_STR,
+        "lookups": [{"!cache": str, "!result": str, "key": OPT_STR, "graph": OPT_STR,
+                     "graph_kind": OPT_STR, "bypass_reason": OPT_STR, "detailed": OPT_STR,
+                     "components": [{"!name": str, "!hash": str, "value": OPT_STR}]}],
+    },
     "meta": {
         "id": OPT_STR, "kind": OPT_STR, "compile_id": OPT_STR, "status": OPT_STR,
         "stages": [{"index": int, "name": str, "kind": OPT_STR, "subsystem": OPT_STR,

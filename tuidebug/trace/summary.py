@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tuidebug.trace import cache_keys
 from tuidebug.trace import collectives as coll
 from tuidebug.trace.dynamic import compile_dynamic
 from tuidebug.trace.reader import GraphRecord, StageInfo, Trace
@@ -84,6 +85,9 @@ _CACHE_METRICS = (("fx_graph", "inductor_fx_local_cache"),
                   ("aotautograd", "aotautograd_local_cache"),
                   ("fx_graph remote", "inductor_fx_remote_cache"),
                   ("aotautograd remote", "aotautograd_remote_cache"))
+
+
+_LOOKUP_KEYS = ("cache", "result", "graph", "graph_kind", "key", "miss_reason", "compared_with")
 
 
 def cache_counts(c: dict[str, Any]) -> dict[str, dict[str, int]]:
@@ -290,6 +294,10 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
         out["error"] = {"phase": err.get("phase"), "type": err.get("type"),
                         "message": err.get("message"), "graph": err.get("graph")}
     out.update(script_outcome(m))
+    lookups = cache_keys.explain(trace.cache_lookups())
+    for g in out["graphs"]:
+        g["cache"] = [{k: lk.get(k) for k in _LOOKUP_KEYS if k in lk}
+                      for lk in lookups if lk.get("graph") == g["id"]]
     for cid, c in compiles.items():
         metrics = c.get("metrics") or {}
         place = compile_place(compiles, cid)
@@ -302,6 +310,8 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
             "graph_breaks": len(c.get("dynamo_graph_break_reason") or []),
             "recompile_reasons": c.get("recompile_reasons") or [],
             "cache": cache_counts(c),
+            "cache_lookups": [{k: lk.get(k) for k in _LOOKUP_KEYS if k in lk}
+                              for lk in lookups if lk.get("compile_id") == cid],
             **compile_dynamic(trace, cid),
         })
     checks = (trace.runtime.get("checks") or {})

@@ -188,6 +188,13 @@ class TraceWriter:
         name = f"{layout.safe_id(compile_id)}{schema.SHAPES_SUFFIX}"
         self.write_json(self.path(schema.COMPILES_DIR, name), {"id": compile_id, **shapes})
 
+    def write_compile_cache(self, compile_id: str, lookups: list[dict[str, Any]]) -> None:
+        """``compiles/<safe id>.cache.json``: the compile's graph-cache lookups, each with its
+        key's components (docs/trace-format.md)."""
+        name = f"{layout.safe_id(compile_id)}{schema.CACHE_SUFFIX}"
+        self.write_json(self.path(schema.COMPILES_DIR, name),
+                        {"id": compile_id, "lookups": lookups})
+
 
 class GraphWriter:
     """The files of one graph directory (``graphs/<id>/``), named as docs/trace-format.md says.

@@ -138,6 +138,12 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
                 console.print(Text.assemble(inert_text(f"  {c['id']} ", "bold"),
                                             ("graph caches: ", "dim"),
                                             inert_text(cache_text(c["cache"]))))
+            for lk in c.get("cache_lookups") or []:
+                for why in lk.get("miss_reason") or []:
+                    kind = f" {lk['graph_kind']}" if lk.get("graph_kind") else ""
+                    console.print(Text.assemble(
+                        inert_text(f"    {lk.get('cache')}{kind} {lk.get('result')}: ", "dim"),
+                        inert_text(str(why)[:300])))
     acc = s.get("accuracy") or {}
     for cid, a in acc.items():
         verdict, why = accuracy_verdict(a)

@@ -14,8 +14,9 @@ from typing import Any, Callable, Iterator, Mapping, TypeVar
 import torch
 
 from tuidebug.compiler import compat
-from tuidebug.compiler.capture import (autotune, collectives, config, events, fusion, graphs,
-                                       kernels, outcome, profile, shapes, triton)
+from tuidebug.compiler.capture import (autotune, cache_keys, collectives, config, events,
+                                       fusion, graphs, kernels, outcome, profile, shapes,
+                                       triton)
 from tuidebug.compiler.capture.state import Concern, GraphState
 from tuidebug.trace import layout, schema
 from tuidebug.trace.writer import TraceWriter
@@ -43,6 +44,7 @@ CONCERNS: tuple[type[Concern], ...] = (
     events.Events,        # the structured trace log (metrics, guards, output code, …)
     collectives.Collectives,  # collectives per graph in program order; DDPOptimizer buckets
     shapes.Shapes,        # symbols, guards, specializations, recompiled inputs
+    cache_keys.CacheKeys,  # graph-cache lookups and their keys' components
 )
 
 C = TypeVar("C", bound=Concern)

@@ -11,10 +11,11 @@ torch X".
 Modules: ``lookup`` (NotAvailable, Patcher), ``hooks`` (hook points, call data, structured log
 events), ``inductor`` (config, caches, counters, autotune feedback, scheduler nodes), ``kernels``
 (Triton and C++ kernels, kernel timing), ``profiling`` (kernels and FX nodes run under
-torch.profiler), ``shapes`` (symbols, guards, specializations, recompiled inputs),
-``process`` (state a warm worker resets), ``distributed`` (collectives in a
-graph, process groups, DDPOptimizer buckets), ``collective_calls`` (torch.distributed's
-collective calls as hook points: a rank's progress), ``bisector``.
+torch.profiler), ``caches`` (graph-cache lookups and their keys' components), ``shapes``
+(symbols, guards, specializations, recompiled inputs), ``process`` (state a warm worker
+resets), ``distributed`` (collectives in a graph, process groups, DDPOptimizer buckets),
+``collective_calls`` (torch.distributed's collective calls as hook points: a rank's progress),
+``bisector``.
 Every name is importable from ``tuidebug.compiler.compat``; call them through it (a test or the
 warm-up may replace one there).
 """
@@ -50,6 +51,9 @@ from tuidebug.compiler.compat.kernels import (  # noqa: F401
 from tuidebug.compiler.compat.profiling import (  # noqa: F401
     KernelRanges, NodeRanges, device_kind, peak_memory, profiled, wall_times, device_peaks,
     triton_kernel_estimates,
+)
+from tuidebug.compiler.compat.caches import (  # noqa: F401
+    cache_lookup, aot_cache_components,
 )
 from tuidebug.compiler.compat.process import (  # noqa: F401
     reset_dynamo, lowering_checkpoint, is_op_overload, higher_order_name, COMPILE_STACK,

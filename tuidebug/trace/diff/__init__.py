@@ -12,6 +12,8 @@ comparison screen and ``viewers/diff_view.py`` render it)::
      "runtime": [{"compile_id", "first_call_s", "eager_s", "close", "max_abs"}],
      "profile": None | {"profiled": {"a","b"}, "totals": {NAME: {"a","b"}},   # --profile
                         "kernels"|"lines"|"modules": [{"key", "a", "b", "delta", …}]},
+     "cache": [{"compile_id", "cache", "graph_kind", "result": {"a","b"}, "same_key",
+                "reasons": [text]}],              # graph-cache lookups (trace --use-cache)
      "summary": {...}, "lines": [one-line findings, most important first]}
 
     GRAPH = {"id", "in" ("both" | "a" | "b"), "kind", "status": {"a", "b"}, "nodes": {"a", "b"},
@@ -38,6 +40,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from tuidebug.trace import cache_keys
 from tuidebug.trace.diff.config import config_diff, side
 from tuidebug.trace.diff.findings import finding_lines, format_duration, summary
 from tuidebug.trace.diff.graphs import graph_diff
@@ -67,8 +70,10 @@ def diff_traces(a: Trace | str | os.PathLike[str], b: Trace | str | os.PathLike[
         "compiles": compile_diffs(ta, tb),
         "runtime": runtime_diffs(ta, tb),
         "profile": profile_diff(ta, tb),
+        "cache": cache_keys.across(ta.cache_lookups(), tb.cache_lookups()),
     }
     out["summary"] = summary(out)
-    out["lines"] = finding_lines(out) + profile_findings(out["profile"], format_duration)
+    out["lines"] = (finding_lines(out) + cache_keys.finding_lines(out["cache"])
+                    + profile_findings(out["profile"], format_duration))
     out["problems"] = {"a": [str(p) for p in ta.problems], "b": [str(p) for p in tb.problems]}
     return out

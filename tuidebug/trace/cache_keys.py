@@ -1,0 +1,187 @@
+"""Why a graph cache missed: the components of an FX graph cache or AOTAutograd cache key
+(``compiles/<id>.cache.json``, docs/trace-format.md) compared with another lookup's — an earlier
+compile of the same trace, or the same compile in another trace — and each difference named:
+``config: max_autotune False → True``, ``graph: the FX graph differs``, ``inputs: arg0 shape
+[8, 16] → [4, 16]``, ``versions: torch_version differs``. No torch."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+MAX_VALUE = 240  # characters of a component's value kept in a trace
+_LINE = re.compile(r"\[(?P<hash>[0-9a-z]+)\] (?P<name>[^:\n]+?): (?P<value>.*)", re.S)
+_TENSOR_FIELD = re.compile(r"(\w+)=(torch\.Size\(\[[^\]]*\]\)|\([^)]*\)|[^,()]+)")
+_VERSIONS = ("torch_version", "system_info", "triton", "cuda", "hip", "cpp_")
+
+
+def parse_components(lines: Iterable[str]) -> list[dict[str, str]]:
+    """``[hash] name: value`` strings as ``{name, hash, value}`` (value cut to MAX_VALUE, made
+    printable); a string that is not one is left out."""
+    out = []
+    for line in lines:
+        m = _LINE.match(str(line))
+        if m is None:
+            continue
+        value = m["value"]
+        value = "".join(ch if ch.isprintable() or ch == "\n" else "?" for ch in value)
+        out.append({"name": m["name"].strip(), "hash": m["hash"],
+                    "value": value if len(value) <= MAX_VALUE else value[:MAX_VALUE] + "…"})
+    return out
+
+
+def _part(name: str) -> tuple[str, str]:
+    """(what the component is about, its short name): config, graph, inputs, options, versions
+    or other."""
+    inner = name[name.find("[") + 1:-1] if name.endswith("]") and "[" in name else name
+    if name.startswith(("inductor_config[", "aot_config", "fx_config")):
+        return "config", inner
+    if name in ("gm", "graph") or name.startswith("gm"):
+        return "graph", name
+    if name.startswith("example_inputs"):
+        return "inputs", f"arg{inner}" if inner.isdigit() else inner
+    if name.startswith(_VERSIONS):
+        return "versions", name
+    if name.startswith("fx_kwargs["):
+        return "options", inner
+    return "other", name
+
+
+def _tensor_fields(value: str) -> dict[str, str] | None:
+    if not value.startswith("TensorMetadata("):
+        return None
+    fields = {k: v.strip() for k, v in _TENSOR_FIELD.findall(value[len("TensorMetadata("):])}
+    if "shape" in fields:
+        fields["shape"] = fields["shape"].removeprefix("torch.Size(").removesuffix(")")
+    return fields
+
+
+def _one_line(value: Any) -> str:
+    text = " ".join(str(value).split())
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def describe(name: str, a: str | None, b: str | None) -> dict[str, str]:
+    """One differing component: ``{part, name, text}``; ``a``/``b`` its values (None: absent)."""
+    part, short = _part(name)
+    if a is None or b is None:
+        text = f"{part}: {short} only in the {'later' if a is None else 'earlier'} key"
+    elif part == "graph":
+        text = "graph: the FX graph differs"
+    elif part == "versions":
+        text = f"versions: {short} differs"
+    elif part == "inputs" and _tensor_fields(a) is not None and _tensor_fields(b) is not None:
+        fa, fb = _tensor_fields(a) or {}, _tensor_fields(b) or {}
+        changed = [f"{k} {fa.get(k)} → {fb.get(k)}" for k in dict.fromkeys([*fa, *fb])
+                   if fa.get(k) != fb.get(k)]
+        text = f"inputs: {short} " + ("; ".join(changed) if changed else "metadata differs")
+    else:
+        text = f"{part}: {short} {_one_line(a)} → {_one_line(b)}"
+    return {"part": part, "name": short, "text": text}
+
+
+def differences(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The components whose hash differs between two keys (``a`` earlier, ``b`` later), graph
+    first, then config, inputs, options, versions, other."""
+    ha = {c["name"]: c for c in a}
+    hb = {c["name"]: c for c in b}
+    out = []
+    for name in dict.fromkeys([*ha, *hb]):
+        ca, cb = ha.get(name), hb.get(name)
+        if ca and cb and ca.get("hash") == cb.get("hash"):
+            continue
+        out.append(describe(name, ca.get("value") if ca else None,
+                            cb.get("value") if cb else None))
+    order = ("graph", "config", "inputs", "options", "versions", "other")
+    return sorted(out, key=lambda d: order.index(d["part"]))
+
+
+def compare(earlier: dict[str, Any], later: dict[str, Any]) -> dict[str, Any]:
+    """Two lookups of one cache: ``{same_key, reasons: [text], components_known}``."""
+    same = bool(earlier.get("key")) and earlier.get("key") == later.get("key")
+    ca, cb = earlier.get("components") or [], later.get("components") or []
+    known = bool(ca and cb)
+    reasons = [] if same or not known else [d["text"] for d in differences(ca, cb)]
+    if not same and not known:
+        reasons = ["the keys differ; torch logged no components for "
+                   + ("either" if not ca and not cb else "one") + " of them"]
+    return {"same_key": same, "reasons": reasons, "components_known": known}
+
+
+def _closest(lookup: dict[str, Any], earlier: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The earlier lookup of the same cache whose key has the fewest differing components."""
+    same = [e for e in earlier if e.get("cache") == lookup.get("cache")
+            and e.get("graph_kind", "") == lookup.get("graph_kind", "")]
+    if not same:
+        return None
+    return min(reversed(same), key=lambda e: len(differences(
+        e.get("components") or [], lookup.get("components") or [])))
+
+
+def explain(lookups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The lookups of one trace in order, each with ``miss_reason`` (a miss: the components
+    that differ from the closest earlier lookup of that cache in the trace, named; or why
+    nothing earlier explains it) and ``compared_with`` (that lookup's compile id)."""
+    out: list[dict[str, Any]] = []
+    for i, lk in enumerate(lookups):
+        entry = {k: v for k, v in lk.items() if k != "components"}
+        if lk.get("result") == "miss":
+            prev = _closest(lk, lookups[:i])
+            if prev is None:
+                entry["miss_reason"] = ["no earlier lookup of this cache in the trace: the "
+                                        "cache held no entry for this key (a cold or "
+                                        "unshared cache directory, or a first run)"]
+                entry["compared_with"] = None
+            else:
+                entry["miss_reason"] = compare(prev, lk)["reasons"] or [
+                    "the key equals an earlier one's: that entry was not saved or not usable"]
+                entry["compared_with"] = prev.get("compile_id")
+        elif lk.get("result") == "bypass":
+            entry["miss_reason"] = [f"bypassed: {lk.get('bypass_reason') or 'no reason given'}"]
+        out.append(entry)
+    return out
+
+
+def across(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Lookups of trace A and trace B matched by compile id, cache and order: per pair
+    ``{compile_id, cache, graph_kind, result: {a, b}, same_key, reasons}``."""
+    def index(lookups: list[dict[str, Any]]) -> dict[tuple[Any, ...], dict[str, Any]]:
+        seen: dict[tuple[Any, ...], int] = {}
+        out = {}
+        for lk in lookups:
+            base = (lk.get("compile_id"), lk.get("cache"), lk.get("graph_kind", ""))
+            seen[base] = seen.get(base, 0) + 1
+            out[(*base, seen[base])] = lk
+        return out
+
+    ia, ib = index(a), index(b)
+    pairs = []
+    for k in dict.fromkeys([*ia, *ib]):
+        la, lb = ia.get(k), ib.get(k)
+        row: dict[str, Any] = {"compile_id": k[0], "cache": k[1], "graph_kind": k[2] or None,
+                               "result": {"a": la and la.get("result"),
+                                          "b": lb and lb.get("result")}}
+        if la and lb:
+            row.update({kk: v for kk, v in compare(la, lb).items() if kk != "components_known"})
+            if row["same_key"] and lb.get("result") == "miss":
+                row["reasons"] = ["the same key as in A: A's entry was not saved, not shared "
+                                  "(another cache directory) or not usable"]
+        else:
+            row.update({"same_key": None, "reasons": [f"only in {'A' if la else 'B'}"]})
+        pairs.append(row)
+    return pairs
+
+
+def finding_lines(pairs: list[dict[str, Any]]) -> list[str]:
+    """One line per pair of lookups (:func:`across`) whose keys differ or whose results do:
+    ``fx_graph cache (0/0 forward): A hit, B miss — config: max_autotune False → True``."""
+    out = []
+    for p in pairs:
+        res = p["result"]
+        if p.get("same_key") and res["a"] == res["b"]:
+            continue
+        kind = f" {p['graph_kind']}" if p.get("graph_kind") else ""
+        out.append(f"{p['cache']} cache ({p['compile_id']}{kind}): A {res['a'] or '–'}, "
+                   f"B {res['b'] or '–'}" + (" — " + "; ".join(p["reasons"][:6])
+                                            if p.get("reasons") else ""))
+    return out
