@@ -20,6 +20,7 @@ import pytest
 from tuidebug.trace import importers
 from tuidebug.trace.importers import cache as import_cache
 from tuidebug.trace.importers import fxtext
+from tuidebug.trace.diff import diff_traces
 from tuidebug.trace.reader import Trace
 from tuidebug.trace.summary import trace_summary
 from tests.conftest import clean_env as _env
@@ -265,6 +266,12 @@ def test_cache_hits(torch_trace_logs: dict[str, Path], tmp_path: Path) -> None:
     g = hit.graphs[0]
     assert g.kernels and g.final_graph() is not None  # what the hit loaded is still shown
     assert any("cache" in m for m in hit.manifest["imported_from"]["missing"])
+    # each lookup's key components (compiles/<id>.cache.json): same keys, miss then hit
+    fx = [lk for lk in miss.cache_lookups() if lk["cache"] == "fx_graph"]
+    assert fx and all(lk["components"] and lk["key"] for lk in fx)
+    assert {c["name"] for c in fx[0]["components"]} >= {"gm", "torch_version"}
+    pairs = [p for p in diff_traces(miss, hit, code=False)["cache"] if p["cache"] == "fx_graph"]
+    assert any(p["same_key"] and p["result"] == {"a": "miss", "b": "hit"} for p in pairs), pairs
 
 
 # -- damaged logs ---------------------------------------------------------------------------------

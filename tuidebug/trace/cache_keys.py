@@ -30,6 +30,18 @@ def parse_components(lines: Iterable[str]) -> list[dict[str, str]]:
     return out
 
 
+def graph_kind(components: list[dict[str, str]]) -> str | None:
+    """forward, backward or inference, from an FX graph cache key's ``fx_kwargs``."""
+    values = {c["name"]: c["value"] for c in components}
+    if values.get("fx_kwargs[is_backward]") == "True":
+        return "backward"
+    if values.get("fx_kwargs[is_inference]") == "True":
+        return "inference"
+    if "fx_kwargs[is_backward]" in values:
+        return "forward"
+    return None
+
+
 def _part(name: str) -> tuple[str, str]:
     """(what the component is about, its short name): config, graph, inputs, options, versions
     or other."""

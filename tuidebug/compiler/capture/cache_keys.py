@@ -18,18 +18,6 @@ from tuidebug.trace import cache_keys, layout
 MAX_LOOKUPS = 200  # per compile: more are counted, not kept
 
 
-def graph_kind(components: list[dict[str, str]]) -> str | None:
-    """forward, backward or inference, from an FX graph cache key's ``fx_kwargs``."""
-    values = {c["name"]: c["value"] for c in components}
-    if values.get("fx_kwargs[is_backward]") == "True":
-        return "backward"
-    if values.get("fx_kwargs[is_inference]") == "True":
-        return "inference"
-    if "fx_kwargs[is_backward]" in values:
-        return "forward"
-    return None
-
-
 class CacheKeys(Concern):
     def __init__(self, session: Any) -> None:
         super().__init__(session)
@@ -70,7 +58,7 @@ class CacheKeys(Concern):
         components = cache_keys.parse_components(lookup.pop("components"))
         gs = self.session.current()
         entry = {**lookup, "graph": gs.graph_id if gs is not None else None,
-                 "graph_kind": graph_kind(components) if lookup["cache"] == "fx_graph"
+                 "graph_kind": cache_keys.graph_kind(components) if lookup["cache"] == "fx_graph"
                  else None, "components": components}
         with self.session.lock:
             lookups = self._lookups.setdefault(cid, [])

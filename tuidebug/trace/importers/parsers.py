@@ -116,8 +116,7 @@ class CacheParser(_Parser):
         if env.has_payload:
             data, warn = env.json_payload()
             out += warn
-        data = {k: v for k, v in data.items() if k != "components"} \
-            if isinstance(data, dict) else None
+        data = data if isinstance(data, dict) else None
         target = r.SEGMENT if self.cache == "fx_graph" else r.FRAME_IF_GRAPH
         out.append(r.CacheEvent(target, self.cache, result, env.lineno, data))
         return out

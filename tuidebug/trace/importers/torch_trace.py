@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import IO, Any, Callable
 
-from tuidebug.trace import layout, schema
+from tuidebug.trace import cache_keys, layout, schema
 from tuidebug.trace.importers import fxtext, records as r, segments, tracelog
 from tuidebug.trace.importers.sources import log_rank
 from tuidebug.trace.importers.graphs import GraphBook, ImportedCompile, ImportedGraph
@@ -67,6 +67,7 @@ class TorchTraceImporter:
         self.config_written = False
         self.has_provenance = False
         self.cache_hits = 0
+        self.cache_lookups: dict[str, list[dict[str, Any]]] = {}  # compiles/<id>.cache.json
         self.stack_cache: dict[str, Any] = {}
         self.scan: tracelog.LogScan | None = None
         self.writer: TraceWriter | None = None
@@ -227,8 +228,15 @@ class TorchTraceImporter:
             entry: dict[str, Any] = {"cache": fact.cache, "result": fact.result,
                                      "graph": g.id if g is not None else None,
                                      "line": fact.line}
-            entry.update(fact.data or {})
+            data = dict(fact.data or {})
+            components = cache_keys.parse_components(data.pop("components", None) or [])
+            entry.update(data)
             self.book.compile(cid).detail.setdefault("cache", []).append(entry)
+            self.cache_lookups.setdefault(cid, []).append({
+                "cache": fact.cache, "result": fact.result, "graph": entry["graph"],
+                "key": data.get("key") if isinstance(data.get("key"), str) else None,
+                "bypass_reason": data.get("cache_bypass_reason"),
+                "graph_kind": cache_keys.graph_kind(components), "components": components})
 
     def _snapshot(self, fact: r.Snapshot, cid: str) -> None:
         env = fact.env
@@ -352,6 +360,8 @@ class TorchTraceImporter:
             if not c.graphs and set(c.detail) <= {"id", "graphs", "log_lines"}:
                 continue  # a compile id with only timing events
             w.write_compile(cid, c.detail)
+            if self.cache_lookups.get(cid):
+                w.write_compile_cache(cid, self.cache_lookups[cid])
             shapes = shapes_from_log(c.detail)
             if shapes is not None:
                 w.write_compile_shapes(cid, shapes)
