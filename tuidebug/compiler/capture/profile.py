@@ -119,12 +119,15 @@ class Profile(Concern):
                        cpu_s=_s(r.get("cpu_us")), device_s=_s(r.get("device_us")) if device
                        == "cuda" else None)
             dk = prof["device_kernels"].get(unit["kernel"])
-            if not r and dk:  # not called from Python (CUDA graphs): the device's own record
+            fastest = r.get("device_min_us") if row.get("device_s") else r.get("cpu_min_us")
+            if dk and (not r or (device == "cuda" and not row.get("device_s"))):
+                # not called from Python (CUDA graphs), or its launches not linked to the
+                # range by this profiler: the device's own record of the kernel, by its name
                 n = shares[unit["kernel"]]
                 row.update(calls=round(dk["count"] / n, 3), device_s=_s(dk["device_us"] / n))
+                fastest = dk.get("device_min_us", 0.0) / n
             row["time_s"] = row["device_s"] if row.get("device_s") else row["cpu_s"]
-            fastest = r.get("device_min_us") if row.get("device_s") else r.get("cpu_min_us")
-            row["time_min_s"] = _s(fastest) if r else None
+            row["time_min_s"] = _s(fastest) if fastest is not None else None
             if label in sizes:  # Triton (GPU): what the roofline needs
                 est = estimates.get((unit["graph"], unit["kernel"])) or {}
                 row["bytes"] = est.get("bytes", sizes[label])

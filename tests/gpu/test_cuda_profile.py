@@ -1,0 +1,57 @@
+"""``trace --profile`` on the GPU (run on the GPU machine: ``pytest -m gpu``; skipped without
+CUDA): a bf16 transformer training step, every Triton kernel measured on the device and on the
+roofline against the device's peak."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from tests.conftest import trace_example
+from tuidebug.trace.profile import profile_view
+from tuidebug.trace.reader import Trace
+from tuidebug.trace.roofline import roofline_rows
+from tuidebug.trace.summary import trace_summary
+from tuidebug.viewers.info import render_summary
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def cuda_profiled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("gpu") / "profiled"
+    proc = trace_example(out, "transformer_block.py", "--device", "cuda", "--dtype", "bfloat16",
+                         "--layers", "2", "--dim", "256", "--seq", "128", "--batch", "8",
+                         extra=["--profile", "20"])
+    assert (out / "profile.json").is_file(), proc.stderr[-3000:]
+    return out
+
+
+def test_triton_kernels_measured_on_the_device(cuda_profiled: Path) -> None:
+    t = Trace(cuda_profiled)
+    assert t.problems == []
+    (c,) = t.profile["compiles"].values()
+    assert c["device"] == "cuda" and "cuda" in c["activities"]
+    assert c["compiled"]["peak_memory_bytes"] > 0 and c["eager"]["peak_memory_bytes"] > 0
+    triton = [k for k in c["kernels"] if k["kind"] == "triton"]
+    assert triton and all(k["device_s"] and k["device_s"] > 0 for k in triton)
+    assert all(k["bytes"] > 0 for k in triton)
+    assert c["device_peak"]["dram_gbps"] > 0
+    names = {d["name"] for d in c["device_kernels"]}
+    assert {k["kernel"] for k in triton} <= names  # Triton kernels keep the trace's names
+    view = profile_view(t)
+    assert view is not None and view.totals["extern_s"] > 0  # the matmuls (cuBLAS)
+    rows = roofline_rows(view)
+    assert rows and all(0 < r["gbps"] for r in rows)
+    assert all(r["bandwidth_fraction"] < 1.5 for r in rows)  # nothing far above the roof
+
+
+def test_info_prints_the_top_lines_and_the_roofline(cuda_profiled: Path) -> None:
+    console = Console(file=io.StringIO(), width=200, record=True, color_system=None)
+    render_summary(trace_summary(Trace(cuda_profiled)), console)
+    text = console.export_text()
+    print(text)  # the lead's closing note quotes it
+    assert "runs on cuda" in text and "roofline (Triton kernels, per call)" in text
