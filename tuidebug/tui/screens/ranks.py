@@ -81,7 +81,11 @@ class RanksScreen(TraceScreen):
                 "One process only: the ranks screen is for a distributed job "
                 "(tuidebug trace --nproc-per-node N; tuidebug open JOBDIR).", style="dim"))
             return
-        if self.report is None:
+        saved = self.app.job_report  # type: ignore[attr-defined]
+        if self.report is None and saved is not None:  # read before another rank was opened
+            self.report = saved
+            self._fill()
+        elif self.report is None:
             self.set_text("#ranks-detail", Text(f"comparing the ranks of {job}…", style="dim"))
             self.load(self.ReportRead, job, lambda: job_report(job))
         else:
