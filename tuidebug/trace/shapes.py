@@ -84,6 +84,8 @@ SHAPES: dict[str, Any] = {
     "ir": {"graph": OPT_STR,
            "nodes": [{"!name": str, "type": OPT_STR, "ir_type": OPT_STR, "members": [str],
                       "origins": [str], "reads": OPT_LIST, "writes": OPT_LIST, "users": [str],
+                      "accesses": [{"!buffer": str, "mode": OPT_STR, "index": OPT_STR,
+                                    "ranges": OPT_DICT}],
                       "device": OPT_STR}]},
     "kernels": {"kernels": [{"!name": str, "kind": OPT_STR, "file": OPT_STR,
                              "wrapper_line": OPT_INT, "handles": OPT_LIST,

@@ -7,6 +7,7 @@ from typing import Any
 from tuidebug.trace import cache_keys
 from tuidebug.trace import collectives as coll
 from tuidebug.trace.dynamic import compile_dynamic
+from tuidebug.trace.kernel_sizes import graph_kernel_sizes
 from tuidebug.trace.reader import GraphRecord, StageInfo, Trace
 
 
@@ -186,6 +187,7 @@ def graph_summary(g: GraphRecord, compile_record: dict[str, Any] | None = None) 
         "collectives": [coll.describe(c) for c in coll.issued(g)],
         "ddp_bucket": meta.get("ddp_bucket"),
         "from_cache": cached,
+        "kernel_sizes": graph_kernel_sizes(g),
         "phase_times_s": meta.get("phase_times_s") or {},
         "error": g.error,
     }

@@ -168,12 +168,30 @@ def scheduler_node_json(snode: Any) -> dict[str, Any]:
         "origins": origins,
         "reads": sorted(safe(lambda: [d.name for d in rw.reads], []) or []),
         "writes": sorted(safe(lambda: [d.name for d in rw.writes], []) or []),
+        "accesses": safe(lambda: buffer_accesses(rw), []),
         "users": safe(lambda: _node_users(snode, members), []),
         "device": str(safe(snode.get_device, "")),
         "is_reduction": bool(safe(snode.is_reduction, False)),
         "is_extern": bool(safe(snode.is_extern, False)),
         "is_template": bool(safe(snode.is_template, False)),
     }
+
+
+def buffer_accesses(rw: Any) -> list[dict[str, Any]]:
+    """A node's memory reads and writes with their index expressions (MemoryDep: the index
+    over the loop variables, sympy's text, and each variable's range); a dependency without
+    an index (a whole buffer: StarDep, WeakDep) is left out."""
+    out: list[dict[str, Any]] = []
+    for mode, deps in (("read", rw.reads), ("write", rw.writes)):
+        for d in sorted(deps, key=lambda d: (str(d.name), str(getattr(d, "index", "")))):
+            index = getattr(d, "index", None)
+            if index is None:
+                continue
+            names = [str(v) for v in getattr(d, "var_names", ()) or ()]
+            sizes = [str(v) for v in getattr(d, "size", ()) or ()]
+            out.append({"buffer": str(d.name), "mode": mode, "index": str(index),
+                        "ranges": dict(zip(names, sizes))})
+    return out[:64]
 
 
 def _node_users(snode: Any, members: list[str]) -> list[str]:

@@ -19,7 +19,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
-from tuidebug.trace import provenance
+from tuidebug.trace import kernel_sizes, provenance
 from tuidebug.trace.reader import GraphRecord, Trace
 from tuidebug.trace.summary import launch_text
 from tuidebug.tui import keymap, model
@@ -86,7 +86,10 @@ def read_code(g: GraphRecord, item: str, kernels: dict[str, provenance.KernelInf
         code = g.code(k.file)
         if code is None:
             return CodeDoc(None, "", 0, f"{k.name}: {k.file} is missing from the trace")
-        return CodeDoc(code, k.file, 0, f"{k.file}  ({k.kind}, {code.count(chr(10))} lines)")
+        sizes = kernel_sizes.sizes_text(kernel_sizes.symbolic_sizes(
+            code, k.kind, g.wrapper_code(), k.name))
+        return CodeDoc(code, k.file, 0,
+                       f"{k.file}  ({k.kind}, {code.count(chr(10))} lines)  sizes: {sizes}")
     code = g.wrapper_code()
     if code is None:
         return CodeDoc(None, "", 0, f"{k.name}: extern call; the wrapper was not recorded")

@@ -1,0 +1,129 @@
+"""Which kernels are specialized to their sizes and which take symbolic ones: a kernel compiled
+under dynamic shapes takes each symbolic size as a parameter (``ks0``, ``xnumel``, ``r0_numel``)
+that the wrapper fills with an expression of the compile's symbols (``s77``, ``4*s77``, ``u0``).
+Read from the kernel's code and its call in the wrapper; no torch."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tuidebug.trace.reader import GraphRecord
+
+_SYMBOL = re.compile(r"\b[su]\d+\b")  # a compile's symbols as the wrapper names them
+_KERNEL_SYMBOL = re.compile(r"\bks\d+\b")  # a symbolic size as the kernel names it
+_CPP_SIGNATURE = re.compile(r"\bkernel\(([^)]*)\)")
+_PY_SIGNATURE = re.compile(r"^def \w+\(([^)]*)\)", re.M)
+_ASSIGN = re.compile(r"^\s*(?P<name>\w+) = (?P<expr>[^=\n][^\n]*)$", re.M)
+
+
+def _split_args(text: str) -> list[str]:
+    """``text`` split at its top-level commas."""
+    out, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        out.append("".join(cur).strip())
+    return out
+
+
+def kernel_params(source: str, kind: str | None) -> list[str]:
+    """The kernel's parameter names, in order (C++: its ``kernel(...)``; Triton and other
+    Python kernels: its ``def``); [] when the signature is not found."""
+    m = (_CPP_SIGNATURE if kind == "cpp" else _PY_SIGNATURE).search(source)
+    if m is None:
+        return []
+    names = []
+    for p in _split_args(m.group(1)):
+        p = p.split(":")[0].split("=")[0].strip()
+        words = re.findall(r"\w+", p)
+        if words:
+            names.append(words[-1])
+    return names
+
+
+def call_args(wrapper: str, name: str) -> list[str] | None:
+    """The positional arguments of the wrapper's first call of kernel ``name`` (keyword
+    arguments such as ``stream=`` left out); None when no call is found."""
+    call = re.compile(rf"^\s*(?:\w+(?:,\s*\w+)* = )?{re.escape(name)}(?:\.run)?\(", re.M)
+    m = call.search(wrapper)
+    if m is None:
+        return None
+    depth, i = 1, m.end()
+    while i < len(wrapper) and depth:
+        depth += {"(": 1, ")": -1}.get(wrapper[i], 0)
+        i += 1
+    args = _split_args(wrapper[m.end():i - 1])
+    return [a for a in args if not re.match(r"^\w+\s*=[^=]", a)]
+
+
+def symbolic_sizes(source: str, kind: str | None, wrapper: str | None,
+                   name: str) -> list[dict[str, Any]]:
+    """The kernel's symbolic sizes: ``[{param, expr, symbols}]`` — the parameter, the
+    wrapper's expression for it (a name the wrapper assigned is replaced by what it assigned)
+    and the compile's symbols in it; [] for a kernel specialized to its sizes."""
+    params = kernel_params(source, kind)
+    args = call_args(wrapper, name) if wrapper else None
+    out: list[dict[str, Any]] = []
+    if args is not None and params:
+        assigned = {m["name"]: m["expr"].strip() for m in _ASSIGN.finditer(wrapper or "")}
+        for param, arg in zip(params, args):
+            if "ptr" in param:
+                continue  # a buffer, not a size
+            expr = arg
+            if (not _SYMBOL.search(arg) and arg in assigned
+                    and not re.search(r"\w\(", assigned[arg])):
+                expr = assigned[arg]  # a numel the wrapper computed: xnumel = 4*s77
+            symbols = sorted(set(_SYMBOL.findall(expr)), key=lambda s: (s[0], int(s[1:])))
+            if symbols:
+                out.append({"param": param, "expr": expr, "symbols": symbols})
+        return out
+    # no call to read (an imported kernel): the kernel's own ks<N> parameters
+    for param in params or sorted(set(_KERNEL_SYMBOL.findall(source))):
+        if _KERNEL_SYMBOL.fullmatch(param):
+            out.append({"param": param, "expr": None, "symbols": []})
+    return out
+
+
+def kernel_accesses(g: GraphRecord, name: str) -> list[dict[str, Any]]:
+    """The buffer accesses of the kernel's IR nodes (``ir_post_fusion.json``): ``[{buffer,
+    mode, index, ranges}]`` — the index as sympy wrote it (``x0 + 4*x1``) over loop variables
+    whose ranges may be symbolic (``{"x1": "s77"}``)."""
+    prov = ((g.provenance or {}).get("kernels") or {}).get(name) or {}
+    wanted = set(prov.get("ir_nodes") or [])
+    out: list[dict[str, Any]] = []
+    for n in (g.ir_post or {}).get("nodes") or []:
+        if n.get("name") in wanted or wanted & set(n.get("members") or []):
+            out.extend(a for a in n.get("accesses") or [] if a not in out)
+    return out
+
+
+def kernel_sizes(g: GraphRecord, k: dict[str, Any], wrapper: str | None) -> dict[str, Any]:
+    """One kernel (an entry of ``code/kernels.json``): ``{kernel, symbolic_sizes,
+    accesses}``."""
+    source = g.code(str(k["file"])) or "" if k.get("file") else ""
+    return {"kernel": str(k.get("name")),
+            "symbolic_sizes": symbolic_sizes(source, k.get("kind"), wrapper,
+                                             str(k.get("name"))),
+            "accesses": kernel_accesses(g, str(k.get("name")))}
+
+
+def graph_kernel_sizes(g: GraphRecord) -> list[dict[str, Any]]:
+    """Per generated kernel of a graph (extern calls left out): :func:`kernel_sizes`."""
+    wrapper = g.wrapper_code()
+    return [kernel_sizes(g, k, wrapper) for k in g.kernels
+            if k.get("kind") != "extern" and k.get("file")]
+
+
+def sizes_text(sizes: list[dict[str, Any]]) -> str:
+    """``ks0 = s77, xnumel = 4*s77`` or ``specialized to its sizes``."""
+    return ", ".join(f"{s['param']} = {s['expr'] or '?'}" for s in sizes) \
+        or "specialized to its sizes"
