@@ -9,10 +9,11 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
+CLOSEST_WINDOW = 32  # a miss is compared with at most this many earlier lookups (the latest)
 MAX_VALUE = 240  # characters of a component's value kept in a trace
 _LINE = re.compile(r"\[(?P<hash>[0-9a-z]+)\] (?P<name>[^:\n]+?): (?P<value>.*)", re.S)
 _TENSOR_FIELD = re.compile(r"(\w+)=(torch\.Size\(\[[^\]]*\]\)|\([^)]*\)|[^,()]+)")
-_VERSIONS = ("torch_version", "system_info", "triton", "cuda", "hip", "cpp_")
+_VERSIONS = ("torch_version", "system_info", "triton_version")
 
 
 def parse_components(lines: Iterable[str]) -> list[dict[str, str]]:
@@ -121,12 +122,13 @@ def compare(earlier: dict[str, Any], later: dict[str, Any]) -> dict[str, Any]:
 
 
 def _closest(lookup: dict[str, Any], earlier: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The earlier lookup of the same cache whose key has the fewest differing components."""
+    """The earlier lookup of the same cache whose key has the fewest differing components
+    (among the latest CLOSEST_WINDOW: a trace of hundreds of recompiles stays quick to read)."""
     same = [e for e in earlier if e.get("cache") == lookup.get("cache")
             and e.get("graph_kind", "") == lookup.get("graph_kind", "")]
     if not same:
         return None
-    return min(reversed(same), key=lambda e: len(differences(
+    return min(reversed(same[-CLOSEST_WINDOW:]), key=lambda e: len(differences(
         e.get("components") or [], lookup.get("components") or [])))
 
 
