@@ -4,7 +4,7 @@ logged about each lookup (hit, miss or bypass, the key, and the key's components
 
 Inductor logs them as structured-log artifacts ``fx_graph_cache_<state>`` and
 ``aotautograd_cache_<state>`` (torch 2.5 onwards) with a JSON payload. The AOTAutograd cache
-computes its components only when its logger is enabled for DEBUG (torch 2.10 onwards);
+computes its components only when its logger is enabled for DEBUG (so torch 2.13 does);
 ``aot_cache_components()`` enables it for the capture without letting the lines it now logs
 reach any handler the user did not ask for.
 """
