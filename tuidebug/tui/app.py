@@ -32,6 +32,7 @@ from tuidebug.tui.screens.overview import OverviewScreen
 from tuidebug.tui.screens.passes import PassesScreen
 from tuidebug.tui.screens.profile import ProfileScreen
 from tuidebug.tui.screens.ranks import RanksScreen
+from tuidebug.tui.screens.shapes import ShapesScreen
 
 
 class TuidebugApp(App[int]):
@@ -49,8 +50,8 @@ class TuidebugApp(App[int]):
     MODES: ClassVar[dict[str, Any]] = {
         "overview": OverviewScreen, "passes": PassesScreen, "ir": IRScreen,
         "code": CodeScreen, "autotune": AutotuneScreen, "errors": ErrorsScreen,
-        "flags": FlagsScreen, "compare": CompareScreen, "profile": ProfileScreen,
-        "ranks": RanksScreen,
+        "flags": FlagsScreen, "compare": CompareScreen, "shapes": ShapesScreen,
+        "profile": ProfileScreen, "ranks": RanksScreen,
     }
     COMMANDS = App.COMMANDS | {TraceCommands}
     BINDINGS: ClassVar[list[Binding]] = keymap.bindings("app")  # type: ignore[assignment]

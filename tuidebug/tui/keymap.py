@@ -25,13 +25,14 @@ class Key:
 
 
 SCREENS = ("overview", "passes", "ir", "code", "autotune", "errors", "flags", "compare",
-           "profile")
+           "shapes", "profile")
 SCREEN_TITLES = {"overview": "Overview", "passes": "Passes", "ir": "IR & fusion",
                  "code": "Code", "autotune": "Autotune", "errors": "Errors", "flags": "Flags",
-                 "compare": "Compare", "profile": "Profile", "ranks": "Ranks"}
+                 "compare": "Compare", "shapes": "Shapes & guards", "profile": "Profile",
+                 "ranks": "Ranks"}
 SCREEN_SHORT_TITLES = {"overview": "Over", "passes": "Pass", "ir": "IR", "code": "Code",
                        "autotune": "Tune", "errors": "Err", "flags": "Flag", "compare": "Cmp",
-                       "profile": "Prof", "ranks": "Ranks"}
+                       "shapes": "Shape", "profile": "Prof", "ranks": "Ranks"}
 
 
 def screen_key(i: int) -> str:
