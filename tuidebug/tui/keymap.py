@@ -28,7 +28,7 @@ SCREENS = ("overview", "passes", "ir", "code", "autotune", "errors", "flags", "c
            "shapes", "profile")
 SCREEN_TITLES = {"overview": "Overview", "passes": "Passes", "ir": "IR & fusion",
                  "code": "Code", "autotune": "Autotune", "errors": "Errors", "flags": "Flags",
-                 "compare": "Compare", "shapes": "Shapes & guards", "profile": "Profile",
+                 "compare": "Compare", "shapes": "Shapes", "profile": "Profile",
                  "ranks": "Ranks"}
 SCREEN_SHORT_TITLES = {"overview": "Over", "passes": "Pass", "ir": "IR", "code": "Code",
                        "autotune": "Tune", "errors": "Err", "flags": "Flag", "compare": "Cmp",

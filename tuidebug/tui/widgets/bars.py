@@ -45,7 +45,8 @@ class TitleBar(Static):
                 for i, name in enumerate(SCREENS)]
 
     def _bar(self, level: int) -> Text:
-        """Level 0: everything; 1: short tab names; 2: also without the program's name."""
+        """Level 0: everything; 1: short tab names; 2: also the graph said briefly, without the
+        program's name."""
         compact = level > 0
         app = self.app
         trace = app.trace  # type: ignore[attr-defined]
@@ -60,11 +61,11 @@ class TitleBar(Static):
         t.append(f" {status.upper()} ", style=STATUS_STYLE.get(status, "bold"))
         g = app.current_graph  # type: ignore[attr-defined]
         if g is not None:
-            t.append("  " if compact else "  graph ", style="dim")
+            t.append("  " if level > 1 else "  graph ", style="dim")
             t.append(g.id, style="bold cyan")
             n = len(trace.graphs)
             if n > 1:
-                t.append(f" {trace.graphs.index(g) + 1}/{n}" if compact else
+                t.append(f" {trace.graphs.index(g) + 1}/{n}" if level > 1 else
                          f" ({trace.graphs.index(g) + 1}/{n}, G to change)", style="dim")
         t.append("  ")
         for name, label in self._labels(compact):
