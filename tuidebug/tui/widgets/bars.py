@@ -45,8 +45,8 @@ class TitleBar(Static):
                 for i, name in enumerate(SCREENS)]
 
     def _bar(self, level: int) -> Text:
-        """Level 0: everything; 1: short tab names; 2: also the graph said briefly, without the
-        program's name."""
+        """Level 0: everything; 1: short tab names; 2: also the rank and the graph said briefly,
+        without the program's name."""
         compact = level > 0
         app = self.app
         trace = app.trace  # type: ignore[attr-defined]
@@ -55,7 +55,7 @@ class TitleBar(Static):
         t.append(trace.name, style="bold")
         imp = trace.imported_from or {}
         if imp.get("rank") is not None and len(imp.get("ranks") or []) > 1:
-            t.append(f" rank {imp['rank']}" + ("" if compact else " (R to change)"),
+            t.append(f" rank {imp['rank']}" + ("" if level > 1 else " (R to change)"),
                      style="bold magenta")
         t.append(" ")
         t.append(f" {status.upper()} ", style=STATUS_STYLE.get(status, "bold"))
