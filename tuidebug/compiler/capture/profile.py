@@ -161,8 +161,10 @@ class Profile(Concern):
         nodes = []
         for label, r in prof["ranges"].items():
             cpu, dev = _s(r["cpu_us"]), _s(r["device_us"]) if cuda else None
+            # on a GPU a node's time is its device time, as the compiled kernels' is; a view
+            # launches nothing (0 s) — its Python time is the call's overhead, not the line's
             nodes.append({"node": label[len(NODE_PREFIX):], "calls": round(r["count"], 3),
-                          "cpu_s": cpu, "device_s": dev, "time_s": dev if dev else cpu})
+                          "cpu_s": cpu, "device_s": dev, "time_s": dev if cuda else cpu})
         nodes.sort(key=lambda r: -(r["time_s"] or 0))
         return {"totals": {**_wall(walls), "profiled_wall_s": _s(prof["wall_us"]),
                            "peak_memory_bytes": compat.peak_memory(plain)},

@@ -82,34 +82,57 @@ def triton_kernel_estimates(kernel: Any) -> dict[str, float]:
 
 
 def device_peaks() -> dict[str, Any] | None:
-    """The device's peak DRAM bandwidth (GB/s) and FLOP/s per dtype (the datasheet where
-    Inductor knows the device, else Triton's estimate); None on the CPU or when unknown."""
+    """The device's peak DRAM bandwidth (GB/s) and dense FLOP/s per dtype (Inductor's datasheet
+    table where it knows the device, else Triton's estimate); None on the CPU or when unknown.
+    ``source`` says where the numbers came from; a figure that cannot be right (Triton's
+    estimate under 1 TFLOP/s: its clock-rate unit changed between releases) is left out."""
     if device_kind() != "cuda":
         return None
     out: dict[str, Any] = {"name": torch.cuda.get_device_name()}
+    info = _datasheet(out["name"])
+    dtypes = (torch.float32, torch.bfloat16, torch.float16)
+    if info is not None:
+        out["dram_gbps"] = float(info.dram_bw_gbs)
+        factor = getattr(info, "tops_sparsity_factor", None)
+        if factor is None:  # older tables: Hopper's and later datasheets quote 2:4 sparsity
+            factor = 2 if torch.cuda.get_device_capability() >= (9, 0) else 1
+        out["tflops"] = {str(dt).replace("torch.", ""): float(info.tops[dt]) / (
+            factor if dt is not torch.float32 else 1) for dt in dtypes if dt in info.tops}
+        out["source"] = "Inductor's datasheet table (dense)"
+        return out
+    out["source"] = "Triton's estimate"
     try:
-        from torch._inductor.analysis.device_info import lookup_device_info
+        from torch._inductor.utils import get_gpu_dram_gbps
 
-        info = lookup_device_info(out["name"])
-        if info is not None:
-            out["dram_gbps"] = float(info.dram_bw_gbs)
+        out["dram_gbps"] = float(get_gpu_dram_gbps())
     except Exception:
         pass
-    if "dram_gbps" not in out:
-        try:
-            from torch._inductor.utils import get_gpu_dram_gbps
-
-            out["dram_gbps"] = float(get_gpu_dram_gbps())
-        except Exception:
-            pass
     try:
         from torch._inductor.utils import get_device_tflops
 
-        out["tflops"] = {str(dt).replace("torch.", ""): float(get_device_tflops(dt))
-                         for dt in (torch.float32, torch.bfloat16, torch.float16)}
+        tflops = {str(dt).replace("torch.", ""): float(get_device_tflops(dt)) for dt in dtypes}
+        out["tflops"] = {k: v for k, v in tflops.items() if v >= 1.0}
     except Exception:
         pass
     return out
+
+
+def _datasheet(name: str) -> Any:
+    """Inductor's datasheet entry for a device name (``NVIDIA H100 80GB HBM3`` is listed as
+    ``NVIDIA H100``: the longest listed prefix of its words), or None."""
+    try:
+        from torch._inductor.analysis.device_info import lookup_device_info
+    except Exception:
+        return None
+    words = name.split()
+    for n in range(len(words), 0, -1):
+        try:
+            info = lookup_device_info(" ".join(words[:n]))
+        except Exception:
+            info = None
+        if info is not None and getattr(info, "tops", None) and getattr(info, "dram_bw_gbs", 0):
+            return info
+    return None
 
 
 class _ExternProxy:
