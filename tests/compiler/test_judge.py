@@ -140,5 +140,6 @@ def test_info_names_restarted_frames_and_prints_recompile_reasons_whole(
     assert rows["0/0_1"][1:3] == ["forward", "graph_break.py:34"], rows["0/0_1"]
     assert max(len(ln) for ln in out.stdout.splitlines()) <= 80
     reasons = " ".join(ln.strip() for ln in out.stdout.splitlines())
-    assert "0/1 recompiled: 0/0: tensor 'x' size mismatch at index 0. expected 4, actual 16" \
-        in reasons, out.stdout
+    # the reason whole, with the compile it follows and the value that failed the guard
+    assert ("0/1 recompiled after 0/0: tensor 'x' size mismatch at index 0. expected 4, actual 16"
+            " (failing value 16)") in reasons, out.stdout
