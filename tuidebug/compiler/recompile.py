@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 

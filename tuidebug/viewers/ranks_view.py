@@ -30,9 +30,21 @@ def _ranks(rs: list[int]) -> str:
     return ",".join(out)
 
 
-def divergence_lines(d: dict[str, Any] | None) -> list[str]:
-    """The first divergence in a few plain lines; ``["ranks agree"]`` when there is none."""
+def divergence_lines(d: dict[str, Any] | None,
+                     ranks: list[dict[str, Any]] | None = None) -> list[str]:
+    """The first divergence in a few plain lines; ``["ranks agree"]`` when there is none (with
+    the status they share when it is not ``ok``: ranks that all failed alike agree, but the job
+    did not succeed; and how they ended when that differs — ``ranks`` is the report's per-rank
+    list)."""
     if d is None:
+        by_status: dict[str, list[int]] = {}
+        for r in ranks or []:
+            by_status.setdefault(str(r.get("status") or "?"), []).append(int(r["rank"]))
+        if len(by_status) > 1:
+            return ["the ranks' compiles agree, but the ranks ended differently: " + ", ".join(
+                f"{st} on rank(s) {_ranks(rs)}" for st, rs in sorted(by_status.items()))]
+        if by_status and "ok" not in by_status:
+            return [f"ranks agree, and every rank ended {next(iter(by_status))}"]
         return ["ranks agree"]
     kind = d["kind"]
     if kind == "no_trace":
@@ -115,8 +127,9 @@ def render_job(report: dict[str, Any], console: Console) -> None:
                   chr(ord("A") + group_of[r["rank"]] % 26) if r["rank"] in group_of else "–")
     console.print(t)
     d = report["divergence"]
-    lines = divergence_lines(d)
-    style = "bold green" if d is None else "bold red"
+    lines = divergence_lines(d, report["ranks"])
+    style = ("bold red" if d is not None else "bold green" if lines == ["ranks agree"]
+             else "bold yellow")
     console.print(Text("first divergence: " if d else "", style=style)
                   + inert_text(lines[0], style))
     for line in lines[1:]:

@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from tuidebug.compiler import compat
-from tuidebug.compiler.capture.state import Concern
+from tuidebug.compiler.capture.state import Concern, LogHandler
 from tuidebug.trace import cache_keys, layout
 
 MAX_LOOKUPS = 200  # per compile: more are counted, not kept
@@ -27,7 +27,8 @@ class CacheKeys(Concern):
 
     def install(self, p: compat.Patcher) -> None:
         try:
-            self._handler = _Handler(self)
+            self._handler = LogHandler(self.on_record, lambda e: self._warn(
+                f"capture could not record a graph-cache lookup: {e}"))
             compat.structured_trace_logger().addHandler(self._handler)
         except compat.NotAvailable as e:
             self._handler = None
@@ -67,14 +68,3 @@ class CacheKeys(Concern):
             lookups.append(entry)
             self.session.writer.write_compile_cache(cid, lookups)
 
-
-class _Handler(logging.Handler):
-    def __init__(self, owner: CacheKeys) -> None:
-        super().__init__(level=logging.DEBUG)
-        self.owner = owner
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self.owner.on_record(record)
-        except Exception as e:
-            self.owner._warn(f"capture could not record a graph-cache lookup: {e}")

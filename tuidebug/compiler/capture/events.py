@@ -9,7 +9,7 @@ from typing import Any
 
 from tuidebug.compiler import compat
 from tuidebug.compiler.capture import graphs, kernels
-from tuidebug.compiler.capture.state import Concern
+from tuidebug.compiler.capture.state import Concern, LogHandler
 
 _SUMMARY = ("co_name", "co_filename", "co_firstlineno", "entire_frame_compile_time_s",
             "inductor_compile_time_s", "fail_type")
@@ -23,7 +23,7 @@ class Events(Concern):
     def install(self, p: compat.Patcher) -> None:
         try:
             logger = compat.structured_trace_logger()
-            self._handler = _StructuredHandler(self)
+            self._handler = LogHandler(self._on_record, self._on_error)
             logger.addHandler(self._handler)
         except compat.NotAvailable as e:
             assert self.session.writer is not None
@@ -32,6 +32,15 @@ class Events(Concern):
     def uninstall(self) -> None:
         if self._handler:
             compat.structured_trace_logger().removeHandler(self._handler)
+
+    def _on_record(self, record: logging.LogRecord) -> None:
+        event = compat.structured_event(record)
+        if event is not None:
+            self.on_event(event)
+
+    def _on_error(self, e: Exception) -> None:
+        if self.session.writer:
+            self.session.writer.warn(f"capture could not record an event: {e}")
 
     def on_event(self, event: compat.StructuredEvent) -> None:
         s = self.session
@@ -72,18 +81,3 @@ class Events(Concern):
                 s.writer.add_compile(cid, {"graphs": c["graphs"], "summary": {
                     k: value.get(k) for k in _SUMMARY}})
 
-
-class _StructuredHandler(logging.Handler):
-    def __init__(self, events: Events) -> None:
-        super().__init__(level=logging.DEBUG)
-        self.events = events
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            event = compat.structured_event(record)
-            if event is not None:
-                self.events.on_event(event)
-        except Exception as e:
-            writer = self.events.session.writer
-            if writer:
-                writer.warn(f"capture could not record an event: {e}")

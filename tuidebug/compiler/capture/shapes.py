@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from tuidebug.compiler import compat
-from tuidebug.compiler.capture.state import Concern
+from tuidebug.compiler.capture.state import Concern, LogHandler
 from tuidebug.trace import guards as guard_tree
 from tuidebug.trace import layout
 
@@ -40,7 +40,8 @@ class Shapes(Concern):
 
     def install(self, p: compat.Patcher) -> None:
         try:
-            self._handler = _Handler(self)
+            self._handler = LogHandler(self.on_record, lambda e: self._warn(
+                f"capture could not record a symbol or guard: {e}"))
             compat.structured_trace_logger().addHandler(self._handler)
         except compat.NotAvailable as e:
             self._handler = None
@@ -170,14 +171,3 @@ def _specialization(sp: dict[str, Any]) -> dict[str, Any]:
             "sources": sources, "value": sp.get("value"), "reason": sp.get("reason"),
             "guard": sp.get("guard"), "user_line": sp.get("user_line")}
 
-
-class _Handler(logging.Handler):
-    def __init__(self, shapes: Shapes) -> None:
-        super().__init__(level=logging.DEBUG)
-        self.shapes = shapes
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self.shapes.on_record(record)
-        except Exception as e:
-            self.shapes._warn(f"capture could not record a symbol or guard: {e}")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from tuidebug.trace.writer import GraphWriter
 
@@ -75,3 +76,20 @@ class Concern:
 
     def stopping(self) -> None:
         """The capture ends: every graph is finished; the final status is written next."""
+
+
+class LogHandler(logging.Handler):
+    """Hands every record of a torch logger to ``on_record``; a failure there is reported to
+    ``on_error`` (a warning in the trace), never raised into the compile that logged it."""
+
+    def __init__(self, on_record: Callable[[logging.LogRecord], None],
+                 on_error: Callable[[Exception], None]) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.on_record = on_record
+        self.on_error = on_error
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.on_record(record)
+        except Exception as e:
+            self.on_error(e)

@@ -123,7 +123,7 @@ class RanksScreen(TraceScreen):
                 status, "")), Text(chr(ord("A") + group_of[rank] % 26) if rank in group_of
                                    else "–"), *cells, key=str(rank))
             self.row_ranks.append(rank)
-        lines = divergence_lines(report["divergence"])
+        lines = divergence_lines(report["divergence"], report["ranks"])
         detail = Text()
         detail.append("first divergence: " if report["divergence"] else "",
                       style="bold red")
