@@ -17,11 +17,12 @@ import pytest
 from tests.conftest import digest
 from tests.faults import hostile
 from tests.faults.conftest import Case
+from tuidebug.tui import keymap
 
 CASES = list(hostile.CASES)
 # what Rich writes itself (colours, styles) on a terminal; every other escape came from data
 RICH_SGR = re.compile(r"\x1b\[[0-9;]*m")
-SCREEN_KEYS = "12345678"
+SCREEN_KEYS = "".join(keymap.screen_key(i) for i in range(len(keymap.SCREENS)))  # every screen
 
 
 def data_escapes(text: str) -> list[str]:
