@@ -19,7 +19,7 @@ from tuidebug.tui.messages import Read, ShowNode
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.widgets.textview import RichLines, TextView
 from tuidebug.viewers.dynamic_view import where
-from tuidebug.viewers.inert import inert, inert_text
+from tuidebug.viewers.inert import inert_text
 
 
 def _frame(cid: str) -> str:
@@ -161,9 +161,8 @@ class ShapesScreen(TraceScreen):
             if not value:
                 self.notify("no user line recorded for this one", severity="warning")
                 return
-            # trace text: control characters shown visibly, never read as markup
-            self.notify(inert(f"{where(value)} in {value.get('fn')}: {value.get('code')}"),
-                        title="added by", markup=False)
+            self.notify(f"{where(value)} in {value.get('fn')}: {value.get('code')}",
+                        title="added by")
             return
         snaps = g.snapshots()
         graph = g.stage_graph(snaps[0]) if snaps else None
@@ -171,8 +170,7 @@ class ShapesScreen(TraceScreen):
         users = [n.name for n in (graph.nodes if graph else [])
                  if pattern.search(repr(n.tensor or n.tensors or ""))]
         if not users:
-            self.notify(inert(f"no node of {g.id} has {value} in its shape"),
-                        severity="warning", markup=False)
+            self.notify(f"no node of {g.id} has {value} in its shape", severity="warning")
             return
         self.app.post_message(ShowNode(g.id, users[0], stage=snaps[0].index, marks=users,
                                        reason=f"nodes whose shape uses {value}"))
