@@ -234,3 +234,29 @@ zpty -d z
                            env=dict(os.environ, PATH=path, HOME=str(tmp_path)))
         assert p.stdout.splitlines()[0].startswith("pack\t")
         assert p.stdout.splitlines()[1].startswith("--allow-run\t"), p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "nan"])
+def test_distributed_timeout_must_be_positive(tmp_path: Path, value: str) -> None:
+    """--timeout 0 would stop the job the moment torchrun started it (a negative one too)."""
+    p = tuidebug("trace", "--nproc-per-node", "2", "--timeout", value, "-o",
+                 str(tmp_path / "o"), str(EXAMPLES / "mlp.py"))
+    assert p.returncode == 2 and "--timeout" in p.stderr and "positive" in p.stderr, p.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_every_rank_is_profiled_and_refuses_no_check_up_front(tmp_path: Path) -> None:
+    """--profile N reaches each rank's ``tuidebug trace`` (it was dropped); with --no-check the
+    launcher refuses before torchrun starts any rank."""
+    from tuidebug.cli import build_parser
+    from tuidebug.cli.distributed import _passed_trace_options
+
+    ns = build_parser().parse_args(["trace", "--nproc-per-node", "2", "--profile", "3", "-o",
+                                    str(tmp_path / "o"), "x.py"])
+    assert _passed_trace_options(ns)[-2:] == ["--profile", "3"]
+    assert "--profile" not in _passed_trace_options(build_parser().parse_args(
+        ["trace", "--nproc-per-node", "2", "-o", str(tmp_path / "o"), "x.py"]))
+    p = tuidebug("trace", "--nproc-per-node", "2", "--profile", "3", "--no-check", "-o",
+                 str(tmp_path / "o"), str(EXAMPLES / "mlp.py"))
+    assert p.returncode == 2 and "drop --no-check" in _error_line(p)
+    assert not (tmp_path / "o").exists()

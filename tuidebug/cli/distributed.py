@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tuidebug import proc
+from tuidebug.cli.minifying import positive_float
 from tuidebug.errors import CliError
 
 # tuidebug trace's options that are torchrun's, passed on as they are (value-taking ones)
@@ -45,7 +46,7 @@ def torchrun_arguments(p: argparse.ArgumentParser) -> list[str]:
     a = g.add_argument("--standalone", action="store_true",
                        help="torchrun's --standalone (the default for a single node)")
     strings += a.option_strings
-    a = g.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+    a = g.add_argument("--timeout", type=positive_float, default=None, metavar="SECONDS",
                        help="stop the job when it runs longer (a hang): every rank's process "
                             "group is ended; `tuidebug info DIR` says where each rank waits")
     return strings + a.option_strings
@@ -75,6 +76,8 @@ def _passed_trace_options(ns: argparse.Namespace) -> list[str]:
         out.append("--use-cache")
     if ns.accuracy_tol is not None:
         out += ["--accuracy-tol", repr(float(ns.accuracy_tol))]
+    if ns.profile:
+        out += ["--profile", str(int(ns.profile))]
     for s in ns.set:
         out += ["--set", s]
     return out
@@ -87,6 +90,8 @@ def launch(ns: argparse.Namespace) -> int:
 
     if not ns.output:
         raise CliError("a distributed trace needs an output directory: -o DIR")
+    if ns.profile and ns.no_check:  # every rank would refuse it, after torchrun started them
+        raise CliError("--profile runs after the eager check: drop --no-check")
     out = Path(ns.output)
     script = Path(ns.script)
     if not script.is_file():
@@ -228,7 +233,7 @@ def trace_rank(ns: argparse.Namespace, where: dict[str, Any]) -> int:
     code, out, tail = run_trace(ns.script, ns.args, job.rank_dir(root, rank),
                                 check=not ns.no_check, use_cache=ns.use_cache, sets=ns.set,
                                 accuracy_tol=ns.accuracy_tol, quiet=rank != 0,
-                                progress=progress_path(root, rank))
+                                profile=ns.profile, progress=progress_path(root, rank))
     status = "unknown"
     if (out / "manifest.json").exists():
         try:
