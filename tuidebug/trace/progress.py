@@ -77,6 +77,27 @@ def _text(v: Any) -> str | None:
     return str(v)[:300] if isinstance(v, (str, int, float)) else None
 
 
+MAX_MEMBERS = 1 << 16
+
+
+def _members(v: Any) -> list[int] | None:
+    """A collective's group members as logged: a list of global ranks, or a long arithmetic run
+    ``{"first", "step", "count"}``; None when not given (every rank) or malformed."""
+    if isinstance(v, list):
+        return [m for m in v if isinstance(m, int)]
+    if isinstance(v, dict):
+        first, step, count = v.get("first"), v.get("step"), v.get("count")
+        if all(isinstance(x, int) for x in (first, step, count)) and step > 0 \
+                and 0 < count <= MAX_MEMBERS:
+            return list(range(first, first + step * count, step))
+    return None
+
+
+def _op_kind(op: str) -> str:
+    """send and recv of one pair of ranks are the two sides of one exchange, not a mismatch."""
+    return "send/recv" if op in ("send", "recv") else op
+
+
 def last_collective(path: Path) -> dict[str, Any] | None:
     """The last collective the rank's log names: op, seq, group, line, and ``state`` —
     ``waiting`` (issued, never returned: the rank is in it) or ``done``."""
@@ -86,8 +107,7 @@ def last_collective(path: Path) -> dict[str, Any] | None:
             last = {"op": _text(ev.get("op")) or "?", "seq": ev["seq"],
                     "group": _text(ev.get("group")) or "default",
                     "line": _text(ev.get("line")), "async": ev.get("async") is True,
-                    "members": ([m for m in ev["members"] if isinstance(m, int)]
-                                if isinstance(ev.get("members"), list) else None),
+                    "members": _members(ev.get("members")),
                     "state": "waiting"}
         elif (ev.get("event") == "done" and last is not None and ev.get("seq") == last["seq"]
               and _text(ev.get("group")) == last["group"]):
@@ -144,7 +164,7 @@ def waits(ranks: list[dict[str, Any]]) -> dict[str, Any] | None:
         members = next((c["members"] for c in per.values() if c.get("members")), None)
         behind = [r["rank"] for r in stuck if r["rank"] not in per
                   and (members is None or r["rank"] in members)]
-        if len(seqs) == 1 and len({c["op"] for c in per.values()}) > 1:
+        if len(seqs) == 1 and len({_op_kind(c["op"]) for c in per.values()}) > 1:
             seq = seqs.pop()
             mismatches.append({
                 "group": group, "seq": seq, "kind": "different_collectives",

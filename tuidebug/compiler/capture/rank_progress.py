@@ -6,9 +6,11 @@ hook points named in ``compat``) appends ``{"event": "collective", "op", "seq", 
 "line"}`` to the rank's progress log (``tuidebug.trace.progress``) before it calls the
 collective, and ``{"event": "done", …}`` once it returned: a rank killed while it waits (a hang
 ended by ``--timeout``) leaves the collective it waits in, numbered per process group as every
-rank numbers it. Calls made while Dynamo traces are not recorded (they become part of a graph;
-the wrapper hands Dynamo the original function, so the graph is the one without capture), nor
-calls made inside another recorded collective.
+rank numbers it (the group as the call names it, by keyword or by position: a ProcessGroup,
+its name, a list of ranks, a DeviceMesh; send/recv per pair of ranks). Calls made while Dynamo
+traces are not recorded (they become part of a graph; the wrapper hands Dynamo the original
+function, so the graph is the one without capture), nor calls made inside another recorded
+collective.
 """
 
 from __future__ import annotations
@@ -68,12 +70,13 @@ class RankProgress:
 
     def _wrap(self, orig: Callable[..., Any], op: str) -> Callable[..., Any]:
         rp = self
+        names = compat.call_arguments(orig)
 
         def collective(*args: Any, **kwargs: Any) -> Any:
             if torch.compiler.is_compiling() or getattr(rp.tls, "depth", 0):
                 return orig(*args, **kwargs)
             try:
-                group, members = compat.collective_group(args, kwargs)
+                group, members = compat.collective_group(op, names, args, kwargs)
             except Exception:  # noqa: BLE001 - recording never breaks the user's collective
                 group, members = "?", None
             with rp.lock:

@@ -72,5 +72,5 @@ from tuidebug.compiler.compat.bisector import (  # noqa: F401
     run_bisect,
 )
 from tuidebug.compiler.compat.collective_calls import (  # noqa: F401
-    collective_hook_points, collective_group, same_under_dynamo,
+    collective_hook_points, collective_group, call_arguments, same_under_dynamo,
 )

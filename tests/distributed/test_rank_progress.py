@@ -1,0 +1,117 @@
+"""A rank's progress log in one process (a real gloo process group of world size 1, no
+torchrun): the group each collective call is numbered in, however the call names it, and who
+waits for whom read back from such logs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from tuidebug.compiler import compat
+from tuidebug.compiler.capture.rank_progress import RankProgress
+from tuidebug.trace.progress import last_collective, waits
+
+
+@pytest.fixture
+def world_of_one():
+    store = dist.HashStore()
+    dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
+
+
+def _events(path: Path) -> list[dict]:
+    return [json.loads(ln) for ln in path.read_text().splitlines()]
+
+
+def test_each_call_is_numbered_in_the_group_it_names(world_of_one, tmp_path: Path) -> None:
+    """A functional collective given its group by position (a list of ranks, a group's name)
+    is numbered in that group, as the classic call on the same group is — not in the default
+    group (which made two groups' collectives one sequence: false "waits for" verdicts)."""
+    import torch.distributed._functional_collectives as funcol
+
+    log = tmp_path / "rank_0.progress.jsonl"
+    sub = dist.new_group([0])
+    rp = RankProgress(log, warn=lambda m: None).install()
+    try:
+        t = torch.ones(2)
+        dist.all_reduce(t)
+        dist.all_reduce(t, group=sub)
+        funcol.all_reduce(t, "sum", sub.group_name).wait()  # the group by name, by position
+        funcol.all_reduce(t, "sum", sub).wait()
+    finally:
+        rp.uninstall()
+    calls = [e for e in _events(log) if e["event"] == "collective"]
+    assert [(e["op"], e["seq"]) for e in calls] == [
+        ("all_reduce", 1), ("all_reduce", 1), ("functional.all_reduce", 2),
+        ("functional.all_reduce", 3)], calls
+    assert calls[0]["group"] == "default" and calls[0]["members"] is None
+    assert {e["group"] for e in calls[1:]} == {calls[1]["group"]} != {"default"}
+    assert calls[1]["members"] == [0]
+    assert last_collective(log)["state"] == "done"
+
+
+def test_a_ranks_list_given_by_position_is_its_group(world_of_one) -> None:
+    import torch.distributed._functional_collectives as funcol
+
+    names = compat.call_arguments(funcol.all_reduce)
+    label, members = compat.collective_group("functional.all_reduce", names,
+                                             (torch.ones(1), "sum", [0, 2, 1]), {})
+    assert (label, members) == ("(ranks 0,1,2)", [0, 1, 2])
+
+
+def test_send_and_recv_are_numbered_per_pair(world_of_one) -> None:
+    t = torch.ones(1)
+    send, recv = compat.call_arguments(dist.send), compat.call_arguments(dist.recv)
+    assert compat.collective_group("send", send, (t, 3), {}) == ("p2p 0<->3", [0, 3])
+    assert compat.collective_group("recv", recv, (t,), {"src": 3}) == ("p2p 0<->3", [0, 3])
+    # from any source: this rank's own numbering, no other rank is blamed
+    assert compat.collective_group("recv", recv, (t,), {}) == ("p2p rank 0", [0])
+
+
+def test_a_big_group_costs_a_few_bytes_per_collective(world_of_one, tmp_path: Path) -> None:
+    """A group of 4096 ranks (every other one of 8192): its label and members stay short in the
+    log (they were written out per call: ~40 KB and ~1 ms per collective), and read back whole."""
+    ranks = list(range(0, 8192, 2))
+    label, members = compat.collective_group("functional.all_reduce", ["self", "reduceOp", "group"],
+                                             (torch.ones(1), "sum", ranks), {})
+    assert len(label) < 60 and label.startswith("(4096 ranks 0..8190 #"), label
+    assert members == {"first": 0, "step": 2, "count": 4096}
+    other = compat.collective_group("functional.all_reduce", ["self", "reduceOp", "group"],
+                                    (torch.ones(1), "sum", ranks[:-1] + [8191]), {})[0]
+    assert other != label  # same size and ends, other ranks: another group
+    log = tmp_path / "p.jsonl"
+    log.write_text(json.dumps({"event": "collective", "op": "all_reduce", "seq": 1,
+                               "group": label, "members": members}) + "\n")
+    assert last_collective(log)["members"] == ranks
+
+
+def _rank(rank: int, op: str, seq: int, group: str = "default", members=None) -> dict:
+    return {"rank": rank, "status": "timed_out", "progress": {
+        "phase": "script", "graph": "0_0-inference", "collective": {
+            "op": op, "seq": seq, "group": group, "line": None, "members": members,
+            "state": "waiting"}}}
+
+
+def test_who_waits_for_whom() -> None:
+    # the two sides of one exchange are no "different collectives"
+    w = waits([_rank(0, "send", 2, "p2p 0<->1", [0, 1]), _rank(1, "recv", 2, "p2p 0<->1", [0, 1])])
+    assert w["mismatches"] == [], w
+    # a rank-dependent order is
+    w = waits([_rank(0, "broadcast", 1), _rank(1, "all_reduce", 1)])
+    assert [m["kind"] for m in w["mismatches"]] == ["different_collectives"]
+    # rank 2 is not in the group ranks 0 and 1 wait in: it is not blamed
+    idle = {"rank": 2, "status": "timed_out", "progress": {"phase": "script", "graph": "g",
+                                                           "collective": None}}
+    w = waits([_rank(0, "all_reduce", 3, "g01", [0, 1]), _rank(1, "all_reduce", 2, "g01", [0, 1]),
+               idle])
+    [m] = w["mismatches"]
+    assert (m["ranks"], m["waits_for"]) == ([0], [1]), m
+    w = waits([_rank(0, "all_reduce", 3, "g", None), idle])
+    assert w["mismatches"][0]["waits_for"] == [2]  # every rank is in the default group
