@@ -69,11 +69,34 @@ def _huge(d: Path, outside: Path) -> str | None:
     return "rank_5.json"
 
 
+def _progress(d: Path, outside: Path) -> str | None:
+    """Ranks that timed out (their progress logs are read): rank 0's log a FIFO (never opened
+    for reading: it would block), rank 1's a line nested 100,000 deep, lines of the wrong
+    types and escape sequences; a third rank's log a link to a file outside, a fourth's a
+    folder."""
+    for r in (0, 1, 2, 3):
+        _write(d, f"job/rank_{r}.json", _record(r, status="timed_out", world_size=4))
+    os.mkfifo(d / "job" / "rank_0.progress.jsonl")
+    lines = ["[" * 100_000 + "]" * 100_000,
+             json.dumps({"event": "collective", "seq": 1, "group": {"a": [1]}, "op": [EVIL],
+                         "members": [1, "a", {}], "line": EVIL}),
+             json.dumps({"event": "done", "seq": [1]}), "5", "NaN", '{"seq": 1' + "9" * 5000,
+             json.dumps({"event": "collective", "seq": 2, "group": EVIL, "op": EVIL,
+                         "line": EVIL})]
+    _write(d, "job/rank_1.progress.jsonl", "\n".join(lines) + "\n")
+    (outside / "secret.jsonl").write_text(json.dumps(
+        {"event": "collective", "seq": 9, "group": "0", "op": "SECRET_OP"}) + "\n")
+    (d / "job" / "rank_2.progress.jsonl").symlink_to(outside / "secret.jsonl")
+    (d / "job" / "rank_3.progress.jsonl").mkdir()
+    return None
+
+
 CASES: dict[str, Callable[[Path, Path], str | None]] = {
     "job_escapes": _escapes,
     "job_wrong_types": _wrong_types,
     "job_paths_out": _paths_out,
     "job_huge": _huge,
+    "job_progress": _progress,
 }
 
 

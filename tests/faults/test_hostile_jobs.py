@@ -29,6 +29,7 @@ def test_hostile_job_dir_info(name: str, tmp_path: Path, monkeypatch: pytest.Mon
     assert rc in (0, 1, 2), text
     assert not data_escapes(text), data_escapes(text)[:5]
     assert "outside the trace" not in text
+    assert "SECRET_OP" not in text, "a progress log outside the job folder was read"
     if problem:
         assert problem in text, text[-3000:]
     rc, js = run_cli(["info", "--json", str(job)], capsys, timeout=60)

@@ -114,6 +114,10 @@ def _checked(data: dict[str, Any], rel: str, problems: list[str] | None) -> dict
 
 def _records(root: Path, problems: list[str] | None = None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
+    if (root / RECORDS_DIR).is_symlink():  # records read only inside the job folder
+        if problems is not None:
+            problems.append(f"{RECORDS_DIR}: a symbolic link; its records are not read")
+        return out
     try:
         names = sorted(os.listdir(root / RECORDS_DIR))
     except OSError:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tuidebug.trace import job as joblayout
+from tuidebug.trace import safefile
 
 TAIL_BYTES = 256 * 1024
 
@@ -51,22 +52,22 @@ class ProgressLog:
 
 
 def _events(path: Path) -> list[dict[str, Any]]:
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
+    """The events of a progress log: a regular file inside the job folder (not a link, a FIFO
+    or a folder), its last TAIL_BYTES, each line parsed with bounded nesting."""
+    if path.parent.is_symlink():  # job/ itself a link: a path out of the job folder
         return []
-    with os.fdopen(fd, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        f.seek(max(0, size - TAIL_BYTES))
-        data = f.read(TAIL_BYTES)
+    try:
+        data, size = safefile.read_tail(path, TAIL_BYTES)
+    except (safefile.Refused, OSError):
+        return []
     lines = data.split(b"\n")
     if size > TAIL_BYTES:
         lines = lines[1:]  # the first one is cut
     out = []
     for ln in lines:
         try:
-            ev = json.loads(ln)
-        except ValueError:
+            ev = safefile.loads(ln)
+        except ValueError:  # bad JSON, too deep, an integer too long, not UTF-8
             continue
         if isinstance(ev, dict):
             out.append(ev)

@@ -116,6 +116,17 @@ def lines(path: Path, cap: int = MAX_JSONL_BYTES,
             yield lineno, raw
 
 
+def read_tail(path: Path, cap: int) -> tuple[bytes, int]:
+    """(the last ``cap`` bytes of ``path``, its size): a regular file only, never a symbolic
+    link (``Refused``), and a FIFO never blocks."""
+    if os.path.islink(path):
+        raise Refused("a symbolic link; not read")
+    f, size = _open_regular(path)
+    with f:
+        f.seek(max(0, size - cap))
+        return f.read(cap), size
+
+
 def _parse_int(text: str) -> int:
     if len(text.lstrip("-")) > MAX_INT_DIGITS:
         raise ValueError(f"an integer of {len(text)} digits (more than {MAX_INT_DIGITS})")
