@@ -277,6 +277,43 @@ def _dot_injection(t: Path, outside: Path, marker: Path) -> str | None:
     return None
 
 
+def _new_files_wrong_types(t: Path, outside: Path, marker: Path) -> str | None:
+    """The files added with profiles, collectives, dynamic shapes and cache keys, with values
+    of the wrong types where their readers iterate or divide: a collective's shape a number,
+    a profile's times NaN/infinite/negative (a speedup of 0), a recompile's reasons a number,
+    provenance naming kernels by objects."""
+    g = t / "graphs" / GRAPH
+    _dump(g / "collectives.json", {"collectives": [
+        {"index": 0, "op": "all_reduce", "inputs": [{"shape": 5, "dtype": EVIL}, 7],
+         "args": {EVIL: [1]}, "group": EVIL, "group_ranks": [{}],
+         "user_source": {"file": EVIL, "line": []}}]})
+    kernels = [k["name"] for k in _load(g / "code" / "kernels.json")["kernels"]]
+    (t / "profile.json").write_text(json.dumps({"compiles": {"0/0": {
+        "device": EVIL, "eager_graph": GRAPH, "eager_nodes": [{"node": EVIL, "time_s": -1}],
+        "compiled": {"wall_s": 1e300}, "eager": {"wall_s": 1e-300},
+        "device_peak": {"dram_gbps": 0, "tflops": {"float32": -1}},
+        "kernels": [{"graph": GRAPH, "kernel": kernels[0], "time_s": 1.0, "device_s": 1.0,
+                     "bytes": 1e9, "calls": 0},
+                    {"graph": GRAPH, "kernel": EVIL, "time_s": "NaN", "device_s": 2.0,
+                     "bytes": 1e9, "flops": 1e12, "calls": -3}]}}}).replace(
+        '"NaN"', "NaN").replace("1e+300", "Infinity"))
+    (t / "compiles" / "0_0.shapes.json").write_text(json.dumps({
+        "recompile": {"reasons": 5, "values": [EVIL]}, "symbols": [{"name": EVIL, "range": 3}],
+        "guards": [{"kind": EVIL, "expr": EVIL}], "specializations": [{"sources": [1, {}]}]}))
+    (t / "compiles" / "0_0.cache.json").write_text(json.dumps({"lookups": [
+        {"cache": "fx_graph", "result": "miss", "components": [{"name": EVIL, "hash": "1"}]},
+        {"cache": "fx_graph", "result": "miss", "components": "x"}, 5]}))
+    prov = _load(g / "provenance.json")
+    for i, name in enumerate(prov["kernels"]):
+        prov["kernels"][name] = ["x", {"ir_nodes": [{}], "fx_nodes": 5, "source": [1]}][i % 2]
+    prov["fx_to_kernels"] = {EVIL: 5}
+    _dump(g / "provenance.json", prov)
+    kj = _load(g / "code" / "kernels.json")
+    kj["kernels"][0]["handles"] = [7, {}]
+    _dump(g / "code" / "kernels.json", kj)
+    return "provenance.json"
+
+
 CASES: dict[str, Callable[[Path, Path, Path], str | None]] = {
     "names_everywhere": _names_everywhere,
     "runs_on_open": _runs_on_open,
@@ -295,6 +332,7 @@ CASES: dict[str, Callable[[Path, Path, Path], str | None]] = {
     "many_graphs": _many_graphs,
     "huge_line": _huge_line,
     "dot_injection": _dot_injection,
+    "new_files_wrong_types": _new_files_wrong_types,
 }
 
 

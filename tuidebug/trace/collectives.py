@@ -49,7 +49,8 @@ def _tensors(c: dict[str, Any]) -> list[str]:
     out = []
     for t in c.get("inputs") or []:
         if isinstance(t, dict):
-            shape = ",".join(str(d) for d in t.get("shape") or [])
+            dims = t.get("shape")
+            shape = ",".join(str(d) for d in dims) if isinstance(dims, list) else "?"
             out.append(f"{t.get('dtype')}[{shape}]")
         else:
             out.append("?")

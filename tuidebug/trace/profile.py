@@ -10,6 +10,7 @@ call's wall time into generated kernels, extern calls (ATen, matmul libraries) a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,7 +64,17 @@ class ProfileView:
 
 
 def _num(v: Any) -> float:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+    """A measured time: a finite number that is not negative, else 0 (NaN, infinities and
+    negative times from a damaged profile.json add nothing)."""
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+    return float(v) if ok else 0.0
+
+
+def _opt(v: Any) -> float | None:
+    """A measured quantity kept on a row (device time, bytes, FLOPs, calls): finite and not
+    negative, else None (not measured)."""
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+    return float(v) if ok else None
 
 
 def _add(table: dict[str, Row], key: str, compiled: float = 0.0, eager: float = 0.0,
@@ -156,9 +167,9 @@ def profile_view(trace: Trace) -> ProfileView | None:
             g, final, _ = _graph_of(trace, k["graph"], cache)
             call = str(k.get("call") or k["kernel"])
             view.kernels.append(Row(call, compiled_s=t, kind=kind, graph=k["graph"],
-                                    kernel=k["kernel"], calls=k.get("calls"),
-                                    device_s=k.get("device_s"), cpu_s=k.get("cpu_s"),
-                                    bytes=k.get("bytes"), flops=k.get("flops")))
+                                    kernel=k["kernel"], calls=_opt(k.get("calls")),
+                                    device_s=_opt(k.get("device_s")), cpu_s=_opt(k.get("cpu_s")),
+                                    bytes=_opt(k.get("bytes")), flops=_opt(k.get("flops"))))
             names = _kernel_nodes(g, k["kernel"], call)
             share = t / len(names) if names else t
             for name in names or [NO_NODE]:

@@ -155,7 +155,9 @@ class GraphRecord:
 
     @cached_property
     def provenance(self) -> dict[str, Any]:
-        return self._f.json(self.dir / schema.PROVENANCE, {}, kind="provenance") or {}
+        path = self.dir / schema.PROVENANCE
+        data = self._f.json(path, {}, kind="provenance") or {}
+        return _clean_provenance(data, lambda m: self._f.problem(path, m))
 
     @cached_property
     def collectives(self) -> dict[str, Any]:
@@ -397,6 +399,44 @@ class Trace:
     def cache_lookups(self) -> list[dict[str, Any]]:
         """Every graph-cache lookup of the trace, compile by compile."""
         return [lk for cid in self.compiles for lk in self.compile_cache_lookups(cid)]
+
+
+def _names(value: Any) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _clean_provenance(data: dict[str, Any], report: Any) -> dict[str, Any]:
+    """``provenance.json`` with the types its readers rely on: ``kernels`` maps a name to an
+    object whose node lists hold names (strings) and whose ``source`` holds objects;
+    ``fx_to_kernels`` and ``pre_to_post`` map a name to a list of names. What is not so is
+    dropped and reported once."""
+    bad: list[str] = []
+    kernels: dict[str, Any] = {}
+    for name, k in (data.get("kernels") or {}).items():
+        if not isinstance(k, dict):
+            bad.append(f"kernels.{name}")
+            continue
+        k = dict(k)
+        for key in ("ir_nodes", "fx_nodes", "pre_grad_nodes", "aten"):
+            if key in k and k[key] is not None and _names(k[key]) != k[key]:
+                bad.append(f"kernels.{name}.{key}")
+                k[key] = _names(k[key])
+        if "source" in k and not (isinstance(k["source"], list)
+                                  and all(isinstance(x, dict) for x in k["source"])):
+            bad.append(f"kernels.{name}.source")
+            k["source"] = [x for x in k["source"] if isinstance(x, dict)] \
+                if isinstance(k["source"], list) else []
+        kernels[str(name)] = k
+    out = {**data, "kernels": kernels}
+    for key in ("fx_to_kernels", "pre_to_post"):
+        m = data.get(key) or {}
+        clean = {str(n): _names(v) for n, v in m.items()}
+        if any(clean[str(n)] != v for n, v in m.items()):
+            bad.append(key)
+        out[key] = clean
+    if bad:
+        report(f"{', '.join(bad[:5])}: not names of the expected types; ignored")
+    return out
 
 
 def _user_line(value: Any) -> dict[str, Any] | None:

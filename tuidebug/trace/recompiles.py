@@ -119,7 +119,8 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
     (every reason given, one per compile of the frame)."""
     detail = compiles.get(cid) or {}
     recorded = (shapes or {}).get("recompile") or {}
-    reasons = reasons_of(detail) or [str(r) for r in recorded.get("reasons") or []]
+    listed = recorded.get("reasons")
+    reasons = reasons_of(detail) or [str(r) for r in (listed if isinstance(listed, list) else [])]
     metrics = detail.get("metrics") or {}
     fail = f"{metrics.get('fail_type') or ''} {metrics.get('fail_reason') or ''}"
     limit_hit = bool(_LIMIT.search(fail)) and ("exceeded" in fail or "hit" in fail

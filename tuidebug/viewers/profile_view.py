@@ -32,8 +32,8 @@ def line_label(row: dict[str, Any]) -> str:
 
 def totals_text(t: dict[str, Any]) -> Text:
     speed = t.get("speedup")
-    faster = "" if speed is None else (f" ({speed:.2f}× faster)" if speed >= 1
-                                       else f" ({1 / speed:.2f}× SLOWER)")
+    faster = ("" if not isinstance(speed, (int, float)) or not speed > 0 else
+              f" ({speed:.2f}× faster)" if speed >= 1 else f" ({1 / speed:.2f}× SLOWER)")
     text = Text.assemble(
         ("where the time goes ", "bold"),
         inert_text(f"({t.get('runs')} runs on {t.get('device')}"
