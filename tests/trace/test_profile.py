@@ -226,13 +226,24 @@ def test_roofline_is_empty_on_the_cpu_and_judges_gpu_measurements(profiled_trace
     c["device"] = "cuda"
     c["device_peak"] = {"name": "NVIDIA H100", "dram_gbps": 3350.0,
                         "tflops": {"float32": 67.0, "bfloat16": 989.0}}
-    fast, slow, tiny = c["kernels"][:3]
+    fast, slow, tiny, fp32 = c["kernels"][:4]
     fast.update(device_s=1e-3, time_s=1e-3, bytes=3e9, calls=1.0)  # 3000 GB/s: near the roof
     slow.update(device_s=2e-3, time_s=2e-3, bytes=1e9, calls=2.0)  # 1 GB per 1 ms call
     tiny.update(device_s=4e-6, time_s=4e-6, bytes=1e3, calls=1.0)
+    # 50 TFLOP/s at 500 FLOP/byte: compute-bound, 75% of the float32 roof (its dtype is not
+    # recorded: judged against bfloat16's 989 it would be flagged at 5%, a false alarm)
+    fp32.update(device_s=1e-3, time_s=1e-3, bytes=1e8, flops=5e10, calls=1.0)
     (gpu / "profile.json").write_text(json.dumps(data))
     rows = {r["key"]: r for r in roofline_rows(profile_view(Trace(gpu)))}
-    assert set(rows) == {fast["call"], slow["call"], tiny["call"]}
+    assert set(rows) == {fast["call"], slow["call"], tiny["call"], fp32["call"]}
+    f = rows[fp32["call"]]
+    assert f["bound"] == "compute" and f["tflops"] == 50 and not f["flagged"], f
+    assert abs(f["flops_fraction"] - 50 / 67) < 1e-3
+    fp32.update(flops=5e9)  # 5 TFLOP/s at 50 FLOP/byte: under 30% of even the lowest roof
+    (gpu / "profile.json").write_text(json.dumps(data))
+    f = next(r for r in roofline_rows(profile_view(Trace(gpu))) if r["key"] == fp32["call"])
+    assert f["bound"] == "compute" and f["flagged"], f
+    assert "7% of peak FLOP/s (5.0 of 67 TFLOP/s, the float32 peak)" in f["why"], f["why"]
     assert rows[fast["call"]]["gbps"] == 3000 and not rows[fast["call"]]["flagged"]
     s = rows[slow["call"]]
     assert s["time_s"] == 1e-3 and s["gbps"] == 1000 and s["bound"] == "memory"

@@ -5,6 +5,7 @@ below the roof. Pure data: no torch. Empty for a CPU trace (no device times, no 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from tuidebug.trace.profile import ProfileView
@@ -13,10 +14,19 @@ FAR_BELOW = 0.3  # a kernel under this fraction of its roof is flagged
 LAUNCH_BOUND_S = 10e-6  # a call shorter than this is bound by its launch, not by the roof
 
 
-def _peak_tflops(peak: dict[str, Any]) -> float | None:
+def _positive(v: Any) -> float | None:
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+    return float(v) if ok else None
+
+
+def _peak_tflops(peak: dict[str, Any]) -> tuple[float, str] | None:
+    """The lowest of the device's FLOP/s peaks (TFLOP/s) and its dtype. A kernel's dtype is not
+    recorded, so it is judged against the lowest roof it could have (float32's on an H100 is 67
+    TFLOP/s, bfloat16's 989): a kernel flagged far below that is far below every roof; judged
+    against the highest, a float32 kernel at its roof would read as 7% of peak."""
     tflops = peak.get("tflops") if isinstance(peak.get("tflops"), dict) else {}
-    vals = [v for v in tflops.values() if isinstance(v, (int, float)) and v > 0]
-    return max(vals) if vals else None
+    vals = [(v, str(k)) for k, v in tflops.items() if _positive(v) is not None]
+    return min(vals) if vals else None
 
 
 def roofline_rows(view: ProfileView) -> list[dict[str, Any]]:
@@ -24,8 +34,10 @@ def roofline_rows(view: ProfileView) -> list[dict[str, Any]]:
     kernel, graph, time_s (per call), bytes, flops, gbps, tflops, bandwidth_fraction,
     flops_fraction, bound ("memory" | "compute" | "launch"), flagged, why}``."""
     peak = view.totals.get("device_peak") or {}
-    peak_gbps = peak.get("dram_gbps") if isinstance(peak.get("dram_gbps"), (int, float)) else None
-    peak_tflops = _peak_tflops(peak)
+    peak = peak if isinstance(peak, dict) else {}
+    peak_gbps = _positive(peak.get("dram_gbps"))
+    lowest = _peak_tflops(peak)
+    peak_tflops, peak_dtype = lowest if lowest is not None else (None, "")
     ridge = (peak_tflops * 1e12) / (peak_gbps * 1e9) if peak_gbps and peak_tflops else None
     out = []
     for r in view.kernels:
@@ -51,7 +63,8 @@ def roofline_rows(view: ProfileView) -> list[dict[str, Any]]:
             row["why"] = (f"a call lasts {t * 1e6:.1f} µs: too short to reach the roof (launch "
                           "and tail effects); fuse it or give it more work")
         elif row["flagged"]:
-            row["why"] = (f"{fraction * 100:.0f}% of peak FLOP/s" if compute else
+            row["why"] = (f"{fraction * 100:.0f}% of peak FLOP/s ({row['tflops']:.1f} of "
+                          f"{peak_tflops:.0f} TFLOP/s, the {peak_dtype} peak)" if compute else
                           f"{fraction * 100:.0f}% of peak bandwidth "
                           f"({gbps:.0f} of {peak_gbps:.0f} GB/s)")
         out.append(row)
