@@ -39,3 +39,22 @@ async def test_ranks_screen_shows_the_job_and_switches_rank(open_ui, graph_job) 
         assert app.current_graph is not None and app.current_graph.id == "0_0-inference"
         await ui.press("R")
         assert "open: rank 2" in ui.text()
+
+
+async def test_the_open_rank_is_known_when_the_job_was_opened_by_a_relative_path(
+        open_ui, graph_job, monkeypatch) -> None:
+    """``tuidebug open DIR`` from DIR's folder: the open rank is rank 0 (it was none: enter on
+    rank 0's row diffed rank 0 against itself)."""
+    from pathlib import Path
+
+    from textual.widgets import DataTable
+
+    job, _ = graph_job
+    monkeypatch.chdir(job.parent)
+    async with open_ui(Path(job.name) / "rank_0", job=job.resolve(), start="ranks") as ui:
+        app = ui.app
+        assert await ui.wait_for(lambda: app.screen.query_one(DataTable).row_count == 4, 60)
+        await ui.settle()
+        assert "open: rank 0" in ui.text()
+        await ui.press("enter")  # on rank 0's own row: against the other side of the divergence
+        assert app.current_mode == "compare" and app.compare_with == job.resolve() / "rank_1"

@@ -149,9 +149,10 @@ class RanksScreen(TraceScreen):
     def open_rank(self) -> int | None:
         """The rank whose trace the app shows."""
         job = self.job
-        root = self.trace.root
-        if job is not None and root.parent == job and root.name.startswith("rank_"):
-            return int(root.name.removeprefix("rank_"))
+        root = self.trace.root.resolve()  # opened as given: `tuidebug open DIR` is relative
+        number = root.name.removeprefix("rank_")
+        if job is not None and root.parent == job.resolve() and number.isdigit():
+            return int(number)
         return None
 
     def _mark_open_rank(self) -> None:
