@@ -260,3 +260,13 @@ def test_every_rank_is_profiled_and_refuses_no_check_up_front(tmp_path: Path) ->
                  str(tmp_path / "o"), str(EXAMPLES / "mlp.py"))
     assert p.returncode == 2 and "drop --no-check" in _error_line(p)
     assert not (tmp_path / "o").exists()
+
+
+def test_perfetto_of_the_current_folder_is_named_for_it(mlp_trace: Path, copy_trace) -> None:
+    """``tuidebug perfetto .`` inside a trace: the file is named for the trace's folder (it was
+    ``.perfetto.json``, a hidden file)."""
+    trace = copy_trace(mlp_trace, "mlp-run")
+    p = tuidebug("perfetto", ".", cwd=trace)
+    assert p.returncode == 0, p.stderr
+    assert (trace / "mlp-run.perfetto.json").is_file() and not (trace / ".perfetto.json").exists()
+    assert "wrote mlp-run.perfetto.json" in p.stdout

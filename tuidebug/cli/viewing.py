@@ -292,7 +292,8 @@ def cmd_perfetto(ns: argparse.Namespace) -> int:
     from tuidebug.trace.safefile import strict_dumps
 
     trace = Trace(resolve_trace(Path(ns.trace)))
-    out = Path(ns.output) if ns.output else Path(f"{trace.name}.perfetto.json")
+    # named for the trace's folder (resolved: `tuidebug perfetto .` is not ".perfetto.json")
+    out = Path(ns.output) if ns.output else Path(f"{trace.root.resolve().name}.perfetto.json")
     data = chrome_trace(trace)
     try:
         write_text(out, strict_dumps(data))
