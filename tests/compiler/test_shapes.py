@@ -51,6 +51,11 @@ def test_specialization_of_a_dimension_marked_dynamic(dynamic_trace: Path) -> No
     assert sp["user_line"]["line"] == line_of("if x.shape[0] == 8:")
     assert sp["marked_dynamic"] is True
     assert d["symbols"][0]["replaced_by"] == "8"
+    # the source around the line, as capture read it from the example
+    source = EXAMPLE.read_text().splitlines()
+    at = sp["user_line"]["line"]
+    assert sp["user_line"]["context"] == [{"line": n, "code": source[n - 1]}
+                                          for n in range(at - 3, at + 4)]
 
 
 def test_unbacked_symbol_and_its_guards(dynamic_trace: Path) -> None:
@@ -67,6 +72,36 @@ def test_unbacked_symbol_and_its_guards(dynamic_trace: Path) -> None:
     # no user line comes from tuidebug's own wrappers
     for s in d["symbols"]:
         assert "tuidebug" not in str((s.get("user_line") or {}).get("file"))
+    # AOTAutograd makes the .item() symbol again (u1…, then renamed to u0) with no user stack:
+    # its line is the one of the first FX node that uses it (or the symbol it became)
+    recorded = {s["name"]: s.get("user_line") for s in t.compile_shapes("2/0")["symbols"]}
+    later = [s for s in d["symbols"] if not recorded[s["name"]]]
+    assert later, "this torch recorded a user line for every symbol: nothing was derived"
+    for s in later:
+        assert s["user_line"]["line"] == line_of(".sum().item()"), s
+        assert s["user_line_from"].startswith("node item of 2_0-inference (dynamo)"), s
+    assert u0["user_line_from"] is None  # recorded, not derived
+    # a guard of the guard tree names a shortened path: capture found the file for its context
+    match = next(g for g in t.compile_shapes("2/0")["guards"] if g["kind"] == "TENSOR_MATCH")
+    assert not Path(match["user_line"]["file"]).is_absolute()
+    assert {"line": line_of("def take(x):"), "code": EXAMPLE.read_text().splitlines()[
+        line_of("def take(x):") - 1]} in match["user_line"]["context"]
+
+
+def test_an_unbacked_symbol_without_a_line_takes_its_first_node(dynamic_trace: Path,
+                                                               tmp_path: Path) -> None:
+    """With its recorded line removed, u0 takes the line of the first node using it (the
+    .item() of the Dynamo graph), and says so."""
+    t = tmp_path / "t"
+    shutil.copytree(dynamic_trace, t)
+    path = t / "compiles" / "2_0.shapes.json"
+    data = json.loads(path.read_text())
+    for s in data["symbols"]:
+        s["user_line"] = None
+    path.write_text(json.dumps(data))
+    u0 = next(s for s in compile_dynamic(open_trace(t), "2/0")["symbols"] if s["name"] == "u0")
+    assert u0["user_line"]["line"] == line_of(".sum().item()")
+    assert u0["user_line_from"] == "node item of 2_0-inference (dynamo)"
 
 
 def test_guards_structured_and_grouped(dynamic_trace: Path) -> None:
@@ -119,10 +154,18 @@ def test_a_damaged_shapes_file_is_reported_and_the_rest_read(dynamic_trace: Path
     data["symbols"][0]["hint"] = {"not": "a hint"}
     data["symbols"][0]["user_line"] = {"file": "x.py", "line": "\x1b[31m"}
     data["guards"].append({"kind": 3})
+    data["guards"][0]["user_line"] = {"file": "x.py", "line": 3, "context": [
+        {"line": "3", "code": "x"}, {"line": 4, "code": 5}, "text", {"line": True, "code": "b"},
+        {"line": 5, "code": "\x1b]52;c;aGk=\x07" + "y" * 10_000}] + [{"line": 6, "code": ""}] * 99}
     path.write_text(json.dumps(data))
     trace = open_trace(t)
     d = compile_dynamic(trace, "0/1")
-    assert d["symbols"][0]["hint"] is None and d["symbols"][0]["user_line"] is None
+    assert d["symbols"][0]["hint"] is None
+    # the damaged line is dropped: the symbol's line is then its first node's, and says so
+    assert d["symbols"][0]["user_line_from"].startswith("node ")
+    context = trace.compile_shapes("0/1")["guards"][0]["user_line"]["context"]
+    assert context[0]["line"] == 5 and len(context[0]["code"]) == 300  # cut, kept as text
+    assert len(context) == 15 - 4  # at most 15 entries read, the 4 wrongly typed dropped
     assert len(trace.compile_shapes("0/1")["guards"]) == len(data["guards"]) - 1
     assert any("0_1.shapes.json" in str(p) for p in trace.problems)
 

@@ -8,8 +8,20 @@ from tuidebug.trace.dynamic import compile_dynamic
 from tuidebug.trace.reader import Trace
 from tuidebug.tui.keymap import SCREENS, screen_key
 from tuidebug.tui.messages import ShowNode
+from tuidebug.tui.screens.source_line import SourceLineScreen
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dynamic_shapes.py"
 
 KEY = screen_key(SCREENS.index("shapes"))
+
+
+def line_of(text: str) -> int:
+    return next(i for i, ln in enumerate(EXAMPLE.read_text().splitlines(), 1) if text in ln)
+
+
+def _marked_line(screen: str) -> str:
+    """The painted row of the modal that marks the user line (▶)."""
+    return next(ln for ln in screen.splitlines() if "▶ " in ln and "│" in ln)
 
 
 async def test_symbols_guards_and_the_recompile_chain(open_ui, dynamic_trace: Path) -> None:
@@ -53,9 +65,55 @@ async def test_specialization_and_the_limit_hit(open_ui, dynamic_trace: Path) ->
         assert "marked dynamic" in lines[row] and "dynamic_shapes.py:" in lines[row]
         ui.app.screen.query_one("#shapes-view").move_to(row)
         await ui.press("enter")
-        await ui.settle()
-        assert any("if x.shape[0] == 8:" in n for n in ui.notifications())
+        # the user line in its source (a branch: no node comes from it)
+        assert isinstance(ui.app.screen, SourceLineScreen)
+        body = ui.app.screen.query_one("#source-line-view").render()
+        here = _marked_line(ui.text())
+        assert f"{line_of('if x.shape[0] == 8:')} │     if x.shape[0] == 8:" in here
+        assert "def pick(x):" in ui.text() and "return x + 1" in ui.text()  # its context
+        assert "specialized: L['x'].size()[0] = 8 by Eq(" in str(body)
+        assert "No FX node of 1_0-inference comes from this line" in str(body)
+        await ui.press("n")  # nothing to go to: the modal stays
+        assert isinstance(ui.app.screen, SourceLineScreen)
+        await ui.press("escape")
+        assert ui.app.current_mode == "shapes" and not isinstance(ui.app.screen,
+                                                                   SourceLineScreen)
         ui.app.set_graph(limited.id)
         assert await ui.wait_for(lambda: "3/2" in "".join(ui.lines("#shapes-view")), 20)
         text = "\n".join(ui.lines("#shapes-view"))
         assert "recompile limit hit" in text and "3/2" in text
+
+
+async def test_a_guard_shows_its_line_and_goes_to_its_nodes(open_ui, dynamic_trace: Path) -> None:
+    """Enter on a guard added by torch._check: its line in the source, then its FX nodes marked
+    in the pass stepper."""
+    trace = Trace(dynamic_trace)
+    take = next(g for g in trace.graphs if g.compile_id == "2/0")
+    check = line_of("torch._check(k >= 0)")
+    dynamo = take.stage_graph(take.snapshots()[0])
+    expected = [n.name for n in dynamo.nodes if (n.source or {}).get("line") == check]
+    assert expected  # the check's comparison and its assert
+    async with open_ui(dynamic_trace, notifications=True) as ui:
+        ui.app.set_graph(take.id)
+        await ui.press(KEY)
+        assert await ui.wait_for(lambda: "Guards by input" in "".join(ui.lines("#shapes-view")),
+                                 20)
+        lines = ui.lines("#shapes-view")
+        row = next(i for i, ln in enumerate(lines) if "SHAPE_ENV: u0 >= 0" in ln)
+        assert f"dynamic_shapes.py:{check}" in lines[row]
+        ui.app.screen.query_one("#shapes-view").move_to(row)
+        await ui.press("enter")
+        assert isinstance(ui.app.screen, SourceLineScreen)
+        screen_text = ui.text()
+        assert f"{check} │     torch._check(k >= 0)" in _marked_line(screen_text)
+        assert "k = (x[:, 0] > 0).sum().item()" in screen_text  # the lines around it
+        assert "guard SHAPE_ENV at dynamic_shapes.py:" in screen_text
+        assert f"{len(expected)} FX node(s) of {take.id} come from this line" in screen_text
+        await ui.press("n")
+        assert await ui.wait_for(lambda: ui.app.current_mode == "passes", 10)
+        await ui.settle()
+        passes = ui.app.screen
+        assert passes.marks == set(expected)
+        assert passes.current_stage().index == take.snapshots()[0].index
+        assert ui.cursor_line("#graph-view").startswith(f"  {expected[0]}")
+        assert any(f"nodes from dynamic_shapes.py:{check}" in n for n in ui.notifications())

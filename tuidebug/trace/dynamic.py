@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from tuidebug.trace import guards as guard_tree
-from tuidebug.trace import recompiles
+from tuidebug.trace import recompiles, shape_nodes
 from tuidebug.trace.reader import Trace
 
 
@@ -20,7 +20,8 @@ def _marked_dynamic(detail: dict[str, Any]) -> set[str]:
 
 
 def compile_dynamic(trace: Trace, cid: str) -> dict[str, Any]:
-    """``symbols`` (name, source, hint, range, kind, user_line), ``specializations`` (source,
+    """``symbols`` (name, source, hint, range, kind, user_line; ``user_line_from``: the FX
+    node it was taken from when the symbol's creation had none), ``specializations`` (source,
     value, guard, user_line, marked_dynamic), ``guards`` (count, shape: guards on sizes),
     ``recompile`` (``recompiles.explain``; None when not a recompile)."""
     compiles = trace.compiles
@@ -28,10 +29,13 @@ def compile_dynamic(trace: Trace, cid: str) -> dict[str, Any]:
     shapes = trace.compile_shapes(cid)
     marked = _marked_dynamic(detail)
     all_guards = shapes.get("guards") or []
+    symbols = shapes.get("symbols") or []
+    derived = shape_nodes.derived_user_lines(trace, cid, symbols)
     return {
-        "symbols": [{k: s.get(k) for k in ("name", "source", "hint", "range", "lower", "upper",
-                                           "kind", "replaced_by", "user_line")}
-                    for s in shapes.get("symbols") or []],
+        "symbols": [{**{k: s.get(k) for k in ("name", "source", "hint", "range", "lower",
+                                              "upper", "kind", "replaced_by", "user_line")},
+                     "user_line_from": None, **derived.get(str(s.get("name")), {})}
+                    for s in symbols],
         "specializations": [
             {"source": sp.get("source"), "symbol": sp.get("symbol"), "value": sp.get("value"),
              "guard": sp.get("guard"), "reason": sp.get("reason"),

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from tuidebug.errors import TraceError
-from tuidebug.trace import layout, safefile, schema, shapes
+from tuidebug.trace import layout, safefile, schema, shapes, user_lines
 from tuidebug.trace.tracefiles import MAX_TEXT_BYTES, Problem, TraceFiles
 from tuidebug.trace.graph import Graph
 
@@ -385,7 +385,7 @@ class Trace:
             path = (self.root / schema.COMPILES_DIR
                     / f"{layout.safe_id(compile_id)}{schema.SHAPES_SUFFIX}")
             data = self._files.json(path, {}, kind="compile_shapes")
-            cache[compile_id] = _clean_lines(data or {})
+            cache[compile_id] = user_lines.clean(data or {})
         return cache[compile_id]
 
     def compile_cache_lookups(self, compile_id: str) -> list[dict[str, Any]]:
@@ -437,22 +437,6 @@ def _clean_provenance(data: dict[str, Any], report: Any) -> dict[str, Any]:
     if bad:
         report(f"{', '.join(bad[:5])}: not names of the expected types; ignored")
     return out
-
-
-def _user_line(value: Any) -> dict[str, Any] | None:
-    """A ``user_line`` of a trace: ``{file, line, fn, code}`` with those types, else None."""
-    if not isinstance(value, dict) or not isinstance(value.get("line"), int):
-        return None
-    return {"file": str(value.get("file") or "?"), "line": value["line"],
-            "fn": str(value.get("fn") or ""), "code": str(value.get("code") or "")}
-
-
-def _clean_lines(data: dict[str, Any]) -> dict[str, Any]:
-    for key in ("symbols", "guards", "specializations"):
-        for item in data.get(key) or []:
-            if "user_line" in item:
-                item["user_line"] = _user_line(item["user_line"])
-    return data
 
 
 def _is_safe_name(name: Any) -> bool:

@@ -5,7 +5,8 @@ input values a recompile's failed guards name — ``compiles/<id>.shapes.json``.
 
 It reads the structured trace log's symbolic-shape records (PyTorch attaches a user stack to
 each when the log has a handler, so no ``TORCHDYNAMO_EXTENDED_DEBUG_*`` is needed) and, at the
-end of each compile, the ShapeEnv for the final value ranges."""
+end of each compile, the ShapeEnv for the final value ranges; each user line gets the source
+lines around it (``source_context``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from tuidebug.compiler import compat
+from tuidebug.compiler.capture.source_context import add_context
 from tuidebug.compiler.capture.state import Concern, LogHandler
 from tuidebug.trace import guards as guard_tree
 from tuidebug.trace import layout
@@ -144,6 +146,7 @@ class Shapes(Concern):
                 "specializations": [_specialization(sp) for sp in c.specializations],
                 "guard_tree": c.tree is not None, "recompile": c.recompile,
                 "cut": c.cut + dropped}
+        self.session.guarded("the source around user lines", lambda: add_context(data))
         self.session.writer.write_compile_shapes(cid, data)
 
 

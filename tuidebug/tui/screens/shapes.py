@@ -1,7 +1,8 @@
 """Shapes & guards: the current compile's symbols and ranges, the dimensions it specialized,
 its guards grouped by input, and the recompile chain of its function (compile → the guard that
 failed → the next compile, with what changed in the graph). Enter on a symbol marks the nodes
-that use it (passes screen); on a guard or specialization, says the user line that added it."""
+that use it (passes screen); on a guard or specialization, shows the user line that added it in
+its source and goes on to the FX nodes that come from that line."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 
 from tuidebug.trace.diff.graphs import graph_diff
+from tuidebug.trace import shape_nodes
 from tuidebug.trace.dynamic import compile_dynamic, guard_groups
 from tuidebug.trace.reader import GraphRecord
 from tuidebug.tui import keymap
 from tuidebug.tui.messages import Read, ShowNode
 from tuidebug.tui.screens.base import TraceScreen
+from tuidebug.tui.screens.source_line import SourceLineScreen
 from tuidebug.tui.widgets.textview import RichLines, TextView
 from tuidebug.viewers.dynamic_view import where
 from tuidebug.viewers.inert import inert_text
@@ -69,7 +72,9 @@ def shapes_lines(trace: Any, g: GraphRecord) -> tuple[list[Text], list[Any]]:
                           inert_text(f"  {s.get('kind')}", "dim"),
                           inert_text(f"  → {s['replaced_by']}" if s.get("replaced_by") else "",
                                      "yellow"),
-                          inert_text(f"  created at {at}" if at else "", "dim")),
+                          inert_text(f"  created at {at}" if at else "", "dim"),
+                          inert_text(f" (via {str(s['user_line_from']).split(' of ')[0]})"
+                                     if at and s.get("user_line_from") else "", "dim")),
             ("symbol", s.get("name")))
     add(Text(""))
     add(Text.assemble(("Specializations", "bold"), (f"  {len(d['specializations'])}", "dim")))
@@ -80,7 +85,9 @@ def shapes_lines(trace: Any, g: GraphRecord) -> tuple[list[Text], list[Any]]:
                           inert_text(f"  by {sp.get('guard')}" if sp.get("guard") else ""),
                           inert_text(f"  at {at}" if at else "", "dim"),
                           (" marked dynamic" if sp.get("marked_dynamic") else "", "bold red")),
-            ("line", sp.get("user_line")))
+            ("line", sp.get("user_line"),
+             f"specialized: {sp.get('source') or sp.get('symbol')} = {sp.get('value')}"
+             + (f" by {sp['guard']}" if sp.get("guard") else "")))
     groups = guard_groups(trace, cid)
     add(Text(""))
     add(Text.assemble(("Guards by input", "bold"), (f"  {d['guards']['count']} "
@@ -92,7 +99,7 @@ def shapes_lines(trace: Any, g: GraphRecord) -> tuple[list[Text], list[Any]]:
             add(Text.assemble(inert_text(f"    {gd.get('kind')}: ", "dim"),
                               inert_text(str(gd.get("text"))[:200]),
                               inert_text(f"  at {at}" if at else "", "dim")),
-                ("line", gd.get("user_line")))
+                ("line", gd.get("user_line"), f"guard {gd.get('kind')}: {gd.get('text')}"))
     return lines, targets
 
 
@@ -156,21 +163,30 @@ class ShapesScreen(TraceScreen):
         g = self.graph
         if not target or g is None:
             return
-        kind, value = target
-        if kind == "line":
-            if not value:
-                self.notify("no user line recorded for this one", severity="warning")
-                return
-            self.notify(f"{where(value)} in {value.get('fn')}: {value.get('code')}",
-                        title="added by")
-            return
         snaps = g.snapshots()
         graph = g.stage_graph(snaps[0]) if snaps else None
-        pattern = re.compile(rf"\b{re.escape(str(value))}\b")
-        users = [n.name for n in (graph.nodes if graph else [])
-                 if pattern.search(repr(n.tensor or n.tensors or ""))]
+        if target[0] == "line":
+            self._show_line(g, target[1], target[2], graph)
+            return
+        value = target[1]
+        users = shape_nodes.nodes_using(graph, str(value))
         if not users:
             self.notify(f"no node of {g.id} has {value} in its shape", severity="warning")
             return
         self.app.post_message(ShowNode(g.id, users[0], stage=snaps[0].index, marks=users,
                                        reason=f"nodes whose shape uses {value}"))
+
+    def _show_line(self, g: GraphRecord, line: Any, what: str, graph: Any) -> None:
+        """The user line that added a guard or a specialization, in its source; from there, on
+        to the nodes of the graph's first snapshot (Dynamo's) that come from that line."""
+        if not line:
+            self.notify("no user line recorded for this one", severity="warning")
+            return
+        nodes = shape_nodes.nodes_at_line(graph, line)
+        stage = g.snapshots()[0].index if nodes else None
+
+        def go(to_nodes: bool | None) -> None:
+            if to_nodes and nodes:
+                self.app.post_message(ShowNode(g.id, nodes[0], stage=stage, marks=nodes,
+                                               reason=f"nodes from {where(line)}"))
+        self.app.push_screen(SourceLineScreen(what.split(":", 1)[0], what, line, g.id, nodes), go)
