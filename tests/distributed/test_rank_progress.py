@@ -42,12 +42,14 @@ def test_each_call_is_numbered_in_the_group_it_names(world_of_one, tmp_path: Pat
     try:
         t = torch.ones(2)
         dist.all_reduce(t)
-        dist.all_reduce(t, group=sub)
+        dist.all_reduce(t, dist.ReduceOp.SUM, sub, False)  # every argument by position
         funcol.all_reduce(t, "sum", sub.group_name).wait()  # the group by name, by position
         funcol.all_reduce(t, "sum", sub).wait()
     finally:
         rp.uninstall()
     calls = [e for e in _events(log) if e["event"] == "collective"]
+    # a functional collective returns before it completes (its result is waited for on use)
+    assert [e["async"] for e in calls] == [False, False, True, True]
     assert [(e["op"], e["seq"]) for e in calls] == [
         ("all_reduce", 1), ("all_reduce", 1), ("functional.all_reduce", 2),
         ("functional.all_reduce", 3)], calls
@@ -115,3 +117,34 @@ def test_who_waits_for_whom() -> None:
     assert (m["ranks"], m["waits_for"]) == ([0], [1]), m
     w = waits([_rank(0, "all_reduce", 3, "g", None), idle])
     assert w["mismatches"][0]["waits_for"] == [2]  # every rank is in the default group
+
+
+def test_a_rank_that_issued_the_collective_asynchronously_is_not_blamed(tmp_path: Path) -> None:
+    """Rank 0 issued all_reduce #2 with async_op=True and then waited on its work elsewhere:
+    rank 1, waiting in #2, waits for rank 2 only (rank 0 was said not to have reached it)."""
+    root = tmp_path / "job"
+    from tuidebug.trace.progress import progress_path, rank_progress
+
+    def log(rank: int, events: list[dict]) -> None:
+        p = progress_path(root, rank)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("".join(json.dumps(e) + "\n" for e in events))
+
+    def call(seq: int, asyn: bool = False) -> dict:
+        return {"event": "collective", "op": "all_reduce", "seq": seq, "group": "default",
+                "members": None, "line": "train.py:9", "async": asyn}
+
+    def done(seq: int) -> dict:
+        return {"event": "done", "seq": seq, "group": "default"}
+
+    log(0, [call(1), done(1), call(2, asyn=True), done(2)])
+    log(1, [call(1), done(1), call(2)])
+    log(2, [call(1), done(1)])
+    ranks = [{"rank": r, "status": "timed_out", "progress": rank_progress(root, r, None)}
+             for r in range(3)]
+    w = waits(ranks)
+    [m] = w["mismatches"]
+    assert (m["ranks"], m["waits_for"]) == ([1], [2]), m
+    text = "\n".join(w["lines"])
+    assert "rank 0 is in no collective" in text and "issued asynchronously" in text, text
+    assert "rank 2 is in no collective" in text and "all_reduce #1 (train.py:9) returned" in text, text

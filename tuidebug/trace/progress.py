@@ -101,15 +101,19 @@ def _op_kind(op: str) -> str:
 
 def last_collective(path: Path) -> dict[str, Any] | None:
     """The last collective the rank's log names: op, seq, group, line, and ``state`` —
-    ``waiting`` (issued, never returned: the rank is in it) or ``done``."""
+    ``waiting`` (issued, never returned: the rank is in it) or ``done``; ``reached``: per
+    group, the highest number the log shows the rank issued (an asynchronous collective
+    returns at once: the rank reached it, though it may wait for it later)."""
     last: dict[str, Any] | None = None
+    reached: dict[str, int] = {}
     for ev in _events(path):
         if ev.get("event") == "collective" and isinstance(ev.get("seq"), int):
-            last = {"op": _text(ev.get("op")) or "?", "seq": ev["seq"],
-                    "group": _text(ev.get("group")) or "default",
+            group = _text(ev.get("group")) or "default"
+            reached[group] = max(reached.get(group, 0), ev["seq"])
+            last = {"op": _text(ev.get("op")) or "?", "seq": ev["seq"], "group": group,
                     "line": _text(ev.get("line")), "async": ev.get("async") is True,
                     "members": _members(ev.get("members")),
-                    "state": "waiting"}
+                    "state": "waiting", "reached": reached}
         elif (ev.get("event") == "done" and last is not None and ev.get("seq") == last["seq"]
               and _text(ev.get("group")) == last["group"]):
             last["state"] = "done"
@@ -127,6 +131,11 @@ def rank_progress(root: Path, rank: int, manifest: dict[str, Any] | None) -> dic
     return {"phase": "script" if phase and status in ("ok", "failed") else phase,
             "compile_phase": phase, "graph": graph, "graph_status": _text(status),
             "collective": last_collective(progress_path(root, rank))}
+
+
+def _reached(c: dict[str, Any] | None, group: str) -> int:
+    n = ((c or {}).get("reached") or {}).get(group)
+    return n if isinstance(n, int) else 0
 
 
 def _c(c: dict[str, Any]) -> str:
@@ -156,15 +165,21 @@ def waits(ranks: list[dict[str, Any]]) -> dict[str, Any] | None:
                 where = f"compiling graph {p['graph']}, phase {p['phase']}"
             else:
                 where = "before compiling anything"
-            done = f"; its last collective {_c(c)} returned" if c else "; no collective issued"
+            done = ("; no collective issued" if not c else
+                    f"; its last collective {_c(c)} was issued asynchronously (it may wait for "
+                    "it)" if c.get("async") else f"; its last collective {_c(c)} returned")
             lines.append(f"rank {r['rank']} is in no collective: {where}{done}")
     if not waiting:
         return None
     for group, per in waiting.items():
         seqs = {c["seq"] for c in per.values()}
         members = next((c["members"] for c in per.values() if c.get("members")), None)
+        top = max(c["seq"] for c in per.values())
+        # a rank not waiting here is behind unless its log shows it issued #top of this group
+        # (asynchronously, then waited elsewhere)
         behind = [r["rank"] for r in stuck if r["rank"] not in per
-                  and (members is None or r["rank"] in members)]
+                  and (members is None or r["rank"] in members)
+                  and _reached(r["progress"].get("collective"), group) < top]
         if len(seqs) == 1 and len({_op_kind(c["op"]) for c in per.values()}) > 1:
             seq = seqs.pop()
             mismatches.append({
@@ -174,7 +189,6 @@ def waits(ranks: list[dict[str, Any]]) -> dict[str, Any] | None:
                         + ", ".join(f"rank {rk} {c['op']}" for rk, c in sorted(per.items()))
                         + " (a rank-dependent collective order)"})
         elif len(seqs) > 1 or behind:
-            top = max(c["seq"] for c in per.values())
             ahead = sorted(rk for rk, c in per.items() if c["seq"] == top)
             late = sorted(set(behind) | {rk for rk, c in per.items() if c["seq"] < top})
             mismatches.append({

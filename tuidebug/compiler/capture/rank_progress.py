@@ -71,19 +71,25 @@ class RankProgress:
     def _wrap(self, orig: Callable[..., Any], op: str) -> Callable[..., Any]:
         rp = self
         names = compat.call_arguments(orig)
+        # returns before the collective completes: async_op=True; a functional collective
+        # (waited for when its result is used); batch_isend_irecv
+        at = names.index("async_op") if "async_op" in names else None
+        always_async = op.startswith("functional.") or op == "batch_isend_irecv"
 
         def collective(*args: Any, **kwargs: Any) -> Any:
             if torch.compiler.is_compiling() or getattr(rp.tls, "depth", 0):
                 return orig(*args, **kwargs)
             try:
                 group, members = compat.collective_group(op, names, args, kwargs)
+                asyn = always_async or bool(kwargs.get(
+                    "async_op", args[at] if at is not None and len(args) > at else False))
             except Exception:  # noqa: BLE001 - recording never breaks the user's collective
-                group, members = "?", None
+                group, members, asyn = "?", None, always_async
             with rp.lock:
                 seq = rp.seq[group] = rp.seq.get(group, 0) + 1
             rp.log.append({"event": "collective", "op": op, "seq": seq, "group": group,
                            "members": members, "line": _user_line(),
-                           "async": bool(kwargs.get("async_op")), "t": time.time()})
+                           "async": asyn, "t": time.time()})
             rp.tls.depth = 1
             try:
                 return orig(*args, **kwargs)
