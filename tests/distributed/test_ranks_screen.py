@@ -58,3 +58,34 @@ async def test_the_open_rank_is_known_when_the_job_was_opened_by_a_relative_path
         assert "open: rank 0" in ui.text()
         await ui.press("enter")  # on rank 0's own row: against the other side of the divergence
         assert app.current_mode == "compare" and app.compare_with == job.resolve() / "rank_1"
+
+
+def _ranks_tab_highlighted(app) -> bool | None:
+    """Whether the title bar paints the ranks tab highlighted (None: no ranks tab)."""
+    strip = app.screen._compositor.render_strips()[0]
+    for seg in strip:
+        if "R Ranks" in seg.text:
+            return bool(seg.style and seg.style.reverse)
+    return None
+
+
+async def test_ranks_screen_is_a_tab_and_says_what_its_cells_are(open_ui, graph_job) -> None:
+    """A new user on the ranks screen: the title bar names the job and the rank (not the folder
+    ``rank_0``) and shows the ranks screen as a tab, highlighted, also on a 120-column terminal;
+    the table says what its hash cells mean."""
+    from textual.widgets import DataTable
+
+    job, _ = graph_job
+    for size in ((200, 50), (120, 40)):
+        async with open_ui(job / "rank_0", size, job=job.resolve(), start="ranks") as ui:
+            app = ui.app
+            assert await ui.wait_for(lambda: app.screen.query_one(DataTable).row_count == 4, 60)
+            await ui.settle()
+            title = ui.text().splitlines()[0]
+            assert "rank 0" in title and "rank_0" not in title, title
+            if size[0] >= 200:
+                assert f"{job.name} rank 0" in title, title
+            assert _ranks_tab_highlighted(app) is True, title
+            assert "–: not compiled on that rank" in " ".join(ui.text().split())
+            await ui.press("1")  # another screen: the ranks tab is still there, not highlighted
+            assert _ranks_tab_highlighted(app) is False, ui.text().splitlines()[0]

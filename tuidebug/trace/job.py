@@ -43,6 +43,17 @@ def rank_dir(root: Path, rank: int) -> Path:
     return root / f"rank_{rank}"
 
 
+def rank_of(root: Path, trace_dir: Path) -> int | None:
+    """The rank whose trace ``trace_dir`` is in job ``root`` (``root/rank_<r>``), or None; either
+    path may be relative (``tuidebug open DIR``)."""
+    trace_dir = trace_dir.resolve()
+    number = trace_dir.name.removeprefix("rank_")
+    if trace_dir.name.startswith("rank_") and number.isdigit() \
+            and trace_dir.parent == root.resolve():
+        return int(number)
+    return None
+
+
 def record_path(root: Path, rank: int) -> Path:
     return root / RECORDS_DIR / f"rank_{rank}.json"
 

@@ -16,7 +16,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from tuidebug.trace.job import rank_dir
+from tuidebug.trace.job import rank_dir, rank_of
 from tuidebug.trace.reader import GraphRecord
 from tuidebug.tui import keymap
 from tuidebug.tui.messages import Read
@@ -27,6 +27,9 @@ from tuidebug.viewers.ranks_view import divergence_lines
 
 DIVERGING = "bold white on red"
 REFERENCE = "bold black on yellow"
+LEGEND = ("columns 0/0, 0/1, …: the rank's Dynamo compiles, each cell the content hash of what "
+          "it compiled (equal: the same graphs); –: not compiled on that rank; red: the first "
+          "divergence, yellow: the ranks it is compared with; group: ranks alike in everything")
 
 
 def job_report(job: Path) -> dict[str, Any]:
@@ -139,6 +142,7 @@ class RanksScreen(TraceScreen):
         for line in (waits or {}).get("lines") or []:
             detail.append("\n  ")
             detail.append_text(inert_text(line))
+        detail.append(f"\n{LEGEND}", style="dim")
         detail.append("\nenter: diff the open rank against the selected one   o: open the "
                       "selected rank", style="dim")
         # every piece from the traces is inert already; the line breaks are ours
@@ -149,11 +153,7 @@ class RanksScreen(TraceScreen):
     def open_rank(self) -> int | None:
         """The rank whose trace the app shows."""
         job = self.job
-        root = self.trace.root.resolve()  # opened as given: `tuidebug open DIR` is relative
-        number = root.name.removeprefix("rank_")
-        if job is not None and root.parent == job.resolve() and number.isdigit():
-            return int(number)
-        return None
+        return rank_of(job, self.trace.root) if job is not None else None
 
     def _mark_open_rank(self) -> None:
         r = self.open_rank()

@@ -9,6 +9,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Input, Label, Static
 
+from tuidebug.trace.job import rank_of
 from tuidebug.tui.keymap import SCREEN_SHORT_TITLES, SCREEN_TITLES, SCREENS, screen_key
 
 STATUS_STYLE = {"ok": "bold green", "failed": "bold white on red",
@@ -33,7 +34,7 @@ class TitleBar(Static):
 
     def update_bar(self) -> None:
         width = self.size.width or self.app.size.width
-        for level in (0, 1, 2):
+        for level in (0, 1, 2, 3):
             t = self._bar(level)
             if t.cell_len <= width:
                 break
@@ -41,18 +42,36 @@ class TitleBar(Static):
 
     def _labels(self, compact: bool) -> list[tuple[str, str]]:
         titles = SCREEN_SHORT_TITLES if compact else SCREEN_TITLES
-        return [(name, f" {screen_key(i)} {titles.get(name, name)} ")
-                for i, name in enumerate(SCREENS)]
+        labels = [(name, f" {screen_key(i)} {titles.get(name, name)} ")
+                  for i, name in enumerate(SCREENS)]
+        if getattr(self.app, "job", None) is not None:  # a distributed job: its ranks screen
+            labels.append(("ranks", f" R {titles['ranks']} "))
+        return labels
+
+    def _job_rank(self) -> tuple[str, int] | None:
+        """``(job name, rank)`` when the open trace is a rank of a distributed job."""
+        job = getattr(self.app, "job", None)
+        trace = self.app.trace  # type: ignore[attr-defined]
+        rank = rank_of(job, trace.root) if job is not None else None
+        return None if rank is None else (job.resolve().name, rank)
 
     def _bar(self, level: int) -> Text:
         """Level 0: everything; 1: short tab names; 2: also the rank and the graph said briefly,
-        without the program's name."""
+        without the program's name; 3: also the trace's name cut short (a job's left out: the
+        rank stays) and no graph count."""
         compact = level > 0
         app = self.app
         trace = app.trace  # type: ignore[attr-defined]
         status = trace.status
         t = Text() if level > 1 else Text.assemble((" tuidebug ", "bold reverse"), " ")
-        t.append(trace.name, style="bold")
+        job_rank = self._job_rank()
+        if job_rank is not None:  # "rank_1" says less than the job's name and the rank
+            if level < 3:
+                t.append(job_rank[0] + " ", style="bold")
+            t.append(f"rank {job_rank[1]}", style="bold magenta")
+        else:
+            name = trace.name
+            t.append(name if level < 3 or len(name) <= 16 else name[:15] + "…", style="bold")
         imp = trace.imported_from or {}
         if imp.get("rank") is not None and len(imp.get("ranks") or []) > 1:
             t.append(f" rank {imp['rank']}" + ("" if level > 1 else " (R to change)"),
@@ -64,7 +83,7 @@ class TitleBar(Static):
             t.append("  " if level > 1 else "  graph ", style="dim")
             t.append(g.id, style="bold cyan")
             n = len(trace.graphs)
-            if n > 1:
+            if n > 1 and level < 3:
                 t.append(f" {trace.graphs.index(g) + 1}/{n}" if level > 1 else
                          f" ({trace.graphs.index(g) + 1}/{n}, G to change)", style="dim")
         t.append("  ")
