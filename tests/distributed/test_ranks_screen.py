@@ -89,3 +89,31 @@ async def test_ranks_screen_is_a_tab_and_says_what_its_cells_are(open_ui, graph_
             assert "–: not compiled on that rank" in " ".join(ui.text().split())
             await ui.press("1")  # another screen: the ranks tab is still there, not highlighted
             assert _ranks_tab_highlighted(app) is False, ui.text().splitlines()[0]
+
+
+async def test_compile_ids_from_the_ranks_are_shown_inert(open_ui, graph_job, tmp_path) -> None:
+    """A compile id (a rank manifest's string) is a column of the table: shown as written, its
+    markup not interpreted and its control characters visible."""
+    import json
+    import shutil
+
+    from textual.widgets import DataTable
+
+    src, _ = graph_job
+    job = tmp_path / "job"
+    shutil.copytree(src, job, ignore=shutil.ignore_patterns("*.log"))
+    hostile = "[b]0/0[/b]\x1b[2J"
+    for r in range(4):
+        path = job / f"rank_{r}" / "manifest.json"
+        m = json.loads(path.read_text())
+        for c in m["compiles"]:
+            c["id"] = hostile if c["id"] == "0/0" else c["id"]
+        path.write_text(json.dumps(m))
+    async with open_ui(job / "rank_0", job=job.resolve(), start="ranks", size=(200, 40)) as ui:
+        app = ui.app
+        assert await ui.wait_for(lambda: app.screen.query_one(DataTable).row_count == 4, 60)
+        await ui.settle()
+        labels = [c.label for c in app.screen.query_one(DataTable).columns.values()]
+        assert any("[b]0/0[/b]" in lab.plain for lab in labels), [lab.plain for lab in labels]
+        assert not any("\x1b" in lab.plain for lab in labels)
+        assert "[b]0/0[/b]" in ui.text()

@@ -108,7 +108,8 @@ class RanksScreen(TraceScreen):
         cids = compile_ids(report)
         table = self.query_one(DataTable)
         table.clear(columns=True)
-        table.add_columns("rank", "status", "group", *cids)
+        # compile ids come from the ranks' manifests: shown inert (a str label is markup)
+        table.add_columns("rank", "status", "group", *(inert_text(c) for c in cids))
         group_of = {r: i for i, gr in enumerate(report["groups"]) for r in gr["ranks"]}
         self.row_ranks = []
         for r in report["ranks"]:
