@@ -8,7 +8,7 @@ from tuidebug.trace.dynamic import compile_dynamic
 from tuidebug.trace.reader import Trace
 from tuidebug.tui.keymap import SCREENS, screen_key
 from tuidebug.tui.messages import ShowNode
-from tuidebug.tui.screens.source_line import SourceLineScreen
+from tuidebug.tui.screens.source_line import SourceLineScreen, source_line_text
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dynamic_shapes.py"
 
@@ -117,3 +117,19 @@ async def test_a_guard_shows_its_line_and_goes_to_its_nodes(open_ui, dynamic_tra
         assert passes.current_stage().index == take.snapshots()[0].index
         assert ui.cursor_line("#graph-view").startswith(f"  {expected[0]}")
         assert any(f"nodes from dynamic_shapes.py:{check}" in n for n in ui.notifications())
+
+
+def test_the_source_line_is_shown_inert() -> None:
+    """A trace's user line, its context and node names shown as text: escape sequences visible,
+    markup not read; a trace without context shows the line it has."""
+    evil = "[bold red]x[/]\x1b]52;c;aGk=\x07\u202e"
+    line = {"file": evil, "line": 7, "fn": evil, "code": evil,
+            "context": [{"line": 6, "code": evil}, {"line": 7, "code": evil}]}
+    text = source_line_text(f"guard {evil}: {evil}", line, evil, [evil])
+    assert "\x1b" not in text.plain and "\x07" not in text.plain and "\u202e" not in text.plain
+    assert "[bold red]x[/]\\x1b]52;c;aGk=\\x07\\u202e" in text.plain
+    assert "▶ 7 │ [bold red]" in text.plain and "  6 │ [bold red]" in text.plain
+    old = source_line_text("guard X: y", {"file": "m.py", "line": 3, "fn": "f",
+                                          "code": "if x.shape[0] > 4:"}, "g", [])
+    assert "▶ 3 │ if x.shape[0] > 4:" in old.plain and "no source around" in old.plain
+    assert "No FX node of g comes from this line" in old.plain

@@ -53,12 +53,12 @@ def nodes_using(graph: Graph | None, symbol: str) -> list[str]:
 
 
 def _snapshots(trace: Trace, cid: str) -> Iterator[tuple[GraphRecord, str, Graph]]:
-    """The compile's graph snapshots: the Dynamo graph of each of its graphs first, then the
-    later stages (AOTAutograd, post-grad), each read when reached."""
+    """The compile's graph snapshots: the Dynamo graph of each of its graphs, then each one's
+    last (post-grad: what AOTAutograd and Inductor's passes made), each read when reached."""
     records = [g for g in trace.graphs if g.compile_id == cid]
-    staged = [(g, s) for g in records for s in g.snapshots()]
     firsts = [(g, s) for g in records for s in g.snapshots()[:1]]
-    for g, s in firsts + [x for x in staged if x not in firsts]:
+    lasts = [(g, s) for g in records for s in g.snapshots()[1:][-1:]]
+    for g, s in firsts + lasts:
         graph = g.stage_graph(s)
         if graph is not None:
             yield g, s.name, graph
@@ -77,8 +77,8 @@ def _names(sym: dict[str, Any]) -> list[str]:
 def derived_user_lines(trace: Trace, cid: str,
                        symbols: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """For each symbol with no user line: ``{"user_line", "user_line_from"}`` from the first
-    FX node but an input (Dynamo graph first, then the later stages) whose value or shape uses
-    it, or the symbol it was replaced by, and whose source location is known."""
+    FX node but an input (Dynamo graph first, then the post-grad graph) whose value or shape
+    uses it, or the symbol it was replaced by, and whose source location is known."""
     pending = {str(s["name"]): [(n, _word(n)) for n in _names(s)]
                for s in symbols if not s.get("user_line") and s.get("name")}
     found: dict[str, dict[str, Any]] = {}
