@@ -85,6 +85,15 @@ def profiled_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def profiled_training_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A training step of examples/transformer_block.py's model (tests/fixtures/train_step.py)
+    traced with ``--profile 3``: forward and backward measured, compiled and eager. The
+    script's own output is in ``profiled_training.log`` beside the trace."""
+    return _make(tmp_path_factory, "profiled_training",
+                 str(ROOT / "tests" / "fixtures" / "train_step.py"), extra=["--profile", "3"])
+
+
+@pytest.fixture(scope="session")
 def failing_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A compile that fails (C++ compile error planted with inject_relu_bug_TESTING_ONLY)."""
     return _make(tmp_path_factory, "failing", "failing_compile.py")

@@ -260,3 +260,156 @@ def test_a_recompile_of_a_profiled_trace_is_profiled_too(profiled_trace: Path) -
 
     assert Trace(profiled_trace).manifest["profile_runs"] == 3
     assert trace_source(profiled_trace)["profile"] == 3
+
+
+# -- a training step: the backward profiled too ---------------------------------------------------
+
+def _training(path: Path) -> tuple[Trace, dict, dict]:
+    t = Trace(path)
+    assert t.problems == []
+    (c,) = t.profile["compiles"].values()
+    return t, c, c["backward"]
+
+
+def test_the_profile_leaves_the_users_training_alone(profiled_training_trace: Path) -> None:
+    log = (profiled_training_trace.parent / "profiled_training.log").read_text()
+    line = next(ln for ln in log.splitlines() if ln.startswith("TRAIN_STEP "))
+    assert json.loads(line.split(" ", 1)[1]) == {"grad_untouched_by_the_first_call": True,
+                                                 "grads_match_eager": True}, log[-3000:]
+    assert Trace(profiled_training_trace).status == "ok"
+
+
+def test_backward_kernels_are_measured(profiled_training_trace: Path) -> None:
+    t, c, b = _training(profiled_training_trace)
+    kinds = {g.kind: g for g in t.graphs}
+    assert set(kinds) == {"forward", "backward"}
+    bwd = kinds["backward"]
+    assert "note" not in c and c["graphs"] == [kinds["forward"].id]
+    assert b["graphs"] == [bwd.id] and b["compiled_by_profile"] is True
+    expected = set()
+    for k in bwd.kernels:
+        handles = k.get("handles") or []
+        units = handles if k["kind"] != "extern" and len(handles) > 1 else [k["name"]]
+        expected |= {(k["name"], u) for u in units}
+    measured = {(k["kernel"], k["call"]) for k in b["kernels"]}
+    assert measured == expected  # every kernel call of the backward graph, and only those
+    for k in b["kernels"]:
+        assert k["graph"] == bwd.id and k["calls"] == 1 and k["time_s"] > 0, k
+    assert {k["kind"] for k in b["kernels"]} >= {"cpp", "extern"}
+    for side in ("compiled", "eager"):
+        assert 0 < b[side]["wall_min_s"] <= b[side]["wall_s"]
+    # the forward's kernels are the forward graph's alone (no backward kernel uncalled there)
+    assert {k["graph"] for k in c["kernels"]} == {kinds["forward"].id}
+
+
+def test_eager_backward_is_attributed_to_the_forward_nodes(profiled_training_trace: Path) -> None:
+    t, c, b = _training(profiled_training_trace)
+    assert b["eager_nodes_from"] == "sequence_nr"
+    g = t.graph(c["eager_graph"])
+    dynamo = g.stage_graph(g.find_stage("dynamo"))
+    names = {n["node"] for n in b["eager_nodes"]}
+    assert names <= {n.name for n in dynamo}
+    linears = {n.name for n in dynamo if "linear" in str(n.target)}
+    assert len(linears) == 6 and linears <= names  # q, k, v, out, fc1, fc2: addmm's backward
+    assert all(n["time_s"] > 0 and n["calls"] >= 1 for n in b["eager_nodes"])
+    assert not any(n["node"] in {x.name for x in dynamo if x.op == "placeholder"}
+                   for n in b["eager_nodes"])
+
+
+def test_backward_time_joins_to_lines_and_modules(profiled_training_trace: Path) -> None:
+    t, c, b = _training(profiled_training_trace)
+    view = profile_view(t)
+    assert view is not None and view.notes == []
+    bwd_graph = b["graphs"][0]
+    final = t.graph(bwd_graph).final_graph()
+    kernels = [r for r in view.kernels if r.phase == "bwd"]
+    assert len(kernels) == len(b["kernels"]) and all(r.graph == bwd_graph for r in kernels)
+    total = sum(r.compiled_s or 0 for r in kernels)
+    for table in ("nodes", "lines", "modules"):  # none of the backward's time is lost
+        rows = [r for r in view.table(table) if r.phase == "bwd"]
+        assert abs(sum(r.compiled_s or 0 for r in rows) - total) < 1e-9, table
+    nodes = [r for r in view.nodes if r.phase == "bwd"]
+    assert all(r.graph == bwd_graph and final.get(r.node) is not None for r in nodes
+               if r.node)
+    src = (EXAMPLES / "transformer_block.py").read_text().splitlines()
+    lines = {(r.phase, r.line): r for r in view.lines if r.key.endswith(
+        f"transformer_block.py:{r.line}")}
+    for text in ("x = x + self.attn(self.ln1(x))", "return self.fc2(self.act(self.fc1(x)))",
+                 "q = self.q_proj(x).view(B, T, H, D).transpose(1, 2)"):
+        number = next(i + 1 for i, ln in enumerate(src) if ln.strip() == text)
+        for phase in ("fwd", "bwd"):
+            row = lines[(phase, number)]
+            assert row.code == text and row.compiled_s > 0 and row.eager_s > 0, (phase, row)
+    modules = {(r.phase, r.key) for r in view.modules}
+    assert {("bwd", "blocks.0.mlp.fc1"), ("bwd", "blocks.0.attn.q_proj")} <= modules
+    back = view.totals["backward"]
+    assert back["compiled_wall_s"] == b["compiled"]["wall_s"] > 0
+    assert back["eager_wall_s"] == b["eager"]["wall_s"] > 0
+    assert back["extern_s"] > 0 and back["generated_s"] > 0
+    assert abs(back["generated_share"] + back["extern_share"] + back["overhead_share"] - 1) < 1e-3
+    assert view.totals["compiled_wall_s"] == c["compiled"]["wall_s"]  # the forward's, alone
+
+
+def test_info_shows_the_backward(profiled_training_trace: Path) -> None:
+    s = trace_summary(Trace(profiled_training_trace))
+    p = s["profile"]
+    assert p["totals"]["backward"]["compiled_wall_s"] > 0
+    for table in ("kernels", "nodes", "lines", "modules"):  # the top 20 rows of both phases
+        assert "bwd" in {r["phase"] for r in p[table]} <= {"fwd", "bwd"}, table
+    console = Console(file=io.StringIO(), width=200, record=True, color_system=None)
+    render_summary(s, console)
+    text = console.export_text()
+    assert "backward: compiled " in text and "\\n" not in text
+    header = next(ln for ln in text.splitlines() if "source line" in ln)
+    assert header.split() == ["source", "line", "phase", "compiled", "eager"]
+    assert any(" bwd " in ln for ln in text.splitlines() if "transformer_block.py:" in ln)
+
+
+def test_a_backward_that_could_not_be_profiled_is_a_note(profiled_training_trace: Path,
+                                                         copy_trace) -> None:
+    path = copy_trace(profiled_training_trace)
+    data = _profile(path)
+    (c,) = data["compiles"].values()
+    del c["backward"]
+    c["note"] = "the backward graph was not profiled: it failed: RuntimeError: boom"
+    (path / "profile.json").write_text(json.dumps(data))
+    view = profile_view(Trace(path))
+    assert view is not None and "backward" not in view.totals
+    assert all(r.phase == "fwd" for r in view.lines + view.kernels)
+    assert view.notes == ["0/0: the backward graph was not profiled: it failed: RuntimeError: boom"]
+    (c,) = _profile(profiled_training_trace)["compiles"].values()  # the real one says nothing
+    assert "note" not in c
+
+
+def test_perfetto_lays_the_backward_after_the_forward(profiled_training_trace: Path) -> None:
+    from tuidebug.trace.perfetto import chrome_trace
+
+    spans = _check_trace_events(chrome_trace(Trace(profiled_training_trace)))
+    calls = {e["name"]: e for e in spans if e["cat"] == "call"}
+    fwd, bwd = calls["compiled call 0/0"], calls["compiled backward 0/0"]
+    assert bwd["ts"] == fwd["ts"] + fwd["dur"] and bwd["pid"] == fwd["pid"]
+    (c,) = _profile(profiled_training_trace)["compiles"].values()
+    inside = [e for e in spans if e["pid"] == bwd["pid"] and e["cat"] != "call"
+              and bwd["ts"] <= e["ts"] < bwd["ts"] + bwd["dur"]]
+    assert sorted(e["name"] for e in inside) == sorted(k["call"] for k in c["backward"]["kernels"])
+    eager = calls["eager backward 0/0"]
+    assert eager["ts"] == calls["eager call 0/0"]["ts"] + calls["eager call 0/0"]["dur"]
+
+
+def test_diff_matches_backward_rows_with_backward_rows(profiled_training_trace: Path,
+                                                      copy_trace) -> None:
+    from tuidebug.trace.diff import diff_traces
+
+    slower = copy_trace(profiled_training_trace, "slower")
+    data = _profile(slower)
+    (c,) = data["compiles"].values()
+    k = next(k for k in c["backward"]["kernels"] if k["kind"] == "cpp")
+    k["time_s"] += 1e-3
+    (slower / "profile.json").write_text(json.dumps(data))
+    p = diff_traces(profiled_training_trace, slower, code=False)["profile"]
+    top = p["kernels"][0]
+    assert top["phase"] == "bwd" and top["key"].endswith(" (bwd)") and abs(
+        top["delta"] - 1e-3) < 1e-9
+    assert all(abs(r["delta"]) < 1e-9 for r in p["kernels"][1:])
+    assert p["lines"][0]["phase"] == "bwd" and p["lines"][0]["delta"] > 0
+    assert all(r["phase"] == "fwd" for r in p["lines"] if not r["key"].endswith(" (bwd)"))

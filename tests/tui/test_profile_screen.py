@@ -60,3 +60,25 @@ async def test_a_trace_without_a_profile_says_how_to_get_one(open_ui, mlp_trace:
         assert "This trace was not profiled." in text
         assert "tuidebug trace --profile 10 SCRIPT" in text
         assert f" {KEY} Prof" in text or f" {KEY} Profile" in text
+
+
+async def test_backward_rows_have_their_phase(open_ui, profiled_training_trace: Path) -> None:
+    view = profile_view(Trace(profiled_training_trace))
+    assert view is not None
+    async with open_ui(profiled_training_trace) as ui:
+        await ui.press(KEY)
+        text = ui.text()
+        assert "backward: compiled" in text
+        assert f"kernel calls ({len(view.kernels)}) by time: phase | compiled" in text
+        painted = text.splitlines()
+        for r in view.kernels[:5]:  # the top rows, forward and backward, each with its phase
+            row = next(ln for ln in painted if r.key in ln and duration(r.compiled_s) in ln)
+            assert f" {r.phase} " in row
+        bwd = next(r for r in view.kernels if r.phase == "bwd")
+        assert any(bwd.key in ln and " bwd " in ln for ln in painted)
+        await ui.press("t", "t")  # source lines: a line of the backward, compiled | eager
+        painted = ui.text().splitlines()
+        line = next(r for r in view.lines if r.phase == "bwd" and r.line)
+        row = next(ln for ln in painted if f"transformer_block.py:{line.line}" in ln
+                   and " bwd " in ln)
+        assert duration(line.compiled_s) in row and duration(line.eager_s) in row

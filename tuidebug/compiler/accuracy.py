@@ -10,6 +10,7 @@ different numbers otherwise, and any difference would be a false alarm.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
@@ -117,6 +118,29 @@ def _set_rng_state(state: tuple[Any, Any]) -> None:
         torch.cuda.set_rng_state_all(state[1])
 
 
+@dataclass
+class GradCall:
+    """How the user's first call of a compiled graph ran under autograd (grad enabled, some
+    input requiring grad): which of its inputs required grad, and ``run(args)``: the compiled
+    graph called once on ``args`` with grad enabled (its outputs carry the graph's backward)."""
+
+    requires_grad: list[bool]
+    run: Callable[[list[Any]], Any]
+
+
+def _grad_call(compiled: Callable[..., Any], flat: list[Any], as_list: bool) -> GradCall | None:
+    if not torch.is_grad_enabled():
+        return None
+    flags = [isinstance(a, torch.Tensor) and a.requires_grad for a in flat]
+    if not any(flags):
+        return None
+
+    def run(args: list[Any]) -> Any:
+        with torch.enable_grad():
+            return compiled(list(args)) if as_list else compiled(*args)
+    return GradCall(flags, run)
+
+
 def _time_again(compiled: Callable[..., Any], inputs: list[Any], as_list: bool,
                 time_kernels: Callable[[Callable[[], Any]], None]) -> None:
     """Hand ``time_kernels`` a function that runs ``compiled`` once more on ``inputs`` (the
@@ -136,7 +160,7 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
             record: Callable[[dict[str, Any]], None],
             time_kernels: Callable[[Callable[[], Any]], None] | None = None, *,
             tol: float | None = None, same_random: bool = False,
-            profile: Callable[[Callable[[], Any], list[Any]], None] | None = None,
+            profile: Callable[[Callable[[], Any], list[Any], GradCall | None], None] | None = None,
             ) -> Callable[..., Any]:
     """Wrap ``compiled`` so that its first call is also run eagerly and the two judged.
 
@@ -145,8 +169,9 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
     eager draw the same random numbers from the same seed. ``time_kernels``, when given, is
     called after the comparison with a function that runs the compiled graph again (to time its
     kernels); a failure there never reaches the user's call. ``profile``, when given, is called
-    after that with the same function and the inputs (the eager run's copies) to profile both
-    the compiled and the eager graph."""
+    after that with the same function, the inputs (the eager run's copies) and, when the call
+    ran under autograd, a ``GradCall`` (to profile the backward too), to profile both the
+    compiled and the eager graph."""
     state = {"done": False}
     boxed = compat.is_boxed_call(compiled)
     try:
@@ -161,6 +186,7 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
         as_list = boxed and len(args) == 1 and isinstance(args[0], list)
         flat = list(args[0]) if as_list else list(args)  # a boxed callee clears its list
         inputs = [_clone(a) for a in flat]
+        grad = _grad_call(compiled, flat, as_list) if profile is not None else None
         rng = _rng_state()
         t0 = time.perf_counter()
         out = compiled(*args)
@@ -194,7 +220,7 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
                 pass
         if profile is not None and ("skipped" not in result or random):
             try:
-                _time_again(compiled, inputs, as_list, lambda again: profile(again, inputs))
+                _time_again(compiled, inputs, as_list, lambda again: profile(again, inputs, grad))
             except Exception:  # so is profiling
                 pass
         return out

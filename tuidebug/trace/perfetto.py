@@ -6,8 +6,10 @@ order they ran, with its own duration. Graphs follow one another (a trace keeps 
 times from its own start). A profiled trace (``trace --profile``) adds, per compile, process 2:
 one median call of the compiled graph — its kernel calls in the order the wrapper makes them
 (provenance handles number them), each as long as its median, inside the call's median wall
-time — and process 3: one call of the eager graph, its FX nodes in graph order. Pure data: no
-torch; every string from the trace goes into JSON as data.
+time — and process 3: one call of the eager graph, its FX nodes in graph order; a compile
+whose backward was profiled has its backward call after the forward on each (the eager
+backward's FX nodes in reverse graph order: the nodes whose ops created the backward
+functions). Pure data: no torch; every string from the trace goes into JSON as data.
 """
 
 from __future__ import annotations
@@ -88,6 +90,34 @@ def _call_order(trace: Trace, k: dict[str, Any]) -> int:
     return int(tail) if tail.isdigit() else 1 << 30
 
 
+def _compiled_call(trace: Trace, name: str, kernels: list[dict[str, Any]], wall: Any, tid: int,
+                   start: float, **args: Any) -> tuple[list[dict[str, Any]], float]:
+    """One compiled call from ``start``: its kernel calls in wrapper order; and where it ends."""
+    cursor, inner = start, []
+    for k in sorted(kernels, key=lambda k: _call_order(trace, k)):
+        t = _num(k.get("time_s")) or 0.0
+        inner.append(_span(str(k.get("call") or k["kernel"]), COMPILED_PID, tid, cursor, t,
+                           str(k.get("kind") or "kernel"), graph=k["graph"], kernel=k["kernel"],
+                           calls=k.get("calls")))
+        cursor += t
+    dur = max(_num(wall) or 0.0, cursor - start)
+    return [_span(name, COMPILED_PID, tid, start, dur, "call", **args), *inner], start + dur
+
+
+def _eager_call(name: str, nodes: list[dict[str, Any]], order: dict[str, int], wall: Any,
+                tid: int, start: float, backward: bool = False) -> tuple[list[dict[str, Any]],
+                                                                         float]:
+    """One eager call from ``start``: its FX nodes in graph order (a backward's in reverse)."""
+    cursor, inner = start, []
+    for n in sorted(nodes, key=lambda n: order.get(n["node"], len(order)), reverse=backward):
+        t = _num(n.get("time_s")) or 0.0
+        inner.append(_span(n["node"], EAGER_PID, tid, cursor, t, "fx_node",
+                           phase="bwd" if backward else None))
+        cursor += t
+    dur = max(_num(wall) or 0.0, cursor - start)
+    return [_span(name, EAGER_PID, tid, start, dur, "call"), *inner], start + dur
+
+
 def _profile_events(trace: Trace, start: float) -> list[dict[str, Any]]:
     events = [_meta(COMPILED_PID, None, "process_name", "compiled graph (a median call)"),
               _meta(EAGER_PID, None, "process_name", "eager graph (a call, node by node)")]
@@ -96,31 +126,21 @@ def _profile_events(trace: Trace, start: float) -> list[dict[str, Any]]:
         c = compiles[cid]
         events += [_meta(COMPILED_PID, tid, "thread_name", f"compile {cid}"),
                    _meta(EAGER_PID, tid, "thread_name", f"compile {cid}")]
-        kernels = sorted(c.get("kernels") or [], key=lambda k: _call_order(trace, k))
-        cursor = start
-        inner = []
-        for k in kernels:
-            t = _num(k.get("time_s")) or 0.0
-            inner.append(_span(str(k.get("call") or k["kernel"]), COMPILED_PID, tid, cursor, t,
-                               str(k.get("kind") or "kernel"), graph=k["graph"],
-                               kernel=k["kernel"], calls=k.get("calls")))
-            cursor += t
-        wall = max(_num((c.get("compiled") or {}).get("wall_s")) or 0.0, cursor - start)
-        events.append(_span(f"compiled call {cid}", COMPILED_PID, tid, start, wall, "call",
-                            runs=c.get("runs"), device=c.get("device")))
-        events += inner
+        spans, end = _compiled_call(trace, f"compiled call {cid}", c.get("kernels") or [],
+                                    (c.get("compiled") or {}).get("wall_s"), tid, start,
+                                    runs=c.get("runs"), device=c.get("device"))
+        events += spans
         order = _node_order(trace, str(c.get("eager_graph") or ""))
-        nodes = sorted(c.get("eager_nodes") or [],
-                       key=lambda n: order.get(n["node"], len(order)))
-        cursor = start
-        inner = []
-        for n in nodes:
-            t = _num(n.get("time_s")) or 0.0
-            inner.append(_span(n["node"], EAGER_PID, tid, cursor, t, "fx_node"))
-            cursor += t
-        wall = max(_num((c.get("eager") or {}).get("wall_s")) or 0.0, cursor - start)
-        events.append(_span(f"eager call {cid}", EAGER_PID, tid, start, wall, "call"))
-        events += inner
+        eager, eager_end = _eager_call(f"eager call {cid}", c.get("eager_nodes") or [], order,
+                                       (c.get("eager") or {}).get("wall_s"), tid, start)
+        events += eager
+        b = c.get("backward")
+        if b:  # the backward follows its forward
+            events += _compiled_call(trace, f"compiled backward {cid}", b.get("kernels") or [],
+                                     (b.get("compiled") or {}).get("wall_s"), tid, end)[0]
+            events += _eager_call(f"eager backward {cid}", b.get("eager_nodes") or [], order,
+                                  (b.get("eager") or {}).get("wall_s"), tid, eager_end,
+                                  backward=True)[0]
     return events
 
 

@@ -5,7 +5,13 @@ a reused kernel's calls each have their own nodes); each FX node goes to its use
 and module; the eager graph's FX nodes (the Dynamo graph, measured one by one) go to theirs.
 So per line and per module, compiled and eager sit side by side. Totals split the compiled
 call's wall time into generated kernels, extern calls (ATen, matmul libraries) and the rest
-(Python, launches, allocation). Pure data: no torch, no Textual.
+(Python, launches, allocation).
+
+Every row has a phase: "fwd" (the forward or inference call) or "bwd" (its backward, when the
+compile ran under autograd: the backward graph's kernels and FX nodes — which carry the forward
+lines they differentiate — and the eager backward per forward FX node). A line or module has a
+row per phase; ``totals["backward"]`` has the backward's totals. Pure data: no torch, no
+Textual.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ class Row:
     bytes: float | None = None  # Triton kernel calls (GPU): bytes moved and FLOPs per call
     flops: float | None = None
     top: float = 0.0  # lines, modules: the largest share of one kernel (``kernel`` is that one)
+    phase: str = "fwd"  # "fwd": the forward (or inference) call; "bwd": its backward
 
     def as_json(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v not in (None, "") and k != "top"}
@@ -77,13 +84,13 @@ def _opt(v: Any) -> float | None:
     return float(v) if ok else None
 
 
-def _add(table: dict[str, Row], key: str, compiled: float = 0.0, eager: float = 0.0,
-         via: tuple[str, str] | None = None, **attrs: Any) -> None:
-    """Add time to row ``key``; ``via``: the (graph, kernel) the compiled time is from (a line
-    or module row jumps to the kernel with the largest share in it)."""
-    row = table.get(key)
+def _add(table: dict[tuple[str, str], Row], key: str, phase: str, compiled: float = 0.0,
+         eager: float = 0.0, via: tuple[str, str] | None = None, **attrs: Any) -> None:
+    """Add time to row ``key`` of ``phase``; ``via``: the (graph, kernel) the compiled time is
+    from (a line or module row jumps to the kernel with the largest share in it)."""
+    row = table.get((phase, key))
     if row is None:
-        row = table[key] = Row(key, **attrs)
+        row = table[(phase, key)] = Row(key, phase=phase, **attrs)
     if compiled:
         row.compiled_s = (row.compiled_s or 0.0) + compiled
         if via is not None and compiled > row.top:
@@ -131,6 +138,64 @@ def _kernel_nodes(g: GraphRecord | None, kernel: str, call: str) -> list[str]:
     return calls.get(call) or calls.get(kernel) or [str(n) for n in prov["fx_nodes"]]
 
 
+def _kernels_into(tables: dict[str, dict[tuple[str, str], Row]], view: ProfileView,
+                  trace: Trace, cache: dict[str, Any], kernels: list[dict[str, Any]],
+                  phase: str, tot: dict[str, Any]) -> None:
+    """Each measured kernel call of one phase: a kernel row, and its time shared among its FX
+    nodes, their lines and modules."""
+    nodes, lines, modules = tables["nodes"], tables["lines"], tables["modules"]
+    for k in kernels:
+        t = _num(k.get("time_s"))
+        kind = str(k.get("kind") or "")
+        tot["extern_s" if kind == "extern" else "generated_s"] += t
+        g, final, _ = _graph_of(trace, k["graph"], cache)
+        call = str(k.get("call") or k["kernel"])
+        view.kernels.append(Row(call, compiled_s=t, kind=kind, graph=k["graph"],
+                                kernel=k["kernel"], calls=_opt(k.get("calls")),
+                                device_s=_opt(k.get("device_s")), cpu_s=_opt(k.get("cpu_s")),
+                                bytes=_opt(k.get("bytes")), flops=_opt(k.get("flops")),
+                                phase=phase))
+        names = _kernel_nodes(g, k["kernel"], call)
+        share = t / len(names) if names else t
+        for name in names or [NO_NODE]:
+            key, line, file, code, module = _place(final, name)
+            target = final.get(name).target if final is not None and final.get(name) else ""
+            _add(nodes, f"{k['graph']}:{name}", phase, share, graph=k["graph"],
+                 kernel=k["kernel"], kind=target, file=file or None, line=line, code=code,
+                 node=name if name != NO_NODE else "")
+            via = (k["graph"], k["kernel"])
+            _add(lines, key, phase, share, via=via, file=file or None, line=line, code=code)
+            _add(modules, module, phase, share, via=via)
+
+
+def _eager_into(tables: dict[str, dict[tuple[str, str], Row]], dynamo: Graph | None,
+                eager_nodes: list[dict[str, Any]], phase: str) -> None:
+    """The eager graph's FX nodes of one phase (measured one by one) to their lines, modules."""
+    for n in eager_nodes:
+        t = _num(n.get("time_s"))
+        key, line, file, code, module = _place(dynamo, n["node"])
+        _add(tables["lines"], key, phase, eager=t, file=file or None, line=line, code=code)
+        _add(tables["modules"], module, phase, eager=t)
+
+
+def _shares(tot: dict[str, Any]) -> None:
+    """The compiled call's wall time split into generated kernels, extern calls and the rest."""
+    wall = tot["compiled_wall_s"]
+    tot["overhead_s"] = max(0.0, wall - tot["generated_s"] - tot["extern_s"])
+    # a kernel's range includes the profiler's own cost: on a tiny graph the kernels can add up
+    # to more than the unprofiled call, and then the shares are of their sum
+    whole = max(wall, tot["generated_s"] + tot["extern_s"])
+    if whole > 0:
+        for part in ("generated", "extern", "overhead"):
+            tot[f"{part}_share"] = round(tot[f"{part}_s"] / whole, 4)
+    if wall > 0 and tot["eager_wall_s"] > 0:
+        tot["speedup"] = round(tot["eager_wall_s"] / wall, 4)
+
+
+def _phase_totals() -> dict[str, Any]:
+    return {"compiled_wall_s": 0.0, "eager_wall_s": 0.0, "generated_s": 0.0, "extern_s": 0.0}
+
+
 def profile_view(trace: Trace) -> ProfileView | None:
     """The joined profile of a trace; None when it was not profiled."""
     prof = trace.profile
@@ -139,12 +204,11 @@ def profile_view(trace: Trace) -> ProfileView | None:
         return None
     view = ProfileView(compiles=sorted(compiles))
     cache: dict[str, Any] = {}
-    nodes: dict[str, Row] = {}
-    lines: dict[str, Row] = {}
-    modules: dict[str, Row] = {}
-    tot = {"compiled_wall_s": 0.0, "eager_wall_s": 0.0, "generated_s": 0.0, "extern_s": 0.0,
-           "runs": None, "device": None, "cudagraphs": False, "compiled_peak_memory_bytes": None,
-           "eager_peak_memory_bytes": None, "device_peak": None}
+    tables: dict[str, dict[tuple[str, str], Row]] = {"nodes": {}, "lines": {}, "modules": {}}
+    tot = {**_phase_totals(), "runs": None, "device": None, "cudagraphs": False,
+           "compiled_peak_memory_bytes": None, "eager_peak_memory_bytes": None,
+           "device_peak": None}
+    back: dict[str, Any] | None = None
     for cid in view.compiles:
         c = compiles[cid]
         tot["runs"] = c.get("runs")
@@ -160,52 +224,35 @@ def profile_view(trace: Trace) -> ProfileView | None:
                 tot[key] = max(tot[key] or 0, peak)
         if c.get("note"):
             view.notes.append(f"{cid}: {c['note']}")
-        for k in c.get("kernels") or []:
-            t = _num(k.get("time_s"))
-            kind = str(k.get("kind") or "")
-            tot["extern_s" if kind == "extern" else "generated_s"] += t
-            g, final, _ = _graph_of(trace, k["graph"], cache)
-            call = str(k.get("call") or k["kernel"])
-            view.kernels.append(Row(call, compiled_s=t, kind=kind, graph=k["graph"],
-                                    kernel=k["kernel"], calls=_opt(k.get("calls")),
-                                    device_s=_opt(k.get("device_s")), cpu_s=_opt(k.get("cpu_s")),
-                                    bytes=_opt(k.get("bytes")), flops=_opt(k.get("flops"))))
-            names = _kernel_nodes(g, k["kernel"], call)
-            share = t / len(names) if names else t
-            for name in names or [NO_NODE]:
-                key, line, file, code, module = _place(final, name)
-                target = final.get(name).target if final is not None and final.get(name) else ""
-                _add(nodes, f"{k['graph']}:{name}", share, graph=k["graph"], kernel=k["kernel"],
-                     kind=target, file=file or None, line=line, code=code,
-                     node=name if name != NO_NODE else "")
-                via = (k["graph"], k["kernel"])
-                _add(lines, key, share, via=via, file=file or None, line=line, code=code)
-                _add(modules, module, share, via=via)
+        _kernels_into(tables, view, trace, cache, c.get("kernels") or [], "fwd", tot)
         eager_graph = str(c.get("eager_graph") or "")
         _, _, dynamo = _graph_of(trace, eager_graph, cache) if eager_graph else (None, None, None)
-        for n in c.get("eager_nodes") or []:
-            t = _num(n.get("time_s"))
-            key, line, file, code, module = _place(dynamo, n["node"])
-            _add(lines, key, eager=t, file=file or None, line=line, code=code)
-            _add(modules, module, eager=t)
-    wall = tot["compiled_wall_s"]
-    tot["overhead_s"] = max(0.0, wall - tot["generated_s"] - tot["extern_s"])
-    # a kernel's range includes the profiler's own cost: on a tiny graph the kernels can add up
-    # to more than the unprofiled call, and then the shares are of their sum
-    whole = max(wall, tot["generated_s"] + tot["extern_s"])
-    if whole > 0:
-        for part in ("generated", "extern", "overhead"):
-            tot[f"{part}_share"] = round(tot[f"{part}_s"] / whole, 4)
-    if wall > 0 and tot["eager_wall_s"] > 0:
-        tot["speedup"] = round(tot["eager_wall_s"] / wall, 4)
+        _eager_into(tables, dynamo, c.get("eager_nodes") or [], "fwd")
+        b = c.get("backward")
+        if not b:
+            continue
+        back = back or _phase_totals()
+        back["compiled_wall_s"] += _num((b.get("compiled") or {}).get("wall_s"))
+        back["eager_wall_s"] += _num((b.get("eager") or {}).get("wall_s"))
+        _kernels_into(tables, view, trace, cache, b.get("kernels") or [], "bwd", back)
+        _eager_into(tables, dynamo, b.get("eager_nodes") or [], "bwd")
+        if b.get("note"):
+            view.notes.append(f"{cid}: backward: {b['note']}")
+        if b.get("eager_nodes_from") not in (None, "sequence_nr"):
+            view.notes.append(f"{cid}: the eager backward per FX node: {b['eager_nodes_from']}")
+    _shares(tot)
+    if back is not None:
+        _shares(back)
+        tot["backward"] = back
     view.totals = tot
 
     def by_time(rows: list[Row]) -> list[Row]:
-        return sorted(rows, key=lambda r: (-max(r.compiled_s or 0.0, r.eager_s or 0.0), r.key))
+        return sorted(rows, key=lambda r: (-max(r.compiled_s or 0.0, r.eager_s or 0.0), r.key,
+                                           r.phase))
     view.kernels = by_time(view.kernels)
-    view.nodes = by_time(list(nodes.values()))
-    view.lines = by_time(list(lines.values()))
-    view.modules = by_time(list(modules.values()))
+    view.nodes = by_time(list(tables["nodes"].values()))
+    view.lines = by_time(list(tables["lines"].values()))
+    view.modules = by_time(list(tables["modules"].values()))
     return view
 
 

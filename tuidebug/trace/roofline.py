@@ -31,7 +31,7 @@ def _peak_tflops(peak: dict[str, Any]) -> tuple[float, str] | None:
 
 def roofline_rows(view: ProfileView) -> list[dict[str, Any]]:
     """One row per Triton kernel call with bytes and a device time, slowest first: ``{key,
-    kernel, graph, time_s (per call), bytes, flops, gbps, tflops, bandwidth_fraction,
+    kernel, graph, phase, time_s (per call), bytes, flops, gbps, tflops, bandwidth_fraction,
     flops_fraction, bound ("memory" | "compute" | "launch"), flagged, why}``."""
     peak = view.totals.get("device_peak") or {}
     peak = peak if isinstance(peak, dict) else {}
@@ -46,7 +46,8 @@ def roofline_rows(view: ProfileView) -> list[dict[str, Any]]:
         calls = r.calls if isinstance(r.calls, (int, float)) and r.calls > 0 else 1.0
         t = r.device_s / calls
         gbps = r.bytes / t / 1e9
-        row: dict[str, Any] = {"key": r.key, "kernel": r.kernel, "graph": r.graph, "time_s": t,
+        row: dict[str, Any] = {"key": r.key, "kernel": r.kernel, "graph": r.graph,
+                               "phase": r.phase, "time_s": t,
                                "bytes": r.bytes, "flops": r.flops, "gbps": round(gbps, 3),
                                "tflops": round(r.flops / t / 1e12, 4) if r.flops else None,
                                "bandwidth_fraction": round(gbps / peak_gbps, 4) if peak_gbps

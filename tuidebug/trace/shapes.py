@@ -25,6 +25,13 @@ ID = (str,)  # ids are strings; a number where an id is expected is reported
 
 _RUN = {"wall_s": OPT_NUM, "wall_min_s": OPT_NUM, "profiled_wall_s": OPT_NUM,
         "peak_memory_bytes": OPT_INT}
+# profile.json: a kernel call, a kernel the device ran, an FX node of the eager graph
+_KERNEL_CALL = {"!graph": str, "!kernel": str, "call": OPT_STR, "kind": OPT_STR,
+                "calls": OPT_NUM, "cpu_s": OPT_NUM, "device_s": OPT_NUM, "time_s": OPT_NUM,
+                "bytes": OPT_NUM, "flops": OPT_NUM, "bytes_from": OPT_STR, "time_min_s": OPT_NUM}
+_DEVICE_KERNEL = {"!name": str, "device_s": OPT_NUM, "calls": OPT_NUM}
+_EAGER_NODE = {"!node": str, "calls": OPT_NUM, "cpu_s": OPT_NUM, "device_s": OPT_NUM,
+               "time_s": OPT_NUM}
 
 SHAPES: dict[str, Any] = {
     "manifest": {
@@ -115,15 +122,14 @@ SHAPES: dict[str, Any] = {
     "profile_compile": {
         "graphs": [str], "eager_graph": OPT_STR, "runs": OPT_INT, "warmup": OPT_INT,
         "device": OPT_STR, "cudagraphs": (bool, NONE), "activities": [str], "note": OPT_STR,
-        "compiled": _RUN, "eager": _RUN,
-        "kernels": [{"!graph": str, "!kernel": str, "call": OPT_STR, "kind": OPT_STR,
-                     "calls": OPT_NUM, "cpu_s": OPT_NUM, "device_s": OPT_NUM,
-                     "time_s": OPT_NUM, "bytes": OPT_NUM, "flops": OPT_NUM,
-                     "bytes_from": OPT_STR, "time_min_s": OPT_NUM}],
-        "device_kernels": [{"!name": str, "device_s": OPT_NUM, "calls": OPT_NUM}],
-        "eager_nodes": [{"!node": str, "calls": OPT_NUM, "cpu_s": OPT_NUM, "device_s": OPT_NUM,
-                         "time_s": OPT_NUM}],
+        "compiled": _RUN, "eager": _RUN, "kernels": [_KERNEL_CALL],
+        "device_kernels": [_DEVICE_KERNEL], "eager_nodes": [_EAGER_NODE],
         "device_peak": OPT_DICT,
+        "backward": {"graphs": [str], "compiled_by_profile": (bool, NONE), "compiled": _RUN,
+                     "eager": _RUN, "kernels": [_KERNEL_CALL],
+                     "device_kernels": [_DEVICE_KERNEL], "eager_nodes": [_EAGER_NODE],
+                     "eager_nodes_from": OPT_STR, "note": OPT_STR,
+                     "eager_other": {"calls": OPT_NUM, "cpu_s": OPT_NUM, "device_s": OPT_NUM}},
     },
     "launches": {"!kernel": str, "compile_id": OPT_STR, "launch": OPT_DICT, "launchers": OPT_INT},
 }

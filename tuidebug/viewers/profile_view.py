@@ -1,5 +1,6 @@
 """Rich rendering of a trace's profile (``info``'s "where the time goes" section): totals, the
-top kernels and source lines, compiled vs eager. No torch, no Textual."""
+top kernels and source lines, compiled vs eager (with a phase column, fwd or bwd, when the
+backward was profiled too). No torch, no Textual."""
 
 from __future__ import annotations
 
@@ -30,10 +31,13 @@ def line_label(row: dict[str, Any]) -> str:
     return f"{name}:{row.get('line')}" + (f"  {code[:60]}" if code else "")
 
 
+def _faster(speed: Any) -> str:
+    return ("" if not isinstance(speed, (int, float)) or not speed > 0 else
+            f" ({speed:.2f}× faster)" if speed >= 1 else f" ({1 / speed:.2f}× SLOWER)")
+
+
 def totals_text(t: dict[str, Any]) -> Text:
-    speed = t.get("speedup")
-    faster = ("" if not isinstance(speed, (int, float)) or not speed > 0 else
-              f" ({speed:.2f}× faster)" if speed >= 1 else f" ({1 / speed:.2f}× SLOWER)")
+    faster = _faster(t.get("speedup"))
     text = Text.assemble(
         ("where the time goes ", "bold"),
         inert_text(f"({t.get('runs')} runs on {t.get('device')}"
@@ -47,24 +51,43 @@ def totals_text(t: dict[str, Any]) -> Text:
     if isinstance(peak, int):
         text.append(inert_text(f"; peak memory {peak / 2**20:.1f} MiB compiled, "
                                f"{(t.get('eager_peak_memory_bytes') or 0) / 2**20:.1f} MiB eager"))
+    back = t.get("backward")
+    if isinstance(back, dict):
+        faster = _faster(back.get("speedup"))
+        text.append("\n")
+        text.append(inert_text(
+            f"backward: compiled {duration(back.get('compiled_wall_s'))} per call, eager "
+            f"{duration(back.get('eager_wall_s'))}{faster}; generated kernels "
+            f"{share(back.get('generated_share'))}, extern calls "
+            f"{share(back.get('extern_share'))}, other {share(back.get('overhead_share'))}"))
     return text
+
+
+def phases(rows: list[dict[str, Any]]) -> bool:
+    """Whether some row is of the backward (then tables show a phase column)."""
+    return any(r.get("phase") == "bwd" for r in rows)
 
 
 def render_profile(p: dict[str, Any], console: Console, top: int = TOP) -> None:
     console.print(totals_text(p.get("totals") or {}))
+    lines, kernels = p.get("lines") or [], p.get("kernels") or []
+    both = phases(lines) or phases(kernels)
     t = Table(box=None, padding=(0, 1), header_style="dim", pad_edge=False)
-    for col in ("source line", "compiled", "eager"):
-        t.add_column(col, justify="left" if col == "source line" else "right", no_wrap=True)
-    for r in (p.get("lines") or [])[:top]:
-        t.add_row(inert_text(line_label(r)), duration(r.get("compiled_s")),
-                  duration(r.get("eager_s")))
+    for col in ("source line", *(("phase",) if both else ()), "compiled", "eager"):
+        t.add_column(col, justify="left" if col in ("source line", "phase") else "right",
+                     no_wrap=True)
+    for r in lines[:top]:
+        t.add_row(inert_text(line_label(r)), *((inert_text(r.get("phase")),) if both else ()),
+                  duration(r.get("compiled_s")), duration(r.get("eager_s")))
     console.print(Padding(t, (0, 0, 0, 4)))
     k = Table(box=None, padding=(0, 1), header_style="dim", pad_edge=False)
-    for col in ("kernel", "kind", "time", "calls"):
-        k.add_column(col, justify="left" if col in ("kernel", "kind") else "right", no_wrap=True)
-    for r in (p.get("kernels") or [])[:top]:
-        k.add_row(inert_text(r.get("key")), inert_text(r.get("kind")),
-                  duration(r.get("compiled_s")), inert_text(f"{r.get('calls', '–')}"))
+    for col in ("kernel", *(("phase",) if both else ()), "kind", "time", "calls"):
+        k.add_column(col, justify="left" if col in ("kernel", "phase", "kind") else "right",
+                     no_wrap=True)
+    for r in kernels[:top]:
+        k.add_row(inert_text(r.get("key")), *((inert_text(r.get("phase")),) if both else ()),
+                  inert_text(r.get("kind")), duration(r.get("compiled_s")),
+                  inert_text(f"{r.get('calls', '–')}"))
     console.print(Padding(k, (0, 0, 0, 4)))
     roof = p.get("roofline") or []
     if roof:
@@ -116,7 +139,8 @@ def profile_diff_tables(p: dict[str, Any], top: int = TOP) -> list[Table]:
         for col in (title, "A", "B", "change"):
             k.add_column(col, justify="left" if col == title else "right")
         for r in rows:
-            label = line_label(r) if table == "lines" else str(r.get("key"))
+            label = (line_label(r) + (" (bwd)" if r.get("phase") == "bwd" else "")
+                     if table == "lines" else str(r.get("key")))
             k.add_row(inert_text(label), duration(r.get("a")), duration(r.get("b")),
                       _signed(r.get("delta")))
         out.append(k)

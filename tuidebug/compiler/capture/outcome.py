@@ -44,8 +44,10 @@ class Outcome(Concern):
         prof = s.concern(profile.Profile)
         profiling = None
         if prof.enabled:
-            def profiling(again: Callable[[], Any], inputs: list[Any]) -> None:
-                s.guarded("the profile", lambda: prof.profile(cid, gm, again, inputs))
+            def profiling(again: Callable[[], Any], inputs: list[Any],
+                          grad: accuracy.GradCall | None) -> None:
+                s.guarded("the profile", lambda: prof.profile(cid, gm, again, inputs, grad=grad,
+                                                              piece=gs.piece))
 
         def record(result: dict[str, Any]) -> None:
             self.runtime["checks"][cid] = {"graphs": s.compiles.get(cid, {}).get("graphs", []),

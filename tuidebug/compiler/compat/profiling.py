@@ -3,7 +3,8 @@ of the loaded wrapper module (and every FX node of the eager graph) in a named r
 handing capture the measurements as plain data.
 
 A generated kernel (a C++ kernel, a Triton kernel) and an extern call made through
-``extern_kernels.<op>`` are each wrapped in ``torch.profiler.record_function(label)``; the
+``extern_kernels.<op>`` or ``torch.ops.<ns>.<op>.<overload>`` are each wrapped in
+``torch.profiler.record_function(label)``; the
 caller chooses the labels (per call of the kernel within one run). Nothing of the generated
 code or the config changes; ``close()`` puts every original back.
 """
@@ -18,7 +19,6 @@ import torch
 
 from tuidebug.compiler.compat.kernels import wrap_kernel
 
-_EXTERN_GLOBAL = "extern_kernels"  # how Inductor's wrapper names its extern (ATen, BLAS) calls
 
 
 def device_kind() -> str:
@@ -135,25 +135,35 @@ def _datasheet(name: str) -> Any:
     return None
 
 
-class _ExternProxy:
-    """Stands for the wrapper module's ``extern_kernels``: ``extern_kernels.mm(...)`` runs the
-    real one inside a range labelled for that call."""
+class _PathProxy:
+    """Stands for a global of the wrapper module (``extern_kernels``, ``torch``): a call through
+    one of the dotted paths counted (``extern_kernels.mm``, ``torch.ops.aten.<op>.default``)
+    runs the real one inside a range labelled for that call; any other attribute is the real
+    one."""
 
-    def __init__(self, real: Any, counters: dict[str, _Labelled]) -> None:
+    def __init__(self, real: Any, path: str, counters: dict[str, _Labelled]) -> None:
         self._real = real
+        self._path = path
         self._counters = counters
 
     def __getattr__(self, attr: str) -> Any:
-        fn = getattr(self._real, attr)
-        counter = self._counters.get(f"{_EXTERN_GLOBAL}.{attr}")
-        return _ranged(fn, counter) if counter is not None and callable(fn) else fn
+        value = getattr(self._real, attr)
+        path = f"{self._path}.{attr}"
+        counter = self._counters.get(path)
+        if counter is not None and callable(value):
+            return _ranged(value, counter)
+        if any(c.startswith(path + ".") for c in self._counters):
+            return _PathProxy(value, path, self._counters)
+        return value
 
 
 class KernelRanges:
     """While open, every call of the given kernels runs in a profiler range.
 
     ``generated``: ``(module, kernel name, labels)``; ``externs``: ``(module, {call: labels})``
-    where ``call`` is the wrapper's text (``extern_kernels.addmm``), labels in call order.
+    where ``call`` is the wrapper's dotted text (``extern_kernels.addmm``,
+    ``torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default``: the module's
+    global named first stands in while open), labels in call order.
     ``new_run()`` restarts the numbering of calls (before each run of the compiled graph).
     ``bytes``: per label of a Triton kernel, the bytes of the tensors its first call was given.
     """
@@ -172,13 +182,16 @@ class KernelRanges:
                     self._counters.append(counter)
                     self._undo.append(undo)
             for module, calls in externs:
-                real = module.__dict__.get(_EXTERN_GLOBAL)
-                if real is None or not calls:
-                    continue
-                counters = {call: _Labelled(labels) for call, labels in calls.items()}
-                self._counters.extend(counters.values())
-                setattr(module, _EXTERN_GLOBAL, _ExternProxy(real, counters))
-                self._undo.append(lambda m=module, r=real: setattr(m, _EXTERN_GLOBAL, r))
+                roots: dict[str, dict[str, _Labelled]] = {}
+                for call, labels in calls.items():
+                    roots.setdefault(call.split(".", 1)[0], {})[call] = _Labelled(labels)
+                for root, counters in roots.items():
+                    real = module.__dict__.get(root)
+                    if real is None:
+                        continue
+                    self._counters.extend(counters.values())
+                    setattr(module, root, _PathProxy(real, root, counters))
+                    self._undo.append(lambda m=module, g=root, r=real: setattr(m, g, r))
         except BaseException:
             self.close()
             raise
@@ -212,10 +225,14 @@ class NodeRanges(torch.fx.Interpreter):
             return super().run_node(n)
 
 
-def wall_times(fn: Callable[[], Any], runs: int) -> list[float]:
-    """Seconds of each of ``runs`` calls of ``fn``, device-synchronized around each."""
+def wall_times(fn: Callable[[], Any], runs: int,
+               before_run: Callable[[], None] | None = None) -> list[float]:
+    """Seconds of each of ``runs`` calls of ``fn``, device-synchronized around each
+    (``before_run``, unclocked, before each)."""
     out = []
     for _ in range(runs):
+        if before_run is not None:
+            before_run()
         synchronize()
         t0 = time.perf_counter()
         fn()
@@ -256,14 +273,20 @@ def _per_run(samples: dict[str, list[float]], runs: int) -> dict[str, float]:
 
 
 def profiled(fn: Callable[[], Any], runs: int, prefixes: tuple[str, ...],
-             before_run: Callable[[], None] | None = None) -> dict[str, Any]:
+             before_run: Callable[[], None] | None = None,
+             backward_of: str | None = None) -> dict[str, Any]:
     """Run ``fn`` ``runs`` times under ``torch.profiler``: plain data with per-run totals.
 
     ``ranges``: ``{label: {"cpu_us", "device_us", "count", …}}`` (per run, see ``_per_run``) for the ranges whose label starts
     with one of ``prefixes``; ``device_kernels``: ``{kernel name: {"device_us", "count"}}`` for
     every kernel that ran on the device (Triton kernels keep their names: they are the trace's;
     under CUDA graphs this is the only place they show); ``wall_us``: the median run's wall
-    time under the profiler; ``activities``."""
+    time under the profiler (of ``fn``: ``before_run`` runs first, unclocked); ``activities``.
+
+    With ``backward_of`` (the prefix of ranges a forward ran in, node by node): ``backward``,
+    per such range the time of the backward functions its ops created (``backward_other``:
+    those of no range; ``backward_from``: how they were matched, or why they could not be:
+    then every backward function is in ``backward_other``)."""
     from torch.profiler import ProfilerActivity, profile
 
     acts = [ProfilerActivity.CPU]
@@ -291,7 +314,53 @@ def profiled(fn: Callable[[], Any], runs: int, prefixes: tuple[str, ...],
         elif not on_cpu and not getattr(e, "is_async", False) and not name.startswith(prefixes):
             k = kernels.setdefault(name, {"device_us": []})
             k["device_us"].append(float(getattr(e.time_range, "elapsed_us", lambda: 0)()))
-    return {"ranges": {n: _per_run(r, runs) for n, r in ranges.items()},
-            "device_kernels": {n: _per_run(k, runs) for n, k in kernels.items()},
-            "wall_us": statistics.median(walls) * 1e6 if walls else None,
-            "activities": [str(a).rsplit(".", 1)[-1].lower() for a in acts]}
+    out = {"ranges": {n: _per_run(r, runs) for n, r in ranges.items()},
+           "device_kernels": {n: _per_run(k, runs) for n, k in kernels.items()},
+           "wall_us": statistics.median(walls) * 1e6 if walls else None,
+           "activities": [str(a).rsplit(".", 1)[-1].lower() for a in acts]}
+    if backward_of is not None:
+        out.update(_backward(list(prof.events()), backward_of, runs))
+    return out
+
+
+_BACKWARD_EVENT = "autograd::engine::evaluate_function: "  # the engine running one grad_fn
+_EVENT_FIELDS = ("sequence_nr", "fwd_thread", "thread", "cpu_parent")
+
+
+def _backward(events: list[Any], prefix: str, runs: int) -> dict[str, Any]:
+    """The backward functions the autograd engine ran, by the forward range (``prefix…``) whose
+    op created each: a backward function's event carries the ``sequence_nr`` (and the forward
+    thread, ``fwd_thread``) of the forward op that recorded it, and that op's event sits inside
+    the range. Per range, the per-run time summed over its backward functions."""
+    missing = [f for f in _EVENT_FIELDS if events and not hasattr(events[0], f)]
+    owner: dict[tuple[Any, int], str] = {}
+    if not missing:
+        for e in events:
+            seq = getattr(e, "sequence_nr", -1)
+            if not isinstance(seq, int) or seq < 0 or str(e.name).startswith(_BACKWARD_EVENT):
+                continue
+            up = e.cpu_parent
+            while up is not None and not str(up.name).startswith(prefix):
+                up = up.cpu_parent
+            if up is not None:
+                owner.setdefault((e.thread, seq), str(up.name))
+    samples: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for e in events:
+        name = str(e.name)
+        if not name.startswith(_BACKWARD_EVENT):
+            continue
+        seq = getattr(e, "sequence_nr", -1)
+        label = owner.get((getattr(e, "fwd_thread", None), seq), "") if not missing else ""
+        r = samples.setdefault((label, name[len(_BACKWARD_EVENT):]),
+                               {"cpu_us": [], "device_us": []})
+        r["cpu_us"].append(float(e.cpu_time_total))
+        r["device_us"].append(_device_us(e))
+    by_range: dict[str, dict[str, float]] = {}
+    for (label, _fn), r in samples.items():  # per backward function, then summed per range
+        total = by_range.setdefault(label, {})
+        for key, value in _per_run(r, runs).items():
+            total[key] = total.get(key, 0.0) + value
+    other = by_range.pop("", None)
+    return {"backward": by_range, "backward_other": other,
+            "backward_from": (f"not available in torch {torch.__version__}: profiler events "
+                              f"without {', '.join(missing)}") if missing else "sequence_nr"}

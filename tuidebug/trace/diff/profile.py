@@ -3,7 +3,8 @@ per kernel, source line and module side by side with its change. No torch.
 
 Kernels are matched by name without their number (``normalize_kernel_name``) and summed over
 their calls (a recompile renumbers kernels and handles); lines by file and line number; modules
-by path. Rows are sorted by the size of their change.
+by path; each within its phase (a backward row's key ends in `` (bwd)``). Rows are sorted by
+the size of their change.
 """
 
 from __future__ import annotations
@@ -17,6 +18,12 @@ from tuidebug.trace.reader import Trace
 
 TOTALS = ("compiled_wall_s", "eager_wall_s", "generated_s", "extern_s", "overhead_s")
 MAX_ROWS = 50
+
+
+def _phased(key: str, r: Row) -> str:
+    """A row's key in the diff: a backward row's is marked, so it is matched with the other
+    trace's backward row of the same kernel, line or module, not with the forward's."""
+    return key if r.phase == "fwd" else f"{key} (bwd)"
 
 
 def _sums(rows: list[Row], key: Any) -> dict[str, tuple[float, Row]]:
@@ -38,7 +45,8 @@ def _rows(a: ProfileView | None, b: ProfileView | None, table: str,
         tb, rb = sb.get(k, (None, None))
         row = ra or rb
         entry: dict[str, Any] = {"key": k, **pair(ta, tb),
-                                 "delta": (tb or 0.0) - (ta or 0.0)}
+                                 "delta": (tb or 0.0) - (ta or 0.0),
+                                 "phase": row.phase if row is not None else "fwd"}
         if table == "lines" and row is not None and row.file:
             entry.update(file=row.file, line=row.line, code=row.code)
         if table == "kernels" and row is not None:
@@ -58,9 +66,10 @@ def profile_diff(a: Trace, b: Trace) -> dict[str, Any] | None:
         "profiled": pair(va is not None, vb is not None),
         "totals": {k: pair(va.totals.get(k) if va else None, vb.totals.get(k) if vb else None)
                    for k in TOTALS},
-        "kernels": _rows(va, vb, "kernels", lambda r: normalize_kernel_name(r.kernel)),
-        "lines": _rows(va, vb, "lines", lambda r: r.key),
-        "modules": _rows(va, vb, "modules", lambda r: r.key),
+        "kernels": _rows(va, vb, "kernels", lambda r: _phased(normalize_kernel_name(r.kernel),
+                                                                r)),
+        "lines": _rows(va, vb, "lines", lambda r: _phased(r.key, r)),
+        "modules": _rows(va, vb, "modules", lambda r: _phased(r.key, r)),
     }
 
 
@@ -78,6 +87,7 @@ def profile_findings(p: dict[str, Any] | None, fmt: Any, top: int = 3) -> list[s
         if e["delta"] and e.get("file"):
             name = str(e["file"]).replace("\\", "/").rsplit("/", 1)[-1]
             sign = "+" if e["delta"] > 0 else "−"
-            out.append(f"line {name}:{e.get('line')}: {sign}{fmt(abs(e['delta']))} "
+            bwd = " (backward)" if e.get("phase") == "bwd" else ""
+            out.append(f"line {name}:{e.get('line')}{bwd}: {sign}{fmt(abs(e['delta']))} "
                        f"({fmt(e['a'])} → {fmt(e['b'])})")
     return out

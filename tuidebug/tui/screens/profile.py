@@ -1,5 +1,6 @@
 """Where the time goes (a trace made with ``tuidebug trace --profile``): every kernel call, FX
-node, source line and module by time, compiled next to eager; enter jumps to the kernel's code
+node, source line and module by time, compiled next to eager, each row of the forward ("fwd")
+or, when the backward was profiled, of the backward ("bwd"); enter jumps to the kernel's code
 (a line or module: to the kernel with the most time in it) or to the FX node."""
 
 from __future__ import annotations
@@ -45,12 +46,16 @@ def row_name(which: str, r: Row) -> str:
     return inert(name, multiline=False)
 
 
-def row_prompt(which: str, r: Row, width: int) -> ListRow:
-    """A row of table ``which``: its name padded to ``width`` columns, then kind and times (a
-    narrow pane cuts the name, never the times)."""
+def row_prompt(which: str, r: Row, width: int, phased: bool = False) -> ListRow:
+    """A row of table ``which``: its name padded to ``width`` columns, then (``phased``: the
+    trace has backward rows) its phase, fwd or bwd, then kind and times (a narrow pane cuts the
+    name, never the times)."""
     name = row_name(which, r)
     head = Text(f"{name:<{width}}", style="bold" if which == "kernels" else "")
     tail = Text()
+    if phased:
+        tail.append(f"  {inert(r.phase, multiline=False)[:3]:<3}",
+                    style="magenta" if r.phase == "bwd" else "dim")
     if which in ("kernels", "nodes"):
         tail.append(f"  {inert(r.kind, multiline=False)[:24]:<24}", style="dim")
     tail.append(f" {duration(r.compiled_s):>10}")
@@ -69,7 +74,7 @@ class ProfileScreen(TraceScreen):
     SCREEN_NAME = "profile"
     BINDINGS = keymap.bindings("profile")
     DEFAULT_CSS = """
-    ProfileScreen #profile-totals { height: auto; max-height: 4; padding: 0 1; }
+    ProfileScreen #profile-totals { height: auto; max-height: 6; padding: 0 1; }
     ProfileScreen #profile-empty { height: 1fr; }
     """
 
@@ -117,12 +122,15 @@ class ProfileScreen(TraceScreen):
             return
         rows = self.view.table(which)
         eager = which in ("lines", "modules")
-        self.set_text("#profile-title", f"{TABLE_TITLES[which]} ({len(rows)}) by time: compiled"
+        phased = "backward" in self.view.totals
+        self.set_text("#profile-title", f"{TABLE_TITLES[which]} ({len(rows)}) by time: "
+                      + ("phase | " if phased else "") + "compiled"
                       + (" | eager" if eager else "") + "   t: kernels/nodes/lines/modules   "
                       "enter: " + ("FX node" if which == "nodes" else "kernel code"))
         width = min(72, max((len(row_name(which, r)) for r in rows), default=0))
         self.query_one("#profile-rows", PickList).set_items(
-            [Option(row_prompt(which, r, width), id=str(i)) for i, r in enumerate(rows)])
+            [Option(row_prompt(which, r, width, phased), id=str(i))
+             for i, r in enumerate(rows)])
 
     def action_next_table(self) -> None:
         self.show_table(TABLES[(TABLES.index(self.table) + 1) % len(TABLES)])
