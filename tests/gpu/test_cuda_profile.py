@@ -1,6 +1,6 @@
 """``trace --profile`` on the GPU (run on the GPU machine: ``pytest -m gpu``; skipped without
 CUDA): a bf16 transformer training step, every Triton kernel measured on the device and on the
-roofline against the device's peak."""
+roofline against the device's peak; its backward too, compiled and eager, joined to the lines."""
 
 from __future__ import annotations
 
@@ -65,3 +65,30 @@ def test_info_prints_the_top_lines_and_the_roofline(cuda_profiled: Path) -> None
     text = console.export_text()
     print(text)  # the lead's closing note quotes it
     assert "runs on cuda" in text and "roofline (Triton kernels, per call)" in text
+
+
+def test_the_backward_is_measured_on_the_device(cuda_profiled: Path) -> None:
+    t = Trace(cuda_profiled)
+    (c,) = t.profile["compiles"].values()
+    assert "note" not in c, c.get("note")
+    b = c["backward"]
+    bwd = {g.id for g in t.graphs if g.kind == "backward"}
+    assert set(b["graphs"]) == bwd and b["kernels"]
+    assert all(k["graph"] in bwd and k["time_s"] and k["time_s"] > 0 for k in b["kernels"])
+    triton = [k for k in b["kernels"] if k["kind"] == "triton"]
+    assert triton and all(k["device_s"] and k["device_s"] > 0 for k in triton)
+    assert all(k["bytes"] > 0 for k in triton)
+    assert b["compiled"]["peak_memory_bytes"] > 0 and b["eager"]["peak_memory_bytes"] > 0
+    assert 0 < b["compiled"]["wall_min_s"] <= b["compiled"]["wall_s"]
+    # the eager backward per FX node: the backward functions on the device thread, matched to
+    # the forward ops by sequence_nr and fwd_thread; timed on the device as the kernels are
+    assert b["eager_nodes_from"] == "sequence_nr"
+    eager = b["eager_nodes"]
+    assert eager and all(n["time_s"] == n["device_s"] for n in eager)
+    assert sum(n["device_s"] for n in eager) > 0
+    view = profile_view(t)
+    assert view is not None and view.totals["backward"]["compiled_wall_s"] > 0
+    lines = [r for r in view.lines if r.phase == "bwd" and r.file
+             and r.file.endswith("transformer_block.py")]
+    assert lines and lines[0].compiled_s > 0 and any(r.eager_s for r in lines)
+    assert any(r["phase"] == "bwd" for r in roofline_rows(view))

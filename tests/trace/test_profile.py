@@ -354,8 +354,11 @@ def test_info_shows_the_backward(profiled_training_trace: Path) -> None:
     s = trace_summary(Trace(profiled_training_trace))
     p = s["profile"]
     assert p["totals"]["backward"]["compiled_wall_s"] > 0
-    for table in ("kernels", "nodes", "lines", "modules"):  # the top 20 rows of both phases
-        assert "bwd" in {r["phase"] for r in p[table]} <= {"fwd", "bwd"}, table
+    view = profile_view(Trace(profiled_training_trace))
+    assert view is not None
+    for table in ("kernels", "nodes", "lines", "modules"):  # the top 20 rows, with their phase
+        assert p[table] == [r.as_json() for r in view.table(table)[:20]]
+        assert {r["phase"] for r in p[table]} <= {"fwd", "bwd"}, table
     console = Console(file=io.StringIO(), width=200, record=True, color_system=None)
     render_summary(s, console)
     text = console.export_text()
