@@ -280,7 +280,8 @@ def _dot_injection(t: Path, outside: Path, marker: Path) -> str | None:
 def _new_files_wrong_types(t: Path, outside: Path, marker: Path) -> str | None:
     """The files added with profiles, collectives, dynamic shapes and cache keys, with values
     of the wrong types where their readers iterate or divide: a collective's shape a number,
-    a profile's times NaN/infinite/negative (a speedup of 0), a recompile's reasons a number,
+    a profile's times NaN/infinite/negative (a speedup of 0; its backward's too, naming a graph
+    that is not there), a recompile's reasons a number,
     provenance naming kernels by objects."""
     g = t / "graphs" / GRAPH
     _dump(g / "collectives.json", {"collectives": [
@@ -295,7 +296,12 @@ def _new_files_wrong_types(t: Path, outside: Path, marker: Path) -> str | None:
         "kernels": [{"graph": GRAPH, "kernel": kernels[0], "time_s": 1.0, "device_s": 1.0,
                      "bytes": 1e9, "calls": 0},
                     {"graph": GRAPH, "kernel": EVIL, "time_s": "NaN", "device_s": 2.0,
-                     "bytes": 1e9, "flops": 1e12, "calls": -3}]}}}).replace(
+                     "bytes": 1e9, "flops": 1e12, "calls": -3}],
+        "backward": {"compiled": {"wall_s": "NaN"}, "eager": {"wall_s": -5},
+                     "eager_nodes_from": EVIL, "note": EVIL,
+                     "eager_nodes": [{"node": EVIL, "time_s": 1e300}, {"node": 5}],
+                     "kernels": [{"graph": EVIL, "kernel": EVIL, "call": EVIL, "time_s": 1.0,
+                                  "device_s": "NaN", "bytes": 1e9, "calls": 0}]}}}}).replace(
         '"NaN"', "NaN").replace("1e+300", "Infinity"))
     (t / "compiles" / "0_0.shapes.json").write_text(json.dumps({
         "recompile": {"reasons": 5, "values": [EVIL]}, "symbols": [{"name": EVIL, "range": 3}],
