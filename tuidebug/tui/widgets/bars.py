@@ -1,4 +1,5 @@
-"""The title bar (trace, status, graph, screen tabs) and the search bar."""
+"""The title bar (trace, status, graph, screen tabs) and the search bar. Everything in the title
+that comes from a trace (its status, graph ids, an imported rank) is shown inert."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from textual.widgets import Input, Label, Static
 
 from tuidebug.trace.job import rank_of
 from tuidebug.tui.keymap import SCREEN_SHORT_TITLES, SCREEN_TITLES, SCREENS, screen_key
+from tuidebug.viewers.inert import inert
 
 STATUS_STYLE = {"ok": "bold green", "failed": "bold white on red",
                 "crashed": "bold white on magenta", "running": "bold black on yellow",
@@ -67,21 +69,23 @@ class TitleBar(Static):
         job_rank = self._job_rank()
         if job_rank is not None:  # "rank_1" says less than the job's name and the rank
             if level < 3:
-                t.append(job_rank[0] + " ", style="bold")
+                t.append(inert(job_rank[0], multiline=False) + " ", style="bold")
             t.append(f"rank {job_rank[1]}", style="bold magenta")
         else:
-            name = trace.name
+            name = inert(trace.name, multiline=False)
             t.append(name if level < 3 or len(name) <= 16 else name[:15] + "…", style="bold")
         imp = trace.imported_from or {}
         if imp.get("rank") is not None and len(imp.get("ranks") or []) > 1:
-            t.append(f" rank {imp['rank']}" + ("" if level > 1 else " (R to change)"),
+            t.append(f" rank {inert(imp['rank'], multiline=False, limit=20)}"
+                     + ("" if level > 1 else " (R to change)"),
                      style="bold magenta")
         t.append(" ")
-        t.append(f" {status.upper()} ", style=STATUS_STYLE.get(status, "bold"))
+        t.append(f" {inert(status.upper(), multiline=False, limit=20)} ",
+                 style=STATUS_STYLE.get(status, "bold"))
         g = app.current_graph  # type: ignore[attr-defined]
         if g is not None:
             t.append("  " if level > 1 else "  graph ", style="dim")
-            t.append(g.id, style="bold cyan")
+            t.append(inert(g.id, multiline=False), style="bold cyan")
             n = len(trace.graphs)
             if n > 1 and level < 3:
                 t.append(f" {trace.graphs.index(g) + 1}/{n}" if level > 1 else
