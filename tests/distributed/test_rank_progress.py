@@ -148,3 +148,24 @@ def test_a_rank_that_issued_the_collective_asynchronously_is_not_blamed(tmp_path
     text = "\n".join(w["lines"])
     assert "rank 0 is in no collective" in text and "issued asynchronously" in text, text
     assert "rank 2 is in no collective" in text and "all_reduce #1 (train.py:9) returned" in text, text
+
+
+def test_a_restarted_rank_is_judged_by_its_last_attempt(tmp_path: Path) -> None:
+    """torchrun --max-restarts: the first attempt was killed in all_reduce #3; the second has
+    issued nothing yet. The rank is not said to wait in #3 (its log is appended to)."""
+    log = tmp_path / "rank_0.progress.jsonl"
+    first = [{"event": "start", "pid": 1}] + [
+        e for s in (1, 2, 3) for e in (
+            {"event": "collective", "op": "all_reduce", "seq": s, "group": "default"},
+            {"event": "done", "seq": s, "group": "default"})][:-1]
+    log.write_text("".join(json.dumps(e) + "\n" for e in first))
+    assert last_collective(log)["state"] == "waiting"
+    with log.open("a") as f:
+        f.write(json.dumps({"event": "start", "pid": 2}) + "\n")
+    assert last_collective(log) is None
+    with log.open("a") as f:
+        f.write(json.dumps({"event": "collective", "op": "broadcast", "seq": 1,
+                            "group": "default"}) + "\n")
+    c = last_collective(log)
+    assert (c["op"], c["seq"], c["state"], c["reached"]) == ("broadcast", 1, "waiting",
+                                                             {"default": 1})

@@ -103,11 +103,15 @@ def last_collective(path: Path) -> dict[str, Any] | None:
     """The last collective the rank's log names: op, seq, group, line, and ``state`` —
     ``waiting`` (issued, never returned: the rank is in it) or ``done``; ``reached``: per
     group, the highest number the log shows the rank issued (an asynchronous collective
-    returns at once: the rank reached it, though it may wait for it later)."""
+    returns at once: the rank reached it, though it may wait for it later). Only the rank's
+    last attempt counts: a restarted rank logs ``start`` again and numbers its collectives
+    anew."""
     last: dict[str, Any] | None = None
     reached: dict[str, int] = {}
     for ev in _events(path):
-        if ev.get("event") == "collective" and isinstance(ev.get("seq"), int):
+        if ev.get("event") == "start":  # a new attempt (torchrun --max-restarts): numbered anew
+            last, reached = None, {}
+        elif ev.get("event") == "collective" and isinstance(ev.get("seq"), int):
             group = _text(ev.get("group")) or "default"
             reached[group] = max(reached.get(group, 0), ev["seq"])
             last = {"op": _text(ev.get("op")) or "?", "seq": ev["seq"], "group": group,
