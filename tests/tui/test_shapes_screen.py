@@ -117,6 +117,18 @@ async def test_a_guard_shows_its_line_and_goes_to_its_nodes(open_ui, dynamic_tra
         assert passes.current_stage().index == take.snapshots()[0].index
         assert ui.cursor_line("#graph-view").startswith(f"  {expected[0]}")
         assert any(f"nodes from dynamic_shapes.py:{check}" in n for n in ui.notifications())
+        # a symbol made again after Dynamo (renamed to u0): its line comes from a node, and
+        # enter marks the nodes that use what it became
+        later = next(s for s in compile_dynamic(trace, "2/0")["symbols"] if s["replaced_by"])
+        await ui.press(KEY)
+        lines = ui.lines("#shapes-view")
+        row = next(i for i, ln in enumerate(lines) if ln.startswith(f"  {later['name']} "))
+        assert f"dynamic_shapes.py:{line_of('.sum().item()')} (via node item)" in lines[row]
+        ui.app.screen.query_one("#shapes-view").move_to(row)
+        await ui.press("enter")
+        assert await ui.wait_for(lambda: ui.app.current_mode == "passes", 10)
+        uses = {n.name for n in dynamo.nodes if "u0" in str(n.tensor)}
+        assert "item" in uses and ui.app.screen.marks == uses
 
 
 def test_the_source_line_is_shown_inert() -> None:

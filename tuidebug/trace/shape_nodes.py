@@ -44,12 +44,13 @@ def _word(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w]){re.escape(name)}(?![\w])")
 
 
-def nodes_using(graph: Graph | None, symbol: str) -> list[str]:
-    """The nodes of ``graph`` whose value or shape (tensor meta) names ``symbol``."""
-    if graph is None:
+def nodes_using(graph: Graph | None, symbol: dict[str, Any]) -> list[str]:
+    """The nodes of ``graph`` whose value or shape (tensor meta) names ``symbol`` (an entry of
+    ``symbols``) or the symbol it was replaced by."""
+    if graph is None or not symbol.get("name"):
         return []
-    pattern = _word(str(symbol))
-    return [n.name for n in graph.nodes if _uses(pattern, n)]
+    patterns = [_word(n) for n in names(symbol)]
+    return [n.name for n in graph.nodes if any(_uses(p, n) for p in patterns)]
 
 
 def _snapshots(trace: Trace, cid: str) -> Iterator[tuple[GraphRecord, str, Graph]]:
@@ -64,7 +65,7 @@ def _snapshots(trace: Trace, cid: str) -> Iterator[tuple[GraphRecord, str, Graph
             yield g, s.name, graph
 
 
-def _names(sym: dict[str, Any]) -> list[str]:
+def names(sym: dict[str, Any]) -> list[str]:
     """The symbol's own name, then the symbols it was replaced by (an unbacked symbol made again
     after Dynamo is renamed to Dynamo's: ``u1`` → ``u0``; the graphs then show ``u0``)."""
     names = [str(sym["name"])]
@@ -79,7 +80,7 @@ def derived_user_lines(trace: Trace, cid: str,
     """For each symbol with no user line: ``{"user_line", "user_line_from"}`` from the first
     FX node but an input (Dynamo graph first, then the post-grad graph) whose value or shape
     uses it, or the symbol it was replaced by, and whose source location is known."""
-    pending = {str(s["name"]): [(n, _word(n)) for n in _names(s)]
+    pending = {str(s["name"]): [(n, _word(n)) for n in names(s)]
                for s in symbols if not s.get("user_line") and s.get("name")}
     found: dict[str, dict[str, Any]] = {}
     if not pending:

@@ -75,7 +75,7 @@ def shapes_lines(trace: Any, g: GraphRecord) -> tuple[list[Text], list[Any]]:
                           inert_text(f"  created at {at}" if at else "", "dim"),
                           inert_text(f" (via {str(s['user_line_from']).split(' of ')[0]})"
                                      if at and s.get("user_line_from") else "", "dim")),
-            ("symbol", s.get("name")))
+            ("symbol", s))
     add(Text(""))
     add(Text.assemble(("Specializations", "bold"), (f"  {len(d['specializations'])}", "dim")))
     for sp in d["specializations"]:
@@ -168,13 +168,15 @@ class ShapesScreen(TraceScreen):
         if target[0] == "line":
             self._show_line(g, target[1], target[2], graph)
             return
-        value = target[1]
-        users = shape_nodes.nodes_using(graph, str(value))
+        sym = target[1]
+        value = sym.get("name")
+        users = shape_nodes.nodes_using(graph, sym)
         if not users:
             self.notify(f"no node of {g.id} has {value} in its shape", severity="warning")
             return
-        self.app.post_message(ShowNode(g.id, users[0], stage=snaps[0].index, marks=users,
-                                       reason=f"nodes whose shape uses {value}"))
+        self.app.post_message(ShowNode(
+            g.id, users[0], stage=snaps[0].index, marks=users,
+            reason=f"nodes whose shape uses {' or '.join(shape_nodes.names(sym))}"))
 
     def _show_line(self, g: GraphRecord, line: Any, what: str, graph: Any) -> None:
         """The user line that added a guard or a specialization, in its source; from there, on
