@@ -13,10 +13,12 @@ import re
 from typing import Any
 
 _PREFIX = re.compile(r"^\s*(?P<cid>!?\d+/\d+(?:_\d+)?(?:/\d+)?): (?P<text>.*)$", re.S)
-_TENSOR = re.compile(r"tensor '(?P<name>[^']+)' (?P<what>size|stride) mismatch at index "
+# a tensor's name may hold quotes itself: tensor 'kwargs['input_ids']' (passed by keyword)
+_TENSOR = re.compile(r"tensor '(?P<name>.+?)' (?P<what>size|stride) mismatch at index "
                      r"(?P<index>\d+)\. expected (?P<expected>\S+), actual (?P<actual>\S+)")
-_TENSOR_OTHER = re.compile(r"tensor '(?P<name>[^']+)' (?P<what>dtype|device|requires_grad|"
+_TENSOR_OTHER = re.compile(r"tensor '(?P<name>.+?)' (?P<what>dtype|device|requires_grad|"
                            r"dispatch key set|rank|ndim)[^.]*mismatch")
+_NAME_HEAD = re.compile(r"^(?P<head>[A-Za-z_]\w*)(?P<rest>.*)$", re.S)
 _SIZE_SOURCE = re.compile(r"L\['[^'\]]+'\]\.(?:size|stride)\(\)\[\d+\]")
 _INT_SOURCE = re.compile(r"L\['(?P<name>[^'\]]+)'\] == (?P<value>-?\d+)")
 _LIMIT = re.compile(r"recompile limit|cache_size_limit|recompile_limit", re.I)
@@ -62,13 +64,20 @@ def _config(detail: dict[str, Any]) -> dict[str, Any]:
     return text if isinstance(text, dict) else {}
 
 
+def _local(name: str) -> str:
+    """Dynamo's source of a frame-local input named as its guard failure names it: ``x`` ->
+    ``L['x']``, ``kwargs['input_ids']`` -> ``L['kwargs']['input_ids']``."""
+    m = _NAME_HEAD.match(name)
+    return f"L['{m['head']}']{m['rest']}" if m else f"L['{name}']"
+
+
 def suggestion(text: str, config: dict[str, Any]) -> tuple[str, str | None, Any, Any]:
     """What would avoid a recompile whose failed guard says ``text``: (suggestion, the input
     source it is about, the value it expected, the value that failed it)."""
     m = _TENSOR.search(text)
     if m:
         name, index = m["name"], m["index"]
-        source = f"L['{name}'].{m['what']}()[{index}]"
+        source = f"{_local(name)}.{m['what']}()[{index}]"
         if m["what"] == "stride":
             return (f"the memory layout of {name!r} changed (a transposed or sliced input): "
                     f"pass {name}.contiguous(), or keep one layout across calls",
@@ -87,7 +96,7 @@ def suggestion(text: str, config: dict[str, Any]) -> tuple[str, str | None, Any,
     m = _TENSOR_OTHER.search(text)
     if m:
         return (f"the {m['what']} of {m['name']!r} changed: each {m['what']} is compiled "
-                f"separately; keep it the same across calls", f"L['{m['name']}']", None, None)
+                f"separately; keep it the same across calls", _local(m["name"]), None, None)
     m = _INT_SOURCE.search(text)
     if m:
         return (f"the Python number {m['name']!r} is a constant of the compile: pass it as a "
