@@ -216,3 +216,27 @@ async def test_restarted_frames_name_their_function_and_reasons_fit_80_columns(
         assert all(len(ln) <= 80 for ln in lines[i:i + 3])
         reason = " ".join(ln.strip() for ln in lines[i:i + 2])
         assert "tensor 'x' size mismatch at index 0. expected 4, actual 16" in reason, reason
+
+
+async def test_a_compile_that_hit_the_recompile_limit_says_so(open_ui, dynamic_trace: Path) -> None:
+    """``3/2`` hit the recompile limit: no metrics of its own, so its row took ``–`` and its
+    guards ``None``; its reasons (recorded as one JSON list of the frame's failures) showed as
+    JSON. It is the frame of ``3/0``, each reason is a line, and why it failed is said; enter on
+    its row names its function too."""
+    async with open_ui(dynamic_trace, size=(200, 50)) as ui:
+        lines = ui.lines("#overview")
+        row = next(ln for ln in lines if ln.split()[:1] == ["3/2"]).split()
+        first = next(ln for ln in lines if ln.split()[:1] == ["3/0"]).split()
+        assert row[1:3] == first[1:3] and row[1] == "limited", row
+        assert "None" not in row and row[5] == "–", row
+        reasons = [ln.strip() for ln in lines if ln.strip().startswith("3/2 recompiled because:")]
+        assert any("because: 3/1: tensor 'x' size mismatch at index 0" in r for r in reasons)
+        assert not any(r.endswith("[") or r.startswith('"') for r in reasons), reasons
+        assert any("3/2 failed: Unsupported: Dynamo recompile limit exceeded" in ln
+                   for ln in lines), lines
+        view = ui.app.screen.query_one("#overview")
+        view.move_to(next(i for i, ln in enumerate(lines) if ln.split()[:1] == ["3/2"]))
+        await ui.press("enter")
+        text = ui.text()
+        assert "compile 3/2: limited at" in text and "dynamic_shapes.py:33" in text, text
+        assert "failed: Unsupported: Dynamo recompile limit exceeded" in text

@@ -255,7 +255,8 @@ def script_outcome(manifest: dict[str, Any]) -> dict[str, Any]:
 def compile_place(compiles: dict[str, dict[str, Any]], cid: str) -> dict[str, Any]:
     """``{function, file, line, restarted}`` of a Dynamo compile. A frame whose analysis restarted
     (``0/0``, then ``0/0_1``) has no metrics of its own: it is the same frame as its restart, so
-    its function and place are the restart's, and ``restarted`` names it."""
+    its function and place are the restart's, and ``restarted`` names it; one with no place of
+    its own otherwise takes its frame's (``3/2`` that hit the recompile limit: ``3/0``'s)."""
     def place(c: dict[str, Any]) -> dict[str, Any]:
         m = c.get("metrics") or c.get("summary") or {}
         return {"function": m.get("co_name"), "file": m.get("co_filename"),
@@ -271,6 +272,13 @@ def compile_place(compiles: dict[str, dict[str, Any]], cid: str) -> dict[str, An
         p = place(compiles[k])
         if p["function"]:
             return {**p, "restarted": k}
+    # a compile Dynamo gave up on (the recompile limit) has no metrics of its own either: its
+    # frame (the id before the slash) is the same function as the frame's other compiles
+    frame = cid.split("/")[0] + "/"
+    for k in compiles:
+        p = place(compiles[k])
+        if k.startswith(frame) and p["function"]:
+            return {**p, "restarted": later[0] if later else None}
     return {**own, "restarted": later[0] if later else None}
 
 

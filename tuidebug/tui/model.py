@@ -16,8 +16,9 @@ from typing import Any
 from tuidebug.trace import schema
 from tuidebug.trace.graph import Graph, node_line
 from tuidebug.trace.reader import GraphRecord, StageInfo, Trace
+from tuidebug.trace.recompiles import reasons_of
 from tuidebug.trace.stages import merge_removed, previous_snapshot, snapshot_at
-from tuidebug.trace.summary import compile_cache
+from tuidebug.trace.summary import compile_cache, compile_place
 
 # -- timings ---------------------------------------------------------------------------------------
 
@@ -255,14 +256,35 @@ def winner_name(entry: dict[str, Any]) -> str | None:
 
 # -- Dynamo compiles ---------------------------------------------------------------------------
 
-def compile_detail(cid: str, c: dict[str, Any]) -> str:
-    """Everything recorded about one Dynamo compile, as text: where, graphs, graph breaks,
-    recompile reasons, cache events, counters and the guards Dynamo installed."""
+def guard_count(metrics: dict[str, Any]) -> str:
+    """How many guards a compile installed, or – (a frame Dynamo gave up on has none)."""
+    n = metrics.get("guard_count")
+    return str(n) if isinstance(n, int) else "–"
+
+
+def compile_failure(metrics: dict[str, Any]) -> str | None:
+    """Why Dynamo's compile of a frame failed (``fail_type: first line of fail_reason``: the
+    recompile limit, a constraint violation, an error), or None."""
+    kind, reason = metrics.get("fail_type"), str(metrics.get("fail_reason") or "").strip()
+    if not kind and not reason:
+        return None
+    first = reason.splitlines()[0][:300] if reason else ""
+    return f"{kind}: {first}" if kind and first else str(kind or first)
+
+
+def compile_detail(cid: str, compiles: dict[str, dict[str, Any]]) -> str:
+    """Everything recorded about Dynamo compile ``cid`` of ``compiles``, as text: where, graphs,
+    graph breaks, recompile reasons, cache events, counters and the guards Dynamo installed."""
+    c = compiles[cid]
     m = c.get("metrics") or c.get("summary") or {}
-    out = [f"compile {cid}: {m.get('co_name') or '?'} at {m.get('co_filename') or '?'}:"
-           f"{m.get('co_firstlineno') or '?'}",
+    place = compile_place(compiles, cid)
+    out = [f"compile {cid}: {place['function'] or '?'} at {place['file'] or '?'}:"
+           f"{place['line'] or '?'}",
            f"graphs: {', '.join(c.get('graphs') or []) or 'none'}",
-           f"guards: {m.get('guard_count', '?')}   cache: {compile_cache(c)}", ""]
+           f"guards: {guard_count(m)}   cache: {compile_cache(c)}"]
+    failed = compile_failure(m)
+    out += [f"failed: {failed}"] if failed else []
+    out.append("")
 
     def section(title: str, items: list[Any]) -> None:
         if items:
@@ -272,7 +294,7 @@ def compile_detail(cid: str, c: dict[str, Any]) -> str:
                 out.extend("  " + ln for ln in text.strip().splitlines())
             out.append("")
     section("graph breaks", list(c.get("dynamo_graph_break_reason") or []))
-    section("recompiled because", list(c.get("recompile_reasons") or []))
+    section("recompiled because", reasons_of(c))
     section("cache events", [" ".join(f"{k}={v}" for k, v in e.items() if k in (
         "cache", "result", "graph", "key", "time_saved_ms", "line")) for e in c.get("cache") or []
         if isinstance(e, dict)])

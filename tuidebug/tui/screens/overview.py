@@ -20,6 +20,7 @@ from textual.app import ComposeResult
 from tuidebug.trace import failure
 from tuidebug.trace import schema
 from tuidebug.trace.reader import GraphRecord, Trace
+from tuidebug.trace.recompiles import reasons_of
 from tuidebug.trace.summary import (ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict,
                                     changed_passes, compile_place, cudagraphs_state)
 from tuidebug.tui import model
@@ -218,12 +219,15 @@ def _compiles(trace: Trace) -> list[RenderableType]:
                   model.secs(metrics.get("entire_frame_compile_time_s"))
                   if metrics or not place["restarted"] else "restart",
                   model.secs(metrics.get("inductor_compile_time_s")),
-                  str(metrics.get("guard_count", "–")), model.compile_cache(c),
+                  model.guard_count(metrics), model.compile_cache(c),
                   ", ".join(c.get("graphs") or []))
         for r in c.get("dynamo_graph_break_reason") or []:
             notes.append(Text(f"  {cid} graph break: {_reason(r)}", style="yellow"))
-        for r in c.get("recompile_reasons") or []:
+        for r in reasons_of(c):
             notes.append(Text(f"  {cid} recompiled because: {_reason(r)}", style="yellow"))
+        failed = model.compile_failure(metrics)
+        if failed:  # Dynamo gave up on the frame (the recompile limit, an error)
+            notes.append(Text(f"  {cid} failed: {failed}", style="red"))
     return out + [t] + notes
 
 
@@ -373,7 +377,7 @@ class OverviewScreen(TraceScreen):
         cid = getattr(self, "_compile_lines", {}).get(event.index)
         if cid:
             self.app.push_screen(TextScreen(f"Dynamo compile {cid}",
-                                            model.compile_detail(cid, self.trace.compiles[cid])))
+                                            model.compile_detail(cid, self.trace.compiles)))
             return
         graph_id = getattr(self, "_graph_lines", {}).get(event.index)
         if graph_id:
