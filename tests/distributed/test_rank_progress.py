@@ -169,3 +169,26 @@ def test_a_restarted_rank_is_judged_by_its_last_attempt(tmp_path: Path) -> None:
     c = last_collective(log)
     assert (c["op"], c["seq"], c["state"], c["reached"]) == ("broadcast", 1, "waiting",
                                                              {"default": 1})
+
+
+def test_a_progress_log_that_cannot_be_written_does_not_stop_the_rank(tmp_path: Path) -> None:
+    """The rank's capture child cannot open its progress log (here its folder is a file): the
+    script runs all the same, and the trace says the collectives were not logged."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import pythonpath
+
+    (tmp_path / "job").write_text("not a folder")
+    script = tmp_path / "s.py"
+    script.write_text(f"open({str(tmp_path / 'RAN')!r}, 'w').write('yes')\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuidebug.compiler.run_script", "--out", str(tmp_path / "t"),
+         "--no-check", "--progress", str(tmp_path / "job" / "rank_0.progress.jsonl"),
+         str(script)], env=dict(os.environ, PYTHONPATH=pythonpath()), capture_output=True,
+        text=True, timeout=300)
+    assert (tmp_path / "RAN").read_text() == "yes", proc.stderr[-2000:]
+    assert proc.returncode == 12, proc.stderr[-2000:]  # ran; nothing compiled
+    warnings = json.loads((tmp_path / "t" / "manifest.json").read_text())["warnings"]
+    assert any("collectives are not logged" in w for w in warnings), warnings

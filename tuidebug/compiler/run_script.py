@@ -57,7 +57,11 @@ def main(argv: list[str] | None = None) -> int:
         from tuidebug.compiler.capture.rank_progress import RankProgress
 
         assert session.writer is not None
-        ranks = RankProgress(Path(ns.progress), session.writer.warn).install()
+        try:
+            ranks = RankProgress(Path(ns.progress), session.writer.warn).install()
+        except Exception as e:  # noqa: BLE001 - the rank runs on, its collectives not logged
+            session.writer.warn(f"this rank's collectives are not logged to {ns.progress}: "
+                                f"{type(e).__name__}: {e}")
     try:
         return run_in_session(session, os.path.abspath(ns.script), ns.args,
                               json.loads(ns.overrides))

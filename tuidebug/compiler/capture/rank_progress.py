@@ -56,9 +56,14 @@ class RankProgress:
         self.undo: list[Callable[[], None]] = []
 
     def install(self) -> "RankProgress":
+        """Wrap every collective; on a failure, everything wrapped so far is put back."""
         self.log.append({"event": "start", "t": time.time(), "pid": os.getpid()})
-        for dotted, op in compat.collective_hook_points():
-            self.patcher.wrap(dotted, lambda orig, op=op: self._wrap(orig, op))
+        try:
+            for dotted, op in compat.collective_hook_points():
+                self.patcher.wrap(dotted, lambda orig, op=op: self._wrap(orig, op))
+        except BaseException:
+            self.uninstall()
+            raise
         return self
 
     def uninstall(self) -> None:
