@@ -34,6 +34,9 @@ _SEED = 0
 def profile_backward(s: Any, cid: str, piece: int, gm: Any, grad: GradCall, inputs: list[Any],
                      runs: int, warmup: int, node_prefix: str) -> dict[str, Any]:
     """The ``backward`` section of compile ``cid``'s profile, or ``{"note": why not}``."""
+    if compat.compiled_autograd_on():
+        return {"note": f"{NOT_PROFILED}compiled autograd is on: a backward run by the profile "
+                        "would be compiled by Dynamo as a graph of its own"}
     try:
         with torch.enable_grad():
             return _profile(s, cid, piece, gm, grad, inputs, runs, warmup, node_prefix)

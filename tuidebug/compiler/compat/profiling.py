@@ -225,6 +225,19 @@ class NodeRanges(torch.fx.Interpreter):
             return super().run_node(n)
 
 
+def compiled_autograd_on() -> bool:
+    """Whether compiled autograd is on (``torch._dynamo.compiled_autograd`` enabled now, or
+    ``torch._dynamo.config.compiled_autograd``): a backward run now would be traced and
+    compiled by Dynamo, a compile of its own."""
+    import sys
+
+    ca = sys.modules.get("torch._dynamo.compiled_autograd")
+    if ca is not None and getattr(ca, "compiled_autograd_enabled", False) is True:
+        return True
+    config = sys.modules.get("torch._dynamo.config")
+    return config is not None and getattr(config, "compiled_autograd", False) is True
+
+
 def wall_times(fn: Callable[[], Any], runs: int,
                before_run: Callable[[], None] | None = None) -> list[float]:
     """Seconds of each of ``runs`` calls of ``fn``, device-synchronized around each
