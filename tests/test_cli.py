@@ -270,3 +270,12 @@ def test_perfetto_of_the_current_folder_is_named_for_it(mlp_trace: Path, copy_tr
     assert p.returncode == 0, p.stderr
     assert (trace / "mlp-run.perfetto.json").is_file() and not (trace / ".perfetto.json").exists()
     assert "wrote mlp-run.perfetto.json" in p.stdout
+
+
+@pytest.mark.parametrize("n", ["0", "-2"])
+def test_nproc_per_node_must_be_at_least_one(tmp_path: Path, n: str) -> None:
+    """torchrun itself answers 0 or a negative count with a bare AssertionError traceback."""
+    p = tuidebug("trace", "--nproc-per-node", n, "-o", str(tmp_path / "o"),
+                 str(EXAMPLES / "mlp.py"))
+    assert p.returncode == 2 and "at least 1" in _error_line(p), p.stderr
+    assert "Traceback" not in p.stderr and not (tmp_path / "o").exists()

@@ -90,6 +90,10 @@ def launch(ns: argparse.Namespace) -> int:
 
     if not ns.output:
         raise CliError("a distributed trace needs an output directory: -o DIR")
+    n = str(ns.nproc_per_node).strip()
+    if n.lstrip("+-").isdigit() and int(n) < 1:  # torchrun answers with a bare AssertionError
+        raise CliError(f"--nproc-per-node {n}: give the number of processes per node (at least "
+                       "1), or one of torchrun's words (auto, cpu, gpu)")
     if ns.profile and ns.no_check:  # every rank would refuse it, after torchrun started them
         raise CliError("--profile runs after the eager check: drop --no-check")
     out = Path(ns.output)
