@@ -14,9 +14,9 @@ from tuidebug.trace.summary import phase_text, trace_summary
 from tuidebug.viewers.info import render_summary
 
 
-def rendered(path: Path) -> tuple[str, dict]:
+def rendered(path: Path, width: int = 200) -> tuple[str, dict]:
     s = trace_summary(Trace(path))
-    console = Console(file=io.StringIO(), width=200, record=True, color_system=None)
+    console = Console(file=io.StringIO(), width=width, record=True, color_system=None)
     render_summary(s, console)
     return console.export_text(), s
 
@@ -45,6 +45,17 @@ def test_a_finished_trace_one_row_per_graph(transformer_trace: Path) -> None:
     for c in s["compiles"]:
         assert any(ln.split()[:2] == [c["id"], str(c["function"])] for ln in text.splitlines())
     assert "problem:" not in text and "error " not in text
+
+
+def test_graph_ids_are_whole_at_80_columns(dynamic_trace: Path) -> None:
+    """``tuidebug info | less`` and 80-column terminals: rich cut the ten columns to fit, and
+    the graph ids (what --graph takes) became ``0_0-inferen…``; every cell stays whole."""
+    text, s = rendered(dynamic_trace, width=80)
+    for g in s["graphs"]:
+        cells = row_of(text, g["id"])
+        assert cells[1:3] == [g["kind"], g["status"]], cells
+        assert not any("…" in c for c in cells), cells
+    assert all(len(ln) <= 80 for ln in text.splitlines())
 
 
 def test_a_failed_trace_says_where_and_why(failing_trace: Path) -> None:

@@ -62,12 +62,16 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
                                     inert_text(f"{phase_text(err.get('phase'))}: "),
                                     inert_text(err.get("type"), "red"), ": ",
                                     inert_text(message[0][:300] if message else "")))
+    # ten columns: on 80 (a pipe, a small terminal) one space between them, or rich cuts the
+    # graph ids ("0_0-inferen…"), which are what the other commands take
     t = Table(title="compiled graphs", title_justify="left", show_lines=False, box=None,
-              padding=(0, 1), header_style="bold")
+              padding=(0, 1), header_style="bold", collapse_padding=console.width < 100,
+              pad_edge=console.width >= 100)
     for col in ("graph", "kind", "status", "nodes", "passes±", "kernels", "extern",
                 "fused", "→src", "time"):
         t.add_column(col, justify="right" if col not in ("graph", "kind", "status") else "left",
-                     no_wrap=True)
+                     no_wrap=True, min_width=max((len(str(g["id"])) for g in s["graphs"]),
+                                                 default=5) if col == "graph" else None)
     for g in s["graphs"][:MAX_ROWS]:
         phase_times = g.get("phase_times_s") or {}
         total = sum(phase_times.values()) if phase_times else None
