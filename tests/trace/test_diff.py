@@ -164,3 +164,19 @@ def test_a_freshly_traced_side_is_not_called_recompiled(mlp_trace: Path, mlp_cha
     text = _rendered(d, code=False)
     assert "recompiled with" not in text
     assert "traced in the recompile worker with size_asserts=true" in text
+
+
+def test_graphs_of_one_side_only_are_named_not_counted_as_pass_changes(
+        mlp_trace: Path, transformer_trace: Path) -> None:
+    """Two ranks, one of which recompiled: the graph only one side has was listed as a Python
+    list (``['0_1-inference']``) and each pass it ran counted as "a pass with a different
+    effect" (decompose_map_to_while_loop, … : passes that changed nothing)."""
+    from tuidebug.trace.reader import Trace
+
+    lines = diff_traces(mlp_trace, transformer_trace)["lines"]
+    only = next(ln for ln in lines if ln.startswith("graphs only in A: "))
+    a = ", ".join(g.id for g in Trace(mlp_trace).graphs)
+    assert only.startswith(f"graphs only in A: {a}; only in B: "), only
+    assert all(g.id in only for g in Trace(transformer_trace).graphs)
+    assert "[" not in only and "'" not in only, only
+    assert not any(ln.startswith("passes with a different effect") for ln in lines), lines

@@ -37,7 +37,8 @@ def summary(d: dict[str, Any]) -> dict[str, Any]:
                                    total((g["ir"]["post"]["b"] or {}).get("kernels") for g in graphs)),
         "reductions_post": pair(total((g["ir"]["post"]["a"] or {}).get("reductions") for g in graphs),
                                  total((g["ir"]["post"]["b"] or {}).get("reductions") for g in graphs)),
-        "passes_differing": sum(len(g["passes"]) for g in graphs),
+        # of the graphs both traces have: each pass of a graph only one has "differs" otherwise
+        "passes_differing": sum(len(g["passes"]) for g in graphs if g["in"] == "both"),
         "fused": pair(total(g["fusion"]["fused"]["a"] for g in graphs),
                        total(g["fusion"]["fused"]["b"] for g in graphs)),
         "wrapper_markers": _merge_markers(graphs),
@@ -163,7 +164,8 @@ def finding_lines(d: dict[str, Any]) -> list[str]:
         lines.append("ops in the post-grad graph: " + ", ".join(
             f"{op} {n:+d}" for op, n in sorted(ops.items(), key=lambda kv: -abs(kv[1])) if n)[:300])
     if s["passes_differing"]:
-        names = sorted({p["name"] for g in d["graphs"] for p in g["passes"]})
+        names = sorted({p["name"] for g in d["graphs"] if g["in"] == "both"
+                         for p in g["passes"]})
         lines.append(f"passes with a different effect: {', '.join(names[:8])}"
                      + (" …" if len(names) > 8 else ""))
     for k, v in s["wrapper_markers"].items():
@@ -174,7 +176,8 @@ def finding_lines(d: dict[str, Any]) -> list[str]:
     if s["accuracy_close"]["a"] != s["accuracy_close"]["b"]:
         lines.append(f"matches eager: {_arrow(s['accuracy_close'])}")
     if s["graphs_only_a"] or s["graphs_only_b"]:
-        lines.append(f"graphs only in A: {s['graphs_only_a']}; only in B: {s['graphs_only_b']}")
+        lines.append(f"graphs only in A: {', '.join(s['graphs_only_a']) or 'none'}; "
+                     f"only in B: {', '.join(s['graphs_only_b']) or 'none'}")
     if s["compile_time_s"]["a"] is not None and s["compile_time_s"]["b"] is not None:
         lines.append(f"compile time: {_arrow(s['compile_time_s'], '{:.2f}s')}")
     lines += _kernel_time_lines(d, s)
