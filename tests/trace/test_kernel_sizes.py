@@ -82,3 +82,23 @@ async def test_the_code_screen_header_names_a_kernels_sizes(open_ui, dynamic_tra
         await ui.settle()
         screen.goto_kernel(kernel)
         assert await ui.wait_for(lambda: "sizes: specialized to its sizes" in ui.text(), 10)
+
+
+def test_a_wrapper_of_2000_kernels_is_read_once_not_once_per_kernel() -> None:
+    """``info`` reads every kernel's sizes: each kernel once searched the whole wrapper and
+    re-read all its assignments (2,000 kernels: two minutes); now well under a second."""
+    import time
+
+    n = 2000
+    wrapper = "def call(args):\n" + "".join(
+        f"        buf{i} = empty_strided_cuda((s0, 64), (64, 1), torch.float32)\n"
+        f"        triton_poi_fused_{i}_xnumel = {i + 1}*s0\n"
+        f"        triton_poi_fused_{i}.run(arg0_1, buf{i}, ks0, triton_poi_fused_{i}_xnumel, "
+        "stream=stream0)\n" for i in range(n))
+    source = "def triton_poi_fused_0(in_ptr0, out_ptr0, ks0, xnumel, XBLOCK : tl.constexpr):\n"
+    t0 = time.monotonic()
+    sizes = [symbolic_sizes(source, "triton", wrapper, f"triton_poi_fused_{i}") for i in range(n)]
+    assert time.monotonic() - t0 < 10
+    for i in (0, 1234, n - 1):
+        # ks0 is passed as ks0 (no symbol of the compile); xnumel as the wrapper computed it
+        assert sizes[i] == [{"param": "xnumel", "expr": f"{i + 1}*s0", "symbols": ["s0"]}]

@@ -5,7 +5,9 @@ Read from the kernel's code and its call in the wrapper; no torch."""
 
 from __future__ import annotations
 
+import json
 import re
+from functools import lru_cache
 from typing import Any
 
 from tuidebug.trace.reader import GraphRecord
@@ -15,6 +17,25 @@ _KERNEL_SYMBOL = re.compile(r"\bks\d+\b")  # a symbolic size as the kernel names
 _CPP_SIGNATURE = re.compile(r"\bkernel\(([^)]*)\)")
 _PY_SIGNATURE = re.compile(r"^def \w+\(([^)]*)\)", re.M)
 _ASSIGN = re.compile(r"^\s*(?P<name>\w+) = (?P<expr>[^=\n][^\n]*)$", re.M)
+_CALL = re.compile(r"^\s*(?:\w+(?:,\s*\w+)* = )?(?P<fn>[A-Za-z_]\w*)(?:\.run)?\(", re.M)
+
+
+class _WrapperIndex:
+    """What :func:`symbolic_sizes` reads from a wrapper, found in one pass each (not once per
+    kernel: a wrapper of 2,000 kernels took two minutes): where each function is first called,
+    and every ``name = expr`` assignment."""
+
+    def __init__(self, wrapper: str) -> None:
+        self.wrapper = wrapper
+        self.first_call: dict[str, int] = {}
+        for m in _CALL.finditer(wrapper):
+            self.first_call.setdefault(m["fn"], m.end())
+        self.assigned = {m["name"]: m["expr"].strip() for m in _ASSIGN.finditer(wrapper)}
+
+
+@lru_cache(maxsize=4)
+def _index(wrapper: str) -> _WrapperIndex:
+    return _WrapperIndex(wrapper)
 
 
 def _split_args(text: str) -> list[str]:
@@ -53,15 +74,14 @@ def kernel_params(source: str, kind: str | None) -> list[str]:
 def call_args(wrapper: str, name: str) -> list[str] | None:
     """The positional arguments of the wrapper's first call of kernel ``name`` (keyword
     arguments such as ``stream=`` left out); None when no call is found."""
-    call = re.compile(rf"^\s*(?:\w+(?:,\s*\w+)* = )?{re.escape(name)}(?:\.run)?\(", re.M)
-    m = call.search(wrapper)
-    if m is None:
+    start = _index(wrapper).first_call.get(name)
+    if start is None:
         return None
-    depth, i = 1, m.end()
+    depth, i = 1, start
     while i < len(wrapper) and depth:
         depth += {"(": 1, ")": -1}.get(wrapper[i], 0)
         i += 1
-    args = _split_args(wrapper[m.end():i - 1])
+    args = _split_args(wrapper[start:i - 1])
     return [a for a in args if not re.match(r"^\w+\s*=[^=]", a)]
 
 
@@ -74,7 +94,7 @@ def symbolic_sizes(source: str, kind: str | None, wrapper: str | None,
     args = call_args(wrapper, name) if wrapper else None
     out: list[dict[str, Any]] = []
     if args is not None and params:
-        assigned = {m["name"]: m["expr"].strip() for m in _ASSIGN.finditer(wrapper or "")}
+        assigned = _index(wrapper).assigned if wrapper else {}
         for param, arg in zip(params, args):
             if "ptr" in param:
                 continue  # a buffer, not a size
@@ -93,33 +113,52 @@ def symbolic_sizes(source: str, kind: str | None, wrapper: str | None,
     return out
 
 
-def kernel_accesses(g: GraphRecord, name: str) -> list[dict[str, Any]]:
+def _ir_index(g: GraphRecord) -> dict[str, list[int]]:
+    """IR node name or member -> the positions of the IR nodes (``ir_post_fusion.json``) that
+    are or hold it."""
+    index: dict[str, list[int]] = {}
+    for i, n in enumerate((g.ir_post or {}).get("nodes") or []):
+        for key in dict.fromkeys([n.get("name"), *(n.get("members") or [])]):
+            index.setdefault(str(key), []).append(i)
+    return index
+
+
+def kernel_accesses(g: GraphRecord, name: str,
+                    index: dict[str, list[int]] | None = None) -> list[dict[str, Any]]:
     """The buffer accesses of the kernel's IR nodes (``ir_post_fusion.json``): ``[{buffer,
     mode, index, ranges}]`` — the index as sympy wrote it (``x0 + 4*x1``) over loop variables
-    whose ranges may be symbolic (``{"x1": "s77"}``)."""
+    whose ranges may be symbolic (``{"x1": "s77"}``). ``index``: :func:`_ir_index` of ``g``
+    (made once for all of a graph's kernels)."""
     prov = ((g.provenance or {}).get("kernels") or {}).get(name) or {}
-    wanted = set(prov.get("ir_nodes") or [])
+    index = _ir_index(g) if index is None else index
+    nodes = (g.ir_post or {}).get("nodes") or []
     out: list[dict[str, Any]] = []
-    for n in (g.ir_post or {}).get("nodes") or []:
-        if n.get("name") in wanted or wanted & set(n.get("members") or []):
-            out.extend(a for a in n.get("accesses") or [] if a not in out)
+    seen: set[str] = set()
+    for i in sorted({i for op in prov.get("ir_nodes") or [] for i in index.get(op, [])}):
+        for a in nodes[i].get("accesses") or []:
+            key = json.dumps(a, sort_keys=True, default=str)
+            if key not in seen:
+                seen.add(key)
+                out.append(a)
     return out
 
 
-def kernel_sizes(g: GraphRecord, k: dict[str, Any], wrapper: str | None) -> dict[str, Any]:
+def kernel_sizes(g: GraphRecord, k: dict[str, Any], wrapper: str | None,
+                 index: dict[str, list[int]] | None = None) -> dict[str, Any]:
     """One kernel (an entry of ``code/kernels.json``): ``{kernel, symbolic_sizes,
     accesses}``."""
     source = g.code(str(k["file"])) or "" if k.get("file") else ""
     return {"kernel": str(k.get("name")),
             "symbolic_sizes": symbolic_sizes(source, k.get("kind"), wrapper,
                                              str(k.get("name"))),
-            "accesses": kernel_accesses(g, str(k.get("name")))}
+            "accesses": kernel_accesses(g, str(k.get("name")), index)}
 
 
 def graph_kernel_sizes(g: GraphRecord) -> list[dict[str, Any]]:
     """Per generated kernel of a graph (extern calls left out): :func:`kernel_sizes`."""
     wrapper = g.wrapper_code()
-    return [kernel_sizes(g, k, wrapper) for k in g.kernels
+    index = _ir_index(g)
+    return [kernel_sizes(g, k, wrapper, index) for k in g.kernels
             if k.get("kind") != "extern" and k.get("file")]
 
 
