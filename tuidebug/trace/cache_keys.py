@@ -121,14 +121,32 @@ def compare(earlier: dict[str, Any], later: dict[str, Any]) -> dict[str, Any]:
     return {"same_key": same, "reasons": reasons, "components_known": known}
 
 
+def _frame(compile_id: Any) -> str | None:
+    """The frame of a compile id: ``0/1`` and ``0/1_2`` -> ``0``, ``!3/0/1`` -> ``!3/0``."""
+    text = str(compile_id or "")
+    return text.rsplit("/", 1)[0] if "/" in text else None
+
+
+def _graph_differs(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    ca, cb = a.get("components") or [], b.get("components") or []
+    return not (ca and cb) or any(d["part"] == "graph" for d in differences(ca, cb))
+
+
 def _closest(lookup: dict[str, Any], earlier: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The earlier lookup of the same cache whose key has the fewest differing components
-    (among the latest CLOSEST_WINDOW: a trace of hundreds of recompiles stays quick to read)."""
+    (among the latest CLOSEST_WINDOW: a trace of hundreds of recompiles stays quick to read):
+    one of the same frame (a recompile), else one of another frame whose FX graph is this
+    one's — another function's graph explains nothing ("the FX graph differs" of every new
+    function's first compile was no reason for its miss)."""
     same = [e for e in earlier if e.get("cache") == lookup.get("cache")
             and e.get("graph_kind", "") == lookup.get("graph_kind", "")]
-    if not same:
+    frame = _frame(lookup.get("compile_id"))
+    mine = [e for e in same if _frame(e.get("compile_id")) == frame]
+    if not mine:
+        mine = [e for e in same[-CLOSEST_WINDOW:] if not _graph_differs(e, lookup)]
+    if not mine:
         return None
-    return min(reversed(same[-CLOSEST_WINDOW:]), key=lambda e: len(differences(
+    return min(reversed(mine[-CLOSEST_WINDOW:]), key=lambda e: len(differences(
         e.get("components") or [], lookup.get("components") or [])))
 
 
@@ -142,9 +160,9 @@ def explain(lookups: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if lk.get("result") == "miss":
             prev = _closest(lk, lookups[:i])
             if prev is None:
-                entry["miss_reason"] = ["no earlier lookup of this cache in the trace: the "
-                                        "cache held no entry for this key (a cold or "
-                                        "unshared cache directory, or a first run)"]
+                entry["miss_reason"] = ["no earlier lookup of this cache for this graph in the "
+                                        "trace: the cache held no entry for this key (a cold "
+                                        "or unshared cache directory, or a first run)"]
                 entry["compared_with"] = None
             else:
                 entry["miss_reason"] = compare(prev, lk)["reasons"] or [
