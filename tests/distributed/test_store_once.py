@@ -55,3 +55,25 @@ def test_linking_a_copied_job_saves_bytes_and_changes_no_verdict(break_job, tmp_
     assert link_identical(copy)["linked"] == 0  # nothing left to link
     a, b = analyze_job(job), analyze_job(copy)
     assert a["divergence"] == b["divergence"] and a["groups"] == b["groups"]
+
+
+def test_a_rank_still_running_is_not_linked(tmp_path) -> None:
+    """In a folder shared by several nodes (or launchers) a rank may still be running when
+    another launcher links the job: its files are left alone (it appends to some of them by
+    name, and an append to a linked file would change another rank's trace too)."""
+    from tuidebug.trace import job
+
+    root = tmp_path / "job"
+    for r, status in ((0, "ok"), (1, "ok"), (2, "running")):
+        (root / f"rank_{r}" / "graphs").mkdir(parents=True)
+        (root / f"rank_{r}" / "graphs" / "autotune.jsonl").write_text('{"op": "mm"}\n' * 50)
+        job.write_record(root, {"rank": r, "world_size": 3, "status": status})
+    s = link_identical(root)
+    files = [root / f"rank_{r}" / "graphs" / "autotune.jsonl" for r in (0, 1, 2)]
+    assert s["linked"] == 1 and s["running"] == [2], s
+    assert _inode(files[0]) == _inode(files[1]) != _inode(files[2])
+    with open(files[2], "a") as f:  # rank 2 appends, as the capture does
+        f.write('{"op": "addmm"}\n')
+    assert "addmm" not in files[0].read_text()
+    job.write_record(root, {"rank": 2, "world_size": 3, "status": "ok"})
+    assert link_identical(root)["linked"] == 0  # its file differs now: nothing to link

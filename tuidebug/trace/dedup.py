@@ -10,6 +10,10 @@ out of the trace) is untouched. Files are never modified in place afterwards (ev
 is a new file renamed into place), so a later write to one rank's file never reaches another's.
 
 Symbolic links and anything that is not a regular file are left alone and never followed.
+A rank whose record says it is still ``running`` (another node's, or another launcher's on
+this host, in a shared job folder) is left alone: it may still append to its files
+(``autotune.jsonl``, ``launches.jsonl`` are opened by name in append mode), and an append to a
+file linked to another rank's would change that rank's file too.
 """
 
 from __future__ import annotations
@@ -69,14 +73,23 @@ def disk_bytes(root: Path) -> int:
     return total
 
 
+def _ended(root: Path) -> list[int]:
+    """The ranks with a trace folder whose record does not say they are still running."""
+    running = {r["rank"] for r in joblayout.read_job(root)["ranks"]
+               if r.get("status") == "running"}
+    return [r for r in joblayout.rank_dirs(root) if r not in running]
+
+
 def link_identical(root: Path, *, min_size: int = 1) -> dict[str, Any]:
-    """Hard-link identical files across (and within) the ranks of job directory ``root``.
-    Returns ``{files, linked, bytes_before, bytes_after}`` (bytes counted once per inode)."""
+    """Hard-link identical files across (and within) the ranks of job directory ``root`` that
+    ended. Returns ``{files, linked, bytes_before, bytes_after, running}`` (bytes counted once
+    per inode; ``running``: the ranks left alone, still running)."""
     root = Path(root)
     before = disk_bytes(root)
     by_size: dict[int, list[tuple[Path, os.stat_result]]] = {}
     files = 0
-    for r in joblayout.rank_dirs(root):
+    ended = _ended(root)
+    for r in ended:
         for path, st in _files(joblayout.rank_dir(root, r)):
             files += 1
             if st.st_size >= min_size:
@@ -107,4 +120,5 @@ def link_identical(root: Path, *, min_size: int = 1) -> dict[str, Any]:
                 except OSError:
                     pass
     return {"files": files, "linked": linked, "bytes_before": before,
-            "bytes_after": disk_bytes(root)}
+            "bytes_after": disk_bytes(root),
+            "running": sorted(set(joblayout.rank_dirs(root)) - set(ended))}
