@@ -94,11 +94,44 @@ def describe(c: dict[str, Any] | None) -> dict[str, Any] | None:
             "code": src.get("code")}
 
 
-def first_difference(a: GraphRecord, b: GraphRecord) -> dict[str, Any] | None:
+ACROSS_GROUPS = "order across groups"
+ACROSS_GROUPS_NOTE = ("each group's own sequence is the same on both ranks; only the order "
+                      "between groups differs (it completes where each group progresses on its "
+                      "own, as gloo's do; with NCCL it may deadlock)")
+
+
+def _shared(cs: list[dict[str, Any]], ranks: tuple[int, int] | None) -> list[dict[str, Any]]:
+    """The collectives of ``cs`` on a group holding both ``ranks`` (or whose members are not
+    recorded): a collective on a group one of the two is not in is matched by its own
+    group's members, not by this pair."""
+    if ranks is None:
+        return cs
+    out = []
+    for c in cs:
+        members = c.get("group_ranks")
+        if not isinstance(members, list) or all(r in members for r in ranks):
+            out.append(c)
+    return out
+
+
+def _per_group(cs: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for c in cs:
+        k = key(c)
+        out.setdefault(json.dumps(k[1], default=str), []).append(k)
+    return out
+
+
+def first_difference(a: GraphRecord, b: GraphRecord,
+                     ranks: tuple[int, int] | None = None) -> dict[str, Any] | None:
     """Where graph ``b``'s collective sequence first differs from ``a``'s: the position, the
     collective on each side (None past the end of the shorter one), what differs, and the
-    line that issued it; None when they match."""
-    xs, ys = issued(a), issued(b)
+    line that issued it; None when they match. ``ranks``: the ranks of ``a`` and ``b`` (only
+    the collectives on groups holding both are compared). When every group's own sequence
+    matches and only their interleaving differs, ``differs_in`` is ``[ACROSS_GROUPS]`` with
+    ``note`` saying so."""
+    xs, ys = _shared(issued(a), ranks), _shared(issued(b), ranks)
+    across = _per_group(xs) == _per_group(ys)
     for i in range(max(len(xs), len(ys))):
         x = xs[i] if i < len(xs) else None
         y = ys[i] if i < len(ys) else None
@@ -108,7 +141,9 @@ def first_difference(a: GraphRecord, b: GraphRecord) -> dict[str, Any] | None:
                   [name for name, p, q in zip(("op", "group", "arguments", "tensors"),
                                               key(x), key(y)) if p != q])
         issuer = line_of(y if y is not None else x) or {}  # type: ignore[arg-type]
-        return {"position": i, "counts": [len(xs), len(ys)], "differs_in": fields,
+        extra = {"note": ACROSS_GROUPS_NOTE} if across else {}
+        return {"position": i, "counts": [len(xs), len(ys)],
+                "differs_in": [ACROSS_GROUPS] if across else fields, **extra,
                 "reference": describe(x), "diverging": describe(y),
                 "line": (f"{issuer.get('file')}:{issuer.get('line')}"
                          if issuer.get("file") else None), "code": issuer.get("code")}

@@ -237,7 +237,7 @@ def _first_difference(ra: int, ta: Trace, fa: dict[str, Any],
                 return pos, {"kind": "status", "compile_id": cid, "graph": a["id"],
                              "statuses": [a["status"], b["status"]]}
             if a.get("collectives") != b.get("collectives"):
-                d = coll.first_difference(ta.graph(a["id"]), tb.graph(b["id"]))
+                d = coll.first_difference(ta.graph(a["id"]), tb.graph(b["id"]), (ra, rb))
                 if d is not None:
                     return pos, {"kind": "collectives", "compile_id": cid, "graph": a["id"], **d}
             for (file_a, ha), (file_b, hb) in zip(a["stages"], b["stages"]):

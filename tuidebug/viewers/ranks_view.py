@@ -81,9 +81,13 @@ def divergence_lines(d: dict[str, Any] | None,
             lines.append(f"  … {n['more_lines']} more")
         return lines
     if kind == "collectives":
-        lines = [f"graph {d['graph']}: collective sequence differs at collective "
+        what = ("collective order across groups differs" if d.get("note")
+                else "collective sequence differs")
+        lines = [f"graph {d['graph']}: {what} at collective "
                  f"#{d['position']} (ranks {ref} vs {odd}: {d['counts'][0]} vs "
                  f"{d['counts'][1]} collectives; differs in {', '.join(d['differs_in'])})"]
+        if d.get("note"):
+            lines.append(f"  {d['note']}")
         lines.append(f"  ranks {ref}: {collective_text(d['reference'])}")
         lines.append(f"  ranks {odd}: {collective_text(d['diverging'])}")
         if d.get("line"):
