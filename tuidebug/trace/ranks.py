@@ -43,6 +43,13 @@ from tuidebug.trace.summary import cache_counts
 # An absolute path (POSIX) inside code or a snapshot: the part that differs between ranks and
 # nodes (checkouts, cache and temporary folders); only its last component is kept.
 _PATH_RE = re.compile(r"(?:/[^\s'\"/:,()\[\]]+)+/([^\s'\"/:,()\[\]]+)")
+# A rank's own accelerator: rank r of a node computes on cuda:<local rank>, so every snapshot's
+# tensor devices and the wrapper's device(type='cuda', index=r), set_device(r) and
+# get_raw_stream(r) name it; the index is not compared (the device type is).
+_DEVICE_RE = re.compile(r"\b(cuda|xpu|hpu|mtia|npu|mps):\d+\b")
+_DEVICE_INDEX_RE = re.compile(r"(device\(type='\w+', index=)\d+(\))")
+_DEVICE_CALL_RE = re.compile(r"\b((?:set_device|get_raw_stream|device_guard|DeviceGuard|"
+                             r"_DeviceGuard)\()\d+(\))")
 MAX_NODE_LINES = 12
 _HARNESS = re.compile(r"\n(?:def get_args\(|def benchmark_compiled_module\(|if __name__ == )")
 _WHERE_RE = re.compile(r"Graph break in user code at (.+?):(\d+)")
@@ -53,8 +60,10 @@ def _digest(data: bytes) -> str:
 
 
 def normalise_text(text: str) -> str:
-    """``text`` with every absolute path reduced to its file name."""
-    return _PATH_RE.sub(r"\1", text)
+    """``text`` with every absolute path reduced to its file name and every accelerator's
+    index left out (``cuda:1`` -> ``cuda:N``): what differs between ranks that agree."""
+    text = _DEVICE_RE.sub(r"\1:N", _PATH_RE.sub(r"\1", text))
+    return _DEVICE_CALL_RE.sub(r"\1N\2", _DEVICE_INDEX_RE.sub(r"\1N\2", text))
 
 
 def _safe_rel(rel: str) -> bool:
