@@ -54,14 +54,17 @@ def test_collectives_of_a_graph_in_program_order(same_job) -> None:
 
 def test_collective_order_differs_between_two_groups(collectives_job) -> None:
     """Rank 1 all-reduces on the second group first: the job completes (gloo), and the first
-    divergence names the first differing collective on each side and the line that issued it."""
+    divergence names the first differing collective on each side and the line that issued it —
+    as an order across groups (each group's own sequence is the same on both ranks), not as a
+    different sequence."""
     job, proc = collectives_job
     assert proc.returncode == 0, proc.stderr
     d = _info(job)["divergence"]
     assert d["kind"] == "collectives", d
     assert d["reference_ranks"] == [0] and d["diverging_ranks"] == [1]
     assert d["position"] == 0 and d["counts"] == [2, 2]
-    assert d["differs_in"] == ["group", "tensors"]
+    assert d["differs_in"] == ["order across groups"], d
+    assert "each group's own sequence is the same on both ranks" in d["note"]
     ref, odd = d["reference"], d["diverging"]
     assert ref["op"] == odd["op"] == "all_reduce"
     assert ref["tensors"] == ["float32[4]"] and odd["tensors"] == ["float32[6]"]
@@ -70,7 +73,8 @@ def test_collective_order_differs_between_two_groups(collectives_job) -> None:
     assert d["line"].endswith(f"rank_job.py:{line}") and odd["line"] == d["line"]
     assert ref["line"].endswith(f"rank_job.py:{_line_of('dist.all_reduce(x, group=first)')}")
     text = " ".join(_cli("info", str(job)).stdout.split())  # as wrapped at any width
-    assert "collective sequence differs at collective #0" in text
+    assert "collective order across groups differs at collective #0" in text, text
+    assert "collective sequence differs" not in text
     assert "float32[6]" in text and f"rank_job.py:{line}" in text
 
 
@@ -181,9 +185,44 @@ def test_a_collective_on_one_rank_only_and_a_damaged_file(same_job, tmp_path) ->
     text = " ".join(_cli("info", str(fewer)).stdout.split())
     assert "ranks 1: nothing (its sequence ends here)" in text
 
+    # the same collectives, and one on a group rank 0 is not in (ranks 1 and 3, as a
+    # tensor-parallel group): rank 0 never issues it, so it is no divergence between 0 and 1
+    tp = _copy(job, tmp_path / "tp")
+    tp_path = tp / "rank_1" / "graphs" / "0_0-inference" / "collectives.json"
+    _edit_json(tp_path, lambda d: d["collectives"].append(
+        {"index": 9, "op": "all_reduce_", "group": "7", "group_ranks": [1, 3],
+         "inputs": [{"shape": [4], "dtype": "float32"}]}))
+    assert analyze_job(tp)["divergence"] is None
+    _edit_json(tp_path, lambda d: d["collectives"][-1].update(group_ranks=[0, 1, 3]))
+    d = analyze_job(tp)["divergence"]  # a group holding both: rank 0 should issue it too
+    assert d["kind"] == "collectives" and d["differs_in"] == ["a collective on one side only"]
+
     _edit_json(path, lambda d: d.update(collectives=[{"index": "zero", "op": 5}] + d["collectives"],
                                         reordered="yes"))
     t = Trace(fewer / "rank_1")
     got = t.graph("0_0-inference").collectives
     assert [c["op"] for c in got["collectives"]] == ["all_reduce_"] and "reordered" not in got
     assert any("collectives.json" in str(p) for p in t.problems)
+
+
+def test_each_rank_on_its_own_device_is_no_divergence(same_job, tmp_path) -> None:
+    """On GPUs rank r computes on cuda:<local rank>: its snapshots' tensor devices and its
+    wrapper's device(type='cuda', index=r) / set_device(r) differ from rank 0's by the index
+    only — ranks that agree (every multi-GPU job was reported as a graph divergence); a device
+    type that differs still is one."""
+    job, _ = same_job
+    gpus = _copy(job, tmp_path / "gpus")
+    for r in (0, 1):
+        g = gpus / f"rank_{r}" / "graphs" / "0_0-inference"
+        for snap in (g / "stages").iterdir():
+            snap.write_text(snap.read_text().replace('"device":"cpu"', f'"device":"cuda:{r}"')
+                            .replace('"device": "cpu"', f'"device": "cuda:{r}"'))
+        assert f"cuda:{r}" in (g / "stages" / "000-dynamo.json").read_text()
+        w = g / "code" / "wrapper.py"
+        w.write_text(w.read_text() + f"\n# device(type='cuda', index={r}); set_device({r})\n")
+    info = analyze_job(gpus)
+    assert info["divergence"] is None and info["notes"] == [], info["divergence"]
+    snap = gpus / "rank_1" / "graphs" / "0_0-inference" / "stages" / "000-dynamo.json"
+    snap.write_text(snap.read_text().replace("cuda:1", "cpu"))
+    d = analyze_job(gpus)["divergence"]
+    assert d["kind"] == "graph" and d["stage"] == "dynamo", d
