@@ -251,6 +251,13 @@ def test_hostile_torch_trace_log(corpus, capsys: pytest.CaptureFixture[str], cas
                                                "filename": 0}]}, **ids}),
         _log_line("[" * 200_000 + "]" * 200_000),
         _log_line('{"compilation_metrics": {"co_name": "x", "guard_count": ' + "9" * 5000 + "}}"),
+        # dynamic-shape records and a cache key's components of the wrong types
+        _log_line({"create_symbol": {"symbol": "s1", "vr": 5, "val": [1], "source": {}}, **ids}),
+        _log_line({"symbolic_shape_specialization": {"symbol": "s0", "sources": 5}, **ids}),
+        _log_line({"guard_added_fast": {"expr": [hostile.EVIL]}, **ids}),
+        _log_line({"artifact": {"name": "fx_graph_cache_miss", "encoding": "json"},
+                   "has_payload": "x", **ids}) + "\n\t" + json.dumps(
+            {"components": 5, "key": 7, "cache_bypass_reason": [hostile.EVIL]}),
         _log_line({"compilation_metrics": {"co_name": hostile.EVIL, "co_filename": hostile.EVIL,
                                            "fail_type": hostile.EVIL,
                                            "fail_reason": hostile.EVIL}, **ids}),
@@ -258,6 +265,7 @@ def test_hostile_torch_trace_log(corpus, capsys: pytest.CaptureFixture[str], cas
     ]) + "\n")
     rc, text = run_cli(["import", str(log), "-o", str(out / "imported")], capsys)
     assert not data_escapes(text), data_escapes(text)[:5]
+    assert (out / "imported" / "compiles" / "0_0.shapes.json").exists(), text[-2000:]
     if (out / "imported").exists():
         rc, text = run_cli(["info", str(out / "imported")], capsys)
         assert not data_escapes(text), data_escapes(text)[:5]

@@ -19,7 +19,9 @@ _VERSIONS = ("torch_version", "system_info", "triton_version")
 def parse_components(lines: Iterable[str]) -> list[dict[str, str]]:
     """``[hash] name: value`` strings as ``{name, hash, value}`` (value cut to MAX_VALUE, made
     printable); a string that is not one is left out."""
-    out = []
+    out: list[dict[str, str]] = []
+    if not isinstance(lines, (list, tuple)):  # a log's "components" of another type
+        return out
     for line in lines:
         m = _LINE.match(str(line))
         if m is None:

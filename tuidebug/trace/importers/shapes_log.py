@@ -70,7 +70,8 @@ def shapes_from_log(detail: dict[str, Any]) -> dict[str, Any] | None:
                 "user_line": e.get("user_line")})
         elif kind == "symbolic_shape_specialization":
             sym = str(e.get("symbol"))
-            sources = [str(s) for s in e.get("sources") or []]
+            listed = e.get("sources")
+            sources = [str(s) for s in listed] if isinstance(listed, list) else []
             guard = next((g["expr"] for g in reversed(shape_guards)
                           if re.search(rf"\b{re.escape(sym)}\b", g["expr"])), None)
             specializations.append({
