@@ -110,6 +110,12 @@ def test_hostile_trace_cli(name: str, corpus, capsys: pytest.CaptureFixture[str]
         if svg.exists():
             body = svg.read_text()
             assert not re.search(r'(href|URL)\s*=\s*"', body), "a link from the data in the SVG"
+    rc, text = run_cli(["perfetto", str(h.path), "-o", str(out / "p.json")], capsys)
+    assert not data_escapes(text), data_escapes(text)[:5]
+    if rc == 0:  # every span placed in time (a null ts or dur: Perfetto drops the event)
+        events = json.loads((out / "p.json").read_text())["traceEvents"]
+        assert all(isinstance(e["ts"], (int, float)) and isinstance(e["dur"], (int, float))
+                   for e in events if e["ph"] == "X"), [e for e in events if e["ph"] == "X"][:3]
     assert not marker.exists(), "a payload from the trace ran"
     corpus.unchanged(before)
     assert time.monotonic() - t0 < 120, "the commands took over 2 minutes"

@@ -14,6 +14,7 @@ functions). Pure data: no torch; every string from the trace goes into JSON as d
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from tuidebug.trace.reader import GraphRecord, Trace
@@ -24,8 +25,10 @@ _PASS_PHASE = {"pre_grad_passes": "pre_grad", "joint_graph_passes": "joint_graph
 
 
 def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 \
-        else None
+    """A time from the trace: finite and not negative, else None (an infinite start or
+    duration became ``"ts": null``, an event Perfetto drops)."""
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+    return float(v) if ok else None
 
 
 def _us(seconds: float) -> float:
