@@ -207,6 +207,16 @@ def test_diff_shows_time_deltas_per_kernel_and_line(profiled_trace: Path, mlp_tr
     text = console.export_text()
     assert "time per kernel, largest changes first" in text
     assert "+1.00 ms" in text
+    # the same script traced from another checkout: its lines are the same lines
+    moved = copy_trace(slower, "moved")
+    for f in (moved / "graphs").rglob("*.json"):
+        f.write_text(f.read_text().replace(str(EXAMPLES), "/elsewhere/checkout/examples"))
+    assert "/elsewhere/checkout/examples/mlp.py" in json.dumps(
+        [r.file for r in profile_view(Trace(moved)).lines])
+    p = diff_traces(profiled_trace, moved, code=False)["profile"]
+    assert all(r["a"] is not None and r["b"] is not None for r in p["lines"]), p["lines"]
+    assert abs(sum(r["delta"] for r in p["lines"]) - 1e-3) < 1e-9
+    assert p["lines"][0]["delta"] > 0 and abs(p["lines"][0]["delta"]) <= 1e-3 + 1e-9
     one = diff_traces(profiled_trace, mlp_trace, code=False)
     assert "profile: only trace A was profiled (trace --profile)" in one["lines"]
 

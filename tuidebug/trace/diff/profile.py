@@ -2,9 +2,10 @@
 per kernel, source line and module side by side with its change. No torch.
 
 Kernels are matched by name without their number (``normalize_kernel_name``) and summed over
-their calls (a recompile renumbers kernels and handles); lines by file and line number; modules
-by path; each within its phase (a backward row's key ends in `` (bwd)``). Rows are sorted by
-the size of their change.
+their calls (a recompile renumbers kernels and handles); lines by file name and line number (two
+traces of one script from two checkouts name it by two paths; the full path where one trace has
+two files of that name); modules by path; each within its phase (a backward row's key ends in
+`` (bwd)``). Rows are sorted by the size of their change.
 """
 
 from __future__ import annotations
@@ -56,6 +57,22 @@ def _rows(a: ProfileView | None, b: ProfileView | None, table: str,
     return out[:MAX_ROWS]
 
 
+def _short(r: Row) -> str:
+    return f"{str(r.file).replace(chr(92), '/').rsplit('/', 1)[-1]}:{r.line}"
+
+
+def _line_key(a: ProfileView | None, b: ProfileView | None) -> Any:
+    """A source line's key for matching A's with B's: its file name and line, or its full
+    path and line where one trace has two files of that name."""
+    ambiguous: set[str] = set()
+    for v in (a, b):
+        files: dict[str, str] = {}
+        for r in v.lines if v else []:
+            if r.file and files.setdefault(_short(r), r.file) != r.file:
+                ambiguous.add(_short(r))
+    return lambda r: r.key if not r.file or _short(r) in ambiguous else _short(r)
+
+
 def profile_diff(a: Trace, b: Trace) -> dict[str, Any] | None:
     """``{"totals": {NAME: {"a","b"}}, "kernels", "lines", "modules": [{"key", "a", "b",
     "delta", …}]}``; None when neither trace was profiled."""
@@ -68,7 +85,7 @@ def profile_diff(a: Trace, b: Trace) -> dict[str, Any] | None:
                    for k in TOTALS},
         "kernels": _rows(va, vb, "kernels", lambda r: _phased(normalize_kernel_name(r.kernel),
                                                                 r)),
-        "lines": _rows(va, vb, "lines", lambda r: _phased(r.key, r)),
+        "lines": _rows(va, vb, "lines", lambda r, line=_line_key(va, vb): _phased(line(r), r)),
         "modules": _rows(va, vb, "modules", lambda r: _phased(r.key, r)),
     }
 
