@@ -223,6 +223,13 @@ def test_each_rank_on_its_own_device_is_no_divergence(same_job, tmp_path) -> Non
     info = analyze_job(gpus)
     assert info["divergence"] is None and info["notes"] == [], info["divergence"]
     snap = gpus / "rank_1" / "graphs" / "0_0-inference" / "stages" / "000-dynamo.json"
+    data = json.loads(snap.read_text())
+    node = next(n for n in data["nodes"] if n["op"] == "call_function")
+    node["target"] = "torch.sub"  # one node differs: the node diff names it alone
+    snap.write_text(json.dumps(data))
+    d = analyze_job(gpus)["divergence"]
+    assert d["kind"] == "graph" and d["stage"] == "dynamo", d
+    assert d["nodes"]["changed"] == [node["name"]] and not d["nodes"]["added"], d["nodes"]
     snap.write_text(snap.read_text().replace("cuda:1", "cpu"))
     d = analyze_job(gpus)["divergence"]
     assert d["kind"] == "graph" and d["stage"] == "dynamo", d

@@ -197,7 +197,9 @@ def _node_diff(a: GraphRecord, b: GraphRecord, stage: str) -> dict[str, Any]:
     gb = b.stage_graph(sb) if sb else None
     if ga is None or gb is None:
         return {"added": [], "removed": [], "changed": [], "lines": []}
-    d = diff_fingerprints({n.name: n.signature() for n in ga}, {n.name: n.signature() for n in gb})
+    # a node on cuda:1 is the same node as on cuda:0 (each rank's own device)
+    d = diff_fingerprints({n.name: normalise_text(repr(n.signature())) for n in ga},
+                          {n.name: normalise_text(repr(n.signature())) for n in gb})
     na, nb = ga.by_name, gb.by_name
     lines = ([f"- {node_line(na[k])}" for k in d["removed"]]
              + [f"+ {node_line(nb[k])}" for k in d["added"]]
