@@ -129,23 +129,24 @@ def _frame(compile_id: Any) -> str | None:
     return text.rsplit("/", 1)[0] if "/" in text else None
 
 
-def _graph_differs(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    ca, cb = a.get("components") or [], b.get("components") or []
-    return not (ca and cb) or any(d["part"] == "graph" for d in differences(ca, cb))
+def _graph_of(lookup: dict[str, Any]) -> list[tuple[Any, Any]] | None:
+    """The FX graph part of a lookup's key (its components' names and hashes); None when torch
+    logged no components."""
+    comps = lookup.get("components") or []
+    return sorted((c.get("name"), c.get("hash")) for c in comps
+                  if _part(str(c.get("name")))[0] == "graph") if comps else None
 
 
-def _closest(lookup: dict[str, Any], earlier: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _closest(lookup: dict[str, Any], same: list[dict[str, Any]],
+             mine: list[dict[str, Any]], graphs: dict[int, Any]) -> dict[str, Any] | None:
     """The earlier lookup of the same cache whose key has the fewest differing components
     (among the latest CLOSEST_WINDOW: a trace of hundreds of recompiles stays quick to read):
-    one of the same frame (a recompile), else one of another frame whose FX graph is this
-    one's — another function's graph explains nothing ("the FX graph differs" of every new
-    function's first compile was no reason for its miss)."""
-    same = [e for e in earlier if e.get("cache") == lookup.get("cache")
-            and e.get("graph_kind", "") == lookup.get("graph_kind", "")]
-    frame = _frame(lookup.get("compile_id"))
-    mine = [e for e in same if _frame(e.get("compile_id")) == frame]
-    if not mine:
-        mine = [e for e in same[-CLOSEST_WINDOW:] if not _graph_differs(e, lookup)]
+    one of the same frame (``mine``: a recompile), else one of another frame (``same``: the
+    earlier lookups of this cache) whose FX graph is this one's — another function's graph
+    explains nothing ("the FX graph differs" of every new function's first compile was no
+    reason for its miss). ``graphs``: each lookup's :func:`_graph_of`, by ``id``."""
+    if not mine and graphs[id(lookup)] is not None:
+        mine = [e for e in same[-CLOSEST_WINDOW:] if graphs[id(e)] == graphs[id(lookup)]]
     if not mine:
         return None
     return min(reversed(mine[-CLOSEST_WINDOW:]), key=lambda e: len(differences(
@@ -157,10 +158,15 @@ def explain(lookups: list[dict[str, Any]]) -> list[dict[str, Any]]:
     that differ from the closest earlier lookup of that cache in the trace, named; or why
     nothing earlier explains it) and ``compared_with`` (that lookup's compile id)."""
     out: list[dict[str, Any]] = []
-    for i, lk in enumerate(lookups):
+    by_cache: dict[tuple[Any, Any], list[dict[str, Any]]] = {}  # earlier lookups, grouped once
+    by_frame: dict[tuple[Any, Any, Any], list[dict[str, Any]]] = {}
+    graphs = {id(lk): _graph_of(lk) for lk in lookups}
+    for lk in lookups:
         entry = {k: v for k, v in lk.items() if k != "components"}
+        cache = (lk.get("cache"), lk.get("graph_kind", ""))
+        frame = (*cache, _frame(lk.get("compile_id")))
         if lk.get("result") == "miss":
-            prev = _closest(lk, lookups[:i])
+            prev = _closest(lk, by_cache.get(cache, []), by_frame.get(frame, []), graphs)
             if prev is None:
                 entry["miss_reason"] = ["no earlier lookup of this cache for this graph in the "
                                         "trace: the cache held no entry for this key (a cold "
@@ -173,6 +179,8 @@ def explain(lookups: list[dict[str, Any]]) -> list[dict[str, Any]]:
         elif lk.get("result") == "bypass":
             entry["miss_reason"] = [f"bypassed: {lk.get('bypass_reason') or 'no reason given'}"]
         out.append(entry)
+        by_cache.setdefault(cache, []).append(lk)
+        by_frame.setdefault(frame, []).append(lk)
     return out
 
 

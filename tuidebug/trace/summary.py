@@ -304,10 +304,14 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
         out["error"] = {"phase": err.get("phase"), "type": err.get("type"),
                         "message": err.get("message"), "graph": err.get("graph")}
     out.update(script_outcome(m))
-    lookups = cache_keys.explain(trace.cache_lookups())
+    by_graph: dict[Any, list[dict[str, Any]]] = {}
+    by_compile: dict[Any, list[dict[str, Any]]] = {}
+    for lk in cache_keys.explain(trace.cache_lookups()):  # grouped once: no scan per graph
+        shown = {k: lk.get(k) for k in _LOOKUP_KEYS if k in lk}
+        by_graph.setdefault(lk.get("graph"), []).append(shown)
+        by_compile.setdefault(lk.get("compile_id"), []).append(shown)
     for g in out["graphs"]:
-        g["cache"] = [{k: lk.get(k) for k in _LOOKUP_KEYS if k in lk}
-                      for lk in lookups if lk.get("graph") == g["id"]]
+        g["cache"] = by_graph.get(g["id"], [])
     for cid, c in compiles.items():
         metrics = c.get("metrics") or {}
         place = compile_place(compiles, cid)
@@ -320,8 +324,7 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
             "graph_breaks": len(c.get("dynamo_graph_break_reason") or []),
             "recompile_reasons": c.get("recompile_reasons") or [],
             "cache": cache_counts(c),
-            "cache_lookups": [{k: lk.get(k) for k in _LOOKUP_KEYS if k in lk}
-                              for lk in lookups if lk.get("compile_id") == cid],
+            "cache_lookups": by_compile.get(cid, []),
             **compile_dynamic(trace, cid),
         })
     checks = (trace.runtime.get("checks") or {})
