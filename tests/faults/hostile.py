@@ -319,6 +319,12 @@ def _new_files_wrong_types(t: Path, outside: Path, marker: Path) -> str | None:
     kj = _load(g / "code" / "kernels.json")
     kj["kernels"][0]["handles"] = [7, {}]
     _dump(g / "code" / "kernels.json", kj)
+    # the recompile limit info names comes from the compile's Dynamo config
+    c = _load(t / "compiles" / "0_0.json")
+    c.setdefault("metrics", {}).update(dynamo_config=json.dumps({"recompile_limit": EVIL}),
+                                       fail_type=EVIL, fail_reason="recompile limit exceeded")
+    c["recompile_reasons"] = [EVIL]
+    _dump(t / "compiles" / "0_0.json", c)
     return "provenance.json"
 
 

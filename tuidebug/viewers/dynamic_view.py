@@ -21,7 +21,8 @@ def where(line: Any) -> str:
 
 
 def _head(cid: str, label: str, style: str = "dim") -> list[Any]:
-    return [inert_text(f"  {cid} ", "bold"), (label, style)]
+    # the label names trace values too (the recompile limit from the compile's Dynamo config)
+    return [inert_text(f"  {cid} ", "bold"), inert_text(label, style)]
 
 
 def dynamic_notes(c: dict[str, Any]) -> list[Text]:
