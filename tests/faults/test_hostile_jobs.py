@@ -41,3 +41,26 @@ def test_hostile_job_dir_info(name: str, tmp_path: Path, monkeypatch: pytest.Mon
     assert digest(tmp_path) == before, "info wrote a file"
     case.survived = True
     case.data_lost = False
+
+
+def test_merge_copies_only_folders_and_regular_files(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str],
+                                                    case: Case) -> None:
+    """``tuidebug merge`` of a job folder holding a FIFO and a link out of it: neither is
+    copied (the FIFO raised shutil.Error: a traceback), the rest is merged."""
+    import os
+
+    case.note = "merge: FIFO and link in a rank folder"
+    job, _ = hostile_jobs.build("job_escapes", tmp_path / "jobs", tmp_path / "outside")
+    (tmp_path / "outside" / "secret.txt").write_text("SECRET")
+    os.mkfifo(job / "rank_1" / "graphs" / "fifo")
+    (job / "rank_1" / "secret.txt").symlink_to(tmp_path / "outside" / "secret.txt")
+    before = digest(tmp_path / "jobs")
+    rc, text = run_cli(["merge", str(job), "-o", str(tmp_path / "merged")], capsys, timeout=60)
+    assert rc == 0, text
+    merged = tmp_path / "merged" / "rank_1"
+    assert (merged / "manifest.json").is_file()
+    assert not (merged / "graphs" / "fifo").exists() and not (merged / "secret.txt").exists()
+    assert digest(tmp_path / "jobs") == before
+    case.survived = True
+    case.data_lost = False

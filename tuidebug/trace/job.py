@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -244,8 +245,9 @@ def read_job(root: Path) -> dict[str, Any]:
 
 def merge(sources: list[Path], out: Path) -> dict[str, Any]:
     """Copy the ranks of several job folders (one per node, say) into the new job folder
-    ``out`` and write its ``job.json``. Symbolic links are not copied (a trace never needs one;
-    following one could read outside the sources). Raises ValueError when two sources hold the
+    ``out`` and write its ``job.json``. Only folders and regular files are copied: not symbolic
+    links (a trace never needs one; following one could read outside the sources), nor FIFOs,
+    sockets or devices (copying a FIFO blocks or fails). Raises ValueError when two sources hold the
     same rank, or a source is not a job folder, or ``out`` is not empty."""
     import shutil
 
@@ -262,7 +264,13 @@ def merge(sources: list[Path], out: Path) -> dict[str, Any]:
             owner[r] = src
 
     def no_links(folder: str, names: list[str]) -> list[str]:
-        return [n for n in names if os.path.islink(os.path.join(folder, n))]
+        def plain(n: str) -> bool:
+            try:
+                mode = os.lstat(os.path.join(folder, n)).st_mode
+            except OSError:
+                return False
+            return stat.S_ISDIR(mode) or stat.S_ISREG(mode)
+        return [n for n in names if not plain(n)]
 
     for r, src in sorted(owner.items()):
         d = rank_dir(src, r)
