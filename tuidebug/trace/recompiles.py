@@ -22,6 +22,13 @@ _NAME_HEAD = re.compile(r"^(?P<head>[A-Za-z_]\w*)(?P<rest>.*)$", re.S)
 _SIZE_SOURCE = re.compile(r"L\['[^'\]]+'\]\.(?:size|stride)\(\)\[\d+\]")
 _INT_SOURCE = re.compile(r"L\['(?P<name>[^'\]]+)'\] == (?P<value>-?\d+)")
 _LIMIT = re.compile(r"recompile limit|cache_size_limit|recompile_limit", re.I)
+# which limit Dynamo says was hit ("Limit type: accumulated_recompile_limit", "hit
+# config.recompile_limit") and its value then ("currently set to 8")
+_LIMIT_TYPE = re.compile(r"\b(accumulated_recompile_limit|accumulated_cache_size_limit|"
+                         r"recompile_limit|cache_size_limit)\b")
+_LIMIT_VALUE = re.compile(r"currently set to (\d+)")
+_OLD_NAME = {"recompile_limit": "cache_size_limit",
+             "accumulated_recompile_limit": "accumulated_cache_size_limit"}
 
 
 def reasons_of(detail: dict[str, Any]) -> list[str]:
@@ -152,11 +159,19 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
            "expected": expected, "failing_value": failing if failing is not None else actual,
            "suggestion": advice or None, "limit_hit": limit_hit, "reasons": reasons}
     if limit_hit:
-        limit = config.get("recompile_limit") or config.get("cache_size_limit")
+        # the per-function limit, or the accumulated one (every compile of the code object):
+        # the one Dynamo names, with the value it gives
+        named = _LIMIT_TYPE.search(fail)
+        knob = named.group(1) if named else "recompile_limit"
+        knob = {v: k for k, v in _OLD_NAME.items()}.get(knob, knob)
+        given = _LIMIT_VALUE.search(fail)
+        limit = (int(given.group(1)) if given else
+                 config.get(knob) or config.get(_OLD_NAME.get(knob, knob)))
         out["limit"] = limit
+        out["limit_name"] = knob
         out["suggestion"] = (
-            f"the recompile limit (torch._dynamo.config.recompile_limit = {limit}) was hit: "
+            f"the recompile limit (torch._dynamo.config.{knob} = {limit}) was hit: "
             "from here on this function runs without compiling (eager). "
             + (f"Avoid the recompiles: {advice}; " if advice else "")
-            + "or raise torch._dynamo.config.recompile_limit if they are expected")
+            + f"or raise torch._dynamo.config.{knob} if they are expected")
     return out
