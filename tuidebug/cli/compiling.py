@@ -188,7 +188,8 @@ def trace_arguments(p: argparse.ArgumentParser) -> None:
         p.add_argument("--profile", type=profile_runs, nargs="?", const=10, default=0,
                        metavar="N", help="after the eager check, run each compiled graph and "
                        "its eager graph N more times (default 10) under torch.profiler: time "
-                       "per kernel, FX node, source line and module (profile.json)"),
+                       "per kernel, FX node, source line and module (profile.json); a training "
+                       "step's backward too (with autograd.grad: .grad is never touched)"),
         p.add_argument("--open", action="store_true", help="open the trace in the TUI afterwards"),
     ]
     own = [s for a in options for s in a.option_strings] + distributed.torchrun_arguments(p)
