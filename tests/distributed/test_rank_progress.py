@@ -192,3 +192,26 @@ def test_a_progress_log_that_cannot_be_written_does_not_stop_the_rank(tmp_path: 
     assert proc.returncode == 12, proc.stderr[-2000:]  # ran; nothing compiled
     warnings = json.loads((tmp_path / "t" / "manifest.json").read_text())["warnings"]
     assert any("collectives are not logged" in w for w in warnings), warnings
+
+
+def test_events_encoded_from_cached_parts_are_the_events(world_of_one, tmp_path: Path) -> None:
+    """The progress events are put together from pieces encoded once per op and group (a
+    collective's cost is a few microseconds): each line is still the JSON object it stands for,
+    whatever the group's label holds."""
+    log = tmp_path / "p.jsonl"
+    rp = RankProgress(log, warn=lambda m: None)
+    odd = 'group "q\\\\ \u00e9\n (ranks 0)'
+    for seq in (1, 2):
+        rp.log.append_line(rp.collective_event("all_reduce", odd, [0, 3], seq, seq == 2))
+        rp.log.append_line(rp.done_event(odd, seq))
+    rp.log.close()
+    events = _events(log)
+    assert [{k: v for k, v in e.items() if k != "t"} for e in events] == [
+        {"event": "collective", "op": "all_reduce", "group": odd, "members": [0, 3], "seq": 1,
+         "line": events[0]["line"], "async": False},
+        {"event": "done", "group": odd, "seq": 1},
+        {"event": "collective", "op": "all_reduce", "group": odd, "members": [0, 3], "seq": 2,
+         "line": events[0]["line"], "async": True},
+        {"event": "done", "group": odd, "seq": 2}]
+    assert all(isinstance(e["t"], float) for e in events)
+    assert events[0]["line"].startswith("test_rank_progress.py:")

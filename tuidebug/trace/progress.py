@@ -39,8 +39,12 @@ class ProgressLog:
                           | getattr(os, "O_NOFOLLOW", 0), 0o644)
 
     def append(self, event: dict[str, Any]) -> None:
+        self.append_line(json.dumps(event, default=str))
+
+    def append_line(self, line: str) -> None:
+        """One event already encoded as a JSON object (no newline)."""
         try:
-            os.write(self.fd, (json.dumps(event, default=str) + "\n").encode())
+            os.write(self.fd, (line + "\n").encode())
         except OSError:
             pass  # a full disk must not stop the rank
 

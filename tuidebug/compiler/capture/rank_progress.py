@@ -15,6 +15,7 @@ collective.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
@@ -32,14 +33,24 @@ _SKIP_DIRS = tuple(os.path.dirname(os.path.dirname(m.__file__ or "")) + os.sep
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 
 
+_USER_FILE: dict[str, str | None] = {}  # a frame's file -> its base name, None: not the user's
+
+
+def _user_file(name: str) -> str | None:
+    if name not in _USER_FILE:
+        theirs = name.startswith(_OWN_DIR) or name.startswith("<") or any(
+            name.startswith(d + "torch" + os.sep) for d in _SKIP_DIRS)
+        _USER_FILE[name] = None if theirs else os.path.basename(name)
+    return _USER_FILE[name]
+
+
 def _user_line() -> str | None:
     """FILE:LINE of the innermost frame that is neither torch's nor tuidebug's."""
     f = sys._getframe(2)
     while f is not None:
-        name = f.f_code.co_filename
-        if not name.startswith(_OWN_DIR) and not any(
-                name.startswith(d + "torch" + os.sep) for d in _SKIP_DIRS) and not name.startswith("<"):
-            return f"{os.path.basename(name)}:{f.f_lineno}"
+        base = _user_file(f.f_code.co_filename)
+        if base is not None:
+            return f"{base}:{f.f_lineno}"
         f = f.f_back
     return None
 
@@ -54,6 +65,10 @@ class RankProgress:
         self.tls = threading.local()
         self.lock = threading.Lock()
         self.undo: list[Callable[[], None]] = []
+        # the constant part of each event, JSON-encoded once: per (op, group) and per group
+        self._heads: dict[tuple[str, str], str] = {}
+        self._done: dict[str, str] = {}
+        self._lines: dict[str | None, str] = {}
 
     def install(self) -> "RankProgress":
         """Wrap every collective; on a failure, everything wrapped so far is put back."""
@@ -72,6 +87,30 @@ class RankProgress:
         self.patcher.restore()
         self.log.append({"event": "end", "t": time.time()})
         self.log.close()
+
+    def collective_event(self, op: str, group: str, members: Any, seq: int, asyn: bool) -> str:
+        """``{"event": "collective", "op", "group", "members", "seq", "line", "async", "t"}``,
+        encoded from parts encoded once (a collective costs a few microseconds here)."""
+        head = self._heads.get((op, group))
+        if head is None:
+            head = self._heads[(op, group)] = json.dumps(
+                {"event": "collective", "op": op, "group": group, "members": members},
+                default=str)[:-1]
+        line = _user_line()
+        where = self._lines.get(line)
+        if where is None:
+            where = json.dumps(line)
+            if len(self._lines) < 10_000:  # the lines that issue collectives: a few, usually
+                self._lines[line] = where
+        return (f'{head}, "seq": {seq:d}, "line": {where}, '
+                f'"async": {"true" if asyn else "false"}, "t": {time.time()!r}}}')
+
+    def done_event(self, group: str, seq: int) -> str:
+        """``{"event": "done", "group", "seq", "t"}``."""
+        head = self._done.get(group)
+        if head is None:
+            head = self._done[group] = json.dumps({"event": "done", "group": group})[:-1]
+        return f'{head}, "seq": {seq:d}, "t": {time.time()!r}}}'
 
     def _wrap(self, orig: Callable[..., Any], op: str) -> Callable[..., Any]:
         rp = self
@@ -92,15 +131,13 @@ class RankProgress:
                 group, members, asyn = "?", None, always_async
             with rp.lock:
                 seq = rp.seq[group] = rp.seq.get(group, 0) + 1
-            rp.log.append({"event": "collective", "op": op, "seq": seq, "group": group,
-                           "members": members, "line": _user_line(),
-                           "async": asyn, "t": time.time()})
+            rp.log.append_line(rp.collective_event(op, group, members, seq, asyn))
             rp.tls.depth = 1
             try:
                 return orig(*args, **kwargs)
             finally:
                 rp.tls.depth = 0
-                rp.log.append({"event": "done", "seq": seq, "group": group, "t": time.time()})
+                rp.log.append_line(rp.done_event(group, seq))
 
         collective.__wrapped__ = orig  # type: ignore[attr-defined]
         collective.__name__ = getattr(orig, "__name__", op)
