@@ -46,3 +46,32 @@ def test_compiled_autograd_is_detected(monkeypatch) -> None:
     assert compat.compiled_autograd_on() is False
     monkeypatch.setattr(torch._dynamo.config, "compiled_autograd", True)
     assert compat.compiled_autograd_on() is True
+    from tuidebug.compiler.accuracy import GradCall
+    from tuidebug.compiler.capture.profile_backward import profile_backward
+
+    ran: list = []
+    out = profile_backward(None, "0/0", 0, torch.nn.Linear(2, 2), GradCall([True], ran.append),
+                           [torch.randn(2)], 2, 1, PREFIX)
+    assert out["note"].startswith("the backward graph was not profiled: compiled autograd is on")
+    assert ran == []  # nothing ran
+
+
+def test_a_backward_that_cannot_run_is_a_note_not_an_error() -> None:
+    """What the capture records when a compile's backward cannot be profiled: a call that
+    raises, outputs that need no gradient — each a note; nothing raised into the user's call."""
+    from tuidebug.compiler.accuracy import GradCall
+    from tuidebug.compiler.capture.profile_backward import profile_backward
+
+    gm = torch.fx.symbolic_trace(torch.nn.Linear(4, 4))
+    x = torch.randn(2, 4)
+
+    def boom(args: list) -> None:
+        raise RuntimeError("boom\nsecond line")
+
+    out = profile_backward(None, "0/0", 0, gm, GradCall([True], boom), [x], 2, 1, PREFIX)
+    assert out == {"note": "the backward graph was not profiled: it failed: RuntimeError: boom"}
+    out = profile_backward(None, "0/0", 0, gm, GradCall([True], lambda a: gm(*a).detach()), [x],
+                           2, 1, PREFIX)
+    assert out == {"note": "the backward graph was not profiled: no output of the compiled "
+                           "graph requires grad"}
+    assert x.grad is None and all(p.grad is None for p in gm.parameters())

@@ -41,8 +41,7 @@ def profile_backward(s: Any, cid: str, piece: int, gm: Any, grad: GradCall, inpu
         with torch.enable_grad():
             return _profile(s, cid, piece, gm, grad, inputs, runs, warmup, node_prefix)
     except Exception as e:  # measuring is a bonus: the user's call goes on
-        msg = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
-        return {"note": f"{NOT_PROFILED}it failed: {type(e).__name__}: {msg}"}
+        return {"note": f"{NOT_PROFILED}it failed: {_why(e)}"}
 
 
 class _Step:
@@ -98,8 +97,16 @@ def _profile(s: Any, cid: str, piece: int, gm: Any, grad: GradCall, inputs: list
                      "peak_memory_bytes": peak},
         "kernels": kernel_rows(ku, prof, sizes, only_called=True),
         "device_kernels": device_kernel_rows(prof)}
-    out.update(_eager(gm, leaves, wrt, compiled.grads, runs, warmup, node_prefix))
+    try:
+        out.update(_eager(gm, leaves, wrt, compiled.grads, runs, warmup, node_prefix))
+    except Exception as e:  # the compiled backward's measurements stand
+        out["note"] = f"the eager backward was not profiled: it failed: {_why(e)}"
     return out
+
+
+def _why(e: Exception) -> str:
+    msg = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
+    return f"{type(e).__name__}: {msg}"
 
 
 def _eager(gm: Any, leaves: list[Any], wrt: list[torch.Tensor], grads: Any, runs: int,
