@@ -7,11 +7,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from tuidebug.cli.viewing import RANK_HELP
 from tuidebug.errors import CliError
 
 SERVE_DESCRIPTION = (
-    "Serve the TUI on TRACE (a trace, a .tar.gz made by `tuidebug pack`, a TORCH_TRACE log or a "
-    "debug folder) as a web page: every browser tab gets its own app. Listens on 127.0.0.1 "
+    "Serve the TUI on TRACE (a trace, a .tar.gz made by `tuidebug pack`, a TORCH_TRACE log, a "
+    "debug folder, or a distributed job's folder: on its ranks screen) as a web page: every browser tab gets its own app. Listens on 127.0.0.1 "
     "unless --host names another address (anyone who can reach it can read the trace: there is "
     "no login). Nothing that runs code (recompile, minify, bisect) is available unless started "
     "with --allow-run.")
@@ -43,16 +44,16 @@ def serve_arguments(p: argparse.ArgumentParser) -> None:
                         "minify, bisect")
     p.add_argument("--max-sessions", type=int, default=4, metavar="N",
                    help="browser sessions (app processes) open at once (default 4)")
-    p.add_argument("--rank", type=int,
-                   help="for a multi-rank TORCH_TRACE log: the rank to serve")
+    p.add_argument("--rank", type=int, help=RANK_HELP)
 
 
 def cmd_serve(ns: argparse.Namespace) -> int:
-    from tuidebug.cli.viewing import resolve_trace
+    from tuidebug.cli.viewing import job_rank_trace, resolve_trace
     from tuidebug.trace.reader import Trace
     from tuidebug.tui.serve import is_loopback, serve
 
-    path = resolve_trace(Path(ns.trace), ns.rank)
+    job_rank = job_rank_trace(Path(ns.trace), ns.rank)  # a job: its ranks screen, as open's
+    job, path = job_rank if job_rank else (None, resolve_trace(Path(ns.trace), ns.rank))
     Trace(path)  # a path that is no trace stops here, with the reader's message
     if not is_loopback(ns.host):
         print(f"[tuidebug] warning: listening on {ns.host}: anyone who can reach it can read "
@@ -65,7 +66,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
         print(f"[tuidebug] serving {ns.trace} at {url}/  (Ctrl+C stops)", flush=True)
 
     serve(path, host=ns.host, port=ns.port, allow_run=ns.allow_run,
-          max_sessions=max(1, ns.max_sessions), on_ready=ready)
+          max_sessions=max(1, ns.max_sessions), on_ready=ready, job=job)
     return 0
 
 

@@ -131,18 +131,28 @@ def cmd_open(ns: argparse.Namespace) -> int:
 
 def open_path(path: Path, rank: int | None = None) -> int:
     """Open a trace, a job directory (one rank of it) or a log in the TUI."""
+    job_rank = job_rank_trace(path, rank)
+    if job_rank is not None:
+        return open_trace(job_rank[1], job=job_rank[0])
+    return open_trace(path, rank)
+
+
+def job_rank_trace(path: Path, rank: int | None = None) -> tuple[Path, Path] | None:
+    """``(job, its rank's trace)`` when ``path`` is a distributed job (or a multi-rank
+    TORCH_TRACE log, imported once as one): the TUI opens ``rank`` (default 0) on the ranks
+    screen. None for anything else."""
     if rank is None and (job := _multi_rank_log(path)) is not None:
         path = job
-    if _job_dir(path):
-        from tuidebug.trace.job import rank_dir
+    if not _job_dir(path):
+        return None
+    from tuidebug.trace.job import rank_dir
 
-        rank = 0 if rank is None else rank
-        if not (rank_dir(path, rank) / "manifest.json").is_file():
-            raise CliError(f"{path} is a job directory without a trace of rank {rank}")
-        print(f"[tuidebug] {path} is a distributed job: the ranks screen, rank {rank} open "
-              "(R: the ranks screen, o there: open another rank)", file=sys.stderr)
-        return open_trace(rank_dir(path, rank), job=path.resolve())
-    return open_trace(path, rank)
+    rank = 0 if rank is None else rank
+    if not (rank_dir(path, rank) / "manifest.json").is_file():
+        raise CliError(f"{path} is a job directory without a trace of rank {rank}")
+    print(f"[tuidebug] {path} is a distributed job: the ranks screen, rank {rank} open "
+          "(R: the ranks screen, o there: open another rank)", file=sys.stderr)
+    return path.resolve(), rank_dir(path, rank)
 
 
 # -- svg ------------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from tuidebug.errors import ServeError
 
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 CHILD_FLAG = "--child"
+JOB_FLAG = "--job"
 
 
 def is_loopback(host: str) -> bool:
@@ -46,11 +47,14 @@ def free_port(host: str) -> int:
         return int(s.getsockname()[1])
 
 
-def child_command(trace: Path, *, allow_run: bool) -> str:
-    """The shell command textual-serve runs for each browser session."""
+def child_command(trace: Path, *, allow_run: bool, job: Path | None = None) -> str:
+    """The shell command textual-serve runs for each browser session (``job``: the distributed
+    job ``trace`` is a rank of; the session opens on its ranks screen)."""
     cmd = [sys.executable, "-m", "tuidebug.tui.serve", CHILD_FLAG, str(trace.resolve())]
     if allow_run:
         cmd.append("--allow-run")
+    if job is not None:
+        cmd += [JOB_FLAG, str(job.resolve())]
     return shlex.join(cmd)
 
 
@@ -73,7 +77,8 @@ def request_allowed(host_header: str | None, origin: str | None, *, bound: str) 
 
 
 def make_server(trace: Path, *, host: str, port: int, allow_run: bool,
-                max_sessions: int = 4, on_ready: Callable[[str], None] | None = None) -> Any:
+                max_sessions: int = 4, on_ready: Callable[[str], None] | None = None,
+                job: Path | None = None) -> Any:
     """A textual-serve ``Server`` for ``trace`` with the checks above."""
     try:
         from aiohttp import web
@@ -138,14 +143,16 @@ def make_server(trace: Path, *, host: str, port: int, allow_run: bool,
             logging.getLogger("textual-serve").setLevel(logging.WARNING)
             logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
 
-    title = f"tuidebug — {trace.name}"
-    return TraceServer(child_command(trace, allow_run=allow_run), host=host, port=port,
+    title = f"tuidebug — {(job or trace).name}"
+    return TraceServer(child_command(trace, allow_run=allow_run, job=job), host=host, port=port,
                        title=title, public_url=f"http://{url_host}:{port}")
 
 
 def serve(trace: Path, *, host: str = "127.0.0.1", port: int = 0, allow_run: bool = False,
-          max_sessions: int = 4, on_ready: Callable[[str], None] | None = None) -> None:
-    """Serve ``trace`` until interrupted. ``port`` 0: a free one."""
+          max_sessions: int = 4, on_ready: Callable[[str], None] | None = None,
+          job: Path | None = None) -> None:
+    """Serve ``trace`` (a rank of distributed ``job``: on the ranks screen) until interrupted.
+    ``port`` 0: a free one."""
     if port == 0:
         try:
             port = free_port(host)
@@ -155,7 +162,7 @@ def serve(trace: Path, *, host: str = "127.0.0.1", port: int = 0, allow_run: boo
     # checkout's tuidebug, wherever the server was started from
     os.environ["PYTHONPATH"] = proc.child_env()["PYTHONPATH"]
     server = make_server(trace, host=host, port=port, allow_run=allow_run,
-                         max_sessions=max_sessions, on_ready=on_ready)
+                         max_sessions=max_sessions, on_ready=on_ready, job=job)
     try:
         server.serve()
     except OSError as e:
@@ -165,7 +172,9 @@ def serve(trace: Path, *, host: str = "127.0.0.1", port: int = 0, allow_run: boo
 def _child(argv: list[str]) -> int:
     """One browser session: the app on the trace, under textual's web driver."""
     allow_run = "--allow-run" in argv
-    paths = [a for a in argv if not a.startswith("--")]
+    job = Path(argv[argv.index(JOB_FLAG) + 1]) if JOB_FLAG in argv else None
+    paths = [a for i, a in enumerate(argv)
+             if not a.startswith("--") and (i == 0 or argv[i - 1] != JOB_FLAG)]
     # what the session writes (an exported SVG, before it goes to the browser) goes to a folder
     # of its own, never into the directory the server was started from
     import shutil
@@ -177,7 +186,8 @@ def _child(argv: list[str]) -> int:
     work = tempfile.mkdtemp(prefix="tuidebug-serve-")
     os.chdir(work)
     try:
-        app = TuidebugApp(Trace(Path(paths[0])), allow_run=allow_run, prewarm=allow_run)
+        app = TuidebugApp(Trace(Path(paths[0])), allow_run=allow_run, prewarm=allow_run,
+                          job=job, start="ranks" if job is not None else "overview")
         app.run()
     finally:
         os.chdir("/")
