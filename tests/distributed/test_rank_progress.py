@@ -215,3 +215,28 @@ def test_events_encoded_from_cached_parts_are_the_events(world_of_one, tmp_path:
         {"event": "done", "group": odd, "seq": 2}]
     assert all(isinstance(e["t"], float) for e in events)
     assert events[0]["line"].startswith("test_rank_progress.py:")
+
+
+def test_a_failure_to_make_an_event_never_reaches_the_collective(world_of_one,
+                                                                 tmp_path: Path) -> None:
+    """An event that cannot be encoded (here a members value json cannot write, as a
+    torch we do not know might hand us) is lost from the log; the user's collective runs and
+    returns, and its own exception is the one the user sees."""
+    rp = RankProgress(tmp_path / "p.jsonl", warn=lambda m: None)
+
+    def broken(*_a, **_k):
+        raise RecursionError("cannot encode")
+
+    rp.collective_event = broken  # the encoder fails, whatever the reason
+    rp.done_event = broken
+    calls = []
+    ok = rp._wrap(lambda t, op=None, group=None, async_op=False: calls.append(t) or "done",
+                  "all_reduce")
+    assert ok(torch.ones(1)) == "done" and len(calls) == 1
+
+    def fails(t, op=None, group=None, async_op=False):
+        raise ValueError("the user's own error")
+
+    with pytest.raises(ValueError, match="the user's own error"):
+        rp._wrap(fails, "all_reduce")(torch.ones(1))
+    rp.log.close()

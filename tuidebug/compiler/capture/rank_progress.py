@@ -63,7 +63,7 @@ class RankProgress:
         self.patcher = compat.Patcher(warn)
         self.seq: dict[str, int] = {}
         self.tls = threading.local()
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # a signal handler's collective must not deadlock
         self.undo: list[Callable[[], None]] = []
         # the constant part of each event, JSON-encoded once: per (op, group) and per group
         self._heads: dict[tuple[str, str], str] = {}
@@ -112,6 +112,15 @@ class RankProgress:
             head = self._done[group] = json.dumps({"event": "done", "group": group})[:-1]
         return f'{head}, "seq": {seq:d}, "t": {time.time()!r}}}'
 
+    def record(self, event: Callable[[], str]) -> None:
+        """Append ``event()``; a failure to make it is the log's loss, never the user's call's
+        (nor does it hide the collective's own exception)."""
+        try:
+            line = event()
+        except Exception:  # noqa: BLE001
+            return
+        self.log.append_line(line)
+
     def _wrap(self, orig: Callable[..., Any], op: str) -> Callable[..., Any]:
         rp = self
         names = compat.call_arguments(orig)
@@ -131,13 +140,13 @@ class RankProgress:
                 group, members, asyn = "?", None, always_async
             with rp.lock:
                 seq = rp.seq[group] = rp.seq.get(group, 0) + 1
-            rp.log.append_line(rp.collective_event(op, group, members, seq, asyn))
+            rp.record(lambda: rp.collective_event(op, group, members, seq, asyn))
             rp.tls.depth = 1
             try:
                 return orig(*args, **kwargs)
             finally:
                 rp.tls.depth = 0
-                rp.log.append_line(rp.done_event(group, seq))
+                rp.record(lambda: rp.done_event(group, seq))
 
         collective.__wrapped__ = orig  # type: ignore[attr-defined]
         collective.__name__ = getattr(orig, "__name__", op)
