@@ -55,6 +55,11 @@ def test_linking_a_copied_job_saves_bytes_and_changes_no_verdict(break_job, tmp_
     assert link_identical(copy)["linked"] == 0  # nothing left to link
     a, b = analyze_job(job), analyze_job(copy)
     assert a["divergence"] == b["divergence"] and a["groups"] == b["groups"]
+    # the verdict itself, not only the same one twice (an analysis that found nothing in
+    # either would pass the line above): rank 1's graph break
+    assert b["divergence"]["kind"] == "compile_only_on_some_ranks", b["divergence"]
+    assert b["divergence"]["diverging_ranks"] == [1] and [g["ranks"] for g in b["groups"]] == [
+        [0], [1]]
 
 
 def test_a_rank_still_running_is_not_linked(tmp_path) -> None:
