@@ -233,3 +233,39 @@ def test_each_rank_on_its_own_device_is_no_divergence(same_job, tmp_path) -> Non
     snap.write_text(snap.read_text().replace("cuda:1", "cpu"))
     d = analyze_job(gpus)["divergence"]
     assert d["kind"] == "graph" and d["stage"] == "dynamo", d
+
+
+def test_ranks_of_two_tensor_parallel_groups_agree(same_job, tmp_path) -> None:
+    """Rank 0 all-reduces on its group of ranks 0 and 2, rank 1 on its group of ranks 1 and 3
+    (two tensor-parallel groups, named "1" and "2"): the same graph on each rank's own group,
+    no divergence between 0 and 1 (it was "collective sequence differs: group", then "graph
+    differs at stage dynamo": the group's name is an argument of the collective's node); a
+    graph that differs besides still diverges, with only that node in its node diff."""
+    job, _ = same_job
+    tp = _copy(job, tmp_path / "tp")
+    for r, name, members in ((0, "1", [0, 2]), (1, "2", [1, 3])):
+        g = tp / f"rank_{r}" / "graphs" / "0_0-inference"
+
+        def regroup(d, name=name, members=members):
+            for c in d["collectives"]:
+                if c.get("group") == "0":
+                    c.update(group=name, group_ranks=members)
+            d["groups"] = {name: {**d["groups"]["0"], "name": name, "ranks": members}}
+        _edit_json(g / "collectives.json", regroup)
+        for snap in (g / "stages").iterdir():
+            data = json.loads(snap.read_text())
+            for n in data["nodes"]:
+                if str(n["target"]).startswith("_c10d_functional") and "0" in n["args"]:
+                    n["args"] = [name if a == "0" else a for a in n["args"]]
+            snap.write_text(json.dumps(data))
+        assert f'"{name}"' in (g / "stages" / "000-dynamo.json").read_text()
+    info = analyze_job(tp)
+    assert info["divergence"] is None, info["divergence"]
+    snap = tp / "rank_1" / "graphs" / "0_0-inference" / "stages" / "000-dynamo.json"
+    data = json.loads(snap.read_text())
+    node = next(n for n in data["nodes"] if n["op"] == "call_function"
+                and not str(n["target"]).startswith("_c10d"))
+    node["target"] = "torch.sub"
+    snap.write_text(json.dumps(data))
+    d = analyze_job(tp)["divergence"]
+    assert d["kind"] == "graph" and d["nodes"]["changed"] == [node["name"]], d

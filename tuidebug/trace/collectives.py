@@ -67,6 +67,13 @@ def key(c: dict[str, Any]) -> list[Any]:
     return [op, _group(c), args, tensors]
 
 
+def group_names(g: GraphRecord) -> list[str]:
+    """The names of the process groups graph ``g``'s collectives use."""
+    groups = g.collectives.get("groups")
+    names = [str(k) for k in groups] if isinstance(groups, dict) else []
+    return names + [c["group"] for c in issued(g) if isinstance(c.get("group"), str)]
+
+
 def sequence_hash(g: GraphRecord) -> str | None:
     """A hash of the graph's collective sequence (None when it issues none)."""
     seq = [key(c) for c in issued(g)]

@@ -85,18 +85,48 @@ def _no_links(path: Path, root: Path) -> bool:
 _normalised: dict[bytes, str] = {}
 
 
-def _file_hash(path: Path) -> str | None:
+_COLLECTIVE_TARGET = ("_c10d_functional", "c10d", "_c10d_functional_autograd")
+
+
+def _without_groups(text: str, groups: frozenset[str]) -> str:
+    """A snapshot with the process-group names its collective nodes pass (``"0"`` in
+    ``all_reduce(y, "sum", "0")``) as ``<group>``: ranks of two tensor-parallel groups issue the
+    same graph on their own groups (which groups, and who is in them, collectives.json
+    compares, per pair of ranks)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text
+    nodes = data.get("nodes") if isinstance(data, dict) else None
+    for n in nodes if isinstance(nodes, list) else []:
+        if isinstance(n, dict) and str(n.get("target") or "").startswith(_COLLECTIVE_TARGET):
+            for key in ("args", "kwargs"):
+                v = n.get(key)
+                if isinstance(v, list):
+                    n[key] = ["<group>" if isinstance(x, str) and x in groups else x for x in v]
+                elif isinstance(v, dict):
+                    n[key] = {k: "<group>" if isinstance(x, str) and x in groups else x
+                              for k, x in v.items()}
+    return json.dumps(data, sort_keys=True)
+
+
+def _file_hash(path: Path, groups: frozenset[str] = frozenset()) -> str | None:
+    """The normalised content hash of a file of a rank's trace (``groups``: the process-group
+    names of the graph's collectives, left out of a snapshot's collective nodes)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         with os.fdopen(fd, "rb") as f:
             raw = f.read()
     except OSError:
         return None
-    key = hashlib.sha256(path.name.encode() + b"\0" + raw).digest()
+    key = hashlib.sha256(path.name.encode() + b"\0" + "\0".join(sorted(groups)).encode()
+                         + b"\0" + raw).digest()
     if key not in _normalised:
         text = raw.decode("utf-8", errors="replace")
         if path.name == "wrapper.py":  # its benchmark harness uses this rank's size hints
             text = _HARNESS.split(text, 1)[0]
+        if groups:
+            text = _without_groups(text, groups)
         _normalised[key] = _digest(normalise_text(text).encode())
     return _normalised[key]
 
@@ -108,13 +138,14 @@ def _graph_fingerprint(g: GraphRecord) -> dict[str, Any]:
         fp["unreadable"] = True  # never read outside the rank's trace
         return fp
     fp["collectives"] = coll.sequence_hash(g)
+    groups = frozenset(coll.group_names(g)) if fp["collectives"] else frozenset()
     # the snapshot files in order (stages/NNN-<name>.json), listed rather than read from
     # meta.json: that file holds this rank's phase times, and parsing it for every rank of a
     # large job was half the time; the stage's name is looked up for the two ranks compared
     stages = g.dir / "stages"
     if stages.is_dir() and not stages.is_symlink():
         for name in sorted(n for n in os.listdir(stages) if n.endswith(".json")):
-            fp["stages"].append([name, _file_hash(stages / name)])
+            fp["stages"].append([name, _file_hash(stages / name, groups)])
     code = g.dir / "code"
     if code.is_dir() and not code.is_symlink():
         parts = sorted(p for p in code.iterdir() if p.suffix != ".json")
@@ -191,15 +222,27 @@ def _reasons(t: Trace, cid: str, other: Trace) -> dict[str, Any]:
             "line": m.get("co_firstlineno")}
 
 
+def _signature(n: Any, groups: frozenset[str]) -> str:
+    """A node as two ranks compare it: its device index and (a collective's) process-group
+    name left out, as in the snapshots' hashes."""
+    op, target, args, kwargs, tensor = n.signature()
+    if groups and str(target).startswith(_COLLECTIVE_TARGET):
+        def plain(x: Any) -> Any:
+            return "<group>" if isinstance(x, str) and x in groups else x
+        args = tuple(plain(x) for x in args) if isinstance(args, tuple) else args
+        kwargs = tuple((k, plain(v)) for k, v in kwargs) if isinstance(kwargs, tuple) else kwargs
+    return normalise_text(repr((op, target, args, kwargs, tensor)))
+
+
 def _node_diff(a: GraphRecord, b: GraphRecord, stage: str) -> dict[str, Any]:
     sa, sb = a.find_stage(stage), b.find_stage(stage)
     ga = a.stage_graph(sa) if sa else None
     gb = b.stage_graph(sb) if sb else None
     if ga is None or gb is None:
         return {"added": [], "removed": [], "changed": [], "lines": []}
-    # a node on cuda:1 is the same node as on cuda:0 (each rank's own device)
-    d = diff_fingerprints({n.name: normalise_text(repr(n.signature())) for n in ga},
-                          {n.name: normalise_text(repr(n.signature())) for n in gb})
+    groups = frozenset(coll.group_names(a) + coll.group_names(b))
+    d = diff_fingerprints({n.name: _signature(n, groups) for n in ga},
+                          {n.name: _signature(n, groups) for n in gb})
     na, nb = ga.by_name, gb.by_name
     lines = ([f"- {node_line(na[k])}" for k in d["removed"]]
              + [f"+ {node_line(nb[k])}" for k in d["added"]]
