@@ -37,7 +37,10 @@ def _resolve(file: str, known: Iterable[str]) -> str | None:
     for root in _search_roots():
         if (root / file).is_file():
             return str(root / file)
-    return None
+    # torch 2.11's guard comments may cut a path mid-name ("ork/main/x.py" for /work/main/x.py):
+    # the one known file it ends
+    cut = [k for k in known if k.endswith(file.replace("/", os.sep))]
+    return cut[0] if len(cut) == 1 else None
 
 
 def _context(path: str, line: int) -> list[dict[str, Any]]:
