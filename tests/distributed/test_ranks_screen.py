@@ -117,3 +117,22 @@ async def test_compile_ids_from_the_ranks_are_shown_inert(open_ui, graph_job, tm
         assert any("[b]0/0[/b]" in lab.plain for lab in labels), [lab.plain for lab in labels]
         assert not any("\x1b" in lab.plain for lab in labels)
         assert "[b]0/0[/b]" in ui.text()
+
+
+def test_a_rank_folder_that_is_a_link_out_of_the_job_is_not_opened(graph_job, tmp_path) -> None:
+    """rank_1/ a link to a trace outside the job: info --rank 1 and open --rank 1 refuse it, as
+    the cross-rank analysis already did (a path out of the job folder is never followed)."""
+    import shutil
+
+    from tests.distributed.test_ranks import _cli
+
+    src, _ = graph_job
+    job = tmp_path / "job"
+    shutil.copytree(src, job, ignore=shutil.ignore_patterns("*.log"))
+    outside = tmp_path / "outside"
+    shutil.move(str(job / "rank_1"), outside)
+    (job / "rank_1").symlink_to(outside, target_is_directory=True)
+    for cmd in (["info", "--rank", "1", str(job)], ["open", "--rank", "1", str(job)]):
+        p = _cli(*cmd)
+        assert p.returncode == 2 and "without a trace of rank 1" in p.stderr, (cmd, p.stderr)
+    assert _cli("info", "--rank", "2", str(job)).returncode == 0

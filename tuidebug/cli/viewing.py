@@ -98,8 +98,12 @@ def cmd_info(ns: argparse.Namespace) -> int:
         if ns.rank is None:
             print_job_info(Path(ns.trace), as_json=ns.json)
             return 0
-        ns.trace = str(Path(ns.trace) / f"rank_{ns.rank}")
-        ns.rank = None
+        from tuidebug.trace.job import rank_trace
+
+        trace = rank_trace(Path(ns.trace), ns.rank)
+        if trace is None:  # none, or a link out of the job (not followed)
+            raise CliError(f"{ns.trace} is a job directory without a trace of rank {ns.rank}")
+        ns.trace, ns.rank = str(trace), None
     print_info(Path(ns.trace), as_json=ns.json, rank=ns.rank)
     return 0
 
@@ -145,14 +149,15 @@ def job_rank_trace(path: Path, rank: int | None = None) -> tuple[Path, Path] | N
         path = job
     if not _job_dir(path):
         return None
-    from tuidebug.trace.job import rank_dir
+    from tuidebug.trace.job import rank_trace
 
     rank = 0 if rank is None else rank
-    if not (rank_dir(path, rank) / "manifest.json").is_file():
+    trace = rank_trace(path, rank)
+    if trace is None:  # none, or a link out of the job (not followed)
         raise CliError(f"{path} is a job directory without a trace of rank {rank}")
     print(f"[tuidebug] {path} is a distributed job: the ranks screen, rank {rank} open "
           "(R: the ranks screen, o there: open another rank)", file=sys.stderr)
-    return path.resolve(), rank_dir(path, rank)
+    return path.resolve(), trace
 
 
 # -- svg ------------------------------------------------------------------------------------------

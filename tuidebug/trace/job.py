@@ -44,6 +44,13 @@ def rank_dir(root: Path, rank: int) -> Path:
     return root / f"rank_{rank}"
 
 
+def rank_trace(root: Path, rank: int) -> Path | None:
+    """Rank ``rank``'s trace folder in job ``root`` when it has one: a real folder, not a link
+    (a link in a job folder is a path out of it, never followed), with a manifest."""
+    d = rank_dir(root, rank)
+    return None if d.is_symlink() or not (d / "manifest.json").is_file() else d
+
+
 def rank_of(root: Path, trace_dir: Path) -> int | None:
     """The rank whose trace ``trace_dir`` is in job ``root`` (``root/rank_<r>``), or None; either
     path may be relative (``tuidebug open DIR``)."""

@@ -334,10 +334,8 @@ def _skew(traces: dict[int, Trace]) -> list[dict[str, Any]]:
 
 
 def _open(root: Path, rec: dict[str, Any]) -> Trace | None:
-    d = joblayout.rank_dir(root, int(rec["rank"]))
-    if d.is_symlink() or not (d / "manifest.json").is_file():
-        return None
-    return Trace(d)
+    d = joblayout.rank_trace(root, int(rec["rank"]))
+    return Trace(d) if d is not None else None
 
 
 def analyze_job(root: str | Path) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from tuidebug.trace.job import rank_dir, rank_of
+from tuidebug.trace.job import rank_of, rank_trace
 from tuidebug.trace.reader import GraphRecord
 from tuidebug.tui import keymap
 from tuidebug.tui.messages import Read
@@ -186,10 +186,11 @@ class RanksScreen(TraceScreen):
         if other == mine:
             self.notify("this is the open rank; select another row", severity="warning")
             return
-        if not (rank_dir(job, other) / "manifest.json").is_file():
+        theirs = rank_trace(job, other)
+        if theirs is None:  # none, or a link out of the job (not followed)
             self.notify(f"rank {other} has no trace", severity="warning")
             return
-        self.app.compare_with = rank_dir(job, other)  # type: ignore[attr-defined]
+        self.app.compare_with = theirs  # type: ignore[attr-defined]
         if d.get("graph"):
             self.app.set_graph(d["graph"])  # type: ignore[attr-defined]
         await self.app.action_show_screen("compare")  # type: ignore[attr-defined]
@@ -202,7 +203,8 @@ class RanksScreen(TraceScreen):
         if sel == self.open_rank():
             self.notify(f"rank {sel} is open", timeout=3)
             return
-        if not (rank_dir(job, sel) / "manifest.json").is_file():
+        theirs = rank_trace(job, sel)
+        if theirs is None:  # none, or a link out of the job (not followed)
             self.notify(f"rank {sel} has no trace", severity="warning")
             return
-        await self.app.switch_rank(rank_dir(job, sel))  # type: ignore[attr-defined]
+        await self.app.switch_rank(theirs)  # type: ignore[attr-defined]
