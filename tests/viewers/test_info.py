@@ -87,3 +87,26 @@ def test_a_script_that_raised_after_compiling(mlp_trace: Path, copy_trace) -> No
     assert "OK, BUT THE SCRIPT RAISED" in text.splitlines()[0]
     assert "script raised ValueError after compiling: bad shape" in text
     assert "second line" not in text
+
+
+def test_profile_tables_keep_their_times_whole_on_a_narrow_console(profiled_trace: Path) -> None:
+    """A narrow console (``tuidebug trace`` piped, a small terminal): rich cut every column of
+    the profile tables alike, times included (``11…`` for a GPT-2 kernel); only the names give
+    way now, a kernel's keeping its end (``…view_7``: kernels differ there)."""
+    from tuidebug.viewers.profile_view import duration
+
+    s = trace_summary(Trace(profiled_trace))
+    kernels = s["profile"]["kernels"]
+    for width in (200, 44):
+        text, _ = rendered(profiled_trace, width=width)
+        rows = text.splitlines()
+        head = next(i for i, ln in enumerate(rows) if ln.split()[:1] == ["kernel"])
+        shown = rows[head + 1:head + 1 + min(len(kernels), 8)]
+        for k, row in zip(kernels, shown):
+            cells = row.split()
+            assert " ".join(cells[-3:-1]) == duration(k["compiled_s"]), (width, row)
+            assert cells[-4] == k["kind"], (width, row)
+            name, key = " ".join(cells[:-4]), str(k["key"])
+            assert name == key or (name.startswith(key[:4]) and "…" in name
+                                   and name.endswith(key[-3:])), (width, row, key)
+        assert all(len(ln) <= width for ln in rows), width

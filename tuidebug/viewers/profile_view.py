@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tuidebug.trace.diff.findings import format_duration as duration
+from tuidebug.viewers.fitted import Row
 from tuidebug.viewers.inert import inert_text
 
 TOP = 8  # rows of each table `info` prints (info --json has 20; the TUI every one)
@@ -68,24 +69,32 @@ def phases(rows: list[dict[str, Any]]) -> bool:
     return any(r.get("phase") == "bwd" for r in rows)
 
 
+def _name(value: Any, *, middle: bool = False) -> Row:
+    """A name cell of a table whose column may shrink: one line, cut with … (rich shrinks only
+    the columns that may wrap, so the times beside it stay whole); ``middle``: keep the end too
+    (kernel names differ at their ends)."""
+    return Row(inert_text(value), middle=middle)
+
+
 def render_profile(p: dict[str, Any], console: Console, top: int = TOP) -> None:
     console.print(totals_text(p.get("totals") or {}))
     lines, kernels = p.get("lines") or [], p.get("kernels") or []
     both = phases(lines) or phases(kernels)
     t = Table(box=None, padding=(0, 1), header_style="dim", pad_edge=False)
     for col in ("source line", *(("phase",) if both else ()), "compiled", "eager"):
+        # on a narrow console only the name column gives way (cut with …): the times stay whole
         t.add_column(col, justify="left" if col in ("source line", "phase") else "right",
-                     no_wrap=True)
+                     no_wrap=col != "source line")
     for r in lines[:top]:
-        t.add_row(inert_text(line_label(r)), *((inert_text(r.get("phase")),) if both else ()),
+        t.add_row(_name(line_label(r)), *((inert_text(r.get("phase")),) if both else ()),
                   duration(r.get("compiled_s")), duration(r.get("eager_s")))
     console.print(Padding(t, (0, 0, 0, 4)))
     k = Table(box=None, padding=(0, 1), header_style="dim", pad_edge=False)
     for col in ("kernel", *(("phase",) if both else ()), "kind", "time", "calls"):
         k.add_column(col, justify="left" if col in ("kernel", "phase", "kind") else "right",
-                     no_wrap=True)
+                     no_wrap=col != "kernel")
     for r in kernels[:top]:
-        k.add_row(inert_text(r.get("key")), *((inert_text(r.get("phase")),) if both else ()),
+        k.add_row(_name(r.get("key"), middle=True), *((inert_text(r.get("phase")),) if both else ()),
                   inert_text(r.get("kind")), duration(r.get("compiled_s")),
                   inert_text(f"{r.get('calls', '–')}"))
     console.print(Padding(k, (0, 0, 0, 4)))
