@@ -29,6 +29,7 @@ def test_every_kernel_call_of_the_graph_is_measured(profiled_trace: Path) -> Non
     prof = t.profile["compiles"]
     (c,) = prof.values()
     assert c["runs"] == 3 and c["graphs"] == [g.id] and c["device"] == "cpu"
+    assert c["forward_grad"] is False  # an inference call: its forward measured under no_grad
     measured = {(k["kernel"], k["call"]) for k in c["kernels"]}
     expected = set()
     for k in g.kernels:  # a kernel Inductor reuses is measured per call (its handles)
@@ -291,6 +292,7 @@ def test_the_profile_leaves_the_users_training_alone(profiled_training_trace: Pa
 
 def test_backward_kernels_are_measured(profiled_training_trace: Path) -> None:
     t, c, b = _training(profiled_training_trace)
+    assert c["forward_grad"] is True  # the forward measured as it runs in training
     kinds = {g.kind: g for g in t.graphs}
     assert set(kinds) == {"forward", "backward"}
     bwd = kinds["backward"]

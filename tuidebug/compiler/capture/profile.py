@@ -57,13 +57,23 @@ class Profile(Concern):
         if not graphs:
             return
         s.progress(f"profiling compile {cid}: {self.runs} runs, compiled and eager")
-        with torch.no_grad():
-            compiled = self._compiled(graphs, again)
-            eager = self._eager(gm, inputs)
+        # the forward runs as the user's call did: under autograd (recording the graph its
+        # backward needs, on copies of the inputs that require grad as theirs did), or not
+        mode, run, eager_inputs = "no_grad", again, inputs
+        if grad is not None:
+            leaves = profile_backward.grad_leaves(inputs, grad)
+            mode, eager_inputs = "grad", leaves
+
+            def run() -> Any:
+                return grad.run(leaves)
+        with torch.set_grad_enabled(mode == "grad"):
+            compiled = self._compiled(graphs, run)
+            eager = self._eager(gm, eager_inputs)
         frame = s.frame_graph.get(cid)
         entry = {"graphs": [g.graph_id for g in graphs],
                  "eager_graph": frame.graph_id if frame is not None else graphs[0].graph_id,
                  "runs": self.runs, "warmup": WARMUP, "device": compat.device_kind(),
+                 "forward_grad": mode == "grad",
                  "cudagraphs": any(g.cudagraphs.get("enabled") for g in graphs), **compiled,
                  "eager": eager.pop("totals"), **eager}
         self.data["compiles"][cid] = entry

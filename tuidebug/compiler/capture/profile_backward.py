@@ -67,11 +67,16 @@ class _Step:
         return self.backward()
 
 
+def grad_leaves(inputs: list[Any], grad: GradCall) -> list[Any]:
+    """Copies of ``inputs`` that require grad where the user's call's inputs did."""
+    return [x.detach().clone().requires_grad_(True)
+            if flag and isinstance(x, torch.Tensor) else x
+            for x, flag in zip(inputs, grad.requires_grad)]
+
+
 def _profile(s: Any, cid: str, piece: int, gm: Any, grad: GradCall, inputs: list[Any],
              runs: int, warmup: int, node_prefix: str) -> dict[str, Any]:
-    leaves = [x.detach().clone().requires_grad_(True)
-              if flag and isinstance(x, torch.Tensor) else x
-              for x, flag in zip(inputs, grad.requires_grad)]
+    leaves = grad_leaves(inputs, grad)
     params = list(dict.fromkeys(p for p in gm.parameters() if p.requires_grad))
     wrt = [x for x, flag in zip(leaves, grad.requires_grad) if flag] + params
     compiled = _Step(lambda: grad.run(leaves), wrt)
