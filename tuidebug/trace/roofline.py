@@ -64,9 +64,11 @@ def roofline_rows(view: ProfileView) -> list[dict[str, Any]]:
             row["why"] = (f"a call lasts {t * 1e6:.1f} µs: too short to reach the roof (launch "
                           "and tail effects); fuse it or give it more work")
         elif row["flagged"]:
-            row["why"] = (f"{fraction * 100:.0f}% of peak FLOP/s ({row['tflops']:.1f} of "
+            # rounded down: a kernel flagged under 30% never reads "30% of peak"
+            pct = math.floor(fraction * 100)
+            row["why"] = (f"{pct}% of peak FLOP/s ({row['tflops']:.1f} of "
                           f"{peak_tflops:.0f} TFLOP/s, the {peak_dtype} peak)" if compute else
-                          f"{fraction * 100:.0f}% of peak bandwidth "
+                          f"{pct}% of peak bandwidth "
                           f"({gbps:.0f} of {peak_gbps:.0f} GB/s)")
         out.append(row)
     out.sort(key=lambda row: -row["time_s"])
