@@ -102,3 +102,20 @@ def test_a_wrapper_of_2000_kernels_is_read_once_not_once_per_kernel() -> None:
     for i in (0, 1234, n - 1):
         # ks0 is passed as ks0 (no symbol of the compile); xnumel as the wrapper computed it
         assert sizes[i] == [{"param": "xnumel", "expr": f"{i + 1}*s0", "symbols": ["s0"]}]
+
+
+def test_a_kernel_whose_call_is_not_found_is_not_called_specialized() -> None:
+    """Without the wrapper's call (an imported kernel, a C++ wrapper) a Triton kernel's xnumel
+    may be a symbol: its size is unknown ("xnumel = ?"), not "specialized to its sizes" (a
+    dynamic pointwise kernel over a contiguous input takes no ks<N>, only xnumel)."""
+    from tuidebug.trace.kernel_sizes import sizes_text
+
+    code = (FIXTURES / "cuda_dynamic_wrapper" / "wrapper.py.txt").read_text()
+    k = next(k for k in split_wrapper(code).kernels if f"{k.name}_xnumel = " in code)
+    assert "xnumel" in kernel_params(k.source, k.kind)
+    sizes = symbolic_sizes(k.source, k.kind, None, k.name)
+    assert {"param": "xnumel", "expr": None, "symbols": []} in sizes
+    assert "xnumel = ?" in sizes_text(sizes) and "specialized" not in sizes_text(sizes)
+    cpp = "extern \"C\" void kernel(const float* in_ptr0, float* out_ptr0)\n{\n}\n"
+    assert sizes_text(symbolic_sizes(cpp, "cpp", None, "cpp_fused_0")) == \
+        "specialized to its sizes"  # C++: sizes are constants unless a ks<N> is passed

@@ -14,6 +14,8 @@ from tuidebug.trace.reader import GraphRecord
 
 _SYMBOL = re.compile(r"\b[su]\d+\b")  # a compile's symbols as the wrapper names them
 _KERNEL_SYMBOL = re.compile(r"\bks\d+\b")  # a symbolic size as the kernel names it
+# a Triton kernel's element counts: a constant or a symbol, as its call says
+_NUMEL_PARAM = re.compile(r"^(?:[xyz]|r\d*_?)numel$")
 _CPP_SIGNATURE = re.compile(r"\bkernel\(([^)]*)\)")
 _PY_SIGNATURE = re.compile(r"^def \w+\(([^)]*)\)", re.M)
 _ASSIGN = re.compile(r"^\s*(?P<name>\w+) = (?P<expr>[^=\n][^\n]*)$", re.M)
@@ -106,9 +108,11 @@ def symbolic_sizes(source: str, kind: str | None, wrapper: str | None,
             if symbols:
                 out.append({"param": param, "expr": expr, "symbols": symbols})
         return out
-    # no call to read (an imported kernel): the kernel's own ks<N> parameters
+    # no call to read (an imported kernel, a C++ wrapper): the kernel's own ks<N> parameters,
+    # and its element counts (xnumel …), which may be symbols: not known, so not called
+    # "specialized to its sizes" (a dynamic pointwise kernel takes no ks<N>, only xnumel)
     for param in params or sorted(set(_KERNEL_SYMBOL.findall(source))):
-        if _KERNEL_SYMBOL.fullmatch(param):
+        if _KERNEL_SYMBOL.fullmatch(param) or _NUMEL_PARAM.match(param):
             out.append({"param": param, "expr": None, "symbols": []})
     return out
 
