@@ -95,3 +95,33 @@ def torch_trace_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if proc.returncode != 0 or not out.is_dir():
         raise RuntimeError(f"the TORCH_TRACE job failed:\n{proc.stdout}\n{proc.stderr}")
     return out
+
+
+@pytest.fixture(scope="session")
+def funcol_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """PyTorch's own TORCH_TRACE logs of two real 2-rank jobs (plain torchrun, gloo) whose
+    compiled function issues c10d functional collectives: ``funcol`` (every rank the same) and
+    ``funcol_odd`` (rank 1's reduce_scatter_tensor reduces with "max"), run side by side."""
+    root = tmp_path_factory.mktemp("logs")
+    env = dict(os.environ, PYTHONPATH=pythonpath())
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK", "SLURM_PROCID"):
+        env.pop(name, None)
+    procs = {}
+    for mode in ("funcol", "funcol_odd"):
+        procs[mode] = subprocess.Popen(
+            [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+             "2", str(SCRIPT), mode], env=dict(env, TORCH_TRACE=str(root / mode)),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = {}
+    try:
+        for mode, proc in procs.items():
+            text, _ = proc.communicate(timeout=600)
+            if proc.returncode != 0 or not (root / mode).is_dir():
+                raise RuntimeError(f"the {mode} TORCH_TRACE job failed:\n{text}")
+            out[mode] = root / mode
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return out

@@ -10,6 +10,10 @@
   collectives  rank 1 issues two all_reduces on two groups in the other order (gloo runs each
          group's work on its own thread: the job completes); then every rank compiles a DDP model
          that DDPOptimizer splits into 3 buckets
+  funcol every rank compiles one function issuing the c10d functional collectives
+         (funcol.all_reduce, all_gather_tensor, reduce_scatter_tensor); ``funcol_odd``: rank 1's
+         reduce_scatter_tensor reduces with "max" where the others use "sum" (the planted
+         divergence: its third collective; gloo completes it, each rank reducing its own way)
   hang   after compiling, rank 0 broadcasts then all-reduces, rank 1 the other way round: both
          wait forever (until ``--timeout`` ends the job)
 """
@@ -53,6 +57,22 @@ def collectives(rank: int) -> None:
     model(torch.randn(8, 512)).sum().backward()
 
 
+def functional(odd: bool) -> None:
+    import torch.distributed._functional_collectives as funcol
+
+    world = dist.group.WORLD
+
+    @torch.compile
+    def h(x):
+        y = funcol.all_reduce(torch.sin(x), "sum", world)
+        g = funcol.all_gather_tensor(y * 2, 0, world)
+        r = funcol.reduce_scatter_tensor(g, "max" if odd else "sum", 0, world)
+        return torch.relu(r) + g.sum()
+
+    out = h(torch.ones(4, 3))
+    assert out.shape == (4, 3), out
+
+
 def main() -> None:
     mode = sys.argv[1]
     dist.init_process_group("gloo")
@@ -63,6 +83,10 @@ def main() -> None:
 
     if mode == "collectives":
         collectives(rank)
+    if mode.startswith("funcol"):
+        functional(mode == "funcol_odd" and odd)
+        dist.destroy_process_group()
+        return
 
     @torch.compile
     def f(x):

@@ -107,16 +107,23 @@ ACROSS_GROUPS_NOTE = ("each group's own sequence is the same on both ranks; only
                       "own, as gloo's do; with NCCL it may deadlock)")
 
 
-def _shared(cs: list[dict[str, Any]], ranks: tuple[int, int] | None) -> list[dict[str, Any]]:
-    """The collectives of ``cs`` on a group holding both ``ranks`` (or whose members are not
-    recorded): a collective on a group one of the two is not in is matched by its own
-    group's members, not by this pair."""
+def _shared(cs: list[dict[str, Any]], ranks: tuple[int, int] | None,
+            other: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The collectives of ``cs`` on a group holding both ``ranks``: a collective on a group one
+    of the two is not in is matched by its own group's members, not by this pair. A group
+    whose members are not recorded (an imported log names groups only) is taken to hold both
+    when the ``other`` side issues on it too (a rank in it that never issues on it would hang
+    it); else it is not compared (a tensor-parallel group of the other rank's own)."""
     if ranks is None:
         return cs
+    theirs = {c.get("group") for c in other}
     out = []
     for c in cs:
         members = c.get("group_ranks")
-        if not isinstance(members, list) or all(r in members for r in ranks):
+        if isinstance(members, list):
+            if all(r in members for r in ranks):
+                out.append(c)
+        elif c.get("group") in theirs:
             out.append(c)
     return out
 
@@ -137,7 +144,8 @@ def first_difference(a: GraphRecord, b: GraphRecord,
     the collectives on groups holding both are compared). When every group's own sequence
     matches and only their interleaving differs, ``differs_in`` is ``[ACROSS_GROUPS]`` with
     ``note`` saying so."""
-    xs, ys = _shared(issued(a), ranks), _shared(issued(b), ranks)
+    xa, ya = issued(a), issued(b)
+    xs, ys = _shared(xa, ranks, ya), _shared(ya, ranks, xa)
     across = _per_group(xs) == _per_group(ys)
     for i in range(max(len(xs), len(ys))):
         x = xs[i] if i < len(xs) else None

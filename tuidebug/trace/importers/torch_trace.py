@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, Any, Callable
 
 from tuidebug.trace import cache_keys, layout, schema
-from tuidebug.trace.importers import fxtext, records as r, segments, tracelog
+from tuidebug.trace.importers import collectives_text, fxtext, records as r, segments, tracelog
 from tuidebug.trace.importers.sources import log_rank
 from tuidebug.trace.importers.graphs import GraphBook, ImportedCompile, ImportedGraph
 from tuidebug.trace.importers.parsers import GLOBAL_RECORDS, REGISTRY
@@ -66,6 +66,7 @@ class TorchTraceImporter:
         self.versions: dict[str, Any] = {}
         self.config_written = False
         self.has_provenance = False
+        self.has_collectives = False
         self.cache_hits = 0
         self.cache_lookups: dict[str, list[dict[str, Any]]] = {}  # compiles/<id>.cache.json
         self.stack_cache: dict[str, Any] = {}
@@ -338,8 +339,16 @@ class TorchTraceImporter:
         w = self._writer()
         assert self.scan is not None
         self.book.mark_restarts()
+        rank = self.scan.rank  # from the records; else from the file's name (…_rank_1_…)
+        if rank is None and self.log is not None:
+            rank = log_rank(self.log)
         for g in self.graphs.values():
             g.flush_pending()
+            coll = collectives_text.from_graph_dir(g.dir, g.id, rank, g.stages, g.kernel_index,
+                                                   g.handles)
+            if coll is not None:
+                self.has_collectives = True
+                g.out.trace.write_json(g.out.path(schema.COLLECTIVES), coll)
             if g.kernel_index:
                 g.out.write_provenance(layout.provenance_json(
                     g.kernel_index, g.handles, g.fx_source, g.pre_to_post, self.stack_cache))
@@ -384,9 +393,6 @@ class TorchTraceImporter:
             "kernel_compile" if any(g.has_code for g in self.graphs.values()) else None)
         m["current_graph"] = self.errors[0]["graph"] if self.errors else None
         m["warnings"] = list(self.warnings)
-        rank = self.scan.rank  # from the records; else from the file's name (…_rank_1_…)
-        if rank is None and self.log is not None:
-            rank = log_rank(self.log)
         m["imported_from"] = {
             "kind": self.kind, "path": str(self.source.resolve()),
             "log": str(self.log.resolve()) if self.log is not None else None,
@@ -411,6 +417,8 @@ class TorchTraceImporter:
         out = list(MISSING_ALWAYS)
         if not self.has_provenance:
             out.append(MISSING_PROVENANCE)
+        if self.has_collectives:
+            out.append(collectives_text.MISSING)
         if self.cache_hits:
             out.append("graphs of compiles served from a cache (a cache hit logs only what it "
                        "loaded)")
