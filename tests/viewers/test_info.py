@@ -110,3 +110,30 @@ def test_profile_tables_keep_their_times_whole_on_a_narrow_console(profiled_trac
             assert name == key or (name.startswith(key[:4]) and "…" in name
                                    and name.endswith(key[-3:])), (width, row, key)
         assert all(len(ln) <= width for ln in rows), width
+
+
+def test_profile_kernels_of_several_compiles_name_their_graph(profiled_trace: Path) -> None:
+    """A recompile's graph has the same kernel names as the first compile's (bert_lengths of
+    bench/real_models.py listed cpp_fused_…_slice_0 twice, unexplained): with kernels of two
+    compiles the table names each row's graph; calls per run read 1, not 1.0."""
+    from tuidebug.viewers.profile_view import render_profile
+
+    s = trace_summary(Trace(profiled_trace))
+    p = s["profile"]
+    one = io.StringIO()
+    render_profile(p, Console(file=one, width=200, color_system=None))
+    rows = [ln.split() for ln in one.getvalue().splitlines()]
+    head = next(r for r in rows if r[:1] == ["kernel"])
+    assert "graph" not in head  # one compile: nothing to tell apart
+    assert all(r[-1] == "1" for r in rows[rows.index(head) + 1:][:len(p["kernels"])]
+               if r and r[0] in {k["key"] for k in p["kernels"]}), rows
+    again = [dict(k, graph="0_1-inference") for k in p["kernels"]]  # as a recompile's
+    two = io.StringIO()
+    render_profile(dict(p, kernels=[x for pair in zip(p["kernels"], again) for x in pair]),
+                   Console(file=two, width=200, color_system=None))
+    rows = [ln.split() for ln in two.getvalue().splitlines()]
+    head = next(r for r in rows if r[:1] == ["kernel"])
+    assert head[1] == "graph"
+    first = rows[rows.index(head) + 1:rows.index(head) + 3]
+    assert first[0][0] == first[1][0] and {first[0][1], first[1][1]} == {
+        p["kernels"][0]["graph"], "0_1-inference"}, first

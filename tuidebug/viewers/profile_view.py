@@ -76,6 +76,13 @@ def _name(value: Any, *, middle: bool = False) -> Row:
     return Row(inert_text(value), middle=middle)
 
 
+def _calls(v: Any) -> Text:
+    """Calls per run: a whole number as one (``1``, not ``1.0``)."""
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    return inert_text("–" if v is None else str(v))
+
+
 def render_profile(p: dict[str, Any], console: Console, top: int = TOP) -> None:
     console.print(totals_text(p.get("totals") or {}))
     lines, kernels = p.get("lines") or [], p.get("kernels") or []
@@ -90,13 +97,18 @@ def render_profile(p: dict[str, Any], console: Console, top: int = TOP) -> None:
                   duration(r.get("compiled_s")), duration(r.get("eager_s")))
     console.print(Padding(t, (0, 0, 0, 4)))
     k = Table(box=None, padding=(0, 1), header_style="dim", pad_edge=False)
-    for col in ("kernel", *(("phase",) if both else ()), "kind", "time", "calls"):
-        k.add_column(col, justify="left" if col in ("kernel", "phase", "kind") else "right",
-                     no_wrap=col != "kernel")
+    # kernels of several compiles (a recompile's graph has the same kernel names): say whose
+    # (a forward and its backward are told apart by the phase)
+    graphs = len({str(r.get("graph")).split("-")[0] for r in kernels[:top]}) > 1
+    for col in ("kernel", *(("graph",) if graphs else ()), *(("phase",) if both else ()),
+                "kind", "time", "calls"):
+        k.add_column(col, justify="left" if col in ("kernel", "graph", "phase", "kind")
+                     else "right", no_wrap=col != "kernel")
     for r in kernels[:top]:
-        k.add_row(_name(r.get("key"), middle=True), *((inert_text(r.get("phase")),) if both else ()),
-                  inert_text(r.get("kind")), duration(r.get("compiled_s")),
-                  inert_text(f"{r.get('calls', '–')}"))
+        k.add_row(_name(r.get("key"), middle=True),
+                  *((inert_text(r.get("graph")),) if graphs else ()),
+                  *((inert_text(r.get("phase")),) if both else ()),
+                  inert_text(r.get("kind")), duration(r.get("compiled_s")), _calls(r.get("calls")))
     console.print(Padding(k, (0, 0, 0, 4)))
     roof = p.get("roofline") or []
     if roof:
