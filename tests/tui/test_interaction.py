@@ -241,4 +241,15 @@ async def test_every_terminal_size_paints_every_screen(open_ui, mlp_trace: Path,
             await ui.press(screen_key(i))
         await ui.press("1")
         text = ui.text()
-        assert "mlp" in text and " 1 Over" in text and "7 Flag" in text
+        title = text.splitlines()[0]
+        assert "mlp" in text and " 1 Over" in title
+        # every tab is on the bar (at 80 columns it was cut after 7: the keys 8, 9, 0 unseen);
+        # where names do not fit, the other tabs are their keys
+        keys = [screen_key(i) for i, _ in enumerate(SCREENS)]
+        assert all(f" {k} " in title for k in keys), title
+        assert "7 Flag" in title or size[0] < 100, title
+        from tuidebug.tui.widgets.bars import TitleBar
+
+        await ui.pilot.click(TitleBar, offset=(title.index(" 9 ") + 1, 0))  # a tab, clicked
+        await ui.settle()
+        assert ui.app.current_mode == "shapes", title

@@ -36,19 +36,21 @@ class TitleBar(Static):
 
     def update_bar(self) -> None:
         width = self.size.width or self.app.size.width
-        for level in (0, 1, 2, 3):
+        for level in (0, 1, 2, 3, 4):
             t = self._bar(level)
             if t.cell_len <= width:
                 break
         self.update(t)
 
-    def _labels(self, compact: bool) -> list[tuple[str, str]]:
-        titles = SCREEN_SHORT_TITLES if compact else SCREEN_TITLES
-        labels = [(name, f" {screen_key(i)} {titles.get(name, name)} ")
-                  for i, name in enumerate(SCREENS)]
+    def _labels(self, level: int) -> list[tuple[str, str]]:
+        """Each tab's screen and text: full names (level 0), short ones, and at level 4 (80
+        columns) only the keys, the shown screen's name beside its key (every tab fits)."""
+        titles = SCREEN_SHORT_TITLES if level > 0 else SCREEN_TITLES
+        keys = [(name, screen_key(i)) for i, name in enumerate(SCREENS)]
         if getattr(self.app, "job", None) is not None:  # a distributed job: its ranks screen
-            labels.append(("ranks", f" R {titles['ranks']} "))
-        return labels
+            keys.append(("ranks", "R"))
+        return [(name, f" {key} " if level > 3 and name != self.screen_name
+                 else f" {key} {titles.get(name, name)} ") for name, key in keys]
 
     def _job_rank(self) -> tuple[str, int] | None:
         """``(job name, rank)`` when the open trace is a rank of a distributed job."""
@@ -60,8 +62,8 @@ class TitleBar(Static):
     def _bar(self, level: int) -> Text:
         """Level 0: everything; 1: short tab names; 2: also the rank and the graph said briefly,
         without the program's name; 3: also the trace's name cut short (a job's left out: the
-        rank stays) and no graph count."""
-        compact = level > 0
+        rank stays) and no graph count; 4: also the tabs other than the shown one as keys only.
+        Where each tab is painted is kept for clicks."""
         app = self.app
         trace = app.trace  # type: ignore[attr-defined]
         status = trace.status
@@ -91,7 +93,9 @@ class TitleBar(Static):
                 t.append(f" {trace.graphs.index(g) + 1}/{n}" if level > 1 else
                          f" ({trace.graphs.index(g) + 1}/{n}, G to change)", style="dim")
         t.append("  ")
-        for name, label in self._labels(compact):
+        self._tabs = []
+        for name, label in self._labels(level):
+            self._tabs.append((name, t.cell_len, t.cell_len + len(label)))
             if name == self.screen_name:
                 t.append(label, style="bold reverse")
             elif name == "errors" and status in ("failed", "crashed"):
@@ -104,13 +108,9 @@ class TitleBar(Static):
         self.update_bar()
 
     async def on_click(self, event: events.Click) -> None:
-        # clicking a tab switches screens
-        plain = self.bar_plain()
-        x = event.x
-        compact = " 1 Over " in plain
-        for name, label in self._labels(compact):
-            start = plain.find(label)
-            if start != -1 and start <= x < start + len(label):
+        # clicking a tab switches screens (where each tab is: the bar last painted)
+        for name, start, end in getattr(self, "_tabs", []):
+            if start <= event.x < end:
                 await self.app.run_action(f"show_screen('{name}')")
                 return
 
