@@ -376,6 +376,7 @@ def test_info_shows_the_backward(profiled_training_trace: Path) -> None:
     render_summary(s, console)
     text = console.export_text()
     assert "backward: compiled " in text and "\\n" not in text
+    assert "Dynamo's guard checks and argument collection" in text  # what is not measured
     header = next(ln for ln in text.splitlines() if "source line" in ln)
     assert header.split() == ["source", "line", "phase", "compiled", "eager"]
     assert any(" bwd " in ln for ln in text.splitlines() if "transformer_block.py:" in ln)

@@ -61,7 +61,16 @@ def totals_text(t: dict[str, Any]) -> Text:
             f"{duration(back.get('eager_wall_s'))}{faster}; generated kernels "
             f"{share(back.get('generated_share'))}, extern calls "
             f"{share(back.get('extern_share'))}, other {share(back.get('overhead_share'))}"))
+    text.append("\n")
+    text.append(DYNAMO_NOT_INCLUDED, style="dim")
     return text
+
+
+# what the compiled times measure (the profile calls the compiled graph itself, from inside the
+# user's call): a user calling the compiled function also pays Dynamo's per-call work before it
+DYNAMO_NOT_INCLUDED = ("times per call of the compiled graph itself: Dynamo's guard checks and "
+                       "argument collection, run before it on every call of the compiled "
+                       "function, are not included")
 
 
 def phases(rows: list[dict[str, Any]]) -> bool:
