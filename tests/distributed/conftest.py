@@ -101,16 +101,19 @@ def torch_trace_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def funcol_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """PyTorch's own TORCH_TRACE logs of two real 2-rank jobs (plain torchrun, gloo) whose
     compiled function issues c10d functional collectives: ``funcol`` (every rank the same) and
-    ``funcol_odd`` (rank 1's reduce_scatter_tensor reduces with "max"), run side by side."""
+    ``funcol_odd`` (rank 1's reduce_scatter_tensor reduces with "max"; with provenance,
+    ``INDUCTOR_PROVENANCE=1``), run side by side."""
     root = tmp_path_factory.mktemp("logs")
     env = dict(os.environ, PYTHONPATH=pythonpath())
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK", "SLURM_PROCID"):
         env.pop(name, None)
     procs = {}
+    # the planted job's logs have Inductor's provenance (with each call's whole stack)
+    extra = {"funcol": {}, "funcol_odd": {"INDUCTOR_PROVENANCE": "1"}}
     for mode in ("funcol", "funcol_odd"):
         procs[mode] = subprocess.Popen(
             [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
-             "2", str(SCRIPT), mode], env=dict(env, TORCH_TRACE=str(root / mode)),
+             "2", str(SCRIPT), mode], env=dict(env, TORCH_TRACE=str(root / mode), **extra[mode]),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     out = {}
     try:

@@ -9,6 +9,7 @@ import json
 import re
 from pathlib import Path
 
+from tests.distributed.conftest import SCRIPT
 from tests.distributed.test_ranks import _cli, _info
 from tuidebug.trace import collectives as coll
 from tuidebug.trace.importers import collectives_text
@@ -81,6 +82,17 @@ def test_imported_job_agrees_and_the_planted_divergence_is_named(funcol_logs) ->
             for p in odd.iterdir()}
     call = re.compile(r"_c10d_functional\.reduce_scatter_tensor\.default\(\w+, '(\w+)', 2, '0'\)")
     assert set(call.findall(logs[0])) == {"sum"} and set(call.findall(logs[1])) == {"max"}
+    # with provenance in the log, the line that issued it is the user's, not torch's
+    line = next(i for i, ln in enumerate(SCRIPT.read_text().splitlines(), 1)
+                if "funcol.reduce_scatter_tensor(g," in ln)
+    assert d["line"] == f"{SCRIPT}:{line}", d["line"]
+    assert d["code"].startswith("r = funcol.reduce_scatter_tensor(g,"), d["code"]
+    assert d["reference"]["kernel"].startswith("torch.ops._c10d_functional.reduce_scatter_tensor")
+    job = ensure_job(odd)
+    for rank in (0, 1):
+        entries = _collectives(job, rank)["collectives"]
+        users = [c["user_source"]["line"] for c in entries]
+        assert users == [line - 2, line - 2, line - 1, line - 1, line, line], users
     text = _cli("info", str(odd)).stdout
     assert "collective sequence differs" in text and "reduce_op=max" in text, text
 

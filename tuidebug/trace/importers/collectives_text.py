@@ -15,7 +15,9 @@ scheduler swapped cannot be told apart: they are compared alike).
 
 What a log does not hold: a process group's ranks and backend (the graph names the group only;
 ``group_ranks`` is null, ``groups`` gives the size where an argument says it), and the user's
-line when torch's own code issued the collective (a printed node carries its innermost frame).
+line when torch's own code issued the collective (a printed node carries its innermost frame;
+a log with provenance, ``INDUCTOR_PROVENANCE=1``, has the call's whole stack: its user frame is
+taken from there).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import json
 import re
 from pathlib import Path
 from typing import Any
+
+from tuidebug.trace import layout
 
 NAMESPACES = ("_c10d_functional", "c10d", "_c10d_functional_autograd")
 WAIT = "wait_tensor"
@@ -239,11 +243,29 @@ def program_order(fx: list[dict[str, Any]], nodes: list[Any], kernels: list[Any]
             continue
         issued.append(node)
         by_node[node].update(kernel=k.get("name"), wrapper_line=line)
+        if by_node[node]["user_source"] is None:
+            by_node[node]["user_source"] = _user_frame(k, handles)
         if op != WAIT and parsed:
             buf = parsed[0] or next((a[1] for a in parsed[1] if isinstance(a, tuple)), None)
             if buf:
                 bound[buf] = node
     return issued
+
+
+def _user_frame(kernel: dict[str, Any], handles: dict[str, Any]) -> dict[str, Any] | None:
+    """The user's line of an extern call from the stack traces the log gives its provenance
+    handle (``inductor_provenance_tracking_kernel_stack_traces``): the innermost frame outside
+    torch's files."""
+    for h in kernel.get("handles") or []:
+        traces = (handles.get(h) if isinstance(h, str) else None) or {}
+        for st in traces.get("stack_traces") or []:
+            if not isinstance(st, str):
+                continue
+            frames = [f for f in layout.stack_frames(st[:100_000], {})
+                      if not _TORCH_FILE.search(str(f.get("file") or ""))]
+            if frames:
+                return {k: frames[-1].get(k) for k in ("file", "line", "fn", "code")}
+    return None
 
 
 def _read_json(path: Path) -> Any:
