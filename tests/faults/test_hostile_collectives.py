@@ -5,6 +5,7 @@ traceback, and neither the import, ``info`` nor the ranks' comparison puts an es
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -18,13 +19,16 @@ IDS = {"frame_id": 0, "frame_compile_id": 0, "attempt": 0}
 EVIL = json.dumps(hostile.EVIL)  # a Python string literal of it (JSON's escapes are Python's)
 ONE_LINE = hostile.EVIL.replace("\r\n", " ")  # a comment of the graph is one line
 OPS = "torch.ops._c10d_functional"
+# a provenance stack (the user's line of a call) with escapes in its file, function and code
+STACK = (f'  File "{hostile.ESC}{hostile.MARKUP}.py", line 3, in {ONE_LINE}\n'
+         f'    {hostile.EVIL}\n') * 3
 
 
 def _graph(group: str) -> str:
     return "\n".join([
         "class GraphModule(torch.nn.Module):",
         '    def forward(self, arg0_1: "f32[4][1]cpu"):',
-        f"        # File: {ONE_LINE}:1 in f, code: {ONE_LINE}",
+        f"        # File: /x/torch/distributed/c.py:1 in {ONE_LINE}, code: {ONE_LINE}",
         f'        all_reduce: "f32[4][1]cpu" = {OPS}.all_reduce_.default(arg0_1, \'sum\', {group})',
         f'        wait_tensor: "f32[4][1]cpu" = {OPS}.wait_tensor.default(all_reduce)',
         f'        gather: "f32[8][1]cpu" = {OPS}.all_gather_into_tensor.default()',
@@ -50,26 +54,30 @@ def _code(group: str) -> str:
         f"{OPS}.wait_tensor.default(buf2); {OPS}.wait_tensor.default(buf1)",
         f"{OPS}.broadcast_.default(buf2, {EVIL}, {{}})",
     ]
-    lines = ["def call(args):", "    arg0_1, = args"]
+    lines = ["def call(args):", "    arg0_1, = args",
+             f"    # [Provenance debug handles] {OPS}.all_reduce_.default:2"]
     for c in calls:  # each extern call after its comment, as Inductor writes them
         lines += ["    # Topologically Sorted Source Nodes: [x], Original ATen: [x]",
                   f"    {c}"]
     return "\n".join(lines + ["    return (arg0_1, )"])
 
 
-def _payload(text: str) -> str:
-    return "\n".join("\t" + line for line in text.split("\n"))
+def _record(meta: dict, rank: int, payload: str) -> str:
+    """A record with its payload (tab-indented lines) and the payload's true md5."""
+    md5 = hashlib.md5(payload.encode()).hexdigest()
+    return "\n".join([_log_line({**meta, "rank": rank, **IDS, "has_payload": md5}),
+                      *("\t" + line for line in payload.split("\n"))])
 
 
 def _log(path: Path, rank: int, group: str) -> None:
+    stacks = json.dumps({f"{OPS}.all_reduce_.default:2": [STACK, 5, None], "x": 7})
     path.write_text("\n".join([
         _log_line({"dynamo_start": {"stack": []}, "rank": rank, **IDS}),
-        _log_line({"artifact": {"name": "inductor_post_grad_graph", "encoding": "string"},
-                   "rank": rank, **IDS, "has_payload": "x"}),
-        _payload(_graph(group)),
-        _log_line({"inductor_output_code": {"filename": "x.py"}, "rank": rank, **IDS,
-                   "has_payload": "y"}),
-        _payload(_code(group)),
+        _record({"artifact": {"name": "inductor_post_grad_graph", "encoding": "string"}}, rank,
+                _graph(group)),
+        _record({"inductor_output_code": {"filename": "x.py"}}, rank, _code(group)),
+        _record({"artifact": {"name": "inductor_provenance_tracking_kernel_stack_traces",
+                              "encoding": "json"}}, rank, stacks),
         _log_line({"compilation_metrics": {"co_name": "f"}, "rank": rank, **IDS}),
     ]) + "\n")
 
@@ -90,6 +98,8 @@ def test_malformed_collective_calls_in_a_log(tmp_path: Path, capsys: pytest.Capt
     assert "all_reduce_" in ops and "reduce_scatter_tensor" in ops and "allreduce_" in ops, ops
     assert data["groups"] and all(isinstance(k, str) for k in data["groups"])
     assert data["issued_by_wrapper"] and any(c.get("kernel") for c in data["collectives"])
+    first = data["collectives"][0]
+    assert first["user_source"] and first["user_source"]["line"] == 3, first
     for args in (["info", str(tmp_path / "one")], ["info", "--json", str(tmp_path / "one")],
                  ["info", str(logs)], ["info", "--json", str(logs)]):
         rc, text = run_cli(args, capsys)
