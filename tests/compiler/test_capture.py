@@ -23,6 +23,14 @@ def test_transformer_has_forward_and_backward(transformer_trace: Path) -> None:
     assert not t.problems
 
 
+def test_tracing_says_each_graph_it_compiles(transformer_trace: Path) -> None:
+    """``tuidebug trace`` says which graph it compiles: the backward too (it compiles during
+    the script's ``loss.backward()``, seconds in which nothing was said)."""
+    log = (transformer_trace.parent / f"{transformer_trace.name}.log").read_text()
+    for g in Trace(transformer_trace).graphs:
+        assert f"[tuidebug] compiling graph {g.id}" in log, (g.id, log[-2000:])
+
+
 def test_stages_cover_the_pipeline(transformer_trace: Path) -> None:
     fwd = next(g for g in Trace(transformer_trace).graphs if g.kind == "forward")
     names = [s.name for s in fwd.stages]

@@ -141,6 +141,7 @@ class Graphs(Concern):
             done, pieces = self._backwards.get(cid, 0), self._pieces.get(cid, 1)
             self._backwards[cid] = done + 1
             gs = s.graph_state(cid, kind, pieces - 1 - done if done < pieces else 0)
+            s.progress(f"compiling graph {gs.graph_id}")  # the forward's said when it begins
         else:
             gs = s.graph_state(cid, kind)
         gs.has_partition = True
