@@ -268,13 +268,6 @@ def _user_frame(kernel: dict[str, Any], handles: dict[str, Any]) -> dict[str, An
     return None
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None
-
-
 def collectives_json(graph_id: str, rank: Any, nodes: list[Any], kernels: list[Any],
                      handles: dict[str, Any], wrapper: list[str]) -> dict[str, Any] | None:
     """``collectives.json`` of an imported graph, None when it issues no collective."""
@@ -311,7 +304,16 @@ def from_graph_dir(graph_dir: Path, graph_id: str, rank: Any, stages: list[dict[
     post = [s for s in stages if s.get("name") == "post_grad" and s.get("file")]
     if not post:
         return None
-    snap = _read_json(graph_dir / str(post[-1]["file"]))
+    try:
+        raw = (graph_dir / str(post[-1]["file"])).read_bytes()
+    except OSError:
+        return None
+    if b"c10d" not in raw:  # no collective: the snapshot (maybe large) is not parsed
+        return None
+    try:
+        snap = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
     nodes = snap.get("nodes") if isinstance(snap, dict) else None
     if not isinstance(nodes, list) or not any(
             isinstance(n, dict) and op_of(n.get("target")) for n in nodes):
