@@ -14,11 +14,12 @@ order, where another group differs from it, with its cause:
   differing collective on each side and the line that issued it — checked before the graph's
   snapshots, since it is what makes a job hang;
 - ``graph``: a graph's snapshots differ, at the first stage where they do, with a node diff;
-- ``status``: a graph compiled on some ranks and failed on others;
-- ``cache``: the same compile hit a cache on some ranks only.
+- ``status``: a graph compiled on some ranks and failed on others.
 
 Same graphs and collectives with different generated code is not a divergence (autotuning
-benchmarks each rank's own device and may pick another kernel): it is a note (``notes``).
+benchmarks each rank's own device and may pick another kernel): it is a note (``notes``). So is
+a compile that hit a cache on some ranks only (ranks of one node sharing a cache folder: the
+first to compile writes what the others read), with the same graphs and collectives.
 
 Compile-time skew per compile (slowest vs fastest rank) is reported alongside.
 """
@@ -309,8 +310,9 @@ def _first_difference(ra: int, ta: Trace, fa: dict[str, Any],
                 notes.append({"kind": "code", "compile_id": cid, "graph": a["id"],
                               "ranks": [ra, rb], "autotune_differs": wa != wb,
                               "autotune": [[x, y] for x, y in zip(wa, wb) if x != y][:5]})
-        if x["cache"] != y["cache"]:
-            return pos, {"kind": "cache", "compile_id": cid, "cache": [x["cache"], y["cache"]]}
+        if x["cache"] != y["cache"]:  # the same graphs, read from a cache on one side only
+            notes.append({"kind": "cache", "compile_id": cid, "ranks": [ra, rb],
+                          "cache": [x["cache"], y["cache"]]})
     return pending
 
 

@@ -96,8 +96,6 @@ def divergence_lines(d: dict[str, Any] | None,
     if kind == "status":
         return [f"graph {d['graph']}: {d['statuses'][0]} on ranks {ref}, "
                 f"{d['statuses'][1]} on ranks {odd}"]
-    if kind == "cache":
-        return [f"compile {cid}: cache hits differ (ranks {ref} vs {odd})"]
     return [f"{kind} (ranks {ref} vs {odd})"]
 
 
@@ -109,7 +107,19 @@ def note_line(n: dict[str, Any]) -> str:
                if n.get("autotune_differs") else "same graphs and collectives")
         return (f"note: graph {n['graph']}: generated code differs between ranks "
                 f"{n['ranks'][0]} and {n['ranks'][1]} ({why}); not a divergence")
+    if n.get("kind") == "cache":
+        a, b = n["cache"]
+        return (f"note: compile {n.get('compile_id')}: cache hits differ between ranks "
+                f"{n['ranks'][0]} and {n['ranks'][1]} ({_cache_text(a)} vs {_cache_text(b)}); "
+                "same graphs and collectives, not a divergence")
     return f"note: {n.get('kind')}"
+
+
+def _cache_text(c: Any) -> str:
+    if not isinstance(c, dict) or not c:
+        return "no cache used"
+    return ", ".join(f"{k} {v.get('hit', 0)} hit / {v.get('miss', 0)} miss"
+                     if isinstance(v, dict) else str(k) for k, v in c.items())
 
 
 def render_job(report: dict[str, Any], console: Console) -> None:
