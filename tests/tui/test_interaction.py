@@ -253,3 +253,13 @@ async def test_every_terminal_size_paints_every_screen(open_ui, mlp_trace: Path,
         await ui.pilot.click(TitleBar, offset=(title.index(" 9 ") + 1, 0))  # a tab, clicked
         await ui.settle()
         assert ui.app.current_mode == "shapes", title
+
+
+async def test_a_long_trace_name_gives_way_to_the_tabs(open_ui, mlp_trace: Path, copy_trace) -> None:
+    """``tuidebug demo`` names its trace ``transformer_block-20261124-070501``: at 120 columns
+    the name is cut in its middle (its end tells two runs apart) and every tab stays whole."""
+    name = "a_model_with_a_rather_long_name_here-20261124-070501"
+    async with open_ui(copy_trace(mlp_trace, name), size=(120, 40)) as ui:
+        title = ui.text().splitlines()[0]
+        assert "…-070501" in title and name not in title, title
+        assert " 0 Prof" in title and " 1 Over" in title, title

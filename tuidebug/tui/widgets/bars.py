@@ -75,7 +75,9 @@ class TitleBar(Static):
             t.append(f"rank {job_rank[1]}", style="bold magenta")
         else:
             name = inert(trace.name, multiline=False)
-            t.append(name if level < 3 or len(name) <= 16 else name[:15] + "…", style="bold")
+            # cut in the middle: a default trace name ends in its time (…-070501)
+            t.append(name if level < 3 or len(name) <= 16 else name[:8] + "…" + name[-7:],
+                     style="bold")
         imp = trace.imported_from or {}
         if imp.get("rank") is not None and len(imp.get("ranks") or []) > 1:
             t.append(f" rank {inert(imp['rank'], multiline=False, limit=20)}"
