@@ -16,6 +16,9 @@ order, where another group differs from it, with its cause:
 - ``graph``: a graph's snapshots differ, at the first stage where they do, with a node diff;
 - ``status``: a graph compiled on some ranks and failed on others.
 
+Snapshots that differ only in integers of node arguments — constants, or a constant on one rank
+that is a symbolic input on another (the same nodes otherwise, ops, dtypes and shapes: FSDP's
+shard offsets, computed from the rank) — are a note too, with the nodes.
 Same graphs and collectives with different generated code is not a divergence (autotuning
 benchmarks each rank's own device and may pick another kernel): it is a note (``notes``). So is
 a compile that hit a cache on some ranks only (ranks of one node sharing a cache folder: the
@@ -39,6 +42,7 @@ from tuidebug.trace import progress as rank_progress
 from tuidebug.trace.graph import node_line
 from tuidebug.trace.layout import diff_fingerprints
 from tuidebug.trace.reader import GraphRecord, Trace
+from tuidebug.trace.recompiles import reasons_of
 from tuidebug.trace.summary import cache_counts
 
 # An absolute path (POSIX) inside code or a snapshot: the part that differs between ranks and
@@ -217,7 +221,7 @@ def _reasons(t: Trace, cid: str, other: Trace) -> dict[str, Any]:
     breaks = [_short_reason(b) for p in before for b in mine.get(p, [])
               if b not in theirs.get(p, [])]
     restarts = [_short_reason(str(r)) for r in m.get("restart_reasons") or []]
-    return {"recompile_reasons": [str(r) for r in c.get("recompile_reasons") or []],
+    return {"recompile_reasons": reasons_of(c),
             "graph_break_reasons": breaks, "restart_reasons": restarts,
             "function": m.get("co_name"), "file": m.get("co_filename"),
             "line": m.get("co_firstlineno")}
@@ -233,6 +237,68 @@ def _signature(n: Any, groups: frozenset[str]) -> str:
         args = tuple(plain(x) for x in args) if isinstance(args, tuple) else args
         kwargs = tuple((k, plain(v)) for k, v in kwargs) if isinstance(kwargs, tuple) else kwargs
     return normalise_text(repr((op, target, args, kwargs, tensor)))
+
+
+def _ints_out(x: Any, syms: frozenset[str]) -> Any:
+    """``x`` (a node's arguments) with its integers as ``<int>``: constants, and references to
+    the graph's symbolic-integer inputs."""
+    if isinstance(x, bool):
+        return x
+    if isinstance(x, int):
+        return "<int>"
+    if x in _node_refs(syms):  # a reference to a node, ``(("node", name),)`` in a signature
+        return "<int>"
+    if isinstance(x, (list, tuple)):
+        return type(x)(_ints_out(v, syms) for v in x)
+    return x
+
+
+# ops whose integer arguments place a view in a buffer (offsets, starts, indices): where SPMD
+# code puts each rank's shard; an integer anywhere else is a value and is compared
+_OFFSET_OPS = frozenset(f"aten.{op}" for op in (
+    "as_strided", "as_strided_scatter", "as_strided_", "slice.Tensor", "slice_scatter",
+    "narrow", "select.int", "select_scatter"))
+
+
+def _node_refs(syms: frozenset[str]) -> frozenset[Any]:
+    return frozenset((("node", n),) for n in syms)
+
+
+def _symint_inputs(g: Any) -> frozenset[str]:
+    return frozenset(n.name for n in g if n.op == "placeholder"
+                     and dict(n.signature()[4] or ()).get("dtype") == "symint")
+
+
+def _constants_only(a: GraphRecord, b: GraphRecord, stage: str) -> bool:
+    """Whether two ranks' snapshots ``stage`` of a graph differ only in the integers that place
+    views (offsets, starts, indices of ``as_strided``, ``slice``, ``narrow``, ``select``):
+    constants, or a constant on one rank and a symbolic input on the other (FSDP's shard
+    offsets: ``as_strided(x, [n], [1], 0)`` on rank 0, ``…, 1024)`` or ``…, s5)`` on rank 1 — 0
+    is never made dynamic). The same nodes otherwise, ops and tensors (dtypes and shapes): SPMD
+    code computes where its shard lies from the rank; a difference of values (``x * 2`` vs
+    ``x * 3``), shapes, ops or structure is not this."""
+    sa, sb = a.find_stage(stage), b.find_stage(stage)
+    ga = a.stage_graph(sa) if sa else None
+    gb = b.stage_graph(sb) if sb else None
+    if ga is None or gb is None:
+        return False
+    groups = frozenset(coll.group_names(a) + coll.group_names(b))
+
+    def sigs(g: Any) -> dict[str, str]:
+        syms = _symint_inputs(g)
+        out = {}
+        for n in g:
+            if n.name in syms:
+                continue
+            op, target, args, kwargs, tensor = n.signature()
+            if str(target).split(".default")[0] not in _OFFSET_OPS:
+                out[n.name] = _signature(n, groups)  # a value (x * 2 vs x * 3) stays compared
+            else:
+                out[n.name] = normalise_text(repr((op, target, _ints_out(args, syms),
+                                                   _ints_out(kwargs, syms), tensor)))
+        return out
+    fa, fb = sigs(ga), sigs(gb)
+    return bool(fa) and fa == fb
 
 
 def _node_diff(a: GraphRecord, b: GraphRecord, stage: str) -> dict[str, Any]:
@@ -295,10 +361,19 @@ def _first_difference(ra: int, ta: Trace, fa: dict[str, Any],
                 d = coll.first_difference(ta.graph(a["id"]), tb.graph(b["id"]), (ra, rb))
                 if d is not None:
                     return pos, {"kind": "collectives", "compile_id": cid, "graph": a["id"], **d}
+            noted = False
             for (file_a, ha), (file_b, hb) in zip(a["stages"], b["stages"]):
                 if file_a != file_b or ha != hb:
                     name_a = _stage_name(ta.graph(a["id"]), file_a)
-                    nodes = _node_diff(ta.graph(a["id"]), tb.graph(b["id"]), name_a)
+                    ga_, gb_ = ta.graph(a["id"]), tb.graph(b["id"])
+                    nodes = _node_diff(ga_, gb_, name_a)
+                    if file_a == file_b and _constants_only(ga_, gb_, name_a):
+                        if not noted:  # rank-dependent constants: no divergence, said once
+                            notes.append({"kind": "constants", "compile_id": cid,
+                                          "graph": a["id"], "stage": name_a,
+                                          "ranks": [ra, rb], "lines": nodes["lines"][:6]})
+                            noted = True
+                        continue
                     return pos, {"kind": "graph", "compile_id": cid, "graph": a["id"],
                                  "stage": name_a, "nodes": nodes}
             if len(a["stages"]) != len(b["stages"]):

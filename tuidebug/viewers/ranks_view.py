@@ -107,6 +107,12 @@ def note_line(n: dict[str, Any]) -> str:
                if n.get("autotune_differs") else "same graphs and collectives")
         return (f"note: graph {n['graph']}: generated code differs between ranks "
                 f"{n['ranks'][0]} and {n['ranks'][1]} ({why}); not a divergence")
+    if n.get("kind") == "constants":
+        lines = "".join(f"\n    {x}" for x in n.get("lines") or [])
+        return (f"note: graph {n['graph']}: ranks {n['ranks'][0]} and {n['ranks'][1]} differ "
+                f"only in the offsets of views (as_strided, slice, narrow, select; from stage "
+                f"{n['stage']}): each rank's shard lies elsewhere in its buffer; same ops, "
+                f"values, dtypes and shapes, not a divergence{lines}")
     if n.get("kind") == "cache":
         a, b = n["cache"]
         return (f"note: compile {n.get('compile_id')}: cache hits differ between ranks "
@@ -149,7 +155,8 @@ def render_job(report: dict[str, Any], console: Console) -> None:
     for line in lines[1:]:
         console.print(inert_text(line))
     for n in report.get("notes") or []:
-        console.print(inert_text(note_line(n), "dim"))
+        for part in note_line(n).split("\n"):
+            console.print(inert_text(part, "dim"))
     imp = report.get("imported_from")
     if imp:
         console.print(inert_text("imported from TORCH_TRACE logs; not in these logs (trace "
