@@ -110,6 +110,10 @@ def funcol_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     procs = {}
     # the planted job's logs have Inductor's provenance (with each call's whole stack)
     extra = {"funcol": {}, "funcol_odd": {"INDUCTOR_PROVENANCE": "1"}}
+    # a cache of its own: a graph read from the machine's Inductor cache carries the stack of
+    # the process that compiled it first (another checkout's paths), not this one's
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(root / "inductor-cache")
+    env["TRITON_CACHE_DIR"] = str(root / "triton-cache")
     for mode in ("funcol", "funcol_odd"):
         procs[mode] = subprocess.Popen(
             [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
