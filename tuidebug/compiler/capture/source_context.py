@@ -31,14 +31,20 @@ def _resolve(file: str, known: Iterable[str]) -> str | None:
     if os.path.isabs(file):
         return file
     tail = os.sep + file.replace("/", os.sep)
-    for k in list(known) + list(linecache.cache):
-        if isinstance(k, str) and os.path.isabs(k) and k.endswith(tail):
-            return k
+    ends = {k for k in list(known) + list(linecache.cache)
+            if isinstance(k, str) and os.path.isabs(k) and k.endswith(tail)}
+    if len(ends) == 1:
+        return ends.pop()
+    if ends:  # two files of that name: neither is named
+        return None
     for root in _search_roots():
         if (root / file).is_file():
             return str(root / file)
     # torch 2.11's guard comments may cut a path mid-name ("ork/main/x.py" for /work/main/x.py):
     # the one known file it ends
+    # (a path with a folder in it: a bare "a.py" would match any known "…data.py")
+    if "/" not in file:
+        return None
     cut = [k for k in known if k.endswith(file.replace("/", os.sep))]
     return cut[0] if len(cut) == 1 else None
 
