@@ -3,6 +3,8 @@ four tables, enter jumping to the kernel's code or the FX node; a trace without 
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 
 from tuidebug.trace.profile import profile_view
@@ -21,6 +23,10 @@ async def test_kernels_lines_and_modules_by_time(open_ui, profiled_trace: Path) 
         assert ui.app.current_mode == "profile"
         text = ui.text()
         assert "where the time goes (3 runs on cpu)" in text
+        # the totals wrap, not cut at the pane's edge: their last words are on screen
+        words = " ".join(text.split())
+        assert "function, are not included" in words
+        assert re.search(r"Python/launch/other \d+%", words), words[:600]
         assert f"kernel calls ({len(view.kernels)}) by time" in text
         painted = [ln for ln in text.splitlines()]
         top = view.kernels[0]
