@@ -22,6 +22,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any, Iterator
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -138,6 +139,27 @@ def screen(page: Any) -> str:
     return str(page.evaluate(READ))
 
 
+def offline(page: Any) -> tuple[list[str], list[str]]:
+    """Block every request from ``page``'s browser context (its popups too) to a host other than
+    127.0.0.1, as on a machine without internet access: the URLs requested outside (blocked) and
+    on 127.0.0.1 (served)."""
+    outside: list[str] = []
+    local: list[str] = []
+
+    def route(r: Any) -> None:
+        if urlsplit(r.request.url).hostname == "127.0.0.1":
+            local.append(r.request.url)
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    page.context.route("**/*", route)
+    page.context.on("websocket", lambda ws: urlsplit(ws.url).hostname == "127.0.0.1"
+                    or outside.append(ws.url))
+    return outside, local
+
+
 def wait_for(page: Any, pattern: str, timeout: float = 90) -> str:
     deadline = time.monotonic() + timeout
     text = ""
@@ -159,8 +181,9 @@ SCREENS = [("1", r"how far compilation got"), ("2", r"stages, \d+ changed"),
 
 
 def test_packed_trace_in_a_browser(browser: Any, serve: Any, tmp_path: Path) -> None:
-    """Pack a failed trace, serve the archive, open it in chromium: keys switch screens, what
-    runs code is refused (no --allow-run), and the page is what a screenshot shows."""
+    """Pack a failed trace, serve the archive, open it in chromium with every outside request
+    blocked: keys switch screens, what runs code is refused (no --allow-run), the page is what a
+    screenshot shows, and it asked no other host for anything (its font is served locally)."""
     archive = tmp_path / "failed.tar.gz"
     subprocess.run([sys.executable, "-m", "tuidebug.cli", "pack",
                     str(FIXTURES / "cuda_fail_runtime"), "-o", str(archive)],
@@ -168,10 +191,14 @@ def test_packed_trace_in_a_browser(browser: Any, serve: Any, tmp_path: Path) -> 
     server = serve(str(archive))
     assert server.url.startswith("http://127.0.0.1:")
     page = browser.new_page(viewport={"width": 1200, "height": 700})
+    outside, local = offline(page)
     page.add_init_script(HOOK)
     page.goto(server.url)
     text = wait_for(page, r"compiled graphs")
     assert "cuda_fail_runtime" in text and "FAILED" in text
+    # the terminal's font, from this server: a face of it loads
+    assert page.evaluate("""async () => (await document.fonts.load('16px "Roboto Mono"'))
+                            .map(f => f.family)""") == ["Roboto Mono"]
     page.click(".xterm-screen")
     for key, shows in SCREENS:  # every screen, by its key
         page.keyboard.press(key)
@@ -200,6 +227,8 @@ def test_packed_trace_in_a_browser(browser: Any, serve: Any, tmp_path: Path) -> 
     page.screenshot(path=str(shot))
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+    assert any("/static/fonts/" in u for u in local)  # (the route saw the page's requests)
+    assert outside == []
     page.close()
 
 

@@ -6,7 +6,9 @@ is named; it answers only requests whose ``Host`` (on loopback) and websocket ``
 server itself, so that another web page in the same browser cannot drive it (DNS rebinding,
 cross-site websockets); at most ``max_sessions`` app processes run at once. Without
 ``allow_run`` the app runs nothing (no recompile, worker, minify or bisect): a served trace is
-only viewed.
+only viewed. The page is tuidebug's own template (``serve_templates/``): every asset it loads,
+the font included, comes from this server, never from another host (a cluster without internet
+would wait on that request).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from tuidebug.errors import ServeError
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 CHILD_FLAG = "--child"
 JOB_FLAG = "--job"
+TEMPLATES = Path(__file__).parent / "serve_templates"
 
 
 def is_loopback(host: str) -> bool:
@@ -145,7 +148,8 @@ def make_server(trace: Path, *, host: str, port: int, allow_run: bool,
 
     title = f"tuidebug — {(job or trace).name}"
     return TraceServer(child_command(trace, allow_run=allow_run, job=job), host=host, port=port,
-                       title=title, public_url=f"http://{url_host}:{port}")
+                       title=title, public_url=f"http://{url_host}:{port}",
+                       templates_path=TEMPLATES)
 
 
 def serve(trace: Path, *, host: str = "127.0.0.1", port: int = 0, allow_run: bool = False,
