@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from tuidebug.trace import importers  # noqa: E402
 from tuidebug.trace.importers import tracelog  # noqa: E402
-from tuidebug.trace.reader import Trace  # noqa: E402
+from tuidebug.trace.format.reader import Trace  # noqa: E402
 
 
 def make_log(log_dir: Path, layers: int) -> Path:

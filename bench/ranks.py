@@ -7,7 +7,7 @@
 torch.distributed.run --nproc-per-node N`` on ``_rank_train.py`` (gloo, CPU, a compiled MLP
 trained data-parallel, gradients all-reduced by hand), each run a fresh process tree with its own
 empty Inductor cache (a cold compile), plain and capture alternating; ratios side by side. Also
-the job folder's bytes on disk before and after identical files were linked (tuidebug.trace.dedup;
+the job folder's bytes on disk before and after identical files were linked (tuidebug.trace.jobs.dedup;
 the launcher does it when the job ends). Goal: capture/plain at most 1.15.
 
 ``analysis``: a synthetic job of ``--ranks`` ranks made of perturbed copies of the ranks of a real
@@ -88,7 +88,7 @@ def overhead(ns: argparse.Namespace) -> None:
 def synthetic_job(source: Path, out: Path, ranks: int) -> None:
     """``ranks`` ranks copied from ``source``'s rank folders in turn; per copy, compile times
     scaled and absolute paths renamed; rank ``ranks // 2`` gets another constant in one graph."""
-    from tuidebug.trace.job import rank_dirs, write_job, write_record
+    from tuidebug.trace.jobs.job import rank_dirs, write_job, write_record
 
     src = [source / f"rank_{r}" for r in rank_dirs(source)]
     if not src:
@@ -112,9 +112,9 @@ def synthetic_job(source: Path, out: Path, ranks: int) -> None:
 
 
 def analysis(ns: argparse.Namespace) -> None:
-    from tuidebug.trace import ranks as ranks_mod
-    from tuidebug.trace.dedup import link_identical
-    from tuidebug.trace.ranks import analyze_job
+    from tuidebug.trace.jobs import ranks as ranks_mod
+    from tuidebug.trace.jobs.dedup import link_identical
+    from tuidebug.trace.jobs.ranks import analyze_job
 
     with tempfile.TemporaryDirectory(prefix="tuidebug-256-") as tmp:
         job = Path(tmp) / "job"

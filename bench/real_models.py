@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from _real_model import MODELS, NEEDS  # noqa: E402
 
-from tuidebug.trace.reader import Trace  # noqa: E402
+from tuidebug.trace.format.reader import Trace  # noqa: E402
 
 HARNESS = ROOT / "bench" / "_run_example.py"
 WORKLOAD = ROOT / "bench" / "_real_model.py"

@@ -36,8 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tuidebug.trace.graph import Graph, Node  # noqa: E402
-from tuidebug.trace.reader import Trace, TraceError  # noqa: E402
+from tuidebug.trace.format.graph import Graph, Node  # noqa: E402
+from tuidebug.trace.format.reader import Trace, TraceError  # noqa: E402
 from tuidebug.viewers.dot import DotOptions, Overlay, build_dot  # noqa: E402
 from tuidebug.viewers.svg import (INSTALL_HINT, Attempt, DotMissing, LayoutFailed,  # noqa: E402
                                   ViewerError, attempts, export, load, resolve_stage, run_layout,

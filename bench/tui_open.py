@@ -62,7 +62,7 @@ async def wait_ready(app, pilot, check, timeout: float = 60.0,  # type: ignore[n
 
 
 async def paint_only(path: Path) -> None:
-    from tuidebug.trace.reader import Trace
+    from tuidebug.trace.format.reader import Trace
     from tuidebug.tui.app import TuidebugApp
     from tuidebug.tui.widgets.textview import TextView
 
@@ -90,7 +90,7 @@ def cold_starts(path: Path, n: int) -> list[float]:
 
 async def run(path: Path) -> None:
     t0 = time.perf_counter()
-    from tuidebug.trace.reader import Trace
+    from tuidebug.trace.format.reader import Trace
     from tuidebug.tui.app import TuidebugApp
     from tuidebug.tui.widgets.textview import TextView
     t_import = time.perf_counter() - t0

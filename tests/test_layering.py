@@ -57,8 +57,8 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
 
 
 READ_TRACE = f"""
-from tuidebug.trace.reader import Trace
-from tuidebug.trace.summary import trace_summary
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.summary import trace_summary
 import io
 from rich.console import Console
 from tuidebug.viewers.info import render_summary

@@ -100,7 +100,7 @@ def test_every_screen_opens_without_torch(venv: Path) -> None:
     """``open``'s app on every screen, driven by Pilot in the torch-free venv."""
     code = f"""
 import asyncio, sys
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.format.reader import Trace
 from tuidebug.tui.app import TuidebugApp
 async def main():
     app = TuidebugApp(Trace({str(FIXTURE)!r}))

@@ -2,7 +2,7 @@
 
 Any layer raises these; the CLI (``tuidebug.cli``) catches :class:`TuidebugError` and prints its
 message as one line (exit code 2), so no module needs to import the CLI to raise a user error.
-The modules that raise them re-export their own (``tuidebug.trace.reader.TraceError`` is this
+The modules that raise them re-export their own (``tuidebug.trace.format.reader.TraceError`` is this
 ``TraceError``), so either import works.
 
 Errors that are also a built-in kind keep that base (``UnknownFlag`` is a ``LookupError``,

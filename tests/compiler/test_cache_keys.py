@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import pythonpath
-from tuidebug.trace import cache_keys
+from tuidebug.trace.queries import cache_keys
 from tuidebug.trace.diff import diff_traces
-from tuidebug.trace.reader import open_trace
+from tuidebug.trace.format.reader import open_trace
 
 SCRIPT = """\
 import torch

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from tests.conftest import EXAMPLES, ROOT
-from tuidebug.trace.reader import Trace
-from tuidebug.trace.summary import trace_summary
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.summary import trace_summary
 
 TRANSFORMER = str(EXAMPLES / "transformer_block.py")
 

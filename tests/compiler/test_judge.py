@@ -15,7 +15,7 @@ import torch
 
 from tests.conftest import ROOT, pythonpath
 from tuidebug.compiler import judge
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.format.reader import Trace
 
 MODELS = Path(__file__).with_name("verdict_models.py")
 

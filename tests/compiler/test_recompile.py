@@ -18,7 +18,7 @@ from tuidebug.compiler import recompile
 from tuidebug.compiler.flags import FlagValueError, UnknownFlag
 from tuidebug.compiler.worker import RecompileWorker
 from tuidebug.trace.diff import diff_traces
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.format.reader import Trace
 
 SMALL = """
 import torch

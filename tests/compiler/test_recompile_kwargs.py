@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from tests.conftest import pythonpath
-from tuidebug.trace.dynamic import compile_dynamic
-from tuidebug.trace.reader import open_trace
+from tuidebug.trace.queries.dynamic import compile_dynamic
+from tuidebug.trace.format.reader import open_trace
 
 SCRIPT = """
 import torch, sys, tuidebug

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import EXAMPLES, pythonpath
-from tuidebug.trace import recompiles
-from tuidebug.trace.dynamic import compile_dynamic, guard_groups
-from tuidebug.trace.reader import open_trace
+from tuidebug.trace.queries import recompiles
+from tuidebug.trace.queries.dynamic import compile_dynamic, guard_groups
+from tuidebug.trace.format.reader import open_trace
 
 EXAMPLE = EXAMPLES / "dynamic_shapes.py"
 

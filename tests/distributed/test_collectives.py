@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 
 from tests.distributed.test_ranks import _cli, _info, _line_of
-from tuidebug.trace.collectives import issued
-from tuidebug.trace.ranks import analyze_job
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.queries.collectives import issued
+from tuidebug.trace.jobs.ranks import analyze_job
+from tuidebug.trace.format.reader import Trace
 
 
 def test_collectives_of_a_graph_in_program_order(same_job) -> None:

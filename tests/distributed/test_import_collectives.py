@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.distributed.conftest import SCRIPT
 from tests.distributed.test_ranks import _cli, _info
-from tuidebug.trace import collectives as coll
+from tuidebug.trace.queries import collectives as coll
 from tuidebug.trace.importers import collectives_text
 from tuidebug.trace.importers.job_import import ensure_job
 
@@ -102,7 +102,7 @@ def test_a_group_only_one_side_issues_on_is_not_compared(funcol_logs, tmp_path) 
     (a tensor-parallel group of its own) is not compared; one both use is."""
     import shutil
 
-    from tuidebug.trace.reader import Trace
+    from tuidebug.trace.format.reader import Trace
 
     job = ensure_job(funcol_logs["funcol"])
     a = Trace(job / "rank_0").graph("0_0-inference")

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.distributed.test_ranks import _cli
-from tuidebug.trace.ranks import analyze_job
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.jobs.ranks import analyze_job
+from tuidebug.trace.format.reader import Trace
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

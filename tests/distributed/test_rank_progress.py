@@ -13,7 +13,7 @@ import torch.distributed as dist
 
 from tuidebug.compiler import compat
 from tuidebug.compiler.capture.rank_progress import RankProgress
-from tuidebug.trace.progress import last_collective, waits
+from tuidebug.trace.jobs.progress import last_collective, waits
 
 
 @pytest.fixture
@@ -123,7 +123,7 @@ def test_a_rank_that_issued_the_collective_asynchronously_is_not_blamed(tmp_path
     """Rank 0 issued all_reduce #2 with async_op=True and then waited on its work elsewhere:
     rank 1, waiting in #2, waits for rank 2 only (rank 0 was said not to have reached it)."""
     root = tmp_path / "job"
-    from tuidebug.trace.progress import progress_path, rank_progress
+    from tuidebug.trace.jobs.progress import progress_path, rank_progress
 
     def log(rank: int, events: list[dict]) -> None:
         p = progress_path(root, rank)

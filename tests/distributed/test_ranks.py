@@ -11,9 +11,9 @@ from pathlib import Path
 
 from tests.conftest import pythonpath
 from tests.distributed.conftest import SCRIPT
-from tuidebug.trace.job import read_job
-from tuidebug.trace.ranks import analyze_job
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.jobs.job import read_job
+from tuidebug.trace.jobs.ranks import analyze_job
+from tuidebug.trace.format.reader import Trace
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

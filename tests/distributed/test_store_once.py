@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 import shutil
 
-from tuidebug.trace import atomic
-from tuidebug.trace.dedup import disk_bytes, link_identical
-from tuidebug.trace.ranks import analyze_job
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.format import atomic
+from tuidebug.trace.jobs.dedup import disk_bytes, link_identical
+from tuidebug.trace.jobs.ranks import analyze_job
+from tuidebug.trace.format.reader import Trace
 
 
 def _inode(p) -> tuple[int, int]:
@@ -66,7 +66,7 @@ def test_a_rank_still_running_is_not_linked(tmp_path) -> None:
     """In a folder shared by several nodes (or launchers) a rank may still be running when
     another launcher links the job: its files are left alone (it appends to some of them by
     name, and an append to a linked file would change another rank's trace too)."""
-    from tuidebug.trace import job
+    from tuidebug.trace.jobs import job
 
     root = tmp_path / "job"
     for r, status in ((0, "ok"), (1, "ok"), (2, "running")):

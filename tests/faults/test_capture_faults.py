@@ -11,8 +11,8 @@ import pytest
 
 from tests.conftest import EXAMPLES, ROOT, pythonpath
 from tests.faults.conftest import Case, all_files_parse
-from tuidebug.trace.reader import Trace
-from tuidebug.trace.summary import trace_summary
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.summary import trace_summary
 
 
 def trace(out: Path, script: Path, *args: str, env: dict[str, str] | None = None,

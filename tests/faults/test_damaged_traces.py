@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import ROOT, pythonpath
 from tests.faults.conftest import Case
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.format.reader import Trace
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -28,7 +28,7 @@ def tui_visit_all(trace: Path) -> subprocess.CompletedProcess[str]:
     """Open the trace in the real app (headless), visit every screen, print what it shows."""
     code = textwrap.dedent(f"""
         import asyncio, sys
-        from tuidebug.trace.reader import Trace
+        from tuidebug.trace.format.reader import Trace
         from tuidebug.tui.app import TuidebugApp
         async def main():
             app = TuidebugApp(Trace({str(trace)!r}))

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXAMPLES, pythonpath, trace_example
-from tuidebug.trace.reader import Trace
-from tuidebug.trace.summary import cudagraphs_state, launch_text
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.summary import cudagraphs_state, launch_text
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 

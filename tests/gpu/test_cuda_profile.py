@@ -11,10 +11,10 @@ import pytest
 from rich.console import Console
 
 from tests.conftest import trace_example
-from tuidebug.trace.profile import profile_view
-from tuidebug.trace.reader import Trace
-from tuidebug.trace.roofline import roofline_rows
-from tuidebug.trace.summary import trace_summary
+from tuidebug.trace.queries.profile import profile_view
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.roofline import roofline_rows
+from tuidebug.trace.queries.summary import trace_summary
 from tuidebug.viewers.info import render_summary
 
 pytestmark = pytest.mark.gpu

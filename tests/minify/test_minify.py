@@ -252,7 +252,7 @@ def test_plain_bisect_runs_the_script_with_the_flags_it_was_traced_with(tmp_path
     script (a fresh process) applies that flag again, or the failure would never happen."""
     from tuidebug.minify.bisection import _test_command
     from tuidebug.minify.pool import child_env
-    from tuidebug.trace.reader import Trace
+    from tuidebug.trace.format.reader import Trace
 
     script, trace = tmp_path / "relu.py", tmp_path / "trace"
     script.write_text(RELU_SCRIPT)

@@ -11,7 +11,7 @@ from tuidebug.minify.codegen import ReproInfo, cache_key, render, value_code
 from tuidebug.minify.program import (Reducer, Spec, Unsupported, contiguous_stride,
                                      dense_stride_like)
 from tuidebug.minify.source import load_failure, regions
-from tuidebug.trace.graph import Graph, Node
+from tuidebug.trace.format.graph import Graph, Node
 
 
 @pytest.fixture(scope="module")

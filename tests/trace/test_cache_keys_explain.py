@@ -3,7 +3,7 @@ components are parsed as torch logs them; the choice of what to compare with is 
 
 from __future__ import annotations
 
-from tuidebug.trace.cache_keys import explain, parse_components
+from tuidebug.trace.queries.cache_keys import explain, parse_components
 
 
 def _lookup(cid: str, graph: str, shape: str) -> dict:

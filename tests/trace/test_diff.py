@@ -171,7 +171,7 @@ def test_graphs_of_one_side_only_are_named_not_counted_as_pass_changes(
     """Two ranks, one of which recompiled: the graph only one side has was listed as a Python
     list (``['0_1-inference']``) and each pass it ran counted as "a pass with a different
     effect" (decompose_map_to_while_loop, … : passes that changed nothing)."""
-    from tuidebug.trace.reader import Trace
+    from tuidebug.trace.format.reader import Trace
 
     lines = diff_traces(mlp_trace, transformer_trace)["lines"]
     only = next(ln for ln in lines if ln.startswith("graphs only in A: "))

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tuidebug.trace import importers, provenance
-from tuidebug.trace.reader import Trace
-from tuidebug.trace.summary import trace_summary
+from tuidebug.trace import importers
+from tuidebug.trace.queries import provenance
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.summary import trace_summary
 from tests.conftest import clean_env as _env
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,8 +21,8 @@ from tuidebug.trace import importers
 from tuidebug.trace.importers import cache as import_cache
 from tuidebug.trace.importers import fxtext
 from tuidebug.trace.diff import diff_traces
-from tuidebug.trace.reader import Trace
-from tuidebug.trace.summary import trace_summary
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.summary import trace_summary
 from tests.conftest import clean_env as _env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -461,8 +461,8 @@ def test_viewers_stay_torch_free(torch_trace_logs: dict[str, Path], tmp_path: Pa
     code = (
         "import sys\n"
         "from tuidebug.trace.importers import ensure_trace\n"
-        "from tuidebug.trace.reader import Trace\n"
-        "from tuidebug.trace.summary import trace_summary\n"
+        "from tuidebug.trace.format.reader import Trace\n"
+        "from tuidebug.trace.queries.summary import trace_summary\n"
         f"t = ensure_trace({str(tmp_path / 'tt')!r})\n"
         "s = trace_summary(Trace(t))\n"
         "assert s['graphs'], s\n"

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from tests.conftest import pythonpath
-from tuidebug.trace.kernel_sizes import call_args, kernel_params, symbolic_sizes
-from tuidebug.trace.kernels import split_wrapper
+from tuidebug.trace.queries.kernel_sizes import call_args, kernel_params, symbolic_sizes
+from tuidebug.trace.format.kernels import split_wrapper
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
@@ -108,7 +108,7 @@ def test_a_kernel_whose_call_is_not_found_is_not_called_specialized() -> None:
     """Without the wrapper's call (an imported kernel, a C++ wrapper) a Triton kernel's xnumel
     may be a symbol: its size is unknown ("xnumel = ?"), not "specialized to its sizes" (a
     dynamic pointwise kernel over a contiguous input takes no ks<N>, only xnumel)."""
-    from tuidebug.trace.kernel_sizes import sizes_text
+    from tuidebug.trace.queries.kernel_sizes import sizes_text
 
     code = (FIXTURES / "cuda_dynamic_wrapper" / "wrapper.py.txt").read_text()
     k = next(k for k in split_wrapper(code).kernels if f"{k.name}_xnumel = " in code)

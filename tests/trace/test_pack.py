@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import digest
-from tuidebug.trace.pack import PACK_MANIFEST, pack, redact_traceback
-from tuidebug.trace.reader import Trace
-from tuidebug.trace.summary import trace_summary
-from tuidebug.trace.unpack import MAX_BYTES_ENV, UnpackError, is_archive, unpack
+from tuidebug.trace.archive.pack import PACK_MANIFEST, pack, redact_traceback
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.summary import trace_summary
+from tuidebug.trace.archive.unpack import MAX_BYTES_ENV, UnpackError, is_archive, unpack
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 FAILED = FIXTURES / "cuda_fail_runtime"  # a runtime failure: error traceback, source lines

@@ -12,9 +12,9 @@ from pathlib import Path
 from rich.console import Console
 
 from tests.conftest import EXAMPLES, pythonpath
-from tuidebug.trace.profile import NO_LINE, profile_view
-from tuidebug.trace.reader import Trace
-from tuidebug.trace.summary import trace_summary
+from tuidebug.trace.queries.profile import NO_LINE, profile_view
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.summary import trace_summary
 from tuidebug.viewers.info import render_summary
 
 
@@ -224,7 +224,7 @@ def test_diff_shows_time_deltas_per_kernel_and_line(profiled_trace: Path, mlp_tr
 
 def test_roofline_is_empty_on_the_cpu_and_judges_gpu_measurements(profiled_trace: Path,
                                                                    copy_trace) -> None:
-    from tuidebug.trace.roofline import roofline_rows
+    from tuidebug.trace.queries.roofline import roofline_rows
 
     view = profile_view(Trace(profiled_trace))
     assert view is not None and roofline_rows(view) == []  # CPU: no device times, no bytes
@@ -399,7 +399,7 @@ def test_a_backward_that_could_not_be_profiled_is_a_note(profiled_training_trace
 
 
 def test_perfetto_lays_the_backward_after_the_forward(profiled_training_trace: Path) -> None:
-    from tuidebug.trace.perfetto import chrome_trace
+    from tuidebug.trace.queries.perfetto import chrome_trace
 
     spans = _check_trace_events(chrome_trace(Trace(profiled_training_trace)))
     calls = {e["name"]: e for e in spans if e["cat"] == "call"}

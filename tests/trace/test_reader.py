@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, pythonpath
-from tuidebug.trace.reader import Trace, TraceError
-from tuidebug.trace.summary import trace_summary
+from tuidebug.trace.format.reader import Trace, TraceError
+from tuidebug.trace.queries.summary import trace_summary
 
 
 def test_truncated_stage_is_reported_and_rest_opens(mlp_trace: Path, copy_trace) -> None:
@@ -92,7 +92,7 @@ def test_crash_before_compiling_started(mlp_trace: Path, copy_trace) -> None:
 def test_trace_files_get_the_usual_permissions(mlp_trace: Path, tmp_path: Path) -> None:
     """Files of a trace are made as ``open()`` makes files (0o666 less the umask), not 0o600
     (the temporary file's mode), so that others can read a shared trace."""
-    from tuidebug.trace import atomic
+    from tuidebug.trace.format import atomic
 
     umask = os.umask(0)
     os.umask(umask)
@@ -127,8 +127,8 @@ def test_reading_never_imports_torch_or_runs_payloads(mlp_trace: Path, copy_trac
         {"file": payload, "line": 1, "code": payload}]}}}))
     code = f"""
 import sys
-from tuidebug.trace.reader import Trace
-from tuidebug.trace.summary import trace_summary
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.summary import trace_summary
 t = Trace({str(t0)!r})
 s = trace_summary(t)
 for g in t.graphs:

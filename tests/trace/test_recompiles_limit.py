@@ -8,8 +8,8 @@ import json
 import re
 from pathlib import Path
 
-from tuidebug.trace.dynamic import compile_dynamic
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.queries.dynamic import compile_dynamic
+from tuidebug.trace.format.reader import Trace
 
 
 def test_the_limit_named_is_the_one_dynamo_hit(dynamic_trace: Path, copy_trace) -> None:

@@ -1,12 +1,12 @@
-"""Stage and provenance queries (tuidebug.trace.stages, .provenance) on real traces: the one
+"""Stage and provenance queries (tuidebug.trace.queries.stages, .provenance) on real traces: the one
 answer the TUI and the SVG renderer both show."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tuidebug.trace import provenance, stages
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.queries import provenance, stages
+from tuidebug.trace.format.reader import Trace
 from tuidebug.viewers import svg
 
 

@@ -1,11 +1,11 @@
-"""Splitting real Inductor output code into kernels (tuidebug.trace.kernels)."""
+"""Splitting real Inductor output code into kernels (tuidebug.trace.format.kernels)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from tuidebug.trace.kernels import split_wrapper
+from tuidebug.trace.format.kernels import split_wrapper
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 

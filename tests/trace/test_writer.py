@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tuidebug.trace import schema
-from tuidebug.trace.reader import Trace
-from tuidebug.trace.writer import TraceWriter
+from tuidebug.trace.format import schema
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.format.writer import TraceWriter
 
 WRAPPER = '''
 cpp_fused_relu_0 = async_compile.cpp_pybinding(['float*'], r\'\'\'

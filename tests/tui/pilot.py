@@ -104,7 +104,7 @@ def open_ui():
     """
     from contextlib import asynccontextmanager
 
-    from tuidebug.trace.reader import Trace
+    from tuidebug.trace.format.reader import Trace
     from tuidebug.tui.app import TuidebugApp
 
     @asynccontextmanager

@@ -6,9 +6,9 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from tuidebug.trace import provenance
-from tuidebug.trace.reader import Trace
-from tuidebug.trace.summary import trace_summary
+from tuidebug.trace.queries import provenance
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.summary import trace_summary
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CUDA_AUTOTUNE = FIXTURES / "cuda_mlp_autotune"

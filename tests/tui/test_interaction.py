@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import pythonpath
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.format.reader import Trace
 from tuidebug.tui import keymap
 from tuidebug.tui.widgets.textview import TextView
 
@@ -174,7 +174,7 @@ def test_opening_a_trace_never_imports_torch(transformer_trace: Path, tmp_path: 
     code = textwrap.dedent(f"""
         import asyncio, json, sys
         from pathlib import Path
-        from tuidebug.trace.reader import Trace
+        from tuidebug.trace.format.reader import Trace
         from tuidebug.tui.app import TuidebugApp
 
         async def main():

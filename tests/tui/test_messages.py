@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.format.reader import Trace
 from tuidebug.tui import model
 from tuidebug.tui.messages import Read
 from tuidebug.tui.screens.code import CodeScreen

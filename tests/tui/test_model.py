@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tuidebug.trace import failure
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.queries import failure
+from tuidebug.trace.format.reader import Trace
 from tuidebug.tui import model
 
 

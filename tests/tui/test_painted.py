@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from rich.text import Text
 
-from tuidebug.trace import failure, provenance
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.queries import failure, provenance
+from tuidebug.trace.format.reader import Trace
 from tuidebug.tui import model
 from tuidebug.tui.widgets.lists import PickList, Row
 

@@ -7,8 +7,8 @@ import re
 
 from pathlib import Path
 
-from tuidebug.trace.profile import profile_view
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.queries.profile import profile_view
+from tuidebug.trace.format.reader import Trace
 from tuidebug.tui.keymap import SCREENS, screen_key
 from tuidebug.viewers.profile_view import duration
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tuidebug.trace import failure, provenance
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.queries import failure, provenance
+from tuidebug.trace.format.reader import Trace
 from tuidebug.tui import model
 
 
@@ -295,7 +295,7 @@ async def test_svg_of_the_pass_stepper_names_the_stage_on_screen(open_ui, transf
                                                                   tmp_path: Path) -> None:
     """The TUI asks the SVG renderer for the stage on screen by its one label
     (``trace.stages.stage_label``): the drawing's title names the same stage and snapshot."""
-    from tuidebug.trace.stages import previous_snapshot, stage_label
+    from tuidebug.trace.queries.stages import previous_snapshot, stage_label
     from tuidebug.viewers import svg
 
     g = Trace(transformer_trace).graphs[0]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tuidebug.trace.dynamic import compile_dynamic
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.queries.dynamic import compile_dynamic
+from tuidebug.trace.format.reader import Trace
 from tuidebug.tui.keymap import SCREENS, screen_key
 from tuidebug.tui.messages import ShowNode
 from tuidebug.tui.screens.source_line import SourceLineScreen, source_line_text

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import pythonpath
-from tuidebug.trace import provenance
-from tuidebug.trace.graph import Graph
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.queries import provenance
+from tuidebug.trace.format.graph import Graph
+from tuidebug.trace.format.reader import Trace
 from tuidebug.viewers.dot import (DotOptions, Overlay, backward_nodes, build_dot, infer_modules,
                                   looks_joint, module_levels, plan_collapse)
 from tuidebug.viewers.dot.collapse import users_of
@@ -135,7 +135,7 @@ def test_the_same_graph_gives_the_same_dot_in_every_process(transformer_trace: P
     code = (
         "import sys\n"
         "from tuidebug.viewers import svg\n"
-        "from tuidebug.trace.reader import Trace\n"
+        "from tuidebug.trace.format.reader import Trace\n"
         "rec = Trace(sys.argv[1]).graphs[0]\n"
         "snaps = rec.snapshots()\n"
         "graph, overlay = svg.diff_graphs(rec, snaps[-2], snaps[-1])\n"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from tuidebug.trace.reader import Trace
-from tuidebug.trace.summary import phase_text, trace_summary
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.summary import phase_text, trace_summary
 from tuidebug.viewers.info import render_summary
 
 

@@ -13,8 +13,8 @@ import pytest
 
 from tests.conftest import pythonpath
 
-from tuidebug.trace.graph import Graph, Node
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.format.graph import Graph, Node
+from tuidebug.trace.format.reader import Trace
 from tuidebug.viewers.dot import (CLUSTER_STYLE, DIFF_STYLE, KIND_STYLE, DotOptions, Overlay,
                                   build_dot)
 from tuidebug.viewers.svg import (Attempt, LayoutFailed, ViewerError, export, export_svg,

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.viewers.test_svg import NS, Svg, cli, forward, tooltip
-from tuidebug.trace.graph import Node
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.format.graph import Node
+from tuidebug.trace.format.reader import Trace
 from tuidebug.viewers import svg as svg_mod
 from tuidebug.viewers.dot import DIFF_STYLE, KIND_STYLE, backward_nodes
 from tuidebug.viewers.dot.labels import group_status

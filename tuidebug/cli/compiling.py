@@ -23,7 +23,7 @@ from tuidebug.cli.minifying import positive_float, positive_int
 from tuidebug.cli.output import console, err
 from tuidebug.cli.viewing import open_trace, print_info, show_diff
 from tuidebug.errors import CliError
-from tuidebug.trace.job import rank_from_env
+from tuidebug.trace.jobs.job import rank_from_env
 
 
 # -- trace ----------------------------------------------------------------------------------------

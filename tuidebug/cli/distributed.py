@@ -3,8 +3,8 @@
 ``tuidebug trace --nproc-per-node N … -o DIR script.py`` runs PyTorch's own launcher
 (``python -m torch.distributed.run``) as a child process, which starts ``tuidebug trace -o DIR
 script.py`` in every rank. A ``tuidebug trace`` that finds itself inside a launcher (torchrun,
-Slurm; :func:`tuidebug.trace.job.rank_from_env`) traces its rank into ``DIR/rank_<r>/`` and
-writes its record (``tuidebug.trace.job``). Nothing here imports torch.
+Slurm; :func:`tuidebug.trace.jobs.job.rank_from_env`) traces its rank into ``DIR/rank_<r>/`` and
+writes its record (``tuidebug.trace.jobs.job``). Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def _passed_trace_options(ns: argparse.Namespace) -> list[str]:
 def launch(ns: argparse.Namespace) -> int:
     """Run the job under torchrun, every rank traced into ``-o DIR``; then assemble
     ``DIR/job.json`` and print the cross-rank summary. Returns torchrun's verdict (0 or 1)."""
-    from tuidebug.trace import job
+    from tuidebug.trace.jobs import job
 
     if not ns.output:
         raise CliError("a distributed trace needs an output directory: -o DIR")
@@ -163,7 +163,7 @@ def _alive(pid: Any) -> bool:
 def _job_pids(root: Path) -> list[int]:
     """This node's processes of the job still alive: each running rank (it leads the process
     group torchrun made for it, its capture child included) and its capture child."""
-    from tuidebug.trace import job
+    from tuidebug.trace.jobs import job
 
     host = socket.gethostname()
     pids = []
@@ -202,7 +202,7 @@ def _stop_job(child: subprocess.Popen[Any], root: Path, grace: float = 20.0) -> 
 def _close_records(root: Path, timed_out: bool = False) -> None:
     """Records of this node's ranks still ``running`` once torchrun has returned: the rank was
     ended before it could say how (torchrun stops every rank when one fails; ``--timeout``)."""
-    from tuidebug.trace import job
+    from tuidebug.trace.jobs import job
 
     host = socket.gethostname()
     for rec in job.read_job(root)["ranks"]:
@@ -219,8 +219,8 @@ def trace_rank(ns: argparse.Namespace, where: dict[str, Any]) -> int:
     """Trace this rank of a job started by an outer launcher into ``DIR/rank_<r>/``, with its
     record in ``DIR/job/``; returns the rank's exit code as ``tuidebug trace`` gives it."""
     from tuidebug.cli.compiling import run_trace, trace_outcome
-    from tuidebug.trace import job
-    from tuidebug.trace.reader import Trace
+    from tuidebug.trace.jobs import job
+    from tuidebug.trace.format.reader import Trace
 
     if not ns.output:
         raise CliError("under a distributed launcher, tuidebug trace needs -o DIR (shared by "
@@ -232,7 +232,7 @@ def trace_rank(ns: argparse.Namespace, where: dict[str, Any]) -> int:
                               "started_at": time.time()}
     job.rank_dir(root, rank).parent.mkdir(parents=True, exist_ok=True)
     job.write_record(root, record)
-    from tuidebug.trace.progress import progress_path
+    from tuidebug.trace.jobs.progress import progress_path
 
     code, out, tail = run_trace(ns.script, ns.args, job.rank_dir(root, rank),
                                 check=not ns.no_check, use_cache=ns.use_cache, sets=ns.set,
@@ -255,8 +255,8 @@ def trace_rank(ns: argparse.Namespace, where: dict[str, Any]) -> int:
 
 
 def _store_once(root: Path) -> None:
-    """Identical files of the ranks hard-linked (``tuidebug.trace.dedup``), and said."""
-    from tuidebug.trace.dedup import link_identical
+    """Identical files of the ranks hard-linked (``tuidebug.trace.jobs.dedup``), and said."""
+    from tuidebug.trace.jobs.dedup import link_identical
 
     s = link_identical(root)
     if s["linked"]:
@@ -272,7 +272,7 @@ def merge_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_merge(ns: argparse.Namespace) -> int:
-    from tuidebug.trace import job
+    from tuidebug.trace.jobs import job
 
     try:
         merged = job.merge([Path(s) for s in ns.sources], Path(ns.output))

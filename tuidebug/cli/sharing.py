@@ -25,7 +25,7 @@ PACK_DESCRIPTION = (
 def resolve_archive(path: Path) -> Path:
     """The trace inside ``path`` when it is a packed trace (unpacked safely, once, into the
     archive cache), else ``path`` itself."""
-    from tuidebug.trace.unpack import is_archive, unpack
+    from tuidebug.trace.archive.unpack import is_archive, unpack
 
     if not is_archive(path):
         return path
@@ -49,7 +49,7 @@ def serve_arguments(p: argparse.ArgumentParser) -> None:
 
 def cmd_serve(ns: argparse.Namespace) -> int:
     from tuidebug.cli.viewing import job_rank_trace, resolve_trace
-    from tuidebug.trace.reader import Trace
+    from tuidebug.trace.format.reader import Trace
     from tuidebug.tui.serve import is_loopback, serve
 
     job_rank = job_rank_trace(Path(ns.trace), ns.rank)  # a job: its ranks screen, as open's
@@ -79,7 +79,7 @@ def pack_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_pack(ns: argparse.Namespace) -> int:
-    from tuidebug.trace.pack import pack
+    from tuidebug.trace.archive.pack import pack
 
     src = Path(ns.trace)
     out = Path(ns.output) if ns.output else src.resolve().with_name(src.resolve().name + ".tar.gz")

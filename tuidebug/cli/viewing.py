@@ -58,9 +58,9 @@ def cmd_import(ns: argparse.Namespace) -> int:
 
 def print_info(path: Path, *, as_json: bool, rank: int | None = None) -> int:
     """Print the trace's summary (a table, or JSON); 0 when its status is ok, else 1."""
-    from tuidebug.trace.reader import Trace
-    from tuidebug.trace.safefile import strict_dumps
-    from tuidebug.trace.summary import trace_summary
+    from tuidebug.trace.format.reader import Trace
+    from tuidebug.trace.format.safefile import strict_dumps
+    from tuidebug.trace.queries.summary import trace_summary
 
     path = resolve_trace(path, rank)
     summary = trace_summary(Trace(path))  # TraceError: printed by main
@@ -98,7 +98,7 @@ def cmd_info(ns: argparse.Namespace) -> int:
         if ns.rank is None:
             print_job_info(Path(ns.trace), as_json=ns.json)
             return 0
-        from tuidebug.trace.job import rank_trace
+        from tuidebug.trace.jobs.job import rank_trace
 
         trace = rank_trace(Path(ns.trace), ns.rank)
         if trace is None:  # none, or a link out of the job (not followed)
@@ -113,7 +113,7 @@ def cmd_info(ns: argparse.Namespace) -> int:
 def open_trace(path: Path, rank: int | None = None, job: Path | None = None) -> int:
     """Open ``path`` in the terminal UI (a rank of ``job``: on the ranks screen); returns the
     app's exit code."""
-    from tuidebug.trace.reader import Trace
+    from tuidebug.trace.format.reader import Trace
 
     path = resolve_trace(path, rank)
     trace = Trace(path)
@@ -149,7 +149,7 @@ def job_rank_trace(path: Path, rank: int | None = None) -> tuple[Path, Path] | N
         path = job
     if not _job_dir(path):
         return None
-    from tuidebug.trace.job import rank_trace
+    from tuidebug.trace.jobs.job import rank_trace
 
     rank = 0 if rank is None else rank
     trace = rank_trace(path, rank)
@@ -190,7 +190,7 @@ def svg_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_svg(ns: argparse.Namespace) -> int:
-    from tuidebug.trace.reader import Trace
+    from tuidebug.trace.format.reader import Trace
     from tuidebug.viewers.svg import export
 
     diff: list[str] | bool | None = None
@@ -230,7 +230,7 @@ def show_diff(a: Path, b: Path, *, as_json: bool, code: bool, unchanged: bool = 
 
     d = diff_traces(a, b, code=code, context=context, max_diff_lines=max(max_lines, 400))
     if as_json:
-        from tuidebug.trace.safefile import strict_dumps
+        from tuidebug.trace.format.safefile import strict_dumps
 
         print(strict_dumps({**(extra or {}), **d}, indent=1, default=str))
     else:
@@ -257,7 +257,7 @@ def cmd_diff(ns: argparse.Namespace) -> int:
 
 
 def _job_dir(path: Path) -> bool:
-    from tuidebug.trace.job import is_job_dir
+    from tuidebug.trace.jobs.job import is_job_dir
 
     return is_job_dir(path)
 
@@ -267,7 +267,7 @@ def _job_dir(path: Path) -> bool:
 def print_job_info(path: Path, *, as_json: bool) -> int:
     """Print a job directory's per-rank table and the ranks' first divergence; 0 when every rank
     is ok and the ranks agree."""
-    from tuidebug.trace.ranks import analyze_job
+    from tuidebug.trace.jobs.ranks import analyze_job
 
     report = analyze_job(path)
     from tuidebug.trace.importers.job_import import MARKER, missing
@@ -275,7 +275,7 @@ def print_job_info(path: Path, *, as_json: bool) -> int:
     if (path / MARKER).is_file():  # imported from TORCH_TRACE logs: what they lack, said
         report["imported_from"] = {"kind": "torch_trace", "missing": missing(path)}
     if as_json:
-        from tuidebug.trace.safefile import strict_dumps
+        from tuidebug.trace.format.safefile import strict_dumps
 
         print(strict_dumps(report, indent=1, default=str))
     else:
@@ -301,10 +301,10 @@ def perfetto_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_perfetto(ns: argparse.Namespace) -> int:
-    from tuidebug.trace.atomic import write_text
-    from tuidebug.trace.perfetto import chrome_trace
-    from tuidebug.trace.reader import Trace
-    from tuidebug.trace.safefile import strict_dumps
+    from tuidebug.trace.format.atomic import write_text
+    from tuidebug.trace.queries.perfetto import chrome_trace
+    from tuidebug.trace.format.reader import Trace
+    from tuidebug.trace.format.safefile import strict_dumps
 
     trace = Trace(resolve_trace(Path(ns.trace)))
     # named for the trace's folder (resolved: `tuidebug perfetto .` is not ".perfetto.json")

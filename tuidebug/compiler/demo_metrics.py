@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.format.reader import Trace
 
 __all__ = ["METRIC_LABELS", "trace_metrics", "output_metrics"]
 
@@ -137,7 +137,7 @@ def trace_metrics(path: str | Path, greps: tuple[tuple[str, str], ...] = ()) -> 
 
 def _cudagraphs(t: Trace) -> str | None:
     """Each graph's CUDA graphs state (``0_0-forward: on``), None where the trace has none."""
-    from tuidebug.trace.summary import cudagraphs_state
+    from tuidebug.trace.queries.summary import cudagraphs_state
 
     states = [(g.id, cudagraphs_state(g)) for g in t.graphs]
     return "; ".join(f"{gid}: {s}" for gid, s in states if s) or None

@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
                          "parent (tuidebug.compiler.recompile.parse_sets)")
     ap.add_argument("--progress", default=None, metavar="FILE",
                     help="a rank of a distributed job: append its collectives to this progress "
-                         "log (tuidebug.trace.progress)")
+                         "log (tuidebug.trace.jobs.progress)")
     ap.add_argument("script")
     ap.add_argument("args", nargs=argparse.REMAINDER)
     ns = ap.parse_args(argv)

@@ -1,4 +1,4 @@
-"""fx.GraphModule -> the graph snapshot JSON shape of tuidebug.trace.graph (one shape everywhere)."""
+"""fx.GraphModule -> the graph snapshot JSON shape of tuidebug.trace.format.graph (one shape everywhere)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import torch
 import torch.fx
 
 from tuidebug.compiler import compat
-from tuidebug.trace.graph import GRAPH_FORMAT
-from tuidebug.trace.layout import diff_fingerprints, parse_stack_trace  # noqa: F401 (re-exported)
+from tuidebug.trace.format.graph import GRAPH_FORMAT
+from tuidebug.trace.format.layout import diff_fingerprints, parse_stack_trace  # noqa: F401 (re-exported)
 
 _MAX_REPR = 200
 

@@ -27,7 +27,7 @@ from tuidebug import proc
 from tuidebug.minify.pool import WorkerPool, child_env
 from tuidebug.minify.signature import Signature
 from tuidebug.minify.source import MinifyError
-from tuidebug.trace.reader import Trace, TraceError
+from tuidebug.trace.format.reader import Trace, TraceError
 
 
 @dataclass

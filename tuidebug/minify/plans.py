@@ -8,7 +8,7 @@ from typing import Any, Iterable, Mapping
 
 from tuidebug.compiler.consent import Plan, origin_notes
 from tuidebug.minify.source import MinifyError
-from tuidebug.trace.reader import Trace, TraceError
+from tuidebug.trace.format.reader import Trace, TraceError
 
 
 def _trace(path: str | os.PathLike[str]) -> Trace:

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
-from tuidebug.trace.graph import Graph, Node
+from tuidebug.trace.format.graph import Graph, Node
 
 GETITEM = "operator.getitem"
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

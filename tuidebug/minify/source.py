@@ -1,6 +1,6 @@
 """What the minifier reads from a failed trace: the graph, the failure, its flags and its region.
 
-Everything comes from the trace's JSON and text files (``tuidebug.trace.reader``); nothing in the
+Everything comes from the trace's JSON and text files (``tuidebug.trace.format.reader``); nothing in the
 trace is unpickled or executed.
 """
 
@@ -15,8 +15,8 @@ from tuidebug.errors import MinifyError
 from tuidebug.compiler import trace_config
 from tuidebug.minify.codegen import config_flag_ok
 from tuidebug.minify.signature import Signature
-from tuidebug.trace.graph import Graph
-from tuidebug.trace.reader import GraphRecord, StageInfo, Trace, TraceError
+from tuidebug.trace.format.graph import Graph
+from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace, TraceError
 
 #: config that tuidebug's capture sets for itself; a repro never needs it
 CAPTURE_ONLY_FLAGS = {"trace.provenance_tracking_level", "force_disable_caches"}

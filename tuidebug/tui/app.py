@@ -14,7 +14,7 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding
 
-from tuidebug.trace.reader import GraphRecord, Trace
+from tuidebug.trace.format.reader import GraphRecord, Trace
 from tuidebug.viewers.inert import inert
 from tuidebug.tui import keymap
 from tuidebug.tui.commands import TraceCommands

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tuidebug.trace import schema
-from tuidebug.trace.graph import Graph, node_line
-from tuidebug.trace.reader import GraphRecord, StageInfo, Trace
-from tuidebug.trace.recompiles import reasons_of
-from tuidebug.trace.stages import merge_removed, previous_snapshot, snapshot_at
-from tuidebug.trace.summary import compile_cache, compile_place
+from tuidebug.trace.format import schema
+from tuidebug.trace.format.graph import Graph, node_line
+from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace
+from tuidebug.trace.queries.recompiles import reasons_of
+from tuidebug.trace.queries.stages import merge_removed, previous_snapshot, snapshot_at
+from tuidebug.trace.queries.summary import compile_cache, compile_place
 
 # -- timings ---------------------------------------------------------------------------------------
 

@@ -184,7 +184,7 @@ def _child(argv: list[str]) -> int:
     import shutil
     import tempfile
 
-    from tuidebug.trace.reader import Trace
+    from tuidebug.trace.format.reader import Trace
     from tuidebug.tui.app import TuidebugApp
 
     work = tempfile.mkdtemp(prefix="tuidebug-serve-")

@@ -10,8 +10,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from tuidebug.trace import schema
-from tuidebug.trace.summary import (ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict, cache_text,
+from tuidebug.trace.format import schema
+from tuidebug.trace.queries.summary import (ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict, cache_text,
                                     phase_text)
 from tuidebug.viewers.dynamic_view import dynamic_notes
 from tuidebug.viewers.inert import inert, inert_text

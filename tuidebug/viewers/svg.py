@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Sequence
 
 from tuidebug.errors import DotMissing, LayoutFailed, ViewerError
-from tuidebug.trace.graph import Graph
-from tuidebug.trace.provenance import kernel_owners
-from tuidebug.trace.reader import GraphRecord, StageInfo, Trace, TraceError
-from tuidebug.trace.stages import find_stage, is_joint, snapshot_at, stage_diff, stage_label
-from tuidebug.trace.summary import kernel_launches, launch_text
+from tuidebug.trace.format.graph import Graph
+from tuidebug.trace.queries.provenance import kernel_owners
+from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace, TraceError
+from tuidebug.trace.queries.stages import find_stage, is_joint, snapshot_at, stage_diff, stage_label
+from tuidebug.trace.queries.provenance import kernel_launches
+from tuidebug.trace.queries.summary import launch_text
 from tuidebug.viewers.dot import DotOptions, DotResult, Overlay, build_dot, infer_modules
 
 INSTALL_HINT = ("install Graphviz (Debian/Ubuntu: apt-get install graphviz; macOS: brew install "

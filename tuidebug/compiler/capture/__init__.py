@@ -14,7 +14,7 @@ A thin session (``session.py``) holds what is shared; each concern is a module w
 (IR and fusion), ``kernels`` (code, provenance, compile and run times), ``autotune``,
 ``triton`` (launches, config benchmarks, CUDA graph skips), ``outcome`` (errors, the eager
 comparison), ``events`` (the structured log). Everything is written through
-``tuidebug.trace.writer``.
+``tuidebug.trace.format.writer``.
 """
 
 from tuidebug.compiler.capture.config import TUIDEBUG_CONFIG

@@ -13,7 +13,8 @@ from typing import Any
 
 from tuidebug.compiler import compat
 from tuidebug.compiler.capture.state import Concern, LogHandler
-from tuidebug.trace import cache_keys, layout
+from tuidebug.trace.queries import cache_keys
+from tuidebug.trace.format import layout
 
 MAX_LOOKUPS = 200  # per compile: more are counted, not kept
 

@@ -11,7 +11,7 @@ import torch
 
 from tuidebug.compiler import compat, snapshot
 from tuidebug.compiler.capture.state import Concern, GraphState
-from tuidebug.trace import layout, schema
+from tuidebug.trace.format import layout, schema
 
 # a frame in torch's own files is not the user's line
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep

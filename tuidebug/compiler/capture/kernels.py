@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from tuidebug.compiler import compat
 from tuidebug.compiler.capture.state import Concern, GraphState
-from tuidebug.trace import layout
+from tuidebug.trace.format import layout
 
 # Kernel run times: the compiled graph is run again up to this many times, more than once only
 # while the runs so far took less than the budget (one run of a big model costs what it costs).

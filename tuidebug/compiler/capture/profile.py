@@ -3,7 +3,7 @@ compiled graph and its eager graph each run N more times after a warm-up, under
 ``torch.profiler``; every kernel call of the compiled graph and every FX node of the eager graph
 is measured in its own range. A compile that runs under autograd has its backward measured too
 (``profile_backward``). Written to ``profile.json`` (docs/trace-format.md); the join with
-provenance (per FX node, source line, module) is ``tuidebug.trace.profile``'s.
+provenance (per FX node, source line, module) is ``tuidebug.trace.queries.profile``'s.
 
 Off (the default), nothing of this runs and nothing is written.
 """

@@ -3,7 +3,7 @@
 Installed by the capture child of a rank of a distributed job (``run_script --progress``).
 Each call of a torch.distributed collective (the classic API and the c10d functional ones,
 hook points named in ``compat``) appends ``{"event": "collective", "op", "seq", "group",
-"line"}`` to the rank's progress log (``tuidebug.trace.progress``) before it calls the
+"line"}`` to the rank's progress log (``tuidebug.trace.jobs.progress``) before it calls the
 collective, and ``{"event": "done", …}`` once it returned: a rank killed while it waits (a hang
 ended by ``--timeout``) leaves the collective it waits in, numbered per process group as every
 rank numbers it (the group as the call names it, by keyword or by position: a ProcessGroup,
@@ -26,7 +26,7 @@ from typing import Any, Callable
 import torch
 
 from tuidebug.compiler import compat
-from tuidebug.trace.progress import ProgressLog
+from tuidebug.trace.jobs.progress import ProgressLog
 
 _SKIP_DIRS = tuple(os.path.dirname(os.path.dirname(m.__file__ or "")) + os.sep
                    for m in (sys.modules["torch"],) if getattr(m, "__file__", None))

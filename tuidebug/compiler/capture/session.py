@@ -18,8 +18,8 @@ from tuidebug.compiler.capture import (autotune, cache_keys, collectives, config
                                        fusion, graphs, kernels, outcome, profile, shapes,
                                        triton)
 from tuidebug.compiler.capture.state import Concern, GraphState
-from tuidebug.trace import layout, schema
-from tuidebug.trace.writer import TraceWriter
+from tuidebug.trace.format import layout, schema
+from tuidebug.trace.format.writer import TraceWriter
 
 NOTHING_COMPILED = ("nothing was compiled during the capture: no torch.compile'd function was "
                     "called (torch.compile is lazy), or it had been compiled before the capture "

@@ -17,8 +17,8 @@ from typing import Any, Callable
 from tuidebug.compiler import compat
 from tuidebug.compiler.capture.source_context import add_context
 from tuidebug.compiler.capture.state import Concern, LogHandler
-from tuidebug.trace import guards as guard_tree
-from tuidebug.trace import layout
+from tuidebug.trace.queries import guards as guard_tree
+from tuidebug.trace.format import layout
 
 MAX_RECORDS = 2000  # per compile and kind: a compile with more is cut (and says so)
 

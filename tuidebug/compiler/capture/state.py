@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from tuidebug.trace.writer import GraphWriter
+from tuidebug.trace.format.writer import GraphWriter
 
 if TYPE_CHECKING:
     from tuidebug.compiler import compat

@@ -9,7 +9,7 @@ from typing import Any, Callable
 from tuidebug.compiler import compat
 from tuidebug.compiler.capture import outcome
 from tuidebug.compiler.capture.state import Concern, GraphState
-from tuidebug.trace import layout
+from tuidebug.trace.format import layout
 
 
 class Triton(Concern):

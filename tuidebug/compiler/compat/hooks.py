@@ -283,7 +283,7 @@ def structured_event(record: logging.LogRecord) -> StructuredEvent | None:
     """What a record of ``structured_trace_logger()`` says; None for those capture ignores."""
     import json
 
-    from tuidebug.trace import layout
+    from tuidebug.trace.format import layout
 
     meta = getattr(record, "metadata", None)
     if not isinstance(meta, dict):

@@ -40,14 +40,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from tuidebug.trace import cache_keys
+from tuidebug.trace.queries import cache_keys
 from tuidebug.trace.diff.config import config_diff, side
 from tuidebug.trace.diff.findings import finding_lines, format_duration, summary
 from tuidebug.trace.diff.graphs import graph_diff
 from tuidebug.trace.diff.kernels import WRAPPER_MARKERS, normalize_kernel_name
 from tuidebug.trace.diff.profile import profile_diff, profile_findings
 from tuidebug.trace.diff.runs import compile_diffs, runtime_diffs
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.format.reader import Trace
 
 __all__ = ["diff_traces", "normalize_kernel_name", "finding_lines", "format_duration",
            "WRAPPER_MARKERS"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.format.reader import Trace
 
 
 def side(t: Trace) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from tuidebug.trace.diff.common import pair
 from tuidebug.trace.diff.kernels import extern_diffs, kernel_diffs, wrapper_diff
-from tuidebug.trace.reader import GraphRecord
+from tuidebug.trace.format.reader import GraphRecord
 
 
 def _stage_counts(g: GraphRecord | None) -> dict[str, int | None]:

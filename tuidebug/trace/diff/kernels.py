@@ -8,9 +8,9 @@ import difflib
 import re
 from typing import Any, Iterable
 
-from tuidebug.trace import kernels as kernel_text
+from tuidebug.trace.format import kernels as kernel_text
 from tuidebug.trace.diff.common import pair
-from tuidebug.trace.reader import GraphRecord
+from tuidebug.trace.format.reader import GraphRecord
 
 # grep-able things in a wrapper whose count a flag can change
 WRAPPER_MARKERS = {

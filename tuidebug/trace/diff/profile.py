@@ -14,8 +14,8 @@ from typing import Any
 
 from tuidebug.trace.diff.common import pair
 from tuidebug.trace.diff.kernels import normalize_kernel_name
-from tuidebug.trace.profile import ProfileView, Row, profile_view
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.queries.profile import ProfileView, Row, profile_view
+from tuidebug.trace.format.reader import Trace
 
 TOTALS = ("compiled_wall_s", "eager_wall_s", "generated_s", "extern_s", "overhead_s")
 MAX_ROWS = 50

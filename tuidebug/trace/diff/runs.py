@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tuidebug.trace.diff.common import pair
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.format.reader import Trace
 
 _TIME_KEYS = (("compile_time_s", "entire_frame_compile_time_s"),
               ("inductor_time_s", "inductor_compile_time_s"),

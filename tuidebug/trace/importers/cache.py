@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from tuidebug import __version__
-from tuidebug.trace import schema
+from tuidebug.trace.format import schema
 from tuidebug.trace.importers.convert import import_path
 from tuidebug.errors import ImportFailed
 from tuidebug.trace.importers.sources import TRACE_DIR_LOG_RE, Kind, detect, trace_logs

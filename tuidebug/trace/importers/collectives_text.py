@@ -28,7 +28,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tuidebug.trace import layout
+from tuidebug.trace.format import layout
 
 NAMESPACES = ("_c10d_functional", "c10d", "_c10d_functional_autograd")
 WAIT = "wait_tensor"

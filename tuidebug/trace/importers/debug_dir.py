@@ -20,7 +20,7 @@ The run's structured log (matched by process id) is imported as a TORCH_TRACE lo
 lost. Without a log, each folder becomes a graph of its own.
 
 The folder is untrusted like a trace (docs/security.md): every file read is confined to the
-debug root and read through ``tuidebug.trace.safefile`` (resolved inside the root, symbolic
+debug root and read through ``tuidebug.trace.format.safefile`` (resolved inside the root, symbolic
 links only to targets inside it, regular files only, ``MAX_FILE_BYTES`` each); what is refused
 is skipped and named in the import's warnings.
 """
@@ -33,9 +33,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tuidebug.trace import safefile
-from tuidebug.trace import schema
-from tuidebug.trace import layout
+from tuidebug.trace.format import safefile
+from tuidebug.trace.format import schema
+from tuidebug.trace.format import layout
 from tuidebug.trace.importers import irtext, tracelog
 from tuidebug.trace.importers.graphs import ImportedGraph
 from tuidebug.trace.importers.sources import log_rank

@@ -1,5 +1,5 @@
 """The graph being built from printed FX code, and statements read with :mod:`ast` (never
-executed): each assignment becomes a node of :mod:`tuidebug.trace.graph`'s shape. Pure text."""
+executed): each assignment becomes a node of :mod:`tuidebug.trace.format.graph`'s shape. Pure text."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ TORCH_TRACE logs and TORCH_COMPILE_DEBUG folders hold graphs only as printed cod
         return (linear,)
 
 That text is Python, so it is parsed with :mod:`ast` (never executed) and each statement becomes
-one node of :mod:`tuidebug.trace.graph`'s shape: name, op, target, args with ``{"node": NAME}``
+one node of :mod:`tuidebug.trace.format.graph`'s shape: name, op, target, args with ``{"node": NAME}``
 references, the dtype/shape/stride/device of its annotation and the source line of the
 ``# File:`` comment above it. What print_readable does not print (module paths of call nodes,
 ``requires_grad``) stays empty. A truncated text is parsed up to the last complete statement and
@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuidebug.trace.graph import GRAPH_FORMAT
+from tuidebug.trace.format.graph import GRAPH_FORMAT
 from tuidebug.trace.importers.fx_annotations import parse_annotation
 from tuidebug.trace.importers.fx_builder import Builder, ann_text, slow_statement
 from tuidebug.trace.importers.fx_fastpath import STMT_RE, fast_statement

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from tuidebug.trace import layout
+from tuidebug.trace.format import layout
 from tuidebug.trace.importers import records as r
 from tuidebug.trace.importers.fxtext import ParsedGraph
 from tuidebug.trace.importers.segments import Segment, Segmentation
-from tuidebug.trace.writer import GraphWriter
+from tuidebug.trace.format.writer import GraphWriter
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """A multi-rank TORCH_TRACE folder as a job directory: every rank's log imported into
-``rank_<r>/`` with its record, so the cross-rank analysis (``tuidebug.trace.ranks``) reads it as
+``rank_<r>/`` with its record, so the cross-rank analysis (``tuidebug.trace.jobs.ranks``) reads it as
 it reads a job traced by tuidebug. Pure text; no torch.
 
 Made once per source (beside it as ``<folder>.job.tuidebug``, else in the user cache) and
@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tuidebug.errors import ImportFailed
-from tuidebug.trace import atomic
-from tuidebug.trace import job as joblayout
+from tuidebug.trace.format import atomic
+from tuidebug.trace.jobs import job as joblayout
 from tuidebug.trace.importers.cache import _writable, cache_root, source_key
 from tuidebug.trace.importers.convert import import_path
 from tuidebug.trace.importers.sources import detect, list_ranks
@@ -63,7 +63,7 @@ def _build(src: Path, out: Path, key: str, on_progress: Callable[[str], None] | 
                                      "launcher": "TORCH_TRACE", "hostname": None,
                                      "node_rank": None, "local_rank": None})
     joblayout.write_job(out, launcher="TORCH_TRACE")
-    from tuidebug.trace.dedup import link_identical
+    from tuidebug.trace.jobs.dedup import link_identical
 
     link_identical(out)
     atomic.write_json(out / MARKER, {"source": str(src), "key": key, "ranks": ranks})

@@ -10,7 +10,7 @@ import json
 import re
 from typing import Any
 
-from tuidebug.trace import safefile
+from tuidebug.trace.format import safefile
 from tuidebug.trace.importers import records as r
 from tuidebug.trace.importers import shapes_log
 from tuidebug.trace.importers.records import Envelope, Fact

@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
-from tuidebug.trace import safefile
+from tuidebug.trace.format import safefile
 from tuidebug.trace.importers import tracelog
 from tuidebug.trace.importers.tracelog import Record
 

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from tuidebug.trace import layout
+from tuidebug.trace.format import layout
 from tuidebug.trace.importers.tracelog import Record
 
 AOT_ID_RE = re.compile(r"AOT ID: \['(?P<id>[^']*?)_(?P<kind>forward|backward|inference)'\]")
@@ -34,7 +34,7 @@ SEG_ORDER = {
 SEG_START_CHROMIUM = {"inductor_compile", "AOTAutogradCache.inductor_load",
                       "compile_fx.<locals>.bw_compiler"}
 
-# chromium (dynamo_timed) event -> compilation phase (tuidebug.trace.schema.PHASES)
+# chromium (dynamo_timed) event -> compilation phase (tuidebug.trace.format.schema.PHASES)
 PHASE_OF_EVENT = {
     "dynamo": "dynamo", "entire_frame_compile": "dynamo", "bytecode_tracing": "dynamo",
     "_recursive_pre_grad_passes": "pre_grad",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tuidebug.trace import guards as guard_tree
+from tuidebug.trace.queries import guards as guard_tree
 
 _RANGE = re.compile(r"^\[\s*(?P<lo>[^,\]]+),\s*(?P<hi>[^\]]+)\]$")
 

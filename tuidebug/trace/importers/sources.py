@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from tuidebug.trace import safefile
+from tuidebug.trace.format import safefile
 from tuidebug.errors import ImportFailed
-from tuidebug.trace import schema
+from tuidebug.trace.format import schema
 from tuidebug.trace.importers import tracelog
 
 Kind = Literal["tuidebug", "torch_trace", "torch_compile_debug"]

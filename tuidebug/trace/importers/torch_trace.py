@@ -9,7 +9,7 @@ graph the log printed (Dynamo, pre-grad, AOT joint / forward / backward / infere
 the passes Inductor timed (``pass.*`` chromium events, without snapshots), the output code
 split into kernels, provenance when the log has it, and ``compiles/<id>.json`` with metrics,
 guards, graph breaks, recompile reasons, cache hits and misses, dynamic-shape events and every
-other artifact. Every file goes through the trace's writer (``tuidebug.trace.writer``).
+other artifact. Every file goes through the trace's writer (``tuidebug.trace.format.writer``).
 """
 
 from __future__ import annotations
@@ -19,14 +19,15 @@ import time
 from pathlib import Path
 from typing import IO, Any, Callable
 
-from tuidebug.trace import cache_keys, layout, schema
+from tuidebug.trace.queries import cache_keys
+from tuidebug.trace.format import layout, schema
 from tuidebug.trace.importers import collectives_text, fxtext, records as r, segments, tracelog
 from tuidebug.trace.importers.sources import log_rank
 from tuidebug.trace.importers.graphs import GraphBook, ImportedCompile, ImportedGraph
 from tuidebug.trace.importers.parsers import GLOBAL_RECORDS, REGISTRY
 from tuidebug.trace.importers.shapes_log import shapes_from_log
 from tuidebug.trace.importers.timings import Timings
-from tuidebug.trace.writer import TraceWriter
+from tuidebug.trace.format.writer import TraceWriter
 
 __all__ = ["ImportedGraph", "TorchTraceImporter", "MISSING_ALWAYS", "MISSING_PROVENANCE"]
 

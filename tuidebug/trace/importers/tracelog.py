@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from tuidebug.trace import safefile
+from tuidebug.trace.format import safefile
 
 _HEADER_RE = re.compile(
     rb"^(?:\[rank\d+\]:)?(?P<level>[VIWEC])(?P<md>\d{4}) (?P<time>\d\d:\d\d:\d\d\.\d+) +"

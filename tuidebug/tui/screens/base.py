@@ -14,7 +14,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from tuidebug.trace.reader import GraphRecord, Trace
+from tuidebug.trace.format.reader import GraphRecord, Trace
 from tuidebug.tui import keymap
 from tuidebug.tui.messages import Read, SvgExported
 from tuidebug.tui.widgets.bars import SearchBar, TitleBar

@@ -19,9 +19,9 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
-from tuidebug.trace import kernel_sizes, provenance
-from tuidebug.trace.reader import GraphRecord, Trace
-from tuidebug.trace.summary import launch_text
+from tuidebug.trace.queries import kernel_sizes, provenance
+from tuidebug.trace.format.reader import GraphRecord, Trace
+from tuidebug.trace.queries.summary import launch_text
 from tuidebug.tui import keymap, model
 from tuidebug.tui.messages import Read, ShowNode
 from tuidebug.tui.screens.base import TraceScreen

@@ -13,8 +13,9 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from tuidebug.trace import failure, schema
-from tuidebug.trace.reader import GraphRecord, Trace
+from tuidebug.trace.queries import failure
+from tuidebug.trace.format import schema
+from tuidebug.trace.format.reader import GraphRecord, Trace
 from tuidebug.tui import keymap
 from tuidebug.tui.messages import Read
 from tuidebug.tui.screens.base import TraceScreen

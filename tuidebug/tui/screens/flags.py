@@ -16,7 +16,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, Static
 from textual.widgets.option_list import Option
 
-from tuidebug.trace.reader import GraphRecord
+from tuidebug.trace.format.reader import GraphRecord
 from tuidebug.tui import keymap
 from tuidebug.tui.messages import Read
 from tuidebug.tui.screens.base import TraceScreen

@@ -14,8 +14,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Label
 
-from tuidebug.trace import schema
-from tuidebug.trace.reader import GraphRecord
+from tuidebug.trace.format import schema
+from tuidebug.trace.format.reader import GraphRecord
 from tuidebug.tui import keymap, model
 from tuidebug.tui.messages import Read
 from tuidebug.tui.screens.base import TraceScreen

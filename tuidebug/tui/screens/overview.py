@@ -17,11 +17,11 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 
-from tuidebug.trace import failure
-from tuidebug.trace import schema
-from tuidebug.trace.reader import GraphRecord, Trace
-from tuidebug.trace.recompiles import reasons_of
-from tuidebug.trace.summary import (ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict,
+from tuidebug.trace.queries import failure
+from tuidebug.trace.format import schema
+from tuidebug.trace.format.reader import GraphRecord, Trace
+from tuidebug.trace.queries.recompiles import reasons_of
+from tuidebug.trace.queries.summary import (ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict,
                                     changed_passes, compile_place, cudagraphs_state)
 from tuidebug.tui import model
 from tuidebug.tui.messages import Read, ShowKernel

@@ -17,10 +17,10 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tuidebug.trace import provenance
-from tuidebug.trace.reader import GraphRecord, StageInfo
-from tuidebug.trace.stages import stage_label
-from tuidebug.trace.summary import changed_passes
+from tuidebug.trace.queries import provenance
+from tuidebug.trace.format.reader import GraphRecord, StageInfo
+from tuidebug.trace.queries.stages import stage_label
+from tuidebug.trace.queries.summary import changed_passes
 from tuidebug.tui import keymap, model
 from tuidebug.tui.messages import Read, ShowKernel
 from tuidebug.tui.screens.base import TraceScreen

@@ -11,8 +11,8 @@ from textual.containers import Vertical
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
-from tuidebug.trace.profile import ProfileView, Row, profile_view
-from tuidebug.trace.reader import GraphRecord
+from tuidebug.trace.queries.profile import ProfileView, Row, profile_view
+from tuidebug.trace.format.reader import GraphRecord
 from tuidebug.tui import keymap
 from tuidebug.tui.messages import Read, ShowKernel, ShowNode
 from tuidebug.tui.screens.base import TraceScreen

@@ -1,7 +1,7 @@
 """Ranks: every rank of a distributed job (``tuidebug open JOBDIR``) × its compiles.
 
 One row per rank: status, identical-rank group, and per compile id the short content hash of
-what the rank compiled for it (``tuidebug.trace.ranks``); the first divergence is highlighted
+what the rank compiled for it (``tuidebug.trace.jobs.ranks``); the first divergence is highlighted
 and explained below the table, with where each rank waited when the job hung. Enter: the diff
 of the open rank against the selected one (the compare screen, on the diverging graph); ``o``:
 open the selected rank on the screen shown before this one.
@@ -16,8 +16,8 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from tuidebug.trace.job import rank_of, rank_trace
-from tuidebug.trace.reader import GraphRecord
+from tuidebug.trace.jobs.job import rank_of, rank_trace
+from tuidebug.trace.format.reader import GraphRecord
 from tuidebug.tui import keymap
 from tuidebug.tui.messages import Read
 from tuidebug.tui.screens.base import TraceScreen
@@ -33,7 +33,7 @@ LEGEND = ("columns 0/0, 0/1, …: the rank's Dynamo compiles, each cell the cont
 
 
 def job_report(job: Path) -> dict[str, Any]:
-    from tuidebug.trace.ranks import analyze_job
+    from tuidebug.trace.jobs.ranks import analyze_job
 
     return analyze_job(job)
 

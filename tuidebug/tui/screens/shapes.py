@@ -13,9 +13,9 @@ from rich.text import Text
 from textual.app import ComposeResult
 
 from tuidebug.trace.diff.graphs import graph_diff
-from tuidebug.trace import shape_nodes
-from tuidebug.trace.dynamic import compile_dynamic, guard_groups
-from tuidebug.trace.reader import GraphRecord
+from tuidebug.trace.queries import shape_nodes
+from tuidebug.trace.queries.dynamic import compile_dynamic, guard_groups
+from tuidebug.trace.format.reader import GraphRecord
 from tuidebug.tui import keymap
 from tuidebug.tui.messages import Read, ShowNode
 from tuidebug.tui.screens.base import TraceScreen

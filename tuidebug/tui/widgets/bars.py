@@ -10,7 +10,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Input, Label, Static
 
-from tuidebug.trace.job import rank_of
+from tuidebug.trace.jobs.job import rank_of
 from tuidebug.tui.keymap import SCREEN_SHORT_TITLES, SCREEN_TITLES, SCREENS, screen_key
 from tuidebug.viewers.inert import inert
 

@@ -8,7 +8,7 @@ from typing import Iterable
 
 import graphviz
 
-from tuidebug.trace.graph import Graph
+from tuidebug.trace.format.graph import Graph
 from tuidebug.viewers.dot.collapse import (absorb_into_kernels, backward_nodes, count_boxes,
                                           infer_modules, looks_joint, module_levels,
                                           plan_collapse, truncate_module, visible_nodes)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
-from tuidebug.trace.graph import Graph, Node
+from tuidebug.trace.format.graph import Graph, Node
 
 
 def module_levels(path: str) -> list[str]:

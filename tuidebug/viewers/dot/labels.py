@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from tuidebug.trace.graph import Node, node_line
+from tuidebug.trace.format.graph import Node, node_line
 from tuidebug.viewers.dot.options import Item
 from tuidebug.viewers.dotescape import html, html_label
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import graphviz
 
-from tuidebug.trace.graph import Node
+from tuidebug.trace.format.graph import Node
 
 
 @dataclass

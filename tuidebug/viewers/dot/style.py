@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from tuidebug.trace.graph import Node
+from tuidebug.trace.format.graph import Node
 from tuidebug.viewers.dot.labels import esc
 from tuidebug.viewers.dotescape import html_label
 

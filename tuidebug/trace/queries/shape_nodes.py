@@ -9,9 +9,9 @@ import json
 import re
 from typing import Any, Iterator
 
-from tuidebug.trace.graph import Graph, Node
-from tuidebug.trace.reader import GraphRecord, Trace
-from tuidebug.trace.user_lines import user_line
+from tuidebug.trace.format.graph import Graph, Node
+from tuidebug.trace.format.reader import GraphRecord, Trace
+from tuidebug.trace.format.user_lines import user_line
 
 _SYMBOL = re.compile(r"^[a-z]+\d+$")  # s77, u0, zuf0: sympy's names for sizes
 

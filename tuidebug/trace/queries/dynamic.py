@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tuidebug.trace import guards as guard_tree
-from tuidebug.trace import recompiles, shape_nodes
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.queries import guards as guard_tree
+from tuidebug.trace.queries import recompiles, shape_nodes
+from tuidebug.trace.format.reader import Trace
 
 
 def _marked_dynamic(detail: dict[str, Any]) -> set[str]:

@@ -15,7 +15,7 @@ import hashlib
 import json
 from typing import Any
 
-from tuidebug.trace.reader import GraphRecord
+from tuidebug.trace.format.reader import GraphRecord
 
 WAIT_OPS = ("wait_tensor",)
 # ops whose per-rank sizes may differ in a correct program (uneven all-to-all splits)

@@ -8,9 +8,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from tuidebug.trace import schema
-from tuidebug.trace.reader import Trace
-from tuidebug.trace.summary import died_text
+from tuidebug.trace.format import schema
+from tuidebug.trace.format.reader import Trace
+
+
+def died_text(phase: str | None) -> str:
+    """How a crashed trace ended: ``the capturing process died during phase 'lowering'``."""
+    return "the capturing process died " + (
+        f"during phase {phase!r}" if phase else "before compiling started")
+
 
 ACCURACY = "accuracy"  # the phase of an accuracy failure (not a compile phase: schema.PHASES)
 

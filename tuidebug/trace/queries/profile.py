@@ -20,9 +20,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuidebug.trace.graph import Graph
-from tuidebug.trace.provenance import kernel_calls
-from tuidebug.trace.reader import GraphRecord, Trace
+from tuidebug.trace.format.graph import Graph
+from tuidebug.trace.queries.provenance import kernel_calls
+from tuidebug.trace.queries.roofline import roofline_rows
+from tuidebug.trace.format.reader import GraphRecord, Trace
 
 NO_NODE = "(no FX node)"
 NO_LINE = "(no source line)"
@@ -259,7 +260,6 @@ def profile_view(trace: Trace) -> ProfileView | None:
 def profile_summary(view: ProfileView, top: int = 20) -> dict[str, Any]:
     """What ``info --json`` says under ``profile``: totals, the ``top`` kernels, FX nodes,
     lines and modules by time, and the roofline of the GPU's Triton kernels."""
-    from tuidebug.trace.roofline import roofline_rows
 
     return {"compiles": view.compiles, "totals": view.totals, "notes": view.notes,
             **{which: [r.as_json() for r in view.table(which)[:top]]

@@ -6,9 +6,10 @@ below the roof. Pure data: no torch. Empty for a CPU trace (no device times, no 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tuidebug.trace.profile import ProfileView
+if TYPE_CHECKING:  # profile calls roofline_rows; only the type is needed here
+    from tuidebug.trace.queries.profile import ProfileView
 
 FAR_BELOW = 0.3  # a kernel under this fraction of its roof is flagged
 LAUNCH_BOUND_S = 10e-6  # a call shorter than this is bound by its launch, not by the roof

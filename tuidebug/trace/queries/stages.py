@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tuidebug.trace.graph import Graph
-from tuidebug.trace.reader import GraphRecord, StageInfo
+from tuidebug.trace.format.graph import Graph
+from tuidebug.trace.format.reader import GraphRecord, StageInfo
 
 def stage_label(s: StageInfo) -> str:
     """The name a stage goes by in titles, file names and ``--stage``: its snapshot file's stem

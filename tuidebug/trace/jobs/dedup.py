@@ -24,7 +24,7 @@ import stat
 from pathlib import Path
 from typing import Any, Iterator
 
-from tuidebug.trace import job as joblayout
+from tuidebug.trace.jobs import job as joblayout
 
 CHUNK = 1 << 20
 

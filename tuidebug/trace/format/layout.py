@@ -14,8 +14,8 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from tuidebug.trace import atomic, schema
-from tuidebug.trace import kernels as kernel_text
+from tuidebug.trace.format import atomic, schema
+from tuidebug.trace.format import kernels as kernel_text
 
 _FRAME_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
 

@@ -36,14 +36,14 @@ import os
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from tuidebug.trace import collectives as coll
-from tuidebug.trace import job as joblayout
-from tuidebug.trace import progress as rank_progress
-from tuidebug.trace.graph import node_line
-from tuidebug.trace.layout import diff_fingerprints
-from tuidebug.trace.reader import GraphRecord, Trace
-from tuidebug.trace.recompiles import reasons_of
-from tuidebug.trace.summary import cache_counts
+from tuidebug.trace.queries import collectives as coll
+from tuidebug.trace.jobs import job as joblayout
+from tuidebug.trace.jobs import progress as rank_progress
+from tuidebug.trace.format.graph import node_line
+from tuidebug.trace.format.layout import diff_fingerprints
+from tuidebug.trace.format.reader import GraphRecord, Trace
+from tuidebug.trace.queries.recompiles import reasons_of
+from tuidebug.trace.queries.summary import cache_counts
 
 # An absolute path (POSIX) inside code or a snapshot: the part that differs between ranks and
 # nodes (checkouts, cache and temporary folders); only its last component is kept.

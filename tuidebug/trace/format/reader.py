@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from tuidebug.errors import TraceError
-from tuidebug.trace import layout, safefile, schema, shapes, user_lines
-from tuidebug.trace.tracefiles import MAX_TEXT_BYTES, Problem, TraceFiles
-from tuidebug.trace.graph import Graph
+from tuidebug.trace.format import layout, safefile, schema, shapes, user_lines
+from tuidebug.trace.format.tracefiles import MAX_TEXT_BYTES, Problem, TraceFiles
+from tuidebug.trace.format.graph import Graph
 
 __all__ = ["GraphRecord", "Problem", "StageInfo", "Trace", "TraceError", "open_trace"]
 

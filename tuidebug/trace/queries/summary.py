@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from tuidebug.trace import cache_keys
-from tuidebug.trace import collectives as coll
-from tuidebug.trace.dynamic import compile_dynamic
-from tuidebug.trace.kernel_sizes import graph_kernel_sizes
-from tuidebug.trace.reader import GraphRecord, StageInfo, Trace
+from tuidebug.trace.queries import cache_keys
+from tuidebug.trace.queries import collectives as coll
+from tuidebug.trace.queries.dynamic import compile_dynamic
+from tuidebug.trace.queries.failure import died_text
+from tuidebug.trace.queries.kernel_sizes import graph_kernel_sizes
+from tuidebug.trace.queries.profile import profile_summary, profile_view
+from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace
 
 
 def cudagraphs_state(g: GraphRecord) -> str | None:
@@ -28,17 +30,6 @@ def cudagraphs_state(g: GraphRecord) -> str | None:
     return "on"
 
 
-def kernel_launches(g: GraphRecord) -> dict[str, dict[str, Any]]:
-    """Each Triton kernel's launch (``code/launches.jsonl``: grid, block sizes, warps…) by
-    kernel name; empty for a graph without Triton kernels (the file is not read)."""
-    if not any(k.get("kind") == "triton" for k in g.kernels):
-        return {}
-    out = {}
-    for name, rec in g.launches.items():
-        launch = rec.get("launch") if isinstance(rec, dict) else None
-        if isinstance(launch, dict):
-            out[name] = launch
-    return out
 
 
 def launch_text(launch: dict[str, Any], *, brief: bool = False) -> str:
@@ -74,10 +65,6 @@ def phase_text(phase: str | None) -> str:
     return f"in phase {phase!r}" if phase else "before compiling started"
 
 
-def died_text(phase: str | None) -> str:
-    """How a crashed trace ended: ``the capturing process died during phase 'lowering'``."""
-    return "the capturing process died " + (
-        f"during phase {phase!r}" if phase else "before compiling started")
 
 
 # Graph caches in a capture's compile metrics: (name, metrics key prefix). An imported log's
@@ -332,7 +319,6 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
                                                    "rule", "detail", "reference", "tol",
                                                    "outputs")}
                        for cid, c in checks.items() if isinstance(c, dict)}
-    from tuidebug.trace.profile import profile_summary, profile_view  # it imports this module
 
     view = profile_view(trace)
     if view is not None:

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from tuidebug.errors import UnpackError
-from tuidebug.trace import schema
-from tuidebug.trace.pack import PACK_FORMAT, PACK_MANIFEST
+from tuidebug.trace.format import schema
+from tuidebug.trace.archive.pack import PACK_FORMAT, PACK_MANIFEST
 
 CACHE_DIR_ENV = "TUIDEBUG_ARCHIVE_CACHE"
 MAX_BYTES_ENV = "TUIDEBUG_UNPACK_MAX_BYTES"

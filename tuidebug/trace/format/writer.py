@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tuidebug import __version__
-from tuidebug.trace import atomic, layout, schema
+from tuidebug.trace.format import atomic, layout, schema
 
 
 def _user() -> str | None:

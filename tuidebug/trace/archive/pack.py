@@ -1,7 +1,7 @@
 """One file to attach to a bug report: a trace as a ``.tar.gz`` with a manifest of hashes.
 
 ``pack(trace, out)`` writes every file of the trace under one top-level folder, plus
-``PACK_MANIFEST`` (each file's sha256 and size) that ``tuidebug.trace.unpack`` checks. With
+``PACK_MANIFEST`` (each file's sha256 and size) that ``tuidebug.trace.archive.unpack`` checks. With
 ``redact=True`` the generated code (wrapper, kernels, repro scripts) and the user's source lines
 (the ``code`` of every source frame, the code lines of tracebacks) are left out; file names,
 line numbers and everything else stay, so the trace still opens and navigates.
@@ -22,7 +22,7 @@ from typing import Any, Iterator
 
 from tuidebug import __version__
 from tuidebug.errors import PackError
-from tuidebug.trace import schema
+from tuidebug.trace.format import schema
 
 PACK_MANIFEST = "tuidebug-pack.json"
 PACK_FORMAT = "tuidebug-pack"

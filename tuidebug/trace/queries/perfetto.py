@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tuidebug.trace.reader import GraphRecord, Trace
+from tuidebug.trace.format.reader import GraphRecord, Trace
 
 COMPILE_PID, COMPILED_PID, EAGER_PID = 1, 2, 3
 _PASS_PHASE = {"pre_grad_passes": "pre_grad", "joint_graph_passes": "joint_graph",

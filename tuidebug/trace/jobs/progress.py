@@ -19,8 +19,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tuidebug.trace import job as joblayout
-from tuidebug.trace import safefile
+from tuidebug.trace.jobs import job as joblayout
+from tuidebug.trace.format import safefile
 
 TAIL_BYTES = 256 * 1024
 

@@ -10,7 +10,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from tuidebug.trace.reader import GraphRecord
+from tuidebug.trace.format.reader import GraphRecord
 
 _SYMBOL = re.compile(r"\b[su]\d+\b")  # a compile's symbols as the wrapper names them
 _KERNEL_SYMBOL = re.compile(r"\bks\d+\b")  # a symbolic size as the kernel names it

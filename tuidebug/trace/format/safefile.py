@@ -1,6 +1,6 @@
 """Reading files named by an untrusted trace: confined to the trace, regular files only, capped.
 
-Every read of a trace file goes through here (``tuidebug.trace.reader`` and the importers):
+Every read of a trace file goes through here (``tuidebug.trace.format.reader`` and the importers):
 
 - ``confine`` — the path must resolve inside the trace root (a symbolic link only to a target
   inside it); anything else raises ``Refused``.

@@ -11,9 +11,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuidebug.trace.graph import Graph
-from tuidebug.trace.reader import GraphRecord
-from tuidebug.trace.summary import kernel_launches
+from tuidebug.trace.format.graph import Graph
+from tuidebug.trace.format.reader import GraphRecord
+
+
+def kernel_launches(g: GraphRecord) -> dict[str, dict[str, Any]]:
+    """Each Triton kernel's launch (``code/launches.jsonl``: grid, block sizes, warps…) by
+    kernel name; empty for a graph without Triton kernels (the file is not read)."""
+    if not any(k.get("kind") == "triton" for k in g.kernels):
+        return {}
+    out = {}
+    for name, rec in g.launches.items():
+        launch = rec.get("launch") if isinstance(rec, dict) else None
+        if isinstance(launch, dict):
+            out[name] = launch
+    return out
 
 
 def kernels_for_node(g: GraphRecord, node: str) -> list[str]:

@@ -26,7 +26,7 @@ import stat
 from pathlib import Path
 from typing import Any, Mapping
 
-from tuidebug.trace import atomic, safefile
+from tuidebug.trace.format import atomic, safefile
 
 JOB = "job.json"
 RECORDS_DIR = "job"

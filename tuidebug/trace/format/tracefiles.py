@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tuidebug.trace import safefile, shapes
+from tuidebug.trace.format import safefile, shapes
 
 MAX_TEXT_BYTES = 4 * 1024 * 1024  # larger files are shown truncated, with a notice
 
