@@ -205,7 +205,7 @@ async def test_restarted_frames_name_their_function_and_reasons_fit_80_columns(
         start = next(i for i, ln in enumerate(lines) if "Dynamo compiles" in ln)
         rows: dict[str, list[str]] = {}
         for ln in lines[start + 2:]:
-            if not ln.strip() or "graph break:" in ln:  # the notes under the table
+            if not ln.strip() or "recompiled because:" in ln or "graph breaks:" in ln:  # notes
                 break
             rows[ln.split()[0]] = ln.split()
         assert {"0/0", "0/0_1"} <= set(rows), rows

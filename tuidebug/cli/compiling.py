@@ -127,6 +127,16 @@ def _manifest(out: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def _why_nothing_compiled(out: Path) -> str:
+    """What the capture said happened instead of compiling (its warning, from what Dynamo did:
+    frames skipped and why, frames compiled for another backend), or that it said nothing."""
+    from tuidebug.trace.queries.frames import nothing_compiled
+
+    warnings = [str(w) for w in _manifest(out).get("warnings") or []]
+    said = [w for w in warnings if w.startswith("nothing was compiled")]
+    return said[0] if said else nothing_compiled([], {})
+
+
 def trace_outcome(code: int, out: Path, tail: list[str] | None = None) -> int:
     """Say what the capture child's exit ``code`` means; returns the command's exit code."""
     from tuidebug.compiler import run_script as rs
@@ -137,8 +147,7 @@ def trace_outcome(code: int, out: Path, tail: list[str] | None = None) -> int:
         err(f"the script exited with code {n} before compiling{said}")
         return 3
     if code == rs.EXIT_NO_COMPILE:
-        err("the script never compiled anything: it did not call a torch.compile'd function "
-            "(torch.compile is lazy: the compiled function must be called)")
+        err("the script reached no Inductor graph: " + _why_nothing_compiled(out))
         return 3
     if code == rs.EXIT_RAISED_EARLY:
         err("the script raised an exception before compiling anything (traceback above)")

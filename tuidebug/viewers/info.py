@@ -13,6 +13,7 @@ from rich.text import Text
 from tuidebug.trace.format import schema
 from tuidebug.trace.queries.summary import (ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict, cache_text,
                                     phase_text)
+from tuidebug.viewers.breaks_view import break_notes, skipped_notes, summary_breaks
 from tuidebug.viewers.dynamic_view import dynamic_notes
 from tuidebug.viewers.inert import inert, inert_text
 from tuidebug.viewers.profile_view import render_profile
@@ -127,7 +128,7 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
                 compile_s = "restart"
             ct.add_row(inert_text(c["id"]), inert_text(c.get("function") or "?"),
                        inert_text(where[-50:]), compile_s, _secs(c.get("inductor_time_s")),
-                       inert_text(c.get("graph_breaks", 0)))
+                       inert_text(len(c.get("graph_breaks") or [])))
             dyn = dynamic_notes(c)
             notes.extend(dyn)
             for r in [] if c.get("recompile") else c.get("recompile_reasons") or []:
@@ -148,6 +149,9 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
                     console.print(Text.assemble(
                         inert_text(f"    {lk.get('cache')}{kind} {lk.get('result')}: ", "dim"),
                         inert_text(str(why)[:300])))
+    for n in break_notes(str((s.get("graph_break_summary") or {}).get("headline") or ""),
+                         summary_breaks(s)) + skipped_notes(s.get("skipped_frames") or []):
+        console.print(n)
     acc = s.get("accuracy") or {}
     for cid, a in acc.items():
         verdict, why = accuracy_verdict(a)

@@ -15,15 +15,14 @@ import torch
 
 from tuidebug.compiler import compat
 from tuidebug.compiler.capture import (autotune, cache_keys, collectives, config, events,
-                                       fusion, graphs, kernels, outcome, profile, shapes,
-                                       triton)
+                                       frames, fusion, graphs, kernels, outcome, profile,
+                                       shapes, triton)
 from tuidebug.compiler.capture.state import Concern, GraphState
 from tuidebug.trace.format import layout, schema
 from tuidebug.trace.format.writer import TraceWriter
+from tuidebug.trace.queries.frames import nothing_compiled, skipped_frames
 
-NOTHING_COMPILED = ("nothing was compiled during the capture: no torch.compile'd function was "
-                    "called (torch.compile is lazy), or it had been compiled before the capture "
-                    "started")
+NOTHING_COMPILED = nothing_compiled([], {})  # no frame was handed to Dynamo
 
 # Testing only (like Inductor's inject_relu_bug_TESTING_ONLY): SIGKILL this process when the
 # capture reaches this phase, so that tests can check what a crash leaves on disk.
@@ -45,6 +44,7 @@ CONCERNS: tuple[type[Concern], ...] = (
     collectives.Collectives,  # collectives per graph in program order; DDPOptimizer buckets
     shapes.Shapes,        # symbols, guards, specializations, recompiled inputs
     cache_keys.CacheKeys,  # graph-cache lookups and their keys' components
+    frames.Frames,        # frames Dynamo skipped, and why
 )
 
 C = TypeVar("C", bound=Concern)
@@ -129,7 +129,9 @@ class CaptureSession:
             for c in self.concerns:
                 c.stopping()
             if not self.graphs:
-                self.writer.warn(NOTHING_COMPILED)
+                self.writer.warn(nothing_compiled(
+                    skipped_frames({"skipped_frames": self.concern(frames.Frames).records()}),
+                    self.compiles))
             status = schema.STATUS_FAILED if self.errors else schema.STATUS_OK
             self.writer.finish(status, self.errors[0] if self.errors else None)
 

@@ -15,7 +15,7 @@ torch.profiler), ``caches`` (graph-cache lookups and their keys' components), ``
 (symbols, guards, specializations, recompiled inputs), ``process`` (state a warm worker
 resets), ``distributed`` (collectives in a graph, process groups, DDPOptimizer buckets),
 ``collective_calls`` (torch.distributed's collective calls as hook points: a rank's progress),
-``bisector``.
+``frames`` (frames Dynamo skipped, and why), ``bisector``.
 Every name is importable from ``tuidebug.compiler.compat``; call them through it (a test or the
 warm-up may replace one there).
 """
@@ -71,6 +71,7 @@ from tuidebug.compiler.compat.bisector import (  # noqa: F401
     COMPILER_BISECTOR, BISECT_CALL_COUNTER, compiler_bisector, begin_bisect_run, end_bisect_run,
     run_bisect,
 )
+from tuidebug.compiler.compat.frames import FRAME_SKIP, frame_skip  # noqa: F401
 from tuidebug.compiler.compat.collective_calls import (  # noqa: F401
     collective_hook_points, collective_group, call_arguments, same_under_dynamo,
 )

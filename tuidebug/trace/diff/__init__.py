@@ -14,6 +14,7 @@ comparison screen and ``viewers/diff_view.py`` render it)::
                         "kernels"|"lines"|"modules": [{"key", "a", "b", "delta", …}]},
      "cache": [{"compile_id", "cache", "graph_kind", "result": {"a","b"}, "same_key",
                 "reasons": [text]}],              # graph-cache lookups (trace --use-cache)
+     "graph_breaks": {"added": [BREAK], "gone": [BREAK], "kept": n},  # queries/graph_breaks
      "summary": {...}, "lines": [one-line findings, most important first]}
 
     GRAPH = {"id", "in" ("both" | "a" | "b"), "kind", "status": {"a", "b"}, "nodes": {"a", "b"},
@@ -48,6 +49,7 @@ from tuidebug.trace.diff.kernels import WRAPPER_MARKERS, normalize_kernel_name
 from tuidebug.trace.diff.profile import profile_diff, profile_findings
 from tuidebug.trace.diff.runs import compile_diffs, runtime_diffs
 from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries import break_diff
 
 __all__ = ["diff_traces", "normalize_kernel_name", "finding_lines", "format_duration",
            "WRAPPER_MARKERS"]
@@ -71,9 +73,11 @@ def diff_traces(a: Trace | str | os.PathLike[str], b: Trace | str | os.PathLike[
         "runtime": runtime_diffs(ta, tb),
         "profile": profile_diff(ta, tb),
         "cache": cache_keys.across(ta.cache_lookups(), tb.cache_lookups()),
+        "graph_breaks": break_diff.across(ta, tb).to_json(),
     }
     out["summary"] = summary(out)
-    out["lines"] = (finding_lines(out) + cache_keys.finding_lines(out["cache"])
+    out["lines"] = (finding_lines(out) + break_diff.finding_lines(out["graph_breaks"])
+                    + cache_keys.finding_lines(out["cache"])
                     + profile_findings(out["profile"], format_duration))
     out["problems"] = {"a": [str(p) for p in ta.problems], "b": [str(p) for p in tb.problems]}
     return out

@@ -44,6 +44,8 @@ SHAPES: dict[str, Any] = {
         "warnings": [str], "config_overrides": OPT_DICT, "tuidebug_config": OPT_DICT,
         "imported_from": OPT_DICT, "made_by": OPT_DICT,
         "script_error": OPT_DICT, "script_exit_code": OPT_INT, "profile_runs": OPT_INT,
+        "skipped_frames": [{"!function": str, "file": OPT_STR, "line": OPT_INT,
+                            "reason": OPT_STR, "count": OPT_INT}],
     },
     "config": {"values": OPT_DICT, "changed": OPT_DICT, "set_by_tuidebug": OPT_LIST},
     "runtime": {"checks": OPT_DICT},

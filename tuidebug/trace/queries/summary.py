@@ -11,6 +11,8 @@ from tuidebug.trace.queries.failure import died_text
 from tuidebug.trace.queries.kernel_sizes import graph_kernel_sizes
 from tuidebug.trace.queries.profile import profile_summary, profile_view
 from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace
+from tuidebug.trace.queries import graph_breaks
+from tuidebug.trace.queries.frames import skipped_frames
 
 
 def cudagraphs_state(g: GraphRecord) -> str | None:
@@ -299,6 +301,10 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
         by_compile.setdefault(lk.get("compile_id"), []).append(shown)
     for g in out["graphs"]:
         g["cache"] = by_graph.get(g["id"], [])
+    breaks = graph_breaks.trace_breaks(trace)
+    out["skipped_frames"] = [f.to_json() for f in skipped_frames(m)]
+    out["graph_break_summary"] = graph_breaks.summarize(
+        [b for bs in breaks.values() for b in bs]).to_json()
     for cid, c in compiles.items():
         metrics = c.get("metrics") or {}
         place = compile_place(compiles, cid)
@@ -308,7 +314,7 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
             "restarted_as": place["restarted"],
             "compile_time_s": metrics.get("entire_frame_compile_time_s"),
             "inductor_time_s": metrics.get("inductor_compile_time_s"),
-            "graph_breaks": len(c.get("dynamo_graph_break_reason") or []),
+            "graph_breaks": [b.to_json() for b in breaks.get(cid, [])],
             "recompile_reasons": c.get("recompile_reasons") or [],
             "cache": cache_counts(c),
             "cache_lookups": by_compile.get(cid, []),

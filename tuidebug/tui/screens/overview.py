@@ -22,6 +22,7 @@ from tuidebug.trace.format import schema
 from tuidebug.trace.format.reader import GraphRecord, Trace
 from tuidebug.trace.queries.recompiles import reasons_of
 from tuidebug.trace.queries.summary import (ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict,
+from tuidebug.trace.queries import graph_breaks
                                     changed_passes, compile_place, cudagraphs_state)
 from tuidebug.tui import model
 from tuidebug.tui.messages import Read, ShowKernel
@@ -30,6 +31,7 @@ from tuidebug.tui.screens.modals import TextScreen
 from tuidebug.tui.widgets.bars import STATUS_STYLE
 from tuidebug.tui.widgets.render import to_lines
 from tuidebug.tui.widgets.textview import RichLines, TextView
+from tuidebug.viewers.breaks_view import break_notes
 
 
 def _heading(title: str) -> Text:
@@ -221,13 +223,14 @@ def _compiles(trace: Trace) -> list[RenderableType]:
                   model.secs(metrics.get("inductor_compile_time_s")),
                   model.guard_count(metrics), model.compile_cache(c),
                   ", ".join(c.get("graphs") or []))
-        for r in c.get("dynamo_graph_break_reason") or []:
-            notes.append(Text(f"  {cid} graph break: {_reason(r)}", style="yellow"))
         for r in reasons_of(c):
             notes.append(Text(f"  {cid} recompiled because: {_reason(r)}", style="yellow"))
         failed = model.compile_failure(metrics)
         if failed:  # Dynamo gave up on the frame (the recompile limit, an error)
             notes.append(Text(f"  {cid} failed: {failed}", style="red"))
+    per_compile = graph_breaks.trace_breaks(trace)
+    breaks = [b for bs in per_compile.values() for b in bs]
+    notes += break_notes(graph_breaks.summarize(breaks).headline, [b.to_json() for b in breaks])
     return out + [t] + notes
 
 

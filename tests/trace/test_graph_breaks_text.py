@@ -1,0 +1,84 @@
+"""Graph breaks read from traces made with the torch-free writer, with reasons in Dynamo's own
+words (torch 2.13's layout, copied from examples/five_breaks.py's trace): the cause, the line
+that broke (not the resumed frame's start), the resume compile, and two traces compared."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tuidebug.trace.diff import diff_traces
+from tuidebug.trace.queries.graph_breaks import summarize, trace_breaks
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.format.writer import TraceWriter
+
+PRINT = ("Failed to trace builtin operator",
+         "Dynamo does not know how to trace builtin operator `print` with argument types "
+         "['str'] (has_kwargs False)",
+         "Avoid calling builtin `print` with argument types ['str'].")
+ITEM = ("Unsupported Tensor.item() call with capture_scalar_outputs=False",
+        "Dynamo does not support tracing `Tensor.item()` with config.capture_scalar_outputs=False.",
+        "Set `torch._dynamo.config.capture_scalar_outputs = True` or `export "
+        "TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS=1` to include these operations in the captured graph.")
+
+
+def _reason(file: str, line: int, code: str, kind: tuple[str, str, str]) -> str:
+    cause, explanation, hint = kind
+    return (f"Graph break in user code at {file}:{line}\nGraph Break Reason: Encountered graph "
+            f"break when attempting to trace CALL: a function call, e.g. f(x, y):\n\n{cause}\n"
+            f"  Explanation: {explanation}\n  Hint: {hint}\n  Hint: Please report an issue to "
+            f"PyTorch.\n\n  Developer debug context: builtin\n\n For more details about this "
+            f"graph break, please visit: https://meta-pytorch.github.io/compile-graph-break-site"
+            f"/gb/gb0059.html\n\nUser code traceback:\n  File \"<frozen runpy>\", line 88, in "
+            f"_run_code\n  File \"{file}\", line 30, in main\n    out = fn(x)\n  File \"{file}\","
+            f" line {line}, in step\n    {code}\n\nTraceback (most recent call last):\n  File "
+            f"\"/x/site-packages/torch/_dynamo/symbolic_convert.py\", line 1076, in wrapper\n"
+            f"    return inner_fn(self, inst)\n")
+
+
+def _trace(root: Path, breaks: list[tuple[int, str, tuple[str, str, str]]]) -> Trace:
+    """A trace whose frame ``step`` (def at line 9) breaks at each of ``breaks`` in turn,
+    each time resumed in the next compile, as Dynamo names them."""
+    file = str(root.parent / "script.py")
+    w = TraceWriter(root, command=["script.py"])
+    first = 9
+    for n, (line, code, kind) in enumerate(breaks + [(None, None, None)]):  # type: ignore[list-item]
+        fn = "step" if n == 0 else f"torch_dynamo_resume_in_step_at_{breaks[n - 1][0]}"
+        start = first if n == 0 else breaks[n - 1][0]
+        detail = {"graphs": [], "metrics": {"co_name": fn, "co_filename": file,
+                                            "co_firstlineno": start}}
+        if line is not None:
+            detail["dynamo_graph_break_reason"] = [_reason(file, line, code, kind)]
+        w.write_compile(f"{n}/0", detail)
+        w.add_compile(f"{n}/0", {"graphs": []})
+    w.finish("ok")
+    return Trace(root)
+
+
+def test_each_break_names_its_cause_line_and_resume(tmp_path: Path) -> None:
+    t = _trace(tmp_path / "a", [(11, 'print("y is ready")', PRINT), (12, "s = y.sum().item()", ITEM)])
+    per = trace_breaks(t)
+    breaks = [b for bs in per.values() for b in bs]
+    assert [b.compile_id for b in breaks] == ["0/0", "1/0"]
+    for b, (line, code, kind) in zip(breaks, [(11, 'print("y is ready")', PRINT),
+                                              (12, "s = y.sum().item()", ITEM)]):
+        assert b.user_line is not None and (b.user_line.line, b.user_line.code) == (line, code)
+        assert b.cause == kind[0] and b.explanation == kind[1]
+        assert "Please report an issue to PyTorch." in b.hints  # Dynamo's, kept as it says
+        assert b.advice and "report an issue" not in b.advice
+        assert b.resumed_in == f"{int(b.compile_id[0]) + 1}/0"
+        assert b.eager.startswith(f"line {line} ({code}) ran eagerly")
+    assert "capture_scalar_outputs = True" in (breaks[1].advice or "")
+    assert summarize(breaks).headline == "2 graph breaks from 2 causes"
+
+
+def test_diff_names_the_break_added_and_the_one_gone(tmp_path: Path) -> None:
+    a = _trace(tmp_path / "a", [(11, 'print("y is ready")', PRINT), (12, "s = y.sum().item()", ITEM)])
+    # B: the print removed (the .item() line moved up one), a second .item() added
+    b = _trace(tmp_path / "b", [(11, "s = y.sum().item()", ITEM), (14, "t = y.max().item()", ITEM)])
+    d = diff_traces(a, b, code=False)
+    gb = d["graph_breaks"]
+    assert [x["user_line"]["code"] for x in gb["added"]] == ["t = y.max().item()"]
+    assert [x["user_line"]["code"] for x in gb["gone"]] == ['print("y is ready")']
+    assert gb["kept"] == 1
+    assert any(ln.startswith("graph break gone: script.py:11 print") for ln in d["lines"]), d["lines"]
+    assert any(ln.startswith("graph break added: script.py:14 t = y.max()") for ln in d["lines"])

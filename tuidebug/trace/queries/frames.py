@@ -1,0 +1,100 @@
+"""Frames Dynamo did not compile, and why (the manifest's ``skipped_frames``: skip files,
+tracing disabled, no operations traced, …); and, for a trace that reached no Inductor graph,
+what happened instead, in words."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import PurePath
+from typing import Any
+
+MAX_SHOWN = 8  # frames named in the nothing-compiled text
+# where torch itself (and Python's runtime) lives: a skip there is Dynamo's own business
+_NOT_OWN = ("/torch/", "/site-packages/", "/dist-packages/", "<frozen ", "/lib/python")
+
+
+@dataclass(frozen=True)
+class SkippedFrame:
+    """A function Dynamo was handed and ran without compiling: ``reason`` in Dynamo's words,
+    ``count`` times; ``own``: the user's code (not torch, not an installed package)."""
+
+    function: str
+    file: str
+    line: int | None
+    reason: str
+    count: int
+    own: bool
+
+    @property
+    def where(self) -> str:
+        return f"{PurePath(self.file.replace(chr(92), '/')).name}:{self.line or '?'}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "where": self.where}
+
+
+def is_own(file: str) -> bool:
+    path = file.replace("\\", "/")
+    return not path.startswith("<") and not any(p in path for p in _NOT_OWN)
+
+
+def skipped_frames(manifest: dict[str, Any]) -> list[SkippedFrame]:
+    """The frames of the manifest's ``skipped_frames``, the user's own first."""
+    out = []
+    for f in manifest.get("skipped_frames") or []:
+        if not isinstance(f, dict) or not f.get("function"):
+            continue
+        line = f.get("line")
+        file = str(f.get("file") or "?")
+        out.append(SkippedFrame(function=str(f["function"]), file=file,
+                                line=line if type(line) is int else None,
+                                reason=str(f.get("reason") or "?").strip(),
+                                count=f["count"] if type(f.get("count")) is int else 1,
+                                own=is_own(file)))
+    out.sort(key=lambda f: not f.own)
+    return out
+
+
+def _one(f: SkippedFrame) -> str:
+    reason = f.reason.splitlines()[0] if f.reason else "?"
+    return f"{f.function} ({f.where}): {reason}"
+
+
+def nothing_compiled(skipped: list[SkippedFrame], compiles: dict[str, dict[str, Any]]) -> str:
+    """Why a capture reached no Inductor graph, from what Dynamo did instead: frames it
+    compiled without a graph for Inductor, frames it skipped (each with Dynamo's reason), or
+    nothing at all (no compiled function was called)."""
+    if compiles:
+        ids = ", ".join(list(compiles)[:6]) + (" …" if len(compiles) > 6 else "")
+        named = {(f.function, f.file) for f in skipped}
+        why = []
+        for cid, c in list(compiles.items())[:MAX_SHOWN]:
+            m = c.get("metrics") or c.get("summary") or {}
+            if m.get("fail_type"):
+                why.append(f"{cid}: Dynamo gave up ({m.get('fail_type')}: "
+                           f"{str(m.get('fail_reason') or '')[:200]})")
+            elif (m.get("co_name"), m.get("co_filename")) in named:
+                why.append(f"{cid}: skipped ({m.get('co_name')})")
+            else:
+                why.append(f"{cid}: no graph for Inductor (a backend other than Inductor: "
+                           "backend='eager', 'aot_eager', a custom one)")
+        text = (f"nothing was compiled by Inductor, though Dynamo handled {len(compiles)} "
+                f"frame{'s' if len(compiles) != 1 else ''} ({ids}): {'; '.join(why)}")
+        return text + (f"; Dynamo skipped {_listed(skipped)}" if skipped else "")
+    if skipped:
+        return (f"nothing was compiled: Dynamo was handed frames but compiled none of them; it "
+                f"skipped {_listed(skipped)}")
+    return ("nothing was compiled during the capture: Dynamo was never handed a frame — no "
+            "torch.compile'd function was called (torch.compile is lazy), or it had been "
+            "compiled before the capture started")
+
+
+def _listed(skipped: list[SkippedFrame]) -> str:
+    own = [f for f in skipped if f.own]
+    shown = (own or skipped)[:MAX_SHOWN]
+    rest = len(skipped) - len(shown)
+    text = "; ".join(_one(f) for f in shown)
+    others = sum(1 for f in skipped if not f.own)
+    return (f"{len(skipped)} frame{'s' if len(skipped) != 1 else ''}: {text}"
+            + (f"; and {rest} more" + (f" ({others} of torch or an installed package)"
+                                       if others else "") if rest else ""))

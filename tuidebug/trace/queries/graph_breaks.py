@@ -1,0 +1,321 @@
+"""Every graph break of a trace explained: Dynamo's graph-break type, its explanation and hints
+(where the torch version records them), the line that broke and its text, the frame being
+compiled, what ran eagerly because of it and where compiling resumed; and the breaks grouped by
+cause ("5 graph breaks from 4 causes").
+
+Read from the graph-break reasons a trace keeps per compile (``compiles/<id>.json``:
+``dynamo_graph_break_reason``, Dynamo's own text). Plain text matching: nothing from the trace
+is evaluated, no file it names is opened."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tuidebug.trace.format.reader import Trace
+
+MAX_BREAKS = 500  # per trace: a longer list is cut (its count is kept)
+MAX_TEXT = 600  # characters kept of an explanation or a hint
+MAX_STACK = 8  # user frames kept per break, innermost last
+
+_AT = re.compile(r"Graph break (?:in user code )?at (?P<file>.+?):(?P<line>\d+)\s*$", re.M)
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"\n]+)", line (?P<line>\d+), in (?P<fn>[^\n]+)\n'
+                    r'(?:(?P<code>[ \t]+(?!File ")[^\n]*\S[^\n]*)(?:\n|$))?', re.M)
+_RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
+_GB_ID = re.compile(r"/gb/(?P<id>gb\d+)\.html")
+_CONTEXT = re.compile(r"^Encountered graph break when attempting to trace .*:$")
+# frames that are not the user's: the Python runtime, torch, tuidebug's own script runner
+_NOT_USER = ("<frozen ", "/torch/", "/tuidebug/compiler/", "/runpy.py")
+_LIBRARY = ("/site-packages/", "/dist-packages/")
+
+
+@dataclass(frozen=True)
+class SourceLine:
+    """A place in the code: ``file:line`` in function ``fn``, with the line's ``code``."""
+
+    file: str
+    line: int
+    fn: str
+    code: str
+
+
+@dataclass(frozen=True)
+class GraphBreak:
+    """One graph break: the compile whose frame broke (``compile_id``, its function
+    ``frame``), why (``cause``: Dynamo's graph-break type; ``explanation``, ``hints``;
+    ``reason``: the raw reason's first line when the torch version gives no type), where
+    (``site``: the line Dynamo stopped at; ``user_line``: the innermost frame of the user's own
+    code, outside installed libraries; ``frame_line``: the line of the compiled frame that ran
+    eagerly), ``resumed_in`` (the compile of the code after the break) and ``eager`` (what ran
+    without compiling, in words)."""
+
+    compile_id: str
+    frame: str | None
+    cause: str
+    explanation: str | None
+    hints: list[str]
+    gb_id: str | None
+    site: SourceLine | None
+    user_line: SourceLine | None
+    frame_line: SourceLine | None
+    stack: list[SourceLine]
+    resumed_in: str | None
+    eager: str
+    advice: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The cause a break is grouped by: its type and the first sentence of its explanation
+        (a data-dependent branch's explanation goes on with the branch's own code)."""
+        first = re.split(r"(?<=[.:])\s", self.explanation or "", 1)[0]
+        return self.cause + (f": {first}" if first else "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "key": self.key}
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Breaks of one cause: how many, and their lines."""
+
+    cause: str
+    explanation: str | None
+    hints: list[str]
+    advice: str | None
+    count: int
+    compiles: list[str]
+    lines: list[str] = field(default_factory=list)  # file:line of each user line
+
+
+@dataclass(frozen=True)
+class BreakSummary:
+    """All graph breaks of a trace, and grouped by cause."""
+
+    breaks: list[GraphBreak]
+    causes: list[Cause]
+    count: int
+
+    @property
+    def headline(self) -> str:
+        """``5 graph breaks from 4 causes`` (``no graph breaks``)."""
+        if not self.count:
+            return "no graph breaks"
+        n, m = self.count, len(self.causes)
+        return (f"{n} graph break{'s' if n != 1 else ''} from {m} "
+                f"cause{'s' if m != 1 else ''}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"count": self.count, "headline": self.headline,
+                "causes": [asdict(c) for c in self.causes]}
+
+
+def _frames(text: str) -> list[SourceLine]:
+    out = []
+    for m in _FRAME.finditer(text):
+        out.append(SourceLine(file=m["file"], line=int(m["line"]), fn=m["fn"].strip(),
+                              code=(m["code"] or "").strip()))
+    return out
+
+
+def _is_user(f: SourceLine) -> bool:
+    path = f.file.replace("\\", "/")
+    return not any(p in path for p in _NOT_USER) and not path.startswith("<")
+
+
+def _sections(reason: str) -> tuple[str, str | None, list[str], str | None]:
+    """(cause, explanation, hints, gb id) of the part between ``Graph Break Reason:`` and the
+    user code traceback."""
+    body = reason.split("Graph Break Reason:", 1)[1] if "Graph Break Reason:" in reason \
+        else reason
+    body = re.split(r"\n\s*(?:User code traceback:|Traceback \(most recent)", body, 1)[0]
+    gb = _GB_ID.search(body)
+    cause, explanation, hints = "", None, []
+    current: list[str] | None = None
+    for raw in body.splitlines():
+        line = raw.strip()
+        if not line or _CONTEXT.match(line):
+            continue
+        if line.startswith("Explanation:"):
+            explanation = line[len("Explanation:"):].strip()
+            current = None
+        elif line.startswith("Hint:"):
+            hints.append(line[len("Hint:"):].strip())
+            current = None
+        elif line.startswith(("Developer debug context:", "For more details")):
+            current = []  # swallowed
+        elif not cause:
+            cause = line
+        elif explanation is not None and not hints and current is None and raw.startswith("    "):
+            explanation += " " + line  # a wrapped explanation (the branch condition's code)
+    return (cause[:MAX_TEXT] or "graph break", (explanation or "")[:MAX_TEXT] or None,
+            [h[:MAX_TEXT] for h in dict.fromkeys(hints)], gb["id"] if gb else None)
+
+
+def _base_fn(fn: str | None) -> str | None:
+    """``step`` for ``step`` and for its resume functions (``torch_dynamo_resume_in_step_at_11``)."""
+    if not fn:
+        return None
+    m = _RESUME.match(fn)
+    return _base_fn(m["fn"]) if m else fn
+
+
+def _resumed_in(places: dict[str, dict[str, Any]], cid: str, frame: SourceLine | None,
+                base: str | None) -> str | None:
+    """The compile of the resume function Dynamo made for the code after ``frame``'s line."""
+    if frame is None or base is None:
+        return None
+    number = _frame_number(cid)
+    best = None
+    for other, p in places.items():
+        m = _RESUME.match(str(p.get("function") or ""))
+        if (m and int(m["line"]) == frame.line and _base_fn(m["fn"]) == base
+                and str(p.get("file") or "") == frame.file
+                and _frame_number(other) > number):
+            if best is None or _frame_number(other) < _frame_number(best):
+                best = other
+    return best
+
+
+def _frame_number(cid: str) -> int:
+    m = re.match(r"!?(?:\d+/)?(\d+)/", cid)
+    return int(m.group(1)) if m else -1
+
+
+def _eager(site: SourceLine | None, frame_line: SourceLine | None, frame: str | None,
+           resumed: str | None) -> str:
+    def at(s: SourceLine) -> str:
+        return f"line {s.line}" + (f" ({s.code})" if s.code else "")
+
+    if frame_line is None and site is None:
+        return "the code at the break ran eagerly (its line is not recorded)"
+    here = frame_line or site
+    assert here is not None
+    text = f"{at(here)} ran eagerly, outside any graph"
+    if site is not None and frame_line is not None and (site.file, site.line) != (
+            frame_line.file, frame_line.line):
+        text += f" (the whole call: the break is inside {site.fn}, at {_short(site)})"
+    name = _base_fn(frame) or "the function"
+    if resumed:
+        text += f"; the rest of {name} resumed in compile {resumed}"
+    else:
+        text += f"; the rest of {name} after it was not compiled in this trace"
+    return text
+
+
+# What the user can change for a break of a known cause: (test on cause + explanation, advice)
+_ADVICE = (
+    (re.compile(r"capture_scalar_outputs=False"),
+     "set torch._dynamo.config.capture_scalar_outputs = True (or the environment variable "
+     "TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS=1): the scalar stays in the graph"),
+    (re.compile(r"Data-dependent branching|data-dependent", re.I),
+     "compute both sides and pick with torch.where(cond, a, b), or branch with "
+     "torch.cond(pred, true_fn, false_fn): a Python if on a tensor's value cannot be traced"),
+    (re.compile(r"builtin operator `print`"),
+     "move the print out of the compiled function, or add print to "
+     "torch._dynamo.config.reorderable_logging_functions"),
+    (re.compile(r"builtin operator `sorted`.*Tensor"),
+     "sort with torch.sort(t) (its values and indices stay tensors) instead of sorted(t)"),
+    (re.compile(r"tolist\(\)"),
+     "keep the values in a tensor (index it) instead of .tolist(); on an integer tensor, "
+     "torch._dynamo.config.capture_scalar_outputs = True traces it"),
+    (re.compile(r"logging|warning_once|Logger", re.I),
+     "log outside the compiled function, or add the logging function to "
+     "torch._dynamo.config.reorderable_logging_functions"),
+    (re.compile(r"torch\._dynamo\.disable|skip function|marked as skipped", re.I),
+     "the call goes to code that is not compiled (torch._dynamo.disable or a skipped "
+     "library): call it outside the compiled function"),
+)
+# Dynamo's hints that name nothing the user can do
+_NOT_ACTIONABLE = re.compile(r"report an issue|fundamental|Dynamo developer", re.I)
+
+
+def _advice(cause: str, explanation: str | None, hints: list[str]) -> str | None:
+    text = f"{cause} {explanation or ''}"
+    for pattern, advice in _ADVICE:
+        if pattern.search(text):
+            return advice
+    useful = [h for h in hints if not _NOT_ACTIONABLE.search(h)]
+    return useful[0] if useful else None
+
+
+def _short(s: SourceLine) -> str:
+    return f"{s.file.replace(chr(92), '/').rsplit('/', 1)[-1]}:{s.line}"
+
+
+def parse(cid: str, reason: str, place: dict[str, Any],
+          places: dict[str, dict[str, Any]]) -> GraphBreak:
+    """One break of compile ``cid`` from Dynamo's reason text; ``place``: the compile's
+    ``{function, file, line}`` (``summary.compile_place``); ``places``: every compile's."""
+    cause, explanation, hints, gb_id = _sections(reason)
+    tb = reason.split("User code traceback:", 1)[1] if "User code traceback:" in reason else ""
+    tb = re.split(r"\n\s*Traceback \(most recent call last\)", tb, 1)[0]
+    frames = _frames(tb)
+    at = _AT.search(reason)
+    site = frames[-1] if frames else None
+    if at and (site is None or (site.file, site.line) != (at["file"], int(at["line"]))):
+        site = SourceLine(file=at["file"], line=int(at["line"]), fn=site.fn if site else "",
+                          code="")
+    user = [f for f in frames if _is_user(f)]
+    own = [f for f in user if not any(p in f.file.replace("\\", "/") for p in _LIBRARY)]
+    user_line = own[-1] if own else (user[-1] if user else site)
+    frame = place.get("function")
+    base = _base_fn(frame)
+    in_frame = [f for f in frames if f.fn == base or f.fn == frame]
+    frame_line = in_frame[-1] if in_frame else None
+    resumed = _resumed_in(places, cid, frame_line, base)
+    return GraphBreak(compile_id=cid, frame=frame, cause=cause, explanation=explanation,
+                      hints=hints, gb_id=gb_id, site=site, user_line=user_line,
+                      frame_line=frame_line, stack=user[-MAX_STACK:], resumed_in=resumed,
+                      eager=_eager(site, frame_line, frame, resumed),
+                      advice=_advice(cause, explanation, hints))
+
+
+def compile_breaks(cid: str, reasons: list[str], places: dict[str, dict[str, Any]]
+                   ) -> list[GraphBreak]:
+    """The breaks of one compile (a reason logged twice for one line is one break)."""
+    out: list[GraphBreak] = []
+    seen = set()
+    for r in reasons:
+        b = parse(cid, str(r), places.get(cid) or {}, places)
+        where = (b.site.file, b.site.line) if b.site else None
+        if (where, b.key) in seen:
+            continue
+        seen.add((where, b.key))
+        out.append(b)
+    return out
+
+
+def summarize(breaks: list[GraphBreak]) -> BreakSummary:
+    """The breaks grouped by cause, the most frequent first."""
+    groups: dict[str, list[GraphBreak]] = {}
+    for b in breaks:
+        groups.setdefault(b.key, []).append(b)
+    causes = [Cause(cause=bs[0].cause, explanation=bs[0].explanation, hints=bs[0].hints,
+                    advice=bs[0].advice, count=len(bs),
+                    compiles=list(dict.fromkeys(b.compile_id for b in bs)),
+                    lines=list(dict.fromkeys(_short(b.user_line) for b in bs if b.user_line)))
+              for bs in groups.values()]
+    causes.sort(key=lambda c: -c.count)
+    return BreakSummary(breaks=breaks[:MAX_BREAKS], causes=causes, count=len(breaks))
+
+
+def break_reasons(detail: dict[str, Any]) -> list[str]:
+    """A compile's graph-break reasons as strings, as the trace keeps them."""
+    return [str(r) for r in detail.get("dynamo_graph_break_reason") or []
+            if isinstance(r, (str, int, float))]
+
+
+def compile_places(compiles: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Every compile's ``{function, file, line, restarted}`` (``summary.compile_place``)."""
+    from tuidebug.trace.queries.summary import compile_place  # summary imports this module
+
+    return {cid: compile_place(compiles, cid) for cid in compiles}
+
+
+def trace_breaks(trace: Trace) -> dict[str, list[GraphBreak]]:
+    """Each compile's graph breaks, by compile id (compiles without one left out)."""
+    compiles = trace.compiles
+    places = compile_places(compiles)
+    return {cid: bs for cid, c in compiles.items()
+            if (bs := compile_breaks(cid, break_reasons(c), places))}
