@@ -22,8 +22,8 @@ from tuidebug.trace.format import schema
 from tuidebug.trace.format.reader import GraphRecord, Trace
 from tuidebug.trace.queries.recompiles import reasons_of
 from tuidebug.trace.queries.summary import (ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict,
+                                            changed_passes, compile_place, cudagraphs_state)
 from tuidebug.trace.queries import graph_breaks
-                                    changed_passes, compile_place, cudagraphs_state)
 from tuidebug.tui import model
 from tuidebug.tui.messages import Read, ShowKernel
 from tuidebug.tui.screens.base import TraceScreen
