@@ -275,6 +275,20 @@ def wait(proc: subprocess.Popen[Any], timeout: float | None,
             proc.wait()
 
 
+def die_of(sig: int) -> None:
+    """End this process by signal ``sig`` (its default action), as a child that died of it did:
+    whoever waits for this one (torchrun) sees the same end. Falls back to exit 128 + ``sig``."""
+    try:
+        signal.signal(sig, signal.SIG_DFL)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.kill(os.getpid(), sig)
+        time.sleep(1)  # delivered at once; a signal whose default is to go on, is not
+    except (OSError, ValueError):
+        pass
+    os._exit(128 + sig)
+
+
 def exit_description(returncode: int) -> str:
     """``killed by SIGSEGV`` for a negative return code (a signal), else ``exit status N``."""
     if returncode < 0:

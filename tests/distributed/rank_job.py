@@ -14,6 +14,9 @@
          (funcol.all_reduce, all_gather_tensor, reduce_scatter_tensor); ``funcol_odd``: rank 1's
          reduce_scatter_tensor reduces with "max" where the others use "sum" (the planted
          divergence: its third collective; gloo completes it, each rank reducing its own way)
+  ddp    a compiled DistributedDataParallel of torch's own modules, trained 2 steps: Dynamo
+         skips DDP's frames and no Inductor graph is compiled (the job succeeds untraced, and
+         must traced); each rank prints its loss
   hang   after compiling, rank 0 broadcasts then all-reduces, rank 1 the other way round: both
          wait forever (until ``--timeout`` ends the job)
 """
@@ -73,11 +76,28 @@ def functional(odd: bool) -> None:
     assert out.shape == (4, 3), out
 
 
+def ddp(rank: int) -> None:
+    torch.manual_seed(0)
+    seq = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    model = torch.compile(DistributedDataParallel(seq))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(2):
+        loss = model(torch.randn(4, 8)).sum()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    print(f"rank {rank}: loss {loss.item():.4f}", flush=True)
+
+
 def main() -> None:
     mode = sys.argv[1]
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     odd = rank == 1
+    if mode == "ddp":
+        ddp(rank)
+        dist.destroy_process_group()
+        return
     if mode == "raise" and odd:
         raise RuntimeError("rank 1 gives up")
 

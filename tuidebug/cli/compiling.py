@@ -79,11 +79,12 @@ def _run_child(cmd: list[str], env: dict[str, str]) -> tuple[int, list[str]]:
 def run_trace(script: str, script_args: list[str], out: Path | None, *, check: bool = True,
               use_cache: bool = False, sets: list[str] | None = None,
               quiet: bool = False, accuracy_tol: float | None = None,
-              profile: int = 0,
-              progress: Path | None = None) -> tuple[int, Path, list[str]]:
+              profile: int = 0, progress: Path | None = None,
+              own_exit: bool = False) -> tuple[int, Path, list[str]]:
     """Trace ``script`` in a child process. Returns (exit code, trace dir, the last lines of
     the child's stderr that are not tuidebug's own). ``progress``: a rank's progress log (its
-    collectives, as they happen)."""
+    collectives, as they happen); ``own_exit``: the exit code is the script's own
+    (``run_script --own-exit``), not the capture's verdict."""
     if profile and not check:
         raise CliError("--profile runs after the eager check: drop --no-check")
     path = Path(script)
@@ -111,6 +112,8 @@ def run_trace(script: str, script_args: list[str], out: Path | None, *, check: b
         cmd += ["--overrides", json.dumps(overrides)]
     if progress is not None:
         cmd += ["--progress", str(progress)]
+    if own_exit:
+        cmd.append("--own-exit")
     cmd += [str(path), *script_args]
     if not quiet:
         print(f"[tuidebug] tracing {script} → {out}", file=sys.stderr, flush=True)

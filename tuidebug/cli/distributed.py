@@ -215,12 +215,17 @@ def _close_records(root: Path, timed_out: bool = False) -> None:
                                     "stops every rank when one fails)"})
 
 
+NO_GRAPH = "no Inductor graph was compiled (the trace's warnings say why); not a failure"
+
+
 def trace_rank(ns: argparse.Namespace, where: dict[str, Any]) -> int:
     """Trace this rank of a job started by an outer launcher into ``DIR/rank_<r>/``, with its
-    record in ``DIR/job/``; returns the rank's exit code as ``tuidebug trace`` gives it."""
-    from tuidebug.cli.compiling import run_trace, trace_outcome
-    from tuidebug.trace.jobs import job
+    record in ``DIR/job/``; returns the script's own exit code (tracing never changes a job's
+    outcome: what the capture has to say, such as no Inductor graph, goes into the trace, the
+    record and ``tuidebug info``)."""
+    from tuidebug.cli.compiling import run_trace
     from tuidebug.trace.format.reader import Trace
+    from tuidebug.trace.jobs import job
 
     if not ns.output:
         raise CliError("under a distributed launcher, tuidebug trace needs -o DIR (shared by "
@@ -234,24 +239,30 @@ def trace_rank(ns: argparse.Namespace, where: dict[str, Any]) -> int:
     job.write_record(root, record)
     from tuidebug.trace.jobs.progress import progress_path
 
-    code, out, tail = run_trace(ns.script, ns.args, job.rank_dir(root, rank),
-                                check=not ns.no_check, use_cache=ns.use_cache, sets=ns.set,
-                                accuracy_tol=ns.accuracy_tol, quiet=rank != 0,
-                                profile=ns.profile, progress=progress_path(root, rank))
-    status = "unknown"
+    code, out, _ = run_trace(ns.script, ns.args, job.rank_dir(root, rank),
+                             check=not ns.no_check, use_cache=ns.use_cache, sets=ns.set,
+                             accuracy_tol=ns.accuracy_tol, quiet=rank != 0,
+                             profile=ns.profile, progress=progress_path(root, rank),
+                             own_exit=True)
+    status, graphs = "unknown", None
     if (out / "manifest.json").exists():
         try:
-            status = Trace(out).status
+            t = Trace(out)
+            status, graphs = t.status, len(t.graphs)
         except Exception:  # noqa: BLE001 - an unreadable trace is reported as such
             status = "unreadable"
-    rc = trace_outcome(code, out, tail)
-    if status == "ok" and rc != 0:  # the compile was fine; the script was not
+    if status == "ok" and code != 0:  # the compile was fine; the script was not
         status = "script_failed"
-    record.update(status=status, exit_code=code, tuidebug_exit=rc, finished_at=time.time())
+    record.update(status=status, exit_code=code, finished_at=time.time())
+    if graphs == 0:
+        record["note"] = NO_GRAPH
     job.write_record(root, record)
     job.write_job(root)
-    print(f"[tuidebug] rank {rank}: {status} → {out}", file=sys.stderr, flush=True)
-    return rc
+    said = f"; {NO_GRAPH}" if graphs == 0 else ""
+    print(f"[tuidebug] rank {rank}: {status}{said} → {out}", file=sys.stderr, flush=True)
+    if code < 0:  # the script's process died of a signal: so does the rank, as untraced
+        proc.die_of(-code)
+    return code  # the script's own: what tuidebug has to say is in the trace and info
 
 
 def _store_once(root: Path) -> None:

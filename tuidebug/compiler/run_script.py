@@ -6,7 +6,10 @@ Exit codes: 0 ok; 10 compile or compiled-code failure; 11 the script raised befo
 was compiled; 12 nothing was compiled; 13 the script raised after compiling (trace is fine);
 14 the trace could not be written (disk full, read-only); 15 the script exited with a non-zero
 code before compiling anything (the code is the manifest's ``script_exit_code``); the script's
-own code when it calls sys.exit with one after compiling.
+own code when it calls sys.exit with one after compiling. With ``--own-exit`` (a rank of a
+distributed job) the exit code is the script's own, whatever the capture says (0, its
+``sys.exit`` code, 1 for an uncaught exception, as Python gives them); the capture's verdict is
+then only in the trace (its status, ``script_error``, ``script_exit_code``, warnings).
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--progress", default=None, metavar="FILE",
                     help="a rank of a distributed job: append its collectives to this progress "
                          "log (tuidebug.trace.jobs.progress)")
+    ap.add_argument("--own-exit", action="store_true",
+                    help="exit with the script's own code (a rank of a distributed job: "
+                         "tracing never changes the job's outcome)")
     ap.add_argument("script")
     ap.add_argument("args", nargs=argparse.REMAINDER)
     ns = ap.parse_args(argv)
@@ -64,17 +70,18 @@ def main(argv: list[str] | None = None) -> int:
                                 f"{type(e).__name__}: {e}")
     try:
         return run_in_session(session, os.path.abspath(ns.script), ns.args,
-                              json.loads(ns.overrides))
+                              json.loads(ns.overrides), own_exit=ns.own_exit)
     finally:
         if ranks is not None:
             ranks.uninstall()
 
 
 def run_in_session(session: Any, script: str, args: list[str],
-                   overrides: dict[str, Any]) -> int:
+                   overrides: dict[str, Any], own_exit: bool = False) -> int:
     """Run ``script`` (``args`` as its argv) as ``__main__`` under the started capture
     ``session``, with the Inductor ``overrides`` in force; record how the script ended (its
-    exception, its exit code) and stop the session. Returns this module's exit code.
+    exception, its exit code) and stop the session. Returns this module's exit code, or with
+    ``own_exit`` the script's own (what ``python script.py`` would have exited with).
     Shared by ``tuidebug trace`` (this process) and recompile jobs (compiler/recompile.py)."""
     from tuidebug.compiler import compat
 
@@ -114,6 +121,12 @@ def run_in_session(session: Any, script: str, args: list[str],
                 pass
     if writer.write_error:
         print(f"[tuidebug] trace incomplete: {writer.write_error}", file=sys.stderr)
+    if own_exit:
+        if script_exc is not None:
+            traceback.print_exception(script_exc)
+            return 130 if isinstance(script_exc, KeyboardInterrupt) else 1
+        return exit_code if isinstance(exit_code, int) else 1
+    if writer.write_error:
         return EXIT_WRITE_FAILED
     if session.errors:
         return EXIT_COMPILE_FAILED

@@ -99,7 +99,7 @@ def divergence_lines(d: dict[str, Any] | None,
     return [f"{kind} (ranks {ref} vs {odd})"]
 
 
-def note_line(n: dict[str, Any]) -> str:
+def note_line(n: dict[str, Any], job: str = "JOB") -> str:
     """A difference between ranks that is no divergence, in one line."""
     if n.get("kind") == "code":
         why = ("autotuning chose differently: " + "; ".join(
@@ -118,6 +118,14 @@ def note_line(n: dict[str, Any]) -> str:
         return (f"note: compile {n.get('compile_id')}: cache hits differ between ranks "
                 f"{n['ranks'][0]} and {n['ranks'][1]} ({_cache_text(a)} vs {_cache_text(b)}); "
                 "same graphs and collectives, not a divergence")
+    if n.get("kind") == "no_graph":
+        rs = n.get("ranks") or []
+        counts = sorted({c for c in (n.get("compiles") or {}).values() if isinstance(c, int)})
+        dyn = (f" ({'/'.join(map(str, counts))} Dynamo compiles, none with a graph)"
+               if counts and counts != [0] else "")
+        return (f"note: rank(s) {_ranks(rs)}: no Inductor graph{dyn}; the script ran eagerly, "
+                f"not a failure (why: tuidebug info {job} --rank {min(rs)})"
+                if rs else "note: no Inductor graph")
     return f"note: {n.get('kind')}"
 
 
@@ -155,7 +163,7 @@ def render_job(report: dict[str, Any], console: Console) -> None:
     for line in lines[1:]:
         console.print(inert_text(line))
     for n in report.get("notes") or []:
-        for part in note_line(n).split("\n"):
+        for part in note_line(n, str(report["job"])).split("\n"):
             console.print(inert_text(part, "dim"))
     imp = report.get("imported_from")
     if imp:

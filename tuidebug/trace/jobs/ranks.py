@@ -461,6 +461,10 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
         if best is not None:
             (_, d), rs = best
             divergence = {**d, "reference_ranks": ref_ranks, "diverging_ranks": rs}
+    no_graph = sorted(r for r, t in traces.items() if not t.graphs)
+    if no_graph:  # Dynamo ran (or not) and reached no Inductor graph: the script ran eagerly
+        notes.append({"kind": "no_graph", "ranks": no_graph,
+                      "compiles": {str(r): len(traces[r].compiles) for r in no_graph}})
     missing = [r["rank"] for r in ranks if r["rank"] not in traces] + job["missing_ranks"]
     if divergence is None and (missing or not traces):  # no trace at all never "agrees"
         divergence = {"kind": "no_trace", "ranks": sorted(missing)}

@@ -1,0 +1,84 @@
+"""Tracing never changes a job's outcome: each rank exits with the script's own code and prints
+the script's own output; what tuidebug has to say (no Inductor graph) is in the trace and
+``info`` (real torchrun, gloo, 2 ranks; the capture child for the single-rank cases)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import pythonpath
+from tests.distributed.conftest import SCRIPT, trace_job
+from tests.distributed.test_ranks import _cli, _info
+
+
+def _script_lines(text: str) -> list[str]:
+    return sorted(ln for ln in text.splitlines() if re.fullmatch(r"rank \d: loss -?\d+\.\d+", ln))
+
+
+@pytest.mark.slow
+def test_a_ddp_job_that_compiles_no_graph_ends_as_it_does_untraced(tmp_path: Path) -> None:
+    """DDP of torch's own modules under torch.compile: Dynamo skips DDP's frames and no
+    Inductor graph is compiled. Untraced the job exits 0; traced it must too, every rank with
+    the script's exit code and output, and the missing graph a note, not a failure."""
+    env = dict(os.environ, PYTHONPATH=pythonpath())
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK", "SLURM_PROCID"):
+        env.pop(name, None)
+    plain = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                            "--nproc-per-node", "2", str(SCRIPT), "ddp"], env=env,
+                           capture_output=True, text=True, timeout=600)
+    job = tmp_path / "ddp"
+    traced = trace_job(job, "ddp")
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    assert traced.returncode == plain.returncode, traced.stderr[-3000:]
+    lines = _script_lines(plain.stdout)
+    assert len(lines) == 2, plain.stdout
+    assert _script_lines(traced.stdout) == lines  # the same losses, printed by each rank
+    assert "never compiled" not in traced.stderr and "error" not in traced.stderr.lower()
+    info = _info(job)
+    ranks = {r["rank"]: r for r in info["ranks"]}
+    assert [(ranks[r]["status"], ranks[r]["exit_code"], ranks[r]["graphs"]) for r in (0, 1)] \
+        == [("ok", 0, 0), ("ok", 0, 0)]
+    assert all(ranks[r]["compiles"] > 0 for r in (0, 1))  # Dynamo ran; no graph reached Inductor
+    assert info["divergence"] is None
+    [note] = [n for n in info["notes"] if n["kind"] == "no_graph"]
+    assert note["ranks"] == [0, 1]
+    text = _cli("info", str(job)).stdout
+    assert "ranks agree" in text and "ended differently" not in text
+    assert "note: rank(s) 0-1: no Inductor graph" in " ".join(text.split())
+    for r in (0, 1):
+        rec = json.loads((job / "job" / f"rank_{r}.json").read_text())
+        assert rec["exit_code"] == 0 and "no Inductor graph" in rec["note"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("body, code, said", [
+    ("import sys\nprint('bye')\nsys.exit(7)\n", 7, "bye"),
+    ("import torch\nraise ValueError('bad config')\n", 1, "ValueError: bad config"),
+    ("import sys\nsys.exit('a message')\n", 1, "a message"),
+])
+def test_a_rank_exits_with_the_scripts_own_code(tmp_path: Path, body: str, code: int,
+                                                 said: str) -> None:
+    """A rank's capture child (``--own-exit``) exits as ``python script.py`` does, nothing
+    compiled or not; the trace still records how the script ended."""
+    script = tmp_path / "s.py"
+    script.write_text(body)
+    env = dict(os.environ, PYTHONPATH=pythonpath())
+    untraced = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                              timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tuidebug.compiler.run_script", "--out", str(tmp_path / "t"),
+         "--no-check", "--own-exit", str(script)], env=env, capture_output=True, text=True,
+        timeout=300)
+    assert untraced.returncode == code
+    assert proc.returncode == code, proc.stderr[-2000:]
+    assert said in proc.stdout + proc.stderr
+    assert untraced.stdout == proc.stdout
+    m = json.loads((tmp_path / "t" / "manifest.json").read_text())
+    assert m["status"] == "ok" and (m.get("script_error") or m.get("script_exit_code")), m
