@@ -20,10 +20,11 @@ from tuidebug import proc
 from tuidebug.cli import distributed
 from tuidebug.cli.consent_args import allow_flag_argument, allowed_flags
 from tuidebug.cli.minifying import positive_float, positive_int
-from tuidebug.cli.output import console, err
-from tuidebug.cli.viewing import open_trace, print_info, show_diff
+from tuidebug.cli.output import console, err, note
+from tuidebug.cli.viewing import RANK_HELP, TRACE_HELP, open_trace, print_info, show_diff
 from tuidebug.errors import CliError
 from tuidebug.trace.jobs.job import rank_from_env
+from tuidebug.trace.open import archive_stem, open_input
 
 
 # -- trace ----------------------------------------------------------------------------------------
@@ -294,7 +295,8 @@ def print_flags(pattern: str | None, as_json: bool, out: Any = None) -> int:
 # -- recompile ------------------------------------------------------------------------------------
 
 def recompile_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("trace")
+    p.add_argument("trace", help=TRACE_HELP)
+    p.add_argument("--rank", type=int, help=RANK_HELP)
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="an Inductor flag to change (repeatable)")
     p.add_argument("-o", "--output", help="new trace directory (default: <TRACE>-<flag>=<value>)")
@@ -319,15 +321,19 @@ def cmd_recompile(ns: argparse.Namespace) -> int:
         raise CliError("nothing to change: give at least one --set NAME=VALUE")
     # UnknownFlag, FlagValueError, RecompileError: printed by main
     sets = recompile.parse_sets(ns.set)
+    opened = open_input(ns.trace, ns.rank, on_note=note)  # TraceError, UnpackError, ImportFailed
+    trace = opened.one_trace()
+    output = ns.output or (recompile.default_out(archive_stem(opened.named), sets)
+                           if opened.kind == "archive" else None)  # not in the archive cache
     allowed = allowed_flags(ns)
-    spec = recompile.recompile_spec(ns.trace, sets, ns.output, use_cache=not ns.no_cache,
+    spec = recompile.recompile_spec(trace, sets, output, use_cache=not ns.no_cache,
                                     allowed=allowed)
     from tuidebug.compiler.consent import ask, spec_plan
 
     # NotConfirmed: printed by main; flags typed by name at the prompt are applied too
-    typed = ask(spec_plan(spec, recompile.read_manifest(ns.trace)), yes=ns.yes)
+    typed = ask(spec_plan(spec, recompile.read_manifest(trace)), yes=ns.yes)
     if typed:
-        spec = recompile.recompile_spec(ns.trace, sets, ns.output, use_cache=not ns.no_cache,
+        spec = recompile.recompile_spec(trace, sets, output, use_cache=not ns.no_cache,
                                         allowed={**allowed, **typed})
     out = Path(spec["out"])
     print(f"[tuidebug] recompiling {ns.trace} with {recompile.format_sets(sets)} → {out}",
@@ -353,7 +359,7 @@ def cmd_recompile(ns: argparse.Namespace) -> int:
     else:
         print(f"[tuidebug] recompiled in {job.elapsed_s:.1f}s", file=sys.stderr, flush=True)
     if (out / "manifest.json").exists():
-        show_diff(Path(ns.trace), out, as_json=ns.json, code=not ns.no_code,
+        show_diff(trace, out, as_json=ns.json, code=not ns.no_code,
                   extra={"job": result} if ns.json else None)
     elif ns.json:
         print(json.dumps({"job": result}, indent=1, default=str))

@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from tuidebug.cli.consent_args import allow_flag_argument, allowed_flags
+from tuidebug.cli.output import note
+from tuidebug.cli.viewing import RANK_HELP
 from tuidebug.errors import MinifyError
+from tuidebug.trace.open import ACCEPTED, trace_dir
 
 
 def positive_int(text: str) -> int:
@@ -42,7 +45,8 @@ BISECT_DESCRIPTION = ("Run a test repeatedly under Inductor's compiler bisector 
 
 
 def minify_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("trace", help="a trace directory whose status is 'failed'")
+    p.add_argument("trace", help=f"a failed trace: {ACCEPTED}")
+    p.add_argument("--rank", type=int, help=RANK_HELP)
     p.add_argument("-o", "--output", default="repro.py", help="where to write the repro "
                    "(default: repro.py)")
     p.add_argument("--jobs", "-j", type=positive_int, default=2,
@@ -64,7 +68,8 @@ def minify_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def bisect_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("trace", help="a trace directory whose status is 'failed'")
+    p.add_argument("trace", help=f"a failed trace: {ACCEPTED}")
+    p.add_argument("--rank", type=int, help=RANK_HELP)
     p.add_argument("--repro", "-r", help="test this repro.py (from `tuidebug minify`; much "
                    "faster) instead of re-running the traced script")
     p.add_argument("--fresh", action="store_true", help="run the repro in a fresh process each "
@@ -120,12 +125,13 @@ def cmd_minify(ns: argparse.Namespace) -> int:
     if Path(ns.output).exists() and not ns.force:
         raise MinifyError(f"{ns.output} exists; choose another file with -o, or --force to "
                           "write over it")
+    trace = trace_dir(ns.trace, ns.rank, on_note=note)  # TraceError, UnpackError, ImportFailed
     allowed = allowed_flags(ns)
-    allowed.update(ask(minify_plan(ns.trace, allowed), yes=ns.yes))  # NotConfirmed: by main
+    allowed.update(ask(minify_plan(trace, allowed), yes=ns.yes))  # NotConfirmed: by main
 
     on_progress, stop = _reporter(ns.json)
     try:
-        result = minify(ns.trace, ns.output, jobs=ns.jobs, timeout=ns.timeout,
+        result = minify(trace, ns.output, jobs=ns.jobs, timeout=ns.timeout,
                         on_progress=on_progress, tol=ns.accuracy_tol,
                         keep_work=ns.keep_work, allowed=allowed)
     finally:  # MinifyError: printed by main
@@ -157,8 +163,9 @@ def cmd_bisect(ns: argparse.Namespace) -> int:
     from tuidebug.minify.bisection import bisect
     from tuidebug.minify.plans import bisect_plan
 
+    trace = trace_dir(ns.trace, ns.rank, on_note=note)  # TraceError, UnpackError, ImportFailed
     allowed = allowed_flags(ns)
-    allowed.update(ask(bisect_plan(ns.trace, ns.repro, allowed), yes=ns.yes))  # NotConfirmed
+    allowed.update(ask(bisect_plan(trace, ns.repro, allowed), yes=ns.yes))  # NotConfirmed
 
     def step(n: int, text: str) -> None:
         print(f"[bisect] run {n}: {text}", file=sys.stderr, flush=True)
@@ -166,7 +173,7 @@ def cmd_bisect(ns: argparse.Namespace) -> int:
     if not ns.repro:
         print(f"[bisect] {FRESH_HINT}", file=sys.stderr)
     # MinifyError: printed by main
-    report = bisect(ns.trace, ns.repro, timeout=ns.timeout, on_step=step, fresh=ns.fresh,
+    report = bisect(trace, ns.repro, timeout=ns.timeout, on_step=step, fresh=ns.fresh,
                     allowed=allowed)
     if ns.json:
         print(json.dumps({k: v for k, v in report.__dict__.items()}, indent=1))

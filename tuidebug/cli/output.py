@@ -11,6 +11,11 @@ def err(msg: str) -> None:
     print(f"tuidebug: error: {msg}", file=sys.stderr)
 
 
+def note(msg: str) -> None:
+    """``[tuidebug] MSG`` on stderr: what was done on the way (unpacked, imported…)."""
+    print(f"[tuidebug] {msg}", file=sys.stderr)
+
+
 def console() -> Any:
     """A rich console on stdout (imported when a command prints a table)."""
     from rich.console import Console

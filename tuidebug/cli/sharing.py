@@ -1,5 +1,5 @@
 """Commands that share a trace: ``serve`` (the TUI as a web page) and ``pack`` (a trace as one
-``.tar.gz``); ``resolve_archive`` reads a packed trace wherever a trace is named."""
+``.tar.gz``). What they are given becomes a trace through the one door, ``tuidebug.trace.open``."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from tuidebug.cli.output import note
 from tuidebug.cli.viewing import RANK_HELP
 from tuidebug.errors import CliError
+from tuidebug.trace.open import open_input
 
 SERVE_DESCRIPTION = (
     "Serve the TUI on TRACE (a trace, a .tar.gz made by `tuidebug pack`, a TORCH_TRACE log, a "
@@ -20,18 +22,6 @@ PACK_DESCRIPTION = (
     "Write TRACE as one .tar.gz to attach to a bug report, with a manifest of every file's "
     "sha256 (tuidebug-pack.json). open, info and serve read the archive directly. --redact "
     "leaves out the generated code (wrapper, kernels, repro scripts) and your source lines.")
-
-
-def resolve_archive(path: Path) -> Path:
-    """The trace inside ``path`` when it is a packed trace (unpacked safely, once, into the
-    archive cache), else ``path`` itself."""
-    from tuidebug.trace.archive.unpack import is_archive, unpack
-
-    if not is_archive(path):
-        return path
-    out = unpack(path)
-    print(f"[tuidebug] unpacked {path} → {out}", file=sys.stderr)
-    return out
 
 
 def serve_arguments(p: argparse.ArgumentParser) -> None:
@@ -48,12 +38,14 @@ def serve_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_serve(ns: argparse.Namespace) -> int:
-    from tuidebug.cli.viewing import job_rank_trace, resolve_trace
+    from tuidebug.cli.viewing import say_job_rank
     from tuidebug.trace.format.reader import Trace
     from tuidebug.tui.serve import is_loopback, serve
 
-    job_rank = job_rank_trace(Path(ns.trace), ns.rank)  # a job: its ranks screen, as open's
-    job, path = job_rank if job_rank else (None, resolve_trace(Path(ns.trace), ns.rank))
+    opened = open_input(ns.trace, ns.rank, on_note=note)  # a job: its ranks screen, as open's
+    if opened.job is not None:
+        say_job_rank(opened)
+    path, job = opened.one_trace(), opened.job.resolve() if opened.job else None
     Trace(path)  # a path that is no trace stops here, with the reader's message
     if not is_loopback(ns.host):
         print(f"[tuidebug] warning: listening on {ns.host}: anyone who can reach it can read "
@@ -76,18 +68,26 @@ def pack_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--redact", action="store_true",
                    help="leave out generated code and source lines")
     p.add_argument("--force", action="store_true", help="write over an existing archive")
+    p.add_argument("--rank", type=int, help="for a job directory or a multi-rank TORCH_TRACE "
+                   "log: the rank to pack (an archive holds one trace)")
 
 
 def cmd_pack(ns: argparse.Namespace) -> int:
     from tuidebug.trace.archive.pack import pack
 
-    src = Path(ns.trace)
-    out = Path(ns.output) if ns.output else src.resolve().with_name(src.resolve().name + ".tar.gz")
+    opened = open_input(ns.trace, ns.rank, on_note=note)
+    if opened.job is not None and ns.rank is None:
+        raise CliError(f"{ns.trace} is a distributed job; an archive holds one trace: choose "
+                       "a rank with --rank N")
+    src, named = opened.one_trace(), Path(ns.trace)
+    out = Path(ns.output) if ns.output else named.resolve().with_name(
+        named.resolve().name + ".tar.gz")
     if out.exists() and not ns.force:
         raise CliError(f"{out} exists; choose another with -o, or --force")
     manifest = pack(src, out, redact=ns.redact)
     size = out.stat().st_size
-    note = f", redacted ({manifest['dropped_files']} code files left out)" if ns.redact else ""
-    print(f"[tuidebug] packed {len(manifest['files'])} files of {src} → {out} "
-          f"({size / 1e6:.2f} MB{note})", file=sys.stderr)
+    redacted = (f", redacted ({manifest['dropped_files']} code files left out)" if ns.redact
+                else "")
+    print(f"[tuidebug] packed {len(manifest['files'])} files of {named} → {out} "
+          f"({size / 1e6:.2f} MB{redacted})", file=sys.stderr)
     return 0

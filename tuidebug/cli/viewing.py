@@ -1,7 +1,7 @@
 """Commands that read traces: ``info``, ``open``, ``import``, ``svg``, ``diff``.
 
-None of them imports torch; a TORCH_TRACE log or torch_compile_debug folder given in place of a
-trace is imported first (``resolve_trace``).
+None of them imports torch. Whatever the user names (a trace, an archive, a TORCH_TRACE log, a
+debug folder, a job) becomes a trace through the one door, ``tuidebug.trace.open``.
 """
 
 from __future__ import annotations
@@ -11,28 +11,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tuidebug.cli.output import console
+from tuidebug.cli.output import console, note
 from tuidebug.errors import CliError
+from tuidebug.trace.open import ACCEPTED, Opened, open_input, trace_dir
 
+TRACE_HELP = f"{ACCEPTED} (see `tuidebug info`)"
 RANK_HELP = ("for a job directory (tuidebug trace --nproc-per-node) or a multi-rank TORCH_TRACE "
-             "log: the rank to open (default: the lowest)")
-
-
-# -- inputs that are not tuidebug traces -------------------------------------------------------------
-
-def resolve_trace(path: Path, rank: int | None = None) -> Path:
-    """A tuidebug trace for ``path``: itself, the trace in a ``tuidebug pack`` archive (unpacked
-    safely, once, into a cache), or an import of a TORCH_TRACE log or a torch_compile_debug
-    folder (made once, next to the source; the source is never modified)."""
-    from tuidebug.cli.sharing import resolve_archive
-    from tuidebug.trace.importers import detect, ensure_trace
-
-    path = resolve_archive(path)  # UnpackError: a TuidebugError, printed by main
-    if detect(path) in (None, "tuidebug"):
-        return path  # Trace() says what is wrong with it
-    out = ensure_trace(path, rank=rank)  # ImportFailed: a TuidebugError, printed by main
-    print(f"[tuidebug] imported {path} → {out}", file=sys.stderr)
-    return out
+             "log: the rank to read (default: the lowest)")
 
 
 def import_arguments(p: argparse.ArgumentParser) -> None:
@@ -56,13 +41,13 @@ def cmd_import(ns: argparse.Namespace) -> int:
 
 # -- info -----------------------------------------------------------------------------------------
 
-def print_info(path: Path, *, as_json: bool, rank: int | None = None) -> int:
-    """Print the trace's summary (a table, or JSON); 0 when its status is ok, else 1."""
+def print_info(path: Path, *, as_json: bool) -> int:
+    """Print the summary of the trace folder ``path`` (a table, or JSON); 0 when its status is
+    ok, else 1."""
     from tuidebug.trace.format.reader import Trace
     from tuidebug.trace.format.safefile import strict_dumps
     from tuidebug.trace.queries.summary import trace_summary
 
-    path = resolve_trace(path, rank)
     summary = trace_summary(Trace(path))  # TraceError: printed by main
     if as_json:
         print(strict_dumps(summary, indent=1, default=str))
@@ -79,43 +64,22 @@ def info_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rank", type=int, help=RANK_HELP)
 
 
-def _multi_rank_log(path: Path) -> Path | None:
-    """The job directory of a multi-rank TORCH_TRACE folder (imported once), else None."""
-    from tuidebug.trace.importers.job_import import ensure_job, is_multi_rank
-
-    if not is_multi_rank(path):
-        return None
-    job = ensure_job(path)
-    print(f"[tuidebug] imported every rank of {path} → {job}", file=sys.stderr)
-    return job
-
-
 def cmd_info(ns: argparse.Namespace) -> int:
-    if ns.rank is None and (job := _multi_rank_log(Path(ns.trace))) is not None:
-        print_job_info(job, as_json=ns.json)
-        return 0
-    if _job_dir(Path(ns.trace)):
-        if ns.rank is None:
-            print_job_info(Path(ns.trace), as_json=ns.json)
-            return 0
-        from tuidebug.trace.jobs.job import rank_trace
-
-        trace = rank_trace(Path(ns.trace), ns.rank)
-        if trace is None:  # none, or a link out of the job (not followed)
-            raise CliError(f"{ns.trace} is a job directory without a trace of rank {ns.rank}")
-        ns.trace, ns.rank = str(trace), None
-    print_info(Path(ns.trace), as_json=ns.json, rank=ns.rank)
+    opened = open_input(ns.trace, ns.rank, on_note=note)
+    if opened.job is not None and ns.rank is None:  # a job: every rank, side by side
+        print_job_info(opened.job, as_json=ns.json)
+    else:
+        print_info(opened.one_trace(), as_json=ns.json)
     return 0
 
 
 # -- open -----------------------------------------------------------------------------------------
 
-def open_trace(path: Path, rank: int | None = None, job: Path | None = None) -> int:
-    """Open ``path`` in the terminal UI (a rank of ``job``: on the ranks screen); returns the
-    app's exit code."""
+def open_trace(path: Path, job: Path | None = None) -> int:
+    """Open the trace folder ``path`` in the terminal UI (a rank of ``job``: on the ranks
+    screen); returns the app's exit code."""
     from tuidebug.trace.format.reader import Trace
 
-    path = resolve_trace(path, rank)
     trace = Trace(path)
     try:
         from tuidebug.tui.app import run_app
@@ -134,30 +98,18 @@ def cmd_open(ns: argparse.Namespace) -> int:
 
 
 def open_path(path: Path, rank: int | None = None) -> int:
-    """Open a trace, a job directory (one rank of it) or a log in the TUI."""
-    job_rank = job_rank_trace(path, rank)
-    if job_rank is not None:
-        return open_trace(job_rank[1], job=job_rank[0])
-    return open_trace(path, rank)
+    """Open whatever ``path`` names (``open_input``) in the TUI: a job on its ranks screen."""
+    opened = open_input(path, rank, on_note=note)
+    if opened.job is not None:
+        say_job_rank(opened)
+    return open_trace(opened.one_trace(), job=opened.job.resolve() if opened.job else None)
 
 
-def job_rank_trace(path: Path, rank: int | None = None) -> tuple[Path, Path] | None:
-    """``(job, its rank's trace)`` when ``path`` is a distributed job (or a multi-rank
-    TORCH_TRACE log, imported once as one): the TUI opens ``rank`` (default 0) on the ranks
-    screen. None for anything else."""
-    if rank is None and (job := _multi_rank_log(path)) is not None:
-        path = job
-    if not _job_dir(path):
-        return None
-    from tuidebug.trace.jobs.job import rank_trace
-
-    rank = 0 if rank is None else rank
-    trace = rank_trace(path, rank)
-    if trace is None:  # none, or a link out of the job (not followed)
-        raise CliError(f"{path} is a job directory without a trace of rank {rank}")
-    print(f"[tuidebug] {path} is a distributed job: the ranks screen, rank {rank} open "
-          "(R: the ranks screen, o there: open another rank)", file=sys.stderr)
-    return path.resolve(), trace
+def say_job_rank(opened: Opened) -> None:
+    """Tell that a job opens on its ranks screen, and which rank."""
+    print(f"[tuidebug] {opened.named} is a distributed job: the ranks screen, rank "
+          f"{opened.rank} open (R: the ranks screen, o there: open another rank)",
+          file=sys.stderr)
 
 
 # -- svg ------------------------------------------------------------------------------------------
@@ -167,7 +119,8 @@ SVG_DESCRIPTION = ("Render a captured FX graph as SVG with Graphviz's dot. Graph
 
 
 def svg_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("trace", help="trace directory")
+    p.add_argument("trace", help=TRACE_HELP)
+    p.add_argument("--rank", type=int, help=RANK_HELP)
     p.add_argument("--graph", metavar="ID", help="graph id (default: the first; see tuidebug info)")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--stage", metavar="NAME",
@@ -204,7 +157,7 @@ def cmd_svg(ns: argparse.Namespace) -> int:
                            "--pass N / --stage NAME to compare it with the snapshot before")
         if ns.stage is not None and diff is not True:
             raise CliError("--stage and --diff STAGE_A STAGE_B cannot be combined")
-    trace = Trace(ns.trace)  # TraceError, ViewerError: printed by main
+    trace = Trace(trace_dir(ns.trace, ns.rank, on_note=note))  # TraceError…: printed by main
     e = export(trace, ns.graph, ns.stage, ns.kernels, diff, ns.depth, ns.output,
                pass_index=ns.pass_index, budget=ns.budget, collapse=not ns.full,
                timeout=ns.timeout, keep_dot=ns.keep_dot)
@@ -251,15 +204,10 @@ def diff_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_diff(ns: argparse.Namespace) -> int:
-    show_diff(Path(ns.trace_a), Path(ns.trace_b), as_json=ns.json, code=not ns.no_code,
+    a, b = (trace_dir(t, on_note=note) for t in (ns.trace_a, ns.trace_b))
+    show_diff(a, b, as_json=ns.json, code=not ns.no_code,
               unchanged=ns.unchanged, context=ns.context, max_lines=ns.max_lines)
     return 0
-
-
-def _job_dir(path: Path) -> bool:
-    from tuidebug.trace.jobs.job import is_job_dir
-
-    return is_job_dir(path)
 
 
 # -- job directories (every rank of a distributed job) ---------------------------------------------
@@ -296,7 +244,8 @@ PERFETTO_DESCRIPTION = (
 
 
 def perfetto_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("trace")
+    p.add_argument("trace", help=TRACE_HELP)
+    p.add_argument("--rank", type=int, help=RANK_HELP)
     p.add_argument("-o", "--output", help="the JSON file (default: <trace name>.perfetto.json)")
 
 
@@ -306,7 +255,7 @@ def cmd_perfetto(ns: argparse.Namespace) -> int:
     from tuidebug.trace.format.reader import Trace
     from tuidebug.trace.format.safefile import strict_dumps
 
-    trace = Trace(resolve_trace(Path(ns.trace)))
+    trace = Trace(trace_dir(ns.trace, ns.rank, on_note=note))
     # named for the trace's folder (resolved: `tuidebug perfetto .` is not ".perfetto.json")
     out = Path(ns.output) if ns.output else Path(f"{trace.root.resolve().name}.perfetto.json")
     data = chrome_trace(trace)

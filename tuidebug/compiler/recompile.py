@@ -122,6 +122,14 @@ def trace_source(trace: str | os.PathLike[str],
     only when ``allowed`` (confirmed by name, ``trace_config.check``); until then they are in
     ``confirm``, and what is never applied from a trace is in ``left_out`` ({name: why})."""
     m = _manifest(Path(trace))
+    imported = m.get("imported_from")
+    if isinstance(imported, dict):  # a TORCH_TRACE log or debug folder: no script recorded
+        source = {"torch_trace": "a TORCH_TRACE log",
+                  "torch_compile_debug": "a torch_compile_debug folder"}
+        raise RecompileError(
+            f"{trace} was imported from {source.get(str(imported.get('kind')), 'a log')}, "
+            "which does not record the script that ran; recompile needs a trace made by "
+            "`tuidebug trace SCRIPT`")
     command = m.get("command")
     if not isinstance(command, list) or not all(isinstance(c, str) for c in command):
         raise RecompileError(f"{trace}: the manifest has no command to re-run")

@@ -258,20 +258,35 @@ class TuidebugApp(App[int]):
     def action_compare_with(self) -> None:
         def valid(text: str) -> str | None:
             p = Path(text).expanduser()
-            if not (p / "manifest.json").is_file():
-                return f"not a trace directory (no manifest.json): {text}"
-            return None
+            return None if p.exists() else f"no such file or directory: {text}"
 
-        async def chosen(text: str | None) -> None:
-            if not text:
-                return
-            self.compare_with = Path(text).expanduser().resolve()
-            await self.action_show_screen("compare")
-            if isinstance(self.screen, CompareScreen):
-                self.screen.refresh_graph()
+        def chosen(text: str | None) -> None:
+            if text:
+                self._compare_with_named(text)
         self.push_screen(InputScreen("Compare with trace…", str(self.compare_with or ""),
-                                     "a trace directory   enter: compare, escape: cancel",
-                                     valid), chosen)
+                                     "a trace, a .tar.gz, a TORCH_TRACE log, a debug or job "
+                                     "folder   enter: compare, escape: cancel", valid), chosen)
+
+    @work(thread=True, exclusive=True, group="compare")
+    def _compare_with_named(self, text: str) -> None:
+        """Make what the user named a trace (unpacked, imported: the one door), then compare."""
+        from tuidebug.errors import TuidebugError
+        from tuidebug.trace.open import trace_dir
+
+        try:
+            path = trace_dir(text, on_note=lambda n: self._from_worker_thread(self.notify, n))
+            Trace(path)  # a folder that is no trace says so here, not on the compare screen
+        except (TuidebugError, OSError) as e:
+            self._from_worker_thread(self.notify, str(e), title="cannot compare",
+                                     severity="error", timeout=10)
+            return
+        self._from_worker_thread(self._compare_with, path)
+
+    async def _compare_with(self, path: Path) -> None:
+        self.compare_with = path.expanduser().resolve()
+        await self.action_show_screen("compare")
+        if isinstance(self.screen, CompareScreen):
+            self.screen.refresh_graph()
 
     async def open_trace(self, path: Path, *, screen: str = "overview") -> None:
         """Replace the open trace with the one at ``path``; every screen is made afresh, and
@@ -359,12 +374,13 @@ class TuidebugApp(App[int]):
     @work(thread=True, exclusive=True, group="rank")
     def _open_rank(self, source: str, rank: int) -> None:
         """Import the log of ``rank`` (once, cached like any import) and open it."""
-        from tuidebug.trace.importers import ImportFailed, ensure_trace
+        from tuidebug.errors import TuidebugError
+        from tuidebug.trace.open import trace_dir
 
         self._from_worker_thread(self.notify, f"importing rank {rank} of {source}…")
         try:
-            path = ensure_trace(source, rank=rank)
-        except (ImportFailed, OSError) as e:
+            path = trace_dir(source, rank)
+        except (TuidebugError, OSError) as e:
             self._from_worker_thread(self.notify, str(e), title=f"cannot open rank {rank}",
                                      severity="error", timeout=10)
             return
