@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from tuidebug.cli.output import note
-from tuidebug.cli.viewing import RANK_HELP
+from tuidebug.cli.viewing import RANK_HELP, TRACE_HELP
 from tuidebug.errors import CliError
 from tuidebug.trace.open import open_input
 
@@ -20,12 +20,12 @@ SERVE_DESCRIPTION = (
     "with --allow-run.")
 PACK_DESCRIPTION = (
     "Write TRACE as one .tar.gz to attach to a bug report, with a manifest of every file's "
-    "sha256 (tuidebug-pack.json). open, info and serve read the archive directly. --redact "
-    "leaves out the generated code (wrapper, kernels, repro scripts) and your source lines.")
+    "sha256 (tuidebug-pack.json). Every command that reads a trace reads the archive "
+    "directly. --redact leaves out the generated code (wrapper, kernels, repro scripts) and your source lines.")
 
 
 def serve_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("trace")
+    p.add_argument("trace", help=TRACE_HELP)
     p.add_argument("--host", default="127.0.0.1",
                    help="the address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=0, help="the port (default: a free one)")
@@ -63,7 +63,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
 
 
 def pack_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("trace")
+    p.add_argument("trace", help=TRACE_HELP)
     p.add_argument("-o", "--output", help="the archive (default: TRACE.tar.gz)")
     p.add_argument("--redact", action="store_true",
                    help="leave out generated code and source lines")

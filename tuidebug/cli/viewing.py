@@ -15,7 +15,7 @@ from tuidebug.cli.output import console, note
 from tuidebug.errors import CliError
 from tuidebug.trace.open import ACCEPTED, Opened, open_input, trace_dir
 
-TRACE_HELP = f"{ACCEPTED} (see `tuidebug info`)"
+TRACE_HELP = ACCEPTED
 RANK_HELP = ("for a job directory (tuidebug trace --nproc-per-node) or a multi-rank TORCH_TRACE "
              "log: the rank to read (default: the lowest)")
 
@@ -59,7 +59,7 @@ def print_info(path: Path, *, as_json: bool) -> int:
 
 
 def info_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("trace")
+    p.add_argument("trace", help=TRACE_HELP)
     p.add_argument("--json", action="store_true", help="machine-readable summary")
     p.add_argument("--rank", type=int, help=RANK_HELP)
 
@@ -89,7 +89,7 @@ def open_trace(path: Path, job: Path | None = None) -> int:
 
 
 def open_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("trace")
+    p.add_argument("trace", help=TRACE_HELP)
     p.add_argument("--rank", type=int, help=RANK_HELP)
 
 
@@ -194,8 +194,8 @@ def show_diff(a: Path, b: Path, *, as_json: bool, code: bool, unchanged: bool = 
 
 
 def diff_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("trace_a")
-    p.add_argument("trace_b")
+    p.add_argument("trace_a", help=TRACE_HELP + "; a job: its lowest rank")
+    p.add_argument("trace_b", help="the trace to compare with, in any of those forms")
     p.add_argument("--json", action="store_true", help="machine-readable comparison")
     p.add_argument("--no-code", action="store_true", help="leave out code diffs")
     p.add_argument("--unchanged", action="store_true", help="list unchanged kernels too")
