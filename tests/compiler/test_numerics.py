@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import ROOT, pythonpath
 from tuidebug.compiler.gradients import placeholder_name, source_name
-from tuidebug.trace.reader import Trace
+from tuidebug.trace.format.reader import Trace
 
 MODELS = Path(__file__).with_name("numerics_models.py")
 
