@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from tuidebug import __version__
-from tuidebug.cli import compiling, completion, demo, distributed, minifying, sharing, viewing
+from tuidebug.cli import (agents, compiling, completion, demo, distributed, minifying, sharing,
+                          viewing)
 from tuidebug.cli.output import err
 from tuidebug.errors import TuidebugError
 
@@ -66,6 +67,8 @@ COMMANDS: tuple[Command, ...] = (
             sharing.serve_arguments, sharing.cmd_serve, sharing.SERVE_DESCRIPTION),
     Command("pack", "write a trace as one .tar.gz (with a manifest of hashes) to share",
             sharing.pack_arguments, sharing.cmd_pack, sharing.PACK_DESCRIPTION),
+    Command("mcp", "serve the trace queries to agents: a Model Context Protocol server (stdio)",
+            agents.mcp_arguments, agents.cmd_mcp, agents.MCP_DESCRIPTION),
     Command("completion", "print a shell completion script: bash, zsh or fish",
             completion.completion_arguments, completion.cmd_completion,
             completion.DESCRIPTION),

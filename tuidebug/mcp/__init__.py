@@ -1,0 +1,1 @@
+"""The trace queries served to agents: a Model Context Protocol server (``tuidebug mcp``)."""
