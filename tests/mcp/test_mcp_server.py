@@ -284,3 +284,26 @@ def test_the_server_loads_no_torch() -> None:
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=120, env={"PYTHONPATH": pythonpath(), "PATH": "/usr/bin:/bin"})
     assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-2000:]
+
+
+def test_a_vllm_log(tmp_path: Path) -> None:
+    """A vLLM TORCH_TRACE log (tlparse's vllm_post_grad_diff.log, tests/fixtures/vllm): its
+    post-grad passes are stages whose nodes the stage tool pages, its vLLM records in summary."""
+    log = tmp_path / "vllm_post_grad_diff.log"
+    shutil.copy(FIXTURES_DIR / "vllm" / log.name, log)
+
+    async def body(call: Call) -> Any:
+        o = await call("open_trace", path=str(log))
+        assert o["data"]["kind"] == "torch_trace" and o["data"]["graphs"] == 1
+        s = await call("summary", trace=o["trace"])
+        passes = s["data"]["vllm"]["post_grad_passes"]
+        assert [p["name"] for p in passes] == ["FusionPass", "ReshapePass"]
+        stages = await _all_pages(call, "stage", "stages", trace=o["trace"],
+                                  graph=passes[0]["graph"])
+        fusion = next(st for st in stages if st["name"] == "FusionPass")
+        assert (fusion["kind"], fusion["added"], fusion["removed"]) == ("pass", 1, 2)
+        nodes = await _all_pages(call, "stage", "nodes", trace=o["trace"],
+                                 graph=passes[0]["graph"], stage=str(fusion["index"]))
+        assert [n["node"] for n in nodes] == ["x", "fused_sincos", "output"]
+        return True
+    assert _session(body)

@@ -116,7 +116,7 @@ def summary_answer(h: str, trace: Trace) -> Answer:
                       "ref": "manifest.json#/graphs"})
     data = {k: s.get(k) for k in ("trace", "status", "phase", "versions", "command", "error",
                                   "script_error", "config_changed", "warnings", "problems",
-                                  "imported_from") if s.get(k) not in (None, [], {})}
+                                  "imported_from", "vllm") if s.get(k) not in (None, [], {})}
     if s.get("accuracy"):
         data["accuracy"] = {cid: accuracy_verdict(c)[0] for cid, c in s["accuracy"].items()}
     if s.get("profile"):
@@ -160,8 +160,8 @@ def profile_answer(h: str, trace: Trace, by: str) -> Answer:
 
 
 def numerics_answer(h: str, trace: Trace) -> Answer:
-    """The eager comparisons of the run (``runtime.json`` checks): a verdict per compile and
-    each output's errors."""
+    """The eager comparisons of the run (``runtime.json`` checks): a verdict per compile, each
+    output's errors and, for a training compile, each gradient's."""
     checks = trace.runtime.get("checks") or {}
     if not checks:
         return Answer("numerics", "not recorded: this trace has no comparison with eager", h)
@@ -172,7 +172,7 @@ def numerics_answer(h: str, trace: Trace) -> Answer:
         verdict, why = accuracy_verdict(c)
         items.append({"compile_id": cid, "verdict": verdict, "why": why,
                       **{k: c.get(k) for k in ("max_abs", "max_rel", "rule", "tol",
-                                               "reference", "outputs")},
+                                               "reference", "outputs", "gradients")},
                       "ref": ref("runtime.json", "checks", cid)})
     bad = sum(1 for i in items if i["verdict"] == "MISMATCH")
     return Answer("numerics", f"{len(items)} comparison(s) with eager, {bad} mismatch(es)", h,

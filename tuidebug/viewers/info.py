@@ -17,6 +17,7 @@ from tuidebug.viewers.breaks_view import break_notes, skipped_notes, summary_bre
 from tuidebug.viewers.dynamic_view import dynamic_notes
 from tuidebug.viewers.inert import inert, inert_text
 from tuidebug.viewers.profile_view import render_profile
+from tuidebug.viewers.vllm_view import vllm_renderables
 
 MAX_ROWS = 200  # graphs and compiles listed (info --json lists every one)
 MAX_COLLECTIVES = 8  # collectives listed per graph
@@ -168,6 +169,9 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
             console.print(Padding(t, (0, 0, 0, 4)))
     if s.get("profile"):
         render_profile(s["profile"], console)
+    if s.get("vllm"):
+        for line in vllm_renderables(s["vllm"]):
+            console.print(line)
     if s.get("config_changed"):
         console.print(Text.assemble(("config differs from defaults: ", "dim"),
                                     inert_text(", ".join(map(str, s["config_changed"])))))

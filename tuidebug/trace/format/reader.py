@@ -351,6 +351,12 @@ class Trace:
         return self._files.json(self.root / schema.RUNTIME, {}, kind="runtime") or {}
 
     @cached_property
+    def vllm(self) -> dict[str, Any]:
+        """``vllm.json`` of a trace imported from a vLLM log (config, piecewise compiles,
+        dumps), checked against its shape; {} for any other trace."""
+        return self._files.json(self.root / schema.VLLM, {}, kind="vllm") or {}
+
+    @cached_property
     def profile(self) -> dict[str, Any]:
         """``profile.json`` (``tuidebug trace --profile``): ``compiles`` per compile id, each
         checked against its shape; {} when the trace was not profiled."""

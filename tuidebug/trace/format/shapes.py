@@ -133,6 +133,16 @@ SHAPES: dict[str, Any] = {
                      "eager_nodes_from": OPT_STR, "note": OPT_STR,
                      "eager_other": {"calls": OPT_NUM, "cpu_s": OPT_NUM, "device_s": OPT_NUM}},
     },
+    # vllm.json (an imported vLLM log): its config, each piecewise compile, its graph dumps
+    "vllm": {"config": OPT_DICT, "config_line": OPT_INT, "split_graph": OPT_STR,
+             "compiles": [{"piecewise_index": OPT_INT, "submod_name": OPT_STR,
+                           "total_piecewise_compiles": OPT_INT,
+                           "compile_range_start": OPT_INT, "compile_range_end": OPT_INT,
+                           "is_single_size": (bool, NONE),
+                           "is_cudagraph_capture_size": (bool, NONE), "line": OPT_INT,
+                           "graphs": [str]}],
+             "dumps": [{"!name": str, "!file": str, "line": OPT_INT,
+                        "compile_id": OPT_STR}]},
     "launches": {"!kernel": str, "compile_id": OPT_STR, "launch": OPT_DICT, "launchers": OPT_INT},
 }
 

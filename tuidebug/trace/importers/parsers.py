@@ -12,7 +12,7 @@ from typing import Any
 
 from tuidebug.trace.format import safefile
 from tuidebug.trace.importers import records as r
-from tuidebug.trace.importers import shapes_log
+from tuidebug.trace.importers import shapes_log, vllm
 from tuidebug.trace.importers.records import Envelope, Fact
 from tuidebug.trace.importers.segments import PHASE_OF_EVENT
 
@@ -239,7 +239,7 @@ class DynamoErrorParser(_Parser):
 
 
 # the only records read outside a compile
-GLOBAL_RECORDS = frozenset({"artifact:torch_version"})
+GLOBAL_RECORDS = frozenset({"artifact:torch_version", *vllm.GLOBAL})
 
 
 class TorchVersionParser(_Parser):
@@ -342,7 +342,7 @@ def _registry() -> r.Registry:
         RunnableParser(), OutputCodeParser(), ProvenanceParser(),
         CacheParser("fx_graph"), CacheParser("aotautograd"),
         DynamoStartParser(), MetricsParser(), GuardsParser(), AppendParser(),
-        DynamoErrorParser(), TorchVersionParser(), ChromiumParser(),
+        DynamoErrorParser(), TorchVersionParser(), ChromiumParser(), *vllm.PARSERS,
         ArtifactParser(), DynamicShapeParser(), OtherEventParser(),
     ):
         reg.add(p)

@@ -104,11 +104,13 @@ class Warn:
 class Snapshot:
     """A printed FX graph: stage ``stage`` of graph ``target`` (``stage`` None: ``aot_<kind>`` of
     the graph it lands in). ``if_missing``: only when the graph has no such stage yet. The text
-    is read from ``env`` only when it is needed (a graph equal to the previous one is not)."""
+    is read from ``env`` only when it is needed (a graph equal to the previous one is not).
+    ``subsystem``: the graph after a pass of that subsystem (a stage of kind ``pass``)."""
     target: str
     stage: str | None
     env: Envelope
     if_missing: bool = False
+    subsystem: str | None = None  # a pass of this subsystem (vLLM's post-grad passes)
 
 
 @dataclass

@@ -22,6 +22,7 @@ from typing import IO, Any, Callable
 from tuidebug.trace.queries import cache_keys
 from tuidebug.trace.format import layout, schema
 from tuidebug.trace.importers import collectives_text, fxtext, records as r, segments, tracelog
+from tuidebug.trace.importers import vllm
 from tuidebug.trace.importers.sources import log_rank
 from tuidebug.trace.importers.graphs import GraphBook, ImportedCompile, ImportedGraph
 from tuidebug.trace.importers.parsers import GLOBAL_RECORDS, REGISTRY
@@ -70,6 +71,7 @@ class TorchTraceImporter:
         self.has_collectives = False
         self.cache_hits = 0
         self.cache_lookups: dict[str, list[dict[str, Any]]] = {}  # compiles/<id>.cache.json
+        self.vllm = vllm.VllmBook()  # vLLM's own records (vllm.json)
         self.stack_cache: dict[str, Any] = {}
         self.scan: tracelog.LogScan | None = None
         self.writer: TraceWriter | None = None
@@ -162,6 +164,8 @@ class TorchTraceImporter:
         elif isinstance(fact, r.Version):
             if not (fact.first_wins and fact.key in self.versions):
                 self.versions[fact.key] = fact.value
+        elif isinstance(fact, vllm.Fact):
+            self.vllm.apply(fact, cid, self._writer())
         elif cid is None:
             return
         elif isinstance(fact, r.Chromium):
@@ -249,14 +253,17 @@ class TorchTraceImporter:
             return
         self.book.touch(g, env.lineno)
         md5 = str(env.meta.get("has_payload") or "")
+        added = len(g.stages)
         if md5 and md5 == g.last_md5 and g.last_file and env.payload_ok:
             g.add_stage(g.unchanged_stage(stage))
-            return
-        if not env.payload_ok:
-            self.warn(f"{self.log_name}: line {env.lineno}: graph {g.id} stage {stage} comes "
-                      "from a damaged payload; it may be incomplete")
-        self.snapshot_text(g, stage, env.payload(), md5=md5, where=self.log_name,
-                           line=env.lineno, what=env.name)
+        else:
+            if not env.payload_ok:
+                self.warn(f"{self.log_name}: line {env.lineno}: graph {g.id} stage {stage} comes "
+                          "from a damaged payload; it may be incomplete")
+            self.snapshot_text(g, stage, env.payload(), md5=md5, where=self.log_name,
+                               line=env.lineno, what=env.name)
+        if fact.subsystem and len(g.stages) > added:  # a pass's graph (vLLM's post-grad passes)
+            g.stages[-1].update(kind="pass", subsystem=fact.subsystem)
 
     def snapshot_text(self, g: ImportedGraph, stage: str, text: str, *, md5: str = "",
                       where: str = "", line: int = 0, what: str = "graph") -> bool:
@@ -339,6 +346,7 @@ class TorchTraceImporter:
     def _finish(self, elapsed: float) -> None:
         w = self._writer()
         assert self.scan is not None
+        self.vllm.finish(w)
         self.book.mark_restarts()
         rank = self.scan.rank  # from the records; else from the file's name (…_rank_1_…)
         if rank is None and self.log is not None:

@@ -13,6 +13,7 @@ from tuidebug.trace.queries.profile import profile_summary, profile_view
 from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace
 from tuidebug.trace.queries import graph_breaks
 from tuidebug.trace.queries.frames import skipped_frames
+from tuidebug.trace.queries.vllm import vllm_summary
 
 
 def cudagraphs_state(g: GraphRecord) -> str | None:
@@ -332,5 +333,8 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
     if trace.status == "crashed":
         out["error"] = out.get("error") or {
             "phase": trace.phase, "type": "crashed", "message": died_text(trace.phase)}
+    vllm = vllm_summary(trace)
+    if vllm is not None:
+        out["vllm"] = vllm
     out["problems"] = [str(p) for p in trace.problems]
     return out

@@ -24,6 +24,7 @@ from tuidebug.trace.queries.recompiles import reasons_of
 from tuidebug.trace.queries.summary import (ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict,
                                             changed_passes, compile_place, cudagraphs_state)
 from tuidebug.trace.queries import graph_breaks
+from tuidebug.trace.queries.vllm import vllm_summary
 from tuidebug.tui import model
 from tuidebug.tui.messages import Read, ShowKernel
 from tuidebug.tui.screens.base import TraceScreen
@@ -32,6 +33,7 @@ from tuidebug.tui.widgets.bars import STATUS_STYLE
 from tuidebug.tui.widgets.render import to_lines
 from tuidebug.tui.widgets.textview import RichLines, TextView
 from tuidebug.viewers.breaks_view import break_notes
+from tuidebug.viewers.vllm_view import vllm_renderables
 
 
 def _heading(title: str) -> Text:
@@ -91,6 +93,10 @@ def overview_renderables(trace: Trace) -> list[RenderableType]:
         took = f", took {finished - started:.1f}s" if isinstance(finished, (int, float)) else ""
         out.append(Text.assemble(("captured ", "dim"), when + took))
     out.extend(_imported(trace))
+    vllm = vllm_summary(trace)
+    if vllm is not None:
+        out.append(Text(""))
+        out.extend(vllm_renderables(vllm))
     report = failure.error_report(trace)
     if status != schema.STATUS_OK:
         out.append(Text(""))
