@@ -135,13 +135,26 @@ def changed_passes(stages: list[StageInfo]) -> list[str] | None:
     return [s.name for s in passes if s.changed and s.file]
 
 
+def final_nodes(g: GraphRecord) -> int | None:
+    """The node count of the graph's last snapshot: the count its stage list records (the
+    snapshot is not read), else the snapshot's own; None without a readable snapshot."""
+    snaps = g.snapshots()
+    if not snaps:
+        return None
+    n = snaps[-1].nodes
+    if isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**53:
+        return n
+    final = g.stage_graph(snaps[-1])
+    return len(final) if final is not None else None
+
+
 def graph_summary(g: GraphRecord, compile_record: dict[str, Any] | None = None) -> dict[str, Any]:
     """One graph's line of ``tuidebug info``; ``compile_record``: its Dynamo compile (from
     ``Trace.compiles``), which says whether the graph came from a cache."""
     meta = g.meta
     g.check_files()
     stages = g.stages
-    final = g.final_graph()
+    nodes = final_nodes(g)
     kernels = [k for k in g.kernels if k.get("kind") != "extern"]
     externs = [k for k in g.kernels if k.get("kind") == "extern"]
     prov = g.provenance.get("kernels") or {}
@@ -160,7 +173,7 @@ def graph_summary(g: GraphRecord, compile_record: dict[str, Any] | None = None) 
         "kind": g.kind,
         "compile_id": g.compile_id,
         "status": g.status,
-        "nodes": len(final) if final is not None else None,
+        "nodes": nodes,
         "stages": len(stages),
         "passes_run": sum(1 for s in stages if s.kind == "pass"),
         "passes_changed": len(changed) if changed is not None else None,
