@@ -10,12 +10,12 @@ different numbers otherwise, and any difference would be a false alarm.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
 
-from tuidebug.compiler import compat, judge
+from tuidebug.compiler import compat, gradients, judge
+from tuidebug.compiler.gradients import GradCall
 
 # names of the operators (functions, methods, ATen overload packets) that draw random numbers
 RANDOM_OPS = frozenset({
@@ -94,17 +94,47 @@ def _reference(eager: Callable[..., Any], inputs: list[Any], rng: tuple[Any, Any
 
 
 def compare(out: Any, ref: Any, eager: Callable[..., Any], inputs: list[Any],
-            rng: tuple[Any, Any], random: list[str], tol: float | None) -> dict[str, Any]:
+            rng: tuple[Any, Any], random: list[str], tol: float | None,
+            grad: GradCall | None = None,
+            names: gradients.GraphNames | None = None) -> dict[str, Any]:
     """The judge's verdict on ``out`` (compiled) against ``ref`` (eager), with the float64
     reference where one is sound (not for a graph that draws random numbers: a float64 run may
-    draw other numbers)."""
+    draw other numbers); each output named (``gradients.output_names``). With ``grad`` (the
+    call ran under autograd), the gradients judged too (``gradients``): the verdict is a match
+    only when the outputs and the gradients are."""
     if random:
         fp64, why = None, "the graph draws random numbers; a float64 run may draw other ones"
     else:
         fp64, why = _reference(eager, inputs, rng)
     result = judge.judge(out, ref, fp64, tol, why)
     result["reference"] = "float64" if fp64 is not None else f"eager only: {why}"
+    names = names or gradients.graph_names(eager)
+    _name_outputs(result, names.outputs)
+    if grad is not None:
+        try:
+            grads = gradients.judge_gradients(grad, eager, inputs, names.inputs,
+                                              lambda: _set_rng_state(rng), tol,
+                                              why if random else "")
+        except Exception as e:  # a backward that fails here must not break the user's run
+            grads = {"skipped": f"the backward re-run failed: {type(e).__name__}: "
+                                f"{str(e).strip()[:300]}"}
+        result["gradients"] = grads
+        if grads.get("close") is False and result["close"]:
+            result.update(close=False, rule=grads["rule"], detail=grads["detail"],
+                          max_abs=max(result["max_abs"], grads["max_abs"]),
+                          max_rel=max(result["max_rel"], grads["max_rel"]))
     return result
+
+
+def _name_outputs(result: dict[str, Any], names: list[str]) -> None:
+    """``name`` on each judged output; the detail names the output that decided."""
+    for o in result.get("outputs") or []:
+        if isinstance(o.get("index"), int) and o["index"] < len(names):
+            o["name"] = names[o["index"]]
+    detail = str(result.get("detail") or "")
+    m = detail.split(":", 1)
+    if m[0].startswith("output ") and m[0][7:].isdigit() and int(m[0][7:]) < len(names):
+        result["detail"] = names[int(m[0][7:])] + ":" + m[1]
 
 
 def _rng_state() -> tuple[Any, Any]:
@@ -116,16 +146,6 @@ def _set_rng_state(state: tuple[Any, Any]) -> None:
     torch.set_rng_state(state[0])
     if state[1] is not None:
         torch.cuda.set_rng_state_all(state[1])
-
-
-@dataclass
-class GradCall:
-    """How the user's first call of a compiled graph ran under autograd (grad enabled, some
-    input requiring grad): which of its inputs required grad, and ``run(args)``: the compiled
-    graph called once on ``args`` with grad enabled (its outputs carry the graph's backward)."""
-
-    requires_grad: list[bool]
-    run: Callable[[list[Any]], Any]
 
 
 def _grad_call(compiled: Callable[..., Any], flat: list[Any], as_list: bool) -> GradCall | None:
@@ -178,6 +198,7 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
         random = random_ops(eager)
     except Exception:  # an odd graph: judge it as one without random ops
         random = []
+    names = gradients.graph_names(eager)  # now: Dynamo drops its input sources once compiled
 
     def run(*args: Any) -> Any:
         if state["done"]:
@@ -186,7 +207,7 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
         as_list = boxed and len(args) == 1 and isinstance(args[0], list)
         flat = list(args[0]) if as_list else list(args)  # a boxed callee clears its list
         inputs = [_clone(a) for a in flat]
-        grad = _grad_call(compiled, flat, as_list) if profile is not None else None
+        grad = _grad_call(compiled, flat, as_list)
         rng = _rng_state()
         t0 = time.perf_counter()
         out = compiled(*args)
@@ -204,7 +225,7 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
                     t1 = time.perf_counter()
                     ref = eager(*inputs)
                     eager_s = time.perf_counter() - t1
-                result = compare(out, ref, eager, inputs, rng, random, tol)
+                result = compare(out, ref, eager, inputs, rng, random, tol, grad, names)
                 result.update(first_call_s=compiled_s, eager_s=eager_s, tol=tol)
                 if random:
                     result["random_ops"] = random

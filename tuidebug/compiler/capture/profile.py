@@ -15,7 +15,7 @@ from typing import Any, Callable
 import torch
 
 from tuidebug.compiler import compat
-from tuidebug.compiler.accuracy import GradCall
+from tuidebug.compiler.gradients import GradCall, grad_leaves
 from tuidebug.compiler.capture import profile_backward
 from tuidebug.compiler.capture.kernel_ranges import (
     device_kernel_rows, kernel_rows, kernel_units, measure, node_rows, seconds,
@@ -61,7 +61,7 @@ class Profile(Concern):
         # backward needs, on copies of the inputs that require grad as theirs did), or not
         mode, run, eager_inputs = "no_grad", again, inputs
         if grad is not None:
-            leaves = profile_backward.grad_leaves(inputs, grad)
+            leaves = grad_leaves(inputs, grad)
             mode, eager_inputs = "grad", leaves
 
             def run() -> Any:

@@ -23,12 +23,11 @@ from typing import Any, Callable
 import torch
 
 from tuidebug.compiler import compat
-from tuidebug.compiler.accuracy import GradCall
+from tuidebug.compiler.gradients import GradCall, grad_leaves, seeded, tensors
 from tuidebug.compiler.capture.kernel_ranges import (
     device_kernel_rows, kernel_rows, kernel_units, measure, node_rows, seconds, walls)
 
 NOT_PROFILED = "the backward graph was not profiled: "
-_SEED = 0
 
 
 def profile_backward(s: Any, cid: str, piece: int, gm: Any, grad: GradCall, inputs: list[Any],
@@ -54,9 +53,9 @@ class _Step:
         self.grads: list[torch.Tensor] | None = None
 
     def forward(self) -> None:
-        self.outs = [o for o in _tensors(self.forward_fn()) if o.requires_grad]
+        self.outs = [o for o in tensors(self.forward_fn()) if o.requires_grad]
         if self.grads is None:
-            self.grads = _seeded(self.outs)
+            self.grads = seeded(self.outs)
 
     def backward(self) -> Any:
         outs, self.outs = self.outs, []
@@ -65,13 +64,6 @@ class _Step:
     def both(self) -> Any:
         self.forward()
         return self.backward()
-
-
-def grad_leaves(inputs: list[Any], grad: GradCall) -> list[Any]:
-    """Copies of ``inputs`` that require grad where the user's call's inputs did."""
-    return [x.detach().clone().requires_grad_(True)
-            if flag and isinstance(x, torch.Tensor) else x
-            for x, flag in zip(inputs, grad.requires_grad)]
 
 
 def _profile(s: Any, cid: str, piece: int, gm: Any, grad: GradCall, inputs: list[Any],
@@ -144,20 +136,3 @@ def _eager(gm: Any, leaves: list[Any], wrt: list[torch.Tensor], grads: Any, runs
 def _backward_graphs(s: Any, cid: str, piece: int) -> list[Any]:
     return [g for g in list(s.graphs.values()) if g.compile_id == cid and g.kind == "backward"
             and g.piece == piece and g.module is not None and g.module() is not None]
-
-
-def _tensors(x: Any) -> list[torch.Tensor]:
-    """The tensors of a graph's outputs (a tensor, or lists, tuples and dicts of them)."""
-    if isinstance(x, torch.Tensor):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [t for item in x for t in _tensors(item)]
-    if isinstance(x, dict):
-        return [t for item in x.values() for t in _tensors(item)]
-    return []
-
-
-def _seeded(outs: list[torch.Tensor]) -> list[torch.Tensor]:
-    """A fixed output gradient per output (seeded normal values; the same every profile)."""
-    gen = torch.Generator().manual_seed(_SEED)
-    return [torch.randn(o.shape, generator=gen).to(device=o.device, dtype=o.dtype) for o in outs]

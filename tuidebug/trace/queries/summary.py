@@ -218,6 +218,11 @@ def accuracy_verdict(check: dict[str, Any]) -> tuple[str, str]:
                                                 if check.get("reference") else "") + ")"
     elif check.get("max_abs") is not None:  # a trace from before the judge
         why = f"max abs err {_num(check.get('max_abs'))}, max rel err {_num(check.get('max_rel'))}"
+    grads = check.get("gradients")
+    if isinstance(grads, dict) and grads.get("skipped"):
+        why = f"{why}; gradients not judged: {grads['skipped']}"
+    elif isinstance(grads, dict) and isinstance(grads.get("outputs"), list):
+        why = f"{why}; {len(grads['outputs'])} gradients judged"
     return ("match" if check["close"] else "MISMATCH"), why.strip()
 
 
@@ -227,12 +232,14 @@ def accuracy_rows(check: dict[str, Any], limit: int = 12) -> list[tuple[str, ...
     (no ``rule``)."""
     if not check.get("rule"):
         return []
-    outs = [o for o in check.get("outputs") or [] if isinstance(o, dict)]
+    grads = check.get("gradients") if isinstance(check.get("gradients"), dict) else {}
+    outs = [o for o in (check.get("outputs") or []) + (grads.get("outputs") or [])
+            if isinstance(o, dict)]
     outs.sort(key=lambda o: o.get("ok") is not False)
     rows = []
     for o in outs[:limit]:
         shape = o.get("shape") if isinstance(o.get("shape"), list) else []
-        rows.append((str(o.get("index", "?")), str(o.get("dtype") or "?"),
+        rows.append((str(o.get("name") or o.get("index", "?")), str(o.get("dtype") or "?"),
                      "[" + ",".join(str(n) for n in shape) + "]",
                      _num(o.get("err_compiled")), _num(o.get("err_eager")),
                      str(o.get("rule") or "?"),
@@ -337,7 +344,7 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
     checks = (trace.runtime.get("checks") or {})
     out["accuracy"] = {cid: {k: c.get(k) for k in ("max_abs", "max_rel", "close", "skipped",
                                                    "rule", "detail", "reference", "tol",
-                                                   "outputs")}
+                                                   "outputs", "gradients")}
                        for cid, c in checks.items() if isinstance(c, dict)}
 
     view = profile_view(trace)

@@ -1,0 +1,87 @@
+"""Numerics of a training compile (tuidebug/compiler/gradients.py): the gradients judged as the
+outputs are, against float64, and named for the parameters and inputs they belong to."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, pythonpath
+from tuidebug.compiler.gradients import placeholder_name, source_name
+from tuidebug.trace.format.reader import Trace
+
+MODELS = Path(__file__).with_name("numerics_models.py")
+
+
+def test_inputs_are_named_as_the_user_names_them() -> None:
+    assert source_name("L['self']._modules['layers']._modules['0']._modules['fc1']"
+                       "._parameters['weight']") == "layers.0.fc1.weight"
+    assert source_name("L['x']") == "x" and source_name("L['past'][0]") == "past[0]"
+    assert source_name("L['self'].scale") == "scale"
+    assert source_name("GetItemSource(x)") is None and source_name(None) is None
+    assert placeholder_name("l_self_modules_fc1_parameters_weight_") == "fc1.weight"
+    assert placeholder_name("l_x_") == "x" and placeholder_name("primals_1") == "primals_1"
+
+
+@pytest.fixture(scope="module")
+def numerics_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, int, str]]:
+    """mode -> (trace, exit code, what ``tuidebug trace`` printed), traced in parallel."""
+    root = tmp_path_factory.mktemp("numerics")
+    env = dict(os.environ, PYTHONPATH=pythonpath())
+
+    def make(mode: str) -> tuple[str, tuple[Path, int, str]]:
+        proc = subprocess.run([sys.executable, "-m", "tuidebug.cli", "trace", "-o",
+                               str(root / mode), str(MODELS), mode], env=env,
+                              capture_output=True, text=True, cwd=ROOT, timeout=900)
+        return mode, (root / mode, proc.returncode, proc.stdout + proc.stderr)
+
+    with ThreadPoolExecutor(2) as ex:
+        return dict(ex.map(make, ("train", "backward_bug")))
+
+
+def _check(trace: Path) -> dict:
+    (check,) = Trace(trace).runtime["checks"].values()
+    return check
+
+
+@pytest.mark.slow
+def test_a_correct_training_step_has_its_gradients_judged_and_matching(numerics_traces) -> None:
+    trace, rc, out = numerics_traces["train"]
+    assert rc == 0, out[-3000:]
+    assert "grads as eager" in out  # the user's .grad untouched by the check's backward
+    check = _check(trace)
+    assert check["close"] is True, check
+    assert [o["name"] for o in check["outputs"]] == ["loss"]
+    grads = check["gradients"]
+    assert grads["close"] is True and grads["reference"] == "float64", grads
+    names = [g["name"] for g in grads["outputs"]]
+    assert names == ["grad of fc1.weight", "grad of fc1.bias", "grad of fc2.weight",
+                     "grad of fc2.bias"], names
+    for g in grads["outputs"]:
+        assert g["ok"] and g["err_compiled"] is not None and g["err_eager"] is not None, g
+
+
+@pytest.mark.slow
+def test_a_backward_bug_is_found_only_through_the_gradients(numerics_traces) -> None:
+    """A post-grad pass scales relu's backward by 1.5: the loss matches, fc1's gradients do
+    not (fc2's are computed before the relu's backward and stay right)."""
+    trace, rc, out = numerics_traces["backward_bug"]
+    check = _check(trace)
+    (loss,) = check["outputs"]
+    assert loss["name"] == "loss" and loss["ok"], loss
+    assert check["close"] is False and check["detail"].startswith("grad of fc1.weight: RMSE"), check
+    bad = {g["name"]: g for g in check["gradients"]["outputs"] if not g["ok"]}
+    assert sorted(bad) == ["grad of fc1.bias", "grad of fc1.weight"], bad
+    for g in bad.values():
+        assert g["rule"] == "rmse-fp64" and g["err_compiled"] > 1000 * g["err_eager"], g
+    error = json.loads((trace / "manifest.json").read_text())["error"]
+    assert error["phase"] == "accuracy" and "grad of fc1.weight" in error["message"]
+    assert "(rule rmse-fp64; max abs err 0.0238)" in error["message"], error
+    said = " ".join(out.split())
+    assert "MISMATCH" in said and "4 gradients judged" in said, out[-3000:]

@@ -1,0 +1,226 @@
+"""Gradients judged: a training compile's backward checked against eager and float64.
+
+When the first call of a compiled graph runs under autograd (grad enabled, some input requiring
+grad: a parameter Dynamo lifted, an input), the check runs one more forward and backward of each
+side on copies of the inputs: the compiled graph, the eager graph, and the eager graph on the
+copies upcast to float64 (the reference). Each backward is ``torch.autograd.grad`` of the outputs
+that require grad, with the same seeded output gradients, with respect to those copies: it
+returns the gradients and never accumulates into a ``.grad``, so the user's training is
+untouched (and the RNG state is put back by the caller). Each gradient is judged by
+``judge.judge_output``, the forward outputs' rule, and named for what it is the gradient of
+(``grad of layers.0.fc1.weight``, ``grad of x``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from tuidebug.compiler import compat, judge
+
+_SEED = 0
+_PART = re.compile(r"\._(?:modules|parameters|buffers)\['([^']*)'\]|\['([^']*)'\]|\[(\d+)\]"
+                   r"|\.(\w+)")
+_ASSIGNED = re.compile(r"^\s*([A-Za-z_][\w.]*(?:\[[^\]]*\])?)\s*(?::[^=]+)?=(?!=)")
+
+
+@dataclass
+class GradCall:
+    """How the user's first call of a compiled graph ran under autograd (grad enabled, some
+    input requiring grad): which of its inputs required grad, and ``run(args)``: the compiled
+    graph called once on ``args`` with grad enabled (its outputs carry the graph's backward)."""
+
+    requires_grad: list[bool]
+    run: Callable[[list[Any]], Any]
+
+
+def source_name(source: str | None) -> str | None:
+    """A Dynamo source as the user names it: ``L['self']._modules['fc1']._parameters['weight']``
+    → ``fc1.weight``, ``L['x']`` → ``x``, ``L['past'][0]`` → ``past[0]``; None when it is not
+    a plain path."""
+    if not source:
+        return None
+    m = re.match(r"^(?:L|G)\['([^']*)'\]", source)
+    if not m:
+        return None
+    root, rest = m.group(1), source[m.end():]
+    parts: list[str] = [] if rest and root == "self" else [root]
+    pos = 0
+    while pos < len(rest):
+        p = _PART.match(rest, pos)
+        if p is None:
+            return None
+        attr, key, index, plain = p.groups()
+        if attr is not None or plain is not None:
+            parts.append("." + (attr if attr is not None else plain))
+        else:
+            parts.append(f"[{index}]" if index is not None else f"[{key!r}]")
+        pos = p.end()
+    return "".join(parts).lstrip(".") or root
+
+
+def placeholder_name(name: str) -> str:
+    """A Dynamo placeholder's name read back as a path when its source is gone:
+    ``l_self_modules_fc1_parameters_weight_`` → ``fc1.weight``, ``l_x_`` → ``x`` (a name with
+    underscores of its own is read with dots there: a fallback)."""
+    m = re.fullmatch(r"[lg]_(.*?)_?", name)
+    if not m:
+        return name
+    path = re.sub(r"^self_(?=modules_|parameters_|buffers_)", "", m.group(1))
+    path = re.sub(r"(?:^|_)(?:modules|parameters|buffers)_", ".", path).lstrip(".")
+    return path or name
+
+
+def input_names(gm: Any) -> list[str]:
+    """Each placeholder of a Dynamo graph named by its source (a parameter's path in the
+    model, an argument's name), else read from the placeholder's own name."""
+    nodes = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    sources = compat.graph_input_sources(gm)
+    if len(sources) != len(nodes):
+        sources = [None] * len(nodes)
+    return [source_name(s) or placeholder_name(n.name) for n, s in zip(nodes, sources)]
+
+
+@dataclass
+class GraphNames:
+    """What the user calls a graph's inputs and outputs (``input_names``, ``output_names``)."""
+
+    inputs: list[str]
+    outputs: list[str]
+
+
+def graph_names(gm: Any) -> GraphNames:
+    """The names of ``gm``'s inputs and outputs; read them before Dynamo is done with the graph
+    (it drops the inputs' sources from their nodes once the backend has compiled it)."""
+    try:
+        return GraphNames(input_names(gm), output_names(gm))
+    except Exception:  # a graph unlike Dynamo's: numbered names
+        return GraphNames([], [])
+
+
+def output_names(gm: Any) -> list[str]:
+    """Each output of a graph named by the variable the user's line assigned it to
+    (``loss = …`` → ``loss``), an input it returns, else ``output <i>``; a name taken twice
+    gets its output's index too."""
+    outs = [n for n in gm.graph.nodes if n.op == "output"]
+    args = judge.flatten_outputs(outs[0].args[0]) if outs else []
+    inputs = dict(zip([n for n in gm.graph.nodes if n.op == "placeholder"], input_names(gm)))
+    names: list[str] = []
+    for i, a in enumerate(args):
+        name = inputs.get(a)
+        if name is None and isinstance(a, torch.fx.Node):
+            lines = [ln for ln in str(a.meta.get("stack_trace") or "").splitlines()
+                     if ln.strip() and not ln.strip().startswith("File ")
+                     and set(ln.strip()) - set("~^ ")]  # no caret lines (Python 3.11+)
+            m = _ASSIGNED.match(lines[-1]) if lines else None
+            name = m.group(1) if m and not m.group(1).startswith("self.") else None
+        names.append(name or f"output {i}")
+    taken = [n for n in names if names.count(n) > 1 and not n.startswith("output ")]
+    return [f"{n} (output {i})" if n in taken else n for i, n in enumerate(names)]
+
+
+def grad_leaves(inputs: list[Any], grad: GradCall) -> list[Any]:
+    """Copies of ``inputs`` that require grad where the user's call's inputs did."""
+    return [x.detach().clone().requires_grad_(True)
+            if flag and isinstance(x, torch.Tensor) else x
+            for x, flag in zip(inputs, grad.requires_grad)]
+
+
+def tensors(x: Any) -> list[torch.Tensor]:
+    """The tensors of a graph's outputs (a tensor, or lists, tuples and dicts of them)."""
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for item in x for t in tensors(item)]
+    if isinstance(x, dict):
+        return [t for item in x.values() for t in tensors(item)]
+    return []
+
+
+def seeded(outs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """A fixed output gradient per output (seeded normal values; the same every time)."""
+    gen = torch.Generator().manual_seed(_SEED)
+    return [torch.randn(o.shape, generator=gen).to(device=o.device, dtype=o.dtype) for o in outs]
+
+
+def _backward(forward: Callable[[list[Any]], Any], leaves: list[Any], flags: list[bool],
+              params: list[torch.Tensor], grads: list[torch.Tensor] | None
+              ) -> tuple[list[torch.Tensor | None], list[bool], list[torch.Tensor]]:
+    """(gradients w.r.t. the leaves that require grad and ``params``, which outputs required
+    grad, the output gradients used)."""
+    with torch.enable_grad():
+        outs = tensors(forward(leaves))
+        used = [o.requires_grad for o in outs]
+        outs = [o for o in outs if o.requires_grad]
+        if grads is None:
+            grads = seeded(outs)
+        wrt = [x for x, f in zip(leaves, flags) if f] + params
+        if not outs:
+            return [None] * len(wrt), used, grads
+        got = torch.autograd.grad(outs, wrt, grad_outputs=[g.to(o.dtype) for g, o in
+                                                           zip(grads, outs)], allow_unused=True)
+    return [g.detach() if g is not None else None for g in got], used, grads
+
+
+def judge_gradients(grad: GradCall, eager: Any, inputs: list[Any], names: list[str],
+                    reset_rng: Callable[[], None], tol: float | None,
+                    no_reference: str = "") -> dict[str, Any]:
+    """The verdict on the gradients: ``{"close", "outputs": [entry per gradient], "detail",
+    "reference"}`` (entries as ``judge.judge_output``'s, with ``name``), or ``{"skipped": why}``.
+    ``eager``: the FX graph that was compiled; ``inputs``: copies of the user's call's inputs;
+    ``names``: one per input; ``reset_rng``: puts the RNG state of the user's call back;
+    ``no_reference``: why no float64 reference is sound (a graph that draws random numbers)."""
+    if compat.compiled_autograd_on():
+        return {"skipped": "compiled autograd is on: a backward run by the check would be "
+                           "compiled by Dynamo as a graph of its own"}
+    flags = list(grad.requires_grad)
+    if len(names) != len(flags):
+        names = [f"input {i}" for i in range(len(flags))]
+    named = [n for n, f in zip(names, flags) if f]
+    params = [(n, p) for n, p in eager.named_parameters() if p.requires_grad]
+    named += [n for n, _ in params]
+    reset_rng()
+    compiled, used, seeds = _backward(grad.run, grad_leaves(inputs, grad), flags,
+                                      [p for _, p in params], None)
+    if not any(used):
+        return {"skipped": "no output of the compiled graph requires grad"}
+    reset_rng()
+    plain, used_e, _ = _backward(lambda xs: eager(*xs), grad_leaves(inputs, grad), flags,
+                                 [p for _, p in params], seeds)
+    if used_e != used:
+        return {"skipped": f"the eager graph's outputs requiring grad ({sum(used_e)}) are not "
+                           f"the compiled graph's ({sum(used)})"}
+    reference: list[Any] = [None] * len(compiled)
+    why = no_reference
+    if why:
+        pass
+    elif params:
+        why = "the graph's own parameters stay in their dtype"
+    else:
+        try:
+            wide = [judge.upcast(x).requires_grad_(True) if f and isinstance(x, torch.Tensor)
+                    else judge.upcast(x) for x, f in zip(inputs, flags)]
+            reset_rng()
+            reference, _, _ = _backward(lambda xs: eager(*xs), wide, flags, [],
+                                        [judge.upcast(g) for g in seeds])
+        except Exception as e:  # an op without float64 support, a dtype fixed inside the graph
+            why = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:160] if str(e).strip() else ''}"
+    entries = []
+    for name, c, e, r in zip(named, compiled, plain, reference):
+        if c is None and e is None:
+            continue
+        c = torch.zeros_like(e) if c is None else c
+        e = torch.zeros_like(c) if e is None else e
+        entry = judge.judge_output(c, e, r, tol, why)
+        entries.append({"name": f"grad of {name}", **entry})
+    bad = [o for o in entries if not o["ok"]]
+    decided = bad[0] if bad else next((o for o in entries if o["rule"] != "allclose"),
+                                      entries[0] if entries else None)
+    return {"close": not bad, "rule": decided["rule"] if decided else "none",
+            "max_abs": max((o["max_abs"] for o in entries), default=0.0),
+            "max_rel": max((o["max_rel"] for o in entries), default=0.0),
+            "outputs": entries, "reference": "float64" if not why else f"eager only: {why}",
+            "detail": f"{decided['name']}: {decided['detail']}" if decided else "no gradients"}
