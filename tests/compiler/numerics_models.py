@@ -1,7 +1,9 @@
 """Training steps whose numerics tests/compiler/test_numerics.py judges.
 
     python numerics_models.py train          # a correct MLP training step: nothing flagged
-    python numerics_models.py backward_bug   # a post-grad pass the user set scales one backward
+    python numerics_models.py backward_bug   # Inductor's relu bug knob, with relu only in a
+                                             # custom backward: the forward right, gradients wrong
+    python numerics_models.py pass_bug       # a post-grad pass the user set scales one backward
                                              # op by 1.5: the forward is right, a gradient wrong
     python numerics_models.py random         # dropout in training: random numbers, not a bug
 """
@@ -23,6 +25,29 @@ class Mlp(nn.Module):
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         logits = self.fc2(self.drop(torch.relu(self.fc1(x))))
+        loss = (logits - y).pow(2).mean()
+        return loss
+
+
+class GatedSilu(torch.autograd.Function):
+    """``x * sigmoid(x)`` with a hand-written backward that uses relu (the only relu of the
+    model: Inductor's ``inject_relu_bug_TESTING_ONLY`` then breaks a backward kernel only)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        ctx.save_for_backward(x)
+        return x * torch.sigmoid(x)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        (x,) = ctx.saved_tensors
+        s = torch.sigmoid(x)
+        return grad * (s + torch.relu(x) * s * (1 - s))
+
+
+class GatedMlp(Mlp):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        logits = self.fc2(GatedSilu.apply(self.fc1(x)))
         loss = (logits - y).pow(2).mean()
         return loss
 
@@ -69,6 +94,11 @@ def step(model: nn.Module, same_as_eager: bool) -> None:
 if __name__ == "__main__":
     torch.manual_seed(0)
     mode = sys.argv[1]
-    if mode == "backward_bug":
+    if mode == "pass_bug":
         inductor_config.post_grad_custom_post_pass = ScaleReluBackward()
-    step(Mlp(0.2 if mode == "random" else 0.0).train(), same_as_eager=mode == "train")
+    if mode == "backward_bug":
+        inductor_config.cpp.inject_relu_bug_TESTING_ONLY = "accuracy"
+        inductor_config.triton.inject_relu_bug_TESTING_ONLY = "accuracy"
+        step(GatedMlp().train(), same_as_eager=False)
+    else:
+        step(Mlp(0.2 if mode == "random" else 0.0).train(), same_as_eager=mode == "train")

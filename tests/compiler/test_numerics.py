@@ -1,5 +1,6 @@
-"""Numerics of a training compile (tuidebug/compiler/gradients.py): the gradients judged as the
-outputs are, against float64, and named for the parameters and inputs they belong to."""
+"""Numerics of a compile: the gradients judged as the outputs are, against float64, and named
+(tuidebug/compiler/gradients.py); on a mismatch, the first kernel whose output departs from
+float64 by more than eager's (tuidebug/compiler/localize.py, trace/queries/numerics.py)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def numerics_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple
         return mode, (root / mode, proc.returncode, proc.stdout + proc.stderr)
 
     with ThreadPoolExecutor(2) as ex:
-        return dict(ex.map(make, ("train", "backward_bug")))
+        return dict(ex.map(make, ("train", "backward_bug", "pass_bug")))
 
 
 def _check(trace: Path) -> dict:
@@ -68,10 +69,11 @@ def test_a_correct_training_step_has_its_gradients_judged_and_matching(numerics_
 
 
 @pytest.mark.slow
-def test_a_backward_bug_is_found_only_through_the_gradients(numerics_traces) -> None:
+def test_a_pass_bug_is_found_through_the_gradients_not_in_a_kernel(numerics_traces) -> None:
     """A post-grad pass scales relu's backward by 1.5: the loss matches, fc1's gradients do
-    not (fc2's are computed before the relu's backward and stay right)."""
-    trace, rc, out = numerics_traces["backward_bug"]
+    not (fc2's are computed before the relu's backward and stay right). Every kernel computes
+    what the (wrong) post-grad graph says: no kernel is blamed, the note says where to look."""
+    trace, rc, out = numerics_traces["pass_bug"]
     check = _check(trace)
     (loss,) = check["outputs"]
     assert loss["name"] == "loss" and loss["ok"], loss
@@ -85,3 +87,55 @@ def test_a_backward_bug_is_found_only_through_the_gradients(numerics_traces) -> 
     assert "(rule rmse-fp64; max abs err 0.0238)" in error["message"], error
     said = " ".join(out.split())
     assert "MISMATCH" in said and "4 gradients judged" in said, out[-3000:]
+    report = check["numerics"]
+    assert report["first"] is None and "before the kernels" in report["note"], report
+    kernels = [k for g in report["graphs"] for k in g["kernels"]]
+    assert len(kernels) >= 4 and all(k["ok"] and k["buffers"] for k in kernels), kernels
+    assert "first diverging kernel" not in said and "none diverging" in said
+
+
+def _first(trace: Path) -> dict:
+    summary = json.loads(subprocess.run(
+        [sys.executable, "-m", "tuidebug.cli", "info", "--json", str(trace)], capture_output=True,
+        text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=pythonpath()), check=True).stdout)
+    (entry,) = summary["numerics"].values()
+    return entry
+
+
+@pytest.mark.slow
+def test_a_wrong_forward_kernel_is_named_first(accuracy_trace: Path) -> None:
+    """``relu → x + 1`` in every generated relu: the first kernel of the graph is the first
+    to diverge; its wrong buffer is the block's output, its line the block's return."""
+    entry = _first(accuracy_trace)
+    first = entry["first"]
+    assert first["graph"].endswith("-inference") and "relu" in first["kernel"], first
+    assert entry["kernels"][0]["kernel"] == first["kernel"] and first["call"] == 0
+    assert not entry["kernels"][0]["ok"] and len(entry["kernels"]) >= 8
+    (buf,) = first["buffers"]
+    assert buf["err_compiled"] > 1e5 * buf["err_eager"] and buf["rule"] == "rmse-fp64", buf
+    assert buf["source"]["file"].endswith("failing_compile.py"), buf
+    assert buf["source"]["code"] == "return x + torch.tanh(h)" and "relu" in first["fx_nodes"]
+    out = subprocess.run([sys.executable, "-m", "tuidebug.cli", "info", str(accuracy_trace)],
+                         capture_output=True, text=True, cwd=ROOT,
+                         env=dict(os.environ, PYTHONPATH=pythonpath(), COLUMNS="200")).stdout
+    assert f"first diverging kernel: {first['kernel']}" in out, out
+    assert "failing_compile.py:42  return x + torch.tanh(h)" in out, out
+
+
+@pytest.mark.slow
+def test_a_wrong_backward_kernel_is_found_through_the_gradients(numerics_traces) -> None:
+    """Inductor's relu bug knob where relu is only in a custom backward: the loss matches,
+    fc1's gradients do not, and the backward kernel computing relu is the first to diverge
+    (every forward kernel matched)."""
+    trace, rc, out = numerics_traces["backward_bug"]
+    check = _check(trace)
+    assert check["outputs"][0]["ok"] and check["close"] is False, check
+    assert check["detail"].startswith("grad of fc1.weight"), check
+    entry = _first(trace)
+    first = entry["first"]
+    assert first["kind"] == "backward" and "relu" in first["kernel"], first
+    forward = [k for k in entry["kernels"] if k["kind"] == "forward"]
+    assert forward and all(k["ok"] for k in forward), entry["kernels"]
+    (buf,) = first["buffers"]
+    assert buf["source"]["code"] == "return grad * (s + torch.relu(x) * s * (1 - s))", buf
+    assert buf["err_compiled"] > 1e3 * buf["err_eager"], buf

@@ -176,11 +176,34 @@ def _time_again(compiled: Callable[..., Any], inputs: list[Any], as_list: bool,
         _set_rng_state(state)
 
 
+def _localized(localize: Callable[[Callable[[], Any]], dict[str, Any]],
+               compiled: Callable[..., Any], inputs: list[Any], as_list: bool,
+               grad: GradCall | None, rng: tuple[Any, Any], after: tuple[Any, Any]
+               ) -> dict[str, Any]:
+    """``localize`` given a run of the compiled graph on copies of ``inputs`` from the RNG
+    state of the user's call (forward and backward when ``grad``); the RNG state put back."""
+    def step() -> None:
+        _set_rng_state(rng)
+        if grad is not None:
+            gradients.forward_backward(grad, inputs)
+        else:
+            with torch.no_grad():
+                compiled(list(inputs)) if as_list else compiled(*inputs)
+    try:
+        return localize(step)
+    except Exception as e:  # finding the kernel is a bonus: the verdict stands
+        return {"skipped": f"the kernels were not judged: {type(e).__name__}: "
+                           f"{str(e).strip()[:300]}"}
+    finally:
+        _set_rng_state(after)
+
+
 def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
             record: Callable[[dict[str, Any]], None],
             time_kernels: Callable[[Callable[[], Any]], None] | None = None, *,
             tol: float | None = None, same_random: bool = False,
             profile: Callable[[Callable[[], Any], list[Any], GradCall | None], None] | None = None,
+            localize: Callable[[Callable[[], Any]], dict[str, Any]] | None = None,
             ) -> Callable[..., Any]:
     """Wrap ``compiled`` so that its first call is also run eagerly and the two judged.
 
@@ -191,7 +214,10 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
     kernels); a failure there never reaches the user's call. ``profile``, when given, is called
     after that with the same function, the inputs (the eager run's copies) and, when the call
     ran under autograd, a ``GradCall`` (to profile the backward too), to profile both the
-    compiled and the eager graph."""
+    compiled and the eager graph. ``localize``, when given, is called on a mismatch with a
+    function that runs the compiled graph once more on copies of the inputs (forward, and
+    backward when the call ran under autograd); what it returns is the verdict's ``numerics``
+    (the first diverging kernel)."""
     state = {"done": False}
     boxed = compat.is_boxed_call(compiled)
     try:
@@ -233,6 +259,8 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
                 result = {"skipped": f"eager re-run failed: {type(e).__name__}: {e}"}
             finally:
                 _set_rng_state(after)
+        if localize is not None and result.get("close") is False:
+            result["numerics"] = _localized(localize, compiled, inputs, as_list, grad, rng, after)
         record(result)
         if time_kernels is not None and ("skipped" not in result or random):
             try:

@@ -165,6 +165,12 @@ def _backward(forward: Callable[[list[Any]], Any], leaves: list[Any], flags: lis
     return [g.detach() if g is not None else None for g in got], used, grads
 
 
+def forward_backward(grad: GradCall, inputs: list[Any]) -> None:
+    """The compiled graph run forward and backward once on copies of ``inputs`` (the seeded
+    output gradients; nothing kept)."""
+    _backward(grad.run, grad_leaves(inputs, grad), list(grad.requires_grad), [], None)
+
+
 def judge_gradients(grad: GradCall, eager: Any, inputs: list[Any], names: list[str],
                     reset_rng: Callable[[], None], tol: float | None,
                     no_reference: str = "") -> dict[str, Any]:

@@ -16,6 +16,7 @@ from tuidebug.trace.queries.summary import (ACCURACY_COLUMNS, accuracy_rows, acc
 from tuidebug.viewers.breaks_view import break_notes, skipped_notes, summary_breaks
 from tuidebug.viewers.dynamic_view import dynamic_notes
 from tuidebug.viewers.inert import inert, inert_text
+from tuidebug.viewers.numerics_view import numerics_lines
 from tuidebug.viewers.profile_view import render_profile
 from tuidebug.viewers.vllm_view import vllm_renderables
 
@@ -167,6 +168,10 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
             for r in rows:
                 t.add_row(*map(inert_text, r), style="red" if r[-1] == "FAIL" else None)
             console.print(Padding(t, (0, 0, 0, 4)))
+        numerics = (s.get("numerics") or {}).get(cid)
+        if isinstance(numerics, dict):
+            for line in numerics_lines(numerics):
+                console.print(line)
     if s.get("profile"):
         render_profile(s["profile"], console)
     if s.get("vllm"):

@@ -7,7 +7,7 @@ import traceback
 from typing import Any, Callable
 
 from tuidebug.compiler import accuracy, compat
-from tuidebug.compiler.capture import kernels, profile
+from tuidebug.compiler.capture import kernels, numerics, profile
 from tuidebug.compiler.capture.state import Concern, GraphState
 
 
@@ -56,7 +56,9 @@ class Outcome(Concern):
 
         checked = accuracy.checked(compiled, gm, record, time_kernels=lambda again: s.guarded(
             "kernel run times", lambda: timer.time_kernels(cid, again)), tol=s.accuracy_tol,
-            same_random=bool(compat.inductor_config_value("fallback_random")), profile=profiling)
+            same_random=bool(compat.inductor_config_value("fallback_random")), profile=profiling,
+            localize=lambda step: s.concern(numerics.Numerics).first_divergence(
+                cid, step, s.accuracy_tol))
 
         def run(*args: Any) -> Any:
             with s.as_current(gs):

@@ -15,7 +15,7 @@ import torch
 
 from tuidebug.compiler import compat
 from tuidebug.compiler.capture import (autotune, cache_keys, collectives, config, events,
-                                       frames, fusion, graphs, kernels, outcome, profile,
+                                       frames, fusion, graphs, kernels, numerics, outcome, profile,
                                        shapes, triton)
 from tuidebug.compiler.capture.state import Concern, GraphState
 from tuidebug.trace.format import layout, schema
@@ -45,6 +45,7 @@ CONCERNS: tuple[type[Concern], ...] = (
     shapes.Shapes,        # symbols, guards, specializations, recompiled inputs
     cache_keys.CacheKeys,  # graph-cache lookups and their keys' components
     frames.Frames,        # frames Dynamo skipped, and why
+    numerics.Numerics,    # what each graph lowered: the first diverging kernel of a mismatch
 )
 
 C = TypeVar("C", bound=Concern)

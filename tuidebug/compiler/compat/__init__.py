@@ -77,5 +77,5 @@ from tuidebug.compiler.compat.collective_calls import (  # noqa: F401
     collective_hook_points, collective_group, call_arguments, same_under_dynamo,
 )
 from tuidebug.compiler.compat.numerics import (  # noqa: F401
-    graph_input_sources,
+    graph_input_sources, COMPILED_GRAPH_CALL, lowered_graph, IntermediateValues, NodeValues,
 )

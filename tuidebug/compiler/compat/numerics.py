@@ -1,10 +1,16 @@
 """What the numerics check needs of Dynamo's and Inductor's objects, as plain data: the
 source each input of a Dynamo graph was read from (a parameter's path in the model, an
-argument's name)."""
+argument's name); what Inductor lowered (the post-grad graph, each buffer's FX node); the
+values a compiled graph's kernels write, recorded while it runs; every node's eager and float64
+value of the post-grad graph."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
+
+import torch
+
+from tuidebug.compiler.compat.lookup import NotAvailable
 
 
 def graph_input_sources(gm: Any) -> list[str | None]:
@@ -21,3 +27,126 @@ def graph_input_sources(gm: Any) -> list[str | None]:
         except Exception:  # a source whose name needs more than this graph
             out.append(None)
     return out
+
+
+# -- intermediate values of a compiled graph ----------------------------------------------------
+
+COMPILED_GRAPH_CALL = "torch._inductor.output_code.CompiledFxGraph.__call__"
+
+
+def lowered_graph(lowering: Any) -> tuple[Any, dict[str, str]]:
+    """What an Inductor ``GraphLowering`` lowered, once its ``run`` is done: the post-grad FX
+    graph module, and each buffer's FX node — the node whose value the buffer holds (Inductor's
+    ``origin_node``); a buffer without one (a second output of a reduction) is left out."""
+    gm = getattr(lowering, "module", None)
+    origins: dict[str, str] = {}
+    for name, buf in dict(getattr(lowering, "name_to_buffer", {}) or {}).items():
+        node = getattr(buf, "origin_node", None)
+        if node is not None and getattr(node, "name", None):
+            origins[str(name)] = str(node.name)
+    return gm, origins
+
+
+def _module_of(compiled: Any) -> Any:
+    fn = getattr(compiled, "current_callable", None)
+    fn = getattr(fn, "__func__", fn)
+    return getattr(fn, "__globals__", None)
+
+
+class IntermediateValues:
+    """While open, records what a run of compiled graphs computes, for the modules given
+    (``{key: wrapper module}``): ``inputs[key]``, copies of the inputs of the module's graph
+    (the first call of it), and ``calls[key]``: per call of a generated kernel, in execution
+    order, ``(kernel name, {arg position: copy of the tensor after the call})`` for the
+    positions ``outputs(key, kernel, n)`` names (n: that kernel's n-th call). ``close()``
+    puts every original back."""
+
+    def __init__(self, modules: dict[Any, Any], kernels: dict[Any, list[str]],
+                 outputs: Callable[[Any, str, int], list[int]]) -> None:
+        from tuidebug.compiler.compat.kernels import wrap_kernel
+        from tuidebug.compiler.compat.lookup import Patcher
+
+        self.inputs: dict[Any, list[Any]] = {}
+        self.calls: dict[Any, list[tuple[str, dict[int, Any]]]] = {k: [] for k in modules}
+        self._patcher = Patcher(lambda msg: None)
+        self._undo: list[Callable[[], None]] = []
+        by_dict = {id(vars(m)): k for k, m in modules.items()}
+        inputs = self.inputs
+
+        def wrap_call(orig: Callable[..., Any]) -> Callable[..., Any]:
+            def __call__(self_: Any, args: Any) -> Any:
+                key = by_dict.get(id(_module_of(self_)))
+                if key is not None and key not in inputs:
+                    inputs[key] = [a.detach().clone() if isinstance(a, torch.Tensor) else a
+                                   for a in args]
+                return orig(self_, args)
+            return __call__
+
+        try:
+            if not self._patcher.wrap(COMPILED_GRAPH_CALL, wrap_call):
+                raise NotAvailable(COMPILED_GRAPH_CALL)
+            for key, mod in modules.items():
+                for name in kernels.get(key, []):
+                    undo = wrap_kernel(mod, name, self._recorder(key, name, outputs))
+                    if undo is not None:
+                        self._undo.append(undo)
+        except BaseException:
+            self.close()
+            raise
+
+    def _recorder(self, key: Any, name: str, outputs: Callable[[Any, str, int], list[int]]
+                  ) -> Callable[[Callable[..., Any], bool], Callable[..., Any]]:
+        sink = self.calls[key]
+        count = [0]
+
+        def wrap(fn: Callable[..., Any], is_triton: bool) -> Callable[..., Any]:
+            def call(*args: Any, **kwargs: Any) -> Any:
+                out = fn(*args, **kwargs)
+                n, count[0] = count[0], count[0] + 1
+                got = {}
+                for i in outputs(key, name, n):
+                    if i < len(args) and isinstance(args[i], torch.Tensor):
+                        got[i] = args[i].detach().clone()
+                sink.append((name, got))
+                return out
+            return call
+        return wrap
+
+    def close(self) -> None:
+        while self._undo:
+            self._undo.pop()()
+        self._patcher.restore()
+
+    def __enter__(self) -> "IntermediateValues":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+_CASTS = ("convert_element_type", "_to_copy", "to")
+
+
+class NodeValues(torch.fx.Interpreter):
+    """Every node's value of a post-grad FX graph run eagerly on ``inputs``; ``wide``: the
+    floating-point inputs upcast to float64 and every cast to a narrower float kept in float64
+    (the reference), as ``torch._dynamo.utils.same``'s float64 run does for whole graphs."""
+
+    def __init__(self, gm: Any, wide: bool) -> None:
+        super().__init__(gm, garbage_collect_values=False)
+        self.wide = wide
+        self.values: dict[str, Any] = {}
+
+    def run_node(self, n: Any) -> Any:
+        if self.wide and n.op == "call_function" and \
+                getattr(n.target, "__name__", "").split(".")[0] in _CASTS:
+            x = self.env[n.args[0]] if isinstance(n.args[0], torch.fx.Node) else n.args[0]
+            dtype = n.kwargs.get("dtype", n.args[1] if len(n.args) > 1 else None)
+            if isinstance(x, torch.Tensor) and x.is_floating_point() and \
+                    isinstance(dtype, torch.dtype) and dtype.is_floating_point:
+                value = x.to(torch.float64)
+                self.values[n.name] = value
+                return value
+        value = super().run_node(n)
+        self.values[n.name] = value
+        return value

@@ -14,6 +14,7 @@ from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace
 from tuidebug.trace.queries import graph_breaks
 from tuidebug.trace.queries.frames import skipped_frames
 from tuidebug.trace.queries.vllm import vllm_summary
+from tuidebug.trace.queries.numerics import numerics_summary
 
 
 def cudagraphs_state(g: GraphRecord) -> str | None:
@@ -346,6 +347,7 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
                                                    "rule", "detail", "reference", "tol",
                                                    "outputs", "gradients")}
                        for cid, c in checks.items() if isinstance(c, dict)}
+    out["numerics"] = numerics_summary(trace)
 
     view = profile_view(trace)
     if view is not None:

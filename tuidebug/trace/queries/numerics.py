@@ -1,0 +1,130 @@
+"""Which kernel made it wrong: the first diverging kernel of a compile's eager check.
+
+The check (runtime.json, ``numerics``) judged every generated kernel's written buffers against
+the post-grad FX graph run eagerly and in float64 (trace-format.md); this joins the first kernel
+judged wrong with what the trace knows of it: its FX nodes and source lines (provenance), each
+wrong buffer's node and the line that node came from. Pure data: no torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.provenance import kernel_infos
+
+
+@dataclass
+class WrongBuffer:
+    buffer: str
+    node: str
+    err_compiled: float | None
+    err_eager: float | None
+    rule: str
+    detail: str
+    value_range: list[float] | None
+    eager_range: list[float] | None
+    source: dict[str, Any] | None  # the node's user line: {file, line, fn, code}
+
+
+@dataclass
+class FirstDivergence:
+    """The first kernel, in execution order, whose output departs from float64 by more than
+    eager's does."""
+
+    compile_id: str
+    graph: str
+    kind: str
+    kernel: str
+    call: int
+    err_compiled: float | None
+    err_eager: float | None
+    buffers: list[WrongBuffer] = field(default_factory=list)
+    fx_nodes: list[str] = field(default_factory=list)
+    source: list[dict[str, Any]] = field(default_factory=list)
+    judged: int = 0  # kernel calls judged in all
+
+    def to_json(self) -> dict[str, Any]:
+        return {"compile_id": self.compile_id, "graph": self.graph, "kind": self.kind,
+                "kernel": self.kernel, "call": self.call, "err_compiled": self.err_compiled,
+                "err_eager": self.err_eager, "fx_nodes": self.fx_nodes, "source": self.source,
+                "judged": self.judged,
+                "buffers": [vars(b) for b in self.buffers]}
+
+
+def _num(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
+def _node_source(trace: Trace, graph: str, node: str) -> dict[str, Any] | None:
+    try:
+        g = trace.graph(graph).final_graph()
+    except KeyError:  # a graph the trace does not hold
+        return None
+    n = g.get(node) if g is not None else None
+    return n.source if n is not None and isinstance(n.source, dict) else None
+
+
+def first_divergence(trace: Trace, compile_id: str,
+                     check: dict[str, Any]) -> FirstDivergence | None:
+    """The first diverging kernel of ``check`` (a runtime.json check), or None (none judged
+    wrong, or the kernels not judged)."""
+    report = check.get("numerics")
+    first = report.get("first") if isinstance(report, dict) else None
+    if not isinstance(first, dict):
+        return None
+    graph, kernel = str(first.get("graph") or ""), str(first.get("kernel") or "")
+    judged = sum(len(g.get("kernels") or []) for g in report.get("graphs") or []
+                 if isinstance(g, dict))
+    out = FirstDivergence(compile_id, graph, str(first.get("kind") or ""), kernel,
+                          int(first.get("call") or 0), _num(first.get("err_compiled")),
+                          _num(first.get("err_eager")), judged=judged)
+    for b in first.get("buffers") or []:
+        if not isinstance(b, dict) or b.get("ok") is not False:
+            continue
+        node = str(b.get("node") or "")
+        out.buffers.append(WrongBuffer(
+            str(b.get("buffer") or ""), node, _num(b.get("err_compiled")),
+            _num(b.get("err_eager")), str(b.get("rule") or ""), str(b.get("detail") or ""),
+            b.get("range") if isinstance(b.get("range"), list) else None,
+            b.get("eager_range") if isinstance(b.get("eager_range"), list) else None,
+            _node_source(trace, graph, node)))
+    try:
+        info = next((k for k in kernel_infos(trace.graph(graph)) if k.name == kernel), None)
+    except KeyError:  # no such graph in the trace
+        info = None
+    if info is not None:
+        out.fx_nodes, out.source = list(info.fx_nodes), list(info.source)
+    return out
+
+
+def first_divergences(trace: Trace) -> list[FirstDivergence]:
+    """The first diverging kernel of each compile whose check found one."""
+    out = []
+    for cid, check in (trace.runtime.get("checks") or {}).items():
+        if isinstance(check, dict):
+            found = first_divergence(trace, str(cid), check)
+            if found is not None:
+                out.append(found)
+    return out
+
+
+def numerics_summary(trace: Trace) -> dict[str, Any]:
+    """``info --json``'s ``numerics``: per compile whose kernels were judged, each kernel call
+    (graph, kernel, call, its worst error against float64, eager's, the verdict), the first
+    diverging kernel, and the note or the reason it was not judged."""
+    out: dict[str, Any] = {}
+    for cid, check in (trace.runtime.get("checks") or {}).items():
+        report = check.get("numerics") if isinstance(check, dict) else None
+        if not isinstance(report, dict):
+            continue
+        kernels = [{"graph": g.get("graph"), "kind": g.get("kind"), "kernel": k.get("kernel"),
+                    "call": k.get("call"), "err_compiled": _num(k.get("err_compiled")),
+                    "err_eager": _num(k.get("err_eager")), "ok": k.get("ok")}
+                   for g in report.get("graphs") or [] if isinstance(g, dict)
+                   for k in g.get("kernels") or [] if isinstance(k, dict)]
+        first = first_divergence(trace, str(cid), check)
+        out[str(cid)] = {"kernels": kernels, "first": first.to_json() if first else None,
+                         "note": report.get("note") or report.get("skipped")}
+    return out
