@@ -29,19 +29,22 @@ CAP = 6000  # small, so that the real traces' lists need pages
 
 
 def _session(body: Callable[[Call], Awaitable[Any]], *preopen: str, cap: int = CAP,
-             cwd: Path | None = None) -> Any:
+             cwd: Path | None = None, flags: tuple[str, ...] = (),
+             elicit: Callable[..., Awaitable[Any]] | None = None) -> Any:
     """Start ``tuidebug mcp`` as an MCP client does (a child on stdin/stdout), run ``body``
-    with ``call(tool, **args)`` → the answer's JSON (every answer's size checked), stop it."""
+    with ``call(tool, **args)`` → the answer's JSON (every answer's size checked), stop it.
+    ``elicit``: the client's answer when the server asks its user (elicitation)."""
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "tuidebug.cli", "mcp", "--max-chars", str(cap), *preopen],
+        args=["-m", "tuidebug.cli", "mcp", "--max-chars", str(cap), *flags, *preopen],
         env={"PYTHONPATH": pythonpath()}, cwd=str(cwd) if cwd else None)
 
     async def run() -> Any:
-        async with Client(params, read_timeout_seconds=300) as client:
+        async with Client(params, read_timeout_seconds=900,
+                          elicitation_callback=elicit) as client:
             async def call(tool: str, **args: Any) -> dict[str, Any]:
                 r = await client.call_tool(tool, {k: v for k, v in args.items()
                                                   if v is not None})
@@ -307,3 +310,59 @@ def test_a_vllm_log(tmp_path: Path) -> None:
         assert [n["node"] for n in nodes] == ["x", "fused_sincos", "output"]
         return True
     assert _session(body)
+
+
+def _asker(run: bool | None, asked: list[str]) -> Callable[..., Awaitable[Any]]:
+    """The client's user: shown the plan (kept in ``asked``), says yes, no (run False), or
+    closes the question (run None)."""
+    import mcp_types
+
+    async def answer(context: Any, params: Any) -> Any:
+        asked.append(params.message)
+        if run is None:
+            return mcp_types.ElicitResult(action="cancel")
+        return mcp_types.ElicitResult(action="accept", content={"run": run,
+                                                                 "confirm_flags": ""})
+    return answer
+
+
+def test_recompile_is_offered_only_with_allow_run_and_asks_first(
+        copy_trace: Callable[..., Path]) -> None:
+    """Without --allow-run no tool runs code; with it, recompile shows the user the plan and
+    runs nothing when they say no, close the question, or the agent sets a risky flag."""
+    t = copy_trace(FIXTURES_DIR / "cuda_mlp_autotune", "mlp")
+
+    async def listed(call: Call) -> Any:
+        return [tool.name for tool in (await call.client.list_tools()).tools]  # type: ignore
+    assert "recompile" not in _session(listed)
+    asked: list[str] = []
+    for run in (False, None):
+        async def body(call: Call) -> Any:
+            assert "recompile" in await listed(call)
+            a = await call("recompile", trace=str(t), set=["max_fusion_size=1"])
+            assert a["answer"] == "not run: the user did not agree", a
+            bad = await call("recompile", trace="t1", set=['cpp.cxx=[null, "/tmp/evil"]'])
+            assert "error" in bad and "not set from an MCP client" in bad["error"], bad
+            return True
+        assert _session(body, flags=("--allow-run",), elicit=_asker(run, asked))
+    assert len(asked) == 2 and all("tuidebug recompile will run:" in m and "max_fusion_size=1"
+                                   in m and "Run it?" in m for m in asked), asked
+    assert sorted(p.name for p in t.parent.iterdir()) == ["mlp"]  # nothing was made
+
+
+@pytest.mark.slow
+def test_recompile_runs_once_the_user_agrees(mlp_trace: Path, tmp_path: Path) -> None:
+    t = tmp_path / "mlp"
+    shutil.copytree(mlp_trace, t)
+    asked: list[str] = []
+
+    async def body(call: Call) -> Any:
+        a = await call("recompile", trace=str(t), set=["max_fusion_size=1"])
+        assert a["answer"].startswith("recompiled (ok) as t2"), a
+        assert a["data"]["job"]["state"] == "ok"
+        assert a["data"]["summary"]["status"] == {"a": "ok", "b": "ok"}
+        new = await call("summary", trace="t2")
+        assert new["data"]["status"] == "ok" and new["compiles"]
+        return True
+    assert _session(body, flags=("--allow-run",), elicit=_asker(True, asked))
+    assert len(asked) == 1 and (tmp_path / "mlp-max_fusion_size=1" / "manifest.json").exists()
