@@ -22,6 +22,9 @@ from tuidebug.tui.widgets.lists import PickList
 from tuidebug.tui.widgets.textview import TextView
 from tuidebug.viewers.inert import inert_content
 
+REPEAT_S = 0.25  # a load started within this of the last one is a repeat (a key held down)
+
+
 class TraceScreen(Screen):
     """A screen that shows one aspect of the trace for the app's current graph."""
 
@@ -33,6 +36,7 @@ class TraceScreen(Screen):
         self.shown_graph: str | None = None
         self.search_query = ""
         self._search_target: Widget | None = None
+        self._last_load: dict[str, float] = {}  # message name -> when its last load started
 
     @property
     def trace(self) -> Trace:
@@ -83,14 +87,20 @@ class TraceScreen(Screen):
         """Run ``fn`` in a thread; its result comes back to this screen as ``message(key, result)``
         (a ``Read`` subclass nested in the screen, with its own handler).
 
-        A newer load of the same message cancels this one; with ``debounce`` the thread waits
-        that long first and gives up if cancelled meanwhile (holding a key down reads only the
-        last).
+        A newer load of the same message cancels this one; with ``debounce``, when the load
+        repeats one started less than ``REPEAT_S`` ago (a key held down or pressed quickly), the
+        thread waits that long first and gives up if cancelled meanwhile (holding a key down
+        reads only the last); a single key press loads at once.
         """
+        now = time.monotonic()
+        repeated = now - self._last_load.get(message.__qualname__, -1e9) < REPEAT_S
+        self._last_load[message.__qualname__] = now
+        wait = debounce if repeated else 0.0
+
         def work() -> None:
             worker = get_current_worker()
-            if debounce:
-                time.sleep(debounce)
+            if wait:
+                time.sleep(wait)
             if worker.is_cancelled:
                 return
             data = fn()
