@@ -366,3 +366,23 @@ def test_recompile_runs_once_the_user_agrees(mlp_trace: Path, tmp_path: Path) ->
         return True
     assert _session(body, flags=("--allow-run",), elicit=_asker(True, asked))
     assert len(asked) == 1 and (tmp_path / "mlp-max_fusion_size=1" / "manifest.json").exists()
+
+
+@pytest.mark.slow
+def test_numerics_names_the_first_diverging_kernel(accuracy_trace: Path) -> None:
+    """A compile whose outputs differ from eager (an injected relu bug): numerics says
+    MISMATCH, names the first kernel that departs from eager, and its next call shows that
+    kernel's lines."""
+    async def body(call: Call) -> Any:
+        o = await call("open_trace", path=str(accuracy_trace))
+        step = next(n for n in o["next"] if n["tool"] == "numerics")
+        a = await call(step["tool"], **step["args"])
+        bad = [c for c in a["checks"] if c["verdict"] == "MISMATCH"]
+        assert bad and bad[0]["first_diverging_kernel"], a
+        first = bad[0]["first_diverging_kernel"]
+        assert "relu" in json.dumps(first), first  # the planted bug's kernel
+        step = next(n for n in a["next"] if n["tool"] == "lines_for_kernel")
+        k = await call(step["tool"], **step["args"])
+        assert k["kernels"][0]["kernel"] == first["kernel"]
+        return True
+    assert _session(body)

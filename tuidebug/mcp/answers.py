@@ -161,22 +161,38 @@ def profile_answer(h: str, trace: Trace, by: str) -> Answer:
 
 def numerics_answer(h: str, trace: Trace) -> Answer:
     """The eager comparisons of the run (``runtime.json`` checks): a verdict per compile, each
-    output's errors and, for a training compile, each gradient's."""
+    output's errors and, for a training compile, each gradient's; on a mismatch, the first
+    kernel whose output departs from eager by more than eager's own error
+    (``queries.numerics``: the kernel, its graph, the wrong buffer's FX node and line)."""
+    from tuidebug.trace.queries.numerics import numerics_summary
+
     checks = trace.runtime.get("checks") or {}
     if not checks:
         return Answer("numerics", "not recorded: this trace has no comparison with eager", h)
+    judged = numerics_summary(trace)
     items = []
     for cid, c in checks.items():
         if not isinstance(c, dict):
             continue
         verdict, why = accuracy_verdict(c)
+        kernels = judged.get(str(cid)) or {}
         items.append({"compile_id": cid, "verdict": verdict, "why": why,
                       **{k: c.get(k) for k in ("max_abs", "max_rel", "rule", "tol",
                                                "reference", "outputs", "gradients")},
+                      "kernels_judged": len(kernels.get("kernels") or []) if kernels else None,
+                      "first_diverging_kernel": kernels.get("first"),
+                      "kernels_note": kernels.get("note"),
                       "ref": ref("runtime.json", "checks", cid)})
     bad = sum(1 for i in items if i["verdict"] == "MISMATCH")
-    return Answer("numerics", f"{len(items)} comparison(s) with eager, {bad} mismatch(es)", h,
-                  items=items, item_name="checks")
+    first = next((i["first_diverging_kernel"] for i in items if i["first_diverging_kernel"]),
+                 None)
+    sentence = f"{len(items)} comparison(s) with eager, {bad} mismatch(es)"
+    if bad:
+        sentence += ("; the first diverging kernel is named (first_diverging_kernel)" if first
+                     else "; no kernel named as the first to diverge (kernels_note says why)")
+    return Answer("numerics", sentence, h, items=items, item_name="checks", next=_nexts(
+        next_call("lines_for_kernel", "the first diverging kernel's lines and code", trace=h,
+                  kernel=first.get("kernel"), graph=first.get("graph")) if first else None))
 
 
 def divergence_answer(o: Opened1) -> Answer:
