@@ -111,6 +111,15 @@ async def test_help_headings_are_whole(open_ui, transformer_trace: Path) -> None
         assert "In every list and text view" in text  # was cut to its first 16 columns
         assert "Everywhere" in text and "Compare (8)" in text
         assert len(SCOPE_TITLES) > 2
+    from rich.console import Console
+
+    from tuidebug.tui.screens.modals import help_table
+
+    console = Console(width=110, record=True)
+    console.print(help_table())
+    whole = console.export_text()
+    for screen in ("Shapes (9)", "Autotune (5)", "Overview (1)"):  # every screen has help
+        assert screen in whole, screen
 
 
 async def test_tables_keep_numbers_whole_at_80_columns(open_ui, transformer_trace: Path) -> None:

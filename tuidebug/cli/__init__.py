@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from tuidebug import __version__
-from tuidebug.cli import (agents, compiling, completion, demo, distributed, minifying, sharing,
-                          viewing)
+from tuidebug.cli import (advising, agents, compiling, completion, demo, distributed, minifying,
+                          sharing, viewing)
 from tuidebug.cli.output import err
 from tuidebug.errors import TuidebugError
 
@@ -55,6 +55,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("recompile", "recompile a trace with changed Inductor flags and compare (the "
                          "original trace is never modified)",
             compiling.recompile_arguments, compiling.cmd_recompile, needs_torch=True),
+    Command("advise", "what to do about a trace's graph breaks and recompiles; --try runs the "
+                      "script with each suggestion applied and reports compiles before → after",
+            advising.advise_arguments, advising.cmd_advise),
     Command("diff", "compare two traces: config, passes, IR, fusion, kernels, times",
             viewing.diff_arguments, viewing.cmd_diff),
     Command("minify", "shrink a failed trace into a standalone repro.py",

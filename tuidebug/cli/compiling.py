@@ -161,7 +161,11 @@ def trace_outcome(code: int, out: Path, tail: list[str] | None = None) -> int:
             "how far it got")
         return 1
     if code == rs.EXIT_COMPILE_FAILED:
-        err(f"compilation failed; the trace in {out} records the failure "
+        phase = (_manifest(out).get("error") or {}).get("phase")
+        what = {"accuracy": "the compiled code ran, but its outputs differ from eager's",
+                "runtime": "the compiled code failed while it ran"}.get(
+                    str(phase), "compilation failed")
+        err(f"{what}; the trace in {out} records the failure "
             f"(try: tuidebug open {out}, or tuidebug minify {out})")
         return 1
     if code == rs.EXIT_WRITE_FAILED:

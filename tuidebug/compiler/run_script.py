@@ -15,6 +15,7 @@ then only in the trace (its status, ``script_error``, ``script_exit_code``, warn
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import runpy
@@ -36,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--overrides", default="{}", metavar="JSON",
                     help="Inductor config values to apply, {name: value}, validated by the "
                          "parent (tuidebug.compiler.recompile.parse_sets)")
+    ap.add_argument("--apply", default=None, metavar="JSON",
+                    help="a suggestion to apply without editing the script (tuidebug advise "
+                         "--try): {config, compile_kwargs, dynamic_sources}")
     ap.add_argument("--progress", default=None, metavar="FILE",
                     help="a rank of a distributed job: append its collectives to this progress "
                          "log (tuidebug.trace.jobs.progress)")
@@ -70,16 +74,19 @@ def main(argv: list[str] | None = None) -> int:
                                 f"{type(e).__name__}: {e}")
     try:
         return run_in_session(session, os.path.abspath(ns.script), ns.args,
-                              json.loads(ns.overrides), own_exit=ns.own_exit)
+                              json.loads(ns.overrides), own_exit=ns.own_exit,
+                              apply=json.loads(ns.apply) if ns.apply else None)
     finally:
         if ranks is not None:
             ranks.uninstall()
 
 
 def run_in_session(session: Any, script: str, args: list[str],
-                   overrides: dict[str, Any], own_exit: bool = False) -> int:
+                   overrides: dict[str, Any], own_exit: bool = False,
+                   apply: dict[str, Any] | None = None) -> int:
     """Run ``script`` (``args`` as its argv) as ``__main__`` under the started capture
-    ``session``, with the Inductor ``overrides`` in force; record how the script ended (its
+    ``session``, with the Inductor ``overrides`` (and a suggestion, ``apply``:
+    ``compat.applied``'s arguments) in force; record how the script ended (its
     exception, its exit code) and stop the session. Returns this module's exit code, or with
     ``own_exit`` the script's own (what ``python script.py`` would have exited with).
     Shared by ``tuidebug trace`` (this process) and recompile jobs (compiler/recompile.py)."""
@@ -96,8 +103,15 @@ def run_in_session(session: Any, script: str, args: list[str],
     patch = compat.inductor_config_patch(overrides) if overrides else None
     if patch is not None:
         patch.__enter__()
+    tried = None
+    if apply:
+        writer.update(applied=apply)
+        tried = compat.applied(dict(apply.get("config") or {}),
+                               dict(apply.get("compile_kwargs") or {}),
+                               [str(s) for s in apply.get("dynamic_sources") or []])
     try:
-        runpy.run_path(script, run_name="__main__")
+        with tried if tried is not None else contextlib.nullcontext():
+            runpy.run_path(script, run_name="__main__")
     except SystemExit as e:
         exit_code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if e.code is not None and not isinstance(e.code, int):

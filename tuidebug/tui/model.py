@@ -16,6 +16,7 @@ from typing import Any
 from tuidebug.trace.format import schema
 from tuidebug.trace.format.graph import Graph, node_line
 from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace
+from tuidebug.trace.queries.dynamic import guard_counts
 from tuidebug.trace.queries.recompiles import reasons_of
 from tuidebug.trace.queries.stages import merge_removed, previous_snapshot, snapshot_at
 from tuidebug.trace.queries.summary import compile_cache, compile_place
@@ -256,10 +257,13 @@ def winner_name(entry: dict[str, Any]) -> str | None:
 
 # -- Dynamo compiles ---------------------------------------------------------------------------
 
-def guard_count(metrics: dict[str, Any]) -> str:
-    """How many guards a compile installed, or – (a frame Dynamo gave up on has none)."""
-    n = metrics.get("guard_count")
-    return str(n) if isinstance(n, int) else "–"
+def guards_text(counts: dict[str, Any], *, brief: bool = False) -> str:
+    """``dynamic.guard_counts`` in a few words: ``841 (12 on sizes)`` (``brief``: ``841``), or
+    – (a frame Dynamo gave up on has none)."""
+    if counts.get("count") is None:
+        return "–"
+    return str(counts["count"]) + (f" ({counts['shape']} on sizes)"
+                                   if counts.get("shape") and not brief else "")
 
 
 def compile_failure(metrics: dict[str, Any]) -> str | None:
@@ -272,7 +276,8 @@ def compile_failure(metrics: dict[str, Any]) -> str | None:
     return f"{kind}: {first}" if kind and first else str(kind or first)
 
 
-def compile_detail(cid: str, compiles: dict[str, dict[str, Any]]) -> str:
+def compile_detail(cid: str, compiles: dict[str, dict[str, Any]],
+                   shapes: dict[str, Any] | None = None) -> str:
     """Everything recorded about Dynamo compile ``cid`` of ``compiles``, as text: where, graphs,
     graph breaks, recompile reasons, cache events, counters and the guards Dynamo installed."""
     c = compiles[cid]
@@ -281,7 +286,8 @@ def compile_detail(cid: str, compiles: dict[str, dict[str, Any]]) -> str:
     out = [f"compile {cid}: {place['function'] or '?'} at {place['file'] or '?'}:"
            f"{place['line'] or '?'}",
            f"graphs: {', '.join(c.get('graphs') or []) or 'none'}",
-           f"guards: {guard_count(m)}   cache: {compile_cache(c)}"]
+           f"guards: {guards_text(guard_counts(c, shapes or {}))}   "
+           f"cache: {compile_cache(c)}"]
     failed = compile_failure(m)
     out += [f"failed: {failed}"] if failed else []
     out.append("")

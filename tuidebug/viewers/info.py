@@ -13,6 +13,7 @@ from rich.text import Text
 from tuidebug.trace.format import schema
 from tuidebug.trace.queries.summary import (ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict, cache_text,
                                     phase_text)
+from tuidebug.viewers.advice_view import advice_lines
 from tuidebug.viewers.breaks_view import break_notes, skipped_notes, summary_breaks
 from tuidebug.viewers.dynamic_view import dynamic_notes
 from tuidebug.viewers.inert import inert, inert_text
@@ -65,6 +66,14 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
                                     inert_text(f"{phase_text(err.get('phase'))}: "),
                                     inert_text(err.get("type"), "red"), ": ",
                                     inert_text(message[0][:300] if message else "")))
+        if err.get("kernel"):
+            console.print(Text.assemble(
+                ("  in kernel ", "dim"), inert_text(err["kernel"], "bold"),
+                inert_text(f" ({err.get('kernel_graph')}), line {err.get('kernel_line')}: "),
+                inert_text(str(err.get("code") or "")[:300], "bold")))
+        if err.get("first_error"):
+            console.print(Text.assemble(("  compiler: ", "dim"),
+                                        inert_text(str(err["first_error"])[:300], "red")))
     # ten columns: on 80 (a pipe, a small terminal) one space between them, or rich cuts the
     # graph ids ("0_0-inferen…"), which are what the other commands take
     t = Table(title="compiled graphs", title_justify="left", show_lines=False, box=None,
@@ -154,6 +163,15 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
     for n in break_notes(str((s.get("graph_break_summary") or {}).get("headline") or ""),
                          summary_breaks(s)) + skipped_notes(s.get("skipped_frames") or []):
         console.print(n)
+    adv = s.get("advice") or {}
+    shown = [a for a in adv.get("suggestions") or []
+             if a.get("about") == "recompiles" or a.get("tryable")]
+    if shown:  # a break's code change is its "fix:" above
+        console.print(Text.assemble(("advice", "bold"), (" (✓ verified, ✗ tried and did not "
+                                                         "help, · untried: tuidebug advise "
+                                                         "TRACE --try)", "dim")))
+        for line in advice_lines(shown, {str(t.get("id")): t for t in adv.get("tried") or []}):
+            console.print(line)
     acc = s.get("accuracy") or {}
     for cid, a in acc.items():
         verdict, why = accuracy_verdict(a)

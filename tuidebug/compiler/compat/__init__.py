@@ -15,8 +15,8 @@ torch.profiler), ``caches`` (graph-cache lookups and their keys' components), ``
 (symbols, guards, specializations, recompiled inputs), ``process`` (state a warm worker
 resets), ``distributed`` (collectives in a graph, process groups, DDPOptimizer buckets),
 ``collective_calls`` (torch.distributed's collective calls as hook points: a rank's progress),
-``frames`` (frames Dynamo skipped, and why), ``bisector``, ``numerics`` (the source of each
-input of a Dynamo graph).
+``frames`` (frames Dynamo skipped, and why), ``tryout`` (a suggestion applied to a script
+without editing it), ``bisector``, ``numerics`` (the source of each input of a Dynamo graph).
 Every name is importable from ``tuidebug.compiler.compat``; call them through it (a test or the
 warm-up may replace one there).
 """
@@ -73,6 +73,7 @@ from tuidebug.compiler.compat.bisector import (  # noqa: F401
     run_bisect,
 )
 from tuidebug.compiler.compat.frames import FRAME_SKIP, frame_skip  # noqa: F401
+from tuidebug.compiler.compat.tryout import applied  # noqa: F401
 from tuidebug.compiler.compat.collective_calls import (  # noqa: F401
     collective_hook_points, collective_group, call_arguments, same_under_dynamo,
 )

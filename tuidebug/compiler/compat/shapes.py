@@ -126,7 +126,10 @@ def shape_env_symbols(env: Any) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     if env is None:
         return out
-    hints = dict(getattr(env, "var_to_val", {}) or {})
+    # backed_var_to_val: torch 2.13+ (var_to_val there is a property that warns, FutureWarning,
+    # in the user's output); var_to_val before
+    backed = getattr(env, "backed_var_to_val", None)
+    hints = dict((backed if backed is not None else getattr(env, "var_to_val", {})) or {})
     hints.update(getattr(env, "unbacked_var_to_val", {}) or {})
     sources = getattr(env, "var_to_sources", {}) or {}
     replacements = getattr(env, "replacements", {}) or {}

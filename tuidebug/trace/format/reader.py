@@ -347,6 +347,11 @@ class Trace:
         return self._files.json(self.root / schema.CONFIG, {}, kind="config") or {}
 
     @cached_property
+    def advice(self) -> dict[str, Any]:
+        """``advice.json`` (``tuidebug advise --try``): ``suggestions``, ``tried``; {} if none."""
+        return self._files.json(self.root / schema.ADVICE, {}, kind="advice") or {}
+
+    @cached_property
     def runtime(self) -> dict[str, Any]:
         return self._files.json(self.root / schema.RUNTIME, {}, kind="runtime") or {}
 

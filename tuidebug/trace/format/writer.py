@@ -196,6 +196,16 @@ class TraceWriter:
                         {"id": compile_id, "lookups": lookups})
 
 
+def write_advice(root: str | os.PathLike[str], advice: dict[str, Any]) -> None:
+    """``advice.json`` of a finished trace (``tuidebug advise --try``: the suggestions and
+    what trying each measured), written atomically; the only file written into a trace after
+    its capture ended."""
+    path = Path(root) / schema.ADVICE
+    if not (Path(root) / schema.MANIFEST).is_file():
+        raise FileNotFoundError(f"{root} is not a trace (no {schema.MANIFEST})")
+    atomic.write_json(path, advice)
+
+
 class GraphWriter:
     """The files of one graph directory (``graphs/<id>/``), named as docs/trace-format.md says.
 

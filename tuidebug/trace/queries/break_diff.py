@@ -32,26 +32,24 @@ def _ident(b: GraphBreak) -> tuple[str, str, str, str]:
     return (PurePath(ul.file.replace("\\", "/")).name, ul.fn, ul.code or str(ul.line), b.key)
 
 
-def across(a: Trace, b: Trace) -> BreaksAcross:
-    """The graph breaks of ``b`` compared with ``a``'s."""
-    ba = [x for bs in trace_breaks(a).values() for x in bs]
-    bb = [x for bs in trace_breaks(b).values() for x in bs]
-    left = [_ident(x) for x in ba]
-    added = []
-    for x in bb:
+def _unmatched(these: list[GraphBreak], others: list[GraphBreak]) -> list[GraphBreak]:
+    """The breaks of ``these`` with no break of ``others`` to match (each matched once)."""
+    left = [_ident(x) for x in others]
+    out = []
+    for x in these:
         ident = _ident(x)
         if ident in left:
             left.remove(ident)
         else:
-            added.append(x)
-    right = [_ident(x) for x in bb]
-    gone = []
-    for x in ba:
-        ident = _ident(x)
-        if ident in right:
-            right.remove(ident)
-        else:
-            gone.append(x)
+            out.append(x)
+    return out
+
+
+def across(a: Trace, b: Trace) -> BreaksAcross:
+    """The graph breaks of ``b`` compared with ``a``'s."""
+    ba = [x for bs in trace_breaks(a).values() for x in bs]
+    bb = [x for bs in trace_breaks(b).values() for x in bs]
+    added, gone = _unmatched(bb, ba), _unmatched(ba, bb)
     return BreaksAcross(added=added, gone=gone, kept=len(bb) - len(added))
 
 

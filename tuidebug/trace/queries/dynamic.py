@@ -19,6 +19,26 @@ def _marked_dynamic(detail: dict[str, Any]) -> set[str]:
     return set(re.findall(r"You marked (\S+) as dynamic", reason))
 
 
+_SIZE_GUARD = re.compile(r"\.size\(\)\[\d+\]|\.stride\(\)\[\d+\]")
+
+
+def guard_counts(detail: dict[str, Any], shapes: dict[str, Any]) -> dict[str, Any]:
+    """The one guard count of a compile every view shows: ``count`` (Dynamo's own, its
+    ``guard_count`` metric, when recorded; else the guards the capture kept), ``shape`` (guards
+    on sizes: the shape-environment guards kept, or the size checks in the guard text when
+    that names more), ``kept`` (the guards ``shapes.json`` holds); None for an unknown count."""
+    kept = shapes.get("guards") or []
+    metrics = detail.get("metrics") or detail.get("summary") or {}
+    dynamo = metrics.get("guard_count")
+    text = detail.get("guards")
+    text = "\n".join(map(str, text)) if isinstance(text, list) else str(text or "")
+    in_text = sum(1 for ln in text.splitlines() if _SIZE_GUARD.search(ln))
+    count = dynamo if isinstance(dynamo, int) and not isinstance(dynamo, bool) else (
+        len(kept) if kept or shapes else None)
+    return {"count": count, "shape": max(sum(1 for g in kept if g.get("expr")), in_text),
+            "kept": len(kept)}
+
+
 def compile_dynamic(trace: Trace, cid: str) -> dict[str, Any]:
     """``symbols`` (name, source, hint, range, kind, user_line; ``user_line_from``: the FX
     node it was taken from when the symbol's creation had none), ``specializations`` (source,
@@ -42,8 +62,7 @@ def compile_dynamic(trace: Trace, cid: str) -> dict[str, Any]:
              "user_line": sp.get("user_line"),
              "marked_dynamic": bool(set(sp.get("sources") or []) & marked)}
             for sp in shapes.get("specializations") or []],
-        "guards": {"count": len(all_guards),
-                   "shape": sum(1 for g in all_guards if g.get("expr"))},
+        "guards": guard_counts(detail, shapes),
         "recompile": recompiles.explain(cid, compiles, shapes),
     }
 

@@ -32,6 +32,8 @@ class ErrorReport:
     phases_done: list[str]
     hints: list[str]
     site: "ErrorSite | None" = None
+    # the compiler's first error line (a C++ or Triton compiler's ``error:`` line), if any
+    first_error: str | None = None
     # the phases "how far compilation got" shows: schema.PHASES, and "accuracy" after them when
     # the compiled code ran and its outputs differed from eager
     phases: list[str] = field(default_factory=lambda: list(schema.PHASES))
@@ -82,9 +84,11 @@ def error_report(trace: Trace) -> ErrorReport:
         hints.append("the capture is still running; reopen the trace when it has finished")
     if status == schema.STATUS_CRASHED and not message:
         message = f"{died_text(phase)} (no exception was recorded)"
+    first = key_error_lines(message, limit=1)
     return ErrorReport(status=status, phase=phase, graph=graph_id, type=err.get("type"),
                        message=message, traceback=str(err.get("traceback") or ""),
-                       phases_done=done, hints=hints, site=site, phases=phases)
+                       phases_done=done, hints=hints, site=site, phases=phases,
+                       first_error=first[0] if first else None)
 
 
 def crash_site(trace: Trace) -> str:

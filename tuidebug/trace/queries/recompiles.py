@@ -18,6 +18,9 @@ _TENSOR = re.compile(r"tensor '(?P<name>.+?)' (?P<what>size|stride) mismatch at 
                      r"(?P<index>\d+)\. expected (?P<expected>\S+), actual (?P<actual>\S+)")
 _TENSOR_OTHER = re.compile(r"tensor '(?P<name>.+?)' (?P<what>dtype|device|requires_grad|"
                            r"dispatch key set|rank|ndim)[^.]*mismatch")
+# a tensor the user passes by itself (``x``, ``kwargs['input_ids']``), and one inside a cache
+USER_INPUT = re.compile(r"^(?:[A-Za-z_]\w*|kwargs\['[^'\]]+'\])$")
+CACHE_TENSOR = re.compile(r"past_key_values|key_cache|value_cache|kv_cache|\bcache\b|layers\[", re.I)
 _NAME_HEAD = re.compile(r"^(?P<head>[A-Za-z_]\w*)(?P<rest>.*)$", re.S)
 _SIZE_SOURCE = re.compile(r"L\['[^'\]]+'\]\.(?:size|stride)\(\)\[\d+\]")
 _INT_SOURCE = re.compile(r"L\['(?P<name>[^'\]]+)'\] == (?P<value>-?\d+)")
@@ -78,27 +81,53 @@ def _local(name: str) -> str:
     return f"L['{m['head']}']{m['rest']}" if m else f"L['{name}']"
 
 
-def suggestion(text: str, config: dict[str, Any]) -> tuple[str, str | None, Any, Any]:
+def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | None = None
+               ) -> tuple[str, str | None, Any, Any]:
     """What would avoid a recompile whose failed guard says ``text``: (suggestion, the input
-    source it is about, the value it expected, the value that failed it)."""
+    source it is about, the value it expected, the value that failed it). ``symbolic_sources``:
+    the sources this compile made symbols for (None: not known) — it "makes a dimension
+    dynamic" only when it has a symbol for it."""
     m = _TENSOR.search(text)
     if m:
         name, index = m["name"], m["index"]
         source = f"{_local(name)}.{m['what']}()[{index}]"
+        symbolic = None if symbolic_sources is None else source in symbolic_sources
+        top = bool(USER_INPUT.match(name))
         if m["what"] == "stride":
-            return (f"the memory layout of {name!r} changed (a transposed or sliced input): "
-                    f"pass {name}.contiguous(), or keep one layout across calls",
+            return ((f"the memory layout of {name!r} changed (a transposed or sliced input): "
+                     f"pass {name}.contiguous(), or keep one layout across calls") if top else
+                    (f"the strides of {name!r} changed (they follow a dimension that changed "
+                     f"size; it is not an input you pass yourself): torch.compile(dynamic=True) "
+                     f"makes sizes and strides symbolic" + ("; a static KV cache keeps them fixed"
+                                                           if CACHE_TENSOR.search(name) else "")),
                     source, m["expected"], m["actual"])
-        if config.get("automatic_dynamic_shapes") is False:
+        if m["actual"] in ("0", "1"):
+            advice = (f"dimension {index} of {name!r} is {m['actual']} now (it was "
+                      f"{m['expected']}): sizes 0 and 1 are always specialized, so this is a "
+                      f"compile of its own (a one-token decode step after a longer prefill), "
+                      f"and marking the dimension dynamic does not change that; "
+                      f"`tuidebug advise TRACE --try` tries what may")
+        elif config.get("automatic_dynamic_shapes") is False:
             advice = (f"automatic dynamic shapes are off here (torch.compile(dynamic=False) or "
                       f"torch._dynamo.config.automatic_dynamic_shapes=False): every new size of "
-                      f"dimension {index} of {name!r} compiles again; drop dynamic=False, or call "
-                      f"torch._dynamo.mark_dynamic({name}, {index}) before the first call")
+                      f"dimension {index} of {name!r} compiles again; drop dynamic=False"
+                      + (f", or call torch._dynamo.mark_dynamic({name}, {index}) before the "
+                         f"first call" if top else ""))
         else:
-            advice = (f"dimension {index} of {name!r} changed size: this compile makes it dynamic "
-                      f"(automatic dynamic), so later sizes reuse it; to compile once, call "
-                      f"torch._dynamo.maybe_mark_dynamic({name}, {index}) (or mark_dynamic) before "
-                      f"the first call, or use torch.compile(dynamic=True)")
+            once = (f"call torch._dynamo.maybe_mark_dynamic({name}, {index}) (or mark_dynamic) "
+                    f"before the first call, or use torch.compile(dynamic=True)" if top else
+                    f"use torch.compile(dynamic=True) ({name!r} is not an input you pass "
+                    f"yourself)" + ("; or a static KV cache, whose length stays fixed"
+                                    if CACHE_TENSOR.search(name) else ""))
+            grows = (m["expected"].isdigit() and m["actual"].isdigit()
+                     and int(m["actual"]) == int(m["expected"]) + 1)
+            advice = (f"dimension {index} of {name!r} changed size"
+                      + (" (it grows by one each call: a cache)" if grows and
+                         CACHE_TENSOR.search(name) else "") + ": "
+                      + ("this compile makes it dynamic (automatic dynamic), so later sizes "
+                         "reuse it" if symbolic is not False else
+                         "this compile did not make it dynamic (it has no symbol for it)")
+                      + f"; to compile once, {once}")
         return advice, source, m["expected"], m["actual"]
     m = _TENSOR_OTHER.search(text)
     if m:
@@ -151,8 +180,11 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
     of, text = next(((c, t) for c, t in parsed if c == prev), parsed[0] if parsed
                     else (None, ""))
     config = _config(detail)
-    advice, source, expected, actual = suggestion(text, config) if text else ("", None,
-                                                                              None, None)
+    symbolic = ({str(x) for sym in (shapes or {}).get("symbols") or [] if isinstance(sym, dict)
+                 for x in [sym.get("source"), *(sym.get("sources") or [])] if x}
+                if shapes else None)
+    advice, source, expected, actual = suggestion(text, config, symbolic) if text else (
+        "", None, None, None)
     values = recorded.get("values") if isinstance(recorded.get("values"), dict) else {}
     failing = values.get(source) if source else None
     out = {"previous": prev, "guard_of": of, "failed_guard": text or None, "source": source,

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tuidebug.trace.queries import cache_keys
 from tuidebug.trace.queries import collectives as coll
 from tuidebug.trace.queries.dynamic import compile_dynamic
-from tuidebug.trace.queries.failure import died_text
+from tuidebug.trace.queries.failure import died_text, error_report
 from tuidebug.trace.queries.kernel_sizes import graph_kernel_sizes
 from tuidebug.trace.queries.profile import profile_summary, profile_view
 from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace
-from tuidebug.trace.queries import graph_breaks
+from tuidebug.trace.queries import advice, graph_breaks
 from tuidebug.trace.queries.frames import skipped_frames
 from tuidebug.trace.queries.vllm import vllm_summary
 from tuidebug.trace.queries.numerics import numerics_summary
@@ -293,6 +294,18 @@ def compile_place(compiles: dict[str, dict[str, Any]], cid: str) -> dict[str, An
     return {**own, "restarted": later[0] if later else None}
 
 
+def compile_error_site(trace: Trace) -> dict[str, Any]:
+    """Where a failed compile's error points, as the Errors screen shows it
+    (``failure.error_report``): ``kernel``, ``kernel_graph``, ``kernel_line`` and ``code`` (the
+    generated line the compiler quotes), ``first_error`` (the compiler's first error line)."""
+    r = error_report(trace)
+    site = r.site
+    return {"kernel": site.kernel if site else None, "kernel_graph": site.graph if site else None,
+            "kernel_line": site.line if site else None, "code": site.code if site else None,
+            "first_error": re.sub(r"^\S*/(?=[^/\s]+:\d+)", "", r.first_error)
+            if r.first_error else None}
+
+
 def trace_summary(trace: Trace) -> dict[str, Any]:
     m = trace.manifest
     err = trace.error
@@ -313,7 +326,8 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
         out["imported_from"] = m["imported_from"]
     if err:
         out["error"] = {"phase": err.get("phase"), "type": err.get("type"),
-                        "message": err.get("message"), "graph": err.get("graph")}
+                        "message": err.get("message"), "graph": err.get("graph"),
+                        **compile_error_site(trace)}
     out.update(script_outcome(m))
     by_graph: dict[Any, list[dict[str, Any]]] = {}
     by_compile: dict[Any, list[dict[str, Any]]] = {}
@@ -325,6 +339,9 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
         g["cache"] = by_graph.get(g["id"], [])
     breaks = graph_breaks.trace_breaks(trace)
     out["skipped_frames"] = [f.to_json() for f in skipped_frames(m)]
+    out["advice"] = {"suggestions": [a.to_json() for a in advice.suggestions(trace)],
+                     "tried": [t.to_json() for t in advice.rank(list(
+                         advice.verdicts(trace).values()))]}
     out["graph_break_summary"] = graph_breaks.summarize(
         [b for bs in breaks.values() for b in bs]).to_json()
     for cid, c in compiles.items():

@@ -17,11 +17,35 @@ from textual.widgets.option_list import Option
 
 from tuidebug.tui import keymap
 
-SCOPE_TITLES = {"app": "Everywhere", "screen": "Every screen", "passes": "Pass stepper (2)",
-                "ir": "IR & fusion (3)", "code": "Code (4)", "errors": "Errors (6)",
+def _key(screen: str) -> str:
+    return keymap.screen_key(keymap.SCREENS.index(screen))
+
+
+SCOPE_TITLES = {"app": "Everywhere", "screen": "Every screen",
+                "overview": f"Overview ({_key('overview')})", "passes": "Pass stepper (2)",
+                "ir": "IR & fusion (3)", "code": "Code (4)",
+                "autotune": f"Autotune ({_key('autotune')})", "errors": "Errors (6)",
                 "flags": "Flags (7)", "compare": "Compare (8)",
+                "shapes": f"Shapes ({_key('shapes')})",
                 "profile": f"Profile ({keymap.screen_key(keymap.SCREENS.index('profile'))})",
                 "ranks": "Ranks (R)"}
+
+
+# What a screen shows and what enter does there, for the screens whose keys alone do not say
+SCREEN_ABOUT: dict[str, list[tuple[str, str]]] = {
+    "overview": [("", "the trace at a glance: graphs, Dynamo compiles, graph breaks (each with "
+                      "its cause, line and fix), frames not compiled, the eager check"),
+                 ("enter", "on a graph: open it in the pass stepper; on a compile: its "
+                           "guards, graph breaks, recompile reasons and cache events")],
+    "autotune": [("", "per tuned op (max-autotune), every choice with its config and time or "
+                      "error, and the one chosen"),
+                 ("up/down", "the op in the list: its choices are shown beside it")],
+    "shapes": [("", "the graph's compile: its symbols and ranges, the dimensions it "
+                    "specialized, its guards grouped by input, and its function's recompile "
+                    "chain (the guard that failed, what would avoid it)"),
+               ("enter", "on a symbol: mark the FX nodes that use it (pass stepper); on a guard "
+                         "or specialization: the user line that added it, then its FX nodes")],
+}
 
 
 def help_table() -> Group:
@@ -29,8 +53,9 @@ def help_table() -> Group:
     heading spans the whole width (in the 16-column key column it would be cut)."""
     id_width = max(len(k.id) for k in keymap.KEYS)
     sections: list[tuple[str, list[tuple[str, str, str]]]] = [
-        (title, [(keymap.display_keys(k.keys), k.help or k.description, k.id)
-                 for k in keymap.keys_for(scope)])
+        (title, [(key, what, "") for key, what in SCREEN_ABOUT.get(scope, [])]
+         + [(keymap.display_keys(k.keys), k.help or k.description, k.id)
+            for k in keymap.keys_for(scope)])
         for scope, title in SCOPE_TITLES.items()]
     sections.append(("In every list and text view",
                      [(keys, what, "") for keys, what in keymap.VIEW_KEYS]))

@@ -20,6 +20,8 @@ from textual.app import ComposeResult
 from tuidebug.trace.queries import failure
 from tuidebug.trace.format import schema
 from tuidebug.trace.format.reader import GraphRecord, Trace
+from tuidebug.trace.queries.dynamic import guard_counts
+from tuidebug.trace.queries.frames import skipped_frames
 from tuidebug.trace.queries.recompiles import reasons_of
 from tuidebug.trace.queries.summary import (ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict,
                                             changed_passes, compile_place, cudagraphs_state)
@@ -32,7 +34,8 @@ from tuidebug.tui.screens.modals import TextScreen
 from tuidebug.tui.widgets.bars import STATUS_STYLE
 from tuidebug.tui.widgets.render import to_lines
 from tuidebug.tui.widgets.textview import RichLines, TextView
-from tuidebug.viewers.breaks_view import break_notes
+from tuidebug.viewers.breaks_view import break_notes, skipped_notes
+from tuidebug.viewers.fitted import Row
 from tuidebug.viewers.vllm_view import vllm_renderables
 
 
@@ -222,12 +225,15 @@ def _compiles(trace: Trace) -> list[RenderableType]:
     for cid, c in compiles.items():
         metrics = c.get("metrics") or c.get("summary") or {}
         place = compile_place(compiles, cid)
-        where = f"{place['file']}:{place['line'] or '?'}" if place["file"] else "–"
-        t.add_row(Text(cid), Text(str(place["function"] or "–")), Text(where),
+        # cut in its middle when narrow: the file's name and line are what tell compiles apart
+        where = (Row(Text(str(place["file"])), Text(f":{place['line'] or '?'}"), middle=True)
+                 if place["file"] else Text("–"))
+        t.add_row(Text(cid), Text(str(place["function"] or "–")), where,
                   model.secs(metrics.get("entire_frame_compile_time_s"))
                   if metrics or not place["restarted"] else "restart",
                   model.secs(metrics.get("inductor_compile_time_s")),
-                  model.guard_count(metrics), model.compile_cache(c),
+                  model.guards_text(guard_counts(c, trace.compile_shapes(cid)), brief=True),
+                  model.compile_cache(c),
                   ", ".join(c.get("graphs") or []))
         for r in reasons_of(c):
             notes.append(Text(f"  {cid} recompiled because: {_reason(r)}", style="yellow"))
@@ -237,6 +243,7 @@ def _compiles(trace: Trace) -> list[RenderableType]:
     per_compile = graph_breaks.trace_breaks(trace)
     breaks = [b for bs in per_compile.values() for b in bs]
     notes += break_notes(graph_breaks.summarize(breaks).headline, [b.to_json() for b in breaks])
+    notes += skipped_notes([f.to_json() for f in skipped_frames(trace.manifest)])
     return out + [t] + notes
 
 
@@ -386,7 +393,8 @@ class OverviewScreen(TraceScreen):
         cid = getattr(self, "_compile_lines", {}).get(event.index)
         if cid:
             self.app.push_screen(TextScreen(f"Dynamo compile {cid}",
-                                            model.compile_detail(cid, self.trace.compiles)))
+                                            model.compile_detail(cid, self.trace.compiles,
+                                                                 self.trace.compile_shapes(cid))))
             return
         graph_id = getattr(self, "_graph_lines", {}).get(event.index)
         if graph_id:

@@ -1,0 +1,93 @@
+"""``tuidebug advise --try``: the traced script re-run once as it was traced and once per
+suggestion with that suggestion applied (``trace.queries.advice.Apply``: config knobs, an
+argument of the compile call, inputs marked dynamic — never an edit of the user's files), each
+under capture into a trace of its own; the compiles, recompiles and graph breaks each run made,
+before → after, kept in the trace's ``advice.json``. What runs is shown first and needs the
+user's yes (``consent``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from tuidebug import proc
+from tuidebug.compiler.consent import Plan, origin_notes
+from tuidebug.compiler.recompile import read_manifest, trace_source
+from tuidebug.errors import RecompileError
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.format.writer import write_advice
+from tuidebug.trace.queries.advice import Apply, Counts, Suggestion, Tried, counts, rank
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of the script: its trace, its exit code, its wall time."""
+
+    out: Path
+    code: int
+    wall_s: float
+
+
+def plan(trace: Path, tries: list[Suggestion]) -> Plan:
+    """What ``--try`` runs, as the user is shown it before saying yes."""
+    src = trace_source(trace)
+    notes = origin_notes(read_manifest(trace), trace)
+    notes.append(f"it runs {len(tries) + 1} times: once as traced, then once per suggestion: "
+                 + "; ".join(s.id for s in tries))
+    return Plan("advise --try", sys.executable, [src["script"], *src["args"]], src["cwd"],
+                dict(src["overrides"]), {}, notes)
+
+
+def run_once(trace: Path, out: Path, apply: Apply | None, timeout: float | None = None) -> Run:
+    """The traced script run once more under capture into ``out`` (``--no-check``), with
+    ``apply`` in force; its output goes to ``out``.log."""
+    src = trace_source(trace)
+    cmd = [sys.executable, "-m", "tuidebug.compiler.run_script", "--out", str(out), "--no-check"]
+    if src["overrides"]:
+        cmd += ["--overrides", json.dumps(src["overrides"])]
+    if apply is not None:
+        cmd += ["--apply", json.dumps(apply.to_json())]
+    cmd += [src["script"], *src["args"]]
+    log = out.parent / f"{out.name}.log"
+    started = time.perf_counter()
+    with open(log, "wb") as fh:
+        child = proc.spawn(cmd, env=proc.child_env(), cwd=src["cwd"], stdout=fh,
+                           stderr=subprocess.STDOUT)
+        code = proc.wait(child, timeout)
+    return Run(out=out, code=code if isinstance(code, int) else -9,
+               wall_s=time.perf_counter() - started)
+
+
+def _counts(run: Run) -> Counts:
+    if not (run.out / "manifest.json").is_file():
+        return Counts(0, 0, 0, run.wall_s, f"wrote no trace (exit code {run.code})")
+    return counts(Trace(run.out), run.wall_s)
+
+
+def try_all(trace: Path, suggestions: list[Suggestion], out_root: Path, *,
+            progress: Callable[[str], None] = lambda m: None,
+            timeout: float | None = None) -> list[Tried]:
+    """Run the script as traced, then once per tryable suggestion; the tries ranked (the ones
+    that helped first) and written to the trace's ``advice.json``."""
+    tries = [s for s in suggestions if s.apply is not None]
+    if not tries:
+        raise RecompileError("no suggestion here can be tried without editing the script")
+    out_root.mkdir(parents=True, exist_ok=True)
+    progress("running the script as traced")
+    base = _counts(run_once(trace, out_root / "as-traced", None, timeout))
+    tried = []
+    for i, s in enumerate(tries, 1):
+        progress(f"trying {s.id} ({i} of {len(tries)})")
+        out = out_root / f"try-{i}"
+        tried.append(Tried(id=s.id, before=base, after=_counts(run_once(trace, out, s.apply,
+                                                                          timeout)),
+                           trace=str(out)))
+    ranked = rank(tried)
+    write_advice(trace, {"suggestions": [s.to_json() for s in suggestions],
+                         "baseline": base.to_json(), "tried": [t.to_json() for t in ranked]})
+    return ranked

@@ -1,0 +1,265 @@
+"""What the user can do about a trace's graph breaks and recompiles, derived from the trace and
+claiming only what it shows: a suggestion names something the user can act on (an input they
+pass, a config knob, ``dynamic=True``, a static KV cache, a code change for a break) and, where
+it can be applied without editing the user's files (a config knob, an argument of the compile
+call, marking an input dynamic by its source), how to try it (``Apply``). ``advice.json``
+(``tuidebug advise --try``) keeps what trying each one measured; ``verdicts`` reads it back.
+Plain text matching on the trace: nothing from it is evaluated."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.graph_breaks import trace_breaks
+from tuidebug.trace.queries.recompiles import CACHE_TENSOR, USER_INPUT, explain
+
+@dataclass(frozen=True)
+class Apply:
+    """How ``tuidebug advise --try`` applies a suggestion without editing the user's files:
+    ``config`` (``{module.knob: value}`` of the compiler's config, set in the traced process;
+    ``module``: ``dynamo``, ``inductor``, ``compiler``, ``fx``, as ``compat.tryout`` names them),
+    ``compile_kwargs`` (added to every ``torch.compile`` call by a hook), ``dynamic_sources``
+    (inputs marked dynamic by their Dynamo source, ``L['x']:0``)."""
+
+    config: dict[str, Any] = field(default_factory=dict)
+    compile_kwargs: dict[str, Any] = field(default_factory=dict)
+    dynamic_sources: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: Any) -> "Apply":
+        d = d if isinstance(d, dict) else {}
+        return cls(config=dict(d.get("config") or {}),
+                   compile_kwargs=dict(d.get("compile_kwargs") or {}),
+                   dynamic_sources=[str(s) for s in d.get("dynamic_sources") or []])
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """``id`` (stable: ``dynamic=True``, ``capture_scalar_outputs``…), ``text`` (what to do),
+    ``why`` (what in the trace calls for it), ``about`` (``recompiles`` or ``graph breaks``),
+    ``apply`` (None: a change to the user's code, listed but not tried)."""
+
+    id: str
+    text: str
+    why: str
+    about: str
+    apply: Apply | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "apply": self.apply.to_json() if self.apply else None,
+                "tryable": self.apply is not None}
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What a run of the script compiled: Dynamo compiles that made a graph (a restarted
+    analysis not counted twice), recompiles (of
+    those, the ones after a failed guard), graph breaks, the run's wall time (capture
+    included), how it ended."""
+
+    compiles: int
+    recompiles: int
+    graph_breaks: int
+    wall_s: float | None
+    status: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: Any) -> "Counts":
+        d = d if isinstance(d, dict) else {}
+        wall = d.get("wall_s")
+        return cls(compiles=_int(d.get("compiles")), recompiles=_int(d.get("recompiles")),
+                   graph_breaks=_int(d.get("graph_breaks")),
+                   wall_s=float(wall) if isinstance(wall, (int, float)) else None,
+                   status=str(d.get("status") or "?"))
+
+
+def _int(v: Any) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
+@dataclass(frozen=True)
+class Tried:
+    """One suggestion tried: the counts before (the script re-run as traced) and after."""
+
+    id: str
+    before: Counts
+    after: Counts
+    trace: str | None = None
+
+    @property
+    def helped(self) -> bool:
+        """Fewer compiles or fewer graph breaks, the script still ending well."""
+        a, b = self.after, self.before
+        return (a.status == "ok" and a.compiles <= b.compiles
+                and a.graph_breaks <= b.graph_breaks
+                and (a.compiles < b.compiles or a.graph_breaks < b.graph_breaks))
+
+    @property
+    def verdict(self) -> str:
+        b, a = self.before, self.after
+        change = (f"compiles {b.compiles} → {a.compiles}, graph breaks {b.graph_breaks} → "
+                  f"{a.graph_breaks}")
+        if a.status != "ok":
+            return f"tried, the script then {a.status}: {change}"
+        return ("verified: " if self.helped else "tried, did not help: ") + change
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "before": self.before.to_json(), "after": self.after.to_json(),
+                "trace": self.trace, "helped": self.helped, "verdict": self.verdict}
+
+
+def counts(trace: Trace, wall_s: float | None = None) -> Counts:
+    """The counts of a trace (a run of the script under capture)."""
+    compiles = trace.compiles
+    # a compile made a graph that ran; a restarted analysis's graph is redone by its restart
+    made = list(dict.fromkeys(g.compile_id for g in trace.graphs if g.status != "restarted"))
+    recompiled = [cid for cid in made if explain(cid, compiles, trace.compile_shapes(cid))]
+    breaks = sum(len(bs) for bs in trace_breaks(trace).values())
+    script = trace.manifest.get("script_error")
+    status = trace.status if not script else "raised"
+    return Counts(compiles=len(made), recompiles=len(recompiled), graph_breaks=breaks,
+                  wall_s=wall_s, status=status)
+
+
+def rank(tried: list[Tried]) -> list[Tried]:
+    """The ones that helped first, fewest compiles and breaks first; then the rest."""
+    return sorted(tried, key=lambda t: (not t.helped, t.after.compiles, t.after.graph_breaks,
+                                        t.after.wall_s if t.after.wall_s is not None else 1e18))
+
+
+def verdicts(trace: Trace) -> dict[str, Tried]:
+    """What ``advise --try`` measured for this trace (``advice.json``), by suggestion id."""
+    out = {}
+    for t in trace.advice.get("tried") or []:
+        if isinstance(t, dict) and t.get("id"):
+            out[str(t["id"])] = Tried(id=str(t["id"]), before=Counts.from_json(t.get("before")),
+                                      after=Counts.from_json(t.get("after")),
+                                      trace=str(t["trace"]) if t.get("trace") else None)
+    return out
+
+
+def _dim_source(source: str | None) -> tuple[str, int] | None:
+    m = re.fullmatch(r"(?P<src>.+)\.size\(\)\[(?P<dim>\d+)\]", source or "")
+    return (m["src"], int(m["dim"])) if m else None
+
+
+def _has_symbol(trace: Trace, cid: str, source: str) -> bool:
+    shapes = trace.compile_shapes(cid)
+    return any(s.get("source") == source or source in (s.get("sources") or [])
+               for s in shapes.get("symbols") or [])
+
+
+def recompile_advice(trace: Trace) -> list[Suggestion]:
+    """Suggestions for the trace's recompiles, each checked against what the compiles show."""
+    out: dict[str, Suggestion] = {}
+    compiles = trace.compiles
+    for cid in compiles:
+        rec = explain(cid, compiles, trace.compile_shapes(cid))
+        if not rec:
+            continue
+        if rec.get("limit_hit"):
+            limit = rec.get("limit")
+            knob = rec.get("limit_name") or "recompile_limit"
+            if isinstance(limit, int):
+                out.setdefault(f"raise {knob}", Suggestion(
+                    f"raise {knob}", f"raise torch._dynamo.config.{knob} (now {limit})",
+                    f"{cid} hit the recompile limit: the function ran eagerly from then on",
+                    "recompiles", Apply(config={f"dynamo.{knob}": limit * 4})))
+            continue
+        dim = _dim_source(rec.get("source"))
+        if dim is None:
+            continue
+        src, index = dim
+        name = _name(src)
+        actual = str(rec.get("failing_value"))
+        if actual in ("0", "1"):
+            out.setdefault("backed_size_oblivious", Suggestion(
+                "backed_size_oblivious",
+                "try torch.fx.experimental._config.backed_size_oblivious = True (sizes 0 and 1 "
+                "then need not be specialized)",
+                f"{cid}: dimension {index} of {name} became {actual} (was "
+                f"{rec.get('expected')}): sizes 0 and 1 are always specialized, so this is a "
+                "compile of its own (a one-token decode step after a longer prefill); marking "
+                "that dimension dynamic does not change it", "recompiles",
+                Apply(config={"fx.backed_size_oblivious": True})))
+            continue
+        symbolic = _has_symbol(trace, cid, str(rec.get("source")))
+        why = (f"{cid}: dimension {index} of {name} changed ({rec.get('expected')} → {actual})"
+               + ("; this compile made it dynamic (automatic dynamic), a compile more than "
+                  "needed" if symbolic else "; this compile did not make it dynamic"))
+        out.setdefault("dynamic=True", Suggestion(
+            "dynamic=True", "compile with torch.compile(..., dynamic=True)", why, "recompiles",
+            Apply(compile_kwargs={"dynamic": True})))
+        if USER_INPUT.match(name):
+            out.setdefault(f"mark_dynamic {name} {index}", Suggestion(
+                f"mark_dynamic {name} {index}",
+                f"mark dimension {index} of {name} dynamic before the first call "
+                f"(torch._dynamo.maybe_mark_dynamic({name}, {index}))", why, "recompiles",
+                Apply(dynamic_sources=[f"{src}:{index}"])))
+        else:
+            out.setdefault(f"dynamic_sources {name} {index}", Suggestion(
+                f"dynamic_sources {name} {index}",
+                f"mark dimension {index} of {name} (and its siblings) dynamic from the first "
+                f"compile: torch.compiler.config.dynamic_sources = {_siblings(src, index)!r} "
+                "(or the environment variable TORCH_COMPILE_DYNAMIC_SOURCES)", why,
+                "recompiles", Apply(dynamic_sources=[_siblings(src, index)])))
+        if CACHE_TENSOR.search(name):
+            out.setdefault("static KV cache", Suggestion(
+                "static KV cache",
+                "use a static KV cache (transformers: StaticCache, or "
+                "generation_config.cache_implementation = \"static\"): its length stays fixed",
+                f"{why}; {name} is a cache that grows with each step, a tensor you do not "
+                "pass yourself", "recompiles", None))
+    return list(out.values())
+
+
+def _siblings(source: str, index: int) -> str:
+    """A ``dynamic_sources`` entry (a regex on source names) for ``source`` and the tensors
+    beside it: every index of a list (``layers[0]`` -> ``layers[N]``), keys and values alike."""
+    pattern = re.sub(r"\\\[\d+\\\]", r"\\[\\d+\\]", re.escape(source))
+    pattern = re.sub(r"\\\.(keys|values|key_cache|value_cache)$",
+                     r"\\.(keys|values|key_cache|value_cache)", pattern)
+    return f"{pattern}:{index}"
+
+
+def _name(source: str) -> str:
+    """``L['kwargs']['input_ids']`` -> ``kwargs['input_ids']``; ``L['x']`` -> ``x``."""
+    m = re.match(r"^L\['(?P<head>[^'\]]+)'\](?P<rest>.*)$", source)
+    return f"{m['head']}{m['rest']}" if m else source
+
+
+def break_advice(trace: Trace) -> list[Suggestion]:
+    """Suggestions for the trace's graph breaks: a config knob to try where Dynamo's cause
+    names one, else the change to the code (listed, not tried)."""
+    out: dict[str, Suggestion] = {}
+    for bs in trace_breaks(trace).values():
+        for b in bs:
+            where = b.user_line or b.site
+            at = f"{where.file.rsplit('/', 1)[-1]}:{where.line}" if where else "?"
+            why = f"{b.cause} at {at}"
+            if "capture_scalar_outputs=False" in f"{b.cause} {b.explanation}":
+                s = out.setdefault("capture_scalar_outputs", Suggestion(
+                    "capture_scalar_outputs",
+                    "torch._dynamo.config.capture_scalar_outputs = True", why, "graph breaks",
+                    Apply(config={"dynamo.capture_scalar_outputs": True})))
+                if at not in s.why:
+                    out["capture_scalar_outputs"] = Suggestion(s.id, s.text, f"{s.why}; {at}",
+                                                               s.about, s.apply)
+            elif b.advice:
+                out.setdefault(f"break at {at}", Suggestion(f"break at {at}", b.advice, why,
+                                                            "graph breaks", None))
+    return list(out.values())
+
+
+def suggestions(trace: Trace) -> list[Suggestion]:
+    """Every suggestion for the trace: recompiles first, then graph breaks."""
+    return recompile_advice(trace) + break_advice(trace)
