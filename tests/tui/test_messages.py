@@ -79,3 +79,23 @@ async def test_code_is_shown_plain_then_highlighted(open_ui, transformer_trace: 
                 assert any(type(p) is CodeScreen.DocRead and p.key == m.key for p in reads[:i])
         code = g.code(str(kernel["file"])) or ""
         assert ui.lines("#code-view") == code.expandtabs(4).rstrip("\n").split("\n")
+
+
+async def test_the_wrapper_is_highlighted_once_for_every_extern_call(open_ui,
+                                                                      transformer_trace: Path) -> None:
+    """An extern call shows the whole wrapper at its line: the wrapper's highlighted lines are
+    made once and reused (they were lexed again for each call selected)."""
+    g = Trace(transformer_trace).graphs[0]
+    externs = [str(k["name"]) for k in g.kernels if k.get("kind") == "extern"]
+    assert len(externs) >= 2, "the transformer's graph has several extern calls (matmuls)"
+    seen = Recorder()
+    async with open_ui(transformer_trace, message_hook=seen) as ui:
+        await ui.press("4")
+        screen = ui.app.screen
+        assert isinstance(screen, CodeScreen)
+        for name in externs[:2]:
+            screen.goto_kernel(name)
+            await ui.settle()
+        shown = [m for m in seen.of(CodeScreen.DocHighlighted) if m.key[1] in externs[:2]]
+        assert [m.key[1] for m in shown] == externs[:2]
+        assert shown[0].data is shown[1].data  # the same highlighted wrapper, not lexed twice

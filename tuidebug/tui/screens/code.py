@@ -18,6 +18,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
 
 from tuidebug.trace.queries import kernel_sizes, provenance
 from tuidebug.trace.format.reader import GraphRecord, Trace
@@ -29,14 +30,18 @@ from tuidebug.tui.widgets.lists import PickList, Row
 from tuidebug.tui.widgets.textview import RichLines, TextLines, TextView
 
 WRAPPER = "__wrapper__"
+HIGHLIGHTED_KEPT = 16  # highlighted files kept per screen (a 16k-line wrapper: ~1 s to lex)
 THEME = "monokai"
 
 
 _THEMES: dict[str, Any] = {}
 
 
-def highlight(code: str, path: str) -> RichLines:
-    """Syntax-highlight ``code`` into one ``Text`` per line (pygments tokens, rich styles)."""
+def highlight(code: str, path: str,
+              cancelled: Callable[[], bool] = lambda: False) -> RichLines | None:
+    """Syntax-highlight ``code`` into one ``Text`` per line (pygments tokens, rich styles);
+    None when ``cancelled()`` turns true meanwhile (checked every few thousand tokens: a long
+    wrapper's lexing no longer runs to its end once another kernel is selected)."""
     from pygments.lexers import CppLexer, PythonLexer
     from rich.syntax import PygmentsSyntaxTheme
 
@@ -46,7 +51,9 @@ def highlight(code: str, path: str) -> RichLines:
         theme = _THEMES[THEME] = PygmentsSyntaxTheme(THEME)
     styles: dict[Any, Style] = {}
     lines: list[Text] = [Text()]
-    for ttype, value in lexer.get_tokens(code.expandtabs(4)):
+    for n, (ttype, value) in enumerate(lexer.get_tokens(code.expandtabs(4))):
+        if n % 4096 == 4095 and cancelled():
+            return None
         style = styles.get(ttype)
         if style is None:
             style = styles[ttype] = Style(color=theme.get_style_for_token(ttype).color,
@@ -184,6 +191,7 @@ class CodeScreen(TraceScreen):
         self._pending: str | None = None
         self._goto_line: tuple[Any, int] | None = None  # (key, 1-based line) once shown
         self.shown_key: Any = None
+        self._highlighted: dict[tuple[Any, str, int], RichLines] = {}  # oldest first
 
     def compose_body(self) -> ComposeResult:
         with Horizontal():
@@ -241,10 +249,22 @@ class CodeScreen(TraceScreen):
         """Show the text at once (``DocRead``), then again highlighted (``DocHighlighted``:
         lexing a long wrapper takes a while)."""
         def work() -> None:
+            worker = get_current_worker()
             doc = read()
             self.post_message(self.DocRead(key, doc))
-            if doc.code and doc.path:
-                self.post_message(self.DocHighlighted(key, highlight(doc.code, doc.path)))
+            if not (doc.code and doc.path) or worker.is_cancelled:
+                return
+            # the same file is highlighted once (every extern call shows the whole wrapper)
+            done = (key[0] if isinstance(key, tuple) else key, doc.path, hash(doc.code))
+            lines = self._highlighted.get(done)
+            if lines is None:
+                lines = highlight(doc.code, doc.path, lambda: worker.is_cancelled)
+                if lines is None:
+                    return  # another item was selected meanwhile
+                self._highlighted[done] = lines
+                while len(self._highlighted) > HIGHLIGHTED_KEPT:
+                    self._highlighted.pop(next(iter(self._highlighted)))
+            self.post_message(self.DocHighlighted(key, lines))
         self.shown_key = key
         self.run_worker(work, name="code", group="load-code", thread=True, exclusive=True,
                         exit_on_error=False)
