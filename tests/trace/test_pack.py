@@ -29,7 +29,7 @@ def test_pack_round_trip_is_byte_identical(tmp_path: Path) -> None:
     original = digest(FAILED)
     assert {k: v["sha256"] for k, v in manifest["files"].items()} == original
     d = unpack(out, tmp_path / "cache")
-    assert d.parent.parent == tmp_path / "cache"
+    assert d.parent.parent.parent == tmp_path / "cache"
     got = digest(d)
     assert got.pop(PACK_MANIFEST)
     assert got == original
@@ -138,9 +138,19 @@ def test_hostile_archive_is_refused_and_writes_nothing(tmp_path: Path, case: str
     assert not Path("/tmp/tuidebug-escape").exists()
 
 
+def _with_pack_manifest(members: list[tuple[tarfile.TarInfo, bytes]]
+                        ) -> list[tuple[tarfile.TarInfo, bytes]]:
+    """``members`` (files of one top folder) and the pack manifest ``tuidebug pack`` writes."""
+    top = members[0][0].name.split("/")[0]
+    files = {m.name.split("/", 1)[1]: {"sha256": hashlib.sha256(d).hexdigest(), "size": len(d)}
+             for m, d in members}
+    return [*members, _file(f"{top}/{PACK_MANIFEST}", json.dumps(
+        {"format": "tuidebug-pack", "version": 1, "files": files}).encode())]
+
+
 def test_size_cap_stops_a_gzip_bomb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    arc = _archive(tmp_path / "bomb.tar.gz", [_file("t/manifest.json", MANIFEST),
-                                             _file("t/big.txt", b"\0" * 3_000_000)])
+    arc = _archive(tmp_path / "bomb.tar.gz", _with_pack_manifest(
+        [_file("t/manifest.json", MANIFEST), _file("t/big.txt", b"\0" * 3_000_000)]))
     assert arc.stat().st_size < 20_000  # compresses 150:1 or better
     monkeypatch.setenv(MAX_BYTES_ENV, "1000000")
     with pytest.raises(UnpackError, match="more than 1000000 bytes"):

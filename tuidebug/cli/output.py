@@ -8,12 +8,16 @@ from typing import Any
 
 def err(msg: str) -> None:
     """``tuidebug: error: MSG`` on stderr."""
-    print(f"tuidebug: error: {msg}", file=sys.stderr)
+    from tuidebug.viewers.inert import inert
+
+    print(f"tuidebug: error: {inert(msg)}", file=sys.stderr)  # may quote the data
 
 
 def note(msg: str) -> None:
     """``[tuidebug] MSG`` on stderr: what was done on the way (unpacked, imported…)."""
-    print(f"[tuidebug] {msg}", file=sys.stderr)
+    from tuidebug.viewers.inert import inert
+
+    print(f"[tuidebug] {inert(msg)}", file=sys.stderr)  # names what the data named
 
 
 def console() -> Any:

@@ -254,15 +254,20 @@ def cmd_perfetto(ns: argparse.Namespace) -> int:
     from tuidebug.trace.queries.perfetto import chrome_trace
     from tuidebug.trace.format.reader import Trace
     from tuidebug.trace.format.safefile import strict_dumps
+    from tuidebug.trace.format.safefile import safe_name
+    from tuidebug.viewers.inert import inert
 
     trace = Trace(trace_dir(ns.trace, ns.rank, on_note=note))
-    # named for the trace's folder (resolved: `tuidebug perfetto .` is not ".perfetto.json")
-    out = Path(ns.output) if ns.output else Path(f"{trace.root.resolve().name}.perfetto.json")
+    # named for the trace's folder (resolved: `tuidebug perfetto .` is not ".perfetto.json"),
+    # made a safe name: an archive's or a log's folder name is data
+    out = Path(ns.output) if ns.output else \
+        Path(f"{safe_name(trace.root.resolve().name)}.perfetto.json")
     data = chrome_trace(trace)
     try:
         write_text(out, strict_dumps(data))
     except OSError as e:
         raise CliError(f"cannot write {out}: {e.strerror or e}") from None
     spans = sum(1 for e in data["traceEvents"] if e.get("ph") == "X")
-    print(f"wrote {out}: {spans} spans (open it in https://ui.perfetto.dev)")
+    print(f"wrote {inert(out, multiline=False)}: {spans} spans "
+          "(open it in https://ui.perfetto.dev)")
     return 0

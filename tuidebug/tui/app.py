@@ -274,11 +274,12 @@ class TuidebugApp(App[int]):
         from tuidebug.trace.open import trace_dir
 
         try:
-            path = trace_dir(text, on_note=lambda n: self._from_worker_thread(self.notify, n))
+            path = trace_dir(text, on_note=lambda n: self._from_worker_thread(
+                self.notify, inert(n), markup=False))
             Trace(path)  # a folder that is no trace says so here, not on the compare screen
         except (TuidebugError, OSError) as e:
-            self._from_worker_thread(self.notify, str(e), title="cannot compare",
-                                     severity="error", timeout=10)
+            self._from_worker_thread(self.notify, inert(e), title="cannot compare",
+                                     severity="error", timeout=10, markup=False)
             return
         self._from_worker_thread(self._compare_with, path)
 

@@ -23,9 +23,12 @@ from typing import Any, Iterator
 from tuidebug import __version__
 from tuidebug.errors import PackError
 from tuidebug.trace.format import schema
+from tuidebug.trace.format import safefile
 
 PACK_MANIFEST = "tuidebug-pack.json"
 PACK_FORMAT = "tuidebug-pack"
+MAX_BYTES = 4 << 30  # what an archive may hold (unpack refuses more, by default)
+_CHUNK = 1 << 20
 # files a redacted pack keeps under code/: the indexes and timings, not the generated code
 _CODE_METADATA = {".json", ".jsonl"}
 # a traceback line that names a frame, or one that is not indented (the exception itself)
@@ -85,32 +88,65 @@ def redact_json(value: Any) -> Any:
     return value
 
 
-def _redacted_bytes(path: Path, data: bytes) -> bytes:
-    if path.suffix == ".json":
-        try:
-            doc = json.loads(data)
-        except ValueError:
-            return data  # not ours to fix: packed as it is
-        return (json.dumps(redact_json(doc), indent=1, ensure_ascii=False) + "\n").encode()
-    if path.suffix == ".jsonl":
-        lines = []
-        for line in data.decode("utf-8", "replace").splitlines():
+def _redacted_bytes(path: Path, data: bytes) -> bytes | None:
+    """``data`` redacted; None when it cannot be (nested too deep to walk: left out)."""
+    try:
+        if path.suffix == ".json":
             try:
-                lines.append(json.dumps(redact_json(json.loads(line)), ensure_ascii=False))
+                doc = safefile.loads(data)
             except ValueError:
-                continue  # a torn last line: readers skip it too
-        return ("\n".join(lines) + "\n").encode() if lines else b""
+                return data  # not ours to fix: packed as it is
+            return (json.dumps(redact_json(doc), indent=1, ensure_ascii=False) + "\n").encode()
+        if path.suffix == ".jsonl":
+            lines = []
+            for line in data.decode("utf-8", "replace").splitlines():
+                try:
+                    lines.append(json.dumps(redact_json(safefile.loads(line)),
+                                            ensure_ascii=False))
+                except ValueError:
+                    continue  # a torn last line: readers skip it too
+            return ("\n".join(lines) + "\n").encode() if lines else b""
+    except RecursionError:  # JSON nested near the reader's limit: too deep to redact
+        return None
     return data
 
 
-def _add(tar: tarfile.TarFile, name: str, data: bytes, mtime: float) -> None:
+class _Hashing:
+    """A file read through once for ``tarfile.addfile``: its sha256 taken on the way, and no
+    more than the size ``stat`` gave (a file growing while packed is cut there)."""
+
+    def __init__(self, f: Any, size: int) -> None:
+        self.f, self.left, self.sha = f, size, hashlib.sha256()
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.left if n < 0 else min(n, self.left)
+        data = self.f.read(n)
+        self.left -= len(data)
+        self.sha.update(data)
+        return data
+
+
+def _info(name: str, size: int, mtime: float) -> tarfile.TarInfo:
     info = tarfile.TarInfo(name)
-    info.size = len(data)
+    info.size = size
     info.mode = 0o644
     info.mtime = int(mtime)
     info.type = tarfile.REGTYPE
     info.uname = info.gname = ""
-    tar.addfile(info, io.BytesIO(data))
+    return info
+
+
+def _add(tar: tarfile.TarFile, name: str, data: bytes, mtime: float) -> None:
+    tar.addfile(_info(name, len(data), mtime), io.BytesIO(data))
+
+
+def _add_file(tar: tarfile.TarFile, name: str, path: Path) -> tuple[str, int]:
+    """Stream ``path`` into the archive (never held whole); (sha256, size)."""
+    with safefile.open_regular(path, no_link=True) as f:
+        st = os.fstat(f.fileno())
+        src = _Hashing(f, st.st_size)
+        tar.addfile(_info(name, st.st_size, st.st_mtime), src)
+    return src.sha.hexdigest(), st.st_size
 
 
 def pack(trace: str | os.PathLike[str], out: str | os.PathLike[str], *,
@@ -131,27 +167,47 @@ def pack(trace: str | os.PathLike[str], out: str | os.PathLike[str], *,
         with open(tmp, "wb") as raw, \
                 gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=int(now)) as gz, \
                 tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            total = 0
             for p in _trace_files(root):
                 rel = p.relative_to(root)
                 if redact and _dropped_by_redaction(rel):
                     dropped += 1
                     continue
-                data = p.read_bytes()
-                if redact:
-                    data = _redacted_bytes(rel, data)
                 name = rel.as_posix()
-                files[name] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
-                _add(tar, f"{top}/{name}", data, p.stat().st_mtime)
+                total += p.stat().st_size
+                if total > MAX_BYTES:
+                    raise PackError(f"{name}: the trace holds more than {MAX_BYTES:,} bytes "
+                                    "(an archive may unpack to no more); not packed")
+                if redact and rel.suffix in _CODE_METADATA:
+                    try:
+                        data, _ = safefile.read_bytes(p, safefile.MAX_JSONL_BYTES, no_link=True)
+                    except safefile.Refused as e:
+                        raise PackError(f"{name}: {e}") from None
+                    redacted = _redacted_bytes(rel, data)
+                    if redacted is None:
+                        dropped += 1
+                        continue
+                    files[name] = {"sha256": hashlib.sha256(redacted).hexdigest(),
+                                   "size": len(redacted)}
+                    _add(tar, f"{top}/{name}", redacted, p.stat().st_mtime)
+                    continue
+                try:
+                    sha, size = _add_file(tar, f"{top}/{name}", p)
+                except safefile.Refused as e:
+                    raise PackError(f"{name}: {e}") from None
+                files[name] = {"sha256": sha, "size": size}
             manifest = {"format": PACK_FORMAT, "version": 1, "tool_version": __version__,
                         "created_at": now, "trace": top, "redacted": redact,
                         "dropped_files": dropped, "files": files}
             _add(tar, f"{top}/{PACK_MANIFEST}",
                  (json.dumps(manifest, indent=1) + "\n").encode(), now)
         os.replace(tmp, out)
-    except OSError as e:
+    except (OSError, PackError) as e:
         try:
             tmp.unlink()
         except OSError:
             pass
+        if isinstance(e, PackError):
+            raise
         raise PackError(f"cannot write {out}: {e.strerror or e}") from e
     return manifest

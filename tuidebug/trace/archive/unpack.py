@@ -2,11 +2,18 @@
 
 ``unpack(archive)`` extracts into a cache folder named by the archive's sha256 (reused when the
 same archive is opened again) and returns the trace directory. Only regular files and folders
-are taken, each by its own ``write``: no absolute name, no ``..``, no link, device or FIFO, no
-name outside the archive's one top-level folder; the number of members and the bytes written
-are capped (``MAX_BYTES``, ``MAX_MEMBERS``, overridable by environment), so that a gzip bomb
-stops with a message. When the archive carries a pack manifest (``tuidebug pack``), every file
-must be listed there with the same sha256 and size, and every listed file present.
+are taken, each by its own ``write``: no absolute name, no ``..``, no link, device, FIFO or
+sparse member, no name outside the archive's one top-level folder. Before the tar reader holds
+anything, a header's own size is capped (a PAX or GNU long-name header announcing gigabytes is
+refused, ``MAX_HEADER_BYTES``); the number of members and the bytes written are capped
+(``MAX_BYTES``, ``MAX_MEMBERS``, overridable by environment), so that a gzip bomb stops with a
+message, and a corrupt deflate stream is a clear error. Every file must be listed in the pack
+manifest (``tuidebug pack`` writes it last) with the same sha256 and size, and every listed file
+be present: an archive without it is damaged.
+
+The cache: ``v2-<sha256>/`` holds ``trace/<top folder>`` (the top folder's name made safe for
+the file system) and ``done.json``, written last: no member name can meet the bookkeeping. An
+unpack interrupted (its process gone) leaves a ``.v2-…`` folder that the next unpack removes.
 """
 
 from __future__ import annotations
@@ -14,32 +21,58 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tarfile
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
 from tuidebug.errors import UnpackError
-from tuidebug.trace.format import schema
-from tuidebug.trace.archive.pack import PACK_FORMAT, PACK_MANIFEST
+from tuidebug.trace.archive.pack import MAX_BYTES, PACK_FORMAT, PACK_MANIFEST
+from tuidebug.trace.format import safefile, schema
 
 CACHE_DIR_ENV = "TUIDEBUG_ARCHIVE_CACHE"
 MAX_BYTES_ENV = "TUIDEBUG_UNPACK_MAX_BYTES"
-MAX_BYTES = 4 << 30  # 4 GiB uncompressed
 MAX_MEMBERS = 200_000
+MAX_HEADER_BYTES = 1 << 20  # a PAX or GNU long-name header (a name, a few fields)
 _CHUNK = 1 << 20
-_DONE = ".tuidebug-unpacked"  # written last: a folder without it is an unfinished unpack
+_KEY = "v2-"  # the cache layout: trace/<top> beside done.json
+_TREE = "trace"
+_DONE = "done.json"  # written last: a folder without it is an unfinished unpack
+_PARTIAL = re.compile(r"^\.v2-[0-9a-f]{32}\.(?P<pid>\d+)-\d+$")
+# header types whose data the tar reader reads into memory (a name, PAX records)
+_HEADER_TYPES = {tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE,
+                 tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE}
+
+
+class _CappedTarInfo(tarfile.TarInfo):
+    """A tar header whose extended headers are capped before they are read into memory, and
+    whose sparse forms (a packed trace has none) are refused before they are followed."""
+
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
+        if self.type in _HEADER_TYPES and self.size > MAX_HEADER_BYTES:
+            raise UnpackError(f"an archive header of {self.size:,} bytes (over "
+                              f"{MAX_HEADER_BYTES:,}): not a packed trace")
+        if self.type == tarfile.GNUTYPE_SPARSE:
+            raise UnpackError(f"sparse member in archive: {safefile.safe_str(self.name)!r}")
+        return super()._proc_member(tarfile_)  # type: ignore[misc]
+
+    def _no_sparse(self, *args: Any) -> None:
+        raise UnpackError("sparse member in archive (a packed trace has none)")
+
+    # the GNU sparse forms of a PAX header (1.0 reads a count of its own from the data)
+    _proc_gnusparse_00 = _proc_gnusparse_01 = _proc_gnusparse_10 = _no_sparse
 
 
 def is_archive(path: str | os.PathLike[str]) -> bool:
-    """A file that starts as gzip does (``tuidebug pack`` writes ``.tar.gz``)."""
-    p = Path(path)
+    """A regular file that starts as gzip does (``tuidebug pack`` writes ``.tar.gz``)."""
     try:
-        with open(p, "rb") as f:
-            return p.is_file() and f.read(2) == b"\x1f\x8b"
-    except OSError:
+        head, _ = safefile.read_bytes(Path(path), 2, truncate=True)
+    except (OSError, safefile.Refused):
         return False
+    return head == b"\x1f\x8b"
 
 
 def cache_root() -> Path:
@@ -57,7 +90,7 @@ def _max_bytes() -> int:
 
 def _sha256_file(path: Path) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with safefile.open_regular(path) as f:
         for chunk in iter(lambda: f.read(_CHUNK), b""):
             h.update(chunk)
     return h.hexdigest()
@@ -129,16 +162,17 @@ def _extract(tar: tarfile.TarFile, members: list[tuple[tarfile.TarInfo, tuple[st
                 out.write(chunk)
 
 
-def _verify(dest: Path) -> dict[str, Any] | None:
-    """Check the files against the pack manifest, when there is one."""
+def _verify(dest: Path) -> dict[str, Any]:
+    """Check the files against the pack manifest; an archive without one is damaged."""
     mpath = dest / PACK_MANIFEST
     if not mpath.is_file():
-        return None
+        raise UnpackError(f"damaged archive: its pack manifest ({PACK_MANIFEST}, written last "
+                          "by tuidebug pack) is missing, so its files cannot be checked")
     try:
-        manifest = json.loads(mpath.read_text(encoding="utf-8"))
+        manifest = safefile.read_json(mpath, no_link=True)
         files = manifest["files"]
         assert manifest.get("format") == PACK_FORMAT and isinstance(files, dict)
-    except (ValueError, KeyError, TypeError, AssertionError):
+    except (ValueError, KeyError, TypeError, AssertionError, safefile.Refused):
         raise UnpackError(f"damaged pack manifest ({PACK_MANIFEST})") from None
     present = {p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()}
     present.discard(PACK_MANIFEST)
@@ -152,32 +186,58 @@ def _verify(dest: Path) -> dict[str, Any] | None:
     return manifest
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def _clean_interrupted(root: Path) -> None:
+    """Remove the partial unpacks of processes that are gone (killed mid-unpack)."""
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return
+    for e in entries:
+        m = _PARTIAL.match(e.name)
+        if m and e.is_dir(follow_symlinks=False) and not _pid_alive(int(m["pid"])):
+            shutil.rmtree(e.path, ignore_errors=True)
+
+
 def unpack(archive: str | os.PathLike[str], cache: str | os.PathLike[str] | None = None) -> Path:
     """The trace inside ``archive``, unpacked (once) under ``cache`` (default ``cache_root()``)."""
     src = Path(archive)
     try:
         digest = _sha256_file(src)
-    except OSError as e:
-        raise UnpackError(f"cannot read {src}: {e.strerror or e}") from e
+    except (OSError, safefile.Refused) as e:
+        raise UnpackError(f"cannot read {src}: {getattr(e, 'strerror', None) or e}") from e
     root = Path(cache) if cache is not None else cache_root()
-    final = root / digest[:32]
+    final = root / f"{_KEY}{digest[:32]}"
     if (final / _DONE).is_file():
         return _trace_dir(final)
     root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f".{digest[:32]}.{os.getpid()}-{int(time.time() * 1000)}"
+    _clean_interrupted(root)
+    tmp = root / f".{_KEY}{digest[:32]}.{os.getpid()}-{int(time.time() * 1000)}"
     tmp.mkdir()
     try:
         try:
-            with tarfile.open(src, mode="r:gz") as tar:
+            with tarfile.open(src, mode="r:gz", tarinfo=_CappedTarInfo) as tar:
                 top, members = _checked_members(tar)
-                _extract(tar, members, tmp / top)
-        except (tarfile.TarError, EOFError, OSError) as e:
+                dest = tmp / _TREE / safefile.safe_name(top)
+                dest.mkdir(parents=True)
+                _extract(tar, members, dest)
+        except UnpackError:
+            raise
+        except (tarfile.TarError, EOFError, OSError, zlib.error, ValueError) as e:
             raise UnpackError(f"{src}: not a readable .tar.gz ({e})") from e
-        (tmp / top).mkdir(exist_ok=True)
-        _verify(tmp / top)
-        if not (tmp / top / schema.MANIFEST).is_file():
+        _verify(dest)
+        if not (dest / schema.MANIFEST).is_file():
             raise UnpackError(f"{src}: the archive holds no tuidebug trace "
-                              f"({top}/{schema.MANIFEST} missing)")
+                              f"({schema.MANIFEST} missing in its folder)")
         (tmp / _DONE).write_text(json.dumps({"archive": str(src), "sha256": digest}))
         try:
             os.replace(tmp, final)
@@ -192,7 +252,8 @@ def unpack(archive: str | os.PathLike[str], cache: str | os.PathLike[str] | None
 
 
 def _trace_dir(folder: Path) -> Path:
-    for d in sorted(folder.iterdir()):
+    tree = folder / _TREE
+    for d in sorted(tree.iterdir()) if tree.is_dir() else []:
         if d.is_dir() and not d.is_symlink():
             return d
     raise UnpackError(f"{folder}: unpacked folder holds no trace")

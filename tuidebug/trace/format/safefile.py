@@ -6,8 +6,15 @@ Every read of a trace file goes through here (``tuidebug.trace.format.reader`` a
   inside it); anything else raises ``Refused``.
 - ``read_bytes`` — a regular file only (a FIFO, a device such as ``/dev/zero`` or a directory is
   refused without blocking), at most ``cap`` bytes (``Refused`` names the size and the cap).
-- ``loads`` — JSON with bounded nesting and integer size (``ValueError`` with a clear message
-  instead of a RecursionError or a 5,000-digit integer).
+- ``loads`` — JSON with bounded nesting (``ValueError`` with a clear message instead of a
+  RecursionError), bounded numbers (an integer past what a float holds is refused; NaN,
+  ``Infinity`` and a float too big to hold read as ``null``) and strings safe to encode (a lone
+  UTF-16 surrogate, a valid JSON escape, becomes U+FFFD).
+- ``read_json`` / ``read_text`` / ``open_regular`` — the one way to read a file of a trace, a job,
+  a node folder or an unpacked archive (``tests/trace/test_one_reading_path.py`` scans the
+  sources for reads that go around them).
+- ``number`` — a time, a size or a rate from the data: a finite number or None (never a bool, a
+  string, a list or NaN).
 - ``strict_dumps`` — standard JSON out: NaN and infinities become ``null``.
 """
 
@@ -16,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any, IO, Iterator
@@ -24,7 +32,8 @@ MAX_JSON_BYTES = 64 * 1024 * 1024  # one .json file
 MAX_JSONL_BYTES = 512 * 1024 * 1024  # one .jsonl file (read line by line)
 MAX_LINE_BYTES = 16 * 1024 * 1024  # one line of a .jsonl file
 MAX_DEPTH = 1000  # nesting of JSON arrays and objects
-MAX_INT_DIGITS = 4300  # Python's own limit for int(str)
+MAX_INT_DIGITS = 308  # an integer past what a float holds (1.8e308) is refused
+MAX_TEXT_BYTES = 4 * 1024 * 1024  # a text file shown or parsed
 
 
 class Refused(Exception):
@@ -45,12 +54,20 @@ def confine(root: Path, path: Path, real_root: Path | None = None) -> Path:
     return real
 
 
-def _open_regular(path: Path) -> tuple[IO[bytes], int]:
-    """Open ``path`` for reading without blocking on a FIFO; a regular file only."""
+def _open_regular(path: Path, *, no_link: bool = False) -> tuple[IO[bytes], int]:
+    """Open ``path`` for reading without blocking on a FIFO; a regular file only (with
+    ``no_link``: never through a symbolic link as its last part)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    if no_link:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        fd = os.open(path, flags)
     except IsADirectoryError:
         raise Refused("a directory, not a file; not read") from None
+    except OSError as e:
+        if no_link and os.path.islink(path):
+            raise Refused("a symbolic link; not read") from None
+        raise
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -74,10 +91,17 @@ def is_regular(path: Path) -> bool:
         return False
 
 
-def read_bytes(path: Path, cap: int, *, truncate: bool = False) -> tuple[bytes, int]:
+def open_regular(path: Path, *, no_link: bool = False) -> IO[bytes]:
+    """``path`` open for reading in binary (a log read as it streams): a regular file only, a
+    FIFO never blocks, ``no_link``: not a symbolic link. The caller caps what it reads."""
+    return _open_regular(path, no_link=no_link)[0]
+
+
+def read_bytes(path: Path, cap: int, *, truncate: bool = False,
+               no_link: bool = False) -> tuple[bytes, int]:
     """(content, size on disk). Over ``cap``: ``Refused``, or with ``truncate`` the first
-    ``cap`` bytes."""
-    f, size = _open_regular(path)
+    ``cap`` bytes. ``no_link``: a symbolic link is ``Refused``."""
+    f, size = _open_regular(path, no_link=no_link)
     with f:
         if size > cap and not truncate:
             raise Refused(f"{size:,} bytes, over the {cap:,}-byte limit for this file; not read")
@@ -127,10 +151,94 @@ def read_tail(path: Path, cap: int) -> tuple[bytes, int]:
         return f.read(cap), size
 
 
+def read_json(path: Path, cap: int = MAX_JSON_BYTES, *, root: Path | None = None,
+              no_link: bool = False) -> Any:
+    """A JSON file of a trace, a job or an archive, parsed by ``loads``: confined to ``root``
+    when given, a regular file only, at most ``cap`` bytes. ``Refused`` or ``ValueError``
+    (corrupt JSON, bad UTF-8, too deep, a number out of range)."""
+    real = confine(root, path) if root is not None else path
+    data, _ = read_bytes(real, cap, no_link=no_link)
+    return loads(data)
+
+
+def read_text(path: Path, cap: int = MAX_TEXT_BYTES, *, root: Path | None = None,
+              truncate: bool = True, no_link: bool = False) -> str:
+    """A text file of a trace (UTF-8, undecodable bytes replaced), at most ``cap`` bytes (the
+    first ``cap`` with ``truncate``, else ``Refused``); confined to ``root`` when given."""
+    real = confine(root, path) if root is not None else path
+    data, _ = read_bytes(real, cap, truncate=truncate, no_link=no_link)
+    return data.decode("utf-8", errors="replace")
+
+
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+
+
+def safe_name(text: str, default: str = "trace", limit: int = 80) -> str:
+    """A file or folder name made from data (an archive's top folder, a trace's name): letters,
+    digits and ``._+-`` only (anything else one ``_``), no leading dot, at most ``limit``
+    characters; ``default`` when nothing is left."""
+    name = _NAME_UNSAFE.sub("_", text)[:limit].lstrip(".").strip("_")
+    return name or default
+
+
 def _parse_int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise ValueError(f"an integer of {len(text)} digits (more than {MAX_INT_DIGITS})")
+    digits = len(text) - text.startswith("-")
+    if digits > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {digits} digits (past what a float holds)")
     return int(text)
+
+
+def _parse_float(text: str) -> float | None:
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
+def _parse_constant(name: str) -> None:
+    return None  # NaN, Infinity, -Infinity: no number
+
+
+# a \uD800-\uDFFF escape: the only way a lone surrogate gets into parsed JSON
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def safe_str(text: str) -> str:
+    """``text`` with every lone UTF-16 surrogate replaced by U+FFFD (it cannot be encoded)."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def _clean_strings(value: Any) -> Any:
+    """``value`` with ``safe_str`` applied to every string and key (in place, no recursion)."""
+    if isinstance(value, str):
+        return safe_str(value)
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            items = [(safe_str(k), safe_str(x) if isinstance(x, str) else x) for k, x in v.items()]
+            v.clear()
+            v.update(items)
+            stack.extend(x for _, x in items if isinstance(x, (dict, list)))
+        elif isinstance(v, list):
+            for i, x in enumerate(v):
+                if isinstance(x, str):
+                    v[i] = safe_str(x)
+                elif isinstance(x, (dict, list)):
+                    stack.append(x)
+    return value
+
+
+def number(value: Any, *, minimum: float | None = None) -> float | int | None:
+    """``value`` when it is a finite number (not a bool) of at least ``minimum``; else None: a
+    time, a size or a rate read from the data (a string, a list or NaN where it belongs)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not math.isfinite(value) or \
+            isinstance(value, int) and value.bit_length() > 1023:
+        return None
+    if minimum is not None and value < minimum:
+        return None
+    return value
 
 
 def _depth_ok(value: Any) -> bool:
@@ -151,7 +259,8 @@ def loads(data: bytes | str) -> Any:
     ``ValueError``) for anything refused, as for bad syntax."""
     text = data.decode("utf-8") if isinstance(data, bytes) else data
     try:
-        value = json.loads(text, parse_int=_parse_int)
+        value = json.loads(text, parse_int=_parse_int, parse_float=_parse_float,
+                           parse_constant=_parse_constant)
     except RecursionError:
         raise json.JSONDecodeError(f"nested deeper than {MAX_DEPTH} levels", "", 0) from None
     except json.JSONDecodeError:
@@ -160,6 +269,8 @@ def loads(data: bytes | str) -> Any:
         raise json.JSONDecodeError(str(e), "", 0) from None
     if isinstance(value, (dict, list)) and not _depth_ok(value):
         raise json.JSONDecodeError(f"nested deeper than {MAX_DEPTH} levels", "", 0)
+    if _SURROGATE_ESCAPE.search(text) or (isinstance(data, str) and _SURROGATE.search(text)):
+        value = _clean_strings(value)
     return value
 
 

@@ -4,7 +4,6 @@ source is unchanged (beside the source, else in the user's cache). Pure text; no
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import time
@@ -13,6 +12,7 @@ from typing import Callable
 
 from tuidebug import __version__
 from tuidebug.trace.format import schema
+from tuidebug.trace.format import safefile
 from tuidebug.trace.importers.convert import import_path
 from tuidebug.errors import ImportFailed
 from tuidebug.trace.importers.sources import TRACE_DIR_LOG_RE, Kind, detect, trace_logs
@@ -94,10 +94,12 @@ def cache_dir_for(path: str | os.PathLike[str], rank: int | None = None) -> list
 
 def _up_to_date(trace: Path, key: str) -> bool:
     try:
-        m = json.loads((trace / schema.MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        m = safefile.read_json(trace / schema.MANIFEST)
+    except (OSError, ValueError, safefile.Refused):
         return False
-    imp = m.get("imported_from") or {}
+    imp = (m.get("imported_from") if isinstance(m, dict) else None) or {}
+    if not isinstance(imp, dict):
+        return False
     return imp.get("key") == key and m.get("status") in (schema.STATUS_OK, schema.STATUS_FAILED)
 
 
@@ -167,8 +169,8 @@ def ensure_trace(path: str | os.PathLike[str], rank: int | None = None, *,
 
 def _is_our_import(d: Path) -> bool:
     try:
-        m = json.loads((d / schema.MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        m = safefile.read_json(d / schema.MANIFEST)
+    except (OSError, ValueError, safefile.Refused):
         return False
     return isinstance(m, dict) and m.get("format") == schema.FORMAT_NAME \
         and isinstance(m.get("imported_from"), dict) and "key" in m["imported_from"]

@@ -23,12 +23,12 @@ taken from there).
 from __future__ import annotations
 
 import ast
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from tuidebug.trace.format import layout
+from tuidebug.trace.format import safefile
 
 NAMESPACES = ("_c10d_functional", "c10d", "_c10d_functional_autograd")
 WAIT = "wait_tensor"
@@ -305,22 +305,21 @@ def from_graph_dir(graph_dir: Path, graph_id: str, rank: Any, stages: list[dict[
     if not post:
         return None
     try:
-        raw = (graph_dir / str(post[-1]["file"])).read_bytes()
-    except OSError:
+        raw, _ = safefile.read_bytes(graph_dir / str(post[-1]["file"]), safefile.MAX_JSON_BYTES)
+    except (OSError, safefile.Refused):
         return None
     if b"c10d" not in raw:  # no collective: the snapshot (maybe large) is not parsed
         return None
     try:
-        snap = json.loads(raw)
-    except (ValueError, RecursionError):
+        snap = safefile.loads(raw)
+    except ValueError:
         return None
     nodes = snap.get("nodes") if isinstance(snap, dict) else None
     if not isinstance(nodes, list) or not any(
             isinstance(n, dict) and op_of(n.get("target")) for n in nodes):
         return None
     try:
-        wrapper = (graph_dir / "code" / "wrapper.py").read_text(
-            encoding="utf-8", errors="replace").split("\n")
-    except OSError:
+        wrapper = safefile.read_text(graph_dir / "code" / "wrapper.py").split("\n")
+    except (OSError, safefile.Refused):
         wrapper = []
     return collectives_json(graph_id, rank, nodes, kernels, handles, wrapper)

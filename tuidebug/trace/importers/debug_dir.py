@@ -145,7 +145,7 @@ def run_pid(run: Path) -> int | None:
 def log_pid(log: Path) -> int | None:
     """The process id in the first record header of a log."""
     try:
-        with open(log, "rb") as f:
+        with safefile.open_regular(log) as f:
             for _ in range(50):
                 raw = f.readline(safefile.MAX_LINE_BYTES)
                 if not raw:

@@ -10,7 +10,6 @@ rank's ``imported_from.missing``) is said by :func:`missing`.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import time
@@ -20,6 +19,7 @@ from typing import Any, Callable
 from tuidebug.errors import ImportFailed
 from tuidebug.trace.format import atomic
 from tuidebug.trace.jobs import job as joblayout
+from tuidebug.trace.format import safefile
 from tuidebug.trace.importers.cache import _writable, cache_root, source_key
 from tuidebug.trace.importers.convert import import_path
 from tuidebug.trace.importers.sources import detect, list_ranks
@@ -39,8 +39,8 @@ def _candidates(p: Path) -> list[Path]:
 
 def _marker(d: Path) -> dict[str, Any]:
     try:
-        data = json.loads((d / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = safefile.read_json(d / MARKER)
+    except (OSError, ValueError, safefile.Refused):
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -54,9 +54,8 @@ def _build(src: Path, out: Path, key: str, on_progress: Callable[[str], None] | 
         status = "ok"
         try:
             t = import_path(src, joblayout.rank_dir(out, r), r)
-            status = json.loads((Path(t) / "manifest.json").read_text(encoding="utf-8")).get(
-                "status") or "unknown"
-        except (ImportFailed, OSError, ValueError) as e:
+            status = safefile.read_json(Path(t) / "manifest.json").get("status") or "unknown"
+        except (ImportFailed, OSError, ValueError, AttributeError, safefile.Refused) as e:
             status = f"not imported: {e}"[:300]
         joblayout.write_record(out, {"rank": r, "world_size": world, "status": status,
                                      "trace": joblayout.rank_dir(out, r).name,
@@ -116,9 +115,8 @@ def missing(job: Path) -> list[str]:
     out: list[str] = []
     for r in joblayout.rank_dirs(job):
         try:
-            m = json.loads((joblayout.rank_dir(job, r) / "manifest.json").read_text(
-                encoding="utf-8"))
-        except (OSError, ValueError):
+            m = safefile.read_json(joblayout.rank_dir(job, r) / "manifest.json")
+        except (OSError, ValueError, safefile.Refused):
             continue
         miss = (m.get("imported_from") or {}).get("missing") if isinstance(m, dict) else None
         for x in miss if isinstance(miss, list) else []:

@@ -3,7 +3,6 @@ folder), its logs, their ranks, and which log an import reads. Pure text; no tor
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -31,13 +30,12 @@ def _is_tuidebug(path: Path) -> bool:
     manifest = path / schema.MANIFEST
     if manifest.is_file():
         try:
-            with open(manifest, "rb") as f:
-                head = f.read(4096)
+            head, _ = safefile.read_bytes(manifest, 4096, truncate=True)
             if schema.FORMAT_NAME.encode() in head:
                 return True
-            data = json.loads(manifest.read_text(encoding="utf-8"))
+            data = safefile.read_json(manifest)
             return isinstance(data, dict) and data.get("format") == schema.FORMAT_NAME
-        except (OSError, ValueError):
+        except (OSError, ValueError, safefile.Refused):
             return (path / schema.GRAPHS_DIR).is_dir()
     return (path / schema.GRAPHS_DIR).is_dir() and not (path / "tlparse").is_dir()
 
@@ -87,9 +85,9 @@ def log_rank(log: Path) -> int | None:
     if m:
         return int(m["rank"])
     try:
-        with open(log, "rb") as f:
+        with safefile.open_regular(log) as f:
             for _ in range(30):
-                raw = f.readline()
+                raw = f.readline(safefile.MAX_LINE_BYTES)
                 if not raw:
                     break
                 if raw[:1] == b"\t" or b'"rank"' not in raw:
@@ -124,10 +122,10 @@ def list_ranks(path: str | os.PathLike[str]) -> list[int]:
     kind = detect(p)
     if kind == "tuidebug":
         try:
-            m = json.loads((p / schema.MANIFEST).read_text(encoding="utf-8"))
+            m = safefile.read_json(p / schema.MANIFEST)
             ranks = (m.get("imported_from") or {}).get("ranks") or []
             return sorted(int(r) for r in ranks)
-        except (OSError, ValueError, TypeError):
+        except (OSError, ValueError, TypeError, AttributeError, safefile.Refused):
             return []
     if kind is None:
         return []

@@ -21,6 +21,7 @@ from typing import IO, Any, Callable
 
 from tuidebug.trace.queries import cache_keys
 from tuidebug.trace.format import layout, schema
+from tuidebug.trace.format import safefile
 from tuidebug.trace.importers import collectives_text, fxtext, records as r, segments, tracelog
 from tuidebug.trace.importers import vllm
 from tuidebug.trace.importers.sources import log_rank
@@ -109,7 +110,7 @@ class TorchTraceImporter:
         self.writer.manifest.update(pid=None, host=None, cwd=None)
         if self.log is not None:
             last_flush = 0.0
-            with open(self.log, "rb") as f:
+            with safefile.open_regular(self.log) as f:
                 for n, rec in enumerate(self.scan.records):
                     try:
                         self._record(f, rec)

@@ -98,7 +98,7 @@ def scan(path: str | Path) -> LogScan:
     """Read the headers of every record of a log; payloads are checked, not kept."""
     p = Path(path)
     out = LogScan(p)
-    with open(p, "rb") as f:
+    with safefile.open_regular(p) as f:
         _scan(f, out)
     out.finish_warnings()
     return out
@@ -247,7 +247,7 @@ def read_payload(f: IO[bytes], rec: Record) -> str:
 def is_torch_trace_file(path: Path, probe_lines: int = 20) -> bool:
     """Does this file look like a TORCH_TRACE log (a header line among its first lines)?"""
     try:
-        with open(path, "rb") as f:
+        with safefile.open_regular(path) as f:
             for _ in range(probe_lines):
                 raw = f.readline(safefile.MAX_LINE_BYTES)  # a huge first line is not held
                 if not raw:

@@ -44,6 +44,7 @@ from tuidebug.trace.format.layout import diff_fingerprints
 from tuidebug.trace.format.reader import GraphRecord, Trace
 from tuidebug.trace.queries.recompiles import reasons_of
 from tuidebug.trace.queries.summary import cache_counts
+from tuidebug.trace.format import safefile
 
 # An absolute path (POSIX) inside code or a snapshot: the part that differs between ranks and
 # nodes (checkouts, cache and temporary folders); only its last component is kept.
@@ -99,7 +100,7 @@ def _without_groups(text: str, groups: frozenset[str]) -> str:
     same graph on their own groups (which groups, and who is in them, collectives.json
     compares, per pair of ranks)."""
     try:
-        data = json.loads(text)
+        data = safefile.loads(text)
     except ValueError:
         return text
     nodes = data.get("nodes") if isinstance(data, dict) else None
@@ -118,10 +119,10 @@ def _without_groups(text: str, groups: frozenset[str]) -> str:
 def _file_hash(path: Path, groups: frozenset[str] = frozenset()) -> str | None:
     """The normalised content hash of a file of a rank's trace (``groups``: the process-group
     names of the graph's collectives, left out of a snapshot's collective nodes)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        with os.fdopen(fd, "rb") as f:
-            raw = f.read()
+    try:  # a FIFO never blocks, a huge (sparse) file is not read
+        raw, _ = safefile.read_bytes(path, safefile.MAX_JSON_BYTES, no_link=True)
+    except safefile.Refused as e:
+        return f"not read: {e}"
     except OSError:
         return None
     key = hashlib.sha256(path.name.encode() + b"\0" + "\0".join(sorted(groups)).encode()

@@ -8,9 +8,10 @@ failed guards name). Plain text matching: nothing from the trace is evaluated.""
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
+
+from tuidebug.trace.format import safefile
 
 _PREFIX = re.compile(r"^\s*(?P<cid>!?\d+/\d+(?:_\d+)?(?:/\d+)?): (?P<text>.*)$", re.S)
 # a tensor's name may hold quotes itself: tensor 'kwargs['input_ids']' (passed by keyword)
@@ -41,7 +42,7 @@ def reasons_of(detail: dict[str, Any]) -> list[str]:
     for r in detail.get("recompile_reasons") or []:
         if isinstance(r, str) and r.lstrip().startswith("["):
             try:
-                r = json.loads(r)
+                r = safefile.loads(r)
             except ValueError:
                 pass
         out.extend(str(x) for x in (r if isinstance(r, list) else [r]))
@@ -67,7 +68,7 @@ def _config(detail: dict[str, Any]) -> dict[str, Any]:
     text = (detail.get("metrics") or {}).get("dynamo_config")
     if isinstance(text, str):
         try:
-            value = json.loads(text)
+            value = safefile.loads(text)
             return value if isinstance(value, dict) else {}
         except ValueError:
             return {}
