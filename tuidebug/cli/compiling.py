@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tuidebug import proc
+from tuidebug.trace.format import safefile
 from tuidebug.cli import distributed
 from tuidebug.cli.consent_args import allow_flag_argument, allowed_flags
 from tuidebug.cli.minifying import positive_float, positive_int
@@ -125,8 +126,8 @@ def run_trace(script: str, script_args: list[str], out: Path | None, *, check: b
 def _manifest(out: Path) -> dict[str, Any]:
     """The trace's manifest as written, or {} (none yet, or unreadable)."""
     try:
-        data = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = safefile.read_json(out / "manifest.json")
+    except (OSError, ValueError, safefile.Refused):
         return {}
     return data if isinstance(data, dict) else {}
 

@@ -10,7 +10,6 @@ writes its record (``tuidebug.trace.jobs.job``). Nothing here imports torch.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import socket
 import subprocess
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tuidebug import proc
+from tuidebug.trace.format import safefile
 from tuidebug.cli.minifying import positive_float
 from tuidebug.errors import CliError
 
@@ -172,9 +172,9 @@ def _job_pids(root: Path) -> list[int]:
             continue
         pids.append(rec.get("pid"))
         try:
-            pids.append(json.loads((job.rank_dir(root, rec["rank"]) / "manifest.json")
-                                   .read_text(encoding="utf-8")).get("pid"))
-        except (OSError, ValueError, AttributeError):
+            pids.append(safefile.read_json(job.rank_dir(root, rec["rank"]) / "manifest.json")
+                        .get("pid"))
+        except (OSError, ValueError, AttributeError, safefile.Refused):
             pass
     return [p for p in pids if _alive(p)]
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from tuidebug.errors import RecompileError
+from tuidebug.trace.format import safefile
 from tuidebug.compiler import trace_config
 
 __all__ = ["RecompileError", "parse_sets", "format_sets", "trace_source", "default_out",
@@ -99,10 +100,10 @@ def _manifest(trace: Path) -> dict[str, Any]:
     if not Path(trace).is_dir():
         raise RecompileError(f"no such trace: {trace}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = safefile.read_json(path)
     except FileNotFoundError:
         raise RecompileError(f"{trace} is not a tuidebug trace (no manifest.json)") from None
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, safefile.Refused) as e:
         raise RecompileError(f"cannot read {path}: {e}") from None
     if not isinstance(data, dict):
         raise RecompileError(f"{path} is not a JSON object")

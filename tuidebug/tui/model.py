@@ -10,7 +10,6 @@ import threading
 import weakref
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from tuidebug.trace.format import schema
@@ -163,24 +162,6 @@ def stage_view(g: GraphRecord, stage: StageInfo) -> StageView:
     if removed and prev is None:
         note = (note + "; " if note else "") + f"{len(removed)} removed (previous graph unreadable)"
     return StageView(stage, shown, graph, lines, changes, note, prev)
-
-
-# -- source -----------------------------------------------------------------------------------
-
-
-def read_source_file(path: str, trace: Trace) -> str | None:
-    """The user's source file a kernel came from, if it is still on this machine."""
-    candidates = [Path(path)]
-    cwd = trace.manifest.get("cwd")
-    if cwd and not Path(path).is_absolute():
-        candidates.insert(0, Path(cwd) / path)
-    for p in candidates:
-        try:
-            if p.is_file() and p.stat().st_size < 4 * 1024 * 1024:
-                return p.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-    return None
 
 
 # -- IR and fusion ---------------------------------------------------------------------------------

@@ -26,6 +26,8 @@ from urllib.parse import urlsplit
 
 from tuidebug import proc
 from tuidebug.errors import ServeError
+from tuidebug.trace.format.safefile import to_int
+from tuidebug.tui.serve_messages import MAX_COLS, MAX_ROWS, client_message, screen_size
 
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 CHILD_FLAG = "--child"
@@ -108,6 +110,11 @@ def make_server(trace: Path, *, host: str, port: int, allow_run: bool,
                 raise web.HTTPForbidden(text=f"tuidebug serve: {why}\n")
             if request.path != "/ws":
                 return await handler(request)
+            size = screen_size(to_int(request.query.get("width", "80")),
+                               to_int(request.query.get("height", "24")))
+            if size is None:
+                raise web.HTTPBadRequest(text="tuidebug serve: width and height must be a "
+                                              f"screen of at most {MAX_COLS}×{MAX_ROWS}\n")
             if TraceServer.sessions >= max_sessions:
                 raise web.HTTPServiceUnavailable(
                     text=f"tuidebug serve: {max_sessions} sessions are open already\n")
@@ -116,6 +123,28 @@ def make_server(trace: Path, *, host: str, port: int, allow_run: bool,
                 return await handler(request)
             finally:
                 TraceServer.sessions -= 1
+
+        async def _process_messages(self, websocket: Any, app_service: Any) -> None:
+            """textual-serve's message loop, with every message checked first
+            (``serve_messages``): a malformed one is dropped, never a traceback."""
+            from aiohttp import WSMsgType
+
+            async for message in websocket:
+                if message.type != WSMsgType.TEXT:
+                    continue
+                m = client_message(message.data)
+                if m is None:
+                    continue
+                if m.kind == "stdin":
+                    await app_service.send_bytes(m.text.encode("utf-8", "replace"))
+                elif m.kind == "resize":
+                    await app_service.set_terminal_size(m.width, m.height)
+                elif m.kind == "ping":
+                    await websocket.send_json(["pong", m.text])
+                elif m.kind == "blur":
+                    await app_service.blur()
+                elif m.kind == "focus":
+                    await app_service.focus()
 
         async def on_startup(self, app: Any) -> None:
             pass  # (textual-serve prints its logo here)

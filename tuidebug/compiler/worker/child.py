@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuidebug import proc
+from tuidebug.trace.format import safefile
 
 if TYPE_CHECKING:
     from tuidebug.compiler.worker.server import Server
@@ -201,8 +202,8 @@ class JobChild:
 
 def _read_manifest(out: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = safefile.read_json(out / "manifest.json")
+    except (OSError, ValueError, safefile.Refused):
         return None
     return data if isinstance(data, dict) else None
 

@@ -27,7 +27,7 @@ from tuidebug.trace.format import safefile
 
 PACK_MANIFEST = "tuidebug-pack.json"
 PACK_FORMAT = "tuidebug-pack"
-MAX_BYTES = 4 << 30  # what an archive may hold (unpack refuses more, by default)
+MAX_BYTES = safefile.MAX_FILE_BYTES  # what an archive may hold (unpack refuses more)
 _CHUNK = 1 << 20
 # files a redacted pack keeps under code/: the indexes and timings, not the generated code
 _CODE_METADATA = {".json", ".jsonl"}

@@ -34,6 +34,7 @@ MAX_LINE_BYTES = 16 * 1024 * 1024  # one line of a .jsonl file
 MAX_DEPTH = 1000  # nesting of JSON arrays and objects
 MAX_INT_DIGITS = 308  # an integer past what a float holds (1.8e308) is refused
 MAX_TEXT_BYTES = 4 * 1024 * 1024  # a text file shown or parsed
+MAX_FILE_BYTES = 4 << 30  # any file of a trace copied (merge) or packed: a bigger one is refused
 
 
 class Refused(Exception):
@@ -228,17 +229,33 @@ def _clean_strings(value: Any) -> Any:
     return value
 
 
-def number(value: Any, *, minimum: float | None = None) -> float | int | None:
-    """``value`` when it is a finite number (not a bool) of at least ``minimum``; else None: a
-    time, a size or a rate read from the data (a string, a list or NaN where it belongs)."""
+MAX_TEXT_INT_DIGITS = 18  # an integer read from text (a line number, a symbol's index)
+
+
+def to_int(text: str, default: Any = None) -> Any:
+    """``text`` (an optional ``-`` and ASCII digits, at most 18 of them) as an int; else
+    ``default``. For integers read out of untrusted text: ``int()`` raises on a superscript
+    digit that ``str.isdigit`` accepts (``'²'``) and on a number of more than 4,300 digits."""
+    body = text[1:] if text[:1] == "-" else text
+    if not (0 < len(body) <= MAX_TEXT_INT_DIGITS and body.isascii() and body.isdigit()):
+        return default
+    return int(text)
+
+
+def number(value: Any, *, minimum: float | None = None,
+           above: float | None = None) -> float | None:
+    """``value`` as a float when it is a finite number (not a bool) of at least ``minimum`` /
+    more than ``above``; else None: a time, a size or a rate read from the data (a string, a
+    list, NaN or an integer past a float's range where it belongs)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    if isinstance(value, float) and not math.isfinite(value) or \
-            isinstance(value, int) and value.bit_length() > 1023:
+    if isinstance(value, int) and value.bit_length() > 1023:
         return None
-    if minimum is not None and value < minimum:
+    v = float(value)
+    if not math.isfinite(v) or (minimum is not None and v < minimum) or \
+            (above is not None and v <= above):
         return None
-    return value
+    return v
 
 
 def _depth_ok(value: Any) -> bool:

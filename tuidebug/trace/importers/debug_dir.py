@@ -334,4 +334,4 @@ class DebugDirImporter(TorchTraceImporter):
 
 def _aot_sort(key: str) -> tuple[int, str]:
     aot, _, kind = key.partition("_")
-    return (int(aot) if aot.isdigit() else 0, kind)
+    return (safefile.to_int(aot, 0), kind)

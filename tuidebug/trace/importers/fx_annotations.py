@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tuidebug.trace.format import safefile
+
 # torch/utils/_dtype_abbrs.py, inverted
 _DTYPES = {
     "bf16": "bfloat16", "f64": "float64", "f32": "float32", "f16": "float16",
@@ -78,8 +80,5 @@ def _dims(text: str) -> list[Any]:
 
 def _dim(s: str) -> Any:
     s = s.strip()
-    try:
-        return int(s)
-    except ValueError:
-        return s
+    return safefile.to_int(s, s)
 

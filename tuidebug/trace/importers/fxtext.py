@@ -27,6 +27,7 @@ from tuidebug.trace.format.graph import GRAPH_FORMAT
 from tuidebug.trace.importers.fx_annotations import parse_annotation
 from tuidebug.trace.importers.fx_builder import Builder, ann_text, slow_statement
 from tuidebug.trace.importers.fx_fastpath import STMT_RE, fast_statement
+from tuidebug.trace.format import safefile
 
 __all__ = ["ParsedGraph", "parse_annotation", "parse_graph"]
 
@@ -175,7 +176,8 @@ def parse_graph(text: str) -> ParsedGraph:
             if "File:" in s:
                 m = _FILE_RE.search(s)
                 if m:
-                    source = {"file": m["file"], "line": int(m["line"]), "fn": m["fn"].strip(),
+                    source = {"file": m["file"], "line": safefile.to_int(m["line"], 0),
+                              "fn": m["fn"].strip(),
                               "code": m["code"].strip()}
             elif _NO_STACK in s:
                 source = None

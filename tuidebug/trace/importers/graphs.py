@@ -16,6 +16,7 @@ from tuidebug.trace.importers import records as r
 from tuidebug.trace.importers.fxtext import ParsedGraph
 from tuidebug.trace.importers.segments import Segment, Segmentation
 from tuidebug.trace.format.writer import GraphWriter
+from tuidebug.trace.format import safefile
 
 
 @dataclass
@@ -216,7 +217,8 @@ class GraphBook:
         metrics of its own; its graphs are marked "restarted", as a live capture does."""
         def split(cid: str) -> tuple[str, int]:
             base, _, att = cid.rpartition("_")
-            return (base, int(att)) if base and att.isdigit() else (cid, 0)
+            n = safefile.to_int(att)
+            return (base, n) if base and n is not None and n >= 0 else (cid, 0)
 
         attempts: dict[str, int] = {}
         for cid in self.compiles:

@@ -10,17 +10,18 @@ import re
 from typing import Any
 
 from tuidebug.trace.queries import guards as guard_tree
+from tuidebug.trace.format import safefile
 
 _RANGE = re.compile(r"^\[\s*(?P<lo>[^,\]]+),\s*(?P<hi>[^\]]+)\]$")
 
 
 def _bound(text: str) -> int | str:
     text = text.strip()
-    return int(text) if re.fullmatch(r"-?\d+", text) else text
+    return safefile.to_int(text, text)
 
 
 def _value(text: Any) -> Any:
-    return int(text) if isinstance(text, str) and re.fullmatch(r"-?\d+", text) else text
+    return safefile.to_int(text, text) if isinstance(text, str) else text
 
 
 def user_line(stack: Any, strings: dict[int, str]) -> dict[str, Any] | None:

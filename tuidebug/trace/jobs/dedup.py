@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from tuidebug.trace.jobs import job as joblayout
+from tuidebug.trace.format import safefile
 
 CHUNK = 1 << 20
 
@@ -52,11 +53,10 @@ def _files(top: Path) -> Iterator[tuple[Path, os.stat_result]]:
 def _sha256(path: Path) -> str | None:
     h = hashlib.sha256()
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        with os.fdopen(fd, "rb") as f:
+        with safefile.open_regular(path, no_link=True) as f:
             while chunk := f.read(CHUNK):
                 h.update(chunk)
-    except OSError:
+    except (OSError, safefile.Refused):
         return None
     return h.hexdigest()
 

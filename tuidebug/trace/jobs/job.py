@@ -100,10 +100,7 @@ def _read_json(path: Path, problems: list[str] | None, rel: str) -> Any:
     """A record or ``job.json``: a regular file, not a link, capped, bounded JSON; None (and a
     problem naming ``rel``) when it cannot be read."""
     try:
-        if path.is_symlink():
-            raise safefile.Refused("a symbolic link; not read")
-        data, _ = safefile.read_bytes(path, MAX_RECORD_BYTES)
-        return safefile.loads(data)
+        return safefile.read_json(path, MAX_RECORD_BYTES, no_link=True)
     except FileNotFoundError:
         return None
     except (safefile.Refused, OSError, ValueError) as e:
@@ -279,13 +276,22 @@ def merge(sources: list[Path], out: Path) -> dict[str, Any]:
             return stat.S_ISDIR(mode) or stat.S_ISREG(mode)
         return [n for n in names if not plain(n)]
 
+    def capped_copy(s: str, d: str) -> None:
+        size = os.lstat(s).st_size
+        if size > safefile.MAX_FILE_BYTES:
+            raise ValueError(f"{s}: {size:,} bytes, over the {safefile.MAX_FILE_BYTES:,}-byte "
+                             "limit for a file of a trace; not merged")
+        shutil.copy2(s, d, follow_symlinks=False)
+
+    records = {src: {rec["rank"]: rec for rec in _records(src)} for src in set(owner.values())}
     for r, src in sorted(owner.items()):
         d = rank_dir(src, r)
         if d.is_dir() and not d.is_symlink():
-            shutil.copytree(d, rank_dir(out, r), ignore=no_links)
-        rec = record_path(src, r)
-        if rec.is_file() and not rec.is_symlink():
+            shutil.copytree(d, rank_dir(out, r), ignore=no_links, copy_function=capped_copy)
+        # the record as read (inside the source, not through a link, checked), not its bytes:
+        # a job/ folder that is a link out of the source is never followed
+        if r in records[src]:
             record_path(out, r).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(rec, record_path(out, r))
+            atomic.write_json(record_path(out, r), records[src][r])
     out.mkdir(parents=True, exist_ok=True)
     return write_job(out)

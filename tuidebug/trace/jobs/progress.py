@@ -83,19 +83,33 @@ def _text(v: Any) -> str | None:
 
 
 MAX_MEMBERS = 1 << 16
+MAX_LISTED = 1024  # group members kept as a list (a longer list: not used, as if not given)
+MAX_GROUPS = 256  # groups whose highest collective a rank's log is read for
 
 
-def _members(v: Any) -> list[int] | None:
-    """A collective's group members as logged: a list of global ranks, or a long arithmetic run
-    ``{"first", "step", "count"}``; None when not given (every rank) or malformed."""
+def _members(v: Any) -> list[int] | dict[str, int] | None:
+    """A collective's group members as logged: a list of global ranks (at most MAX_LISTED), or
+    a long arithmetic run ``{"first", "step", "count"}`` kept as such (never expanded: 400
+    ranks of 65,536 members each made ``info --json`` gigabytes); None when not given (every
+    rank) or malformed."""
     if isinstance(v, list):
-        return [m for m in v if isinstance(m, int)]
+        return [m for m in v if type(m) is int] if len(v) <= MAX_LISTED else None
     if isinstance(v, dict):
         first, step, count = v.get("first"), v.get("step"), v.get("count")
-        if all(isinstance(x, int) for x in (first, step, count)) and step > 0 \
-                and 0 < count <= MAX_MEMBERS:
-            return list(range(first, first + step * count, step))
+        if all(type(x) is int for x in (first, step, count)) and step > 0 \
+                and 0 < count <= MAX_MEMBERS and abs(first) < 1 << 31 and step < 1 << 31:
+            return {"first": first, "step": step, "count": count}
     return None
+
+
+def is_member(members: list[int] | dict[str, int] | None, rank: int) -> bool:
+    """Is ``rank`` in the group (``members`` as :func:`_members` keeps them; None: every rank)."""
+    if members is None:
+        return True
+    if isinstance(members, dict):
+        k, off = divmod(rank - members["first"], members["step"])
+        return off == 0 and 0 <= k < members["count"]
+    return rank in members
 
 
 def _op_kind(op: str) -> str:
@@ -117,7 +131,8 @@ def last_collective(path: Path) -> dict[str, Any] | None:
             last, reached = None, {}
         elif ev.get("event") == "collective" and isinstance(ev.get("seq"), int):
             group = _text(ev.get("group")) or "default"
-            reached[group] = max(reached.get(group, 0), ev["seq"])
+            if group in reached or len(reached) < MAX_GROUPS:
+                reached[group] = max(reached.get(group, 0), ev["seq"])
             last = {"op": _text(ev.get("op")) or "?", "seq": ev["seq"], "group": group,
                     "line": _text(ev.get("line")), "async": ev.get("async") is True,
                     "members": _members(ev.get("members")),
@@ -186,7 +201,7 @@ def waits(ranks: list[dict[str, Any]]) -> dict[str, Any] | None:
         # a rank not waiting here is behind unless its log shows it issued #top of this group
         # (asynchronously, then waited elsewhere)
         behind = [r["rank"] for r in stuck if r["rank"] not in per
-                  and (members is None or r["rank"] in members)
+                  and is_member(members, r["rank"])
                   and _reached(r["progress"].get("collective"), group) < top]
         if len(seqs) == 1 and len({_op_kind(c["op"]) for c in per.values()}) > 1:
             seq = seqs.pop()

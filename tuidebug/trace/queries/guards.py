@@ -1,7 +1,8 @@
 """Guards as data: Dynamo's guard tree (the text of ``dynamo_cpp_guards_str``) parsed into
 guards (kind, source, code, the user line that added it), and the guards of a compile grouped
 by the input they check. Plain text parsing: nothing is evaluated (the text may come from an
-untrusted trace or log)."""
+untrusted trace or log), and every line is read in linear time (no pattern that backtracks over
+a line: a 150 KB guard line is read as fast as a short one)."""
 
 from __future__ import annotations
 
@@ -13,26 +14,45 @@ MAX_GUARDS = 5000  # a guard tree longer than this is cut (the file says how man
 _LINE = re.compile(r"^(?P<indent>(?:\| )*)\+- (?P<body>.*)$")
 _MANAGER = re.compile(r"^(?:\w*GuardManager|RootGuardManager)\b:?(?P<rest>.*)$")
 _KIND = re.compile(r"^(?P<kind>[A-Z][A-Z0-9_]+): (?P<code>.*)$")
-_MANAGER_SOURCE = re.compile(r"source=(?P<source>.+?), accessed_by=")
-# "  # <user code>  # <file>:<line> in <function>" after the guard's code
-_WHERE = re.compile(r"#\s*(?P<code>.*?)\s+#\s+(?P<file>[^\s#]+):(?P<line>\d+) in (?P<fn>[\w<>.]+)")
+# "  # <user code>  # <file>:<line> in <function>" after the guard's code: what follows the
+# second '#' (matched where it starts: each try reads one word)
+_WHERE = re.compile(r"\s+(?P<file>[^\s#]+):(?P<line>[0-9]{1,9}) in (?P<fn>[\w<>.]+)")
 _FRAMEWORK = re.compile(r"^(?:_dynamo|_inductor|_functorch|fx|_subclasses|_guards)/")
 _SOURCE = re.compile(r"(?:[LG]\['[^'\]]*'\](?:\.\w+|\[[^\]]*\])*(?:\(\))?(?:\[\d+\])?)")
 
 
 def _split_comment(text: str) -> tuple[str, str]:
-    """A guard's code and the comment after it (Dynamo aligns it with two or more spaces)."""
-    m = re.search(r"\s{2,}#", text)
-    if not m:
-        return text.strip(), ""
-    return text[:m.start()].strip(), text[m.start():].strip()
+    """A guard's code and the comment after it (Dynamo aligns it with two or more spaces):
+    the first ``#`` after two blanks."""
+    i = text.find("#")
+    while i != -1:
+        if i >= 2 and text[i - 1].isspace() and text[i - 2].isspace():
+            return text[:i].strip(), text[i:].strip()
+        i = text.find("#", i + 1)
+    return text.strip(), ""
+
+
+def _manager_source(rest: str) -> str | None:
+    """``source=…, accessed_by=`` of a GuardManager line."""
+    i = rest.find("source=")
+    j = rest.find(", accessed_by=", i + 8) if i != -1 else -1
+    return rest[i + 7:j] if j != -1 else None
 
 
 def _user_line(comment: str) -> dict[str, Any] | None:
-    m = _WHERE.search(comment)
-    if not m or _FRAMEWORK.match(m["file"]):
-        return None
-    return {"file": m["file"], "line": int(m["line"]), "fn": m["fn"], "code": m["code"]}
+    """``# <code>  # <file>:<line> in <fn>``: the first ``#`` after the code's ``#`` that is
+    followed by a user line."""
+    first = comment.find("#")
+    k = comment.find("#", first + 1) if first != -1 else -1
+    while k != -1:
+        m = _WHERE.match(comment, k + 1)
+        if m and comment[k - 1].isspace():
+            if _FRAMEWORK.match(m["file"]):
+                return None
+            return {"file": m["file"], "line": int(m["line"]), "fn": m["fn"],
+                    "code": comment[first + 1:k].strip()}
+        k = comment.find("#", k + 1)
+    return None
 
 
 def code_source(code: str) -> str | None:
@@ -57,9 +77,8 @@ def parse_guard_tree(text: str) -> tuple[list[dict[str, Any]], int]:
         del sources[depth:]
         man = _MANAGER.match(body)
         if man:
-            src = _MANAGER_SOURCE.search(man["rest"])
             sources.extend([None] * (depth - len(sources)))
-            sources.append(src["source"] if src else None)
+            sources.append(_manager_source(man["rest"]))
             continue
         km = _KIND.match(body)
         if not km:

@@ -12,9 +12,11 @@ from typing import Any
 
 from tuidebug.trace.format.reader import GraphRecord
 
-_SYMBOL = re.compile(r"\b[su]\d+\b")  # a compile's symbols as the wrapper names them
-_KERNEL_SYMBOL = re.compile(r"\bks\d+\b")  # a symbolic size as the kernel names it
+_SYMBOL = re.compile(r"\b[su][0-9]+\b")  # a compile's symbols as the wrapper names them
+_KERNEL_SYMBOL = re.compile(r"\bks[0-9]+\b")  # a symbolic size as the kernel names it
+MAX_CALL = 64 * 1024  # characters of one kernel call's arguments read from the wrapper
 # a Triton kernel's element counts: a constant or a symbol, as its call says
+_PAREN = re.compile(r"[()]")
 _NUMEL_PARAM = re.compile(r"^(?:[xyz]|r\d*_?)numel$")
 _CPP_SIGNATURE = re.compile(r"\bkernel\(([^)]*)\)")
 _PY_SIGNATURE = re.compile(r"^def \w+\(([^)]*)\)", re.M)
@@ -79,11 +81,17 @@ def call_args(wrapper: str, name: str) -> list[str] | None:
     start = _index(wrapper).first_call.get(name)
     if start is None:
         return None
-    depth, i = 1, start
-    while i < len(wrapper) and depth:
-        depth += {"(": 1, ")": -1}.get(wrapper[i], 0)
-        i += 1
-    args = _split_args(wrapper[start:i - 1])
+    depth, end = 1, None
+    # parentheses only, and no further than MAX_CALL: a call never closed (a damaged or
+    # hostile wrapper) costs one bounded scan, not one to the wrapper's end per kernel
+    for m in _PAREN.finditer(wrapper, start, min(len(wrapper), start + MAX_CALL)):
+        depth += 1 if m.group() == "(" else -1
+        if depth == 0:
+            end = m.start()
+            break
+    if end is None:
+        return None
+    args = _split_args(wrapper[start:end])
     return [a for a in args if not re.match(r"^\w+\s*=[^=]", a)]
 
 
@@ -104,7 +112,7 @@ def symbolic_sizes(source: str, kind: str | None, wrapper: str | None,
             if (not _SYMBOL.search(arg) and arg in assigned
                     and not re.search(r"\w\(", assigned[arg])):
                 expr = assigned[arg]  # a numel the wrapper computed: xnumel = 4*s77
-            symbols = sorted(set(_SYMBOL.findall(expr)), key=lambda s: (s[0], int(s[1:])))
+            symbols = sorted(set(_SYMBOL.findall(expr)), key=lambda s: (s[0], len(s), s))
             if symbols:
                 out.append({"param": param, "expr": expr, "symbols": symbols})
         return out

@@ -14,10 +14,10 @@ functions). Pure data: no torch; every string from the trace goes into JSON as d
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from tuidebug.trace.format.reader import GraphRecord, Trace
+from tuidebug.trace.format import safefile
 
 COMPILE_PID, COMPILED_PID, EAGER_PID = 1, 2, 3
 _PASS_PHASE = {"pre_grad_passes": "pre_grad", "joint_graph_passes": "joint_graph",
@@ -27,8 +27,7 @@ _PASS_PHASE = {"pre_grad_passes": "pre_grad", "joint_graph_passes": "joint_graph
 def _num(v: Any) -> float | None:
     """A time from the trace: finite and not negative, else None (an infinite start or
     duration became ``"ts": null``, an event Perfetto drops)."""
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
-    return float(v) if ok else None
+    return safefile.number(v, minimum=0)
 
 
 def _us(seconds: float) -> float:
@@ -90,7 +89,7 @@ def _call_order(trace: Trace, k: dict[str, Any]) -> int:
         except KeyError:
             handles = []
     tail = handles[0].rsplit(":", 1)[-1] if handles else ""
-    return int(tail) if tail.isdigit() else 1 << 30
+    return safefile.to_int(tail, 1 << 30)
 
 
 def _compiled_call(trace: Trace, name: str, kernels: list[dict[str, Any]], wall: Any, tid: int,

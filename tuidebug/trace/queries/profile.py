@@ -16,10 +16,10 @@ Textual.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from tuidebug.trace.format import safefile
 from tuidebug.trace.format.graph import Graph
 from tuidebug.trace.queries.provenance import kernel_calls
 from tuidebug.trace.queries.roofline import roofline_rows
@@ -74,15 +74,13 @@ class ProfileView:
 def _num(v: Any) -> float:
     """A measured time: a finite number that is not negative, else 0 (NaN, infinities and
     negative times from a damaged profile.json add nothing)."""
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
-    return float(v) if ok else 0.0
+    return safefile.number(v, minimum=0) or 0.0
 
 
 def _opt(v: Any) -> float | None:
     """A measured quantity kept on a row (device time, bytes, FLOPs, calls): finite and not
     negative, else None (not measured)."""
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
-    return float(v) if ok else None
+    return safefile.number(v, minimum=0)
 
 
 def _add(table: dict[tuple[str, str], Row], key: str, phase: str, compiled: float = 0.0,

@@ -13,6 +13,7 @@ from typing import Any
 
 from tuidebug.trace.format.graph import Graph
 from tuidebug.trace.format.reader import GraphRecord
+from tuidebug.trace.format import safefile
 
 
 def kernel_launches(g: GraphRecord) -> dict[str, dict[str, Any]]:
@@ -83,8 +84,8 @@ def kernel_calls(g: GraphRecord, name: str, prov: dict[str, Any]) -> dict[str, l
     (``cpp_fused_gelu_view_3:21``)."""
     nodes = [str(n) for n in prov.get("fx_nodes") or []]
     entry = g.kernel(name) or {}
-    handles = sorted(entry.get("handles") or [], key=lambda h: int(h.rsplit(":", 1)[-1])
-                     if h.rsplit(":", 1)[-1].isdigit() else 0)
+    handles = sorted(entry.get("handles") or [],
+                     key=lambda h: safefile.to_int(str(h).rsplit(":", 1)[-1], 0))
     if len(handles) < 2 or entry.get("kind") == "extern":
         return {name: nodes}
     ops = set(prov.get("ir_nodes") or [])

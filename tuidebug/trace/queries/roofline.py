@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from tuidebug.trace.format import safefile
+
 if TYPE_CHECKING:  # profile calls roofline_rows; only the type is needed here
     from tuidebug.trace.queries.profile import ProfileView
 
@@ -16,8 +18,7 @@ LAUNCH_BOUND_S = 10e-6  # a call shorter than this is bound by its launch, not b
 
 
 def _positive(v: Any) -> float | None:
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
-    return float(v) if ok else None
+    return safefile.number(v, above=0)
 
 
 def _peak_tflops(peak: dict[str, Any]) -> tuple[float, str] | None:
@@ -46,6 +47,8 @@ def roofline_rows(view: ProfileView) -> list[dict[str, Any]]:
             continue
         calls = r.calls if isinstance(r.calls, (int, float)) and r.calls > 0 else 1.0
         t = r.device_s / calls
+        if not t > 0:  # a time too small to hold once shared among the calls
+            continue
         gbps = r.bytes / t / 1e9
         row: dict[str, Any] = {"key": r.key, "kernel": r.kernel, "graph": r.graph,
                                "phase": r.phase, "time_s": t,

@@ -20,7 +20,7 @@ from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from tuidebug.trace.queries import kernel_sizes, provenance
+from tuidebug.trace.queries import kernel_sizes, provenance, source_lines
 from tuidebug.trace.format.reader import GraphRecord, Trace
 from tuidebug.trace.queries.summary import launch_text
 from tuidebug.tui import keymap, model
@@ -28,6 +28,7 @@ from tuidebug.tui.messages import Read, ShowNode
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.widgets.lists import PickList, Row
 from tuidebug.tui.widgets.textview import RichLines, TextLines, TextView
+from tuidebug.trace.format import safefile
 
 WRAPPER = "__wrapper__"
 HIGHLIGHTED_KEPT = 16  # highlighted files kept per screen (a 16k-line wrapper: ~1 s to lex)
@@ -105,11 +106,15 @@ def read_code(g: GraphRecord, item: str, kernels: dict[str, provenance.KernelInf
 
 
 def read_source(trace: Trace, path: str, line: int) -> CodeDoc:
-    code = model.read_source_file(path, trace)
-    if code is None:
-        return CodeDoc(f"{path} is not on this machine (or too large to show)\n", "", 0,
+    """The lines of ``path`` the trace captured (never the file at that path on this machine:
+    a trace names files of the machine it was made on, or any file it likes)."""
+    captured = source_lines.captured_source(trace, path)
+    text, where = captured.text()
+    if not text:
+        return CodeDoc(f"the trace captured no line of {path}\n", "", 0,
                        f"source: {path}:{line}")
-    return CodeDoc(code, path, max(0, line - 1), f"source: {path}:{line}")
+    return CodeDoc(text, path, where.get(line, 0),
+                   f"source: {path}:{line}  ({len(captured.lines)} lines captured by the trace)")
 
 
 def kernel_prompt(k: provenance.KernelInfo) -> Row:
@@ -323,7 +328,7 @@ class CodeScreen(TraceScreen):
             self._show_fx(value)
         elif kind == "source":
             path, line = value.split("\x00")
-            self._show_source(path, int(line) if line.isdigit() else 1)
+            self._show_source(path, safefile.to_int(line, 1))
 
     def _kernel(self) -> provenance.KernelInfo | None:
         item = self.selected()

@@ -15,6 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from tuidebug.trace.format import safefile
 from tuidebug.tui import keymap
 
 def _key(screen: str) -> str:
@@ -199,9 +200,9 @@ class TextScreen(ModalScreen[None]):
 
     @classmethod
     def of_file(cls, path: Path) -> "TextScreen":
-        try:
-            text = Path(path).read_text(errors="replace")
-        except OSError as e:
+        try:  # minify's repro.py: a file of ours, read as any file shown (capped, regular)
+            text = safefile.read_text(Path(path))
+        except (OSError, safefile.Refused) as e:
             text = f"cannot read {path}: {e}"
         return cls(str(path), text)
 

@@ -23,6 +23,7 @@ from tuidebug.tui.screens.source_line import SourceLineScreen
 from tuidebug.tui.widgets.textview import RichLines, TextView
 from tuidebug.viewers.dynamic_view import where
 from tuidebug.viewers.inert import inert_text
+from tuidebug.trace.format import safefile
 
 
 def _frame(cid: str) -> str:
@@ -30,7 +31,7 @@ def _frame(cid: str) -> str:
 
 
 def _order(cid: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", cid))
+    return tuple(safefile.to_int(x, 1 << 62) for x in re.findall(r"[0-9]+", cid))
 
 
 def shapes_lines(trace: Any, g: GraphRecord) -> tuple[list[Text], list[Any]]:
