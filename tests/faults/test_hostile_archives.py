@@ -193,3 +193,23 @@ def test_pack_refuses_a_huge_sparse_file(tmp_path: Path, case: Case) -> None:
     assert not list(tmp_path.glob("*.tar.gz")) and not list(tmp_path.glob(".*.tmp"))
     case.survived = True
     case.data_lost = False
+
+
+@pytest.mark.parametrize("depth", [990, 200_000])
+def test_pack_redact_of_deep_json(tmp_path: Path, depth: int, case: Case) -> None:
+    """``pack --redact`` of a trace whose JSON is nested deep: a RecursionError traceback.
+    Too deep to parse: packed as it is (readers refuse it too); deep enough to parse but not
+    to walk: left out of the redacted pack (it could hold source lines)."""
+    import shutil
+
+    case.note = f"pack --redact: JSON nested {depth} deep"
+    src = tmp_path / "t"
+    shutil.copytree(BASE, src)
+    (src / "compiles" / "deep.json").write_text("[" * depth + "]" * depth)
+    (src / "compiles" / "deep.jsonl").write_text("[" * depth + "]" * depth + "\n")
+    manifest = pack(src, tmp_path / "t.tar.gz", redact=True)
+    assert "manifest.json" in manifest["files"]
+    d = unpack(tmp_path / "t.tar.gz", tmp_path / "cache")
+    assert (d / "manifest.json").is_file()
+    case.survived = True
+    case.data_lost = False

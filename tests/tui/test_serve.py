@@ -324,3 +324,48 @@ def test_sessions_are_capped(serve: Any) -> None:
 
     first, second = run_async(two_sessions())
     assert b"cuda_mlp_autotune" in first and second == 503
+
+
+def test_malformed_websocket_messages_are_refused_without_a_traceback(serve: Any) -> None:
+    """Not JSON, wrong shapes, a 20 MB message, a 4000×4000 screen (as a message and as the
+    websocket's own size): textual-serve raised on each, a traceback on the server's terminal.
+    The session goes on: a good message after them is still answered."""
+    import aiohttp
+
+    server = serve(str(FIXTURES / "cuda_mlp_autotune"))
+    origin = server.url.rstrip("/")
+    ws = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+          "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Origin": origin}
+    assert _status(server.url + "ws?width=4000&height=4000", ws) == 400
+
+    async def session() -> list[Any]:
+        async with aiohttp.ClientSession() as s:
+            async with s.ws_connect(server.url + "ws?width=80&height=24", origin=origin,
+                                    max_msg_size=0) as w:
+                for bad in ["not json", "{}", "[]", "[5]", '["stdin", 5]', '["resize", 5]',
+                            '["resize", {"width": 4000, "height": 4000}]',
+                            '["resize", {"width": "80", "height": []}]', '["ping", {"a": 1}]',
+                            "[" * 100_000 + "]" * 100_000]:
+                    await w.send_str(bad)
+                await w.send_str('["ping", "still here"]')
+                got = []
+                while True:
+                    msg = await w.receive(timeout=60)
+                    if msg.type == aiohttp.WSMsgType.TEXT:
+                        got.append(msg.json())
+                        if ["pong", "still here"] in got:
+                            break
+                    elif msg.type != aiohttp.WSMsgType.BINARY:
+                        break
+                try:  # 20 MB in one message: over the limit, the socket may be closed
+                    await w.send_str('["stdin", "' + "q" * (20 << 20) + '"]')
+                    await w.receive(timeout=10)
+                except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError):
+                    pass
+                return got
+
+    got = run_async(session())
+    assert ["pong", "still here"] in got, got
+    time.sleep(1)
+    log = "".join(server.stderr)
+    assert "Traceback" not in log and "Error" not in log, log[-3000:]
