@@ -24,6 +24,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tuidebug/proc.py", "msg = json.loads(line)"): "a child's message pipe (tuidebug's own)",
     ("tuidebug/proc.py", 'os.fdopen(fd, "w"'): "writes the message pipe",
     ("tuidebug/cli/__init__.py", "os.open(os.devnull"): "/dev/null for stdout",
+    ("tuidebug/mcp/bounded.py", "json.loads(piece)"): "its own JSON of an answer, read back",
     ("tuidebug/trace/format/atomic.py", "os.fdopen(fd, \"w\""): "writes",
     ("tuidebug/trace/format/atomic.py", 'open(path, "a"'): "appends",
     ("tuidebug/trace/jobs/progress.py", "os.open(path, os.O_WRONLY"): "writes a progress log",
