@@ -43,6 +43,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tuidebug/compiler/worker/client.py", 'os.fdopen(fd, "wb")'): "writes the worker's log",
     ("tuidebug/compiler/worker/client.py", "self.log_path.read_text("): "the worker's own log",
     ("tuidebug/compiler/run_script.py", "json.loads(ns.overrides)"): "argv from the parent",
+    ("tuidebug/compiler/run_script.py", "json.loads(ns.apply)"): "argv from the parent",
+    ("tuidebug/compiler/advise.py", 'open(log, "wb")'): "writes the child's log",
+    ("tuidebug/compiler/capture/numerics.py", "open(str(path), encoding="):
+        "Inductor's output code module, in the user's process while capturing",
     ("tuidebug/compiler/compat/hooks.py", "json.loads(payload)"):
         "a payload torch logs in the user's process while capturing",
     ("tuidebug/compiler/compat/caches.py", "json.loads(payload)"):
