@@ -74,3 +74,15 @@ def test_info_prints_each_break_with_its_line_and_fix(five_breaks: Path) -> None
                     if f"five_breaks.py:{_line_of(code)}  {code}" in ln), None)
         assert row is not None, (code, out)
         assert advice in out
+
+
+async def test_the_tui_overview_shows_each_break_with_its_line_and_fix(
+        open_ui, five_breaks: Path) -> None:
+    async with open_ui(five_breaks, size=(200, 50)) as ui:
+        text = "\n".join(" ".join(ln.split()) for ln in ui.lines("#overview"))
+    assert "graph breaks: 5 graph breaks from 5 causes" in text, text
+    for code, _cause, advice in EXPECTED:
+        assert f"five_breaks.py:{_line_of(code)} {code}" in text, (code, text)
+        assert advice in text.replace("\n", " "), advice
+    # the one break a config knob fixes is offered to `advise --try`, untried
+    assert "· torch._dynamo.config.capture_scalar_outputs = True" in text, text

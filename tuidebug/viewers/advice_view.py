@@ -39,6 +39,19 @@ def advice_lines(suggestions: list[dict[str, Any]], tried: dict[str, dict[str, A
     return out
 
 
+def advice_section(suggestions: list[dict[str, Any]], tried: dict[str, dict[str, Any]]
+                   ) -> list[Text]:
+    """What ``info`` and the TUI overview show of the advice: the suggestions about recompiles
+    and the ones that can be tried (a break's change to the code is its "fix:" line), each
+    marked verified, tried, or untried; nothing without one."""
+    shown = [a for a in suggestions if a.get("about") == "recompiles" or a.get("tryable")]
+    if not shown:
+        return []
+    return [Text.assemble(("advice", "bold"), (" (✓ verified, ✗ tried and did not help, "
+                                                "· untried: tuidebug advise TRACE --try)", "dim"))
+            ] + advice_lines(shown, tried)
+
+
 def render_advice(suggestions: list[dict[str, Any]], tried: list[dict[str, Any]],
                   console: Console) -> None:
     """``tuidebug advise``: the suggestions; then, after ``--try``, the runs ranked."""

@@ -13,7 +13,7 @@ from rich.text import Text
 from tuidebug.trace.format import schema
 from tuidebug.trace.queries.summary import (ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict, cache_text,
                                     phase_text)
-from tuidebug.viewers.advice_view import advice_lines
+from tuidebug.viewers.advice_view import advice_section
 from tuidebug.viewers.breaks_view import break_notes, skipped_notes, summary_breaks
 from tuidebug.viewers.dynamic_view import dynamic_notes
 from tuidebug.viewers.inert import inert, inert_text
@@ -164,14 +164,9 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
                          summary_breaks(s)) + skipped_notes(s.get("skipped_frames") or []):
         console.print(n)
     adv = s.get("advice") or {}
-    shown = [a for a in adv.get("suggestions") or []
-             if a.get("about") == "recompiles" or a.get("tryable")]
-    if shown:  # a break's code change is its "fix:" above
-        console.print(Text.assemble(("advice", "bold"), (" (✓ verified, ✗ tried and did not "
-                                                         "help, · untried: tuidebug advise "
-                                                         "TRACE --try)", "dim")))
-        for line in advice_lines(shown, {str(t.get("id")): t for t in adv.get("tried") or []}):
-            console.print(line)
+    for line in advice_section(adv.get("suggestions") or [],
+                               {str(t.get("id")): t for t in adv.get("tried") or []}):
+        console.print(line)
     acc = s.get("accuracy") or {}
     for cid, a in acc.items():
         verdict, why = accuracy_verdict(a)

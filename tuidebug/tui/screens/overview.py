@@ -25,7 +25,7 @@ from tuidebug.trace.queries.frames import skipped_frames
 from tuidebug.trace.queries.recompiles import reasons_of
 from tuidebug.trace.queries.summary import (ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict,
                                             changed_passes, compile_place, cudagraphs_state)
-from tuidebug.trace.queries import graph_breaks
+from tuidebug.trace.queries import advice, graph_breaks
 from tuidebug.trace.queries.vllm import vllm_summary
 from tuidebug.tui import model
 from tuidebug.tui.messages import Read, ShowKernel
@@ -34,6 +34,7 @@ from tuidebug.tui.screens.modals import TextScreen
 from tuidebug.tui.widgets.bars import STATUS_STYLE
 from tuidebug.tui.widgets.render import to_lines
 from tuidebug.tui.widgets.textview import RichLines, TextView
+from tuidebug.viewers.advice_view import advice_section
 from tuidebug.viewers.breaks_view import break_notes, skipped_notes
 from tuidebug.viewers.fitted import Row
 from tuidebug.viewers.vllm_view import vllm_renderables
@@ -244,6 +245,8 @@ def _compiles(trace: Trace) -> list[RenderableType]:
     breaks = [b for bs in per_compile.values() for b in bs]
     notes += break_notes(graph_breaks.summarize(breaks).headline, [b.to_json() for b in breaks])
     notes += skipped_notes([f.to_json() for f in skipped_frames(trace.manifest)])
+    notes += advice_section([a.to_json() for a in advice.suggestions(trace)],
+                            {t.id: t.to_json() for t in advice.verdicts(trace).values()})
     return out + [t] + notes
 
 
