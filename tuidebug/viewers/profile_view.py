@@ -14,6 +14,7 @@ from rich.text import Text
 from tuidebug.trace.diff.findings import format_duration as duration
 from tuidebug.viewers.fitted import Row
 from tuidebug.viewers.inert import inert_text
+from tuidebug.viewers.ledger_view import ledger_lines, ledger_table, verdict_line
 
 TOP = 8  # rows of each table `info` prints (info --json has 20; the TUI every one)
 
@@ -37,8 +38,25 @@ def _faster(speed: Any) -> str:
             f" ({speed:.2f}× faster)" if speed >= 1 else f" ({1 / speed:.2f}× SLOWER)")
 
 
-def totals_text(t: dict[str, Any]) -> Text:
-    faster = _faster(t.get("speedup"))
+def whole_text(view: Any) -> Text:
+    """The TUI's totals pane: the whole call's verdict and ledger (one line per part), then
+    the compiled graphs' totals (``view``: a ``ProfileView``)."""
+    text = Text()
+    for c in view.calls[:1]:
+        v = c.verdict_json()
+        text.append(verdict_line(v))
+        for line in ledger_lines([p.as_json() for p in c.ledger], v.get("compiled_s")):
+            text.append("\n")
+            text.append(inert_text(f"  {line}"))
+        text.append("\n")
+    text.append(totals_text(view.totals, judged=bool(view.calls)))
+    return text
+
+
+def totals_text(t: dict[str, Any], judged: bool = False) -> Text:
+    """The compiled graphs' totals; ``judged``: a whole call's verdict is shown beside them
+    (then these graph-only times, measured apart, give none of their own)."""
+    faster = "" if judged else _faster(t.get("speedup"))
     text = Text.assemble(
         ("where the time goes ", "bold"),
         inert_text(f"({t.get('runs')} runs on {t.get('device')}"
@@ -54,7 +72,7 @@ def totals_text(t: dict[str, Any]) -> Text:
                                f"{(t.get('eager_peak_memory_bytes') or 0) / 2**20:.1f} MiB eager"))
     back = t.get("backward")
     if isinstance(back, dict):
-        faster = _faster(back.get("speedup"))
+        faster = "" if judged else _faster(back.get("speedup"))
         text.append("\n")
         text.append(inert_text(
             f"backward: compiled {duration(back.get('compiled_wall_s'))} per call, eager "
@@ -68,9 +86,9 @@ def totals_text(t: dict[str, Any]) -> Text:
 
 # what the compiled times measure (the profile calls the compiled graph itself, from inside the
 # user's call): a user calling the compiled function also pays Dynamo's per-call work before it
-DYNAMO_NOT_INCLUDED = ("times per call of the compiled graph itself: Dynamo's guard checks and "
-                       "argument collection, run before it on every call of the compiled "
-                       "function, are not included")
+DYNAMO_NOT_INCLUDED = ("times per call of the compiled graphs themselves (the inner level): "
+                       "Dynamo's guard checks and argument collection, run before them on every "
+                       "call of the compiled function, are in the whole call's verdict above")
 
 
 def phases(rows: list[dict[str, Any]]) -> bool:
@@ -93,7 +111,12 @@ def _calls(v: Any) -> Text:
 
 
 def render_profile(p: dict[str, Any], console: Console, top: int = TOP) -> None:
-    console.print(totals_text(p.get("totals") or {}))
+    v = p.get("verdict")
+    if isinstance(v, dict):
+        console.print(verdict_line(v))
+        if p.get("ledger"):
+            console.print(Padding(ledger_table(p["ledger"], v.get("compiled_s")), (0, 0, 0, 4)))
+    console.print(totals_text(p.get("totals") or {}, judged=isinstance(v, dict)))
     lines, kernels = p.get("lines") or [], p.get("kernels") or []
     both = phases(lines) or phases(kernels)
     t = Table(box=None, padding=(0, 1), header_style="dim", pad_edge=False)

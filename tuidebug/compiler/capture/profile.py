@@ -39,9 +39,9 @@ class Profile(Concern):
 
     def stopping(self) -> None:
         if self.enabled:
-            self._write()
+            self.write()
 
-    def _write(self) -> None:
+    def write(self) -> None:
         assert self.session.writer is not None
         self.session.writer.write_profile(self.data)
 
@@ -77,7 +77,7 @@ class Profile(Concern):
                  "cudagraphs": any(g.cudagraphs.get("enabled") for g in graphs), **compiled,
                  "eager": eager.pop("totals"), **eager}
         self.data["compiles"][cid] = entry
-        self._write()
+        self.write()
         if grad is not None:
             s.progress(f"profiling compile {cid}: its backward, compiled and eager")
             backward = profile_backward.profile_backward(
@@ -86,7 +86,7 @@ class Profile(Concern):
                 entry["backward"] = backward
             else:
                 entry["note"] = backward["note"]
-            self._write()
+            self.write()
 
     def _compiled(self, graphs: list[GraphState], again: Callable[[], Any]) -> dict[str, Any]:
         ku = kernel_units(graphs)

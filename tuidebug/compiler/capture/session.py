@@ -15,8 +15,8 @@ import torch
 
 from tuidebug.compiler import compat
 from tuidebug.compiler.capture import (autotune, cache_keys, collectives, config, events,
-                                       frames, fusion, graphs, kernels, numerics, outcome, profile,
-                                       shapes, triton)
+                                       frames, fusion, graphs, kernels, numerics, outcome,
+                                       profile, shapes, triton, whole_call)
 from tuidebug.compiler.capture.state import Concern, GraphState
 from tuidebug.trace.format import layout, schema
 from tuidebug.trace.format.writer import TraceWriter
@@ -40,6 +40,7 @@ CONCERNS: tuple[type[Concern], ...] = (
     triton.Triton,        # Triton launches and config benchmarks, CUDA graph skips (GPU)
     outcome.Outcome,      # errors, the eager comparison
     profile.Profile,      # --profile N: kernels and FX nodes measured, compiled vs eager
+    whole_call.WholeCall,  # --profile N: the user's whole call, compiled vs eager, its ledger
     events.Events,        # the structured trace log (metrics, guards, output code, …)
     collectives.Collectives,  # collectives per graph in program order; DDPOptimizer buckets
     shapes.Shapes,        # symbols, guards, specializations, recompiled inputs
@@ -85,6 +86,9 @@ class CaptureSession:
         self._patcher: compat.Patcher | None = None
         self._config_ctx: Any = None
         self._anon = 0
+        # while --profile clocks a whole call: each compiled graph's (graph id, compile id,
+        # start, end) is appended (outcome.Outcome.wrap_runtime)
+        self.call_clock: list[tuple[str, str, float, float]] | None = None
 
     def concern(self, kind: type[C]) -> C:
         """The session's instance of concern class ``kind``."""

@@ -25,7 +25,7 @@ from tuidebug.compiler.compat.lookup import (  # noqa: F401
     TORCH_VERSION, NotAvailable, Patch, Patcher,
 )
 from tuidebug.compiler.compat.hooks import (  # noqa: F401
-    import_inductor, COMPILE_FX, PRE_GRAD_PASSES, JOINT_GRAPH_PASSES, POST_GRAD_PASSES,
+    import_inductor, TORCH_COMPILE, COMPILE_FX, PRE_GRAD_PASSES, JOINT_GRAPH_PASSES, POST_GRAD_PASSES,
     CODEGEN_AND_COMPILE, GRAPH_LOWERING_RUN, PASS_OBSERVER_ENTER, PASS_OBSERVER_EXIT,
     IR_PRE_FUSION, IR_POST_FUSION, WHY_NO_FUSE, FUSE_TWO_NODES, CAN_FUSE, BACKEND_CAN_FUSE,
     KERNEL_PROVENANCE, TRITON_RUN, TRITON_BENCHMARK_ALL, BENCHMARK_CHOICE, TEMPLATE_PRECOMPILE,
@@ -51,7 +51,7 @@ from tuidebug.compiler.compat.kernels import (  # noqa: F401
 )
 from tuidebug.compiler.compat.profiling import (  # noqa: F401
     KernelRanges, NodeRanges, device_kind, peak_memory, profiled, wall_times, device_peaks,
-    triton_kernel_estimates, compiled_autograd_on,
+    triton_kernel_estimates, compiled_autograd_on, synchronize,
 )
 from tuidebug.compiler.compat.caches import (  # noqa: F401
     cache_lookup, aot_cache_components,

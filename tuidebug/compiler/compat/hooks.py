@@ -36,6 +36,7 @@ def import_inductor() -> None:
 
 # Hook points, by role. Capture (tuidebug/compiler/capture/) wraps these; a missing one
 # becomes a warning.
+TORCH_COMPILE = "torch.compile"  # public: the user's call of it (--profile's whole call)
 COMPILE_FX = "torch._inductor.compile_fx.compile_fx"
 PRE_GRAD_PASSES = "torch._inductor.compile_fx._recursive_pre_grad_passes"
 JOINT_GRAPH_PASSES = "torch._inductor.compile_fx._recursive_joint_graph_passes"

@@ -9,6 +9,7 @@ from typing import Any, Iterable
 
 from tuidebug.trace.diff.common import pair, total
 from tuidebug.trace.diff.kernels import time_ratio
+from tuidebug.trace.queries.verdict import format_duration  # noqa: F401 (re-exported)
 
 
 def summary(d: dict[str, Any]) -> dict[str, Any]:
@@ -80,15 +81,6 @@ def _largest_run_change(d: dict[str, Any], threshold: float = 1.5) -> dict[str, 
         return None
     top = max(ks, key=lambda k: max(k["run_ratio"], 1 / k["run_ratio"]))
     return top if max(top["run_ratio"], 1 / top["run_ratio"]) >= threshold else None
-
-
-def format_duration(s: Any) -> str:
-    """``12.3 µs``, ``4.56 ms``, ``1.23 s``; ``—`` when unknown."""
-    if not isinstance(s, (int, float)) or isinstance(s, bool):
-        return "—"
-    if abs(s) < 1e-3:
-        return f"{s * 1e6:.1f} µs"
-    return f"{s * 1e3:.2f} ms" if abs(s) < 1 else f"{s:.2f} s"
 
 
 def _all_close(values: Iterable[Any]) -> bool | None:

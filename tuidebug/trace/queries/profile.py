@@ -23,6 +23,7 @@ from tuidebug.trace.format import safefile
 from tuidebug.trace.format.graph import Graph
 from tuidebug.trace.queries.provenance import kernel_calls
 from tuidebug.trace.queries.roofline import roofline_rows
+from tuidebug.trace.queries.whole_call import CallVerdict, call_verdicts
 from tuidebug.trace.format.reader import GraphRecord, Trace
 
 NO_NODE = "(no FX node)"
@@ -65,6 +66,8 @@ class ProfileView:
     modules: list[Row] = field(default_factory=list)
     totals: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # the user's whole call, compiled against eager, and its ledger (queries/whole_call.py)
+    calls: list[CallVerdict] = field(default_factory=list)
 
     def table(self, which: str) -> list[Row]:
         return {"kernels": self.kernels, "nodes": self.nodes, "lines": self.lines,
@@ -199,9 +202,10 @@ def profile_view(trace: Trace) -> ProfileView | None:
     """The joined profile of a trace; None when it was not profiled."""
     prof = trace.profile
     compiles = prof.get("compiles") or {}
-    if not compiles:
+    calls = call_verdicts(trace)
+    if not compiles and not calls:
         return None
-    view = ProfileView(compiles=sorted(compiles))
+    view = ProfileView(compiles=sorted(compiles), calls=calls)
     cache: dict[str, Any] = {}
     tables: dict[str, dict[tuple[str, str], Row]] = {"nodes": {}, "lines": {}, "modules": {}}
     tot = {**_phase_totals(), "runs": None, "device": None, "cudagraphs": False,
@@ -259,7 +263,10 @@ def profile_summary(view: ProfileView, top: int = 20) -> dict[str, Any]:
     """What ``info --json`` says under ``profile``: totals, the ``top`` kernels, FX nodes,
     lines and modules by time, and the roofline of the GPU's Triton kernels."""
 
-    return {"compiles": view.compiles, "totals": view.totals, "notes": view.notes,
+    whole = ({"verdict": view.calls[0].verdict_json(),
+              "ledger": [p.as_json() for p in view.calls[0].ledger],
+              "verdicts": [c.verdict_json() for c in view.calls]} if view.calls else {})
+    return {**whole, "compiles": view.compiles, "totals": view.totals, "notes": view.notes,
             **{which: [r.as_json() for r in view.table(which)[:top]]
                for which in ("kernels", "nodes", "lines", "modules")},
             "roofline": roofline_rows(view)}

@@ -21,7 +21,7 @@ from tuidebug.tui.widgets.lists import Row as ListRow
 from tuidebug.tui.widgets.render import to_lines
 from tuidebug.tui.widgets.textview import RichLines, TextView
 from tuidebug.viewers.inert import inert
-from tuidebug.viewers.profile_view import duration, line_label, totals_text
+from tuidebug.viewers.profile_view import duration, line_label, whole_text
 
 TABLES = ("kernels", "nodes", "lines", "modules")
 TABLE_TITLES = {"kernels": "kernel calls", "nodes": "FX nodes", "lines": "source lines",
@@ -112,7 +112,7 @@ class ProfileScreen(TraceScreen):
             width = max(40, (empty.size.width or 80) - 2)
             empty.set_source(RichLines(to_lines(self.app.console, [Text(NOT_PROFILED)], width)))
             return
-        self.query_one("#profile-totals", Label).update(totals_text(self.view.totals))
+        self.query_one("#profile-totals", Label).update(whole_text(self.view))
         self.show_table(self.table)
         rows.focus()
 

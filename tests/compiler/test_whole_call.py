@@ -1,0 +1,86 @@
+"""``trace --profile`` measures the user's whole call through torch.compile against eager,
+interleaved, and splits a compiled call into its parts (real compiles, CPU)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import trace_example
+from tuidebug.trace.queries.whole_call import call_verdicts
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.summary import trace_summary
+
+pytestmark = pytest.mark.slow
+LAYERS = 3
+
+
+@pytest.fixture(scope="module")
+def item_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("whole") / "item"
+    proc = trace_example(out, "item_per_layer.py", "--layers", str(LAYERS),
+                         extra=["--profile", "3"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
+def _parts_add_up(v) -> None:
+    assert v.ledger, "no ledger"
+    assert abs(sum(p.seconds for p in v.ledger) - v.compiled.median_s) < 1e-8
+    other = [p for p in v.ledger if p.part == "other"]
+    assert len(other) == 1
+
+
+def test_graph_breaks_make_it_slower_and_are_named(item_trace: Path) -> None:
+    t = Trace(item_trace)
+    (v,) = call_verdicts(t)
+    assert v.callable == "ItemPerLayer" and not v.training and v.rounds >= 10
+    assert v.outcome == "slower" and v.ratio_high < 1.0, v.text
+    assert "`.item()` at item_per_layer.py:" in v.text, v.text
+    _parts_add_up(v)
+    islands = [p for p in v.ledger if p.part == "eager_island"]
+    assert len(islands) == LAYERS  # one .item() per layer
+    for p in islands:
+        assert p.file and p.file.endswith("item_per_layer.py") and p.reason
+        assert "Tensor.item()" in p.reason and p.seconds > 0
+    graphs = [p for p in v.ledger if p.part == "graph"]
+    assert len(graphs) == 2 * LAYERS  # before and after each break
+    ids = {g.id for g in t.graphs}
+    assert all(p.graph in ids for p in graphs)
+    # the eager islands and Dynamo's frames take most of the call: the unaccounted rest is small
+    rest = next(p.seconds for p in v.ledger if p.part == "other")
+    assert abs(rest) < 0.25 * v.compiled.median_s
+    raw = json.loads((item_trace / "profile.json").read_text())
+    (call,) = raw["calls"]
+    m = raw["machine"]
+    assert 1 <= m["threads"] <= m["cores"] and call["threads"] == m["threads"]
+    assert len(call["times"]["compiled_s"]) == len(call["times"]["eager_s"]) == call["rounds"]
+
+
+def test_info_json_has_the_verdict_and_ledger(item_trace: Path) -> None:
+    p = trace_summary(Trace(item_trace))["profile"]
+    v = p["verdict"]
+    for key in ("compiled_s", "eager_s", "ratio", "ratio_low", "ratio_high", "text"):
+        assert key in v
+    assert v["ratio_low"] <= v["ratio"] <= v["ratio_high"]
+    assert {x["part"] for x in p["ledger"]} <= {"dynamo", "graph", "eager_island",
+                                               "cudagraph", "other"}
+    assert any(x.get("line") and x.get("reason") for x in p["ledger"])
+
+
+def test_a_training_step_is_timed_forward_and_backward(profiled_training_trace: Path) -> None:
+    (v,) = call_verdicts(Trace(profiled_training_trace))
+    assert v.training
+    _parts_add_up(v)
+    back = [p for p in v.ledger if p.phase == "bwd"]
+    assert len(back) == 1 and back[0].seconds > 0 and back[0].graph
+    assert "backward" in (back[0].graph or "")
+    # the verdict follows its own interval
+    if v.ratio_low > 1:
+        assert v.outcome == "faster"
+    elif v.ratio_high < 1:
+        assert v.outcome == "slower"
+    else:
+        assert v.outcome == "same" and v.text.startswith("no measurable difference")

@@ -1,0 +1,130 @@
+"""The whole call's verdict and ledger as read from a trace (``trace/queries/whole_call.py``,
+``verdict.py``, ``breaks.py``): statistics on known numbers, and a trace written with the
+torch-free writer holding Dynamo's own text of a graph break. The real compiles are in
+tests/compiler/test_whole_call.py."""
+
+from __future__ import annotations
+
+import io
+import random
+from pathlib import Path
+
+from rich.console import Console
+
+from tuidebug.trace.queries.breaks import breaks_of, parse_break
+from tuidebug.trace.queries.verdict import (FASTER, SAME, SLOWER, compare, median_interval,
+                                            ratio_interval, spread)
+from tuidebug.trace.queries.whole_call import call_verdicts
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.summary import trace_summary
+from tuidebug.trace.format.writer import TraceWriter
+from tuidebug.viewers.info import render_summary
+
+# Dynamo's text of the break in examples/graph_break.py (torch 2.13), as a trace records it
+BREAK = ("Graph break in user code at /src/model.py:42\nGraph Break Reason: Encountered graph "
+         "break when attempting to trace CALL: a function call, e.g. f(x, y):\n\nUnsupported "
+         "Tensor.item() call with capture_scalar_outputs=False\n  Explanation: Dynamo does not "
+         "support tracing `Tensor.item()` with config.capture_scalar_outputs=False.\n\nUser "
+         "code traceback:\n  File \"/src/model.py\", line 42, in forward\n")
+
+
+def test_median_interval_is_the_binomial_order_statistics() -> None:
+    xs = list(range(1, 21))  # n = 20: the 95% interval of the median is x(6)..x(15) (1-based)
+    assert median_interval([float(x) for x in xs]) == (6.0, 15.0)
+    assert median_interval([3.0, 1.0, 2.0]) == (1.0, 3.0)  # too few: the whole range
+
+
+def test_noise_is_no_difference_and_a_real_gap_is_not() -> None:
+    rng = random.Random(0)
+    a = [1e-3 * (1 + rng.gauss(0, 0.3) ** 2) for _ in range(200)]
+    b = [1e-3 * (1 + rng.gauss(0, 0.3) ** 2) for _ in range(200)]
+    assert compare(a, b).outcome == SAME  # the same distribution: no verdict either way
+    fast = [t / 1.4 for t in b]
+    v = compare(a, fast)
+    assert v.outcome == FASTER and v.ratio_low > 1.0 and 1.2 < v.ratio < 1.7
+    assert compare(fast, a).outcome == SLOWER
+    # within the band: a real 2% difference is reported as none when the band is 5%
+    assert compare(a, [t / 1.02 for t in a], band=0.05).outcome == SAME
+    s = spread(a)
+    assert s.p10_s <= s.median_s <= s.p90_s and s.n == 200
+    r = ratio_interval(a, fast)
+    assert r.low <= r.value <= r.high and r.n == 200
+
+
+def test_a_break_is_read_from_dynamos_text() -> None:
+    b = parse_break("0/0", BREAK)
+    assert b is not None
+    assert (b.file, b.line, b.place) == ("/src/model.py", 42, "model.py:42")
+    assert b.reason == "Unsupported Tensor.item() call with capture_scalar_outputs=False"
+    # a restarted frame (0/0 → 0/0_1) keeps its break on the first id
+    compiles = {"0/0": {"dynamo_graph_break_reason": [BREAK]}, "0/0_1": {}}
+    assert [x.line for x in breaks_of(compiles, "0/0_1")] == [42]
+    assert breaks_of(compiles, "1/0") == []
+    assert parse_break("0/0", None) is None
+
+
+def _call(ratio: float, low: float, high: float) -> dict:
+    """A measured whole call: two graphs with an eager island between them (0/0_1's break)."""
+    compiled = 2.9e-3
+    ledger = [{"part": "dynamo", "seconds": 0.3e-3},
+              {"part": "graph", "seconds": 0.4e-3, "graph": "0_0_1-inference",
+               "compile_id": "0/0_1"},
+              {"part": "eager_island", "seconds": 1.8e-3, "compile_id": "0/0_1"},
+              {"part": "graph", "seconds": 0.3e-3, "graph": "1_0-inference",
+               "compile_id": "1/0"},
+              {"part": "other", "seconds": 0.1e-3}]
+    spread_ = {"median_s": compiled, "p10_s": 2.8e-3, "p90_s": 3.1e-3, "min_s": 2.7e-3, "n": 40}
+    eager = {"median_s": compiled * ratio, "p10_s": 2e-3, "p90_s": 2.4e-3, "min_s": 2e-3, "n": 40}
+    return {"callable": "Model", "training": False, "rounds": 40, "device": "cpu",
+            "compiled": spread_, "eager": eager, "ratio": ratio, "ratio_low": low,
+            "ratio_high": high, "ledger": ledger,
+            "machine": {"cores": 2, "load1": 6.0, "threads": 1, "user_threads": 2,
+                        "oversubscribed": True}}
+
+
+def _trace(tmp_path: Path, *calls: dict) -> Trace:
+    w = TraceWriter(tmp_path / "t")
+    w.add_compile("0/0", {"graphs": []})
+    w.write_compile("0/0", {"graphs": [], "dynamo_graph_break_reason": [BREAK]})
+    w.write_profile({"runs": 10, "compiles": {}, "calls": list(calls)})
+    w.finish("ok")
+    return Trace(tmp_path / "t")
+
+
+def test_slower_names_the_break_and_the_parts_add_up(tmp_path: Path) -> None:
+    (v,) = call_verdicts(_trace(tmp_path, _call(0.76, 0.72, 0.80)))
+    assert v.outcome == SLOWER
+    assert v.text.startswith("compiled 1.32× slower than eager")
+    assert "`.item()` at model.py:42" in v.text and "1.80 ms" in v.text and "2.90 ms" in v.text
+    islands = [p for p in v.ledger if p.part == "eager_island"]
+    assert len(islands) == 1 and islands[0].line == 42 and islands[0].file == "/src/model.py"
+    assert abs(sum(p.seconds for p in v.ledger) - v.compiled.median_s) < 1e-9
+    # a gap after a graph whose compile had no break is the next frame's Dynamo, not an island
+    c = _call(0.76, 0.72, 0.80)
+    c["ledger"][2]["compile_id"] = "1/0"
+    (v2,) = call_verdicts(_trace(tmp_path / "b", c))
+    assert [p.part for p in v2.ledger].count("dynamo") == 2
+
+
+def test_an_interval_across_one_is_no_difference_in_info(tmp_path: Path) -> None:
+    t = _trace(tmp_path, _call(1.02, 0.97, 1.08))
+    s = trace_summary(t)
+    v = s["profile"]["verdict"]
+    assert v["outcome"] == SAME and v["text"].startswith("no measurable difference")
+    assert "faster" not in v["text"] and "slower" not in v["text"]
+    assert (v["compiled_s"], v["ratio_low"], v["ratio_high"]) == (2.9e-3, 0.97, 1.08)
+    parts = s["profile"]["ledger"]
+    assert [p["part"] for p in parts] == ["dynamo", "graph", "eager_island", "graph", "other"]
+    assert parts[2]["reason"].startswith("Unsupported Tensor.item()")
+    out = io.StringIO()
+    render_summary(s, Console(file=out, width=120, color_system=None))
+    text = out.getvalue()
+    assert "no measurable difference" in text and "oversubscribed" in text
+    assert "eager island" in text and "model.py:42" in text
+
+
+def test_a_damaged_call_is_left_out(tmp_path: Path) -> None:
+    bad = _call(1.5, 1.4, 1.6)
+    bad["ratio_low"] = float("nan")
+    worse = {"callable": "x", "compiled": "nope"}
+    assert call_verdicts(_trace(tmp_path, bad, worse, "junk")) == []  # type: ignore[arg-type]

@@ -1,0 +1,126 @@
+"""Timing two callables fairly: in one process, after a warm-up, their calls alternating round
+by round (the order swapped every round, so neither always runs on a warmer cache), for an
+adaptive number of rounds under a time cap; on the CPU with no more threads than the cores
+that are free (OpenMP threads waiting for a busy core stall a whole call: a busy machine's
+tens-of-milliseconds outliers). What the machine was doing is recorded beside the times.
+
+Used by ``--profile``'s whole call (compiled against eager) and by comparisons of two compiles
+measured in one process. The verdict on the times is ``tuidebug.trace.queries.verdict``'s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+import torch
+
+from tuidebug.compiler import compat
+from tuidebug.trace.queries.verdict import ratio_interval
+
+MIN_ROUNDS = 10
+MAX_ROUNDS = 2000
+CAP_S = 6.0       # stop adding rounds after this long (at least MIN_ROUNDS_AT_CAP rounds)
+MIN_ROUNDS_AT_CAP = 5
+STABLE = 0.02     # stop early once the ratio's interval is this narrow (relative)
+WARMUP = 3
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The CPU as the timing found it: ``cores`` this process may use, the 1-minute load
+    average, the threads torch had and the threads the timing used; ``oversubscribed`` when
+    the load (beyond this process's own) exceeds the cores."""
+
+    cores: int
+    load1: float
+    threads: int
+    user_threads: int
+    oversubscribed: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def load1() -> float:
+    try:
+        return float(os.getloadavg()[0])
+    except (AttributeError, OSError):
+        return 0.0
+
+
+def free_threads() -> Machine:
+    """How many threads torch may use without waiting for cores: the cores less the load of
+    others (this process counts one), at least 1, at most what torch has now."""
+    n, load, have = cores(), load1(), torch.get_num_threads()
+    others = max(0.0, load - 1.0)
+    free = max(1, min(have, int(n - others + 0.5)))
+    return Machine(n, round(load, 2), free, have, others + 1.0 > n)
+
+
+@contextlib.contextmanager
+def threads(n: int) -> Iterator[None]:
+    """torch's intra-op threads set to ``n`` while open."""
+    have = torch.get_num_threads()
+    if n != have:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if n != have:
+            torch.set_num_threads(have)
+
+
+def _clocked(fn: Callable[[], Any]) -> float:
+    compat.synchronize()
+    t0 = time.perf_counter()
+    fn()
+    compat.synchronize()
+    return time.perf_counter() - t0
+
+
+def interleaved(a: Callable[[], Any], b: Callable[[], Any], *, min_rounds: int = MIN_ROUNDS,
+                cap_s: float = CAP_S, max_rounds: int = MAX_ROUNDS,
+                warmup: int = WARMUP) -> tuple[list[float], list[float]]:
+    """Seconds of ``a`` and of ``b``, one call of each per round (``a`` first in even rounds,
+    ``b`` first in odd ones), after ``warmup`` unclocked calls of each. Rounds go on past
+    ``min_rounds`` until the ratio's interval is within ``STABLE`` of its median (checked every
+    10 rounds) or ``cap_s`` has passed; never past ``max_rounds``."""
+    for _ in range(warmup):
+        a()
+        b()
+    ta: list[float] = []
+    tb: list[float] = []
+    start = time.perf_counter()
+    for i in range(max_rounds):
+        if i % 2 == 0:
+            ta.append(_clocked(a))
+            tb.append(_clocked(b))
+        else:
+            tb.append(_clocked(b))
+            ta.append(_clocked(a))
+        n = i + 1
+        spent = time.perf_counter() - start
+        if spent >= cap_s and n >= min(min_rounds, MIN_ROUNDS_AT_CAP):
+            break
+        if n >= min_rounds and n % 10 == 0 and _stable(ta, tb):
+            break
+    return ta, tb
+
+
+def _stable(ta: list[float], tb: list[float]) -> bool:
+    try:
+        r = ratio_interval(tb, ta)
+    except ValueError:
+        return False
+    return r.value > 0 and (r.high - r.low) / r.value <= STABLE

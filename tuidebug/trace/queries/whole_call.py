@@ -1,0 +1,177 @@
+"""Is compiled faster, and where does the time go? The answer for the user's whole call
+(``profile.json``'s ``calls``, written by ``--profile``): the verdict on compiled against eager,
+measured interleaved in one process, and the ledger of one compiled call — Dynamo before the
+first graph, each graph, each eager island a graph break left (with the break's reason and
+user line), CUDA graphs, and the rest — whose parts add up to the measured wall time.
+
+``info``, ``info --json`` (``profile.verdict``, ``profile.ledger``), the TUI's profile screen
+and the Perfetto export show this answer. Pure data: no torch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from tuidebug.trace.queries.breaks import Break, breaks_of
+from tuidebug.trace.queries.verdict import (FASTER, SAME, SLOWER, Ratio, Spread,
+                                            format_duration as duration, judge)
+from tuidebug.trace.format.reader import Trace
+
+PARTS = ("dynamo", "graph", "eager_island", "cudagraph", "other")
+PART_NAMES = {"dynamo": "Dynamo (frame evaluation, guards)", "graph": "compiled graph",
+              "eager_island": "eager island (graph break)", "cudagraph": "CUDA graph replay",
+              "other": "other (the rest of the measured wall time)"}
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a call: ``part`` (one of ``PARTS``), its ``seconds`` per call; a graph's id,
+    an island's break (``reason``, ``file``, ``line``); ``phase`` ``bwd`` for the backward."""
+
+    part: str
+    seconds: float
+    graph: str | None = None
+    reason: str | None = None
+    file: str | None = None
+    line: int | None = None
+    phase: str = "fwd"
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"part": self.part, "seconds": self.seconds}
+        for k in ("graph", "reason", "file", "line"):
+            if getattr(self, k) is not None:
+                out[k] = getattr(self, k)
+        if self.phase != "fwd":
+            out["phase"] = self.phase
+        return out
+
+
+@dataclass(frozen=True)
+class CallVerdict:
+    """The whole call of one compiled callable: its verdict and ledger."""
+
+    callable: str
+    training: bool
+    rounds: int
+    compiled: Spread
+    eager: Spread
+    outcome: str  # verdict.FASTER, SLOWER or SAME
+    ratio: float  # eager time / compiled time (median of the rounds); above 1: compiled faster
+    ratio_low: float
+    ratio_high: float
+    text: str
+    ledger: list[Part] = field(default_factory=list)
+    machine: dict[str, Any] = field(default_factory=dict)
+    device: str = ""
+
+    def verdict_json(self) -> dict[str, Any]:
+        return {"callable": self.callable, "training": self.training, "rounds": self.rounds,
+                "compiled_s": self.compiled.median_s, "eager_s": self.eager.median_s,
+                "compiled": self.compiled.as_json(), "eager": self.eager.as_json(),
+                "outcome": self.outcome, "ratio": self.ratio, "ratio_low": self.ratio_low,
+                "ratio_high": self.ratio_high, "text": self.text, "device": self.device,
+                "oversubscribed": bool(self.machine.get("oversubscribed")),
+                "machine": self.machine}
+
+
+def _num(v: Any) -> float | None:
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    return float(v) if ok else None
+
+
+def _ledger(entry: dict[str, Any], compiles: dict[str, Any]) -> list[Part]:
+    out = []
+    for p in entry.get("ledger") or []:
+        if not isinstance(p, dict) or p.get("part") not in PARTS:
+            continue
+        secs = _num(p.get("seconds"))
+        if secs is None:
+            continue
+        graph = p.get("graph") if isinstance(p.get("graph"), str) else None
+        phase = "bwd" if p.get("phase") == "bwd" else "fwd"
+        brk: Break | None = None
+        part = p["part"]
+        if part == "eager_island":
+            cid = p.get("compile_id")
+            found = breaks_of(compiles, cid) if isinstance(cid, str) else []
+            brk = found[0] if found else None
+            if brk is None:  # the graph before it ended its frame: the gap is the next frame's
+                part = "dynamo"  # guards and evaluation (and eager code between frames)
+        out.append(Part(part, secs, graph, brk.reason if brk else None,
+                        brk.file if brk else None, brk.line if brk else None, phase))
+    return out
+
+
+def _cause(ledger: list[Part], compiled_s: float) -> str:
+    """The eager islands, when they are what a slower compiled call spends its time on:
+    ``3 eager islands from `.item()` at model.py:42 take 1.8 of 2.9 ms``."""
+    islands = [p for p in ledger if p.part == "eager_island"]
+    if not islands:
+        return ""
+    took = sum(p.seconds for p in islands)
+    graphs = [p for p in ledger if p.part in ("graph", "cudagraph") and p.phase == "fwd"]
+    dyn = sum(p.seconds for p in ledger if p.part == "dynamo")
+    places: dict[str, int] = {}
+    for p in islands:
+        key = (f"{_short_reason(p.reason)} at {Break('', '', p.file, p.line).place}"
+               if p.reason else "a graph break")
+        places[key] = places.get(key, 0) + 1
+    named = ", ".join(f"{n} from {k}" if n > 1 else k for k, n in
+                      sorted(places.items(), key=lambda kv: -kv[1])[:3])
+    n = len(islands)
+    return (f"{n} graph break{'s' if n > 1 else ''} ({named}) split the call into "
+            f"{len(graphs)} compiled graph calls; the eager islands take {duration(took)} and "
+            f"Dynamo's frames and guards {duration(dyn)} of {duration(compiled_s)}")
+
+
+def _short_reason(reason: str | None) -> str:
+    r = (reason or "").strip()
+    if "Tensor.item()" in r or ".item()" in r:
+        return "`.item()`"
+    return r if len(r) <= 60 else r[:57] + "…"
+
+
+def _text(outcome: str, r: Ratio, ledger: list[Part], compiled_s: float,
+          training: bool) -> str:
+    what = "compiled training step" if training else "compiled"
+    if outcome == SAME:
+        return (f"no measurable difference between {what} and eager (eager/compiled "
+                f"{r.low:.2f}–{r.high:.2f})")
+    if outcome == FASTER:
+        return f"{what} {r.value:.2f}× faster than eager ({r.low:.2f}–{r.high:.2f})"
+    cause = _cause(ledger, compiled_s)
+    return (f"{what} {1 / r.value:.2f}× slower than eager ({1 / r.high:.2f}–"
+            f"{1 / r.low:.2f})" + (f": {cause}" if cause else ""))
+
+
+def call_verdicts(trace: Trace) -> list[CallVerdict]:
+    """A verdict per measured whole call (``profile.json``'s ``calls``), in their order."""
+    calls = trace.profile.get("calls") if isinstance(trace.profile, dict) else None
+    if not isinstance(calls, list):
+        return []
+    compiles = trace.compiles
+    out = []
+    for c in calls:
+        if not isinstance(c, dict):
+            continue
+        comp, eager = Spread.from_json(c.get("compiled")), Spread.from_json(c.get("eager"))
+        vals = [_num(c.get(k)) for k in ("ratio", "ratio_low", "ratio_high")]
+        if comp is None or eager is None or any(v is None or v <= 0 for v in vals):
+            continue
+        rounds = c.get("rounds") if isinstance(c.get("rounds"), int) else 0
+        r = Ratio(vals[0], vals[1], vals[2], rounds)  # type: ignore[arg-type]
+        v = judge(r)
+        ledger = _ledger(c, compiles)
+        training = c.get("training") is True
+        machine = c.get("machine") if isinstance(c.get("machine"), dict) else {}
+        out.append(CallVerdict(str(c.get("callable") or "?"), training, rounds, comp, eager,
+                               v.outcome, r.value, r.low, r.high,
+                               _text(v.outcome, r, ledger, comp.median_s, training), ledger,
+                               machine, str(c.get("device") or "")))
+    return out
+
+
+__all__ = ["PARTS", "Part", "CallVerdict", "call_verdicts", "FASTER",
+           "SLOWER", "SAME"]
