@@ -190,6 +190,7 @@ def test_diff_shows_time_deltas_per_kernel_and_line(profiled_trace: Path, mlp_tr
     k = next(k for k in c["kernels"] if k["kind"] != "extern")  # a fused kernel, 1 ms slower
     k["time_s"] += 1e-3
     c["compiled"]["wall_s"] += 1e-3
+    assert data.pop("calls")  # no whole call measured in B: the graphs' times are compared
     (slower / "profile.json").write_text(json.dumps(data))
     d = diff_traces(profiled_trace, slower, code=False)
     p = d["profile"]
@@ -201,7 +202,8 @@ def test_diff_shows_time_deltas_per_kernel_and_line(profiled_trace: Path, mlp_tr
     line = p["lines"][0]  # the kernel's nodes are on one or more lines: the top one changed
     assert line["delta"] > 0 and line.get("file", "").endswith("mlp.py")
     assert abs(sum(r["delta"] for r in p["lines"]) - 1e-3) < 1e-9
-    assert any(ln.startswith("profiled compiled call: ") for ln in d["lines"])
+    assert any(ln.startswith("profiled compiled call (timed in two processes")
+               for ln in d["lines"])
     assert any(ln.startswith(f"line mlp.py:{line['line']}: +") for ln in d["lines"])
     console = Console(file=io.StringIO(), width=200, record=True, color_system=None)
     render_diff(d, console, code=False)
@@ -430,3 +432,36 @@ def test_diff_matches_backward_rows_with_backward_rows(profiled_training_trace: 
     assert all(abs(r["delta"]) < 1e-9 for r in p["kernels"][1:])
     assert p["lines"][0]["phase"] == "bwd" and p["lines"][0]["delta"] > 0
     assert all(r["phase"] == "fwd" for r in p["lines"] if not r["key"].endswith(" (bwd)"))
+
+
+def test_an_extern_call_is_credited_only_with_the_node_it_computes(profiled_trace: Path) -> None:
+    from tuidebug.trace.queries.profile import computed_nodes
+
+    t = Trace(profiled_trace)
+    seen = 0
+    for g in t.graphs:
+        final = g.final_graph()
+        assert final is not None
+        for name, prov in ((g.provenance or {}).get("kernels") or {}).items():
+            listed = [str(n) for n in prov.get("fx_nodes") or []]
+            if prov.get("kind") != "extern" or not listed:
+                continue
+            seen += 1
+            got = computed_nodes(final, "extern", name, listed)
+            op = name.split(":", 1)[0].rsplit(".", 1)[-1]
+            assert got and all(final.get(n).short_target == op for n in got), (name, listed, got)
+            # provenance lists what feeds the matmul too (the weight's permute): not credited
+            assert set(got) < set(listed) or len(listed) == 1, (name, listed)
+    assert seen, "the MLP has no extern call"
+    view = profile_view(t)
+    assert view is not None
+    rows = [r for r in view.nodes if r.compiled_s and r.phase == "fwd"]
+    assert rows
+    finals = {g.id: g.final_graph() for g in t.graphs}
+    for r in rows:  # a view launches nothing: no time, unless it is all its kernel computes
+        node = finals[r.graph].get(r.node) if finals.get(r.graph) else None
+        if node is not None and node.is_view:
+            prov = (t.graph(r.graph).provenance or {}).get("kernels", {}).get(r.kernel, {})
+            others = [n for n in prov.get("fx_nodes") or []
+                      if not finals[r.graph].get(n) or not finals[r.graph].get(n).is_view]
+            assert not others, (r.node, r.kernel)

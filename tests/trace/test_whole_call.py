@@ -128,3 +128,31 @@ def test_a_damaged_call_is_left_out(tmp_path: Path) -> None:
     bad["ratio_low"] = float("nan")
     worse = {"callable": "x", "compiled": "nope"}
     assert call_verdicts(_trace(tmp_path, bad, worse, "junk")) == []  # type: ignore[arg-type]
+
+
+def test_two_traces_compare_their_ratios_not_their_raw_times(tmp_path: Path) -> None:
+    from tuidebug.trace.diff import diff_traces
+
+    a = _trace(tmp_path / "a", _call(1.40, 1.35, 1.44))
+    same = _trace(tmp_path / "s", _call(1.42, 1.38, 1.47))
+    d = diff_traces(a, same, code=False)
+    (line,) = [ln for ln in d["lines"] if ln.startswith("compiled vs eager")]
+    assert line.endswith("no change (the intervals overlap)"), line
+    assert not any(ln.startswith("line ") for ln in d["lines"])
+    better = _trace(tmp_path / "b", _call(2.0, 1.9, 2.1))
+    d = diff_traces(a, better, code=False)
+    (line,) = [ln for ln in d["lines"] if ln.startswith("compiled vs eager")]
+    assert "B's compiled call is faster relative to eager" in line, line
+
+
+def test_perfetto_lays_the_ledger_out_in_call_order(tmp_path: Path) -> None:
+    from tuidebug.trace.queries.perfetto import WHOLE_PID, chrome_trace
+
+    events = chrome_trace(_trace(tmp_path, _call(0.76, 0.72, 0.80)))["traceEvents"]
+    spans = [e for e in events if e.get("pid") == WHOLE_PID and e["ph"] == "X"]
+    call = next(e for e in spans if e["name"] == "compiled call of Model")
+    parts = [e for e in spans if e["tid"] == call["tid"] and e is not call]
+    assert [e["cat"] for e in parts] == ["dynamo", "graph", "eager_island", "graph", "other"]
+    assert all(a["ts"] + a["dur"] == b["ts"] for a, b in zip(parts, parts[1:]))
+    assert abs(sum(e["dur"] for e in parts) - call["dur"]) < 1e-3
+    assert parts[2]["args"]["line"] == 42 and "slower" in call["args"]["verdict"]

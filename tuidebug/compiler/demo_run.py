@@ -127,7 +127,10 @@ def run_demo(name: str, out_dir: str | Path, *, worker: Any = None, timeout: flo
     result.update(evidence=evidence, observed=bool(primary_changed),
                   observed_lines=[f"{e['label']}: {_fmt(e['a'])} → {_fmt(e['b'])}"
                                   for e in primary_changed],
-                  timing_lines=[f"{e['label']}: {_fmt(e['a'])} → {_fmt(e['b'])}" for e in timing_only],
+                  # one measurement per side, in two processes: shown, never judged
+                  timing_lines=[f"{e['label']}: {_fmt(e['a'])} → {_fmt(e['b'])} (one run each, "
+                                "in two processes: not a measured difference)"
+                                for e in timing_only],
                   diff_lines=d["lines"], traces={"a": str(out_a), "b": str(out_b)})
     return result
 

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tuidebug.trace.diff import format_duration
+from tuidebug.trace.diff.findings import SAME_CODE, process_kind, runs_apart
 from tuidebug.viewers.profile_view import profile_diff_tables
 from tuidebug.viewers.inert import inert, inert_text
 
@@ -53,9 +54,13 @@ def _origin(recompile: dict[str, Any] | None) -> str:
     return "  traced in the recompile worker" + (f" with {sets}" if sets else "")
 
 
-def _seconds(a: Any, b: Any) -> Text:
+def _seconds(a: Any, b: Any, like: bool = True) -> Text:
+    """Compile seconds A → B; ``like``: both compiled in the same kind of process (else no
+    ratio: a fresh process against the warm worker is not a comparison)."""
     if not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
         return Text(f"{_v(a)} → {_v(b)}")
+    if not like:
+        return Text(f"{a:.2f}s → {b:.2f}s (not like with like)", style="dim")
     ratio = f" (×{b / a:.2f})" if a else ""
     return Text(f"{a:.2f}s → {b:.2f}s{ratio}", style="green" if b < a else "yellow")
 
@@ -109,11 +114,16 @@ def diff_renderables(d: dict[str, Any], *, code: bool = True, unchanged: bool = 
         t.add_column("whole frame")
         t.add_column("inductor")
         t.add_column("counters that differ")
+        like = process_kind(d["a"]) == process_kind(d["b"])
+        if not like:
+            out.append(Text(f"compile times: A compiled in {process_kind(d['a'])}, B in "
+                            f"{process_kind(d['b'])}: not compared", style="dim"))
         for c in d["compiles"]:
             counters = ", ".join(f"{_v(k)} {_v(v['a'])}→{_v(v['b'])}"
                                  for k, v in c["counters"].items())
-            t.add_row(inert_text(c["id"]), _seconds(c["compile_time_s"]["a"], c["compile_time_s"]["b"]),
-                      _seconds(c["inductor_time_s"]["a"], c["inductor_time_s"]["b"]),
+            t.add_row(inert_text(c["id"]), _seconds(c["compile_time_s"]["a"],
+                                                    c["compile_time_s"]["b"], like),
+                      _seconds(c["inductor_time_s"]["a"], c["inductor_time_s"]["b"], like),
                       Text(counters or "none", style="" if counters else "dim"))
         out.append(t)
     if d["runtime"]:
@@ -236,11 +246,6 @@ def _has_kernel_times(d: dict[str, Any]) -> bool:
     return any(_timed(k) for g in d["graphs"] for k in g["kernels"])
 
 
-def _run_change(k: dict[str, Any]) -> float:
-    r = k.get("run_ratio")
-    return max(r, 1 / r) if r else 0.0
-
-
 def _kernel_rows(kernels: list[dict[str, Any]], unchanged: bool) -> list[dict[str, Any]]:
     """Every kernel that differs; unchanged kernels too with ``unchanged``, else those with a
     compile or run time, the largest run-time changes first (at most _MAX_TIMED_UNCHANGED)."""
@@ -248,7 +253,7 @@ def _kernel_rows(kernels: list[dict[str, Any]], unchanged: bool) -> list[dict[st
     same = [k for k in kernels if k["status"] == "unchanged"]
     if unchanged:
         return rows + same
-    timed = sorted((k for k in same if _timed(k)), key=_run_change, reverse=True)
+    timed = [k for k in same if _timed(k)]  # identical code: listed for its times, not ranked
     return rows + timed[:_MAX_TIMED_UNCHANGED]
 
 
@@ -287,9 +292,14 @@ def _run_times(k: dict[str, Any]) -> Text:
     run = k.get("run_s") or {}
     t = Text(f"{format_duration(run.get('a'))} → {format_duration(run.get('b'))}")
     ratio = k.get("run_ratio")
-    if ratio:
+    if k["status"] in SAME_CODE:  # identical code is never a change (two processes' noise)
+        if run.get("a") is not None and run.get("b") is not None:
+            t.append(" same code", style="dim")
+    elif ratio and runs_apart(k):
         t.append(f" ×{ratio:.2f}", style="yellow" if ratio > 1.2 else
                  ("green" if ratio < 1 / 1.2 else "dim"))
+    elif ratio:
+        t.append(" inside the noise", style="dim")
     return t
 
 

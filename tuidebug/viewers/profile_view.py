@@ -45,9 +45,10 @@ def whole_text(view: Any) -> Text:
     for c in view.calls[:1]:
         v = c.verdict_json()
         text.append(verdict_line(v))
-        for line in ledger_lines([p.as_json() for p in c.ledger], v.get("compiled_s")):
+        parts = ledger_lines([p.as_json() for p in c.ledger], v.get("compiled_s"))
+        if parts:
             text.append("\n")
-            text.append(inert_text(f"  {line}"))
+            text.append(inert_text("one compiled call: " + " · ".join(parts)))
         text.append("\n")
     text.append(totals_text(view.totals, judged=bool(view.calls)))
     return text

@@ -175,6 +175,8 @@ class WholeCall(Concern):
                 row["graph"] = graph
             if cid:
                 row["compile_id"] = cid
+            if part == "graph" and graph != BACKWARD:
+                row["reason"] = self._skipped(graph)
             if part == "graph" and graph == BACKWARD:
                 row.update(graph=",".join(self._backward_ids()) or None, phase="bwd")
             out.append({k: v for k, v in row.items() if v is not None})
@@ -182,8 +184,16 @@ class WholeCall(Concern):
         return out
 
     def _cudagraph_ids(self) -> set[str]:
+        """The graphs replayed as CUDA graphs (on, and not skipped by Inductor)."""
         return {g.graph_id for g in list(self.session.graphs.values())
-                if g.cudagraphs.get("enabled")}
+                if g.cudagraphs.get("enabled") and not g.cudagraphs.get("skipped")}
+
+    def _skipped(self, graph: str) -> str | None:
+        """Why Inductor did not capture graph ``graph`` as a CUDA graph, when it was on."""
+        for g in list(self.session.graphs.values()):
+            if g.graph_id == graph and g.cudagraphs.get("enabled") and g.cudagraphs.get("skipped"):
+                return f"CUDA graphs skipped: {str(g.cudagraphs['skipped'][0])[:200]}"
+        return None
 
     def _backward_ids(self) -> list[str]:
         return [g.graph_id for g in list(self.session.graphs.values()) if g.kind == "backward"]

@@ -74,13 +74,38 @@ def _kernel_total(graphs: list[dict[str, Any]], side: str, key: str) -> float | 
     return round(sum(vals), 9) if vals else None  # microseconds: more digits than total keeps
 
 
+SAME_CODE = ("unchanged", "renamed")  # a kernel whose code is identical in A and B
+
+
 def _largest_run_change(d: dict[str, Any], threshold: float = 1.5) -> dict[str, Any] | None:
-    """The kernel whose run time changed the most (by ratio), if by at least ``threshold``×."""
-    ks = [k for g in d["graphs"] for k in g["kernels"] if k.get("run_ratio")]
+    """The kernel whose code changed and whose run time changed the most (by ratio), if by at
+    least ``threshold``× and beyond the spread of both sides (their fastest-to-median ranges
+    apart: the two traces were timed in two processes)."""
+    ks = [k for g in d["graphs"] for k in g["kernels"]
+          if k.get("run_ratio") and k["status"] not in SAME_CODE and runs_apart(k)]
     if not ks:
         return None
     top = max(ks, key=lambda k: max(k["run_ratio"], 1 / k["run_ratio"]))
     return top if max(top["run_ratio"], 1 / top["run_ratio"]) >= threshold else None
+
+
+def _range(k: dict[str, Any], side: str) -> tuple[float, float] | None:
+    med, low = k["run_s"][side], k["run_min_s"][side]
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (med, low)):
+        return None
+    return (min(low, med), max(low, med))
+
+
+def runs_apart(k: dict[str, Any]) -> bool:
+    """Whether a kernel's fastest-to-median run times in A and B do not overlap."""
+    ra, rb = _range(k, "a"), _range(k, "b")
+    return ra is not None and rb is not None and (ra[1] < rb[0] or rb[1] < ra[0])
+
+
+def process_kind(side: dict[str, Any]) -> str:
+    """Where a trace's compiles ran: the warm recompile worker (its imports and warm-up done)
+    or a fresh process; their compile times are compared only like with like."""
+    return "the warm recompile worker" if side.get("recompile") else "a fresh process"
 
 
 def _all_close(values: Iterable[Any]) -> bool | None:
@@ -105,19 +130,51 @@ def _arrow(p: dict[str, Any], fmt: str = "{}") -> str:
 
 
 def _kernel_time_lines(d: dict[str, Any], s: dict[str, Any]) -> list[str]:
+    """Run times of the generated kernels whose code changed (identical code is never a
+    change), each side with its spread (fastest to median: the two traces were timed in two
+    processes, not side by side): a change only when the ranges are apart."""
     lines = []
-    for key, label in (("kernel_run_s", "generated kernels' run time (per call of the graphs)"),
-                       ("kernel_compile_s", "generated kernels' compile time (builds timed)")):
-        p = s.get(key) or {"a": None, "b": None}
-        if p["a"] is not None and p["b"] is not None and p["a"] != p["b"]:
-            ratio = time_ratio(p)
-            lines.append(f"{label}: {format_duration(p['a'])} → {format_duration(p['b'])}"
-                         + (f" (×{ratio:.2f})" if ratio else ""))
+    changed = [k for g in d["graphs"] for k in g["kernels"] if k["status"] not in SAME_CODE]
+    sums: dict[str, list[float]] = {}
+    for side in ("a", "b"):
+        vals = [(k["run_s"][side] * (k["calls"][side] or 1), k["run_min_s"][side]
+                 * (k["calls"][side] or 1)) for k in changed
+                if isinstance(k["run_s"][side], (int, float))
+                and isinstance(k["run_min_s"][side], (int, float))]
+        if vals:
+            sums[side] = [sum(v[1] for v in vals), sum(v[0] for v in vals)]
+    if len(sums) == 2:
+        (a0, a1), (b0, b1) = sorted(sums["a"]), sorted(sums["b"])
+        noise = not (a1 < b0 or b1 < a0)
+        lines.append(f"run time of the {len(changed)} generated kernel(s) whose code changed: "
+                     f"{format_duration(a1)} (fastest {format_duration(a0)}) → "
+                     f"{format_duration(b1)} (fastest {format_duration(b0)})"
+                     + (": no change (inside the noise; timed in two processes)" if noise
+                        else " (timed in two processes, not side by side)"))
+    p = s.get("kernel_compile_s") or {"a": None, "b": None}
+    if p["a"] is not None and p["b"] is not None and p["a"] != p["b"] and _like(d):
+        ratio = time_ratio(p)
+        lines.append(f"generated kernels' compile time (builds timed): {format_duration(p['a'])}"
+                     f" → {format_duration(p['b'])}" + (f" (×{ratio:.2f})" if ratio else ""))
     top = _largest_run_change(d)
     if top:
         lines.append(f"largest kernel run time change: {top['b']} {format_duration(top['run_s']['a'])}"
                      f" → {format_duration(top['run_s']['b'])} (×{top['run_ratio']:.2f})")
     return lines
+
+
+def _like(d: dict[str, Any]) -> bool:
+    return process_kind(d["a"]) == process_kind(d["b"])
+
+
+def _compile_time_line(d: dict[str, Any], s: dict[str, Any]) -> str | None:
+    p = s["compile_time_s"]
+    if p["a"] is None or p["b"] is None:
+        return None
+    if not _like(d):
+        return (f"compile time not compared: A compiled in {process_kind(d['a'])} "
+                f"({p['a']:.2f}s), B in {process_kind(d['b'])} ({p['b']:.2f}s)")
+    return f"compile time: {_arrow(p, '{:.2f}s')}"
 
 
 def finding_lines(d: dict[str, Any]) -> list[str]:
@@ -170,8 +227,9 @@ def finding_lines(d: dict[str, Any]) -> list[str]:
     if s["graphs_only_a"] or s["graphs_only_b"]:
         lines.append(f"graphs only in A: {', '.join(s['graphs_only_a']) or 'none'}; "
                      f"only in B: {', '.join(s['graphs_only_b']) or 'none'}")
-    if s["compile_time_s"]["a"] is not None and s["compile_time_s"]["b"] is not None:
-        lines.append(f"compile time: {_arrow(s['compile_time_s'], '{:.2f}s')}")
+    compile_line = _compile_time_line(d, s)
+    if compile_line:
+        lines.append(compile_line)
     lines += _kernel_time_lines(d, s)
     if not lines:
         lines.append("no difference found")

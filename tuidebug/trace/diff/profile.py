@@ -81,6 +81,8 @@ def profile_diff(a: Trace, b: Trace) -> dict[str, Any] | None:
         return None
     return {
         "profiled": pair(va is not None, vb is not None),
+        "verdict": pair(va.calls[0].verdict_json() if va and va.calls else None,
+                        vb.calls[0].verdict_json() if vb and vb.calls else None),
         "totals": {k: pair(va.totals.get(k) if va else None, vb.totals.get(k) if vb else None)
                    for k in TOTALS},
         "kernels": _rows(va, vb, "kernels", lambda r: _phased(normalize_kernel_name(r.kernel),
@@ -98,8 +100,23 @@ def profile_findings(p: dict[str, Any] | None, fmt: Any, top: int = 3) -> list[s
     if not all(p["profiled"].values()):
         which = "A" if p["profiled"]["a"] else "B"
         return [f"profile: only trace {which} was profiled (trace --profile)"]
-    wall = p["totals"]["compiled_wall_s"]
-    out = [f"profiled compiled call: {fmt(wall['a'])} → {fmt(wall['b'])}"]
+    va, vb = (p.get("verdict") or {}).get("a"), (p.get("verdict") or {}).get("b")
+    if va and vb:
+        # each trace timed compiled against eager side by side: eager is the control for the
+        # machine each ran on, so the two ratios compare where the raw times would not
+        same = va["ratio_low"] <= vb["ratio_high"] and vb["ratio_low"] <= va["ratio_high"]
+        out = [f"compiled vs eager (eager/compiled, each trace interleaved): "
+               f"{va['ratio']:.2f} ({va['ratio_low']:.2f}–{va['ratio_high']:.2f}) → "
+               f"{vb['ratio']:.2f} ({vb['ratio_low']:.2f}–{vb['ratio_high']:.2f})"
+               + (": no change (the intervals overlap)" if same else
+                  f": B's compiled call is {'faster' if vb['ratio'] > va['ratio'] else 'slower'}"
+                  " relative to eager")]
+        if same:
+            return out  # per-line differences of a call that did not change are noise
+    else:
+        wall = p["totals"]["compiled_wall_s"]
+        out = [f"profiled compiled call (timed in two processes, not side by side): "
+               f"{fmt(wall['a'])} → {fmt(wall['b'])}"]
     for e in p["lines"][:top]:
         if e["delta"] and e.get("file"):
             name = str(e["file"]).replace("\\", "/").rsplit("/", 1)[-1]

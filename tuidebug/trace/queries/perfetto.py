@@ -9,7 +9,10 @@ one median call of the compiled graph — its kernel calls in the order the wrap
 time — and process 3: one call of the eager graph, its FX nodes in graph order; a compile
 whose backward was profiled has its backward call after the forward on each (the eager
 backward's FX nodes in reverse graph order: the nodes whose ops created the backward
-functions). Pure data: no torch; every string from the trace goes into JSON as data.
+functions). Process 4 holds the user's whole call (``queries/whole_call``): one compiled call's
+ledger, its parts in call order (Dynamo, each graph, each eager island named by its graph
+break, the backward, the rest), beside the median eager call; the verdict is in each call's
+args. Pure data: no torch; every string from the trace goes into JSON as data.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from typing import Any
 
 from tuidebug.trace.format.reader import GraphRecord, Trace
 from tuidebug.trace.format import safefile
+from tuidebug.trace.queries.whole_call import call_verdicts
 
-COMPILE_PID, COMPILED_PID, EAGER_PID = 1, 2, 3
+COMPILE_PID, COMPILED_PID, EAGER_PID, WHOLE_PID = 1, 2, 3, 4
 _PASS_PHASE = {"pre_grad_passes": "pre_grad", "joint_graph_passes": "joint_graph",
                "post_grad_passes": "post_grad"}
 
@@ -156,6 +160,34 @@ def _node_order(trace: Trace, graph_id: str) -> dict[str, int]:
     return {n.name: i for i, n in enumerate(graph)} if graph is not None else {}
 
 
+def _whole_call_events(trace: Trace) -> list[dict[str, Any]]:
+    """Per measured callable, a track: its compiled call as the ledger's parts, then (a track
+    below) its median eager call."""
+    events: list[dict[str, Any]] = []
+    for i, v in enumerate(call_verdicts(trace)):
+        if not events:
+            events.append(_meta(WHOLE_PID, None, "process_name", "whole call (compiled vs eager)"))
+        tid = 2 * i + 1
+        events += [_meta(WHOLE_PID, tid, "thread_name", f"{v.callable}: compiled, its ledger"),
+                   _meta(WHOLE_PID, tid + 1, "thread_name", f"{v.callable}: eager")]
+        events.append(_span(f"compiled call of {v.callable}", WHOLE_PID, tid, 0.0,
+                            v.compiled.median_s, "call", verdict=v.text, ratio=v.ratio,
+                            ratio_low=v.ratio_low, ratio_high=v.ratio_high,
+                            p10_s=v.compiled.p10_s, p90_s=v.compiled.p90_s))
+        cursor = 0.0
+        for p in v.ledger:
+            dur = max(p.seconds, 0.0)
+            name = p.part + (f" {p.graph}" if p.graph else "") + (
+                f" ({p.reason})" if p.reason else "")
+            events.append(_span(name, WHOLE_PID, tid, cursor, dur, p.part, graph=p.graph,
+                                reason=p.reason, file=p.file, line=p.line,
+                                phase=p.phase if p.phase != "fwd" else None))
+            cursor += dur
+        events.append(_span(f"eager call of {v.callable}", WHOLE_PID, tid + 1, 0.0,
+                            v.eager.median_s, "call", p10_s=v.eager.p10_s, p90_s=v.eager.p90_s))
+    return events
+
+
 def chrome_trace(trace: Trace) -> dict[str, Any]:
     """The trace-event JSON object (``{"traceEvents": [...], "displayTimeUnit": "ms"}``)."""
     events: list[dict[str, Any]] = [_meta(COMPILE_PID, None, "process_name", "compile")]
@@ -165,5 +197,6 @@ def chrome_trace(trace: Trace) -> dict[str, Any]:
         events += graph_events
     if trace.profile:
         events += _profile_events(trace, 0.0)
+        events += _whole_call_events(trace)
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"trace": trace.name, "status": trace.status}}

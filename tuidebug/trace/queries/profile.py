@@ -16,6 +16,7 @@ Textual.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,6 +141,25 @@ def _kernel_nodes(g: GraphRecord | None, kernel: str, call: str) -> list[str]:
     return calls.get(call) or calls.get(kernel) or [str(n) for n in prov["fx_nodes"]]
 
 
+def computed_nodes(graph: Graph | None, kind: str, kernel: str, nodes: list[str]) -> list[str]:
+    """The FX nodes a kernel's time is credited to, of those provenance lists for it: an extern
+    call computes only the node it is named after (``extern_kernels.addmm`` → ``addmm_3``;
+    provenance also lists the nodes feeding it — a LayerNorm's ``mul``, a ``permute`` of the
+    weight — which it does not compute); a view (``permute``, ``view``, …) launches nothing and
+    gets no time while the kernel computes another node."""
+    if kind == "extern":
+        op = kernel.split(":", 1)[0].rsplit(".", 1)[-1]
+        if op == "default":  # torch.ops.aten.<op>.default
+            op = kernel.split(":", 1)[0].rsplit(".", 2)[-2]
+        named = [n for n in nodes if re.fullmatch(rf"{re.escape(op)}(_\d+)?", n) or (
+            graph is not None and graph.get(n) is not None and graph.get(n).short_target == op)]
+        return named or nodes[:1]
+    if graph is None:
+        return nodes
+    kept = [n for n in nodes if not (graph.get(n) is not None and graph.get(n).is_view)]
+    return kept or nodes
+
+
 def _kernels_into(tables: dict[str, dict[tuple[str, str], Row]], view: ProfileView,
                   trace: Trace, cache: dict[str, Any], kernels: list[dict[str, Any]],
                   phase: str, tot: dict[str, Any]) -> None:
@@ -157,7 +177,7 @@ def _kernels_into(tables: dict[str, dict[tuple[str, str], Row]], view: ProfileVi
                                 device_s=_opt(k.get("device_s")), cpu_s=_opt(k.get("cpu_s")),
                                 bytes=_opt(k.get("bytes")), flops=_opt(k.get("flops")),
                                 phase=phase))
-        names = _kernel_nodes(g, k["kernel"], call)
+        names = computed_nodes(final, kind, k["kernel"], _kernel_nodes(g, k["kernel"], call))
         share = t / len(names) if names else t
         for name in names or [NO_NODE]:
             key, line, file, code, module = _place(final, name)

@@ -99,6 +99,8 @@ def _ledger(entry: dict[str, Any], compiles: dict[str, Any]) -> list[Part]:
             brk = found[0] if found else None
             if brk is None:  # the graph before it ended its frame: the gap is the next frame's
                 part = "dynamo"  # guards and evaluation (and eager code between frames)
+        if part in ("graph", "cudagraph") and isinstance(p.get("reason"), str):
+            brk = Break("", p["reason"])  # a graph not captured as a CUDA graph, and why
         out.append(Part(part, secs, graph, brk.reason if brk else None,
                         brk.file if brk else None, brk.line if brk else None, phase))
     return out

@@ -74,7 +74,7 @@ class ProfileScreen(TraceScreen):
     SCREEN_NAME = "profile"
     BINDINGS = keymap.bindings("profile")
     DEFAULT_CSS = """
-    ProfileScreen #profile-totals { width: 100%; height: auto; max-height: 8; padding: 0 1; }
+    ProfileScreen #profile-totals { width: 100%; height: auto; max-height: 14; padding: 0 1; }
     ProfileScreen #profile-empty { height: 1fr; }
     """
 

@@ -1,0 +1,28 @@
+#!/bin/bash
+# Issue 26 on one GPU: three `trace --profile` runs of the bf16 transformer example and of the
+# graph-break model, each against bench/compile_vs_eager.py (torch.compile vs eager interleaved,
+# without tuidebug), then bench/perf_verdict_check.py. Writes under $OUT.
+#   OUT=/tmp/perf-out bash bench/perf_gpu.sh
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/perf-out}; mkdir -p "$OUT"
+python -c "import torch; print(torch.__version__, torch.cuda.get_device_name())"
+run() {  # name, then the example and its arguments
+  local name=$1; shift
+  local example=$1; shift
+  local model=transformer; [[ $example == *item_per_layer* ]] && model=item_per_layer
+  for i in 1 2 3; do
+    rm -rf "/tmp/perf-$name-$i"
+    timeout 900 python -m tuidebug.cli trace --profile 20 -o "/tmp/perf-$name-$i" "$example" \
+      --device cuda "$@" > "$OUT/$name.run$i.log" 2>&1
+    echo "$name run $i rc $?"
+    python -m tuidebug.cli info --json "/tmp/perf-$name-$i" > "$OUT/$name.run$i.info.json" 2>/dev/null
+    COLUMNS=160 python -m tuidebug.cli info "/tmp/perf-$name-$i" > "$OUT/$name.run$i.info.txt" 2>&1
+  done
+  timeout 600 python bench/compile_vs_eager.py --model $model --device cuda "$@" \
+    > "$OUT/$name.bench.json" 2>"$OUT/$name.bench.log"
+  echo "$name bench rc $?"
+}
+run bf16_small examples/transformer_block.py --dtype bfloat16
+run bf16_1024 examples/transformer_block.py --dtype bfloat16 --layers 4 --dim 1024 --heads 16 --seq 512 --batch 8
+run item_per_layer examples/item_per_layer.py --layers 8
+python bench/perf_verdict_check.py "$OUT" | tee "$OUT/check.txt"
