@@ -172,6 +172,9 @@ def test_every_tool_answers_within_the_cap(graph_break_trace: Path,
             assert rows and all(r["key"] and (r.get("compiled_s") or r.get("eager_s"))
                                 for r in rows)
             assert any(r.get("compiled_s") for r in rows)
+        prof = await call("profile", trace=tf)  # the whole call: compiled against eager
+        assert prof["data"]["verdict"]["outcome"] in ("faster", "slower", "same")
+        assert {p["part"] for p in prof["data"]["ledger"]} >= {"dynamo", "graph", "other"}
         d = await _all_pages(call, "diff", "graphs", trace_a=gb, trace_b=tf)
         assert len(d) >= len(graphs)
         nojob = await call("divergence", trace=gb)

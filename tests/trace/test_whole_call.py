@@ -11,7 +11,6 @@ from pathlib import Path
 
 from rich.console import Console
 
-from tuidebug.trace.queries.breaks import breaks_of, parse_break
 from tuidebug.trace.queries.verdict import (FASTER, SAME, SLOWER, compare, median_interval,
                                             ratio_interval, spread)
 from tuidebug.trace.queries.whole_call import call_verdicts
@@ -51,16 +50,19 @@ def test_noise_is_no_difference_and_a_real_gap_is_not() -> None:
     assert r.low <= r.value <= r.high and r.n == 200
 
 
-def test_a_break_is_read_from_dynamos_text() -> None:
-    b = parse_break("0/0", BREAK)
-    assert b is not None
-    assert (b.file, b.line, b.place) == ("/src/model.py", 42, "model.py:42")
-    assert b.reason == "Unsupported Tensor.item() call with capture_scalar_outputs=False"
-    # a restarted frame (0/0 → 0/0_1) keeps its break on the first id
-    compiles = {"0/0": {"dynamo_graph_break_reason": [BREAK]}, "0/0_1": {}}
-    assert [x.line for x in breaks_of(compiles, "0/0_1")] == [42]
-    assert breaks_of(compiles, "1/0") == []
-    assert parse_break("0/0", None) is None
+def test_an_island_finds_its_break_through_a_restart(tmp_path: Path) -> None:
+    from tuidebug.trace.queries.graph_breaks import trace_breaks
+    from tuidebug.trace.queries.whole_call import _break_of
+
+    breaks = trace_breaks(_trace(tmp_path, _call(1.0, 0.9, 1.1)))
+    # the frame's analysis restarted at the break: 0/0 keeps it, its graph is 0/0_1's
+    for cid in ("0/0", "0/0_1", "0/0_1_2"):
+        b = _break_of(breaks, cid)
+        assert b is not None and b.user_line is not None, cid
+        assert (b.user_line.file, b.user_line.line, b.user_line.where) == (
+            "/src/model.py", 42, "model.py:42")
+        assert b.cause == "Unsupported Tensor.item() call with capture_scalar_outputs=False"
+    assert _break_of(breaks, "1/0") is None and _break_of(breaks, None) is None
 
 
 def _call(ratio: float, low: float, high: float) -> dict:

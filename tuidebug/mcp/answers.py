@@ -152,9 +152,15 @@ def profile_answer(h: str, trace: Trace, by: str) -> Answer:
     if by not in tables:
         by = "lines"
     rows = [r.as_json() for r in view.table(by)]
+    # is compiled faster: the whole call's verdict and ledger (their text holds the trace's
+    # break reasons and paths: data, never the answer's own sentence)
+    whole = ({"verdict": view.calls[0].verdict_json(),
+              "ledger": [p.as_json() for p in view.calls[0].ledger]} if view.calls else {})
     return Answer("profile", f"the profile by {by} ({len(rows)} rows, by time); totals "
-                  "in data.totals", h, {"compiles": view.compiles, "totals": view.totals,
-                                        "notes": view.notes}, rows, by, refs=["profile.json"],
+                  "in data.totals" + ("; compiled against eager, the whole call, in "
+                                      "data.verdict and data.ledger" if whole else ""), h,
+                  {**whole, "compiles": view.compiles, "totals": view.totals,
+                   "notes": view.notes}, rows, by, refs=["profile.json"],
                   next=_nexts(*(next_call("profile", f"the profile by {t}", trace=h, by=t)
                                 for t in tables if t != by)))
 

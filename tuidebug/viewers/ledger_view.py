@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tuidebug.trace.diff.findings import format_duration as duration
-from tuidebug.trace.queries.breaks import Break
+from tuidebug.trace.queries.graph_breaks import SourceLine
 from tuidebug.viewers.inert import inert_text
 
 _STYLE = {"faster": "bold green", "slower": "bold red", "same": "bold"}
@@ -60,7 +60,7 @@ def ledger_rows(ledger: list[dict[str, Any]], wall: Any = None) -> list[LedgerRo
     for p in ledger:
         part = str(p.get("part"))
         if part == "eager_island" and p.get("reason"):
-            where = Break("", "", p.get("file"), p.get("line")).place
+            where = SourceLine(str(p.get("file") or "?"), p.get("line") or 0, "", "").where
             what = f"{p.get('reason')} at {where}"
         elif part in ("graph", "cudagraph"):
             what = str(p.get("graph") or "") + (" (backward)" if p.get("phase") == "bwd" else "")

@@ -9,10 +9,12 @@ call returns (its graphs compiled, checked and profiled by then). Eager and comp
 alternate in rounds (``fair_timing``); a call that ran under autograd with tensors that require
 grad is measured as a training step: the forward, then ``autograd.grad`` of its outputs (seeded
 output gradients) with respect to the parameters and inputs that require grad (``.grad`` is
-never touched). Then the ledger: a few more compiled calls with each compiled graph's start and
-end clocked (``session.call_clock``) split the call into Dynamo before the first graph, each
-graph, each eager island between two graphs (its break is the earlier graph's compile's), the
-backward, and the remainder of the measured wall time (``other``).
+never touched). The ledger: compiled calls with each compiled graph's start and end clocked
+(``session.call_clock``) split the call into Dynamo before the first graph, each graph, each
+eager island between two graphs (its break is the earlier graph's compile's), the backward,
+and the remainder of the measured wall time (``other``). On the CPU the clocked calls are the
+timed ones (a clock read per graph call, a µs or so); on a GPU clocking synchronizes the device
+at each graph's ends, so 15 further calls are clocked.
 
 Written to ``profile.json``'s ``calls`` (docs/trace-format.md); the verdict and the ledger as
 answers are ``tuidebug.trace.queries.whole_call``'s. The user's tensors, the random state and
@@ -129,7 +131,14 @@ class WholeCall(Concern):
         e_step.grads = c_step.grads
         machine = fair_timing.free_threads() if self.machine is None else self.machine
         load_before = fair_timing.load1()
-        tc, te = fair_timing.interleaved(c_step.run, e_step.run,
+        # on the CPU the timed compiled calls are the clocked ones (a clock read per graph: the
+        # parts come from the very calls whose wall time is measured); on a GPU clocking a
+        # graph synchronizes the device, so the clocked calls are further ones
+        clocked: list[list[tuple[str, str, str, float]]] = []
+        cpu = compat.device_kind() == "cpu"
+        cg = self._cudagraph_ids()
+        run_c = (lambda: clocked.append(self._clocked_call(c_step, cg))) if cpu else c_step.run
+        tc, te = fair_timing.interleaved(run_c, e_step.run,
                                          min_rounds=max(self.prof.runs, fair_timing.MIN_ROUNDS))
         load_after = fair_timing.load1()
         r = ratio_interval(te, tc)
@@ -145,28 +154,35 @@ class WholeCall(Concern):
             "ratio": r.value, "ratio_low": r.low, "ratio_high": r.high,
             "times": {"compiled_s": [round(t, 9) for t in tc],
                       "eager_s": [round(t, 9) for t in te]}}
-        entry["ledger"] = self._ledger(c_step, comp.median_s)
+        clocked = clocked[fair_timing.WARMUP:] if cpu else [
+            self._clocked_call(c_step, cg) for _ in range(LEDGER_CALLS)]
+        entry["ledger"] = self._ledger(clocked, comp.median_s)
         return entry
 
-    def _ledger(self, step: "_Step", wall: float) -> list[dict[str, Any]]:
-        """The call's parts (per-part medians of ``LEDGER_CALLS`` clocked calls); ``other`` is
-        the measured wall time less the others."""
+    def _clocked_call(self, step: "_Step",
+                      cudagraphs: set[str]) -> list[tuple[str, str, str, float]]:
+        """One call of ``step`` with each compiled graph's start and end clocked: its parts."""
         s = self.session
-        runs: list[list[tuple[str, str, str, float]]] = []  # (part, graph, compile id, s)
-        for _ in range(LEDGER_CALLS):
-            clock: list[tuple[str, str, float, float]] = []
-            s.call_clock = clock
-            try:
-                compat.synchronize()
-                t0 = time.perf_counter()
-                fwd_end, t1 = step.run_split()
-            finally:
-                s.call_clock = None
-            runs.append(_parts(clock, t0, fwd_end, t1, self._cudagraph_ids(), step.training()))
-        if not runs or not runs[0]:
+        clock: list[tuple[str, str, float, float]] = []
+        s.call_clock = clock
+        try:
+            compat.synchronize()
+            t0 = time.perf_counter()
+            fwd_end, t1 = step.run_split()
+        finally:
+            s.call_clock = None
+        return _parts(clock, t0, fwd_end, t1, cudagraphs, step.training())
+
+    def _ledger(self, runs: list[list[tuple[str, str, str, float]]],
+                wall: float) -> list[dict[str, Any]]:
+        """The call's parts (per part, the median over the clocked calls of one shape);
+        ``other`` is the measured wall time less the others."""
+        runs = [r for r in runs if r]
+        if not runs:
             return []
-        shape = [(p, g, c) for p, g, c, _ in runs[0]]
-        same = [r for r in runs if [(p, g, c) for p, g, c, _ in r] == shape]
+        shapes = [tuple((p, g, c) for p, g, c, _ in r) for r in runs]
+        shape = max(set(shapes), key=shapes.count)  # the calls took one path: the usual one
+        same = [r for r, sh in zip(runs, shapes) if sh == shape]
         out = []
         for i, (part, graph, cid) in enumerate(shape):
             secs = statistics.median(r[i][3] for r in same)

@@ -39,6 +39,11 @@ class SourceLine:
     fn: str
     code: str
 
+    @property
+    def where(self) -> str:
+        """``model.py:42``: the file's name (not its folders) and the line."""
+        return _short(self)
+
 
 @dataclass(frozen=True)
 class GraphBreak:

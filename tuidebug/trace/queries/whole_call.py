@@ -11,10 +11,11 @@ and the Perfetto export show this answer. Pure data: no torch.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuidebug.trace.queries.breaks import Break, breaks_of
+from tuidebug.trace.queries.graph_breaks import GraphBreak, SourceLine, trace_breaks
 from tuidebug.trace.queries.verdict import (FASTER, SAME, SLOWER, Ratio, Spread,
                                             format_duration as duration, judge)
 from tuidebug.trace.format.reader import Trace
@@ -81,7 +82,21 @@ def _num(v: Any) -> float | None:
     return float(v) if ok else None
 
 
-def _ledger(entry: dict[str, Any], compiles: dict[str, Any]) -> list[Part]:
+def _break_of(breaks: dict[str, list[GraphBreak]], cid: Any) -> GraphBreak | None:
+    """The graph break that ended compile ``cid``'s graph: its own, or that of the compile it
+    restarted from (a frame's analysis that restarted at a break, ``0/0`` then ``0/0_1``,
+    records the break on the first id)."""
+    if not isinstance(cid, str):
+        return None
+    while True:
+        if breaks.get(cid):
+            return breaks[cid][0]
+        if not re.fullmatch(r".+_\d+", cid):
+            return None
+        cid = cid.rsplit("_", 1)[0]
+
+
+def _ledger(entry: dict[str, Any], breaks: dict[str, list[GraphBreak]]) -> list[Part]:
     out = []
     for p in entry.get("ledger") or []:
         if not isinstance(p, dict) or p.get("part") not in PARTS:
@@ -91,18 +106,17 @@ def _ledger(entry: dict[str, Any], compiles: dict[str, Any]) -> list[Part]:
             continue
         graph = p.get("graph") if isinstance(p.get("graph"), str) else None
         phase = "bwd" if p.get("phase") == "bwd" else "fwd"
-        brk: Break | None = None
-        part = p["part"]
+        part, reason, line = p["part"], None, None
         if part == "eager_island":
-            cid = p.get("compile_id")
-            found = breaks_of(compiles, cid) if isinstance(cid, str) else []
-            brk = found[0] if found else None
+            brk = _break_of(breaks, p.get("compile_id"))
             if brk is None:  # the graph before it ended its frame: the gap is the next frame's
                 part = "dynamo"  # guards and evaluation (and eager code between frames)
-        if part in ("graph", "cudagraph") and isinstance(p.get("reason"), str):
-            brk = Break("", p["reason"])  # a graph not captured as a CUDA graph, and why
-        out.append(Part(part, secs, graph, brk.reason if brk else None,
-                        brk.file if brk else None, brk.line if brk else None, phase))
+            else:
+                reason, line = brk.cause, brk.user_line or brk.site
+        elif part in ("graph", "cudagraph") and isinstance(p.get("reason"), str):
+            reason = p["reason"]  # a graph not captured as a CUDA graph, and why
+        out.append(Part(part, secs, graph, reason, line.file if line else None,
+                        line.line if line else None, phase))
     return out
 
 
@@ -117,7 +131,7 @@ def _cause(ledger: list[Part], compiled_s: float) -> str:
     dyn = sum(p.seconds for p in ledger if p.part == "dynamo")
     places: dict[str, int] = {}
     for p in islands:
-        key = (f"{_short_reason(p.reason)} at {Break('', '', p.file, p.line).place}"
+        key = (f"{_short_reason(p.reason)} at {SourceLine(p.file or '?', p.line or 0, '', '').where}"
                if p.reason else "a graph break")
         places[key] = places.get(key, 0) + 1
     named = ", ".join(f"{n} from {k}" if n > 1 else k for k, n in
@@ -153,7 +167,8 @@ def call_verdicts(trace: Trace) -> list[CallVerdict]:
     calls = trace.profile.get("calls") if isinstance(trace.profile, dict) else None
     if not isinstance(calls, list):
         return []
-    compiles = trace.compiles
+    breaks = trace_breaks(trace) if any(isinstance(c, dict) and c.get("ledger")
+                                        for c in calls) else {}
     out = []
     for c in calls:
         if not isinstance(c, dict):
@@ -165,7 +180,7 @@ def call_verdicts(trace: Trace) -> list[CallVerdict]:
         rounds = c.get("rounds") if isinstance(c.get("rounds"), int) else 0
         r = Ratio(vals[0], vals[1], vals[2], rounds)  # type: ignore[arg-type]
         v = judge(r)
-        ledger = _ledger(c, compiles)
+        ledger = _ledger(c, breaks)
         training = c.get("training") is True
         machine = c.get("machine") if isinstance(c.get("machine"), dict) else {}
         out.append(CallVerdict(str(c.get("callable") or "?"), training, rounds, comp, eager,
