@@ -32,7 +32,7 @@ import torch
 
 from tuidebug.compiler import accuracy, compat, fair_timing
 from tuidebug.compiler.capture import profile
-from tuidebug.compiler.capture.profile_backward import _seeded, _tensors
+from tuidebug.compiler.gradients import seeded, tensors
 from tuidebug.compiler.capture.state import Concern
 from tuidebug.trace.queries.verdict import ratio_interval, spread
 
@@ -247,17 +247,17 @@ class _Step:
     def training(self) -> bool:
         if self._training is None:
             with torch.set_grad_enabled(self.grad_on):
-                outs = [o for o in _tensors(self.forward()) if o.requires_grad]
+                outs = [o for o in tensors(self.forward()) if o.requires_grad]
             self._training = bool(outs and self.wrt and self.grad_on)
             if self._training:
-                self.grads = _seeded(outs)
+                self.grads = seeded(outs)
         return self._training
 
     def run(self) -> Any:
         with torch.set_grad_enabled(self.grad_on):
             out = self.forward()
             if self.training():
-                outs = [o for o in _tensors(out) if o.requires_grad]
+                outs = [o for o in tensors(out) if o.requires_grad]
                 return torch.autograd.grad(outs, self.wrt, grad_outputs=self.grads,
                                            allow_unused=True)
             return out
@@ -269,7 +269,7 @@ class _Step:
             compat.synchronize()
             fwd_end = time.perf_counter()
             if self.training():
-                outs = [o for o in _tensors(out) if o.requires_grad]
+                outs = [o for o in tensors(out) if o.requires_grad]
                 torch.autograd.grad(outs, self.wrt, grad_outputs=self.grads, allow_unused=True)
                 compat.synchronize()
             return fwd_end, time.perf_counter()
