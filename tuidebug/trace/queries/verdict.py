@@ -15,6 +15,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from tuidebug.trace.format.safefile import number
+
 SAME, FASTER, SLOWER = "same", "faster", "slower"
 CONFIDENCE = 0.95
 
@@ -37,11 +39,11 @@ class Spread:
     def from_json(cls, d: Any) -> "Spread | None":
         if not isinstance(d, dict):
             return None
-        vals = [d.get(k) for k in ("median_s", "p10_s", "p90_s", "min_s")]
-        if not all(_finite(v) and v >= 0 for v in vals):
+        vals = [number(d.get(k), minimum=0) for k in ("median_s", "p10_s", "p90_s", "min_s")]
+        if any(v is None for v in vals):
             return None
         n = d.get("n")
-        return cls(*[float(v) for v in vals], n=n if isinstance(n, int) else 0)
+        return cls(*vals, n=n if isinstance(n, int) else 0)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -78,10 +80,6 @@ def format_duration(s: Any) -> str:
     if abs(s) < 1e-3:
         return f"{s * 1e6:.1f} µs"
     return f"{s * 1e3:.2f} ms" if abs(s) < 1 else f"{s:.2f} s"
-
-
-def _finite(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def quantile(xs: list[float], q: float) -> float:

@@ -10,7 +10,6 @@ and the Perfetto export show this answer. Pure data: no torch.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +18,7 @@ from tuidebug.trace.queries.graph_breaks import GraphBreak, SourceLine, trace_br
 from tuidebug.trace.queries.verdict import (FASTER, SAME, SLOWER, Ratio, Spread,
                                             format_duration as duration, judge)
 from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.format.safefile import number
 
 PARTS = ("dynamo", "graph", "eager_island", "cudagraph", "other")
 PART_NAMES = {"dynamo": "Dynamo (frame evaluation, guards)", "graph": "compiled graph",
@@ -77,11 +77,6 @@ class CallVerdict:
                 "machine": self.machine}
 
 
-def _num(v: Any) -> float | None:
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-    return float(v) if ok else None
-
-
 def _break_of(breaks: dict[str, list[GraphBreak]], cid: Any) -> GraphBreak | None:
     """The graph break that ended compile ``cid``'s graph: its own, or that of the compile it
     restarted from (a frame's analysis that restarted at a break, ``0/0`` then ``0/0_1``,
@@ -101,7 +96,7 @@ def _ledger(entry: dict[str, Any], breaks: dict[str, list[GraphBreak]]) -> list[
     for p in entry.get("ledger") or []:
         if not isinstance(p, dict) or p.get("part") not in PARTS:
             continue
-        secs = _num(p.get("seconds"))
+        secs = number(p.get("seconds"))
         if secs is None:
             continue
         graph = p.get("graph") if isinstance(p.get("graph"), str) else None
@@ -174,7 +169,7 @@ def call_verdicts(trace: Trace) -> list[CallVerdict]:
         if not isinstance(c, dict):
             continue
         comp, eager = Spread.from_json(c.get("compiled")), Spread.from_json(c.get("eager"))
-        vals = [_num(c.get(k)) for k in ("ratio", "ratio_low", "ratio_high")]
+        vals = [number(c.get(k)) for k in ("ratio", "ratio_low", "ratio_high")]
         if comp is None or eager is None or any(v is None or v <= 0 for v in vals):
             continue
         rounds = c.get("rounds") if isinstance(c.get("rounds"), int) else 0
