@@ -82,3 +82,37 @@ def test_diff_names_the_break_added_and_the_one_gone(tmp_path: Path) -> None:
     assert gb["kept"] == 1
     assert any(ln.startswith("graph break gone: script.py:11 print") for ln in d["lines"]), d["lines"]
     assert any(ln.startswith("graph break added: script.py:14 t = y.max()") for ln in d["lines"])
+
+
+def _branch(file: str, line: int, code: str) -> str:
+    """Dynamo's reason for a data-dependent branch (torch 2.13): its explanation goes on with
+    the branch's own code."""
+    return (f"Graph break in user code at {file}:{line}\nGraph Break Reason: Data-dependent "
+            f"branching\n  Explanation: Detected data-dependent branching (e.g. `if "
+            f"my_tensor.sum() > 0:`). Dynamo does not support tracing dynamic control flow.\n\n"
+            f"      The branch condition involves a tensor computed as follows:\n        # File "
+            f"\"{file}\", line {line}, in step, code: {code}\n        gt = gt(sum_1, 0)\n    \n"
+            f"  Hint: Use `torch.cond` to express dynamic control flow.\n\n  Developer debug "
+            f"context: attempted to jump with TensorVariable()\n\nUser code traceback:\n  File "
+            f"\"{file}\", line {line}, in step\n    {code}\n\nNoneType: None\n")
+
+
+def test_two_data_dependent_branches_are_one_cause(tmp_path: Path) -> None:
+    """Grouped by the first sentence of the explanation, cut at a sentence's end (not at
+    "e.g."): the rest names each branch's own code."""
+    w = TraceWriter(tmp_path / "t", command=["script.py"])
+    file = str(tmp_path / "script.py")
+    for n, (line, code) in enumerate([(14, "if z.sum() > 0:"), (20, "if w.max() < 1:")]):
+        w.write_compile(f"{n}/0", {"graphs": [], "metrics": {"co_name": "step",
+                                                            "co_filename": file},
+                                   "dynamo_graph_break_reason": [_branch(file, line, code)]})
+        w.add_compile(f"{n}/0", {"graphs": []})
+    w.finish("ok")
+    breaks = [b for bs in trace_breaks(Trace(tmp_path / "t")).values() for b in bs]
+    assert [b.user_line.code for b in breaks if b.user_line] == ["if z.sum() > 0:",
+                                                                 "if w.max() < 1:"]
+    s = summarize(breaks)
+    assert s.headline == "2 graph breaks from 1 cause", s
+    assert s.causes[0].lines == ["script.py:14", "script.py:20"]
+    assert breaks[0].key.endswith("(e.g. `if my_tensor.sum() > 0:`).") and "torch.cond" in (
+        breaks[0].advice or "")

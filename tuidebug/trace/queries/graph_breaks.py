@@ -73,7 +73,7 @@ class GraphBreak:
     def key(self) -> str:
         """The cause a break is grouped by: its type and the first sentence of its explanation
         (a data-dependent branch's explanation goes on with the branch's own code)."""
-        first = re.split(r"(?<=[.:])\s", self.explanation or "", 1)[0]
+        first = re.split(r"(?<=[.:])\s+(?=[A-Z])", self.explanation or "", 1)[0]
         return self.cause + (f": {first}" if first else "")
 
     def to_json(self) -> dict[str, Any]:
