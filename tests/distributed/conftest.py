@@ -67,6 +67,8 @@ def collectives_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, sub
 
 
 HANG_TIMEOUT_S = 60  # past start-up and the compile on a loaded 2-core machine
+# past start-up and compiling a graph with a collective (its C++ kernel built) under load
+COMPILED_HANG_TIMEOUT_S = 150
 
 
 @pytest.fixture(scope="session")
@@ -132,3 +134,17 @@ def funcol_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                 proc.kill()
                 proc.wait()
     return out
+
+
+@pytest.fixture(scope="session")
+def compiled_hang_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """2 ranks; a compiled function's functional all_reduce, which rank 1 stops calling at the
+    third step (it sleeps): rank 0 waits inside compiled code until ``--timeout``."""
+    out = tmp_path_factory.mktemp("jobs") / "chang"
+    return out, trace_job(out, "chang", extra=["--timeout", str(COMPILED_HANG_TIMEOUT_S)])
+
+
+@pytest.fixture(scope="session")
+def shapebreak_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """Rank 1 alone recompiles (another input shape), and that compile breaks the graph."""
+    return _job(tmp_path_factory, "shapebreak")

@@ -5,6 +5,8 @@
          all_gather_into_tensor inside it)
   break  rank 1 breaks the graph (torch._dynamo.graph_break()) where the others do not
   shape  rank 1 calls the compiled function a second time with another input shape (a recompile)
+  shapebreak  rank 1 calls the compiled function a second time with another shape (a recompile),
+         and that compile alone breaks the graph at ``.item()``
   raise  rank 1 raises before compiling anything (torchrun then stops the other ranks)
   graph  rank 1 multiplies by another constant (the same compile ids, a different graph)
   collectives  rank 1 issues two all_reduces on two groups in the other order (gloo runs each
@@ -17,6 +19,8 @@
   ddp    a compiled DistributedDataParallel of torch's own modules, trained 2 steps: Dynamo
          skips DDP's frames and no Inductor graph is compiled (the job succeeds untraced, and
          must traced); each rank prints its loss
+  chang  a compiled function issues a functional all_reduce each step; rank 1 stops calling it
+         (sleeps) at the third step: rank 0 waits inside the compiled graph's collective
   hang   after compiling, rank 0 broadcasts then all-reduces, rank 1 the other way round: both
          wait forever (until ``--timeout`` ends the job)
 """
@@ -89,11 +93,33 @@ def ddp(rank: int) -> None:
     print(f"rank {rank}: loss {loss.item():.4f}", flush=True)
 
 
+def compiled_hang(rank: int) -> None:
+    import time
+
+    import torch.distributed._functional_collectives as funcol
+
+    world = dist.group.WORLD
+
+    @torch.compile
+    def step(x):
+        y = funcol.all_reduce(torch.sin(x), "sum", world)  # STALL the compiled all_reduce
+        return y * 0.5
+
+    x = torch.ones(4)
+    for i in range(3):
+        if rank == 1 and i == 2:
+            time.sleep(3600)  # STALL rank 1
+        x = step(x)
+
+
 def main() -> None:
     mode = sys.argv[1]
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     odd = rank == 1
+    if mode == "chang":
+        compiled_hang(rank)
+        return  # never reached: the job hangs
     if mode == "ddp":
         ddp(rank)
         dist.destroy_process_group()
@@ -113,6 +139,8 @@ def main() -> None:
         y = torch.sin(x) * (3 if mode == "graph" and odd else 2)
         if mode == "break" and odd:
             torch._dynamo.graph_break()
+        if mode == "shapebreak" and x.shape[0] == 7:
+            y = y + y.sum().item()  # SHAPEBREAK only rank 1's recompile breaks here
         if mode == "same":
             dist.all_reduce(y)
             w = torch.empty(2 * y.numel(), dtype=y.dtype)
@@ -122,7 +150,7 @@ def main() -> None:
 
     if mode != "collectives":
         f(torch.randn(4))
-        f(torch.randn(7 if (mode == "shape" and odd) else 4))
+        f(torch.randn(7 if (mode in ("shape", "shapebreak") and odd) else 4))
     t = torch.ones(1)
     if mode == "hang":
         if rank == 0:

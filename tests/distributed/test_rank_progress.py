@@ -240,3 +240,44 @@ def test_a_failure_to_make_an_event_never_reaches_the_collective(world_of_one,
     with pytest.raises(ValueError, match="the user's own error"):
         rp._wrap(fails, "all_reduce")(torch.ones(1))
     rp.log.close()
+
+
+def test_compiled_collectives_waited_for_asynchronously(tmp_path: Path) -> None:
+    """Logs as compiled code leaves them (NCCL: each wait only makes the GPU stream wait, the
+    ranks block later where they synchronise): no rank is in a collective call, yet rank 0
+    issued all_reduce #3 of its graph, which rank 1 never reached — that is the hang, named
+    with the graph, its collective and the lines. A rank stuck in a wait is in it."""
+    root = tmp_path / "job"
+    from tuidebug.trace.jobs.progress import progress_path, rank_progress
+
+    def log(rank: int, events: list[dict]) -> None:
+        p = progress_path(root, rank)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("".join(json.dumps(e) + "\n" for e in events))
+
+    def issued(seq: int) -> list[dict]:
+        return [{"event": "collective", "op": "all_reduce", "seq": seq, "group": "default",
+                 "members": None, "line": "train.py:17", "async": True,
+                 "compiled": {"graph": "0_0-inference", "index": 2, "wrapper_line": 41}},
+                {"event": "done", "seq": seq, "group": "default"}]
+
+    def wait(seq: int, waited: bool = True) -> list[dict]:
+        w = [{"event": "wait", "seq": seq, "group": "default"}]
+        return w + ([{"event": "waited", "seq": seq, "group": "default"}] if waited else [])
+
+    log(0, issued(1) + wait(1) + issued(2) + wait(2) + issued(3) + wait(3))
+    log(1, issued(1) + wait(1) + issued(2) + wait(2))
+    ranks = [{"rank": r, "status": "timed_out", "progress": rank_progress(root, r, None)}
+             for r in range(2)]
+    w = waits(ranks)
+    [m] = w["mismatches"]
+    assert (m["kind"], m["ranks"], m["waits_for"], m["seq"]) == ("issued_ahead", [0], [1], 3), m
+    text = "\n".join(w["lines"])
+    assert ("its last collective all_reduce #3 of graph 0_0-inference (collective 2 in it, "
+            "wrapper line 41, train.py:17) was waited for") in text, text
+    # a wait that never returned (gloo: the CPU blocks in it): the rank is in that collective,
+    # even when it issued another one after it
+    log(0, issued(1) + wait(1) + issued(2) + issued(3) + wait(2, waited=False))
+    c = rank_progress(root, 0, None)["collective"]
+    assert (c["seq"], c["state"], c["in_wait"], c["compiled"]["index"]) == (2, "waiting", True, 2)
+    assert c["reached"] == {"default": 3}

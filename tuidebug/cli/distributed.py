@@ -121,6 +121,7 @@ def launch(ns: argparse.Namespace) -> int:
             timed_out = True
             print(f"[tuidebug] the job ran longer than --timeout {ns.timeout:g}s: stopping every "
                   "rank", file=sys.stderr, flush=True)
+            _dump_stacks(out)
             code = _stop_job(child, out)
         except KeyboardInterrupt:
             child.terminate()  # torchrun ends every rank on SIGTERM (SIGKILL would orphan them)
@@ -179,6 +180,40 @@ def _job_pids(root: Path) -> list[int]:
     return [p for p in pids if _alive(p)]
 
 
+def _dump_stacks(root: Path, wait: float = 5.0) -> None:
+    """Before a hung job is ended: ask each running rank of this node for its Python stacks
+    (SIGUSR1 to its capture child, which dumps every thread to ``job/rank_<r>.stacks.txt``)
+    and wait up to ``wait`` seconds for them."""
+    import signal
+
+    from tuidebug.trace.jobs import job
+    from tuidebug.trace.jobs.progress import progress_path, stacks_path
+
+    host = socket.gethostname()
+    asked = []
+    for rec in job.read_job(root)["ranks"]:
+        if rec.get("status") != "running" or rec.get("hostname") != host:
+            continue
+        try:
+            pid = json.loads((job.rank_dir(root, rec["rank"]) / "manifest.json")
+                             .read_text(encoding="utf-8")).get("pid")
+        except (OSError, ValueError, AttributeError):
+            continue
+        path = stacks_path(progress_path(root, rec["rank"]))
+        if isinstance(pid, int) and pid > 0 and _alive(pid) and path.is_file():
+            try:
+                os.kill(pid, signal.SIGUSR1)
+                asked.append(path)
+            except OSError:
+                pass
+    deadline = time.monotonic() + wait
+    while asked and time.monotonic() < deadline:
+        if all(p.stat().st_size > 0 for p in asked):
+            time.sleep(0.2)  # let the last thread's lines land
+            return
+        time.sleep(0.1)
+
+
 def _stop_job(child: subprocess.Popen[Any], root: Path, grace: float = 20.0) -> int:
     """End a job that ran too long: SIGTERM torchrun (it SIGTERMs every rank's process group,
     then SIGKILLs what is left), then SIGKILL the process group of any rank of this node still
@@ -208,6 +243,9 @@ def _close_records(root: Path, timed_out: bool = False) -> None:
     for rec in job.read_job(root)["ranks"]:
         if (rec.get("status") == "running" and rec.get("hostname") == host
                 and not _alive(rec.get("pid"))):  # another launcher's rank on this host runs on
+            if timed_out:
+                job.mark_stopped(root, rec["rank"], "tuidebug trace --timeout: the job ran too "
+                                                    "long (a hang); ended while running")
             job.write_record(root, {**rec, "status": "timed_out" if timed_out else "killed",
                                     "finished_at": time.time(),
                                     "note": "stopped by --timeout (the job ran too long)"

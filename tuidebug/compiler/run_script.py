@@ -64,11 +64,14 @@ def main(argv: list[str] | None = None) -> int:
     if ns.progress:
         from pathlib import Path
 
+        from tuidebug.compiler.capture.collectives import Collectives
         from tuidebug.compiler.capture.rank_progress import RankProgress
 
         assert session.writer is not None
         try:
-            ranks = RankProgress(Path(ns.progress), session.writer.warn).install()
+            ranks = RankProgress(Path(ns.progress), session.writer.warn,
+                                 session.concern(Collectives).where).install()
+            _dump_stacks_on_request(Path(ns.progress), session.writer.warn)
         except Exception as e:  # noqa: BLE001 - the rank runs on, its collectives not logged
             session.writer.warn(f"this rank's collectives are not logged to {ns.progress}: "
                                 f"{type(e).__name__}: {e}")
@@ -79,6 +82,29 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if ranks is not None:
             ranks.uninstall()
+
+
+def _dump_stacks_on_request(progress: Any, warn: Any) -> None:
+    """A rank: on SIGUSR1 (``tuidebug trace --timeout`` asks before it ends the job), write
+    every thread's Python stack to ``job/rank_<r>.stacks.txt`` — from the signal handler
+    itself (faulthandler), so a rank blocked in a collective's C++ wait answers too."""
+    import faulthandler
+    import signal
+
+    from tuidebug.trace.jobs.progress import stacks_path
+
+    path = stacks_path(progress)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+                     | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        try:
+            faulthandler.register(signal.SIGUSR1, file=fd, all_threads=True, chain=False)
+        except BaseException:
+            os.close(fd)
+            path.unlink()  # the launcher signals only a rank whose file exists
+            raise
+    except (OSError, AttributeError, ValueError, RuntimeError) as e:
+        warn(f"this rank's stacks cannot be dumped at --timeout: {type(e).__name__}: {e}")
 
 
 def run_in_session(session: Any, script: str, args: list[str],

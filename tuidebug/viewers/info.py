@@ -26,7 +26,7 @@ MAX_COLLECTIVES = 8  # collectives listed per graph
 MAX_PROBLEMS = 50  # problems listed
 
 STATUS_STYLE = {"ok": "bold green", "failed": "bold red", "crashed": "bold magenta",
-                "running": "bold yellow"}
+                "running": "bold yellow", "stopped": "bold yellow"}
 
 
 def collective_text(c: dict[str, Any] | None) -> str:

@@ -61,8 +61,10 @@ def divergence_lines(d: dict[str, Any] | None,
         r = d["reason"]
         where = f" ({r.get('function')} {r.get('file')}:{r.get('line')})" if r.get("function") else ""
         lines = [f"compile {cid} on rank(s) {on} only, not on {off}{where}"]
-        for x in r.get("recompile_reasons") or []:
-            lines.append(f"  recompiled: {x}")
+        for x in r.get("recompile_reasons") or []:  # whole, each of its lines on a line
+            parts = str(x).splitlines() or [""]
+            lines.append(f"  recompiled: {parts[0]}")
+            lines += [f"    {p}" for p in parts[1:]]
         for b in r.get("graph_break_reasons") or []:
             lines.append(f"  graph break{' at ' + b['where'] if b.get('where') else ''}: "
                          + b["summary"])

@@ -48,6 +48,13 @@ def user_frame(stack: str | None, cache: dict[str, Any]) -> dict[str, Any] | Non
     return frames[-1] if frames else None
 
 
+def _line(source: Any) -> str | None:
+    """``file.py:LINE`` of a ``user_source``, as the progress log names lines."""
+    if not isinstance(source, dict) or not source.get("file"):
+        return None
+    return f"{os.path.basename(str(source['file']))}:{source.get('line')}"
+
+
 def _issuing(order: list[str], by_node: dict[str, dict[str, Any]]) -> list[str]:
     """The collectives of ``order`` without the waits (a wait moved is no reordering)."""
     return [n for n in order if "waits_for" not in by_node[n]]
@@ -59,6 +66,9 @@ class Collectives(Concern):
         self._fx: dict[str, list[dict[str, Any]]] = {}  # graph id -> collectives in FX order
         self._groups: dict[str, dict[str, Any] | None] = {}
         self._ddp: dict[str, dict[str, Any]] = {}  # compile id -> DDPOptimizer's buckets
+        # graph id -> {wrapper line: (index, user line)} of the collectives its wrapper issues
+        self._issued: dict[str, dict[int, tuple[int, str | None]]] = {}
+        self._files: dict[str, str] = {}  # a loaded wrapper module's file -> its graph id
 
     def install(self, p: compat.Patcher) -> None:
         p.wrap(compat.POST_GRAD_PASSES, self._wrap_post_grad)
@@ -137,6 +147,26 @@ class Collectives(Concern):
             "collectives": entries,
             "reordered": _issuing(order, by_node) != _issuing([c["node"] for c in fx], by_node),
             "issued_by_wrapper": bool(issued)})
+        self._issued[gs.graph_id] = {
+            e["wrapper_line"]: (e["index"], _line(e.get("user_source")))
+            for e in entries if isinstance(e.get("wrapper_line"), int)}
+
+    def where(self, filename: str, line: int) -> dict[str, Any] | None:
+        """A collective issued at ``filename:line`` by a compiled graph's wrapper: ``graph``,
+        ``index`` (in its collectives.json) and the user's ``line``; None when no graph of
+        this capture has that wrapper. Called by the rank's progress log as the collective is
+        issued (``rank_progress``)."""
+        graph = self._files.get(filename)
+        if graph is None:
+            for gs in list(self.session.graphs.values()):
+                mod = gs.module() if gs.module is not None else None
+                if mod is not None and getattr(mod, "__file__", None) == filename:
+                    graph = self._files[filename] = gs.graph_id
+                    break
+        if graph is None:
+            return None
+        index, user = self._issued.get(graph, {}).get(line, (None, None))
+        return {"graph": graph, "index": index, "line": user}
 
     # -- DDPOptimizer buckets ---------------------------------------------------------------------
     def _wrap_ddp_compile(self, orig: Callable[..., Any]) -> Callable[..., Any]:

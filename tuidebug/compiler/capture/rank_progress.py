@@ -11,6 +11,14 @@ its name, a list of ranks, a DeviceMesh; send/recv per pair of ranks). Calls mad
 traces are not recorded (they become part of a graph; the wrapper hands Dynamo the original
 function, so the graph is the one without capture), nor calls made inside another recorded
 collective.
+
+Collectives issued by compiled code (Inductor's wrapper calling ``_c10d_functional`` /
+``c10d`` op overloads; hook points in ``compat.compiled_collectives``) are logged too: each as
+``{"event": "collective", …, "async": true, "compiled": {"graph", "index", "wrapper_line"}}``
+(the graph whose wrapper issued it, the collective's index in its ``collectives.json``, the
+wrapper's line; ``line`` the user's line from the graph's provenance) and ``done`` when the call
+returned; its ``wait_tensor`` as ``{"event": "wait", "group", "seq"}`` before it blocks and
+``{"event": "waited", …}`` after.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Callable
 
@@ -33,6 +42,8 @@ _SKIP_DIRS = tuple(os.path.dirname(os.path.dirname(m.__file__ or "")) + os.sep
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 
 
+# frames between compiled code's call of an op overload and its wrapper here
+_NOT_CALLERS = (os.sep + "_ops.py", os.sep + "compiled_collectives.py")
 _USER_FILE: dict[str, str | None] = {}  # a frame's file -> its base name, None: not the user's
 
 
@@ -58,7 +69,8 @@ def _user_line() -> str | None:
 class RankProgress:
     """Records this rank's collectives into its progress log while installed."""
 
-    def __init__(self, path: Path, warn: Callable[[str], None]) -> None:
+    def __init__(self, path: Path, warn: Callable[[str], None],
+                 where: Callable[[str, int], dict[str, Any] | None] | None = None) -> None:
         self.log = ProgressLog(path)
         self.patcher = compat.Patcher(warn)
         self.seq: dict[str, int] = {}
@@ -69,6 +81,11 @@ class RankProgress:
         self._heads: dict[tuple[str, str], str] = {}
         self._done: dict[str, str] = {}
         self._lines: dict[str | None, str] = {}
+        # a compiled collective, by (wrapper file, line): its graph, index and user line
+        self.where = where
+        self._where: dict[tuple[str, int], dict[str, Any]] = {}
+        self._pending: dict[int, tuple[Any, str, int]] = {}  # id(result) -> (ref, group, seq)
+        self.warn = warn
 
     def install(self) -> "RankProgress":
         """Wrap every collective; on a failure, everything wrapped so far is put back."""
@@ -79,6 +96,13 @@ class RankProgress:
         except BaseException:
             self.uninstall()
             raise
+        try:
+            for ns, name, overload in compat.collective_overloads():
+                self.undo.append(compat.wrap_overload(
+                    overload, lambda orig, ns=ns, name=name, o=overload:
+                    self._wrap_compiled(orig, ns, name, o)))
+        except compat.NotAvailable as e:
+            self.warn(f"collectives issued by compiled code are not logged: {e}")
         return self
 
     def uninstall(self) -> None:
@@ -153,3 +177,74 @@ class RankProgress:
         collective.__doc__ = getattr(orig, "__doc__", None)
         self.undo.append(compat.same_under_dynamo(collective, orig))
         return collective
+
+    # -- collectives issued by compiled code --------------------------------------------------
+    def _compiled_where(self, frame: Any) -> dict[str, Any]:
+        """Where compiled code issued a collective: the wrapper's frame (file, line) mapped to
+        its graph, the collective's index and the user's line (``where``); cached per line."""
+        key = (frame.f_code.co_filename, frame.f_lineno)
+        got = self._where.get(key)
+        if got is None:
+            got = (self.where(*key) if self.where else None) or {}
+            got = {"graph": got.get("graph"), "index": got.get("index"),
+                   "wrapper_line": key[1], "line": got.get("line")}
+            if got["graph"] is not None and got["index"] is not None:
+                self._where[key] = got  # known for good once its graph is finished
+        return got
+
+    def _wrap_compiled(self, orig: Callable[..., Any], ns: str, name: str,
+                       overload: Any) -> Callable[..., Any]:
+        rp = self
+        names = compat.call_arguments_of(overload)
+        if (ns, name) == compat.WAIT_OP:
+            return self._wrap_wait(orig)
+        op = name.rstrip("_")
+
+        def compiled_collective(*args: Any, **kwargs: Any) -> Any:
+            if getattr(rp.tls, "depth", 0) or not compat.real_tensors(args):
+                return orig(*args, **kwargs)
+            try:
+                f = sys._getframe(1)
+                while f is not None and f.f_code.co_filename.endswith(_NOT_CALLERS):
+                    f = f.f_back  # OpOverload.__call__, the stand-in for its _op
+                where = rp._compiled_where(f) if f is not None else {}
+                group, members = compat.compiled_call_group(names, args, kwargs)
+            except Exception:  # noqa: BLE001 - recording never breaks the collective
+                where, group, members = {}, "?", None
+            with rp.lock:
+                seq = rp.seq[group] = rp.seq.get(group, 0) + 1
+            rp.record(lambda: json.dumps(
+                {"event": "collective", "op": op, "group": group, "members": members,
+                 "seq": seq, "line": where.get("line"), "async": True,
+                 "compiled": {k: where.get(k) for k in ("graph", "index", "wrapper_line")},
+                 "t": time.time()}, default=str))
+            rp.tls.depth = 1
+            try:
+                result = orig(*args, **kwargs)
+            finally:
+                rp.tls.depth = 0
+                rp.record(lambda: rp.done_event(group, seq))
+            try:
+                for r in (result if isinstance(result, (list, tuple)) else [result]):
+                    rp._pending[id(r)] = (weakref.ref(r), group, seq)
+            except TypeError:
+                pass
+            return result
+        return compiled_collective
+
+    def _wrap_wait(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        rp = self
+
+        def wait_tensor(*args: Any, **kwargs: Any) -> Any:
+            t = args[0] if args else kwargs.get("input")
+            got = rp._pending.pop(id(t), None) if not getattr(rp.tls, "depth", 0) else None
+            if got is None or got[0]() is not t:
+                return orig(*args, **kwargs)
+            _, group, seq = got
+            rest = json.dumps({"group": group, "seq": seq})[1:-1]
+            rp.record(lambda: f'{{"event": "wait", {rest}, "t": {time.time()!r}}}')
+            try:
+                return orig(*args, **kwargs)
+            finally:
+                rp.record(lambda: f'{{"event": "waited", {rest}, "t": {time.time()!r}}}')
+        return wait_tensor

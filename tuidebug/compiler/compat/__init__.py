@@ -15,6 +15,7 @@ torch.profiler), ``caches`` (graph-cache lookups and their keys' components), ``
 (symbols, guards, specializations, recompiled inputs), ``process`` (state a warm worker
 resets), ``distributed`` (collectives in a graph, process groups, DDPOptimizer buckets),
 ``collective_calls`` (torch.distributed's collective calls as hook points: a rank's progress),
+``compiled_collectives`` (the collective op overloads compiled code calls),
 ``frames`` (frames Dynamo skipped, and why), ``tryout`` (a suggestion applied to a script
 without editing it), ``bisector``, ``numerics`` (the source of each input of a Dynamo graph).
 Every name is importable from ``tuidebug.compiler.compat``; call them through it (a test or the
@@ -79,4 +80,8 @@ from tuidebug.compiler.compat.collective_calls import (  # noqa: F401
 )
 from tuidebug.compiler.compat.numerics import (  # noqa: F401
     graph_input_sources, COMPILED_GRAPH_CALL, lowered_graph, IntermediateValues, NodeValues,
+)
+from tuidebug.compiler.compat.compiled_collectives import (  # noqa: F401
+    WAIT_OP, collective_overloads, wrap_overload, real_tensors, call_arguments_of,
+    compiled_call_group,
 )

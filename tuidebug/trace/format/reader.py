@@ -263,10 +263,12 @@ class Trace:
 
     @property
     def status(self) -> str:
-        """ok | failed | crashed | running (a live capture) | unknown."""
+        """ok | failed | crashed | stopped (a rank ended by ``--timeout``) | running (a live
+        capture) | unknown."""
         s = self.raw_status
         if s == schema.STATUS_RUNNING and not self._writer_alive():
-            return schema.STATUS_CRASHED
+            return (schema.STATUS_STOPPED if isinstance(self.manifest.get("stopped"), dict)
+                    else schema.STATUS_CRASHED)
         return s
 
     def _writer_alive(self) -> bool:

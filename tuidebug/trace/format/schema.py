@@ -43,6 +43,8 @@ STATUS_RUNNING = "running"
 STATUS_OK = "ok"
 STATUS_FAILED = "failed"
 STATUS_CRASHED = "crashed"
+# a rank of a distributed job ended by `tuidebug trace --timeout` (the manifest's `stopped`)
+STATUS_STOPPED = "stopped"
 
 GRAPH_KINDS = ("inference", "forward", "backward")
 

@@ -96,6 +96,20 @@ def write_record(root: Path, record: dict[str, Any]) -> None:
     atomic.write_json(record_path(root, int(record["rank"])), record)
 
 
+def mark_stopped(root: Path, rank: int, why: str) -> None:
+    """Rank ``rank``'s trace was ended from outside while its capture ran (``tuidebug trace
+    --timeout``): its manifest gets ``stopped`` ({why, at}), so that it reads ``stopped``, not
+    crashed. Only a trace still ``running`` is touched; a link is never followed."""
+    import time
+
+    path = rank_dir(root, rank) / "manifest.json"
+    if path.is_symlink() or rank_dir(root, rank).is_symlink():
+        return
+    data = _read_json(path, None, "manifest.json")
+    if isinstance(data, dict) and data.get("status") == "running":
+        atomic.write_json(path, {**data, "stopped": {"why": why, "at": time.time()}})
+
+
 def _read_json(path: Path, problems: list[str] | None, rel: str) -> Any:
     """A record or ``job.json``: a regular file, not a link, capped, bounded JSON; None (and a
     problem naming ``rel``) when it cannot be read."""

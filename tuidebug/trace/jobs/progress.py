@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,12 @@ TAIL_BYTES = 256 * 1024
 
 def progress_path(root: Path, rank: int) -> Path:
     return root / joblayout.RECORDS_DIR / f"rank_{rank}.progress.jsonl"
+
+
+def stacks_path(progress: Path) -> Path:
+    """Where the rank of progress log ``progress`` dumps its Python stacks (every thread,
+    ``faulthandler``'s text) when ``tuidebug trace --timeout`` asks it (SIGUSR1)."""
+    return progress.with_name(progress.name.replace(".progress.jsonl", ".stacks.txt"))
 
 
 class ProgressLog:
@@ -117,30 +124,107 @@ def _op_kind(op: str) -> str:
     return "send/recv" if op in ("send", "recv") else op
 
 
+def _compiled(v: Any) -> dict[str, Any] | None:
+    """Where compiled code issued a collective: its graph, index in it, wrapper line."""
+    if not isinstance(v, dict):
+        return None
+    out = {"graph": _text(v.get("graph"))}
+    for k in ("index", "wrapper_line"):
+        out[k] = v[k] if isinstance(v.get(k), int) and not isinstance(v[k], bool) else None
+    return out
+
+
 def last_collective(path: Path) -> dict[str, Any] | None:
-    """The last collective the rank's log names: op, seq, group, line, and ``state`` —
-    ``waiting`` (issued, never returned: the rank is in it) or ``done``; ``reached``: per
-    group, the highest number the log shows the rank issued (an asynchronous collective
-    returns at once: the rank reached it, though it may wait for it later). Only the rank's
-    last attempt counts: a restarted rank logs ``start`` again and numbers its collectives
-    anew."""
+    """The collective the rank's log says it is in, else its last one: op, seq, group, line,
+    ``compiled`` (issued by a compiled graph's wrapper: graph, index, wrapper line) and
+    ``state`` — ``waiting`` (entered, never left: the rank is in it, or in its wait) or
+    ``done``; ``reached``: per group, the highest number the log shows the rank issued (an
+    asynchronous collective returns at once: the rank reached it, though it may wait for it
+    later). Only the rank's last attempt counts: a restarted rank logs ``start`` again and
+    numbers its collectives anew."""
     last: dict[str, Any] | None = None
     reached: dict[str, int] = {}
+    seen: dict[tuple[str, int], dict[str, Any]] = {}
+    waiting_in: dict[str, Any] | None = None
     for ev in _events(path):
-        if ev.get("event") == "start":  # a new attempt (torchrun --max-restarts): numbered anew
-            last, reached = None, {}
-        elif ev.get("event") == "collective" and isinstance(ev.get("seq"), int):
+        kind = ev.get("event")
+        if kind == "start":  # a new attempt (torchrun --max-restarts): numbered anew
+            last, reached, seen, waiting_in = None, {}, {}, None
+        elif kind == "collective" and isinstance(ev.get("seq"), int):
             group = _text(ev.get("group")) or "default"
             if group in reached or len(reached) < MAX_GROUPS:
                 reached[group] = max(reached.get(group, 0), ev["seq"])
-            last = {"op": _text(ev.get("op")) or "?", "seq": ev["seq"], "group": group,
-                    "line": _text(ev.get("line")), "async": ev.get("async") is True,
-                    "members": _members(ev.get("members")),
-                    "state": "waiting", "reached": reached}
-        elif (ev.get("event") == "done" and last is not None and ev.get("seq") == last["seq"]
+            last = seen[(group, ev["seq"])] = {
+                "op": _text(ev.get("op")) or "?", "seq": ev["seq"], "group": group,
+                "line": _text(ev.get("line")), "async": ev.get("async") is True,
+                "members": _members(ev.get("members")), "compiled": _compiled(ev.get("compiled")),
+                "state": "waiting", "reached": reached}
+        elif (kind == "done" and last is not None and ev.get("seq") == last["seq"]
               and _text(ev.get("group")) == last["group"]):
             last["state"] = "done"
+        elif kind in ("wait", "waited") and isinstance(ev.get("seq"), int):
+            c = seen.get((_text(ev.get("group")) or "default", ev["seq"]))
+            if c is not None:
+                c["state"] = "waiting" if kind == "wait" else "done"
+                c["in_wait"] = kind == "wait"
+                c["waited"] = kind == "waited"  # completed, not only issued
+                waiting_in = c if kind == "wait" else None
+    if waiting_in is not None and (last is None or last["state"] != "waiting"):
+        return waiting_in  # issued earlier, waited for now (compiled code's wait_tensor)
     return last
+
+
+_LIBRARY = ("/site-packages/", "/dist-packages/", "/lib/python3", "<frozen", "/tuidebug/")
+# Inductor's generated modules (its cache folder, a file named for its hash): compiled code
+_GENERATED_RE = re.compile(r"torchinductor|(^|/)c[a-z0-9]{40,}\.py$")
+_FRAME_RE = re.compile(r'^\s+File "(.*)", line (\d+) in (\S+)\s*$')
+_THREAD_RE = re.compile(r"^(Current thread|Thread) (0x[0-9a-f]+)")
+
+
+def read_stacks(path: Path) -> list[dict[str, Any]] | None:
+    """A rank's stack dump (faulthandler's text: every thread, innermost frame first): per
+    thread ``id``, ``current`` (the one the signal interrupted), ``frames`` [{file, line, fn}].
+    None when there is none; read as untrusted (a regular file, its last TAIL_BYTES)."""
+    if path.parent.is_symlink():
+        return None
+    try:
+        data, _ = safefile.read_tail(path, TAIL_BYTES)
+    except (safefile.Refused, OSError):
+        return None
+    threads: list[dict[str, Any]] = []
+    for ln in data.decode("utf-8", "replace").splitlines():
+        if len(ln) > 2000:  # no line of faulthandler's is this long
+            continue
+        m = _THREAD_RE.match(ln)
+        if m:  # a later dump starts again
+            if threads and any(t["id"] == m.group(2) for t in threads):
+                threads = []
+            threads.append({"id": m.group(2), "current": m.group(1) == "Current thread",
+                            "frames": []})
+        elif threads and (f := _FRAME_RE.match(ln)):
+            threads[-1]["frames"].append({"file": f.group(1)[:500], "line": int(f.group(2)),
+                                          "fn": f.group(3)[:200]})
+    return threads or None
+
+
+def _where(frame: dict[str, Any]) -> str:
+    return f"{os.path.basename(frame['file'])}:{frame['line']} ({frame['fn']})"
+
+
+def stack_summary(threads: list[dict[str, Any]] | None) -> dict[str, Any] | None:
+    """The main thread's innermost frame and innermost user frame (not in the standard
+    library, site-packages or tuidebug), as ``file.py:LINE (function)``."""
+    if not threads:
+        return None
+    main = next((t for t in threads if t["frames"] and
+                 t["frames"][-1]["file"].endswith("run_script.py")), None) or next(
+        (t for t in threads if t["current"]), threads[-1])
+    frames = main["frames"]
+    user = next((f for f in frames if not any(x in f["file"] for x in _LIBRARY)
+                 and not _GENERATED_RE.search(f["file"])), None)
+    return {"threads": len(threads), "innermost": _where(frames[0]) if frames else None,
+            "user": _where(user) if user else None,
+            "main": [_where(f) for f in frames[:40]]}
 
 
 def rank_progress(root: Path, rank: int, manifest: dict[str, Any] | None) -> dict[str, Any]:
@@ -153,7 +237,8 @@ def rank_progress(root: Path, rank: int, manifest: dict[str, Any] | None) -> dic
                    if isinstance(e, dict) and e.get("id") == graph), None)
     return {"phase": "script" if phase and status in ("ok", "failed") else phase,
             "compile_phase": phase, "graph": graph, "graph_status": _text(status),
-            "collective": last_collective(progress_path(root, rank))}
+            "collective": last_collective(progress_path(root, rank)),
+            "stack": stack_summary(read_stacks(stacks_path(progress_path(root, rank))))}
 
 
 def _reached(c: dict[str, Any] | None, group: str) -> int:
@@ -162,7 +247,41 @@ def _reached(c: dict[str, Any] | None, group: str) -> int:
 
 
 def _c(c: dict[str, Any]) -> str:
-    return f"{c['op']} #{c['seq']}" + (f" ({c['line']})" if c.get("line") else "")
+    """``all_reduce #3 (rank_job.py:40)``; issued by compiled code: ``all_reduce #3 of graph
+    0_0-inference (collective 0 in it, wrapper line 110, rank_job.py:40)``."""
+    k = c.get("compiled")
+    if not k:
+        return f"{c['op']} #{c['seq']}" + (f" ({c['line']})" if c.get("line") else "")
+    parts = [f"collective {k['index']} in it" if k.get("index") is not None else None,
+             f"wrapper line {k['wrapper_line']}" if k.get("wrapper_line") else None, c.get("line")]
+    inside = ", ".join(p for p in parts if p)
+    return (f"{c['op']} #{c['seq']} of graph {k.get('graph') or '?'}"
+            + (f" ({inside})" if inside else ""))
+
+
+def _issued_ahead(stuck: list[dict[str, Any]], lines: list[str]) -> dict[str, Any] | None:
+    """No rank is blocked in a collective call, but some issued a collective others did not
+    reach: asynchronous collectives (NCCL, whose waits only make a GPU stream wait) leave the
+    ranks blocked elsewhere (the next synchronising call), yet the job hangs on that one."""
+    mismatches = []
+    groups = {g for r in stuck for g in ((r["progress"].get("collective") or {})
+                                         .get("reached") or {})}
+    for group in sorted(groups):
+        got = {r["rank"]: _reached(r["progress"].get("collective"), group) for r in stuck}
+        members = next((c["members"] for r in stuck if (c := r["progress"].get("collective"))
+                        and c.get("group") == group and c.get("members")), None)
+        got = {rk: n for rk, n in got.items() if is_member(members, rk)}
+        top = max(got.values(), default=0)
+        ahead = sorted(rk for rk, n in got.items() if n == top)
+        late = sorted(rk for rk, n in got.items() if n < top)
+        if top and late:
+            mismatches.append({
+                "group": group, "seq": top, "kind": "issued_ahead", "ranks": ahead,
+                "waits_for": late,
+                "text": f"rank(s) {', '.join(map(str, ahead))} issued collective #{top} of "
+                        f"group {group}, which rank(s) {', '.join(map(str, late))} did not "
+                        "reach (issued asynchronously: the ranks wait where they synchronise)"})
+    return {"lines": lines, "mismatches": mismatches, "waiting": {}} if mismatches else None
 
 
 def waits(ranks: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -190,10 +309,19 @@ def waits(ranks: list[dict[str, Any]]) -> dict[str, Any] | None:
                 where = "before compiling anything"
             done = ("; no collective issued" if not c else
                     f"; its last collective {_c(c)} was issued asynchronously (it may wait for "
-                    "it)" if c.get("async") else f"; its last collective {_c(c)} returned")
+                    "it)" if c.get("async") and not c.get("waited") else
+                    f"; its last collective {_c(c)} was waited for" if c.get("waited") else
+                    f"; its last collective {_c(c)} returned")
+            st = p.get("stack") or {}
+            if st.get("user"):
+                inner = (f"; innermost {st['innermost']}" if st.get("innermost")
+                         and st["innermost"] != st["user"] else "")
+                lines.append(f"rank {r['rank']} is at {st['user']}{inner}, outside any "
+                             f"collective: {where}{done}")
+                continue
             lines.append(f"rank {r['rank']} is in no collective: {where}{done}")
     if not waiting:
-        return None
+        return _issued_ahead(stuck, lines)
     for group, per in waiting.items():
         seqs = {c["seq"] for c in per.values()}
         members = next((c["members"] for c in per.values() if c.get("members")), None)

@@ -211,16 +211,22 @@ def _breaks(t: Trace) -> dict[str, list[str]]:
 
 def _reasons(t: Trace, cid: str, other: Trace) -> dict[str, Any]:
     """Why compile ``cid`` happened on rank trace ``t`` and not on ``other``: its recompile
-    reasons, its restart reasons, and the graph breaks of earlier compiles that ``other`` did not
-    have (a break ends one graph and starts another compile); where the function is."""
+    reasons, its restart reasons, the graph breaks of earlier compiles that ``other`` did not
+    have (a break ends one graph and starts another compile) and its own graph breaks (a
+    recompile that breaks where the first compile did not); where the function is."""
     compiles = t.compiles
     c = compiles.get(cid) or {}
-    m = c.get("metrics") or {}
     ids = list(compiles)
+    m = c.get("metrics") or next(  # a restarted compile: its last attempt holds the metrics
+        ((compiles[p].get("metrics") or {}) for p in reversed(ids) if p.startswith(cid + "_")),
+        {})
     before = ids[:ids.index(cid)] if cid in ids else []
     mine, theirs = _breaks(t), _breaks(other)
     breaks = [_short_reason(b) for p in before for b in mine.get(p, [])
               if b not in theirs.get(p, [])]
+    # the compile's own breaks (and its restarted attempts'): only this rank compiled it
+    breaks += [_short_reason(b) for p in ids if p == cid or p.startswith(cid + "_")
+               for b in mine.get(p, [])]
     restarts = [_short_reason(str(r)) for r in m.get("restart_reasons") or []]
     return {"recompile_reasons": reasons_of(c),
             "graph_break_reasons": breaks, "restart_reasons": restarts,

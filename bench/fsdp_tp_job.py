@@ -1,0 +1,106 @@
+"""FSDP2 × tensor parallel on a 2-D device mesh (data-parallel × tensor-parallel, 2 × 2 on 4
+GPUs with NCCL, or 4 CPU ranks with gloo), compiled, a few training steps: for ``tuidebug trace
+--nproc-per-node 4``. Not a test: the lead runs it on a 4-GPU machine (bench/dist_gpu.sh).
+
+    tuidebug trace --nproc-per-node 4 --timeout 300 -o /tmp/tp-job bench/fsdp_tp_job.py
+    tuidebug trace --nproc-per-node 4 --timeout 300 -o /tmp/tp-odd bench/fsdp_tp_job.py --odd
+
+Each block's MLP is split over the tensor-parallel dimension (``fc1`` column-wise, ``fc2``
+row-wise: an all-reduce of its output per block), every block and the model sharded over the
+data-parallel dimension with ``fully_shard`` (bf16 parameters, fp32 gradient reduction). The two
+ranks of a tensor-parallel group see the same batch (seeded by their data-parallel rank).
+``--odd`` plants a divergence: at step 2 the second data-parallel replica alone (ranks 2 and 3,
+one tensor-parallel group) feeds a sequence twice as long — a recompile the other replica
+does not have, which ``tuidebug info`` names as the job's first divergence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.ln = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, 4 * dim)
+        self.fc2 = nn.Linear(4 * dim, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.fc2(torch.nn.functional.gelu(self.fc1(self.ln(x))))
+
+
+class Model(nn.Module):
+    def __init__(self, layers: int, dim: int) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([Block(dim) for _ in range(layers)])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for b in self.blocks:
+            x = b(x)
+        return x
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--dim", type=int, default=1024)
+    ap.add_argument("--seq", type=int, default=512)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--tp", type=int, default=2, help="the tensor-parallel size")
+    ap.add_argument("--odd", action="store_true",
+                    help="data-parallel replica 1 alone feeds a longer sequence at step 2")
+    a = ap.parse_args()
+    cuda = torch.cuda.is_available()
+    dist.init_process_group("nccl" if cuda else "gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    if world % a.tp:
+        raise SystemExit(f"world size {world} is not a multiple of --tp {a.tp}")
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if cuda else "cpu"
+    if cuda:
+        torch.cuda.set_device(device)
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
+                                                   parallelize_module)
+
+    mesh = init_device_mesh("cuda" if cuda else "cpu", (world // a.tp, a.tp),
+                            mesh_dim_names=("dp", "tp"))
+    dp_rank = mesh["dp"].get_local_rank()
+    dim = a.dim if cuda else min(a.dim, 64)
+    seq = a.seq if cuda else min(a.seq, 16)
+    torch.manual_seed(0)
+    model = Model(a.layers, dim).to(device)
+    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    for block in model.blocks:
+        parallelize_module(block, mesh["tp"], {"fc1": ColwiseParallel(),
+                                               "fc2": RowwiseParallel()})
+        fully_shard(block, mesh=mesh["dp"], mp_policy=mp)
+    fully_shard(model, mesh=mesh["dp"], mp_policy=mp)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    compiled = torch.compile(model)
+    for step in range(a.steps):
+        n = seq * 2 if (a.odd and dp_rank == 1 and step == 1) else seq
+        g = torch.Generator(device=device).manual_seed(1000 * dp_rank + step)
+        x = torch.randn(a.batch, n, dim, device=device, dtype=torch.bfloat16, generator=g)
+        t0 = time.perf_counter()
+        loss = compiled(x).float().pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        if cuda:
+            torch.cuda.synchronize()
+        print(f"rank {rank} (dp {dp_rank}, tp {mesh['tp'].get_local_rank()}) step {step} "
+              f"seq {n}: loss {loss.item():.4f} ({time.perf_counter() - t0:.2f} s)", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
