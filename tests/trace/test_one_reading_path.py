@@ -44,6 +44,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tuidebug/compiler/worker/client.py", "self.log_path.read_text("): "the worker's own log",
     ("tuidebug/compiler/run_script.py", "json.loads(ns.overrides)"): "argv from the parent",
     ("tuidebug/compiler/run_script.py", "json.loads(ns.apply)"): "argv from the parent",
+    ("tuidebug/compiler/run_script.py", "fd = os.open(path, os.O_WRONLY"):
+        "a rank's stacks file, opened to be written by faulthandler",
     ("tuidebug/compiler/advise.py", 'open(log, "wb")'): "writes the child's log",
     ("tuidebug/compiler/capture/numerics.py", "open(str(path), encoding="):
         "Inductor's output code module, in the user's process while capturing",

@@ -171,13 +171,19 @@ def _job_pids(root: Path) -> list[int]:
     for rec in job.read_job(root)["ranks"]:
         if rec.get("status") != "running" or rec.get("hostname") != host:
             continue
-        pids.append(rec.get("pid"))
-        try:
-            pids.append(safefile.read_json(job.rank_dir(root, rec["rank"]) / "manifest.json")
-                        .get("pid"))
-        except (OSError, ValueError, AttributeError, safefile.Refused):
-            pass
+        pids += [rec.get("pid"), _capture_pid(root, rec["rank"])]
     return [p for p in pids if _alive(p)]
+
+
+def _capture_pid(root: Path, rank: int) -> int | None:
+    """The pid of rank ``rank``'s capture child (its trace's manifest), or None."""
+    from tuidebug.trace.jobs import job
+
+    try:
+        pid = safefile.read_json(job.rank_dir(root, rank) / "manifest.json").get("pid")
+    except (OSError, ValueError, AttributeError, safefile.Refused):
+        return None
+    return pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None
 
 
 def _dump_stacks(root: Path, wait: float = 5.0) -> None:
@@ -194,13 +200,9 @@ def _dump_stacks(root: Path, wait: float = 5.0) -> None:
     for rec in job.read_job(root)["ranks"]:
         if rec.get("status") != "running" or rec.get("hostname") != host:
             continue
-        try:
-            pid = json.loads((job.rank_dir(root, rec["rank"]) / "manifest.json")
-                             .read_text(encoding="utf-8")).get("pid")
-        except (OSError, ValueError, AttributeError):
-            continue
+        pid = _capture_pid(root, rec["rank"])
         path = stacks_path(progress_path(root, rec["rank"]))
-        if isinstance(pid, int) and pid > 0 and _alive(pid) and path.is_file():
+        if pid is not None and _alive(pid) and path.is_file() and not path.is_symlink():
             try:
                 os.kill(pid, signal.SIGUSR1)
                 asked.append(path)
