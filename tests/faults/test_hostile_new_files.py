@@ -367,3 +367,34 @@ def test_serve_refuses_malformed_client_messages(case: Case) -> None:
         ClientMessage("resize", width=120, height=40)
     case.survived = True
     case.data_lost = False
+
+
+def test_open_job_with_a_fifo_still_quits(tmp_path: Path, case: Case) -> None:
+    """``open JOB`` whose rank holds a FIFO among its code files: the ranks screen's comparison
+    blocked on it, and ``q`` never ended the app. In a child with a timeout (a thread blocked
+    in ``open`` cannot be cancelled)."""
+    case.note = "open JOB: a FIFO among a rank's files, then q"
+    job = _job(tmp_path)
+    wrapper = job / "rank_1" / "graphs" / GRAPH / "code" / "wrapper.py"
+    wrapper.unlink()
+    os.mkfifo(wrapper)
+    child = (
+        "import asyncio, sys\n"
+        "from pathlib import Path\n"
+        "from tuidebug.trace.format.reader import Trace\n"
+        "from tuidebug.tui.app import TuidebugApp\n"
+        "async def main():\n"
+        "    job = Path(sys.argv[1])\n"
+        "    app = TuidebugApp(Trace(job / 'rank_0'), job=job, start='ranks')\n"
+        "    async with app.run_test(size=(120, 40)) as pilot:\n"
+        "        await pilot.pause(5)\n"
+        "        await pilot.press('q')\n"
+        "        await pilot.pause(0.5)\n"
+        "    print('QUIT', app.return_code)\n"
+        "asyncio.run(main())\n")
+    r = subprocess.run([sys.executable, "-c", child, str(job)], capture_output=True, text=True,
+                       timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0 and "QUIT" in r.stdout, (r.stdout, r.stderr[-3000:])
+    assert "Traceback" not in r.stderr, r.stderr[-3000:]
+    case.survived = True
+    case.data_lost = False
