@@ -11,11 +11,19 @@ from tuidebug.trace.queries.dynamic import compile_dynamic
 from tuidebug.trace.queries.failure import died_text, error_report
 from tuidebug.trace.queries.kernel_sizes import graph_kernel_sizes
 from tuidebug.trace.queries.profile import profile_summary, profile_view
+from tuidebug.trace.format import safefile
 from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace
 from tuidebug.trace.queries import advice, graph_breaks
 from tuidebug.trace.queries.frames import skipped_frames
 from tuidebug.trace.queries.vllm import vllm_summary
 from tuidebug.trace.queries.numerics import numerics_summary
+
+
+def _phase_times(value: Any) -> dict[str, float]:
+    """A graph's compile phase times: each a finite number (NaN, a string or a list in a
+    damaged meta.json is left out)."""
+    items = value.items() if isinstance(value, dict) else []
+    return {str(k): t for k, v in items if (t := safefile.number(v)) is not None}
 
 
 def cudagraphs_state(g: GraphRecord) -> str | None:
@@ -193,7 +201,7 @@ def graph_summary(g: GraphRecord, compile_record: dict[str, Any] | None = None) 
         "ddp_bucket": meta.get("ddp_bucket"),
         "from_cache": cached,
         "kernel_sizes": graph_kernel_sizes(g),
-        "phase_times_s": meta.get("phase_times_s") or {},
+        "phase_times_s": _phase_times(meta.get("phase_times_s")),
         "error": g.error,
     }
 
