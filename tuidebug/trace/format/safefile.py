@@ -37,8 +37,9 @@ MAX_TEXT_BYTES = 4 * 1024 * 1024  # a text file shown or parsed
 MAX_FILE_BYTES = 4 << 30  # any file of a trace copied (merge) or packed: a bigger one is refused
 
 
-class Refused(Exception):
-    """A file that is not read: outside the trace, not a regular file, or too big."""
+class Refused(OSError):
+    """A file that is not read: outside the trace, not a regular file, or too big. An
+    ``OSError``: a caller that handles a file it cannot read handles this one too."""
 
 
 def confine(root: Path, path: Path, real_root: Path | None = None) -> Path:
