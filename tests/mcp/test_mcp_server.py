@@ -177,6 +177,8 @@ def test_every_tool_answers_within_the_cap(graph_break_trace: Path,
         assert {p["part"] for p in prof["data"]["ledger"]} >= {"dynamo", "graph", "other"}
         d = await _all_pages(call, "diff", "graphs", trace_a=gb, trace_b=tf)
         assert len(d) >= len(graphs)
+        gone = (await call("diff", trace_a=gb, trace_b=tf))["data"]["graph_breaks"]["gone"]
+        assert gone and gone[0]["compile_id"] == "0/0"  # the transformer has no break
         nojob = await call("divergence", trace=gb)
         assert nojob["answer"].startswith("not a distributed job")
         return True

@@ -20,10 +20,14 @@ from tuidebug.viewers.inert import inert
 
 DEFAULT_CAP = 20_000  # characters of one answer (about 5k tokens)
 MIN_CAP = 2_000
-# to fit the cap, long strings and long lists are cut to these, in turn
-LIMITS = ((None, None), (4_000, 100), (1_000, 30), (300, 10), (120, 4))
+# to fit the cap, long strings, lists and objects are cut to these (characters, elements, keys),
+# in turn
+LIMITS = ((None, None, None), (4_000, 100, None), (1_000, 30, None), (300, 10, 40),
+          (120, 4, 12))
 CUT = "…[cut: {n} characters; expand the item's ref for the whole]"
 MORE = "…[{n} more; a smaller question, or a higher --max-chars, shows them]"
+MORE_KEY = "…"
+CUT_PART = "…[cut: {n} characters over the size cap; a higher --max-chars shows it]"
 # what a `next` argument may be: a handle, an id, a file:line, never free text from a trace
 _SAFE_ARG = re.compile(r"^[A-Za-z0-9_.:/+\-\[\]#=]{1,200}$")
 ArgValue = Union[str, int]
@@ -78,22 +82,27 @@ def safe_ref(ref: str) -> bool:
     return bool(_SAFE_ARG.match(ref)) and ".." not in ref.split("#")[0].split("/")
 
 
-def _inert(value: Any, limit: int | None, most: int | None = None) -> Any:
-    """``value`` with its strings made inert, those over ``limit`` characters cut, and lists
-    over ``most`` elements cut (each cut said where it is)."""
+def _inert(value: Any, limit: int | None, most: int | None = None,
+           keys: int | None = None) -> Any:
+    """``value`` with its strings made inert, those over ``limit`` characters cut, lists over
+    ``most`` elements and objects over ``keys`` keys cut (each cut said where it is)."""
     if isinstance(value, str):
         text = inert(value)
         if limit is not None and len(text) > limit:
             return text[:limit] + CUT.format(n=len(text))
         return text
     if isinstance(value, dict):
-        return {str(inert(k, multiline=False)): _inert(v, limit, most)
-                for k, v in value.items()}
+        items = list(value.items())
+        out = {str(inert(k, multiline=False)): _inert(v, limit, most, keys)
+               for k, v in items[:keys]}
+        if keys is not None and len(items) > keys:
+            out[MORE_KEY] = MORE.format(n=len(items) - keys)
+        return out
     if isinstance(value, (list, tuple)):
         if most is not None and len(value) > most:
-            return [_inert(v, limit, most) for v in value[:most]] + [
+            return [_inert(v, limit, most, keys) for v in value[:most]] + [
                 MORE.format(n=len(value) - most)]
-        return [_inert(v, limit, most) for v in value]
+        return [_inert(v, limit, most, keys) for v in value]
     if isinstance(value, float) and value != value:  # NaN is not JSON
         return None
     if value is None or isinstance(value, (bool, int, float)):
@@ -108,39 +117,51 @@ def _dumps(value: Any) -> str:
 
 def render(a: Answer, *, cursor: int = 0, cap: int = DEFAULT_CAP) -> str:
     """``a`` as JSON text of at most ``cap`` characters, its items from ``cursor`` on (as many
-    as fit; ``page.next_cursor`` continues)."""
+    as fit; ``page.next_cursor`` continues). Cut in turn: long strings, lists and objects
+    (``LIMITS``), then the largest parts of ``data`` (each replaced by what was cut)."""
     cap = max(cap, MIN_CAP)
-    items = list(a.items or [])
-    start = min(max(cursor, 0), len(items))
-    for limit, most in LIMITS:
-        head: dict[str, Any] = {"tool": a.tool, "answer": a.answer}
-        if a.trace is not None:
-            head["trace"] = a.trace
-        body = {"data": _inert(a.data, limit, most)} if a.data else {}
-        tail = {"refs": [r for r in a.refs if safe_ref(r)][:50],
-                "next": [n.to_json() for n in a.next][:8]}
-        fixed = len(_dumps({**head, **body, **tail})) + 200  # and the page record
-        if a.items is None:
-            text = _dumps({**head, **body, **tail})
-            if len(text) <= cap:
-                return text
-            continue
-        shown: list[Any] = []
-        used = fixed + len(a.item_name) + 4
-        for it in items[start:]:
-            piece = _dumps(_inert(it, limit, most))
-            if used + len(piece) + 1 > cap:
-                break
-            shown.append(json.loads(piece))
-            used += len(piece) + 1
-        if not shown and start < len(items):
-            continue  # one item alone is over the cap: cut its strings shorter
-        end = start + len(shown)
-        page = {"cursor": start, "shown": len(shown), "total": len(items),
-                "next_cursor": end if end < len(items) else None}
-        text = _dumps({**head, **body, a.item_name: shown, "page": page, **tail})
-        if len(text) <= cap:
+    for limits in LIMITS:
+        text = _attempt(a, a.data, limits, cursor, cap)
+        if text is not None:
+            return text
+    data = dict(a.data)
+    sizes = sorted(data, key=lambda k: -len(_dumps(_inert(data[k], *LIMITS[-1]))))
+    for key in sizes:
+        data[key] = CUT_PART.format(n=len(_dumps(a.data[key])))
+        text = _attempt(a, data, LIMITS[-1], cursor, cap)
+        if text is not None:
             return text
     # nothing fits even cut short: say so, within the cap (MIN_CAP holds this sentence)
     return _dumps({"tool": a.tool, "answer": "the answer does not fit the size cap even cut "
                    "short; raise --max-chars or ask a smaller question"})
+
+
+def _attempt(a: Answer, data: dict[str, Any], limits: tuple[int | None, ...], cursor: int,
+             cap: int) -> str | None:
+    """``a`` with ``data``, cut to ``limits``, as text within ``cap``; None if it is over."""
+    items = list(a.items or [])
+    start = min(max(cursor, 0), len(items))
+    head: dict[str, Any] = {"tool": a.tool, "answer": a.answer}
+    if a.trace is not None:
+        head["trace"] = a.trace
+    body = {"data": _inert(data, *limits)} if data else {}
+    tail = {"refs": [r for r in a.refs if safe_ref(r)][:50],
+            "next": [n.to_json() for n in a.next][:8]}
+    if a.items is None:
+        text = _dumps({**head, **body, **tail})
+        return text if len(text) <= cap else None
+    shown: list[Any] = []
+    used = len(_dumps({**head, **body, **tail})) + 200 + len(a.item_name)  # and the page
+    for it in items[start:]:
+        piece = _dumps(_inert(it, *limits))
+        if used + len(piece) + 1 > cap:
+            break
+        shown.append(json.loads(piece))
+        used += len(piece) + 1
+    if not shown and start < len(items):
+        return None  # one item alone is over the cap: cut shorter
+    end = start + len(shown)
+    page = {"cursor": start, "shown": len(shown), "total": len(items),
+            "next_cursor": end if end < len(items) else None}
+    text = _dumps({**head, **body, a.item_name: shown, "page": page, **tail})
+    return text if len(text) <= cap else None

@@ -145,7 +145,15 @@ def diff_answer(h_a: str, a: Trace, h_b: str, b: Trace) -> Answer:
     items = [{k: gd.get(k) for k in ("id", "in", "kind", "status", "nodes", "kernel_count",
                                      "extern_count", "passes_run", "compile_s", "error")}
              for gd in d.get("graphs") or []]
-    data = {k: d.get(k) for k in ("summary", "lines", "config", "findings", "runtime",
-                                  "profile", "cache", "problems") if d.get(k)}
+    # everything but the per-graph comparisons (the items), each side's own record and the
+    # per-compile timings (the summary has their totals)
+    data = {k: v for k, v in d.items()
+            if k not in ("graphs", "a", "b", "format", "compiles") and v}
+    if isinstance(d.get("graph_breaks"), dict):  # each break by its cause and line (the
+        # graph_breaks tool on either trace has the rest)
+        data["graph_breaks"] = {
+            k: [{f: b.get(f) for f in ("compile_id", "cause", "user_line") if isinstance(b, dict)}
+                for b in v] if isinstance(v, list) else v
+            for k, v in d["graph_breaks"].items()}
     return Answer("diff", f"{h_a} (a) compared with {h_b} (b): {len(items)} graph(s) "
                   "compared; data.lines says what changed", h_a, data, items, "graphs")
