@@ -132,3 +132,28 @@ def test_advise_try_ranks_what_removes_the_recompile_first(tmp_path: Path) -> No
         assert (t["before"]["compiles"], t["after"]["compiles"]) == (made, 1), t
         assert t["helped"] and t["verdict"].startswith(f"verified: compiles {made} → 1"), t
     assert d["tried"][0]["helped"]
+
+
+async def test_the_tui_key_tries_the_advice_after_consent(open_ui, tmp_path: Path) -> None:
+    """``a`` on the overview: the plan is shown first (nothing runs before y); then the runs,
+    and the overview marks what was verified."""
+    from tests.conftest import ROOT
+    from tuidebug.tui.screens.consent import ConfirmScreen
+
+    trace = tmp_path / "grow"
+    env = dict(os.environ, PYTHONPATH=pythonpath())
+    subprocess.run([sys.executable, "-m", "tuidebug.cli", "trace", "--no-check", "-o",
+                    str(trace), str(ROOT / "tests" / "fixtures" / "sizes_grow.py")], env=env,
+                   capture_output=True, text=True, timeout=900)
+    async with open_ui(trace, size=(160, 50)) as ui:
+        assert "· compile with torch.compile(..., dynamic=True)" in "\n".join(
+            ui.lines("#overview"))
+        await ui.pilot.press("a")
+        assert await ui.wait_for(lambda: isinstance(ui.app.screen, ConfirmScreen), 30)
+        assert "sizes_grow.py" in ui.text() and not (trace / "advice.json").exists()
+        await ui.pilot.press("y")
+        assert await ui.wait_for(lambda: any(ln.startswith("✓ ") for ln in
+                                             ui.lines("#overview")), 1500), ui.lines("#overview")
+        text = "\n".join(ui.lines("#overview"))
+    assert "verified: compiles 2 → 1" in text, text
+    assert (trace / "advice.json").exists()

@@ -72,6 +72,11 @@ KEYS: list[Key] = [
         palette=False, help="move the focus to the next pane"),
     Key("screen.export", "e", "export_svg", "Export SVG", "screen",
         help="write the graph on screen to an SVG file"),
+    # -- overview --
+    Key("overview.advise", "a", "advise_try", "Try advice", "overview",
+        help="try the advice: after showing what runs, re-run the script once as traced and "
+             "once per suggestion that needs no edit of your files; each is then marked "
+             "verified or tried (as tuidebug advise TRACE --try)"),
     # -- pass stepper --
     Key("passes.next", "n", "step(1)", "Next pass", "passes",
         help="select the next stage or pass"),

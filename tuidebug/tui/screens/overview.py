@@ -6,7 +6,9 @@ so it paints at once even for a trace of a very large model.
 
 from __future__ import annotations
 
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from rich.console import RenderableType
@@ -27,7 +29,8 @@ from tuidebug.trace.queries.summary import (ACCURACY_COLUMNS, accuracy_rows, acc
                                             changed_passes, compile_place, cudagraphs_state)
 from tuidebug.trace.queries import advice, graph_breaks
 from tuidebug.trace.queries.vllm import vllm_summary
-from tuidebug.tui import model
+from tuidebug.tui import keymap, model
+from tuidebug.tui.screens.consent import ConfirmScreen
 from tuidebug.tui.messages import Read, ShowKernel
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.screens.modals import TextScreen
@@ -37,6 +40,7 @@ from tuidebug.tui.widgets.textview import RichLines, TextView
 from tuidebug.viewers.advice_view import advice_section
 from tuidebug.viewers.breaks_view import break_notes, skipped_notes
 from tuidebug.viewers.fitted import Row
+from tuidebug.viewers.inert import inert
 from tuidebug.viewers.vllm_view import vllm_renderables
 
 
@@ -352,6 +356,7 @@ class OverviewScreen(TraceScreen):
         data: list[Any]
 
     SCREEN_NAME = "overview"
+    BINDINGS = keymap.bindings("overview")
 
     def compose_body(self) -> ComposeResult:
         yield TextView(id="overview", show_cursor=True, placeholder="reading the trace…")
@@ -385,6 +390,57 @@ class OverviewScreen(TraceScreen):
                 self._compile_lines[i] = first
         view.set_source(RichLines(lines), cursor=view.cursor if keep else site_cursor(lines),
                         keep_scroll=keep)
+
+    def action_advise_try(self) -> None:
+        """``advise --try`` from the TUI: the plan shown and confirmed (ConfirmScreen), the
+        runs in a worker thread, the overview read again with the verdicts."""
+        if getattr(self, "_advising", False):
+            self.notify("the advice is being tried already", timeout=5)
+            return
+        from tuidebug.compiler import advise
+
+        found = advice.suggestions(self.trace)
+        tries = [s for s in found if s.apply is not None]
+        if not tries:
+            self.notify("no suggestion here can be tried without editing the script",
+                        timeout=8)
+            return
+        try:
+            plan = advise.plan(self.trace.root, tries)
+        except Exception as e:  # the script is gone, a trace not made by `tuidebug trace`
+            self.notify(inert(f"{e}"), title="cannot try the advice", severity="error",
+                        timeout=10, markup=False)
+            return
+        root = self.trace.root
+        out = Path(tempfile.mkdtemp(prefix="tuidebug-advise-"))
+
+        def work() -> None:
+            def progress(msg: str) -> None:
+                self.app.call_from_thread(self.notify, inert(msg), timeout=5, markup=False)
+            try:
+                advise.try_all(root, found, out, progress=progress)
+                error = None
+            except Exception as e:  # reported, never a crash
+                error = f"{type(e).__name__}: {e}"
+            self.app.call_from_thread(self._advice_tried, error)
+
+        def answered(answer: Any) -> None:
+            if answer:
+                self._advising = True
+                self.run_worker(work, name="advise", group="advise", thread=True,
+                                exit_on_error=False)
+        self.app.push_screen(ConfirmScreen(plan.lines(), "Try the advice: run this?",
+                                           plan.confirm), answered)
+
+    def _advice_tried(self, error: str | None) -> None:
+        self._advising = False
+        if error:
+            self.notify(inert(error), title="trying the advice failed", severity="error",
+                        timeout=10, markup=False)
+            return
+        self.trace.__dict__.pop("advice", None)  # advice.json was written: read it again
+        self.notify("advice tried: each suggestion is marked on the overview", timeout=8)
+        self.show_graph(None)
 
     def on_resize(self, event: events.Resize) -> None:
         if getattr(self, "_renderables", None):
