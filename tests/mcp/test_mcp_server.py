@@ -391,3 +391,18 @@ def test_numerics_names_the_first_diverging_kernel(accuracy_trace: Path) -> None
         assert k["kernels"][0]["kernel"] == first["kernel"]
         return True
     assert _session(body)
+
+
+def test_a_folder_named_like_a_handle(copy_trace: Callable[..., Path]) -> None:
+    """A trace folder called t1 opens by that name while no handle t1 exists; then t1 is the
+    handle (the same trace); t9 is neither and says so."""
+    t = copy_trace(FIXTURES_DIR / "cuda_mlp_autotune", "t1")
+
+    async def body(call: Call) -> Any:
+        o = await call("open_trace", path="t1")
+        assert o["trace"] == "t1" and o["data"]["trace_dir"] == "t1"
+        assert (await call("summary", trace="t1"))["data"]["status"] == "ok"
+        missing = await call("summary", trace="t9")
+        assert "no trace is open as t9" in missing["error"]
+        return True
+    assert _session(body, cwd=t.parent)

@@ -60,10 +60,10 @@ class Traces:
 
     def open(self, named: str, rank: int | None = None) -> Opened1:
         """``named`` (a handle, or anything the CLI accepts) opened, once per input."""
-        if _HANDLE.match(named):
+        if _HANDLE.match(named) and (named in self.by_handle or not Path(named).exists()):
             if named not in self.by_handle:
                 raise TraceError(f"no trace is open as {named}: open one with open_trace(path)")
-            return self.by_handle[named]
+            return self.by_handle[named]  # (a folder named like a handle: ./t1 opens it)
         key = (str(Path(named).expanduser().resolve()), rank)
         if key in self._by_input:
             return self.by_handle[self._by_input[key]]
@@ -82,5 +82,5 @@ class Traces:
 
     def trace(self, named: str, rank: int | None = None) -> tuple[Opened1, Trace]:
         """The opened input and the trace to read (a job's ``rank``, or the one opened)."""
-        o = self.open(named) if _HANDLE.match(named) else self.open(named, None)
+        o = self.open(named)
         return o, o.rank_trace(rank)
