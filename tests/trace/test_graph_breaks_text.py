@@ -116,3 +116,41 @@ def test_two_data_dependent_branches_are_one_cause(tmp_path: Path) -> None:
     assert s.causes[0].lines == ["script.py:14", "script.py:20"]
     assert breaks[0].key.endswith("(e.g. `if my_tensor.sum() > 0:`).") and "torch.cond" in (
         breaks[0].advice or "")
+
+
+def test_advise_reads_any_form_of_trace_and_runs_nothing_without_consent(tmp_path: Path) -> None:
+    """``advise`` lists what the trace calls for, on a trace or its archive alike (the one
+    door); ``--try`` with no terminal to ask on and no ``--yes`` refuses, and nothing runs."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import pythonpath
+
+    script = tmp_path / "script.py"
+    script.write_text("raise SystemExit('must not run')\n")
+    root = tmp_path / "a"
+    w = TraceWriter(root, command=["tuidebug", "trace", str(script)])
+    w.write_compile("0/0", {"graphs": [], "metrics": {"co_name": "step",
+                                                      "co_filename": str(script)},
+                            "dynamo_graph_break_reason": [_reason(str(script), 12,
+                                                                  "s = y.sum().item()", ITEM)]})
+    w.add_compile("0/0", {"graphs": []})
+    w.finish("ok")
+    env = dict(os.environ, PYTHONPATH=pythonpath())
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "tuidebug.cli", *args], env=env,
+                              capture_output=True, text=True, timeout=120,
+                              stdin=subprocess.DEVNULL)
+
+    listed = json.loads(cli("advise", str(root), "--json").stdout)["suggestions"]
+    assert [(s["id"], s["tryable"]) for s in listed] == [("capture_scalar_outputs", True)]
+    assert cli("pack", str(root), "-o", str(tmp_path / "a.tar.gz")).returncode == 0
+    assert json.loads(cli("advise", str(tmp_path / "a.tar.gz"), "--json").stdout)[
+        "suggestions"] == listed
+    refused = cli("advise", str(root), "--try")
+    assert refused.returncode != 0 and "no terminal to ask on" in refused.stderr, refused.stderr
+    assert str(script) in refused.stderr  # the plan was shown
+    assert not (root / "advice.json").exists() and not (tmp_path / "a-advise").exists()

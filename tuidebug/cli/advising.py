@@ -8,12 +8,16 @@ import json
 import sys
 from pathlib import Path
 
-from tuidebug.cli.output import console
+from tuidebug.cli.output import console, note
+from tuidebug.cli.viewing import RANK_HELP, TRACE_HELP
 from tuidebug.errors import CliError
+from tuidebug.trace.open import archive_stem, trace_dir
 
 
 def advise_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("trace", help="a trace made by `tuidebug trace SCRIPT`")
+    p.add_argument("trace", help=TRACE_HELP + " (--try: a trace made by `tuidebug trace "
+                                             "SCRIPT`, whose script it runs again)")
+    p.add_argument("--rank", type=int, help=RANK_HELP)
     p.add_argument("--try", dest="try_", action="store_true",
                    help="re-run the script once as traced and once per suggestion with it "
                         "applied (config knobs, dynamic=True through the compile call, an input "
@@ -32,7 +36,8 @@ def cmd_advise(ns: argparse.Namespace) -> int:
     from tuidebug.trace.queries.advice import suggestions
     from tuidebug.viewers.advice_view import render_advice
 
-    trace = Trace(ns.trace)
+    path = trace_dir(ns.trace, ns.rank, on_note=note)  # the one door: any form of trace
+    trace = Trace(path)
     found = suggestions(trace)
     tried = [t for t in trace.advice.get("tried") or [] if isinstance(t, dict)]
     if ns.try_:
@@ -42,11 +47,12 @@ def cmd_advise(ns: argparse.Namespace) -> int:
         tries = [s for s in found if s.apply is not None]
         if not tries:
             raise CliError("no suggestion here can be tried without editing the script")
-        ask(advise.plan(Path(ns.trace), tries), yes=ns.yes)
-        out = Path(ns.output) if ns.output else Path(f"{str(ns.trace).rstrip('/')}-advise")
+        ask(advise.plan(path, tries), yes=ns.yes)
+        named = archive_stem(Path(ns.trace)) if path != Path(ns.trace) else path
+        out = Path(ns.output) if ns.output else Path(f"{str(named).rstrip('/')}-advise")
         if out.exists() and any(out.iterdir()):
             raise CliError(f"{out} is not empty; choose another with -o")
-        ranked = advise.try_all(Path(ns.trace), found, out, timeout=ns.timeout, progress=lambda m:
+        ranked = advise.try_all(path, found, out, timeout=ns.timeout, progress=lambda m:
                                 print(f"[tuidebug] {m}", file=sys.stderr, flush=True))
         tried = [t.to_json() for t in ranked]
     if ns.json:
