@@ -138,3 +138,62 @@ def test_hostile_vllm_records_are_inert(tmp_path: Path) -> None:
     assert v["compiles"][0]["graphs"] == ["vllm/vllm_submod_x.txt"]
     assert (tmp_path / "t" / "vllm" / "vllm_submod_x.txt").read_text() == "def forward(self): pass"
     assert not (tmp_path / "x").exists()
+
+
+SPLIT_SCRIPT = r'''
+import json, torch
+from torch._logging import trace_structured
+from torch.fx import symbolic_trace
+from torch.fx.passes.split_module import split_module
+
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(8, 8)
+        self.b = torch.nn.Linear(8, 8)
+    def forward(self, x):
+        h = torch.relu(self.a(x).sin())  # relu: the splitting op
+        return self.b(h).cos()
+
+part = [0]
+def at_relu(node):  # relu alone in a submodule, as vLLM splits at attention
+    if node.op == "call_function" and node.target is torch.relu:
+        part[0] += 2
+        return part[0] - 1
+    return part[0]
+
+split = split_module(symbolic_trace(M()), M(), at_relu)
+# what vLLM's backend logs (vllm/compilation/backends.py, piecewise_backend.py)
+trace_structured("graph_dump", metadata_fn=lambda: {"name": "vllm_piecewise_split_graph"},
+                 payload_fn=lambda: split.print_readable(print_output=False))
+for i, sub in enumerate(["submod_0", "submod_2"]):
+    trace_structured("artifact", metadata_fn=lambda: {"name": "vllm_piecewise_compile_start",
+                                                      "encoding": "json"},
+                     payload_fn=lambda: json.dumps({
+                         "piecewise_index": i, "submod_name": sub, "total_piecewise_compiles": 2,
+                         "compile_range_start": 1, "compile_range_end": 16384,
+                         "is_single_size": False, "is_cudagraph_capture_size": False}))
+'''
+
+
+@pytest.mark.slow
+def test_the_split_graph_gives_each_submodule_its_graph(tmp_path: Path) -> None:
+    """torch's own split_module and trace_structured, called as vLLM calls them: the split
+    graph's submodules each get a file, and those compiled are named with their range."""
+    script = tmp_path / "split.py"
+    script.write_text(SPLIT_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if k not in ("TORCH_LOGS", "TORCH_TRACE")}
+    subprocess.run([sys.executable, str(script)], check=True, timeout=300,
+                   env={**env, "TORCH_TRACE": str(tmp_path / "logs")})
+    p = _cli("import", str(tmp_path / "logs"), "-o", str(tmp_path / "t"))
+    assert p.returncode == 0, p.stderr
+    assert "split into 3 submodules, 2 compiled in this log: submod_0, submod_2" in p.stdout
+    t = Trace(tmp_path / "t")
+    v = trace_summary(t)["vllm"]
+    assert [(s["name"], s["compiled_for"]) for s in v["submodules"]] == [
+        ("submod_0", ["range [1, 16384]"]), ("submod_1", []), ("submod_2", ["range [1, 16384]"])]
+    relu = (t.root / v["submodules"][1]["file"]).read_text()
+    assert relu.startswith("class submod_1(torch.nn.Module):\n    def forward(self, sin):")
+    assert "torch.relu(sin)" in relu and "cos" not in relu
+    assert v["split_graph"] == "vllm/vllm_piecewise_split_graph.txt"
+    assert "submod_2 = self.submod_2(" in (t.root / v["split_graph"]).read_text()

@@ -43,6 +43,14 @@ def vllm_renderables(v: dict[str, Any]) -> list[RenderableType]:
     if v.get("split_graph"):
         out.append(Text.assemble(("  piecewise split graph: ", "dim"),
                                  inert_text(v["split_graph"])))
+    subs = v.get("submodules") or []
+    if subs:
+        compiled = [str(x.get("name")) for x in subs if x.get("compiled_for")]
+        out.append(Text.assemble((f"  split into {len(subs)} submodules", "dim"),
+                                 (f", {len(compiled)} compiled in this log: " if compiled else "",
+                                  "dim"),
+                                 inert_text(", ".join(compiled[:MAX_SUBMODULES])
+                                            + (" …" if len(compiled) > MAX_SUBMODULES else ""))))
     others = [d for d in v.get("dumps") or [] if d.get("file") != v.get("split_graph")]
     if others:
         out.append(Text.assemble((f"  {len(others)} graph dump(s): ", "dim"),

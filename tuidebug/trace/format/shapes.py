@@ -137,6 +137,7 @@ SHAPES: dict[str, Any] = {
     },
     # vllm.json (an imported vLLM log): its config, each piecewise compile, its graph dumps
     "vllm": {"config": OPT_DICT, "config_line": OPT_INT, "split_graph": OPT_STR,
+             "submodules": [{"!name": str, "!file": str, "lines": OPT_INT}],
              "compiles": [{"piecewise_index": OPT_INT, "submod_name": OPT_STR,
                            "total_piecewise_compiles": OPT_INT,
                            "compile_range_start": OPT_INT, "compile_range_end": OPT_INT,

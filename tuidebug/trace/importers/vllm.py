@@ -5,7 +5,8 @@ vLLM (the largest user of torch.compile for inference) logs records of its own b
 - ``artifact:vllm_compilation_config`` (JSON): the model, backend, mode, splitting ops, CUDA graph
   mode, compile sizes, the split points of its compile ranges, its enabled passes;
 - ``graph_dump`` ``vllm_piecewise_split_graph``: the Dynamo graph split at the splitting ops into
-  piecewise submodules (``submod_0`` …, printed as one module);
+  piecewise submodules (``submod_0`` …, printed as one module; each submodule's graph is also
+  kept as a file of its own, ``vllm/split/<submodule>.txt``);
 - ``artifact:vllm_piecewise_compile_start`` (JSON): one per compile of a piecewise submodule for
   a compile range or a single size (``piecewise_index``, ``submod_name``,
   ``compile_range_start``/``end``, ``is_single_size``, ``is_cudagraph_capture_size``);
@@ -35,6 +36,9 @@ CONFIG = "artifact:vllm_compilation_config"
 COMPILE_START = "artifact:vllm_piecewise_compile_start"
 GLOBAL = frozenset({CONFIG, COMPILE_START, "graph_dump"})  # also outside a compile
 _POST_GRAD = re.compile(r"^vllm_post_grad\.(?P<index>\d+)\.(?P<name>.+)$")
+SPLIT_GRAPH = "vllm_piecewise_split_graph"
+# a piecewise submodule inside the printed split graph (print_readable of its GraphModule)
+_SUBMODULE = re.compile(r"^    class (?P<name>[A-Za-z_]\w*)\(torch\.nn\.Module\):[ \t]*$", re.M)
 _START_KEYS = ("piecewise_index", "submod_name", "total_piecewise_compiles",
                "compile_range_start", "compile_range_end", "is_single_size",
                "is_cudagraph_capture_size")
@@ -114,6 +118,7 @@ class VllmBook:
     compiles: list[dict[str, Any]] = field(default_factory=list)
     dumps: list[dict[str, Any]] = field(default_factory=list)
     files: set[str] = field(default_factory=set)
+    submodules: list[dict[str, Any]] = field(default_factory=list)  # of the split graph
 
     def apply(self, fact: Any, compile_id: str | None, writer: TraceWriter) -> None:
         if isinstance(fact, VllmConfig):
@@ -127,8 +132,28 @@ class VllmBook:
             entry = {"name": fact.name, "file": rel, "line": fact.line,
                      "compile_id": compile_id}
             self.dumps.append(entry)
+            if fact.name == SPLIT_GRAPH and not self.submodules:
+                self.submodules = self._split(fact.text, writer)
             if fact.name.startswith(("vllm_submod_", "vllm_subgraph_")) and self.compiles:
                 self.compiles[-1]["graphs"].append(rel)  # the compile it was logged in
+
+    def _split(self, text: str, writer: TraceWriter) -> list[dict[str, Any]]:
+        """Each piecewise submodule of the split graph (``class submod_N`` inside the printed
+        ``GraphModule``) as a file of its own: ``{name, file, lines}``."""
+        found = list(_SUBMODULE.finditer(text))
+        out = []
+        for m, nxt in zip(found, [*found[1:], None]):
+            body = text[m.start():nxt.start() if nxt else len(text)]
+            body = "\n".join(ln[4:] if ln.startswith("    ") else ln
+                             for ln in body.rstrip().splitlines())
+            rel = f"{schema.VLLM_DIR}/split/{layout.safe_id(m['name'])[:80]}.txt"
+            if rel in self.files:
+                continue
+            self.files.add(rel)
+            writer.write_text(writer.path(rel), body + "\n")
+            out.append({"name": m["name"], "file": rel,
+                        "lines": sum(1 for ln in body.splitlines() if ln.strip())})
+        return out
 
     def _file(self, name: str) -> str:
         base = f"{schema.VLLM_DIR}/{layout.safe_id(name)[:80]}"
@@ -142,8 +167,7 @@ class VllmBook:
     def finish(self, writer: TraceWriter) -> None:
         if self.config is None and not self.compiles and not self.dumps:
             return
-        split = next((d["file"] for d in self.dumps if d["name"] == "vllm_piecewise_split_graph"),
-                     None)
+        split = next((d["file"] for d in self.dumps if d["name"] == SPLIT_GRAPH), None)
         writer.write_json(writer.path(schema.VLLM), {
             "config": self.config, "config_line": self.config_line, "split_graph": split,
-            "compiles": self.compiles, "dumps": self.dumps})
+            "submodules": self.submodules, "compiles": self.compiles, "dumps": self.dumps})

@@ -35,7 +35,9 @@ def vllm_summary(trace: Trace) -> dict[str, Any] | None:
     """``config`` (the keys of ``CONFIG_KEYS`` it has), ``compile_ranges`` (one per range or
     size, in the order compiled: ``range``, ``cudagraph_capture_size``, ``submodules``,
     ``graphs``), ``piecewise_compiles`` (logged, and the total vLLM announced), ``split_graph``
-    (its file), ``dumps`` and ``post_grad_passes``."""
+    (its file), ``submodules`` (each piecewise submodule of the split graph: its file, and the
+    ranges and sizes it was compiled for, none for a splitting op's), ``dumps`` and
+    ``post_grad_passes``."""
     v = trace.vllm
     passes = post_grad_passes(trace)
     if not v and not passes:
@@ -51,12 +53,19 @@ def vllm_summary(trace: Trace) -> dict[str, Any] | None:
         r["graphs"] += c.get("graphs") or []
     compiles = v.get("compiles") or []
     totals = {c.get("total_piecewise_compiles") for c in compiles} - {None}
+    ranges_of: dict[str, list[str]] = {}
+    for c in compiles:
+        ranges_of.setdefault(str(c.get("submod_name")), []).append(range_label(c))
+    submodules = [{"name": s.get("name"), "file": s.get("file"), "lines": s.get("lines"),
+                   "compiled_for": list(dict.fromkeys(ranges_of.get(str(s.get("name")), [])))}
+                  for s in v.get("submodules") or []]
     return {
         "config": {k: config[k] for k in CONFIG_KEYS if k in config},
         "compile_ranges": list(ranges.values()),
         "piecewise_compiles": {"logged": len(compiles),
                                "announced": max(totals) if totals else None},
         "split_graph": v.get("split_graph"),
+        "submodules": submodules,
         "dumps": [{"name": d.get("name"), "file": d.get("file")} for d in v.get("dumps") or []],
         "post_grad_passes": passes,
     }
