@@ -73,14 +73,13 @@ def nothing_compiled(skipped: list[SkippedFrame], compiles: dict[str, dict[str, 
             if m.get("fail_type"):
                 why.append(f"{cid}: Dynamo gave up ({m.get('fail_type')}: "
                            f"{str(m.get('fail_reason') or '')[:200]})")
-            elif (m.get("co_name"), m.get("co_filename")) in named:
-                why.append(f"{cid}: skipped ({m.get('co_name')})")
-            else:
+            elif (m.get("co_name"), m.get("co_filename")) not in named:  # else listed below
                 why.append(f"{cid}: no graph for Inductor (a backend other than Inductor: "
                            "backend='eager', 'aot_eager', a custom one)")
-        text = (f"nothing was compiled by Inductor, though Dynamo handled {len(compiles)} "
-                f"frame{'s' if len(compiles) != 1 else ''} ({ids}): {'; '.join(why)}")
-        return text + (f"; Dynamo skipped {_listed(skipped)}" if skipped else "")
+        text = (f"nothing was compiled by Inductor: Dynamo handled {len(compiles)} "
+                f"frame{'s' if len(compiles) != 1 else ''} ({ids})"
+                + (f": {'; '.join(why)}" if why else ""))
+        return text + (f"; it skipped {_listed(skipped)}" if skipped else "")
     if skipped:
         return (f"nothing was compiled: Dynamo was handed frames but compiled none of them; it "
                 f"skipped {_listed(skipped)}")
