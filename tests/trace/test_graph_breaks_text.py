@@ -154,3 +154,40 @@ def test_advise_reads_any_form_of_trace_and_runs_nothing_without_consent(tmp_pat
     assert refused.returncode != 0 and "no terminal to ask on" in refused.stderr, refused.stderr
     assert str(script) in refused.stderr  # the plan was shown
     assert not (root / "advice.json").exists() and not (tmp_path / "a-advise").exists()
+
+
+def test_a_break_inside_a_library_that_cannot_be_resumed(tmp_path: Path) -> None:
+    """transformers' ``logger.warning_once`` inside GPT-2's loss (torch 2.13's words): the
+    cause is the Logger method, not Dynamo's no-resume preamble; the user's line is their call
+    into the model, the break's site the library line; Dynamo's hint names the knob."""
+    lib = "/v/lib/python3.11/site-packages/transformers"
+    user = str(tmp_path / "train.py")
+    reason = (
+        f"Graph break in user code at {lib}/modeling_utils.py:4769\nGraph Break Reason: "
+        "Encountered graph break that we cannot resume from. Compiling up to the previous "
+        "resumable state, then skipping the rest of the function. Graph break encountered:\n\n"
+        "logging.Logger method not supported for non-export cases\n  Explanation: "
+        "logging.Logger methods are not supported for non-export cases.\n  Hint: Add the "
+        "logging method to `torch._dynamo.config.ignore_logging_functions`.\n\n  Developer "
+        "debug context: method: warning_once\n\n For more details about this graph break, "
+        "please visit: https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0291.html"
+        f"\n\nStack variable source attribution:\n  File \"{lib}/models/gpt2/modeling_gpt2.py\""
+        ", line 700\n    loss = self.loss_function(\n\nUser code traceback:\n  File "
+        f"\"{user}\", line 39, in train\n    loss = step(input_ids=ids).loss\n  File "
+        f"\"{lib}/models/gpt2/modeling_gpt2.py\", line 700, in forward\n    loss = "
+        f"self.loss_function(\n  File \"{lib}/modeling_utils.py\", line 4769, in loss_function"
+        "\n    logger.warning_once(\n\n")
+    w = TraceWriter(tmp_path / "t", command=["train.py"])
+    w.write_compile("0/0", {"graphs": [], "metrics": {"co_name": "forward", "co_filename":
+                                                      f"{lib}/models/gpt2/modeling_gpt2.py"},
+                            "dynamo_graph_break_reason": [reason]})
+    w.add_compile("0/0", {"graphs": []})
+    w.finish("ok")
+    (b,) = [b for bs in trace_breaks(Trace(tmp_path / "t")).values() for b in bs]
+    assert b.cause == "logging.Logger method not supported for non-export cases", b.cause
+    assert b.user_line and (b.user_line.file, b.user_line.line) == (user, 39)
+    assert b.site and b.site.line == 4769 and b.site.code == "logger.warning_once("
+    assert b.frame_line and b.frame_line.line == 700  # the compiled frame's call into it
+    assert b.eager.startswith("Dynamo could not resume after the break"), b.eager
+    assert "ignore_logging_functions" in (b.advice or ""), b.advice
+    assert b.gb_id == "gb0291"

@@ -50,6 +50,16 @@ def break_notes(headline: str, breaks: list[dict[str, Any]]) -> list[Text]:
             inert_text(f"  ({len(bs)}×)" if len(bs) > 1 else "", "dim")))
         for b in bs[:MAX_PER_CAUSE]:
             out.append(_line(b))
+            site, ul = b.get("site") or {}, b.get("user_line") or {}
+            if site and (site.get("file"), site.get("line")) != (ul.get("file"), ul.get("line")):
+                # a break inside a library: where it is, and the compiled frame's call of it
+                frame = b.get("frame_line") or {}
+                out.append(Text.assemble(
+                    ("      the break: ", "dim"),
+                    inert_text(f"{where(site)} {site.get('code') or ''} (in "
+                               f"{site.get('fn') or '?'})"),
+                    inert_text(f", called at {where(frame)} {frame.get('code') or ''}"
+                               if frame and frame != site else "", "dim")))
         if len(bs) > MAX_PER_CAUSE:
             out.append(inert_text(f"    … {len(bs) - MAX_PER_CAUSE} more", "dim"))
         if first.get("advice"):

@@ -24,7 +24,11 @@ _FRAME = re.compile(r'^\s*File "(?P<file>[^"\n]+)", line (?P<line>\d+), in (?P<f
                     r'(?:(?P<code>[ \t]+(?!File ")[^\n]*\S[^\n]*)(?:\n|$))?', re.M)
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
 _GB_ID = re.compile(r"/gb/(?P<id>gb\d+)\.html")
-_CONTEXT = re.compile(r"^Encountered graph break when attempting to trace .*:$")
+# Dynamo's preamble before the graph-break type: the instruction it was tracing, or that the
+# break cannot be resumed from (then the rest of the function runs eagerly)
+_CONTEXT = re.compile(r"^Encountered graph break (?:when attempting to trace .*|that we cannot "
+                      r"resume from\..*)$")
+_NO_RESUME = "Encountered graph break that we cannot resume from"
 # frames that are not the user's: the Python runtime, torch, tuidebug's own script runner
 _NOT_USER = ("<frozen ", "/torch/", "/tuidebug/compiler/", "/runpy.py")
 _LIBRARY = ("/site-packages/", "/dist-packages/")
@@ -147,7 +151,8 @@ def _sections(reason: str) -> tuple[str, str | None, list[str], str | None]:
         elif line.startswith("Hint:"):
             hints.append(line[len("Hint:"):].strip())
             current = None
-        elif line.startswith(("Developer debug context:", "For more details")):
+        elif line.startswith(("Developer debug context:", "For more details",
+                              "Stack variable source attribution")):
             current = []  # swallowed
         elif not cause:
             cause = line
@@ -188,7 +193,7 @@ def _frame_number(cid: str) -> int:
 
 
 def _eager(site: SourceLine | None, frame_line: SourceLine | None, frame: str | None,
-           resumed: str | None) -> str:
+           resumed: str | None, resumable: bool = True) -> str:
     def at(s: SourceLine) -> str:
         return f"line {s.line}" + (f" ({s.code})" if s.code else "")
 
@@ -201,6 +206,9 @@ def _eager(site: SourceLine | None, frame_line: SourceLine | None, frame: str | 
             frame_line.file, frame_line.line):
         text += f" (the whole call: the break is inside {site.fn}, at {_short(site)})"
     name = _base_fn(frame) or "the function"
+    if not resumable:
+        return (f"Dynamo could not resume after the break: it compiled {name} up to the last "
+                f"point it could resume from and ran the rest of it eagerly (from {at(here)})")
     if resumed:
         text += f"; the rest of {name} resumed in compile {resumed}"
     else:
@@ -226,7 +234,7 @@ _ADVICE = (
      "torch._dynamo.config.capture_scalar_outputs = True traces it"),
     (re.compile(r"logging|warning_once|Logger", re.I),
      "log outside the compiled function, or add the logging function to "
-     "torch._dynamo.config.reorderable_logging_functions"),
+     "torch._dynamo.config.{knob}"),
     (re.compile(r"torch\._dynamo\.disable|skip function|marked as skipped", re.I),
      "the call goes to code that is not compiled (torch._dynamo.disable or a skipped "
      "library): call it outside the compiled function"),
@@ -237,9 +245,12 @@ _NOT_ACTIONABLE = re.compile(r"report an issue|fundamental|Dynamo developer", re
 
 def _advice(cause: str, explanation: str | None, hints: list[str]) -> str | None:
     text = f"{cause} {explanation or ''}"
+    # the logging knob Dynamo's hint names (ignore_logging_functions for a Logger method)
+    knob = next((k for k in ("ignore_logging_functions", "reorderable_logging_functions")
+                 if any(k in h for h in hints)), "reorderable_logging_functions")
     for pattern, advice in _ADVICE:
         if pattern.search(text):
-            return advice
+            return advice.replace("{knob}", knob)
     useful = [h for h in hints if not _NOT_ACTIONABLE.search(h)]
     return useful[0] if useful else None
 
@@ -272,7 +283,7 @@ def parse(cid: str, reason: str, place: dict[str, Any],
     return GraphBreak(compile_id=cid, frame=frame, cause=cause, explanation=explanation,
                       hints=hints, gb_id=gb_id, site=site, user_line=user_line,
                       frame_line=frame_line, stack=user[-MAX_STACK:], resumed_in=resumed,
-                      eager=_eager(site, frame_line, frame, resumed),
+                      eager=_eager(site, frame_line, frame, resumed, _NO_RESUME not in reason),
                       advice=_advice(cause, explanation, hints))
 
 
