@@ -206,7 +206,7 @@ with tuidebug.capture({str(tmp_path / 'empty')!r}):
     assert [p.name for p in old.iterdir()] == ["manifest.json"]
     assert (old / "manifest.json").read_text() == "precious"
     t = Trace(tmp_path / "empty")
-    warnings = t.manifest["warnings"]
+    warnings = t.manifest.warnings
     assert any("nothing was compiled" in w for w in warnings), warnings
     info = subprocess.run([sys.executable, "-m", "tuidebug.cli", "info", str(t.root)],
                           capture_output=True, text=True, cwd=ROOT,

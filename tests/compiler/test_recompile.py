@@ -105,9 +105,9 @@ def test_max_fusion_size_1_gives_more_kernels_and_leaves_the_original(
 
     new = Trace(job.out)
     assert new.status == "ok"
-    assert new.manifest["config_overrides"] == {"max_fusion_size": 1}
-    assert new.manifest["recompile"]["sets"] == {"max_fusion_size": 1}
-    assert new.manifest["command"] == Trace(original).manifest["command"]
+    assert new.manifest.config_overrides == {"max_fusion_size": 1}
+    assert new.manifest.recompile["sets"] == {"max_fusion_size": 1}
+    assert new.manifest.command == Trace(original).manifest.command
 
     d = diff_traces(original, job.out)
     changed = {c["name"]: c for c in d["config"]["changed"]}
@@ -170,13 +170,13 @@ def test_graph_caches_stay_off_so_a_second_job_records_everything(
         t = run(name, [])
         assert (t.root / "config.json").is_file(), name
         assert hits(t) == 0, name
-    assert {k: v for k, v in t.manifest["tuidebug_config"].items()
+    assert {k: v for k, v in t.manifest.tuidebug_config.items()
             if k != "trace.provenance_tracking_level"} == {
         "fx_graph_cache": False, "functorch.enable_autograd_cache": False,
         "dynamo.automatic_dynamic_local_pgo": False}
     run("cached-1", ["fx_graph_cache=True"])
     t = run("cached-2", ["fx_graph_cache=True"])
-    assert set(t.manifest["tuidebug_config"]) == {"trace.provenance_tracking_level",
+    assert set(t.manifest.tuidebug_config) == {"trace.provenance_tracking_level",
                                                   "dynamo.automatic_dynamic_local_pgo"}
     assert hits(t) > 0
 

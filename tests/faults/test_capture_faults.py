@@ -63,7 +63,7 @@ def test_script_raises_after_compiling(tmp_path: Path, case: Case) -> None:
     assert "user bug after compile" in p.stderr
     case.survived = True
     t = Trace(tmp_path / "t")
-    assert t.status == "ok" and t.manifest["script_error"]["after_compiling"] is True
+    assert t.status == "ok" and t.manifest.script_error["after_compiling"] is True
     assert t.graphs[0].kernels and all_files_parse(tmp_path / "t") == []
     case.data_lost = False
 
@@ -75,7 +75,7 @@ def test_script_calls_sys_exit(tmp_path: Path, case: Case) -> None:
     assert p.returncode == 1 and "exited with code 3" in one_error_line(p)
     case.survived = True
     t = Trace(tmp_path / "t")
-    assert t.status == "ok" and t.manifest["script_exit_code"] == 3 and t.graphs[0].kernels
+    assert t.status == "ok" and t.manifest.script_exit_code == 3 and t.graphs[0].kernels
     case.data_lost = False
 
 

@@ -77,8 +77,8 @@ def test_detect_every_entry_point(debug_dirs: dict[str, Path]) -> None:
 
 def test_graph_ir_and_fusion(mlp_import: Trace) -> None:
     tr = mlp_import
-    assert tr.status == "ok" and tr.problems == [] and tr.manifest["warnings"] == []
-    assert tr.manifest["imported_from"]["kind"] == "torch_compile_debug"
+    assert tr.status == "ok" and tr.problems == [] and tr.manifest.warnings == []
+    assert tr.manifest.imported_from["kind"] == "torch_compile_debug"
     (g,) = tr.graphs
     assert g.kind == "inference" and g.compile_id == "0/0"
     assert [s.name for s in g.snapshots()][:1] == ["dynamo"]
@@ -91,7 +91,7 @@ def test_graph_ir_and_fusion(mlp_import: Trace) -> None:
     assert len(g.ir_pre["nodes"]) > len(g.ir_post["nodes"])
     assert g.meta["fusion"]["fused"] == sum(len(n["members"]) - 1 for n in fused)
     assert g.meta["debug_folder"].endswith("model__0_inference_0.0")
-    missing = tr.manifest["imported_from"]["missing"]
+    missing = tr.manifest.imported_from["missing"]
     assert "per-pass snapshots" in missing
     assert not any(m.startswith("Inductor IR") for m in missing)
 
@@ -147,11 +147,11 @@ def test_folder_without_its_log(debug_dirs: dict[str, Path], tmp_path: Path) -> 
     addmm = next(n for n in first if n.target == "aten.addmm.default")
     assert addmm.tensor["shape"] == [32, 128] and addmm.source["file"].endswith("mlp.py")
     assert g.kernels and g.ir_text("pre") and g.provenance["kernels"]
-    warnings = "\n".join(tr.manifest["warnings"])
+    warnings = "\n".join(tr.manifest.warnings)
     assert f"fx_graph_transformed.py: line {bad + 1}:" in warnings, warnings
     post = g.final_graph()
     assert post is not None and len(post) == len(first) - 1  # only the cut statement is lost
-    assert any("no structured log" in m for m in tr.manifest["imported_from"]["missing"])
+    assert any("no structured log" in m for m in tr.manifest.imported_from["missing"])
 
 
 def test_ensure_trace_and_source_untouched(debug_dirs: dict[str, Path], tmp_path: Path) -> None:

@@ -210,11 +210,11 @@ def test_transformer_metrics_guards_cache_and_timings(transformer_import: Trace)
 
 
 def test_missing_parts_are_listed_not_errors(transformer_import: Trace) -> None:
-    imp = transformer_import.manifest["imported_from"]
+    imp = transformer_import.manifest.imported_from
     assert imp["kind"] == "torch_trace"
     for what in ("per-pass snapshots", "fusion decisions", "autotune choices"):
         assert what in imp["missing"]
-    assert transformer_import.manifest["warnings"] == []
+    assert transformer_import.manifest.warnings == []
     g = transformer_import.graph("0_0-forward")
     assert g.fusion == [] and g.autotune == [] and g.ir_text("post") is None
     assert transformer_import.problems == []
@@ -265,7 +265,7 @@ def test_cache_hits(torch_trace_logs: dict[str, Path], tmp_path: Path) -> None:
     assert {e["cache"] for e in hit_events} == {"aotautograd", "fx_graph"}
     g = hit.graphs[0]
     assert g.kernels and g.final_graph() is not None  # what the hit loaded is still shown
-    assert any("cache" in m for m in hit.manifest["imported_from"]["missing"])
+    assert any("cache" in m for m in hit.manifest.imported_from["missing"])
     # each lookup's key components (compiles/<id>.cache.json): same keys, miss then hit
     fx = [lk for lk in miss.cache_lookups() if lk["cache"] == "fx_graph"]
     assert fx and all(lk["components"] and lk["key"] for lk in fx)
@@ -291,7 +291,7 @@ def test_corrupt_log_is_reported_by_line_and_the_rest_opens(
     bad.write_text("\n".join(lines))
 
     tr = Trace(importers.import_path(bad, tmp_path / "t"))
-    warnings = "\n".join(tr.manifest["warnings"])
+    warnings = "\n".join(tr.manifest.warnings)
     assert f"line {cut + 1}:" in warnings  # the cut statement, by its line in the log
     assert f"line {fwd + 1}: payload of aot_forward_graph" in warnings  # checksum mismatch
     assert f"line {guards + 1}: not a TORCH_TRACE record" in warnings
@@ -317,7 +317,7 @@ def test_log_cut_mid_record(torch_trace_logs: dict[str, Path], tmp_path: Path) -
     n_lines = cut.count(b"\n") + 1
     tr = Trace(importers.import_path(bad, tmp_path / "t"))
     header = data[:code_at].count(b"\n") + 1
-    warnings = "\n".join(tr.manifest["warnings"])
+    warnings = "\n".join(tr.manifest.warnings)
     assert f"line {header}: payload of inductor_output_code" in warnings, warnings
     assert n_lines > header
     g = tr.graph("0_0-forward")
@@ -395,14 +395,14 @@ def test_multi_rank_logs(torch_trace_logs: dict[str, Path], tmp_path: Path) -> N
     assert importers.list_ranks(d) == [0, 1]
     traces = {r: Trace(importers.import_path(d, tmp_path / f"r{r}", rank=r)) for r in (0, 1)}
     for r, tr in traces.items():
-        assert tr.manifest["imported_from"]["rank"] == r
-        assert tr.manifest["imported_from"]["ranks"] == [0, 1]
+        assert tr.manifest.imported_from["rank"] == r
+        assert tr.manifest.imported_from["ranks"] == [0, 1]
         dyn = tr.graphs[0].stage_graph(tr.graphs[0].find_stage("dynamo"))
         muls = [n for n in dyn if n.target == "operator.mul"]
         assert muls and muls[0].args[1] == r + 1  # each rank compiled its own constant
     default = Trace(importers.import_path(d, tmp_path / "default"))
-    assert default.manifest["imported_from"]["rank"] == 0
-    assert any("imported rank 0" in w for w in default.manifest["warnings"])
+    assert default.manifest.imported_from["rank"] == 0
+    assert any("imported rank 0" in w for w in default.manifest.warnings)
     with pytest.raises(importers.ImportFailed, match="rank 5"):
         importers.import_path(d, tmp_path / "r5", rank=5)
     p0, p1 = importers.ensure_trace(d, rank=0), importers.ensure_trace(d, rank=1)
@@ -434,7 +434,7 @@ def test_ensure_trace_caches_beside_the_source(torch_trace_logs: dict[str, Path]
     assert t2 == t
     assert (t / "manifest.json").stat().st_mtime_ns != mtime
     assert any(f"line {n + 1}: not a TORCH_TRACE record" in w
-               for w in Trace(t2).manifest["warnings"])
+               for w in Trace(t2).manifest.warnings)
 
 
 def test_ensure_trace_falls_back_to_the_user_cache(torch_trace_logs: dict[str, Path],

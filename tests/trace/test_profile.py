@@ -272,7 +272,7 @@ def test_roofline_is_empty_on_the_cpu_and_judges_gpu_measurements(profiled_trace
 def test_a_recompile_of_a_profiled_trace_is_profiled_too(profiled_trace: Path) -> None:
     from tuidebug.compiler.recompile import trace_source
 
-    assert Trace(profiled_trace).manifest["profile_runs"] == 3
+    assert Trace(profiled_trace).manifest.profile_runs == 3
     assert trace_source(profiled_trace)["profile"] == 3
 
 

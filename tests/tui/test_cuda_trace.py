@@ -18,7 +18,7 @@ CUDA_CHOICE_ERROR = FIXTURES / "cuda_mm_choice_error"
 
 def test_cuda_trace_reads_triton_kernels_launches_and_autotune() -> None:
     t = Trace(CUDA_AUTOTUNE)
-    assert t.manifest["versions"]["triton"] and "cu" in t.manifest["versions"]["torch"]
+    assert t.manifest.versions["triton"] and "cu" in t.manifest.versions["torch"]
     g = t.graphs[0]
     triton = [k for k in g.kernels if k["kind"] == "triton"]
     assert triton and all("@triton.jit" in g.code(k["file"]) for k in triton)

@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from tuidebug import proc
-from tuidebug.trace.format import safefile
 from tuidebug.cli import distributed
 from tuidebug.cli.consent_args import allow_flag_argument, allowed_flags
 from tuidebug.cli.minifying import positive_float, positive_int
 from tuidebug.cli.output import console, err, note
 from tuidebug.cli.viewing import RANK_HELP, TRACE_HELP, open_trace, print_info, show_diff
 from tuidebug.errors import CliError
+from tuidebug.trace.format import schema
+from tuidebug.trace.format.manifest import Manifest, find_manifest
 from tuidebug.trace.jobs.job import rank_from_env
 from tuidebug.trace.open import archive_stem, open_input
 
@@ -123,21 +124,12 @@ def run_trace(script: str, script_args: list[str], out: Path | None, *, check: b
     return code, out, tail
 
 
-def _manifest(out: Path) -> dict[str, Any]:
-    """The trace's manifest as written, or {} (none yet, or unreadable)."""
-    try:
-        data = safefile.read_json(out / "manifest.json")
-    except (OSError, ValueError, safefile.Refused):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _why_nothing_compiled(out: Path) -> str:
     """What the capture said happened instead of compiling (its warning, from what Dynamo did:
     frames skipped and why, frames compiled for another backend), or that it said nothing."""
     from tuidebug.trace.queries.frames import nothing_compiled
 
-    warnings = [str(w) for w in _manifest(out).get("warnings") or []]
+    warnings = (find_manifest(out) or Manifest()).warnings
     said = [w for w in warnings if w.startswith("nothing was compiled")]
     return said[0] if said else nothing_compiled([], {})
 
@@ -147,7 +139,7 @@ def trace_outcome(code: int, out: Path, tail: list[str] | None = None) -> int:
     from tuidebug.compiler import run_script as rs
 
     if code == rs.EXIT_EXITED_EARLY:
-        n = _manifest(out).get("script_exit_code", "non-zero")
+        n = (find_manifest(out) or Manifest()).script_exit_code or "non-zero"
         said = f"; it said: {tail[-1][:300]}" if tail else ""
         err(f"the script exited with code {n} before compiling{said}")
         return 3
@@ -228,7 +220,7 @@ def cmd_trace(ns: argparse.Namespace) -> int:
     code, out, tail = run_trace(ns.script, ns.args, Path(ns.output) if ns.output else None,
                                 check=not ns.no_check, use_cache=ns.use_cache, sets=ns.set,
                                 accuracy_tol=ns.accuracy_tol, profile=ns.profile)
-    if (out / "manifest.json").exists():
+    if (out / schema.MANIFEST).exists():
         print_info(out, as_json=False)
     rc = trace_outcome(code, out, tail)
     misplaced = _misplaced_options(ns.args, ns.trace_options)
@@ -363,7 +355,7 @@ def cmd_recompile(ns: argparse.Namespace) -> int:
             print("\n".join(str(tail).splitlines()[-15:]), file=sys.stderr)
     else:
         print(f"[tuidebug] recompiled in {job.elapsed_s:.1f}s", file=sys.stderr, flush=True)
-    if (out / "manifest.json").exists():
+    if (out / schema.MANIFEST).exists():
         show_diff(trace, out, as_json=ns.json, code=not ns.no_code,
                   extra={"job": result} if ns.json else None)
     elif ns.json:

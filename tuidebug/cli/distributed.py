@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from tuidebug import proc
-from tuidebug.trace.format import safefile
 from tuidebug.cli.minifying import positive_float
 from tuidebug.errors import CliError
+from tuidebug.trace.format import schema
 
 # tuidebug trace's options that are torchrun's, passed on as they are (value-taking ones)
 TORCHRUN_OPTIONS = ("--nproc-per-node", "--nnodes", "--node-rank", "--master-addr",
@@ -177,13 +177,11 @@ def _job_pids(root: Path) -> list[int]:
 
 def _capture_pid(root: Path, rank: int) -> int | None:
     """The pid of rank ``rank``'s capture child (its trace's manifest), or None."""
+    from tuidebug.trace.format.manifest import find_manifest
     from tuidebug.trace.jobs import job
 
-    try:
-        pid = safefile.read_json(job.rank_dir(root, rank) / "manifest.json").get("pid")
-    except (OSError, ValueError, AttributeError, safefile.Refused):
-        return None
-    return pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None
+    m = find_manifest(job.rank_dir(root, rank))
+    return m.pid if m is not None and m.pid is not None and m.pid > 0 else None
 
 
 def _dump_stacks(root: Path, wait: float = 5.0) -> None:
@@ -285,7 +283,7 @@ def trace_rank(ns: argparse.Namespace, where: dict[str, Any]) -> int:
                              profile=ns.profile, progress=progress_path(root, rank),
                              own_exit=True)
     status, graphs = "unknown", None
-    if (out / "manifest.json").exists():
+    if (out / schema.MANIFEST).exists():
         try:
             t = Trace(out)
             status, graphs = t.status, len(t.graphs)

@@ -26,6 +26,7 @@ from typing import Any, Callable, TextIO
 
 from tuidebug.compiler.trace_config import describe
 from tuidebug.errors import TuidebugError
+from tuidebug.trace.format.manifest import Manifest
 from tuidebug.viewers.inert import inert
 
 
@@ -42,11 +43,11 @@ def made_by() -> dict[str, Any]:
     return {"host": socket.gethostname(), "user": user, "path": None}
 
 
-def origin_notes(manifest: dict[str, Any], root: str | os.PathLike[str] | None) -> list[str]:
+def origin_notes(manifest: Manifest, root: str | os.PathLike[str] | None) -> list[str]:
     """Why this trace may not be the user's own: made on another host, by another user, or
     somewhere else (moved or copied); or it does not say."""
-    mb = manifest.get("made_by") if isinstance(manifest.get("made_by"), dict) else {}
-    host = mb.get("host") or manifest.get("host")
+    mb = manifest.made_by
+    host = mb.get("host") or manifest.host
     notes = []
     if not mb and not host:
         notes.append("this trace does not say where it was made")
@@ -148,11 +149,11 @@ def ask(plan: Plan, *, yes: bool, stdin: TextIO | None = None, stderr: TextIO | 
     return confirmed
 
 
-def spec_plan(spec: dict[str, Any], manifest: dict[str, Any] | None = None) -> Plan:
+def spec_plan(spec: dict[str, Any], manifest: Manifest | None = None) -> Plan:
     """The plan of a recompile job (``recompile.recompile_spec``): the trace's script re-run in
     a child of tuidebug's worker, with the overrides and environment of the spec."""
     root = spec.get("source_trace")
-    notes = origin_notes(manifest or {}, root) if root else []
+    notes = origin_notes(manifest or Manifest(), root) if root else []
     return Plan("recompile", sys.executable, [str(spec.get("script")), *map(str, spec.get("args")
                                                                            or [])],
                 str(spec.get("cwd")), dict(spec.get("overrides") or {}),

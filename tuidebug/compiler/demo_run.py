@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from tuidebug.compiler.demo_metrics import METRIC_LABELS, output_metrics, trace_metrics
 from tuidebug.compiler.flag_demos import DEMOS, EXAMPLES, demo_for
+from tuidebug.trace.format import schema
 
 __all__ = ["run_demo", "demo_main", "torch_build_has_cuda"]
 
@@ -93,14 +94,14 @@ def run_demo(name: str, out_dir: str | Path, *, worker: Any = None, timeout: flo
                                      check=demo.check, timeout=timeout, on_progress=progress)
         job_a.wait()
         result["a"] = _side(job_a)
-        if not (out_a / "manifest.json").exists():
+        if not (out_a / schema.MANIFEST).exists():
             result["error"] = f"trace A could not be made: {job_a.state}: {job_a.error}"
             return result
         job_b = worker.submit(out_a, {demo.flag: demo.b}, out_b, timeout=timeout,
                               on_progress=progress)
         job_b.wait()
         result["b"] = _side(job_b)
-        if not (out_b / "manifest.json").exists():
+        if not (out_b / schema.MANIFEST).exists():
             result["error"] = f"trace B could not be made: {job_b.state}: {job_b.error}"
             return result
     finally:

@@ -32,9 +32,10 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from tuidebug.errors import RecompileError
-from tuidebug.trace.format import safefile
+from tuidebug.errors import RecompileError, TraceError
 from tuidebug.compiler import trace_config
+from tuidebug.trace.format import manifest as format_manifest
+from tuidebug.trace.format.manifest import Manifest, sane_runs, sane_tol
 
 __all__ = ["RecompileError", "parse_sets", "format_sets", "trace_source", "default_out",
            "recompile_spec", "script_spec", "run_job"]
@@ -95,24 +96,12 @@ def _value_text(v: Any) -> str:
 
 # -- what produced a trace (torch-free) -----------------------------------------------------------
 
-def _manifest(trace: Path) -> dict[str, Any]:
-    path = Path(trace) / "manifest.json"
-    if not Path(trace).is_dir():
-        raise RecompileError(f"no such trace: {trace}")
-    try:
-        data = safefile.read_json(path)
-    except FileNotFoundError:
-        raise RecompileError(f"{trace} is not a tuidebug trace (no manifest.json)") from None
-    except (OSError, ValueError, safefile.Refused) as e:
-        raise RecompileError(f"cannot read {path}: {e}") from None
-    if not isinstance(data, dict):
-        raise RecompileError(f"{path} is not a JSON object")
-    return data
-
-
-def read_manifest(trace: str | os.PathLike[str]) -> dict[str, Any]:
+def read_manifest(trace: str | os.PathLike[str]) -> Manifest:
     """The trace's manifest (``RecompileError`` when it cannot be read)."""
-    return _manifest(Path(trace))
+    try:
+        return format_manifest.read_manifest(Path(trace))
+    except TraceError as e:
+        raise RecompileError(str(e)) from None
 
 
 def trace_source(trace: str | os.PathLike[str],
@@ -122,17 +111,17 @@ def trace_source(trace: str | os.PathLike[str],
     as it was typed. Config overrides that name a program, path, module or callable are applied
     only when ``allowed`` (confirmed by name, ``trace_config.check``); until then they are in
     ``confirm``, and what is never applied from a trace is in ``left_out`` ({name: why})."""
-    m = _manifest(Path(trace))
-    imported = m.get("imported_from")
-    if isinstance(imported, dict):  # a TORCH_TRACE log or debug folder: no script recorded
+    m = read_manifest(trace)
+    imported = m.imported_from
+    if imported is not None:  # a TORCH_TRACE log or debug folder: no script recorded
         source = {"torch_trace": "a TORCH_TRACE log",
                   "torch_compile_debug": "a torch_compile_debug folder"}
         raise RecompileError(
             f"{trace} was imported from {source.get(str(imported.get('kind')), 'a log')}, "
             "which does not record the script that ran; recompile needs a trace made by "
             "`tuidebug trace SCRIPT`")
-    command = m.get("command")
-    if not isinstance(command, list) or not all(isinstance(c, str) for c in command):
+    command = m.command
+    if command is None:
         raise RecompileError(f"{trace}: the manifest has no command to re-run")
     if len(command) >= 3 and Path(command[0]).name == "tuidebug" and command[1] == "trace":
         script_arg, args = command[2], command[3:]
@@ -142,33 +131,18 @@ def trace_source(trace: str | os.PathLike[str],
         raise RecompileError(
             f"{trace}: cannot tell which script produced this trace (command {command!r}); "
             "recompile needs a trace made by `tuidebug trace SCRIPT`")
-    cwd = m.get("cwd") if isinstance(m.get("cwd"), str) else os.getcwd()
+    cwd = m.cwd or os.getcwd()
     script = Path(script_arg) if Path(script_arg).is_absolute() else Path(cwd) / script_arg
     if not script.is_file():
         raise RecompileError(f"{trace}: the traced script {script} no longer exists")
     if not Path(cwd).is_dir():
         raise RecompileError(f"{trace}: its working directory {cwd} no longer exists")
-    overrides = m.get("config_overrides") if isinstance(m.get("config_overrides"), dict) else {}
     # a trace's config: only what the registry vouches for, risky flags only when confirmed
-    config = trace_config.split(overrides, allowed)
+    config = trace_config.split(m.config_overrides, allowed)
     return {"script": str(script), "script_arg": script_arg, "args": list(args), "cwd": cwd,
             "overrides": dict(config.apply), "confirm": config.confirm,
-            "left_out": config.left_out, "check": bool(m.get("check_accuracy", True)),
-            "accuracy_tol": _tol(m.get("accuracy_tol")),
-            "profile": _runs(m.get("profile_runs"))}
-
-
-def _tol(value: Any) -> float | None:
-    """The manifest's ``accuracy_tol`` when it is a positive number (a trace is untrusted)."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e6
-    return float(value) if ok else None
-
-
-def _runs(value: Any) -> int:
-    """The manifest's ``profile_runs`` (``trace --profile N``) when it is a sane count, else 0:
-    a recompile of a profiled trace is profiled the same way, so their times compare."""
-    ok = isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 10_000
-    return value if ok else 0
+            "left_out": config.left_out, "check": m.check_accuracy,
+            "accuracy_tol": m.accuracy_tol, "profile": m.profile_runs or 0}
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.,=+\-]+")
@@ -263,7 +237,9 @@ def run_job(spec: Mapping[str, Any], emit: Callable[[dict[str, Any]], None] | No
     # the manifest's tuidebug_config): a hit would skip what the trace records (module docstring).
     session = CaptureSession(
         spec["out"], check_accuracy=bool(spec.get("check", True)), use_cache=False,
-        accuracy_tol=_tol(spec.get("accuracy_tol")), profile_runs=_runs(spec.get("profile")),
+        accuracy_tol=sane_tol(spec.get("accuracy_tol")),
+        # a recompile of a profiled trace is profiled the same way, so their times compare
+        profile_runs=sane_runs(spec.get("profile")) or 0,
         command=["tuidebug", "trace", spec.get("script_arg") or script, *args],
         on_progress=lambda m: send({"event": "progress", "message": m}),
         user_sets=overrides if use_cache else None)

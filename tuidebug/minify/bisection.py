@@ -75,10 +75,7 @@ def trace_overrides(trace: Trace, allowed: Mapping[str, Any] | Iterable[str] = (
     by name, left out); ``MinifyError`` when they are not an object."""
     from tuidebug.compiler import trace_config
 
-    overrides = trace.manifest.get("config_overrides") or {}
-    if not isinstance(overrides, dict):
-        raise MinifyError("the trace's config_overrides is not an object; pass --repro")
-    return trace_config.split(overrides, allowed)
+    return trace_config.split(trace.manifest.config_overrides, allowed)
 
 
 def _test_command(trace: Trace, repro: str | None, signature: Signature | None = None,
@@ -101,11 +98,11 @@ def _test_command(trace: Trace, repro: str | None, signature: Signature | None =
             f"tell a good run from a bad one. Minify it first, then bisect the repro, which "
             f"checks the outputs itself:\n  tuidebug minify {trace.root} -o repro.py\n"
             f"  tuidebug bisect {trace.root} --repro repro.py")
-    command = trace.manifest.get("command") or []
+    command = trace.manifest.command or []
     if len(command) < 3 or command[:2] != ["tuidebug", "trace"]:
         raise MinifyError("the trace does not record the traced script's command line; "
                           "pass --repro (a repro.py from `tuidebug minify`)")
-    cwd = str(trace.manifest.get("cwd") or os.getcwd())
+    cwd = trace.manifest.cwd or os.getcwd()
     script = command[2]
     if not Path(cwd, script).is_file():
         raise MinifyError(f"the traced script {script} is not in {cwd} any more; pass --repro")

@@ -92,8 +92,7 @@ class Minifier(CandidateTester):
                  on_progress: Callable[[Progress], None] | None = None,
                  work_dir: Path | None = None) -> None:
         if tol is None:  # judge as the trace did
-            tol = failure.trace.manifest.get("accuracy_tol")
-            tol = tol if isinstance(tol, (int, float)) and not isinstance(tol, bool) else None
+            tol = failure.trace.manifest.accuracy_tol
         for name, value in (("timeout", timeout), ("accuracy tol", tol)):
             if name != "timeout" and value is None:
                 continue

@@ -96,7 +96,7 @@ def _flags(trace: Trace, allowed: Mapping[str, Any] | Iterable[str] = ()
     (applied, left out, risky ones waiting to be confirmed by name)."""
     cfg = trace.config
     own = set(cfg.get("set_by_tuidebug") or []) | CAPTURE_ONLY_FLAGS
-    own |= set((trace.manifest.get("tuidebug_config") or {}).keys())
+    own |= set(trace.manifest.tuidebug_config)
     changed = cfg.get("changed") or {}
     out: dict[str, Any] = {}
     skipped: list[str] = []
@@ -108,7 +108,7 @@ def _flags(trace: Trace, allowed: Mapping[str, Any] | Iterable[str] = ()
             out[name] = value
         else:
             skipped.append(name)
-    for name, value in (trace.manifest.get("config_overrides") or {}).items():
+    for name, value in trace.manifest.config_overrides.items():
         if name not in out and name not in own and config_flag_ok(name, value):
             out[name] = value
     # config from a trace is applied only where the flag registry vouches for it

@@ -14,6 +14,7 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding
 
+from tuidebug.trace.format import schema
 from tuidebug.trace.format.reader import GraphRecord, Trace
 from tuidebug.viewers.inert import inert
 from tuidebug.tui import keymap
@@ -243,7 +244,7 @@ class TuidebugApp(App[int]):
 
     async def _recompile_done(self, job: Any) -> None:
         self._recompile_progress(job)
-        wrote = (job.out / "manifest.json").exists()
+        wrote = (job.out / schema.MANIFEST).exists()
         if job.state == "ok" or (job.state == "failed" and wrote):
             sev = "information" if job.state == "ok" else "warning"
             self.notify(job.summary(), title="recompile finished", severity=sev, timeout=8)

@@ -135,7 +135,7 @@ class CaptureSession:
                 c.stopping()
             if not self.graphs:
                 self.writer.warn(nothing_compiled(
-                    skipped_frames({"skipped_frames": self.concern(frames.Frames).records()}),
+                    skipped_frames(self.concern(frames.Frames).records()),
                     self.compiles))
             status = schema.STATUS_FAILED if self.errors else schema.STATUS_OK
             self.writer.finish(status, self.errors[0] if self.errors else None)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuidebug import proc
-from tuidebug.trace.format import safefile
+from tuidebug.trace.format.manifest import find_manifest
 
 if TYPE_CHECKING:
     from tuidebug.compiler.worker.server import Server
@@ -153,16 +153,16 @@ class JobChild:
         elapsed = time.monotonic() - self.started
         out: dict[str, Any] = {"elapsed_s": round(elapsed, 3),
                                "output_tail": "\n".join(self.tail)}
-        manifest = _read_manifest(Path(self.spec["out"]))
+        manifest = find_manifest(Path(self.spec["out"]))
         if manifest:
-            out["trace_status"] = manifest.get("status")
-            out["trace_phase"] = manifest.get("phase")
-            err = manifest.get("error")
-            if isinstance(err, dict):
+            out["trace_status"] = manifest.status
+            out["trace_phase"] = manifest.phase
+            err = manifest.error
+            if err is not None:
                 out["trace_error"] = {k: err.get(k) for k in ("phase", "type", "message", "graph")}
                 if isinstance(out["trace_error"].get("message"), str):
                     out["trace_error"]["message"] = out["trace_error"]["message"][:2000]
-            out["graphs"] = len(manifest.get("graphs") or [])
+            out["graphs"] = len(manifest.graphs or [])
         if os.WIFSIGNALED(status):
             name = out["signal"] = proc.signal_name(os.WTERMSIG(status))
             if self.timed_out:
@@ -189,7 +189,7 @@ class JobChild:
         elif code == rs.EXIT_NO_COMPILE:
             out.update(state="failed", error="the script never compiled anything")
         elif code == rs.EXIT_RAISED_EARLY:
-            se = (manifest or {}).get("script_error") or {}
+            se = (manifest.script_error if manifest else None) or {}
             why = f": {se.get('type')}: {str(se.get('message'))[:300]}" if se else ""
             out.update(state="failed", error="the script raised before compiling anything" + why)
         elif code == 70 and not manifest:
@@ -198,14 +198,6 @@ class JobChild:
             out.update(state="crashed" if out.get("trace_status") == "running" else "failed",
                        error=f"the job exited with code {code}")
         return out
-
-
-def _read_manifest(out: Path) -> dict[str, Any] | None:
-    try:
-        data = safefile.read_json(out / "manifest.json")
-    except (OSError, ValueError, safefile.Refused):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _child_main(spec: dict[str, Any], out_w: int, msg_w: int) -> None:

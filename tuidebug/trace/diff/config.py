@@ -12,10 +12,10 @@ def side(t: Trace) -> dict[str, Any]:
     m = t.manifest
     err = t.error
     return {"path": str(t.root), "name": t.name, "status": t.status,
-            "torch": (m.get("versions") or {}).get("torch"),
-            "command": m.get("command"), "config_overrides": m.get("config_overrides") or {},
-            "capture_settings": m.get("tuidebug_config") or {},
-            "recompile": m.get("recompile"),
+            "torch": m.versions.get("torch"),
+            "command": m.command, "config_overrides": m.config_overrides,
+            "capture_settings": m.tuidebug_config,
+            "recompile": m.recompile,
             "error": ({k: err.get(k) for k in ("phase", "type", "message", "graph")}
                       if isinstance(err, dict) else None)}
 
@@ -25,7 +25,7 @@ def config_diff(a: Trace, b: Trace) -> dict[str, Any]:
     vb = (b.config.get("values") or {}) if isinstance(b.config, dict) else {}
     capture: set[str] = set()
     for t in (a, b):
-        capture |= set((t.manifest.get("tuidebug_config") or {}).keys())
+        capture |= set(t.manifest.tuidebug_config)
         capture |= set(t.config.get("set_by_tuidebug") or []) if isinstance(t.config, dict) else set()
     out: dict[str, Any] = {"changed": [], "overrides": [], "capture_settings": [], "note": None}
     missing = "_missing_"
@@ -40,11 +40,11 @@ def config_diff(a: Trace, b: Trace) -> dict[str, Any]:
         which = " and ".join(s for s, v in (("A", va), ("B", vb)) if not v)
         out["note"] = (f"config.json missing in {which} (the compile stopped before Inductor "
                        "read its config); compared the --set overrides only")
-    oa, ob = a.manifest.get("config_overrides") or {}, b.manifest.get("config_overrides") or {}
+    oa, ob = a.manifest.config_overrides, b.manifest.config_overrides
     for name in sorted(set(oa) | set(ob)):
         if _canon(oa.get(name, missing)) != _canon(ob.get(name, missing)):
             out["overrides"].append({"name": name, "a": oa.get(name), "b": ob.get(name)})
-    ca, cb = a.manifest.get("tuidebug_config") or {}, b.manifest.get("tuidebug_config") or {}
+    ca, cb = a.manifest.tuidebug_config, b.manifest.tuidebug_config
     for name in sorted(set(ca) | set(cb)):
         if _canon(ca.get(name, missing)) != _canon(cb.get(name, missing)):
             out["capture_settings"].append({"name": name, "a": ca.get(name), "b": cb.get(name)})

@@ -16,6 +16,7 @@ from typing import Any, Iterator
 
 from tuidebug.errors import TraceError
 from tuidebug.trace.format import layout, safefile, schema, shapes, user_lines
+from tuidebug.trace.format.manifest import GraphEntry, Manifest
 from tuidebug.trace.format.tracefiles import MAX_TEXT_BYTES, Problem, TraceFiles
 from tuidebug.trace.format.graph import Graph
 
@@ -59,12 +60,12 @@ def _changes(data: Any) -> dict[str, list[str]]:
 class GraphRecord:
     """One compiled graph (a Dynamo frame compile × inference/forward/backward)."""
 
-    def __init__(self, trace: "Trace", entry: dict[str, Any]) -> None:
+    def __init__(self, trace: "Trace", entry: GraphEntry) -> None:
         self.trace = trace
-        self.id = str(entry.get("id"))
-        self.kind = str(entry.get("kind", "?"))
-        self.compile_id = str(entry.get("compile_id", "?"))
-        self.status = str(entry.get("status", "?"))
+        self.id = entry.id
+        self.kind = entry.kind
+        self.compile_id = entry.compile_id
+        self.status = entry.status
         self.dir = trace.root / schema.GRAPHS_DIR / self.id
         self._stage_cache: dict[int, Graph | None] = {}
         self._changes_cache: dict[int, dict[str, list[str]]] = {}
@@ -240,9 +241,10 @@ class Trace:
             if not (self.root / schema.GRAPHS_DIR).is_dir():
                 raise TraceError(f"{self.root} is not a tuidebug trace (no {schema.MANIFEST})")
             self._files.problem(manifest_path, "missing; graphs found by scanning the directory")
-        self.manifest: dict[str, Any] = self._files.json(manifest_path, {}, kind="manifest") or {}
-        version = self.manifest.get("format_version")
-        if isinstance(version, int) and version > schema.FORMAT_VERSION:
+        self.manifest = Manifest.from_json(
+            self._files.json(manifest_path, {}, kind="manifest") or {})
+        version = self.manifest.format_version
+        if version is not None and version > schema.FORMAT_VERSION:
             self._files.problem(
                 manifest_path,
                 f"format version {version} is newer than this tuidebug understands "
@@ -259,7 +261,7 @@ class Trace:
 
     @property
     def raw_status(self) -> str:
-        return str(self.manifest.get("status") or "unknown")
+        return self.manifest.status or "unknown"
 
     @property
     def status(self) -> str:
@@ -272,8 +274,8 @@ class Trace:
         return s
 
     def _writer_alive(self) -> bool:
-        pid, host = self.manifest.get("pid"), self.manifest.get("host")
-        if not isinstance(pid, int) or host != socket.gethostname():
+        pid, host = self.manifest.pid, self.manifest.host
+        if pid is None or host != socket.gethostname():
             return False
         try:
             os.kill(pid, 0)
@@ -282,41 +284,40 @@ class Trace:
         # The pid exists; make sure it is not a recycled one from before the trace started.
         try:
             started = os.stat(f"/proc/{pid}").st_ctime
-            return started <= float(self.manifest.get("started_at") or 0) + 1
+            return started <= float(self.manifest.started_at or 0) + 1
         except OSError:
             return True
 
     @property
     def phase(self) -> str | None:
-        return self.manifest.get("phase")
+        return self.manifest.phase
 
     @property
     def error(self) -> dict[str, Any] | None:
-        return self.manifest.get("error")
+        return self.manifest.error
 
     @property
     def graphs(self) -> list[GraphRecord]:
         if self._graphs is None:
-            entries = self.manifest.get("graphs")
-            if not isinstance(entries, list):
+            entries = self.manifest.graphs
+            if entries is None:
                 entries = self._scan_graphs()
             self._graphs = []
             for e in entries:
-                gid = e.get("id") if isinstance(e, dict) else None
-                if not _is_safe_name(gid):
+                if not _is_safe_name(e.id):
                     self._files.problem(self.root / schema.MANIFEST,
-                                        f"graph id {gid!r} is not a plain folder name; skipped")
+                                        f"graph id {e.id!r} is not a plain folder name; skipped")
                     continue
                 self._graphs.append(GraphRecord(self, e))
         return self._graphs
 
-    def _scan_graphs(self) -> list[dict[str, Any]]:
+    def _scan_graphs(self) -> list[GraphEntry]:
         gdir = self.root / schema.GRAPHS_DIR
         out = []
         for d in sorted(gdir.iterdir()) if gdir.is_dir() else []:
             meta = self._files.json(d / schema.META, {}, kind="meta") or {}
-            out.append({"id": d.name, "kind": meta.get("kind", "?"),
-                        "compile_id": meta.get("compile_id", "?"), "status": "?"})
+            out.append(GraphEntry(d.name, str(meta.get("kind", "?")),
+                                  str(meta.get("compile_id", "?"))))
         return out
 
     def graph(self, graph_id: str) -> GraphRecord:
@@ -333,8 +334,7 @@ class Trace:
     def imported_from(self) -> dict[str, Any] | None:
         """For a trace imported from a TORCH_TRACE log or a torch_compile_debug folder: its
         source (``kind``, ``path``, ``rank``, ``ranks``, ``missing`` …); None for a capture."""
-        imp = self.manifest.get("imported_from")
-        return imp if isinstance(imp, dict) else None
+        return self.manifest.imported_from
 
     def not_in_log(self, what: str) -> str | None:
         """``"<what …>: not in this log; trace with tuidebug to get it"`` when this trace was
@@ -381,8 +381,8 @@ class Trace:
     def compiles(self) -> dict[str, dict[str, Any]]:
         """Per Dynamo compile id: metrics, guards, graph breaks, recompile reasons."""
         out: dict[str, dict[str, Any]] = {}
-        for c in self.manifest.get("compiles") or []:
-            if not isinstance(c, dict) or "id" not in c:
+        for c in self.manifest.compiles:
+            if "id" not in c:
                 continue
             detail = self._files.json(
                 self.root / schema.COMPILES_DIR / f"{layout.safe_id(str(c['id']))}.json", {},

@@ -16,8 +16,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from tuidebug.errors import ImportFailed
+from tuidebug.errors import ImportFailed, TraceError
 from tuidebug.trace.format import atomic
+from tuidebug.trace.format.manifest import find_manifest, read_manifest
 from tuidebug.trace.jobs import job as joblayout
 from tuidebug.trace.format import safefile
 from tuidebug.trace.importers.cache import _writable, cache_root, source_key
@@ -54,8 +55,8 @@ def _build(src: Path, out: Path, key: str, on_progress: Callable[[str], None] | 
         status = "ok"
         try:
             t = import_path(src, joblayout.rank_dir(out, r), r)
-            status = safefile.read_json(Path(t) / "manifest.json").get("status") or "unknown"
-        except (ImportFailed, OSError, ValueError, AttributeError, safefile.Refused) as e:
+            status = read_manifest(t).status or "unknown"
+        except (ImportFailed, TraceError, OSError, ValueError) as e:
             status = f"not imported: {e}"[:300]
         joblayout.write_record(out, {"rank": r, "world_size": world, "status": status,
                                      "trace": joblayout.rank_dir(out, r).name,
@@ -114,11 +115,8 @@ def missing(job: Path) -> list[str]:
     """What the ranks' logs do not hold (the union of their imports' ``missing``)."""
     out: list[str] = []
     for r in joblayout.rank_dirs(job):
-        try:
-            m = safefile.read_json(joblayout.rank_dir(job, r) / "manifest.json")
-        except (OSError, ValueError, safefile.Refused):
-            continue
-        miss = (m.get("imported_from") or {}).get("missing") if isinstance(m, dict) else None
+        m = find_manifest(joblayout.rank_dir(job, r))
+        miss = (m.imported_from or {}).get("missing") if m is not None else None
         for x in miss if isinstance(miss, list) else []:
             if isinstance(x, str) and x not in out:
                 out.append(x)

@@ -26,7 +26,7 @@ import stat
 from pathlib import Path
 from typing import Any, Mapping
 
-from tuidebug.trace.format import atomic, safefile
+from tuidebug.trace.format import atomic, safefile, schema
 
 JOB = "job.json"
 RECORDS_DIR = "job"
@@ -48,7 +48,7 @@ def rank_trace(root: Path, rank: int) -> Path | None:
     """Rank ``rank``'s trace folder in job ``root`` when it has one: a real folder, not a link
     (a link in a job folder is a path out of it, never followed), with a manifest."""
     d = rank_dir(root, rank)
-    return None if d.is_symlink() or not (d / "manifest.json").is_file() else d
+    return None if d.is_symlink() or not (d / schema.MANIFEST).is_file() else d
 
 
 def rank_of(root: Path, trace_dir: Path) -> int | None:
@@ -194,7 +194,7 @@ def rank_dirs(root: Path) -> list[int]:
 def is_job_dir(path: Path) -> bool:
     """A job directory: has ``job.json``, records, or ``rank_<r>/`` traces, and is not itself a
     trace."""
-    if not path.is_dir() or (path / "manifest.json").exists():
+    if not path.is_dir() or (path / schema.MANIFEST).exists():
         return False
     return (path / JOB).is_file() or (path / RECORDS_DIR).is_dir() or bool(_rank_dirs(path))
 

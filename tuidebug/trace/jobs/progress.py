@@ -22,6 +22,7 @@ from typing import Any
 
 from tuidebug.trace.jobs import job as joblayout
 from tuidebug.trace.format import safefile
+from tuidebug.trace.format.manifest import Manifest
 
 TAIL_BYTES = 256 * 1024
 
@@ -227,14 +228,12 @@ def stack_summary(threads: list[dict[str, Any]] | None) -> dict[str, Any] | None
             "main": [_where(f) for f in frames[:40]]}
 
 
-def rank_progress(root: Path, rank: int, manifest: dict[str, Any] | None) -> dict[str, Any]:
+def rank_progress(root: Path, rank: int, manifest: Manifest | None) -> dict[str, Any]:
     """How far rank ``rank`` got: its trace's last compile phase and graph (``phase`` is
     ``script`` once that graph was compiled: the rank ran on), and its last collective."""
-    m = manifest or {}
-    graph, phase = _text(m.get("current_graph")), _text(m.get("phase"))
-    entries = m.get("graphs") if isinstance(m.get("graphs"), list) else []
-    status = next((e.get("status") for e in entries
-                   if isinstance(e, dict) and e.get("id") == graph), None)
+    m = manifest or Manifest()
+    graph, phase = _text(m.current_graph), _text(m.phase)
+    status = next((e.status for e in m.graphs or [] if e.id == graph), None)
     return {"phase": "script" if phase and status in ("ok", "failed") else phase,
             "compile_phase": phase, "graph": graph, "graph_status": _text(status),
             "collective": last_collective(progress_path(root, rank)),

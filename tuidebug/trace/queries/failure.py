@@ -74,7 +74,7 @@ def error_report(trace: Trace) -> ErrorReport:
     elif status == schema.STATUS_CRASHED:
         hints.append(f"{died_text(phase)}{crash_site(trace)}; "
                      "the trace holds everything written before")
-        command = " ".join(str(c) for c in trace.manifest.get("command") or [])
+        command = " ".join(trace.manifest.command or [])
         hints.append((f"{command}   " if command else "")
                      + "run it again: a crash may not recur, or may end as an error the trace "
                        "records")

@@ -38,10 +38,10 @@ def is_own(file: str) -> bool:
     return not path.startswith("<") and not any(p in path for p in _NOT_OWN)
 
 
-def skipped_frames(manifest: dict[str, Any]) -> list[SkippedFrame]:
-    """The frames of the manifest's ``skipped_frames``, the user's own first."""
+def skipped_frames(records: list[dict[str, Any]]) -> list[SkippedFrame]:
+    """The frames of the manifest's ``skipped_frames`` records, the user's own first."""
     out = []
-    for f in manifest.get("skipped_frames") or []:
+    for f in records:
         if not isinstance(f, dict) or not f.get("function"):
             continue
         line = f.get("line")

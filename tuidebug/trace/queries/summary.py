@@ -12,6 +12,7 @@ from tuidebug.trace.queries.failure import died_text, error_report
 from tuidebug.trace.queries.kernel_sizes import graph_kernel_sizes
 from tuidebug.trace.queries.profile import profile_summary, profile_view
 from tuidebug.trace.format import safefile
+from tuidebug.trace.format.manifest import Manifest
 from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace
 from tuidebug.trace.queries import advice, graph_breaks
 from tuidebug.trace.queries.frames import skipped_frames
@@ -259,16 +260,16 @@ def accuracy_rows(check: dict[str, Any], limit: int = 12) -> list[tuple[str, ...
     return rows
 
 
-def script_outcome(manifest: dict[str, Any]) -> dict[str, Any]:
+def script_outcome(manifest: Manifest) -> dict[str, Any]:
     """How the traced script itself ended, when not well: ``script_error`` (``type``,
     ``message``, ``after_compiling``) and/or ``script_exit_code``; {} otherwise."""
     out: dict[str, Any] = {}
-    se = manifest.get("script_error")
-    if isinstance(se, dict):
+    se = manifest.script_error
+    if se is not None:
         out["script_error"] = {"type": se.get("type"), "message": se.get("message"),
                                "after_compiling": se.get("after_compiling")}
-    if manifest.get("script_exit_code"):
-        out["script_exit_code"] = manifest["script_exit_code"]
+    if manifest.script_exit_code:
+        out["script_exit_code"] = manifest.script_exit_code
     return out
 
 
@@ -322,16 +323,16 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
         "trace": str(trace.root),
         "status": trace.status,
         "phase": trace.phase,
-        "format_version": m.get("format_version"),
-        "versions": m.get("versions") or {},
-        "command": m.get("command"),
+        "format_version": m.format_version,
+        "versions": m.versions,
+        "command": m.command,
         "graphs": [graph_summary(g, compiles.get(g.compile_id)) for g in trace.graphs],
         "compiles": [],
         "config_changed": sorted((trace.config.get("changed") or {}).keys()),
-        "warnings": list(m.get("warnings") or []),
+        "warnings": list(m.warnings),
     }
-    if m.get("imported_from"):
-        out["imported_from"] = m["imported_from"]
+    if m.imported_from:
+        out["imported_from"] = m.imported_from
     if err:
         out["error"] = {"phase": err.get("phase"), "type": err.get("type"),
                         "message": err.get("message"), "graph": err.get("graph"),
@@ -346,7 +347,7 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
     for g in out["graphs"]:
         g["cache"] = by_graph.get(g["id"], [])
     breaks = graph_breaks.trace_breaks(trace)
-    out["skipped_frames"] = [f.to_json() for f in skipped_frames(m)]
+    out["skipped_frames"] = [f.to_json() for f in skipped_frames(m.skipped_frames)]
     out["advice"] = {"suggestions": [a.to_json() for a in advice.suggestions(trace)],
                      "tried": [t.to_json() for t in advice.rank(list(
                          advice.verdicts(trace).values()))]}

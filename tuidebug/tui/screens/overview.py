@@ -89,16 +89,14 @@ def overview_renderables(trace: Trace) -> list[RenderableType]:
     status = trace.status
     head = Text.assemble(("trace  ", "dim"), (str(trace.root), "bold"), "  ",
                          (f" {status.upper()} ", STATUS_STYLE.get(status, "bold")))
-    versions = m.get("versions") or {}
-    head.append("   " + "  ".join(f"{k} {v}" for k, v in versions.items() if v), style="dim")
+    head.append("   " + "  ".join(f"{k} {v}" for k, v in m.versions.items() if v), style="dim")
     out.append(head)
-    cmd = m.get("command")
-    if cmd:
-        out.append(Text.assemble(("command  ", "dim"), " ".join(str(c) for c in cmd)))
-    started, finished = m.get("started_at"), m.get("finished_at")
-    if isinstance(started, (int, float)):
+    if m.command:
+        out.append(Text.assemble(("command  ", "dim"), " ".join(m.command)))
+    started, finished = m.started_at, m.finished_at
+    if started is not None:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started))
-        took = f", took {finished - started:.1f}s" if isinstance(finished, (int, float)) else ""
+        took = f", took {finished - started:.1f}s" if finished is not None else ""
         out.append(Text.assemble(("captured ", "dim"), when + took))
     out.extend(_imported(trace))
     vllm = vllm_summary(trace)
@@ -147,7 +145,7 @@ def overview_renderables(trace: Trace) -> list[RenderableType]:
     out.extend(_compiles(trace))
     out.extend(_accuracy(trace))
     out.extend(_config(trace))
-    warnings = list(m.get("warnings") or [])
+    warnings = list(m.warnings)
     if warnings:
         out.append(Text(""))
         out.append(_heading(f"warnings ({len(warnings)})"))

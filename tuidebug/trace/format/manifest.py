@@ -1,0 +1,175 @@
+"""``manifest.json`` as one typed record: what a trace is, how far it got, what made it.
+
+:class:`Manifest` is what every reader of a manifest gets (``Trace.manifest``,
+:func:`read_manifest` for a folder that may not be a trace yet): fields named and typed, so a
+reader need not read the writer to learn the keys. The file is read only through the trace's safe
+reader (confined, capped, checked against its documented shape in ``shapes.py``); a key this
+version does not name is kept in ``extra`` and written back by :meth:`Manifest.to_json`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tuidebug.errors import TraceError
+from tuidebug.trace.format import schema
+
+
+@dataclass
+class GraphEntry:
+    """One compiled graph as the manifest lists it (``graphs/<id>/`` holds the rest)."""
+
+    id: str
+    kind: str = "?"
+    compile_id: str = "?"
+    status: str = "?"
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "GraphEntry":
+        return cls(str(d.get("id")), str(d.get("kind") or "?"), str(d.get("compile_id") or "?"),
+                   str(d.get("status") or "?"))
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _opt_dict(value: Any) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
+
+
+def _opt(value: Any, *kinds: type) -> Any:
+    """``value`` when it is one of ``kinds`` (never a bool for a number), else None."""
+    if isinstance(value, bool) and bool not in kinds:
+        return None
+    return value if isinstance(value, kinds) else None
+
+
+def sane_tol(value: Any) -> float | None:
+    """A positive, sane accuracy tolerance (a trace is untrusted), else None."""
+    n = _opt(value, int, float)
+    return float(n) if n is not None and 0 < n < 1e6 else None
+
+
+def sane_runs(value: Any) -> int | None:
+    """A sane count of profiled runs (``trace --profile N``), else None."""
+    n = _opt(value, int)
+    return n if n is not None and 0 < n <= 10_000 else None
+
+
+@dataclass
+class Manifest:
+    """``manifest.json`` (docs/trace-format.md). ``graphs`` is None when the file lists none
+    (the reader then finds them by scanning ``graphs/``)."""
+
+    format: str | None = None
+    format_version: int | None = None
+    tool_version: str | None = None
+    status: str | None = None
+    phase: str | None = None
+    current_graph: str | None = None
+    host: str | None = None
+    pid: int | None = None
+    command: list[str] | None = None
+    cwd: str | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    versions: dict[str, Any] = field(default_factory=dict)
+    error: dict[str, Any] | None = None
+    graphs: list[GraphEntry] | None = None
+    compiles: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    config_overrides: dict[str, Any] = field(default_factory=dict)
+    tuidebug_config: dict[str, Any] = field(default_factory=dict)
+    imported_from: dict[str, Any] | None = None  # a TORCH_TRACE log or debug folder's import
+    made_by: dict[str, Any] = field(default_factory=dict)  # host, user, path it was written to
+    script_error: dict[str, Any] | None = None
+    script_exit_code: int | None = None
+    check_accuracy: bool = True
+    accuracy_tol: float | None = None  # `trace --accuracy-tol` (positive, sane), else None
+    profile_runs: int | None = None  # `trace --profile N` (1..10000), else None
+    skipped_frames: list[dict[str, Any]] = field(default_factory=list)
+    recompile: dict[str, Any] | None = None  # a recompile's origin: {"from", "sets", …}
+    accuracy_mismatch: list[str] = field(default_factory=list)  # compile ids
+    extra: dict[str, Any] = field(default_factory=dict)  # every key not named above
+
+    @classmethod
+    def from_json(cls, data: Any) -> "Manifest":
+        """The manifest in ``data`` (parsed JSON, shape-checked or not: a field of the wrong
+        type reads as absent)."""
+        d = _dict(data)
+        graphs = d.get("graphs")
+        command = d.get("command")
+        names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+        return cls(
+            format=_opt(d.get("format"), str), format_version=_opt(d.get("format_version"), int),
+            tool_version=_opt(d.get("tool_version"), str), status=_opt(d.get("status"), str),
+            phase=_opt(d.get("phase"), str), current_graph=_opt(d.get("current_graph"), str),
+            host=_opt(d.get("host"), str), pid=_opt(d.get("pid"), int),
+            command=(list(command) if isinstance(command, list)
+                     and all(isinstance(c, str) for c in command) else None),
+            cwd=_opt(d.get("cwd"), str), started_at=_opt(d.get("started_at"), int, float),
+            finished_at=_opt(d.get("finished_at"), int, float), versions=_dict(d.get("versions")),
+            error=_opt_dict(d.get("error")),
+            graphs=([GraphEntry.from_json(g) for g in graphs
+                     if isinstance(g, dict) and isinstance(g.get("id"), str)]
+                    if isinstance(graphs, list) else None),
+            compiles=[c for c in d.get("compiles") or [] if isinstance(c, dict)]
+            if isinstance(d.get("compiles"), list) else [],
+            warnings=[str(w) for w in d.get("warnings") or []]
+            if isinstance(d.get("warnings"), list) else [],
+            config_overrides=_dict(d.get("config_overrides")),
+            tuidebug_config=_dict(d.get("tuidebug_config")),
+            imported_from=_opt_dict(d.get("imported_from")), made_by=_dict(d.get("made_by")),
+            script_error=_opt_dict(d.get("script_error")),
+            script_exit_code=_opt(d.get("script_exit_code"), int),
+            check_accuracy=bool(d.get("check_accuracy", True)),
+            accuracy_tol=sane_tol(d.get("accuracy_tol")),
+            profile_runs=sane_runs(d.get("profile_runs")),
+            skipped_frames=[f for f in d.get("skipped_frames") or [] if isinstance(f, dict)]
+            if isinstance(d.get("skipped_frames"), list) else [],
+            recompile=_opt_dict(d.get("recompile")),
+            accuracy_mismatch=[str(c) for c in d.get("accuracy_mismatch") or []]
+            if isinstance(d.get("accuracy_mismatch"), list) else [],
+            extra={k: v for k, v in d.items() if k not in names},
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The manifest as ``manifest.json`` holds it (``extra`` keys included)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+               if f.name != "extra"}
+        out["graphs"] = [g.to_json() for g in self.graphs] if self.graphs is not None else None
+        return {**self.extra, **out}
+
+
+def read_manifest(root: str | Path) -> Manifest:
+    """The manifest of trace folder ``root``, read safely (``TraceError`` saying why not:
+    no such folder, no manifest, unreadable, not an object)."""
+    from tuidebug.trace.format.tracefiles import TraceFiles
+
+    root = Path(root)
+    if not root.is_dir():
+        raise TraceError(f"no such trace: {root}")
+    files = TraceFiles(root)
+    path = root / schema.MANIFEST
+    data = files.json(path, None, required=True, kind="manifest")
+    if not isinstance(data, dict):
+        why = "; ".join(str(p) for p in files.problems) or f"{schema.MANIFEST}: not an object"
+        if not path.exists():
+            why = f"not a tuidebug trace (no {schema.MANIFEST})"
+        raise TraceError(f"{root}: {why}")
+    return Manifest.from_json(data)
+
+
+def find_manifest(root: str | Path) -> Manifest | None:
+    """:func:`read_manifest`, or None where there is none to read (not yet written, damaged)."""
+    try:
+        return read_manifest(root)
+    except TraceError:
+        return None
