@@ -25,8 +25,10 @@ MAX_ROWS = 200  # graphs and compiles listed (info --json lists every one)
 MAX_COLLECTIVES = 8  # collectives listed per graph
 MAX_PROBLEMS = 50  # problems listed
 
+# a trace's status, wherever it is shown (info, the ranks table, the TUI; its title bar
+# shows it reversed, as a badge)
 STATUS_STYLE = {"ok": "bold green", "failed": "bold red", "crashed": "bold magenta",
-                "running": "bold yellow", "stopped": "bold yellow"}
+                "running": "bold yellow", "stopped": "bold yellow", "unknown": "bold"}
 
 
 def collective_text(c: dict[str, Any] | None) -> str:

@@ -34,13 +34,13 @@ from tuidebug.tui.screens.consent import ConfirmScreen
 from tuidebug.tui.messages import Read, ShowKernel
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.screens.modals import TextScreen
-from tuidebug.tui.widgets.bars import STATUS_STYLE
 from tuidebug.tui.widgets.render import to_lines
 from tuidebug.tui.widgets.textview import RichLines, TextView
 from tuidebug.viewers.advice_view import advice_section
 from tuidebug.viewers.breaks_view import break_notes, skipped_notes
 from tuidebug.viewers.fitted import Row
 from tuidebug.viewers.inert import inert
+from tuidebug.viewers.info import STATUS_STYLE
 from tuidebug.viewers.vllm_view import vllm_renderables
 
 

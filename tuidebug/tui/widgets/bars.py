@@ -13,11 +13,7 @@ from textual.widgets import Input, Label, Static
 from tuidebug.trace.jobs.job import rank_of
 from tuidebug.tui.keymap import SCREEN_SHORT_TITLES, SCREEN_TITLES, SCREENS, screen_key
 from tuidebug.viewers.inert import inert
-
-STATUS_STYLE = {"ok": "bold green", "failed": "bold white on red",
-                "crashed": "bold white on magenta", "running": "bold black on yellow",
-                "unknown": "bold"}
-
+from tuidebug.viewers.info import STATUS_STYLE
 
 class TitleBar(Static):
     """``tuidebug  TRACE  STATUS  graph: ID (kind)   1 Overview  2 Passes …`` on one line."""
@@ -85,7 +81,7 @@ class TitleBar(Static):
                      style="bold magenta")
         t.append(" ")
         t.append(f" {inert(status.upper(), multiline=False, limit=20)} ",
-                 style=STATUS_STYLE.get(status, "bold"))
+                 style=STATUS_STYLE.get(status, "bold") + " reverse")  # a badge
         g = app.current_graph  # type: ignore[attr-defined]
         if g is not None:
             t.append("  " if level > 1 else "  graph ", style="dim")
