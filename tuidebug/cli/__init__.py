@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
-from tuidebug import __version__
+from tuidebug.version import __version__
 from tuidebug.cli import (advising, agents, compiling, completion, demo, distributed, minifying,
                           sharing, viewing)
 from tuidebug.cli.output import err

@@ -8,14 +8,14 @@ from typing import Any
 
 def err(msg: str) -> None:
     """``tuidebug: error: MSG`` on stderr."""
-    from tuidebug.viewers.inert import inert
+    from tuidebug.inert import inert
 
     print(f"tuidebug: error: {inert(msg)}", file=sys.stderr)  # may quote the data
 
 
 def note(msg: str) -> None:
     """``[tuidebug] MSG`` on stderr: what was done on the way (unpacked, imported…)."""
-    from tuidebug.viewers.inert import inert
+    from tuidebug.inert import inert
 
     print(f"[tuidebug] {inert(msg)}", file=sys.stderr)  # names what the data named
 

@@ -255,7 +255,7 @@ def cmd_perfetto(ns: argparse.Namespace) -> int:
     from tuidebug.trace.format.reader import Trace
     from tuidebug.trace.format.safefile import strict_dumps
     from tuidebug.trace.format.safefile import safe_name
-    from tuidebug.viewers.inert import inert
+    from tuidebug.inert import inert
 
     trace = Trace(trace_dir(ns.trace, ns.rank, on_note=note))
     # named for the trace's folder (resolved: `tuidebug perfetto .` is not ".perfetto.json"),

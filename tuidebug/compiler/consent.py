@@ -27,7 +27,7 @@ from typing import Any, Callable, TextIO
 from tuidebug.compiler.trace_config import describe
 from tuidebug.errors import TuidebugError
 from tuidebug.trace.format.manifest import Manifest
-from tuidebug.viewers.inert import inert
+from tuidebug.inert import inert
 
 
 class NotConfirmed(TuidebugError):

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from tuidebug.viewers.inert import inert
+from tuidebug.inert import inert
 
 DEFAULT_CAP = 20_000  # characters of one answer (about 5k tokens)
 MIN_CAP = 2_000

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from tuidebug import __version__
+from tuidebug.version import __version__
 from tuidebug.errors import TraceError, TuidebugError
 from tuidebug.mcp import answers, breaks, evidence, graphs
 from tuidebug.mcp.bounded import DEFAULT_CAP, Answer, render

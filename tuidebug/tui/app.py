@@ -16,7 +16,7 @@ from textual.binding import Binding
 
 from tuidebug.trace.format import schema
 from tuidebug.trace.format.reader import GraphRecord, Trace
-from tuidebug.viewers.inert import inert
+from tuidebug.inert import inert
 from tuidebug.tui import keymap
 from tuidebug.tui.commands import TraceCommands
 from tuidebug.tui.messages import GraphChosen, ShowKernel, ShowNode

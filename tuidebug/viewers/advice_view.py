@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from tuidebug.viewers.inert import inert_text
+from tuidebug.inert import inert_text
 
 
 def _wall(v: Any) -> str:

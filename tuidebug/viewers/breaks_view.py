@@ -9,7 +9,7 @@ from typing import Any
 from rich.text import Text
 
 from tuidebug.viewers.dynamic_view import where
-from tuidebug.viewers.inert import inert_text
+from tuidebug.inert import inert_text
 
 MAX_CAUSES = 20
 MAX_PER_CAUSE = 8

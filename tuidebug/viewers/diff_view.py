@@ -14,7 +14,7 @@ from rich.text import Text
 from tuidebug.trace.diff import format_duration
 from tuidebug.trace.diff.findings import SAME_CODE, process_kind, runs_apart
 from tuidebug.viewers.profile_view import profile_diff_tables
-from tuidebug.viewers.inert import inert, inert_text
+from tuidebug.inert import inert, inert_text
 
 __all__ = ["render_diff", "diff_renderables"]
 

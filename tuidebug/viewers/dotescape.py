@@ -23,7 +23,7 @@ from typing import Any
 
 from graphviz import nohtml
 
-from tuidebug.viewers.inert import inert
+from tuidebug.inert import inert
 
 # attributes that make a link or name a file in the output: never set from trace data
 URL_ATTRS = frozenset({"href", "url", "xlink:href", "target", "labelurl", "labelhref",

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
-from tuidebug.viewers.inert import inert_text
+from tuidebug.inert import inert_text
 
 MAX_SYMBOLS = 6  # per compile; info --json lists every one
 

@@ -7,7 +7,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 from rich.text import Text
 
-from tuidebug.viewers.inert import inert_rich
+from tuidebug.inert import inert_rich
 
 
 class Row:

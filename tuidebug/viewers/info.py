@@ -16,7 +16,7 @@ from tuidebug.trace.queries.summary import (ACCURACY_COLUMNS, accuracy_rows, acc
 from tuidebug.viewers.advice_view import advice_section
 from tuidebug.viewers.breaks_view import break_notes, skipped_notes, summary_breaks
 from tuidebug.viewers.dynamic_view import dynamic_notes
-from tuidebug.viewers.inert import inert, inert_text
+from tuidebug.inert import inert, inert_text
 from tuidebug.viewers.numerics_view import numerics_lines
 from tuidebug.viewers.profile_view import render_profile
 from tuidebug.viewers.vllm_view import vllm_renderables

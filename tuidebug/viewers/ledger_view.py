@@ -13,7 +13,7 @@ from rich.text import Text
 
 from tuidebug.trace.diff.findings import format_duration as duration
 from tuidebug.trace.queries.graph_breaks import SourceLine
-from tuidebug.viewers.inert import inert_text
+from tuidebug.inert import inert_text
 
 _STYLE = {"faster": "bold green", "slower": "bold red", "same": "bold"}
 _PART = {"dynamo": "Dynamo", "graph": "graph", "eager_island": "eager island",

@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.text import Text
 
-from tuidebug.viewers.inert import inert_text
+from tuidebug.inert import inert_text
 
 
 def _num(x: Any) -> str:

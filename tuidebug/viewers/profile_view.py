@@ -13,7 +13,7 @@ from rich.text import Text
 
 from tuidebug.trace.diff.findings import format_duration as duration
 from tuidebug.viewers.fitted import Row
-from tuidebug.viewers.inert import inert_text
+from tuidebug.inert import inert_text
 from tuidebug.viewers.ledger_view import ledger_lines, ledger_table, verdict_line
 
 TOP = 8  # rows of each table `info` prints (info --json has 20; the TUI every one)

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from tuidebug.viewers.inert import inert, inert_text
+from tuidebug.inert import inert, inert_text
 from tuidebug.viewers.info import STATUS_STYLE, collective_text
 
 

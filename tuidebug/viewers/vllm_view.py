@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import RenderableType
 from rich.text import Text
 
-from tuidebug.viewers.inert import inert_text
+from tuidebug.inert import inert_text
 
 MAX_SUBMODULES = 12  # named per range; the rest are counted
 

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from tuidebug import __version__
+from tuidebug.version import __version__
 from tuidebug.errors import PackError
 from tuidebug.trace.format import schema
 from tuidebug.trace.format import safefile

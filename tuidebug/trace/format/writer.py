@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tuidebug import __version__
+from tuidebug.version import __version__
 from tuidebug.trace.format import atomic, layout, schema
 
 

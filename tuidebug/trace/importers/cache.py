@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from tuidebug import __version__
+from tuidebug.version import __version__
 from tuidebug.trace.format import schema
 from tuidebug.trace.format import safefile
 from tuidebug.trace.importers.convert import import_path

@@ -20,7 +20,7 @@ from tuidebug.tui.messages import Read, SvgExported
 from tuidebug.tui.widgets.bars import SearchBar, TitleBar
 from tuidebug.tui.widgets.lists import PickList
 from tuidebug.tui.widgets.textview import TextView
-from tuidebug.viewers.inert import inert_content
+from tuidebug.inert import inert_content
 
 REPEAT_S = 0.25  # a load started within this of the last one is a repeat (a key held down)
 

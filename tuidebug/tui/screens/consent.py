@@ -24,7 +24,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
 from tuidebug.compiler.trace_config import describe
-from tuidebug.viewers.inert import inert, inert_text
+from tuidebug.inert import inert, inert_text
 
 
 @dataclass

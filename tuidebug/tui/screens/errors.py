@@ -25,7 +25,7 @@ from tuidebug.tui.screens.overview import (hint, open_error_site, progress_line,
                                            site_hint)
 from tuidebug.tui.widgets.render import to_lines
 from tuidebug.tui.widgets.textview import RichLines, TextView
-from tuidebug.viewers.inert import inert
+from tuidebug.inert import inert
 
 
 def error_renderables(trace: Trace) -> list[Any]:

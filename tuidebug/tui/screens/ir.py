@@ -20,7 +20,7 @@ from tuidebug.tui import keymap, model
 from tuidebug.tui.messages import Read
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.widgets.textview import RichLines, TextLines, TextView
-from tuidebug.viewers.inert import inert_content
+from tuidebug.inert import inert_content
 
 
 def ir_text_line(n: dict[str, Any], group: str | None) -> Text:

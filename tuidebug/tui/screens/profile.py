@@ -20,7 +20,7 @@ from tuidebug.tui.widgets.lists import PickList
 from tuidebug.tui.widgets.lists import Row as ListRow
 from tuidebug.tui.widgets.render import to_lines
 from tuidebug.tui.widgets.textview import RichLines, TextView
-from tuidebug.viewers.inert import inert
+from tuidebug.inert import inert
 from tuidebug.viewers.profile_view import duration, line_label, whole_text
 
 TABLES = ("kernels", "nodes", "lines", "modules")

@@ -21,7 +21,7 @@ from tuidebug.trace.format.reader import GraphRecord
 from tuidebug.tui import keymap
 from tuidebug.tui.messages import Read
 from tuidebug.tui.screens.base import TraceScreen
-from tuidebug.viewers.inert import inert_text
+from tuidebug.inert import inert_text
 from tuidebug.viewers.info import STATUS_STYLE
 from tuidebug.viewers.ranks_view import divergence_lines
 

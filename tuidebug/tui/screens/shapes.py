@@ -22,7 +22,7 @@ from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.screens.source_line import SourceLineScreen
 from tuidebug.tui.widgets.textview import RichLines, TextView
 from tuidebug.viewers.dynamic_view import where
-from tuidebug.viewers.inert import inert_text
+from tuidebug.inert import inert_text
 from tuidebug.trace.format import safefile
 
 

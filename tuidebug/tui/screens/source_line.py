@@ -14,7 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from tuidebug.viewers.dynamic_view import where
-from tuidebug.viewers.inert import inert_text
+from tuidebug.inert import inert_text
 
 MAX_NODES_LISTED = 12
 

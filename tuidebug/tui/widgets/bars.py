@@ -12,7 +12,7 @@ from textual.widgets import Input, Label, Static
 
 from tuidebug.trace.jobs.job import rank_of
 from tuidebug.tui.keymap import SCREEN_SHORT_TITLES, SCREEN_TITLES, SCREENS, screen_key
-from tuidebug.viewers.inert import inert
+from tuidebug.inert import inert
 from tuidebug.viewers.info import STATUS_STYLE
 
 class TitleBar(Static):

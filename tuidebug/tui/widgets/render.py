@@ -10,7 +10,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from tuidebug.viewers.inert import inert_rich
+from tuidebug.inert import inert_rich
 
 MAX_TABLE_WIDTH = 1000
 

@@ -23,7 +23,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tuidebug.viewers.inert import inert_rich
+from tuidebug.inert import inert_rich
 
 CACHE_LINES = 4000
 
