@@ -45,7 +45,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_post_grad_passes_are_stages_with_their_diffs(passes: Trace) -> None:
-    assert passes.problems == [] and passes.manifest["warnings"] == []
+    assert passes.problems == [] and passes.manifest.warnings == []
     g = passes.graph("0_0-inference")
     assert [(s.name, s.kind, s.subsystem) for s in g.stages] == [
         ("aot_inference", "stage", None), ("FusionPass", "pass", "vllm_post_grad"),
@@ -70,7 +70,7 @@ def test_post_grad_passes_are_stages_with_their_diffs(passes: Trace) -> None:
 
 
 def test_config_compile_ranges_and_submodules(sample: Trace) -> None:
-    assert sample.problems == [] and sample.manifest["warnings"] == []
+    assert sample.problems == [] and sample.manifest.warnings == []
     v = trace_summary(sample)["vllm"]
     assert v["config"]["model"] == "meta-llama/Llama-3.1-8B"
     assert v["config"]["cudagraph_mode"] == "FULL_AND_PIECEWISE"

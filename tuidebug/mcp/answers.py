@@ -15,6 +15,7 @@ from tuidebug.mcp.bounded import Answer, Next, next_call
 from tuidebug.mcp.evidence import compile_file, graph_file, ref
 from tuidebug.mcp.traces import Opened1
 from tuidebug.trace.queries import recompiles as rc
+from tuidebug.trace.format import schema
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.summary import accuracy_verdict, compile_place, trace_summary
 
@@ -124,7 +125,7 @@ def summary_answer(h: str, trace: Trace) -> Answer:
     first = next((g for c in items for g in c.get("graphs") or []), None)
     return Answer("summary", f"{len(s['compiles'])} compile(s) and {len(s['graphs'])} graph(s)"
                   f"; status in data.status", h, data, items, "compiles",
-                  refs=["manifest.json"], next=_nexts(
+                  refs=[schema.MANIFEST], next=_nexts(
                       next_call("stage", "a graph's stages, then one stage's nodes", trace=h,
                                 graph=first["id"]) if first else None,
                       next_call("graph_breaks", "each graph break explained", trace=h)))

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from tuidebug.errors import TraceError
+from tuidebug.trace.format import schema
 from tuidebug.mcp.bounded import Answer
 from tuidebug.mcp.graphs import diff_answer
 from tuidebug.mcp.traces import Traces
@@ -72,7 +73,7 @@ async def recompile(traces: Traces, trace: str, sets: list[str], rank: int | Non
 
         spec = rc.recompile_spec(t.root, rc.parse_sets(sets), allowed=confirmed)
     out, state, error = await anyio.to_thread.run_sync(_run, spec, timeout_s)
-    if not (Path(out) / "manifest.json").exists():
+    if not (Path(out) / schema.MANIFEST).exists():
         return Answer("recompile", f"the recompile ended {state} and wrote no trace", handle,
                       {"error": error})
     new = traces.open(str(out))
