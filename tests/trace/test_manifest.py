@@ -84,3 +84,19 @@ def test_a_manifest_leading_out_of_the_trace_is_not_read(tmp_path: Path) -> None
     os.mkfifo(fifo / schema.MANIFEST)  # would block a plain open(): refused, not read
     with pytest.raises(TraceError, match="manifest.json"):
         read_manifest(fifo)
+
+
+def test_the_writer_tells_each_new_phase_after_recording_it(tmp_path: Path) -> None:
+    """A recompile job hears phases through ``on_phase`` (it used to replace ``set_phase``)."""
+    from tuidebug.trace.format.writer import TraceWriter
+
+    w = TraceWriter(tmp_path / "t", command=["tuidebug", "trace", "x.py"])
+    heard: list[tuple[str, str | None, str | None]] = []
+    w.on_phase = lambda phase, graph: heard.append(
+        (phase, graph, read_manifest(tmp_path / "t").phase))
+    for phase, graph in [("dynamo", None), ("dynamo", None), ("aot", "0_0"), ("aot", "0_0"),
+                         ("aot", "0_1")]:
+        w.set_phase(phase, graph)
+    # once per change, each after the manifest on disk says it
+    assert heard == [("dynamo", None, "dynamo"), ("aot", "0_0", "aot"), ("aot", "0_1", "aot")]
+    assert read_manifest(tmp_path / "t").current_graph == "0_1"

@@ -247,14 +247,8 @@ def run_job(spec: Mapping[str, Any], emit: Callable[[dict[str, Any]], None] | No
     session.start()
     writer = session.writer
     assert writer is not None
-    orig_set_phase = writer.set_phase
-
-    def set_phase(phase: str, graph_id: str | None = None) -> None:
-        if (writer.manifest.get("phase"), writer.manifest.get("current_graph")) != (phase, graph_id):
-            send({"event": "phase", "phase": phase, "graph": graph_id})
-        orig_set_phase(phase, graph_id)
-
-    writer.set_phase = set_phase  # type: ignore[method-assign]
+    writer.on_phase = lambda phase, graph_id: send({"event": "phase", "phase": phase,
+                                                    "graph": graph_id})
     writer.update(recompile={"from": spec.get("source_trace"), "sets": spec.get("sets") or {},
                              "use_cache": use_cache, "worker_pid": os.getppid()})
     return rs.run_in_session(session, script, args, overrides)

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from tuidebug.version import __version__
 from tuidebug.trace.format import atomic, layout, schema
@@ -39,6 +39,9 @@ class TraceWriter:
         self.root = Path(root)
         self._lock = threading.RLock()
         self.write_error: str | None = None  # set when the disk refused a write
+        # told each new (phase, graph id), after the manifest records it (a recompile job
+        # reports phases to its worker through this)
+        self.on_phase: Callable[[str, str | None], None] | None = None
         self.root.mkdir(parents=True, exist_ok=True)
         if not os.access(self.root, os.W_OK):
             raise PermissionError(f"output directory {self.root} is not writable")
@@ -95,12 +98,15 @@ class TraceWriter:
             self.flush()
 
     def set_phase(self, phase: str, graph_id: str | None = None) -> None:
+        """Record the compile phase reached (and its graph); ``on_phase`` hears each change."""
         with self._lock:
             if self.manifest["phase"] == phase and self.manifest["current_graph"] == graph_id:
                 return
             self.manifest["phase"] = phase
             self.manifest["current_graph"] = graph_id
             self.flush()
+        if self.on_phase is not None:
+            self.on_phase(phase, graph_id)
 
     def warn(self, message: str) -> None:
         with self._lock:
