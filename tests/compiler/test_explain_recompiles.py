@@ -87,7 +87,7 @@ def test_advise_try_measures_each_suggestion_and_ranks_what_helped_first(
         assert t["before"]["compiles"] == made(Trace(decode_trace)), t  # as traced, again
         after = Trace(t["trace"])  # each try is a trace of its own: its counts are measured
         assert t["after"]["compiles"] == made(after), t
-        assert after.manifest["applied"], t
+        assert after.manifest.applied, t
     helped = [t["helped"] for t in tried]
     assert helped == sorted(helped, reverse=True), helped  # what helped comes first
     for t in tried:  # each verdict says what was measured, and no more

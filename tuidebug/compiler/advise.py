@@ -19,6 +19,7 @@ from tuidebug import proc
 from tuidebug.compiler.consent import Plan, origin_notes
 from tuidebug.compiler.recompile import read_manifest, trace_source
 from tuidebug.errors import RecompileError
+from tuidebug.trace.format import schema
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.format.writer import write_advice
 from tuidebug.trace.queries.advice import Apply, Counts, Suggestion, Tried, counts, rank
@@ -64,7 +65,7 @@ def run_once(trace: Path, out: Path, apply: Apply | None, timeout: float | None 
 
 
 def _counts(run: Run) -> Counts:
-    if not (run.out / "manifest.json").is_file():
+    if not (run.out / schema.MANIFEST).is_file():
         return Counts(0, 0, 0, run.wall_s, f"wrote no trace (exit code {run.code})")
     return counts(Trace(run.out), run.wall_s)
 

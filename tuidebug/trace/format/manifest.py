@@ -96,6 +96,8 @@ class Manifest:
     profile_runs: int | None = None  # `trace --profile N` (1..10000), else None
     skipped_frames: list[dict[str, Any]] = field(default_factory=list)
     recompile: dict[str, Any] | None = None  # a recompile's origin: {"from", "sets", …}
+    stopped: dict[str, Any] | None = None  # a rank ended by `trace --timeout`: {"why", "at"}
+    applied: dict[str, Any] | None = None  # `advise --try`: the suggestion this run applied
     accuracy_mismatch: list[str] = field(default_factory=list)  # compile ids
     extra: dict[str, Any] = field(default_factory=dict)  # every key not named above
 
@@ -134,7 +136,8 @@ class Manifest:
             profile_runs=sane_runs(d.get("profile_runs")),
             skipped_frames=[f for f in d.get("skipped_frames") or [] if isinstance(f, dict)]
             if isinstance(d.get("skipped_frames"), list) else [],
-            recompile=_opt_dict(d.get("recompile")),
+            recompile=_opt_dict(d.get("recompile")), stopped=_opt_dict(d.get("stopped")),
+            applied=_opt_dict(d.get("applied")),
             accuracy_mismatch=[str(c) for c in d.get("accuracy_mismatch") or []]
             if isinstance(d.get("accuracy_mismatch"), list) else [],
             extra={k: v for k, v in d.items() if k not in names},

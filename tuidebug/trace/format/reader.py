@@ -269,7 +269,7 @@ class Trace:
         capture) | unknown."""
         s = self.raw_status
         if s == schema.STATUS_RUNNING and not self._writer_alive():
-            return (schema.STATUS_STOPPED if isinstance(self.manifest.get("stopped"), dict)
+            return (schema.STATUS_STOPPED if self.manifest.stopped is not None
                     else schema.STATUS_CRASHED)
         return s
 

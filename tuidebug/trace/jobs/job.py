@@ -102,10 +102,10 @@ def mark_stopped(root: Path, rank: int, why: str) -> None:
     crashed. Only a trace still ``running`` is touched; a link is never followed."""
     import time
 
-    path = rank_dir(root, rank) / "manifest.json"
+    path = rank_dir(root, rank) / schema.MANIFEST
     if path.is_symlink() or rank_dir(root, rank).is_symlink():
         return
-    data = _read_json(path, None, "manifest.json")
+    data = _read_json(path, None, schema.MANIFEST)  # rewritten whole: every key kept
     if isinstance(data, dict) and data.get("status") == "running":
         atomic.write_json(path, {**data, "stopped": {"why": why, "at": time.time()}})
 

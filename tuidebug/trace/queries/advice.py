@@ -124,7 +124,7 @@ def counts(trace: Trace, wall_s: float | None = None) -> Counts:
     made = list(dict.fromkeys(g.compile_id for g in trace.graphs if g.status != "restarted"))
     recompiled = [cid for cid in made if explain(cid, compiles, trace.compile_shapes(cid))]
     breaks = sum(len(bs) for bs in trace_breaks(trace).values())
-    script = trace.manifest.get("script_error")
+    script = trace.manifest.script_error
     status = trace.status if not script else "raised"
     return Counts(compiles=len(made), recompiles=len(recompiled), graph_breaks=breaks,
                   wall_s=wall_s, status=status)

@@ -246,7 +246,7 @@ def _compiles(trace: Trace) -> list[RenderableType]:
     per_compile = graph_breaks.trace_breaks(trace)
     breaks = [b for bs in per_compile.values() for b in bs]
     notes += break_notes(graph_breaks.summarize(breaks).headline, [b.to_json() for b in breaks])
-    notes += skipped_notes([f.to_json() for f in skipped_frames(trace.manifest)])
+    notes += skipped_notes([f.to_json() for f in skipped_frames(trace.manifest.skipped_frames)])
     notes += advice_section([a.to_json() for a in advice.suggestions(trace)],
                             {t.id: t.to_json() for t in advice.verdicts(trace).values()})
     return out + [t] + notes
