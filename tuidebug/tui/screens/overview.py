@@ -39,7 +39,7 @@ from tuidebug.tui.widgets.textview import RichLines, TextView
 from tuidebug.viewers.advice_view import advice_section
 from tuidebug.viewers.breaks_view import break_notes, skipped_notes
 from tuidebug.viewers.fitted import Row
-from tuidebug.viewers.inert import inert
+from tuidebug.inert import inert
 from tuidebug.viewers.info import STATUS_STYLE
 from tuidebug.viewers.vllm_view import vllm_renderables
 
