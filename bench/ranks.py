@@ -138,7 +138,7 @@ def analysis(ns: argparse.Namespace) -> None:
             d = report["divergence"] or {}
             print(f"{label:>7}: analyze_job {took:.2f} s; groups "
                   f"{[len(g['ranks']) for g in report['groups']]}; divergence {d.get('kind')} "
-                  f"on ranks {d.get('diverging_ranks')}", flush=True)
+                  f"on {len(d.get('diverging_ranks') or [])} ranks", flush=True)
             if prof:
                 pstats.Stats(prof).sort_stats("cumulative").print_stats(18)
 

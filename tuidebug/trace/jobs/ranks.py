@@ -33,6 +33,7 @@ import hashlib
 import json
 import re
 import os
+import stat
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -88,7 +89,8 @@ def _no_links(path: Path, root: Path) -> bool:
 
 
 # the normalised hash per raw content: identical ranks normalise each distinct file once
-_normalised: dict[bytes, str] = {}
+# (and per hard-linked file: device, inode, size, mtime, name, groups)
+_normalised: dict[Any, str] = {}
 
 
 _COLLECTIVE_TARGET = ("_c10d_functional", "c10d", "_c10d_functional_autograd")
@@ -119,6 +121,14 @@ def _without_groups(text: str, groups: frozenset[str]) -> str:
 def _file_hash(path: Path, groups: frozenset[str] = frozenset()) -> str | None:
     """The normalised content hash of a file of a rank's trace (``groups``: the process-group
     names of the graph's collectives, left out of a snapshot's collective nodes)."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    # one file stored once for many ranks (hard links: the launcher's dedup) is read once
+    same = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, path.name, groups)
+    if st.st_nlink > 1 and stat.S_ISREG(st.st_mode) and same in _normalised:
+        return _normalised[same]
     try:  # a FIFO never blocks, a huge (sparse) file is not read
         raw, _ = safefile.read_bytes(path, safefile.MAX_JSON_BYTES, no_link=True)
     except safefile.Refused as e:
@@ -134,6 +144,8 @@ def _file_hash(path: Path, groups: frozenset[str] = frozenset()) -> str | None:
         if groups:
             text = _without_groups(text, groups)
         _normalised[key] = _digest(normalise_text(text).encode())
+    if st.st_nlink > 1 and stat.S_ISREG(st.st_mode):
+        _normalised[same] = _normalised[key]
     return _normalised[key]
 
 
