@@ -85,7 +85,9 @@ def main() -> None:
         fully_shard(block, mesh=mesh["dp"], mp_policy=mp)
     fully_shard(model, mesh=mesh["dp"], mp_policy=mp)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    compiled = torch.compile(model)
+    # static shapes: the odd replica's longer sequence is a recompile of its own (with automatic
+    # dynamic shapes, torch 2.13 on the CPU hit a RecursionError tracing that recompile's DTensors)
+    compiled = torch.compile(model, dynamic=False)
     for step in range(a.steps):
         n = seq * 2 if (a.odd and dp_rank == 1 and step == 1) else seq
         g = torch.Generator(device=device).manual_seed(1000 * dp_rank + step)

@@ -229,9 +229,11 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
     def run(*args: Any) -> Any:
         if state["done"]:
             return compiled(*args)
-        state["done"] = True
         as_list = boxed and len(args) == 1 and isinstance(args[0], list)
         flat = list(args[0]) if as_list else list(args)  # a boxed callee clears its list
+        if compat.has_fake_tensor(flat):  # DDPOptimizer propagates fake tensors through each
+            return compiled(*args)  # bucket's piece as it compiles it: the real call is later
+        state["done"] = True
         inputs = [_clone(a) for a in flat]
         grad = _grad_call(compiled, flat, as_list)
         rng = _rng_state()

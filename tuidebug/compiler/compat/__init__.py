@@ -58,7 +58,8 @@ from tuidebug.compiler.compat.caches import (  # noqa: F401
     cache_lookup, aot_cache_components,
 )
 from tuidebug.compiler.compat.process import (  # noqa: F401
-    reset_dynamo, lowering_checkpoint, is_op_overload, higher_order_name, COMPILE_STACK,
+    reset_dynamo, lowering_checkpoint, is_op_overload, has_fake_tensor, higher_order_name,
+    COMPILE_STACK,
     import_compile_stack,
 )
 from tuidebug.compiler.compat.distributed import (  # noqa: F401

@@ -42,6 +42,16 @@ def is_op_overload(target: Any) -> bool:
     return isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket))
 
 
+def has_fake_tensor(values: Any) -> bool:
+    """Does a call get fake tensors (a compiler propagating shapes through a compiled piece,
+    as DDPOptimizer does when it compiles each bucket's graph), not real ones?"""
+    try:
+        from torch._subclasses.fake_tensor import FakeTensor
+    except ImportError:  # no fake tensors in this torch: every call is a real one
+        return False
+    return any(isinstance(v, FakeTensor) for v in values)
+
+
 def higher_order_name(target: Any) -> str | None:
     if isinstance(target, torch._ops.HigherOrderOperator):
         return str(target.name())
