@@ -144,6 +144,7 @@ def svg_arguments(p: argparse.ArgumentParser) -> None:
 
 def cmd_svg(ns: argparse.Namespace) -> int:
     from tuidebug.trace.format.reader import Trace
+    from tuidebug.viewers.inert import inert
     from tuidebug.viewers.svg import export
 
     diff: list[str] | bool | None = None
@@ -162,11 +163,12 @@ def cmd_svg(ns: argparse.Namespace) -> int:
                pass_index=ns.pass_index, budget=ns.budget, collapse=not ns.full,
                timeout=ns.timeout, keep_dot=ns.keep_dot)
     for w in e.warnings:
-        print(f"warning: {w}", file=sys.stderr)
+        print(f"warning: {inert(w)}", file=sys.stderr)
     d = e.dot
     what = f"{d.total} nodes" + (f", {d.shown} shown" if d.shown != d.total else "")
     notes = "; ".join(d.notes)
-    print(f"wrote {e.svg} ({what}{'; ' + notes if notes else ''}; "
+    print(f"wrote {inert(e.svg, multiline=False)} "
+          f"({inert(what)}{'; ' + inert(notes) if notes else ''}; "
           f"{e.rendered.engine} {e.rendered.seconds:.2f}s)")
     if len(e.rendered.tries) > 1:
         print("layout: " + "; ".join(e.rendered.tries), file=sys.stderr)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from tuidebug.errors import DotMissing, LayoutFailed, ViewerError
+from tuidebug.trace.format import safefile
 from tuidebug.trace.format.graph import Graph
 from tuidebug.trace.queries.provenance import kernel_owners
 from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace, TraceError
@@ -218,8 +219,8 @@ def _umask() -> int:
 # -- the entry point ----------------------------------------------------------------------------
 
 def default_out(trace: Trace, rec: GraphRecord, label: str, suffix: str) -> Path:
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{rec.id}-{label}")
-    return Path(f"{trace.name}-{safe}{suffix}.svg")
+    # every part is data (a folder's name, a graph id, a stage name): one safe name
+    return Path(safefile.safe_name(f"{trace.name}-{rec.id}-{label}{suffix}", limit=200) + ".svg")
 
 
 def export(trace: Trace | str | os.PathLike[str], graph_id: str | None = None, stage: str | None = None,
