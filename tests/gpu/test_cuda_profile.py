@@ -92,3 +92,34 @@ def test_the_backward_is_measured_on_the_device(cuda_profiled: Path) -> None:
              and r.file.endswith("transformer_block.py")]
     assert lines and lines[0].compiled_s > 0 and any(r.eager_s for r in lines)
     assert any(r["phase"] == "bwd" for r in roofline_rows(view))
+
+
+def test_the_whole_training_step_against_eager(cuda_profiled: Path) -> None:
+    """The whole call through torch.compile, interleaved with eager: a verdict that follows its
+    interval, and a ledger (forward graph, backward) adding up to the measured time."""
+    from tuidebug.trace.queries.whole_call import call_verdicts
+
+    (v,) = call_verdicts(Trace(cuda_profiled))
+    assert v.device == "cuda" and v.training and v.rounds >= 20
+    assert v.ratio_low <= v.ratio <= v.ratio_high
+    expect = "faster" if v.ratio_low > 1 else "slower" if v.ratio_high < 1 else "same"
+    assert v.outcome == expect, v.text
+    assert abs(sum(p.seconds for p in v.ledger) - v.compiled.median_s) < 1e-8
+    graphs = [p for p in v.ledger if p.part in ("graph", "cudagraph")]
+    assert any(p.phase == "fwd" for p in graphs) and any(p.phase == "bwd" for p in graphs)
+    other = next(p.seconds for p in v.ledger if p.part == "other")
+    assert abs(other) < 0.10 * v.compiled.median_s, [p.as_json() for p in v.ledger]
+
+
+@pytest.mark.parametrize("layers", [4])
+def test_graph_breaks_make_it_slower_on_the_gpu(tmp_path: Path, layers: int) -> None:
+    from tuidebug.trace.queries.whole_call import call_verdicts
+
+    out = tmp_path / "item"
+    proc = trace_example(out, "item_per_layer.py", "--device", "cuda", "--layers", str(layers),
+                         extra=["--profile", "10"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (v,) = call_verdicts(Trace(out))
+    assert v.outcome == "slower", v.text
+    assert "`.item()` at item_per_layer.py:" in v.text, v.text
+    assert len([p for p in v.ledger if p.part == "eager_island"]) == layers

@@ -65,6 +65,14 @@ def _seconds(a: Any, b: Any, like: bool = True) -> Text:
     return Text(f"{a:.2f}s → {b:.2f}s{ratio}", style="green" if b < a else "yellow")
 
 
+def _once(p: dict[str, Any]) -> Text:
+    """One timed call per side (two processes): both values, no ratio, no colour."""
+    a, b = p.get("a"), p.get("b")
+    f = lambda v: f"{v:.3g}s" if isinstance(v, (int, float)) and not isinstance(v, bool) \
+        else _v(v)  # noqa: E731
+    return Text(f"{f(a)} → {f(b)}")
+
+
 def diff_renderables(d: dict[str, Any], *, code: bool = True, unchanged: bool = False,
                      max_code_lines: int = 120) -> list[RenderableType]:
     out: list[RenderableType] = []
@@ -102,7 +110,8 @@ def diff_renderables(d: dict[str, Any], *, code: bool = True, unchanged: bool = 
             out.append(inert_text(cfg["note"], "yellow"))
 
     for g in d["graphs"][:MAX_GRAPHS]:
-        out.extend(_graph(g, code=code, unchanged=unchanged, max_code_lines=max_code_lines))
+        out.extend(_graph(g, code=code, unchanged=unchanged, max_code_lines=max_code_lines,
+                          like=process_kind(d["a"]) == process_kind(d["b"])))
     if len(d["graphs"]) > MAX_GRAPHS:
         out.append(Text(f"… {len(d['graphs']) - MAX_GRAPHS} more graphs not shown "
                         "(tuidebug diff --json lists them all)", style="dim"))
@@ -132,8 +141,9 @@ def diff_renderables(d: dict[str, Any], *, code: bool = True, unchanged: bool = 
         for col in ("compile", "compiled first call", "eager", "matches eager", "max abs err"):
             t.add_column(col)
         for r in d["runtime"]:
-            t.add_row(inert_text(r["compile_id"]), _seconds(r["first_call_s"]["a"], r["first_call_s"]["b"]),
-                      _seconds(r["eager_s"]["a"], r["eager_s"]["b"]),
+            # one call each, in two processes: shown, not judged (no ratio)
+            t.add_row(inert_text(r["compile_id"]), _once(r["first_call_s"]),
+                      _once(r["eager_s"]),
                       _delta(r["close"]["a"], r["close"]["b"]),
                       Text(f"{_v(r['max_abs']['a'])} → {_v(r['max_abs']['b'])}"))
         out.append(t)
@@ -146,7 +156,7 @@ def diff_renderables(d: dict[str, Any], *, code: bool = True, unchanged: bool = 
 
 
 def _graph(g: dict[str, Any], *, code: bool, unchanged: bool,
-           max_code_lines: int) -> list[RenderableType]:
+           max_code_lines: int, like: bool = True) -> list[RenderableType]:
     out: list[RenderableType] = []
     where = {"both": "", "a": "  (only in A)", "b": "  (only in B)"}[g["in"]]
     out.append(inert_text(f"\ngraph {g['id']} ({g['kind']}){where}", "bold magenta",
@@ -171,7 +181,7 @@ def _graph(g: dict[str, Any], *, code: bool, unchanged: bool,
     t.add_row("extern calls", _delta(g["extern_count"]["a"], g["extern_count"]["b"]))
     if g["autotune"]["a"] or g["autotune"]["b"]:
         t.add_row("autotuned ops", _delta(g["autotune"]["a"], g["autotune"]["b"]))
-    t.add_row("compile (graph)", _seconds(g["compile_s"]["a"], g["compile_s"]["b"]))
+    t.add_row("compile (graph)", _seconds(g["compile_s"]["a"], g["compile_s"]["b"], like))
     for k, v in g["wrapper"]["markers"].items():
         t.add_row(inert_text(f"wrapper: {k}"), _delta(v["a"], v["b"]))
     out.append(t)

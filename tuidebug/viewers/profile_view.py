@@ -168,9 +168,14 @@ def _signed(v: Any) -> Text:
     return Text(("+" if v > 0 else "−") + duration(abs(v)), style="red" if v > 0 else "green")
 
 
-def profile_diff_tables(p: dict[str, Any], top: int = TOP) -> list[Table]:
+def profile_diff_tables(p: dict[str, Any], top: int = TOP) -> list[Any]:
     """``tuidebug diff``'s tables of two profiled traces: per-call totals, then the kernels,
-    source lines and modules whose time changed most."""
+    source lines and modules whose time changed most; when the two whole calls did not change
+    (``calls_same``), a line saying so instead (their parts' differences are noise)."""
+    if p.get("calls_same"):
+        return [Text("where the time goes: not compared part by part — the whole call did not "
+                     "change (compiled vs eager, each trace interleaved: the intervals overlap)",
+                     style="dim")]
     t = Table(title="where the time goes, per call (A → B)", title_justify="left",
               show_edge=False)
     for col in ("", "A", "B", "change"):
@@ -183,7 +188,7 @@ def profile_diff_tables(p: dict[str, Any], top: int = TOP) -> list[Table]:
         a, b = v.get("a"), v.get("b")
         change = b - a if isinstance(a, (int, float)) and isinstance(b, (int, float)) else None
         t.add_row(label, duration(a), duration(b), _signed(change))
-    out = [t]
+    out: list[Any] = [t]
     for table, title in (("kernels", "kernel"), ("lines", "source line"), ("modules", "module")):
         rows = [r for r in p.get(table) or [] if r.get("delta")][:top]
         if not rows:

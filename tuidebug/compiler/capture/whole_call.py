@@ -138,8 +138,12 @@ class WholeCall(Concern):
         cpu = compat.device_kind() == "cpu"
         cg = self._cudagraph_ids()
         run_c = (lambda: clocked.append(self._clocked_call(c_step, cg))) if cpu else c_step.run
-        tc, te = fair_timing.interleaved(run_c, e_step.run,
-                                         min_rounds=max(self.prof.runs, fair_timing.MIN_ROUNDS))
+        rounds = max(self.prof.runs, fair_timing.MIN_ROUNDS)
+        if _ranks() > 1:  # every rank must make the same calls (their collectives pair up):
+            tc, te = fair_timing.interleaved(  # a fixed number of rounds, not adaptive
+                run_c, e_step.run, min_rounds=rounds, max_rounds=rounds, cap_s=float("inf"))
+        else:
+            tc, te = fair_timing.interleaved(run_c, e_step.run, min_rounds=rounds)
         load_after = fair_timing.load1()
         r = ratio_interval(te, tc)
         comp = spread(tc)
@@ -228,6 +232,9 @@ def _parts(clock: list[tuple[str, str, float, float]], t0: float, fwd_end: float
         out.append(("cudagraph" if gid in cudagraphs else "graph", gid, cid, g1 - g0))
         if i + 1 < len(clock):
             out.append(("eager_island", "", cid, clock[i + 1][2] - g1))
+    # from the last graph's end to the forward's: Dynamo's frame returning, the module's and
+    # AOTAutograd's wrappers handing back the outputs
+    out.append(("dynamo", "", "", fwd_end - clock[-1][3]))
     if training:
         out.append(("graph", BACKWARD, "", t1 - fwd_end))
     return out
@@ -273,6 +280,14 @@ class _Step:
                 torch.autograd.grad(outs, self.wrt, grad_outputs=self.grads, allow_unused=True)
                 compat.synchronize()
             return fwd_end, time.perf_counter()
+
+
+def _ranks() -> int:
+    """The world size of an initialized process group (1 without one)."""
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return int(dist.get_world_size())
+    return 1
 
 
 def _leaf(x: Any) -> Any:

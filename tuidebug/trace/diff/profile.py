@@ -79,10 +79,11 @@ def profile_diff(a: Trace, b: Trace) -> dict[str, Any] | None:
     va, vb = profile_view(a), profile_view(b)
     if va is None and vb is None:
         return None
+    verdict = pair(va.calls[0].verdict_json() if va and va.calls else None,
+                   vb.calls[0].verdict_json() if vb and vb.calls else None)
     return {
         "profiled": pair(va is not None, vb is not None),
-        "verdict": pair(va.calls[0].verdict_json() if va and va.calls else None,
-                        vb.calls[0].verdict_json() if vb and vb.calls else None),
+        "verdict": verdict, "calls_same": calls_same(verdict["a"], verdict["b"]),
         "totals": {k: pair(va.totals.get(k) if va else None, vb.totals.get(k) if vb else None)
                    for k in TOTALS},
         "kernels": _rows(va, vb, "kernels", lambda r: _phased(normalize_kernel_name(r.kernel),
@@ -90,6 +91,16 @@ def profile_diff(a: Trace, b: Trace) -> dict[str, Any] | None:
         "lines": _rows(va, vb, "lines", lambda r, line=_line_key(va, vb): _phased(line(r), r)),
         "modules": _rows(va, vb, "modules", lambda r: _phased(r.key, r)),
     }
+
+
+def calls_same(va: dict[str, Any] | None, vb: dict[str, Any] | None) -> bool | None:
+    """Whether two traces' whole calls are the same as far as can be told: each trace timed
+    compiled against eager side by side (eager is the control for the machine each ran on),
+    so their eager/compiled ratios compare where the raw times would not; their intervals
+    overlapping is no change. None when either trace has no whole call."""
+    if not va or not vb:
+        return None
+    return bool(va["ratio_low"] <= vb["ratio_high"] and vb["ratio_low"] <= va["ratio_high"])
 
 
 def profile_findings(p: dict[str, Any] | None, fmt: Any, top: int = 3) -> list[str]:
@@ -101,10 +112,8 @@ def profile_findings(p: dict[str, Any] | None, fmt: Any, top: int = 3) -> list[s
         which = "A" if p["profiled"]["a"] else "B"
         return [f"profile: only trace {which} was profiled (trace --profile)"]
     va, vb = (p.get("verdict") or {}).get("a"), (p.get("verdict") or {}).get("b")
+    same = p.get("calls_same")
     if va and vb:
-        # each trace timed compiled against eager side by side: eager is the control for the
-        # machine each ran on, so the two ratios compare where the raw times would not
-        same = va["ratio_low"] <= vb["ratio_high"] and vb["ratio_low"] <= va["ratio_high"]
         out = [f"compiled vs eager (eager/compiled, each trace interleaved): "
                f"{va['ratio']:.2f} ({va['ratio_low']:.2f}–{va['ratio_high']:.2f}) → "
                f"{vb['ratio']:.2f} ({vb['ratio_low']:.2f}–{vb['ratio_high']:.2f})"

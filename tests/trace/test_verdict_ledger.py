@@ -141,6 +141,11 @@ def test_two_traces_compare_their_ratios_not_their_raw_times(tmp_path: Path) -> 
     (line,) = [ln for ln in d["lines"] if ln.startswith("compiled vs eager")]
     assert line.endswith("no change (the intervals overlap)"), line
     assert not any(ln.startswith("line ") for ln in d["lines"])
+    from tuidebug.viewers.diff_view import render_diff
+
+    out = io.StringIO()
+    render_diff(d, Console(file=out, width=160, color_system=None), code=False)
+    assert "not compared part by part" in out.getvalue()  # noise is not shown as change
     better = _trace(tmp_path / "b", _call(2.0, 1.9, 2.1))
     d = diff_traces(a, better, code=False)
     (line,) = [ln for ln in d["lines"] if ln.startswith("compiled vs eager")]
