@@ -14,7 +14,7 @@ MANIFEST = {"skipped_frames": [
 
 
 def test_the_users_skipped_frame_is_named_first_with_dynamos_reason() -> None:
-    skipped = skipped_frames(MANIFEST)
+    skipped = skipped_frames(MANIFEST["skipped_frames"])
     assert [(f.function, f.own, f.where) for f in skipped] == [("add", True, "x.py:7"),
                                                              ("_fn", False, "eval_frame.py:1423")]
     text = nothing_compiled(skipped, {})

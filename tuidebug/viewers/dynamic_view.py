@@ -25,8 +25,15 @@ def _head(cid: str, label: str, style: str = "dim") -> list[Any]:
     return [inert_text(f"  {cid} ", "bold"), inert_text(label, style)]
 
 
-def dynamic_notes(c: dict[str, Any]) -> list[Text]:
-    """What ``info`` says about compile ``c`` (an entry of the summary's ``compiles``)."""
+# what a recompile's advice may recommend, by the id ``advise --try`` tried it under
+_TRIED_IN_ADVICE = {"dynamic=True": "dynamic=True"}
+
+
+def dynamic_notes(c: dict[str, Any], tried: dict[str, dict[str, Any]] | None = None
+                  ) -> list[Text]:
+    """What ``info`` says about compile ``c`` (an entry of the summary's ``compiles``);
+    ``tried``: what ``advise --try`` measured, by suggestion id — advice that names something
+    tried says how that went."""
     cid = str(c.get("id"))
     out: list[Text] = []
     rec = c.get("recompile")
@@ -44,6 +51,13 @@ def dynamic_notes(c: dict[str, Any]) -> list[Text]:
         if rec.get("suggestion"):
             out.append(Text.assemble(("      avoid it: ", "dim"),
                                      inert_text(str(rec["suggestion"])[:600])))
+            for named, sid in _TRIED_IN_ADVICE.items():
+                t = (tried or {}).get(sid)
+                if t is not None and named in str(rec["suggestion"]):
+                    out.append(Text.assemble(
+                        (f"      {named} was tried: ", "dim"),
+                        inert_text(str(t.get("verdict")), "green" if t.get("helped")
+                                   else "yellow")))
     symbols = c.get("symbols") or []
     if symbols:
         parts = [(f"{s['source']}: " if s.get("source") else "")

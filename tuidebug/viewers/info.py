@@ -142,7 +142,8 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
             ct.add_row(inert_text(c["id"]), inert_text(c.get("function") or "?"),
                        inert_text(where[-50:]), compile_s, _secs(c.get("inductor_time_s")),
                        inert_text(len(c.get("graph_breaks") or [])))
-            dyn = dynamic_notes(c)
+            dyn = dynamic_notes(c, {str(t.get("id")): t for t in
+                                    (s.get("advice") or {}).get("tried") or []})
             notes.extend(dyn)
             for r in [] if c.get("recompile") else c.get("recompile_reasons") or []:
                 notes.append(Text.assemble(inert_text(f"  {c['id']} ", "bold"),
