@@ -83,15 +83,22 @@ def test_big_numbers_nan_and_surrogates_in_the_new_files(
     t = _copy(tmp_path)
     g = t / "graphs" / GRAPH
     kernels = [k["name"] for k in _json(g / "code" / "kernels.json")["kernels"]]
-    profile = json.dumps({"compiles": {"0/0": {
+    profile = {"compiles": {"0/0": {
         "device": LONE, "runs": 3, "eager_graph": GRAPH,
-        "compiled": {"wall_s": "@BIG@"}, "eager": {"wall_s": [1]},
-        "device_peak": {"dram_gbps": "@BIG@", "tflops": {"float32": "@BIG@", LONE: 5}},
+        "compiled": {"wall_s": "NaN"}, "eager": {"wall_s": [1]},
+        "device_peak": {"dram_gbps": 3350, "tflops": {"float32": 67, LONE: 5}},
         "kernels": [{"graph": GRAPH, "kernel": kernels[0], "time_s": 1.0, "device_s": 5e-324,
                      "bytes": 1e9, "calls": 1e300},
+                    {"graph": GRAPH, "kernel": kernels[2], "time_s": 1.0, "device_s": 1e-3,
+                     "bytes": 1e9, "flops": 1e12, "calls": 2},
                     {"graph": GRAPH, "kernel": kernels[1], "time_s": "x", "device_s": [2],
-                     "bytes": "@BIG@", "calls": 1}]}}}).replace('"@BIG@"', BIG)
-    (t / "profile.json").write_text(profile)
+                     "bytes": "NaN", "calls": 1}]}}}
+    (t / "profile.json").write_text(json.dumps(profile).replace('"NaN"', "NaN"))
+    # the same trace with 401-digit numbers in the profile: refused as a whole, and said
+    big = _copy(tmp_path, "big")
+    profile["compiles"]["0/0"]["device_peak"]["dram_gbps"] = "@BIG@"
+    profile["compiles"]["0/0"]["kernels"][1]["bytes"] = "@BIG@"
+    (big / "profile.json").write_text(json.dumps(profile).replace('"@BIG@"', BIG))
     (g / "collectives.json").write_text(json.dumps({"collectives": [
         {"index": 0, "op": LONE, "group": LONE, "inputs": [{"shape": [2], "dtype": LONE}],
          "user_source": {"file": LONE, "line": 3, "code": LONE}}]}))
@@ -107,8 +114,16 @@ def test_big_numbers_nan_and_surrogates_in_the_new_files(
     out = tmp_path / "out"
     out.mkdir()
     texts = _cli_all(t, capsys, out)
-    assert "profile.json" in texts["info"], texts["info"][-2000:]  # refused, and said so
-    assert "meta.json" in texts["info"]
+    assert "meta.json" in texts["info"], texts["info"][-2000:]  # its 401 digits refused
+    report = json.loads(texts["info-json"])
+    assert report["profile"]["kernels"], report.get("profile")  # read, the bad values left out
+    # the roofline: the kernel measured 1 ms is on it; the one whose time per call is too
+    # small to hold (5e-324 s over 1e300 calls: zero) is left out, not divided by
+    assert [r["kernel"] for r in report["profile"]["roofline"]] == [kernels[2]], \
+        report["profile"]["roofline"]
+    texts = _cli_all(big, capsys, out)
+    assert any("profile.json" in p and "401 digits" in p
+               for p in json.loads(texts["info-json"])["problems"]), texts["info-json"][-2000:]
     case.survived = True
     case.data_lost = False
 
