@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import pythonpath
 from tuidebug.trace.queries import cache_keys
 from tuidebug.trace.diff import diff_traces
-from tuidebug.trace.format.reader import open_trace
+from tuidebug.trace.format.reader import Trace
 
 SCRIPT = """\
 import torch
@@ -55,7 +55,7 @@ def cached_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _lookups(trace: Path, cache: str = "fx_graph") -> dict[str, dict[str, Any]]:
-    found = cache_keys.explain(open_trace(trace).cache_lookups())
+    found = cache_keys.explain(Trace(trace).cache_lookups())
     return {lk["compile_id"]: lk for lk in found if lk["cache"] == cache}
 
 
@@ -67,7 +67,7 @@ def test_a_recompile_that_missed_names_the_input(cached_traces: dict[str, Path])
     assert any(re.search(r"^inputs: arg\d+ shape \[4, 16\] → \[8, 16\]", r)
                for r in a["0/1"]["miss_reason"]), a["0/1"]["miss_reason"]
     assert not any(r.startswith("config:") for r in a["0/1"]["miss_reason"])
-    comps = open_trace(cached_traces["a"]).compile_cache_lookups("0/0")[0]["components"]
+    comps = Trace(cached_traces["a"]).compile_cache_lookups("0/0")[0]["components"]
     assert {"gm", "torch_version"} <= {c["name"] for c in comps}
     assert all(re.fullmatch(r"[0-9a-z]+", c["hash"]) for c in comps)
 

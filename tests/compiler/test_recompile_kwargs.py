@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.conftest import pythonpath
 from tuidebug.trace.queries.dynamic import compile_dynamic
-from tuidebug.trace.format.reader import open_trace
+from tuidebug.trace.format.reader import Trace
 
 SCRIPT = """
 import torch, sys, tuidebug
@@ -31,7 +31,7 @@ def test_a_recompile_of_a_keyword_tensor_is_explained(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", SCRIPT, str(out)], env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    r = compile_dynamic(open_trace(out), "0/1")["recompile"]
+    r = compile_dynamic(Trace(out), "0/1")["recompile"]
     assert r is not None and "kwargs['input_ids']" in r["failed_guard"], r
     assert r["source"] == "L['kwargs']['input_ids'].size()[1]", r
     assert r["expected"] == "8" and str(r["failing_value"]) == "16", r

@@ -14,7 +14,7 @@ from typing import Any
 from tests.conftest import EXAMPLES, pythonpath
 from tuidebug.trace.queries import recompiles
 from tuidebug.trace.queries.dynamic import compile_dynamic, guard_groups
-from tuidebug.trace.format.reader import open_trace
+from tuidebug.trace.format.reader import Trace
 
 EXAMPLE = EXAMPLES / "dynamic_shapes.py"
 
@@ -33,7 +33,7 @@ def info_json(trace: Path) -> dict[str, Any]:
 
 
 def test_symbols_of_automatic_dynamic(dynamic_trace: Path) -> None:
-    t = open_trace(dynamic_trace)
+    t = Trace(dynamic_trace)
     assert compile_dynamic(t, "0/0")["symbols"] == []  # the first compile is static
     (sym,) = compile_dynamic(t, "0/1")["symbols"]
     assert sym["source"] == "L['x'].size()[0]" and sym["kind"] == "backed"
@@ -44,7 +44,7 @@ def test_symbols_of_automatic_dynamic(dynamic_trace: Path) -> None:
 
 
 def test_specialization_of_a_dimension_marked_dynamic(dynamic_trace: Path) -> None:
-    d = compile_dynamic(open_trace(dynamic_trace), "1/0")
+    d = compile_dynamic(Trace(dynamic_trace), "1/0")
     (sp,) = d["specializations"]
     assert sp["source"] == "L['x'].size()[0]" and sp["value"] == 8
     assert sp["guard"] == f"Eq({sp['symbol']}, 8)"
@@ -59,7 +59,7 @@ def test_specialization_of_a_dimension_marked_dynamic(dynamic_trace: Path) -> No
 
 
 def test_unbacked_symbol_and_its_guards(dynamic_trace: Path) -> None:
-    t = open_trace(dynamic_trace)
+    t = Trace(dynamic_trace)
     d = compile_dynamic(t, "2/0")
     u0 = next(s for s in d["symbols"] if s["name"] == "u0")
     assert u0["kind"] == "unbacked" and u0["hint"] is None
@@ -99,13 +99,13 @@ def test_an_unbacked_symbol_without_a_line_takes_its_first_node(dynamic_trace: P
     for s in data["symbols"]:
         s["user_line"] = None
     path.write_text(json.dumps(data))
-    u0 = next(s for s in compile_dynamic(open_trace(t), "2/0")["symbols"] if s["name"] == "u0")
+    u0 = next(s for s in compile_dynamic(Trace(t), "2/0")["symbols"] if s["name"] == "u0")
     assert u0["user_line"]["line"] == line_of(".sum().item()")
     assert u0["user_line_from"] == "node item of 2_0-inference (dynamo)"
 
 
 def test_guards_structured_and_grouped(dynamic_trace: Path) -> None:
-    t = open_trace(dynamic_trace)
+    t = Trace(dynamic_trace)
     guards = t.compile_shapes("0/1")["guards"]
     match = [g for g in guards if g["kind"] == "TENSOR_MATCH"]
     assert match and match[0]["source"] == "L['x']"
@@ -118,7 +118,7 @@ def test_guards_structured_and_grouped(dynamic_trace: Path) -> None:
 
 
 def test_each_recompile_explained(dynamic_trace: Path) -> None:
-    t = open_trace(dynamic_trace)
+    t = Trace(dynamic_trace)
     r = compile_dynamic(t, "0/1")["recompile"]
     assert r["previous"] == "0/0" and r["guard_of"] == "0/0"
     assert r["source"] == "L['x'].size()[0]" and r["expected"] == "2"
@@ -158,7 +158,7 @@ def test_a_damaged_shapes_file_is_reported_and_the_rest_read(dynamic_trace: Path
         {"line": "3", "code": "x"}, {"line": 4, "code": 5}, "text", {"line": True, "code": "b"},
         {"line": 5, "code": "\x1b]52;c;aGk=\x07" + "y" * 10_000}] + [{"line": 6, "code": ""}] * 99}
     path.write_text(json.dumps(data))
-    trace = open_trace(t)
+    trace = Trace(t)
     d = compile_dynamic(trace, "0/1")
     assert d["symbols"][0]["hint"] is None
     # the damaged line is dropped: the symbol's line is then its first node's, and says so
@@ -195,7 +195,7 @@ def test_a_torch_trace_import_fills_what_the_log_has(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "tuidebug.cli", "import", str(log), "-o",
                            str(out)], env=env, capture_output=True, text=True, timeout=300)
     assert out.joinpath("manifest.json").exists(), proc.stderr
-    t = open_trace(out)
+    t = Trace(out)
     (sym,) = compile_dynamic(t, "0/1")["symbols"]
     assert sym["source"] == "L['x'].size()[0]" and sym["hint"] == 3 and sym["lower"] == 2
     assert sym["user_line"]["line"] == line_of("return (x * 2).sum(0)")

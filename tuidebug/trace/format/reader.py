@@ -20,7 +20,7 @@ from tuidebug.trace.format.manifest import GraphEntry, Manifest
 from tuidebug.trace.format.tracefiles import MAX_TEXT_BYTES, Problem, TraceFiles
 from tuidebug.trace.format.graph import Graph
 
-__all__ = ["GraphRecord", "Problem", "StageInfo", "Trace", "TraceError", "open_trace"]
+__all__ = ["GraphRecord", "Problem", "StageInfo", "Trace", "TraceError"]
 
 
 @dataclass
@@ -456,7 +456,3 @@ def _is_safe_name(name: Any) -> bool:
     """A graph id names a folder directly under graphs/: no separators, no ``..``."""
     return (isinstance(name, str) and 0 < len(name) <= 255 and name not in (".", "..")
             and "/" not in name and "\\" not in name and "\x00" not in name)
-
-
-def open_trace(path: str | os.PathLike[str]) -> Trace:
-    return Trace(path)
