@@ -144,7 +144,7 @@ def svg_arguments(p: argparse.ArgumentParser) -> None:
 
 def cmd_svg(ns: argparse.Namespace) -> int:
     from tuidebug.trace.format.reader import Trace
-    from tuidebug.viewers.inert import inert
+    from tuidebug.inert import inert
     from tuidebug.viewers.svg import export
 
     diff: list[str] | bool | None = None
