@@ -213,3 +213,42 @@ def test_no_module_is_loaded_by_name() -> None:
                     "__import__", "import_module"):
                 offenders.append(f"{rel}:{node.lineno}")
     assert not offenders, offenders
+
+
+# -- every import of our own names a module that exists ----------------------------------------------
+
+def _own_module_exists(name: str) -> bool:
+    """``tuidebug.a.b`` is ``tuidebug/a/b.py`` or ``tuidebug/a/b/__init__.py``."""
+    base = ROOT.joinpath(*name.split("."))
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def stale_imports(source: str) -> list[tuple[int, str]]:
+    """Imports of ``tuidebug.…`` modules that do not exist (a module moved, an import left on
+    its old path: inside a function it fails only when that function runs)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            # `from tuidebug.a import b`: tuidebug.a exists (b may be a module or a name in it)
+            names = [node.module]
+        else:
+            continue
+        out += [(node.lineno, n) for n in names
+                if n.split(".")[0] == "tuidebug" and not _own_module_exists(n)]
+    return out
+
+
+def test_the_stale_import_scan_finds_one() -> None:
+    code = ("import tuidebug.errors\nfrom tuidebug.inert import inert\n"
+            "def f():\n    from tuidebug.viewers.inert import inert\n")
+    assert stale_imports(code) == [(4, "tuidebug.viewers.inert")]
+
+
+def test_every_import_of_our_own_modules_resolves() -> None:
+    files = sorted(PACKAGE.rglob("*.py")) + sorted((ROOT / "tests").rglob("*.py"))
+    assert len(files) > 200
+    stale = [f"{p.relative_to(ROOT)}:{line} {name}" for p in files
+             for line, name in stale_imports(p.read_text(encoding="utf-8"))]
+    assert stale == [], stale
