@@ -179,17 +179,22 @@ class WholeCall(Concern):
 
     def _ledger(self, runs: list[list[tuple[str, str, str, float]]],
                 wall: float) -> list[dict[str, Any]]:
-        """The call's parts (per part, the median over the clocked calls of one shape);
-        ``other`` is the measured wall time less the others."""
+        """The call's parts: per part, its mean over the clocked calls of the usual shape whose
+        wall time is in the middle fifth (p40–p60; a call's parts add up to its wall time, so
+        these parts add up to a median call's, where medians per part, on a busy machine's
+        skewed times, would not); ``other`` is the measured wall time less the others."""
         runs = [r for r in runs if r]
         if not runs:
             return []
         shapes = [tuple((p, g, c) for p, g, c, _ in r) for r in runs]
         shape = max(set(shapes), key=shapes.count)  # the calls took one path: the usual one
-        same = [r for r, sh in zip(runs, shapes) if sh == shape]
+        same = sorted((r for r, sh in zip(runs, shapes) if sh == shape),
+                      key=lambda r: sum(x[3] for x in r))
+        lo, hi = int(len(same) * 0.4), max(int(len(same) * 0.6), int(len(same) * 0.4) + 1)
+        middle = same[lo:hi]
         out = []
         for i, (part, graph, cid) in enumerate(shape):
-            secs = statistics.median(r[i][3] for r in same)
+            secs = statistics.fmean(r[i][3] for r in middle)
             row: dict[str, Any] = {"part": part, "seconds": round(secs, 9)}
             if graph:
                 row["graph"] = graph
