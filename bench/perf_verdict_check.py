@@ -15,8 +15,12 @@ from pathlib import Path
 
 def main() -> int:
     out = Path(sys.argv[1])
+    benches = sorted(out.glob("*.bench.json"))
+    if not benches:
+        print(f"FAIL: no *.bench.json under {out}: nothing was measured")
+        return 1
     ok = True
-    for bench in sorted(out.glob("*.bench.json")):
+    for bench in benches:
         name = bench.name[: -len(".bench.json")]
         b = [json.loads(ln) for ln in bench.read_text().splitlines() if ln.startswith("{")]
         traces = []
