@@ -13,21 +13,20 @@ issued and rank 1 never reached (graph, index, wrapper line, user line) and each
 
 from __future__ import annotations
 
-import os
+import sys
 import time
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _dist import init_rank  # noqa: E402
+
 
 def main() -> None:
-    cuda = torch.cuda.is_available()
-    dist.init_process_group("nccl" if cuda else "gloo")
-    rank = dist.get_rank()
-    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if cuda else "cpu"
-    if cuda:
-        torch.cuda.set_device(device)
+    _, rank, device = init_rank()
     world = dist.group.WORLD
 
     @torch.compile

@@ -15,16 +15,15 @@ hooks to run eagerly (torch's default: its collectives then are outside the grap
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import time
 from pathlib import Path
 
 import torch
-import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from transformer_block import Transformer  # noqa: E402
+from _dist import init_rank, train  # noqa: E402
 
 
 def main() -> None:
@@ -38,12 +37,7 @@ def main() -> None:
     ap.add_argument("--odd", action="store_true", help="rank 1 recompiles at step 2")
     ap.add_argument("--hooks-eager", action="store_true", help="FSDP2 hooks not traced")
     a = ap.parse_args()
-    cuda = torch.cuda.is_available()
-    dist.init_process_group("nccl" if cuda else "gloo")
-    rank = dist.get_rank()
-    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if cuda else "cpu"
-    if cuda:
-        torch.cuda.set_device(device)
+    cuda, rank, device = init_rank()
     if not a.hooks_eager:
         if hasattr(torch._dynamo.config, "skip_fsdp_hooks"):
             torch._dynamo.config.skip_fsdp_hooks = False
@@ -62,19 +56,13 @@ def main() -> None:
     fully_shard(model, mp_policy=mp)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     compiled = torch.compile(model)
-    for step in range(a.steps):
+
+    def batch(step: int) -> torch.Tensor:
         n = seq * 2 if (a.odd and rank == 1 and step == 1) else seq
-        x = torch.randn(a.batch, n, dim, device=device, dtype=torch.bfloat16)
-        t0 = time.perf_counter()
-        loss = compiled(x).float().pow(2).mean()
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        if cuda:
-            torch.cuda.synchronize()
-        print(f"rank {rank} step {step} seq {n}: loss {loss.item():.4f} "
-              f"({time.perf_counter() - t0:.2f} s)", flush=True)
-    dist.destroy_process_group()
+        return torch.randn(a.batch, n, dim, device=device, dtype=torch.bfloat16)
+
+    train(compiled, opt, a.steps, batch,
+          lambda step, x: f"rank {rank} step {step} seq {x.shape[1]}", cuda)
 
 
 if __name__ == "__main__":

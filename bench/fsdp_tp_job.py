@@ -17,12 +17,15 @@ does not have, which ``tuidebug info`` names as the job's first divergence.
 from __future__ import annotations
 
 import argparse
-import os
-import time
+import sys
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
 from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _dist import init_rank, train  # noqa: E402
 
 
 class Block(nn.Module):
@@ -58,14 +61,10 @@ def main() -> None:
     ap.add_argument("--odd", action="store_true",
                     help="data-parallel replica 1 alone feeds a longer sequence at step 2")
     a = ap.parse_args()
-    cuda = torch.cuda.is_available()
-    dist.init_process_group("nccl" if cuda else "gloo")
-    rank, world = dist.get_rank(), dist.get_world_size()
+    cuda, rank, device = init_rank()
+    world = dist.get_world_size()
     if world % a.tp:
         raise SystemExit(f"world size {world} is not a multiple of --tp {a.tp}")
-    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if cuda else "cpu"
-    if cuda:
-        torch.cuda.set_device(device)
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
@@ -88,20 +87,16 @@ def main() -> None:
     # static shapes: the odd replica's longer sequence is a recompile of its own (with automatic
     # dynamic shapes, torch 2.13 on the CPU hit a RecursionError tracing that recompile's DTensors)
     compiled = torch.compile(model, dynamic=False)
-    for step in range(a.steps):
+
+    def batch(step: int) -> torch.Tensor:  # the same on both ranks of a tensor-parallel group
         n = seq * 2 if (a.odd and dp_rank == 1 and step == 1) else seq
         g = torch.Generator(device=device).manual_seed(1000 * dp_rank + step)
-        x = torch.randn(a.batch, n, dim, device=device, dtype=torch.bfloat16, generator=g)
-        t0 = time.perf_counter()
-        loss = compiled(x).float().pow(2).mean()
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        if cuda:
-            torch.cuda.synchronize()
-        print(f"rank {rank} (dp {dp_rank}, tp {mesh['tp'].get_local_rank()}) step {step} "
-              f"seq {n}: loss {loss.item():.4f} ({time.perf_counter() - t0:.2f} s)", flush=True)
-    dist.destroy_process_group()
+        return torch.randn(a.batch, n, dim, device=device, dtype=torch.bfloat16, generator=g)
+
+    tp_rank = mesh["tp"].get_local_rank()
+    train(compiled, opt, a.steps, batch,
+          lambda step, x: f"rank {rank} (dp {dp_rank}, tp {tp_rank}) step {step} "
+                          f"seq {x.shape[1]}", cuda)
 
 
 if __name__ == "__main__":
