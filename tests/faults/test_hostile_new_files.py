@@ -146,6 +146,25 @@ def test_reading_path_bounds_numbers_and_strings() -> None:
         [1.0, 2.5, None, None, None, None, None]
 
 
+def test_reading_path_reads_valid_data_whatever_its_strings_hold() -> None:
+    """The checks on the text (nesting measured on the brackets outside strings, big numbers
+    looked for in the bytes) never refuse or change valid data: brackets, quotes, escapes,
+    digits and exponents inside strings, 1,000 levels deep exactly, a 308-digit integer."""
+    from tuidebug.trace.format import safefile
+
+    tricky = ["[[[{{{" * 300, 'q\\"[[[', "e999 " + "7" * 400, "\\", "}]" * 600]
+    data = {"s": tricky, "n": [1, -2.5e-300, 1e308, int("9" * 308)],
+            "deep": "[" * 1200, "list": [[{"a": [i, "]]"]}] for i in range(3000)]}
+    assert safefile.loads(json.dumps(data)) == data
+    assert safefile.loads(json.dumps(data).encode()) == data
+    at_limit = "[" * safefile.MAX_DEPTH + "]" * safefile.MAX_DEPTH
+    assert safefile.loads(at_limit) is not None
+    with pytest.raises(ValueError, match="nested deeper"):
+        safefile.loads('{"a": ' * (safefile.MAX_DEPTH + 1) + '"x\\"}]"' + "}" * (safefile.MAX_DEPTH + 1))
+    with pytest.raises(ValueError, match="309 digits"):
+        safefile.loads('{"x": "e000", "y": -' + "9" * 309 + "}")
+
+
 # -- numbers in text, linear-time parsing ---------------------------------------------------------
 
 
