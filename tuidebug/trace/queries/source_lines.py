@@ -15,6 +15,7 @@ from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.provenance import kernel_infos
 
 MAX_CODE = 2000  # characters of one captured line kept
+MAX_SPREAD = 100_000  # captured lines are shown at their line numbers up to this one
 
 
 @dataclass(frozen=True)
@@ -23,19 +24,18 @@ class CapturedSource:
     lines: dict[int, str]  # line number -> the code the trace captured for it
 
     def text(self) -> tuple[str, dict[int, int]]:
-        """The captured lines as ``  57  code`` rows in line order, and each line number's
-        row."""
-        rows: list[str] = []
-        where: dict[int, int] = {}
-        width = len(str(max(self.lines))) if self.lines else 1
-        prev = None
-        for n in sorted(self.lines):
-            if prev is not None and n > prev + 1:
-                rows.append(f"{'…':>{width}}")
-            where[n] = len(rows)
-            rows.append(f"{n:>{width}}  {self.lines[n]}")
-            prev = n
-        return "\n".join(rows) + ("\n" if rows else ""), where
+        """The captured lines at their own line numbers (the lines not captured blank, so a
+        gutter numbers them as the file does), and each line number's row. A line number past
+        MAX_SPREAD: the captured lines alone, as ``  57  code`` rows in order."""
+        if not self.lines:
+            return "", {}
+        last = max(self.lines)
+        if last <= MAX_SPREAD:
+            rows = [self.lines.get(n, "") for n in range(1, last + 1)]
+            return "\n".join(rows) + "\n", {n: n - 1 for n in self.lines}
+        width = len(str(last))
+        out = [f"{n:>{width}}  {self.lines[n]}" for n in sorted(self.lines)]
+        return "\n".join(out) + "\n", {n: i for i, n in enumerate(sorted(self.lines))}
 
 
 def _line_no(value: object) -> int | None:
