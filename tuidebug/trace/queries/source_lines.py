@@ -10,6 +10,7 @@ context comes only from the trace: each kernel's provenance frames (``file``, ``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Iterable
 
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.provenance import kernel_infos
@@ -43,14 +44,23 @@ def _line_no(value: object) -> int | None:
         else None
 
 
-def captured_source(trace: Trace, file: str) -> CapturedSource:
-    """Every line of ``file`` that the trace's provenance captured (its code, as recorded)."""
+def captured_source(trace: Trace, file: str,
+                    prefer: Iterable[dict[str, Any]] = ()) -> CapturedSource:
+    """Every line of ``file`` that the trace's provenance captured (its code, as recorded);
+    where frames disagree on a line's code, the first of ``prefer`` (the kernel looked at)."""
     lines: dict[int, str] = {}
+
+    def take(frames: Iterable[Any]) -> None:
+        for s in frames:
+            if not isinstance(s, dict):
+                continue
+            n = _line_no(s.get("line"))
+            code = s.get("code")
+            if str(s.get("file")) == file and n is not None and isinstance(code, str):
+                lines.setdefault(n, code.rstrip("\n")[:MAX_CODE])
+
+    take(prefer)
     for g in trace.graphs:
         for k in kernel_infos(g):
-            for s in k.source:
-                n = _line_no(s.get("line"))
-                code = s.get("code")
-                if str(s.get("file")) == file and n is not None and isinstance(code, str):
-                    lines.setdefault(n, code.rstrip("\n")[:MAX_CODE])
+            take(k.source)
     return CapturedSource(file, lines)

@@ -46,7 +46,8 @@ def highlight(code: str, path: str,
     from pygments.lexers import CppLexer, PythonLexer
     from rich.syntax import PygmentsSyntaxTheme
 
-    lexer = CppLexer() if path.endswith((".cpp", ".cu", ".h")) else PythonLexer()
+    # stripnl off: leading blank lines stay (a line's row is its number: the cursor and gutter)
+    lexer = (CppLexer if path.endswith((".cpp", ".cu", ".h")) else PythonLexer)(stripnl=False)
     theme = _THEMES.get(THEME)
     if theme is None:
         theme = _THEMES[THEME] = PygmentsSyntaxTheme(THEME)
@@ -105,10 +106,12 @@ def read_code(g: GraphRecord, item: str, kernels: dict[str, provenance.KernelInf
     return CodeDoc(code, "wrapper.py", line, f"{k.name}: extern call, wrapper.py line {line + 1}")
 
 
-def read_source(trace: Trace, path: str, line: int) -> CodeDoc:
+def read_source(trace: Trace, path: str, line: int,
+                prefer: list[dict[str, Any]] | None = None) -> CodeDoc:
     """The lines of ``path`` the trace captured (never the file at that path on this machine:
-    a trace names files of the machine it was made on, or any file it likes)."""
-    captured = source_lines.captured_source(trace, path)
+    a trace names files of the machine it was made on, or any file it likes); ``prefer``: the
+    selected kernel's frames, whose code is shown at their lines."""
+    captured = source_lines.captured_source(trace, path, prefer or [])
     text, where = captured.text()
     if not text:
         return CodeDoc(f"the trace captured no line of {path}\n", "", 0,
@@ -347,7 +350,9 @@ class CodeScreen(TraceScreen):
         g = self.graph
         if g is None:
             return
-        self.load_doc((g.id, path, line), lambda: read_source(self.trace, path, line))
+        k = self._kernel()
+        prefer = list(k.source) if k is not None else []  # its frames' code wins at their lines
+        self.load_doc((g.id, path, line), lambda: read_source(self.trace, path, line, prefer))
         self.query_one("#code-view", TextView).focus()
 
     def action_kernel_fx(self) -> None:
