@@ -13,8 +13,9 @@ never touched). The ledger: compiled calls with each compiled graph's start and 
 (``session.call_clock``) split the call into Dynamo before the first graph, each graph, each
 eager island between two graphs (its break is the earlier graph's compile's), the backward,
 and the remainder of the measured wall time (``other``). On the CPU the clocked calls are the
-timed ones (a clock read per graph call, a µs or so); on a GPU clocking synchronizes the device
-at each graph's ends, so 15 further calls are clocked.
+timed ones (a clock read per graph call, a µs or so); on a GPU the marks are CUDA events on
+the device's own timeline (nothing waits for the device inside the call, so a clocked call runs
+as an unclocked one and its parts partition its time), read from 15 further calls.
 
 Written to ``profile.json``'s ``calls`` (docs/trace-format.md); the verdict and the ledger as
 answers are ``tuidebug.trace.queries.whole_call``'s. The user's tensors, the random state and
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import functools
 import statistics
-import time
 from typing import Any, Callable
 
 import torch
@@ -167,15 +167,20 @@ class WholeCall(Concern):
                       cudagraphs: set[str]) -> list[tuple[str, str, str, float]]:
         """One call of ``step`` with each compiled graph's start and end clocked: its parts."""
         s = self.session
-        clock: list[tuple[str, str, float, float]] = []
+        clock: list[tuple[str, str, Any, Any]] = []
         s.call_clock = clock
         try:
             compat.synchronize()
-            t0 = time.perf_counter()
+            t0 = compat.clock_mark()
             fwd_end, t1 = step.run_split()
+            compat.synchronize()  # every mark reached (on a GPU: events read after this)
         finally:
             s.call_clock = None
-        return _parts(clock, t0, fwd_end, t1, cudagraphs, step.training())
+
+        def sec(mark: Any) -> float:
+            return compat.clock_seconds(t0, mark)
+        return _parts([(g, c, sec(a), sec(b)) for g, c, a, b in clock], 0.0, sec(fwd_end),
+                      sec(t1), cudagraphs, step.training())
 
     def _ledger(self, runs: list[list[tuple[str, str, str, float]]],
                 wall: float) -> list[dict[str, Any]]:
@@ -274,17 +279,16 @@ class _Step:
                                            allow_unused=True)
             return out
 
-    def run_split(self) -> tuple[float, float]:
-        """One run, device-synchronized: (when the forward ended, when the call ended)."""
+    def run_split(self) -> tuple[Any, Any]:
+        """One run, as ``run``, with clock marks (``compat.clock_mark``: nothing waits for the
+        device) where the forward ended and where the call ended."""
         with torch.set_grad_enabled(self.grad_on):
             out = self.forward()
-            compat.synchronize()
-            fwd_end = time.perf_counter()
+            fwd_end = compat.clock_mark()
             if self.training():
                 outs = [o for o in tensors(out) if o.requires_grad]
                 torch.autograd.grad(outs, self.wrt, grad_outputs=self.grads, allow_unused=True)
-                compat.synchronize()
-            return fwd_end, time.perf_counter()
+            return fwd_end, compat.clock_mark()
 
 
 def _ranks() -> int:
