@@ -36,14 +36,18 @@ def numerics_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple
     root = tmp_path_factory.mktemp("numerics")
     env = dict(os.environ, PYTHONPATH=pythonpath())
 
-    def make(mode: str) -> tuple[str, tuple[Path, int, str]]:
-        proc = subprocess.run([sys.executable, "-m", "tuidebug.cli", "trace", "-o",
-                               str(root / mode), str(MODELS), mode], env=env,
+    runs = {"train": ("train",), "backward_bug": ("backward_bug",), "pass_bug": ("pass_bug",),
+            "train_numerics": ("--numerics", "train"), "random": ("--numerics", "random")}
+
+    def make(name: str) -> tuple[str, tuple[Path, int, str]]:
+        *opts, mode = runs[name]
+        proc = subprocess.run([sys.executable, "-m", "tuidebug.cli", "trace", *opts, "-o",
+                               str(root / name), str(MODELS), mode], env=env,
                               capture_output=True, text=True, cwd=ROOT, timeout=900)
-        return mode, (root / mode, proc.returncode, proc.stdout + proc.stderr)
+        return name, (root / name, proc.returncode, proc.stdout + proc.stderr)
 
     with ThreadPoolExecutor(2) as ex:
-        return dict(ex.map(make, ("train", "backward_bug", "pass_bug")))
+        return dict(ex.map(make, runs))
 
 
 def _check(trace: Path) -> dict:
@@ -119,6 +123,8 @@ def test_a_wrong_forward_kernel_is_named_first(accuracy_trace: Path) -> None:
                          capture_output=True, text=True, cwd=ROOT,
                          env=dict(os.environ, PYTHONPATH=pythonpath(), COLUMNS="200")).stdout
     assert f"first diverging kernel: {first['kernel']}" in out, out
+    banner = out.splitlines()[1]  # right under the trace's name: a planted bug says so
+    assert banner.startswith("TESTING-ONLY flag set: cpp.inject_relu_bug_TESTING_ONLY='accuracy'")
     assert "failing_compile.py:42  return x + torch.tanh(h)" in out, out
 
 
@@ -139,3 +145,33 @@ def test_a_wrong_backward_kernel_is_found_through_the_gradients(numerics_traces)
     (buf,) = first["buffers"]
     assert buf["source"]["code"] == "return grad * (s + torch.relu(x) * s * (1 - s))", buf
     assert buf["err_compiled"] > 1e3 * buf["err_eager"], buf
+
+
+@pytest.mark.slow
+def test_a_correct_model_has_no_kernel_flagged(numerics_traces) -> None:
+    """``--numerics`` judges every kernel of a matching compile: none diverges."""
+    trace, rc, out = numerics_traces["train_numerics"]
+    assert rc == 0, out[-3000:]
+    entry = _first(trace)
+    assert entry["first"] is None, entry
+    kinds = {k["kind"] for k in entry["kernels"]}
+    assert kinds == {"forward", "backward"} and len(entry["kernels"]) >= 4, entry["kernels"]
+    assert all(k["ok"] and k["err_compiled"] is not None for k in entry["kernels"]), entry
+
+
+@pytest.mark.slow
+def test_random_numbers_are_classified_not_flagged(numerics_traces) -> None:
+    """Dropout in training: Inductor's kernels draw other numbers than eager; the kernels
+    that differ are classified as random numbers, no kernel is named, the trace is ok."""
+    trace, rc, out = numerics_traces["random"]
+    assert rc == 0, out[-3000:]
+    check = _check(trace)
+    assert check["skipped"].startswith("not compared: the graph draws random numbers"), check
+    report = check["numerics"]
+    forward = report["graphs"][0]
+    assert forward["kind"] == "forward" and forward["random_ops"], forward
+    assert forward["classified"].startswith("random numbers"), forward
+    classified = [k for g in report["graphs"] for k in g["kernels"] if k.get("classified")]
+    assert classified and all(k["ok"] for k in classified), report["graphs"]
+    assert report["first"] is None and _first(trace)["first"] is None
+    assert "MISMATCH" not in out and "first diverging kernel" not in out

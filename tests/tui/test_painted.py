@@ -167,6 +167,10 @@ async def test_accuracy_verdict_shows_the_rule_and_a_row_per_output(open_ui,
         row = next(ln for ln in lines[i:] if "FAIL" in ln)
         assert "float32" in row and "[16,4]" in row and "rmse-fp64" in row, row
         assert max(len(ln) for ln in (header, row)) <= 80
+        j = next(j for j in range(i, len(lines)) if "first diverging kernel" in lines[j])
+        first = " ".join(ln.strip() for ln in lines[j:j + 3])
+        assert "first diverging kernel: cpp_fused" in first, first  # the relu bug's kernel
+        assert " TEST " in ui.text().splitlines()[0]  # the planted bug, on the title bar at 80
 
 
 async def test_crashed_trace_suggests_running_it_again_not_minify(open_ui, crashed_trace: Path) -> None:

@@ -83,13 +83,16 @@ def run_trace(script: str, script_args: list[str], out: Path | None, *, check: b
               use_cache: bool = False, sets: list[str] | None = None,
               quiet: bool = False, accuracy_tol: float | None = None,
               profile: int = 0, progress: Path | None = None,
-              own_exit: bool = False) -> tuple[int, Path, list[str]]:
+              own_exit: bool = False, numerics: bool = False) -> tuple[int, Path, list[str]]:
     """Trace ``script`` in a child process. Returns (exit code, trace dir, the last lines of
     the child's stderr that are not tuidebug's own). ``progress``: a rank's progress log (its
     collectives, as they happen); ``own_exit``: the exit code is the script's own
-    (``run_script --own-exit``), not the capture's verdict."""
+    (``run_script --own-exit``), not the capture's verdict; ``numerics``: every compile's
+    kernels judged one by one, not only a mismatch's."""
     if profile and not check:
         raise CliError("--profile runs after the eager check: drop --no-check")
+    if numerics and not check:
+        raise CliError("--numerics judges kernels within the eager check: drop --no-check")
     path = Path(script)
     if not path.exists():
         raise CliError(f"no such script: {script}")
@@ -117,6 +120,8 @@ def run_trace(script: str, script_args: list[str], out: Path | None, *, check: b
         cmd += ["--progress", str(progress)]
     if own_exit:
         cmd.append("--own-exit")
+    if numerics:
+        cmd.append("--numerics")
     cmd += [str(path), *script_args]
     if not quiet:
         print(f"[tuidebug] tracing {script} → {out}", file=sys.stderr, flush=True)
@@ -200,6 +205,9 @@ def trace_arguments(p: argparse.ArgumentParser) -> None:
                        "its eager graph N more times (default 10) under torch.profiler: time "
                        "per kernel, FX node, source line and module (profile.json); a training "
                        "step's backward too (with autograd.grad: .grad is never touched)"),
+        p.add_argument("--numerics", action="store_true",
+                       help="judge every compile's kernels one by one against eager and "
+                            "float64 (the first diverging kernel), not only on a mismatch"),
         p.add_argument("--open", action="store_true", help="open the trace in the TUI afterwards"),
     ]
     own = [s for a in options for s in a.option_strings] + distributed.torchrun_arguments(p)
@@ -219,7 +227,8 @@ def cmd_trace(ns: argparse.Namespace) -> int:
         return distributed.trace_rank(ns, where)
     code, out, tail = run_trace(ns.script, ns.args, Path(ns.output) if ns.output else None,
                                 check=not ns.no_check, use_cache=ns.use_cache, sets=ns.set,
-                                accuracy_tol=ns.accuracy_tol, profile=ns.profile)
+                                accuracy_tol=ns.accuracy_tol, profile=ns.profile,
+                                numerics=ns.numerics)
     if (out / schema.MANIFEST).exists():
         print_info(out, as_json=False)
     rc = trace_outcome(code, out, tail)

@@ -176,10 +176,10 @@ def _time_again(compiled: Callable[..., Any], inputs: list[Any], as_list: bool,
         _set_rng_state(state)
 
 
-def _localized(localize: Callable[[Callable[[], Any]], dict[str, Any]],
+def _localized(localize: Callable[[Callable[[], Any], Callable[[], None]], dict[str, Any]],
                compiled: Callable[..., Any], inputs: list[Any], as_list: bool,
-               grad: GradCall | None, rng: tuple[Any, Any], after: tuple[Any, Any]
-               ) -> dict[str, Any]:
+               grad: GradCall | None, rng: tuple[Any, Any], after: tuple[Any, Any],
+               mismatch: bool) -> dict[str, Any]:
     """``localize`` given a run of the compiled graph on copies of ``inputs`` from the RNG
     state of the user's call (forward and backward when ``grad``); the RNG state put back."""
     def step() -> None:
@@ -190,7 +190,15 @@ def _localized(localize: Callable[[Callable[[], Any]], dict[str, Any]],
             with torch.no_grad():
                 compiled(list(inputs)) if as_list else compiled(*inputs)
     try:
-        return localize(step)
+        if grad is not None:
+            step()  # AOTAutograd compiles the backward graph at its first backward: now
+        report = localize(step, lambda: _set_rng_state(rng))
+        if report.get("first") is None and report.get("graphs") and "note" not in report:
+            report["note"] = (
+                "every kernel computes what its post-grad graph computes eagerly: the "
+                "difference was made before the kernels (a graph pass, a decomposition) or "
+                "in an extern kernel's last use") if mismatch else "no kernel diverges"
+        return report
     except Exception as e:  # finding the kernel is a bonus: the verdict stands
         return {"skipped": f"the kernels were not judged: {type(e).__name__}: "
                            f"{str(e).strip()[:300]}"}
@@ -203,8 +211,8 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
             time_kernels: Callable[[Callable[[], Any]], None] | None = None, *,
             tol: float | None = None, same_random: bool = False,
             profile: Callable[[Callable[[], Any], list[Any], GradCall | None], None] | None = None,
-            localize: Callable[[Callable[[], Any]], dict[str, Any]] | None = None,
-            ) -> Callable[..., Any]:
+            localize: Callable[[Callable[[], Any], Callable[[], None]], dict[str, Any]] | None
+            = None, localize_always: bool = False) -> Callable[..., Any]:
     """Wrap ``compiled`` so that its first call is also run eagerly and the two judged.
 
     ``eager`` is the FX graph that was compiled; ``tol`` the judge's tolerance (None: each
@@ -216,8 +224,10 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
     ran under autograd, a ``GradCall`` (to profile the backward too), to profile both the
     compiled and the eager graph. ``localize``, when given, is called on a mismatch with a
     function that runs the compiled graph once more on copies of the inputs (forward, and
-    backward when the call ran under autograd); what it returns is the verdict's ``numerics``
-    (the first diverging kernel)."""
+    backward when the call ran under autograd) and one that puts the RNG state it started from
+    back; what it returns is the verdict's ``numerics``
+    (the first diverging kernel); ``localize_always``: on every first call, a match or not
+    compared (a graph drawing random numbers: its kernels are then classified, not judged)."""
     state = {"done": False}
     boxed = compat.is_boxed_call(compiled)
     try:
@@ -261,8 +271,9 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
                 result = {"skipped": f"eager re-run failed: {type(e).__name__}: {e}"}
             finally:
                 _set_rng_state(after)
-        if localize is not None and result.get("close") is False:
-            result["numerics"] = _localized(localize, compiled, inputs, as_list, grad, rng, after)
+        if localize is not None and (result.get("close") is False or localize_always):
+            result["numerics"] = _localized(localize, compiled, inputs, as_list, grad, rng, after,
+                                            result.get("close") is False)
         record(result)
         if time_kernels is not None and ("skipped" not in result or random):
             try:

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import torch
 
-from tuidebug.compiler import compat, judge
+from tuidebug.compiler import accuracy, compat, judge
 from tuidebug.compiler.wrapper_writes import CallSite, call_sites
 
 
@@ -47,7 +47,9 @@ def _value_range(t: torch.Tensor) -> list[float] | None:
     return [float(f.min()), float(f.max())] if f.numel() else None
 
 
-def _values(gm: Any, inputs: list[Any], wide: bool) -> tuple[dict[str, Any], str]:
+def _values(gm: Any, inputs: list[Any], wide: bool,
+            reset_rng: Callable[[], None]) -> tuple[dict[str, Any], str]:
+    reset_rng()  # a graph drawing random numbers draws eager's from the compiled run's state
     args = [judge.upcast(x) if wide else (x.clone() if isinstance(x, torch.Tensor) else x)
             for x in inputs]
     run = compat.NodeValues(gm, wide)
@@ -73,9 +75,14 @@ def _judge_buffer(buf: str, node: str, value: torch.Tensor, eager: Any, wide: An
 
 
 def _judge_graph(g: LoweredGraph, inputs: list[Any], calls: list[tuple[str, dict[int, Any]]],
-                 sites: dict[str, list[CallSite]], tol: float | None) -> dict[str, Any]:
-    eager, why_eager = _values(g.gm, inputs, False)
-    wide, why = _values(g.gm, inputs, True)
+                 sites: dict[str, list[CallSite]], tol: float | None,
+                 reset_rng: Callable[[], None], same_random: bool) -> dict[str, Any]:
+    eager, why_eager = _values(g.gm, inputs, False, reset_rng)
+    wide, why = _values(g.gm, inputs, True, reset_rng)
+    try:
+        random = accuracy.random_ops(g.gm)
+    except Exception:  # an odd graph: judged as one without random ops
+        random = []
     kernels: list[dict[str, Any]] = []
     counts: dict[str, int] = {}
     for name, got in calls:
@@ -90,12 +97,23 @@ def _judge_graph(g: LoweredGraph, inputs: list[Any], calls: list[tuple[str, dict
             entry = _judge_buffer(buf, node, value, eager[node], wide.get(node), tol, why)
             if entry is not None:
                 buffers.append(entry)
-        kernels.append({"kernel": name, "call": n, "buffers": buffers,
-                        "ok": all(b["ok"] for b in buffers),
-                        "err_compiled": _worst(buffers, "err_compiled"),
-                        "err_eager": _worst(buffers, "err_eager")})
+        kernel = {"kernel": name, "call": n, "buffers": buffers,
+                  "ok": all(b["ok"] for b in buffers),
+                  "err_compiled": _worst(buffers, "err_compiled"),
+                  "err_eager": _worst(buffers, "err_eager")}
+        if random and not same_random and not kernel["ok"]:
+            kernel.update(ok=True, classified="random numbers")  # not a bug: other draws
+        kernels.append(kernel)
     out = {"graph": g.graph_id, "kind": g.kind, "kernels": kernels,
            "reference": "float64" if not why else f"eager only: {why}"}
+    if random:
+        out["random_ops"] = random
+        out["classified"] = (
+            "random numbers: the graph draws them (" + ", ".join(random) + "); Inductor's "
+            "kernels draw other numbers than eager, so a kernel that differs is classified, not "
+            "flagged (trace with --set fallback_random=True to judge them)" if not same_random
+            else "random numbers drawn by eager's ops from the same state (fallback_random): "
+                 "the kernels are judged")
     if why_eager:
         out["note"] = f"the eager run of the post-grad graph stopped: {why_eager}"
     return out
@@ -106,10 +124,15 @@ def _worst(buffers: list[dict[str, Any]], key: str) -> float | None:
     return max(vals) if vals else None
 
 
-def localize(graphs: list[LoweredGraph], step: Callable[[], Any],
-             tol: float | None) -> dict[str, Any]:
+def localize(graphs: list[LoweredGraph], step: Callable[[], Any], tol: float | None,
+             reset_rng: Callable[[], None] = lambda: None,
+             same_random: bool = False) -> dict[str, Any]:
     """``{"graphs": [per graph run, in execution order: its kernels judged], "first": the first
-    diverging kernel or None, "not_run": graphs the step did not run}``."""
+    diverging kernel or None, "not_run": graphs the step did not run}``. ``reset_rng`` puts
+    the RNG state ``step`` started from back (before each eager run of a graph);
+    ``same_random``: Inductor's ``fallback_random`` was on (a graph drawing random numbers
+    draws eager's, so its kernels are judged; otherwise a kernel that differs there is
+    classified as random numbers, not flagged)."""
     sites = {g.graph_id: _by_kernel(call_sites(g.source, set(g.kernels))) for g in graphs}
 
     def writes(key: str, kernel: str, n: int) -> list[int]:
@@ -125,16 +148,16 @@ def localize(graphs: list[LoweredGraph], step: Callable[[], Any],
     if not rec.inputs:
         report["note"] = "the run did not call any compiled graph of this compile"
     for gid, inputs in rec.inputs.items():
-        judged = _judge_graph(by_id[gid], inputs, rec.calls[gid], sites[gid], tol)
+        judged = _judge_graph(by_id[gid], inputs, rec.calls[gid], sites[gid], tol, reset_rng,
+                              same_random)
         report["graphs"].append(judged)
         if report["first"] is None:
             bad = next((k for k in judged["kernels"] if not k["ok"]), None)
             if bad is not None:
                 report["first"] = {"graph": gid, "kind": judged["kind"], **bad}
-    if report["first"] is None and report["graphs"]:
-        report["note"] = ("every kernel computes what its post-grad graph computes eagerly: the "
-                          "difference was made before the kernels (a graph pass, a "
-                          "decomposition), or lies in an extern kernel's last use")
+    classified = [g["classified"] for g in report["graphs"] if g.get("classified")]
+    if classified:
+        report["note"] = classified[0]
     return report
 
 

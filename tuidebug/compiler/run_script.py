@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--use-cache", action="store_true")
     ap.add_argument("--accuracy-tol", type=float, default=None)
     ap.add_argument("--profile", type=int, default=0, metavar="N")
+    ap.add_argument("--numerics", action="store_true")
     ap.add_argument("--overrides", default="{}", metavar="JSON",
                     help="Inductor config values to apply, {name: value}, validated by the "
                          "parent (tuidebug.compiler.recompile.parse_sets)")
@@ -57,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
 
     session = CaptureSession(ns.out, check_accuracy=not ns.no_check, use_cache=ns.use_cache,
                              accuracy_tol=ns.accuracy_tol, profile_runs=ns.profile,
+                             numerics=ns.numerics,
                              command=["tuidebug", "trace", ns.script, *ns.args],
                              on_progress=progress)
     session.start()

@@ -18,6 +18,7 @@ from tuidebug.viewers.breaks_view import break_notes, skipped_notes, summary_bre
 from tuidebug.viewers.dynamic_view import dynamic_notes
 from tuidebug.inert import inert, inert_text
 from tuidebug.viewers.numerics_view import numerics_lines
+from tuidebug.trace.queries.numerics import testing_only_banner
 from tuidebug.viewers.profile_view import render_profile
 from tuidebug.viewers.vllm_view import vllm_renderables
 
@@ -59,6 +60,9 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
     if versions.get("triton"):
         head.append(inert(f"  triton {versions['triton']}", multiline=False), style="dim")
     console.print(head)
+    banner = testing_only_banner([(f["flag"], f["value"]) for f in s.get("testing_only") or []])
+    if banner:
+        console.print(inert_text(banner, "bold reverse yellow"))
     if script:
         console.print(Text.assemble(("script ", "bold yellow"), inert_text(script[1])))
     err = s.get("error")

@@ -33,9 +33,11 @@ def numerics_lines(entry: dict[str, Any]) -> list[Text]:
         note = entry.get("note")
         if not kernels and not note:
             return []
+        classified = sum(1 for k in kernels if isinstance(k, dict) and k.get("classified"))
+        said = f"{len(kernels)}, none diverging" if not classified else \
+            f"{len(kernels)}, {classified} differing for a reason that is not a bug"
         return [Text.assemble(("    kernels judged: ", "dim"),
-                              inert_text(f"{len(kernels)}, none diverging"
-                                         + (f" — {note}" if note else "")))]
+                              inert_text(said + (f" — {note}" if note else "")))]
     call = f" (call {first['call'] + 1})" if first.get("call") else ""
     out = [Text.assemble(("    first diverging kernel: ", "bold red"),
                          inert_text(f"{first.get('kernel')}{call}", "bold"),

@@ -23,6 +23,7 @@ from tuidebug.trace.queries.provenance import kernel_owners
 from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace, TraceError
 from tuidebug.trace.queries.stages import find_stage, is_joint, snapshot_at, stage_diff, stage_label
 from tuidebug.trace.queries.provenance import kernel_launches
+from tuidebug.trace.queries.numerics import testing_only_banner, testing_only_flags
 from tuidebug.trace.queries.summary import launch_text
 from tuidebug.viewers.dot import DotOptions, DotResult, Overlay, build_dot, infer_modules
 
@@ -279,7 +280,9 @@ def export(trace: Trace | str | os.PathLike[str], graph_id: str | None = None, s
                                for unit in overlay.kernel_nodes if unit.split(":")[0] in launches}
         suffix += "-kernels"
     opts = DotOptions(depth=depth, budget=budget, collapse=collapse, split_phases=joint,
-                      title=f"{tr.name} · {rec.id} ({rec.kind}) · {label}")
+                      title=f"{tr.name} · {rec.id} ({rec.kind}) · {label}"
+                      + (f"\n{banner}" if (banner := testing_only_banner(
+                          testing_only_flags(tr))) else ""))
     result = build_dot(graph, overlay, opts)
     svg = Path(out) if out is not None else default_out(tr, rec, name, suffix)
     svg.parent.mkdir(parents=True, exist_ok=True)

@@ -51,10 +51,11 @@ class Numerics(Concern):
                                     kernels))
         return out
 
-    def first_divergence(self, cid: str, step: Callable[[], Any],
+    def first_divergence(self, cid: str, step: Callable[[], Any], reset_rng: Callable[[], None],
                          tol: float | None) -> dict[str, Any]:
         """Compile ``cid``'s kernels judged one by one on a run of ``step``."""
         graphs = self.graphs(cid)
         if not graphs:
             return {"skipped": "no compiled graph of this compile is loaded with its lowering"}
-        return localize(graphs, step, tol)
+        return localize(graphs, step, tol, reset_rng,
+                        same_random=bool(compat.inductor_config_value("fallback_random")))

@@ -57,8 +57,8 @@ class Outcome(Concern):
         checked = accuracy.checked(compiled, gm, record, time_kernels=lambda again: s.guarded(
             "kernel run times", lambda: timer.time_kernels(cid, again)), tol=s.accuracy_tol,
             same_random=bool(compat.inductor_config_value("fallback_random")), profile=profiling,
-            localize=lambda step: s.concern(numerics.Numerics).first_divergence(
-                cid, step, s.accuracy_tol))
+            localize=lambda step, reset: s.concern(numerics.Numerics).first_divergence(
+                cid, step, reset, s.accuracy_tol), localize_always=s.numerics)
 
         def run(*args: Any) -> Any:
             with s.as_current(gs):

@@ -59,18 +59,22 @@ class CaptureSession:
     graph-level cache flag among them, and the caches layered on it, is left to the caller
     (``compat.caches_off``) instead of being turned off. ``profile_runs``: profile each
     compile's compiled and eager graph this many times after its eager check (0: off).
+    ``numerics``: judge every compile's kernels one by one (the first diverging kernel), not
+    only a mismatch's.
     """
 
     def __init__(self, out_dir: str | Path, *, check_accuracy: bool = True,
                  use_cache: bool = False, command: list[str] | None = None,
                  on_progress: Callable[[str], None] | None = None,
                  user_sets: Mapping[str, Any] | None = None,
-                 accuracy_tol: float | None = None, profile_runs: int = 0) -> None:
+                 accuracy_tol: float | None = None, profile_runs: int = 0,
+                 numerics: bool = False) -> None:
         self.out_dir = Path(out_dir)
         self.check_accuracy = check_accuracy
         self.accuracy_tol = accuracy_tol  # the judge's tolerance; None: each dtype's default
         self.use_cache = use_cache
         self.profile_runs = profile_runs  # --profile N (0: off); needs the eager check
+        self.numerics = numerics  # --numerics: every compile's kernels judged
         self.user_sets = dict(user_sets or {})
         self.command = command
         self.on_progress = on_progress
@@ -108,7 +112,8 @@ class CaptureSession:
         caches_off = {} if self.use_cache else compat.caches_off(self.user_sets)
         recorded = dict(patches, **caches_off)
         self.writer.update(tuidebug_config=recorded, check_accuracy=self.check_accuracy,
-                           accuracy_tol=self.accuracy_tol, profile_runs=self.profile_runs)
+                           accuracy_tol=self.accuracy_tol, profile_runs=self.profile_runs,
+                           numerics=self.numerics)
         self._config_ctx = contextlib.ExitStack()
         self._config_ctx.enter_context(compat.inductor_config_patch(patches))
         if caches_off:

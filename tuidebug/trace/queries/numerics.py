@@ -112,7 +112,8 @@ def first_divergences(trace: Trace) -> list[FirstDivergence]:
 
 def numerics_summary(trace: Trace) -> dict[str, Any]:
     """``info --json``'s ``numerics``: per compile whose kernels were judged, each kernel call
-    (graph, kernel, call, its worst error against float64, eager's, the verdict), the first
+    (graph, kernel, call, its worst error against float64, eager's, the verdict, what it was
+    classified as when it differs for a reason that is not a bug), the first
     diverging kernel, and the note or the reason it was not judged."""
     out: dict[str, Any] = {}
     for cid, check in (trace.runtime.get("checks") or {}).items():
@@ -121,10 +122,32 @@ def numerics_summary(trace: Trace) -> dict[str, Any]:
             continue
         kernels = [{"graph": g.get("graph"), "kind": g.get("kind"), "kernel": k.get("kernel"),
                     "call": k.get("call"), "err_compiled": _num(k.get("err_compiled")),
-                    "err_eager": _num(k.get("err_eager")), "ok": k.get("ok")}
+                    "err_eager": _num(k.get("err_eager")), "ok": k.get("ok"),
+                    "classified": k.get("classified")}
                    for g in report.get("graphs") or [] if isinstance(g, dict)
                    for k in g.get("kernels") or [] if isinstance(k, dict)]
         first = first_divergence(trace, str(cid), check)
         out[str(cid)] = {"kernels": kernels, "first": first.to_json() if first else None,
                          "note": report.get("note") or report.get("skipped")}
     return out
+
+
+def testing_only_flags(trace: Trace) -> list[tuple[str, str]]:
+    """The ``*_TESTING_ONLY`` Inductor flags the trace's config set (a planted bug, a forced
+    failure): ``(name, value as text)``, sorted. A trace that sets one does not show what
+    Inductor does, and every view says so at its top (``testing_only_banner``)."""
+    changed = trace.config.get("changed") if isinstance(trace.config, dict) else None
+    out = []
+    for name, entry in (changed or {}).items():
+        value = entry.get("value") if isinstance(entry, dict) else entry
+        if str(name).endswith("_TESTING_ONLY") and value not in (None, False, 0, ""):
+            out.append((str(name), repr(value)))
+    return sorted(out)
+
+
+def testing_only_banner(flags: list[tuple[str, str]]) -> str:
+    """One line for the top of a view, or "" when no testing-only flag is set."""
+    if not flags:
+        return ""
+    return ("TESTING-ONLY flag set: " + ", ".join(f"{n}={v}" for n, v in flags)
+            + " — Inductor was broken on purpose; results here are not Inductor's own")

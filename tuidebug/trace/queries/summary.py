@@ -17,7 +17,7 @@ from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace
 from tuidebug.trace.queries import advice, graph_breaks
 from tuidebug.trace.queries.frames import skipped_frames
 from tuidebug.trace.queries.vllm import vllm_summary
-from tuidebug.trace.queries.numerics import numerics_summary
+from tuidebug.trace.queries.numerics import numerics_summary, testing_only_flags
 
 
 def _phase_times(value: Any) -> dict[str, float]:
@@ -374,6 +374,7 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
                                                    "outputs", "gradients")}
                        for cid, c in checks.items() if isinstance(c, dict)}
     out["numerics"] = numerics_summary(trace)
+    out["testing_only"] = [{"flag": n, "value": v} for n, v in testing_only_flags(trace)]
 
     view = profile_view(trace)
     if view is not None:

@@ -29,6 +29,7 @@ from tuidebug.trace.queries.summary import (ACCURACY_COLUMNS, accuracy_rows, acc
                                             changed_passes, compile_place, cudagraphs_state)
 from tuidebug.trace.queries import advice, graph_breaks
 from tuidebug.trace.queries.vllm import vllm_summary
+from tuidebug.trace.queries.numerics import numerics_summary
 from tuidebug.tui import keymap, model
 from tuidebug.tui.screens.consent import ConfirmScreen
 from tuidebug.tui.messages import Read, ShowKernel
@@ -41,6 +42,7 @@ from tuidebug.viewers.breaks_view import break_notes, skipped_notes
 from tuidebug.viewers.fitted import Row
 from tuidebug.inert import inert
 from tuidebug.viewers.info import STATUS_STYLE
+from tuidebug.viewers.numerics_view import numerics_lines
 from tuidebug.viewers.vllm_view import vllm_renderables
 
 
@@ -263,6 +265,7 @@ def _accuracy(trace: Trace) -> list[RenderableType]:
     if not checks:
         return []
     out: list[RenderableType] = [Text(""), _heading("compiled vs eager")]
+    numerics = numerics_summary(trace)
     for cid, c in checks.items():
         if not isinstance(c, dict):
             continue
@@ -279,6 +282,7 @@ def _accuracy(trace: Trace) -> list[RenderableType]:
             for r in rows:
                 t.add_row(*map(Text, r), style="red" if r[-1] == "FAIL" else None)
             out.append(Padding(t, (0, 0, 0, 4)))
+        out.extend(numerics_lines(numerics.get(cid) or {}))
     return out
 
 

@@ -11,6 +11,7 @@ from textual.message import Message
 from textual.widgets import Input, Label, Static
 
 from tuidebug.trace.jobs.job import rank_of
+from tuidebug.trace.queries.numerics import testing_only_flags
 from tuidebug.tui.keymap import SCREEN_SHORT_TITLES, SCREEN_TITLES, SCREENS, screen_key
 from tuidebug.inert import inert
 from tuidebug.viewers.info import STATUS_STYLE
@@ -82,6 +83,9 @@ class TitleBar(Static):
         t.append(" ")
         t.append(f" {inert(status.upper(), multiline=False, limit=20)} ",
                  style=STATUS_STYLE.get(status, "bold") + " reverse")  # a badge
+        if testing_only_flags(trace):  # a planted bug: every screen says so at its top
+            t.append(" TESTING-ONLY FLAG " if level < 2 else " TEST ",
+                     style="bold reverse yellow")
         g = app.current_graph  # type: ignore[attr-defined]
         if g is not None:
             t.append("  " if level > 1 else "  graph ", style="dim")
