@@ -1,0 +1,58 @@
+"""Numerics on CUDA (run on the GPU machine: ``pytest -m gpu tests/gpu/test_cuda_numerics.py``):
+a bf16 training step judged on its outputs and gradients with no false alarm, and the Triton
+relu bug in a backward kernel named as the first divergence."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, pythonpath
+from tuidebug.trace.format.reader import Trace
+
+SCRIPT = Path(__file__).resolve().parent / "scripts" / "bf16_train_step.py"
+
+pytestmark = pytest.mark.gpu
+
+
+def _trace(out: Path, mode: str, *opts: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tuidebug.cli", "trace", *opts, "-o", str(out),
+                           str(SCRIPT), mode], env=dict(os.environ, PYTHONPATH=pythonpath()),
+                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+
+
+def _summary(trace: Path) -> dict:
+    return json.loads(subprocess.run(
+        [sys.executable, "-m", "tuidebug.cli", "info", "--json", str(trace)], capture_output=True,
+        text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=pythonpath()), check=True).stdout)
+
+
+def test_bf16_training_step_gradients_judged_without_false_alarm(tmp_path: Path) -> None:
+    proc = _trace(tmp_path / "ok", "ok", "--numerics")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    checks = list(Trace(tmp_path / "ok").runtime["checks"].values())
+    assert checks and all(c.get("close") is True for c in checks), checks
+    grads = [g for c in checks for g in (c.get("gradients") or {}).get("outputs") or []]
+    assert len(grads) >= 8 and all(g["ok"] for g in grads), grads
+    assert {g["dtype"] for g in grads} == {"bfloat16"}
+    assert any(g["name"] == "grad of fc1.weight" for g in grads), [g["name"] for g in grads]
+    entries = _summary(tmp_path / "ok")["numerics"].values()
+    kernels = [k for e in entries for k in e["kernels"]]
+    assert kernels and all(e["first"] is None for e in entries), entries
+    print("bf16 step:", len(grads), "gradients,", len(kernels), "kernel calls judged; worst "
+          "compiled/eager RMSE ratio",
+          max(g["err_compiled"] / max(g["err_eager"], 1e-30) for g in grads
+              if g["err_compiled"] is not None))
+
+
+def test_triton_relu_bug_in_a_backward_kernel_is_named(tmp_path: Path) -> None:
+    _trace(tmp_path / "bug", "relu_bug")
+    (entry,) = [e for e in _summary(tmp_path / "bug")["numerics"].values() if e["first"]]
+    first = entry["first"]
+    assert first["kind"] == "backward" and "relu" in first["kernel"], first
+    assert all(k["ok"] for k in entry["kernels"] if k["kind"] == "forward"), entry["kernels"]
