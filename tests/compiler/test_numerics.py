@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import ROOT, pythonpath
 from tuidebug.compiler.gradients import placeholder_name, source_name
+from tuidebug.compiler.wrapper_writes import call_sites
 from tuidebug.trace.format.reader import Trace
 
 MODELS = Path(__file__).with_name("numerics_models.py")
@@ -28,6 +29,33 @@ def test_inputs_are_named_as_the_user_names_them() -> None:
     assert source_name("GetItemSource(x)") is None and source_name(None) is None
     assert placeholder_name("l_self_modules_fc1_parameters_weight_") == "fc1.weight"
     assert placeholder_name("l_x_") == "x" and placeholder_name("primals_1") == "primals_1"
+
+
+WRAPPER = """
+def call(self, args):
+        arg0_1, arg1_1, arg2_1 = args
+        args.clear()
+        buf0 = empty_strided_cpu((16, 32), (32, 1), torch.float32)
+        extern_kernels.addmm(arg1_1, arg2_1, reinterpret_tensor(arg0_1, (32, 32), (1, 32), 0), alpha=1, beta=1, out=buf0)
+        buf1 = empty_strided_cpu((16, 1), (1, 16), torch.float32)
+        buf2 = buf1; del buf1  # reuse
+        buf4 = buf0; del buf0  # reuse
+        cpp_fused_relu_0(buf2, buf4, arg2_1)
+        buf5 = empty_strided_cpu((16, 32), (32, 1), torch.float32)
+        extern_kernels.addmm(arg1_1, buf4, arg0_1, out=buf5)
+        cpp_fused_relu_1(buf4, buf5, buf7)
+        triton_poi_fused_2.run(buf7, buf8, 512, stream=stream0)
+        return (buf8, )
+"""
+
+
+def test_the_buffers_a_kernel_call_writes_are_read_from_the_wrapper() -> None:
+    """A name first seen in a call is written there (reuse renames a buffer: buf4 is written
+    in place by the first relu kernel); an extern kernel's output is an input of its reader."""
+    sites = call_sites(WRAPPER, {"cpp_fused_relu_0", "cpp_fused_relu_1", "triton_poi_fused_2"})
+    assert [(s.kernel, s.writes) for s in sites] == [
+        ("cpp_fused_relu_0", [0, 1]), ("cpp_fused_relu_1", [2]), ("triton_poi_fused_2", [1])]
+    assert sites[2].args == ["buf7", "buf8", "512", "stream=stream0"]
 
 
 @pytest.fixture(scope="module")

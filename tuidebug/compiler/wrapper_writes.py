@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from tuidebug.trace.queries.kernel_sizes import split_args
+
 _CALL = re.compile(r"^([A-Za-z_]\w*)(?:\.run)?\((.*)\)\s*$")
 _BUF = re.compile(r"\bbuf\d+\b")
 _START = re.compile(r"^\s*def (?:call|partition_\d+)\(")
@@ -25,23 +27,6 @@ class CallSite:
     kernel: str
     args: list[str]
     writes: list[int] = field(default_factory=list)
-
-
-def _split_args(text: str) -> list[str]:
-    out, depth, cur = [], 0, []
-    for ch in text:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    if "".join(cur).strip():
-        out.append("".join(cur).strip())
-    return out
 
 
 def call_sites(source: str, kernels: set[str]) -> list[CallSite]:
@@ -60,7 +45,7 @@ def call_sites(source: str, kernels: set[str]) -> list[CallSite]:
             continue
         m = _CALL.match(text)
         if m and m.group(1) in kernels:
-            args = _split_args(m.group(2))
+            args = split_args(m.group(2))
             writes = [i for i, a in enumerate(args) if _BUF.fullmatch(a) and a not in seen]
             sites.append(CallSite(m.group(1), args, writes))
         seen.update(_BUF.findall(text))

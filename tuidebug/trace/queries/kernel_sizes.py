@@ -42,7 +42,7 @@ def _index(wrapper: str) -> _WrapperIndex:
     return _WrapperIndex(wrapper)
 
 
-def _split_args(text: str) -> list[str]:
+def split_args(text: str) -> list[str]:
     """``text`` split at its top-level commas."""
     out, depth, cur = [], 0, []
     for ch in text:
@@ -67,7 +67,7 @@ def kernel_params(source: str, kind: str | None) -> list[str]:
     if m is None:
         return []
     names = []
-    for p in _split_args(m.group(1)):
+    for p in split_args(m.group(1)):
         p = p.split(":")[0].split("=")[0].strip()
         words = re.findall(r"\w+", p)
         if words:
@@ -91,7 +91,7 @@ def call_args(wrapper: str, name: str) -> list[str] | None:
             break
     if end is None:
         return None
-    args = _split_args(wrapper[start:end])
+    args = split_args(wrapper[start:end])
     return [a for a in args if not re.match(r"^\w+\s*=[^=]", a)]
 
 
