@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -151,9 +152,25 @@ def test_a_wrong_forward_kernel_is_named_first(accuracy_trace: Path) -> None:
                          capture_output=True, text=True, cwd=ROOT,
                          env=dict(os.environ, PYTHONPATH=pythonpath(), COLUMNS="200")).stdout
     assert f"first diverging kernel: {first['kernel']}" in out, out
+    assert "failing_compile.py:42  return x + torch.tanh(h)" in out, out
     banner = out.splitlines()[1]  # right under the trace's name: a planted bug says so
     assert banner.startswith("TESTING-ONLY flag set: cpp.inject_relu_bug_TESTING_ONLY='accuracy'")
-    assert "failing_compile.py:42  return x + torch.tanh(h)" in out, out
+
+
+@pytest.mark.slow
+def test_the_svg_draws_the_diverging_kernel_red(accuracy_trace: Path, tmp_path: Path) -> None:
+    first = _first(accuracy_trace)["first"]
+    svg = tmp_path / "k.svg"
+    subprocess.run([sys.executable, "-m", "tuidebug.cli", "svg", str(accuracy_trace), "--kernels",
+                    "-o", str(svg)], cwd=ROOT, env=dict(os.environ, PYTHONPATH=pythonpath()),
+                   check=True, capture_output=True)
+    text = svg.read_text()
+    clusters = {m.group(1): m.group(2) == "red" for m in re.finditer(
+        r'<title>(cluster_[^<]*)</title>.*?<path [^>]*?stroke="([^"]*)"', text, re.S)}
+    assert clusters[f"cluster_{first['kernel']}"] is True
+    others = [t for t in clusters if t.startswith("cluster_cpp") and first["kernel"] not in t]
+    assert others and not any(clusters[t] for t in others), others
+    assert "TESTING&#45;ONLY flag set" in text  # the planted bug, in the title
 
 
 @pytest.mark.slow

@@ -23,7 +23,8 @@ from tuidebug.trace.queries.provenance import kernel_owners
 from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace, TraceError
 from tuidebug.trace.queries.stages import find_stage, is_joint, snapshot_at, stage_diff, stage_label
 from tuidebug.trace.queries.provenance import kernel_launches
-from tuidebug.trace.queries.numerics import testing_only_banner, testing_only_flags
+from tuidebug.trace.queries.numerics import (first_divergences, testing_only_banner,
+                                             testing_only_flags)
 from tuidebug.trace.queries.summary import launch_text
 from tuidebug.viewers.dot import DotOptions, DotResult, Overlay, build_dot, infer_modules
 
@@ -279,6 +280,13 @@ def export(trace: Trace | str | os.PathLike[str], graph_id: str | None = None, s
         overlay.kernel_note = {unit: launch_text(launches[unit.split(":")[0]], brief=True)
                                for unit in overlay.kernel_nodes if unit.split(":")[0] in launches}
         suffix += "-kernels"
+    for fd in first_divergences(tr):  # the first diverging kernel, and its wrong nodes, in red
+        if fd.graph == rec.id:
+            why = (f"first diverging kernel {fd.kernel}: compiled↔fp64 {fd.err_compiled:.3g}, "
+                   f"eager↔fp64 {fd.err_eager:.3g}" if fd.err_compiled is not None and
+                   fd.err_eager is not None else f"first diverging kernel {fd.kernel}")
+            overlay.flagged[fd.kernel] = why
+            overlay.flagged.update({b.node: why for b in fd.buffers})
     opts = DotOptions(depth=depth, budget=budget, collapse=collapse, split_phases=joint,
                       title=f"{tr.name} · {rec.id} ({rec.kind}) · {label}"
                       + (f"\n{banner}" if (banner := testing_only_banner(

@@ -299,6 +299,11 @@ class _Builder:
                          tooltip=f"{it.key}\n{len(it.members)} nodes: {names}",
                          id=f"{it.kind}:{it.key}" + "".join(f"@{x}" for x in self._id_extra(it)))
             status = group_status(it.members, st) if st is not None else None
+        why = self.ov.flagged.get(it.members[0].name if it.kind == "node" else
+                                  it.key.split(":")[0]) if it.kind != "module" else None
+        if why:
+            attrs.update(color="red", fontcolor="red", penwidth="3",
+                         tooltip=attrs["tooltip"] + "\n" + why)
         if status:
             attrs.update(DIFF_STYLE[status])
             if status == "removed":
@@ -396,8 +401,12 @@ class _Builder:
                 continue
             name, label, style = key
             with g.subgraph(name=dot_string(name)) as c:  # quoted whole: a ":" is no port here
+                flagged = self.ov.flagged.get(name.removeprefix("cluster_").split(":")[0]) \
+                    if style == "kernel" else None
                 c.attr(**dot_attrs({"label": label, "tooltip": label, "fontname": FONT,
-                                    "fontsize": "11", "margin": "6", **CLUSTER_STYLE[style]}))
+                                    "fontsize": "11", "margin": "6", **CLUSTER_STYLE[style],
+                                    **({"color": "red", "penwidth": "3", "fontcolor": "red",
+                                        "tooltip": f"{label}\n{flagged}"} if flagged else {})}))
                 self._emit_tree(c, sub)
 
 

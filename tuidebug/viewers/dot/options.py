@@ -21,6 +21,8 @@ class Overlay:
     status: dict[str, str] | None = None  # FX node -> added | removed | changed | same (diff view)
     extra_edges: list[tuple[str, str]] = field(default_factory=list)  # edges of removed nodes
     module_hints: dict[str, str] = field(default_factory=dict)  # FX node -> module, for grouping
+    # the first diverging kernel (trace/queries/numerics.py), drawn red: kernel or FX node -> why
+    flagged: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
