@@ -109,7 +109,10 @@ def test_cli_diff_json_and_rich(mlp_trace: Path, mlp_changed: Path) -> None:
     p = subprocess.run([sys.executable, "-m", "tuidebug.cli", "diff", str(mlp_trace),
                         str(mlp_trace.parent / "nope")], env=env, capture_output=True, text=True,
                        timeout=120)
-    assert p.returncode == 2 and "no such trace" in p.stderr
+    # diff opens what it is given through the one door (a trace, an archive, a log): a missing
+    # path is said as the path typed
+    assert p.returncode == 2, p.stderr
+    assert f"no such file or directory: {mlp_trace.parent / 'nope'}" in p.stderr, p.stderr
 
 
 def test_diff_is_torch_free(mlp_trace: Path, mlp_changed: Path) -> None:
