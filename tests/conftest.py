@@ -1,37 +1,39 @@
-"""Shared fixtures: real traces, compiled once per test session and shared by every test.
+"""Shared fixtures: real traces, shared by every test of a session.
 
-Each fixture runs the real compiler (``tuidebug trace`` on a bundled example, in a child
-process) — no mocks. Tests must not modify these traces; copy them first (``copy_trace``).
+Every trace was made by the real compiler (``tuidebug trace`` on a bundled example) — no mocks:
+the ones tests only read are committed (tests/fixtures/traces.tar.gz, remade by
+``python -m tests.fixtures.make_traces``); the others compile live, once per session, and mark
+the tests that use them ``slow``. Tests must not modify these traces; copy them first
+(``copy_trace``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
-from dataclasses import dataclass
 import subprocess
-import sys
-import time
+import warnings
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
-from tuidebug.trace.importers import trace_logs
+from tests.fixtures.make_traces import (COMPILER_TEXTS, LOG_RUNS, SPECS, TORCH_TRACE, TraceSpec,
+                                        made_info, make_compiler_texts, make_torch_trace_logs,
+                                        pythonpath, trace_command)
+from tests.fixtures.make_traces import clean_env  # noqa: F401  (the tests import it from here)
+from tests.fixtures.make_traces import compiler_texts as read_compiler_texts
+from tests.fixtures.make_traces import make as make_trace
+from tests.fixtures.make_traces import unpack as unpack_traces
 
 # ``open_ui`` (driving the TUI with Pilot) for the TUI tests and the faults suite alike
 pytest_plugins = ["tests.tui.pilot"]
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-
-
-def pythonpath() -> str:
-    """PYTHONPATH for child processes: this checkout first, then what the caller had."""
-    extra = os.environ.get("PYTHONPATH")
-    return str(ROOT) + (os.pathsep + extra if extra else "")
 
 
 def digest(root: Path) -> dict[str, str]:
@@ -43,196 +45,155 @@ def digest(root: Path) -> dict[str, str]:
 def trace_example(out: Path, example: str, *args: str, extra: list[str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``tuidebug trace`` on a bundled example; returns the finished process."""
     env = dict(os.environ, PYTHONPATH=pythonpath())
-    cmd = [sys.executable, "-m", "tuidebug.cli", "trace", "-o", str(out), *(extra or []),
-           str(EXAMPLES / example), *args]
+    cmd = trace_command(out, example, tuple(args), tuple(extra or ()))
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
 
 
 def _make(tmp_path_factory: pytest.TempPathFactory, name: str, example: str, *args: str,
           extra: list[str] | None = None) -> Path:
-    out = tmp_path_factory.mktemp("traces") / name
-    proc = trace_example(out, example, *args, extra=extra)
-    if not (out / "manifest.json").exists():
-        raise RuntimeError(f"tracing {example} wrote no trace:\n{proc.stdout}\n{proc.stderr}")
-    (out.parent / f"{name}.log").write_text(f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return out
+    return make_trace(tmp_path_factory.mktemp("traces") / name,
+                      TraceSpec(example, tuple(args), tuple(extra or ())))
+
+
+# -- the traces every reading test shares ----------------------------------------------------------
+#
+# ``transformer_trace``, ``mlp_trace`` … are the committed traces (tests/fixtures/traces.tar.gz,
+# made by the real compiler with tests/fixtures/make_traces.py), unpacked once per session:
+# reading them costs no compile. They are compiled live instead where the installed torch is not
+# the one that made them, or when TUIDEBUG_TEST_LIVE_TRACES=1. Tests of capture itself (and
+# tests/compiler, tests/minify) ask for ``live_traces`` — a real compile — and are marked slow.
+
+LIVE_TRACES_ENV = "TUIDEBUG_TEST_LIVE_TRACES"
 
 
 @pytest.fixture(scope="session")
-def transformer_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def live_traces(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """name in SPECS → that trace, compiled now (once per session) by ``tuidebug trace``."""
+    made: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in made:
+            made[name] = make_trace(tmp_path_factory.mktemp("traces") / name, SPECS[name])
+        return made[name]
+    return get
+
+
+def live_trace_fixture(name: str) -> Any:
+    """A session fixture ``<name>_trace`` that compiles live: a conftest that assigns
+    ``transformer_trace = live_trace_fixture("transformer")`` gives its folder live traces."""
+    @pytest.fixture(scope="session", name=f"{name}_trace")
+    def live(live_traces: Callable[[str], Path]) -> Path:
+        return live_traces(name)
+    return live
+
+
+def _live_wanted() -> bool:
+    """Compile the shared traces live: asked for, or the installed torch is not the one that
+    made the committed ones (they would not be what this torch makes)."""
+    made = made_info()["torch"]
+    try:
+        here = version("torch")
+    except PackageNotFoundError:
+        here = None
+    if here != made:
+        warnings.warn(f"the committed traces are torch {made}'s, this is {here}'s: the shared "
+                      "traces compile live")
+    return os.environ.get(LIVE_TRACES_ENV) == "1" or here != made
+
+
+@pytest.fixture(scope="session")
+def committed(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
+    """The committed archive, unpacked once (None where the shared traces compile live)."""
+    if _live_wanted():
+        return None
+    dest = tmp_path_factory.mktemp("committed")
+    unpack_traces(dest)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def committed_traces(committed: Path | None,
+                     request: pytest.FixtureRequest) -> Callable[[str], Path]:
+    """name in SPECS → the committed trace; live where it would not be what this torch makes
+    (see above)."""
+    if committed is None:
+        return request.getfixturevalue("live_traces")
+    return lambda name: committed / name
+
+
+@pytest.fixture(scope="session")
+def transformer_trace(committed_traces: Callable[[str], Path]) -> Path:
     """One transformer block trained for one step: forward and backward graphs."""
-    return _make(tmp_path_factory, "transformer", "transformer_block.py")
+    return committed_traces("transformer")
 
 
 @pytest.fixture(scope="session")
-def dynamic_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def dynamic_trace(committed_traces: Callable[[str], Path]) -> Path:
     """examples/dynamic_shapes.py: automatic dynamic (0/0, 0/1), a dimension marked dynamic
     then specialized (1/0), an unbacked symbol from .item() (2/0), the recompile limit hit
     (3/0, 3/1, then 3/2 refused)."""
-    return _make(tmp_path_factory, "dynamic", "dynamic_shapes.py", extra=["--no-check"])
+    return committed_traces("dynamic")
 
 
 @pytest.fixture(scope="session")
-def mlp_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _make(tmp_path_factory, "mlp", "mlp.py")
+def mlp_trace(committed_traces: Callable[[str], Path]) -> Path:
+    return committed_traces("mlp")
 
 
 @pytest.fixture(scope="session")
-def profiled_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def profiled_trace(committed_traces: Callable[[str], Path]) -> Path:
     """The MLP traced with ``--profile 3``: kernels, FX nodes and lines measured, compiled and
     eager (every profile test shares it)."""
-    return _make(tmp_path_factory, "profiled", "mlp.py", extra=["--profile", "3"])
+    return committed_traces("profiled")
 
 
 @pytest.fixture(scope="session")
-def profiled_training_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def profiled_training_trace(committed_traces: Callable[[str], Path]) -> Path:
     """A training step of examples/transformer_block.py's model (tests/fixtures/train_step.py)
     traced with ``--profile 3``: forward and backward measured, compiled and eager. The
     script's own output is in ``profiled_training.log`` beside the trace."""
-    return _make(tmp_path_factory, "profiled_training",
-                 str(ROOT / "tests" / "fixtures" / "train_step.py"), extra=["--profile", "3"])
+    return committed_traces("profiled_training")
 
 
 @pytest.fixture(scope="session")
-def failing_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def failing_trace(committed_traces: Callable[[str], Path]) -> Path:
     """A compile that fails (C++ compile error planted with inject_relu_bug_TESTING_ONLY)."""
-    return _make(tmp_path_factory, "failing", "failing_compile.py")
+    return committed_traces("failing")
 
 
 @pytest.fixture(scope="session")
-def accuracy_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def accuracy_trace(committed_traces: Callable[[str], Path]) -> Path:
     """A compile that succeeds and runs, but whose outputs differ from eager (an injected
     ``relu → x + 1``): failed in phase "accuracy", after every compile phase."""
-    return _make(tmp_path_factory, "accuracy", "failing_compile.py", "--bug", "accuracy")
+    return committed_traces("accuracy")
 
 
 @pytest.fixture(scope="session")
-def graph_break_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _make(tmp_path_factory, "graph_break", "graph_break.py")
+def graph_break_trace(committed_traces: Callable[[str], Path]) -> Path:
+    return committed_traces("graph_break")
 
 
 # -- what PyTorch itself writes (for the importers) ------------------------------------------------
 
-DDP_SCRIPT = """
-import torch, torch.distributed as dist
-dist.init_process_group("gloo")
-r = dist.get_rank()
-f = torch.compile(lambda x: torch.relu(x) * (r + 1) + 1)
-y = f(torch.randn(8))
-dist.all_reduce(y)
-print("rank", r, float(y.sum()))
-dist.destroy_process_group()
-"""
 
-
-def clean_env(extra: dict[str, str]) -> dict[str, str]:
-    """This environment without the compiler's logging switches, plus ``extra``."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("TORCH_TRACE", "TORCH_COMPILE_DEBUG", "TORCH_COMPILE_DEBUG_DIR",
-                        "TORCH_LOGS")}
-    env.update(extra)
-    return env
-
-
-def _start(cmd: list[str], env: dict[str, str], cwd: Path, log: Path) -> subprocess.Popen[bytes]:
-    fh = open(log, "wb")
-    return subprocess.Popen(cmd, env=env, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT)
-
-
-TORCH_TRACE_REUSE_ENV = "TUIDEBUG_TEST_TORCH_TRACE_LOGS"
+@pytest.fixture(scope="session")
+def torch_trace_logs(committed: Path | None,
+                     tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """TORCH_TRACE folders of real runs (make_traces.LOG_RUNS): the transformer block, the graph
+    break, the failing compile, the MLP, a 2-rank DDP job, the MLP again from a warm cache."""
+    if committed is not None:
+        return {name: committed / TORCH_TRACE / name for name in LOG_RUNS}
+    return make_torch_trace_logs(tmp_path_factory.mktemp("torch_trace"))
 
 
 @pytest.fixture(scope="session")
-def torch_trace_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """TORCH_TRACE directories of real runs, two at a time (this machine has 2 cores).
-
-    Set TUIDEBUG_TEST_TORCH_TRACE_LOGS=DIR to keep them in DIR and reuse them in later
-    sessions (the runs take minutes); by default they are made afresh in a temp directory."""
-    reuse = os.environ.get(TORCH_TRACE_REUSE_ENV)
-    base = Path(reuse) if reuse else tmp_path_factory.mktemp("torch_trace")
-    names = ("transformer", "graph_break", "failing", "mlp", "ddp", "mlp_cached")
-    if reuse and all(trace_logs(base / n) for n in names):
-        return {n: base / n for n in names}
-    base.mkdir(parents=True, exist_ok=True)
-    cache = base / "inductor-cache"
-    py = sys.executable
-    ddp = base / "ddp.py"
-    ddp.write_text(DDP_SCRIPT)
-    torchrun = [py, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                "--master_port", str(29500 + os.getpid() % 400)]
-    specs = {
-        "transformer": [py, str(EXAMPLES / "transformer_block.py")],
-        "graph_break": [py, str(EXAMPLES / "graph_break.py")],
-        "failing": [py, str(EXAMPLES / "failing_compile.py")],
-        "mlp": [py, str(EXAMPLES / "mlp.py")],
-        "ddp": torchrun + [str(ddp)],
-    }
-    after = {"mlp_cached": ("mlp", [py, str(EXAMPLES / "mlp.py")])}  # same cache: hits
-    out: dict[str, Path] = {}
-    queue = list(specs.items())
-    running: list[tuple[str, subprocess.Popen[bytes]]] = []
-    deadline = time.time() + 1500
-
-    def launch(name: str, cmd: list[str]) -> None:
-        d = base / name
-        env = clean_env({"TORCH_TRACE": str(d), "TORCHINDUCTOR_CACHE_DIR": str(cache),
-                    "PYTHONPATH": str(ROOT)})
-        running.append((name, _start(cmd, env, base, base / f"{name}.out")))
-        out[name] = d
-
-    while queue or running or after:
-        while queue and len(running) < 2:
-            launch(*queue.pop(0))
-        for name, proc in list(running):
-            if proc.poll() is not None:
-                running.remove((name, proc))
-                for a, (dep, cmd) in list(after.items()):
-                    if dep == name:
-                        del after[a]
-                        queue.append((a, cmd))
-        if not queue and not running and after:
-            raise RuntimeError(f"dependencies never ran: {after}")
-        if time.time() > deadline:
-            for _, p in running:
-                p.kill()
-            raise RuntimeError("example runs took too long")
-        time.sleep(0.5)
-    for name, d in out.items():
-        if not trace_logs(d):
-            raise RuntimeError(f"{name} wrote no TORCH_TRACE log:\n"
-                               f"{(base / f'{name}.out').read_text(errors='replace')[-3000:]}")
-    return out
-
-
-
-
-@pytest.fixture(scope="session")
-def compiler_texts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Real compiler text, with what it describes (``tests/fixtures/compiler_texts.py``, run
-    once, under TORCH_COMPILE_DEBUG=1): ``graphs`` (printed FX graphs of a Dynamo and an ATen
-    graph, each with its GraphModule's nodes), ``log`` (the run's TORCH_TRACE log), ``model``
-    (the Inductor folder of the compiled graph: ir_pre_fusion.txt, ir_post_fusion.txt,
-    output_code.py …). Set TUIDEBUG_TEST_COMPILER_TEXTS=DIR to keep them in DIR and reuse them."""
-    reuse = os.environ.get("TUIDEBUG_TEST_COMPILER_TEXTS")
-    cwd = Path(reuse) if reuse else tmp_path_factory.mktemp("compiler_texts")
-    if not (reuse and (cwd / "graphs.json").is_file()):
-        _compiler_texts(cwd)
-    debug = cwd / "torch_compile_debug"
-    (log,) = (debug / "tlparse").iterdir()
-    (model,) = [d for d in debug.glob("run_*/torchinductor/model__*") if d.is_dir()]
-    return {"graphs": json.loads((cwd / "graphs.json").read_text()), "log": log,
-            "model": model, "dir": cwd}
-
-
-def _compiler_texts(cwd: Path) -> None:
-    shutil.rmtree(cwd, ignore_errors=True)
-    cwd.mkdir(parents=True)
-    env = clean_env({"TORCH_COMPILE_DEBUG": "1", "PYTHONPATH": pythonpath(),
-                     "TORCHINDUCTOR_CACHE_DIR": str(cwd / "inductor-cache")})
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "compiler_texts.py")],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
-    if proc.returncode != 0 or not (cwd / "graphs.json").is_file():
-        raise RuntimeError(f"compiler_texts.py failed:\n{proc.stdout}\n{proc.stderr[-3000:]}")
+def compiler_texts(committed: Path | None,
+                   tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Real compiler text, with what it describes (``tests/fixtures/compiler_texts.py`` run
+    under TORCH_COMPILE_DEBUG=1): see ``make_traces.compiler_texts``."""
+    if committed is not None:
+        return read_compiler_texts(committed / COMPILER_TEXTS)
+    return read_compiler_texts(make_compiler_texts(tmp_path_factory.mktemp("compiler_texts")))
 
 
 @pytest.fixture
@@ -245,8 +206,25 @@ def copy_trace(tmp_path: Path):
     return copy
 
 
+# Fixtures that run the compiler, torchrun or a torch program (or build a venv): a test that uses
+# one, directly or through another fixture, is marked ``slow``. Tests whose own body compiles are
+# marked in their module. ``pytest -m "not slow"`` is the fast tier.
+LIVE_FIXTURES = frozenset({
+    "live_traces", "worker", "bug_traces",
+    "same_job", "break_job", "shape_job", "graph_job", "collectives_job", "hang_job",
+    "funcol_logs", "world_of_one", "autotune_trace", "transformer4_trace", "inplace_trace",
+    "cached_traces", "verdict_traces", "real_traces", "mlp_changed", "debug_dirs", "flaky_trace",
+    "hang_trace", "real_config", "venv",
+})
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """GPU tests run only where CUDA is available (never in CI)."""
+    """Tests that use a compiling fixture are slow; GPU tests run only where CUDA is available
+    (never in CI)."""
+    slow = pytest.mark.slow
+    for item in items:
+        if LIVE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(slow)
     gpu_items = [i for i in items if "gpu" in i.keywords]
     if not gpu_items:
         return

@@ -34,6 +34,7 @@ def test_missing_script(tmp_path: Path) -> None:
     assert "no such script" in _error_line(p)
 
 
+@pytest.mark.slow  # runs torch
 def test_script_raising_before_compiling(tmp_path: Path) -> None:
     s = tmp_path / "boom.py"
     s.write_text("import torch\nraise ValueError('bad config')\n")
@@ -43,6 +44,7 @@ def test_script_raising_before_compiling(tmp_path: Path) -> None:
     assert "ValueError: bad config" in p.stderr
 
 
+@pytest.mark.slow  # runs torch
 def test_script_that_never_compiles(tmp_path: Path) -> None:
     s = tmp_path / "plain.py"
     s.write_text("import torch\nprint(torch.ones(2).sum())\n")
@@ -82,6 +84,7 @@ def test_info_on_a_non_trace(tmp_path: Path) -> None:
     assert p.returncode == 2 and f"no such file or directory: {tmp_path / 'missing'}" in line, line
 
 
+@pytest.mark.slow  # runs torch (its argparse exits before the compile)
 def test_options_after_the_script(tmp_path: Path) -> None:
     """``tuidebug trace script.py -o DIR``: -o goes to the script, whose argparse exits with 2
     before compiling; the error says so (not "reached no Inductor graph") and hints at the right
@@ -112,6 +115,7 @@ def test_set_is_validated_before_tracing(tmp_path: Path) -> None:
         assert "Traceback" not in p.stderr and not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow  # compiles
 def test_set_values_are_typed_and_script_errors_shown(tmp_path: Path) -> None:
     """``--set size_asserts=False`` reaches Inductor as the bool False (not the string); a script
     that raises after compiling is reported by ``tuidebug info`` (text and JSON), not as OK."""
@@ -148,6 +152,7 @@ def test_info_into_a_closed_pipe(mlp_trace: Path) -> None:
         assert err == "", err
 
 
+@pytest.mark.slow  # traces the transformer block
 def test_demo_without_a_terminal(tmp_path: Path) -> None:
     """No terminal (CI, a pipe): the demo prints the summary and how to open the UI instead of
     waiting in a UI nobody sees."""

@@ -11,6 +11,8 @@ import pytest
 
 from tuidebug.compiler import compat
 
+pytestmark = pytest.mark.slow  # runs torch's compiler internals in this process
+
 compat.import_inductor()
 
 

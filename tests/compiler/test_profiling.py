@@ -4,9 +4,12 @@ detected (a backward the profile ran would be compiled by Dynamo)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from tuidebug.compiler import compat
+
+pytestmark = pytest.mark.slow  # runs torch and its profiler in this process
 
 PREFIX = "tuidebug.n/"
 

@@ -235,6 +235,7 @@ def test_hanging_job_hits_the_timeout(worker: RecompileWorker, tmp_path: Path,
     case.data_lost = False
 
 
+@pytest.mark.slow  # starts a recompile worker
 def test_worker_restarts_when_its_process_dies(tmp_path: Path, case: Case) -> None:
     w = RecompileWorker(warmup=False, timeout=300).start()
     try:

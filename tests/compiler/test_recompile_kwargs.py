@@ -9,9 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import pythonpath
 from tuidebug.trace.queries.dynamic import compile_dynamic
 from tuidebug.trace.format.reader import Trace
+
+pytestmark = pytest.mark.slow  # compiles
 
 SCRIPT = """
 import torch, sys, tuidebug

@@ -183,6 +183,7 @@ def test_recompile_rules_on_other_guards() -> None:
     assert recompiles.previous_compile("5/0", compiles) is None
 
 
+@pytest.mark.slow  # compiles
 def test_a_torch_trace_import_fills_what_the_log_has(tmp_path: Path) -> None:
     """The same example under TORCH_TRACE, imported: symbols, specializations, user lines and
     each recompile come from the log's records (it has no ShapeEnv: ranges are as created)."""

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.distributed.test_ranks import _cli, _info
+
+# tests/distributed's torch_trace_logs runs a 2-rank job (the shared one of that name is committed)
+pytestmark = pytest.mark.slow
 
 
 def test_info_on_a_multi_rank_log_folder_compares_the_ranks(torch_trace_logs, tmp_path) -> None:

@@ -137,6 +137,7 @@ def test_graph_differs_on_one_of_four_ranks(graph_job) -> None:
     assert len({r["hostname"] for r in info["ranks"]}) == 1 and len(info["ranks"]) == 4
 
 
+@pytest.mark.slow  # torchrun
 def test_a_failing_rank_stops_the_job_and_leaves_nothing_running(tmp_path) -> None:
     """Rank 1 raises before compiling: torchrun stops rank 0; the job says so per rank, and no
     process of the job (the ranks' tuidebug, their capture children) is left running."""
@@ -182,6 +183,7 @@ def test_a_linked_rank_folder_is_not_followed(break_job, tmp_path) -> None:
     assert [g["ranks"] for g in info["groups"]] == [[0]]
 
 
+@pytest.mark.slow  # torchrun
 def test_two_nodes_share_one_folder(tmp_path) -> None:
     """Two launchers (--nnodes 2, one rank each, as two nodes would run them) write into one
     folder at once: both ranks' traces and records are there, job.json names both nodes, and the

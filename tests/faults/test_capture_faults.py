@@ -29,6 +29,7 @@ def one_error_line(p: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
+@pytest.mark.slow  # compiles
 @pytest.mark.parametrize("phase", ["dynamo", "codegen", "kernel_compile"])
 def test_sigkill_during_capture(phase: str, tmp_path: Path, case: Case) -> None:
     out = tmp_path / "t"
@@ -55,6 +56,7 @@ def _script(tmp_path: Path, body: str) -> Path:
     return s
 
 
+@pytest.mark.slow  # compiles
 def test_script_raises_after_compiling(tmp_path: Path, case: Case) -> None:
     s = _script(tmp_path, "f = torch.compile(lambda x: x.sin() + 1)\nf(torch.randn(4))\n"
                           "raise RuntimeError('user bug after compile')\n")
@@ -68,6 +70,7 @@ def test_script_raises_after_compiling(tmp_path: Path, case: Case) -> None:
     case.data_lost = False
 
 
+@pytest.mark.slow  # compiles
 def test_script_calls_sys_exit(tmp_path: Path, case: Case) -> None:
     s = _script(tmp_path, "import sys\nf = torch.compile(lambda x: x.cos() * 2)\n"
                           "f(torch.randn(4))\nsys.exit(3)\n")
@@ -79,6 +82,7 @@ def test_script_calls_sys_exit(tmp_path: Path, case: Case) -> None:
     case.data_lost = False
 
 
+@pytest.mark.slow  # compiles
 def test_threads_and_two_compiles(tmp_path: Path, case: Case) -> None:
     s = _script(tmp_path, """
 import threading
@@ -116,6 +120,7 @@ def small_disk(tmp_path: Path):
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
+@pytest.mark.slow  # compiles
 def test_full_disk_during_capture(small_disk: Path, case: Case) -> None:
     out = small_disk / "t"
     p = trace(out, EXAMPLES / "mlp.py")
@@ -130,6 +135,7 @@ def test_full_disk_during_capture(small_disk: Path, case: Case) -> None:
     case.data_lost = False
 
 
+@pytest.mark.slow  # compiles
 def test_trace_dir_with_spaces_and_unicode(tmp_path: Path, case: Case) -> None:
     out = tmp_path / "my träce dir ✓"
     s = _script(tmp_path, "torch.compile(lambda x: x.tanh())(torch.randn(4))\n")

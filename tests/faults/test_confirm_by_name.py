@@ -59,6 +59,7 @@ def _marker_compiler(tmp: Path, marker: Path) -> Path:
     return cxx
 
 
+@pytest.mark.slow  # recompiles
 def test_cli_recompile_runs_a_trace_compiler_only_when_allowed_by_name(
         mlp_trace: Path, copy_trace, tmp_path: Path, case: Case) -> None:
     """A real recompile of a trace whose config sets ``cpp.cxx`` to a program that leaves a

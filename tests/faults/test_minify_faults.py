@@ -17,6 +17,7 @@ from tests.conftest import ROOT, pythonpath
 from tests.faults.conftest import Case
 
 
+@pytest.mark.slow  # minifies
 def test_minify_interrupted_keeps_best_repro(failing_trace: Path, tmp_path: Path,
                                             case: Case) -> None:
     out = tmp_path / "repro.py"

@@ -124,6 +124,7 @@ def _reported(ui: UI, state: str) -> None:
     assert f"recompile {state}" in ui.text(), ui.text()
 
 
+@pytest.mark.slow  # recompiles
 async def test_worker_killed_mid_recompile_is_reported_in_the_tui(
         open_ui, mlp_trace: Path, copy_trace, case: Case) -> None:
     src = copy_trace(mlp_trace, "mlp")

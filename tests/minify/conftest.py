@@ -7,7 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import trace_example
+from tests.conftest import live_trace_fixture, trace_example
+
+# the minifier's input is what capture writes now: compiled live, as the runtime error below
+failing_trace = live_trace_fixture("failing")
+accuracy_trace = live_trace_fixture("accuracy")
 
 BUGS = ("compile_error", "runtime_error", "accuracy")
 

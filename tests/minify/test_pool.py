@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tuidebug.minify.pool import WorkerPool
+
+pytestmark = pytest.mark.slow  # runs torch in its workers
 
 
 def _script(path: Path, body: str) -> Path:

@@ -171,6 +171,7 @@ def test_transformer_forward_and_backward_graphs(transformer_import: Trace) -> N
 
 
 def test_transformer_kernels_and_code(transformer_import: Trace) -> None:
+    assert {g.kind for g in transformer_import.graphs} == {"forward", "backward"}
     for g in transformer_import.graphs:
         kernels = [k for k in g.kernels if k["kind"] != "extern"]
         assert kernels, g.id

@@ -21,8 +21,11 @@ def test_merge_removed_puts_removed_nodes_where_they_stood() -> None:
 
 
 def test_every_stage_label_is_unique_and_names_its_stage(transformer_trace: Path) -> None:
-    for g in Trace(transformer_trace).graphs:
+    graphs = Trace(transformer_trace).graphs
+    assert len(graphs) == 2, [g.id for g in graphs]
+    for g in graphs:
         labels = [stages.stage_label(s) for s in g.stages]
+        assert len(labels) > 3, (g.id, labels)
         assert len(set(labels)) == len(labels), labels
         unchanged = [s for s in g.stages if not s.file]
         assert unchanged, f"{g.id} has passes that changed nothing"
@@ -35,6 +38,7 @@ def test_every_stage_label_is_unique_and_names_its_stage(transformer_trace: Path
 
 def test_snapshot_at_a_pass_that_changed_nothing_is_the_one_before(transformer_trace: Path) -> None:
     g = Trace(transformer_trace).graphs[0]
+    assert any(not s.file for s in g.stages) and g.snapshots(), [s.name for s in g.stages]
     for s in g.stages:
         shown = stages.snapshot_at(g, s)
         before = [x for x in g.snapshots() if x.index <= s.index]

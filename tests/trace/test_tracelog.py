@@ -80,14 +80,17 @@ def test_scan_reads_every_record_of_a_real_log(compiler_texts: dict[str, Any]) -
 def test_scan_every_shared_log(torch_trace_logs: dict[str, Path]) -> None:
     from tuidebug.trace import importers
 
+    scanned = {}
     for name, d in torch_trace_logs.items():
         for log in importers.trace_logs(d):
+            scanned[name] = scanned.get(name, 0) + 1
             scan = _check_log(log)
             assert scan.records, name
             if name == "ddp":
                 assert scan.rank == importers.log_rank(log) and scan.rank in (0, 1)
             else:
                 assert scan.rank is None
+    assert scanned.keys() == torch_trace_logs.keys() and scanned["ddp"] >= 2, scanned
 
 
 def _damaged(src: Path, dst: Path, edit: Any) -> Path:

@@ -47,6 +47,7 @@ async def test_flags_search_shows_doc_and_rejects_bad_values(open_ui, mlp_trace:
         assert ui.app.pending_flags == {}
 
 
+@pytest.mark.slow  # recompiles
 async def test_recompile_then_compare(open_ui, mlp_trace: Path, copy_trace) -> None:
     src = copy_trace(mlp_trace, "mlp")
     before = digest(src)
@@ -96,6 +97,7 @@ async def test_recompile_then_compare(open_ui, mlp_trace: Path, copy_trace) -> N
     assert digest(src) == before
 
 
+@pytest.mark.slow  # minifies
 async def test_minify_from_errors_screen(open_ui, failing_trace: Path) -> None:
     async with open_ui(failing_trace) as ui:
         await ui.press("6")
@@ -117,6 +119,7 @@ async def test_minify_from_errors_screen(open_ui, failing_trace: Path) -> None:
         await ui.press("escape")
 
 
+@pytest.mark.slow  # minifies
 async def test_minify_cancelled_keeps_the_best_repro(open_ui, failing_trace: Path) -> None:
     """x during the node reduction: the best repro so far is kept (not verified), and said so."""
     async with open_ui(failing_trace) as ui:
@@ -158,6 +161,7 @@ async def test_bisect_without_a_command_says_why_and_runs_nothing(open_ui, faili
         assert screen.task_running is None
 
 
+@pytest.mark.slow  # bisects (runs the script)
 async def test_bisect_progress_then_cancel_kills_its_processes(open_ui, failing_trace: Path) -> None:
     """The child's progress events reach the screen (run 1 of the traced script); x stops the
     bisection and the run it started (in a process group of its own)."""

@@ -232,6 +232,7 @@ def test_packed_trace_in_a_browser(browser: Any, serve: Any, tmp_path: Path) -> 
     page.close()
 
 
+@pytest.mark.slow  # starts a minify
 def test_allow_run_lets_the_page_start_a_minify(browser: Any, serve: Any) -> None:
     server = serve(str(FIXTURES / "cuda_fail_runtime"), "--allow-run")
     page = browser.new_page(viewport={"width": 1200, "height": 700})

@@ -97,11 +97,13 @@ def test_profile_tables_keep_their_times_whole_on_a_narrow_console(profiled_trac
 
     s = trace_summary(Trace(profiled_trace))
     kernels = s["profile"]["kernels"]
+    assert len(kernels) >= 2, kernels
     for width in (200, 44):
         text, _ = rendered(profiled_trace, width=width)
         rows = text.splitlines()
         head = next(i for i, ln in enumerate(rows) if ln.split()[:1] == ["kernel"])
         shown = rows[head + 1:head + 1 + min(len(kernels), 8)]
+        assert len(shown) == min(len(kernels), 8), (width, rows)
         for k, row in zip(kernels, shown):
             cells = row.split()
             assert " ".join(cells[-3:-1]) == duration(k["compiled_s"]), (width, row)
