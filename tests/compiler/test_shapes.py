@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import EXAMPLES, pythonpath
 from tuidebug.trace.queries import recompiles
 from tuidebug.trace.queries.dynamic import compile_dynamic, guard_groups

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import pythonpath
 from tests.distributed.conftest import SCRIPT
 from tuidebug.trace.jobs.job import read_job

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import digest
 from tuidebug.tui.screens.modals import InputScreen
 from tuidebug.tui.screens.consent import ConfirmScreen
