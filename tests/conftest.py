@@ -21,9 +21,10 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from tests.fixtures.make_traces import (COMPILER_TEXTS, LOG_RUNS, SPECS, TORCH_TRACE, TraceSpec,
-                                        made_info, make_compiler_texts, make_torch_trace_logs,
-                                        pythonpath, trace_command)
+from tests.fixtures.make_traces import (COMPILE_DEBUG, COMPILER_TEXTS, DEBUG_RUNS, LOG_RUNS, SPECS,
+                                        TORCH_TRACE, TraceSpec, made_info, make_compile_debug,
+                                        make_compiler_texts, make_torch_trace_logs, pythonpath,
+                                        trace_command)
 from tests.fixtures.make_traces import clean_env  # noqa: F401  (the tests import it from here)
 from tests.fixtures.make_traces import compiler_texts as read_compiler_texts
 from tests.fixtures.make_traces import make as make_trace
@@ -173,6 +174,18 @@ def graph_break_trace(committed_traces: Callable[[str], Path]) -> Path:
     return committed_traces("graph_break")
 
 
+@pytest.fixture(scope="session")
+def transformer4_trace(committed_traces: Callable[[str], Path]) -> Path:
+    """Four transformer blocks trained for one step: a joint graph of about 950 nodes."""
+    return committed_traces("transformer4")
+
+
+@pytest.fixture(scope="session")
+def inplace_trace(committed_traces: Callable[[str], Path]) -> Path:
+    """An SGD step (foreach) and a ``torch._foreach_add_``, compiled."""
+    return committed_traces("inplace")
+
+
 # -- what PyTorch itself writes (for the importers) ------------------------------------------------
 
 
@@ -184,6 +197,15 @@ def torch_trace_logs(committed: Path | None,
     if committed is not None:
         return {name: committed / TORCH_TRACE / name for name in LOG_RUNS}
     return make_torch_trace_logs(tmp_path_factory.mktemp("torch_trace"))
+
+
+@pytest.fixture(scope="session")
+def debug_dirs(committed: Path | None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """{example: the working directory of its TORCH_COMPILE_DEBUG=1 run, holding its
+    torch_compile_debug/} for make_traces.DEBUG_RUNS (the MLP, the failing compile)."""
+    if committed is not None:
+        return {name: committed / COMPILE_DEBUG / name for name in DEBUG_RUNS}
+    return make_compile_debug(tmp_path_factory.mktemp("compile_debug"))
 
 
 @pytest.fixture(scope="session")
@@ -212,8 +234,8 @@ def copy_trace(tmp_path: Path):
 LIVE_FIXTURES = frozenset({
     "live_traces", "worker", "bug_traces",
     "same_job", "break_job", "shape_job", "graph_job", "collectives_job", "hang_job",
-    "funcol_logs", "world_of_one", "autotune_trace", "transformer4_trace", "inplace_trace",
-    "cached_traces", "verdict_traces", "real_traces", "mlp_changed", "debug_dirs", "flaky_trace",
+    "funcol_logs", "world_of_one", "autotune_trace",
+    "cached_traces", "verdict_traces", "real_traces", "mlp_changed", "flaky_trace",
     "hang_trace", "real_config", "venv",
 })
 

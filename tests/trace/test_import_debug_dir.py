@@ -2,16 +2,13 @@
 
 ``TORCH_COMPILE_DEBUG=1 python examples/X.py`` writes ``./torch_compile_debug/`` (the run's
 fx graphs, IR before and after fusion, output code, provenance, and a structured log under
-``tlparse/``). Each example runs once per session, in its own working directory, with a
-private Inductor cache.
+``tlparse/``). The folders of two examples, each run in its own working directory, are
+committed (``debug_dirs`` in tests/conftest.py).
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,38 +17,8 @@ from tuidebug.trace import importers
 from tuidebug.trace.queries import provenance
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.summary import trace_summary
-from tests.conftest import clean_env as _env
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples"
-REUSE_ENV = "TUIDEBUG_TEST_DEBUG_DIRS"
-
-
-@pytest.fixture(scope="session")
-def debug_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """{example: working directory holding its torch_compile_debug/}, both run in parallel.
-
-    Set TUIDEBUG_TEST_DEBUG_DIRS=DIR to keep them in DIR and reuse them in later sessions."""
-    reuse = os.environ.get(REUSE_ENV)
-    base = Path(reuse) if reuse else tmp_path_factory.mktemp("compile_debug")
-    names = {"mlp": "mlp.py", "failing": "failing_compile.py"}
-    if reuse and all((base / n / "torch_compile_debug").is_dir() for n in names):
-        return {n: base / n for n in names}
-    procs = []
-    for name, script in names.items():
-        cwd = base / name
-        cwd.mkdir(parents=True, exist_ok=True)
-        env = _env({"TORCH_COMPILE_DEBUG": "1", "PYTHONPATH": str(ROOT),
-                    "TORCHINDUCTOR_CACHE_DIR": str(base / f"cache-{name}")})
-        out = open(base / f"{name}.out", "wb")
-        procs.append((name, subprocess.Popen([sys.executable, str(EXAMPLES / script)], cwd=cwd,
-                                             env=env, stdout=out, stderr=subprocess.STDOUT)))
-    for name, p in procs:
-        p.wait(timeout=900)
-        if not (base / name / "torch_compile_debug").is_dir():
-            raise RuntimeError(f"{name} wrote no torch_compile_debug folder:\n"
-                               + (base / f"{name}.out").read_text(errors="replace")[-3000:])
-    return {n: base / n for n in names}
 
 
 def _run_dir(cwd: Path) -> Path:
