@@ -236,7 +236,8 @@ LIVE_FIXTURES = frozenset({
     "same_job", "break_job", "shape_job", "graph_job", "collectives_job", "hang_job",
     "funcol_logs", "world_of_one", "autotune_trace",
     "cached_traces", "verdict_traces", "real_traces", "mlp_changed", "flaky_trace",
-    "hang_trace", "real_config", "venv",
+    "hang_trace", "real_config", "venv", "numerics_traces", "five_breaks", "decode_trace",
+    "item_trace", "compiled_hang_job", "shapebreak_job",
 })
 
 

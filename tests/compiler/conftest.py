@@ -16,6 +16,8 @@ mlp_trace = live_trace_fixture("mlp")
 failing_trace = live_trace_fixture("failing")
 accuracy_trace = live_trace_fixture("accuracy")
 graph_break_trace = live_trace_fixture("graph_break")
+profiled_trace = live_trace_fixture("profiled")
+profiled_training_trace = live_trace_fixture("profiled_training")
 
 
 @pytest.fixture(scope="module")
