@@ -159,7 +159,7 @@ def trace_outcome(code: int, out: Path, tail: list[str] | None = None) -> int:
             "how far it got")
         return 1
     if code == rs.EXIT_COMPILE_FAILED:
-        phase = (_manifest(out).get("error") or {}).get("phase")
+        phase = ((find_manifest(out) or Manifest()).error or {}).get("phase")
         what = {"accuracy": "the compiled code ran, but its outputs differ from eager's",
                 "runtime": "the compiled code failed while it ran"}.get(
                     str(phase), "compilation failed")
