@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -113,6 +114,56 @@ def synthetic_graph(n_nodes: int, seed: int = 0) -> Graph:
     return Graph([nodes[k] for k in order], f"synthetic-{n_nodes}", "synthetic")
 
 
+ADAMW = [  # one parameter's update in a compiled AdamW step, as Inductor decomposes foreach ops
+    ("decay", "aten.mul.Tensor", ["p", "lr"]), ("p1", "aten.sub.Tensor", ["p", "decay"]),
+    ("gm", "aten.sub.Tensor", ["g", "m"]), ("gm1", "aten.mul.Tensor", ["gm"]),
+    ("m1", "aten.add.Tensor", ["m", "gm1"]), ("v0", "aten.mul.Tensor", ["v"]),
+    ("gg", "aten.mul.Tensor", ["g", "g"]), ("gg1", "aten.mul.Tensor", ["gg"]),
+    ("v1", "aten.add.Tensor", ["v0", "gg1"]), ("b1", "aten.pow.Scalar", ["step"]),
+    ("c1", "aten.rsub.Scalar", ["b1"]), ("b2", "aten.pow.Scalar", ["step"]),
+    ("c2", "aten.rsub.Scalar", ["b2"]), ("lrc", "aten.div.Tensor", ["lr", "c1"]),
+    ("sq2", "aten.sqrt.default", ["c2"]), ("vs", "aten.sqrt.default", ["v1"]),
+    ("den", "aten.div.Tensor", ["vs", "sq2"]), ("den1", "aten.add.Tensor", ["den"]),
+    ("upd", "aten.div.Tensor", ["m1", "den1"]), ("upd1", "aten.mul.Tensor", ["upd", "lrc"]),
+    ("p2", "aten.sub.Tensor", ["p1", "upd1"]), ("cp", "aten.copy_.default", ["p", "p2"]),
+    ("cm", "aten.copy_.default", ["m", "m1"]), ("cv", "aten.copy_.default", ["v", "v1"]),
+]
+LAYER_SHAPES = [[128], [128], [128, 128], [128, 128], [128, 128], [128, 128], [128],
+                [512, 128], [128, 512], [512], [128]]  # one transformer layer's parameters
+
+
+def optimizer_graph(layers: int) -> Graph:
+    """A compiled AdamW step over a ``layers``-layer model's parameters: no module paths, shared
+    ``lr`` and ``step`` inputs, and one independent chain of :data:`ADAMW` per parameter (24
+    layers: 7,395 nodes; the 24-layer training step's compiled AdamW graph has 6,790)."""
+    nodes: dict[str, Node] = {}
+
+    def add(name: str, op: str, target: str, inputs: list[str], shape: list[int]) -> None:
+        nodes[name] = Node(name, op, target, inputs=inputs, tensor={"dtype": "float32", "shape": shape})
+        for i in inputs:
+            nodes[i].users.append(name)
+
+    add("lr", "placeholder", "lr", [], [])
+    add("step", "placeholder", "step", [], [])
+    shapes = [s for _ in range(layers) for s in LAYER_SHAPES]
+    for i, shape in enumerate(shapes):
+        for kind in ("p", "g", "m", "v"):
+            add(f"{kind}{i}", "placeholder", f"{kind}{i}", [], shape)
+        for name, target, ins in ADAMW:
+            add(f"{name}_{i}", "call_function", target,
+                [x if x in ("lr", "step") else f"{x}{i}" if x in ("p", "g", "m", "v") else f"{x}_{i}" for x in ins],
+                shape)
+    add("output", "output", "output", [], [])
+    return Graph(list(nodes.values()), f"adamw-{layers}-layers", "synthetic")
+
+
+def canvas(svg: Path) -> str:
+    """The drawing's size in points, ``width×height``, from the SVG's root element."""
+    head = svg.read_text(errors="replace")[:2000]
+    size = [re.search(rf'{k}="([0-9.]+)pt"', head) for k in ("width", "height")]
+    return "×".join(f"{float(m.group(1)):.0f}" if m else "?" for m in size)
+
+
 RAW = DotOptions(collapse=False, long_span=10 ** 9, max_fanout=10 ** 9, max_fanin=10 ** 9)
 
 
@@ -130,16 +181,17 @@ def time_graph(graph: Graph, mode: str, timeout: float, overlay: Overlay | None 
             t1 = time.perf_counter()
             r = run_layout(dot_file, Path(d) / "g.svg", tries)
             layout_s = time.perf_counter() - t1  # every attempt, not only the one that finished
-            return res.shown, build_s, layout_s, r.engine + (" (fallback)" if len(r.tries) > 1 else "")
+            engine = r.engine + (" (fallback)" if len(r.tries) > 1 else "")
+            return res.shown, build_s, layout_s, engine, canvas(Path(d) / "g.svg")
         except LayoutFailed:
-            return res.shown, build_s, float("nan"), f"gave up after {timeout:.0f}s"
+            return res.shown, build_s, float("nan"), f"gave up after {timeout:.0f}s", "-"
 
 
 def row(name: str, nodes: int, mode: str, shown: int | str, build_s: float, layout_s: float,
-        engine: str) -> None:
+        engine: str, size: str = "-") -> None:
     total = build_s + layout_s
     print(f"{name:<44} {nodes:>6} {mode:<10} {shown:>6} {build_s:>7.2f} {layout_s:>7.2f} "
-          f"{total:>7.2f}  {engine}", flush=True)
+          f"{total:>7.2f} {size:>13}  {engine}", flush=True)
 
 
 def build_traces(trace_dir: Path, which: list[tuple[str, str, list[str]]]) -> list[Path]:
@@ -204,8 +256,9 @@ def time_trace(path: str | Path, ns: argparse.Namespace) -> None:
                     row(label, graph_size(rec, stage), mode, "-", 0, 0, f"skipped: {str(err)[:60]}")
                     continue
                 wall = time.perf_counter() - t0
+                size = canvas(e.svg)
             engine = e.rendered.engine + (" (fallback)" if len(e.rendered.tries) > 1 else "")
-            row(label, e.dot.total, mode, e.dot.shown, e.build_s, wall - e.build_s, engine)
+            row(label, e.dot.total, mode, e.dot.shown, e.build_s, wall - e.build_s, engine, size)
 
 
 def main() -> int:
@@ -214,6 +267,8 @@ def main() -> int:
     ap.add_argument("--sizes", default="100,250,500,1000,1500,2000")
     ap.add_argument("--timeout", type=float, default=60.0, help="layout time-box per graph")
     ap.add_argument("--no-synthetic", action="store_true")
+    ap.add_argument("--optimizer", type=int, default=24, metavar="LAYERS",
+                    help="also a synthetic AdamW step over this many layers' parameters (0: none)")
     ap.add_argument("--joint", action=argparse.BooleanOptionalAction, default=True,
                     help="also the AOT joint graph of each training graph (default: on)")
     ap.add_argument("--raw", action="store_true",
@@ -231,13 +286,17 @@ def main() -> int:
     if ns.quick:
         ns.sizes = "100"
     print(f"{'graph':<44} {'nodes':>6} {'mode':<10} {'shown':>6} {'build':>7} {'layout':>7} "
-          f"{'total':>7}  engine")
+          f"{'total':>7} {'canvas (pt)':>13}  engine")
+    print(f"# load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     try:
         if not ns.no_synthetic:
             for n in (int(s) for s in ns.sizes.split(",")):
                 g = synthetic_graph(n)
                 for mode in ("collapse", "full") + (("raw",) if ns.raw else ()):
                     row(g.graph_id, len(g), mode, *time_graph(g, mode, ns.timeout))
+        if ns.optimizer:  # a graph without module paths (collapsed by its chains of ops)
+            g = optimizer_graph(ns.optimizer)
+            row(g.graph_id, len(g), "collapse", *time_graph(g, "collapse", ns.timeout))
         if ns.traces:
             for path in ns.traces:
                 time_trace(path, ns)

@@ -12,6 +12,8 @@ from tuidebug.trace.format.graph import Graph
 from tuidebug.viewers.dot.collapse import (absorb_into_kernels, backward_nodes, count_boxes,
                                           infer_modules, looks_joint, module_levels,
                                           plan_collapse, truncate_module, visible_nodes)
+from tuidebug.viewers.dot.groups import NOTE as DERIVED_NOTE
+from tuidebug.viewers.dot.groups import derived_groups
 from tuidebug.viewers.dot.labels import (clip, group_label, group_status, node_label, node_tooltip,
                                         safe_id)
 from tuidebug.viewers.dot.options import DotOptions, DotResult, Item, Overlay
@@ -62,6 +64,9 @@ class _Builder:
             kernel_of = absorb_into_kernels(self.nodes, kernel_of)
         fixed = {n: "k:" + k for n, k in kernel_of.items()} if self.kernels_collapsed else {}
         group_mod = infer_modules(self.graph, ov.module_hints)
+        derived = not group_mod  # no node has a module path: group by chains of ops instead
+        if derived:
+            group_mod = derived_groups(self.graph)
         group_mod = {k: v for k, v in group_mod.items() if k in self.names}
         diff = ov.status is not None
         status = ov.status or {}
@@ -71,6 +76,12 @@ class _Builder:
         if opts.depth is not None:
             mod_key = {n.name: truncate_module(group_mod[n.name], opts.depth) for n in self.nodes
                        if n.name not in fixed and n.op != "output" and group_mod.get(n.name)}
+        elif opts.collapse and derived and count_boxes(self.nodes, {}, 1, fixed) > opts.budget:
+            # every chain alike: the deepest level at which all of them fit (not a mix of levels)
+            top = max((len(module_levels(m)) for m in group_mod.values()), default=1)
+            d = next((d for d in range(top, 1, -1)
+                      if count_boxes(self.nodes, group_mod, d, fixed, prefix) <= opts.budget), 1)
+            mod_key = {n: truncate_module(m, d) for n, m in group_mod.items() if n not in fixed}
         elif opts.collapse and count_boxes(self.nodes, {}, 1, fixed) > opts.budget:
             context = {n for n in self.names if status.get(n, "same") == "same"} if diff else None
             mod_key = plan_collapse(self.nodes, group_mod, opts.budget, fixed, prefix, context)
@@ -113,7 +124,10 @@ class _Builder:
         elif depths:
             span = f"{depths[0]}" if len(depths) == 1 else f"{depths[0]}–{depths[-1]}"
             fits = f" to fit {opts.budget} nodes" if len(self.items) <= opts.budget else ""
-            self.notes.append(f"{boxes} module box{'es' if boxes != 1 else ''} (module depth {span}){fits}")
+            what = "group" if derived else "module"
+            self.notes.append(f"{boxes} {what} box{'es' if boxes != 1 else ''} ({what} depth {span}){fits}")
+            if derived:
+                self.notes.append(DERIVED_NOTE)
         if self.kernels_collapsed:
             kernels = len({kernel_of[n] for n in fixed})
             self.notes.append("kernels collapsed to one box each" + (
@@ -228,6 +242,22 @@ class _Builder:
                 last = max(piece, key=lambda it: rank[it.id])
         return links
 
+    def _wrap_rows(self, real: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Invisible edges that fold a long row of boxes (the same estimated rank in a phase:
+        a backward's per-layer boxes, an optimizer's per-parameter chains) into rows of
+        ``sqrt(0.8 n)`` boxes (at least ``row_width``): a box is about twice as wide as its row
+        is tall, so the rows come out about 8:5, each row under the one before, so the drawing fits a screen."""
+        rank = self.ranks(real)
+        rows: dict[tuple[str, int], list[Item]] = defaultdict(list)
+        for it in sorted(self.items.values(), key=lambda i: i.pos):
+            if not self._is_output(it.id):
+                rows[(self._phase_of(it.id), rank[it.id])].append(it)
+        links = []
+        for row in rows.values():
+            width = max(self.opts.row_width, round((0.8 * len(row)) ** 0.5))
+            links += [(row[i].id, row[i + width].id) for i in range(len(row) - width)]
+        return links
+
     # emission
     def build(self) -> DotResult:
         self.group()
@@ -255,6 +285,9 @@ class _Builder:
         if self.hidden and self.phase:
             for a, b in self._stack_pieces(real):
                 g.edge(dot_id(a), dot_id(b), style="invis", weight="0")
+        else:
+            for a, b in self._wrap_rows(real):
+                g.edge(dot_id(a), dot_id(b), style="invis", weight="0", minlen="2")
         kernel_styles = {self._kernel_style(it.key) for it in self.items.values() if it.kind == "kernel"}
         kernel_styles |= {c[2] for it in self.items.values() for c in it.container}
         g.node(dot_id("@legend"), label=legend_label(kinds, diff=self.ov.status is not None,

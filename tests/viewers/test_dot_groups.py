@@ -1,0 +1,81 @@
+"""Drawings that stay readable at any size, torch-free on graphs built with the graph model: a
+graph without module paths (an optimizer step) collapses by its chains of ops, and a long row of
+boxes wraps so the canvas fits a screen. The layout checks run Graphviz and read its SVG."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bench.svg_scaling import optimizer_graph
+from tests.viewers.test_dot import drawn
+from tuidebug.trace.format.graph import Graph, Node
+from tuidebug.viewers.dot import DotOptions, build_dot
+from tuidebug.viewers.dot.groups import derived_groups
+
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz 'dot' not installed")
+
+
+def canvas(dot_source: str, tmp_path: Path) -> tuple[float, float]:
+    """Width and height in points of the SVG that ``dot`` draws."""
+    src = tmp_path / "g.dot"
+    src.write_text(dot_source)
+    svg = subprocess.run(["dot", "-Tsvg", str(src)], capture_output=True, text=True, check=True,
+                         timeout=120).stdout
+    w, h = (float(re.search(rf'{k}="([0-9.]+)pt"', svg).group(1)) for k in ("width", "height"))
+    return w, h
+
+
+def row_of_modules(count: int, ops: int) -> Graph:
+    """``count`` independent modules side by side (a backward's per-layer boxes): each a chain
+    of ``ops`` nodes from its own input."""
+    nodes: list[Node] = []
+    for i in range(count):
+        prev = f"x{i}"
+        nodes.append(Node(prev, "placeholder", prev, users=[f"op{i}_0"], module=f"layers.{i}.fc"))
+        for j in range(ops):
+            name = f"op{i}_{j}"
+            nodes[-1].users = [name]
+            nodes.append(Node(name, "call_function", "aten.mul.Tensor", inputs=[prev],
+                              module=f"layers.{i}.fc"))
+            prev = name
+    return Graph(nodes, "row", "synthetic")
+
+
+def test_an_optimizer_graph_without_module_paths_collapses_by_parameter() -> None:
+    graph = optimizer_graph(4)  # 44 parameters, each its own AdamW chain
+    assert not any(n.module for n in graph)
+    groups = derived_groups(graph)
+    params = {n.name for n in graph if n.op == "placeholder" and n.name[0] == "p"}
+    assert len(params) == 44
+    assert {"lr", "step", "output"}.isdisjoint(groups)  # shared inputs join no chain
+    res = build_dot(graph)
+    assert len(graph) > 1000 and res.shown <= 50, (len(graph), res.shown)
+    assert any("no module paths" in note for note in res.notes), res.notes
+    singles, boxed = drawn(res.dot.source)
+    assert singles == {"lr", "step", "output"} and boxed == len(graph) - 3
+    labels = re.findall(r'id="module:([^"]+)"', res.dot.source)
+    assert len(labels) == len(params)
+    for n in graph:  # each box is one parameter's chain: its param, grad, moments and update
+        if n.name in groups:
+            index = re.search(r"\d+$", n.name.split("_")[-1]).group(0)
+            assert groups[n.name].split(".")[1] == f"p{index}", (n.name, groups[n.name])
+
+
+@needs_dot
+def test_an_optimizer_graph_draws_within_a_screen(tmp_path: Path) -> None:
+    w, h = canvas(build_dot(optimizer_graph(4)).dot.source, tmp_path)
+    assert max(w / h, h / w) <= 3, (w, h)
+
+
+@needs_dot
+def test_a_long_row_of_module_boxes_wraps(tmp_path: Path) -> None:
+    graph = row_of_modules(80, 6)
+    res = build_dot(graph, opts=DotOptions(depth=2))
+    assert res.shown == 80  # one box per module
+    w, h = canvas(res.dot.source, tmp_path)
+    assert max(w / h, h / w) <= 3, (w, h)
