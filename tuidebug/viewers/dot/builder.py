@@ -258,11 +258,33 @@ class _Builder:
             links += [(row[i].id, row[i + width].id) for i in range(len(row) - width)]
         return links
 
+    def _fold_columns(self, real: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The edges to leave out of ranking so that a tall phase (a deep model's chain of
+        layers) is cut into bands of ranks drawn side by side: each band, free of the one
+        before, rises to the top (the edges between bands become stubs). As many bands as
+        make the drawing about 8:5, phases side by side (measured on a 24-layer model)."""
+        rank = self.ranks(real)
+        by_phase: dict[str, list[str]] = defaultdict(list)
+        for item_id in self.items:
+            by_phase[self._phase_of(item_id)].append(item_id)
+        band: dict[str, int] = {}
+        for members in by_phase.values():
+            tall = max(rank[i] for i in members) + 1
+            wide = len(members) / tall  # boxes per rank, on average
+            columns = int((0.4 * tall / max(wide, 1.0) / len(by_phase)) ** 0.5)
+            if columns < 2:
+                continue
+            step = -(-tall // columns)
+            band.update((i, rank[i] // step) for i in members)
+        return [(a, b) for a, b in real if band.get(a, 0) != band.get(b, 0)]
+
     # emission
     def build(self) -> DotResult:
         self.group()
         edges = self.item_edges()
         real, stubbed = self.split_long(edges)
+        for a, b in self._fold_columns(real) if not self.hidden else ():
+            stubbed.append((a, b, real.pop((a, b))))
         g = graphviz.Digraph(name=dot_id(self.graph.graph_id or "graph"), engine="dot")
         g.attr("graph", rankdir="TB", fontname=FONT, ranksep="0.3", nodesep="0.2",
                outputorder="edgesfirst", labelloc="t", labeljust="l", fontsize="18",
