@@ -79,3 +79,24 @@ def test_a_long_row_of_module_boxes_wraps(tmp_path: Path) -> None:
     assert res.shown == 80  # one box per module
     w, h = canvas(res.dot.source, tmp_path)
     assert max(w / h, h / w) <= 3, (w, h)
+
+
+def chain_of_modules(count: int, ops: int) -> Graph:
+    """``count`` modules one after the other (a deep model's layers), ``ops`` nodes each."""
+    nodes = [Node("x", "placeholder", "x")]
+    for i in range(count):
+        for j in range(ops):
+            name = f"op{i}_{j}"
+            nodes[-1].users = [name]
+            nodes.append(Node(name, "call_function", "aten.mul.Tensor", inputs=[nodes[-1].name],
+                              module=f"layers.{i}.fc"))
+    return Graph(nodes, "chain", "synthetic")
+
+
+@needs_dot
+def test_a_tall_chain_of_module_boxes_folds_into_columns(tmp_path: Path) -> None:
+    res = build_dot(chain_of_modules(150, 3), opts=DotOptions(depth=2))
+    assert res.shown == 150  # a box per module (the input joins the first)
+    assert res.stubs > 0  # the edges between bands
+    w, h = canvas(res.dot.source, tmp_path)
+    assert max(w / h, h / w) <= 3, (w, h)
