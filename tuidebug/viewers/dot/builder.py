@@ -17,6 +17,7 @@ from tuidebug.viewers.dot.groups import derived_groups
 from tuidebug.viewers.dot.labels import (clip, group_label, group_status, node_label, node_tooltip,
                                         safe_id)
 from tuidebug.viewers.dot.options import DotOptions, DotResult, Item, Overlay
+from tuidebug.viewers.dot.shape import fold_bands, wrap_rows
 from tuidebug.viewers.dot.style import (CLUSTER_STYLE, DIFF_STYLE, FONT, KIND_STYLE, STUB_EDGE,
                                        STUB_NAMES, STUB_STYLE, legend_label, node_kind)
 from tuidebug.viewers.dotescape import dot_attrs, dot_id, dot_string
@@ -242,48 +243,17 @@ class _Builder:
                 last = max(piece, key=lambda it: rank[it.id])
         return links
 
-    def _wrap_rows(self, real: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-        """Invisible edges that fold a long row of boxes (the same estimated rank in a phase:
-        a backward's per-layer boxes, an optimizer's per-parameter chains) into rows of
-        ``sqrt(0.8 n)`` boxes (at least ``row_width``): a box is about twice as wide as its row
-        is tall, so the rows come out about 8:5, each row under the one before, so the drawing fits a screen."""
-        rank = self.ranks(real)
-        rows: dict[tuple[str, int], list[Item]] = defaultdict(list)
-        for it in sorted(self.items.values(), key=lambda i: i.pos):
-            if not self._is_output(it.id):
-                rows[(self._phase_of(it.id), rank[it.id])].append(it)
-        links = []
-        for row in rows.values():
-            width = max(self.opts.row_width, round((0.8 * len(row)) ** 0.5))
-            links += [(row[i].id, row[i + width].id) for i in range(len(row) - width)]
-        return links
-
-    def _fold_columns(self, real: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-        """The edges to leave out of ranking so that a tall phase (a deep model's chain of
-        layers) is cut into bands of ranks drawn side by side: each band, free of the one
-        before, rises to the top (the edges between bands become stubs). As many bands as
-        make the drawing about 8:5, phases side by side (measured on a 24-layer model)."""
-        rank = self.ranks(real)
-        by_phase: dict[str, list[str]] = defaultdict(list)
-        for item_id in self.items:
-            by_phase[self._phase_of(item_id)].append(item_id)
-        band: dict[str, int] = {}
-        for members in by_phase.values():
-            tall = max(rank[i] for i in members) + 1
-            wide = len(members) / tall  # boxes per rank, on average
-            columns = int((0.4 * tall / max(wide, 1.0) / len(by_phase)) ** 0.5)
-            if columns < 2:
-                continue
-            step = -(-tall // columns)
-            band.update((i, rank[i] // step) for i in members)
-        return [(a, b) for a, b in real if band.get(a, 0) != band.get(b, 0)]
-
     # emission
     def build(self) -> DotResult:
         self.group()
         edges = self.item_edges()
         real, stubbed = self.split_long(edges)
-        for a, b in self._fold_columns(real) if not self.hidden else ():
+        # shaped to fit a screen, at collapsed size (``--full`` is dot's own layout, which
+        # these constraints slow down at thousands of nodes)
+        shape = self.opts.collapse and not self.hidden and len(self.items) <= 2 * self.opts.budget
+        rank = self.ranks(real) if shape else {}
+        phase_of = {i: self._phase_of(i) for i in self.items}
+        for a, b in fold_bands(list(real), rank, phase_of) if shape else ():
             stubbed.append((a, b, real.pop((a, b))))
         g = graphviz.Digraph(name=dot_id(self.graph.graph_id or "graph"), engine="dot")
         g.attr("graph", rankdir="TB", fontname=FONT, ranksep="0.3", nodesep="0.2",
@@ -307,8 +277,11 @@ class _Builder:
         if self.hidden and self.phase:
             for a, b in self._stack_pieces(real):
                 g.edge(dot_id(a), dot_id(b), style="invis", weight="0")
-        else:
-            for a, b in self._wrap_rows(real):
+        elif shape:
+            rank = self.ranks(real)  # without the edges stubbed between bands
+            order = [it.id for it in sorted(self.items.values(), key=lambda i: i.pos)
+                     if not self._is_output(it.id)]
+            for a, b in wrap_rows(order, rank, phase_of, self.opts.row_width):
                 g.edge(dot_id(a), dot_id(b), style="invis", weight="0", minlen="2")
         kernel_styles = {self._kernel_style(it.key) for it in self.items.values() if it.kind == "kernel"}
         kernel_styles |= {c[2] for it in self.items.values() for c in it.container}
