@@ -35,7 +35,7 @@ class DotOptions:
     long_span: int = 8  # edges spanning more ranks than this become stubs
     max_fanout: int = 6  # real edges kept per producer; the rest become stubs
     max_fanin: int = 8  # real edges kept per consumer (the output node has hundreds)
-    row_width: int = 4  # fewest boxes side by side in a wrapped row (long rows wrap, see builder)
+    row_width: int = 12  # a row of more boxes side by side than this wraps (see dot/shape.py)
     title: str = ""
 
 

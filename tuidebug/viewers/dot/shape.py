@@ -8,17 +8,17 @@ from collections import defaultdict
 
 
 def wrap_rows(order: list[str], rank: dict[str, int], phase_of: dict[str, str],
-              min_width: int) -> list[tuple[str, str]]:
-    """Invisible edges that fold each long row of items (``order``, in graph order, at the same
-    rank of a phase: a backward's per-layer boxes, an optimizer's per-parameter chains) into
-    rows of ``sqrt(0.8 n)`` items (at least ``min_width``), each under the one before: a box
+              max_width: int) -> list[tuple[str, str]]:
+    """Invisible edges that fold each row of more than ``max_width`` items (``order``, in graph
+    order, at the same rank of a phase: a backward's per-layer boxes, an optimizer's
+    per-parameter chains) into rows of ``sqrt(0.8 n)`` items, each under the one before: a box
     is about twice as wide as its row is tall, so the rows come out about 8:5."""
     rows: dict[tuple[str, int], list[str]] = defaultdict(list)
     for item in order:
         rows[(phase_of[item], rank[item])].append(item)
     links = []
-    for row in rows.values():
-        width = max(min_width, round((0.8 * len(row)) ** 0.5))
+    for row in (r for r in rows.values() if len(r) > max_width):
+        width = max(4, round((0.8 * len(row)) ** 0.5))
         links += [(row[i], row[i + width]) for i in range(len(row) - width)]
     return links
 
