@@ -13,7 +13,8 @@ import pytest
 
 from tests.conftest import EXAMPLES, pythonpath, trace_example
 from tuidebug.trace.format.reader import Trace
-from tuidebug.trace.queries.summary import cudagraphs_state, launch_text
+from tuidebug.trace.queries.summary import cudagraphs_state
+from tuidebug.viewers.summary_text import launch_text
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 

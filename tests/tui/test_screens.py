@@ -6,6 +6,7 @@ from pathlib import Path
 
 from tuidebug.trace.queries import failure, provenance
 from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.verdict import format_duration
 from tuidebug.tui import model
 
 
@@ -22,9 +23,9 @@ async def test_overview_shows_graphs_timings_and_config(open_ui, transformer_tra
         timings = all_lines[next(i for i, ln in enumerate(all_lines) if "time per compile phase" in ln):]
         for g in trace.graphs:  # each graph's row of phase times ends with the total
             row = next(ln for ln in timings if ln.strip().startswith(g.id))
-            assert row.rstrip().endswith(model.secs(model.total_compile_s(g)))
+            assert row.rstrip().endswith(format_duration(model.total_compile_s(g)))
             slowest = max(model.phase_durations(g.meta), key=lambda pd: pd[1])
-            assert model.secs(slowest[1]) in row
+            assert format_duration(slowest[1]) in row
         changed = trace.config.get("changed") or {}
         assert "trace.provenance_tracking_level" in changed  # tuidebug sets it in every trace
         assert f"config differences from defaults ({len(changed)})" in lines

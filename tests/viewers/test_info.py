@@ -10,7 +10,8 @@ from pathlib import Path
 from rich.console import Console
 
 from tuidebug.trace.format.reader import Trace
-from tuidebug.trace.queries.summary import phase_text, trace_summary
+from tuidebug.trace.queries.summary import trace_summary
+from tuidebug.viewers.summary_text import phase_text
 from tuidebug.viewers.info import render_summary
 
 

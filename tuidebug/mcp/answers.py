@@ -17,7 +17,8 @@ from tuidebug.mcp.traces import Opened1
 from tuidebug.trace.queries import recompiles as rc
 from tuidebug.trace.format import schema
 from tuidebug.trace.format.reader import Trace
-from tuidebug.trace.queries.summary import accuracy_verdict, compile_place, trace_summary
+from tuidebug.trace.queries.summary import compile_place, trace_summary
+from tuidebug.viewers.summary_text import accuracy_verdict
 
 _GRAPH_KEYS = ("id", "kind", "status", "nodes", "stages", "passes_changed", "kernels",
                "kernel_kinds", "extern_calls", "fused", "from_cache", "cudagraphs", "error")

@@ -18,7 +18,8 @@ from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace
 from tuidebug.trace.queries.dynamic import guard_counts
 from tuidebug.trace.queries.recompiles import reasons_of
 from tuidebug.trace.queries.stages import merge_removed, previous_snapshot, snapshot_at
-from tuidebug.trace.queries.summary import compile_cache, compile_place
+from tuidebug.trace.queries.summary import compile_place
+from tuidebug.viewers.summary_text import compile_cache
 
 # -- timings ---------------------------------------------------------------------------------------
 
@@ -31,16 +32,6 @@ def phase_durations(meta: dict[str, Any]) -> list[tuple[str, float]]:
     starts = meta.get("phase_starts_s") or {}
     order = sorted(times, key=lambda k: float(starts.get(k, 0.0) or 0.0)) if starts else list(times)
     return [(k, max(0.0, times[k])) for k in order]
-
-
-def secs(v: Any) -> str:
-    if not isinstance(v, (int, float)):
-        return "–"
-    if v < 0.001:
-        return f"{v * 1e6:.0f}µs"
-    if v < 1:
-        return f"{v * 1e3:.1f}ms"
-    return f"{v:.2f}s"
 
 
 def total_compile_s(g: GraphRecord) -> float | None:

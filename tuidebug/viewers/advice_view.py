@@ -11,10 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tuidebug.inert import inert_text
-
-
-def _wall(v: Any) -> str:
-    return f"{v:.1f}s" if isinstance(v, (int, float)) else "–"
+from tuidebug.trace.queries.verdict import format_duration
 
 
 def advice_lines(suggestions: list[dict[str, Any]], tried: dict[str, dict[str, Any]]
@@ -69,11 +66,11 @@ def render_advice(suggestions: list[dict[str, Any]], tried: list[dict[str, Any]]
         t.add_column(col, no_wrap=col not in ("suggestion", "verdict"))
     base = tried[0].get("before") or {}
     t.add_row("", "as traced", str(base.get("compiles")), str(base.get("recompiles")),
-              str(base.get("graph_breaks")), _wall(base.get("wall_s")), "")
+              str(base.get("graph_breaks")), format_duration(base.get("wall_s")), "")
     for i, r in enumerate(tried, 1):
         a = r.get("after") or {}
         t.add_row(str(i), inert_text(str(r.get("id"))), str(a.get("compiles")),
-                  str(a.get("recompiles")), str(a.get("graph_breaks")), _wall(a.get("wall_s")),
+                  str(a.get("recompiles")), str(a.get("graph_breaks")), format_duration(a.get("wall_s")),
                   inert_text("helped" if r.get("helped") else
                              ("did not help" if a.get("status") == "ok" else
                               f"script {a.get('status')}"),

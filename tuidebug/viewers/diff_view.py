@@ -60,16 +60,16 @@ def _seconds(a: Any, b: Any, like: bool = True) -> Text:
     if not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
         return Text(f"{_v(a)} → {_v(b)}")
     if not like:
-        return Text(f"{a:.2f}s → {b:.2f}s (not like with like)", style="dim")
+        return Text(f"{format_duration(a)} → {format_duration(b)} (not like with like)", style="dim")
     ratio = f" (×{b / a:.2f})" if a else ""
-    return Text(f"{a:.2f}s → {b:.2f}s{ratio}", style="green" if b < a else "yellow")
+    return Text(f"{format_duration(a)} → {format_duration(b)}{ratio}",
+                style="green" if b < a else "yellow")
 
 
 def _once(p: dict[str, Any]) -> Text:
     """One timed call per side (two processes): both values, no ratio, no colour."""
     a, b = p.get("a"), p.get("b")
-    f = lambda v: f"{v:.3g}s" if isinstance(v, (int, float)) and not isinstance(v, bool) \
-        else _v(v)  # noqa: E731
+    f = lambda v: format_duration(v) if isinstance(v, (int, float)) else _v(v)  # noqa: E731
     return Text(f"{f(a)} → {f(b)}")
 
 

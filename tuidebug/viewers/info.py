@@ -6,13 +6,12 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from tuidebug.trace.format import schema
-from tuidebug.trace.queries.summary import (ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict, cache_text,
-                                    phase_text)
+from tuidebug.trace.queries.verdict import format_duration
+from tuidebug.viewers.summary_text import cache_text, phase_text
+from tuidebug.viewers.summary_view import accuracy_renderables, error_line, imported_renderables
 from tuidebug.viewers.advice_view import advice_section
 from tuidebug.viewers.breaks_view import break_notes, skipped_notes, summary_breaks
 from tuidebug.viewers.dynamic_view import dynamic_notes
@@ -43,10 +42,6 @@ def collective_text(c: dict[str, Any] | None) -> str:
     return out + (f" ({args})" if args else "") + (f" at {c['line']}" if c.get("line") else "")
 
 
-def _secs(v: Any) -> str:
-    return f"{v:.2f}s" if isinstance(v, (int, float)) else "–"
-
-
 def render_summary(s: dict[str, Any], console: Console) -> None:
     status = s["status"]
     head = Text.assemble(("trace ", "dim"), inert_text(s["trace"], "bold"), "  ",
@@ -67,11 +62,8 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
         console.print(Text.assemble(("script ", "bold yellow"), inert_text(script[1])))
     err = s.get("error")
     if err:
-        message = str(err.get("message") or "").strip().splitlines()
-        console.print(Text.assemble(("error ", "bold red"),
-                                    inert_text(f"{phase_text(err.get('phase'))}: "),
-                                    inert_text(err.get("type"), "red"), ": ",
-                                    inert_text(message[0][:300] if message else "")))
+        console.print(error_line(err.get("type"), err.get("message"),
+                                 where=phase_text(err.get("phase"))))
         if err.get("kernel"):
             console.print(Text.assemble(
                 ("  in kernel ", "dim"), inert_text(err["kernel"], "bold"),
@@ -99,7 +91,7 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
                   "cache" if g.get("from_cache") else
                   f"{_unknown(g['passes_changed'])}/{g['passes_run']}", str(g["kernels"]),
                   str(g["extern_calls"]), _unknown(g["fused"]),
-                  f"{g['kernels_with_source']}/{g['kernels']}", _secs(total))
+                  f"{g['kernels_with_source']}/{g['kernels']}", format_duration(total))
     console.print(t)
     _more(console, len(s["graphs"]), "graphs")
     cache_by_compile = {c["id"]: cache_text(c.get("cache") or {}) for c in s.get("compiles") or []}
@@ -140,11 +132,11 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
         notes: list[Text] = []
         for c in s["compiles"][:MAX_ROWS]:
             where = f"{Path(str(c.get('file') or '?')).name}:{c.get('line') or '?'}"
-            compile_s = _secs(c.get("compile_time_s"))
+            compile_s = format_duration(c.get("compile_time_s"))
             if c.get("restarted_as") and c.get("compile_time_s") is None:
                 compile_s = "restart"
             ct.add_row(inert_text(c["id"]), inert_text(c.get("function") or "?"),
-                       inert_text(where[-50:]), compile_s, _secs(c.get("inductor_time_s")),
+                       inert_text(where[-50:]), compile_s, format_duration(c.get("inductor_time_s")),
                        inert_text(len(c.get("graph_breaks") or [])))
             dyn = dynamic_notes(c, {str(t.get("id")): t for t in
                                     (s.get("advice") or {}).get("tried") or []})
@@ -176,18 +168,8 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
         console.print(line)
     acc = s.get("accuracy") or {}
     for cid, a in acc.items():
-        verdict, why = accuracy_verdict(a)
-        style = {"match": "green", "MISMATCH": "bold red"}.get(verdict, "dim")
-        console.print(Text.assemble(inert_text(f"  eager check {cid}: "), (verdict, style),
-                                    inert_text(f"  {why}")))
-        rows = accuracy_rows(a)
-        if rows and verdict != "not compared":
-            t = Table(box=None, padding=(0, 1), header_style="dim", pad_edge=False)
-            for col in ACCURACY_COLUMNS:
-                t.add_column(col, overflow="fold")
-            for r in rows:
-                t.add_row(*map(inert_text, r), style="red" if r[-1] == "FAIL" else None)
-            console.print(Padding(t, (0, 0, 0, 4)))
+        for part in accuracy_renderables(cid, a):
+            console.print(part)
         numerics = (s.get("numerics") or {}).get(cid)
         if isinstance(numerics, dict):
             for line in numerics_lines(numerics):
@@ -200,13 +182,8 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
     if s.get("config_changed"):
         console.print(Text.assemble(("config differs from defaults: ", "dim"),
                                     inert_text(", ".join(map(str, s["config_changed"])))))
-    imp = s.get("imported_from")
-    if imp:
-        rank = f" (rank {imp['rank']})" if imp.get("rank") is not None else ""
-        console.print(Text.assemble(("imported from ", "dim"),
-                                    inert_text(f"{imp.get('kind')}: {imp.get('path')}{rank}")))
-        for what in imp.get("missing") or []:
-            console.print(inert_text(f"  {what}: {schema.NOT_IN_LOG}", "dim"))
+    for line in imported_renderables(s.get("imported_from")):
+        console.print(line)
     for w in s.get("warnings") or []:
         console.print(inert_text(f"warning: {w}", "yellow"))
     problems = s.get("problems") or []

@@ -12,11 +12,8 @@ from rich.table import Table
 from rich.text import Text
 
 from tuidebug.inert import inert, inert_text
+from tuidebug.trace.queries.verdict import format_duration
 from tuidebug.viewers.info import STATUS_STYLE, collective_text
-
-
-def _secs(v: Any) -> str:
-    return f"{v:.2f}s" if isinstance(v, (int, float)) else "–"
 
 
 def _ranks(rs: list[int]) -> str:
@@ -153,7 +150,7 @@ def render_job(report: dict[str, Any], console: Console) -> None:
         t.add_row(str(r["rank"]), inert_text(r.get("hostname") or "?"),
                   inert_text(status, STATUS_STYLE.get(status, "")),
                   str(r.get("compiles", "–")), str(r.get("graphs", "–")),
-                  _secs(r.get("compile_time_s")),
+                  format_duration(r.get("compile_time_s")),
                   chr(ord("A") + group_of[r["rank"]] % 26) if r["rank"] in group_of else "–")
     console.print(t)
     d = report["divergence"]
@@ -183,8 +180,8 @@ def render_job(report: dict[str, Any], console: Console) -> None:
         worst = max(skew, key=lambda s: s["spread_s"])
         console.print(inert_text(
             f"compile-time skew: largest on {worst['compile_id']}: rank {worst['slowest']['rank']} "
-            f"{_secs(worst['slowest']['s'])} vs rank {worst['fastest']['rank']} "
-            f"{_secs(worst['fastest']['s'])}", "dim"))
+            f"{format_duration(worst['slowest']['s'])} vs rank {worst['fastest']['rank']} "
+            f"{format_duration(worst['fastest']['s'])}", "dim"))
     problems = report.get("problems") or []
     if problems:
         console.print(Text(f"problems reading the job folder ({len(problems)})", style="bold"))

@@ -25,7 +25,7 @@ from tuidebug.trace.queries.stages import find_stage, is_joint, snapshot_at, sta
 from tuidebug.trace.queries.provenance import kernel_launches
 from tuidebug.trace.queries.numerics import (first_divergences, testing_only_banner,
                                              testing_only_flags)
-from tuidebug.trace.queries.summary import launch_text
+from tuidebug.viewers.summary_text import launch_text
 from tuidebug.viewers.dot import DotOptions, DotResult, Overlay, build_dot, infer_modules
 
 INSTALL_HINT = ("install Graphviz (Debian/Ubuntu: apt-get install graphviz; macOS: brew install "

@@ -74,12 +74,17 @@ class Verdict:
 
 
 def format_duration(s: Any) -> str:
-    """``12.3 µs``, ``4.56 ms``, ``1.23 s``; ``—`` when unknown."""
-    if not isinstance(s, (int, float)) or isinstance(s, bool):
+    """A duration in seconds as the one form every view shows: three significant digits in the
+    largest unit below it, ``12.3 µs``, ``4.56 ms``, ``530 ms``, ``1.23 s``, ``184 s``; ``—`` when
+    unknown (not a number)."""
+    if not isinstance(s, (int, float)) or isinstance(s, bool) or not math.isfinite(s):
         return "—"
-    if abs(s) < 1e-3:
-        return f"{s * 1e6:.1f} µs"
-    return f"{s * 1e3:.2f} ms" if abs(s) < 1 else f"{s:.2f} s"
+    r = float(f"{s:.3g}")  # rounded first: 0.9996 s is 1.00 s, not 1000 ms
+    unit, scale = next(((u, k) for u, k in (("s", 1.0), ("ms", 1e3), ("µs", 1e6))
+                        if abs(r) * k >= 1), ("ns", 1e9))
+    v = abs(r) * scale
+    digits = 0 if v >= 100 or v == 0 else (1 if v >= 10 else 2)
+    return f"{r * scale:.{digits}f} {unit}" if r else "0 s"
 
 
 def quantile(xs: list[float], q: float) -> float:

@@ -22,7 +22,7 @@ from textual.worker import get_current_worker
 
 from tuidebug.trace.queries import kernel_sizes, provenance, source_lines
 from tuidebug.trace.format.reader import GraphRecord, Trace
-from tuidebug.trace.queries.summary import launch_text
+from tuidebug.viewers.summary_text import launch_text
 from tuidebug.tui import keymap, model
 from tuidebug.tui.messages import Read, ShowNode
 from tuidebug.tui.screens.base import TraceScreen

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import RenderableType
-from rich.padding import Padding
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
@@ -25,8 +24,8 @@ from tuidebug.trace.format.reader import GraphRecord, Trace
 from tuidebug.trace.queries.dynamic import guard_counts
 from tuidebug.trace.queries.frames import skipped_frames
 from tuidebug.trace.queries.recompiles import reasons_of
-from tuidebug.trace.queries.summary import (ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict,
-                                            changed_passes, compile_place, cudagraphs_state)
+from tuidebug.trace.queries.verdict import format_duration
+from tuidebug.trace.queries.summary import changed_passes, compile_place, cudagraphs_state
 from tuidebug.trace.queries import advice, graph_breaks
 from tuidebug.trace.queries.vllm import vllm_summary
 from tuidebug.trace.queries.numerics import numerics_summary
@@ -43,6 +42,8 @@ from tuidebug.viewers.fitted import Row
 from tuidebug.inert import inert
 from tuidebug.viewers.info import STATUS_STYLE
 from tuidebug.viewers.numerics_view import numerics_lines
+from tuidebug.viewers.summary_text import compile_cache, phase_text
+from tuidebug.viewers.summary_view import accuracy_renderables, error_line, imported_renderables
 from tuidebug.viewers.vllm_view import vllm_renderables
 
 
@@ -62,7 +63,7 @@ def _graph_row(g: GraphRecord) -> list[Any]:
             f"{'?' if changed is None else len(changed)}/{len(passes)}",
             str(g.meta.get("kernels", "–")),
             f"{fusion.get('fused', '–')}/{fusion.get('rejected', '–')}",
-            model.secs(model.total_compile_s(g))]
+            format_duration(model.total_compile_s(g))]
 
 
 def progress_line(trace: Trace, report: failure.ErrorReport) -> Text:
@@ -111,9 +112,8 @@ def overview_renderables(trace: Trace) -> list[RenderableType]:
         out.append(_heading("how far compilation got"))
         out.append(progress_line(trace, report))
         if report.type or report.message:
-            first = (report.message.strip().splitlines() or [""])[0][:300]
-            out.append(Text.assemble(("error  ", "bold red"), (str(report.type or status), "red"),
-                                     ": " if first else "", first))
+            out.append(error_line(report.type or status, report.message,
+                                  where=phase_text(report.phase)))
         for line in failure.key_error_lines(report.message, 3):
             out.append(Text("  " + line[:300], style="red"))
         if report.site:
@@ -169,18 +169,9 @@ PHASE_SHORT = {"joint_graph": "joint", "scheduling": "sched", "kernel_compile": 
 def _imported(trace: Trace) -> list[RenderableType]:
     """Where an imported trace came from, its rank, and what its source does not hold."""
     imp = trace.imported_from
-    if not imp:
-        return []
-    head = Text.assemble(("imported from ", "dim"), f"{imp.get('kind')}: ",
-                         (str(imp.get("path")), "bold"))
-    ranks = imp.get("ranks") or []
-    if imp.get("rank") is not None:
-        head.append(f"   rank {imp['rank']}")
-        if len(ranks) > 1:
-            head.append(f" of {', '.join(map(str, ranks))}  (R: another rank)", style="dim")
-    out: list[RenderableType] = [head]
-    out.extend(Text(f"  {what}: {schema.NOT_IN_LOG}", style="dim")
-               for what in imp.get("missing") or [])
+    out: list[RenderableType] = list(imported_renderables(imp))
+    if out and imp and imp.get("rank") is not None and len(imp.get("ranks") or []) > 1:
+        out[0].append("  (R: another rank)", style="dim")
     return out
 
 
@@ -198,9 +189,9 @@ def _timings(graphs: list[GraphRecord]) -> list[RenderableType]:
     t.add_column("total", justify="right", no_wrap=True, style="bold")
     for g, d in per_graph:
         slowest = max(d, key=lambda k: d[k]) if d else None
-        cells = [Text(model.secs(d[p]), style="bold yellow" if p == slowest else "")
+        cells = [Text(format_duration(d[p]), style="bold yellow" if p == slowest else "")
                  if p in d else Text("–", style="dim") for p in phases]
-        t.add_row(g.id, *cells, model.secs(sum(d.values())) if d else "–")
+        t.add_row(g.id, *cells, format_duration(sum(d.values())) if d else "–")
     return [t]
 
 
@@ -234,11 +225,11 @@ def _compiles(trace: Trace) -> list[RenderableType]:
         where = (Row(Text(str(place["file"])), Text(f":{place['line'] or '?'}"), middle=True)
                  if place["file"] else Text("–"))
         t.add_row(Text(cid), Text(str(place["function"] or "–")), where,
-                  model.secs(metrics.get("entire_frame_compile_time_s"))
+                  format_duration(metrics.get("entire_frame_compile_time_s"))
                   if metrics or not place["restarted"] else "restart",
-                  model.secs(metrics.get("inductor_compile_time_s")),
+                  format_duration(metrics.get("inductor_compile_time_s")),
                   model.guards_text(guard_counts(c, trace.compile_shapes(cid)), brief=True),
-                  model.compile_cache(c),
+                  compile_cache(c),
                   ", ".join(c.get("graphs") or []))
         for r in reasons_of(c):
             notes.append(Text(f"  {cid} recompiled because: {_reason(r)}", style="yellow"))
@@ -267,22 +258,9 @@ def _accuracy(trace: Trace) -> list[RenderableType]:
     out: list[RenderableType] = [Text(""), _heading("compiled vs eager")]
     numerics = numerics_summary(trace)
     for cid, c in checks.items():
-        if not isinstance(c, dict):
-            continue
-        verdict, why = accuracy_verdict(c)
-        style = {"match": "green", "MISMATCH": "bold red"}.get(verdict, "dim")
-        times = (f"   first call {model.secs(c.get('first_call_s'))}, eager "
-                 f"{model.secs(c.get('eager_s'))}" if c.get("eager_s") is not None else "")
-        out.append(Text.assemble(f"  {cid}: ", (verdict, style), f"  {why}{times}"))
-        rows = accuracy_rows(c)
-        if rows and verdict != "not compared":
-            t = Table(box=None, padding=(0, 1), header_style="dim")
-            for col in ACCURACY_COLUMNS:
-                t.add_column(col, overflow="fold")
-            for r in rows:
-                t.add_row(*map(Text, r), style="red" if r[-1] == "FAIL" else None)
-            out.append(Padding(t, (0, 0, 0, 4)))
-        out.extend(numerics_lines(numerics.get(cid) or {}))
+        if isinstance(c, dict):
+            out.extend(accuracy_renderables(cid, c))
+            out.extend(numerics_lines(numerics.get(cid) or {}))
     return out
 
 

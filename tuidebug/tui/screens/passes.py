@@ -21,6 +21,7 @@ from tuidebug.trace.queries import provenance
 from tuidebug.trace.format.reader import GraphRecord, StageInfo
 from tuidebug.trace.queries.stages import stage_label
 from tuidebug.trace.queries.summary import changed_passes
+from tuidebug.trace.queries.verdict import format_duration
 from tuidebug.tui import keymap, model
 from tuidebug.tui.messages import Read, ShowKernel
 from tuidebug.tui.screens.base import TraceScreen
@@ -285,7 +286,7 @@ class PassesScreen(TraceScreen):
         if not unknown:
             t.append(f"  {s.kind}", style="dim")
         if s.duration_s is not None:
-            t.append(f"  {model.secs(s.duration_s)}", style="dim")
+            t.append(f"  {format_duration(s.duration_s)}", style="dim")
         if unknown and sv.note:
             t.append(f"   {sv.note}", style="italic yellow")
         ch = sv.changes

@@ -1,0 +1,63 @@
+"""The pieces of a trace's summary that both `info` (viewers/info.py) and the TUI's overview
+(tui/screens/overview.py) show, rendered once: the error line, where an imported trace came from,
+and each eager accuracy check with its table of outputs. Every string from the trace goes through
+the inert renderer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import RenderableType
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from tuidebug.inert import inert_text
+from tuidebug.trace.format import schema
+from tuidebug.trace.queries.verdict import format_duration
+from tuidebug.viewers.summary_text import ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict
+
+VERDICT_STYLE = {"match": "green", "MISMATCH": "bold red"}
+
+
+def error_line(kind: Any, message: Any, *, where: str = "") -> Text:
+    """``error  WHERE: TYPE: the message's first line`` (at most 300 characters of it)."""
+    first = (str(message or "").strip().splitlines() or [""])[0][:300]
+    return Text.assemble(("error  ", "bold red"), inert_text(f"{where}: " if where else ""),
+                         inert_text(kind, "red"), ": " if first else "", inert_text(first))
+
+
+def imported_renderables(imp: dict[str, Any] | None) -> list[Text]:
+    """``imported from KIND: PATH   rank R of 0, 1`` and a line for each thing its source does
+    not hold; nothing for a captured trace."""
+    if not imp:
+        return []
+    head = Text.assemble(("imported from ", "dim"), inert_text(f"{imp.get('kind')}: "),
+                         inert_text(imp.get("path"), "bold"))
+    ranks = imp.get("ranks") if isinstance(imp.get("ranks"), list) else []
+    if imp.get("rank") is not None:
+        head.append_text(inert_text(f"   rank {imp['rank']}"))
+        if len(ranks) > 1:
+            head.append_text(inert_text(f" of {', '.join(map(str, ranks))}"))
+    return [head] + [inert_text(f"  {what}: {schema.NOT_IN_LOG}", "dim")
+                     for what in imp.get("missing") or []]
+
+
+def accuracy_renderables(cid: str, check: dict[str, Any]) -> list[RenderableType]:
+    """One eager check of runtime.json: ``  eager check CID: VERDICT  why   first call T, eager
+    T``, then (when compared) its outputs, failing first, indented under it."""
+    verdict, why = accuracy_verdict(check)
+    times = (f"   first call {format_duration(check.get('first_call_s'))}, eager "
+             f"{format_duration(check.get('eager_s'))}" if check.get("eager_s") is not None else "")
+    out: list[RenderableType] = [Text.assemble(
+        inert_text(f"  eager check {cid}: "), (verdict, VERDICT_STYLE.get(verdict, "dim")),
+        inert_text(f"  {why}{times}"))]
+    rows = accuracy_rows(check)
+    if rows and verdict != "not compared":
+        t = Table(box=None, padding=(0, 1), header_style="dim", pad_edge=False)
+        for col in ACCURACY_COLUMNS:
+            t.add_column(col, overflow="fold")
+        for r in rows:
+            t.add_row(*map(inert_text, r), style="red" if r[-1] == "FAIL" else None)
+        out.append(Padding(t, (0, 0, 0, 4)))
+    return out
