@@ -446,6 +446,7 @@ ENV_OVERRIDES = {"TORCHINDUCTOR_MAX_AUTOTUNE": "1", "TORCHINDUCTOR_FX_GRAPH_CACH
                  "TORCHINDUCTOR_AUTOTUNE_NUM_CHOICES_DISPLAYED": "all", "INDUCTOR_PROVENANCE": "2"}
 
 
+@pytest.mark.slow  # imports torch's Inductor config in a child, twice
 @pytest.mark.parametrize("overrides", [{}, ENV_OVERRIDES], ids=["clean", "overrides"])
 def test_values_in_force_match_the_real_module(registry: Registry, overrides: dict) -> None:
     """What torch's config module really holds in a process with that environment."""

@@ -171,6 +171,7 @@ def test_a_restarted_rank_is_judged_by_its_last_attempt(tmp_path: Path) -> None:
                                                              {"default": 1})
 
 
+@pytest.mark.slow  # traces a script
 def test_a_progress_log_that_cannot_be_written_does_not_stop_the_rank(tmp_path: Path) -> None:
     """The rank's capture child cannot open its progress log (here its folder is a file): the
     script runs all the same, and the trace says the collectives were not logged."""

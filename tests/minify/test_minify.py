@@ -247,6 +247,7 @@ print(torch.compile(lambda t: torch.relu(t * 2) + 1)(x).sum())
 """
 
 
+@pytest.mark.slow  # traces and bisects
 def test_plain_bisect_runs_the_script_with_the_flags_it_was_traced_with(tmp_path: Path) -> None:
     """A failure that needs a `tuidebug trace --set` flag: each bisection run of the traced
     script (a fresh process) applies that flag again, or the failure would never happen."""
