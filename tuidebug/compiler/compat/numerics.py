@@ -47,10 +47,32 @@ def lowered_graph(lowering: Any) -> tuple[Any, dict[str, str]]:
     return gm, origins
 
 
-def _module_of(compiled: Any) -> Any:
-    fn = getattr(compiled, "current_callable", None)
-    fn = getattr(fn, "__func__", fn)
-    return getattr(fn, "__globals__", None)
+def _module_of(compiled: Any, known: dict[int, Any]) -> Any:
+    """The key in ``known`` (``id`` of a generated wrapper module's globals → key) of the module
+    whose ``call`` this compiled graph runs. Its ``current_callable`` may be wrapped (on a GPU
+    Inductor aligns the inputs in a closure around it; CUDA graphs wrap it too): the wrappers'
+    ``__wrapped__``, bound ``__func__`` and closure cells are followed, a few levels deep."""
+    todo, seen = [getattr(compiled, "current_callable", None)], set()
+    for _ in range(64):
+        if not todo:
+            break
+        fn = todo.pop(0)
+        if fn is None or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        fn = getattr(fn, "__func__", fn)
+        key = known.get(id(getattr(fn, "__globals__", None)))
+        if key is not None:
+            return key
+        todo.append(getattr(fn, "__wrapped__", None))
+        for cell in getattr(fn, "__closure__", None) or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if callable(value):
+                todo.append(value)
+    return None
 
 
 class IntermediateValues:
@@ -75,7 +97,7 @@ class IntermediateValues:
 
         def wrap_call(orig: Callable[..., Any]) -> Callable[..., Any]:
             def __call__(self_: Any, args: Any) -> Any:
-                key = by_dict.get(id(_module_of(self_)))
+                key = _module_of(self_, by_dict)
                 if key is not None and key not in inputs:
                     inputs[key] = [a.detach().clone() if isinstance(a, torch.Tensor) else a
                                    for a in args]
