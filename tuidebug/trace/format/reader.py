@@ -201,6 +201,15 @@ class GraphRecord:
             path = self.dir / st.file
             if not self._f.exists(path) and not os.path.lexists(path):
                 self._f.problem(path, "missing")
+                continue
+            # a snapshot's node count comes from the stage list (not parsed here): its last
+            # bytes tell a file cut short (a JSON object ends with "}")
+            try:
+                tail, _ = safefile.read_tail(self._f.confine(path), 64)
+            except (safefile.Refused, OSError):
+                continue  # reported when the snapshot itself is read
+            if not tail.rstrip().endswith(b"}"):
+                self._f.problem(path, "cut short (not a complete JSON object); not read")
         for rel in [str(k["file"]) for k in self.kernels if k.get("file")] + [schema.WRAPPER]:
             path = self.dir / rel
             try:
