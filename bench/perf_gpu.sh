@@ -1,7 +1,8 @@
 #!/bin/bash
 # Issue 26 on one GPU: three `trace --profile` runs of the bf16 transformer example and of the
 # graph-break model, each against bench/compile_vs_eager.py (torch.compile vs eager interleaved,
-# without tuidebug), then bench/perf_verdict_check.py. Writes under $OUT.
+# without tuidebug), then bench/perf_verdict_check.py: per configuration the three verdicts, the
+# bench's ratio, and each run's ledger with its remainder (PASS when under 10%). Writes under $OUT.
 #   OUT=/tmp/perf-out bash bench/perf_gpu.sh
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/perf-out}; mkdir -p "$OUT"
@@ -17,6 +18,7 @@ run() {  # name, then the example and its arguments
     echo "$name run $i rc $?"
     python -m tuidebug.cli info --json "/tmp/perf-$name-$i" > "$OUT/$name.run$i.info.json" 2>/dev/null
     COLUMNS=160 python -m tuidebug.cli info "/tmp/perf-$name-$i" > "$OUT/$name.run$i.info.txt" 2>&1
+    cp "/tmp/perf-$name-$i/profile.json" "$OUT/$name.run$i.profile.json" 2>/dev/null
   done
   timeout 600 python bench/compile_vs_eager.py --model $model --device cuda "$@" \
     > "$OUT/$name.bench.json" 2>"$OUT/$name.bench.log"

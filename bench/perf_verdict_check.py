@@ -1,7 +1,9 @@
 """Checks issue 26's GPU criteria from the files bench/perf_gpu.sh writes: three ``trace
 --profile`` verdicts of one configuration against each other and against bench/compile_vs_eager.py
-(the same verdict; ratios within ±10% of each other and of the bench). Reads ``info --json``
-outputs and the bench's JSON lines; prints one line per configuration and PASS/FAIL.
+(the same verdict; ratios within ±10% of each other and of the bench), and each run's ledger:
+its parts, which add up to the measured wall time, with the remainder (``other``) under 10% of
+it. Reads ``info --json`` outputs and the bench's JSON lines; prints each configuration's
+verdicts, bench ratio and ledgers, then PASS/FAIL.
 
     python bench/perf_verdict_check.py OUT_DIR
 """
@@ -11,6 +13,40 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+
+
+REST = 0.10  # the ledger's remainder, at most this share of the measured wall time
+
+
+def print_ledger(ledger: list[dict], wall: float) -> bool:
+    """One line per part (seconds per call, share of the wall), then the sum and the
+    remainder; whether the parts add up and the remainder is under ``REST``."""
+    if not ledger:
+        print("        no ledger: FAIL")
+        return False
+    for p in ledger:
+        where = " ".join(str(p[k]) for k in ("graph", "reason") if p.get(k))[:90]
+        phase = " (bwd)" if p.get("phase") == "bwd" else ""
+        print(f"        {p['part']:<13}{phase:<6} {p['seconds'] * 1e6:10.1f} us "
+              f"{p['seconds'] / wall:7.1%}  {where}")
+    total = sum(p["seconds"] for p in ledger)
+    rest = sum(p["seconds"] for p in ledger if p["part"] == "other")
+    good = abs(total - wall) <= 1e-6 * wall + 1e-8 and abs(rest) < REST * wall
+    print(f"        sum {total * 1e6:.1f} us of the measured {wall * 1e6:.1f} us; remainder "
+          f"{rest * 1e6:+.1f} us ({rest / wall:+.1%}): {'PASS' if good else 'FAIL'}")
+    return good
+
+
+def clocked_calls(path: Path) -> str:
+    """What the ledger's clocked calls took (profile.json's ``ledger_calls``), if recorded."""
+    try:
+        calls = json.loads(path.read_text())["calls"]
+        lc = calls[0]["ledger_calls"]
+        w = lc["wall"]
+        return (f"{lc['n']} clocked calls: median {w['median_s'] * 1e6:.1f} us "
+                f"(p10 {w['p10_s'] * 1e6:.1f}, p90 {w['p90_s'] * 1e6:.1f})")
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return ""
 
 
 def main() -> int:
@@ -23,10 +59,12 @@ def main() -> int:
     for bench in benches:
         name = bench.name[: -len(".bench.json")]
         b = [json.loads(ln) for ln in bench.read_text().splitlines() if ln.startswith("{")]
-        traces = []
+        traces, ledgers = [], []
         for info in sorted(out.glob(f"{name}.run*.info.json")):
             try:
-                traces.append(json.loads(info.read_text())["profile"]["verdict"])
+                profile = json.loads(info.read_text())["profile"]
+                traces.append(profile["verdict"])
+                ledgers.append(profile.get("ledger") or [])
             except (KeyError, ValueError) as e:
                 print(f"{name}: {info.name} has no verdict ({e})")
                 ok = False
@@ -46,8 +84,12 @@ def main() -> int:
               f"bench {ref:.3f} [{b[-1]['ratio_low']:.3f}–{b[-1]['ratio_high']:.3f}] "
               f"({b[-1]['verdict']}); spread {spread:.1%}, off the bench {off:.1%}: "
               f"{'PASS' if good else 'FAIL'}")
-        for t in traces:
-            print(f"    {t['text']}")
+        for i, (t, ledger) in enumerate(zip(traces, ledgers), 1):
+            print(f"    run {i}: {t['text']}")
+            clocked = clocked_calls(out / f"{name}.run{i}.profile.json")
+            if clocked:
+                print(f"        timed calls' median {t['compiled_s'] * 1e6:.1f} us; {clocked}")
+            ok &= print_ledger(ledger, t["compiled_s"])
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

@@ -51,9 +51,10 @@ def test_graph_breaks_make_it_slower_and_are_named(item_trace: Path) -> None:
     assert all(p.graph in ids for p in graphs)
     # the eager islands and Dynamo's frames take most of the call: the unaccounted rest is small
     rest = next(p.seconds for p in v.ledger if p.part == "other")
-    assert abs(rest) < 0.25 * v.compiled.median_s
+    assert abs(rest) < 0.10 * v.compiled.median_s, [p.as_json() for p in v.ledger]
     raw = json.loads((item_trace / "profile.json").read_text())
     (call,) = raw["calls"]
+    assert call["ledger_calls"]["n"] == call["rounds"]  # on the CPU: the timed calls, clocked
     m = raw["machine"]
     assert 1 <= m["threads"] <= m["cores"] and call["threads"] == m["threads"]
     assert len(call["times"]["compiled_s"]) == len(call["times"]["eager_s"]) == call["rounds"]
@@ -74,6 +75,8 @@ def test_a_training_step_is_timed_forward_and_backward(profiled_training_trace: 
     (v,) = call_verdicts(Trace(profiled_training_trace))
     assert v.training
     _parts_add_up(v)
+    other = next(p.seconds for p in v.ledger if p.part == "other")
+    assert abs(other) < 0.10 * v.compiled.median_s, [p.as_json() for p in v.ledger]
     back = [p for p in v.ledger if p.phase == "bwd"]
     assert len(back) == 1 and back[0].seconds > 0 and back[0].graph
     assert "backward" in (back[0].graph or "")

@@ -66,9 +66,9 @@ class Outcome(Concern):
                     clock = s.call_clock
                     if clock is None:
                         return checked(*args)
-                    start = compat.clock_mark()  # never waits: the call runs as unclocked
+                    start = clock.clock.mark()  # never waits: the call runs as unclocked
                     out = checked(*args)
-                    clock.append((gs.graph_id, cid, start, compat.clock_mark()))
+                    clock.graphs.append((gs.graph_id, cid, start, clock.clock.mark()))
                     return out
                 except BaseException as e:
                     if not isinstance(e, (KeyboardInterrupt, SystemExit)):

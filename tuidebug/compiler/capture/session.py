@@ -17,7 +17,7 @@ from tuidebug.compiler import compat
 from tuidebug.compiler.capture import (autotune, cache_keys, collectives, config, events,
                                        frames, fusion, graphs, kernels, numerics, outcome,
                                        profile, shapes, triton, whole_call)
-from tuidebug.compiler.capture.state import Concern, GraphState
+from tuidebug.compiler.capture.state import CallMarks, Concern, GraphState
 from tuidebug.trace.format import layout, schema
 from tuidebug.trace.format.writer import TraceWriter
 from tuidebug.trace.queries.frames import nothing_compiled, skipped_frames
@@ -91,8 +91,8 @@ class CaptureSession:
         self._config_ctx: Any = None
         self._anon = 0
         # while --profile clocks a whole call: each compiled graph's (graph id, compile id,
-        # start, end) is appended (outcome.Outcome.wrap_runtime)
-        self.call_clock: list[tuple[str, str, float, float]] | None = None
+        # start mark, end mark) is appended (outcome.Outcome.wrap_runtime)
+        self.call_clock: CallMarks | None = None
 
     def concern(self, kind: type[C]) -> C:
         """The session's instance of concern class ``kind``."""

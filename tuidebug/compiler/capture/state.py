@@ -48,6 +48,19 @@ class GraphState:
     extra_meta: dict[str, Any] = field(default_factory=dict)  # more meta.json keys (ddp_bucket)
 
 
+@dataclass
+class CallMarks:
+    """While ``--profile`` clocks a whole call: its clock (``compat.CallClock``) and, per
+    compiled graph called, ``(graph id, compile id, start mark, end mark)`` (mark indices)."""
+
+    clock: Any
+    graphs: list[tuple[str, str, int, int]] = field(default_factory=list)
+
+    def reset(self) -> None:
+        self.clock.reset()
+        self.graphs.clear()
+
+
 class Concern:
     """One concern of a capture (graphs and passes, IR and fusion, kernels, …).
 

@@ -9,13 +9,16 @@ call returns (its graphs compiled, checked and profiled by then). Eager and comp
 alternate in rounds (``fair_timing``); a call that ran under autograd with tensors that require
 grad is measured as a training step: the forward, then ``autograd.grad`` of its outputs (seeded
 output gradients) with respect to the parameters and inputs that require grad (``.grad`` is
-never touched). The ledger: compiled calls with each compiled graph's start and end clocked
-(``session.call_clock``) split the call into Dynamo before the first graph, each graph, each
-eager island between two graphs (its break is the earlier graph's compile's), the backward,
-and the remainder of the measured wall time (``other``). On the CPU the clocked calls are the
-timed ones (a clock read per graph call, a µs or so); on a GPU the marks are CUDA events on
-the device's own timeline (nothing waits for the device inside the call, so a clocked call runs
-as an unclocked one and its parts partition its time), read from 15 further calls.
+never touched). The ledger: compiled calls with each compiled graph's start and end marked
+(``session.call_clock``, a ``compat.CallClock`` made once per measured call) split the call
+into Dynamo before the first graph, each graph, each eager island between two graphs (its break
+is the earlier graph's compile's), the backward, and the remainder of the measured wall time
+(``other``). Each part is stated as its share of the clocked call's own wall time, then scaled
+to the timed calls' median: a clocked call's parts add up to its time whether or not clocking
+made it slower. On the CPU the clocked calls are the timed ones (a clock read per graph call);
+on a GPU the marks are pre-made CUDA events on the device's own timeline (nothing waits for the
+device inside the call) and the clocked calls are up to 40 further ones, alternating with eager
+calls as the timed ones did.
 
 Written to ``profile.json``'s ``calls`` (docs/trace-format.md); the verdict and the ledger as
 answers are ``tuidebug.trace.queries.whole_call``'s. The user's tensors, the random state and
@@ -26,6 +29,8 @@ from __future__ import annotations
 
 import functools
 import statistics
+import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
@@ -33,10 +38,11 @@ import torch
 from tuidebug.compiler import accuracy, compat, fair_timing
 from tuidebug.compiler.capture import profile
 from tuidebug.compiler.gradients import seeded, tensors
-from tuidebug.compiler.capture.state import Concern
+from tuidebug.compiler.capture.state import CallMarks, Concern
 from tuidebug.trace.queries.verdict import ratio_interval, spread
 
-LEDGER_CALLS = 15
+LEDGER_CALLS = 40      # on a GPU: clocked calls after the timed ones (fewer past LEDGER_CAP_S)
+LEDGER_CAP_S = 4.0
 
 
 class WholeCall(Concern):
@@ -132,14 +138,18 @@ class WholeCall(Concern):
         machine = fair_timing.free_threads() if self.machine is None else self.machine
         load_before = fair_timing.load1()
         # on the CPU the timed compiled calls are the clocked ones (a clock read per graph: the
-        # parts come from the very calls whose wall time is measured); on a GPU clocking a
-        # graph synchronizes the device, so the clocked calls are further ones
-        clocked: list[list[tuple[str, str, str, float]]] = []
+        # parts come from the very calls whose wall time is measured); on a GPU an event record
+        # costs host time, so the timed calls are unclocked and the clocked ones further calls
+        marks = CallMarks(compat.CallClock())
+        clocked: list[_Clocked] = []
         cpu = compat.device_kind() == "cpu"
-        cg = self._cudagraph_ids()
-        run_c = (lambda: clocked.append(self._clocked_call(c_step, cg))) if cpu else c_step.run
+
+        def run_clocked() -> None:
+            clocked.append(self._clocked_call(c_step, marks))
+        run_c = run_clocked if cpu else c_step.run
         rounds = max(self.prof.runs, fair_timing.MIN_ROUNDS)
-        if _ranks() > 1:  # every rank must make the same calls (their collectives pair up):
+        ranks = _ranks()
+        if ranks > 1:  # every rank must make the same calls (their collectives pair up):
             tc, te = fair_timing.interleaved(  # a fixed number of rounds, not adaptive
                 run_c, e_step.run, min_rounds=rounds, max_rounds=rounds, cap_s=float("inf"))
         else:
@@ -158,48 +168,49 @@ class WholeCall(Concern):
             "ratio": r.value, "ratio_low": r.low, "ratio_high": r.high,
             "times": {"compiled_s": [round(t, 9) for t in tc],
                       "eager_s": [round(t, 9) for t in te]}}
-        clocked = clocked[fair_timing.WARMUP:] if cpu else [
-            self._clocked_call(c_step, cg) for _ in range(LEDGER_CALLS)]
-        entry["ledger"] = self._ledger(clocked, comp.median_s)
+        if cpu:
+            clocked = clocked[fair_timing.WARMUP:]
+        else:  # further clocked calls, alternating with eager ones as the timed calls did
+            fair_timing.interleaved(run_clocked, e_step.run, min_rounds=LEDGER_CALLS,
+                                    max_rounds=LEDGER_CALLS, warmup=1, cap_s=float(
+                                        "inf") if ranks > 1 else LEDGER_CAP_S)
+            clocked = clocked[1:]
+        cg = self._cudagraph_ids()
+        runs = [(c.wall, _parts(c, cg, training)) for c in clocked]
+        entry["ledger"] = self._ledger(runs, comp.median_s)
+        if runs:
+            entry["ledger_calls"] = {"n": len(runs),
+                                     "wall": spread([w for w, _ in runs]).as_json()}
         return entry
 
-    def _clocked_call(self, step: "_Step",
-                      cudagraphs: set[str]) -> list[tuple[str, str, str, float]]:
-        """One call of ``step`` with each compiled graph's start and end clocked: its parts."""
+    def _clocked_call(self, step: "_Step", marks: CallMarks) -> "_Clocked":
+        """One call of ``step`` with each compiled graph's start and end marked, and its wall
+        time on the host's clock (as the timing measures a call: from a synchronized device to
+        a synchronized device)."""
         s = self.session
-        clock: list[tuple[str, str, Any, Any]] = []
-        s.call_clock = clock
+        marks.reset()
+        s.call_clock = marks
         try:
             compat.synchronize()
-            t0 = compat.clock_mark()
-            fwd_end, t1 = step.run_split()
+            h0 = time.perf_counter()
+            marks.clock.mark()
+            fwd_end, end = step.run_split(marks.clock)
             compat.synchronize()  # every mark reached (on a GPU: events read after this)
+            wall = time.perf_counter() - h0
         finally:
             s.call_clock = None
+        return _Clocked(wall, marks.clock.seconds(), list(marks.graphs), fwd_end, end)
 
-        def sec(mark: Any) -> float:
-            return compat.clock_seconds(t0, mark)
-        return _parts([(g, c, sec(a), sec(b)) for g, c, a, b in clock], 0.0, sec(fwd_end),
-                      sec(t1), cudagraphs, step.training())
-
-    def _ledger(self, runs: list[list[tuple[str, str, str, float]]],
-                wall: float) -> list[dict[str, Any]]:
-        """The call's parts: per part, its mean over the clocked calls of the usual shape whose
-        wall time is in the middle fifth (p40–p60; a call's parts add up to its wall time, so
-        these parts add up to a median call's, where medians per part, on a busy machine's
-        skewed times, would not); ``other`` is the measured wall time less the others."""
-        runs = [r for r in runs if r]
-        if not runs:
-            return []
-        shapes = [tuple((p, g, c) for p, g, c, _ in r) for r in runs]
-        shape = max(set(shapes), key=shapes.count)  # the calls took one path: the usual one
-        same = sorted((r for r, sh in zip(runs, shapes) if sh == shape),
-                      key=lambda r: sum(x[3] for x in r))
-        lo, hi = int(len(same) * 0.4), max(int(len(same) * 0.6), int(len(same) * 0.4) + 1)
-        middle = same[lo:hi]
+    def _ledger(self, runs: list[Run], wall: float) -> list[dict[str, Any]]:
+        """The call's parts, as shares of the clocked calls' own wall time scaled to ``wall``
+        (the timed calls' median): per part, its mean share over the clocked calls of the usual
+        shape whose wall time is in the middle fifth (p40–p60). Shares, not seconds: a clocked
+        call may run slower or faster than the timed ones (its marks' own cost, the machine's
+        moment), yet splits its own time as they do. ``other`` is ``wall`` less the others:
+        the clocked calls' time that no mark covers (entering the call, the device's last
+        work's wait), as a share of theirs."""
         out = []
-        for i, (part, graph, cid) in enumerate(shape):
-            secs = statistics.fmean(r[i][3] for r in middle)
+        for (part, graph, cid), secs in shares(runs, wall):
             row: dict[str, Any] = {"part": part, "seconds": round(secs, 9)}
             if graph:
                 row["graph"] = graph
@@ -232,21 +243,55 @@ class WholeCall(Concern):
 BACKWARD = "(backward)"
 
 
-def _parts(clock: list[tuple[str, str, float, float]], t0: float, fwd_end: float, t1: float,
-           cudagraphs: set[str], training: bool) -> list[tuple[str, str, str, float]]:
-    """One clocked call as its parts, in order."""
-    if not clock:
+Run = tuple[float, list[tuple[str, str, str, float]]]  # a clocked call: wall, its parts
+
+
+def shares(runs: list[Run], wall: float) -> list[tuple[tuple[str, str, str], float]]:
+    """Each part of the usual shape (part, graph, compile id) with its seconds: its mean share
+    of the wall time over the clocked calls of that shape whose wall time is in the middle fifth
+    (p40–p60), times ``wall``. Empty when no call was clocked."""
+    runs = [(w, r) for w, r in runs if r and w > 0]
+    if not runs:
         return []
-    out: list[tuple[str, str, str, float]] = [("dynamo", "", "", clock[0][2] - t0)]
+    shapes = [tuple((p, g, c) for p, g, c, _ in r) for _, r in runs]
+    shape = max(set(shapes), key=shapes.count)  # the calls took one path: the usual one
+    same = sorted((wr for wr, sh in zip(runs, shapes) if sh == shape), key=lambda wr: wr[0])
+    lo, hi = int(len(same) * 0.4), max(int(len(same) * 0.6), int(len(same) * 0.4) + 1)
+    middle = same[lo:hi]
+    return [(key, statistics.fmean(r[i][3] / w for w, r in middle) * wall)
+            for i, key in enumerate(shape)]
+
+
+@dataclass(frozen=True)
+class _Clocked:
+    """One clocked call: its wall time (host clock), each mark's seconds after the first, each
+    compiled graph's (graph id, compile id, start mark, end mark), the forward's and the call's
+    end marks (the same mark when no backward runs)."""
+
+    wall: float
+    seconds: list[float]
+    graphs: list[tuple[str, str, int, int]]
+    fwd_end: int
+    end: int
+
+
+def _parts(c: _Clocked, cudagraphs: set[str],
+           training: bool) -> list[tuple[str, str, str, float]]:
+    """One clocked call as its parts, in order."""
+    if not c.graphs:
+        return []
+    sec = c.seconds
+    clock = [(g, cid, sec[a], sec[b]) for g, cid, a, b in c.graphs]
+    out: list[tuple[str, str, str, float]] = [("dynamo", "", "", clock[0][2])]
     for i, (gid, cid, g0, g1) in enumerate(clock):
         out.append(("cudagraph" if gid in cudagraphs else "graph", gid, cid, g1 - g0))
         if i + 1 < len(clock):
             out.append(("eager_island", "", cid, clock[i + 1][2] - g1))
     # from the last graph's end to the forward's: Dynamo's frame returning, the module's and
     # AOTAutograd's wrappers handing back the outputs
-    out.append(("dynamo", "", "", fwd_end - clock[-1][3]))
+    out.append(("dynamo", "", "", sec[c.fwd_end] - clock[-1][3]))
     if training:
-        out.append(("graph", BACKWARD, "", t1 - fwd_end))
+        out.append(("graph", BACKWARD, "", sec[c.end] - sec[c.fwd_end]))
     return out
 
 
@@ -279,16 +324,18 @@ class _Step:
                                            allow_unused=True)
             return out
 
-    def run_split(self) -> tuple[Any, Any]:
-        """One run, as ``run``, with clock marks (``compat.clock_mark``: nothing waits for the
-        device) where the forward ended and where the call ended."""
+    def run_split(self, clock: Any) -> tuple[int, int]:
+        """One run, as ``run``, with ``clock`` marked (``compat.CallClock``: nothing waits for
+        the device) where the forward ended and where the call ended (one mark when no
+        backward runs)."""
         with torch.set_grad_enabled(self.grad_on):
             out = self.forward()
-            fwd_end = compat.clock_mark()
-            if self.training():
-                outs = [o for o in tensors(out) if o.requires_grad]
-                torch.autograd.grad(outs, self.wrt, grad_outputs=self.grads, allow_unused=True)
-            return fwd_end, compat.clock_mark()
+            fwd_end = clock.mark()
+            if not self.training():
+                return fwd_end, fwd_end
+            outs = [o for o in tensors(out) if o.requires_grad]
+            torch.autograd.grad(outs, self.wrt, grad_outputs=self.grads, allow_unused=True)
+            return fwd_end, clock.mark()
 
 
 def _ranks() -> int:

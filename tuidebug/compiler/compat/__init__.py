@@ -52,7 +52,7 @@ from tuidebug.compiler.compat.kernels import (  # noqa: F401
 )
 from tuidebug.compiler.compat.profiling import (  # noqa: F401
     KernelRanges, NodeRanges, device_kind, peak_memory, profiled, wall_times, device_peaks,
-    triton_kernel_estimates, compiled_autograd_on, synchronize, clock_mark, clock_seconds,
+    triton_kernel_estimates, compiled_autograd_on, synchronize, CallClock,
 )
 from tuidebug.compiler.compat.caches import (  # noqa: F401
     cache_lookup, aot_cache_components,
