@@ -87,3 +87,18 @@ def test_a_training_step_is_timed_forward_and_backward(profiled_training_trace: 
         assert v.outcome == "slower"
     else:
         assert v.outcome == "same" and v.text.startswith("no measurable difference")
+
+
+def test_model_compile_in_place_is_measured_as_the_module(tmp_path: Path) -> None:
+    """``model.compile()`` compiles the module's ``_call_impl`` in place: measured as the
+    module (its name; its parameters make the call a training step), like torch.compile(model)."""
+    out = tmp_path / "module_compile"
+    proc = trace_example(out, str(Path(__file__).parents[1] / "fixtures" / "module_compile.py"),
+                         extra=["--profile", "3"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "MODULE_COMPILE ok" in proc.stdout
+    (v,) = call_verdicts(Trace(out))
+    assert v.callable == "Tiny", v.callable
+    assert v.training, "the module's parameters require grad: a training step"
+    _parts_add_up(v)
+    assert [p.phase for p in v.ledger if p.part == "graph"] == ["fwd", "bwd"]

@@ -4,7 +4,8 @@ each compiled graph, the eager code a graph break leaves between graphs, CUDA gr
 the original module or function, on the inputs of its first call.
 
 ``torch.compile`` is wrapped while the capture runs: the result (an ``OptimizedModule`` gets a
-forward hook; a compiled function is returned wrapped) is measured once, right after its first
+forward hook; a compiled function is returned wrapped, and so is the module's ``_call_impl``
+that ``model.compile()`` compiles in place, measured as that module) is measured once, right after its first
 call returns (its graphs compiled, checked and profiled by then). Eager and compiled calls
 alternate in rounds (``fair_timing``); a call that ran under autograd with tensors that require
 grad is measured as a training step: the forward, then ``autograd.grad`` of its outputs (seeded
@@ -86,7 +87,8 @@ class WholeCall(Concern):
     def _watch(self, model: Any, result: Any) -> Any:
         if result is model or not callable(result):
             return result
-        name = type(model).__name__ if isinstance(model, torch.nn.Module) else getattr(
+        owner = _module_of(model)
+        name = type(owner).__name__ if owner is not None else getattr(
             model, "__qualname__", str(model))
         if isinstance(result, torch.nn.Module):
             def hook(mod: Any, args: Any, kwargs: Any, out: Any) -> None:
@@ -108,7 +110,7 @@ class WholeCall(Concern):
         self.seen.add(id(compiled))
         self.busy = True
         rng = accuracy._rng_state()
-        buffers = _buffers(eager)
+        buffers = _buffers(_module_of(eager))
         try:
             self.session.progress(f"timing the whole call of {name}: compiled and eager, "
                                   "interleaved")
@@ -129,8 +131,9 @@ class WholeCall(Concern):
         kw = {k: _leaf(v) for k, v in (kwargs or {}).items()}
         wrt = [x for x in [*leaves, *kw.values()] if isinstance(x, torch.Tensor)
                and x.requires_grad]
-        if isinstance(eager, torch.nn.Module):
-            wrt += [p for p in eager.parameters() if p.requires_grad]
+        owner = _module_of(eager)
+        if owner is not None:
+            wrt += [p for p in owner.parameters() if p.requires_grad]
         c_step = _Step(lambda: compiled(*leaves, **kw), wrt, grad_on)
         e_step = _Step(lambda: eager(*leaves, **kw), wrt, grad_on)
         training = c_step.training()
@@ -336,6 +339,15 @@ class _Step:
             outs = [o for o in tensors(out) if o.requires_grad]
             torch.autograd.grad(outs, self.wrt, grad_outputs=self.grads, allow_unused=True)
             return fwd_end, clock.mark()
+
+
+def _module_of(model: Any) -> torch.nn.Module | None:
+    """The module a compiled callable is: ``model`` itself, or, for ``model.compile()`` (which
+    compiles ``model._call_impl`` in place), the module that method is bound to."""
+    if isinstance(model, torch.nn.Module):
+        return model
+    owner = getattr(model, "__self__", None)
+    return owner if isinstance(owner, torch.nn.Module) else None
 
 
 def _ranks() -> int:

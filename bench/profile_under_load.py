@@ -1,0 +1,97 @@
+"""Does a busy CPU move ``trace --profile``'s verdict? (issue 26: within ±15% of the quiet one.)
+
+Traces an example with ``tuidebug trace --profile N`` alternately as the machine is, then with
+CPU hogs beside it (each a real process spinning a busy loop, started before the trace and
+killed after it), ``--pairs`` times; reads each trace's whole-call verdict (eager/compiled, the
+median of the interleaved rounds' ratios, and its interval) and the load the capture saw.
+Prints one line per trace, then the verdicts' ratio with hogs to without: the median over the
+pairs and its range, and PASS when every pair is within ``--band``.
+
+    python bench/profile_under_load.py                       # examples/transformer_block.py
+    python bench/profile_under_load.py --example item_per_layer.py --args "--layers 3"
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HOG = "while True:\n    pass\n"
+
+
+def trace(example: str, args: list[str], runs: int, out: Path) -> dict:
+    """One ``trace --profile``: its first whole call as profile.json recorded it."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT),
+                                                                      os.environ.get("PYTHONPATH")])))
+    cmd = [sys.executable, "-m", "tuidebug.cli", "trace", "--profile", str(runs), "-o", str(out),
+           str(ROOT / "examples" / example), *args]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+        raise SystemExit(f"trace failed (rc {proc.returncode}):\n{proc.stderr[-3000:]}")
+    calls = json.loads((out / "profile.json").read_text()).get("calls") or []
+    if not calls:
+        raise SystemExit(f"{out}: no whole call was measured")
+    return calls[0]
+
+
+def with_hogs(n: int, fn):
+    """``fn()`` with ``n`` busy-loop processes running beside it (killed after, by their ids)."""
+    hogs = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(n)]
+    try:
+        return fn()
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+
+
+def line(label: str, call: dict) -> str:
+    m = call.get("machine") or {}
+    c, e = call["compiled"], call["eager"]
+    return (f"{label:<6} ratio {call['ratio']:.3f} [{call['ratio_low']:.3f}–"
+            f"{call['ratio_high']:.3f}]  compiled {c['median_s'] * 1e6:.0f} us "
+            f"(p10 {c['p10_s'] * 1e6:.0f}, p90 {c['p90_s'] * 1e6:.0f}), eager "
+            f"{e['median_s'] * 1e6:.0f} us; {call['rounds']} rounds, {call['threads']} thread(s), "
+            f"load {m.get('load1')} → {m.get('load1_during')}, oversubscribed "
+            f"{m.get('oversubscribed')}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--example", default="transformer_block.py")
+    ap.add_argument("--args", default="", help="the example's own arguments, one string")
+    ap.add_argument("--runs", type=int, default=10, help="trace --profile N")
+    ap.add_argument("--pairs", type=int, default=2, help="quiet/hogged traces, alternating")
+    ap.add_argument("--hogs", type=int, default=1, help="busy-loop processes beside the trace")
+    ap.add_argument("--band", type=float, default=0.15)
+    a = ap.parse_args()
+    args = shlex.split(a.args)
+    print(f"{a.example} {' '.join(args)}: trace --profile {a.runs}, {a.pairs} pairs, "
+          f"{a.hogs} hog(s), {os.cpu_count()} CPUs, load now {os.getloadavg()[0]:.2f}")
+    ratios: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(a.pairs):
+            quiet = trace(a.example, args, a.runs, Path(tmp) / f"quiet{i}")
+            print(line("quiet", quiet), flush=True)
+            hogged = with_hogs(a.hogs, lambda: trace(a.example, args, a.runs,
+                                                     Path(tmp) / f"hog{i}"))
+            print(line("hog", hogged), flush=True)
+            ratios.append(hogged["ratio"] / quiet["ratio"])
+    within = all(abs(r - 1) <= a.band for r in ratios)
+    print(f"hog/quiet verdict ratio: median {statistics.median(ratios):.3f}, range "
+          f"{min(ratios):.3f}–{max(ratios):.3f} over {len(ratios)} pairs "
+          f"({', '.join(f'{r:.3f}' for r in ratios)}): "
+          f"{'PASS' if within else 'FAIL'} (within ±{a.band:.0%})")
+    return 0 if within else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
