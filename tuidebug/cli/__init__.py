@@ -16,7 +16,7 @@ from typing import Callable
 
 from tuidebug.version import __version__
 from tuidebug.cli import (advising, agents, compiling, completion, demo, distributed, minifying,
-                          sharing, viewing)
+                          numerics, sharing, viewing)
 from tuidebug.cli.output import err
 from tuidebug.errors import TuidebugError
 
@@ -58,6 +58,10 @@ COMMANDS: tuple[Command, ...] = (
     Command("advise", "what to do about a trace's graph breaks and recompiles; --try runs the "
                       "script with each suggestion applied and reports compiles before → after",
             advising.advise_arguments, advising.cmd_advise),
+    Command("numerics", "which kernel made it wrong: re-run a trace's script judging every "
+                        "kernel against eager and float64 (the first diverging kernel, classified)",
+            numerics.numerics_arguments, numerics.cmd_numerics, numerics.DESCRIPTION,
+            needs_torch=True),
     Command("diff", "compare two traces: config, passes, IR, fusion, kernels, times",
             viewing.diff_arguments, viewing.cmd_diff),
     Command("minify", "shrink a failed trace into a standalone repro.py",

@@ -140,6 +140,7 @@ def cmd_minify(ns: argparse.Namespace) -> int:
         print(json.dumps(result.to_json(), indent=1))
     else:
         print(f"{result.signature}\n"
+              f"  started from {result.start or 'the whole graph'}\n"
               f"  {result.nodes_before} -> {result.nodes_after} compute nodes, "
               f"{result.inputs_after} input(s), flags: {', '.join(result.flags) or 'none'}\n"
               f"  {result.attempts} candidates compiled ({result.cache_hits} cache hits, "

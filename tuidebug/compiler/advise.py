@@ -13,7 +13,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from tuidebug import proc
 from tuidebug.compiler.consent import Plan, origin_notes
@@ -44,13 +44,18 @@ def plan(trace: Path, tries: list[Suggestion]) -> Plan:
                 dict(src["overrides"]), {}, notes)
 
 
-def run_once(trace: Path, out: Path, apply: Apply | None, timeout: float | None = None) -> Run:
-    """The traced script run once more under capture into ``out`` (``--no-check``), with
-    ``apply`` in force; its output goes to ``out``.log."""
-    src = trace_source(trace)
-    cmd = [sys.executable, "-m", "tuidebug.compiler.run_script", "--out", str(out), "--no-check"]
-    if src["overrides"]:
-        cmd += ["--overrides", json.dumps(src["overrides"])]
+def run_once(trace: Path, out: Path, apply: Apply | None, timeout: float | None = None, *,
+             options: tuple[str, ...] = ("--no-check",), overrides: dict[str, Any] | None = None,
+             allowed: Mapping[str, Any] | None = None) -> Run:
+    """The traced script run once more under capture into ``out`` (with the capture's
+    ``options``: ``--no-check`` for ``advise --try``), with ``apply`` in force and the trace's
+    config overrides (those ``allowed`` by name too) plus ``overrides``; its output goes to
+    ``out``.log."""
+    src = trace_source(trace, allowed or {})
+    cmd = [sys.executable, "-m", "tuidebug.compiler.run_script", "--out", str(out), *options]
+    config = {**src["overrides"], **(overrides or {})}
+    if config:
+        cmd += ["--overrides", json.dumps(config)]
     if apply is not None:
         cmd += ["--apply", json.dumps(apply.to_json())]
     cmd += [src["script"], *src["args"]]

@@ -1,7 +1,8 @@
 """The minifier: a failed trace -> the smallest ``repro.py`` that still fails the same way.
 
-Steps: (1) the kernel the failure points to (provenance) is tried as a region, else the whole
-graph, and that start is run twice more on its own (a flaky failure stops here: its repro
+Steps: (1) the kernel the failure points to (provenance; for an accuracy mismatch, the first
+diverging kernel when the trace's check judged the kernels one by one) is tried as a region,
+else the whole graph, and that start is run twice more on its own (a flaky failure stops here: its repro
 would not reproduce); (2) delta debugging over its compute nodes; (3) over the config flags;
 (4) over input simplifications (contiguous strides, sizes of 1, shared tensors, zeros/ones for
 random values); (5) over scalar constants (float and int, to 1). Each candidate is rendered to
@@ -34,11 +35,13 @@ from tuidebug.minify.codegen import ReproInfo, check_node, render
 from tuidebug.minify.pool import WorkerPool, child_env
 from tuidebug.minify.program import Reducer, Spec, Unsupported
 from tuidebug.minify.signature import Signature
-from tuidebug.minify.source import Failure, MinifyError, load_failure, regions
+from tuidebug.minify.source import Failure, MinifyError, diverging_kernel, load_failure, regions
 
 __all__ = ["MinifyError", "MinifyResult", "Progress", "minify"]
 
 
+# Where delta debugging may start (``minify``'s ``start``).
+STARTS = ("divergence", "kernels", "graph")
 # The starting candidate must fail the trace's way this many times in a row (flaky failures).
 CONFIRM_RUNS = 3
 
@@ -76,6 +79,7 @@ class MinifyResult:
     steps: list[dict[str, Any]] = field(default_factory=list)
     work_dir: str | None = None
     confirm_runs: int = 0
+    start: str = ""  # where delta debugging started: a kernel's region, or the whole graph
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -90,7 +94,7 @@ class Minifier(CandidateTester):
     def __init__(self, failure: Failure, out: Path, *, jobs: int = 2, timeout: float = 60.0,
                  tol: float | None = None,
                  on_progress: Callable[[Progress], None] | None = None,
-                 work_dir: Path | None = None) -> None:
+                 work_dir: Path | None = None, start: str = "divergence") -> None:
         if tol is None:  # judge as the trace did
             tol = failure.trace.manifest.accuracy_tol
         for name, value in (("timeout", timeout), ("accuracy tol", tol)):
@@ -118,6 +122,10 @@ class Minifier(CandidateTester):
                          work_dir or Path(tempfile.mkdtemp(prefix="tuidebug-minify-")),
                          jobs=jobs, timeout=timeout, on_progress=on_progress)
         self.verify_launches = 0
+        if start not in STARTS:
+            raise MinifyError(f"start must be one of {', '.join(STARTS)}, not {start!r}")
+        self.start_from = start
+        self.start = ""
 
     # -- steps ---------------------------------------------------------------------------------
     def _spec(self, **changes: Any) -> Spec:
@@ -129,7 +137,9 @@ class Minifier(CandidateTester):
         mark = self._begin("region")
         full = self.reducer.full_spec()
         units = set(self.reducer.units)
-        specs = [Spec(frozenset(r), full.flags) for r in regions(self.failure, units)]
+        found = [] if self.start_from == "graph" else \
+            regions(self.failure, units, from_divergence=self.start_from == "divergence")
+        specs = [Spec(frozenset(r), full.flags) for r in found]
         i = self.first_failing(specs) if specs else None
         if i is None:
             self.step = "graph"
@@ -137,8 +147,12 @@ class Minifier(CandidateTester):
             if self.first_failing([full]) is None:
                 raise MinifyError(self._no_repro_message())
             self.best = _Best(full, self._entry(full)[1])  # type: ignore[arg-type]
+            self.start = f"the whole graph ({len(units)} nodes)"
         else:
             self.best = _Best(specs[i], self._entry(specs[i])[1])  # type: ignore[arg-type]
+            first = diverging_kernel(self.failure) if self.start_from == "divergence" else None
+            self.start = (f"the first diverging kernel {first}" if i == 0 and first else
+                          "a kernel the failure points to") + f" ({len(found[i])} nodes)"
         self._drain()  # a speculative run still going counts here; the confirmation runs alone
         self._end(mark)
 
@@ -330,24 +344,30 @@ class Minifier(CandidateTester):
             launches=(self.pool.launches if self.pool else 0) + self.verify_launches,
             wall_s=round(time.perf_counter() - self.t0, 2), verified=verified,
             interrupted=interrupted, message=message, flags=dict(prog.flags) if prog else {},
-            steps=self.steps, work_dir=str(self.work_dir), confirm_runs=self.confirm_runs)
+            steps=self.steps, work_dir=str(self.work_dir), confirm_runs=self.confirm_runs,
+            start=self.start)
 
 
 def minify(trace_path: str | os.PathLike[str], out: str | os.PathLike[str] = "repro.py",
            jobs: int = 2, timeout: float = 60.0,
            on_progress: Callable[[Progress], None] | None = None, *, tol: float | None = None,
-           keep_work: bool = False, allowed: Mapping[str, Any] | Iterable[str] = ()) -> MinifyResult:
+           keep_work: bool = False, allowed: Mapping[str, Any] | Iterable[str] = (),
+           start: str = "divergence") -> MinifyResult:
     """Minify the failed trace at ``trace_path`` into a standalone repro written to ``out``.
 
     Safe to call from a worker thread (the TUI does): it starts its own worker processes and
     reports through ``on_progress``. To cancel, raise from ``on_progress``: the run stops as on
     Ctrl-C and returns (``interrupted``, the best repro so far written to ``out``, not
-    verified). Raises :class:`MinifyError` for a trace that cannot be minified (it did not
+    verified). ``start`` (to measure what each start saves): ``divergence`` (an accuracy
+    mismatch's first diverging kernel when the trace knows it, else as ``kernels``),
+    ``kernels`` (the kernels the error points to, or every generated kernel of a graph of at
+    most six), ``graph`` (the whole graph). Raises
+    :class:`MinifyError` for a trace that cannot be minified (it did not
     fail, has no graph, or the failure does not reproduce) or out-of-range limits.
     """
     failure = load_failure(trace_path, allowed)  # risky flags of the trace: only if allowed
     m = Minifier(failure, Path(out), jobs=jobs, timeout=timeout, tol=tol,
-                 on_progress=on_progress)
+                 on_progress=on_progress, start=start)
     result = m.run()
     if (result.verified or result.interrupted) and not keep_work:
         shutil.rmtree(m.work_dir, ignore_errors=True)

@@ -17,6 +17,7 @@ from tuidebug.minify.codegen import config_flag_ok
 from tuidebug.minify.signature import Signature
 from tuidebug.trace.format.graph import Graph
 from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace, TraceError
+from tuidebug.trace.queries.numerics import first_divergences
 
 #: config that tuidebug's capture sets for itself; a repro never needs it
 CAPTURE_ONLY_FLAGS = {"trace.provenance_tracking_level", "force_disable_caches"}
@@ -117,17 +118,33 @@ def _flags(trace: Trace, allowed: Mapping[str, Any] | Iterable[str] = ()
     return config.apply, skipped, config.confirm
 
 
-def regions(failure: Failure, units: set[str], max_unnamed: int = 6) -> list[list[str]]:
+def diverging_kernel(failure: Failure) -> str | None:
+    """The first diverging kernel of the failed graph (``trace.queries.numerics``: the eager
+    check judged its kernels one by one), when the failure is an accuracy mismatch and the
+    kernel is in the graph that failed; else None."""
+    if failure.error.get("phase") != "accuracy":
+        return None
+    found = [d.kernel for d in first_divergences(failure.trace) if d.graph == failure.record.id]
+    return found[0] if found else None
+
+
+def regions(failure: Failure, units: set[str], max_unnamed: int = 6,
+            from_divergence: bool = True) -> list[list[str]]:
     """Node sets of the kernels the failure points to, smallest first.
 
-    A kernel is implicated when the error text names it (a runtime error's traceback shows the
-    kernel call), or when a source line the C++/Triton compiler quoted next to an ``error:`` is
-    in its code. When nothing is implicated (an accuracy mismatch), every generated kernel is a
-    region if there are at most ``max_unnamed`` of them.
+    An accuracy mismatch whose first diverging kernel is known (``diverging_kernel``; not
+    with ``from_divergence=False``) points to that kernel alone. Otherwise a kernel is
+    implicated when the error text names it (a runtime error's traceback shows the kernel
+    call), or when a source line the C++/Triton compiler quoted next to an ``error:`` is in its
+    code. When nothing is implicated (an accuracy mismatch), every generated kernel is a region
+    if there are at most ``max_unnamed`` of them.
     """
     prov = failure.record.provenance.get("kernels") or {}
     text = failure.text
-    named = [k for k in prov if re.search(rf"(?<!\w){re.escape(k)}(?!\w)", text)]
+    first = diverging_kernel(failure) if from_divergence else None
+    named = [first] if first in prov else []
+    if not named:
+        named = [k for k in prov if re.search(rf"(?<!\w){re.escape(k)}(?!\w)", text)]
     if not named:
         snippets = _error_snippets(text)
         if snippets:

@@ -363,6 +363,12 @@ class Trace:
         return self._files.json(self.root / schema.ADVICE, {}, kind="advice") or {}
 
     @cached_property
+    def numerics_classified(self) -> dict[str, Any]:
+        """``numerics.json`` (``tuidebug numerics``): ``compiles``, each compile's first
+        diverging kernel classified by re-runs; {} if none."""
+        return self._files.json(self.root / schema.NUMERICS, {}, kind="numerics") or {}
+
+    @cached_property
     def runtime(self) -> dict[str, Any]:
         return self._files.json(self.root / schema.RUNTIME, {}, kind="runtime") or {}
 

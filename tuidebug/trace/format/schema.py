@@ -9,6 +9,7 @@ MANIFEST = "manifest.json"
 CONFIG = "config.json"
 RUNTIME = "runtime.json"
 ADVICE = "advice.json"  # tuidebug advise --try: each suggestion tried, counts before and after
+NUMERICS = "numerics.json"  # tuidebug numerics: each compile's kernels classified by re-runs
 PROFILE = "profile.json"  # tuidebug trace --profile: measured kernels, FX nodes, compiled vs eager
 VLLM = "vllm.json"  # an imported vLLM log: its compilation config, piecewise compiles, dumps
 VLLM_DIR = "vllm"  # … and the graphs vLLM dumped, as text

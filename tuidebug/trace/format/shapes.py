@@ -51,6 +51,8 @@ SHAPES: dict[str, Any] = {
     "config": {"values": OPT_DICT, "changed": OPT_DICT, "set_by_tuidebug": OPT_LIST},
     "runtime": {"checks": OPT_DICT},
     "advice": {"suggestions": OPT_LIST, "tried": OPT_LIST, "baseline": OPT_DICT},
+    "numerics": {"compiles": [{"!compile_id": str, "kernel": OPT_STR, "verdict": OPT_STR,
+                               "why": OPT_STR, "reruns": OPT_LIST}]},
     "compile": {"id": OPT_STR, "graphs": OPT_LIST, "metrics": OPT_DICT,
                 "backward_metrics": OPT_DICT, "counters": OPT_DICT, "guards": (list, str, NONE),
                 "dynamo_graph_break_reason": OPT_LIST, "recompile_reasons": OPT_LIST},

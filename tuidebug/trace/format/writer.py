@@ -212,6 +212,15 @@ def write_advice(root: str | os.PathLike[str], advice: dict[str, Any]) -> None:
     atomic.write_json(path, advice)
 
 
+def write_numerics(root: str | os.PathLike[str], numerics: dict[str, Any]) -> None:
+    """``numerics.json`` of a finished trace (``tuidebug numerics``: each compile's first
+    diverging kernel classified by re-runs of the script), written atomically, like
+    ``advice.json`` after the capture ended."""
+    if not (Path(root) / schema.MANIFEST).is_file():
+        raise FileNotFoundError(f"{root} is not a trace (no {schema.MANIFEST})")
+    atomic.write_json(Path(root) / schema.NUMERICS, numerics)
+
+
 class GraphWriter:
     """The files of one graph directory (``graphs/<id>/``), named as docs/trace-format.md says.
 

@@ -1,0 +1,158 @@
+"""``tuidebug numerics TRACE``: the first diverging kernel found for an existing trace by
+re-running its script with ``--numerics`` after consent (tuidebug/compiler/numerics_rerun.py),
+and each compile's difference classified (tuidebug/trace/queries/numerics_classes.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, pythonpath
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.format.writer import TraceWriter
+from tuidebug.trace.queries.numerics_classes import (CASTS_VERDICT, NONE_DIVERGES,
+                                                     RANDOM_VERDICT, WRONG_KERNEL, classify,
+                                                     reruns_needed)
+
+
+def _cli(*args: str, cwd: Path = ROOT, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tuidebug.cli", *args], capture_output=True,
+                          text=True, cwd=cwd, input=stdin, timeout=900,
+                          env=dict(os.environ, PYTHONPATH=pythonpath(), COLUMNS="200"))
+
+
+def _trace(root: Path, command: list[str], *, imported: bool = False,
+           checks: dict | None = None, changed: dict | None = None) -> Path:
+    w = TraceWriter(root, command=command)
+    if imported:
+        w.update(imported_from={"kind": "torch_trace", "path": "/somewhere/log"})
+    if checks is not None:
+        w.write_runtime({"checks": checks})
+    if changed is not None:
+        w.write_config({"changed": changed})
+    w.finish("ok")
+    return root
+
+
+def test_a_trace_that_cannot_be_re_run_is_a_clear_error(tmp_path: Path) -> None:
+    """Imported from a log (no script recorded), a script gone, no script at all: one line
+    each, exit 2, nothing run and nothing written."""
+    script = tmp_path / "gone.py"
+    cases = {
+        "imported": (_trace(tmp_path / "imported", ["python", "x.py"], imported=True),
+                     "was imported from a TORCH_TRACE log, which does not record the script"),
+        "gone": (_trace(tmp_path / "gone", ["tuidebug", "trace", str(script)]),
+                 f"the traced script {script} no longer exists"),
+        "no script": (_trace(tmp_path / "noscript", ["python", "-c", "pass"]),
+                      "cannot tell which script produced this trace"),
+    }
+    for name, (trace, said) in cases.items():
+        proc = _cli("numerics", "--yes", str(trace))
+        assert proc.returncode == 2, (name, proc.stdout, proc.stderr)
+        assert said in proc.stderr and "Traceback" not in proc.stderr, (name, proc.stderr)
+        assert not Path(f"{trace}-numerics").exists(), name
+    assert len(cases) == 3
+
+
+def test_nothing_runs_without_consent(tmp_path: Path) -> None:
+    """No terminal and no --yes: the plan is shown, nothing runs."""
+    script = tmp_path / "s.py"
+    script.write_text("open('ran', 'w').write('x')\n")
+    trace = _trace(tmp_path / "t", ["tuidebug", "trace", str(script)])
+    proc = _cli("numerics", str(trace), cwd=tmp_path, stdin="")
+    assert proc.returncode == 2 and "pass --yes" in proc.stderr, proc.stderr
+    assert "tuidebug numerics will run:" in proc.stderr and str(script) in proc.stderr
+    assert not (tmp_path / "ran").exists() and not Path(f"{trace}-numerics").exists()
+
+
+def _kernel(name: str, ok: bool, dtype: str = "float32", classified: str | None = None) -> dict:
+    k = {"kernel": name, "call": 0, "ok": ok, "err_compiled": 1.0 if not ok else 1e-7,
+         "err_eager": 1e-7, "buffers": [{"buffer": "buf0", "node": "relu", "ok": ok,
+                                         "dtype": dtype}]}
+    if classified:
+        k["classified"] = classified
+    return k
+
+
+def _report(kernels: list[dict], random_ops: list[str] | None = None) -> dict:
+    graph = {"graph": "0_0-forward", "kind": "forward", "kernels": kernels}
+    if random_ops:
+        graph["random_ops"] = random_ops
+    bad = next((k for k in kernels if not k["ok"]), None)
+    return {"numerics": {"graphs": [graph],
+                         "first": {"graph": "0_0-forward", "kind": "forward", **bad} if bad
+                         else None}}
+
+
+def test_a_difference_is_classified_by_the_re_runs_the_trace_calls_for(tmp_path: Path) -> None:
+    """Which re-runs are asked for comes from the judged kernels (a 16-bit value: precision
+    casts; random ops or kernels classified as random: fallback_random); the verdict from
+    what each re-run found."""
+    fp32 = _trace(tmp_path / "fp32", ["x.py"], checks={"0/0": _report(
+        [_kernel("k0", True), _kernel("cpp_fused_relu_1", False)])})
+    assert reruns_needed(Trace(fp32)) == {}  # float32, no random numbers: nothing to try
+    (c,) = classify(Trace(fp32), {})
+    assert c.verdict == WRONG_KERNEL and c.kernel == "cpp_fused_relu_1", c
+    assert [r.outcome for r in c.reruns] == ["not run", "not run"], c.reruns
+
+    bf16 = _trace(tmp_path / "bf16", ["x.py"], checks={"0/0": _report(
+        [_kernel("triton_0", False, "bfloat16")])})
+    assert list(reruns_needed(Trace(bf16))) == ["emulate_precision_casts"]
+    clean = _trace(tmp_path / "clean", ["x.py"], checks={"0/0": _report(
+        [_kernel("triton_0", True, "bfloat16")])})
+    wrong = _trace(tmp_path / "wrong", ["x.py"], checks={"0/0": _report(
+        [_kernel("triton_0", False, "bfloat16")])})
+    (c,) = classify(Trace(bf16), {"emulate_precision_casts": Trace(clean)})
+    assert c.verdict == CASTS_VERDICT and c.reruns[0].outcome == "disappears", c
+    (c,) = classify(Trace(bf16), {"emulate_precision_casts": Trace(wrong)})
+    assert c.verdict == WRONG_KERNEL and c.reruns[0].outcome == "stays", c
+    (c,) = classify(Trace(bf16), {}, {"emulate_precision_casts": "not available in torch 2.11"})
+    assert c.verdict.startswith(WRONG_KERNEL + " (unless") and \
+        c.reruns[0].detail == "not available in torch 2.11", c
+
+    drop = _trace(tmp_path / "drop", ["x.py"], checks={"0/0": _report(
+        [_kernel("cpp_fused_dropout_0", True, classified="random numbers")], ["native_dropout"])})
+    assert list(reruns_needed(Trace(drop))) == ["fallback_random"]
+    (c,) = classify(Trace(drop), {"fallback_random": Trace(clean)})
+    assert c.verdict == RANDOM_VERDICT and c.reruns[1].outcome == "disappears", c
+    (c,) = classify(Trace(drop), {"fallback_random": Trace(wrong)})
+    assert c.verdict == WRONG_KERNEL and "hidden by random numbers" in c.why, c
+    on = _trace(tmp_path / "on", ["x.py"], changed={"fallback_random": {"value": True}},
+                checks={"0/0": _report([_kernel("k", True)], ["native_dropout"])})
+    assert reruns_needed(Trace(on)) == {}
+    (c,) = classify(Trace(on), {})
+    assert c.verdict == NONE_DIVERGES, c
+
+
+@pytest.mark.slow
+def test_numerics_names_the_planted_relu_kernel_of_a_trace_made_without_it(
+        tmp_path: Path) -> None:
+    """The planted relu bug traced with --no-check (no kernel judged); ``numerics --yes``
+    re-runs the script and names the relu kernel as the first divergence, a wrong kernel
+    (float32 throughout: no re-run could explain it away), in a new trace beside it."""
+    trace = tmp_path / "acc"
+    made = _cli("trace", "--no-check", "-o", str(trace),
+                str(ROOT / "examples" / "failing_compile.py"), "--bug", "accuracy")
+    assert (trace / "manifest.json").is_file(), made.stderr[-3000:]
+    assert not Trace(trace).runtime.get("checks")  # nothing judged in the trace itself
+    proc = _cli("numerics", "--yes", str(trace))
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    out = Path(f"{trace}-numerics")
+    first = proc.stdout.split("first diverging kernel: ", 1)[1].split()[0]
+    assert "relu" in first, proc.stdout
+    summary = json.loads(_cli("info", "--json", str(out)).stdout)
+    (entry,) = summary["numerics"].values()
+    assert entry["first"]["kernel"] == first and entry["kernels"][0]["kernel"] == first
+    assert entry["first"]["buffers"][0]["source"]["code"] == "return x + torch.tanh(h)"
+    (c,) = json.loads((out / "numerics.json").read_text())["compiles"]
+    assert c["kernel"] == first and c["verdict"] == WRONG_KERNEL, c
+    assert [r["outcome"] for r in c["reruns"]] == ["not run", "not run"], c
+    assert proc.stdout.splitlines()[0].startswith("TESTING-ONLY flag set: cpp.inject_relu_bug")
+    assert "classified: a wrong kernel" in proc.stdout, proc.stdout
+    assert f"the numerics are in the new trace {out}" in proc.stderr
+    assert not (trace / "numerics.json").exists()  # the given trace is not modified

@@ -1,0 +1,260 @@
+"""Is a kernel's difference a bug? The first diverging kernel classified by re-runs.
+
+Two of Inductor's ways of computing legitimately differ from eager: it keeps intermediate values
+in float32 where eager rounds them to a 16-bit float (precision-cast elision; Inductor's
+``emulate_precision_casts`` rounds as eager does), and its kernels draw other random numbers
+than eager's ops (``fallback_random`` makes them draw eager's). ``tuidebug numerics`` re-runs
+the traced script with each flag on when the trace shows it could matter (``reruns_needed``)
+and compares each run's numerics with the first run's (``classify``): a difference that
+disappears was that effect, one that stays is a wrong kernel. ``numerics.json`` keeps what was
+found (docs/trace-format.md). Pure data: no torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tuidebug.trace.format.reader import Trace
+
+PRECISION_CASTS = "emulate_precision_casts"
+RANDOM = "fallback_random"
+FLAGS = (PRECISION_CASTS, RANDOM)
+NARROW_FLOATS = ("float16", "bfloat16", "float8")  # a dtype name starting with one of these
+
+# verdicts
+WRONG_KERNEL = "a wrong kernel"
+CASTS_VERDICT = "precision casts"
+RANDOM_VERDICT = "random numbers"
+NONE_DIVERGES = "no kernel diverges"
+NOT_JUDGED = "not judged"
+
+
+@dataclass
+class Rerun:
+    """One flag's re-run, as it bears on one compile: ``outcome`` is ``disappears`` (no kernel
+    diverges with the flag on), ``stays`` (a kernel still diverges), ``not run`` (the trace
+    shows the flag cannot matter; ``detail`` says why), ``not available`` (this torch has no
+    such flag) or ``failed`` (the re-run judged no kernel of this compile)."""
+
+    flag: str
+    outcome: str
+    detail: str
+    trace: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"flag": self.flag, "outcome": self.outcome, "detail": self.detail,
+                "trace": self.trace}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Rerun":
+        return cls(str(d.get("flag") or ""), str(d.get("outcome") or ""),
+                   str(d.get("detail") or ""), str(d["trace"]) if d.get("trace") else None)
+
+
+@dataclass
+class Classified:
+    """A compile's numerics classified: the first diverging kernel (None: none diverged), what
+    each flag's re-run did, and the verdict (``WRONG_KERNEL``, ``CASTS_VERDICT``,
+    ``RANDOM_VERDICT``, ``NONE_DIVERGES``, ``NOT_JUDGED``) with the reason in words."""
+
+    compile_id: str
+    kernel: str | None
+    verdict: str
+    why: str
+    reruns: list[Rerun] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"compile_id": self.compile_id, "kernel": self.kernel, "verdict": self.verdict,
+                "why": self.why, "reruns": [r.to_json() for r in self.reruns]}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Classified":
+        return cls(str(d.get("compile_id") or ""), str(d["kernel"]) if d.get("kernel") else None,
+                   str(d.get("verdict") or ""), str(d.get("why") or ""),
+                   [Rerun.from_json(r) for r in d.get("reruns") or [] if isinstance(r, dict)])
+
+
+def _reports(trace: Trace) -> dict[str, dict[str, Any]]:
+    """compile id -> its check's numerics report (the kernels judged), for each compile that
+    has one."""
+    out = {}
+    for cid, check in (trace.runtime.get("checks") or {}).items():
+        report = check.get("numerics") if isinstance(check, dict) else None
+        if isinstance(report, dict):
+            out[str(cid)] = report
+    return out
+
+
+def _graphs(report: dict[str, Any]) -> list[dict[str, Any]]:
+    return [g for g in report.get("graphs") or [] if isinstance(g, dict)]
+
+
+def _first(report: dict[str, Any]) -> dict[str, Any] | None:
+    first = report.get("first")
+    return first if isinstance(first, dict) else None
+
+
+def _judged(report: dict[str, Any]) -> int:
+    return sum(len(g.get("kernels") or []) for g in _graphs(report))
+
+
+def _random_classified(report: dict[str, Any]) -> int:
+    """Kernel calls that differed and were classified as random numbers, not judged."""
+    return sum(1 for g in _graphs(report) for k in g.get("kernels") or []
+               if isinstance(k, dict) and k.get("classified"))
+
+
+def _narrow(report: dict[str, Any], graph: str | None) -> list[str]:
+    """The 16- and 8-bit float dtypes among the values the kernels of ``graph`` (every graph
+    when None) wrote."""
+    found = set()
+    for g in _graphs(report):
+        if graph is not None and g.get("graph") != graph:
+            continue
+        for k in g.get("kernels") or []:
+            for b in (k.get("buffers") or []) if isinstance(k, dict) else []:
+                dtype = str(b.get("dtype") or "") if isinstance(b, dict) else ""
+                if dtype.startswith(NARROW_FLOATS):
+                    found.add(dtype)
+    return sorted(found)
+
+
+def _random_ops(report: dict[str, Any], graph: str | None) -> list[str]:
+    return sorted({str(op) for g in _graphs(report)
+                   if graph is None or g.get("graph") == graph
+                   for op in g.get("random_ops") or []})
+
+
+def flag_set(trace: Trace, name: str) -> bool:
+    """Whether the trace's Inductor config had ``name`` on."""
+    changed = trace.config.get("changed") if isinstance(trace.config, dict) else None
+    entry = (changed or {}).get(name)
+    value = entry.get("value") if isinstance(entry, dict) else entry
+    return bool(value) and value is not None
+
+
+def reruns_needed(trace: Trace) -> dict[str, str]:
+    """Which flags' re-runs could change a verdict of ``trace`` (made with ``--numerics``):
+    {flag: why it could}, read from the kernels judged — ``emulate_precision_casts`` where a
+    diverging kernel's graph wrote 16- or 8-bit floats, ``fallback_random`` where a diverging
+    kernel's graph draws random numbers or kernels were classified as random numbers
+    unjudged. A flag the trace already had on is not needed."""
+    out: dict[str, str] = {}
+    for cid, report in _reports(trace).items():
+        first = _first(report)
+        graph = str(first.get("graph")) if first else None
+        if first is not None and not flag_set(trace, PRECISION_CASTS):
+            narrow = _narrow(report, graph)
+            if narrow:
+                out.setdefault(PRECISION_CASTS, f"compile {cid}: {graph} computes in "
+                                                f"{', '.join(narrow)}")
+        random = _random_ops(report, graph) if first is not None else []
+        if (random or _random_classified(report)) and not flag_set(trace, RANDOM):
+            out.setdefault(RANDOM, f"compile {cid}: its graph draws random numbers "
+                                   f"({', '.join(random or _random_ops(report, None))})")
+    return out
+
+
+def _not_run(trace: Trace, flag: str, report: dict[str, Any], graph: str | None) -> str:
+    """Why ``flag``'s re-run cannot change this compile's verdict (it was not run for it)."""
+    if flag_set(trace, flag):
+        return f"the trace already had {flag}=True"
+    if flag == PRECISION_CASTS:
+        return ("every value its kernels wrote is float32 or wider: there is no cast to a "
+                "narrower float to elide")
+    return "its graph draws no random numbers"
+
+
+def _outcome(flag: str, ran: Trace | None, cid: str, unavailable: str | None) -> Rerun:
+    if unavailable is not None:
+        return Rerun(flag, "not available", unavailable)
+    if ran is None:
+        return Rerun(flag, "failed", "the re-run wrote no trace")
+    report = _reports(ran).get(cid)
+    where = str(ran.root)
+    if report is None or not _judged(report):
+        return Rerun(flag, "failed", f"the re-run judged no kernel of compile {cid}", where)
+    first = _first(report)
+    if first is None:
+        return Rerun(flag, "disappears", f"with {flag}=True no kernel diverges "
+                                         f"({_judged(report)} kernel calls judged)", where)
+    return Rerun(flag, "stays", f"with {flag}=True {first.get('kernel')} still diverges", where)
+
+
+def classify(trace: Trace, ran: dict[str, Trace | None],
+             unavailable: dict[str, str] | None = None) -> list[Classified]:
+    """Each compile of ``trace`` (made with ``--numerics``) classified with the re-runs
+    ``ran`` ({flag: the trace of the script re-run with it on, None when that run wrote
+    none}); a flag in ``unavailable`` ({flag: why}) could not be tried. A flag neither ran nor
+    unavailable was not needed (``reruns_needed``)."""
+    unavailable = unavailable or {}
+    out = []
+    for cid, report in _reports(trace).items():
+        first = _first(report)
+        graph = str(first.get("graph")) if first else None
+        kernel = str(first.get("kernel")) if first else None
+        randomish = _random_classified(report)
+        reruns = []
+        for flag in FLAGS:
+            relevant = (first is not None and bool(_narrow(report, graph))
+                        if flag == PRECISION_CASTS
+                        else bool(_random_ops(report, graph) if first else randomish))
+            if flag_set(trace, flag) or not relevant:
+                reruns.append(Rerun(flag, "not run", _not_run(trace, flag, report, graph)))
+            elif flag in ran or flag in unavailable:
+                reruns.append(_outcome(flag, ran.get(flag), cid, unavailable.get(flag)))
+            else:
+                reruns.append(Rerun(flag, "not run", "not asked for"))
+        out.append(_verdict(cid, report, kernel, randomish, reruns))
+    return out
+
+
+def _verdict(cid: str, report: dict[str, Any], kernel: str | None, randomish: int,
+             reruns: list[Rerun]) -> Classified:
+    by = {r.flag: r for r in reruns}
+    if not _judged(report):
+        return Classified(cid, kernel, NOT_JUDGED, str(report.get("skipped") or report.get("note")
+                                                       or "no kernel was judged"), reruns)
+    if kernel is not None:
+        if by[PRECISION_CASTS].outcome == "disappears":
+            return Classified(cid, kernel, CASTS_VERDICT, f"{kernel} differs because Inductor "
+                              "keeps values eager rounds to a narrower float: "
+                              + by[PRECISION_CASTS].detail, reruns)
+        if by[RANDOM].outcome == "disappears":
+            return Classified(cid, kernel, RANDOM_VERDICT, f"{kernel} differs because it draws "
+                              "other random numbers than eager: " + by[RANDOM].detail, reruns)
+        stays = [f"{r.flag}=True" for r in reruns if r.outcome == "stays"]
+        unknown = [r for r in reruns if r.outcome in ("failed", "not available")]
+        why = (f"the difference stays with {' and with '.join(stays)}" if stays else
+               "neither precision casts nor random numbers can explain it")
+        if unknown:
+            return Classified(cid, kernel, WRONG_KERNEL + " (unless " + " or ".join(
+                r.flag.replace("_", " ") for r in unknown) + ", which could not be tried)",
+                why, reruns)
+        return Classified(cid, kernel, WRONG_KERNEL, why, reruns)
+    if randomish:
+        r = by[RANDOM]
+        if r.outcome == "disappears":
+            return Classified(cid, None, RANDOM_VERDICT, f"{randomish} kernel calls differed "
+                              "because they draw other random numbers than eager: "
+                              + r.detail, reruns)
+        if r.outcome == "stays":
+            return Classified(cid, None, WRONG_KERNEL, "hidden by random numbers: " + r.detail,
+                              reruns)
+        return Classified(cid, None, RANDOM_VERDICT + " (not confirmed)",
+                          f"{randomish} kernel calls differ where the graph draws random "
+                          f"numbers; {r.flag}: {r.detail}", reruns)
+    return Classified(cid, None, NONE_DIVERGES, f"{_judged(report)} kernel calls judged, "
+                      "none diverging", reruns)
+
+
+def classified(trace: Trace) -> dict[str, Classified]:
+    """``numerics.json``'s classifications (``tuidebug numerics``), by compile id; {} when the
+    trace has none."""
+    out = {}
+    for d in trace.numerics_classified.get("compiles") or []:
+        if isinstance(d, dict) and d.get("compile_id"):
+            c = Classified.from_json(d)
+            out[c.compile_id] = c
+    return out
