@@ -20,6 +20,14 @@ and attribute reads excluded; PyTorch's start is counted in its ``minifier_launc
 
     python bench/minify_vs_torch.py [--bugs compile_error,runtime_error,accuracy] [--jobs 2]
                                     [--torch-timeout 1800] [--out DIR] [--skip-torch]
+
+Where tuidebug's minify starts (``--starts``, for an accuracy mismatch; ``minify --start``):
+one trace, then ``minify`` from each start in turn, round after round (``--rounds``, interleaved),
+each from a fresh Inductor cache; per start its wall and CPU seconds (the minify process and its
+workers), candidates compiled and the load average around the runs:
+
+    python bench/minify_vs_torch.py --bugs accuracy --skip-torch --starts divergence,kernels,graph \
+                                    --rounds 2
 """
 
 from __future__ import annotations
@@ -111,6 +119,45 @@ def bench_ours(bug: str, work: Path, jobs: int) -> dict[str, Any]:
             "verified": result.get("verified"), "processes": result.get("launches")}
 
 
+def bench_starts(bug: str, work: Path, jobs: int, starts: list[str],
+                 rounds: int) -> dict[str, list[dict[str, Any]]]:
+    """One trace of ``bug``; then ``minify --start S`` for each of ``starts``, interleaved over
+    ``rounds``: per start a row per round (wall and CPU seconds, candidates, load average)."""
+    import resource
+
+    trace = work / "trace"
+    _run([sys.executable, "-m", "tuidebug.cli", "trace", "-o", str(trace), str(EXAMPLE), "--bug",
+          bug], cwd=work, env=_env(TORCHINDUCTOR_CACHE_DIR=str(work / "capture-cache")),
+         timeout=900, log=work / "trace.log")
+    rows: dict[str, list[dict[str, Any]]] = {s: [] for s in starts}
+    for r in range(rounds):
+        for start in starts:
+            name = f"{start}-{r}"
+            load = os.getloadavg()[0]
+            cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            rc, wall = _run([sys.executable, "-m", "tuidebug.cli", "minify", "--yes", str(trace),
+                             "-o", str(work / f"{name}.py"), "--jobs", str(jobs), "--json",
+                             "--start", start], cwd=work,
+                            env=_env(TORCHINDUCTOR_CACHE_DIR=str(work / f"{name}-cache")),
+                            timeout=3600, log=work / f"{name}.log")
+            cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            text = (work / f"{name}.log").read_text(errors="replace")
+            try:
+                result = json.loads(text[text.find("{\n"):]) if "{\n" in text else {}
+            except json.JSONDecodeError:
+                result = {}
+            row = {"wall_s": round(wall, 1), "exit": rc,
+                   "cpu_s": round((cpu1.ru_utime + cpu1.ru_stime)
+                                  - (cpu0.ru_utime + cpu0.ru_stime), 1),
+                   "candidates": result.get("attempts"), "start": result.get("start"),
+                   "nodes": result.get("nodes_after"), "verified": result.get("verified"),
+                   "load_before": round(load, 1), "load_after": round(os.getloadavg()[0], 1)}
+            rows[start].append(row)
+            print(f"[bench] {bug} --start {start} round {r + 1}: {row}", file=sys.stderr,
+                  flush=True)
+    return rows
+
+
 def bench_torch(bug: str, work: Path, timeout: float) -> dict[str, Any]:
     cwd = work / "torch"
     cwd.mkdir(exist_ok=True)
@@ -155,9 +202,29 @@ def main() -> int:
     ap.add_argument("--torch-timeout", type=float, default=1800.0)
     ap.add_argument("--out", help="work directory (default: a new temp dir, kept)")
     ap.add_argument("--skip-torch", action="store_true")
+    ap.add_argument("--starts", default=None,
+                    help="compare tuidebug's minify starts instead (e.g. divergence,graph)")
+    ap.add_argument("--rounds", type=int, default=2, help="--starts: interleaved rounds")
     ns = ap.parse_args()
     root = Path(ns.out) if ns.out else Path(tempfile.mkdtemp(prefix="minify-bench-"))
     root.mkdir(parents=True, exist_ok=True)
+    if ns.starts:
+        found = {}
+        for bug in ns.bugs.split(","):
+            work = root / f"{bug}-starts"
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir(parents=True)
+            found[bug] = bench_starts(bug, work, ns.jobs, ns.starts.split(","), ns.rounds)
+        (root / "starts.json").write_text(json.dumps(found, indent=1))
+        for bug, by in found.items():
+            for start, runs in by.items():
+                walls = [r["wall_s"] for r in runs]
+                cpus = [r["cpu_s"] for r in runs]
+                print(f"{bug:<14} {start:<11} wall {min(walls)}-{max(walls)}s  cpu "
+                      f"{min(cpus)}-{max(cpus)}s  candidates {[r['candidates'] for r in runs]}  "
+                      f"load {[r['load_before'] for r in runs]}  start {runs[0]['start']}")
+        print(f"\nwork directory: {root}  (starts.json, logs, repros)")
+        return 0
     rows: dict[str, dict[str, Any]] = {}
     for bug in ns.bugs.split(","):
         work = root / bug

@@ -220,3 +220,17 @@ def test_random_numbers_are_classified_not_flagged(numerics_traces) -> None:
     assert classified and all(k["ok"] for k in classified), report["graphs"]
     assert report["first"] is None and _first(trace)["first"] is None
     assert "MISMATCH" not in out and "first diverging kernel" not in out
+    # `tuidebug numerics` confirms it: with fallback_random=True (eager's numbers drawn) no
+    # kernel diverges, so the difference was random numbers; float32: no precision-cast re-run
+    proc = subprocess.run([sys.executable, "-m", "tuidebug.cli", "numerics", "--yes", "--json",
+                           str(trace)], capture_output=True, text=True, cwd=ROOT, timeout=900,
+                          env=dict(os.environ, PYTHONPATH=pythonpath()))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (c,) = json.loads(proc.stdout)["classified"]
+    assert c["verdict"] == "random numbers" and c["kernel"] is None, c
+    casts, random = c["reruns"]
+    assert casts["flag"] == "emulate_precision_casts" and casts["outcome"] == "not run", casts
+    assert random["flag"] == "fallback_random" and random["outcome"] == "disappears", random
+    (rerun,) = Trace(random["trace"]).runtime["checks"].values()
+    judged = [k for g in rerun["numerics"]["graphs"] for k in g["kernels"]]
+    assert judged and not any(k.get("classified") for k in judged), judged  # judged, not excused

@@ -64,6 +64,11 @@ def minify_arguments(p: argparse.ArgumentParser) -> None:
                         "tuidebug asks on the terminal and refuses when there is none")
     p.add_argument("--force", action="store_true",
                    help="write the repro over an existing file")
+    p.add_argument("--start", choices=("divergence", "kernels", "graph"), default="divergence",
+                   help="where delta debugging starts: the first diverging kernel of an "
+                        "accuracy mismatch when the trace knows it, else the kernels the error "
+                        "points to (default); `kernels`: ignore the diverging kernel; `graph`: "
+                        "the whole graph")
     allow_flag_argument(p)
 
 
@@ -133,7 +138,7 @@ def cmd_minify(ns: argparse.Namespace) -> int:
     try:
         result = minify(trace, ns.output, jobs=ns.jobs, timeout=ns.timeout,
                         on_progress=on_progress, tol=ns.accuracy_tol,
-                        keep_work=ns.keep_work, allowed=allowed)
+                        keep_work=ns.keep_work, allowed=allowed, start=ns.start)
     finally:  # MinifyError: printed by main
         stop()
     if ns.json:

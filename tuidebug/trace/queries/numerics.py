@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.numerics_classes import classified
 from tuidebug.trace.queries.provenance import kernel_infos
 
 
@@ -115,6 +116,7 @@ def numerics_summary(trace: Trace) -> dict[str, Any]:
     (graph, kernel, call, its worst error against float64, eager's, the verdict, what it was
     classified as when it differs for a reason that is not a bug), the first
     diverging kernel, and the note or the reason it was not judged."""
+    classes = classified(trace)  # numerics.json: `tuidebug numerics`'s re-runs
     out: dict[str, Any] = {}
     for cid, check in (trace.runtime.get("checks") or {}).items():
         report = check.get("numerics") if isinstance(check, dict) else None
@@ -127,8 +129,10 @@ def numerics_summary(trace: Trace) -> dict[str, Any]:
                    for g in report.get("graphs") or [] if isinstance(g, dict)
                    for k in g.get("kernels") or [] if isinstance(k, dict)]
         first = first_divergence(trace, str(cid), check)
+        c = classes.get(str(cid))
         out[str(cid)] = {"kernels": kernels, "first": first.to_json() if first else None,
-                         "note": report.get("note") or report.get("skipped")}
+                         "note": report.get("note") or report.get("skipped"),
+                         "classified": c.to_json() if c else None}
     return out
 
 
