@@ -270,3 +270,33 @@ def test_cli_recompile_prints_the_comparison(mlp_trace: Path, tmp_path: Path) ->
     assert d["summary"]["wrapper_markers"]["assert_size_stride"]["b"] == 0
     assert d["summary"]["wrapper_markers"]["assert_size_stride"]["a"] > 0
     assert any(c["name"] == "size_asserts" for c in d["config"]["changed"])
+
+
+def test_a_flag_that_changes_nothing_is_no_change_with_a_cpu_hog_beside_it(
+        profiled_trace: Path, tmp_path: Path) -> None:
+    """``recompile --set max_fusion_size=63`` (the MLP has no fusion near 63 nodes: same IR,
+    same kernels) while a real busy loop competes for the CPU: no kernel is reported changed,
+    and the run time reads as no change (each trace's compiled call timed against eager
+    side by side; identical kernels' run times never a change)."""
+    out = tmp_path / "fusion63"
+    hog = subprocess.Popen([sys.executable, "-c", "while True:\n    pass\n"])
+    try:
+        p = subprocess.run([sys.executable, "-m", "tuidebug.cli", "recompile", "--yes",
+                            str(profiled_trace), "--set", "max_fusion_size=63", "-o", str(out),
+                            "--json", "-q"], env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                           capture_output=True, text=True, timeout=900)
+        assert hog.poll() is None, "the hog ran through the recompile"
+    finally:
+        hog.kill()
+        hog.wait()
+    assert p.returncode == 0, p.stderr[-3000:]
+    d = json.loads(p.stdout)
+    kernels = [k for g in d["graphs"] for k in g["kernels"]]
+    assert kernels, "no kernel compared"
+    assert {k["status"] for k in kernels} <= {"unchanged", "renamed"}, kernels
+    assert d["summary"]["kernel_changes"]["changed"] == 0
+    assert d["profile"]["calls_same"] is True, d["profile"]["verdict"]
+    found = d["lines"]
+    (line,) = [f for f in found if f.startswith("compiled vs eager")]
+    assert "no change" in line, found
+    assert not any(w in f for f in found for w in ("faster", "slower", "×")), found

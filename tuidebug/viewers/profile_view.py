@@ -174,7 +174,8 @@ def profile_diff_tables(p: dict[str, Any], top: int = TOP) -> list[Any]:
     (``calls_same``), a line saying so instead (their parts' differences are noise)."""
     if p.get("calls_same"):
         return [Text("where the time goes: not compared part by part — the whole call did not "
-                     "change (compiled vs eager, each trace interleaved: the intervals overlap)",
+                     "change (compiled vs eager, each trace interleaved; timed in two "
+                     "processes: the rounds' ratios overlap)",
                      style="dim")]
     t = Table(title="where the time goes, per call (A → B)", title_justify="left",
               show_edge=False)

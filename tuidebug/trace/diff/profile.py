@@ -96,11 +96,20 @@ def profile_diff(a: Trace, b: Trace) -> dict[str, Any] | None:
 def calls_same(va: dict[str, Any] | None, vb: dict[str, Any] | None) -> bool | None:
     """Whether two traces' whole calls are the same as far as can be told: each trace timed
     compiled against eager side by side (eager is the control for the machine each ran on),
-    so their eager/compiled ratios compare where the raw times would not; their intervals
-    overlapping is no change. None when either trace has no whole call."""
+    so their eager/compiled ratios compare where the raw times would not. But the two traces
+    were timed in two processes (other threads, another moment of a busy machine), which the
+    interval of each one's median does not cover: a change only when the rounds' own ratios
+    are apart too (p10–p90 of one side's rounds clear of the other's), as for kernels' run times
+    timed in two processes. Overlapping intervals, or overlapping rounds: no change. None when
+    either trace has no whole call."""
     if not va or not vb:
         return None
-    return bool(va["ratio_low"] <= vb["ratio_high"] and vb["ratio_low"] <= va["ratio_high"])
+    if va["ratio_low"] <= vb["ratio_high"] and vb["ratio_low"] <= va["ratio_high"]:
+        return True
+    ra, rb = (va.get("ratio_p10"), va.get("ratio_p90")), (vb.get("ratio_p10"), vb.get("ratio_p90"))
+    if None in ra or None in rb:
+        return False
+    return bool(ra[0] <= rb[1] and rb[0] <= ra[1])
 
 
 def profile_findings(p: dict[str, Any] | None, fmt: Any, top: int = 3) -> list[str]:
@@ -117,7 +126,7 @@ def profile_findings(p: dict[str, Any] | None, fmt: Any, top: int = 3) -> list[s
         out = [f"compiled vs eager (eager/compiled, each trace interleaved): "
                f"{va['ratio']:.2f} ({va['ratio_low']:.2f}–{va['ratio_high']:.2f}) → "
                f"{vb['ratio']:.2f} ({vb['ratio_low']:.2f}–{vb['ratio_high']:.2f})"
-               + (": no change (the intervals overlap)" if same else
+               + (": no change (timed in two processes: the rounds' ratios overlap)" if same else
                   f": B's compiled call is {'faster' if vb['ratio'] > va['ratio'] else 'slower'}"
                   " relative to eager")]
         if same:

@@ -16,7 +16,7 @@ from typing import Any
 
 from tuidebug.trace.queries.graph_breaks import GraphBreak, SourceLine, trace_breaks
 from tuidebug.trace.queries.verdict import (FASTER, SAME, SLOWER, Ratio, Spread,
-                                            format_duration as duration, judge)
+                                            format_duration as duration, judge, quantile)
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.format.safefile import number
 
@@ -66,13 +66,18 @@ class CallVerdict:
     ledger: list[Part] = field(default_factory=list)
     machine: dict[str, Any] = field(default_factory=dict)
     device: str = ""
+    # p10 and p90 of the rounds' own eager/compiled ratios (None without the rounds' times):
+    # where a trace timed in another process must fall to differ from this one
+    ratio_p10: float | None = None
+    ratio_p90: float | None = None
 
     def verdict_json(self) -> dict[str, Any]:
         return {"callable": self.callable, "training": self.training, "rounds": self.rounds,
                 "compiled_s": self.compiled.median_s, "eager_s": self.eager.median_s,
                 "compiled": self.compiled.as_json(), "eager": self.eager.as_json(),
                 "outcome": self.outcome, "ratio": self.ratio, "ratio_low": self.ratio_low,
-                "ratio_high": self.ratio_high, "text": self.text, "device": self.device,
+                "ratio_high": self.ratio_high, "ratio_p10": self.ratio_p10,
+                "ratio_p90": self.ratio_p90, "text": self.text, "device": self.device,
                 "oversubscribed": bool(self.machine.get("oversubscribed")),
                 "machine": self.machine}
 
@@ -157,6 +162,20 @@ def _text(outcome: str, r: Ratio, ledger: list[Part], compiled_s: float,
             f"{1 / r.low:.2f})" + (f": {cause}" if cause else ""))
 
 
+def _round_ratios(times: Any) -> tuple[float | None, float | None]:
+    """p10 and p90 of the per-round eager/compiled ratios of ``profile.json``'s ``times``."""
+    if not isinstance(times, dict):
+        return None, None
+    c, e = times.get("compiled_s"), times.get("eager_s")
+    if not isinstance(c, list) or not isinstance(e, list):
+        return None, None
+    pairs = [(number(x), number(y)) for x, y in zip(e, c)]
+    ratios = [x / y for x, y in pairs if x and y and x > 0 and y > 0]
+    if not ratios:
+        return None, None
+    return quantile(ratios, 0.1), quantile(ratios, 0.9)
+
+
 def call_verdicts(trace: Trace) -> list[CallVerdict]:
     """A verdict per measured whole call (``profile.json``'s ``calls``), in their order."""
     calls = trace.profile.get("calls") if isinstance(trace.profile, dict) else None
@@ -178,10 +197,11 @@ def call_verdicts(trace: Trace) -> list[CallVerdict]:
         ledger = _ledger(c, breaks)
         training = c.get("training") is True
         machine = c.get("machine") if isinstance(c.get("machine"), dict) else {}
+        p10, p90 = _round_ratios(c.get("times"))
         out.append(CallVerdict(str(c.get("callable") or "?"), training, rounds, comp, eager,
                                v.outcome, r.value, r.low, r.high,
                                _text(v.outcome, r, ledger, comp.median_s, training), ledger,
-                               machine, str(c.get("device") or "")))
+                               machine, str(c.get("device") or ""), p10, p90))
     return out
 
 
