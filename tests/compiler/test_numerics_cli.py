@@ -156,3 +156,18 @@ def test_numerics_names_the_planted_relu_kernel_of_a_trace_made_without_it(
     assert "classified: a wrong kernel" in proc.stdout, proc.stdout
     assert f"the numerics are in the new trace {out}" in proc.stderr
     assert not (trace / "numerics.json").exists()  # the given trace is not modified
+
+
+@pytest.mark.slow  # the script imports torch
+def test_a_run_that_records_no_accuracy_check_is_a_clear_error(tmp_path: Path) -> None:
+    """The script compiles nothing: no check to judge kernels in, said in one line with where
+    the run's output is (exit 2)."""
+    script = tmp_path / "nothing.py"
+    script.write_text("import torch\nprint(torch.ones(2).sum())\n")
+    trace = _trace(tmp_path / "t", ["tuidebug", "trace", str(script)])
+    proc = _cli("numerics", "--yes", str(trace), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    said = proc.stderr.strip().splitlines()[-1]
+    assert said.startswith(f"tuidebug: error: the run recorded no accuracy check in {trace}-"
+                           "numerics: no compiled graph ran"), said
+    assert f"its output is in {trace}-numerics.log" in said and "Traceback" not in proc.stderr
