@@ -6,6 +6,9 @@
     python numerics_models.py pass_bug       # a post-grad pass the user set scales one backward
                                              # op by 1.5: the forward is right, a gradient wrong
     python numerics_models.py random         # dropout in training: random numbers, not a bug
+    python numerics_models.py hf             # a tiny Hugging Face Llama (random init) trained
+                                             # one step: outputs and gradients named by its
+                                             # output structure and parameter names
 """
 import copy
 import sys
@@ -91,6 +94,20 @@ def step(model: nn.Module, same_as_eager: bool) -> None:
     print("loss", float(loss))
 
 
+def hf_step() -> None:
+    """One training step of a tiny Llama (transformers, random init) through the compiled
+    model: it returns a ``CausalLMOutputWithPast`` (loss, logits, a cache of keys and values)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=32)
+    model = LlamaForCausalLM(cfg).train()
+    ids = torch.randint(0, 64, (1, 8))
+    out = torch.compile(model)(input_ids=ids, labels=ids, use_cache=True)
+    out.loss.backward()
+    print("loss", float(out.loss))
+
+
 if __name__ == "__main__":
     torch.manual_seed(0)
     mode = sys.argv[1]
@@ -100,5 +117,7 @@ if __name__ == "__main__":
         inductor_config.cpp.inject_relu_bug_TESTING_ONLY = "accuracy"
         inductor_config.triton.inject_relu_bug_TESTING_ONLY = "accuracy"
         step(GatedMlp().train(), same_as_eager=False)
+    elif mode == "hf":
+        hf_step()
     else:
         step(Mlp(0.2 if mode == "random" else 0.0).train(), same_as_eager=mode == "train")

@@ -32,6 +32,34 @@ def test_inputs_are_named_as_the_user_names_them() -> None:
     assert placeholder_name("l_x_") == "x" and placeholder_name("primals_1") == "primals_1"
 
 
+def test_outputs_are_named_by_where_the_call_returns_them() -> None:
+    """A graph's flat outputs found by identity in what the user's call returned: a
+    ``ModelOutput``'s fields, a cache's layers, a dict's keys; an output held only by position
+    (a plain tuple) or not returned at all keeps the graph's own name."""
+    import torch
+    from transformers import DynamicCache
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+
+    from tuidebug.compiler.output_paths import output_names, rename_outputs
+
+    loss, logits, k, v, hidden = (torch.randn(1, 2, 3, 4) for _ in range(5))
+    cache = DynamicCache()
+    cache.update(k, v, 0)
+    returned = CausalLMOutputWithPast(loss=loss, logits=logits, past_key_values=cache)
+    graph_outputs = [cache.layers[0].keys, cache.layers[0].values, loss, logits, hidden]
+    names = output_names(graph_outputs, returned)
+    assert names == {0: "past_key_values.layers[0].keys", 1: "past_key_values.layers[0].values",
+                     2: "loss", 3: "logits"}, names
+    assert output_names([loss, logits], {"out": [loss], "x": 1}) == {0: "['out'][0]"}
+    assert output_names([loss, logits], (loss, logits)) == {}  # positions say nothing more
+    check = {"outputs": [{"index": 0, "name": "output 0"}, {"index": 3, "name": "logits"}],
+             "detail": "output 0: RMSE vs float64: compiled 1 > 3 x eager 0.1 + 1e-05"}
+    assert rename_outputs(check, names) is True
+    assert [o["name"] for o in check["outputs"]] == ["past_key_values.layers[0].keys", "logits"]
+    assert check["detail"].startswith("past_key_values.layers[0].keys: RMSE"), check
+    assert rename_outputs(check, names) is False  # named already: nothing to write again
+
+
 WRAPPER = """
 def call(self, args):
         arg0_1, arg1_1, arg2_1 = args
@@ -66,7 +94,8 @@ def numerics_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple
     env = dict(os.environ, PYTHONPATH=pythonpath())
 
     runs = {"train": ("train",), "backward_bug": ("backward_bug",), "pass_bug": ("pass_bug",),
-            "train_numerics": ("--numerics", "train"), "random": ("--numerics", "random")}
+            "train_numerics": ("--numerics", "train"), "random": ("--numerics", "random"),
+            "hf": ("hf",)}
 
     def make(name: str) -> tuple[str, tuple[Path, int, str]]:
         *opts, mode = runs[name]
@@ -95,8 +124,8 @@ def test_a_correct_training_step_has_its_gradients_judged_and_matching(numerics_
     grads = check["gradients"]
     assert grads["close"] is True and grads["reference"] == "float64", grads
     names = [g["name"] for g in grads["outputs"]]
-    assert names == ["grad of fc1.weight", "grad of fc1.bias", "grad of fc2.weight",
-                     "grad of fc2.bias"], names
+    assert names == ["fc1.weight.grad", "fc1.bias.grad", "fc2.weight.grad",
+                     "fc2.bias.grad"], names
     for g in grads["outputs"]:
         assert g["ok"] and g["err_compiled"] is not None and g["err_eager"] is not None, g
 
@@ -110,13 +139,13 @@ def test_a_pass_bug_is_found_through_the_gradients_not_in_a_kernel(numerics_trac
     check = _check(trace)
     (loss,) = check["outputs"]
     assert loss["name"] == "loss" and loss["ok"], loss
-    assert check["close"] is False and check["detail"].startswith("grad of fc1.weight: RMSE"), check
+    assert check["close"] is False and check["detail"].startswith("fc1.weight.grad: RMSE"), check
     bad = {g["name"]: g for g in check["gradients"]["outputs"] if not g["ok"]}
-    assert sorted(bad) == ["grad of fc1.bias", "grad of fc1.weight"], bad
+    assert sorted(bad) == ["fc1.bias.grad", "fc1.weight.grad"], bad
     for g in bad.values():
         assert g["rule"] == "rmse-fp64" and g["err_compiled"] > 1000 * g["err_eager"], g
     error = json.loads((trace / "manifest.json").read_text())["error"]
-    assert error["phase"] == "accuracy" and "grad of fc1.weight" in error["message"]
+    assert error["phase"] == "accuracy" and "fc1.weight.grad" in error["message"]
     assert "(rule rmse-fp64; max abs err 0.0238)" in error["message"], error
     said = " ".join(out.split())
     assert "MISMATCH" in said and "4 gradients judged" in said, out[-3000:]
@@ -125,6 +154,28 @@ def test_a_pass_bug_is_found_through_the_gradients_not_in_a_kernel(numerics_trac
     kernels = [k for g in report["graphs"] for k in g["kernels"]]
     assert len(kernels) >= 4 and all(k["ok"] and k["buffers"] for k in kernels), kernels
     assert "first diverging kernel" not in said and "none diverging" in said
+
+
+@pytest.mark.slow
+def test_a_hugging_face_models_outputs_and_gradients_are_named(numerics_traces) -> None:
+    """A tiny Llama trained one step: each judged output is named where the user finds it in
+    the returned ``CausalLMOutputWithPast`` (the cache's keys and values too, which the graph
+    alone could only number), each gradient by its parameter's name in the model."""
+    trace, rc, out = numerics_traces["hf"]
+    assert rc == 0, out[-3000:]
+    check = _check(trace)
+    assert check["close"] is True, check
+    names = sorted(o["name"] for o in check["outputs"])
+    assert names == ["logits", "loss", "past_key_values.layers[0].keys",
+                     "past_key_values.layers[0].values"], names
+    grads = [g["name"] for g in check["gradients"]["outputs"]]
+    assert "model.layers.0.mlp.up_proj.weight.grad" in grads, grads
+    assert "model.embed_tokens.weight.grad" in grads and all(g.endswith(".grad") for g in grads)
+    said = " ".join(subprocess.run(
+        [sys.executable, "-m", "tuidebug.cli", "info", str(trace)], capture_output=True,
+        text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=pythonpath(), COLUMNS="200"),
+        check=True).stdout.split())
+    assert "logits float32 [1,8,64]" in said and "output 0" not in said, said
 
 
 def _first(trace: Path) -> dict:
@@ -159,17 +210,25 @@ def test_a_wrong_forward_kernel_is_named_first(accuracy_trace: Path) -> None:
 
 @pytest.mark.slow
 def test_the_svg_draws_the_diverging_kernel_red(accuracy_trace: Path, tmp_path: Path) -> None:
+    """The first diverging kernel's cluster and its wrong node: a red fill and border, and a
+    line under the label saying what diverged by how much; no other kernel drawn so."""
     first = _first(accuracy_trace)["first"]
     svg = tmp_path / "k.svg"
     subprocess.run([sys.executable, "-m", "tuidebug.cli", "svg", str(accuracy_trace), "--kernels",
                     "-o", str(svg)], cwd=ROOT, env=dict(os.environ, PYTHONPATH=pythonpath()),
                    check=True, capture_output=True)
     text = svg.read_text()
-    clusters = {m.group(1): m.group(2) == "red" for m in re.finditer(
-        r'<title>(cluster_[^<]*)</title>.*?<path [^>]*?stroke="([^"]*)"', text, re.S)}
-    assert clusters[f"cluster_{first['kernel']}"] is True
+    clusters = {m.group(1): (m.group(2), m.group(3)) for m in re.finditer(
+        r'<title>(cluster_[^<]*)</title>.*?<path fill="([^"]*)" stroke="([^"]*)"', text, re.S)}
+    assert clusters[f"cluster_{first['kernel']}"] == ("#ffcccc", "#d00000"), clusters
     others = [t for t in clusters if t.startswith("cluster_cpp") and first["kernel"] not in t]
-    assert others and not any(clusters[t] for t in others), others
+    assert others and not any("#d00000" in clusters[t] for t in others), others
+    errs = f"compiled↔fp64 {first['err_compiled']:.3g}, eager↔fp64 {first['err_eager']:.3g}"
+    assert f">✗ first diverging kernel: {errs}</text>".replace("-", "&#45;") in text, errs
+    (buf,) = first["buffers"]
+    node = re.search(rf'<g id="node:{buf["node"]}".*?</g>', text, re.S)
+    assert node and 'fill="#ffcccc"' in node.group(0) and "✗ diverges: " in node.group(0)
+    assert text.count("✗ diverges") == 1 and "first diverging</text>" in text  # the legend
     assert "TESTING&#45;ONLY flag set" in text  # the planted bug, in the title
 
 
@@ -181,7 +240,7 @@ def test_a_wrong_backward_kernel_is_found_through_the_gradients(numerics_traces)
     trace, rc, out = numerics_traces["backward_bug"]
     check = _check(trace)
     assert check["outputs"][0]["ok"] and check["close"] is False, check
-    assert check["detail"].startswith("grad of fc1.weight"), check
+    assert check["detail"].startswith("fc1.weight.grad"), check
     entry = _first(trace)
     first = entry["first"]
     assert first["kind"] == "backward" and "relu" in first["kernel"], first

@@ -40,7 +40,7 @@ def test_bf16_training_step_gradients_judged_without_false_alarm(tmp_path: Path)
     grads = [g for c in checks for g in (c.get("gradients") or {}).get("outputs") or []]
     assert len(grads) >= 8 and all(g["ok"] for g in grads), grads
     assert {g["dtype"] for g in grads} == {"bfloat16"}
-    assert any(g["name"] == "grad of fc1.weight" for g in grads), [g["name"] for g in grads]
+    assert any(g["name"] == "fc1.weight.grad" for g in grads), [g["name"] for g in grads]
     entries = _summary(tmp_path / "ok")["numerics"].values()
     kernels = [k for e in entries for k in e["kernels"]]
     assert kernels and all(e["first"] is None for e in entries), entries

@@ -140,3 +140,34 @@ def test_profile_kernels_of_several_compiles_name_their_graph(profiled_trace: Pa
     first = rows[rows.index(head) + 1:rows.index(head) + 3]
     assert first[0][0] == first[1][0] and {first[0][1], first[1][1]} == {
         p["kernels"][0]["graph"], "0_1-inference"}, first
+
+
+def test_info_lists_the_kernel_calls_judged(accuracy_trace: Path) -> None:
+    """Under the first diverging kernel: each kernel call judged, in execution order, with its
+    error against float64, eager's and the verdict (the relu bug: every call differs)."""
+    text, s = rendered(accuracy_trace)
+    (entry,) = s["numerics"].values()
+    assert len(entry["kernels"]) == 8
+    lines = text.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.split()[:2] == ["kernel", "call"])
+    assert lines[head].split()[2:] == ["graph", "compiled↔fp64", "eager↔fp64", "verdict"]
+    rows = [ln.split() for ln in lines[head + 1:head + 9]]
+    first = entry["kernels"][0]
+    assert rows[0][0] == first["kernel"] and rows[0][-2:] == ["FIRST", "DIVERGING"], rows[0]
+    assert rows[0][1:4] == ["inference", f"{first['err_compiled']:.3g}",
+                            f"{first['err_eager']:.3g}"], rows[0]
+    assert [r[-1] for r in rows[1:]] == ["differs"] * 7, rows
+    assert rows[2][1] == "#2"  # the second call of the same kernel
+
+
+def test_a_trace_from_before_output_names_reads_output_n(accuracy_trace: Path,
+                                                         copy_trace) -> None:
+    t = copy_trace(accuracy_trace, "unnamed")
+    runtime = json.loads((t / "runtime.json").read_text())
+    (check,) = runtime["checks"].values()
+    for o in check["outputs"]:
+        o.pop("name", None)
+    (t / "runtime.json").write_text(json.dumps(runtime))
+    text, _ = rendered(t)
+    row = next(ln.split() for ln in text.splitlines() if "FAIL" in ln.split())
+    assert row[:2] == ["output", "0"], row

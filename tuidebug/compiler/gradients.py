@@ -8,7 +8,7 @@ that require grad, with the same seeded output gradients, with respect to those 
 returns the gradients and never accumulates into a ``.grad``, so the user's training is
 untouched (and the RNG state is put back by the caller). Each gradient is judged by
 ``judge.judge_output``, the forward outputs' rule, and named for what it is the gradient of
-(``grad of layers.0.fc1.weight``, ``grad of x``).
+(``layers.0.fc1.weight.grad``, ``x.grad``), as the user reads it after a backward.
 """
 
 from __future__ import annotations
@@ -221,7 +221,7 @@ def judge_gradients(grad: GradCall, eager: Any, inputs: list[Any], names: list[s
         c = torch.zeros_like(e) if c is None else c
         e = torch.zeros_like(c) if e is None else e
         entry = judge.judge_output(c, e, r, tol, why)
-        entries.append({"name": f"grad of {name}", **entry})
+        entries.append({"name": f"{name}.grad", **entry})
     bad = [o for o in entries if not o["ok"]]
     decided = bad[0] if bad else next((o for o in entries if o["rule"] != "allclose"),
                                       entries[0] if entries else None)

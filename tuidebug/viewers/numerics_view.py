@@ -1,13 +1,20 @@
-"""What ``info`` says of the first diverging kernel of a compile (trace/queries/numerics.py):
-the kernel, its graph, the wrong buffers with their node, errors, values and user line."""
+"""What ``info`` says of the numerics of a compile (trace/queries/numerics.py): the first
+diverging kernel, its graph, the wrong buffers with their node, errors, values and user line;
+and the marks the TUI's kernels and passes views put on each judged kernel and FX node."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from rich.console import RenderableType
+from rich.padding import Padding
+from rich.style import Style
+from rich.table import Table
 from rich.text import Text
 
 from tuidebug.inert import inert_text
+from tuidebug.trace.queries.numerics import KernelNumerics, NodeNumerics
+from tuidebug.viewers.fitted import Row
 
 
 def _num(x: Any) -> str:
@@ -25,8 +32,72 @@ def _line(src: Any) -> str:
            f"{str(src.get('code') or '').strip()}"
 
 
-def numerics_lines(entry: dict[str, Any]) -> list[Text]:
-    """The lines for one compile's ``numerics`` entry of the summary."""
+KERNEL_META = "numerics_kernel"  # (graph, kernel) on the first diverging kernel's name: a
+# screen showing these lines opens that kernel on enter (the TUI's overview)
+
+
+def kernel_at(line: Text) -> tuple[str, str] | None:
+    """The (graph, kernel) a line of ``numerics_lines`` names as the first diverging kernel."""
+    for span in line.spans:
+        meta = span.style.meta if isinstance(span.style, Style) else {}
+        if isinstance(meta.get(KERNEL_META), tuple):
+            return meta[KERNEL_META]
+    return None
+
+
+KERNEL_COLUMNS = ("kernel call", "graph", "compiled↔fp64", "eager↔fp64", "verdict")
+KERNEL_ROWS = 10  # kernel calls listed by info; --json has them all
+
+
+def _verdict(k: dict[str, Any], first: dict[str, Any] | None) -> tuple[str, str]:
+    if isinstance(first, dict) and (k.get("graph"), k.get("kernel"), k.get("call")) == \
+            (first.get("graph"), first.get("kernel"), first.get("call")):
+        return "FIRST DIVERGING", FIRST_STYLE
+    if k.get("ok") is False:
+        return "differs", WRONG_STYLE
+    if k.get("classified"):
+        return "random numbers", CLASSIFIED_STYLE
+    return "ok" if k.get("ok") else "?", ""
+
+
+def kernel_table(entry: dict[str, Any]) -> Table | None:
+    """Per kernel call judged (in execution order): its worst error against float64, eager's,
+    the verdict; at most ``KERNEL_ROWS`` rows, always the first diverging kernel's."""
+    kernels = [k for k in entry.get("kernels") or [] if isinstance(k, dict)]
+    if not kernels:
+        return None
+    first = entry.get("first") if isinstance(entry.get("first"), dict) else None
+    at = next((i for i, k in enumerate(kernels) if _verdict(k, first)[0] == "FIRST DIVERGING"), 0)
+    start = max(0, min(at - KERNEL_ROWS // 2, len(kernels) - KERNEL_ROWS))
+    shown = kernels[start:start + KERNEL_ROWS]
+    t = Table(box=None, padding=(0, 1), header_style="dim", pad_edge=False)
+    for col in KERNEL_COLUMNS:
+        t.add_column(col, no_wrap=col != "kernel call", overflow="fold")
+    if start:
+        t.add_row(Text(f"… {start} earlier", "dim"), "", "", "", "")
+    for k in shown:
+        verdict, style = _verdict(k, first)
+        call = f" #{k['call'] + 1}" if isinstance(k.get("call"), int) and k["call"] else ""
+        t.add_row(Row(inert_text(k.get("kernel")), Text(call), middle=True),
+                  inert_text(k.get("kind") or k.get("graph")), Text(_num(k.get("err_compiled"))),
+                  Text(_num(k.get("err_eager"))), Text(verdict, style))
+    rest = len(kernels) - start - len(shown)
+    if rest > 0:
+        t.add_row(Text(f"… {rest} more (info --json)", "dim"), "", "", "", "")
+    return t
+
+
+def numerics_lines(entry: dict[str, Any]) -> list[RenderableType]:
+    """The lines for one compile's ``numerics`` entry of the summary, then its table of kernel
+    calls (``kernel_table``)."""
+    out = _first_lines(entry)
+    table = kernel_table(entry)
+    if out and table is not None:
+        out.append(Padding(table, (0, 0, 0, 6)))
+    return out
+
+
+def _first_lines(entry: dict[str, Any]) -> list[RenderableType]:
     first = entry.get("first")
     kernels = entry.get("kernels") or []
     if not isinstance(first, dict):
@@ -39,8 +110,10 @@ def numerics_lines(entry: dict[str, Any]) -> list[Text]:
         return [Text.assemble(("    kernels judged: ", "dim"),
                               inert_text(said + (f" — {note}" if note else "")))]
     call = f" (call {first['call'] + 1})" if first.get("call") else ""
-    out = [Text.assemble(("    first diverging kernel: ", "bold red"),
-                         inert_text(f"{first.get('kernel')}{call}", "bold"),
+    name = inert_text(f"{first.get('kernel')}{call}", "bold")
+    name.stylize(Style(meta={KERNEL_META: (str(first.get("graph")), str(first.get("kernel")))}))
+    out: list[RenderableType] = [Text.assemble(("    first diverging kernel: ", "bold red"),
+                         name,
                          inert_text(f"  in {first.get('graph')} ({first.get('kind')}), "
                                     f"{first.get('judged')} kernel calls judged"))]
     for b in first.get("buffers") or []:
@@ -56,3 +129,60 @@ def numerics_lines(entry: dict[str, Any]) -> list[Text]:
                               "dim"))
     return out
 
+
+
+# -- marks on the kernels and passes views (the TUI's code and pass-stepper screens) ------------
+
+FIRST_STYLE, WRONG_STYLE, OK_STYLE, CLASSIFIED_STYLE = "bold red", "red", "green", "yellow"
+
+
+def error_pair(err_compiled: Any, err_eager: Any, *, brief: bool = False) -> str:
+    """``0.309 vs eager 4.37e-08``: an error against float64, eager's beside it (``brief``:
+    ``0.309 vs 4.37e-08``, for a list row)."""
+    return f"{_num(err_compiled)} vs {'' if brief else 'eager '}{_num(err_eager)}"
+
+
+def kernel_mark(k: KernelNumerics | None) -> Text:
+    """The mark after a kernel's name in a list: ``✗ first 0.309 vs 4.37e-08`` (the first
+    diverging kernel: its error against float64, eager's), ``✗ 0.54 vs 6.4e-08`` (wrong, after
+    it: its error may be the first one's carried forward), ``~ random`` (differs for a reason
+    that is not a bug), ``✓`` (judged, matches); nothing when the kernel was not judged."""
+    if k is None:
+        return Text()
+    if k.first:
+        return Text(f"  ✗ first {error_pair(k.err_compiled, k.err_eager, brief=True)}",
+                    FIRST_STYLE)
+    if not k.ok:
+        return Text(f"  ✗ {error_pair(k.err_compiled, k.err_eager, brief=True)}", WRONG_STYLE)
+    if k.classified:
+        return Text("  ~ random", CLASSIFIED_STYLE)
+    return Text("  ✓", OK_STYLE)
+
+
+def node_mark(n: NodeNumerics | None) -> Text:
+    """The mark after an FX node whose value a judged buffer held (as ``kernel_mark``)."""
+    if n is None:
+        return Text()
+    if n.first:
+        return Text(f"  ✗ first diverging {error_pair(n.err_compiled, n.err_eager)}", FIRST_STYLE)
+    if not n.ok:
+        return Text(f"  ✗ {error_pair(n.err_compiled, n.err_eager)}", WRONG_STYLE)
+    return Text("  ✓", OK_STYLE)
+
+
+def kernel_numerics_line(k: KernelNumerics) -> Text:
+    """A kernel's verdict in words, for its detail panel."""
+    calls = f"{k.calls} call{'s' if k.calls != 1 else ''} judged"
+    if k.first:
+        verdict = ("the first diverging kernel: its output departs from float64 by more than "
+                   "eager's does")
+    elif not k.ok:
+        verdict = "differs, after the first diverging kernel (its error may be carried forward)"
+    elif k.classified:
+        verdict = f"differs, classified: {k.classified}"
+    else:
+        verdict = "matches"
+    return Text.assemble(("numerics  ", "bold red" if not k.ok else "bold green"),
+                         inert_text(f"compiled↔fp64 {_num(k.err_compiled)}, eager↔fp64 "
+                                    f"{_num(k.err_eager)}; {calls}; {verdict}",
+                                    FIRST_STYLE if k.first else ""))

@@ -98,7 +98,8 @@ def accuracy_rows(check: dict[str, Any], limit: int = 12) -> list[tuple[str, ...
     rows = []
     for o in outs[:limit]:
         shape = o.get("shape") if isinstance(o.get("shape"), list) else []
-        rows.append((str(o.get("name") or o.get("index", "?")), str(o.get("dtype") or "?"),
+        name = o.get("name") or f"output {o.get('index', '?')}"  # a trace from before names
+        rows.append((str(name), str(o.get("dtype") or "?"),
                      "[" + ",".join(str(n) for n in shape) + "]",
                      _num(o.get("err_compiled")), _num(o.get("err_eager")),
                      str(o.get("rule") or "?"),

@@ -23,8 +23,8 @@ from tuidebug.trace.queries.provenance import kernel_owners
 from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace, TraceError
 from tuidebug.trace.queries.stages import find_stage, is_joint, snapshot_at, stage_diff, stage_label
 from tuidebug.trace.queries.provenance import kernel_launches
-from tuidebug.trace.queries.numerics import (first_divergences, testing_only_banner,
-                                             testing_only_flags)
+from tuidebug.trace.queries.numerics import (FirstDivergence, first_divergences,
+                                             testing_only_banner, testing_only_flags)
 from tuidebug.viewers.summary_text import launch_text
 from tuidebug.viewers.dot import DotOptions, DotResult, Overlay, build_dot, infer_modules
 
@@ -220,6 +220,20 @@ def _umask() -> int:
 
 # -- the entry point ----------------------------------------------------------------------------
 
+def flag_divergence(overlay: Overlay, fd: FirstDivergence) -> None:
+    """Draw the first diverging kernel (its cluster or box) and its wrong FX nodes red-filled,
+    each with a line under its label: what diverged, by how much against float64."""
+    errs = (f"compiled↔fp64 {fd.err_compiled:.3g}, eager↔fp64 {fd.err_eager:.3g}"
+            if fd.err_compiled is not None and fd.err_eager is not None else "")
+    overlay.flagged[fd.kernel] = f"first diverging kernel {fd.kernel}" + (f": {errs}" if errs else "")
+    overlay.flag_label[fd.kernel] = "✗ first diverging kernel" + (f": {errs}" if errs else "")
+    for b in fd.buffers:
+        overlay.flagged[b.node] = overlay.flagged[fd.kernel]
+        overlay.flag_label[b.node] = (f"✗ diverges: {b.err_compiled:.3g} vs eager {b.err_eager:.3g}"
+                                      if b.err_compiled is not None and b.err_eager is not None
+                                      else "✗ diverges")
+
+
 def default_out(trace: Trace, rec: GraphRecord, label: str, suffix: str) -> Path:
     # every part is data (a folder's name, a graph id, a stage name): one safe name
     return Path(safefile.safe_name(f"{trace.name}-{rec.id}-{label}{suffix}", limit=200) + ".svg")
@@ -282,11 +296,7 @@ def export(trace: Trace | str | os.PathLike[str], graph_id: str | None = None, s
         suffix += "-kernels"
     for fd in first_divergences(tr):  # the first diverging kernel, and its wrong nodes, in red
         if fd.graph == rec.id:
-            why = (f"first diverging kernel {fd.kernel}: compiled↔fp64 {fd.err_compiled:.3g}, "
-                   f"eager↔fp64 {fd.err_eager:.3g}" if fd.err_compiled is not None and
-                   fd.err_eager is not None else f"first diverging kernel {fd.kernel}")
-            overlay.flagged[fd.kernel] = why
-            overlay.flagged.update({b.node: why for b in fd.buffers})
+            flag_divergence(overlay, fd)
     opts = DotOptions(depth=depth, budget=budget, collapse=collapse, split_phases=joint,
                       title=f"{tr.name} · {rec.id} ({rec.kind}) · {label}"
                       + (f"\n{banner}" if (banner := testing_only_banner(

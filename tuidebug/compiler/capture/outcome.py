@@ -7,7 +7,9 @@ import traceback
 from typing import Any, Callable
 
 from tuidebug.compiler import accuracy, compat
-from tuidebug.compiler.capture import kernels, numerics, profile
+from tuidebug.compiler import judge
+from tuidebug.compiler.capture import kernels, numerics, profile, returned
+from tuidebug.compiler.output_paths import rename_outputs
 from tuidebug.compiler.capture.state import Concern, GraphState
 
 
@@ -15,6 +17,7 @@ class Outcome(Concern):
     def __init__(self, session: Any) -> None:
         super().__init__(session)
         self.runtime: dict[str, Any] = {"checks": {}}
+        self._named: set[str] = set()  # checks whose outputs the user's return will name
 
     def stopping(self) -> None:
         s = self.session
@@ -65,10 +68,15 @@ class Outcome(Concern):
                 try:
                     clock = s.call_clock
                     if clock is None:
-                        return checked(*args)
-                    start = clock.clock.mark()  # never waits: the call runs as unclocked
-                    out = checked(*args)
-                    clock.graphs.append((gs.graph_id, cid, start, clock.clock.mark()))
+                        out = checked(*args)
+                    else:
+                        start = clock.clock.mark()  # never waits: the call runs as unclocked
+                        out = checked(*args)
+                        clock.graphs.append((gs.graph_id, cid, start, clock.clock.mark()))
+                    if cid in self.runtime["checks"] and cid not in self._named:
+                        self._named.add(cid)  # the check's call: name its outputs by the return
+                        s.concern(returned.Returned).expect(
+                            judge.flatten_outputs(out), lambda names: self._rename(cid, names))
                     return out
                 except BaseException as e:
                     if not isinstance(e, (KeyboardInterrupt, SystemExit)):
@@ -77,6 +85,11 @@ class Outcome(Concern):
                     raise
         compat.copy_calling_convention(checked, run)
         return run
+
+    def _rename(self, cid: str, names: dict[int, str]) -> None:
+        check = self.runtime["checks"].get(cid)
+        if isinstance(check, dict) and rename_outputs(check, names):
+            self._write_runtime()
 
     def _write_runtime(self) -> None:
         assert self.session.writer is not None

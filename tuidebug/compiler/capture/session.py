@@ -16,7 +16,7 @@ import torch
 from tuidebug.compiler import compat
 from tuidebug.compiler.capture import (autotune, cache_keys, collectives, config, events,
                                        frames, fusion, graphs, kernels, numerics, outcome,
-                                       profile, shapes, triton, whole_call)
+                                       profile, returned, shapes, triton, whole_call)
 from tuidebug.compiler.capture.state import CallMarks, Concern, GraphState
 from tuidebug.trace.format import layout, schema
 from tuidebug.trace.format.writer import TraceWriter
@@ -39,6 +39,7 @@ CONCERNS: tuple[type[Concern], ...] = (
     autotune.Autotune,    # max-autotune choices and why one failed
     triton.Triton,        # Triton launches and config benchmarks, CUDA graph skips (GPU)
     outcome.Outcome,      # errors, the eager comparison
+    returned.Returned,    # the user's call returned: the checked outputs named by it
     profile.Profile,      # --profile N: kernels and FX nodes measured, compiled vs eager
     whole_call.WholeCall,  # --profile N: the user's whole call, compiled vs eager, its ledger
     events.Events,        # the structured trace log (metrics, guards, output code, …)

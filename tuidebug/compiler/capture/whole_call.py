@@ -38,6 +38,7 @@ import torch
 
 from tuidebug.compiler import accuracy, compat, fair_timing
 from tuidebug.compiler.capture import profile
+from tuidebug.compiler.capture.returned import wrap_compile
 from tuidebug.compiler.gradients import seeded, tensors
 from tuidebug.compiler.capture.state import CallMarks, Concern
 from tuidebug.trace.queries.verdict import ratio_interval, spread
@@ -75,14 +76,8 @@ class WholeCall(Concern):
             self._threads = None
 
     def _wrap_compile(self, orig: Callable[..., Any]) -> Callable[..., Any]:
-        def compile(*args: Any, **kwargs: Any) -> Any:
-            if not args and "model" not in kwargs:  # @torch.compile(mode=…): a decorator
-                return lambda model: compile(model, **kwargs)
-            result = orig(*args, **kwargs)
-            model = args[0] if args else kwargs["model"]
-            watched = self.session.guarded("the whole call", lambda: self._watch(model, result))
-            return result if watched is None else watched
-        return functools.wraps(orig)(compile)
+        return wrap_compile(orig, lambda model, result: self.session.guarded(
+            "the whole call", lambda: self._watch(model, result)))
 
     def _watch(self, model: Any, result: Any) -> Any:
         if result is model or not callable(result):

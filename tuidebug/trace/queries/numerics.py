@@ -136,6 +136,95 @@ def numerics_summary(trace: Trace) -> dict[str, Any]:
     return out
 
 
+@dataclass
+class KernelNumerics:
+    """One generated kernel of a graph as the numerics check judged it, over its calls: the
+    worst error against float64, eager's beside it, the verdict. A kernel judged wrong after
+    the first diverging one may only carry that one's error forward (each kernel is compared
+    with eager on the graph's inputs, not on its own): ``first`` tells them apart."""
+
+    kernel: str
+    calls: int  # calls judged
+    ok: bool
+    err_compiled: float | None
+    err_eager: float | None
+    classified: str | None = None  # differs for a reason that is not a bug (random numbers)
+    first: bool = False  # the first diverging kernel of its compile
+
+
+@dataclass
+class NodeNumerics:
+    """An FX node whose value a judged buffer held (the post-grad graph's node)."""
+
+    node: str
+    kernel: str
+    ok: bool
+    err_compiled: float | None
+    err_eager: float | None
+    first: bool = False  # a wrong buffer of the first diverging kernel
+    source: dict[str, Any] | None = None  # a wrong node's user line: {file, line, fn, code}
+
+
+@dataclass
+class GraphNumerics:
+    """What the numerics check judged in one graph: by kernel, and by post-grad FX node."""
+
+    kernels: dict[str, KernelNumerics] = field(default_factory=dict)
+    nodes: dict[str, NodeNumerics] = field(default_factory=dict)
+
+
+def _worse(old: float | None, new: float | None) -> float | None:
+    return new if old is None or (new is not None and new > old) else old
+
+
+def graph_numerics(trace: Trace, graph_id: str) -> GraphNumerics:
+    """The kernels and FX nodes of ``graph_id`` that a numerics check judged (none when the
+    kernels were not judged)."""
+    out = GraphNumerics()
+    for check in (trace.runtime.get("checks") or {}).values():
+        report = check.get("numerics") if isinstance(check, dict) else None
+        if not isinstance(report, dict):
+            continue
+        first = report.get("first") if isinstance(report.get("first"), dict) else {}
+        for g in report.get("graphs") or []:
+            if not isinstance(g, dict) or str(g.get("graph")) != graph_id:
+                continue
+            for k in g.get("kernels") or []:
+                if not isinstance(k, dict) or not k.get("kernel"):
+                    continue
+                name = str(k["kernel"])
+                is_first = first.get("graph") == graph_id and first.get("kernel") == name \
+                    and first.get("call") == k.get("call")
+                kn = out.kernels.get(name)
+                if kn is None:
+                    kn = out.kernels[name] = KernelNumerics(name, 0, True, None, None)
+                kn.calls += 1
+                kn.ok = kn.ok and k.get("ok") is not False
+                if is_first or not kn.first:
+                    kn.err_compiled = _num(k.get("err_compiled")) if is_first else \
+                        _worse(kn.err_compiled, _num(k.get("err_compiled")))
+                    kn.err_eager = _num(k.get("err_eager")) if is_first else \
+                        _worse(kn.err_eager, _num(k.get("err_eager")))
+                kn.first = kn.first or is_first
+                if k.get("classified"):
+                    kn.classified = str(k["classified"])
+                for b in k.get("buffers") or []:
+                    if not isinstance(b, dict) or not b.get("node"):
+                        continue
+                    node = str(b["node"])
+                    bad = b.get("ok") is False
+                    old = out.nodes.get(node)
+                    if old is not None and (old.first or (not old.ok and not bad)):
+                        continue  # the first kernel's verdict, else a wrong one, is kept
+                    out.nodes[node] = NodeNumerics(node, name, not bad,
+                                                   _num(b.get("err_compiled")),
+                                                   _num(b.get("err_eager")), is_first and bad)
+    for n in out.nodes.values():
+        if not n.ok:
+            n.source = _node_source(trace, graph_id, n.node)
+    return out
+
+
 def testing_only_flags(trace: Trace) -> list[tuple[str, str]]:
     """The ``*_TESTING_ONLY`` Inductor flags the trace's config set (a planted bug, a forced
     failure): ``(name, value as text)``, sorted. A trace that sets one does not show what

@@ -3,7 +3,11 @@
 Left: the wrapper and the kernels (generated ones first, then extern calls). Right: the code,
 highlighted in a worker (a long wrapper never blocks the UI); below it the selected kernel's
 provenance — its FX nodes (enter: show them in the pass stepper) and the user's source lines
-(enter: show that line of the user's file).
+(enter: show that line of the user's file). A kernel the numerics check judged is marked in the
+list (``✗ first …``: the first diverging kernel; ``✗``: wrong after it; ``✓``: matches); its
+provenance starts with the verdict and each wrong buffer's node and user line, and enter on
+such a kernel (or on the overview's first diverging kernel) shows its code, the provenance's
+cursor on the user line that went wrong.
 """
 
 from __future__ import annotations
@@ -21,7 +25,10 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from tuidebug.trace.queries import kernel_sizes, provenance, source_lines
+from tuidebug.trace.queries.numerics import GraphNumerics, KernelNumerics, NodeNumerics, \
+    graph_numerics
 from tuidebug.trace.format.reader import GraphRecord, Trace
+from tuidebug.viewers.numerics_view import kernel_mark, kernel_numerics_line
 from tuidebug.viewers.summary_text import launch_text
 from tuidebug.tui import keymap, model
 from tuidebug.tui.messages import Read, ShowNode
@@ -29,6 +36,7 @@ from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.widgets.lists import PickList, Row
 from tuidebug.tui.widgets.textview import RichLines, TextLines, TextView
 from tuidebug.trace.format import safefile
+from tuidebug.inert import inert_text
 
 WRAPPER = "__wrapper__"
 HIGHLIGHTED_KEPT = 16  # highlighted files kept per screen (a 16k-line wrapper: ~1 s to lex)
@@ -120,31 +128,50 @@ def read_source(trace: Trace, path: str, line: int,
                    f"source: {path}:{line}  ({len(captured.lines)} lines captured by the trace)")
 
 
-def kernel_prompt(k: provenance.KernelInfo) -> Row:
+def kernel_prompt(k: provenance.KernelInfo, judged: KernelNumerics | None = None) -> Row:
     """``cpp_fused_add_…norm_relu_2  cpp 140l``: a long name loses its middle (kernels of one
-    graph differ at the end: ``_0``, ``_1``…), its kind and size are kept."""
+    graph differ at the end: ``_0``, ``_1``…), its kind and size are kept, and so is its
+    numerics mark (``✗ first 0.309 vs eager 4.37e-08``) when the check judged it."""
     if k.kind == "extern":
-        return Row(Text(k.name, style="dim"), middle=True)
-    return Row(Text(k.name, style="bold"),
-               Text(f"  {k.kind}" + (f" {k.lines}l" if k.lines else ""), style="dim"),
-               middle=True)
+        return Row(inert_text(k.name, "dim"), middle=True)
+    tail = Text(f"  {k.kind}" + (f" {k.lines}l" if k.lines else ""), style="dim")
+    return Row(inert_text(k.name, "bold"), tail + kernel_mark(judged), middle=True)
 
 
 class ProvenanceLines:
     """The provenance panel: IR nodes, FX nodes and source lines of one kernel."""
 
-    def __init__(self, k: provenance.KernelInfo | None) -> None:
+    def __init__(self, k: provenance.KernelInfo | None, judged: KernelNumerics | None = None,
+                 wrong: list[NodeNumerics] | None = None) -> None:
         self.items: list[tuple[str, str, Text]] = []  # (kind, value, text)
+        self.wrong_line: int | None = None  # the first wrong buffer's user line (numerics)
         if k is None:
             self.items.append(("", "", Text("the wrapper calls every kernel below; "
                                             "select a kernel to see where it came from", "dim")))
             return
-        head = Text.assemble((k.name, "bold"), (f"  {k.kind}", "dim"))
+        head = Text.assemble(inert_text(k.name, "bold"), (f"  {k.kind}", "dim"))
         if k.ir_nodes:
             head.append(f"   IR nodes: {', '.join(k.ir_nodes[:10])}", style="dim")
             if len(k.ir_nodes) > 10:
                 head.append(f" +{len(k.ir_nodes) - 10}", style="dim")
         self.items.append(("", "", head))
+        if judged is not None:
+            self.items.append(("", "", kernel_numerics_line(judged)))
+        for n in wrong or []:
+            src = n.source or {}
+            t = Text.assemble(("wrong   ", "bold red"), inert_text(n.node, "red"),
+                              inert_text(f"  compiled↔fp64 {n.err_compiled:.3g}, eager "
+                                         f"{n.err_eager:.3g}   " if n.err_compiled is not None
+                                         and n.err_eager is not None else "  "))
+            if src.get("file"):
+                t.append_text(inert_text(f"{Path(str(src.get('file'))).name}:{src.get('line')}  ",
+                                         "green"))
+                t.append_text(inert_text(str(src.get("code") or "").strip(), "italic"))
+                if self.wrong_line is None:
+                    self.wrong_line = len(self.items)
+                self.items.append(("source", f"{src.get('file')}\x00{src.get('line')}", t))
+            else:
+                self.items.append(("fx", n.node, t))
         if k.launch:
             self.items.append(("", "", Text.assemble(("launch  ", "bold cyan"),
                                                      launch_text(k.launch))))
@@ -196,6 +223,7 @@ class CodeScreen(TraceScreen):
     def __init__(self) -> None:
         super().__init__()
         self.kernels: dict[str, provenance.KernelInfo] = {}
+        self.numerics = GraphNumerics()  # what the numerics check judged in the shown graph
         self._pending: str | None = None
         self._goto_line: tuple[Any, int] | None = None  # (key, 1-based line) once shown
         self.shown_key: Any = None
@@ -222,11 +250,17 @@ class CodeScreen(TraceScreen):
         infos = provenance.kernel_infos(g)
         infos.sort(key=lambda k: k.kind == "extern")
         self.kernels = {k.name: k for k in infos}
+        self.numerics = graph_numerics(self.trace, g.id)
         generated = sum(1 for k in infos if k.kind != "extern")
-        self.set_text("#kernels-title",
-            f"{g.id}: {generated} kernels, {len(infos) - generated} extern calls")
+        wrong = sum(1 for k in self.numerics.kernels.values() if not k.ok)
+        title = Text(f"{g.id}: {generated} kernels")
+        if self.numerics.kernels:  # how many the numerics check judged wrong
+            title.append(f" ({wrong} ✗)" if wrong else " (✓)", style="red" if wrong else "green")
+        title.append(f", {len(infos) - generated} extern calls")
+        self.set_text("#kernels-title", title)
         items = [Option(Text("wrapper.py", style="bold cyan"), id=WRAPPER)]
-        items += [Option(kernel_prompt(k), id=k.name) for k in infos]
+        items += [Option(kernel_prompt(k, self.numerics.kernels.get(k.name)), id=k.name)
+                  for k in infos]
         lst.set_items(items, highlighted=None)
         start = 1 if generated else 0
         if self._pending and self._pending in self.kernels:
@@ -247,7 +281,11 @@ class CodeScreen(TraceScreen):
         self.set_text("#code-title", Text("reading…", style="dim"))
         kernels = self.kernels
         self.load_doc((g.id, item), lambda: read_code(g, item, kernels))
-        self.query_one("#provenance", TextView).set_source(ProvenanceLines(kernels.get(item)))
+        wrong = [n for n in self.numerics.nodes.values() if n.kernel == item and not n.ok]
+        wrong.sort(key=lambda n: not n.first)
+        prov = ProvenanceLines(kernels.get(item), self.numerics.kernels.get(item), wrong)
+        # a kernel judged wrong: the cursor on the user line that went wrong (enter: open it)
+        self.query_one("#provenance", TextView).set_source(prov, cursor=prov.wrong_line or 0)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()

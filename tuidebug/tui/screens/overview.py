@@ -41,7 +41,7 @@ from tuidebug.viewers.breaks_view import break_notes, skipped_notes
 from tuidebug.viewers.fitted import Row
 from tuidebug.inert import inert
 from tuidebug.viewers.info import STATUS_STYLE
-from tuidebug.viewers.numerics_view import numerics_lines
+from tuidebug.viewers.numerics_view import kernel_at, numerics_lines
 from tuidebug.viewers.summary_text import compile_cache, phase_text
 from tuidebug.viewers.summary_view import accuracy_renderables, error_line, imported_renderables
 from tuidebug.viewers.vllm_view import vllm_renderables
@@ -428,6 +428,10 @@ class OverviewScreen(TraceScreen):
 
     async def on_text_view_activated(self, event: TextView.Activated) -> None:
         if open_error_site(self, event):
+            return
+        diverging = kernel_at(event.view.source.rich(event.index))
+        if diverging:  # the first diverging kernel: its code, the line that went wrong
+            self.app.post_message(ShowKernel(*diverging))
             return
         cid = getattr(self, "_compile_lines", {}).get(event.index)
         if cid:

@@ -2,8 +2,11 @@
 
 Left: the stage list (index, name, nodes added/removed/changed). Right: the graph as FX-like text
 (``node_line``), added nodes green ``+``, changed yellow ``~``, removed ones struck red ``-`` where
-they stood in the previous snapshot. Below: the node under the cursor, with the kernels that
-compute it (enter jumps there). Snapshots are read one at a time, in a worker, when selected.
+they stood in the previous snapshot. On the last snapshot (the post-grad graph Inductor
+lowered), each FX node whose value the numerics check judged carries its verdict
+(``✗ first diverging 0.309 vs eager 4.37e-08``, ``✗``, ``✓``). Below: the node under the cursor,
+with the kernels that compute it (enter jumps there). Snapshots are read one at a time, in a
+worker, when selected.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tuidebug.trace.queries import provenance
+from tuidebug.trace.queries.numerics import NodeNumerics, graph_numerics
 from tuidebug.trace.format.reader import GraphRecord, StageInfo
 from tuidebug.trace.queries.stages import stage_label
 from tuidebug.trace.queries.summary import changed_passes
@@ -28,6 +32,7 @@ from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.screens.modals import PickScreen
 from tuidebug.tui.widgets.lists import PickList, Row
 from tuidebug.tui.widgets.textview import EMPTY, TextView
+from tuidebug.viewers.numerics_view import node_mark
 
 MARK_STYLE = {model.ADDED: ("+ ", "green"), model.CHANGED: ("~ ", "yellow"),
               model.REMOVED: ("- ", "red strike"), model.SAME: ("  ", "")}
@@ -73,14 +78,17 @@ def stage_options(stages: list[StageInfo]) -> list[Option]:
 class GraphLines:
     """The lines of a ``StageView`` for a ``TextView``, styled by change."""
 
-    def __init__(self, view: model.StageView, marks: set[str], changes_only: bool) -> None:
+    def __init__(self, view: model.StageView, marks: set[str], changes_only: bool,
+                 judged: dict[str, NodeNumerics] | None = None) -> None:
         self.view = view
         self.marks = marks
         lines = view.lines
         if changes_only:
             lines = [ln for ln in lines if ln.mark != model.SAME or ln.node in marks]
         self.lines = lines
-        self._plain = [MARK_STYLE[ln.mark][0] + ln.text for ln in lines]
+        self.judged = judged or {}  # FX node -> its numerics verdict (the lowered graph only)
+        self._plain = [MARK_STYLE[ln.mark][0] + ln.text + node_mark(self.judged.get(ln.node)).plain
+                       for ln in lines]
 
     def __len__(self) -> int:
         return len(self.lines)
@@ -96,6 +104,8 @@ class GraphLines:
         t.stylize("bold", 2, 2 + len(ln.node))
         if ln.node in self.marks:
             t.stylize("on #5f005f", 0, 2 + len(ln.node))
+        if ln.mark != model.REMOVED and ln.node in self.judged:
+            t.append_text(node_mark(self.judged[ln.node]))
         return t
 
     def index_of(self, node: str) -> int | None:
@@ -105,10 +115,13 @@ class GraphLines:
         return next((i for i, ln in enumerate(self.lines) if ln.node == node), None)
 
 
-def node_detail(g: GraphRecord, sv: model.StageView | None, line: model.GraphLine | None) -> Text:
+def node_detail(g: GraphRecord, sv: model.StageView | None, line: model.GraphLine | None,
+                judged: NodeNumerics | None = None) -> Text:
     if line is None or sv is None:
         return Text("no node selected", style="dim")
     t = Text()
+    if judged is not None:  # first: the panel is only a few lines high
+        t.append_text(Text.assemble(("numerics", "bold"), node_mark(judged), "\n"))
     graph = sv.prev if line.mark == model.REMOVED else sv.graph
     node = graph.get(line.node) if graph is not None else None
     t.append(line.node, style="bold")
@@ -168,6 +181,7 @@ class PassesScreen(TraceScreen):
     def __init__(self) -> None:
         super().__init__()
         self.stage_view: model.StageView | None = None
+        self.judged: dict[str, NodeNumerics] = {}  # the graph's FX nodes the numerics judged
         self.changes_only = False
         self.marks: set[str] = set()
         self._pending: tuple[str, int | None] | None = None  # (node, stage index)
@@ -196,6 +210,7 @@ class PassesScreen(TraceScreen):
             self.query_one(TextView).set_source(EMPTY, placeholder="no graph in this trace")
             return
         stages = g.stages
+        self.judged = graph_numerics(self.trace, g.id).nodes
         changed = changed_passes(stages)
         self.set_text("#stages-title", f"{g.id}: {len(stages)} stages, "
                       + ("changes not in this log" if changed is None else f"{len(changed)} changed"))
@@ -259,7 +274,7 @@ class PassesScreen(TraceScreen):
         if sv is None:
             return
         view = self.query_one(TextView)
-        lines = GraphLines(sv, self.marks, self.changes_only)
+        lines = GraphLines(sv, self.marks, self.changes_only, self._judged_here(sv))
         target: int | None = None
         if self._pending is not None:
             target = lines.index_of(self._pending[0])
@@ -272,6 +287,15 @@ class PassesScreen(TraceScreen):
         view.set_source(lines, cursor=target or 0, placeholder=placeholder)
         view.set_query(self.search_query)
         self._update_title()
+
+    def _judged_here(self, sv: model.StageView | None) -> dict[str, NodeNumerics]:
+        """The numerics verdicts, where the graph shown is the one Inductor lowered (its last
+        snapshot: earlier ones may reuse a node name for another value)."""
+        g = self.graph
+        snaps = g.snapshots() if g is not None and self.judged else []
+        if sv is None or sv.shown is None or not snaps or sv.shown.index != snaps[-1].index:
+            return {}
+        return self.judged
 
     def _update_title(self) -> None:
         sv = self.stage_view
@@ -327,7 +351,8 @@ class PassesScreen(TraceScreen):
         g = self.graph
         if g is None:
             return
-        self.set_text("#node-detail", node_detail(g, self.stage_view, line))
+        judged = self._judged_here(self.stage_view).get(line.node) if line is not None else None
+        self.set_text("#node-detail", node_detail(g, self.stage_view, line, judged))
 
     def on_text_view_activated(self, event: TextView.Activated) -> None:
         self.action_node_kernel()

@@ -18,8 +18,8 @@ from tuidebug.viewers.dot.labels import (clip, group_label, group_status, node_l
                                         safe_id)
 from tuidebug.viewers.dot.options import DotOptions, DotResult, Item, Overlay
 from tuidebug.viewers.dot.shape import fold_bands, wrap_rows
-from tuidebug.viewers.dot.style import (CLUSTER_STYLE, DIFF_STYLE, FONT, KIND_STYLE, STUB_EDGE,
-                                       STUB_NAMES, STUB_STYLE, legend_label, node_kind)
+from tuidebug.viewers.dot.style import (CLUSTER_STYLE, DIFF_STYLE, FLAGGED_STYLE, FONT, KIND_STYLE,
+                                       STUB_EDGE, STUB_NAMES, STUB_STYLE, legend_label, node_kind)
 from tuidebug.viewers.dotescape import dot_attrs, dot_id, dot_string
 
 
@@ -286,7 +286,8 @@ class _Builder:
         kernel_styles = {self._kernel_style(it.key) for it in self.items.values() if it.kind == "kernel"}
         kernel_styles |= {c[2] for it in self.items.values() for c in it.container}
         g.node(dot_id("@legend"), label=legend_label(kinds, diff=self.ov.status is not None,
-                                             kernels=kernel_styles, stubs=bool(stubs)),
+                                             kernels=kernel_styles, stubs=bool(stubs),
+                                             flagged=bool(self.ov.flagged)),
                shape="plain", id="legend", tooltip="legend")
         return DotResult(g, len(self.graph), len(self.items), self.depth, self.kernels_collapsed,
                          stubs, self.notes)
@@ -311,27 +312,29 @@ class _Builder:
 
     def _item_attrs(self, it: Item) -> dict[str, str]:
         st = self.ov.status
+        key = it.members[0].name if it.kind == "node" else it.key.split(":")[0]
+        flag = self.ov.flag_label.get(key, "") if it.kind != "module" else ""
         if it.kind == "node":
             n = it.members[0]
             tip = node_tooltip(n)
             if self._kernels_of.get(n.name):
                 tip += "\nkernels: " + ", ".join(self._kernels_of[n.name])
-            attrs = dict(KIND_STYLE[node_kind(n)], label=node_label(n), tooltip=tip,
+            attrs = dict(KIND_STYLE[node_kind(n)], label=node_label(n, flag), tooltip=tip,
                          id=f"node:{n.name}")
             status = st.get(n.name, "same") if st is not None else None
         else:
             style = "module" if it.kind == "module" else self._kernel_style(it.key)
             mtype = self.module_type.get(it.key, "") if it.kind == "module" else ""
             names = ", ".join(m.name for m in it.members[:12]) + (", …" if len(it.members) > 12 else "")
-            attrs = dict(KIND_STYLE[style], label=group_label(it, mtype, st),
+            attrs = dict(KIND_STYLE[style], label=group_label(it, mtype, st, flag),
                          tooltip=f"{it.key}\n{len(it.members)} nodes: {names}",
                          id=f"{it.kind}:{it.key}" + "".join(f"@{x}" for x in self._id_extra(it)))
             status = group_status(it.members, st) if st is not None else None
-        why = self.ov.flagged.get(it.members[0].name if it.kind == "node" else
-                                  it.key.split(":")[0]) if it.kind != "module" else None
+        why = self.ov.flagged.get(key) if it.kind != "module" else None
         if why:
-            attrs.update(color="red", fontcolor="red", penwidth="3",
-                         tooltip=attrs["tooltip"] + "\n" + why)
+            attrs.update(FLAGGED_STYLE, tooltip=attrs["tooltip"] + "\n" + why)
+            if "filled" not in attrs.get("style", ""):
+                attrs["style"] = (attrs.get("style", "") + ",filled").lstrip(",")
         if status:
             attrs.update(DIFF_STYLE[status])
             if status == "removed":
@@ -429,12 +432,15 @@ class _Builder:
                 continue
             name, label, style = key
             with g.subgraph(name=dot_string(name)) as c:  # quoted whole: a ":" is no port here
-                flagged = self.ov.flagged.get(name.removeprefix("cluster_").split(":")[0]) \
-                    if style == "kernel" else None
-                c.attr(**dot_attrs({"label": label, "tooltip": label, "fontname": FONT,
+                kernel = name.removeprefix("cluster_").split(":")[0]
+                flagged = self.ov.flagged.get(kernel) if style == "kernel" else None
+                tip = f"{label}\n{flagged}" if flagged else label
+                if flagged and self.ov.flag_label.get(kernel):
+                    label = f"{label}\n{self.ov.flag_label[kernel]}"
+                c.attr(**dot_attrs({"label": label, "tooltip": tip, "fontname": FONT,
                                     "fontsize": "11", "margin": "6", **CLUSTER_STYLE[style],
-                                    **({"color": "red", "penwidth": "3", "fontcolor": "red",
-                                        "tooltip": f"{label}\n{flagged}"} if flagged else {})}))
+                                    **({**FLAGGED_STYLE, "style": "rounded,filled,bold"}
+                                       if flagged else {})}))
                 self._emit_tree(c, sub)
 
 

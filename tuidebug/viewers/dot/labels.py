@@ -37,7 +37,13 @@ def clip_middle(s: str, n: int = 40) -> str:
     return s if len(s) <= n else s[: n // 2 - 4] + "…" + s[-(n - n // 2 + 3):]
 
 
-def node_label(n: Node) -> str:
+def flag_row(text: str) -> str:
+    """A red line under a box's label: what the numerics check found there."""
+    return f'<FONT POINT-SIZE="9" COLOR="#b00000"><B>{esc(clip(text, 64))}</B></FONT>'
+
+
+def node_label(n: Node, flag: str = "") -> str:
+    """The name, target and shape of an FX node; ``flag``: a red line under them."""
     rows = [f"<B>{esc(clip_middle(n.name))}</B>"]  # the tooltip has it whole
     tt = target_text(n)
     if tt != n.name and n.op != "placeholder":
@@ -45,6 +51,8 @@ def node_label(n: Node) -> str:
     meta = n.meta_label()
     if meta:
         rows.append(f'<FONT POINT-SIZE="8" COLOR="#555555">{esc(clip(meta, 56))}</FONT>')
+    if flag:
+        rows.append(flag_row(flag))
     return html_label("<BR/>".join(rows))
 
 
@@ -76,7 +84,8 @@ def diff_counts(members: list[Node], status: dict[str, str]) -> str:
     return " ".join(p for p in parts if p)
 
 
-def group_label(item: Item, module_type: str, status: dict[str, str] | None) -> str:
+def group_label(item: Item, module_type: str, status: dict[str, str] | None,
+                flag: str = "") -> str:
     n = len(item.members)
     head = esc(clip(item.key, 60))
     sub = f"{esc(module_type)} · " if module_type else ""
@@ -88,6 +97,8 @@ def group_label(item: Item, module_type: str, status: dict[str, str] | None) -> 
         d = diff_counts(item.members, status)
         if d:
             rows.append(f"<B>{esc(d)}</B>")
+    if flag:
+        rows.append(flag_row(flag))
     return html_label("<BR/>".join(rows))
 
 

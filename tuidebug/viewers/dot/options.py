@@ -22,7 +22,9 @@ class Overlay:
     extra_edges: list[tuple[str, str]] = field(default_factory=list)  # edges of removed nodes
     module_hints: dict[str, str] = field(default_factory=dict)  # FX node -> module, for grouping
     # the first diverging kernel (trace/queries/numerics.py), drawn red: kernel or FX node -> why
+    # (its tooltip); flag_label: the same keys -> a short line written under its label
     flagged: dict[str, str] = field(default_factory=dict)
+    flag_label: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

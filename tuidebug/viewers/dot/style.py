@@ -38,6 +38,8 @@ CLUSTER_STYLE: dict[str, dict[str, str]] = {
     "phase": {"style": "rounded", "color": "#999999", "fontcolor": "#555555", "fontsize": "16"},
     "module": {"style": "rounded,dotted", "color": "#8c7bb5", "fontcolor": "#6c4fa3"},
 }
+# the first diverging kernel and its wrong nodes (the numerics check): a red fill and border
+FLAGGED_STYLE = {"color": "#d00000", "fontcolor": "#8b0000", "penwidth": "3", "fillcolor": "#ffcccc"}
 STUB_STYLE = {"shape": "plain", "fontsize": "8", "fontcolor": "#666666"}
 STUB_EDGE = {"style": "dashed", "color": "#aaaaaa", "arrowsize": "0.4"}
 
@@ -63,8 +65,9 @@ def _legend_row(text: str, fill: str, border: str, note: str = "") -> str:
 
 
 def legend_label(kinds: Iterable[str], *, diff: bool, kernels: bool | Iterable[str],
-                 stubs: bool) -> str:
-    """The legend table; ``kernels``: the kernel styles drawn ("kernel", "extern"), or True."""
+                 stubs: bool, flagged: bool = False) -> str:
+    """The legend table; ``kernels``: the kernel styles drawn ("kernel", "extern"), or True;
+    ``flagged``: the first diverging kernel is drawn."""
     notes = {
         "placeholder": "graph input (inverted house)", "output": "graph output (house)",
         "get_attr": "attribute read (cylinder)", "compute": "operator (rounded box)",
@@ -88,6 +91,10 @@ def legend_label(kinds: Iterable[str], *, diff: bool, kernels: bool | Iterable[s
         for st, note in (("added", "added by the pass"), ("removed", "removed (from the earlier graph)"),
                          ("changed", "changed"), ("same", "untouched context")):
             rows.append(_legend_row(st, DIFF_STYLE[st]["fillcolor"], DIFF_STYLE[st]["color"], note))
+    if flagged:
+        rows.append(_legend_row("first diverging", FLAGGED_STYLE["fillcolor"],
+                                FLAGGED_STYLE["color"], "kernel (and its wrong nodes) whose output "
+                                "departs from float64 by more than eager's"))
     if stubs:
         rows.append('<TR><TD><FONT POINT-SIZE="8" COLOR="#666666">⇢ a, b</FONT></TD>'
                     '<TD ALIGN="LEFT">stub</TD><TD ALIGN="LEFT"><FONT COLOR="#666666" POINT-SIZE="8">'
