@@ -12,6 +12,7 @@ from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.numerics import first_divergences, graph_numerics
 from tuidebug.tui.messages import ShowNode
 from tuidebug.tui.widgets.lists import PickList
+from tests.tui.test_painted import pane
 
 
 def _first(trace: Path):
@@ -37,16 +38,20 @@ def test_graph_numerics_marks_each_judged_kernel_and_node(accuracy_trace: Path) 
 
 async def test_the_kernel_list_marks_each_judged_kernel(open_ui, accuracy_trace: Path) -> None:
     fd = _first(accuracy_trace)
-    async with open_ui(accuracy_trace) as ui:
+    async with open_ui(accuracy_trace, size=(100, 30)) as ui:
         await ui.press("4")
+        # at 100 columns the list is narrow: every judged row still shows its mark
+        kernels = [ln for ln in pane(ui, "#kernels") if ln.startswith("cpp_")]
+        assert len(kernels) == 3 and all("✗" in ln for ln in kernels), kernels
+        assert sum("✗ first 0.31 vs 4.4e-08" in ln for ln in kernels) == 1, kernels
         lst = ui.app.screen.query_one(PickList)
         rows = {o.id: o.prompt.plain for o in (lst.get_option_at_index(i)
                                                 for i in range(lst.option_count)) if o.id}
         marked = {k: r for k, r in rows.items() if "✗" in r}
         assert len(marked) == 3, rows  # the three generated kernels: all wrong
-        assert f"✗ first {fd.err_compiled:.3g} vs {fd.err_eager:.3g}" in rows[fd.kernel], rows
+        assert f"✗ first {fd.err_compiled:.2g} vs {fd.err_eager:.2g}" in rows[fd.kernel], rows
         assert sum("first" in r for r in rows.values()) == 1
-        assert "3 kernels (3 ✗), 9 extern calls" in ui.text()
+        assert "3 kernels (3 ✗)" in ui.text()
         assert lst.select_id(fd.kernel)
         await ui.settle()
         prov = ui.lines("#provenance")

@@ -138,12 +138,16 @@ FIRST_STYLE, WRONG_STYLE, OK_STYLE, CLASSIFIED_STYLE = "bold red", "red", "green
 
 def error_pair(err_compiled: Any, err_eager: Any, *, brief: bool = False) -> str:
     """``0.309 vs eager 4.37e-08``: an error against float64, eager's beside it (``brief``:
-    ``0.309 vs 4.37e-08``, for a list row)."""
-    return f"{_num(err_compiled)} vs {'' if brief else 'eager '}{_num(err_eager)}"
+    ``0.31 vs 4.4e-08``, for a list row)."""
+    if brief:
+        def two(x: Any) -> str:
+            return f"{x:.2g}" if isinstance(x, (int, float)) and not isinstance(x, bool) else "—"
+        return f"{two(err_compiled)} vs {two(err_eager)}"
+    return f"{_num(err_compiled)} vs eager {_num(err_eager)}"
 
 
 def kernel_mark(k: KernelNumerics | None) -> Text:
-    """The mark after a kernel's name in a list: ``✗ first 0.309 vs 4.37e-08`` (the first
+    """The mark after a kernel's name in a list: ``✗ first 0.31 vs 4.4e-08`` (the first
     diverging kernel: its error against float64, eager's), ``✗ 0.54 vs 6.4e-08`` (wrong, after
     it: its error may be the first one's carried forward), ``~ random`` (differs for a reason
     that is not a bug), ``✓`` (judged, matches); nothing when the kernel was not judged."""

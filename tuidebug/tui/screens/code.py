@@ -4,7 +4,8 @@ Left: the wrapper and the kernels (generated ones first, then extern calls). Rig
 highlighted in a worker (a long wrapper never blocks the UI); below it the selected kernel's
 provenance — its FX nodes (enter: show them in the pass stepper) and the user's source lines
 (enter: show that line of the user's file). A kernel the numerics check judged is marked in the
-list (``✗ first …``: the first diverging kernel; ``✗``: wrong after it; ``✓``: matches); its
+list (``✗ first 0.31 vs 4.4e-08``: the first diverging kernel, its error against float64 and
+eager's; ``✗``: wrong after it; ``✓``: matches); its
 provenance starts with the verdict and each wrong buffer's node and user line, and enter on
 such a kernel (or on the overview's first diverging kernel) shows its code, the provenance's
 cursor on the user line that went wrong.
@@ -130,12 +131,14 @@ def read_source(trace: Trace, path: str, line: int,
 
 def kernel_prompt(k: provenance.KernelInfo, judged: KernelNumerics | None = None) -> Row:
     """``cpp_fused_add_…norm_relu_2  cpp 140l``: a long name loses its middle (kernels of one
-    graph differ at the end: ``_0``, ``_1``…), its kind and size are kept, and so is its
-    numerics mark (``✗ first 0.309 vs eager 4.37e-08``) when the check judged it."""
+    graph differ at the end: ``_0``, ``_1``…), its kind and size are kept — or, when the
+    numerics check judged it, its mark instead (``✗ first 0.31 vs 4.4e-08``)."""
     if k.kind == "extern":
         return Row(inert_text(k.name, "dim"), middle=True)
+    if judged is not None:  # the verdict is what a narrow list must keep (the title has the rest)
+        return Row(inert_text(k.name, "bold"), kernel_mark(judged), middle=True)
     tail = Text(f"  {k.kind}" + (f" {k.lines}l" if k.lines else ""), style="dim")
-    return Row(inert_text(k.name, "bold"), tail + kernel_mark(judged), middle=True)
+    return Row(inert_text(k.name, "bold"), tail, middle=True)
 
 
 class ProvenanceLines:
