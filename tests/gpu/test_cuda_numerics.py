@@ -56,12 +56,33 @@ def test_triton_relu_bug_in_a_backward_kernel_is_named(tmp_path: Path) -> None:
     H100): the check fails on a gradient, the forward matches, and the relu kernel of the
     custom backward is the first divergence."""
     proc = _trace(tmp_path / "bug", "relu_bug")
-    (check,) = [c for c in Trace(tmp_path / "bug").runtime["checks"].values()
-                if c.get("close") is False] or [None]
-    assert check is not None, (proc.stdout + proc.stderr)[-4000:]
+    bad = [c for c in Trace(tmp_path / "bug").runtime["checks"].values()
+           if c.get("close") is False]
+    assert bad, (proc.stdout + proc.stderr)[-4000:]
+    check = bad[0]
     assert all(o["ok"] for o in check["outputs"]), check["outputs"]
     assert str(check["detail"]).split(":")[0].endswith(".grad"), check["detail"]
     (entry,) = [e for e in _summary(tmp_path / "bug")["numerics"].values() if e["first"]]
     first = entry["first"]
     assert first["kind"] == "backward" and "relu" in first["kernel"], first
     assert all(k["ok"] for k in entry["kernels"] if k["kind"] == "forward"), entry["kernels"]
+
+
+def test_numerics_command_classifies_the_bf16_relu_bug_as_a_wrong_kernel(tmp_path: Path) -> None:
+    """``tuidebug numerics`` on the relu-bug step traced with --no-check: the backward relu
+    kernel is named; the kernels write bfloat16, so the script runs again with
+    emulate_precision_casts=True, and the difference stays: a wrong kernel, not precision
+    casts (no random op: no fallback_random run)."""
+    trace = tmp_path / "bug"
+    _trace(trace, "relu_bug", "--no-check")
+    proc = subprocess.run([sys.executable, "-m", "tuidebug.cli", "numerics", "--yes", "--json",
+                           str(trace)], capture_output=True, text=True, cwd=ROOT, timeout=1800,
+                          env=dict(os.environ, PYTHONPATH=pythonpath()))
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    found = json.loads(proc.stdout)
+    (c,) = [c for c in found["classified"] if c["kernel"]]
+    assert "relu" in c["kernel"] and c["verdict"] == "a wrong kernel", c
+    casts, random = c["reruns"]
+    assert casts["flag"] == "emulate_precision_casts" and casts["outcome"] == "stays", casts
+    assert random["outcome"] == "not run", random
+    print("numerics:", json.dumps(c, indent=1))
