@@ -53,8 +53,10 @@ class Returned(Concern):
         self._pending.append((outputs, apply, 0))
 
     def returned(self, value: Any) -> None:
-        """A user's call of a compiled callable returned ``value``."""
-        if not self._pending:
+        """A user's call of a compiled callable returned ``value`` (not while Dynamo traces a
+        compiled callable called inside another's region: the check never runs there, and
+        nothing of the capture may enter the user's graph)."""
+        if torch.compiler.is_compiling() or not self._pending:
             return
         pending, self._pending = self._pending, []
         for outputs, apply, seen in pending:
