@@ -24,7 +24,7 @@ class Autotune(Concern):
             self._remove_feedback = compat.add_autotune_feedback(self._on_autotune)
         except compat.NotAvailable as e:
             assert self.session.writer is not None
-            self.session.writer.warn(f"autotune choices: {e}")
+            self.session.writer.not_available(f"autotune choices: {e}")
 
     def uninstall(self) -> None:
         if self._remove_feedback:

@@ -33,7 +33,7 @@ class CacheKeys(Concern):
             compat.structured_trace_logger().addHandler(self._handler)
         except compat.NotAvailable as e:
             self._handler = None
-            self._warn(f"graph-cache lookups: {e}")
+            self.session.writer.not_available(f"graph-cache lookups: {e}")
             return
         if self.session.use_cache:
             why = self._ctx.enter_context(compat.aot_cache_components())

@@ -27,7 +27,8 @@ class Events(Concern):
             logger.addHandler(self._handler)
         except compat.NotAvailable as e:
             assert self.session.writer is not None
-            self.session.writer.warn(f"structured events (metrics, guards, output code): {e}")
+            self.session.writer.not_available(
+                f"structured events (metrics, guards, output code): {e}")
 
     def uninstall(self) -> None:
         if self._handler:

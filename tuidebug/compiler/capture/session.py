@@ -119,7 +119,7 @@ class CaptureSession:
         self._config_ctx.enter_context(compat.inductor_config_patch(patches))
         if caches_off:
             self._config_ctx.enter_context(compat.caches_off_patch(caches_off))
-        self._patcher = compat.Patcher(self.writer.warn)
+        self._patcher = compat.Patcher(self.writer.not_available)
         for c in self.concerns:
             c.install(self._patcher)
         return self

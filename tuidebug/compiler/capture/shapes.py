@@ -47,7 +47,7 @@ class Shapes(Concern):
             compat.structured_trace_logger().addHandler(self._handler)
         except compat.NotAvailable as e:
             self._handler = None
-            self._warn(f"symbols and guards: {e}")
+            self.session.writer.not_available(f"symbols and guards: {e}")
         p.wrap(compat.RECOMPILE_REASONS, self._wrap_recompile_reasons)
 
     def uninstall(self) -> None:

@@ -85,6 +85,7 @@ class Manifest:
     graphs: list[GraphEntry] | None = None
     compiles: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    not_available: list[str] = field(default_factory=list)  # what this torch lacks for capture
     config_overrides: dict[str, Any] = field(default_factory=dict)
     tuidebug_config: dict[str, Any] = field(default_factory=dict)
     imported_from: dict[str, Any] | None = None  # a TORCH_TRACE log or debug folder's import
@@ -126,6 +127,8 @@ class Manifest:
             if isinstance(d.get("compiles"), list) else [],
             warnings=[str(w) for w in d.get("warnings") or []]
             if isinstance(d.get("warnings"), list) else [],
+            not_available=[str(w) for w in d.get("not_available") or []]
+            if isinstance(d.get("not_available"), list) else [],
             config_overrides=_dict(d.get("config_overrides")),
             tuidebug_config=_dict(d.get("tuidebug_config")),
             imported_from=_opt_dict(d.get("imported_from")), made_by=_dict(d.get("made_by")),

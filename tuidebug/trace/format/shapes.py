@@ -41,7 +41,7 @@ SHAPES: dict[str, Any] = {
         "finished_at": OPT_NUM, "versions": OPT_DICT, "error": OPT_DICT,
         "graphs": [{"!id": ID, "kind": OPT_STR, "compile_id": OPT_STR, "status": OPT_STR}],
         "compiles": [{"!id": ID, "graphs": OPT_LIST}],
-        "warnings": [str], "config_overrides": OPT_DICT, "tuidebug_config": OPT_DICT,
+        "warnings": [str], "not_available": [str], "config_overrides": OPT_DICT, "tuidebug_config": OPT_DICT,
         "imported_from": OPT_DICT, "made_by": OPT_DICT,
         "script_error": OPT_DICT, "script_exit_code": OPT_INT, "profile_runs": OPT_INT,
         "applied": OPT_DICT,

@@ -114,6 +114,16 @@ class TraceWriter:
                 self.manifest["warnings"].append(message)
                 self.flush()
 
+    def not_available(self, message: str) -> None:
+        """What this torch lacks for a part of the capture (``compat.NotAvailable``), kept once
+        in the manifest's ``not_available``: a fact about the torch, not a warning to the
+        user."""
+        with self._lock:
+            missing = self.manifest.setdefault("not_available", [])
+            if message not in missing:
+                missing.append(message)
+                self.flush()
+
     def add_compile(self, compile_id: str, info: dict[str, Any]) -> None:
         with self._lock:
             for c in self.manifest["compiles"]:

@@ -227,6 +227,8 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
         "compiles": [],
         "config_changed": sorted((trace.config.get("changed") or {}).keys()),
         "warnings": list(m.warnings),
+        # what this torch lacks for a part of the capture: a fact, not a warning (info --json)
+        "not_available": list(m.not_available),
     }
     if m.imported_from:
         out["imported_from"] = m.imported_from
