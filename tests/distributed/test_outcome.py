@@ -1,6 +1,6 @@
 """Tracing never changes a job's outcome: each rank exits with the script's own code and prints
-the script's own output; what tuidebug has to say (no Inductor graph) is in the trace and
-``info`` (real torchrun, gloo, 2 ranks; the capture child for the single-rank cases)."""
+the script's own output; what tuidebug has to say (no Inductor graph, and what Dynamo did
+instead) is in the trace and ``info`` (real torchrun, gloo, 2 ranks; the capture child for the single-rank cases)."""
 
 from __future__ import annotations
 
@@ -57,6 +57,18 @@ def test_a_ddp_job_that_compiles_no_graph_ends_as_it_does_untraced(tmp_path: Pat
     for r in (0, 1):
         rec = json.loads((job / "job" / f"rank_{r}.json").read_text())
         assert rec["exit_code"] == 0 and "no Inductor graph" in rec["note"]
+    # what Dynamo did instead, in the rank's own info: DDP's frames skipped, the modules inside
+    # torch's own — never "did not call a torch.compile'd function", nor another backend
+    rank = _cli("info", str(job), "--rank", "0")
+    assert rank.returncode == 0, rank.stderr
+    said = " ".join(rank.stdout.split())
+    assert "Dynamo does not trace DistributedDataParallel's own frames (its forward, " \
+        "_inside_ddp_forward)" in said, said
+    assert "torch's own modules (" in said and "so they ran eagerly" in said, said
+    assert "traced no tensor operation" in said, said
+    assert "_inside_ddp_forward" in said.split("graph breaks:", 1)[-1]  # the break's cause
+    assert "torch.compile'd function" not in said and "never handed a frame" not in said
+    assert "backend other than Inductor" not in said, said
 
 
 @pytest.mark.slow

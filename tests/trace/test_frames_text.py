@@ -25,14 +25,51 @@ def test_the_users_skipped_frame_is_named_first_with_dynamos_reason() -> None:
 
 
 def test_a_compile_without_a_graph_for_inductor_and_one_dynamo_gave_up_on() -> None:
-    compiles = {"0/0": {"metrics": {"co_name": "f", "co_filename": "/home/u/y.py"}},
+    compiles = {"0/0": {"metrics": {"co_name": "f", "co_filename": "/home/u/y.py",
+                                    "graph_op_count": 3}},
                 "1/0": {"metrics": {"co_name": "g", "co_filename": "/home/u/y.py",
                                     "fail_type": "RecompileLimitExceeded",
-                                    "fail_reason": "hit config.recompile_limit (8)"}}}
+                                    "fail_reason": "hit config.recompile_limit (8)"}},
+                "2/0": {"metrics": {"co_name": "h", "co_filename": "/home/u/y.py",
+                                    "graph_op_count": 0}}}
     text = nothing_compiled([], compiles)
-    assert text.startswith("nothing was compiled by Inductor: Dynamo handled 2 frames (0/0, 1/0)")
+    assert text.startswith("nothing was compiled by Inductor: Dynamo handled 3 frames (0/0, 1/0, "
+                           "2/0)")
     assert "0/0: no graph for Inductor (a backend other than Inductor" in text
     assert "1/0: Dynamo gave up (RecompileLimitExceeded: hit config.recompile_limit (8))" in text
+    # a graph with no operation goes to no backend: not "a backend other than Inductor"
+    assert "2/0: no graph" not in text, text
+    assert "1 of them traced no tensor operation (a graph with no operation goes to no " \
+        "backend)" in text, text
+
+
+def test_ddp_frames_skipped_say_what_dynamo_did_instead() -> None:
+    """DDP of torch's own modules: Dynamo skips DDP's frames (``_inside_ddp_forward``) and the
+    modules' forwards are in its skip files (as a 2-rank job on torch 2.13 recorded them)."""
+    torch_dir = "/v/lib/python3.11/site-packages/torch/nn/"
+    skipped = skipped_frames([
+        {"function": "forward", "file": torch_dir + "parallel/distributed.py", "line": 1884,
+         "reason": "frame is in the Dynamo skipfiles list", "count": 2},
+        {"function": "_inside_ddp_forward", "file": torch_dir + "parallel/distributed.py",
+         "line": 1695, "reason": "frame is in the Dynamo skipfiles list", "count": 2},
+        {"function": "forward", "file": torch_dir + "modules/container.py", "line": 248,
+         "reason": "frame is in the Dynamo skipfiles list", "count": 2},
+        {"function": "forward", "file": torch_dir + "modules/linear.py", "line": 130,
+         "reason": "frame is in the Dynamo skipfiles list", "count": 4}])
+    compiles = {"0/0_1": {"metrics": {"co_name": "inner", "co_filename": "/v/external_utils.py",
+                                      "graph_op_count": 0}}}
+    text = nothing_compiled(skipped, compiles)
+    assert text.startswith("nothing was compiled by Inductor: Dynamo handled 1 frame (0/0_1)")
+    assert "Dynamo does not trace DistributedDataParallel's own frames (its forward, " \
+        "_inside_ddp_forward)" in text, text
+    assert "torch's own modules (container.py:248, linear.py:130: frames in Dynamo's skip " \
+        "files), so they ran eagerly" in text, text
+    assert "backend other than Inductor" not in text and "torch.compile'd function" not in text
+    # a DDP around a forward of the user's own: no claim that torch's modules ran eagerly
+    own = skipped_frames([*[f.to_json() for f in skipped][:2],
+                          {"function": "helper", "file": "/home/u/m.py", "line": 3,
+                           "reason": "frame is in the Dynamo skipfiles list", "count": 1}])
+    assert "ran eagerly" not in nothing_compiled(own, compiles)
 
 
 def test_no_frame_handed_to_dynamo_at_all() -> None:

@@ -73,19 +73,48 @@ def nothing_compiled(skipped: list[SkippedFrame], compiles: dict[str, dict[str, 
             if m.get("fail_type"):
                 why.append(f"{cid}: Dynamo gave up ({m.get('fail_type')}: "
                            f"{str(m.get('fail_reason') or '')[:200]})")
-            elif (m.get("co_name"), m.get("co_filename")) not in named:  # else listed below
+            elif (m.get("co_name"), m.get("co_filename")) in named:  # listed below
+                continue
+            elif isinstance(m.get("graph_op_count"), int) and m["graph_op_count"] > 0:
                 why.append(f"{cid}: no graph for Inductor (a backend other than Inductor: "
                            "backend='eager', 'aot_eager', a custom one)")
+            elif m.get("graph_op_count") is None and m.get("co_name"):  # not recorded
+                why.append(f"{cid}: no graph for Inductor")
+        ops = [(c.get("metrics") or c.get("summary") or {}).get("graph_op_count")
+               for c in compiles.values()]
+        empty = sum(1 for n in ops if n == 0)
         text = (f"nothing was compiled by Inductor: Dynamo handled {len(compiles)} "
                 f"frame{'s' if len(compiles) != 1 else ''} ({ids})"
-                + (f": {'; '.join(why)}" if why else ""))
-        return text + (f"; it skipped {_listed(skipped)}" if skipped else "")
+                + (f": {'; '.join(why)}" if why else "")
+                + (f"; {empty} of them traced no tensor operation (a graph with no operation "
+                   "goes to no backend)" if empty else ""))
+        return text + _ddp(skipped) + (f"; it skipped {_listed(skipped)}" if skipped else "")
     if skipped:
-        return (f"nothing was compiled: Dynamo was handed frames but compiled none of them; it "
-                f"skipped {_listed(skipped)}")
+        return ("nothing was compiled: Dynamo was handed frames but compiled none of them"
+                + _ddp(skipped) + f"; it skipped {_listed(skipped)}")
     return ("nothing was compiled during the capture: Dynamo was never handed a frame — no "
             "torch.compile'd function was called (torch.compile is lazy), or it had been "
             "compiled before the capture started")
+
+
+def _ddp(skipped: list[SkippedFrame]) -> str:
+    """What Dynamo does with DistributedDataParallel, when it skipped DDP's forward: it does not
+    trace DDP's own frames (``_inside_ddp_forward``), and each forward they call is a frame of
+    its own — compiled when it is the user's code, skipped when it is torch's own modules."""
+    ddp = [f for f in skipped if f.function == "_inside_ddp_forward"
+           or (f.function == "forward" and f.file.replace("\\", "/").endswith(
+               "nn/parallel/distributed.py"))]
+    if not ddp:
+        return ""
+    inner = [f for f in skipped if f.function == "forward" and "/torch/nn/modules/" in
+             f.file.replace("\\", "/")]
+    own = [f for f in skipped if f.own]
+    return ("; Dynamo does not trace DistributedDataParallel's own frames (its forward, "
+            "_inside_ddp_forward); the forwards they call are frames of their own, compiled "
+            "when they are your code" + (
+                f" — here they are torch's own modules ({', '.join(sorted({f.where for f in inner}))}: "
+                "frames in Dynamo's skip files), so they ran eagerly" if inner and not own
+                else ""))
 
 
 def _listed(skipped: list[SkippedFrame]) -> str:
