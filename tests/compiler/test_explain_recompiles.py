@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import _make, pythonpath
+from tests.conftest import EXAMPLES, _make, pythonpath
 from tuidebug.trace.format.reader import Trace
 
+SCRIPT = EXAMPLES / "decode_loop.py"
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(importlib.util.find_spec("transformers") is None,
                                  reason="transformers is not installed")]
@@ -41,10 +42,16 @@ def test_decode_loop_recompiles_are_explained_without_false_advice(decode_trace:
     s = json.loads(_cli("info", str(decode_trace), "--json"))
     recs = {c["id"]: c for c in s["compiles"] if c.get("recompile")}
     assert len(recs) == 2, list(recs)
+    step = next(i for i, ln in enumerate(SCRIPT.read_text().splitlines(), 1)
+                if ln.strip().startswith("out = step(input_ids=nxt,"))
     seen = 0
     for cid, c in recs.items():
         rec = c["recompile"]
         symbols = {x["source"] for x in c["symbols"]}
+        # the user's line whose call recompiled: the decode step, not transformers' wrapper
+        called = rec["called_at"]
+        assert (Path(called["file"]).name, called["line"]) == (SCRIPT.name, step), rec
+        assert called["code"].startswith("out = step(input_ids=nxt,"), rec
         if str(rec["failing_value"]) == "1":  # prefill -> decode: a size-1 specialization
             assert "input_ids" in rec["source"] and rec["source"] not in symbols, (rec, symbols)
             assert "sizes 0 and 1 are always specialized" in rec["suggestion"], rec
@@ -69,6 +76,13 @@ def test_decode_loop_recompiles_are_explained_without_false_advice(decode_trace:
     ids = [a["id"] for a in s["advice"]["suggestions"]]
     assert "dynamic=True" in ids and "static KV cache" in ids, ids
     assert not any(i.startswith("mark_dynamic") for i in ids), ids  # input_ids is size 1 there
+    # transformers' cache: a static one is named as the user builds it, and can be tried
+    static = next(a for a in s["advice"]["suggestions"] if a["id"] == "static KV cache")
+    assert "StaticCache(config=model.config, max_cache_len=N)" in static["text"], static
+    assert "grows by one each step" in static["why"], static
+    assert static["tryable"] and static["apply"]["static_cache_len"] > 0, static
+    text = " ".join(_cli("info", str(decode_trace)).split())
+    assert f"called at {SCRIPT.name}:{step} out = step(input_ids=nxt," in text, text
 
 
 def test_advise_try_measures_each_suggestion_and_ranks_what_helped_first(
@@ -90,6 +104,12 @@ def test_advise_try_measures_each_suggestion_and_ranks_what_helped_first(
         assert after.manifest.applied, t
     helped = [t["helped"] for t in tried]
     assert helped == sorted(helped, reverse=True), helped  # what helped comes first
+    # the static KV cache, tried without editing the script (transformers' DynamicCache built
+    # static in the run), removes the recompiles of the growing cache: measured, ranked first
+    first = tried[0]
+    assert first["id"] == "static KV cache" and first["helped"], tried
+    assert first["after"]["compiles"] < first["before"]["compiles"], first
+    assert Trace(first["trace"]).manifest.applied["static_cache_len"] > 0
     for t in tried:  # each verdict says what was measured, and no more
         b, a = t["before"], t["after"]
         assert t["helped"] == (a["status"] == "ok" and a["compiles"] <= b["compiles"]

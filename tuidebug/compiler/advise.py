@@ -39,7 +39,8 @@ def plan(trace: Path, tries: list[Suggestion]) -> Plan:
     src = trace_source(trace)
     notes = origin_notes(read_manifest(trace), trace)
     notes.append(f"it runs {len(tries) + 1} times: once as traced, then once per suggestion: "
-                 + "; ".join(s.id for s in tries))
+                 + "; ".join(f"{s.id} ({s.apply.describe()})" for s in tries
+                             if s.apply is not None))
     return Plan("advise --try", sys.executable, [src["script"], *src["args"]], src["cwd"],
                 dict(src["overrides"]), {}, notes)
 

@@ -136,7 +136,8 @@ def run_in_session(session: Any, script: str, args: list[str],
         writer.update(applied=apply)
         tried = compat.applied(dict(apply.get("config") or {}),
                                dict(apply.get("compile_kwargs") or {}),
-                               [str(s) for s in apply.get("dynamic_sources") or []])
+                               [str(s) for s in apply.get("dynamic_sources") or []],
+                               apply.get("static_cache_len"))
     try:
         with tried if tried is not None else contextlib.nullcontext():
             runpy.run_path(script, run_name="__main__")

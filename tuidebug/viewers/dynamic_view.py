@@ -26,7 +26,7 @@ def _head(cid: str, label: str, style: str = "dim") -> list[Any]:
 
 
 # what a recompile's advice may recommend, by the id ``advise --try`` tried it under
-_TRIED_IN_ADVICE = {"dynamic=True": "dynamic=True"}
+_TRIED_IN_ADVICE = {"dynamic=True": "dynamic=True", "static KV cache": "static KV cache"}
 
 
 def dynamic_notes(c: dict[str, Any], tried: dict[str, dict[str, Any]] | None = None
@@ -48,6 +48,10 @@ def dynamic_notes(c: dict[str, Any], tried: dict[str, dict[str, Any]] | None = N
                 *_head(cid, f"recompiled after {rec.get('previous') or '?'}: "),
                 inert_text(str(rec.get("failed_guard") or "?")[:200]),
                 inert_text(f" (failing value {value})" if value is not None else "")))
+        called = rec.get("called_at")
+        if isinstance(called, dict) and where(called):
+            out.append(Text.assemble(("      called at ", "dim"), inert_text(where(called)),
+                                     inert_text(f"  {str(called.get('code') or '')[:160]}")))
         if rec.get("suggestion"):
             out.append(Text.assemble(("      avoid it: ", "dim"),
                                      inert_text(str(rec["suggestion"])[:600])))

@@ -169,7 +169,38 @@ def recompile_call(args: tuple[Any, ...], kwargs: Mapping[str, Any],
             v = f_locals.get(name)
             if isinstance(v, (int, float, bool)) and f"L['{name}']" not in values:
                 values[f"L['{name}']"] = v
-    return {"reasons": texts, "values": {k: v for k, v in values.items() if v is not None}}
+    return {"reasons": texts, "values": {k: v for k, v in values.items() if v is not None},
+            "called_at": called_at(frame)}
+
+
+# where the user's own code is not: torch, tuidebug, installed packages, Python's own modules
+_NOT_OWN_CODE = ("/site-packages/", "/dist-packages/", "/lib/python")
+
+
+def called_at(frame: Any) -> dict[str, Any] | None:
+    """The line of the user's own code that called the frame Dynamo is compiling: the
+    innermost frame of the user's on the stack now (Dynamo decides while the frame is about to
+    run, its callers below), or the compiled frame's own ``f_back`` chain where the stack does
+    not reach it: ``{file, line, fn, code}``; None when no caller is the user's."""
+    import linecache
+    import sys
+
+    return _first_own(sys._getframe(1), linecache) or _first_own(
+        getattr(frame, "f_back", None), linecache)
+
+
+def _first_own(f: Any, linecache: Any) -> dict[str, Any] | None:
+    for _ in range(400):
+        if f is None:
+            return None
+        code = f.f_code
+        name = code.co_filename.replace("\\", "/")
+        if not (name.startswith("<") or any(p in name for p in _NOT_USER)
+                or any(p in name for p in _NOT_OWN_CODE)):
+            return {"file": code.co_filename, "line": f.f_lineno, "fn": code.co_name,
+                    "code": linecache.getline(code.co_filename, f.f_lineno).strip() or None}
+        f = f.f_back
+    return None
 
 
 def _tensor_dim(t: Any, what: str, index: str) -> int | None:

@@ -16,27 +16,49 @@ from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.graph_breaks import trace_breaks
 from tuidebug.trace.queries.recompiles import CACHE_TENSOR, USER_INPUT, explain
 
+# transformers' KV cache by its Dynamo source: ``past_key_values.layers[0].keys`` (5.x),
+# ``past_key_values.key_cache[0]`` (4.x)
+TRANSFORMERS_CACHE = re.compile(r"past_key_values\b.*(?:\.layers\[\d+\]\.(?:keys|values)\b|"
+                                r"\.(?:key|value)_cache\b)")
+# the length of the static cache ``advise --try`` builds in place of transformers' DynamicCache
+# (a run that writes past it raises, and is reported so)
+STATIC_CACHE_LEN = 2048
+
+
 @dataclass(frozen=True)
 class Apply:
     """How ``tuidebug advise --try`` applies a suggestion without editing the user's files:
     ``config`` (``{module.knob: value}`` of the compiler's config, set in the traced process;
     ``module``: ``dynamo``, ``inductor``, ``compiler``, ``fx``, as ``compat.tryout`` names them),
     ``compile_kwargs`` (added to every ``torch.compile`` call by a hook), ``dynamic_sources``
-    (inputs marked dynamic by their Dynamo source, ``L['x']:0``)."""
+    (inputs marked dynamic by their Dynamo source, ``L['x']:0``), ``static_cache_len``
+    (transformers' growing ``DynamicCache`` built as a static cache of that many positions)."""
 
     config: dict[str, Any] = field(default_factory=dict)
     compile_kwargs: dict[str, Any] = field(default_factory=dict)
     dynamic_sources: list[str] = field(default_factory=list)
+    static_cache_len: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def describe(self) -> str:
+        """What the run does differently, as the consent plan shows it."""
+        said = [f"{k} = {v!r}" for k, v in self.config.items()]
+        said += [f"torch.compile(..., {k}={v!r})" for k, v in self.compile_kwargs.items()]
+        said += [f"dynamic_sources {s}" for s in self.dynamic_sources]
+        if self.static_cache_len:
+            said.append(f"every transformers DynamicCache built as a static cache of "
+                        f"{self.static_cache_len} positions")
+        return ", ".join(said) or "nothing"
 
     @classmethod
     def from_json(cls, d: Any) -> "Apply":
         d = d if isinstance(d, dict) else {}
         return cls(config=dict(d.get("config") or {}),
                    compile_kwargs=dict(d.get("compile_kwargs") or {}),
-                   dynamic_sources=[str(s) for s in d.get("dynamic_sources") or []])
+                   dynamic_sources=[str(s) for s in d.get("dynamic_sources") or []],
+                   static_cache_len=_int(d.get("static_cache_len")) or None)
 
 
 @dataclass(frozen=True)
@@ -213,13 +235,40 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
                 "(or the environment variable TORCH_COMPILE_DYNAMIC_SOURCES)", why,
                 "recompiles", Apply(dynamic_sources=[_siblings(src, index)])))
         if CACHE_TENSOR.search(name):
-            out.setdefault("static KV cache", Suggestion(
-                "static KV cache",
-                "use a static KV cache (transformers: StaticCache, or "
-                "generation_config.cache_implementation = \"static\"): its length stays fixed",
-                f"{why}; {name} is a cache that grows with each step, a tensor you do not "
-                "pass yourself", "recompiles", None))
+            grows = _grows_by_one(rec.get("expected"), actual)
+            cache = _cache_advice(name, index, why, grows)
+            out.setdefault(cache.id, cache)
     return list(out.values())
+
+
+def _grows_by_one(expected: Any, actual: Any) -> bool:
+    e, a = str(expected), str(actual)
+    return e.isdigit() and a.isdigit() and int(a) == int(e) + 1
+
+
+def _cache_advice(name: str, index: int, why: str, grows: bool) -> Suggestion:
+    """A static KV cache for a cache whose length changed: transformers' (``past_key_values``
+    with ``layers[i].keys`` or ``key_cache[i]``) tried by building its ``DynamicCache`` static
+    (``Apply.static_cache_len``); a cache of the user's own is a code change, not tried."""
+    step = "grows by one each step" if grows else "changes length from call to call"
+    if TRANSFORMERS_CACHE.search(name):
+        return Suggestion(
+            "static KV cache",
+            "use a static KV cache, whose length stays fixed: where you build a DynamicCache, "
+            "pass past_key_values=StaticCache(config=model.config, max_cache_len=N) "
+            "(transformers.StaticCache; N at least the prompt plus the new tokens), or "
+            "generate(..., cache_implementation=\"static\")",
+            f"{why}; {name} is transformers' KV cache and {step} (--try builds every "
+            f"DynamicCache as a static cache of {STATIC_CACHE_LEN} positions; your files are "
+            "not changed)",
+            "recompiles", Apply(static_cache_len=STATIC_CACHE_LEN))
+    return Suggestion(
+        "preallocated cache",
+        f"preallocate the cache at its largest length (dimension {index} of {name}: "
+        "torch.zeros(..., max_len, ...) once, before the loop), write each step into it in "
+        "place (index_copy_ or a slice assignment at a position held in a tensor) and pass "
+        "the whole buffer with a mask or the filled length as a tensor: its size then stays "
+        "fixed", f"{why}; {name} is a cache that {step}", "recompiles", None)
 
 
 def _siblings(source: str, index: int) -> str:

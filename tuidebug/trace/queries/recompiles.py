@@ -115,11 +115,15 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                       + (f", or call torch._dynamo.mark_dynamic({name}, {index}) before the "
                          f"first call" if top else ""))
         else:
-            once = (f"call torch._dynamo.maybe_mark_dynamic({name}, {index}) (or mark_dynamic) "
-                    f"before the first call, or use torch.compile(dynamic=True)" if top else
-                    f"use torch.compile(dynamic=True) ({name!r} is not an input you pass "
-                    f"yourself)" + ("; or a static KV cache, whose length stays fixed"
-                                    if CACHE_TENSOR.search(name) else ""))
+            once = (f"to compile once, call torch._dynamo.maybe_mark_dynamic({name}, {index}) "
+                    f"(or mark_dynamic) before the first call, or use "
+                    f"torch.compile(dynamic=True)" if top else
+                    f"to stop it recompiling as it grows, use a static KV cache, whose length "
+                    f"stays fixed, or torch.compile(dynamic=True) ({name!r} is not an input "
+                    f"you pass yourself); `tuidebug advise TRACE --try` measures each"
+                    if CACHE_TENSOR.search(name) else
+                    f"to compile once, use torch.compile(dynamic=True) ({name!r} is not an "
+                    f"input you pass yourself)")
             grows = (m["expected"].isdigit() and m["actual"].isdigit()
                      and int(m["actual"]) == int(m["expected"]) + 1)
             advice = (f"dimension {index} of {name!r} changed size"
@@ -128,7 +132,7 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                       + ("this compile makes it dynamic (automatic dynamic), so later sizes "
                          "reuse it" if symbolic is not False else
                          "this compile did not make it dynamic (it has no symbol for it)")
-                      + f"; to compile once, {once}")
+                      + f"; {once}")
         return advice, source, m["expected"], m["actual"]
     m = _TENSOR_OTHER.search(text)
     if m:
@@ -162,7 +166,8 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
     (the compile it follows), ``failed_guard`` (the failed guard, as Dynamo words it),
     ``guard_of`` (whose guard it was), ``source``, ``expected``, ``failing_value``,
     ``suggestion``, ``limit_hit`` (with ``limit``: the recompile limit reached), ``reasons``
-    (every reason given, one per compile of the frame)."""
+    (every reason given, one per compile of the frame), ``called_at`` (the user's line whose
+    call recompiled: ``{file, line, fn, code}``, None where the capture did not record it)."""
     detail = compiles.get(cid) or {}
     recorded = (shapes or {}).get("recompile") or {}
     listed = recorded.get("reasons")
@@ -188,9 +193,11 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
         "", None, None, None)
     values = recorded.get("values") if isinstance(recorded.get("values"), dict) else {}
     failing = values.get(source) if source else None
+    called = recorded.get("called_at")
     out = {"previous": prev, "guard_of": of, "failed_guard": text or None, "source": source,
            "expected": expected, "failing_value": failing if failing is not None else actual,
-           "suggestion": advice or None, "limit_hit": limit_hit, "reasons": reasons}
+           "suggestion": advice or None, "limit_hit": limit_hit, "reasons": reasons,
+           "called_at": called if isinstance(called, dict) and called.get("line") else None}
     if limit_hit:
         # the per-function limit, or the accumulated one (every compile of the code object):
         # the one Dynamo names, with the value it gives
