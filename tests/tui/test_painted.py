@@ -34,6 +34,30 @@ def test_row_keeps_its_tail_and_cuts_its_head() -> None:
     assert cut.endswith("relu_2  cpp 140l")
     assert Row(Text("abc"), Text("  a long tail here")).fit(8).plain.endswith("…")
     assert kernel.plain == "cpp_fused_add_native_layer_norm_relu_2  cpp 140l"  # search sees all
+    # a path cut at its start: its file name and line stay (a Hugging Face path was cut to
+    # '.venv/lib/python3.11/site-package…')
+    path = Row(Text("/work/main/.venv/lib/python3.11/site-packages/transformers/utils/generic.py"),
+               Text(":937"), start=True)
+    cut = path.fit(24).plain
+    assert cut == "…rs/utils/generic.py:937" and len(cut) == 24, cut
+    assert path.fit(200).plain == path.plain
+
+
+@pytest.mark.parametrize("width", [80, 120])
+async def test_the_compiles_where_column_keeps_the_file_and_line(open_ui, transformer_trace: Path,
+                                                                  width: int) -> None:
+    compiles = Trace(transformer_trace).compiles
+    async with open_ui(transformer_trace, size=(width, 40)) as ui:
+        text = "\n".join(ui.lines("#overview"))
+    seen = 0
+    for c in compiles.values():
+        m = c.get("metrics") or c.get("summary") or {}
+        if not m.get("co_filename"):
+            continue
+        name = Path(m["co_filename"]).name
+        assert f"{name}:{m['co_firstlineno']}" in text, (name, text)
+        seen += 1
+    assert seen, compiles
 
 
 @pytest.mark.parametrize("size", [(120, 40), (80, 24)])
@@ -121,6 +145,14 @@ async def test_help_headings_are_whole(open_ui, transformer_trace: Path) -> None
     whole = console.export_text()
     for screen in ("Shapes (9)", "Autotune (5)", "Overview (1)"):  # every screen has help
         assert screen in whole, screen
+    from tuidebug.tui import keymap
+    from tuidebug.tui.screens.modals import SCREEN_ABOUT
+
+    for name in (*keymap.SCREENS, "ranks"):  # a screen added later gets its section too
+        assert name in SCOPE_TITLES and SCOPE_TITLES[name] in whole, name
+    flat = " ".join(whole.split())
+    for name in ("shapes", "autotune"):  # what the screen shows, not only its keys
+        assert " ".join(SCREEN_ABOUT[name][0][1].split()[:6]) in flat, name
 
 
 async def test_tables_keep_numbers_whole_at_80_columns(open_ui, transformer_trace: Path) -> None:

@@ -18,10 +18,12 @@ class Row:
     at, so a resized pane needs nothing redone. Search matches the whole text (``plain``).
     """
 
-    def __init__(self, head: Text, tail: Text | None = None, *, middle: bool = False) -> None:
+    def __init__(self, head: Text, tail: Text | None = None, *, middle: bool = False,
+                 start: bool = False) -> None:
         self.head = head
         self.tail = tail if tail is not None else Text()
         self.middle = middle  # cut the middle of the head: kernel names differ at their ends
+        self.start = start  # cut the start of the head: a path's file name is at its end
 
     @property
     def plain(self) -> str:
@@ -33,7 +35,9 @@ class Row:
         if head.cell_len + tail.cell_len <= width:
             out = head + tail
         elif room >= 4:
-            if self.middle and room >= 12:
+            if self.start:
+                out = Text("…") + head[len(head) - (room - 1):] + tail
+            elif self.middle and room >= 12:
                 keep_end = min(room // 3, 12)
                 start = head[:room - keep_end - 1]
                 start.append("…")

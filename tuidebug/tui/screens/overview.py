@@ -221,8 +221,8 @@ def _compiles(trace: Trace) -> list[RenderableType]:
     for cid, c in compiles.items():
         metrics = c.get("metrics") or c.get("summary") or {}
         place = compile_place(compiles, cid)
-        # cut in its middle when narrow: the file's name and line are what tell compiles apart
-        where = (Row(Text(str(place["file"])), Text(f":{place['line'] or '?'}"), middle=True)
+        # cut at its start when narrow: the file's name and line are what tell compiles apart
+        where = (Row(Text(str(place["file"])), Text(f":{place['line'] or '?'}"), start=True)
                  if place["file"] else Text("–"))
         t.add_row(Text(cid), Text(str(place["function"] or "–")), where,
                   format_duration(metrics.get("entire_frame_compile_time_s"))
