@@ -1,0 +1,56 @@
+"""A cache that grows by one each step, recognised from the recompile it causes (traces built
+with the torch-free writer, the recompile reasons and symbols as torch 2.13 records them for
+examples/decode_loop.py): transformers' cache gets a static KV cache that ``advise --try`` can
+apply without editing the script; a cache of the user's own gets what to preallocate, a change
+to the code that is listed and not tried."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.format.writer import TraceWriter
+from tuidebug.trace.queries.advice import STATIC_CACHE_LEN, Apply, recompile_advice
+
+
+def _trace(root: Path, name: str, source: str) -> Trace:
+    """Compile 0/0, then 0/1 after ``name``'s dimension 2 grew from 6 to 7 (a symbol for it)."""
+    w = TraceWriter(root, command=["tuidebug", "trace", "loop.py"])
+    reason = f"0/0: tensor '{name}' size mismatch at index 2. expected 6, actual 7"
+    for cid, extra in (("0/0", {}), ("0/1", {"recompile_reasons": [reason]})):
+        w.write_compile(cid, {"graphs": [], "metrics": {"co_name": "forward",
+                                                        "co_filename": "/home/u/loop.py"},
+                              **extra})
+        w.add_compile(cid, {"graphs": []})
+    w.write_compile_shapes("0/1", {"id": "0/1", "symbols": [
+        {"name": "s53", "source": f"{source}.size()[2]", "sources": [f"{source}.size()[2]"],
+         "kind": "backed", "hint": 7}], "recompile": {"reasons": [reason], "values": {}}})
+    w.finish("ok")
+    return Trace(root)
+
+
+def test_transformers_cache_gets_a_static_kv_cache_that_can_be_tried(tmp_path: Path) -> None:
+    t = _trace(tmp_path / "hf", "kwargs['past_key_values'].layers[0].keys",
+               "L['kwargs']['past_key_values'].layers[0].keys")
+    found = {s.id: s for s in recompile_advice(t)}
+    assert "static KV cache" in found and "preallocated cache" not in found, list(found)
+    s = found["static KV cache"]
+    assert "StaticCache(config=model.config, max_cache_len=N)" in s.text, s.text
+    assert 'cache_implementation="static"' in s.text, s.text
+    assert "transformers' KV cache and grows by one each step" in s.why, s.why
+    assert s.apply == Apply(static_cache_len=STATIC_CACHE_LEN)
+    assert Apply.from_json(s.apply.to_json()) == s.apply  # as advice.json keeps it
+    assert f"static cache of {STATIC_CACHE_LEN} positions" in s.apply.describe()
+    assert "dynamic=True" in found  # the other suggestion for it, tried beside it
+
+
+def test_a_cache_of_the_users_own_gets_what_to_preallocate_not_tried(tmp_path: Path) -> None:
+    t = _trace(tmp_path / "own", "kv_cache", "L['kv_cache']")
+    found = {s.id: s for s in recompile_advice(t)}
+    assert "static KV cache" not in found, list(found)  # no transformers cache to swap
+    s = found["preallocated cache"]
+    assert s.apply is None and not s.to_json()["tryable"]
+    assert "preallocate the cache at its largest length (dimension 2 of kv_cache" in s.text
+    assert "in place" in s.text and "grows by one each step" in s.why
+    # the user passes it: marking it dynamic is offered too, and can be tried
+    assert found["mark_dynamic kv_cache 2"].apply == Apply(dynamic_sources=["L['kv_cache']:2"])
