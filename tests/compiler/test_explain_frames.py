@@ -43,3 +43,7 @@ def test_a_script_that_compiles_nothing_is_told_what_dynamo_skipped(tmp_path: Pa
                for w in s["warnings"]), s["warnings"]
     text = " ".join(_cli("info", str(out)).stdout.split())
     assert f"not compiled: add (compiles_nothing.py:{line}): Dynamo decided to skip" in text, text
+    # what to do about it, from the reason: the function holds no tensor operation
+    assert own[0]["advice"].startswith("it computes no tensor operation"), own
+    assert "fix: it computes no tensor operation (only Python values): there is nothing for " \
+        "torch.compile to compile here" in text, text

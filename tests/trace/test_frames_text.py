@@ -22,6 +22,9 @@ def test_the_users_skipped_frame_is_named_first_with_dynamos_reason() -> None:
     assert "add (x.py:7): Dynamo decided to skip the frame while tracing: No ops traced" in text
     assert "and 1 more (1 of torch or an installed package)" in text
     assert "Frame info" not in text  # a reason's first line only
+    # the user's frame with no tensor operation is told so; torch's own frame gets no advice
+    assert skipped[0].to_json()["advice"].startswith("it computes no tensor operation")
+    assert skipped[1].advice is None
 
 
 def test_a_compile_without_a_graph_for_inductor_and_one_dynamo_gave_up_on() -> None:

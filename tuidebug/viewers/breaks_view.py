@@ -80,6 +80,8 @@ def skipped_notes(skipped: list[dict[str, Any]]) -> list[Text]:
         out.append(Text.assemble(("not compiled: ", "yellow"),
                                  inert_text(f"{f.get('function')} ({f.get('where')}): "),
                                  inert_text(reason[:300])))
+        if f.get("advice"):
+            out.append(Text.assemble(("    fix: ", "green"), inert_text(str(f["advice"]))))
     if len(own) > MAX_CAUSES:
         out.append(inert_text(f"  … {len(own) - MAX_CAUSES} more (tuidebug info --json)", "dim"))
     return out

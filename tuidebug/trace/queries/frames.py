@@ -29,8 +29,20 @@ class SkippedFrame:
     def where(self) -> str:
         return f"{PurePath(self.file.replace(chr(92), '/')).name}:{self.line or '?'}"
 
+    @property
+    def advice(self) -> str | None:
+        """What to change, from Dynamo's reason, for the user's own frame (None: nothing the
+        reason tells for sure)."""
+        if not self.own:
+            return None
+        if "No ops traced" in self.reason:
+            return ("it computes no tensor operation (only Python values): there is nothing for "
+                    "torch.compile to compile here; compile the function that does the tensor "
+                    "work, or pass tensors")
+        return None
+
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "where": self.where}
+        return {**asdict(self), "where": self.where, "advice": self.advice}
 
 
 def is_own(file: str) -> bool:
