@@ -153,3 +153,27 @@ def test_the_source_line_is_shown_inert() -> None:
                                           "code": "if x.shape[0] > 4:"}, "g", [])
     assert "▶ 3 │ if x.shape[0] > 4:" in old.plain and "no source around" in old.plain
     assert "No FX node of g comes from this line" in old.plain
+
+
+async def test_one_guard_count_in_every_view(open_ui, dynamic_trace: Path) -> None:
+    """The same compile's guards counted once, Dynamo's own count, on the overview, the shapes
+    screen, the compile's modal and in ``info --json`` (the overview said 841 where the shapes
+    screen and JSON said 610)."""
+    from tuidebug.trace.queries.summary import trace_summary
+
+    trace = Trace(dynamic_trace)
+    graph = next(g for g in trace.graphs if g.compile_id == "0/1")
+    want = trace.compiles["0/1"]["metrics"]["guard_count"]
+    assert isinstance(want, int) and want > 0
+    as_json = next(c for c in trace_summary(trace)["compiles"] if c["id"] == "0/1")
+    assert as_json["guards"]["count"] == want, as_json["guards"]
+    async with open_ui(dynamic_trace) as ui:
+        lines = ui.lines("#overview")
+        row = next(ln for ln in lines if ln.strip().startswith("0/1  "))
+        assert f"  {want}  " in row, row  # the guards column
+        ui.app.set_graph(graph.id)
+        await ui.press(KEY)
+        assert await ui.wait_for(lambda: "Guards by input" in "".join(ui.lines("#shapes-view")),
+                                 20)
+        heading = next(ln for ln in ui.lines("#shapes-view") if ln.startswith("Guards by input"))
+        assert heading.split()[3] == str(want), heading
