@@ -156,7 +156,7 @@ def reruns_needed(trace: Trace) -> dict[str, str]:
     return out
 
 
-def _not_run(trace: Trace, flag: str, report: dict[str, Any], graph: str | None) -> str:
+def _not_run(trace: Trace, flag: str) -> str:
     """Why ``flag``'s re-run cannot change this compile's verdict (it was not run for it)."""
     if flag_set(trace, flag):
         return f"the trace already had {flag}=True"
@@ -201,7 +201,7 @@ def classify(trace: Trace, ran: dict[str, Trace | None],
                         if flag == PRECISION_CASTS
                         else bool(_random_ops(report, graph) if first else randomish))
             if flag_set(trace, flag) or not relevant:
-                reruns.append(Rerun(flag, "not run", _not_run(trace, flag, report, graph)))
+                reruns.append(Rerun(flag, "not run", _not_run(trace, flag)))
             elif flag in ran or flag in unavailable:
                 reruns.append(_outcome(flag, ran.get(flag), cid, unavailable.get(flag)))
             else:
