@@ -7,12 +7,13 @@ from __future__ import annotations
 from tuidebug.compiler.capture.whole_call import shares
 
 
-def _call(scale: float, rest: float) -> tuple[float, list[tuple[str, str, str, float]]]:
+def _call(scale: float, rest: float) -> tuple[float, list[tuple[str, str, str, str, float]]]:
     """A clocked call of 1 ms × ``scale``: Dynamo 10%, a graph 50%, an island 30%, a graph 10%
     less ``rest`` (the time no mark covers)."""
     wall = 1e-3 * scale
-    parts = [("dynamo", "", "", 0.1 * wall), ("graph", "g0", "0/0", 0.5 * wall),
-             ("eager_island", "", "0/0", 0.3 * wall), ("graph", "g1", "0/1", (0.1 - rest) * wall)]
+    parts = [("dynamo", "", "", "fwd", 0.1 * wall), ("graph", "g0", "0/0", "fwd", 0.5 * wall),
+             ("eager_island", "", "0/0", "fwd", 0.3 * wall),
+             ("graph", "g1", "0/1", "fwd", (0.1 - rest) * wall)]
     return wall, parts
 
 
@@ -21,8 +22,9 @@ def test_slower_clocked_calls_split_the_timed_wall_by_their_shares() -> None:
     # add up to 2 ms, the remainder -1.5 ms; as shares they add up to the 0.5 ms measured
     runs = [_call(2.0 + 0.01 * i, rest=0.02) for i in range(20)]
     got = shares(runs, 0.5e-3)
-    assert [k for k, _ in got] == [("dynamo", "", ""), ("graph", "g0", "0/0"),
-                                   ("eager_island", "", "0/0"), ("graph", "g1", "0/1")]
+    assert [k for k, _ in got] == [("dynamo", "", "", "fwd"), ("graph", "g0", "0/0", "fwd"),
+                                   ("eager_island", "", "0/0", "fwd"),
+                                   ("graph", "g1", "0/1", "fwd")]
     secs = [s for _, s in got]
     assert abs(secs[1] - 0.25e-3) < 1e-12 and abs(secs[2] - 0.15e-3) < 1e-12
     other = 0.5e-3 - sum(secs)

@@ -77,9 +77,13 @@ def test_a_training_step_is_timed_forward_and_backward(profiled_training_trace: 
     _parts_add_up(v)
     other = next(p.seconds for p in v.ledger if p.part == "other")
     assert abs(other) < 0.10 * v.compiled.median_s, [p.as_json() for p in v.ledger]
-    back = [p for p in v.ledger if p.phase == "bwd"]
+    back = [p for p in v.ledger if p.phase == "bwd" and p.part == "graph"]
     assert len(back) == 1 and back[0].seconds > 0 and back[0].graph
     assert "backward" in (back[0].graph or "")
+    # around the compiled backward graph: the autograd engine (no break: one graph)
+    rest = [p for p in v.ledger if p.phase == "bwd" and p.part != "graph"]
+    assert [p.part for p in rest] == ["eager_island", "eager_island"], rest
+    assert all(p.reason and "autograd engine" in p.reason for p in rest)
     # the verdict follows its own interval
     if v.ratio_low > 1:
         assert v.outcome == "faster"
@@ -91,7 +95,9 @@ def test_a_training_step_is_timed_forward_and_backward(profiled_training_trace: 
 
 def test_model_compile_in_place_is_measured_as_the_module(tmp_path: Path) -> None:
     """``model.compile()`` compiles the module's ``_call_impl`` in place: measured as the
-    module (its name; its parameters make the call a training step), like torch.compile(model)."""
+    module (its name; its parameters make the call a training step), like torch.compile(model).
+    Its forward breaks once: the backward is split into the two compiled backward graphs and
+    the eager backward between them, attributed to that break, not one lump."""
     out = tmp_path / "module_compile"
     proc = trace_example(out, str(Path(__file__).parents[1] / "fixtures" / "module_compile.py"),
                          extra=["--profile", "3"])
@@ -101,4 +107,17 @@ def test_model_compile_in_place_is_measured_as_the_module(tmp_path: Path) -> Non
     assert v.callable == "Tiny", v.callable
     assert v.training, "the module's parameters require grad: a training step"
     _parts_add_up(v)
-    assert [p.phase for p in v.ledger if p.part == "graph"] == ["fwd", "bwd"]
+    other = next(p.seconds for p in v.ledger if p.part == "other")
+    assert abs(other) < 0.10 * v.compiled.median_s, [p.as_json() for p in v.ledger]
+    t = Trace(out)
+    kinds = {g.id: g.kind for g in t.graphs}
+    fwd = [p for p in v.ledger if p.part == "graph" and p.phase == "fwd"]
+    bwd = [p for p in v.ledger if p.phase == "bwd"]
+    assert len(fwd) == 2, v.ledger
+    assert [p.part for p in bwd] == ["eager_island", "graph", "eager_island", "graph",
+                                     "eager_island"], [p.as_json() for p in bwd]
+    graphs = [p.graph for p in bwd if p.part == "graph"]
+    assert all(g and kinds.get(g) == "backward" for g in graphs) and len(set(graphs)) == 2
+    between = bwd[2]  # the backward of the forward's eager island: named by its break
+    assert between.reason and "item()" in between.reason and between.line, between
+    assert bwd[0].reason and "autograd engine" in bwd[0].reason

@@ -59,13 +59,16 @@ def ledger_rows(ledger: list[dict[str, Any]], wall: Any = None) -> list[LedgerRo
     whole = wall if isinstance(wall, (int, float)) and wall > 0 else total
     for p in ledger:
         part = str(p.get("part"))
-        if part == "eager_island" and p.get("reason"):
+        bwd = " (backward)" if p.get("phase") == "bwd" else ""
+        if part == "eager_island" and p.get("reason") and p.get("line"):
             where = SourceLine(str(p.get("file") or "?"), p.get("line") or 0, "", "").where
-            what = f"{p.get('reason')} at {where}"
+            what = f"{p.get('reason')} at {where}{bwd}"
+        elif part == "eager_island" and p.get("reason"):
+            what = f"{p.get('reason')}{bwd}"
         elif part in ("graph", "cudagraph"):
-            what = str(p.get("graph") or "") + (" (backward)" if p.get("phase") == "bwd" else "")
+            what = str(p.get("graph") or "") + bwd
         else:
-            what = ""
+            what = bwd.strip()
         row = groups.setdefault((part, what), LedgerRow(part, what, 0.0, 0, None))
         row.seconds += float(p.get("seconds") or 0.0)
         row.count += 1

@@ -73,6 +73,8 @@ class Outcome(Concern):
                         start = clock.clock.mark()  # never waits: the call runs as unclocked
                         out = checked(*args)
                         clock.graphs.append((gs.graph_id, cid, start, clock.clock.mark()))
+                        if clock.backward is not None:
+                            clock.watch_backward(cid, out)
                     if cid in self.runtime["checks"] and cid not in self._named:
                         self._named.add(cid)  # the check's call: name its outputs by the return
                         s.concern(returned.Returned).expect(

@@ -51,14 +51,50 @@ class GraphState:
 @dataclass
 class CallMarks:
     """While ``--profile`` clocks a whole call: its clock (``compat.CallClock``) and, per
-    compiled graph called, ``(graph id, compile id, start mark, end mark)`` (mark indices)."""
+    compiled graph called, ``(graph id, compile id, start mark, end mark)`` (mark indices);
+    with ``backward`` on (a training step), per compiled graph's backward the autograd engine
+    ran, ``(compile id, start mark, end mark)``, marked by hooks on its autograd node."""
 
     clock: Any
     graphs: list[tuple[str, str, int, int]] = field(default_factory=list)
+    backward: list[tuple[str, int, int]] | None = None
 
-    def reset(self) -> None:
+    def reset(self, backward: bool = False) -> None:
         self.clock.reset()
         self.graphs.clear()
+        self.backward = [] if backward else None
+
+    def watch_backward(self, cid: str, out: Any) -> None:
+        """Mark where the backward of the graph call that returned ``out`` starts and ends:
+        a pre-hook and a hook on its autograd node (the first node named ``CompiledFunction…``
+        behind the outputs; they go with the node when the backward frees it)."""
+        if self.backward is None:
+            return
+        from tuidebug.compiler.gradients import tensors
+
+        node = _compiled_node([t.grad_fn for t in tensors(out) if t.grad_fn is not None])
+        if node is None:
+            return
+        clock, done, start = self.clock, self.backward, [-1]
+
+        def pre(grad_outputs: Any) -> None:
+            start[0] = clock.mark()
+
+        def post(grad_inputs: Any, grad_outputs: Any) -> None:
+            done.append((cid, start[0], clock.mark()))
+        node.register_prehook(pre)
+        node.register_hook(post)
+
+
+def _compiled_node(nodes: list[Any], depth: int = 3) -> Any:
+    """The first autograd node named ``CompiledFunction…`` among ``nodes`` and what they lead
+    to, ``depth`` steps back at most (an output that is a view of a compiled output)."""
+    for _ in range(depth):
+        for n in nodes:
+            if "CompiledFunction" in n.name():
+                return n
+        nodes = [m for n in nodes for m, _ in n.next_functions if m is not None]
+    return None
 
 
 class Concern:

@@ -186,7 +186,7 @@ class WholeCall(Concern):
         time on the host's clock (as the timing measures a call: from a synchronized device to
         a synchronized device)."""
         s = self.session
-        marks.reset()
+        marks.reset(backward=step.training())
         s.call_clock = marks
         try:
             compat.synchronize()
@@ -197,7 +197,8 @@ class WholeCall(Concern):
             wall = time.perf_counter() - h0
         finally:
             s.call_clock = None
-        return _Clocked(wall, marks.clock.seconds(), list(marks.graphs), fwd_end, end)
+        return _Clocked(wall, marks.clock.seconds(), list(marks.graphs), fwd_end, end,
+                        list(marks.backward or ()))
 
     def _ledger(self, runs: list[Run], wall: float) -> list[dict[str, Any]]:
         """The call's parts, as shares of the clocked calls' own wall time scaled to ``wall``
@@ -208,16 +209,19 @@ class WholeCall(Concern):
         the clocked calls' time that no mark covers (entering the call, the device's last
         work's wait), as a share of theirs."""
         out = []
-        for (part, graph, cid), secs in shares(runs, wall):
+        for (part, graph, cid, phase), secs in shares(runs, wall):
             row: dict[str, Any] = {"part": part, "seconds": round(secs, 9)}
             if graph:
                 row["graph"] = graph
             if cid:
                 row["compile_id"] = cid
-            if part == "graph" and graph != BACKWARD:
+            if phase == "bwd":
+                row["phase"] = "bwd"
+                if part == "graph":  # the compile's backward graph(s), or all of them
+                    row["graph"] = ",".join(self._backward_ids(None if graph == BACKWARD
+                                                               else cid)) or None
+            elif part == "graph":
                 row["reason"] = self._skipped(graph)
-            if part == "graph" and graph == BACKWARD:
-                row.update(graph=",".join(self._backward_ids()) or None, phase="bwd")
             out.append({k: v for k, v in row.items() if v is not None})
         out.append({"part": "other", "seconds": round(wall - sum(p["seconds"] for p in out), 9)})
         return out
@@ -234,29 +238,33 @@ class WholeCall(Concern):
                 return f"CUDA graphs skipped: {str(g.cudagraphs['skipped'][0])[:200]}"
         return None
 
-    def _backward_ids(self) -> list[str]:
-        return [g.graph_id for g in list(self.session.graphs.values()) if g.kind == "backward"]
+    def _backward_ids(self, cid: str | None) -> list[str]:
+        """The backward graphs of compile ``cid`` (of every compile: None)."""
+        return [g.graph_id for g in list(self.session.graphs.values()) if g.kind == "backward"
+                and (cid is None or g.compile_id == cid)]
 
 
 BACKWARD = "(backward)"
 
 
-Run = tuple[float, list[tuple[str, str, str, float]]]  # a clocked call: wall, its parts
+Piece = tuple[str, str, str, str, float]  # part, graph, compile id, phase, seconds
+Run = tuple[float, list[Piece]]  # a clocked call: wall, its parts
 
 
-def shares(runs: list[Run], wall: float) -> list[tuple[tuple[str, str, str], float]]:
-    """Each part of the usual shape (part, graph, compile id) with its seconds: its mean share
+def shares(runs: list[Run], wall: float) -> list[tuple[tuple[str, ...], float]]:
+    """Each part of the usual shape (all but a part's seconds: part, graph, compile id,
+    phase) with its seconds: its mean share
     of the wall time over the clocked calls of that shape whose wall time is in the middle fifth
     (p40–p60), times ``wall``. Empty when no call was clocked."""
     runs = [(w, r) for w, r in runs if r and w > 0]
     if not runs:
         return []
-    shapes = [tuple((p, g, c) for p, g, c, _ in r) for _, r in runs]
+    shapes = [tuple(x[:-1] for x in r) for _, r in runs]
     shape = max(set(shapes), key=shapes.count)  # the calls took one path: the usual one
     same = sorted((wr for wr, sh in zip(runs, shapes) if sh == shape), key=lambda wr: wr[0])
     lo, hi = int(len(same) * 0.4), max(int(len(same) * 0.6), int(len(same) * 0.4) + 1)
     middle = same[lo:hi]
-    return [(key, statistics.fmean(r[i][3] / w for w, r in middle) * wall)
+    return [(key, statistics.fmean(r[i][-1] / w for w, r in middle) * wall)
             for i, key in enumerate(shape)]
 
 
@@ -271,25 +279,45 @@ class _Clocked:
     graphs: list[tuple[str, str, int, int]]
     fwd_end: int
     end: int
+    backward: list[tuple[str, int, int]]  # per compiled graph's backward: (compile id, marks)
 
 
-def _parts(c: _Clocked, cudagraphs: set[str],
-           training: bool) -> list[tuple[str, str, str, float]]:
+def _parts(c: _Clocked, cudagraphs: set[str], training: bool) -> list[Piece]:
     """One clocked call as its parts, in order."""
     if not c.graphs:
         return []
     sec = c.seconds
     clock = [(g, cid, sec[a], sec[b]) for g, cid, a, b in c.graphs]
-    out: list[tuple[str, str, str, float]] = [("dynamo", "", "", clock[0][2])]
+    out: list[Piece] = [("dynamo", "", "", "fwd", clock[0][2])]
     for i, (gid, cid, g0, g1) in enumerate(clock):
-        out.append(("cudagraph" if gid in cudagraphs else "graph", gid, cid, g1 - g0))
+        out.append(("cudagraph" if gid in cudagraphs else "graph", gid, cid, "fwd", g1 - g0))
         if i + 1 < len(clock):
-            out.append(("eager_island", "", cid, clock[i + 1][2] - g1))
+            out.append(("eager_island", "", cid, "fwd", clock[i + 1][2] - g1))
     # from the last graph's end to the forward's: Dynamo's frame returning, the module's and
     # AOTAutograd's wrappers handing back the outputs
-    out.append(("dynamo", "", "", sec[c.fwd_end] - clock[-1][3]))
+    out.append(("dynamo", "", "", "fwd", sec[c.fwd_end] - clock[-1][3]))
     if training:
-        out.append(("graph", BACKWARD, "", sec[c.end] - sec[c.fwd_end]))
+        out += _backward_parts(c)
+    return out
+
+
+def _backward_parts(c: _Clocked) -> list[Piece]:
+    """The backward of a clocked training step: each compiled graph's backward as the autograd
+    engine ran it, and the eager backward between them (the backward of the eager island the
+    forward ran between those two graphs: its break is the earlier forward graph's compile,
+    the one whose backward runs next), before the first and after the last (the engine, the
+    eager backward of code outside the graphs). One lump when no backward was marked."""
+    sec = c.seconds
+    bwd = sorted(((cid, sec[a], sec[b]) for cid, a, b in c.backward if a >= 0),
+                 key=lambda x: x[1])
+    if not bwd:
+        return [("graph", BACKWARD, "", "bwd", sec[c.end] - sec[c.fwd_end])]
+    out: list[Piece] = [("eager_island", "", "", "bwd", bwd[0][1] - sec[c.fwd_end])]
+    for i, (cid, b0, b1) in enumerate(bwd):
+        out.append(("graph", "", cid, "bwd", b1 - b0))
+        if i + 1 < len(bwd):
+            out.append(("eager_island", "", bwd[i + 1][0], "bwd", bwd[i + 1][1] - b1))
+    out.append(("eager_island", "", "", "bwd", sec[c.end] - bwd[-1][2]))
     return out
 
 

@@ -109,10 +109,12 @@ def _ledger(entry: dict[str, Any], breaks: dict[str, list[GraphBreak]]) -> list[
         part, reason, line = p["part"], None, None
         if part == "eager_island":
             brk = _break_of(breaks, p.get("compile_id"))
-            if brk is None:  # the graph before it ended its frame: the gap is the next frame's
-                part = "dynamo"  # guards and evaluation (and eager code between frames)
-            else:
+            if brk is not None:
                 reason, line = brk.cause, brk.user_line or brk.site
+            elif phase == "bwd":  # the autograd engine and the eager backward outside graphs
+                reason = BACKWARD_REST if not p.get("compile_id") else None
+            else:  # the graph before it ended its frame: the gap is the next frame's
+                part = "dynamo"  # guards and evaluation (and eager code between frames)
         elif part in ("graph", "cudagraph") and isinstance(p.get("reason"), str):
             reason = p["reason"]  # a graph not captured as a CUDA graph, and why
         out.append(Part(part, secs, graph, reason, line.file if line else None,
@@ -120,10 +122,13 @@ def _ledger(entry: dict[str, Any], breaks: dict[str, list[GraphBreak]]) -> list[
     return out
 
 
+BACKWARD_REST = "the autograd engine; eager backward outside the compiled graphs"
+
+
 def _cause(ledger: list[Part], compiled_s: float) -> str:
     """The eager islands, when they are what a slower compiled call spends its time on:
     ``3 eager islands from `.item()` at model.py:42 take 1.8 of 2.9 ms``."""
-    islands = [p for p in ledger if p.part == "eager_island"]
+    islands = [p for p in ledger if p.part == "eager_island" and p.phase == "fwd"]
     if not islands:
         return ""
     took = sum(p.seconds for p in islands)
