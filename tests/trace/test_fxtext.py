@@ -1,4 +1,4 @@
-"""The FX text parser (tuidebug.trace.importers.fxtext) on graphs the real compiler printed.
+"""The FX text parser (tuidebug.trace.format.fxtext) on graphs the real compiler printed.
 
 ``compiler_texts`` prints a Dynamo graph and an exported ATen graph with
 ``GraphModule.print_readable`` and records, from the GraphModule itself, every node's name, op,
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tuidebug.trace.importers import fxtext
+from tuidebug.trace.format import fxtext
 
 
 def _graph(texts: dict[str, Any], kind: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import pytest
 
 from tuidebug.trace import importers
 from tuidebug.trace.importers import cache as import_cache
-from tuidebug.trace.importers import fxtext
+from tuidebug.trace.format import fxtext
 from tuidebug.trace.diff import diff_traces
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.summary import trace_summary

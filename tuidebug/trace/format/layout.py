@@ -87,8 +87,15 @@ def diff_fingerprints(old: dict[str, Any], new: dict[str, Any]) -> dict[str, lis
     }
 
 
-def stage_file(index: int, name: str) -> str:
-    return f"{schema.STAGES_DIR}/{index:03d}-{safe_id(name)}.json"
+def stage_file(index: int, name: str, *, fx_text: bool = False) -> str:
+    """``stages/NNN-<name>.json`` (a JSON snapshot), or ``….txt`` (the graph as a log printed it)."""
+    return f"{schema.STAGES_DIR}/{index:03d}-{safe_id(name)}" + (
+        schema.FX_TEXT_SUFFIX if fx_text else ".json")
+
+
+def is_fx_text(file: str) -> bool:
+    """Whether a stage's snapshot file is a graph as a log printed it (``stages/NNN-x.txt``)."""
+    return file.endswith(schema.FX_TEXT_SUFFIX)
 
 
 def phase_durations(starts: dict[str, float], end: float | None = None) -> dict[str, float]:

@@ -69,6 +69,7 @@ class GraphRecord:
         self.dir = trace.root / schema.GRAPHS_DIR / self.id
         self._stage_cache: dict[int, Graph | None] = {}
         self._changes_cache: dict[int, dict[str, list[str]]] = {}
+        self._fingerprints: dict[str, dict[str, Any]] = {}  # snapshot file -> its nodes' prints
 
     @property
     def _f(self) -> TraceFiles:
@@ -92,9 +93,11 @@ class GraphRecord:
         graph = None
         if info.file:
             path = self.dir / info.file
-            data = self._f.json(path, None, required=True, kind="snapshot")
+            data = self._snapshot_data(info.name, info.file)
             if data is not None:
                 try:
+                    if layout.is_fx_text(info.file):
+                        data["changes"] = self._text_changes(info.file, data["nodes"])
                     self._changes_cache[info.index] = _changes(data)
                     graph = Graph.from_json(data)
                 except (ValueError, TypeError, AttributeError) as e:
@@ -102,10 +105,53 @@ class GraphRecord:
         self._stage_cache[info.index] = graph
         return graph
 
+    def _snapshot_data(self, stage: str, file: str) -> dict[str, Any] | None:
+        """A snapshot file as the snapshot JSON shape: read, or, for a graph kept as the text a
+        log printed (``….txt``), parsed from it (its problems reported)."""
+        path = self.dir / file
+        if not layout.is_fx_text(file):
+            data = self._f.json(path, None, required=True, kind="snapshot")
+            return data if isinstance(data, dict) else None
+        text = self._f.text(path, safefile.MAX_JSON_BYTES)
+        if text is None:
+            if not os.path.lexists(path):
+                self._f.problem(path, "missing")
+            return None
+        from tuidebug.trace.format import fxtext  # only for a trace imported from a log
+
+        parsed = fxtext.parse_graph(text)
+        for p in parsed.problems:
+            self._f.problem(path, p)
+        return parsed.to_json(self.id, stage)
+
+    def _text_changes(self, file: str, nodes: list[dict[str, Any]]) -> dict[str, list[str]]:
+        """What the snapshot ``file`` changed against the one before it (the import stores a
+        printed graph without comparing it: compared here, when it is read)."""
+        prev = None
+        for s in self.stages:
+            if s.file == file:
+                break
+            if s.file:
+                prev = s
+        fp = self._fingerprints[file] = layout.fingerprint_nodes(nodes)
+        if prev is None or prev.file is None:
+            return {"added": list(fp), "removed": [], "changed": []}
+        old = self._fingerprints.get(prev.file)
+        if old is None:
+            before = self._snapshot_data(prev.name, prev.file)
+            nodes_before = before.get("nodes") if before is not None else None
+            if not isinstance(nodes_before, list):
+                return {"added": list(fp), "removed": [], "changed": []}
+            old = self._fingerprints[prev.file] = layout.fingerprint_nodes(
+                n for n in nodes_before if isinstance(n, dict) and "name" in n)
+        return layout.diff_fingerprints(old, fp)
+
     def stage_changes(self, stage: StageInfo) -> dict[str, list[str]]:
         """Node names a pass added/removed/changed (stored in the snapshot file)."""
         if not stage.file:
             return {"added": [], "removed": [], "changed": []}
+        if stage.index not in self._changes_cache and layout.is_fx_text(stage.file):
+            self.stage_graph(stage)  # compared when it is parsed
         if stage.index not in self._changes_cache:
             self._changes_cache[stage.index] = _changes(
                 self._f.json(self.dir / stage.file, {}, kind="snapshot") or {})
@@ -202,6 +248,8 @@ class GraphRecord:
             if not self._f.exists(path) and not os.path.lexists(path):
                 self._f.problem(path, "missing")
                 continue
+            if layout.is_fx_text(st.file):
+                continue  # a printed graph: what is wrong with it is told when it is parsed
             # a snapshot's node count comes from the stage list (not parsed here): its last
             # bytes tell a file cut short (a JSON object ends with "}")
             try:

@@ -23,6 +23,8 @@ SHAPES_SUFFIX = ".shapes.json"  # compiles/<id>.shapes.json: symbols, guards, sp
 # Per graph directory
 META = "meta.json"
 STAGES_DIR = "stages"
+# a snapshot kept as the printed FX graph a log holds (read into the JSON shape when opened)
+FX_TEXT_SUFFIX = ".txt"
 IR_PRE = "ir_pre_fusion"
 IR_POST = "ir_post_fusion"
 FUSION = "fusion.jsonl"

@@ -254,6 +254,13 @@ class GraphWriter:
         self.trace.write_json(self.dir / fname, data, compact=True)
         return fname
 
+    def write_stage_text(self, index: int, name: str, text: str) -> str:
+        """A graph snapshot kept as the FX graph a log printed: ``stages/NNN-<name>.txt``,
+        parsed when it is first read (``reader``); returns its name, as ``write_stage``."""
+        fname = layout.stage_file(index, name, fx_text=True)
+        self.trace.write_text(self.dir / fname, text)
+        return fname
+
     def write_meta(self, *, kind: str, compile_id: str, status: str,
                    stages: list[dict[str, Any]], phase_starts: dict[str, float],
                    end: float | None = None, kernels: int, fusion: dict[str, Any],

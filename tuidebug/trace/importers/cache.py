@@ -18,7 +18,7 @@ from tuidebug.errors import ImportFailed
 from tuidebug.trace.importers.sources import TRACE_DIR_LOG_RE, Kind, detect, trace_logs
 
 # Bump when an importer writes something different: cached imports are then redone.
-IMPORTER_VERSION = 1
+IMPORTER_VERSION = 2  # 2: printed graphs kept as text (stages/NNN-<name>.txt)
 CACHE_DIR_ENV = "TUIDEBUG_IMPORT_CACHE"
 
 

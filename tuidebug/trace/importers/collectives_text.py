@@ -1,7 +1,7 @@
 """The collectives of an imported graph (``collectives.json``), from what a TORCH_TRACE log holds:
-the post-grad graph as printed text (already parsed into a snapshot by ``fxtext``) and the output
-code (already split into kernels, ``code/kernels.json``, and ``code/wrapper.py``). Pure text; no
-torch.
+the post-grad graph as printed text (kept as text or parsed into a snapshot by ``fxtext``) and
+the output code (already split into kernels, ``code/kernels.json``, and ``code/wrapper.py``).
+Pure text; no torch.
 
 Each ``torch.ops._c10d_functional.*`` node of the post-grad snapshot (and ``c10d.*``,
 ``_c10d_functional_autograd.*``) becomes an entry of the same shape the capture writes
@@ -27,7 +27,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tuidebug.trace.format import layout
+from tuidebug.trace.format import fxtext, layout
 from tuidebug.trace.format import safefile
 
 NAMESPACES = ("_c10d_functional", "c10d", "_c10d_functional_autograd")
@@ -310,10 +310,13 @@ def from_graph_dir(graph_dir: Path, graph_id: str, rank: Any, stages: list[dict[
         return None
     if b"c10d" not in raw:  # no collective: the snapshot (maybe large) is not parsed
         return None
-    try:
-        snap = safefile.loads(raw)
-    except ValueError:
-        return None
+    if layout.is_fx_text(str(post[-1]["file"])):  # kept as the log printed it
+        snap: Any = fxtext.parse_graph(raw.decode("utf-8", "replace")).to_json()
+    else:
+        try:
+            snap = safefile.loads(raw)
+        except ValueError:
+            return None
     nodes = snap.get("nodes") if isinstance(snap, dict) else None
     if not isinstance(nodes, list) or not any(
             isinstance(n, dict) and op_of(n.get("target")) for n in nodes):

@@ -13,7 +13,8 @@ from typing import Any, Callable
 
 from tuidebug.trace.format import layout
 from tuidebug.trace.importers import records as r
-from tuidebug.trace.importers.fxtext import ParsedGraph
+from tuidebug.trace.format import fxtext
+from tuidebug.trace.format.fxtext import GraphIndex, ParsedGraph
 from tuidebug.trace.importers.segments import Segment, Segmentation
 from tuidebug.trace.format.writer import GraphWriter
 from tuidebug.trace.format import safefile
@@ -76,6 +77,8 @@ class ImportedGraph:
         """A parsed graph as the next stage: (its index, the snapshot file's content, the stage
         entry); what it changed is against the previous snapshot."""
         fp = layout.fingerprint_nodes(parsed.nodes)
+        if self.last_fp is None and self.last_file and layout.is_fx_text(self.last_file):
+            self.last_fp = self._text_fingerprint(self.last_file)
         changes = layout.diff_fingerprints(self.last_fp, fp) if self.last_fp is not None else {
             "added": list(fp), "removed": [], "changed": []}
         index = len(self.stages) + len(self.pending)
@@ -95,6 +98,28 @@ class ImportedGraph:
             "changed": first or any(changes.values()),
             "file": fname, "nodes": len(parsed.nodes),
             "counts": {k: len(v) for k, v in changes.items()}}
+
+    def text_snapshot(self, stage: str, index: GraphIndex, *, md5: str
+                      ) -> tuple[int, dict[str, Any]]:
+        """A printed graph kept as text (``index``: what it says without parsing it) as the
+        next stage: (its index, the stage entry). What it changed is told when it is read."""
+        n = len(self.stages) + len(self.pending)
+        fname = layout.stage_file(n, stage, fx_text=True)
+        self.fx_source.update(index.sources)
+        self.last_fp, self.last_md5, self.last_file = None, md5 or None, fname
+        self.last_nodes = index.nodes
+        return n, {"name": stage, "kind": "stage", "subsystem": None,
+                   "duration_s": self.stage_durations.get(stage), "changed": None,
+                   "file": fname, "nodes": index.nodes}
+
+    def _text_fingerprint(self, file: str) -> dict[str, Any]:
+        """The node prints of a snapshot this import kept as text (an eager snapshot after it
+        is compared with it)."""
+        try:
+            text = safefile.read_text(self.out.path(file), safefile.MAX_JSON_BYTES)
+        except (OSError, safefile.Refused):
+            return {}
+        return layout.fingerprint_nodes(fxtext.parse_graph(text).nodes)
 
     def has_stage(self, stage: str) -> bool:
         return any(s["name"] == stage and s.get("file") for s in self.stages)

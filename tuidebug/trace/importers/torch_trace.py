@@ -22,7 +22,8 @@ from typing import IO, Any, Callable
 from tuidebug.trace.queries import cache_keys
 from tuidebug.trace.format import layout, schema
 from tuidebug.trace.format import safefile
-from tuidebug.trace.importers import collectives_text, fxtext, records as r, segments, tracelog
+from tuidebug.trace.format import fxtext
+from tuidebug.trace.importers import collectives_text, records as r, segments, tracelog
 from tuidebug.trace.importers import vllm
 from tuidebug.trace.importers.sources import log_rank
 from tuidebug.trace.importers.graphs import GraphBook, ImportedCompile, ImportedGraph
@@ -54,8 +55,11 @@ class TorchTraceImporter:
                  source: str | os.PathLike[str] | None = None, kind: str = "torch_trace",
                  ranks: list[int] | None = None,
                  on_progress: Callable[[str], None] | None = None,
-                 cache_key: str | None = None) -> None:
+                 cache_key: str | None = None, parse_graphs: bool = False) -> None:
         self.log = Path(log) if log is not None else None
+        # parse every printed graph now (JSON snapshots); by default an intact one is kept as
+        # text and parsed when it is opened
+        self.parse_graphs = parse_graphs
         self.cache_key = cache_key  # stamped into imported_from (the import cache's key)
         self.out = Path(out_dir)
         src = source if source is not None else log
@@ -255,9 +259,11 @@ class TorchTraceImporter:
         self.book.touch(g, env.lineno)
         md5 = str(env.meta.get("has_payload") or "")
         added = len(g.stages)
+        # an intact printed graph (its checksum matched) is kept as text, parsed when opened
+        as_text = bool(md5) and env.payload_ok and not fact.subsystem and not self.parse_graphs
         if md5 and md5 == g.last_md5 and g.last_file and env.payload_ok:
             g.add_stage(g.unchanged_stage(stage))
-        else:
+        elif not (as_text and self._text_snapshot(g, stage, env.payload(), md5)):
             if not env.payload_ok:
                 self.warn(f"{self.log_name}: line {env.lineno}: graph {g.id} stage {stage} comes "
                           "from a damaged payload; it may be incomplete")
@@ -265,6 +271,17 @@ class TorchTraceImporter:
                                line=env.lineno, what=env.name)
         if fact.subsystem and len(g.stages) > added:  # a pass's graph (vLLM's post-grad passes)
             g.stages[-1].update(kind="pass", subsystem=fact.subsystem)
+
+    def _text_snapshot(self, g: ImportedGraph, stage: str, text: str, md5: str) -> bool:
+        """Keep an intact printed graph as text, with its node count and node sources read from
+        its statements' shapes (``fxtext.index_graph``); False when it must be parsed now."""
+        index = fxtext.index_graph(text)
+        if index is None or not index.nodes:
+            return False
+        n, entry = g.text_snapshot(stage, index, md5=md5)
+        g.out.write_stage_text(n, stage, text)
+        g.add_stage(entry)
+        return True
 
     def snapshot_text(self, g: ImportedGraph, stage: str, text: str, *, md5: str = "",
                       where: str = "", line: int = 0, what: str = "graph") -> bool:

@@ -104,114 +104,128 @@ def scan(path: str | Path) -> LogScan:
     return out
 
 
-def _scan(f: IO[bytes], out: LogScan) -> None:
-    rel = out.path.name
-    offset = 0
-    lineno = 0
-    cur: Record | None = None
-    md5: Any = None
-    want = ""
-    first = True
-    chromium_buf: list[bytes] | None = None
-    orphan_start = 0  # first line of a run of payload lines that belong to no record
-    orphans = 0
+_CHUNK = 8 << 20  # bytes read at a time (a longer line is read whole)
+_LINE_START = re.compile(rb"^(?!\t)", re.M)  # the start of each line that is not a payload line
 
-    def close() -> None:
-        nonlocal cur, md5, chromium_buf
+
+class _Scanner:
+    """The state of one scan: the record whose payload is being read, its checksum, and a run
+    of payload lines that belong to no record. Payload lines are handled a block of lines at a
+    time with bytes operations (no Python step per line): a log of gigabytes reads at disk
+    speed, and only one chunk of it is held."""
+
+    def __init__(self, out: LogScan) -> None:
+        self.out = out
+        self.rel = out.path.name
+        self.cur: Record | None = None
+        self.md5: Any = None
+        self.want = ""
+        self.chromium_buf: list[bytes] | None = None
+        self.orphan_start = 0
+        self.orphans = 0
+
+    def close(self, offset: int) -> None:
+        cur, out = self.cur, self.out
         if cur is None:
             return
         if cur.payload_start >= 0:
             cur.payload_end = offset
-        if want and md5 is not None:
+        if self.want and self.md5 is not None:
             if cur.payload_start < 0:
                 cur.payload_ok = False
-                out.warn(f"{rel}: line {cur.lineno}: {cur.name} record has no payload "
+                out.warn(f"{self.rel}: line {cur.lineno}: {cur.name} record has no payload "
                          "(truncated?)")
-            elif md5.hexdigest() != want:
+            elif self.md5.hexdigest() != self.want:
                 cur.payload_ok = False
-                out.warn(f"{rel}: line {cur.lineno}: payload of {cur.name} "
+                out.warn(f"{self.rel}: line {cur.lineno}: payload of {cur.name} "
                          f"(lines {cur.lineno + 1}-{cur.lineno + cur.payload_lines}) is truncated "
                          "or corrupt (checksum mismatch)")
-        if chromium_buf is not None and cur.payload_ok:
+        if self.chromium_buf is not None and cur.payload_ok:
             try:
-                cur.chromium = safefile.loads(b"\n".join(chromium_buf).decode("utf-8"))
+                cur.chromium = safefile.loads(b"\n".join(self.chromium_buf).decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError):
                 cur.chromium = None
-        chromium_buf = None
-        md5 = None
-        cur = None
+        self.chromium_buf = None
+        self.md5 = None
+        self.cur = None
 
-    def flush_orphans() -> None:
-        nonlocal orphans
-        if orphans:
-            out.warn(f"{rel}: lines {orphan_start}-{orphan_start + orphans - 1}: payload lines "
-                     "that belong to no readable record; skipped")
-            out.bad_lines += orphans
-            orphans = 0
+    def flush_orphans(self) -> None:
+        if self.orphans:
+            self.out.warn(f"{self.rel}: lines {self.orphan_start}-"
+                          f"{self.orphan_start + self.orphans - 1}: payload lines that belong to "
+                          "no readable record; skipped")
+            self.out.bad_lines += self.orphans
+            self.orphans = 0
 
-    for raw in f:
-        lineno += 1
-        n = len(raw)
-        if raw[:1] == b"\t":
-            if cur is None:
-                if not orphans:
-                    orphan_start = lineno
-                orphans += 1
-                offset += n
-                continue
-            body = raw[1:-1] if raw.endswith(b"\n") else raw[1:]
-            if body.endswith(b"\r"):
+    def payload(self, block: bytes, offset: int, lineno: int) -> None:
+        """``block``: whole payload lines (each starts with a tab), the first at ``offset``
+        (line ``lineno``); the last ends with a newline unless the log ends there."""
+        n = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+        cur = self.cur
+        if cur is None:
+            if not self.orphans:
+                self.orphan_start = lineno
+            self.orphans += n
+            return
+        if b"\r" in block:  # a line may end in CR LF: the CR is not part of the payload
+            body = b"\n".join(ln[1:-1] if ln.endswith(b"\r") else ln[1:]
+                              for ln in block.split(b"\n")[:n])
+        else:
+            body = block[1:].replace(b"\n\t", b"\n")
+            if body.endswith(b"\n"):
                 body = body[:-1]
-            if cur.payload_start < 0:
-                cur.payload_start = offset
-                first = True
-                cur.first_payload_line = body[:500].decode("utf-8", "replace")
-            if md5 is not None:
-                if not first:
-                    md5.update(b"\n")
-                md5.update(body)
-            first = False
-            cur.payload_lines += 1
-            if chromium_buf is not None:
-                chromium_buf.append(body)
-            offset += n
-            continue
-        close()
-        flush_orphans()
+        first = cur.payload_start < 0
+        if first:
+            cur.payload_start = offset
+            cut = body.find(b"\n")
+            cur.first_payload_line = body[:cut if 0 <= cut < 500 else 500].decode(
+                "utf-8", "replace")
+        if self.md5 is not None:
+            if not first:
+                self.md5.update(b"\n")
+            self.md5.update(body)
+        cur.payload_lines += n
+        if self.chromium_buf is not None:
+            self.chromium_buf.append(body)
+
+    def header(self, raw: bytes, offset: int, lineno: int) -> None:
+        """A line that is not a payload line: it ends the record before it."""
+        out, rel = self.out, self.rel
+        self.close(offset)
+        self.flush_orphans()
         line = raw.rstrip(b"\r\n")
-        offset += n
         if not line.strip():
-            continue
+            return
         m = _HEADER_RE.match(line)
         if m is None:
             out.bad_lines += 1
             out.warn(f"{rel}: line {lineno}: not a TORCH_TRACE record (garbage or a damaged "
                      "line); skipped")
-            continue
+            return
         try:
             meta = safefile.loads(m["json"].decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             out.bad_lines += 1
             out.warn(f"{rel}: line {lineno}: record is truncated or corrupt "
                      f"({type(e).__name__}: {e}); skipped")
-            continue
+            return
         if not isinstance(meta, dict):
             out.bad_lines += 1
             out.warn(f"{rel}: line {lineno}: record is not a JSON object; skipped")
-            continue
+            return
         event = _event_key(meta)
         if event is None:
             out.bad_lines += 1
             out.warn(f"{rel}: line {lineno}: record names no event; skipped")
-            continue
+            return
         if event == "str":
             s = meta.get("str")
             if isinstance(s, list) and len(s) == 2 and isinstance(s[1], int):
                 out.strings[s[1]] = str(s[0])
-            continue
+            return
         if event in ("describe_storage", "describe_tensor", "describe_source"):
             if "has_payload" not in meta:
-                continue  # fake-tensor metadata: not used by the trace; skip cheaply
+                return  # fake-tensor metadata: not used by the trace; skip cheaply
         if out.rank is None and isinstance(meta.get("rank"), int):
             out.rank = meta["rank"]
         try:
@@ -220,14 +234,57 @@ def _scan(f: IO[bytes], out: LogScan) -> None:
             pid = None
         cur = Record(lineno=lineno, event=event, meta=meta, pid=pid,
                      time=f"{m['md'].decode()} {m['time'].decode()}")
-        want = str(meta.get("has_payload") or "")
-        md5 = hashlib.md5(usedforsecurity=False) if want else None
+        self.want = str(meta.get("has_payload") or "")
+        self.md5 = hashlib.md5(usedforsecurity=False) if self.want else None
         if event == "chromium_event":
-            chromium_buf = []
+            self.chromium_buf = []
         cur.index = len(out.records)
         out.records.append(cur)
-    close()
-    flush_orphans()
+        self.cur = cur
+
+
+def _scan(f: IO[bytes], out: LogScan) -> None:
+    sc = _Scanner(out)
+    base = 0  # file offset of the chunk
+    lineno = 0  # lines before the chunk
+    carry = b""
+    while True:
+        data = f.read(_CHUNK)
+        chunk = carry + data if carry else data
+        if data:
+            cut = chunk.rfind(b"\n") + 1
+            if cut == 0:  # no line ends in it yet: read on
+                carry = chunk
+                continue
+            chunk, carry = chunk[:cut], chunk[cut:]
+        else:
+            carry = b""
+        if not chunk:
+            break
+        counted, at = 0, lineno  # line number of position ``counted``
+        pos = 0
+        size = len(chunk)
+        for m in _LINE_START.finditer(chunk):
+            p = m.start()
+            if p >= size:
+                break
+            at += chunk.count(b"\n", counted, p)
+            counted = p
+            if p > pos:
+                sc.payload(chunk[pos:p], base + pos, at - chunk.count(b"\n", pos, p) + 1)
+            e = chunk.find(b"\n", p)
+            e = size if e < 0 else e + 1
+            sc.header(chunk[p:e], base + p, at + 1)
+            pos = e
+        if pos < size:
+            at += chunk.count(b"\n", counted, pos)
+            sc.payload(chunk[pos:], base + pos, at + 1)
+        lineno += chunk.count(b"\n") + (0 if chunk.endswith(b"\n") else 1)
+        base += size
+        if not data:
+            break
+    sc.close(base)
+    sc.flush_orphans()
     out.lines = lineno
 
 

@@ -8,7 +8,7 @@ import math
 import re
 from typing import Any
 
-from tuidebug.trace.importers.fx_annotations import parse_annotation
+from tuidebug.trace.format.fx_annotations import parse_annotation
 
 PARAM_RE = re.compile(r"^l_self_modules_(?P<path>.+?)_(?:parameters|buffers)_(?P<attr>\w+?)_$")
 

@@ -11,10 +11,10 @@ import ast
 import re
 from typing import Any
 
-from tuidebug.trace.importers.fx_builder import Builder
+from tuidebug.trace.format.fx_builder import Builder
 
 STMT_RE = re.compile(r'^(?P<name>[A-Za-z_]\w*)(?:: "(?P<ann>[^"]*)")?(?: = (?P<rhs>.+))?$')
-_DEL_RE = re.compile(r"^(?:[A-Za-z_]\w* = )+None$")
+DEL_RE = re.compile(r"^(?:[A-Za-z_]\w* = )+None$")
 _CALL_RE = re.compile(r"^(?P<t>[A-Za-z_][\w.]*)\((?P<a>.*)\)$")
 _GETITEM_RE = re.compile(r"^(?P<v>[A-Za-z_]\w*)\[(?P<i>-?\d+)\]$")
 _TOKEN_RE = re.compile(r"""\s*(?:(?P<s>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")"""
@@ -138,7 +138,7 @@ def fast_statement(b: Builder, code: str, lineno: int, src: dict[str, Any] | Non
         return m["ann"] is not None  # a bare "name: ann" placeholder, handled above
     cut = rhs.find(";  ")
     if cut >= 0:
-        if not _DEL_RE.match(rhs[cut + 3:]):
+        if not DEL_RE.match(rhs[cut + 3:]):
             return False
         rhs = rhs[:cut]
     if rhs == "None":
