@@ -216,3 +216,21 @@ def _descendants(pid: int) -> set[int]:
         todo += list(kids - found)
         found |= kids
     return found
+
+
+async def test_compare_screen_reads_noise_between_two_processes_as_no_change(
+        open_ui, tmp_path: Path) -> None:
+    """Two profiled traces whose whole calls' intervals are apart but whose rounds overlap (two
+    processes on a busy machine): the compare screen says no change, never faster or slower."""
+    from tests.trace.test_verdict_ledger import _call, _rounds, _trace
+
+    a = _trace(tmp_path / "a", _rounds(_call(0.78, 0.77, 0.80), spread=0.3)).root
+    b = _trace(tmp_path / "b", _rounds(_call(0.90, 0.89, 0.91), spread=0.3)).root
+    async with open_ui(a) as ui:
+        ui.app.compare_with = b
+        await ui.press("8")
+        assert await ui.wait_for(lambda: any("compiled vs eager" in ln
+                                             for ln in ui.lines("#compare-view")), 60)
+        lines = "\n".join(ui.lines("#compare-view"))
+        assert "no change" in lines and "not compared part by part" in lines, lines
+        assert "faster" not in lines and "slower" not in lines, lines

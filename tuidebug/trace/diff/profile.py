@@ -112,6 +112,13 @@ def calls_same(va: dict[str, Any] | None, vb: dict[str, Any] | None) -> bool | N
     return bool(ra[0] <= rb[1] and rb[0] <= ra[1])
 
 
+def _rounds(v: dict[str, Any]) -> str:
+    """``; rounds 0.61–0.98``: the p10–p90 of a trace's per-round ratios, when recorded."""
+    lo, hi = v.get("ratio_p10"), v.get("ratio_p90")
+    return f"; rounds {lo:.2f}–{hi:.2f}" if isinstance(lo, float) and isinstance(hi, float) \
+        else ""
+
+
 def profile_findings(p: dict[str, Any] | None, fmt: Any, top: int = 3) -> list[str]:
     """One-line findings: the compiled call's change, then the lines that changed most
     (``fmt``: seconds as text)."""
@@ -124,8 +131,8 @@ def profile_findings(p: dict[str, Any] | None, fmt: Any, top: int = 3) -> list[s
     same = p.get("calls_same")
     if va and vb:
         out = [f"compiled vs eager (eager/compiled, each trace interleaved): "
-               f"{va['ratio']:.2f} ({va['ratio_low']:.2f}–{va['ratio_high']:.2f}) → "
-               f"{vb['ratio']:.2f} ({vb['ratio_low']:.2f}–{vb['ratio_high']:.2f})"
+               f"{va['ratio']:.2f} ({va['ratio_low']:.2f}–{va['ratio_high']:.2f}{_rounds(va)}) → "
+               f"{vb['ratio']:.2f} ({vb['ratio_low']:.2f}–{vb['ratio_high']:.2f}{_rounds(vb)})"
                + (": no change (timed in two processes: the rounds' ratios overlap)" if same else
                   f": B's compiled call is {'faster' if vb['ratio'] > va['ratio'] else 'slower'}"
                   " relative to eager")]
