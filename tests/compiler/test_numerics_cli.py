@@ -4,6 +4,7 @@ and each compile's difference classified (tuidebug/trace/queries/numerics_classe
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -11,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from tests.conftest import ROOT, pythonpath
 from tuidebug.trace.format.reader import Trace
@@ -171,3 +173,31 @@ def test_a_run_that_records_no_accuracy_check_is_a_clear_error(tmp_path: Path) -
     assert said.startswith(f"tuidebug: error: the run recorded no accuracy check in {trace}-"
                            "numerics: no compiled graph ran"), said
     assert f"its output is in {trace}-numerics.log" in said and "Traceback" not in proc.stderr
+
+
+def test_a_hostile_numerics_json_is_read_as_data(tmp_path: Path) -> None:
+    """numerics.json is trace data: escapes shown inert, wrong types reported, never a
+    traceback; a file of the wrong shape is a problem and no classification."""
+    from tuidebug.trace.queries.numerics import numerics_summary
+    from tuidebug.viewers.numerics_report import numerics_report
+
+    esc = "\x1b[2J\x1b]52;c;cHduZWQ=\x07"
+    trace = _trace(tmp_path / "t", ["x.py"], checks={"0/0": _report([_kernel("k", True)])})
+    (trace / "numerics.json").write_text(json.dumps({"compiles": [
+        {"compile_id": "0/0", "kernel": f"k{esc}", "verdict": f"fine{esc}", "why": 5,
+         "reruns": ["x", {"flag": f"f{esc}", "outcome": ["?"], "trace": f"/t{esc}"}]}]}))
+    buf = io.StringIO()
+    console = Console(file=buf, width=200, color_system=None)
+    for line in numerics_report(Trace(trace)):
+        console.print(line)
+    text = buf.getvalue()
+    assert "\x1b" not in text and "\x07" not in text and "fine\\x1b[2J" in text, text
+    assert "f\\x1b[2J" in text and "classified: " in text
+    t = Trace(trace)
+    summary = numerics_summary(t)["0/0"]["classified"]
+    assert summary["kernel"] == f"k{esc}" and summary["why"] == "", summary  # data, as it is
+    assert any("numerics.json" in str(p) and "why" in str(p) for p in t.problems), t.problems
+    (trace / "numerics.json").write_text(json.dumps([1, 2]))
+    t = Trace(trace)
+    assert numerics_summary(t)["0/0"]["classified"] is None
+    assert any("numerics.json" in str(p) for p in t.problems), t.problems

@@ -9,6 +9,7 @@ import io
 from pathlib import Path
 
 from rich.console import Console
+from rich.text import Text
 
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.summary import trace_summary
@@ -27,7 +28,8 @@ def test_info_and_the_numerics_report_say_it_first(accuracy_trace: Path,
                                                    mlp_trace: Path) -> None:
     banner = "TESTING-ONLY flag set: cpp.inject_relu_bug_TESTING_ONLY='accuracy'"
     assert _info(accuracy_trace)[1].startswith(banner), _info(accuracy_trace)[:3]
-    assert numerics_report(Trace(accuracy_trace))[0].plain.startswith(banner)
+    first = numerics_report(Trace(accuracy_trace))[0]
+    assert isinstance(first, Text) and first.plain.startswith(banner)
     assert not any("TESTING-ONLY" in line for line in _info(mlp_trace))
 
 

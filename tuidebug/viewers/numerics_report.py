@@ -4,6 +4,7 @@ judged (``numerics_view``, as ``info`` shows them) and the classification of its
 
 from __future__ import annotations
 
+from rich.console import RenderableType
 from rich.text import Text
 
 from tuidebug.inert import inert_text
@@ -18,9 +19,9 @@ VERDICT_STYLE = {NONE_DIVERGES: "bold green", CASTS_VERDICT: "bold yellow",
                  RANDOM_VERDICT: "bold yellow"}
 
 
-def numerics_report(trace: Trace) -> list[Text]:
+def numerics_report(trace: Trace) -> list[RenderableType]:
     """The report's lines for a trace made by ``tuidebug numerics`` (or ``trace --numerics``)."""
-    out: list[Text] = []
+    out: list[RenderableType] = []
     banner = testing_only_banner(testing_only_flags(trace))
     if banner:
         out.append(inert_text(banner, "bold reverse yellow"))
