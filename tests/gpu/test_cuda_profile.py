@@ -107,6 +107,10 @@ def test_the_whole_training_step_against_eager(cuda_profiled: Path) -> None:
     assert abs(sum(p.seconds for p in v.ledger) - v.compiled.median_s) < 1e-8
     graphs = [p for p in v.ledger if p.part in ("graph", "cudagraph")]
     assert any(p.phase == "fwd" for p in graphs) and any(p.phase == "bwd" for p in graphs)
+    # the backward as the autograd engine ran it: the compiled backward graph (marked on its
+    # autograd node, events on the device's timeline) and the engine around it
+    bwd = [p.part for p in v.ledger if p.phase == "bwd"]
+    assert bwd == ["eager_island", "graph", "eager_island"], [p.as_json() for p in v.ledger]
     other = next(p.seconds for p in v.ledger if p.part == "other")
     assert abs(other) < 0.10 * v.compiled.median_s, [p.as_json() for p in v.ledger]
 
