@@ -13,6 +13,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import warnings
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -20,6 +21,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
+
+# Write bytecode, here and in every process the tests start (a trace runs two): with
+# PYTHONDONTWRITEBYTECODE set, as on this project's machines, each of those processes compiled
+# every tuidebug module from source again, and pytest rewrote every test module's asserts anew.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 from tests.fixtures.make_traces import (COMPILE_DEBUG, COMPILER_TEXTS, DEBUG_RUNS, LOG_RUNS, SPECS,
                                         TORCH_TRACE, TraceSpec, made_info, make_compile_debug,

@@ -13,7 +13,12 @@ from tuidebug.compiler import compat
 
 pytestmark = pytest.mark.slow  # runs torch's compiler internals in this process
 
-compat.import_inductor()
+
+@pytest.fixture(autouse=True, scope="module")
+def _inductor() -> None:
+    """Inductor imported when these tests run, not when they are collected (every pytest-xdist
+    worker collects every file)."""
+    compat.import_inductor()
 
 
 def _signature(dotted: str) -> inspect.Signature:
