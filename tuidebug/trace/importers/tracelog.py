@@ -13,6 +13,7 @@ reported with their line numbers and skipped; the records around them are kept.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ COMMON_KEYS = frozenset({
 })
 
 MAX_WARNINGS = 200
+CHROMIUM_KEYS = ("name", "ph", "ts")  # what Record.chromium keeps of a chromium_event
 
 
 @dataclass
@@ -46,7 +48,7 @@ class Record:
     payload_lines: int = 0
     payload_ok: bool = True  # md5 matched (or there was no checksum to check)
     first_payload_line: str = ""  # the first payload line, for cheap peeks (AOT ID, ...)
-    chromium: dict[str, Any] | None = None  # parsed chromium_event payload (small)
+    chromium: dict[str, Any] | None = None  # a chromium_event payload's CHROMIUM_KEYS
     index: int = -1  # position in LogScan.records
 
     @property
@@ -105,7 +107,7 @@ def scan(path: str | Path) -> LogScan:
 
 
 _CHUNK = 8 << 20  # bytes read at a time (a longer line is read whole)
-_LINE_START = re.compile(rb"^(?!\t)", re.M)  # the start of each line that is not a payload line
+_NEXT_LINE = re.compile(rb"\n(?!\t)")  # a line end before a line that is not a payload line
 
 
 class _Scanner:
@@ -142,9 +144,12 @@ class _Scanner:
                          "or corrupt (checksum mismatch)")
         if self.chromium_buf is not None and cur.payload_ok:
             try:
-                cur.chromium = safefile.loads(b"\n".join(self.chromium_buf).decode("utf-8"))
+                event = safefile.loads(b"\n".join(self.chromium_buf).decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError):
-                cur.chromium = None
+                event = None
+            # what the import reads of it (its args, stack … are not held for every event)
+            cur.chromium = {k: event[k] for k in CHROMIUM_KEYS if k in event} \
+                if isinstance(event, dict) else None
         self.chromium_buf = None
         self.md5 = None
         self.cur = None
@@ -157,10 +162,9 @@ class _Scanner:
             self.out.bad_lines += self.orphans
             self.orphans = 0
 
-    def payload(self, block: bytes, offset: int, lineno: int) -> None:
-        """``block``: whole payload lines (each starts with a tab), the first at ``offset``
-        (line ``lineno``); the last ends with a newline unless the log ends there."""
-        n = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+    def payload(self, block: bytes, offset: int, lineno: int, n: int) -> None:
+        """``block``: ``n`` whole payload lines (each starts with a tab), the first at
+        ``offset`` (line ``lineno``); the last ends with a newline unless the log ends there."""
         cur = self.cur
         if cur is None:
             if not self.orphans:
@@ -246,7 +250,7 @@ class _Scanner:
 def _scan(f: IO[bytes], out: LogScan) -> None:
     sc = _Scanner(out)
     base = 0  # file offset of the chunk
-    lineno = 0  # lines before the chunk
+    lineno = 0  # lines before the chunk's current position
     carry = b""
     while True:
         data = f.read(_CHUNK)
@@ -261,25 +265,25 @@ def _scan(f: IO[bytes], out: LogScan) -> None:
             carry = b""
         if not chunk:
             break
-        counted, at = 0, lineno  # line number of position ``counted``
-        pos = 0
         size = len(chunk)
-        for m in _LINE_START.finditer(chunk):
-            p = m.start()
+        pos = 0  # the first line not read yet
+        starts = [0] if chunk[:1] != b"\t" else []
+        for p in itertools.chain(starts, (m.end() for m in _NEXT_LINE.finditer(chunk))):
             if p >= size:
                 break
-            at += chunk.count(b"\n", counted, p)
-            counted = p
-            if p > pos:
-                sc.payload(chunk[pos:p], base + pos, at - chunk.count(b"\n", pos, p) + 1)
+            if p > pos:  # payload lines up to this line
+                n = chunk.count(b"\n", pos, p)
+                sc.payload(chunk[pos:p], base + pos, lineno + 1, n)
+                lineno += n
             e = chunk.find(b"\n", p)
             e = size if e < 0 else e + 1
-            sc.header(chunk[p:e], base + p, at + 1)
+            sc.header(chunk[p:e], base + p, lineno + 1)
+            lineno += 1
             pos = e
         if pos < size:
-            at += chunk.count(b"\n", counted, pos)
-            sc.payload(chunk[pos:], base + pos, at + 1)
-        lineno += chunk.count(b"\n") + (0 if chunk.endswith(b"\n") else 1)
+            n = chunk.count(b"\n", pos) + (0 if chunk.endswith(b"\n") else 1)
+            sc.payload(chunk[pos:], base + pos, lineno + 1, n)
+            lineno += n
         base += size
         if not data:
             break

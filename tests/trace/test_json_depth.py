@@ -1,0 +1,51 @@
+"""``safefile.loads`` refuses JSON nested deeper than ``MAX_DEPTH``: its depth measure (strings
+taken out by removing escapes, then a running count of brackets) against the depth of the value
+itself, on random JSON whose strings hold quotes, backslashes and brackets."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+
+from tuidebug.trace.format import safefile
+
+
+def _depth(v: Any) -> int:
+    if isinstance(v, dict):
+        return 1 + max((_depth(x) for x in v.values()), default=0)
+    if isinstance(v, list):
+        return 1 + max((_depth(x) for x in v), default=0)
+    return 0
+
+
+def test_depth_is_measured_outside_strings() -> None:
+    rnd = random.Random(7)
+
+    def text() -> str:
+        return "".join(rnd.choice('ab[]{}"\\ ') for _ in range(rnd.randrange(8)))
+
+    def value(d: int) -> Any:
+        if d == 0 or rnd.random() < 0.2:
+            return text() if rnd.random() < 0.7 else rnd.randrange(9)
+        if rnd.random() < 0.5:
+            return [value(d - 1) for _ in range(rnd.randrange(1, 4))]
+        return {text(): value(d - 1) for _ in range(rnd.randrange(1, 4))}
+
+    verdicts = set()
+    for _ in range(600):
+        v = value(6)
+        for _ in range(rnd.choice([safefile.MAX_DEPTH - 1, safefile.MAX_DEPTH,
+                                   safefile.MAX_DEPTH + 1, 40]) - 6):
+            v = [v, text()] if rnd.random() < 0.5 else {text(): v}
+        raw = json.dumps(v, indent=rnd.choice([None, 1]))
+        deep = _depth(v) > safefile.MAX_DEPTH
+        verdicts.add(deep)
+        if deep:
+            with pytest.raises(json.JSONDecodeError, match="nested deeper"):
+                safefile.loads(raw)
+        else:
+            assert safefile.loads(raw) == v
+    assert verdicts == {True, False}
