@@ -1,7 +1,7 @@
-"""Distributed jobs: capture overhead per rank, storage, and cross-rank analysis at 256 ranks.
+"""Distributed jobs: capture overhead per rank, storage, and cross-rank analysis of many ranks.
 
     .venv/bin/python bench/ranks.py overhead [--ranks 2,4] [--steps 30] [--keep DIR]
-    .venv/bin/python bench/ranks.py analysis JOBDIR [--ranks 256] [--profile]
+    .venv/bin/python bench/ranks.py analysis JOBDIR [--ranks 1024,4096] [--repeat 3] [--profile]
 
 ``overhead``: wall time of ``tuidebug trace --nproc-per-node N`` over plain ``python -m
 torch.distributed.run --nproc-per-node N`` on ``_rank_train.py`` (gloo, CPU, a compiled MLP
@@ -12,8 +12,9 @@ the launcher does it when the job ends). Goal: capture/plain at most 1.15.
 
 ``analysis``: a synthetic job of ``--ranks`` ranks made of perturbed copies of the ranks of a real
 job folder (every rank's compile times and absolute paths differ, as they do between real ranks;
-one rank's graph differs), then ``analyze_job`` timed — on plain copies, and again once identical
-files are hard-linked as the launcher leaves them. Goal: under 2 s.
+one rank's graph differs), then ``analyze_job`` timed (CPU seconds of this process, and wall
+seconds with the load average) — on plain copies, and again once identical files are
+hard-linked as the launcher leaves them. Goal: under 2 s at 1,024 ranks, linear in the ranks.
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ def synthetic_job(source: Path, out: Path, ranks: int) -> None:
     for r in range(ranks):
         d = out / f"rank_{r}"
         shutil.copytree(src[r % len(src)], d)
-        for f in (d / "compiles").glob("*.json"):
+        for f in [*(d / "compiles").glob("*.json"), d / "manifest.json"]:
             text = re.sub(r'("entire_frame_compile_time_s": )([0-9.]+)',
                           lambda m: f"{m.group(1)}{float(m.group(2)) * (1 + r / 1000):.6f}",
                           f.read_text())
@@ -112,35 +113,39 @@ def synthetic_job(source: Path, out: Path, ranks: int) -> None:
 
 
 def analysis(ns: argparse.Namespace) -> None:
-    from tuidebug.trace.jobs import ranks as ranks_mod
     from tuidebug.trace.jobs.dedup import link_identical
     from tuidebug.trace.jobs.ranks import analyze_job
 
-    with tempfile.TemporaryDirectory(prefix="tuidebug-256-") as tmp:
-        job = Path(tmp) / "job"
-        t0 = time.perf_counter()
-        synthetic_job(Path(ns.job), job, ns.ranks)
-        print(f"built a {ns.ranks}-rank job in {time.perf_counter() - t0:.1f} s", flush=True)
-        for label in ("copies", "linked"):
-            if label == "linked":
-                s = link_identical(job)
-                print(f"linked {s['linked']} of {s['files']} files: {s['bytes_before'] / 1e6:.1f}"
-                      f" MB → {s['bytes_after'] / 1e6:.1f} MB", flush=True)
-            ranks_mod._normalised.clear()
-            prof = cProfile.Profile() if ns.profile else None
+    for n in [int(x) for x in str(ns.ranks).split(",")]:
+        with tempfile.TemporaryDirectory(prefix=f"tuidebug-{n}-") as tmp:
+            job = Path(tmp) / "job"
             t0 = time.perf_counter()
-            if prof:
-                prof.enable()
-            report = analyze_job(job)
-            if prof:
-                prof.disable()
-            took = time.perf_counter() - t0
-            d = report["divergence"] or {}
-            print(f"{label:>7}: analyze_job {took:.2f} s; groups "
-                  f"{[len(g['ranks']) for g in report['groups']]}; divergence {d.get('kind')} "
-                  f"on {len(d.get('diverging_ranks') or [])} ranks", flush=True)
-            if prof:
-                pstats.Stats(prof).sort_stats("cumulative").print_stats(18)
+            synthetic_job(Path(ns.job), job, n)
+            print(f"built a {n}-rank job in {time.perf_counter() - t0:.1f} s", flush=True)
+            for label in ("copies", "linked"):
+                if label == "linked":
+                    s = link_identical(job)
+                    print(f"linked {s['linked']} of {s['files']} files: "
+                          f"{s['bytes_before'] / 1e6:.1f} MB → {s['bytes_after'] / 1e6:.1f} MB",
+                          flush=True)
+                for _ in range(ns.repeat):
+                    prof = cProfile.Profile() if ns.profile else None
+                    load = os.getloadavg()[0]
+                    c0, t0 = time.process_time(), time.perf_counter()
+                    if prof:
+                        prof.enable()
+                    report = analyze_job(job)
+                    if prof:
+                        prof.disable()
+                    cpu, took = time.process_time() - c0, time.perf_counter() - t0
+                    d = report["divergence"] or {}
+                    print(f"{n:>5} ranks {label:>7}: analyze_job {cpu:.2f} CPU s, {took:.2f} s "
+                          f"wall (load average {load:.1f} before); groups "
+                          f"{[len(g['ranks']) for g in report['groups']]}; divergence "
+                          f"{d.get('kind')} on {len(d.get('diverging_ranks') or [])} ranks",
+                          flush=True)
+                    if prof:
+                        pstats.Stats(prof).sort_stats("cumulative").print_stats(18)
 
 
 def main() -> None:
@@ -153,7 +158,8 @@ def main() -> None:
     o.add_argument("--keep", help="copy the traced jobs here (job2/, job4/)")
     a = sub.add_parser("analysis")
     a.add_argument("job", help="a real job folder whose ranks are copied")
-    a.add_argument("--ranks", type=int, default=256)
+    a.add_argument("--ranks", default="256", help="rank counts, comma-separated (1024,4096)")
+    a.add_argument("--repeat", type=int, default=1)
     a.add_argument("--profile", action="store_true")
     ns = ap.parse_args()
     overhead(ns) if ns.cmd == "overhead" else analysis(ns)

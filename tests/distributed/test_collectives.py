@@ -129,6 +129,13 @@ def test_config_and_cache_differences(same_job, tmp_path) -> None:
     cache = _copy(job, tmp_path / "cache")
     _edit_json(cache / "rank_1" / "compiles" / "0_0.json",
                lambda c: c.setdefault("metrics", {}).update(inductor_fx_local_cache_hit_count=1))
+    # the analysis reads a compile's cache counts from the manifest's summary (written with it)
+
+    def hit(m):
+        (c,) = [c for c in m["compiles"] if c["id"] == "0/0"]
+        assert c["summary"]["cache"] == {}, c  # capture writes the counts there
+        c["summary"]["cache"] = {"fx_graph": {"hit": 1, "miss": 0}}
+    _edit_json(cache / "rank_1" / "manifest.json", hit)
     # the same graphs and collectives, read from a cache on one rank only: no divergence
     # (ranks of one node share a cache folder: the first to compile writes what others read)
     report = analyze_job(cache)

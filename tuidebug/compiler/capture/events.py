@@ -10,6 +10,7 @@ from typing import Any
 from tuidebug.compiler import compat
 from tuidebug.compiler.capture import graphs, kernels
 from tuidebug.compiler.capture.state import Concern, LogHandler
+from tuidebug.trace.queries.summary import cache_counts
 
 _SUMMARY = ("co_name", "co_filename", "co_firstlineno", "entire_frame_compile_time_s",
             "inductor_compile_time_s", "fail_type")
@@ -77,8 +78,9 @@ class Events(Concern):
                 c[key] = value
             assert s.writer is not None
             s.writer.write_compile(cid, c)
-            s.writer.add_compile(cid, {"graphs": c["graphs"]})
-            if key == "metrics" and isinstance(value, dict):
-                s.writer.add_compile(cid, {"graphs": c["graphs"], "summary": {
-                    k: value.get(k) for k in _SUMMARY}})
+            # the summary the cross-rank analysis reads instead of this file (tens of KB):
+            # the compile's times, and its cache counts, forward and backward
+            m = c.get("metrics") if isinstance(c.get("metrics"), dict) else {}
+            s.writer.add_compile(cid, {"graphs": c["graphs"], "summary": {
+                **{k: m.get(k) for k in _SUMMARY}, "cache": cache_counts(c)}})
 

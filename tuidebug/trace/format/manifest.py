@@ -10,6 +10,8 @@ version does not name is kept in ``extra`` and written back by :meth:`Manifest.t
 from __future__ import annotations
 
 import dataclasses
+import os
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,6 +154,37 @@ class Manifest:
                if f.name != "extra"}
         out["graphs"] = [g.to_json() for g in self.graphs] if self.graphs is not None else None
         return {**self.extra, **out}
+
+
+def is_safe_name(name: Any) -> bool:
+    """A graph id names a folder directly under graphs/: no separators, no ``..``."""
+    return (isinstance(name, str) and 0 < len(name) <= 255 and name not in (".", "..")
+            and "/" not in name and "\\" not in name and "\x00" not in name)
+
+
+def live_status(m: Manifest) -> str:
+    """The status of the trace whose manifest is ``m``, now: ok | failed | crashed | stopped (a
+    rank ended by ``--timeout``) | running (a live capture) | unknown. A ``running`` trace
+    whose writer is gone crashed (or was stopped)."""
+    s = m.status or "unknown"
+    if s == schema.STATUS_RUNNING and not _writer_alive(m):
+        return schema.STATUS_STOPPED if m.stopped is not None else schema.STATUS_CRASHED
+    return s
+
+
+def _writer_alive(m: Manifest) -> bool:
+    if m.pid is None or m.host != socket.gethostname():
+        return False
+    try:
+        os.kill(m.pid, 0)
+    except (ProcessLookupError, PermissionError, OSError):
+        return False
+    # The pid exists; make sure it is not a recycled one from before the trace started.
+    try:
+        started = os.stat(f"/proc/{m.pid}").st_ctime
+        return started <= float(m.started_at or 0) + 1
+    except OSError:
+        return True
 
 
 def read_manifest(root: str | Path) -> Manifest:

@@ -8,7 +8,6 @@ a trace may come from someone else, so nothing in it is unpickled or executed.
 from __future__ import annotations
 
 import os
-import socket
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any, Iterator
 
 from tuidebug.errors import TraceError
 from tuidebug.trace.format import layout, safefile, schema, shapes, user_lines
-from tuidebug.trace.format.manifest import GraphEntry, Manifest
+from tuidebug.trace.format.manifest import GraphEntry, Manifest, is_safe_name, live_status
 from tuidebug.trace.format.tracefiles import MAX_TEXT_BYTES, Problem, TraceFiles
 from tuidebug.trace.format.graph import Graph
 
@@ -324,26 +323,7 @@ class Trace:
     def status(self) -> str:
         """ok | failed | crashed | stopped (a rank ended by ``--timeout``) | running (a live
         capture) | unknown."""
-        s = self.raw_status
-        if s == schema.STATUS_RUNNING and not self._writer_alive():
-            return (schema.STATUS_STOPPED if self.manifest.stopped is not None
-                    else schema.STATUS_CRASHED)
-        return s
-
-    def _writer_alive(self) -> bool:
-        pid, host = self.manifest.pid, self.manifest.host
-        if pid is None or host != socket.gethostname():
-            return False
-        try:
-            os.kill(pid, 0)
-        except (ProcessLookupError, PermissionError, OSError):
-            return False
-        # The pid exists; make sure it is not a recycled one from before the trace started.
-        try:
-            started = os.stat(f"/proc/{pid}").st_ctime
-            return started <= float(self.manifest.started_at or 0) + 1
-        except OSError:
-            return True
+        return live_status(self.manifest)
 
     @property
     def phase(self) -> str | None:
@@ -361,7 +341,7 @@ class Trace:
                 entries = self._scan_graphs()
             self._graphs = []
             for e in entries:
-                if not _is_safe_name(e.id):
+                if not is_safe_name(e.id):
                     self._files.problem(self.root / schema.MANIFEST,
                                         f"graph id {e.id!r} is not a plain folder name; skipped")
                     continue
@@ -513,9 +493,3 @@ def _clean_provenance(data: dict[str, Any], report: Any) -> dict[str, Any]:
     if bad:
         report(f"{', '.join(bad[:5])}: not names of the expected types; ignored")
     return out
-
-
-def _is_safe_name(name: Any) -> bool:
-    """A graph id names a folder directly under graphs/: no separators, no ``..``."""
-    return (isinstance(name, str) and 0 < len(name) <= 255 and name not in (".", "..")
-            and "/" not in name and "\\" not in name and "\x00" not in name)

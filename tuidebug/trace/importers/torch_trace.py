@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO, Any, Callable
 
 from tuidebug.trace.queries import cache_keys
+from tuidebug.trace.queries.summary import cache_counts
 from tuidebug.trace.format import layout, schema
 from tuidebug.trace.format import safefile
 from tuidebug.trace.format import fxtext
@@ -403,9 +404,10 @@ class TorchTraceImporter:
                 w.write_compile_shapes(cid, shapes)
             metrics = c.detail.get("metrics") or {}
             compiles.append({"id": cid, "graphs": c.graphs, "summary": {
-                k: metrics.get(k) for k in ("co_name", "co_filename", "co_firstlineno",
-                                            "entire_frame_compile_time_s",
-                                            "inductor_compile_time_s", "fail_type")}})
+                **{k: metrics.get(k) for k in ("co_name", "co_filename", "co_firstlineno",
+                                               "entire_frame_compile_time_s",
+                                               "inductor_compile_time_s", "fail_type")},
+                "cache": cache_counts(c.detail)}})
         m = w.manifest
         m["graphs"] = [{"id": g.id, "kind": g.kind, "compile_id": g.compile_id,
                         "status": g.status} for g in self.graphs.values()]

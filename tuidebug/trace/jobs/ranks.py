@@ -1,9 +1,11 @@
 """Cross-rank analysis of a job directory: where the ranks of a distributed job first diverge.
 
-No torch. Each rank's trace is reduced to a fingerprint — per Dynamo compile id (in the order the
-rank compiled them): its graphs, the content hash of every graph snapshot (normalised for what
-legitimately differs per rank: file paths), the hash of the generated code, cache hits — and the
-ranks are grouped by it, so identical ranks are compared once. The largest group (ties: the one
+No torch. Each rank's trace is reduced to a fingerprint (``rank_digest.py``: per Dynamo compile
+id, in the order the rank compiled them, its graphs, the content hash of every graph snapshot
+normalised for what legitimately differs per rank, the hash of the generated code, cache hits),
+read without opening the trace, and the ranks are grouped by it: one rank of each group is
+opened and compared, so the cost of a job grows with its ranks' files, never with pairs of
+ranks. The largest group (ties: the one
 with the lowest rank) is the reference; the first divergence is the earliest point, in compile
 order, where another group differs from it, with its cause:
 
@@ -29,146 +31,24 @@ Compile-time skew per compile (slowest vs fastest rank) is reported alongside.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-import os
-import stat
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from tuidebug.trace.queries import collectives as coll
 from tuidebug.trace.jobs import job as joblayout
 from tuidebug.trace.jobs import progress as rank_progress
+from tuidebug.trace.jobs import rank_digest
+from tuidebug.trace.jobs.rank_digest import Hashes, RankDigest, RankPrint, normalise_text
 from tuidebug.trace.format.graph import node_line
 from tuidebug.trace.format.layout import diff_fingerprints
 from tuidebug.trace.format.reader import GraphRecord, Trace
 from tuidebug.trace.queries.recompiles import reasons_of
-from tuidebug.trace.queries.summary import cache_counts
-from tuidebug.trace.format import safefile
 
-# An absolute path (POSIX) inside code or a snapshot: the part that differs between ranks and
-# nodes (checkouts, cache and temporary folders); only its last component is kept.
-_PATH_RE = re.compile(r"(?:/[^\s'\"/:,()\[\]]+)+/([^\s'\"/:,()\[\]]+)")
-# A rank's own accelerator: rank r of a node computes on cuda:<local rank>, so every snapshot's
-# tensor devices and the wrapper's device(type='cuda', index=r), set_device(r) and
-# get_raw_stream(r) name it; the index is not compared (the device type is).
-_DEVICE_RE = re.compile(r"\b(cuda|xpu|hpu|mtia|npu|mps):\d+\b")
-_DEVICE_INDEX_RE = re.compile(r"(device\(type='\w+', index=)\d+(\))")
-_DEVICE_CALL_RE = re.compile(r"\b((?:set_device|get_raw_stream|device_guard|DeviceGuard|"
-                             r"_DeviceGuard)\()\d+(\))")
 MAX_NODE_LINES = 12
-_HARNESS = re.compile(r"\n(?:def get_args\(|def benchmark_compiled_module\(|if __name__ == )")
 _WHERE_RE = re.compile(r"Graph break in user code at (.+?):(\d+)")
-
-
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()[:16]
-
-
-def normalise_text(text: str) -> str:
-    """``text`` with every absolute path reduced to its file name and every accelerator's
-    index left out (``cuda:1`` -> ``cuda:N``): what differs between ranks that agree."""
-    text = _DEVICE_RE.sub(r"\1:N", _PATH_RE.sub(r"\1", text))
-    return _DEVICE_CALL_RE.sub(r"\1N\2", _DEVICE_INDEX_RE.sub(r"\1N\2", text))
-
-
-def _safe_rel(rel: str) -> bool:
-    """A relative path from a trace that stays inside it, lexically (no ``..``, not absolute)."""
-    p = PurePosixPath(rel)
-    return bool(rel) and not p.is_absolute() and ".." not in p.parts and "\\" not in rel
-
-
-def _no_links(path: Path, root: Path) -> bool:
-    """No component of ``path`` below ``root`` is a symbolic link."""
-    while path != root and path != path.parent:
-        if path.is_symlink():
-            return False
-        path = path.parent
-    return path == root
-
-
-# the normalised hash per raw content: identical ranks normalise each distinct file once
-# (and per hard-linked file: device, inode, size, mtime, name, groups)
-_normalised: dict[Any, str] = {}
-
-
-_COLLECTIVE_TARGET = ("_c10d_functional", "c10d", "_c10d_functional_autograd")
-
-
-def _without_groups(text: str, groups: frozenset[str]) -> str:
-    """A snapshot with the process-group names its collective nodes pass (``"0"`` in
-    ``all_reduce(y, "sum", "0")``) as ``<group>``: ranks of two tensor-parallel groups issue the
-    same graph on their own groups (which groups, and who is in them, collectives.json
-    compares, per pair of ranks)."""
-    try:
-        data = safefile.loads(text)
-    except ValueError:
-        return text
-    nodes = data.get("nodes") if isinstance(data, dict) else None
-    for n in nodes if isinstance(nodes, list) else []:
-        if isinstance(n, dict) and str(n.get("target") or "").startswith(_COLLECTIVE_TARGET):
-            for key in ("args", "kwargs"):
-                v = n.get(key)
-                if isinstance(v, list):
-                    n[key] = ["<group>" if isinstance(x, str) and x in groups else x for x in v]
-                elif isinstance(v, dict):
-                    n[key] = {k: "<group>" if isinstance(x, str) and x in groups else x
-                              for k, x in v.items()}
-    return json.dumps(data, sort_keys=True)
-
-
-def _file_hash(path: Path, groups: frozenset[str] = frozenset()) -> str | None:
-    """The normalised content hash of a file of a rank's trace (``groups``: the process-group
-    names of the graph's collectives, left out of a snapshot's collective nodes)."""
-    try:
-        st = os.stat(path, follow_symlinks=False)
-    except OSError:
-        return None
-    # one file stored once for many ranks (hard links: the launcher's dedup) is read once
-    same = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, path.name, groups)
-    if st.st_nlink > 1 and stat.S_ISREG(st.st_mode) and same in _normalised:
-        return _normalised[same]
-    try:  # a FIFO never blocks, a huge (sparse) file is not read
-        raw, _ = safefile.read_bytes(path, safefile.MAX_JSON_BYTES, no_link=True)
-    except safefile.Refused as e:
-        return f"not read: {e}"
-    except OSError:
-        return None
-    key = hashlib.sha256(path.name.encode() + b"\0" + "\0".join(sorted(groups)).encode()
-                         + b"\0" + raw).digest()
-    if key not in _normalised:
-        text = raw.decode("utf-8", errors="replace")
-        if path.name == "wrapper.py":  # its benchmark harness uses this rank's size hints
-            text = _HARNESS.split(text, 1)[0]
-        if groups:
-            text = _without_groups(text, groups)
-        _normalised[key] = _digest(normalise_text(text).encode())
-    if st.st_nlink > 1 and stat.S_ISREG(st.st_mode):
-        _normalised[same] = _normalised[key]
-    return _normalised[key]
-
-
-def _graph_fingerprint(g: GraphRecord) -> dict[str, Any]:
-    fp: dict[str, Any] = {"id": g.id, "kind": g.kind, "status": g.status, "stages": [],
-                          "code": None, "collectives": None}
-    if not _safe_rel(g.id) or not _no_links(g.dir, g.trace.root):
-        fp["unreadable"] = True  # never read outside the rank's trace
-        return fp
-    fp["collectives"] = coll.sequence_hash(g)
-    groups = frozenset(coll.group_names(g)) if fp["collectives"] else frozenset()
-    # the snapshot files in order (stages/NNN-<name>.json), listed rather than read from
-    # meta.json: that file holds this rank's phase times, and parsing it for every rank of a
-    # large job was half the time; the stage's name is looked up for the two ranks compared
-    stages = g.dir / "stages"
-    if stages.is_dir() and not stages.is_symlink():
-        for name in sorted(n for n in os.listdir(stages) if n.endswith(".json")):
-            fp["stages"].append([name, _file_hash(stages / name, groups)])
-    code = g.dir / "code"
-    if code.is_dir() and not code.is_symlink():
-        parts = sorted(p for p in code.iterdir() if p.suffix != ".json")
-        fp["code"] = _digest("".join(f"{p.name}:{_file_hash(p)};" for p in parts).encode())
-    return fp
+_COLLECTIVE_TARGET = rank_digest.COLLECTIVE_TARGET
 
 
 def _stage_name(g: GraphRecord | None, file: str) -> str:
@@ -182,21 +62,6 @@ def _stage_name(g: GraphRecord | None, file: str) -> str:
 def _config_values(t: Trace) -> dict[str, Any]:
     values = t.config.get("values")
     return values if isinstance(values, dict) else {}
-
-
-def rank_fingerprint(t: Trace) -> dict[str, Any]:
-    """What is compared between ranks, for one rank's trace."""
-    by_compile: dict[str, list[GraphRecord]] = {}
-    for g in t.graphs:
-        by_compile.setdefault(g.compile_id, []).append(g)
-    compiles = []
-    for cid, c in t.compiles.items():
-        compiles.append({"id": cid, "cache": cache_counts(c),
-                         "graphs": [_graph_fingerprint(g) for g in by_compile.get(cid, [])]})
-    config = _file_hash(t.root / "config.json")  # its values are compared only when it differs
-    fp = {"config": config, "compiles": compiles}
-    fp["hash"] = _digest(json.dumps(fp, sort_keys=True).encode())
-    return fp
 
 
 def _compile_seconds(c: dict[str, Any]) -> float | None:
@@ -337,8 +202,8 @@ def _node_diff(a: GraphRecord, b: GraphRecord, stage: str) -> dict[str, Any]:
     return {**d, "lines": lines[:MAX_NODE_LINES], "more_lines": max(0, len(lines) - MAX_NODE_LINES)}
 
 
-def _first_difference(ra: int, ta: Trace, fa: dict[str, Any],
-                      rb: int, tb: Trace, fb: dict[str, Any],
+def _first_difference(ra: int, ta: Trace, fa: RankPrint,
+                      rb: int, tb: Trace, fb: RankPrint,
                       notes: list[dict[str, Any]]) -> tuple[int, dict[str, Any]] | None:
     """Where rank ``rb``'s trace first differs from reference rank ``ra``'s: (position in compile
     order, the divergence without its rank lists), or None when they agree. Differences that
@@ -410,13 +275,11 @@ def _first_difference(ra: int, ta: Trace, fa: dict[str, Any],
     return pending
 
 
-def _skew(traces: dict[int, Trace]) -> list[dict[str, Any]]:
+def _skew(digests: dict[int, RankDigest]) -> list[dict[str, Any]]:
     times: dict[str, dict[int, float]] = {}
-    for r, t in traces.items():
-        for cid, c in t.compiles.items():
-            s = _compile_seconds(c)
-            if s is not None:
-                times.setdefault(cid, {})[r] = s
+    for r, d in digests.items():
+        for cid, sec in d.compile_seconds.items():
+            times.setdefault(cid, {})[r] = sec
     out = []
     for cid, per in times.items():
         if len(per) < 2:
@@ -429,40 +292,42 @@ def _skew(traces: dict[int, Trace]) -> list[dict[str, Any]]:
     return out
 
 
-def _open(root: Path, rec: dict[str, Any]) -> Trace | None:
-    d = joblayout.rank_trace(root, int(rec["rank"]))
-    return Trace(d) if d is not None else None
-
-
 def analyze_job(root: str | Path) -> dict[str, Any]:
     """Per-rank status, identical-rank groups, the first divergence (None when the traced ranks
     agree and none is missing) and compile-time skew of job directory ``root``."""
     root = Path(root)
     job = joblayout.read_job(root)
-    traces: dict[int, Trace] = {}
-    fps: dict[int, dict[str, Any]] = {}
+    hashes = Hashes()
+    digests: dict[int, RankDigest] = {}
+    traces: dict[int, Trace] = {}  # opened only for the ranks compared
+
+    def trace(r: int) -> Trace:
+        if r not in traces:
+            traces[r] = Trace(joblayout.rank_dir(root, r))
+        return traces[r]
+
     ranks = []
     for rec in job["ranks"]:
         r = int(rec["rank"])
-        t = _open(root, rec)
+        d = joblayout.rank_trace(root, r)
+        dg = rank_digest.read_rank(r, d, hashes) if d is not None else None
         row = {"rank": r, "hostname": rec.get("hostname"), "node_rank": rec.get("node_rank"),
                "local_rank": rec.get("local_rank"), "status": rec.get("status"),
                "exit_code": rec.get("exit_code"), "trace": rec.get("trace")}
-        if t is not None:
-            traces[r] = t
-            fps[r] = rank_fingerprint(t)
-            row.update(status=t.status if rec.get("status") in (None, "unknown") else row["status"],
-                       compiles=len(t.compiles), graphs=len(t.graphs), hash=fps[r]["hash"],
-                       compile_hashes={c["id"]: _digest(json.dumps(c, sort_keys=True).encode())
-                                       for c in fps[r]["compiles"]},
-                       compile_time_s=round(sum(_compile_seconds(c) or 0.0
-                                                for c in t.compiles.values()), 6))
+        if dg is not None:
+            digests[r] = dg
+            fp = dg.print
+            row.update(status=dg.status if rec.get("status") in (None, "unknown") else row["status"],
+                       compiles=len(fp["compiles"]), graphs=dg.graphs, hash=fp["hash"],
+                       compile_hashes={c["id"]: rank_digest.digest(
+                           json.dumps(c, sort_keys=True).encode()) for c in fp["compiles"]},
+                       compile_time_s=round(sum(dg.compile_seconds.values()), 6))
         if row["status"] not in ("ok", "failed", "script_failed"):  # ended before it finished
-            row["progress"] = rank_progress.rank_progress(root, r, t.manifest if t else None)
+            row["progress"] = rank_progress.rank_progress(root, r, dg.manifest if dg else None)
         ranks.append(row)
     groups: dict[str, list[int]] = {}
-    for r, fp in fps.items():
-        groups.setdefault(fp["hash"], []).append(r)
+    for r, dg in digests.items():
+        groups.setdefault(dg.print["hash"], []).append(r)
     ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), min(kv[1])))
     divergence = None
     notes: list[dict[str, Any]] = []
@@ -471,25 +336,25 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
         ra = ref_ranks[0]
         best = None
         for h, rs in ordered[1:]:
-            found = _first_difference(ra, traces[ra], fps[ra], rs[0], traces[rs[0]], fps[rs[0]],
-                                      notes)
+            found = _first_difference(ra, trace(ra), digests[ra].print,
+                                      rs[0], trace(rs[0]), digests[rs[0]].print, notes)
             if found is None:  # equal fingerprints hash equal; kept for safety
                 continue
             if best is None or found[0] < best[0][0]:
                 best = (found, rs)
         if best is not None:
-            (_, d), rs = best
-            divergence = {**d, "reference_ranks": ref_ranks, "diverging_ranks": rs}
-    no_graph = sorted(r for r, t in traces.items() if not t.graphs)
+            (_, dv), rs = best
+            divergence = {**dv, "reference_ranks": ref_ranks, "diverging_ranks": rs}
+    no_graph = sorted(r for r, dg in digests.items() if not dg.graphs)
     if no_graph:  # Dynamo ran (or not) and reached no Inductor graph: the script ran eagerly
         notes.append({"kind": "no_graph", "ranks": no_graph,
-                      "compiles": {str(r): len(traces[r].compiles) for r in no_graph}})
-    missing = [r["rank"] for r in ranks if r["rank"] not in traces] + job["missing_ranks"]
-    if divergence is None and (missing or not traces):  # no trace at all never "agrees"
+                      "compiles": {str(r): len(digests[r].print["compiles"]) for r in no_graph}})
+    missing = [r["rank"] for r in ranks if r["rank"] not in digests] + job["missing_ranks"]
+    if divergence is None and (missing or not digests):  # no trace at all never "agrees"
         divergence = {"kind": "no_trace", "ranks": sorted(missing)}
     return {"job": str(root), "world_size": job["world_size"], "launcher": job.get("launcher"),
             "nodes": job["nodes"], "ranks": ranks,
             "groups": [{"hash": h, "ranks": rs} for h, rs in ordered],
-            "divergence": divergence, "notes": notes, "compile_skew": _skew(traces),
+            "divergence": divergence, "notes": notes, "compile_skew": _skew(digests),
             "problems": list(job.get("problems") or []),  # what of the job folder was not read
             "waits": rank_progress.waits(ranks)}

@@ -34,7 +34,12 @@ def op_name(c: dict[str, Any]) -> str:
 
 def issued(g: GraphRecord) -> list[dict[str, Any]]:
     """The collectives graph ``g`` issues, in program order, without the waits."""
-    entries = g.collectives.get("collectives") or []
+    return issued_of(g.collectives)
+
+
+def issued_of(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The collectives a graph's ``collectives.json`` (checked, parsed) lists as issued."""
+    entries = data.get("collectives") or []
     return [c for c in entries if isinstance(c, dict) and c.get("op") not in WAIT_OPS]
 
 
@@ -69,14 +74,19 @@ def key(c: dict[str, Any]) -> list[Any]:
 
 def group_names(g: GraphRecord) -> list[str]:
     """The names of the process groups graph ``g``'s collectives use."""
-    groups = g.collectives.get("groups")
+    return group_names_of(g.collectives)
+
+
+def group_names_of(data: dict[str, Any]) -> list[str]:
+    groups = data.get("groups")
     names = [str(k) for k in groups] if isinstance(groups, dict) else []
-    return names + [c["group"] for c in issued(g) if isinstance(c.get("group"), str)]
+    return names + [c["group"] for c in issued_of(data) if isinstance(c.get("group"), str)]
 
 
-def sequence_hash(g: GraphRecord) -> str | None:
-    """A hash of the graph's collective sequence (None when it issues none)."""
-    seq = [key(c) for c in issued(g)]
+def sequence_hash_of(data: dict[str, Any]) -> str | None:
+    """A hash of the collective sequence of a graph's ``collectives.json`` (checked, parsed);
+    None when it issues none."""
+    seq = [key(c) for c in issued_of(data)]
     if not seq:
         return None
     return hashlib.sha256(json.dumps(seq, sort_keys=True, default=str).encode()).hexdigest()[:16]
