@@ -9,12 +9,14 @@ the tests that use them ``slow``. Tests must not modify these traces; copy them 
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -74,16 +76,45 @@ def _make(tmp_path_factory: pytest.TempPathFactory, name: str, example: str, *ar
 LIVE_TRACES_ENV = "TUIDEBUG_TEST_LIVE_TRACES"
 
 
+def run_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of this test run that every pytest-xdist worker shares (each worker's own
+    basetemp is a folder inside it); without xdist, the run's basetemp."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def made_once(tmp_path_factory: pytest.TempPathFactory, name: str,
+              build: Callable[[Path], object]) -> Path:
+    """``build(folder)`` run once per test run, whichever worker asks first; the others wait for
+    it and get the same folder (read-only for them all, like every shared trace)."""
+    root = run_root(tmp_path_factory) / "made-once"
+    root.mkdir(exist_ok=True)
+    dest, done = root / name, root / f"{name}.done"
+    with _locked(root / f"{name}.lock"):
+        if not done.exists():
+            if dest.exists():
+                shutil.rmtree(dest)  # a worker that failed half-way
+            build(dest)
+            done.touch()
+    return dest
+
+
 @pytest.fixture(scope="session")
 def live_traces(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
-    """name in SPECS → that trace, compiled now (once per session) by ``tuidebug trace``."""
-    made: dict[str, Path] = {}
-
-    def get(name: str) -> Path:
-        if name not in made:
-            made[name] = make_trace(tmp_path_factory.mktemp("traces") / name, SPECS[name])
-        return made[name]
-    return get
+    """name in SPECS → that trace, compiled now by ``tuidebug trace`` — once per test run, however
+    many xdist workers ask for it."""
+    return lambda name: made_once(tmp_path_factory, f"live-{name}",
+                                  lambda dest: make_trace(dest, SPECS[name]))
 
 
 def live_trace_fixture(name: str) -> Any:

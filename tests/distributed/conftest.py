@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import pythonpath
+from tests.conftest import made_once, pythonpath
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "rank_job.py"
@@ -31,11 +32,20 @@ def trace_job(out: Path, mode: str, nproc: int = 2,
 
 def _job(tmp_path_factory: pytest.TempPathFactory, mode: str,
          nproc: int = 2) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    out = tmp_path_factory.mktemp("jobs") / mode
-    proc = trace_job(out, mode, nproc)
-    if not (out / "job.json").exists():
-        raise RuntimeError(f"tracing the {mode} job wrote no job.json:\n{proc.stdout}\n{proc.stderr}")
-    return out, proc
+    """The job traced once per test run (``made_once``: however many xdist workers ask), and
+    how its ``tuidebug trace`` ended."""
+    def build(root: Path) -> None:
+        root.mkdir()
+        proc = trace_job(root / mode, mode, nproc)
+        if not (root / mode / "job.json").exists():
+            raise RuntimeError(f"tracing the {mode} job wrote no job.json:\n{proc.stdout}\n"
+                               f"{proc.stderr}")
+        (root / "proc.json").write_text(json.dumps(
+            {"args": proc.args, "returncode": proc.returncode, "stdout": proc.stdout,
+             "stderr": proc.stderr}))
+
+    root = made_once(tmp_path_factory, f"job-{mode}-{nproc}", build)
+    return root / mode, subprocess.CompletedProcess(**json.loads((root / "proc.json").read_text()))
 
 
 @pytest.fixture(scope="session")
