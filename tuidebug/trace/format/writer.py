@@ -196,20 +196,21 @@ class TraceWriter:
     def write_compile(self, compile_id: str, detail: dict[str, Any]) -> None:
         """``compiles/<safe id>.json``: ``{"id": compile_id, **detail}``."""
         self.write_json(self.path(schema.COMPILES_DIR, f"{layout.safe_id(compile_id)}.json"),
-                        {"id": compile_id, **detail})
+                        {"id": compile_id, **detail}, compact=True)
 
     def write_compile_shapes(self, compile_id: str, shapes: dict[str, Any]) -> None:
         """``compiles/<safe id>.shapes.json``: the compile's symbols, guards, specializations
         and the inputs a recompile's failed guards name (docs/trace-format.md)."""
         name = f"{layout.safe_id(compile_id)}{schema.SHAPES_SUFFIX}"
-        self.write_json(self.path(schema.COMPILES_DIR, name), {"id": compile_id, **shapes})
+        self.write_json(self.path(schema.COMPILES_DIR, name), {"id": compile_id, **shapes},
+                        compact=True)
 
     def write_compile_cache(self, compile_id: str, lookups: list[dict[str, Any]]) -> None:
         """``compiles/<safe id>.cache.json``: the compile's graph-cache lookups, each with its
         key's components (docs/trace-format.md)."""
         name = f"{layout.safe_id(compile_id)}{schema.CACHE_SUFFIX}"
         self.write_json(self.path(schema.COMPILES_DIR, name),
-                        {"id": compile_id, "lookups": lookups})
+                        {"id": compile_id, "lookups": lookups}, compact=True)
 
 
 def write_advice(root: str | os.PathLike[str], advice: dict[str, Any]) -> None:
@@ -286,12 +287,13 @@ class GraphWriter:
     def write_output_code(self, code: str) -> list[dict[str, Any]]:
         """Inductor's output code as ``code/wrapper.py``, one file per kernel and
         ``code/kernels.json``; returns the kernel index."""
-        return layout.write_output_code(self.dir, code, write_text=self.trace.write_text,
-                                        write_json=self.trace.write_json)
+        return layout.write_output_code(
+            self.dir, code, write_text=self.trace.write_text,
+            write_json=lambda path, data: self.trace.write_json(path, data, compact=True))
 
     def write_provenance(self, provenance: dict[str, Any]) -> None:
         """``provenance.json`` (built by ``layout.provenance_json``)."""
-        self.trace.write_json(self.dir / schema.PROVENANCE, provenance)
+        self.trace.write_json(self.dir / schema.PROVENANCE, provenance, compact=True)
 
     def append_autotune(self, record: dict[str, Any]) -> None:
         """One autotuned op (or Triton kernel) with its choices, to ``autotune.jsonl``."""

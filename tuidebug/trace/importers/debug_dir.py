@@ -200,6 +200,7 @@ def _mtime(p: Path) -> float:
 
 
 class DebugDirImporter(TorchTraceImporter):
+    finish_early = False  # before_finish adds to the graphs after the log is read
     def __init__(self, path: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
                  rank: int | None = None, ranks: list[int] | None = None, **kw: Any) -> None:
         src = Path(path)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from tuidebug.trace.format import layout
 from tuidebug.trace.importers import records as r
@@ -47,6 +47,8 @@ class ImportedGraph:
     log_lines: list[int] = field(default_factory=list)  # first and last record line
     has_code: bool = False
     fused: int | None = None  # fusions seen in ir_post_fusion (debug folders), else unknown
+    kernels: int = 0  # len(kernel_index) when meta.json was written (kernel_index then freed)
+    missing: list[str] | None = None  # what meta.json said the log lacks, when written
 
     @property
     def dir(self) -> Path:
@@ -148,6 +150,8 @@ class ImportedCompile:
     open_events: dict[str, float] = field(default_factory=dict)
     dynamic_dropped: int = 0
     artifact_files: set[str] = field(default_factory=set)  # compiles/<id>/… files written
+    finished: bool = False  # its files written, its detail freed
+    summary: dict[str, Any] | None = None  # its entry in the manifest's compiles
 
 
 class GraphBook:
@@ -237,23 +241,30 @@ class GraphBook:
             g.log_lines[1] = lineno
         self.compile(g.compile_id).last_graph = g.id
 
-    def mark_restarts(self) -> None:
-        """A compile attempt that Dynamo restarted (``0/0`` when ``0/0_1`` exists) never got
-        metrics of its own; its graphs are marked "restarted", as a live capture does."""
-        def split(cid: str) -> tuple[str, int]:
-            base, _, att = cid.rpartition("_")
-            n = safefile.to_int(att)
-            return (base, n) if base and n is not None and n >= 0 else (cid, 0)
+    def mark_restart(self, cid: str, attempts: dict[str, int]) -> None:
+        """A compile attempt that Dynamo restarted (``0/0`` when ``0/0_1`` exists: ``attempts``,
+        from ``attempts_by_frame``) never got metrics of its own; its graphs are marked
+        "restarted", as a live capture does."""
+        c = self.compiles[cid]
+        base, att = _attempt(cid)
+        if att < attempts.get(base, 0) and "metrics" not in c.detail:
+            c.detail["restarted"] = True
+            for gid in c.graphs:
+                g = self.graphs[gid]
+                if g.status == "ok" and not g.has_code:
+                    g.status = "restarted"
 
-        attempts: dict[str, int] = {}
-        for cid in self.compiles:
-            base, att = split(cid)
-            attempts[base] = max(attempts.get(base, 0), att)
-        for cid, c in self.compiles.items():
-            base, att = split(cid)
-            if att < attempts.get(base, 0) and "metrics" not in c.detail:
-                c.detail["restarted"] = True
-                for gid in c.graphs:
-                    g = self.graphs[gid]
-                    if g.status == "ok" and not g.has_code:
-                        g.status = "restarted"
+
+def _attempt(cid: str) -> tuple[str, int]:
+    base, _, att = cid.rpartition("_")
+    n = safefile.to_int(att)
+    return (base, n) if base and n is not None and n >= 0 else (cid, 0)
+
+
+def attempts_by_frame(cids: Iterable[str]) -> dict[str, int]:
+    """The last attempt of each frame compile (``0/0`` -> 1 when ``0/0_1`` is among them)."""
+    out: dict[str, int] = {}
+    for cid in cids:
+        base, att = _attempt(cid)
+        out[base] = max(out.get(base, 0), att)
+    return out

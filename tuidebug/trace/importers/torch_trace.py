@@ -27,7 +27,8 @@ from tuidebug.trace.format import fxtext
 from tuidebug.trace.importers import collectives_text, records as r, segments, tracelog
 from tuidebug.trace.importers import vllm
 from tuidebug.trace.importers.sources import log_rank
-from tuidebug.trace.importers.graphs import GraphBook, ImportedCompile, ImportedGraph
+from tuidebug.trace.importers.graphs import (GraphBook, ImportedCompile, ImportedGraph,
+                                             attempts_by_frame)
 from tuidebug.trace.importers.parsers import GLOBAL_RECORDS, REGISTRY
 from tuidebug.trace.importers.shapes_log import shapes_from_log
 from tuidebug.trace.importers.timings import Timings
@@ -51,6 +52,8 @@ _MAX_DYNAMIC_EVENTS = 2000
 
 class TorchTraceImporter:
     """One log -> one trace directory. ``run()`` returns the writer's manifest."""
+
+    finish_early = True  # write each compile once its last record is read (see _finish_compile)
 
     def __init__(self, log: str | os.PathLike[str] | None, out_dir: str | os.PathLike[str], *,
                  source: str | os.PathLike[str] | None = None, kind: str = "torch_trace",
@@ -84,6 +87,7 @@ class TorchTraceImporter:
         self.book = GraphBook(lambda gid: self._writer().graph(gid))
         self.timings = Timings(self.book)
         self._times: list[float] = []
+        self._attempts: dict[str, int] = {}
 
     @property
     def graphs(self) -> dict[str, ImportedGraph]:
@@ -111,6 +115,7 @@ class TorchTraceImporter:
             self.scan = tracelog.LogScan(self.source)
         self.warnings += self.scan.warnings
         self.book.segs = segments.segment(self.scan.records)
+        last = self._last_records()
         self.writer = TraceWriter(self.out, command=[], versions={})
         self.writer.manifest.update(pid=None, host=None, cwd=None)
         if self.log is not None:
@@ -122,6 +127,8 @@ class TorchTraceImporter:
                     except Exception as e:  # one odd record never loses the rest of the log
                         self.warn(f"{self.log_name}: line {rec.lineno}: {rec.name} could not be "
                                   f"imported ({type(e).__name__}: {e})")
+                    if n in last:
+                        self._finish_compile(last[n])
                     if n % 2000 == 0 and time.perf_counter() - last_flush > 2:
                         self._progress(f"{n}/{len(self.scan.records)} records")
                         last_flush = time.perf_counter()
@@ -362,52 +369,98 @@ class TorchTraceImporter:
             g.out.write_error(err)
 
     # -- finish: meta.json, provenance, compiles/, the manifest ----------------------------------
+    def _rank(self) -> int | None:
+        """From the records; else from the file's name (…_rank_1_…)."""
+        assert self.scan is not None
+        rank = self.scan.rank
+        if rank is None and self.log is not None:
+            rank = log_rank(self.log)
+        return rank
+
+    def _last_records(self) -> dict[int, str]:
+        """record index -> the compile id whose last record it is (its files are written and its
+        state freed once it is read); the attempts of each compile (for restarts)."""
+        assert self.scan is not None
+        last: dict[str, int] = {}
+        for i, rec in enumerate(self.scan.records):
+            cid = layout.compile_id_from_meta(rec.meta)
+            if cid is not None:
+                last[cid] = i
+        self._attempts = attempts_by_frame(last)
+        return {i: cid for cid, i in last.items()} if self.finish_early else {}
+
+    def _finish_graph(self, g: ImportedGraph) -> None:
+        """Write a graph's collectives, provenance and meta.json; free what only they need."""
+        g.flush_pending()
+        coll = collectives_text.from_graph_dir(g.dir, g.id, self._rank(), g.stages,
+                                               g.kernel_index, g.handles)
+        if coll is not None:
+            self.has_collectives = True
+            g.out.trace.write_json(g.out.path(schema.COLLECTIVES), coll)
+        if g.kernel_index:
+            g.out.write_provenance(layout.provenance_json(
+                g.kernel_index, g.handles, g.fx_source, g.pre_to_post, self.stack_cache))
+        g.kernels = len(g.kernel_index)
+        g.kernel_index, g.handles, g.fx_source, g.pre_to_post = [], {}, {}, {}
+        self._write_meta(g)
+
+    def _write_meta(self, g: ImportedGraph) -> None:
+        g.missing = self.missing()
+        extra = dict(g.extra_meta)
+        extra.update({"imported": True, "cache": g.cache, "aot_id": g.aot_id,
+                      "log_lines": g.log_lines, "output_code_file": g.output_code_file,
+                      "missing": g.missing})
+        g.out.write_meta(kind=g.kind, compile_id=g.compile_id, status=g.status,
+                         stages=g.stages, phase_starts=g.phase_times, kernels=g.kernels,
+                         fusion={"fused": g.fused or 0, "rejected": 0, "recorded": False},
+                         **extra)
+
+    def _finish_compile(self, cid: str) -> None:
+        """Write a Dynamo compile (its graphs, compiles/<id>.json, its cache lookups and
+        shapes) once its last record is read, and free its state: memory stays that of the
+        compiles in flight, not of the whole log."""
+        c = self.compiles.get(cid)
+        if c is None or c.finished:
+            return
+        c.finished = True
+        self.book.mark_restart(cid, self._attempts)
+        for gid in c.graphs:
+            self._finish_graph(self.graphs[gid])
+        w = self._writer()
+        if c.dynamic_dropped:
+            c.detail["dynamic_shapes_dropped"] = c.dynamic_dropped
+        c.detail["graphs"] = c.graphs
+        if not c.graphs and set(c.detail) <= {"id", "graphs", "log_lines"}:
+            return  # a compile id with only timing events
+        w.write_compile(cid, c.detail)
+        if self.cache_lookups.get(cid):
+            w.write_compile_cache(cid, self.cache_lookups.pop(cid))
+        shapes = shapes_from_log(c.detail)
+        if shapes is not None:
+            w.write_compile_shapes(cid, shapes)
+        metrics = c.detail.get("metrics") or {}
+        c.summary = {"id": cid, "graphs": c.graphs, "summary": {
+            **{k: metrics.get(k) for k in ("co_name", "co_filename", "co_firstlineno",
+                                           "entire_frame_compile_time_s",
+                                           "inductor_compile_time_s", "fail_type")},
+            "cache": cache_counts(c.detail)}}
+        c.detail = {}
+
+    # -- finish: meta.json, provenance, compiles/, the manifest ----------------------------------
     def _finish(self, elapsed: float) -> None:
         w = self._writer()
         assert self.scan is not None
         self.vllm.finish(w)
-        self.book.mark_restarts()
-        rank = self.scan.rank  # from the records; else from the file's name (…_rank_1_…)
-        if rank is None and self.log is not None:
-            rank = log_rank(self.log)
+        if not self.finish_early:  # debug folders: compiles made up after the log was read
+            self._attempts = attempts_by_frame(self.compiles)
+        for cid in list(self.compiles):
+            self._finish_compile(cid)
+        missing = self.missing()
         for g in self.graphs.values():
-            g.flush_pending()
-            coll = collectives_text.from_graph_dir(g.dir, g.id, rank, g.stages, g.kernel_index,
-                                                   g.handles)
-            if coll is not None:
-                self.has_collectives = True
-                g.out.trace.write_json(g.out.path(schema.COLLECTIVES), coll)
-            if g.kernel_index:
-                g.out.write_provenance(layout.provenance_json(
-                    g.kernel_index, g.handles, g.fx_source, g.pre_to_post, self.stack_cache))
-            extra = dict(g.extra_meta)
-            extra.update({"imported": True, "cache": g.cache, "aot_id": g.aot_id,
-                          "log_lines": g.log_lines, "output_code_file": g.output_code_file,
-                          "missing": self.missing()})
-            g.out.write_meta(kind=g.kind, compile_id=g.compile_id, status=g.status,
-                             stages=g.stages, phase_starts=g.phase_times,
-                             kernels=len(g.kernel_index),
-                             fusion={"fused": g.fused or 0, "rejected": 0, "recorded": False},
-                             **extra)
-        compiles = []
-        for cid, c in self.compiles.items():
-            if c.dynamic_dropped:
-                c.detail["dynamic_shapes_dropped"] = c.dynamic_dropped
-            c.detail["graphs"] = c.graphs
-            if not c.graphs and set(c.detail) <= {"id", "graphs", "log_lines"}:
-                continue  # a compile id with only timing events
-            w.write_compile(cid, c.detail)
-            if self.cache_lookups.get(cid):
-                w.write_compile_cache(cid, self.cache_lookups[cid])
-            shapes = shapes_from_log(c.detail)
-            if shapes is not None:
-                w.write_compile_shapes(cid, shapes)
-            metrics = c.detail.get("metrics") or {}
-            compiles.append({"id": cid, "graphs": c.graphs, "summary": {
-                **{k: metrics.get(k) for k in ("co_name", "co_filename", "co_firstlineno",
-                                               "entire_frame_compile_time_s",
-                                               "inductor_compile_time_s", "fail_type")},
-                "cache": cache_counts(c.detail)}})
+            if g.missing != missing:  # learnt from a later compile
+                self._write_meta(g)
+        rank = self._rank()
+        compiles = [c.summary for c in self.compiles.values() if c.summary is not None]
         m = w.manifest
         m["graphs"] = [{"id": g.id, "kind": g.kind, "compile_id": g.compile_id,
                         "status": g.status} for g in self.graphs.values()]

@@ -26,10 +26,12 @@ def parse_components(lines: Iterable[str]) -> list[dict[str, str]]:
         m = _LINE.match(str(line))
         if m is None:
             continue
-        value = m["value"]
-        value = "".join(ch if ch.isprintable() or ch == "\n" else "?" for ch in value)
+        whole = m["value"]
+        value = whole[:MAX_VALUE]
+        if not value.replace("\n", "").isprintable():
+            value = "".join(ch if ch.isprintable() or ch == "\n" else "?" for ch in value)
         out.append({"name": m["name"].strip(), "hash": m["hash"],
-                    "value": value if len(value) <= MAX_VALUE else value[:MAX_VALUE] + "…"})
+                    "value": value if len(whole) <= MAX_VALUE else value + "…"})
     return out
 
 
