@@ -21,6 +21,9 @@
          must traced); each rank prints its loss
   chang  a compiled function issues a functional all_reduce each step; rank 1 stops calling it
          (sleeps) at the third step: rank 0 waits inside the compiled graph's collective
+  ddphang  a (not compiled) DistributedDataParallel model in several buckets trains a step; at
+         the second, rank 1 sleeps before its backward: rank 0 waits in a bucket all-reduce
+         issued by DDP's C++ reducer
   hang   after compiling, rank 0 broadcasts then all-reduces, rank 1 the other way round: both
          wait forever (until ``--timeout`` ends the job)
 """
@@ -112,6 +115,18 @@ def compiled_hang(rank: int) -> None:
         x = step(x)
 
 
+def ddp_hang(rank: int) -> None:
+    import time
+
+    torch.manual_seed(0)
+    model = DistributedDataParallel(Net(), bucket_cap_mb=1)
+    for i in range(2):
+        loss = model(torch.randn(8, 512)).sum()
+        if rank == 1 and i == 1:
+            time.sleep(3600)  # STALL rank 1 before its second backward
+        loss.backward()  # DDP BACKWARD
+
+
 def main() -> None:
     mode = sys.argv[1]
     dist.init_process_group("gloo")
@@ -119,6 +134,9 @@ def main() -> None:
     odd = rank == 1
     if mode == "chang":
         compiled_hang(rank)
+        return  # never reached: the job hangs
+    if mode == "ddphang":
+        ddp_hang(rank)
         return  # never reached: the job hangs
     if mode == "ddp":
         ddp(rank)

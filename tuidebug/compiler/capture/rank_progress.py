@@ -19,6 +19,10 @@ Collectives issued by compiled code (Inductor's wrapper calling ``_c10d_function
 wrapper's line; ``line`` the user's line from the graph's provenance) and ``done`` when the call
 returned; its ``wait_tensor`` as ``{"event": "wait", "group", "seq"}`` before it blocks and
 ``{"event": "waited", …}`` after.
+
+DistributedDataParallel's bucket all-reduces (its C++ reducer issues them from autograd hooks;
+a logging comm hook, ``compat.ddp_reducer``) are ``{"event": "collective", "op": "all_reduce",
+…, "async": true, "ddp": {"bucket", "last", "bytes"}}`` when issued and ``done`` when complete.
 """
 
 from __future__ import annotations
@@ -103,6 +107,7 @@ class RankProgress:
                     self._wrap_compiled(orig, ns, name, o)))
         except compat.NotAvailable as e:
             self.warn(f"collectives issued by compiled code are not logged: {e}")
+        self.undo.append(compat.log_ddp_buckets(self._ddp_issued, self._ddp_done, self.warn))
         return self
 
     def uninstall(self) -> None:
@@ -177,6 +182,28 @@ class RankProgress:
         collective.__doc__ = getattr(orig, "__doc__", None)
         self.undo.append(compat.same_under_dynamo(collective, orig))
         return collective
+
+    # -- DDP's bucket all-reduces (its C++ reducer issues them) -----------------------------
+    def _ddp_issued(self, bucket: int, last: bool, nbytes: int, pg: Any) -> tuple[str, int]:
+        """A bucket all-reduce DDP's reducer is about to issue: logged as an asynchronous
+        all_reduce of its group with ``"ddp": {"bucket", "last", "bytes"}``; what identifies
+        its ``done`` (logged when it completes, from the thread that completes it)."""
+        try:
+            group, members = compat.collective_group("ddp", ["group"], (pg,), {})
+        except Exception:  # noqa: BLE001
+            group, members = "?", None
+        with self.lock:
+            seq = self.seq[group] = self.seq.get(group, 0) + 1
+        line = _user_line()
+        self.record(lambda: json.dumps(
+            {"event": "collective", "op": "all_reduce", "group": group, "members": members,
+             "seq": seq, "line": line, "async": True,
+             "ddp": {"bucket": bucket, "last": last, "bytes": nbytes}, "t": time.time()},
+            default=str))
+        return group, seq
+
+    def _ddp_done(self, token: tuple[str, int]) -> None:
+        self.record(lambda: self.done_event(*token))
 
     # -- collectives issued by compiled code --------------------------------------------------
     def _compiled_where(self, frame: Any) -> dict[str, Any]:

@@ -82,6 +82,7 @@ from tuidebug.compiler.compat.collective_calls import (  # noqa: F401
 from tuidebug.compiler.compat.numerics import (  # noqa: F401
     graph_input_sources, COMPILED_GRAPH_CALL, lowered_graph, IntermediateValues, NodeValues,
 )
+from tuidebug.compiler.compat.ddp_reducer import install as log_ddp_buckets  # noqa: F401
 from tuidebug.compiler.compat.compiled_collectives import (  # noqa: F401
     WAIT_OP, collective_overloads, wrap_overload, real_tensors, call_arguments_of,
     compiled_call_group,

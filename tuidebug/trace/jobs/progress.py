@@ -135,6 +135,15 @@ def _compiled(v: Any) -> dict[str, Any] | None:
     return out
 
 
+def _ddp(v: Any) -> dict[str, Any] | None:
+    """A bucket all-reduce of DDP's reducer: the bucket's index, whether it is the last, its
+    bytes."""
+    if not isinstance(v, dict) or type(v.get("bucket")) is not int:
+        return None
+    return {"bucket": v["bucket"], "last": v.get("last") is True,
+            "bytes": v["bytes"] if type(v.get("bytes")) is int else None}
+
+
 def last_collective(path: Path) -> dict[str, Any] | None:
     """The collective the rank's log says it is in, else its last one: op, seq, group, line,
     ``compiled`` (issued by a compiled graph's wrapper: graph, index, wrapper line) and
@@ -159,7 +168,7 @@ def last_collective(path: Path) -> dict[str, Any] | None:
                 "op": _text(ev.get("op")) or "?", "seq": ev["seq"], "group": group,
                 "line": _text(ev.get("line")), "async": ev.get("async") is True,
                 "members": _members(ev.get("members")), "compiled": _compiled(ev.get("compiled")),
-                "state": "waiting", "reached": reached}
+                "ddp": _ddp(ev.get("ddp")), "state": "waiting", "reached": reached}
         elif (kind == "done" and last is not None and ev.get("seq") == last["seq"]
               and _text(ev.get("group")) == last["group"]):
             last["state"] = "done"
@@ -247,8 +256,12 @@ def _reached(c: dict[str, Any] | None, group: str) -> int:
 
 def _c(c: dict[str, Any]) -> str:
     """``all_reduce #3 (rank_job.py:40)``; issued by compiled code: ``all_reduce #3 of graph
-    0_0-inference (collective 0 in it, wrapper line 110, rank_job.py:40)``."""
-    k = c.get("compiled")
+    0_0-inference (collective 0 in it, wrapper line 110, rank_job.py:40)``; by DDP's reducer:
+    ``DDP all_reduce bucket #1 (all_reduce #4 of group default, train.py:30)``."""
+    k, ddp = c.get("compiled"), c.get("ddp")
+    if ddp:  # issued by DDP's reducer from its autograd hooks
+        return (f"DDP {c['op']} bucket #{ddp['bucket']} ({c['op']} #{c['seq']} of group "
+                f"{c['group']}" + (f", {c['line']})" if c.get("line") else ")"))
     if not k:
         return f"{c['op']} #{c['seq']}" + (f" ({c['line']})" if c.get("line") else "")
     parts = [f"collective {k['index']} in it" if k.get("index") is not None else None,

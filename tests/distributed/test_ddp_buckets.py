@@ -1,0 +1,55 @@
+"""DDP's bucket all-reduces (issued by its C++ reducer from autograd hooks, never through
+Python's torch.distributed) are logged as issued and completed, and a hang in one is located
+(torchrun + gloo, 2 ranks; ``rank_job.py ddphang``: rank 1 sleeps before its second backward)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.distributed.conftest import trace_job
+from tests.distributed.test_hang import _alive, _line_of
+from tests.distributed.test_ranks import _cli, _info
+
+pytestmark = pytest.mark.slow
+
+# past start-up (nothing compiles) on a loaded 2-core machine
+DDP_HANG_TIMEOUT_S = 90
+
+
+def test_ddp_bucket_all_reduces_are_logged_and_a_hang_in_one_is_located(tmp_path) -> None:
+    job = tmp_path / "ddphang"
+    proc = trace_job(job, "ddphang", extra=["--timeout", str(DDP_HANG_TIMEOUT_S)])
+    assert proc.returncode == 1 and "stopped after --timeout" in proc.stderr, proc.stderr[-3000:]
+    backward = f"rank_job.py:{_line_of('DDP BACKWARD')}"
+    events = [json.loads(ln) for ln in
+              (job / "job" / "rank_0.progress.jsonl").read_text().splitlines() if ln.strip()]
+    buckets = [e for e in events if e.get("event") == "collective" and "ddp" in e]
+    assert buckets, events  # the reducer's all-reduces, logged by the capture's comm hook
+    assert all((e["op"], e["async"], e["line"]) == ("all_reduce", True, backward)
+               for e in buckets), buckets
+    done = {(e["group"], e["seq"]) for e in events if e.get("event") == "done"}
+    first = [e for e in buckets if (e["group"], e["seq"]) in done]
+    assert first and all(e["ddp"]["bytes"] > 0 for e in first), events  # step 1 completed
+    pending = [e for e in buckets if (e["group"], e["seq"]) not in done]
+    assert pending, events  # step 2: issued, never completed (rank 1 never joined)
+    assert max(e["seq"] for e in first) < min(e["seq"] for e in pending)
+
+    info = _info(job)
+    ranks = {r["rank"]: r for r in info["ranks"]}
+    assert [ranks[r]["status"] for r in (0, 1)] == ["timed_out", "timed_out"]
+    c0 = ranks[0]["progress"]["collective"]
+    assert (c0["op"], c0["state"], c0["line"]) == ("all_reduce", "waiting", backward), c0
+    assert c0["ddp"]["bucket"] == pending[-1]["ddp"]["bucket"], (c0, pending)
+    stack = ranks[1]["progress"]["stack"]
+    assert stack["user"] == f"rank_job.py:{_line_of('STALL rank 1 before')} (ddp_hang)", stack
+    text = " ".join(_cli("info", str(job)).stdout.split())
+    assert (f"rank 0 waits in DDP all_reduce bucket #{c0['ddp']['bucket']} (all_reduce "
+            f"#{c0['seq']} of group default, {backward})") in text, text
+    assert "rank 1 is at rank_job.py:" in text and "outside any collective" in text
+    [m] = info["waits"]["mismatches"]
+    assert (m["kind"], m["ranks"], m["waits_for"]) == ("waits_for_ranks", [0], [1]), m
+    pids = [json.loads((job / "job" / f"rank_{r}.json").read_text())["pid"] for r in (0, 1)]
+    pids += [json.loads((job / f"rank_{r}" / "manifest.json").read_text())["pid"] for r in (0, 1)]
+    assert not [p for p in pids if _alive(p)]
