@@ -6,22 +6,29 @@
 # 2. FSDP2 x tensor parallel on a 2x2 mesh (4 GPUs): plain torchrun vs traced (wall ratio, same
 #    losses), then the planted divergence (--odd) traced
 # 3. the DDP job that compiles no Inductor graph: plain vs traced exit codes and output (2 GPUs)
+# 4. a hang in DDP's bucket all-reduces (its C++ reducer) on 2 GPUs: where each rank waits
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
-OUT=${OUT:-/tmp/dist-out}; mkdir -p "$OUT"; rm -rf /tmp/chang /tmp/tp-job /tmp/tp-odd /tmp/ddp-job
+OUT=${OUT:-/tmp/dist-out}; mkdir -p "$OUT"; rm -rf /tmp/chang /tmp/tp-job /tmp/tp-odd /tmp/ddp-job /tmp/ddphang
 python -c "import torch; print(torch.__version__, torch.cuda.device_count(), torch.cuda.get_device_name())"
 fresh() { export TORCHINDUCTOR_CACHE_DIR=$(mktemp -d) TRITON_CACHE_DIR=$(mktemp -d); }
 secs() { python3 -c "print(round($EPOCHREALTIME-$1,1))"; }
 
-fresh; t0=$EPOCHREALTIME
-CUDA_VISIBLE_DEVICES=0,1 timeout 300 python -m tuidebug.cli trace --nproc-per-node 2 --timeout 120 \
-  -o /tmp/chang bench/compiled_hang_job.py > "$OUT/chang.log" 2>&1
-echo "compiled hang: rc $? $(secs $t0) s"
-COLUMNS=200 python -m tuidebug.cli info /tmp/chang > "$OUT/chang.info.txt" 2>&1
-python -m tuidebug.cli info --json /tmp/chang > "$OUT/chang.info.json" 2>/dev/null
-cp /tmp/chang/job/*.progress.jsonl /tmp/chang/job/*.stacks.txt "$OUT/" 2>/dev/null
-echo "left running: $(pgrep -f compiled_hang_job.py | wc -l)"
-cat "$OUT/chang.info.txt" | tail -12
+# a hang on 2 GPUs ended by --timeout: NAME SCRIPT; info, the progress logs and stacks to $OUT
+hang() {
+  fresh; local t0=$EPOCHREALTIME
+  CUDA_VISIBLE_DEVICES=0,1 timeout 300 python -m tuidebug.cli trace --nproc-per-node 2 \
+    --timeout 120 -o /tmp/$1 $2 > "$OUT/$1.log" 2>&1
+  echo "$1: rc $? $(secs $t0) s"
+  COLUMNS=200 python -m tuidebug.cli info /tmp/$1 > "$OUT/$1.info.txt" 2>&1
+  python -m tuidebug.cli info --json /tmp/$1 > "$OUT/$1.info.json" 2>/dev/null
+  for f in /tmp/$1/job/*.progress.jsonl /tmp/$1/job/*.stacks.txt; do
+    cp "$f" "$OUT/$1.$(basename "$f")" 2>/dev/null; done
+  echo "left running: $(pgrep -f "$(basename $2)" | wc -l)"
+  tail -12 "$OUT/$1.info.txt"
+}
+
+hang chang bench/compiled_hang_job.py
 
 fresh; t0=$EPOCHREALTIME
 timeout 300 python -m torch.distributed.run --standalone --nproc-per-node 4 bench/fsdp_tp_job.py > "$OUT/tp-plain.log" 2>&1
@@ -47,3 +54,5 @@ fresh
 CUDA_VISIBLE_DEVICES=0,1 timeout 300 python -m tuidebug.cli trace --nproc-per-node 2 -o /tmp/ddp-job tests/distributed/rank_job.py ddp > "$OUT/ddp-traced.log" 2>&1
 echo "ddp traced: rc $?"
 grep -h "^rank .: loss" "$OUT/ddp-plain.log" "$OUT/ddp-traced.log"
+
+hang ddphang bench/ddp_hang_job.py

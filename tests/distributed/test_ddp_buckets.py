@@ -48,6 +48,9 @@ def test_ddp_bucket_all_reduces_are_logged_and_a_hang_in_one_is_located(tmp_path
     assert (f"rank 0 waits in DDP all_reduce bucket #{c0['ddp']['bucket']} (all_reduce "
             f"#{c0['seq']} of group default, {backward})") in text, text
     assert "rank 1 is at rank_job.py:" in text and "outside any collective" in text
+    # rank 1's step-1 buckets completed: a DDP bucket's done is its all-reduce complete
+    assert ranks[1]["progress"]["collective"]["ddp"] is not None
+    assert "was waited for" in text.split("rank 1 is at", 1)[1], text
     [m] = info["waits"]["mismatches"]
     assert (m["kind"], m["ranks"], m["waits_for"]) == ("waits_for_ranks", [0], [1]), m
     pids = [json.loads((job / "job" / f"rank_{r}.json").read_text())["pid"] for r in (0, 1)]

@@ -12,8 +12,9 @@ group's allreduce — and calls ``on_issue(bucket index, is_last, bytes, group)`
 it: ``register_comm_hook`` on such a model hands the script's hook to the logging wrapper
 instead of the reducer, which accepts one hook only.
 
-Not installed (the reducer's own arithmetic would not be matched), said through ``warn``:
-mixed precision, sparse gradients, DDP's Python reducer (its all-reduces are functional
+Not installed (the reducer's own arithmetic would not be matched, or a hook is there), said
+through ``warn``: a hook DDP registered while it was built (optimizer in backward), mixed
+precision, sparse gradients, DDP's Python reducer (its all-reduces are functional
 collectives, logged as such), ``gradient_as_bucket_view`` with a world size that is not a power
 of two (the reducer then divides gradients in place, which a multiplication by 1/size matches
 exactly only for powers of two). Known difference: under ``Join`` with
@@ -24,11 +25,13 @@ private ``_register_builtin_comm_hook`` after construction fails as a second hoo
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable
 
 import torch
 
-_KEY = "_tuidebug_bucket_hook"
+# each model's hook state, beside the model (never in its __dict__: DDP pickles that)
+_STATES: "weakref.WeakKeyDictionary[Any, _State]" = weakref.WeakKeyDictionary()
 
 
 class _State:
@@ -44,6 +47,8 @@ class _State:
 def _why_not(ddp: Any) -> str | None:
     """Why the logging hook would not be the reducer's own arithmetic on ``ddp``; None if it
     is."""
+    if getattr(ddp, "_comm_hooks", None):  # DDP's own (optimizer in backward), registered
+        return "a comm hook registered while it was built"
     if getattr(ddp, "_use_python_reducer", False):
         return "DDP's Python reducer (its all-reduces are logged as such)"
     if getattr(ddp, "mixed_precision", None) is not None:
@@ -98,20 +103,24 @@ def install(on_issue: Callable[[int, bool, int, Any], Any],
             if why is None:
                 state = _State(self)
                 register(self, state, hook)
-                self.__dict__[_KEY] = state
+                _STATES[self] = state
             else:
                 warn(f"DDP's bucket all-reduces are not logged: {why}")
         except Exception as e:  # noqa: BLE001 - the model works as built without it
             warn(f"DDP's bucket all-reduces are not logged: {e}")
 
     def wrapped_register(self: Any, state: object, their_hook: Callable[..., Any]) -> None:
-        mine = self.__dict__.get(_KEY)
+        mine = _STATES.get(self)
         if mine is None or mine.delegate is not None:
             return register(self, state, their_hook)  # the reducer says what it says
-        self._check_comm_hook(their_hook)
-        if self.logger is not None:
+        check = getattr(self, "_check_comm_hook", None)
+        if check is not None:  # a hook DDP refuses is refused as it would be
+            check(their_hook)
+        try:  # what register_comm_hook records besides the reducer's hook
             self.logger._set_comm_hook_name(their_hook.__qualname__)
-        self._comm_hooks.append((their_hook, state))
+            self._comm_hooks.append((their_hook, state))
+        except Exception:  # noqa: BLE001 - another torch's bookkeeping; the hook still runs
+            pass
         mine.delegate = (state, their_hook)
 
     DDP.__init__ = wrapped_init  # type: ignore[method-assign]

@@ -172,6 +172,8 @@ def last_collective(path: Path) -> dict[str, Any] | None:
         elif (kind == "done" and last is not None and ev.get("seq") == last["seq"]
               and _text(ev.get("group")) == last["group"]):
             last["state"] = "done"
+            if last["ddp"]:  # a DDP bucket's done: its all-reduce completed, not only issued
+                last["waited"] = True
         elif kind in ("wait", "waited") and isinstance(ev.get("seq"), int):
             c = seen.get((_text(ev.get("group")) or "default", ev["seq"]))
             if c is not None:
