@@ -125,7 +125,9 @@ def read_bytes(path: Path | str, cap: int, *, truncate: bool = False,
             chunk = os.read(fd, want)
             parts.append(chunk)
             got += len(chunk)
-            if len(chunk) < want:  # a regular file reads short only at its end
+            # a regular file reads short only at its end (one whose size says 0, like those
+            # of /proc, may read short before it: read on until nothing comes)
+            if not chunk or (len(chunk) < want and got >= size > 0):
                 break
     finally:
         os.close(fd)
