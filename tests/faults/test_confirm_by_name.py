@@ -115,9 +115,9 @@ async def test_tui_dialog_applies_a_risky_flag_only_when_its_name_is_typed(
     marker = tmp_path / "PAYLOAD_RAN"
     h = hostile.build("runs_on_open", tmp_path / "traces", tmp_path / "outside", marker)
     value = json.loads((h.path / "manifest.json").read_text())["config_overrides"]["cpp.cxx"]
-    calls: list[dict] = []
+    calls: list[recompile.RecompileSpec] = []
     async with open_ui(h.path) as ui:
-        ui.app.recompile_confirmed = lambda sets, allowed=None: calls.append(dict(allowed or {}))
+        ui.app.recompile_confirmed = calls.append  # the very spec that would run
 
         async def dialog() -> str:
             ui.app.start_recompile({"max_fusion_size": 2})
@@ -129,25 +129,29 @@ async def test_tui_dialog_applies_a_risky_flag_only_when_its_name_is_typed(
         assert "needs your confirmation by name: cpp.cxx=" in text, text
         assert "type cpp.cxx below to apply it" in text and "tab" in text, text
         await ui.press("y")  # y: runs, without the flag
-        assert calls == [{}] and not isinstance(ui.app.screen, ConfirmScreen)
+        assert len(calls) == 1 and not isinstance(ui.app.screen, ConfirmScreen)
+        assert "cpp.cxx" not in calls[-1].overrides and "cpp.cxx" in calls[-1].confirm
         await dialog()
         await ui.press("tab")
         await ui.pilot.press(*"cpp.cx")  # not its name
         await ui.press("enter")
-        assert calls[-1] == {}
+        assert "cpp.cxx" not in calls[-1].overrides and "cpp.cxx" in calls[-1].confirm
         await dialog()
         await ui.press("tab")
         await ui.pilot.press(*"cpp.cxx")
         await ui.settle()
         assert "cpp.cxx" in ui.text()
         await ui.press("enter")
-        assert calls[-1] == {"cpp.cxx": value}
+        assert calls[-1].overrides["cpp.cxx"] == value and not calls[-1].confirm
+        assert calls[-1].overrides["max_fusion_size"] == 2
         await dialog()
         await ui.press("escape")  # cancel: nothing is recorded
         assert len(calls) == 3
-    spec = recompile.recompile_spec(h.path, {"max_fusion_size": 2}, allowed=calls[-1])
-    assert spec["overrides"]["cpp.cxx"] == value and not spec["confirm"]
-    assert "cpp.cxx" in recompile.recompile_spec(h.path, {"max_fusion_size": 2})["confirm"]
+    # the confirmed spec is the one --allow-flag builds, and crosses to the child unchanged
+    allowed = recompile.recompile_spec(h.path, {"max_fusion_size": 2}, out=calls[-1].out,
+                                       allowed={"cpp.cxx": value})
+    assert calls[-1].overrides == allowed.overrides and calls[-1].confirm == allowed.confirm
+    assert recompile.RecompileSpec.from_json(calls[-1].to_json()) == calls[-1]
     assert not marker.exists()
     case.survived = True
     case.data_lost = False

@@ -338,10 +338,8 @@ def cmd_recompile(ns: argparse.Namespace) -> int:
 
     # NotConfirmed: printed by main; flags typed by name at the prompt are applied too
     typed = ask(spec_plan(spec, recompile.read_manifest(trace)), yes=ns.yes)
-    if typed:
-        spec = recompile.recompile_spec(trace, sets, output, use_cache=not ns.no_cache,
-                                        allowed={**allowed, **typed})
-    out = Path(spec["out"])
+    spec = spec.confirmed(typed)  # what was shown, with the flags typed by name at the prompt
+    out = Path(spec.out)
     print(f"[tuidebug] recompiling {ns.trace} with {recompile.format_sets(sets)} → {out}",
           file=sys.stderr, flush=True)
 

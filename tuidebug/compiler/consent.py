@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
+from tuidebug.compiler.recompile_spec import RecompileSpec
 from tuidebug.compiler.trace_config import describe
 from tuidebug.errors import TuidebugError
 from tuidebug.trace.format.manifest import Manifest
@@ -149,13 +150,11 @@ def ask(plan: Plan, *, yes: bool, stdin: TextIO | None = None, stderr: TextIO | 
     return confirmed
 
 
-def spec_plan(spec: dict[str, Any], manifest: Manifest | None = None) -> Plan:
+def spec_plan(spec: RecompileSpec, manifest: Manifest | None = None) -> Plan:
     """The plan of a recompile job (``recompile.recompile_spec``): the trace's script re-run in
     a child of tuidebug's worker, with the overrides and environment of the spec."""
-    root = spec.get("source_trace")
+    root = spec.source_trace
     notes = origin_notes(manifest or Manifest(), root) if root else []
-    return Plan("recompile", sys.executable, [str(spec.get("script")), *map(str, spec.get("args")
-                                                                           or [])],
-                str(spec.get("cwd")), dict(spec.get("overrides") or {}),
-                {str(k): str(v) for k, v in (spec.get("env") or {}).items()}, notes,
-                dict(spec.get("confirm") or {}), dict(spec.get("left_out") or {}))
+    return Plan("recompile", sys.executable, [spec.script, *spec.args], spec.cwd,
+                dict(spec.overrides), dict(spec.env), notes, dict(spec.confirm),
+                dict(spec.left_out))

@@ -79,7 +79,7 @@ def run_demo(name: str, out_dir: str | Path, *, worker: Any = None, timeout: flo
                 result["skipped"] = (f"{demo.flag} acts on Triton/CUDA code only and needs a CUDA "
                                      f"GPU; torch {worker.info.get('torch')} sees none here")
                 return result
-        progress = (lambda job, msg: on_progress(f"{'A' if job.spec['kind'] == 'trace' else 'B'}: {msg}")
+        progress = (lambda job, msg: on_progress(f"{'A' if job.spec.kind == 'trace' else 'B'}: {msg}")
                     ) if on_progress else None
         safe = re.sub(r"[^A-Za-z0-9_.=-]+", "_", demo.flag)
         out_a = out_dir / f"{safe}={_label(demo.a)}".replace("/", "_")

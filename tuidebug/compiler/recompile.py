@@ -34,11 +34,12 @@ from typing import Any, Callable, Iterable, Mapping
 
 from tuidebug.errors import RecompileError, TraceError
 from tuidebug.compiler import trace_config
+from tuidebug.compiler.recompile_spec import RecompileSpec
 from tuidebug.trace.format import manifest as format_manifest
-from tuidebug.trace.format.manifest import Manifest, sane_runs, sane_tol
+from tuidebug.trace.format.manifest import Manifest
 
-__all__ = ["RecompileError", "parse_sets", "format_sets", "trace_source", "default_out",
-           "recompile_spec", "script_spec", "run_job"]
+__all__ = ["RecompileError", "RecompileSpec", "parse_sets", "format_sets", "trace_source",
+           "default_out", "recompile_spec", "script_spec", "run_job"]
 
 
 # -- validation (torch-free) ---------------------------------------------------------------------
@@ -172,26 +173,28 @@ def _check_out(out: Path, trace: Path | None = None) -> Path:
 def recompile_spec(trace: str | os.PathLike[str], sets: Mapping[str, Any],
                    out: str | os.PathLike[str] | None = None, *, use_cache: bool = True,
                    timeout: float | None = None, env: Mapping[str, str] | None = None,
-                   allowed: Iterable[str] | Mapping[str, Any] = ()) -> dict[str, Any]:
+                   allowed: Iterable[str] | Mapping[str, Any] = ()) -> RecompileSpec:
     """The job that recompiles ``trace`` with ``sets`` (already validated) into ``out``;
     ``allowed``: the trace's risky flags the user confirmed by name (``trace_source``)."""
     trace = Path(trace)
     src = trace_source(trace, allowed)
     out = _check_out(Path(out) if out else default_out(trace, sets), trace)
-    return {"kind": "recompile", "source_trace": str(trace.resolve()), **src,
-            "overrides": {**src["overrides"], **dict(sets)}, "sets": dict(sets),
-            # a flag the user sets with --set needs no confirmation of the trace's value
-            "confirm": {n: v for n, v in src["confirm"].items() if n not in sets},
-            "left_out": {n: w for n, w in src["left_out"].items() if n not in sets},
-            "out": str(Path(out).resolve()), "use_cache": use_cache, "timeout": timeout,
-            "env": dict(env or {})}
+    return RecompileSpec(
+        kind="recompile", source_trace=str(trace.resolve()), script=src["script"],
+        script_arg=src["script_arg"], args=tuple(src["args"]), cwd=src["cwd"],
+        overrides={**src["overrides"], **dict(sets)}, sets=dict(sets),
+        # a flag the user sets with --set needs no confirmation of the trace's value
+        confirm={n: v for n, v in src["confirm"].items() if n not in sets},
+        left_out={n: w for n, w in src["left_out"].items() if n not in sets},
+        check=src["check"], accuracy_tol=src["accuracy_tol"], profile=src["profile"],
+        out=str(Path(out).resolve()), use_cache=use_cache, timeout=timeout, env=dict(env or {}))
 
 
 def script_spec(script: str | os.PathLike[str], args: Iterable[str] = (),
                 sets: Mapping[str, Any] | None = None, out: str | os.PathLike[str] = "",
                 *, cwd: str | None = None, check: bool = True, use_cache: bool = True,
                 timeout: float | None = None,
-                env: Mapping[str, str] | None = None) -> dict[str, Any]:
+                env: Mapping[str, str] | None = None) -> RecompileSpec:
     """A job that traces ``script`` (like ``tuidebug trace``) with ``sets``, in the worker."""
     path = Path(script)
     if not path.is_file():
@@ -199,21 +202,21 @@ def script_spec(script: str | os.PathLike[str], args: Iterable[str] = (),
     if not out:
         raise RecompileError("a script job needs an output directory")
     out = _check_out(Path(out))
-    return {"kind": "trace", "source_trace": None, "script": str(path.resolve()),
-            "script_arg": str(script), "args": list(args), "cwd": cwd or os.getcwd(),
-            "overrides": dict(sets or {}), "sets": dict(sets or {}), "check": check,
-            "out": str(Path(out).resolve()), "use_cache": use_cache, "timeout": timeout,
-            "env": dict(env or {})}
+    return RecompileSpec(
+        kind="trace", source_trace=None, script=str(path.resolve()), script_arg=str(script),
+        args=tuple(args), cwd=cwd or os.getcwd(), overrides=dict(sets or {}),
+        sets=dict(sets or {}), check=check, out=str(Path(out).resolve()), use_cache=use_cache,
+        timeout=timeout, env=dict(env or {}))
 
 
 # -- the job itself (runs in the forked child; imports torch) -------------------------------------
 
-def run_job(spec: Mapping[str, Any], emit: Callable[[dict[str, Any]], None] | None = None) -> int:
+def run_job(spec: RecompileSpec, emit: Callable[[dict[str, Any]], None] | None = None) -> int:
     """Run one job in this process (a fresh child of the worker). Returns the exit code of
     ``tuidebug.compiler.run_script`` (0 ok, 10 compile failed, 11–15 script or write problems).
 
     ``emit`` receives ``{"event": "progress", "message"}`` and ``{"event": "phase", "phase",
-    "graph"}`` messages as the capture proceeds. ``spec["env"]`` is applied to ``os.environ``
+    "graph"}`` messages as the capture proceeds. ``spec.env`` is applied to ``os.environ``
     first (e.g. ``TORCHINDUCTOR_CACHE_DIR``, ``TORCH_LOGS``).
     """
     from tuidebug.compiler import run_script as rs
@@ -226,29 +229,25 @@ def run_job(spec: Mapping[str, Any], emit: Callable[[dict[str, Any]], None] | No
             except Exception:
                 pass
 
-    os.environ.update({str(k): str(v) for k, v in (spec.get("env") or {}).items()})
-    os.chdir(spec["cwd"])
-    script = spec["script"]
-    args = list(spec.get("args") or [])
-    overrides = dict(spec.get("overrides") or {})
-    use_cache = bool(spec.get("use_cache", True))
+    os.environ.update(spec.env)
+    os.chdir(spec.cwd)
+    overrides = dict(spec.overrides)
 
     # The graph-level caches are off whatever ``use_cache`` says (the capture records which, in
     # the manifest's tuidebug_config): a hit would skip what the trace records (module docstring).
     session = CaptureSession(
-        spec["out"], check_accuracy=bool(spec.get("check", True)), use_cache=False,
-        accuracy_tol=sane_tol(spec.get("accuracy_tol")),
+        spec.out, check_accuracy=spec.check, use_cache=False, accuracy_tol=spec.accuracy_tol,
         # a recompile of a profiled trace is profiled the same way, so their times compare
-        profile_runs=sane_runs(spec.get("profile")) or 0,
-        command=["tuidebug", "trace", spec.get("script_arg") or script, *args],
+        profile_runs=spec.profile,
+        command=["tuidebug", "trace", spec.script_arg, *spec.args],
         on_progress=lambda m: send({"event": "progress", "message": m}),
-        user_sets=overrides if use_cache else None)
+        user_sets=overrides if spec.use_cache else None)
     send({"event": "phase", "phase": "starting", "graph": None})
     session.start()
     writer = session.writer
     assert writer is not None
     writer.on_phase = lambda phase, graph_id: send({"event": "phase", "phase": phase,
                                                     "graph": graph_id})
-    writer.update(recompile={"from": spec.get("source_trace"), "sets": spec.get("sets") or {},
-                             "use_cache": use_cache, "worker_pid": os.getppid()})
-    return rs.run_in_session(session, script, args, overrides)
+    writer.update(recompile={"from": spec.source_trace, "sets": dict(spec.sets),
+                             "use_cache": spec.use_cache, "worker_pid": os.getppid()})
+    return rs.run_in_session(session, spec.script, list(spec.args), overrides)

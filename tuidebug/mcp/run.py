@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from tuidebug.compiler.recompile_spec import RecompileSpec
 from tuidebug.errors import TraceError
 from tuidebug.trace.format import schema
 from tuidebug.mcp.bounded import Answer
@@ -34,7 +35,7 @@ class Consent(BaseModel):
 
 
 def _plan(traces: Traces, trace: str, sets: list[str], rank: int | None
-          ) -> tuple[str, Any, dict[str, Any], Any]:
+          ) -> tuple[str, Any, RecompileSpec, Any]:
     from tuidebug.compiler import recompile as rc
     from tuidebug.compiler.consent import spec_plan
     from tuidebug.compiler.trace_config import check
@@ -67,11 +68,7 @@ async def recompile(traces: Traces, trace: str, sets: list[str], rank: int | Non
     if getattr(consent, "action", None) != "accept" or not consent.data.run:
         return Answer("recompile", "not run: the user did not agree", handle)
     typed = {n.strip() for n in consent.data.confirm_flags.split(",") if n.strip()}
-    confirmed = {n: v for n, v in plan.confirm.items() if n in typed}
-    if confirmed:
-        from tuidebug.compiler import recompile as rc
-
-        spec = rc.recompile_spec(t.root, rc.parse_sets(sets), allowed=confirmed)
+    spec = spec.confirmed({n: v for n, v in plan.confirm.items() if n in typed})
     out, state, error = await anyio.to_thread.run_sync(_run, spec, timeout_s)
     if not (Path(out) / schema.MANIFEST).exists():
         return Answer("recompile", f"the recompile ended {state} and wrote no trace", handle,
@@ -84,7 +81,7 @@ async def recompile(traces: Traces, trace: str, sets: list[str], rank: int | Non
     return ans
 
 
-def _run(spec: dict[str, Any], timeout_s: float) -> tuple[str, str, str | None]:
+def _run(spec: RecompileSpec, timeout_s: float) -> tuple[str, str, str | None]:
     """The recompile job in tuidebug's worker (a child process): (out, state, error)."""
     from tuidebug.compiler.worker import RecompileWorker
 
@@ -94,4 +91,4 @@ def _run(spec: dict[str, Any], timeout_s: float) -> tuple[str, str, str | None]:
         job.wait()
     finally:
         worker.close()
-    return str(spec["out"]), str(job.state), job.error
+    return spec.out, str(job.state), job.error

@@ -8,7 +8,7 @@ This package never imports torch.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
 from textual.app import App
@@ -34,6 +34,9 @@ from tuidebug.tui.screens.passes import PassesScreen
 from tuidebug.tui.screens.profile import ProfileScreen
 from tuidebug.tui.screens.ranks import RanksScreen
 from tuidebug.tui.screens.shapes import ShapesScreen
+
+if TYPE_CHECKING:
+    from tuidebug.compiler.recompile_spec import RecompileSpec
 
 
 class TuidebugApp(App[int]):
@@ -190,16 +193,15 @@ class TuidebugApp(App[int]):
             return
 
         def answered(answer: Any) -> None:
-            if answer:
-                self.recompile_confirmed(sets, answer.names)
+            if answer:  # the spec shown, with the risky flags whose names the user typed
+                self.recompile_confirmed(spec.confirmed(answer.names))
         self.push_screen(ConfirmScreen(plan.lines(), "Recompile: run this?", plan.confirm),
                          answered)
 
-    def recompile_confirmed(self, sets: dict[str, Any],
-                            allowed: dict[str, Any] | None = None) -> None:
-        """Recompile the open trace with ``sets`` in the warm worker (a separate process),
-        into a new trace directory beside it; ``allowed``: the trace's risky flags confirmed by
-        name, with the values shown. Never blocks; progress goes to the flags screen."""
+    def recompile_confirmed(self, spec: RecompileSpec) -> None:
+        """Run ``spec`` — the recompile the user confirmed — in the warm worker (a separate
+        process), into a new trace directory beside the trace. Never blocks; progress goes to
+        the flags screen."""
         from tuidebug.compiler.recompile import format_sets
 
         job = self.recompile_job
@@ -211,13 +213,12 @@ class TuidebugApp(App[int]):
             prime = self.prime_job
             if prime is not None and not prime.done:  # the user's recompile goes first
                 self.recompile_worker.cancel(prime)
-            self.recompile_job = self.recompile_worker.submit(self.trace.root, dict(sets),
-                                                              allowed=allowed or {})
+            self.recompile_job = self.recompile_worker.submit_spec(spec)
         except Exception as e:  # bad input, or the worker cannot start: report, stay alive
             self.notify(f"{type(e).__name__}: {e}", title="cannot recompile", severity="error",
                         timeout=10)
             return
-        self.notify(f"recompiling with {format_sets(sets)}…", timeout=4)
+        self.notify(f"recompiling with {format_sets(spec.sets)}…", timeout=4)
         self._recompile_progress(self.recompile_job)
 
     def cancel_recompile(self) -> None:

@@ -21,9 +21,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--msg-fd", type=int, help=argparse.SUPPRESS)
     ns = ap.parse_args(argv)
     if ns.job:
+        from tuidebug.compiler.recompile_spec import RecompileSpec
         from tuidebug.compiler.worker.child import job_main
 
-        return job_main(json.loads(ns.job), ns.msg_fd)
+        return job_main(RecompileSpec.from_json(json.loads(ns.job)), ns.msg_fd)
     if not ns.serve:
         ap.print_help()
         return 2

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuidebug import proc
+from tuidebug.compiler.recompile_spec import RecompileSpec
 from tuidebug.trace.format.manifest import find_manifest
 
 if TYPE_CHECKING:
@@ -26,19 +27,19 @@ __all__ = ["JobChild", "job_main"]
 class JobChild:
     """One job: a forked child with its stdout+stderr and its message pipe."""
 
-    def __init__(self, jid: int, spec: dict[str, Any], pid: int, out_fd: int, msg_fd: int) -> None:
+    def __init__(self, jid: int, spec: RecompileSpec, pid: int, out_fd: int, msg_fd: int) -> None:
         self.jid, self.spec, self.pid = jid, spec, pid
         self.out_fd, self.msg_fd = out_fd, msg_fd
         self.bufs = {out_fd: proc.LineBuffer(), msg_fd: proc.LineBuffer()}
         self.started = time.monotonic()
-        self.timeout = float(spec.get("timeout") or 0)
+        self.timeout = float(spec.timeout or 0)
         self.timed_out = False
         self.cancelled = False
         self.tail: collections.deque[str] = collections.deque(maxlen=60)
         self.popen: subprocess.Popen[bytes] | None = None  # a spawned job (not forked)
 
     @classmethod
-    def fork(cls, jid: int, spec: dict[str, Any], proto_fd: int | None = None) -> "JobChild":
+    def fork(cls, jid: int, spec: RecompileSpec, proto_fd: int | None = None) -> "JobChild":
         out_r, out_w = os.pipe()
         msg_r, msg_w = os.pipe()
         sys.stdout.flush()
@@ -77,13 +78,13 @@ class JobChild:
         return cls(jid, spec, pid, out_r, msg_r)
 
     @classmethod
-    def spawn(cls, jid: int, spec: dict[str, Any]) -> "JobChild":
+    def spawn(cls, jid: int, spec: RecompileSpec) -> "JobChild":
         """The job in a fresh interpreter (when forking is not safe, e.g. CUDA is initialised)."""
         out_r, out_w = os.pipe()
         msg_r, msg_w = os.pipe()
         try:
             popen = proc.spawn(
-                [sys.executable, "-m", "tuidebug.compiler.worker", "--job", json.dumps(spec),
+                [sys.executable, "-m", "tuidebug.compiler.worker", "--job", json.dumps(spec.to_json()),
                  "--msg-fd", str(msg_w)],
                 stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w, pass_fds=(msg_w,),
                 close_fds=True)
@@ -153,7 +154,7 @@ class JobChild:
         elapsed = time.monotonic() - self.started
         out: dict[str, Any] = {"elapsed_s": round(elapsed, 3),
                                "output_tail": "\n".join(self.tail)}
-        manifest = find_manifest(Path(self.spec["out"]))
+        manifest = find_manifest(Path(self.spec.out))
         if manifest:
             out["trace_status"] = manifest.status
             out["trace_phase"] = manifest.phase
@@ -200,7 +201,7 @@ class JobChild:
         return out
 
 
-def _child_main(spec: dict[str, Any], out_w: int, msg_w: int) -> None:
+def _child_main(spec: RecompileSpec, out_w: int, msg_w: int) -> None:
     """In the forked job: wire up stdio, run the job, exit with its code."""
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
@@ -225,7 +226,7 @@ def _child_main(spec: dict[str, Any], out_w: int, msg_w: int) -> None:
     raise SystemExit(code)
 
 
-def job_main(spec: dict[str, Any], msg_fd: int | None) -> int:
+def job_main(spec: RecompileSpec, msg_fd: int | None) -> int:
     """A spawned job (stdio already wired by the server)."""
     def emit(msg: dict[str, Any]) -> None:
         if msg_fd is not None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Mapping
 
 from tuidebug import proc
+from tuidebug.compiler.recompile_spec import RecompileSpec
 from tuidebug.compiler.worker.job import DEFAULT_TIMEOUT, RecompileJob, WorkerError
 
 __all__ = ["RecompileWorker"]
@@ -94,7 +95,7 @@ class RecompileWorker:
         # jobs queued or sent to a server that died are (re)sent to this one
         for job in sorted(self._jobs.values(), key=lambda j: j.id):
             if job.state == "queued":
-                self._send({"op": "job", "id": job.id, "spec": job.spec})
+                self._send({"op": "job", "id": job.id, "spec": job.spec.to_json()})
 
     @property
     def alive(self) -> bool:
@@ -175,14 +176,16 @@ class RecompileWorker:
                                      use_cache=self.use_cache if use_cache is None else use_cache)
         return self.submit_spec(spec, timeout=timeout, on_progress=on_progress, on_done=on_done)
 
-    def submit_spec(self, spec: dict[str, Any], *, timeout: float | None = None,
+    def submit_spec(self, spec: RecompileSpec, *, timeout: float | None = None,
                     on_progress: Callable[[RecompileJob, str], None] | None = None,
                     on_done: Callable[[RecompileJob], None] | None = None) -> RecompileJob:
+        """Run ``spec`` — the very spec the user was shown and confirmed — in the worker;
+        ``timeout`` (else the spec's, else the worker's) in seconds."""
         with self._lock:
             if self._closed:
                 raise WorkerError("the worker was closed")
-            t = float(timeout if timeout is not None else spec.get("timeout") or self.timeout)
-            spec = {**spec, "timeout": t}
+            t = float(timeout if timeout is not None else spec.timeout or self.timeout)
+            spec = spec.with_timeout(t)
             job = RecompileJob(id=next(self._ids), spec=spec, timeout=t,
                                on_progress=on_progress or self.on_progress,
                                on_done=on_done or self.on_done)
@@ -190,7 +193,7 @@ class RecompileWorker:
             if not self.alive:
                 self.start()  # sends every queued job, this one included
             else:
-                self._send({"op": "job", "id": job.id, "spec": spec})
+                self._send({"op": "job", "id": job.id, "spec": spec.to_json()})
         return job
 
     def prime(self, trace_path: str | os.PathLike[str], *, timeout: float | None = None,
@@ -289,7 +292,7 @@ class RecompileWorker:
             job.finished_at = time.time()
             if job.started_at is None:
                 job.started_at = job.finished_at
-            job.result = {**result, "state": state, "out": job.spec["out"],
+            job.result = {**result, "state": state, "out": job.spec.out,
                           "elapsed_s": job.elapsed_s}
             if job.output and "output_tail" not in job.result:
                 job.result["output_tail"] = "\n".join(list(job.output)[-40:])

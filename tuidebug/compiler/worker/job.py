@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from tuidebug.compiler.recompile_spec import RecompileSpec
 from tuidebug.errors import WorkerError
 
 __all__ = ["RecompileJob", "WorkerError", "JOB_STATES", "DEFAULT_TIMEOUT"]
@@ -31,7 +32,7 @@ class RecompileJob:
     """
 
     id: int
-    spec: dict[str, Any]
+    spec: RecompileSpec
     timeout: float
     state: str = "queued"
     phase: str | None = None
@@ -48,16 +49,16 @@ class RecompileJob:
 
     @property
     def out(self) -> Path:
-        return Path(self.spec["out"])
+        return Path(self.spec.out)
 
     @property
     def source(self) -> Path | None:
-        s = self.spec.get("source_trace")
+        s = self.spec.source_trace
         return Path(s) if s else None
 
     @property
     def sets(self) -> dict[str, Any]:
-        return dict(self.spec.get("sets") or {})
+        return dict(self.spec.sets)
 
     @property
     def done(self) -> bool:

@@ -12,6 +12,8 @@ import time
 from typing import IO, Any
 
 from tuidebug import proc
+from tuidebug.errors import RecompileError
+from tuidebug.compiler.recompile_spec import RecompileSpec
 from tuidebug.compiler.worker.child import JobChild
 from tuidebug.compiler.worker.warmup import warmup
 
@@ -25,7 +27,7 @@ class Server:
         self.proto = proto
         self.proto_fd = proto_fd  # closed in forked jobs: only the server speaks the protocol
         self.do_warmup = warmup
-        self.queue: collections.deque[tuple[int, dict[str, Any]]] = collections.deque()
+        self.queue: collections.deque[tuple[int, RecompileSpec]] = collections.deque()
         self.running: dict[int, JobChild] = {}
         self.max_parallel = int(os.environ.get("TUIDEBUG_WORKER_PARALLEL", "1") or 1)
         self.stdin_buf = proc.LineBuffer()
@@ -113,7 +115,11 @@ class Server:
     def _command(self, msg: dict[str, Any]) -> None:
         op = msg.get("op")
         if op == "job":
-            self.queue.append((int(msg["id"]), dict(msg["spec"])))
+            try:  # the one place a job's spec is read back and validated
+                self.queue.append((int(msg["id"]), RecompileSpec.from_json(msg.get("spec"))))
+            except RecompileError as e:
+                self.send({"event": "done", "id": msg.get("id"),
+                           "result": {"state": "error", "error": f"a bad job spec: {e}"}})
         elif op == "cancel":
             jid = msg.get("id")
             for item in list(self.queue):
