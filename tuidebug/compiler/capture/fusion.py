@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from tuidebug.compiler import compat
-from tuidebug.compiler.capture.state import Concern, GraphState
+from tuidebug.compiler.capture.state import Concern, FuseCheck, GraphState
 
 
 class Fusion(Concern):
@@ -55,9 +55,9 @@ class Fusion(Concern):
             out = orig(*args, **kwargs)
             gs = s.current()
             if gs is not None:
-                checks = s.tls.__dict__.get("can_fuse")
+                checks = s.tls.can_fuse
                 if checks:
-                    checks[-1]["explained"] = True
+                    checks[-1].explained = True
                 s.guarded("a fusion decision", lambda: self._reject(
                     gs, *compat.why_no_fuse_call(args, kwargs)))
             return out
@@ -79,15 +79,15 @@ class Fusion(Concern):
             gs = s.current()
             if gs is None:
                 return orig(*args, **kwargs)
-            checks = s.tls.__dict__.setdefault("can_fuse", [])
-            check: dict[str, Any] = {"explained": False, "backend": None}
+            checks = s.tls.can_fuse
+            check = FuseCheck()
             checks.append(check)
             try:
                 ok = orig(*args, **kwargs)
             finally:
                 checks.pop()
-            if not ok and not check["explained"]:
-                who = f"backend {check['backend']}" if check["backend"] else "Scheduler.can_fuse"
+            if not ok and not check.explained:
+                who = f"backend {check.backend}" if check.backend else "Scheduler.can_fuse"
                 s.guarded("a fusion decision", lambda: self._reject(
                     gs, *compat.fusion_pair_names(args, kwargs),
                     f"{who} returned False (no reason given)"))
@@ -99,9 +99,9 @@ class Fusion(Concern):
 
         def backend_check(backend: Any, *args: Any, **kwargs: Any) -> Any:
             ok = orig(backend, *args, **kwargs)
-            checks = s.tls.__dict__.get("can_fuse")
-            if not ok and checks and checks[-1]["backend"] is None:
-                checks[-1]["backend"] = f"{type(backend).__name__}.{method}"
+            checks = s.tls.can_fuse
+            if not ok and checks and checks[-1].backend is None:
+                checks[-1].backend = f"{type(backend).__name__}.{method}"
             return ok
         return backend_check
 

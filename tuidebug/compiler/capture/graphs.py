@@ -155,7 +155,7 @@ class Graphs(Concern):
 
     def write_runnable(self, gs: GraphState) -> None:
         """Torch's own standalone script of the graph (``fx_graph_runnable``), for the minifier."""
-        code = getattr(self.session.tls, "runnable", None)
+        code = self.session.tls.runnable
         if code:
             self.session.tls.runnable = None
             gs.out.write_runnable(code)
@@ -174,7 +174,7 @@ class Graphs(Concern):
             if s.current() is not None:
                 fp = s.guarded("a pass", lambda: snapshot.fingerprint(
                     compat.pass_observer(observer)[0]))
-                s.tls.__dict__.setdefault("passes", []).append((fp, time.perf_counter()))
+                s.tls.passes.append((fp, time.perf_counter()))
             return orig(observer, *args, **kwargs)
         return __enter__
 
@@ -184,7 +184,7 @@ class Graphs(Concern):
         def __exit__(observer: Any, typ: Any, *args: Any, **kwargs: Any) -> Any:
             result = orig(observer, typ, *args, **kwargs)
             gs = s.current()
-            stack = s.tls.__dict__.get("passes")
+            stack = s.tls.passes
             if gs is not None and stack:
                 fp_enter, t0 = stack.pop()
                 duration = time.perf_counter() - t0

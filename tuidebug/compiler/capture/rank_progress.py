@@ -70,6 +70,13 @@ def _user_line() -> str | None:
     return None
 
 
+class _InCollective(threading.local):
+    """Per thread: inside a collective this module records (its own inner calls are not)."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+
+
 class RankProgress:
     """Records this rank's collectives into its progress log while installed."""
 
@@ -78,7 +85,7 @@ class RankProgress:
         self.log = ProgressLog(path)
         self.patcher = compat.Patcher(warn)
         self.seq: dict[str, int] = {}
-        self.tls = threading.local()
+        self.tls = _InCollective()
         self.lock = threading.RLock()  # a signal handler's collective must not deadlock
         self.undo: list[Callable[[], None]] = []
         # the constant part of each event, JSON-encoded once: per (op, group) and per group
@@ -159,7 +166,7 @@ class RankProgress:
         always_async = op.startswith("functional.") or op == "batch_isend_irecv"
 
         def collective(*args: Any, **kwargs: Any) -> Any:
-            if torch.compiler.is_compiling() or getattr(rp.tls, "depth", 0):
+            if torch.compiler.is_compiling() or rp.tls.depth:
                 return orig(*args, **kwargs)
             try:
                 group, members = compat.collective_group(op, names, args, kwargs)
@@ -228,7 +235,7 @@ class RankProgress:
         op = name.rstrip("_")
 
         def compiled_collective(*args: Any, **kwargs: Any) -> Any:
-            if getattr(rp.tls, "depth", 0) or not compat.real_tensors(args):
+            if rp.tls.depth or not compat.real_tensors(args):
                 return orig(*args, **kwargs)
             try:
                 f = sys._getframe(1)
@@ -264,7 +271,7 @@ class RankProgress:
 
         def wait_tensor(*args: Any, **kwargs: Any) -> Any:
             t = args[0] if args else kwargs.get("input")
-            got = rp._pending.pop(id(t), None) if not getattr(rp.tls, "depth", 0) else None
+            got = rp._pending.pop(id(t), None) if not rp.tls.depth else None
             if got is None or got[0]() is not t:
                 return orig(*args, **kwargs)
             _, group, seq = got

@@ -17,7 +17,7 @@ from tuidebug.compiler import compat
 from tuidebug.compiler.capture import (autotune, cache_keys, collectives, config, events,
                                        frames, fusion, graphs, kernels, numerics, outcome,
                                        profile, returned, shapes, triton, whole_call)
-from tuidebug.compiler.capture.state import CallMarks, Concern, GraphState
+from tuidebug.compiler.capture.state import CallMarks, Concern, GraphState, ThreadState
 from tuidebug.trace.format import layout, schema
 from tuidebug.trace.format.writer import TraceWriter
 from tuidebug.trace.queries.frames import nothing_compiled, skipped_frames
@@ -80,7 +80,7 @@ class CaptureSession:
         self.command = command
         self.on_progress = on_progress
         self.writer: TraceWriter | None = None
-        self.tls = threading.local()
+        self.tls = ThreadState()
         self.lock = threading.RLock()
         self.graphs: dict[str, GraphState] = {}
         self.frame_graph: dict[str, GraphState] = {}  # compile id -> its Dynamo graph's state
@@ -170,20 +170,20 @@ class CaptureSession:
     @contextlib.contextmanager
     def reentrant(self, key: str) -> Iterator[bool]:
         """Yields True for the outermost call of ``key`` on this thread."""
-        depth = getattr(self.tls, key, 0)
-        setattr(self.tls, key, depth + 1)
+        depth = self.tls.depth.get(key, 0)
+        self.tls.depth[key] = depth + 1
         try:
             yield depth == 0
         finally:
-            setattr(self.tls, key, depth)
+            self.tls.depth[key] = depth
 
     def current(self) -> GraphState | None:
         """The graph this thread is compiling (or running), if any."""
-        return getattr(self.tls, "graph", None)
+        return self.tls.graph
 
     @contextlib.contextmanager
     def as_current(self, gs: GraphState | None) -> Iterator[None]:
-        prev = getattr(self.tls, "graph", None)
+        prev = self.tls.graph
         self.tls.graph = gs
         try:
             yield

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
@@ -95,6 +96,30 @@ def _compiled_node(nodes: list[Any], depth: int = 3) -> Any:
                 return n
         nodes = [m for n in nodes for m, _ in n.next_functions if m is not None]
     return None
+
+
+@dataclass
+class FuseCheck:
+    """One ``Scheduler.can_fuse`` call in progress: whether Inductor explained a no
+    (``WhyNoFuse``), and which backend check said no."""
+
+    explained: bool = False
+    backend: str | None = None
+
+
+class ThreadState(threading.local):
+    """What a capture keeps per thread, between its hooks: each thread starts from these
+    values (``threading.local`` runs ``__init__`` once per thread)."""
+
+    def __init__(self) -> None:
+        self.graph: GraphState | None = None  # the graph this thread compiles (or runs)
+        # the graph last code-generated: CUDA graphs are skipped (or not) just after codegen
+        self.last_graph: GraphState | None = None
+        self.runnable: str | None = None  # torch's fx_graph_runnable, until its graph exists
+        # Inductor passes entered and not yet left: (fingerprint on entry, start time)
+        self.passes: list[tuple[Any, float]] = []
+        self.can_fuse: list[FuseCheck] = []  # can_fuse calls in progress, innermost last
+        self.depth: dict[str, int] = {}  # per hook key: calls in progress (``reentrant``)
 
 
 class Concern:

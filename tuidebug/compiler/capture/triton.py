@@ -24,7 +24,7 @@ class Triton(Concern):
         s = self.session
 
         def log_cudagraph_skip(*args: Any, **kwargs: Any) -> Any:
-            gs = s.current() or getattr(s.tls, "last_graph", None)
+            gs = s.current() or s.tls.last_graph
             if gs is not None:
                 def rec() -> None:
                     gs.cudagraphs["skipped"].append(outcome.clip_message(
