@@ -84,14 +84,14 @@ def test_ir_fusion_and_kernels(transformer_trace: Path) -> None:
         fused = [f for f in g.fusion if f["action"] == "fused"]
         assert fused, f"{g.id}: no fusion recorded"
         # each fused result is a post-fusion node (or was fused further)
-        generated = [k for k in g.kernels if k["kind"] != "extern"]
+        generated = [k for k in g.kernels if k.kind != "extern"]
         assert generated
         for k in generated:
-            assert k["kind"] == "cpp"
-            code = g.code(k["file"])
-            assert code and "kernel" in code, k["name"]
+            assert k.kind == "cpp"
+            code = g.code(k.file)
+            assert code and "kernel" in code, k.name
         wrapper = g.wrapper_code()
-        assert wrapper and all(k["name"] in wrapper for k in generated)
+        assert wrapper and all(k.name in wrapper for k in generated)
     rejected = [f for g in t.graphs for f in g.fusion if f["action"] == "rejected"]
     assert rejected and all(f["reason"] for f in rejected)
 
@@ -103,11 +103,11 @@ def test_provenance_reaches_example_lines(transformer_trace: Path) -> None:
         prov = g.provenance["kernels"]
         final = g.final_graph()
         assert final is not None
-        for k in (k for k in g.kernels if k["kind"] != "extern"):
+        for k in (k for k in g.kernels if k.kind != "extern"):
             checked += 1
-            p = prov[k["name"]]
-            assert p["ir_nodes"], k["name"]
-            assert p["fx_nodes"] and all(n in final for n in p["fx_nodes"]), k["name"]
+            p = prov[k.name]
+            assert p["ir_nodes"], k.name
+            assert p["fx_nodes"] and all(n in final for n in p["fx_nodes"]), k.name
             assert p["source"], f"{g.id}: {k['name']} has no source line"
             for s in p["source"]:
                 assert s["file"] == TRANSFORMER
@@ -127,7 +127,7 @@ def test_metrics_config_and_eager_check(transformer_trace: Path) -> None:
     check = t.runtime["checks"][cid]
     assert check["close"] is True and check["max_abs"] < 1e-3
     fwd = next(g for g in t.graphs if g.kind == "forward")
-    times = fwd.meta["phase_times_s"]
+    times = fwd.meta.phase_times_s
     assert list(times)[:1] == ["dynamo"] and "kernel_compile" in times
 
 
@@ -258,7 +258,7 @@ def test_every_rejected_fusion_is_recorded(tmp_path: Path) -> None:
     assert turned_down <= set(rejected), turned_down - set(rejected)
     assert any(r == "backend CppScheduling.can_fuse_horizontal returned False (no reason given)"
                for r in rejected.values()), rejected
-    assert g.meta["fusion"]["rejected"] == len(g.fusion) - g.meta["fusion"]["fused"]
+    assert g.meta.fusion.rejected == len(g.fusion) - g.meta.fusion.fused
 
 
 def test_ir_users_and_extern_provenance_name_ir_nodes(transformer_trace: Path) -> None:
@@ -273,11 +273,11 @@ def test_ir_users_and_extern_provenance_name_ir_nodes(transformer_trace: Path) -
             assert len(with_users) >= len(ir["nodes"]) // 2, g.id
             assert all(set(n["users"]) <= names - {n["name"]} for n in ir["nodes"]), g.id
         members = {m for n in g.ir_post["nodes"] for m in n["members"]}
-        externs = [k for k in g.kernels if k["kind"] == "extern"]
+        externs = [k for k in g.kernels if k.kind == "extern"]
         assert externs, g.id
         for k in g.kernels:
-            ir_nodes = g.provenance["kernels"][k["name"]]["ir_nodes"]
-            assert ir_nodes and set(ir_nodes) <= members, (k["name"], ir_nodes)
+            ir_nodes = g.provenance["kernels"][k.name]["ir_nodes"]
+            assert ir_nodes and set(ir_nodes) <= members, (k.name, ir_nodes)
 
 
 def test_graph_cache_hit_still_records_the_config(tmp_path: Path) -> None:
@@ -319,7 +319,7 @@ def test_kernel_times_in_the_transformer_trace(transformer_trace: Path) -> None:
     for the kernels of the forward graph (re-run after the eager comparison)."""
     t = Trace(transformer_trace)
     for g in t.graphs:
-        names = {k["name"] for k in g.kernels if k["kind"] != "extern"}
+        names = {k.name for k in g.kernels if k.kind != "extern"}
         assert set(g.timings) == names, g.id
         for name, e in g.timings.items():
             assert e["compile"] in ("built", "cached"), (name, e)

@@ -34,8 +34,8 @@ def test_collectives_of_a_graph_in_program_order(same_job) -> None:
         assert ar["user_source"]["line"] == _line_of("dist.all_reduce(y)")
         assert ag["user_source"]["line"] == _line_of("dist.all_gather_into_tensor(w, y)")
         assert ar["source"]["file"].endswith("_functional_collectives.py")  # the innermost frame
-        kernels = {k["name"]: k for k in g.kernels}
-        assert kernels[ar["kernel"]]["wrapper_line"] == ar["wrapper_line"]
+        kernels = {k.name: k for k in g.kernels}
+        assert kernels[ar["kernel"]].wrapper_line == ar["wrapper_line"]
         assert ar["wrapper_line"] < ag["wrapper_line"]
         waits = [c for c in data["collectives"] if c["op"] == "wait_tensor"]
         assert [w["waits_for"] for w in waits] == [ar["node"], ag["node"]]
@@ -83,13 +83,13 @@ def test_ddp_buckets_are_graphs_of_their_own(collectives_job) -> None:
     backward graphs of one Dynamo compile, each knowing its bucket, identical on both ranks."""
     job, _ = collectives_job
     t = Trace(job / "rank_0")
-    ddp = [g for g in t.graphs if g.meta.get("ddp_bucket")]
+    ddp = [g for g in t.graphs if g.meta.ddp_bucket]
     cid = ddp[0].compile_id
     assert {g.compile_id for g in ddp} == {cid}
     base = ddp[0].id.split("-")[0]
     for kind in ("forward", "backward"):
         ids = [f"{base}-{kind}", f"{base}-{kind}-2", f"{base}-{kind}-3"]
-        buckets = [t.graph(i).meta["ddp_bucket"] for i in ids]
+        buckets = [t.graph(i).meta.ddp_bucket for i in ids]
         assert [b["index"] for b in buckets] == [0, 1, 2]
         assert all(b["buckets"] == 3 for b in buckets)
         assert [b["bytes"] for b in buckets] == [(512 * 512 + 512) * 4] * 3
@@ -103,7 +103,7 @@ def test_ddp_buckets_are_graphs_of_their_own(collectives_job) -> None:
     assert summary[f"{base}-forward-2"]["collectives"] == []  # DDP's all-reduces run in its reducer
     text = " ".join(_cli("info", str(job / "rank_0")).stdout.split())
     assert f"{base}-backward-3 DDP bucket 3 of 3: 1050624 bytes, 2 parameters" in text
-    assert Trace(job / "rank_1").graph(f"{base}-backward-3").meta["ddp_bucket"]["index"] == 2
+    assert Trace(job / "rank_1").graph(f"{base}-backward-3").meta.ddp_bucket["index"] == 2
 
 
 def _copy(job: Path, dst: Path) -> Path:

@@ -162,7 +162,7 @@ def test_compile_that_raises(failing_trace: Path, case: Case) -> None:
     """A C++ compile error planted with inject_relu_bug_TESTING_ONLY: the trace says failed, with
     the phase and traceback, and holds everything up to the failure."""
     t = Trace(failing_trace)
-    assert t.status == "failed" and t.error["phase"] == "kernel_compile"
+    assert t.status == "failed" and t.error is not None and t.error.phase == "kernel_compile"
     case.survived = True
     (g,) = t.graphs
     assert g.snapshots() and g.ir_post and g.kernels and g.error

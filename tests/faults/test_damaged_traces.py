@@ -56,8 +56,8 @@ def damage(trace: Path) -> dict[str, str]:
     truncated.write_text(truncated.read_text()[:200])
     missing = g.dir / snaps[0].file
     missing.unlink()
-    kernel = next(k for k in g.kernels if k["file"])
-    (g.dir / kernel["file"]).write_bytes(os.urandom(4096) + b"\x00")
+    kernel = next(k for k in g.kernels if k.file)
+    (g.dir / kernel.file).write_bytes(os.urandom(4096) + b"\x00")
     with open(g.dir / "code" / "wrapper.py", "w") as f:
         line = "# " + "x" * 1000 + "\n"
         for _ in range(200_000):
@@ -66,7 +66,7 @@ def damage(trace: Path) -> dict[str, str]:
     m["format_version"] = 7
     (trace / "manifest.json").write_text(json.dumps(m))
     rel = lambda p: str(p.relative_to(trace))  # noqa: E731
-    return {"truncated": rel(truncated), "missing": rel(missing), "binary": rel(g.dir / kernel["file"])}
+    return {"truncated": rel(truncated), "missing": rel(missing), "binary": rel(g.dir / kernel.file)}
 
 
 def test_damaged_trace_opens_everywhere(mlp_trace: Path, copy_trace, tmp_path: Path,

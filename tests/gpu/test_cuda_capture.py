@@ -59,14 +59,14 @@ def test_triton_kernels_with_provenance_and_launch_metadata(cuda_transformer: Pa
     assert {g.kind for g in t.graphs} == {"forward", "backward"}
     src = str(EXAMPLES / "transformer_block.py")
     for g in t.graphs:
-        triton = [k for k in g.kernels if k["kind"] == "triton"]
+        triton = [k for k in g.kernels if k.kind == "triton"]
         assert triton, g.id
         for k in triton:
-            code = g.code(k["file"])
+            code = g.code(k.file)
             assert code and "@triton.jit" in code
-            prov = g.provenance["kernels"][k["name"]]
-            assert prov["fx_nodes"], k["name"]
-            assert any(s["file"] == src for s in prov["source"]), k["name"]
+            prov = g.provenance["kernels"][k.name]
+            assert prov["fx_nodes"], k.name
+            assert any(s["file"] == src for s in prov["source"]), k.name
         launches = g.launches
         assert launches, f"{g.id}: no Triton launch metadata"
         for name, rec in launches.items():
@@ -125,7 +125,7 @@ def test_triton_kernel_times(cuda_transformer: Path, cuda_autotune: Path) -> Non
     under CUDA graphs nothing is re-run and the note says why."""
     t = Trace(cuda_transformer)
     for g in t.graphs:
-        triton = [k["name"] for k in g.kernels if k["kind"] == "triton"]
+        triton = [k.name for k in g.kernels if k.kind == "triton"]
         assert set(triton) <= set(g.timings), g.id
         for name in triton:
             e = g.timings[name]
@@ -180,8 +180,8 @@ def test_triton_compile_error_is_recorded(tmp_path: Path) -> None:
     trace_example(out, "failing_compile.py", "--device", "cuda")
     t = Trace(out)
     assert t.status == "failed"
-    assert t.error["phase"] in ("kernel_compile", "codegen")
-    assert any(k["kind"] == "triton" for k in t.graphs[0].kernels)
+    assert t.error is not None and t.error.phase in ("kernel_compile", "codegen")
+    assert any(k.kind == "triton" for k in t.graphs[0].kernels)
 
 
 def test_no_tuidebug_warning_in_the_users_output_on_this_torch(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from tuidebug.minify.minifier import Minifier, MinifyResult, minify
 from tuidebug.minify.program import Spec
 from tuidebug.minify.signature import Signature
 from tuidebug.minify.source import load_failure
+from tuidebug.trace.format.manifest import read_manifest
 
 
 def _run_repro(path: Path, tmp: Path) -> tuple[int, dict, str]:
@@ -75,8 +76,7 @@ def test_planted_bug_minifies_to_a_tiny_standalone_repro(bug: str, bug_traces: d
     assert "inject_relu_bug_TESTING_ONLY" in text and "torch.compile(" in text
     rc, res, stderr = _run_repro(out, tmp_path)
     assert rc == 1, stderr[-3000:]
-    trace_sig = Signature.from_trace_error(
-        json.loads((bug_traces[bug] / "manifest.json").read_text())["error"])
+    trace_sig = Signature.from_trace_error(read_manifest(bug_traces[bug]).error)
     assert trace_sig.matches(Signature.from_result(res)), res
 
 

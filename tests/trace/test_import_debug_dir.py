@@ -56,8 +56,8 @@ def test_graph_ir_and_fusion(mlp_import: Trace) -> None:
     assert fused and all(n["writes"] for n in fused)
     assert any(n["is_extern"] for n in g.ir_post["nodes"])
     assert len(g.ir_pre["nodes"]) > len(g.ir_post["nodes"])
-    assert g.meta["fusion"]["fused"] == sum(len(n["members"]) - 1 for n in fused)
-    assert g.meta["debug_folder"].endswith("model__0_inference_0.0")
+    assert g.meta.fusion.fused == sum(len(n["members"]) - 1 for n in fused)
+    assert g.meta.extra["debug_folder"].endswith("model__0_inference_0.0")
     missing = tr.manifest.imported_from["missing"]
     assert "per-pass snapshots" in missing
     assert not any(m.startswith("Inductor IR") for m in missing)
@@ -65,15 +65,15 @@ def test_graph_ir_and_fusion(mlp_import: Trace) -> None:
 
 def test_kernels_with_provenance(mlp_import: Trace) -> None:
     (g,) = mlp_import.graphs
-    cpp = [k for k in g.kernels if k["kind"] == "cpp"]
-    assert cpp and all(g.code(k["file"]) for k in cpp)
+    cpp = [k for k in g.kernels if k.kind == "cpp"]
+    assert cpp and all(g.code(k.file) for k in cpp)
     prov = g.provenance
     for k in cpp:
-        p = prov["kernels"][k["name"]]
-        assert p["fx_nodes"], k["name"]
+        p = prov["kernels"][k.name]
+        assert p["fx_nodes"], k.name
         assert any(s["file"].endswith("mlp.py") and s["line"] > 0 for s in p["source"])
-    node = prov["kernels"][cpp[0]["name"]]["fx_nodes"][0]
-    assert cpp[0]["name"] in provenance.kernels_for_node(g, node)
+    node = prov["kernels"][cpp[0].name]["fx_nodes"][0]
+    assert cpp[0].name in provenance.kernels_for_node(g, node)
     assert prov["pre_to_post"]  # Dynamo node -> post-grad nodes
     # a Dynamo (pre-grad) name reaches the kernels of the post-grad nodes it became
     pre, posts = next((pre, posts) for pre, posts in prov["pre_to_post"].items()
@@ -88,9 +88,9 @@ def test_kernels_with_provenance(mlp_import: Trace) -> None:
 def test_failure(debug_dirs: dict[str, Path], tmp_path: Path) -> None:
     tr = Trace(importers.import_path(debug_dirs["failing"], tmp_path / "t"))
     assert tr.status == "failed"
-    assert tr.error["type"] == "CppCompileError"
+    assert tr.error is not None and tr.error.type == "CppCompileError"
     (g,) = tr.graphs
-    assert g.status == "failed" and g.error["phase"] == "kernel_compile"
+    assert g.status == "failed" and g.error is not None and g.error.phase == "kernel_compile"
     assert g.ir_text("post") and g.kernels
 
 

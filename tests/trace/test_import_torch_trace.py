@@ -173,21 +173,21 @@ def test_transformer_forward_and_backward_graphs(transformer_import: Trace) -> N
 def test_transformer_kernels_and_code(transformer_import: Trace) -> None:
     assert {g.kind for g in transformer_import.graphs} == {"forward", "backward"}
     for g in transformer_import.graphs:
-        kernels = [k for k in g.kernels if k["kind"] != "extern"]
+        kernels = [k for k in g.kernels if k.kind != "extern"]
         assert kernels, g.id
         for k in kernels:
-            code = g.code(k["file"])
+            code = g.code(k.file)
             assert code and "kernel(" in code, k
-        assert any(k["kind"] == "extern" for k in g.kernels)
+        assert any(k.kind == "extern" for k in g.kernels)
         wrapper = g.wrapper_code()
         assert wrapper and "def call(" in wrapper
         assert (g.dir / "repro" / "fx_graph_runnable.py").is_file()
-        assert g.meta["aot_id"] == f"0_{g.kind}"
+        assert g.meta.extra["aot_id"] == f"0_{g.kind}"
         # externs still map to the Dynamo nodes (and lines) they came from
         prov = g.provenance["kernels"]
         if g.kind == "forward":
-            ext = [k for k in g.kernels if k["kind"] == "extern" and "addmm" in k["call"]]
-            assert prov[ext[0]["name"]]["source"], ext[0]
+            ext = [k for k in g.kernels if k.kind == "extern" and "addmm" in k.call]
+            assert prov[ext[0].name]["source"], ext[0]
 
 
 def test_transformer_metrics_guards_cache_and_timings(transformer_import: Trace) -> None:
@@ -204,7 +204,7 @@ def test_transformer_metrics_guards_cache_and_timings(transformer_import: Trace)
     fwd = next(g for g in summary["graphs"] if g["kind"] == "forward")
     assert fwd["kernels"] > 0 and fwd["passes_run"] > 5
     assert set(fwd["phase_times_s"]) >= {"dynamo", "post_grad", "lowering", "kernel_compile"}
-    assert tr.graph("0_0-forward").meta["cache"] == {"aotautograd": "miss", "fx_graph": "miss"}
+    assert tr.graph("0_0-forward").meta.cache == {"aotautograd": "miss", "fx_graph": "miss"}
     arts = {a["name"] for a in c["artifacts"]}
     assert "aot_forward_graph_fw_metadata" in arts
     assert all((tr.root / a["file"]).is_file() for a in c["artifacts"] if a.get("file"))
@@ -249,9 +249,12 @@ def test_compile_failure(torch_trace_logs: dict[str, Path], tmp_path: Path) -> N
     tr = Trace(importers.import_path(torch_trace_logs["failing"], tmp_path / "t"))
     assert tr.status == "failed"
     err = tr.error
-    assert err["type"] == "CppCompileError" and err["phase"] == "kernel_compile"
-    assert "compile error" in err["message"] and "Traceback" in err["traceback"]
-    g = tr.graph(err["graph"])
+    assert err is not None and err.graph is not None
+    assert err.type == "CppCompileError" and err.phase == "kernel_compile"
+    assert "compile error" in (err.message or "") and "Traceback" in err.traceback_text
+    assert err.extra["wrapper_type"] and list(err.to_json())[:6] == [
+        "phase", "type", "message", "traceback", "graph", "compile_id"]
+    g = tr.graph(err.graph)
     assert g.status == "failed" and g.error == err
     assert g.kernels and g.wrapper_code()  # the code that failed to build is there
     assert trace_summary(tr)["error"]["type"] == "CppCompileError"
@@ -260,7 +263,7 @@ def test_compile_failure(torch_trace_logs: dict[str, Path], tmp_path: Path) -> N
 def test_cache_hits(torch_trace_logs: dict[str, Path], tmp_path: Path) -> None:
     miss = Trace(importers.import_path(torch_trace_logs["mlp"], tmp_path / "miss"))
     hit = Trace(importers.import_path(torch_trace_logs["mlp_cached"], tmp_path / "hit"))
-    assert miss.graphs[0].meta["cache"].get("fx_graph") == "miss"
+    assert (miss.graphs[0].meta.cache or {}).get("fx_graph") == "miss"
     hit_events = [e for c in hit.compiles.values() for e in c.get("cache", [])]
     assert {e["result"] for e in hit_events} == {"hit"}, hit_events
     assert {e["cache"] for e in hit_events} == {"aotautograd", "fx_graph"}

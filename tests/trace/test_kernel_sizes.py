@@ -75,7 +75,7 @@ async def test_the_code_screen_header_names_a_kernels_sizes(open_ui, dynamic_tra
         await ui.press("4")
         screen = ui.app.screen
         assert isinstance(screen, CodeScreen)
-        (kernel,) = [k["name"] for k in screen.graph.kernels]
+        (kernel,) = [k.name for k in screen.graph.kernels]
         screen.goto_kernel(kernel)
         assert await ui.wait_for(lambda: "sizes: ks0 = s" in ui.text(), 10)
         ui.app.set_graph("0_0-inference")

@@ -33,9 +33,9 @@ def test_every_kernel_call_of_the_graph_is_measured(profiled_trace: Path) -> Non
     measured = {(k["kernel"], k["call"]) for k in c["kernels"]}
     expected = set()
     for k in g.kernels:  # a kernel Inductor reuses is measured per call (its handles)
-        handles = k.get("handles") or []
-        units = handles if k["kind"] != "extern" and len(handles) > 1 else [k["name"]]
-        expected |= {(k["name"], u) for u in units}
+        handles = k.handles or []
+        units = handles if k.kind != "extern" and len(handles) > 1 else [k.name]
+        expected |= {(k.name, u) for u in units}
     assert measured == expected
     for k in c["kernels"]:
         assert k["calls"] == 1 and k["time_s"] > 0 and k["cpu_s"] == k["time_s"], k
@@ -161,15 +161,15 @@ def test_perfetto_export(profiled_trace: Path, tmp_path: Path) -> None:
     t = Trace(profiled_trace)
     (g,) = t.graphs
     phases = {e["name"]: e for e in spans if e["cat"] == "phase"}
-    assert set(phases) == set(g.meta["phase_times_s"])
-    assert abs(phases["codegen"]["dur"] - g.meta["phase_times_s"]["codegen"] * 1e6) <= 1
+    assert set(phases) == set(g.meta.phase_times_s)
+    assert abs(phases["codegen"]["dur"] - g.meta.phase_times_s["codegen"] * 1e6) <= 1
     passes = [e["name"] for e in spans if e["cat"] == "pass"]
     assert passes == [s.name for s in g.stages if s.kind == "pass" and s.duration_s is not None]
     (c,) = t.profile["compiles"].values()
     calls = [e for e in spans if e["pid"] == 2 and e["cat"] != "call"]
     assert sorted(e["name"] for e in calls) == sorted(k["call"] for k in c["kernels"])
     order = {h: i for i, h in enumerate(
-        sorted({h for k in g.kernels for h in k.get("handles") or []},
+        sorted({h for k in g.kernels for h in k.handles or []},
                key=lambda h: int(h.rsplit(":", 1)[1])))}
     handle = {k["call"]: k["call"] if ":" in k["call"] else
               (g.kernel(k["kernel"])["handles"] or [""])[0] for k in c["kernels"]}
@@ -312,9 +312,9 @@ def test_backward_kernels_are_measured(profiled_training_trace: Path) -> None:
     assert b["compiled_by_profile"] is False  # ... and so compiled the backward before the profile
     expected = set()
     for k in bwd.kernels:
-        handles = k.get("handles") or []
-        units = handles if k["kind"] != "extern" and len(handles) > 1 else [k["name"]]
-        expected |= {(k["name"], u) for u in units}
+        handles = k.handles or []
+        units = handles if k.kind != "extern" and len(handles) > 1 else [k.name]
+        expected |= {(k.name, u) for u in units}
     measured = {(k["kernel"], k["call"]) for k in b["kernels"]}
     assert measured == expected  # every kernel call of the backward graph, and only those
     for k in b["kernels"]:

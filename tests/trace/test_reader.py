@@ -50,12 +50,12 @@ def test_missing_meta_and_future_version(mlp_trace: Path, copy_trace) -> None:
 def test_binary_and_huge_code_files(mlp_trace: Path, copy_trace) -> None:
     t0 = copy_trace(mlp_trace)
     g = Trace(t0).graphs[0]
-    k = next(k for k in g.kernels if k["file"])
-    (g.dir / k["file"]).write_bytes(b"\x00\x01garbage" * 100)
+    k = next(k for k in g.kernels if k.file)
+    (g.dir / k.file).write_bytes(b"\x00\x01garbage" * 100)
     (g.dir / "code" / "wrapper.py").write_text("x = 1\n" * 2_000_000)  # 12 MB
     t = Trace(t0)
     g = t.graphs[0]
-    assert g.code(k["file"]).startswith("<binary file")
+    assert g.code(k.file).startswith("<binary file")
     w = g.wrapper_code()
     assert w is not None and "truncated" in w[-200:]
     assert any("binary content" in str(p) for p in t.problems)

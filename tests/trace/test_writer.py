@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tuidebug.trace.format import schema
+from tuidebug.trace.format.error_record import ErrorRecord
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.format.writer import TraceWriter
 
@@ -43,7 +44,7 @@ def _graph_trace(root: Path) -> TraceWriter:
     index = g.write_output_code(WRAPPER)
     g.append_autotune({"op": "mm", "inputs": [], "choices": [], "winner": None})
     g.write_timings({"cpp_fused_relu_0": {"compile_s": 0.25}}, {})
-    g.write_error({"phase": "codegen", "type": "E", "message": "m", "traceback": ""})
+    g.write_error(ErrorRecord(phase="codegen", type="E", message="m", traceback=""))
     g.write_runnable("print('repro')\n")
     g.write_meta(kind="inference", compile_id="0/0", status="failed", stages=stages,
                  phase_starts={"dynamo": 0.0, "codegen": 1.0}, end=3.0, kernels=len(index),
@@ -63,17 +64,18 @@ def test_graph_writer_files_read_back(tmp_path: Path) -> None:
     g = t.graph("0_0-inference")
     assert [s.file for s in g.stages] == ["stages/000-dynamo.json", "stages/001-post_grad_x.json"]
     assert [n.name for n in g.stage_graph(1).nodes] == ["x", "relu"]
-    meta = g.meta
-    assert list(meta) == ["id", "kind", "compile_id", "status", "stages", "phase_times_s",
-                          "phase_starts_s", "kernels", "fusion", "cudagraphs"]
-    assert meta["phase_times_s"] == {"dynamo": 1.0, "codegen": 2.0}  # end closes the last
+    written = json.loads((g.dir / "meta.json").read_text())
+    assert list(written) == ["id", "kind", "compile_id", "status", "stages", "phase_times_s",
+                             "phase_starts_s", "kernels", "fusion", "cudagraphs"]
+    assert g.meta.phase_times_s == {"dynamo": 1.0, "codegen": 2.0}  # end closes the last
+    assert g.meta.extra == {} and g.meta.kernels == 1 and g.meta.id == "0_0-inference"
     assert g.ir_post["graph"] == "0_0-inference" and g.ir_text("post") == "buf0: SchedulerNode\n"
     assert g.fusion == [{"action": "rejected", "node1": "buf0", "node2": "buf1", "reason": "ü"}]
-    assert [k["name"] for k in g.kernels] == ["cpp_fused_relu_0"]
-    assert "extern" in g.code(g.kernel("cpp_fused_relu_0")["file"])
+    assert [k.name for k in g.kernels] == ["cpp_fused_relu_0"]
+    assert "extern" in g.code(g.kernel("cpp_fused_relu_0").file)
     assert g.autotune[0]["op"] == "mm"
     assert g.timings["cpp_fused_relu_0"]["compile_s"] == 0.25
-    assert g.error["phase"] == "codegen"
+    assert g.error is not None and g.error.phase == "codegen" and g.error.graph is None
     assert (g.dir / "repro" / "fx_graph_runnable.py").read_text() == "print('repro')\n"
     assert t.compiles["0/0"]["guards"] == "g"
     assert json.loads((tmp_path / "t" / "compiles" / "0_0.json").read_text())["id"] == "0/0"
@@ -86,10 +88,10 @@ def test_refused_write_warns_once_and_stops(tmp_path: Path, capsys: pytest.Captu
     w = TraceWriter(tmp_path / "t")
     w.add_graph("g", kind="inference", compile_id="0/0")
     g = w.graph("g")
-    g.write_error({"phase": "dynamo"})
+    g.write_error(ErrorRecord(phase="dynamo"))
     (g.dir / "repro").write_text("a file where the writer needs a directory")
     g.write_runnable("x")  # refused (even for root): the directory cannot be made
-    g.write_error({"phase": "codegen"})  # skipped: writing stopped at the first refusal
+    g.write_error(ErrorRecord(phase="codegen"))  # skipped: writing stopped at the first refusal
     assert w.write_error is not None and "fx_graph_runnable.py" in w.write_error
     assert capsys.readouterr().err.count("cannot write the trace") == 1
-    assert json.loads((g.dir / "error.json").read_text()) == {"phase": "dynamo"}
+    assert json.loads((g.dir / "error.json").read_text())["phase"] == "dynamo"

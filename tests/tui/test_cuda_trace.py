@@ -20,9 +20,9 @@ def test_cuda_trace_reads_triton_kernels_launches_and_autotune() -> None:
     t = Trace(CUDA_AUTOTUNE)
     assert t.manifest.versions["triton"] and "cu" in t.manifest.versions["torch"]
     g = t.graphs[0]
-    triton = [k for k in g.kernels if k["kind"] == "triton"]
-    assert triton and all("@triton.jit" in g.code(k["file"]) for k in triton)
-    assert set(g.launches) == {k["name"] for k in triton}
+    triton = [k for k in g.kernels if k.kind == "triton"]
+    assert triton and all("@triton.jit" in g.code(k.file) for k in triton)
+    assert set(g.launches) == {k.name for k in triton}
     assert all(r["launch"]["num_warps"] and r["launch"]["registers"] is not None
                for r in g.launches.values())
     gemm = [op for op in g.autotune if op.get("kind") != "triton_heuristics"]
@@ -74,7 +74,7 @@ async def test_autotune_screen_shows_triton_templates(open_ui) -> None:
 
 async def test_failed_cuda_runtime_trace_opens_on_errors(open_ui) -> None:
     t = Trace(CUDA_FAILED)
-    assert t.status == "failed" and t.error["phase"] == "runtime"
+    assert t.status == "failed" and t.error is not None and t.error.phase == "runtime"
     async with open_ui(CUDA_FAILED) as ui:
         await ui.press("6")
         text = ui.text()
@@ -88,7 +88,7 @@ def test_svg_kernel_view_of_the_cuda_trace(tmp_path: Path) -> None:
     out = export_svg(Trace(CUDA_AUTOTUNE), kernels=True, out=tmp_path / "k.svg")
     svg = ET.parse(out).getroot()
     titles = " ".join(el.text or "" for el in svg.iter("{http://www.w3.org/2000/svg}text"))
-    triton = [k["name"] for k in g.kernels if k["kind"] == "triton"]
+    triton = [k.name for k in g.kernels if k.kind == "triton"]
     assert triton and g.launches, (triton, g.launches)
     for name in triton:
         assert name in titles, name

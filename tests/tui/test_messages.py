@@ -60,24 +60,24 @@ async def test_each_stage_selected_is_read_once_and_a_late_read_is_dropped(
 
 async def test_code_is_shown_plain_then_highlighted(open_ui, transformer_trace: Path) -> None:
     g = Trace(transformer_trace).graphs[0]
-    kernel = next(k for k in g.kernels if k.get("kind") != "extern" and k.get("file"))
+    kernel = next(k for k in g.kernels if k.kind != "extern" and k.file)
     seen = Recorder()
     async with open_ui(transformer_trace, message_hook=seen) as ui:
         await ui.press("4")
         screen = ui.app.screen
         assert isinstance(screen, CodeScreen)
-        screen.goto_kernel(str(kernel["name"]))
+        screen.goto_kernel(str(kernel.name))
         await ui.settle()
         reads = [m for m in seen.messages
                  if type(m) in (CodeScreen.DocRead, CodeScreen.DocHighlighted)]
-        last = [(type(m), m.key) for m in reads if m.key == (g.id, kernel["name"])]
-        assert last == [(CodeScreen.DocRead, (g.id, kernel["name"])),
-                        (CodeScreen.DocHighlighted, (g.id, kernel["name"]))]
+        last = [(type(m), m.key) for m in reads if m.key == (g.id, kernel.name)]
+        assert last == [(CodeScreen.DocRead, (g.id, kernel.name)),
+                        (CodeScreen.DocHighlighted, (g.id, kernel.name))]
         # every DocHighlighted follows the DocRead of its key
         for i, m in enumerate(reads):
             if type(m) is CodeScreen.DocHighlighted:
                 assert any(type(p) is CodeScreen.DocRead and p.key == m.key for p in reads[:i])
-        code = g.code(str(kernel["file"])) or ""
+        code = g.code(str(kernel.file)) or ""
         assert ui.lines("#code-view") == code.expandtabs(4).rstrip("\n").split("\n")
 
 
@@ -86,7 +86,7 @@ async def test_the_wrapper_is_highlighted_once_for_every_extern_call(open_ui,
     """An extern call shows the whole wrapper at its line: the wrapper's highlighted lines are
     made once and reused (they were lexed again for each call selected)."""
     g = Trace(transformer_trace).graphs[0]
-    externs = [str(k["name"]) for k in g.kernels if k.get("kind") == "extern"]
+    externs = [str(k.name) for k in g.kernels if k.kind == "extern"]
     assert len(externs) >= 2, "the transformer's graph has several extern calls (matmuls)"
     seen = Recorder()
     async with open_ui(transformer_trace, message_hook=seen) as ui:

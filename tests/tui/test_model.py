@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tuidebug.trace.queries import failure
-from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.format.reader import GraphMeta, Trace
 from tuidebug.tui import model
 
 
@@ -38,17 +38,18 @@ def test_unchanged_pass_shows_the_previous_snapshot(transformer_trace: Path) -> 
 
 
 def test_phase_durations() -> None:
-    # format v1: durations, ordered by when each phase started
-    meta = {"phase_times_s": {"b": 3.0, "a": 1.0, "c": 0.5},
-            "phase_starts_s": {"a": 0.0, "b": 1.0, "c": 4.0}}
-    assert model.phase_durations(meta) == [("a", 1.0), ("b", 3.0), ("c", 0.5)]
+    # format v1: durations, ordered by when each phase started; what is not a number left out
+    meta = GraphMeta.from_json({"phase_times_s": {"b": 3.0, "a": 1.0, "c": 0.5, "d": "x",
+                                                  "e": float("nan"), "f": True},
+                                "phase_starts_s": {"a": 0.0, "b": 1.0, "c": 4.0}})
+    assert meta.phase_durations() == [("a", 1.0), ("b", 3.0), ("c", 0.5)]
 
 
 def test_phase_durations_of_a_real_trace_add_up(transformer_trace: Path) -> None:
     graphs = Trace(transformer_trace).graphs
     assert len(graphs) == 2, [g.id for g in graphs]
     for g in graphs:
-        durations = model.phase_durations(g.meta)
+        durations = g.meta.phase_durations()
         assert [p for p, _ in durations][:1] in (["dynamo"], ["partition"])
         assert all(d >= 0 for _, d in durations)
         assert model.total_compile_s(g) == sum(d for _, d in durations)

@@ -163,7 +163,7 @@ async def test_tables_keep_numbers_whole_at_80_columns(open_ui, transformer_trac
         for g in trace.graphs:
             timings = next(ln for ln in table if ln.startswith(f" {g.id} "))
             assert timings.rstrip().endswith(format_duration(model.total_compile_s(g))), timings
-            for _, d in model.phase_durations(g.meta):
+            for _, d in g.meta.phase_durations():
                 assert format_duration(d) in timings, (format_duration(d), timings)
         assert not any(re.search(r"\d\.…", ln) for ln in lines), lines
         # the table is wider than the view: it scrolls sideways

@@ -24,7 +24,7 @@ async def test_overview_shows_graphs_timings_and_config(open_ui, transformer_tra
         for g in trace.graphs:  # each graph's row of phase times ends with the total
             row = next(ln for ln in timings if ln.strip().startswith(g.id))
             assert row.rstrip().endswith(format_duration(model.total_compile_s(g)))
-            slowest = max(model.phase_durations(g.meta), key=lambda pd: pd[1])
+            slowest = max(g.meta.phase_durations(), key=lambda pd: pd[1])
             assert format_duration(slowest[1]) in row
         changed = trace.config.get("changed") or {}
         assert "trace.provenance_tracking_level" in changed  # tuidebug sets it in every trace
@@ -205,7 +205,7 @@ async def test_jump_from_kernel_to_fx_nodes_and_source_line(open_ui, transformer
 async def test_jump_from_fx_node_to_its_kernel(open_ui, transformer_trace: Path) -> None:
     g = Trace(transformer_trace).graphs[0]
     node, kernels = next((n, ks) for n, ks in g.provenance["fx_to_kernels"].items()
-                         if len(ks) == 1 and g.kernel(ks[0]) and g.kernel(ks[0]).get("file"))
+                         if len(ks) == 1 and g.kernel(ks[0]) and g.kernel(ks[0]).file)
     async with open_ui(transformer_trace) as ui:
         await ui.press("2")
         screen = ui.app.screen
@@ -216,7 +216,7 @@ async def test_jump_from_fx_node_to_its_kernel(open_ui, transformer_trace: Path)
         await ui.press("enter")
         assert ui.app.current_mode == "code"
         assert ui.app.screen.selected() == kernels[0]
-        assert ui.lines("#code-view")[0] == g.code(g.kernel(kernels[0])["file"]).splitlines()[0]
+        assert ui.lines("#code-view")[0] == g.code(g.kernel(kernels[0]).file).splitlines()[0]
 
 
 async def test_autotune_empty_state(open_ui, transformer_trace: Path) -> None:

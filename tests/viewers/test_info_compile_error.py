@@ -33,7 +33,7 @@ def test_info_names_the_kernel_its_failing_line_and_the_first_compiler_error(
     assert report.site is not None and report.first_error, report
     code = t.graph(report.site.graph).kernel(report.site.kernel)
     assert code is not None
-    text = t.graph(report.site.graph).code(str(code["file"])) or ""
+    text = t.graph(report.site.graph).code(str(code.file)) or ""
     assert text.splitlines()[report.site.line - 1].strip() == report.site.code
     err = json.loads(_info(failing_trace, "--json"))["error"]
     assert (err["kernel"], err["kernel_line"], err["code"]) == (

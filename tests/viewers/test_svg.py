@@ -180,13 +180,13 @@ def test_kernel_view_of_failed_compile(failing_trace: Path, tmp_path: Path) -> N
     rec = Trace(failing_trace).graphs[0]
     assert rec.status != "ok"
     svg = Svg(export_svg(failing_trace, kernels=True, out=tmp_path / "f.svg"))
-    names = {k["name"] for k in rec.kernels if k.get("kind") != "extern"}
-    reused = [k for k in rec.kernels if len(k.get("handles") or []) > 1]
+    names = {k.name for k in rec.kernels if k.kind != "extern"}
+    reused = [k for k in rec.kernels if len(k.handles or []) > 1]
     assert names and reused  # the planted bug's MLP reuses one kernel for several layers
     for n in names:  # one cluster per kernel, or per call (its handle) when it is called more
         assert any(t in (f"cluster_{n}",) or t.startswith(f"cluster_{n}:") for t in svg.clusters())
     for k in reused:
-        assert all(f"cluster_{h}" in svg.clusters() for h in k["handles"])
+        assert all(f"cluster_{h}" in svg.clusters() for h in k.handles)
 
 
 def test_kernel_view_without_provenance_says_so(mlp_trace: Path, copy_trace, tmp_path: Path) -> None:

@@ -159,7 +159,8 @@ def trace_outcome(code: int, out: Path, tail: list[str] | None = None) -> int:
             "how far it got")
         return 1
     if code == rs.EXIT_COMPILE_FAILED:
-        phase = ((find_manifest(out) or Manifest()).error or {}).get("phase")
+        error = (find_manifest(out) or Manifest()).error
+        phase = error.phase if error is not None else None
         what = {"accuracy": "the compiled code ran, but its outputs differ from eager's",
                 "runtime": "the compiled code failed while it ran"}.get(
                     str(phase), "compilation failed")

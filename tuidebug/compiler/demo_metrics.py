@@ -76,7 +76,7 @@ def trace_metrics(path: str | Path, greps: tuple[tuple[str, str], ...] = ()) -> 
     t = Trace(path)
     m: dict[str, Any] = {"status": t.status}
     err = t.error
-    m["error"] = f"{err.get('type')} ({err.get('phase')})" if isinstance(err, dict) else None
+    m["error"] = f"{err.type} ({err.phase})" if err is not None else None
     kernels = extern = fx = pre = post = red = fused = sched = 0
     asserts = fallbacks = 0
     passes: list[str] = []
@@ -85,8 +85,8 @@ def trace_metrics(path: str | Path, greps: tuple[tuple[str, str], ...] = ()) -> 
     code_hash = hashlib.sha256()
     for g in t.graphs:
         ks = g.kernels
-        kernels += sum(1 for k in ks if k.get("kind") != "extern")
-        extern += sum(1 for k in ks if k.get("kind") == "extern")
+        kernels += sum(1 for k in ks if not k.extern)
+        extern += sum(1 for k in ks if k.extern)
         snaps = [s for s in g.stages if s.file]
         fx += (snaps[-1].nodes or 0) if snaps else 0
         a, b = ir_counts(g.ir_pre), ir_counts(g.ir_post)
@@ -104,10 +104,10 @@ def trace_metrics(path: str | Path, greps: tuple[tuple[str, str], ...] = ()) -> 
         fallbacks += len(re.findall(r"torch\.ops\.aten\.\w+", _calls_only(wrapper)))
         texts.append(wrapper)
         for k in ks:
-            if k.get("file"):
-                src = g.code(str(k["file"])) or ""
+            if k.file:
+                src = g.code(k.file) or ""
                 texts.append(src)
-                code_hash.update(re.sub(rf"\b{re.escape(str(k['name']))}\b", "K", src).encode())
+                code_hash.update(re.sub(rf"\b{re.escape(k.name)}\b", "K", src).encode())
     m.update(kernels=kernels, extern_calls=extern, fx_nodes=fx, ir_pre=pre, ir_post=post,
              reductions=red, scheduler_kernels=sched, fused=fused,
              passes_changed=",".join(sorted(set(passes))) or None,

@@ -70,8 +70,8 @@ def open_answer(o: Opened1, trace: Trace | None) -> Answer:
     data.update(status=trace.status, phase=trace.phase, graphs=len(trace.graphs),
                 compiles=len(trace.compiles), graph_breaks=breaks, recompiles=recompiled,
                 profiled=has_profile, accuracy_checked=bool(checks),
-                error=trace.error and {k: trace.error.get(k) for k in ("phase", "type",
-                                                                       "message")})
+                error=trace.error and {"phase": trace.error.phase, "type": trace.error.type,
+                                       "message": trace.error.message})
     sentence = (f"opened {'a rank of a distributed job' if o.job else 'a trace'} as {h}: "
                 f"{len(trace.graphs)} graph(s) from {len(trace.compiles)} compile(s), "
                 f"{breaks} graph break(s), {recompiled} recompile(s)"
@@ -95,7 +95,7 @@ def summary_answer(h: str, trace: Trace) -> Answer:
 
     def graph_row(gid: str) -> dict[str, Any]:
         return {k: graphs[gid].get(k) for k in _GRAPH_KEYS} | {
-            "ref": graph_file(gid, "meta.json")}
+            "ref": graph_file(gid, schema.META)}
 
     items = []
     listed: set[str] = set()

@@ -12,6 +12,7 @@ from typing import Any
 from tuidebug.errors import TraceError
 from tuidebug.mcp.bounded import Answer, next_call
 from tuidebug.mcp.evidence import graph_file, ref
+from tuidebug.trace.format import schema
 from tuidebug.trace.format.graph import node_line
 from tuidebug.trace.queries.provenance import KernelInfo, kernel_infos
 from tuidebug.trace.format.reader import GraphRecord, Trace
@@ -104,7 +105,7 @@ def stage_answer(h: str, trace: Trace, graph_id: str, stage: str | None) -> Answ
     """Without ``stage``: the graph's stages and passes (each with what it changed). With one
     (its name, file stem or index): that snapshot's nodes, paged, and what its pass changed."""
     g = _graph(trace, graph_id)
-    meta = graph_file(g.id, "meta.json")
+    meta = graph_file(g.id, schema.META)
     if not stage:
         items = [{"index": s.index, "name": s.name, "label": stage_label(s), "kind": s.kind,
                   "changed": s.changed, "added": s.added, "removed": s.removed,

@@ -124,7 +124,7 @@ def bisect(trace_path: str | os.PathLike[str], repro: str | None = None, timeout
         trace = Trace(trace_path)
     except TraceError as e:
         raise MinifyError(str(e)) from e
-    if trace.status != "failed" or not isinstance(trace.error, dict):
+    if trace.status != "failed" or trace.error is None:
         raise MinifyError(f"the trace {trace_path} did not fail (status: {trace.status}); "
                           "there is nothing to bisect")
     signature = Signature.from_trace_error(trace.error)

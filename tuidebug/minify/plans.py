@@ -26,7 +26,7 @@ def bisect_plan(trace_path: str | os.PathLike[str], repro: str | None = None,
     from tuidebug.minify.signature import Signature
 
     trace = _trace(trace_path)
-    if trace.status != "failed" or not isinstance(trace.error, dict):
+    if trace.status != "failed" or trace.error is None:
         raise MinifyError(f"the trace {trace_path} did not fail (status: {trace.status}); "
                           "there is nothing to bisect")
     cmd, cwd = _test_command(trace, repro, Signature.from_trace_error(trace.error), allowed)

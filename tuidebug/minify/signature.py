@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from tuidebug.trace.format.error_record import ErrorRecord
+
 ACCURACY_TYPE = "AccuracyMismatch"
 KINDS = ("compile", "runtime", "accuracy")
 
@@ -94,13 +96,12 @@ class Signature:
         return cls(kind, short_type(type_name), first_line(message), diags)
 
     @classmethod
-    def from_trace_error(cls, error: dict[str, Any]) -> "Signature":
-        """Build from a failed trace's ``manifest.json`` ``error`` object."""
-        kind = phase_kind(error.get("phase"))
-        if error.get("type") == ACCURACY_TYPE:
+    def from_trace_error(cls, error: ErrorRecord) -> "Signature":
+        """Build from a failed trace's error (``manifest.json``'s ``error``)."""
+        kind = phase_kind(error.phase)
+        if error.type == ACCURACY_TYPE:
             kind = "accuracy"
-        return cls.from_error(kind, str(error.get("type") or "?"), str(error.get("message") or ""),
-                              str(error.get("traceback") or ""))
+        return cls.from_error(kind, error.type or "?", error.message or "", error.traceback_text)
 
     @classmethod
     def from_result(cls, result: dict[str, Any]) -> "Signature | None":

@@ -15,6 +15,7 @@ from tuidebug.errors import MinifyError
 from tuidebug.compiler import trace_config
 from tuidebug.minify.codegen import config_flag_ok
 from tuidebug.minify.signature import Signature
+from tuidebug.trace.format.error_record import ErrorRecord
 from tuidebug.trace.format.graph import Graph
 from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace, TraceError
 from tuidebug.trace.queries.numerics import first_divergences
@@ -33,7 +34,7 @@ class Failure:
     record: GraphRecord
     stage: StageInfo
     graph: Graph
-    error: dict[str, Any]
+    error: ErrorRecord
     signature: Signature
     flags: dict[str, Any]
     skipped_flags: list[str] = field(default_factory=list)
@@ -41,7 +42,7 @@ class Failure:
 
     @property
     def text(self) -> str:
-        return f"{self.error.get('message') or ''}\n{self.error.get('traceback') or ''}"
+        return self.error.text()
 
 
 def load_failure(path: str | Path, allowed: Mapping[str, Any] | Iterable[str] = ()) -> Failure:
@@ -52,12 +53,12 @@ def load_failure(path: str | Path, allowed: Mapping[str, Any] | Iterable[str] = 
     except TraceError as e:
         raise MinifyError(str(e)) from e
     error = trace.error
-    if trace.status != "failed" or not isinstance(error, dict):
+    if trace.status != "failed" or error is None:
         raise MinifyError(f"the trace {path} did not fail (status: {trace.status}); only a failed "
                           "trace (compile error, runtime error, accuracy mismatch) can be minified")
     record = _failed_graph(trace, error)
     if record is None:
-        raise MinifyError(f"the failure ({error.get('phase')}: {error.get('type')}) happened "
+        raise MinifyError(f"the failure ({error.phase}: {error.type}) happened "
                           "before Inductor received a graph; there is no graph to minify")
     stage = _aot_stage(record)
     if stage is None:
@@ -72,11 +73,11 @@ def load_failure(path: str | Path, allowed: Mapping[str, Any] | Iterable[str] = 
                    skipped, confirm)
 
 
-def _failed_graph(trace: Trace, error: dict[str, Any]) -> GraphRecord | None:
-    gid = error.get("graph")
+def _failed_graph(trace: Trace, error: ErrorRecord) -> GraphRecord | None:
+    gid = error.graph
     if gid:
         try:
-            return trace.graph(str(gid))
+            return trace.graph(gid)
         except KeyError:
             pass
     failed = [g for g in trace.graphs if g.status == "failed"]
@@ -150,9 +151,9 @@ def regions(failure: Failure, units: set[str], max_unnamed: int = 6,
         if snippets:
             for k, info in prov.items():
                 entry = failure.record.kernel(k)
-                if info.get("kind") == "extern" or not entry or not entry.get("file"):
+                if info.get("kind") == "extern" or not entry or not entry.file:
                     continue
-                code = failure.record.code(str(entry["file"])) or ""
+                code = failure.record.code(entry.file) or ""
                 if any(s in code for s in snippets):
                     named.append(k)
     if not named:

@@ -88,7 +88,7 @@ class TuidebugApp(App[int]):
         graphs = self.trace.graphs
         if not graphs:
             return None
-        failed = (self.trace.error or {}).get("graph")
+        failed = self.trace.error.graph if self.trace.error is not None else None
         for g in graphs:
             if g.id == failed:
                 return g

@@ -39,10 +39,10 @@ class TraceCommands(Provider):
         current = getattr(app, "current_graph", None)
         if current is not None:
             for kern in current.kernels:
-                name = str(kern.get("name"))
-                if kern.get("kind") == "extern":
+                name = kern.name
+                if kern.extern:
                     continue
-                out.append((f"Kernel: {name}", f"show the {kern.get('kind')} kernel's code and "
+                out.append((f"Kernel: {name}", f"show the {kern.kind} kernel's code and "
                             "provenance", partial(app.post_message, ShowKernel(current.id, name))))
         return out
 

@@ -24,18 +24,8 @@ from tuidebug.viewers.summary_text import compile_cache
 # -- timings ---------------------------------------------------------------------------------------
 
 
-def phase_durations(meta: dict[str, Any]) -> list[tuple[str, float]]:
-    """(phase, seconds spent in it), in the order the phases ran (docs/trace-format.md:
-    ``phase_times_s`` holds durations, ``phase_starts_s`` when each phase began)."""
-    times = {k: float(v) for k, v in (meta.get("phase_times_s") or {}).items()
-             if isinstance(v, (int, float))}
-    starts = meta.get("phase_starts_s") or {}
-    order = sorted(times, key=lambda k: float(starts.get(k, 0.0) or 0.0)) if starts else list(times)
-    return [(k, max(0.0, times[k])) for k in order]
-
-
 def total_compile_s(g: GraphRecord) -> float | None:
-    durations = phase_durations(g.meta)
+    durations = g.meta.phase_durations()
     return sum(d for _, d in durations) if durations else None
 
 

@@ -127,15 +127,15 @@ class Collectives(Concern):
         scheduler may move a collective from its FX position: comms reordering)."""
         by_node = {c["node"]: c for c in fx}
         issued: list[str] = []
-        for k in sorted((k for k in gs.kernel_index if k.get("kind") == "extern"),
-                        key=lambda k: k.get("wrapper_line") or 0):
-            nodes = [x for h in k.get("handles") or [] for x in
+        for k in sorted((k for k in gs.kernel_index if k.extern),
+                        key=lambda k: k.wrapper_line or 0):
+            nodes = [x for h in k.handles for x in
                      (gs.provenance.get(h) or {}).get("fx_nodes") or []]
-            nodes += list(k.get("source_nodes") or [])
+            nodes += k.source_nodes
             node = next((x for x in nodes if x in by_node and x not in issued), None)
             if node is not None:
                 issued.append(node)
-                by_node[node].update(kernel=k["name"], wrapper_line=k.get("wrapper_line"))
+                by_node[node].update(kernel=k.name, wrapper_line=k.wrapper_line)
         order = issued + [c["node"] for c in fx if c["node"] not in issued]
         entries = []
         for i, name in enumerate(order):

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from tuidebug.compiler import compat
 from tuidebug.compiler.capture.state import GraphState
+from tuidebug.trace.format.kernel_entry import KernelEntry
 
 KERNEL_PREFIX = "tuidebug.k/"  # profiler range of one kernel call: tuidebug.k/<graph>/<unit>
 TOP_DEVICE_KERNELS = 200
@@ -39,11 +40,11 @@ def kernel_units(graphs: list[GraphState]) -> KernelUnits:
     out = KernelUnits()
     for g in graphs:
         mod = g.module()
-        calls: dict[str, list[dict[str, Any]]] = {}
+        calls: dict[str, list[KernelEntry]] = {}
         for k in g.kernel_index:
-            name, kind = str(k.get("name")), str(k.get("kind"))
-            if kind == "extern":
-                call = str(k.get("call") or "")
+            name, kind = k.name, str(k.kind)
+            if k.extern:
+                call = k.call or ""
                 if _DOTTED.fullmatch(call):  # extern_kernels.mm, torch.ops.aten.<op>.default
                     calls.setdefault(call, []).append(k)
                 continue
@@ -58,10 +59,10 @@ def kernel_units(graphs: list[GraphState]) -> KernelUnits:
                 mod.__dict__.get(name))
         ext: dict[str, list[str]] = {}
         for call, entries in calls.items():
-            for k in sorted(entries, key=lambda e: e.get("wrapper_line") or 0):
-                label = f"{KERNEL_PREFIX}{g.graph_id}/{k.get('name')}"
-                out.units[label] = {"graph": g.graph_id, "kernel": str(k.get("name")),
-                                    "call": str(k.get("name")), "kind": "extern"}
+            for k in sorted(entries, key=lambda e: e.wrapper_line or 0):
+                label = f"{KERNEL_PREFIX}{g.graph_id}/{k.name}"
+                out.units[label] = {"graph": g.graph_id, "kernel": k.name, "call": k.name,
+                                    "kind": "extern"}
                 ext.setdefault(call, []).append(label)
         out.externs.append((mod, ext))
     return out
@@ -124,12 +125,12 @@ def device_kernel_rows(prof: dict[str, Any]) -> list[dict[str, Any]]:
             for n, v in dev[:TOP_DEVICE_KERNELS]]
 
 
-def _call_units(k: dict[str, Any]) -> list[str]:
+def _call_units(k: KernelEntry) -> list[str]:
     """The calls of a generated kernel in one run, in order: its provenance handles
     (``cpp_fused_gelu_0:2``) when Inductor reuses it, else its name."""
-    handles = [str(h) for h in k.get("handles") or []]
+    handles = k.handles
     if len(handles) < 2:
-        return [str(k.get("name"))]
+        return [k.name]
     return sorted(handles, key=lambda h: int(h.rsplit(":", 1)[-1])
                   if h.rsplit(":", 1)[-1].isdigit() else 0)
 

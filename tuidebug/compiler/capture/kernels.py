@@ -118,8 +118,8 @@ class Kernels(Concern):
             builds, self._cpp_builds = self._cpp_builds, {}
         gs.module = weakref.ref(mod)
         for k in gs.kernel_index:
-            name = str(k.get("name"))
-            if k.get("kind") != "extern" and name in vars(mod):
+            name = k.name
+            if not k.extern and name in vars(mod):
                 gs.timings[name] = _compile_time(name, vars(mod)[name], triton, builds,
                                                  self._compile_hooks)
         self._write_timings(gs)

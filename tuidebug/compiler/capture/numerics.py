@@ -46,7 +46,7 @@ class Numerics(Concern):
                     source = f.read()
             except OSError:
                 continue
-            kernels = [str(k.get("name")) for k in g.kernel_index if k.get("kind") != "extern"]
+            kernels = [k.name for k in g.kernel_index if not k.extern]
             out.append(LoweredGraph(g.graph_id, g.kind, lowered[0], lowered[1], mod, source,
                                     kernels))
         return out

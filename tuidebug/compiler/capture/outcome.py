@@ -11,6 +11,7 @@ from tuidebug.compiler import judge
 from tuidebug.compiler.capture import kernels, numerics, profile, returned
 from tuidebug.compiler.output_paths import rename_outputs
 from tuidebug.compiler.capture.state import Concern, GraphState
+from tuidebug.trace.format.error_record import ErrorRecord
 
 
 class Outcome(Concern):
@@ -28,12 +29,12 @@ class Outcome(Concern):
         if mismatches and not s.errors:
             cid, c = next(iter(mismatches.items()))
             graphs = c.get("graphs") or []
-            s.errors.append({
-                "phase": "accuracy", "type": "AccuracyMismatch",
-                "message": f"compiled output differs from eager for compile {cid}: "
-                           f"{c.get('detail') or ''} (rule {c.get('rule')}; max abs err "
-                           f"{c.get('max_abs'):.3g})",
-                "traceback": "", "graph": graphs[0] if graphs else None, "compile_id": cid})
+            s.errors.append(ErrorRecord(
+                phase="accuracy", type="AccuracyMismatch",
+                message=f"compiled output differs from eager for compile {cid}: "
+                        f"{c.get('detail') or ''} (rule {c.get('rule')}; max abs err "
+                        f"{c.get('max_abs'):.3g})",
+                traceback="", graph=graphs[0] if graphs else None, compile_id=cid))
             s.writer.update(accuracy_mismatch=sorted(mismatches))
 
     # -- the compiled graph runs ----------------------------------------------------------------
@@ -114,14 +115,13 @@ class Outcome(Concern):
         writer = s.writer
         assert writer is not None
         inner = compat.backend_error_cause(e)
-        err = {
-            "phase": phase or writer.manifest.get("phase") or "unknown",
-            "type": f"{type(inner).__module__}.{type(inner).__qualname__}",
-            "message": clip_message(str(inner)),
-            "traceback": short_traceback(e),
-            "graph": gs.graph_id if gs else None,
-            "compile_id": gs.compile_id if gs else None,
-        }
+        err = ErrorRecord(
+            phase=phase or writer.manifest.get("phase") or "unknown",
+            type=f"{type(inner).__module__}.{type(inner).__qualname__}",
+            message=clip_message(str(inner)),
+            traceback=short_traceback(e),
+            graph=gs.graph_id if gs else None,
+            compile_id=gs.compile_id if gs else None)
         s.errors.append(err)
         if gs is not None:
             gs.status = "failed"
@@ -130,7 +130,7 @@ class Outcome(Concern):
                 c.graph_failed(gs)
             s.set_status(gs, "failed")
         if writer.manifest.get("error") is None:
-            writer.update(error=err)
+            writer.update(error=err.to_json())
 
 
 def clip_message(msg: str, head: int = 6000, tail: int = 6000) -> str:

@@ -19,6 +19,7 @@ from tuidebug.compiler.capture import (autotune, cache_keys, collectives, config
                                        profile, returned, shapes, triton, whole_call)
 from tuidebug.compiler.capture.state import CallMarks, Concern, GraphState, ThreadState
 from tuidebug.trace.format import layout, schema
+from tuidebug.trace.format.error_record import ErrorRecord
 from tuidebug.trace.format.writer import TraceWriter
 from tuidebug.trace.queries.frames import nothing_compiled, skipped_frames
 
@@ -86,7 +87,7 @@ class CaptureSession:
         self.frame_graph: dict[str, GraphState] = {}  # compile id -> its Dynamo graph's state
         self.compiles: dict[str, dict[str, Any]] = {}
         self.stack_cache: dict[str, Any] = {}
-        self.errors: list[dict[str, Any]] = []
+        self.errors: list[ErrorRecord] = []
         self.concerns: list[Concern] = [c(self) for c in CONCERNS]
         self._patcher: compat.Patcher | None = None
         self._config_ctx: Any = None

@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
+from tuidebug.trace.format.kernel_entry import KernelEntry
 from tuidebug.trace.format.writer import GraphWriter
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ class GraphState:
     fusion_seen: set[tuple[str, str, str]] = field(default_factory=set)
     provenance: dict[str, dict[str, Any]] = field(default_factory=dict)
     pre_to_post: dict[str, list[str]] = field(default_factory=dict)
-    kernel_index: list[dict[str, Any]] = field(default_factory=list)
+    kernel_index: list[KernelEntry] = field(default_factory=list)
     status: str = "running"
     started: float = field(default_factory=time.perf_counter)
     phase_starts: dict[str, float] = field(default_factory=dict)  # seconds since graph start

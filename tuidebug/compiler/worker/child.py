@@ -84,8 +84,8 @@ class JobChild:
         msg_r, msg_w = os.pipe()
         try:
             popen = proc.spawn(
-                [sys.executable, "-m", "tuidebug.compiler.worker", "--job", json.dumps(spec.to_json()),
-                 "--msg-fd", str(msg_w)],
+                [sys.executable, "-m", "tuidebug.compiler.worker",
+                 "--job", json.dumps(spec.to_json()), "--msg-fd", str(msg_w)],
                 stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w, pass_fds=(msg_w,),
                 close_fds=True)
         finally:
@@ -160,7 +160,7 @@ class JobChild:
             out["trace_phase"] = manifest.phase
             err = manifest.error
             if err is not None:
-                out["trace_error"] = {k: err.get(k) for k in ("phase", "type", "message", "graph")}
+                out["trace_error"] = err.brief()
                 if isinstance(out["trace_error"].get("message"), str):
                     out["trace_error"]["message"] = out["trace_error"]["message"][:2000]
             out["graphs"] = len(manifest.graphs or [])

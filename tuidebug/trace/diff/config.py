@@ -16,8 +16,7 @@ def side(t: Trace) -> dict[str, Any]:
             "command": m.command, "config_overrides": m.config_overrides,
             "capture_settings": m.tuidebug_config,
             "recompile": m.recompile,
-            "error": ({k: err.get(k) for k in ("phase", "type", "message", "graph")}
-                      if isinstance(err, dict) else None)}
+            "error": err.brief() if err is not None else None}
 
 
 def config_diff(a: Trace, b: Trace) -> dict[str, Any]:

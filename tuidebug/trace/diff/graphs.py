@@ -152,9 +152,8 @@ def _phases(g: GraphRecord | None) -> dict[str, float]:
     ``phase_starts_s``; older traces stored start offsets there."""
     if g is None:
         return {}
-    times = {k: float(v) for k, v in (g.meta.get("phase_times_s") or {}).items()
-             if isinstance(v, (int, float))}
-    if "phase_starts_s" in g.meta:
+    times = g.meta.phase_times_s
+    if g.meta.phase_starts_s is not None:
         return {k: round(v, 4) for k, v in times.items()}
     items = sorted(times.items(), key=lambda kv: kv[1])
     out = {}
@@ -169,11 +168,10 @@ def _graph_seconds(g: GraphRecord | None) -> float | None:
     traces)."""
     if g is None:
         return None
-    times = [float(v) for v in (g.meta.get("phase_times_s") or {}).values()
-             if isinstance(v, (int, float))]
+    times = list(g.meta.phase_times_s.values())
     if not times:
         return None
-    return round(sum(times), 4) if "phase_starts_s" in g.meta else max(times)
+    return round(sum(times), 4) if g.meta.phase_starts_s is not None else max(times)
 
 
 def graph_diff(gid: str, ga: GraphRecord | None, gb: GraphRecord | None, *, code: bool,
@@ -196,11 +194,11 @@ def graph_diff(gid: str, ga: GraphRecord | None, gb: GraphRecord | None, *, code
         "ir": _ir(ga, gb),
         "fusion": _fusion(ga, gb),
         "kernels": kernels,
-        "kernel_count": pair(sum(1 for k in (ga.kernels if ga else []) if k.get("kind") != "extern") if ga else None,
-                              sum(1 for k in (gb.kernels if gb else []) if k.get("kind") != "extern") if gb else None),
+        "kernel_count": pair(sum(1 for k in ga.kernels if not k.extern) if ga else None,
+                              sum(1 for k in gb.kernels if not k.extern) if gb else None),
         "externs": [e for e in extern_diffs(ga, gb) if e["a"] != e["b"]],
-        "extern_count": pair(sum(1 for k in ga.kernels if k.get("kind") == "extern") if ga else None,
-                              sum(1 for k in gb.kernels if k.get("kind") == "extern") if gb else None),
+        "extern_count": pair(sum(1 for k in ga.kernels if k.extern) if ga else None,
+                              sum(1 for k in gb.kernels if k.extern) if gb else None),
         "wrapper": wrapper_diff(ga, gb, code=code, context=context, max_diff_lines=max_diff_lines),
         "autotune": pair(len(ga.autotune) if ga else None, len(gb.autotune) if gb else None),
         "phase_s": {k: pair(pa.get(k), pb.get(k)) for k in list(pa) + [x for x in pb if x not in pa]},
@@ -211,6 +209,6 @@ def graph_diff(gid: str, ga: GraphRecord | None, gb: GraphRecord | None, *, code
 
 def _err(g: GraphRecord | None) -> dict[str, Any] | None:
     e = g.error if g else None
-    if not isinstance(e, dict):
+    if e is None:
         return None
-    return {"phase": e.get("phase"), "type": e.get("type"), "message": str(e.get("message"))[:1000]}
+    return {"phase": e.phase, "type": e.type, "message": str(e.message)[:1000]}

@@ -10,6 +10,7 @@ from typing import Any, Iterable
 
 from tuidebug.trace.format import kernels as kernel_text
 from tuidebug.trace.diff.common import pair
+from tuidebug.trace.format.kernel_entry import KernelEntry
 from tuidebug.trace.format.reader import GraphRecord
 
 # grep-able things in a wrapper whose count a flag can change
@@ -36,11 +37,11 @@ def normalize_kernel_name(name: str) -> str:
     return _SUFFIX.sub("", base)
 
 
-def _kernel_code(g: GraphRecord, k: dict[str, Any]) -> str:
-    if not k.get("file"):
+def _kernel_code(g: GraphRecord, k: KernelEntry) -> str:
+    if not k.file:
         return ""
-    text = g.code(str(k["file"])) or ""
-    return _normalize_code(text, str(k.get("name", "")))
+    text = g.code(k.file) or ""
+    return _normalize_code(text, k.name)
 
 
 def _normalize_code(text: str, name: str) -> str:
@@ -51,16 +52,16 @@ def _normalize_code(text: str, name: str) -> str:
 
 def kernel_diffs(ga: GraphRecord | None, gb: GraphRecord | None, *, code: bool, context: int,
              max_diff_lines: int) -> list[dict[str, Any]]:
-    ka = [k for k in (ga.kernels if ga else []) if k.get("kind") != "extern"]
-    kb = [k for k in (gb.kernels if gb else []) if k.get("kind") != "extern"]
-    src_a = {k["name"]: _kernel_code(ga, k) for k in ka} if ga else {}
-    src_b = {k["name"]: _kernel_code(gb, k) for k in kb} if gb else {}
-    groups_a: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
-    groups_b: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+    ka = [k for k in (ga.kernels if ga else []) if not k.extern]
+    kb = [k for k in (gb.kernels if gb else []) if not k.extern]
+    src_a = {k.name: _kernel_code(ga, k) for k in ka} if ga else {}
+    src_b = {k.name: _kernel_code(gb, k) for k in kb} if gb else {}
+    groups_a: dict[str, list[KernelEntry]] = collections.defaultdict(list)
+    groups_b: dict[str, list[KernelEntry]] = collections.defaultdict(list)
     for k in ka:
-        groups_a[normalize_kernel_name(k["name"])].append(k)
+        groups_a[normalize_kernel_name(k.name)].append(k)
     for k in kb:
-        groups_b[normalize_kernel_name(k["name"])].append(k)
+        groups_b[normalize_kernel_name(k.name)].append(k)
     out: list[dict[str, Any]] = []
     removed: list[dict[str, Any]] = []
     added: list[dict[str, Any]] = []
@@ -68,7 +69,7 @@ def kernel_diffs(ga: GraphRecord | None, gb: GraphRecord | None, *, code: bool, 
         la, lb = list(groups_a.get(base, [])), list(groups_b.get(base, []))
         # identical code first, then in order
         for x in list(la):
-            y = next((y for y in lb if src_b.get(y["name"]) == src_a.get(x["name"])), None)
+            y = next((y for y in lb if src_b.get(y.name) == src_a.get(x.name)), None)
             if y is not None:
                 la.remove(x)
                 lb.remove(y)
@@ -79,8 +80,8 @@ def kernel_diffs(ga: GraphRecord | None, gb: GraphRecord | None, *, code: bool, 
         added += lb[len(la):]
     # a kernel that only changed its fused name but not its code
     for x in list(removed):
-        y = next((y for y in added if src_b.get(y["name"]) == src_a.get(x["name"])
-                  and src_a.get(x["name"])), None)
+        y = next((y for y in added if src_b.get(y.name) == src_a.get(x.name)
+                  and src_a.get(x.name)), None)
         if y is not None:
             removed.remove(x)
             added.remove(y)
@@ -112,22 +113,22 @@ def time_ratio(p: dict[str, Any]) -> float | None:
     return float(f"{b / a:.4g}") if ok and a > 0 else None
 
 
-def _kernel_entry(status: str, x: dict[str, Any] | None, y: dict[str, Any] | None,
+def _kernel_entry(status: str, x: KernelEntry | None, y: KernelEntry | None,
                   src_a: dict[str, str], src_b: dict[str, str], code: bool, context: int,
                   max_diff_lines: int) -> dict[str, Any]:
+    either = x or y
     e: dict[str, Any] = {
-        "status": status, "a": x["name"] if x else None, "b": y["name"] if y else None,
-        "kind": (x or y or {}).get("kind"),
-        "lines": pair(x.get("lines") if x else None, y.get("lines") if y else None),
-        "source_nodes": pair(x.get("source_nodes") if x else None,
-                              y.get("source_nodes") if y else None),
+        "status": status, "a": x.name if x else None, "b": y.name if y else None,
+        "kind": either.kind if either else None,
+        "lines": pair(x.lines if x else None, y.lines if y else None),
+        "source_nodes": pair(x.source_nodes if x else None, y.source_nodes if y else None),
         "diff": None, "diff_stats": None,
     }
     if status == "changed":
-        a_lines = src_a.get(x["name"], "").splitlines(keepends=True) if x else []
-        b_lines = src_b.get(y["name"], "").splitlines(keepends=True) if y else []
-        diff = list(difflib.unified_diff(a_lines, b_lines, fromfile=f"a/{x['name'] if x else ''}",
-                                         tofile=f"b/{y['name'] if y else ''}", n=context))
+        a_lines = src_a.get(x.name, "").splitlines(keepends=True) if x else []
+        b_lines = src_b.get(y.name, "").splitlines(keepends=True) if y else []
+        diff = list(difflib.unified_diff(a_lines, b_lines, fromfile=f"a/{x.name if x else ''}",
+                                         tofile=f"b/{y.name if y else ''}", n=context))
         plus = sum(1 for d in diff if d.startswith("+") and not d.startswith("+++"))
         minus = sum(1 for d in diff if d.startswith("-") and not d.startswith("---"))
         e["diff_stats"] = {"added": plus, "removed": minus}
@@ -141,8 +142,8 @@ def _kernel_entry(status: str, x: dict[str, Any] | None, y: dict[str, Any] | Non
 
 def extern_diffs(ga: GraphRecord | None, gb: GraphRecord | None) -> list[dict[str, Any]]:
     def count(g: GraphRecord | None) -> collections.Counter[str]:
-        return collections.Counter(str(k.get("call") or normalize_kernel_name(str(k.get("name"))))
-                                   for k in (g.kernels if g else []) if k.get("kind") == "extern")
+        return collections.Counter(k.call or normalize_kernel_name(k.name)
+                                   for k in (g.kernels if g else []) if k.extern)
     ca, cb = count(ga), count(gb)
     return [{"name": n, "a": ca.get(n, 0), "b": cb.get(n, 0)}
             for n in sorted(set(ca) | set(cb))]
@@ -183,8 +184,8 @@ def wrapper_diff(ga: GraphRecord | None, gb: GraphRecord | None, *, code: bool, 
              max_diff_lines: int) -> dict[str, Any]:
     wa = wrapper_calls(ga.wrapper_code() if ga else None)
     wb = wrapper_calls(gb.wrapper_code() if gb else None)
-    names_a = [k["name"] for k in (ga.kernels if ga else []) if k.get("kind") != "extern"]
-    names_b = [k["name"] for k in (gb.kernels if gb else []) if k.get("kind") != "extern"]
+    names_a = [k.name for k in (ga.kernels if ga else []) if not k.extern]
+    names_b = [k.name for k in (gb.kernels if gb else []) if not k.extern]
     ma, mb = _markers(wa, names_a), _markers(wb, names_b)
     out: dict[str, Any] = {
         "lines": pair(wa.count("\n") if wa else None, wb.count("\n") if wb else None),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from tuidebug.trace.format.kernel_entry import EXTERN, KernelEntry
 
 _DEF_RE = re.compile(r"^(?P<name>[A-Za-z_]\w*) = async_compile\.(?P<api>\w+)\(", re.M)
 _QUOTE_RE = re.compile(r"[rb]?('''|\"\"\")")
@@ -146,8 +146,14 @@ def _string_lines(code: str) -> set[int]:
     return lines
 
 
-def kernel_index_entry(k: KernelDef, file: str) -> dict[str, Any]:
-    return {"name": k.name, "kind": k.kind, "file": file, "wrapper_line": k.line,
-            "handles": k.handles, "source_nodes": k.source_nodes,
-            "original_aten": k.original_aten, "calls": k.calls,
-            "lines": k.source.count("\n")}
+def kernel_index_entry(k: KernelDef, file: str) -> KernelEntry:
+    """The row of ``code/kernels.json`` of generated kernel ``k``, its code in ``file``."""
+    return KernelEntry(k.name, k.kind, file, k.line, k.handles, k.source_nodes, k.original_aten,
+                       calls=k.calls, lines=k.source.count("\n"))
+
+
+def extern_index_entry(e: ExternCall) -> KernelEntry:
+    """The row of ``code/kernels.json`` of an extern call the wrapper makes."""
+    name = e.handles[0] if e.handles else f"{e.name}@{e.line}"
+    return KernelEntry(name, EXTERN, None, e.line, e.handles, e.source_nodes, e.original_aten,
+                       call=e.name)

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable
 
 from tuidebug.trace.format import atomic, schema
 from tuidebug.trace.format import kernels as kernel_text
+from tuidebug.trace.format.kernel_entry import KernelEntry
 
 _FRAME_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
 
@@ -126,26 +127,22 @@ def graph_meta(graph_id_: str, kind: str, compile_id: str, status: str,
 def write_output_code(graph_dir: Path, code: str, *,
                       write_text: Callable[[Path, str], None] = atomic.write_text,
                       write_json: Callable[[Path, Any], None] = atomic.write_json,
-                      ) -> list[dict[str, Any]]:
+                      ) -> list[KernelEntry]:
     """Write Inductor's output code as ``code/wrapper.py`` plus one file per kernel and
     ``code/kernels.json``; returns the kernel index."""
     write_text(graph_dir / schema.WRAPPER, code)
     parsed = kernel_text.split_wrapper(code)
-    index: list[dict[str, Any]] = []
+    index: list[KernelEntry] = []
     for k in parsed.kernels:
         rel = f"{schema.CODE_DIR}/{k.name}{k.ext}"
         write_text(graph_dir / rel, k.source)
         index.append(kernel_text.kernel_index_entry(k, rel))
-    for e in parsed.externs:
-        name = e.handles[0] if e.handles else f"{e.name}@{e.line}"
-        index.append({"name": name, "kind": "extern", "file": None, "call": e.name,
-                      "wrapper_line": e.line, "handles": e.handles,
-                      "source_nodes": e.source_nodes, "original_aten": e.original_aten})
-    write_json(graph_dir / schema.KERNELS_INDEX, {"kernels": index})
+    index += [kernel_text.extern_index_entry(e) for e in parsed.externs]
+    write_json(graph_dir / schema.KERNELS_INDEX, {"kernels": [k.to_json() for k in index]})
     return index
 
 
-def provenance_json(kernel_index: list[dict[str, Any]], handles: dict[str, dict[str, Any]],
+def provenance_json(kernel_index: list[KernelEntry], handles: dict[str, dict[str, Any]],
                     fx_source: dict[str, dict[str, Any] | None],
                     pre_to_post: dict[str, Any], stack_cache: dict[str, Any]) -> dict[str, Any]:
     """``provenance.json``: kernel -> IR nodes, FX nodes and user source lines.
@@ -161,7 +158,7 @@ def provenance_json(kernel_index: list[dict[str, Any]], handles: dict[str, dict[
         ir_nodes: list[str] = []
         fx_nodes: list[str] = []
         stacks: list[str] = []
-        for h in k.get("handles") or []:
+        for h in k.handles:
             info = handles.get(h)
             if not info:
                 continue
@@ -169,7 +166,7 @@ def provenance_json(kernel_index: list[dict[str, Any]], handles: dict[str, dict[
             fx_nodes += [x for x in info.get("fx_nodes") or [] if x not in fx_nodes]
             stacks += [x for x in info.get("stack_traces") or [] if x not in stacks]
         if not fx_nodes:
-            fx_nodes = [x for x in k.get("source_nodes") or [] if x in fx_source]
+            fx_nodes = [x for x in k.source_nodes if x in fx_source]
         sources: list[dict[str, Any]] = []
         for fx in fx_nodes:
             src = fx_source.get(fx)
@@ -179,10 +176,10 @@ def provenance_json(kernel_index: list[dict[str, Any]], handles: dict[str, dict[
             src = parse_stack_trace(st, stack_cache)
             if src and src not in sources:
                 sources.append(src)
-        kernels[k["name"]] = {"kind": k["kind"], "ir_nodes": ir_nodes, "fx_nodes": fx_nodes,
-                              "source": sources}
+        kernels[k.name] = {"kind": k.kind, "ir_nodes": ir_nodes, "fx_nodes": fx_nodes,
+                           "source": sources}
         for fx in fx_nodes:
-            fx_to_kernels.setdefault(fx, []).append(k["name"])
+            fx_to_kernels.setdefault(fx, []).append(k.name)
     return {"kernels": kernels, "fx_to_kernels": fx_to_kernels, "pre_to_post": pre_to_post}
 
 

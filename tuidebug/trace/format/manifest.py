@@ -18,6 +18,8 @@ from typing import Any
 
 from tuidebug.errors import TraceError
 from tuidebug.trace.format import schema
+from tuidebug.trace.format.error_record import ErrorRecord
+from tuidebug.trace.format.fields import as_dict, opt, opt_dict
 
 
 @dataclass
@@ -38,30 +40,15 @@ class GraphEntry:
         return dataclasses.asdict(self)
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _opt_dict(value: Any) -> dict[str, Any] | None:
-    return value if isinstance(value, dict) else None
-
-
-def _opt(value: Any, *kinds: type) -> Any:
-    """``value`` when it is one of ``kinds`` (never a bool for a number), else None."""
-    if isinstance(value, bool) and bool not in kinds:
-        return None
-    return value if isinstance(value, kinds) else None
-
-
 def sane_tol(value: Any) -> float | None:
     """A positive, sane accuracy tolerance (a trace is untrusted), else None."""
-    n = _opt(value, int, float)
+    n = opt(value, int, float)
     return float(n) if n is not None and 0 < n < 1e6 else None
 
 
 def sane_runs(value: Any) -> int | None:
     """A sane count of profiled runs (``trace --profile N``), else None."""
-    n = _opt(value, int)
+    n = opt(value, int)
     return n if n is not None and 0 < n <= 10_000 else None
 
 
@@ -83,7 +70,7 @@ class Manifest:
     started_at: float | None = None
     finished_at: float | None = None
     versions: dict[str, Any] = field(default_factory=dict)
-    error: dict[str, Any] | None = None
+    error: ErrorRecord | None = None  # the failure the trace ended with
     graphs: list[GraphEntry] | None = None
     compiles: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -108,20 +95,21 @@ class Manifest:
     def from_json(cls, data: Any) -> "Manifest":
         """The manifest in ``data`` (parsed JSON, shape-checked or not: a field of the wrong
         type reads as absent)."""
-        d = _dict(data)
+        d = as_dict(data)
         graphs = d.get("graphs")
         command = d.get("command")
         names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
         return cls(
-            format=_opt(d.get("format"), str), format_version=_opt(d.get("format_version"), int),
-            tool_version=_opt(d.get("tool_version"), str), status=_opt(d.get("status"), str),
-            phase=_opt(d.get("phase"), str), current_graph=_opt(d.get("current_graph"), str),
-            host=_opt(d.get("host"), str), pid=_opt(d.get("pid"), int),
+            format=opt(d.get("format"), str), format_version=opt(d.get("format_version"), int),
+            tool_version=opt(d.get("tool_version"), str), status=opt(d.get("status"), str),
+            phase=opt(d.get("phase"), str), current_graph=opt(d.get("current_graph"), str),
+            host=opt(d.get("host"), str), pid=opt(d.get("pid"), int),
             command=(list(command) if isinstance(command, list)
                      and all(isinstance(c, str) for c in command) else None),
-            cwd=_opt(d.get("cwd"), str), started_at=_opt(d.get("started_at"), int, float),
-            finished_at=_opt(d.get("finished_at"), int, float), versions=_dict(d.get("versions")),
-            error=_opt_dict(d.get("error")),
+            cwd=opt(d.get("cwd"), str), started_at=opt(d.get("started_at"), int, float),
+            finished_at=opt(d.get("finished_at"), int, float),
+            versions=as_dict(d.get("versions")),
+            error=ErrorRecord.from_json(d.get("error")),
             graphs=([GraphEntry.from_json(g) for g in graphs
                      if isinstance(g, dict) and isinstance(g.get("id"), str)]
                     if isinstance(graphs, list) else None),
@@ -131,18 +119,18 @@ class Manifest:
             if isinstance(d.get("warnings"), list) else [],
             not_available=[str(w) for w in d.get("not_available") or []]
             if isinstance(d.get("not_available"), list) else [],
-            config_overrides=_dict(d.get("config_overrides")),
-            tuidebug_config=_dict(d.get("tuidebug_config")),
-            imported_from=_opt_dict(d.get("imported_from")), made_by=_dict(d.get("made_by")),
-            script_error=_opt_dict(d.get("script_error")),
-            script_exit_code=_opt(d.get("script_exit_code"), int),
+            config_overrides=as_dict(d.get("config_overrides")),
+            tuidebug_config=as_dict(d.get("tuidebug_config")),
+            imported_from=opt_dict(d.get("imported_from")), made_by=as_dict(d.get("made_by")),
+            script_error=opt_dict(d.get("script_error")),
+            script_exit_code=opt(d.get("script_exit_code"), int),
             check_accuracy=bool(d.get("check_accuracy", True)),
             accuracy_tol=sane_tol(d.get("accuracy_tol")),
             profile_runs=sane_runs(d.get("profile_runs")),
             skipped_frames=[f for f in d.get("skipped_frames") or [] if isinstance(f, dict)]
             if isinstance(d.get("skipped_frames"), list) else [],
-            recompile=_opt_dict(d.get("recompile")), stopped=_opt_dict(d.get("stopped")),
-            applied=_opt_dict(d.get("applied")),
+            recompile=opt_dict(d.get("recompile")), stopped=opt_dict(d.get("stopped")),
+            applied=opt_dict(d.get("applied")),
             accuracy_mismatch=[str(c) for c in d.get("accuracy_mismatch") or []]
             if isinstance(d.get("accuracy_mismatch"), list) else [],
             extra={k: v for k, v in d.items() if k not in names},
@@ -153,6 +141,7 @@ class Manifest:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                if f.name != "extra"}
         out["graphs"] = [g.to_json() for g in self.graphs] if self.graphs is not None else None
+        out["error"] = self.error.to_json() if self.error is not None else None
         return {**self.extra, **out}
 
 

@@ -8,47 +8,20 @@ a trace may come from someone else, so nothing in it is unpickled or executed.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator
 
 from tuidebug.errors import TraceError
 from tuidebug.trace.format import layout, safefile, schema, shapes, user_lines
+from tuidebug.trace.format.error_record import ErrorRecord
+from tuidebug.trace.format.graph_meta import GraphMeta, StageInfo
+from tuidebug.trace.format.kernel_entry import KernelEntry
 from tuidebug.trace.format.manifest import GraphEntry, Manifest, is_safe_name, live_status
 from tuidebug.trace.format.tracefiles import MAX_TEXT_BYTES, Problem, TraceFiles
 from tuidebug.trace.format.graph import Graph
 
-__all__ = ["GraphRecord", "Problem", "StageInfo", "Trace", "TraceError"]
-
-
-@dataclass
-class StageInfo:
-    index: int
-    name: str
-    kind: str  # "stage" or "pass"
-    subsystem: str | None
-    duration_s: float | None
-    changed: bool | None  # None: not known (an imported log times passes, never snapshots)
-    added: int
-    removed: int
-    modified: int
-    file: str | None
-    nodes: int | None
-    note: str | None = None
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "StageInfo":
-        counts = d.get("counts") or {}
-        return cls(
-            index=int(d.get("index", 0)), name=str(d.get("name", "?")),
-            kind=str(d.get("kind", "stage")), subsystem=d.get("subsystem"),
-            duration_s=d.get("duration_s"),
-            changed=None if "changed" in d and d["changed"] is None else bool(d.get("changed")),
-            added=int(counts.get("added", 0)), removed=int(counts.get("removed", 0)),
-            modified=int(counts.get("changed", 0)), file=d.get("file"), nodes=d.get("nodes"),
-            note=str(d["note"]) if d.get("note") else None,
-        )
+__all__ = ["GraphMeta", "GraphRecord", "Problem", "StageInfo", "Trace", "TraceError"]
 
 
 def _changes(data: Any) -> dict[str, list[str]]:
@@ -75,12 +48,14 @@ class GraphRecord:
         return self.trace._files
 
     @cached_property
-    def meta(self) -> dict[str, Any]:
-        return self._f.json(self.dir / schema.META, {}, required=True, kind="meta") or {}
+    def meta(self) -> GraphMeta:
+        """``meta.json``: stages, phase times, fusion counts, CUDA graphs, cache use."""
+        return GraphMeta.from_json(
+            self._f.json(self.dir / schema.META, {}, required=True, kind="meta"))
 
-    @cached_property
+    @property
     def stages(self) -> list[StageInfo]:
-        return [StageInfo.from_json(s) for s in self.meta.get("stages", [])]
+        return self.meta.stages
 
     def snapshots(self) -> list[StageInfo]:
         return [s for s in self.stages if s.file]
@@ -184,14 +159,15 @@ class GraphRecord:
         return self._f.jsonl(self.dir / schema.FUSION, "fusion")
 
     @cached_property
-    def kernels(self) -> list[dict[str, Any]]:
+    def kernels(self) -> list[KernelEntry]:
+        """``code/kernels.json``: the generated kernels and the extern calls, in its order."""
         data = self._f.json(self.dir / schema.KERNELS_INDEX, None, kind="kernels")
         if data is None:
             return []
-        return [k for k in data.get("kernels", []) if isinstance(k, dict)]
+        return [KernelEntry.from_json(k) for k in data.get("kernels", []) if isinstance(k, dict)]
 
-    def kernel(self, name: str) -> dict[str, Any] | None:
-        return next((k for k in self.kernels if k.get("name") == name), None)
+    def kernel(self, name: str) -> KernelEntry | None:
+        return next((k for k in self.kernels if k.name == name), None)
 
     def code(self, relpath: str) -> str | None:
         return self._f.text(self.dir / str(relpath))
@@ -220,8 +196,9 @@ class GraphRecord:
                         and str(r.get("op", "")).startswith("Placeholder."))]
 
     @cached_property
-    def error(self) -> dict[str, Any] | None:
-        return self._f.json(self.dir / schema.ERROR, kind="error")
+    def error(self) -> ErrorRecord | None:
+        """``error.json``: how this graph failed; None when it did not."""
+        return ErrorRecord.from_json(self._f.json(self.dir / schema.ERROR, kind="error"))
 
     @cached_property
     def launches(self) -> dict[str, dict[str, Any]]:
@@ -257,7 +234,7 @@ class GraphRecord:
                 continue  # reported when the snapshot itself is read
             if not tail.rstrip().endswith(b"}"):
                 self._f.problem(path, "cut short (not a complete JSON object); not read")
-        for rel in [str(k["file"]) for k in self.kernels if k.get("file")] + [schema.WRAPPER]:
+        for rel in [k.file for k in self.kernels if k.file] + [schema.WRAPPER]:
             path = self.dir / rel
             try:
                 real = self._f.confine(path)
@@ -330,7 +307,8 @@ class Trace:
         return self.manifest.phase
 
     @property
-    def error(self) -> dict[str, Any] | None:
+    def error(self) -> ErrorRecord | None:
+        """The failure the trace ended with (the manifest's ``error``); None when none."""
         return self.manifest.error
 
     @property
@@ -352,9 +330,8 @@ class Trace:
         gdir = self.root / schema.GRAPHS_DIR
         out = []
         for d in sorted(gdir.iterdir()) if gdir.is_dir() else []:
-            meta = self._files.json(d / schema.META, {}, kind="meta") or {}
-            out.append(GraphEntry(d.name, str(meta.get("kind", "?")),
-                                  str(meta.get("compile_id", "?"))))
+            meta = GraphMeta.from_json(self._files.json(d / schema.META, {}, kind="meta"))
+            out.append(GraphEntry(d.name, meta.kind or "?", meta.compile_id or "?"))
         return out
 
     def graph(self, graph_id: str) -> GraphRecord:

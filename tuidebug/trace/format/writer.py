@@ -20,6 +20,8 @@ from typing import Any, Callable
 
 from tuidebug.version import __version__
 from tuidebug.trace.format import atomic, layout, schema
+from tuidebug.trace.format.error_record import ErrorRecord
+from tuidebug.trace.format.kernel_entry import KernelEntry
 
 
 def _user() -> str | None:
@@ -149,14 +151,14 @@ class TraceWriter:
                     g["status"] = status
             self.flush()
 
-    def finish(self, status: str, error: dict[str, Any] | None = None, *,
+    def finish(self, status: str, error: ErrorRecord | None = None, *,
                finished_at: float | None = None) -> None:
         """Final status; ``finished_at`` defaults to now (an import passes the log's end)."""
         with self._lock:
             self.manifest["status"] = status
             self.manifest["finished_at"] = time.time() if finished_at is None else finished_at
             if error is not None:
-                self.manifest["error"] = error
+                self.manifest["error"] = error.to_json()
             self.flush()
 
     # -- files ----------------------------------------------------------------------------------
@@ -284,7 +286,7 @@ class GraphWriter:
         lines = "".join(json.dumps(r, default=repr) + "\n" for r in records)
         self.trace.write_text(self.dir / schema.FUSION, lines)
 
-    def write_output_code(self, code: str) -> list[dict[str, Any]]:
+    def write_output_code(self, code: str) -> list[KernelEntry]:
         """Inductor's output code as ``code/wrapper.py``, one file per kernel and
         ``code/kernels.json``; returns the kernel index."""
         return layout.write_output_code(
@@ -307,9 +309,9 @@ class GraphWriter:
         """``code/timings.json``: compile and run time per kernel, and how it was run."""
         self.trace.write_json(self.dir / schema.TIMINGS, {"kernels": kernels, "run": run or None})
 
-    def write_error(self, error: dict[str, Any]) -> None:
+    def write_error(self, error: ErrorRecord) -> None:
         """``error.json``: the failure of this graph (phase, type, message, traceback…)."""
-        self.trace.write_json(self.dir / schema.ERROR, error)
+        self.trace.write_json(self.dir / schema.ERROR, error.to_json())
 
     def write_runnable(self, code: str) -> None:
         """Torch's standalone script of the graph: ``repro/fx_graph_runnable.py``."""

@@ -29,6 +29,7 @@ from typing import Any
 
 from tuidebug.trace.format import fxtext, layout
 from tuidebug.trace.format import safefile
+from tuidebug.trace.format.kernel_entry import KernelEntry
 
 NAMESPACES = ("_c10d_functional", "c10d", "_c10d_functional_autograd")
 WAIT = "wait_tensor"
@@ -212,26 +213,25 @@ def _fits(c: dict[str, Any], call: list[Any] | None, fx_args: list[Any]) -> bool
     return True
 
 
-def program_order(fx: list[dict[str, Any]], nodes: list[Any], kernels: list[Any],
+def program_order(fx: list[dict[str, Any]], nodes: list[Any], kernels: list[KernelEntry],
                   handles: dict[str, Any], wrapper: list[str]) -> list[str]:
     """The FX nodes of ``fx`` in the order the wrapper calls them (each matched call's entry gets
     ``kernel`` and ``wrapper_line``); nodes the wrapper does not call are left out."""
     by_node = {c["node"]: c for c in fx}
     fx_args = {n.get("name"): n.get("args") if isinstance(n.get("args"), list) else []
                for n in nodes if isinstance(n, dict) and n.get("name") in by_node}
-    calls = [k for k in kernels if isinstance(k, dict) and k.get("kind") == "extern"
-             and op_of(k.get("call")) is not None and isinstance(k.get("wrapper_line"), int)]
+    calls = [k for k in kernels if k.extern and op_of(k.call) is not None
+             and k.wrapper_line is not None]
     issued: list[str] = []
     bound: dict[str, str] = {}  # wrapper buffer -> the collective last issued on it
-    for k in sorted(calls, key=lambda k: k["wrapper_line"]):
-        op = op_of(k["call"])[1]  # type: ignore[index]
-        line = k["wrapper_line"]
+    for k in sorted(calls, key=lambda k: k.wrapper_line or 0):
+        op = op_of(k.call)[1]  # type: ignore[index]
+        line = k.wrapper_line or 0
         parsed = _call(wrapper[line - 1]) if 0 < line <= len(wrapper) else None
         args = parsed[1] if parsed else None
         free = [c for c in fx if c["op"] == op and c["node"] not in issued]
-        named = [x for h in k.get("handles") or [] if isinstance(h, str)
-                 for x in ((handles.get(h) or {}).get("fx_nodes") or [])]
-        named += [x for x in k.get("source_nodes") or [] if isinstance(x, str)]
+        named = [x for h in k.handles for x in ((handles.get(h) or {}).get("fx_nodes") or [])]
+        named += k.source_nodes
         node = next((c["node"] for c in free if c["node"] in named), None)
         if node is None and op == WAIT and args and isinstance(args[0], tuple):
             on = bound.get(args[0][1])
@@ -242,7 +242,7 @@ def program_order(fx: list[dict[str, Any]], nodes: list[Any], kernels: list[Any]
         if node is None:
             continue
         issued.append(node)
-        by_node[node].update(kernel=k.get("name"), wrapper_line=line)
+        by_node[node].update(kernel=k.name, wrapper_line=line)
         if by_node[node]["user_source"] is None:
             by_node[node]["user_source"] = _user_frame(k, handles)
         if op != WAIT and parsed:
@@ -252,12 +252,12 @@ def program_order(fx: list[dict[str, Any]], nodes: list[Any], kernels: list[Any]
     return issued
 
 
-def _user_frame(kernel: dict[str, Any], handles: dict[str, Any]) -> dict[str, Any] | None:
+def _user_frame(kernel: KernelEntry, handles: dict[str, Any]) -> dict[str, Any] | None:
     """The user's line of an extern call from the stack traces the log gives its provenance
     handle (``inductor_provenance_tracking_kernel_stack_traces``): the innermost frame outside
     torch's files."""
-    for h in kernel.get("handles") or []:
-        traces = (handles.get(h) if isinstance(h, str) else None) or {}
+    for h in kernel.handles:
+        traces = handles.get(h) or {}
         for st in traces.get("stack_traces") or []:
             if not isinstance(st, str):
                 continue
@@ -268,7 +268,7 @@ def _user_frame(kernel: dict[str, Any], handles: dict[str, Any]) -> dict[str, An
     return None
 
 
-def collectives_json(graph_id: str, rank: Any, nodes: list[Any], kernels: list[Any],
+def collectives_json(graph_id: str, rank: Any, nodes: list[Any], kernels: list[KernelEntry],
                      handles: dict[str, Any], wrapper: list[str]) -> dict[str, Any] | None:
     """``collectives.json`` of an imported graph, None when it issues no collective."""
     fx = graph_collectives(nodes)
@@ -298,7 +298,7 @@ def collectives_json(graph_id: str, rank: Any, nodes: list[Any], kernels: list[A
 
 
 def from_graph_dir(graph_dir: Path, graph_id: str, rank: Any, stages: list[dict[str, Any]],
-                   kernels: list[Any], handles: dict[str, Any]) -> dict[str, Any] | None:
+                   kernels: list[KernelEntry], handles: dict[str, Any]) -> dict[str, Any] | None:
     """``collectives.json`` of an imported graph from the files its import wrote: its last
     post-grad snapshot and its output code."""
     post = [s for s in stages if s.get("name") == "post_grad" and s.get("file")]

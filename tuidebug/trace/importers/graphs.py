@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from tuidebug.trace.format import layout
+from tuidebug.trace.format.kernel_entry import KernelEntry
 from tuidebug.trace.importers import records as r
 from tuidebug.trace.format import fxtext
 from tuidebug.trace.format.fxtext import GraphIndex, ParsedGraph
@@ -34,7 +35,7 @@ class ImportedGraph:
     last_file: str | None = None
     last_nodes: int = 0
     fx_source: dict[str, Any] = field(default_factory=dict)
-    kernel_index: list[dict[str, Any]] = field(default_factory=list)
+    kernel_index: list[KernelEntry] = field(default_factory=list)
     handles: dict[str, dict[str, Any]] = field(default_factory=dict)
     pre_to_post: dict[str, Any] = field(default_factory=dict)
     status: str = "ok"

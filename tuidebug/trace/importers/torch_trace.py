@@ -32,6 +32,7 @@ from tuidebug.trace.importers.graphs import (GraphBook, ImportedCompile, Importe
 from tuidebug.trace.importers.parsers import GLOBAL_RECORDS, REGISTRY
 from tuidebug.trace.importers.shapes_log import shapes_from_log
 from tuidebug.trace.importers.timings import Timings
+from tuidebug.trace.format.error_record import ErrorRecord
 from tuidebug.trace.format.writer import TraceWriter
 
 __all__ = ["ImportedGraph", "TorchTraceImporter", "MISSING_ALWAYS", "MISSING_PROVENANCE"]
@@ -73,7 +74,7 @@ class TorchTraceImporter:
         self.ranks = ranks or []
         self.on_progress = on_progress
         self.warnings: list[str] = []
-        self.errors: list[dict[str, Any]] = []
+        self.errors: list[ErrorRecord] = []
         self.versions: dict[str, Any] = {}
         self.config_written = False
         self.has_provenance = False
@@ -356,11 +357,11 @@ class TorchTraceImporter:
             phase = "kernel_compile"
         e = fact.error
         tb = c.detail.get("dynamo_error") or fact.stack
-        err = {"phase": phase, "type": e["type"], "message": _clip(e["message"], 20000),
-               "traceback": _clip(str(tb), 60000), "graph": gid, "compile_id": cid,
-               "wrapper_type": e["wrapper_type"], "log_line": e["log_line"],
-               "user_frame": e["user_frame"]}
-        c.detail["error"] = err
+        err = ErrorRecord(phase=phase, type=e["type"], message=_clip(e["message"], 20000),
+                          traceback=_clip(str(tb), 60000), graph=gid, compile_id=cid,
+                          extra={"wrapper_type": e["wrapper_type"], "log_line": e["log_line"],
+                                 "user_frame": e["user_frame"]})
+        c.detail["error"] = err.to_json()
         if e["wrapper_type"] == "SkipFrame":
             return  # Dynamo chose to run the frame eagerly: not a failure of the compile
         self.errors.append(err)
@@ -471,9 +472,9 @@ class TorchTraceImporter:
             m["versions"].pop("python", None)
         if self._times:  # the compiles' own times, not the import's
             m["started_at"] = min(self._times)
-        m["phase"] = self.errors[0]["phase"] if self.errors else (
+        m["phase"] = self.errors[0].phase if self.errors else (
             "kernel_compile" if any(g.has_code for g in self.graphs.values()) else None)
-        m["current_graph"] = self.errors[0]["graph"] if self.errors else None
+        m["current_graph"] = self.errors[0].graph if self.errors else None
         m["warnings"] = list(self.warnings)
         m["imported_from"] = {
             "kind": self.kind, "path": str(self.source.resolve()),

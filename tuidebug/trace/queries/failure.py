@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 
 from tuidebug.trace.format import schema
+from tuidebug.trace.format.error_record import ErrorRecord
 from tuidebug.trace.format.reader import Trace
 
 
@@ -41,18 +42,20 @@ class ErrorReport:
 
 def error_report(trace: Trace) -> ErrorReport:
     status = trace.status
-    err = dict(trace.error or {})
-    graph_id = err.get("graph")
+    top = trace.error or ErrorRecord()
+    graph_id = top.graph
+    err = top
     if graph_id:
         try:
-            gerr = trace.graph(str(graph_id)).error
-            if isinstance(gerr, dict):
-                err = {**gerr, **{k: v for k, v in err.items() if v}}
-                err["traceback"] = gerr.get("traceback") or err.get("traceback")
-                err["message"] = gerr.get("message") or err.get("message")
+            gerr = trace.graph(graph_id).error
         except KeyError:
-            pass
-    phase = err.get("phase") or trace.phase
+            gerr = None
+        if gerr is not None:  # the graph's own record has the whole message and traceback
+            err = ErrorRecord(phase=top.phase or gerr.phase, type=top.type or gerr.type,
+                              message=gerr.message or top.message,
+                              traceback=gerr.traceback or top.traceback, graph=graph_id,
+                              compile_id=top.compile_id or gerr.compile_id)
+    phase = err.phase or trace.phase
     phases = list(schema.PHASES)
     if phase == ACCURACY:
         # every compile phase ran, and so did the compiled code: its outputs differ from eager
@@ -62,10 +65,10 @@ def error_report(trace: Trace) -> ErrorReport:
         done = phases[:phases.index(phase)] if phase in phases else []
     path = str(trace.root)
     hints: list[str] = []
-    message = str(err.get("message") or "")
+    message = err.message or ""
     site = None
     if status == schema.STATUS_FAILED:
-        site = error_site(trace, message + "\n" + str(err.get("traceback") or ""))
+        site = error_site(trace, message + "\n" + err.traceback_text)
         hints.append(f"tuidebug minify {path}   shrink this failure into a small repro.py")
         if phase == "kernel_compile" and site is None:
             hints.append("the generated kernel did not compile: open the code screen (4) to "
@@ -85,8 +88,8 @@ def error_report(trace: Trace) -> ErrorReport:
     if status == schema.STATUS_CRASHED and not message:
         message = f"{died_text(phase)} (no exception was recorded)"
     first = key_error_lines(message, limit=1)
-    return ErrorReport(status=status, phase=phase, graph=graph_id, type=err.get("type"),
-                       message=message, traceback=str(err.get("traceback") or ""),
+    return ErrorReport(status=status, phase=phase, graph=graph_id, type=err.type,
+                       message=message, traceback=err.traceback_text,
                        phases_done=done, hints=hints, site=site, phases=phases,
                        first_error=first[0] if first else None)
 
@@ -131,13 +134,13 @@ def error_site(trace: Trace, message: str) -> ErrorSite | None:
         return None
     for g in trace.graphs:
         for k in g.kernels:
-            if not k.get("file"):
+            if not k.file:
                 continue
-            code = g.code(str(k["file"])) or ""
+            code = g.code(k.file) or ""
             for snippet in snippets:
                 at = code.find(snippet)
                 if at != -1:
-                    return ErrorSite(g.id, str(k.get("name")), code.count("\n", 0, at) + 1, snippet)
+                    return ErrorSite(g.id, k.name, code.count("\n", 0, at) + 1, snippet)
     return None
 
 

@@ -10,6 +10,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from tuidebug.trace.format.kernel_entry import KernelEntry
 from tuidebug.trace.format.reader import GraphRecord
 
 _SYMBOL = re.compile(r"\b[su][0-9]+\b")  # a compile's symbols as the wrapper names them
@@ -155,15 +156,14 @@ def kernel_accesses(g: GraphRecord, name: str,
     return out
 
 
-def kernel_sizes(g: GraphRecord, k: dict[str, Any], wrapper: str | None,
+def kernel_sizes(g: GraphRecord, k: KernelEntry, wrapper: str | None,
                  index: dict[str, list[int]] | None = None) -> dict[str, Any]:
     """One kernel (an entry of ``code/kernels.json``): ``{kernel, symbolic_sizes,
     accesses}``."""
-    source = g.code(str(k["file"])) or "" if k.get("file") else ""
-    return {"kernel": str(k.get("name")),
-            "symbolic_sizes": symbolic_sizes(source, k.get("kind"), wrapper,
-                                             str(k.get("name"))),
-            "accesses": kernel_accesses(g, str(k.get("name")), index)}
+    source = g.code(k.file) or "" if k.file else ""
+    return {"kernel": k.name,
+            "symbolic_sizes": symbolic_sizes(source, k.kind, wrapper, k.name),
+            "accesses": kernel_accesses(g, k.name, index)}
 
 
 def graph_kernel_sizes(g: GraphRecord) -> list[dict[str, Any]]:
@@ -171,7 +171,7 @@ def graph_kernel_sizes(g: GraphRecord) -> list[dict[str, Any]]:
     wrapper = g.wrapper_code()
     index = _ir_index(g)
     return [kernel_sizes(g, k, wrapper, index) for k in g.kernels
-            if k.get("kind") != "extern" and k.get("file")]
+            if not k.extern and k.file]
 
 
 def sizes_text(sizes: list[dict[str, Any]]) -> str:

@@ -54,8 +54,8 @@ def _span(name: str, pid: int, tid: int, start_s: float, dur_s: float, cat: str,
 def _graph_events(g: GraphRecord, tid: int, offset: float) -> tuple[list[dict[str, Any]], float]:
     """The phase and pass spans of graph ``g`` starting at ``offset`` s; and where it ends."""
     meta = g.meta
-    starts = {k: _num(v) for k, v in (meta.get("phase_starts_s") or {}).items()}
-    times = {k: _num(v) for k, v in (meta.get("phase_times_s") or {}).items()}
+    starts = {k: _num(v) for k, v in (meta.phase_starts_s or {}).items()}
+    times = {k: _num(v) for k, v in meta.phase_times_s.items()}
     events = [_meta(COMPILE_PID, tid, "thread_name", f"{g.id} phases"),
               _meta(COMPILE_PID, tid + 1, "thread_name", f"{g.id} passes")]
     end = offset
@@ -88,8 +88,8 @@ def _call_order(trace: Trace, k: dict[str, Any]) -> int:
     handles = [str(k.get("call") or "")]
     if not handles[0][-1:].isdigit():
         try:
-            handles = [str(h) for h in (trace.graph(k["graph"]).kernel(k["kernel"]) or {})
-                       .get("handles") or []]
+            entry = trace.graph(k["graph"]).kernel(k["kernel"])
+            handles = list(entry.handles) if entry else []
         except KeyError:
             handles = []
     tail = handles[0].rsplit(":", 1)[-1] if handles else ""

@@ -134,9 +134,9 @@ def _kernel_nodes(g: GraphRecord | None, kernel: str, call: str) -> list[str]:
     if g is None:
         return []
     prov = ((g.provenance or {}).get("kernels") or {}).get(kernel) or {}
-    entry = g.kernel(kernel) or {}
+    entry = g.kernel(kernel)
     if not prov.get("fx_nodes"):
-        return [str(n) for n in entry.get("source_nodes") or []]
+        return list(entry.source_nodes) if entry else []
     calls = kernel_calls(g, kernel, prov)
     return calls.get(call) or calls.get(kernel) or [str(n) for n in prov["fx_nodes"]]
 

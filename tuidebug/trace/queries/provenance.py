@@ -19,7 +19,7 @@ from tuidebug.trace.format import safefile
 def kernel_launches(g: GraphRecord) -> dict[str, dict[str, Any]]:
     """Each Triton kernel's launch (``code/launches.jsonl``: grid, block sizes, warps…) by
     kernel name; empty for a graph without Triton kernels (the file is not read)."""
-    if not any(k.get("kind") == "triton" for k in g.kernels):
+    if not any(k.kind == "triton" for k in g.kernels):
         return {}
     out = {}
     for name, rec in g.launches.items():
@@ -65,14 +65,14 @@ def kernel_infos(g: GraphRecord) -> list[KernelInfo]:
     launches = kernel_launches(g)
     out = []
     for k in g.kernels:
-        name = str(k.get("name"))
+        name = k.name
         p = prov.get(name) or {}
-        fx = list(p.get("fx_nodes") or k.get("source_nodes") or [])
+        fx = list(p.get("fx_nodes") or k.source_nodes)
         out.append(KernelInfo(
-            name=name, kind=str(k.get("kind", "?")), file=k.get("file"), lines=k.get("lines"),
-            wrapper_line=k.get("wrapper_line"), ir_nodes=list(p.get("ir_nodes") or []),
+            name=name, kind=k.kind or "?", file=k.file, lines=k.lines,
+            wrapper_line=k.wrapper_line, ir_nodes=list(p.get("ir_nodes") or []),
             fx_nodes=fx, source=[s for s in p.get("source") or [] if isinstance(s, dict)],
-            original_aten=list(k.get("original_aten") or []),
+            original_aten=list(k.original_aten or []),
             launch=launches.get(name)))
     return out
 
@@ -83,10 +83,10 @@ def kernel_calls(g: GraphRecord, name: str, prov: dict[str, Any]) -> dict[str, l
     ir_post_fusion.json, in schedule order, named in the wrapper by a handle
     (``cpp_fused_gelu_view_3:21``)."""
     nodes = [str(n) for n in prov.get("fx_nodes") or []]
-    entry = g.kernel(name) or {}
-    handles = sorted(entry.get("handles") or [],
-                     key=lambda h: safefile.to_int(str(h).rsplit(":", 1)[-1], 0))
-    if len(handles) < 2 or entry.get("kind") == "extern":
+    entry = g.kernel(name)
+    handles = sorted(entry.handles if entry else [],
+                     key=lambda h: safefile.to_int(h.rsplit(":", 1)[-1], 0))
+    if len(handles) < 2 or (entry is not None and entry.extern):
         return {name: nodes}
     ops = set(prov.get("ir_nodes") or [])
     groups = [n for n in (g.ir_post or {}).get("nodes") or []
@@ -119,7 +119,7 @@ def kernel_owners(g: GraphRecord, graph: Graph) -> KernelOwners | None:
     prov = (g.provenance or {}).get("kernels") or {}
     if not prov:
         return None
-    kind = {str(k.get("name")): str(k.get("kind", "")) for k in g.kernels}
+    kind = {k.name: k.kind or "" for k in g.kernels}
     for name, k in prov.items():
         kind.setdefault(name, str(k.get("kind", "")))
     listed: dict[str, list[str]] = {}

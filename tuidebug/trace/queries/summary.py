@@ -11,7 +11,6 @@ from tuidebug.trace.queries.dynamic import compile_dynamic
 from tuidebug.trace.queries.failure import died_text, error_report
 from tuidebug.trace.queries.kernel_sizes import graph_kernel_sizes
 from tuidebug.trace.queries.profile import profile_summary, profile_view
-from tuidebug.trace.format import safefile
 from tuidebug.trace.format.manifest import Manifest
 from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace
 from tuidebug.trace.queries import advice, graph_breaks
@@ -20,25 +19,18 @@ from tuidebug.trace.queries.vllm import vllm_summary
 from tuidebug.trace.queries.numerics import numerics_summary, testing_only_flags
 
 
-def _phase_times(value: Any) -> dict[str, float]:
-    """A graph's compile phase times: each a finite number (NaN, a string or a list in a
-    damaged meta.json is left out)."""
-    items = value.items() if isinstance(value, dict) else []
-    return {str(k): t for k, v in items if (t := safefile.number(v)) is not None}
-
-
 def cudagraphs_state(g: GraphRecord) -> str | None:
     """Whether a graph runs under CUDA graphs: ``on``, ``off``, ``skipped: <Inductor's reason>``,
     ``requested, but no CUDA kernels``; None for a trace that does not record it (imports)."""
-    cg = g.meta.get("cudagraphs")
-    if not isinstance(cg, dict):
+    cg = g.meta.cudagraphs
+    if cg is None:
         return None
-    skipped = [str(r).strip() for r in cg.get("skipped") or [] if str(r).strip()]
+    skipped = [r.strip() for r in cg.skipped if r.strip()]
     if skipped:
         return "skipped: " + "; ".join(dict.fromkeys(skipped))
-    if not cg.get("enabled"):
+    if not cg.enabled:
         return "off"
-    kinds = {k.get("kind") for k in g.kernels}
+    kinds = {k.kind for k in g.kernels}
     if kinds and "triton" not in kinds and kinds <= {"cpp", "extern"}:
         return "requested, but no CUDA kernels"
     return "on"
@@ -80,8 +72,8 @@ def cache_counts(c: dict[str, Any]) -> dict[str, dict[str, int]]:
 def from_cache(g: GraphRecord, c: dict[str, Any] | None) -> bool:
     """Whether a graph's compiled code came from the FX graph / AOTAutograd cache (``c``: its
     Dynamo compile), so that its passes, IR and fusion ran in an earlier process, unobserved."""
-    cache = g.meta.get("cache")
-    if isinstance(cache, dict):  # an imported log says per graph
+    cache = g.meta.cache
+    if cache is not None:  # an imported log says per graph
         return "hit" in cache.values()
     hit = any(counts.get("hit") for counts in cache_counts(c or {}).values())
     return hit and not any(s.kind == "pass" for s in g.stages)
@@ -116,17 +108,17 @@ def graph_summary(g: GraphRecord, compile_record: dict[str, Any] | None = None) 
     g.check_files()
     stages = g.stages
     nodes = final_nodes(g)
-    kernels = [k for k in g.kernels if k.get("kind") != "extern"]
-    externs = [k for k in g.kernels if k.get("kind") == "extern"]
+    kernels = [k for k in g.kernels if not k.extern]
+    externs = [k for k in g.kernels if k.extern]
     prov = g.provenance.get("kernels") or {}
-    with_source = [k["name"] for k in kernels if (prov.get(k["name"]) or {}).get("source")]
+    with_source = [k.name for k in kernels if (prov.get(k.name) or {}).get("source")]
     files: set[str] = set()
     for p in prov.values():
         for s in p.get("source") or []:
             if s.get("file"):
                 files.add(s["file"])
-    fusion = meta.get("fusion") or {}
-    recorded = fusion.get("recorded", True)
+    fusion = meta.fusion
+    recorded = fusion.recorded
     cached = from_cache(g, compile_record)
     changed = None if cached else changed_passes(stages)  # a cache hit ran no pass here
     return {
@@ -140,20 +132,20 @@ def graph_summary(g: GraphRecord, compile_record: dict[str, Any] | None = None) 
         "passes_changed": len(changed) if changed is not None else None,
         "changed_passes": changed,
         "kernels": len(kernels),
-        "kernel_kinds": sorted({str(k.get("kind")) for k in kernels}),
+        "kernel_kinds": sorted({str(k.kind) for k in kernels}),
         "extern_calls": len(externs),
         "kernels_with_source": len(with_source),
         "source_files": sorted(files),
-        "fused": fusion.get("fused", 0) if recorded else None,
-        "rejected_fusions": fusion.get("rejected", 0) if recorded else None,
+        "fused": (fusion.fused or 0) if recorded else None,
+        "rejected_fusions": (fusion.rejected or 0) if recorded else None,
         "autotuned_ops": len(g.autotune),
         "cudagraphs": cudagraphs_state(g),
         "collectives": [coll.describe(c) for c in coll.issued(g)],
-        "ddp_bucket": meta.get("ddp_bucket"),
+        "ddp_bucket": meta.ddp_bucket,
         "from_cache": cached,
         "kernel_sizes": graph_kernel_sizes(g),
-        "phase_times_s": _phase_times(meta.get("phase_times_s")),
-        "error": g.error,
+        "phase_times_s": meta.phase_times_s,
+        "error": g.error.to_json() if g.error is not None else None,
     }
 
 
@@ -232,10 +224,8 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
     }
     if m.imported_from:
         out["imported_from"] = m.imported_from
-    if err:
-        out["error"] = {"phase": err.get("phase"), "type": err.get("type"),
-                        "message": err.get("message"), "graph": err.get("graph"),
-                        **compile_error_site(trace)}
+    if err is not None:
+        out["error"] = {**err.brief(), **compile_error_site(trace)}
     out.update(script_outcome(m))
     by_graph: dict[Any, list[dict[str, Any]]] = {}
     by_compile: dict[Any, list[dict[str, Any]]] = {}

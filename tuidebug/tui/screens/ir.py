@@ -65,10 +65,10 @@ class IRData:
         self.fusion = [d for d in g.fusion if isinstance(d, dict)]
         self.reasons = model.fusion_reasons(self.fusion)
         self.fused = sum(1 for d in self.fusion if d.get("action") == "fused")
-        meta_fusion = g.meta.get("fusion") or {}
-        self.decisions_recorded = meta_fusion.get("recorded", True) is not False
+        meta_fusion = g.meta.fusion
+        self.decisions_recorded = meta_fusion.recorded
         if not self.decisions_recorded:  # an import: the count of fused nodes, no decisions
-            self.fused = int(meta_fusion.get("fused") or 0)
+            self.fused = meta_fusion.fused or 0
         # an imported trace names what its source lacks ("… not in this log; trace with tuidebug")
         self.no_ir = g.trace.not_in_log("Inductor IR")
         self.no_decisions = g.trace.not_in_log("fusion decisions")

@@ -51,18 +51,22 @@ def _heading(title: str) -> Text:
     return Text(f"── {title} " + "─" * max(0, 60 - len(title)), style="bold cyan")
 
 
+def _or_dash(n: int | None) -> int | str:
+    return "–" if n is None else n
+
+
 def _graph_row(g: GraphRecord) -> list[Any]:
     stages = g.stages
     snaps = [s for s in stages if s.file]
     nodes = snaps[-1].nodes if snaps and snaps[-1].nodes is not None else None
     passes = [s for s in stages if s.kind == "pass"]
     changed = changed_passes(stages)
-    fusion = g.meta.get("fusion") or {}
+    fusion = g.meta.fusion
     return [g.id, g.kind, Text(g.status, STATUS_STYLE.get(g.status, "")),
             str(nodes if nodes is not None else "–"),
             f"{'?' if changed is None else len(changed)}/{len(passes)}",
-            str(g.meta.get("kernels", "–")),
-            f"{fusion.get('fused', '–')}/{fusion.get('rejected', '–')}",
+            str(_or_dash(g.meta.kernels)),
+            f"{_or_dash(fusion.fused)}/{_or_dash(fusion.rejected)}",
             format_duration(model.total_compile_s(g))]
 
 
@@ -177,7 +181,7 @@ def _imported(trace: Trace) -> list[RenderableType]:
 
 def _timings(graphs: list[GraphRecord]) -> list[RenderableType]:
     """One row per graph, one column per phase; each graph's slowest phase stands out."""
-    per_graph = [(g, dict(model.phase_durations(g.meta))) for g in graphs]
+    per_graph = [(g, dict(g.meta.phase_durations())) for g in graphs]
     phases = [p for p in schema.PHASES if any(p in d for _, d in per_graph)]
     phases += sorted({p for _, d in per_graph for p in d} - set(phases))
     if not phases:
