@@ -348,16 +348,8 @@ def profiled(fn: Callable[[], Any], runs: int, prefixes: tuple[str, ...],
     acts = [ProfilerActivity.CPU]
     if device_kind() == "cuda":
         acts.append(ProfilerActivity.CUDA)
-    walls: list[float] = []
     with profile(activities=acts) as prof:
-        for _ in range(runs):
-            if before_run is not None:
-                before_run()
-            synchronize()
-            t0 = time.perf_counter()
-            fn()
-            synchronize()
-            walls.append(time.perf_counter() - t0)
+        walls = wall_times(fn, runs, before_run)
     ranges: dict[str, dict[str, list[float]]] = {}
     kernels: dict[str, dict[str, list[float]]] = {}
     for e in prof.events():

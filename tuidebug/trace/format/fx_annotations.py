@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from tuidebug.trace.format import safefile
+from tuidebug.trace.queries.kernel_sizes import split_args
 
 # torch/utils/_dtype_abbrs.py, inverted
 _DTYPES = {
@@ -61,21 +62,7 @@ def _dims(text: str) -> list[Any]:
         return []
     if "(" not in text:
         return [_dim(x) for x in text.split(",")]
-    out: list[Any] = []
-    depth = 0
-    cur = ""
-    for ch in text:
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append(_dim(cur))
-            cur = ""
-        else:
-            cur += ch
-    out.append(_dim(cur))
-    return out
+    return [_dim(x) for x in split_args(text)]  # a size like Max(1, s0) has commas inside
 
 
 def _dim(s: str) -> Any:

@@ -131,9 +131,20 @@ def ensure_trace(path: str | os.PathLike[str], rank: int | None = None, *,
     for c in candidates:
         if _up_to_date(c, key):
             return c
+    return build_cached(p, candidates, is_ours=_is_our_import,
+                        current=lambda c: _up_to_date(c, key),
+                        build=lambda out: import_path(p, out, rank, on_progress=on_progress,
+                                                      cache_key=key))
+
+
+def build_cached(source: Path, candidates: list[Path], *, is_ours: Callable[[Path], bool],
+                 current: Callable[[Path], bool], build: Callable[[Path], None]) -> Path:
+    """The first of ``candidates`` that ``build`` can fill: built into a temporary sibling,
+    then moved into place. A directory tuidebug did not make (``is_ours``) is never replaced;
+    when another process put a ``current`` one there meanwhile, that one is used."""
     last_error: Exception | None = None
     for c in candidates:
-        if c.exists() and not _is_our_import(c):
+        if c.exists() and not is_ours(c):
             last_error = FileExistsError(f"{c} exists and is not an import made by tuidebug")
             continue  # never replace a directory we did not make
         try:
@@ -143,7 +154,7 @@ def ensure_trace(path: str | os.PathLike[str], rank: int | None = None, *,
             continue
         tmp_out = c.parent / f".{c.name}.new-{os.getpid()}-{int(time.time() * 1000)}"
         try:
-            import_path(p, tmp_out, rank, on_progress=on_progress, cache_key=key)
+            build(tmp_out)
             if c.exists():
                 old = c.parent / f".{c.name}.old-{os.getpid()}-{int(time.time() * 1000)}"
                 try:
@@ -155,7 +166,7 @@ def ensure_trace(path: str | os.PathLike[str], rank: int | None = None, *,
             try:
                 os.replace(tmp_out, c)
             except OSError:
-                if _up_to_date(c, key):  # another process made the same import meanwhile
+                if current(c):  # another process made the same import meanwhile
                     shutil.rmtree(tmp_out, ignore_errors=True)
                     return c
                 raise
@@ -164,7 +175,7 @@ def ensure_trace(path: str | os.PathLike[str], rank: int | None = None, *,
             shutil.rmtree(tmp_out, ignore_errors=True)
             last_error = e
             continue
-    raise ImportFailed(f"could not write an import of {p}: {last_error}")
+    raise ImportFailed(f"could not write an import of {source}: {last_error}")
 
 
 def _is_our_import(d: Path) -> bool:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -21,7 +19,7 @@ from tuidebug.trace.format import atomic
 from tuidebug.trace.format.manifest import find_manifest, read_manifest
 from tuidebug.trace.jobs import job as joblayout
 from tuidebug.trace.format import safefile
-from tuidebug.trace.importers.cache import _writable, cache_root, source_key
+from tuidebug.trace.importers.cache import build_cached, cache_root, source_key
 from tuidebug.trace.importers.convert import import_path
 from tuidebug.trace.importers.sources import detect, list_ranks
 
@@ -79,27 +77,9 @@ def ensure_job(path: str | os.PathLike[str], *,
     for c in candidates:
         if _marker(c).get("key") == key:
             return c
-    last: Exception | None = None
-    for c in candidates:
-        if c.exists() and not _marker(c):
-            last = FileExistsError(f"{c} exists and is not an import made by tuidebug")
-            continue
-        try:
-            _writable(c.parent)
-        except OSError as e:
-            last = e
-            continue
-        tmp = c.parent / f".{c.name}.new-{os.getpid()}-{int(time.time() * 1000)}"
-        try:
-            _build(src, tmp, key, on_progress)
-            if c.exists():
-                shutil.rmtree(c, ignore_errors=True)
-            os.replace(tmp, c)
-            return c
-        except OSError as e:
-            shutil.rmtree(tmp, ignore_errors=True)
-            last = e
-    raise ImportFailed(f"could not write an import of {src}: {last}")
+    return build_cached(src, candidates, is_ours=lambda c: bool(_marker(c)),
+                        current=lambda c: _marker(c).get("key") == key,
+                        build=lambda out: _build(src, out, key, on_progress))
 
 
 def import_job(path: str | os.PathLike[str], out: Path) -> Path:
