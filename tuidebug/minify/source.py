@@ -123,7 +123,7 @@ def diverging_kernel(failure: Failure) -> str | None:
     """The first diverging kernel of the failed graph (``trace.queries.numerics``: the eager
     check judged its kernels one by one), when the failure is an accuracy mismatch and the
     kernel is in the graph that failed; else None."""
-    if failure.error.get("phase") != "accuracy":
+    if failure.error.phase != "accuracy":
         return None
     found = [d.kernel for d in first_divergences(failure.trace) if d.graph == failure.record.id]
     return found[0] if found else None
