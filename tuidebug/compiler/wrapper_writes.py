@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from tuidebug.trace.queries.kernel_sizes import split_args
+from tuidebug.trace.format.kernels import split_args
 
 _CALL = re.compile(r"^([A-Za-z_]\w*)(?:\.run)?\((.*)\)\s*$")
 _BUF = re.compile(r"\bbuf\d+\b")

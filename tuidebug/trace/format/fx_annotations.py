@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from tuidebug.trace.format import safefile
-from tuidebug.trace.queries.kernel_sizes import split_args
+from tuidebug.trace.format.kernels import split_args
 
 # torch/utils/_dtype_abbrs.py, inverted
 _DTYPES = {

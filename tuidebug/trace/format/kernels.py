@@ -157,3 +157,21 @@ def extern_index_entry(e: ExternCall) -> KernelEntry:
     name = e.handles[0] if e.handles else f"{e.name}@{e.line}"
     return KernelEntry(name, EXTERN, None, e.line, e.handles, e.source_nodes, e.original_aten,
                        call=e.name)
+
+
+def split_args(text: str) -> list[str]:
+    """``text`` split at its top-level commas."""
+    out, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        out.append("".join(cur).strip())
+    return out

@@ -11,6 +11,7 @@ from functools import lru_cache
 from typing import Any
 
 from tuidebug.trace.format.kernel_entry import KernelEntry
+from tuidebug.trace.format.kernels import split_args
 from tuidebug.trace.format.reader import GraphRecord
 
 _SYMBOL = re.compile(r"\b[su][0-9]+\b")  # a compile's symbols as the wrapper names them
@@ -41,24 +42,6 @@ class _WrapperIndex:
 @lru_cache(maxsize=4)
 def _index(wrapper: str) -> _WrapperIndex:
     return _WrapperIndex(wrapper)
-
-
-def split_args(text: str) -> list[str]:
-    """``text`` split at its top-level commas."""
-    out, depth, cur = [], 0, []
-    for ch in text:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    if "".join(cur).strip():
-        out.append("".join(cur).strip())
-    return out
 
 
 def kernel_params(source: str, kind: str | None) -> list[str]:
