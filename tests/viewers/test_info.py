@@ -171,3 +171,41 @@ def test_a_trace_from_before_output_names_reads_output_n(accuracy_trace: Path,
     text, _ = rendered(t)
     row = next(ln.split() for ln in text.splitlines() if "FAIL" in ln.split())
     assert row[:2] == ["output", "0"], row
+
+
+def test_info_prints_the_classification_under_the_first_diverging_kernel(
+        accuracy_trace: Path, copy_trace) -> None:
+    """A trace ``tuidebug numerics`` classified (numerics.json, written here from the real
+    classification of the committed relu bug: float32 throughout, no random numbers, so no
+    re-run could explain it): ``info`` prints the verdict and why right under the first
+    diverging kernel, then each re-run's outcome, before the table of kernel calls — the lines
+    ``tuidebug numerics`` prints (one renderer); without numerics.json, no such line."""
+    from tuidebug.trace.format.writer import write_numerics
+    from tuidebug.trace.queries.numerics_classes import WRONG_KERNEL, classify
+    from tuidebug.viewers.numerics_report import numerics_report
+
+    before, _ = rendered(accuracy_trace)
+    assert "classified:" not in before
+    t = copy_trace(accuracy_trace, "classified")
+    (c,) = classify(Trace(t), {})
+    write_numerics(t, {"compiles": [c.to_json()]})
+    text, s = rendered(t)
+    (entry,) = s["numerics"].values()
+    assert entry["classified"]["verdict"] == WRONG_KERNEL, entry["classified"]
+    lines = [ln.strip() for ln in text.splitlines()]
+    first = next(i for i, ln in enumerate(lines) if ln.startswith("first diverging kernel: "))
+    said = next(i for i, ln in enumerate(lines) if ln.startswith("classified: "))
+    table = next(i for i, ln in enumerate(lines) if ln.split()[:2] == ["kernel", "call"])
+    assert first < said < table, lines[first:table + 1]
+    assert lines[said] == "classified: a wrong kernel — neither precision casts nor random " \
+                          "numbers can explain it", lines[said]
+    assert lines[said + 1:said + 3] == [
+        "emulate_precision_casts=True: not run: every value its kernels wrote is float32 or "
+        "wider: there is no cast to a narrower float to elide",
+        "fallback_random=True: not run: its graph draws no random numbers"], lines[said:table]
+    console = Console(file=io.StringIO(), width=200, record=True, color_system=None)
+    for line in numerics_report(Trace(t)):
+        console.print(line)
+    report = [ln.strip() for ln in console.export_text().splitlines()]
+    at = report.index(lines[first])
+    assert report[at:at + table - first] == lines[first:table], (report, lines[first:table])

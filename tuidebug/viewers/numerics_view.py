@@ -1,5 +1,6 @@
 """What ``info`` says of the numerics of a compile (trace/queries/numerics.py): the first
-diverging kernel, its graph, the wrong buffers with their node, errors, values and user line;
+diverging kernel, its graph, the wrong buffers with their node, errors, values and user line,
+its classification when ``tuidebug numerics`` made one (trace/queries/numerics_classes.py);
 and the marks the TUI's kernels and passes views put on each judged kernel and FX node."""
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from rich.text import Text
 
 from tuidebug.inert import inert_text
 from tuidebug.trace.queries.numerics import KernelNumerics, NodeNumerics
+from tuidebug.trace.queries.numerics_classes import CASTS_VERDICT, NONE_DIVERGES, \
+    RANDOM_VERDICT, Classified
 from tuidebug.viewers.fitted import Row
 
 
@@ -88,12 +91,32 @@ def kernel_table(entry: dict[str, Any]) -> Table | None:
 
 
 def numerics_lines(entry: dict[str, Any]) -> list[RenderableType]:
-    """The lines for one compile's ``numerics`` entry of the summary, then its table of kernel
-    calls (``kernel_table``)."""
+    """The lines for one compile's ``numerics`` entry of the summary (the first diverging
+    kernel, then its classification when there is one), then its table of kernel calls
+    (``kernel_table``)."""
     out = _first_lines(entry)
+    c = entry.get("classified")
+    if isinstance(c, dict):
+        out.extend(classification_lines(Classified.from_json(c)))
     table = kernel_table(entry)
     if out and table is not None:
         out.append(Padding(table, (0, 0, 0, 6)))
+    return out
+
+
+CLASS_STYLE = {NONE_DIVERGES: "bold green", CASTS_VERDICT: "bold yellow",
+               RANDOM_VERDICT: "bold yellow"}  # any other verdict: a wrong kernel (bold red)
+
+
+def classification_lines(c: Classified) -> list[Text]:
+    """``classified: VERDICT — why``, then each flag's re-run and its outcome (``tuidebug
+    numerics``'s classification of a compile)."""
+    out = [Text.assemble(("    classified: ", "bold"),
+                         inert_text(c.verdict, CLASS_STYLE.get(c.verdict, "bold red")),
+                         inert_text(f" — {c.why}" if c.why else ""))]
+    for r in c.reruns:
+        where = f" ({r.trace})" if r.trace else ""
+        out.append(inert_text(f"      {r.flag}=True: {r.outcome}: {r.detail}{where}", "dim"))
     return out
 
 
