@@ -370,3 +370,23 @@ def test_malformed_websocket_messages_are_refused_without_a_traceback(serve: Any
     time.sleep(1)
     log = "".join(server.stderr)
     assert "Traceback" not in log and "Error" not in log, log[-3000:]
+
+
+def _page_title(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=30) as r:
+        page = r.read().decode()
+    titles = re.findall(r"<title>(.*?)</title>", page, re.S)
+    assert len(titles) == 1, page[:2000]
+    return titles[0]
+
+
+def test_the_page_title_says_testing_only(serve: Any, accuracy_trace: Path, mlp_trace: Path,
+                                          copy_trace) -> None:
+    """The browser tab's title (the page the server returns): ``[TESTING-ONLY]`` first for a
+    trace whose config sets a ``*_TESTING_ONLY`` flag (the planted relu bug), as every screen's
+    title bar says; a correct trace's title has no such word. The folder's name is the page's
+    text: escaped for HTML, control characters shown inert."""
+    assert _page_title(serve(str(accuracy_trace)).url) == "[TESTING-ONLY] tuidebug — accuracy"
+    assert _page_title(serve(str(mlp_trace)).url) == "tuidebug — mlp"
+    odd = copy_trace(mlp_trace, "a<b>&\x1b[2J")
+    assert _page_title(serve(str(odd)).url) == "tuidebug — a&lt;b&gt;&amp;\\x1b[2J"

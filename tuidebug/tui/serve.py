@@ -81,6 +81,21 @@ def request_allowed(host_header: str | None, origin: str | None, *, bound: str) 
     return None
 
 
+TESTING_ONLY_TITLE = "[TESTING-ONLY]"
+
+
+def page_title(trace: Path, job: Path | None = None) -> str:
+    """The page's title (the browser tab's, and the start dialog's): ``tuidebug — NAME`` (the
+    trace's folder, or the job's), after ``[TESTING-ONLY]`` when the trace's config sets a
+    ``*_TESTING_ONLY`` flag — a planted bug, as the title bar of every screen says."""
+    from tuidebug.inert import inert
+    from tuidebug.trace.format.reader import Trace
+    from tuidebug.trace.queries.numerics import testing_only_flags
+
+    title = f"tuidebug — {inert((job or trace).name, multiline=False, limit=100)}"
+    return f"{TESTING_ONLY_TITLE} {title}" if testing_only_flags(Trace(trace)) else title
+
+
 def make_server(trace: Path, *, host: str, port: int, allow_run: bool,
                 max_sessions: int = 4, on_ready: Callable[[str], None] | None = None,
                 job: Path | None = None) -> Any:
@@ -175,9 +190,8 @@ def make_server(trace: Path, *, host: str, port: int, allow_run: bool,
             logging.getLogger("textual-serve").setLevel(logging.WARNING)
             logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
 
-    title = f"tuidebug — {(job or trace).name}"
     return TraceServer(child_command(trace, allow_run=allow_run, job=job), host=host, port=port,
-                       title=title, public_url=f"http://{url_host}:{port}",
+                       title=page_title(trace, job), public_url=f"http://{url_host}:{port}",
                        templates_path=TEMPLATES)
 
 
