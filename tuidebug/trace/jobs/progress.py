@@ -151,7 +151,8 @@ def last_collective(path: Path) -> dict[str, Any] | None:
     ``done``; ``reached``: per group, the highest number the log shows the rank issued (an
     asynchronous collective returns at once: the rank reached it, though it may wait for it
     later). Only the rank's last attempt counts: a restarted rank logs ``start`` again and
-    numbers its collectives anew."""
+    numbers its collectives anew. In DDP's bucket all-reduces (all issued, then waited for
+    together) the rank is in the earliest that never completed."""
     last: dict[str, Any] | None = None
     reached: dict[str, int] = {}
     seen: dict[tuple[str, int], dict[str, Any]] = {}
@@ -174,6 +175,10 @@ def last_collective(path: Path) -> dict[str, Any] | None:
             last["state"] = "done"
             if last["ddp"]:  # a DDP bucket's done: its all-reduce completed, not only issued
                 last["waited"] = True
+        elif kind == "done" and isinstance(ev.get("seq"), int):  # an earlier DDP bucket's
+            c = seen.get((_text(ev.get("group")) or "default", ev["seq"]))
+            if c is not None and c["ddp"]:
+                c["state"], c["waited"] = "done", True
         elif kind in ("wait", "waited") and isinstance(ev.get("seq"), int):
             c = seen.get((_text(ev.get("group")) or "default", ev["seq"]))
             if c is not None:
@@ -183,6 +188,11 @@ def last_collective(path: Path) -> dict[str, Any] | None:
                 waiting_in = c if kind == "wait" else None
     if waiting_in is not None and (last is None or last["state"] != "waiting"):
         return waiting_in  # issued earlier, waited for now (compiled code's wait_tensor)
+    if last is not None and last["ddp"] and last["state"] == "waiting":
+        # DDP's reducer issues its buckets' all-reduces one after another and waits for them
+        # all: the rank waits first in the earliest that never completed
+        return next((c for c in seen.values() if c["ddp"] and c["state"] == "waiting"
+                     and c["group"] == last["group"]), last)
     return last
 
 
