@@ -1,19 +1,23 @@
-"""Benchmark: import a TORCH_TRACE log of a 24-layer transformer training step, next to tlparse.
+"""Benchmark: ``tuidebug import`` next to ``tlparse`` on TORCH_TRACE logs of 30 MB to 500 MB.
 
-    .venv/bin/python bench/import_torch_trace.py [--log-dir DIR] [--layers 24] [--repeat 3]
+    .venv/bin/python bench/import_torch_trace.py [--log LOG | --layers 24] [--sizes 30,300]
+                                                 [--repeat 3] [--same-payloads]
 
-The log is made once (``examples/transformer_block.py --layers N`` under TORCH_TRACE, with a
-private Inductor cache so that nothing is a cache hit; minutes on a small machine) and kept in
-``--log-dir`` (default ``/tmp/tuidebug-bench/torch_trace_transformer<N>``) for later runs.
-Then, on that same log:
+The real log is a 24-layer transformer training step (``examples/transformer_block.py
+--layers N`` under TORCH_TRACE, with a private Inductor cache so that nothing is a cache hit;
+minutes on a small machine; kept in ``/tmp/tuidebug-bench/torch_trace_transformer<N>``), or
+``--log``. Each size is made from it by ``bench/torch_trace_copies.py`` (its compiles repeated as
+new frames; each copy's printed graphs and code differ by a comment line unless
+``--same-payloads``). At each size the two commands run as child processes, interleaved
+(tuidebug, tlparse, tuidebug, …), each writing a complete output directory from scratch:
 
-* tuidebug: ``tuidebug.trace.importers.import_path`` (log -> trace directory: every graph parsed
-  into snapshots, kernels split, metrics ...), and opening the result with the reader;
-* tlparse (``pip install tlparse``): ``tlparse LOG -o DIR --overwrite --no-browser`` (log ->
-  HTML report).
+* ``python -m tuidebug.cli import LOG -o DIR`` (the import and the summary it prints);
+* ``tlparse LOG -o DIR --overwrite --no-browser`` (``tlparse`` from requirements-dev.txt).
 
-Both write a complete output directory from scratch each repetition; the best and median wall
-times are printed.
+Reported per command: CPU seconds (user + system of the child, ``os.wait4``; what a loaded
+machine does not inflate), wall seconds and peak RSS, each as median [min–max]; the ratio of CPU
+seconds, tuidebug / tlparse, per interleaved pair (median [min–max]); the load average before and
+after.
 """
 
 from __future__ import annotations
@@ -30,10 +34,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
+from torch_trace_copies import write_copies  # noqa: E402
 from tuidebug.trace import importers  # noqa: E402
-from tuidebug.trace.importers import tracelog  # noqa: E402
-from tuidebug.trace.format.reader import Trace  # noqa: E402
 
 
 def make_log(log_dir: Path, layers: int) -> Path:
@@ -50,9 +54,7 @@ def make_log(log_dir: Path, layers: int) -> Path:
     env.update(TORCH_TRACE=str(partial), TORCHINDUCTOR_CACHE_DIR=str(cache))
     cmd = [sys.executable, str(ROOT / "examples" / "transformer_block.py"), "--layers", str(layers)]
     print(f"generating the log (once): TORCH_TRACE={partial} {' '.join(cmd[1:])}", flush=True)
-    t0 = time.perf_counter()
     subprocess.run(cmd, env=env, check=True)
-    print(f"  compiled in {time.perf_counter() - t0:.0f} s", flush=True)
     shutil.rmtree(cache, ignore_errors=True)
     log_dir.parent.mkdir(parents=True, exist_ok=True)
     (partial / ".layers").write_text(str(layers))
@@ -62,82 +64,74 @@ def make_log(log_dir: Path, layers: int) -> Path:
 
 def find_tlparse() -> str | None:
     here = Path(sys.executable).parent / "tlparse"
-    if here.exists():
-        return str(here)
-    return shutil.which("tlparse")
+    return str(here) if here.exists() else shutil.which("tlparse")
 
 
-def timed(fn, repeat: int) -> list[float]:  # type: ignore[no-untyped-def]
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return times
+def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float]:
+    """(wall s, CPU s, peak RSS MB) of one child process."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    assert p.stderr is not None
+    err = p.stderr.read()
+    p.stderr.close()
+    if os.waitstatus_to_exitcode(status) not in (0, 1):  # 1: the imported compile failed
+        raise RuntimeError(f"{cmd[:4]} failed:\n{err.decode(errors='replace')[-2000:]}")
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
 
 
-def fmt(times: list[float]) -> str:
-    return f"best {min(times):6.2f} s   median {statistics.median(times):6.2f} s   " \
-           f"(n={len(times)})"
+def spread(xs: list[float], fmt: str = "{:.2f}") -> str:
+    return f"{fmt.format(statistics.median(xs))} [{fmt.format(min(xs))}–{fmt.format(max(xs))}]"
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--layers", type=int, default=24)
-    ap.add_argument("--log-dir", type=Path, default=None)
+    ap.add_argument("--log", type=Path, default=None, help="a real log (else one is generated)")
+    ap.add_argument("--sizes", default="30,300", help="MB, comma-separated (default 30,300)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--same-payloads", action="store_true")
+    ap.add_argument("--work", type=Path, default=None, help="folder for the logs and outputs")
     ns = ap.parse_args()
-    log_dir = ns.log_dir or Path(tempfile.gettempdir()) / "tuidebug-bench" / \
-        f"torch_trace_transformer{ns.layers}"
-    log = make_log(log_dir, ns.layers)
-
-    scan = tracelog.scan(log)
-    size = log.stat().st_size
-    print(f"log: {log}")
-    print(f"     {size / 1e6:.1f} MB, {scan.lines} lines, {len(scan.records)} records "
-          f"(transformer_block.py --layers {ns.layers}, one training step)")
-
-    work = Path(tempfile.mkdtemp(prefix="tuidebug-bench-import-"))
+    tl = find_tlparse()
+    if tl is None:
+        print("tlparse is not installed (pip install -r requirements-dev.txt)", file=sys.stderr)
+        return 2
+    real = ns.log or make_log(Path(tempfile.gettempdir()) / "tuidebug-bench" /
+                              f"torch_trace_transformer{ns.layers}", ns.layers)
+    version = subprocess.run([tl, "--version"], capture_output=True, text=True).stdout.strip()
+    work = ns.work or Path(tempfile.mkdtemp(prefix="tuidebug-bench-import-"))
+    work.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    print(f"real log: {real} ({real.stat().st_size / 1e6:.1f} MB); {version}; "
+          f"{os.cpu_count()} CPUs")
     try:
-        n = 0
-
-        def do_import() -> None:
-            nonlocal n
-            n += 1
-            importers.import_path(log, work / f"trace{n}")
-
-        imp_times = timed(do_import, ns.repeat)
-        tr = Trace(work / f"trace{n}")
-        t0 = time.perf_counter()
-        graphs = [(g.id, len(g.final_graph() or []), len(g.snapshots()), len(g.kernels))
-                  for g in tr.graphs]
-        open_time = time.perf_counter() - t0
-        nodes = sum(s.nodes or 0 for g in tr.graphs for s in g.snapshots())
-        print(f"tuidebug import   {fmt(imp_times)}")
-        print(f"                  -> {len(graphs)} graphs "
-              + ", ".join(f"{gid}: {n_} nodes, {s} snapshots, {k} kernels"
-                          for gid, n_, s, k in graphs)
-              + f"; {nodes} snapshot nodes in all; "
-              f"opening the final graphs afterwards: {open_time:.2f} s")
-        tl = find_tlparse()
-        if tl is None:
-            print("tlparse is not installed (pip install tlparse): nothing to compare with",
-                  file=sys.stderr)
-            return 2
-        else:
-            version = subprocess.run([tl, "--version"], capture_output=True,
-                                     text=True).stdout.strip()
-
-            def do_tlparse() -> None:
-                subprocess.run([tl, str(log), "-o", str(work / "tl_out"), "--overwrite",
-                                "--no-browser"], check=True, capture_output=True)
-
-            tl_times = timed(do_tlparse, ns.repeat)
-            print(f"tlparse           {fmt(tl_times)}   ({version})")
-            print(f"ratio             tuidebug / tlparse = "
-                  f"{min(imp_times) / max(min(tl_times), 1e-9):.1f}x (best times)")
+        for size in [float(s) for s in ns.sizes.split(",")]:
+            log = work / f"copies{size:g}.log"
+            copies = write_copies(real, log, size, same_payloads=ns.same_payloads)
+            res: dict[str, list[tuple[float, float, float]]] = {"tuidebug": [], "tlparse": []}
+            load0 = os.getloadavg()
+            for _ in range(ns.repeat):
+                shutil.rmtree(work / "td", ignore_errors=True)
+                res["tuidebug"].append(run([sys.executable, "-m", "tuidebug.cli", "import",
+                                            str(log), "-o", str(work / "td")], env))
+                res["tlparse"].append(run([tl, str(log), "-o", str(work / "tl"), "--overwrite",
+                                           "--no-browser"]))
+            load1 = os.getloadavg()
+            print(f"\n{log.stat().st_size / 1e6:.0f} MB ({copies} copies"
+                  f"{', same payloads' if ns.same_payloads else ''}), n={ns.repeat}, "
+                  f"load {load0[0]:.1f} -> {load1[0]:.1f}")
+            for name, rows in res.items():
+                print(f"  {name:9} CPU {spread([r[1] for r in rows])} s   "
+                      f"wall {spread([r[0] for r in rows])} s   "
+                      f"peak RSS {spread([r[2] for r in rows], '{:.0f}')} MB")
+            ratios = [a[1] / b[1] for a, b in zip(res["tuidebug"], res["tlparse"])]
+            print(f"  CPU tuidebug / tlparse per pair: {spread(ratios)}")
+            log.unlink()
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(work / "td", ignore_errors=True)
+        shutil.rmtree(work / "tl", ignore_errors=True)
     return 0
 
 
