@@ -14,7 +14,7 @@ from typing import Any
 from tuidebug.trace.format.fx_builder import Builder
 
 STMT_RE = re.compile(r'^(?P<name>[A-Za-z_]\w*)(?:: "(?P<ann>[^"]*)")?(?: = (?P<rhs>.+))?$')
-DEL_RE = re.compile(r"^(?:[A-Za-z_]\w* = )+None$")
+_DEL_RE = re.compile(r"^(?:[A-Za-z_]\w* = )+None$")
 _CALL_RE = re.compile(r"^(?P<t>[A-Za-z_][\w.]*)\((?P<a>.*)\)$")
 _GETITEM_RE = re.compile(r"^(?P<v>[A-Za-z_]\w*)\[(?P<i>-?\d+)\]$")
 _TOKEN_RE = re.compile(r"""\s*(?:(?P<s>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")"""
@@ -127,6 +127,15 @@ class _ArgParser:
 
 
 
+def statement_value(rhs: str) -> str | None:
+    """A statement's right side without FX's ``;  a = b = None`` that frees values; None when
+    something else follows the ``;``."""
+    cut = rhs.find(";  ")
+    if cut < 0:
+        return rhs
+    return rhs[:cut] if _DEL_RE.match(rhs[cut + 3:]) else None
+
+
 def fast_statement(b: Builder, code: str, lineno: int, src: dict[str, Any] | None,
                     param_names: set[str]) -> bool:
     m = STMT_RE.match(code)
@@ -136,11 +145,9 @@ def fast_statement(b: Builder, code: str, lineno: int, src: dict[str, Any] | Non
     name = m["name"]
     if rhs is None:
         return m["ann"] is not None  # a bare "name: ann" placeholder, handled above
-    cut = rhs.find(";  ")
-    if cut >= 0:
-        if not DEL_RE.match(rhs[cut + 3:]):
-            return False
-        rhs = rhs[:cut]
+    rhs = statement_value(rhs)
+    if rhs is None:
+        return False
     if rhs == "None":
         return True
     if rhs in param_names and rhs in b.by_name and m["ann"] is None:

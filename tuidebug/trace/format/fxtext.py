@@ -26,7 +26,7 @@ from typing import Any
 from tuidebug.trace.format.graph import GRAPH_FORMAT
 from tuidebug.trace.format.fx_annotations import parse_annotation
 from tuidebug.trace.format.fx_builder import Builder, ann_text, slow_statement
-from tuidebug.trace.format.fx_fastpath import DEL_RE, STMT_RE, fast_statement
+from tuidebug.trace.format.fx_fastpath import STMT_RE, fast_statement, statement_value
 from tuidebug.trace.format import safefile
 
 __all__ = ["GraphIndex", "ParsedGraph", "index_graph", "parse_annotation", "parse_graph"]
@@ -276,11 +276,9 @@ def index_graph(text: str) -> GraphIndex | None:
             if m["ann"] is None:
                 return None
             continue  # a bare placeholder, counted above
-        cut = rhs.find(";  ")
-        if cut >= 0:
-            if not DEL_RE.match(rhs[cut + 3:]):
-                return None
-            rhs = rhs[:cut]
+        rhs = statement_value(rhs)
+        if rhs is None:
+            return None
         if rhs == "None":
             continue
         name = m["name"]
