@@ -158,6 +158,9 @@ def test_info_lists_the_kernel_calls_judged(accuracy_trace: Path) -> None:
                             f"{first['err_eager']:.3g}"], rows[0]
     assert [r[-1] for r in rows[1:]] == ["differs"] * 7, rows
     assert rows[2][1] == "#2"  # the second call of the same kernel
+    # only the first is known wrong: the table says the others may carry its error forward
+    assert lines[head + 9].strip().startswith("a kernel that differs after the first diverging "
+                                              "one may only carry its error forward"), lines
 
 
 def test_a_trace_from_before_output_names_reads_output_n(accuracy_trace: Path,

@@ -101,7 +101,19 @@ def numerics_lines(entry: dict[str, Any]) -> list[RenderableType]:
     table = kernel_table(entry)
     if out and table is not None:
         out.append(Padding(table, (0, 0, 0, 6)))
+        if _differ_after_first(entry):
+            out.append(Text(f"      {CARRIED}", "dim"))
     return out
+
+
+CARRIED = ("a kernel that differs after the first diverging one may only carry its error "
+           "forward (it ran on the compiled values before it): only the first is known wrong")
+
+
+def _differ_after_first(entry: dict[str, Any]) -> bool:
+    first = entry.get("first") if isinstance(entry.get("first"), dict) else None
+    kernels = [k for k in entry.get("kernels") or [] if isinstance(k, dict)]
+    return first is not None and any(_verdict(k, first)[0] == "differs" for k in kernels)
 
 
 CLASS_STYLE = {NONE_DIVERGES: "bold green", CASTS_VERDICT: "bold yellow",
@@ -184,6 +196,26 @@ def kernel_mark(k: KernelNumerics | None) -> Text:
     if k.classified:
         return Text("  ~ random", CLASSIFIED_STYLE)
     return Text("  ✓", OK_STYLE)
+
+
+def kernels_judged_mark(judged: list[KernelNumerics]) -> Text:
+    """What the numerics check said of a graph's kernels, for a heading: ``(✗ first, 2 ✗
+    after it)`` (only the first diverging kernel is known to be wrong: one after it may carry
+    its error forward), ``(✓, 1 ~ random)``, ``(✓)`` (every one judged matches); nothing when
+    none was judged."""
+    if not judged:
+        return Text()
+    first = sum(1 for k in judged if k.first)
+    after = sum(1 for k in judged if not k.ok and not k.first)
+    random = sum(1 for k in judged if k.ok and k.classified)
+    parts = (["✗ first"] if first else []) + \
+        ([f"{after} ✗ after it" if first else f"{after} ✗"] if after else [])
+    if not parts:
+        parts = ["✓"]
+    if random:
+        parts.append(f"{random} ~ random")
+    style = FIRST_STYLE if first else WRONG_STYLE if after else OK_STYLE
+    return Text(f" ({', '.join(parts)})", style)
 
 
 def node_mark(n: NodeNumerics | None) -> Text:

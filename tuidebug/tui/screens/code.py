@@ -29,7 +29,8 @@ from tuidebug.trace.queries import kernel_sizes, provenance, source_lines
 from tuidebug.trace.queries.numerics import GraphNumerics, KernelNumerics, NodeNumerics, \
     graph_numerics
 from tuidebug.trace.format.reader import GraphRecord, Trace
-from tuidebug.viewers.numerics_view import kernel_mark, kernel_numerics_line
+from tuidebug.viewers.numerics_view import kernel_mark, kernel_numerics_line, \
+    kernels_judged_mark
 from tuidebug.viewers.summary_text import launch_text
 from tuidebug.tui import keymap, model
 from tuidebug.tui.messages import Read, ShowNode
@@ -255,10 +256,8 @@ class CodeScreen(TraceScreen):
         self.kernels = {k.name: k for k in infos}
         self.numerics = graph_numerics(self.trace, g.id)
         generated = sum(1 for k in infos if k.kind != "extern")
-        wrong = sum(1 for k in self.numerics.kernels.values() if not k.ok)
         title = Text(f"{g.id}: {generated} kernels")
-        if self.numerics.kernels:  # how many the numerics check judged wrong
-            title.append(f" ({wrong} ✗)" if wrong else " (✓)", style="red" if wrong else "green")
+        title.append_text(kernels_judged_mark(list(self.numerics.kernels.values())))
         title.append(f", {len(infos) - generated} extern calls")
         self.set_text("#kernels-title", title)
         items = [Option(Text("wrapper.py", style="bold cyan"), id=WRAPPER)]
