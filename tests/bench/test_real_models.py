@@ -30,7 +30,8 @@ def real_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Pat
 
     def make(name: str) -> tuple[str, tuple[Path, str]]:
         env = dict(os.environ, PYTHONPATH=pythonpath(), REAL_MODEL=name, REAL_MODE="default",
-                   REAL_DEVICE="cpu", REAL_DTYPE="float32")
+                   REAL_DEVICE="cpu", REAL_DTYPE="float32",
+                   REAL_LAYERS="1")  # one layer: what is checked holds per layer
         proc = subprocess.run([sys.executable, "-m", "tuidebug.cli", "trace", "-o",
                                str(root / name), str(WORKLOAD)], env=env, capture_output=True,
                               text=True, timeout=1200, cwd=ROOT)

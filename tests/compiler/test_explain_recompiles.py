@@ -28,6 +28,16 @@ def decode_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _make(tmp_path_factory, "decode", "decode_loop.py", extra=["--no-check"])
 
 
+@pytest.fixture(scope="module")
+def grow_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/fixtures/sizes_grow.py traced once for the module (tests that write advice into it
+    copy it first)."""
+    from tests.conftest import ROOT
+
+    return _make(tmp_path_factory, "grow", str(ROOT / "tests" / "fixtures" / "sizes_grow.py"),
+                 extra=["--no-check"])
+
+
 def _cli(*args: str, timeout: float = 120) -> str:
     env = dict(os.environ, PYTHONPATH=pythonpath(), COLUMNS="300")
     proc = subprocess.run([sys.executable, "-m", "tuidebug.cli", *args], env=env,
@@ -129,17 +139,11 @@ def test_advise_try_measures_each_suggestion_and_ranks_what_helped_first(
         assert "static KV cache" in out
 
 
-def test_advise_try_ranks_what_removes_the_recompile_first(tmp_path: Path) -> None:
+def test_advise_try_ranks_what_removes_the_recompile_first(grow_trace: Path, copy_trace) -> None:
     """A batch size that changes: the second call recompiles (automatic dynamic). Marking the
     batch dimension dynamic from the first call, or dynamic=True, makes it one compile —
     measured, each in a run of its own."""
-    from tests.conftest import ROOT
-
-    trace = tmp_path / "grow"
-    env = dict(os.environ, PYTHONPATH=pythonpath())
-    subprocess.run([sys.executable, "-m", "tuidebug.cli", "trace", "--no-check", "-o",
-                    str(trace), str(ROOT / "tests" / "fixtures" / "sizes_grow.py")], env=env,
-                   capture_output=True, text=True, timeout=900)
+    trace = copy_trace(grow_trace, "grow")
     rec = next(c["recompile"] for c in json.loads(_cli("info", str(trace), "--json"))["compiles"]
                if c.get("recompile"))
     assert "maybe_mark_dynamic(x, 0)" in rec["suggestion"], rec  # x is what the user passes
@@ -154,17 +158,13 @@ def test_advise_try_ranks_what_removes_the_recompile_first(tmp_path: Path) -> No
     assert d["tried"][0]["helped"]
 
 
-async def test_the_tui_key_tries_the_advice_after_consent(open_ui, tmp_path: Path) -> None:
+async def test_the_tui_key_tries_the_advice_after_consent(open_ui, grow_trace: Path,
+                                                          copy_trace) -> None:
     """``a`` on the overview: the plan is shown first (nothing runs before y); then the runs,
     and the overview marks what was verified."""
-    from tests.conftest import ROOT
     from tuidebug.tui.screens.consent import ConfirmScreen
 
-    trace = tmp_path / "grow"
-    env = dict(os.environ, PYTHONPATH=pythonpath())
-    subprocess.run([sys.executable, "-m", "tuidebug.cli", "trace", "--no-check", "-o",
-                    str(trace), str(ROOT / "tests" / "fixtures" / "sizes_grow.py")], env=env,
-                   capture_output=True, text=True, timeout=900)
+    trace = copy_trace(grow_trace, "grow")
     async with open_ui(trace, size=(160, 50)) as ui:
         assert "· compile with torch.compile(..., dynamic=True)" in "\n".join(
             ui.lines("#overview"))
