@@ -212,3 +212,18 @@ def test_info_prints_the_classification_under_the_first_diverging_kernel(
     report = [ln.strip() for ln in console.export_text().splitlines()]
     at = report.index(lines[first])
     assert report[at:at + table - first] == lines[first:table], (report, lines[first:table])
+
+
+def test_the_check_line_says_its_times_are_one_call_each(mlp_trace: Path) -> None:
+    """The eager check's two times are one cold first call each, with no spread: the line says
+    so instead of setting them side by side as if compiled were measured faster (a correct
+    trace: the mlp's 'match')."""
+    from tuidebug.trace.queries.verdict import format_duration
+
+    text, s = rendered(mlp_trace)
+    check = s["accuracy"]["0/0"]
+    line = next(ln for ln in text.splitlines() if "eager check 0/0: match" in ln)
+    assert line.rstrip().endswith(
+        f"first call timed once: compiled {format_duration(check['first_call_s'])}, eager "
+        f"{format_duration(check['eager_s'])}"), line
+    assert not any(w in text.lower() for w in ("faster", "slower", "speedup")), text

@@ -44,11 +44,14 @@ def imported_renderables(imp: dict[str, Any] | None) -> list[Text]:
 
 
 def accuracy_renderables(cid: str, check: dict[str, Any]) -> list[RenderableType]:
-    """One eager check of runtime.json: ``  eager check CID: VERDICT  why   first call T, eager
-    T``, then (when compared) its outputs, failing first, indented under it."""
+    """One eager check of runtime.json: ``  eager check CID: VERDICT  why   first call timed
+    once: compiled T, eager T``, then (when compared) its outputs, failing first, indented under
+    it. The two times are one cold call each, no spread (on a GPU not even synchronized): what
+    the check saw, not whether compiled is faster (that is the whole call's verdict)."""
     verdict, why = accuracy_verdict(check)
-    times = (f"   first call {format_duration(check.get('first_call_s'))}, eager "
-             f"{format_duration(check.get('eager_s'))}" if check.get("eager_s") is not None else "")
+    times = (f"   first call timed once: compiled {format_duration(check.get('first_call_s'))}, "
+             f"eager {format_duration(check.get('eager_s'))}"
+             if check.get("eager_s") is not None else "")
     out: list[RenderableType] = [Text.assemble(
         inert_text(f"  eager check {cid}: "), (verdict, VERDICT_STYLE.get(verdict, "dim")),
         inert_text(f"  {why}{times}"))]
