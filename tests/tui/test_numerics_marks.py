@@ -100,3 +100,21 @@ async def test_the_pass_stepper_marks_the_wrong_nodes(open_ui, accuracy_trace: P
         ui.app.screen._select_stage(0)
         await ui.settle()
         assert not any("✗" in ln for ln in ui.lines("#graph-view"))
+
+
+async def test_the_overview_shows_the_classification(open_ui, accuracy_trace: Path,
+                                                     copy_trace) -> None:
+    """A trace ``tuidebug numerics`` classified (numerics.json, from the real classification of
+    the relu bug): the overview shows the verdict under the first diverging kernel, as info."""
+    from tuidebug.trace.format.writer import write_numerics
+    from tuidebug.trace.queries.numerics_classes import classify
+
+    t = copy_trace(accuracy_trace, "classified")
+    (c,) = classify(Trace(t), {})
+    write_numerics(t, {"compiles": [c.to_json()]})
+    async with open_ui(t) as ui:
+        lines = [ln.strip() for ln in ui.lines("#overview")]
+    first = next(i for i, ln in enumerate(lines) if ln.startswith("first diverging kernel:"))
+    said = next(i for i, ln in enumerate(lines) if ln.startswith("classified: "))
+    assert first < said and lines[said].startswith("classified: a wrong kernel — "), lines
+    assert lines[said + 2] == "fallback_random=True: not run: its graph draws no random numbers"
