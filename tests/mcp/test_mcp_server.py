@@ -406,3 +406,24 @@ def test_a_folder_named_like_a_handle(copy_trace: Callable[..., Path]) -> None:
         assert "no trace is open as t9" in missing["error"]
         return True
     assert _session(body, cwd=t.parent)
+
+
+def test_numerics_carries_the_classification(accuracy_trace: Path,
+                                             copy_trace: Callable[..., Path]) -> None:
+    """A trace ``tuidebug numerics`` classified (numerics.json from the real classification of
+    the relu bug): the numerics answer carries it per check, as info --json does; without
+    numerics.json it is null."""
+    from tuidebug.mcp.answers import numerics_answer
+    from tuidebug.trace.format.reader import Trace
+    from tuidebug.trace.format.writer import write_numerics
+    from tuidebug.trace.queries.numerics_classes import WRONG_KERNEL, classify
+
+    (before,) = numerics_answer("t1", Trace(accuracy_trace)).items or []
+    assert before["classified"] is None, before
+    t = copy_trace(accuracy_trace, "classified")
+    (c,) = classify(Trace(t), {})
+    write_numerics(t, {"compiles": [c.to_json()]})
+    (item,) = numerics_answer("t1", Trace(t)).items or []
+    assert item["classified"]["verdict"] == WRONG_KERNEL, item
+    assert item["classified"]["kernel"] == item["first_diverging_kernel"]["kernel"], item
+    assert [r["outcome"] for r in item["classified"]["reruns"]] == ["not run", "not run"]

@@ -171,7 +171,8 @@ def numerics_answer(h: str, trace: Trace) -> Answer:
     """The eager comparisons of the run (``runtime.json`` checks): a verdict per compile, each
     output's errors and, for a training compile, each gradient's; on a mismatch, the first
     kernel whose output departs from eager by more than eager's own error
-    (``queries.numerics``: the kernel, its graph, the wrong buffer's FX node and line)."""
+    (``queries.numerics``: the kernel, its graph, the wrong buffer's FX node and line), and
+    the classification ``tuidebug numerics`` made of it (numerics.json), as ``info`` shows it."""
     from tuidebug.trace.queries.numerics import numerics_summary
 
     checks = trace.runtime.get("checks") or {}
@@ -190,6 +191,7 @@ def numerics_answer(h: str, trace: Trace) -> Answer:
                       "kernels_judged": len(kernels.get("kernels") or []) if kernels else None,
                       "first_diverging_kernel": kernels.get("first"),
                       "kernels_note": kernels.get("note"),
+                      "classified": kernels.get("classified"),
                       "ref": ref("runtime.json", "checks", cid)})
     bad = sum(1 for i in items if i["verdict"] == "MISMATCH")
     first = next((i["first_diverging_kernel"] for i in items if i["first_diverging_kernel"]),
