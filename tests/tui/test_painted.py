@@ -287,3 +287,24 @@ async def test_a_compile_that_hit_the_recompile_limit_says_so(open_ui, dynamic_t
         text = ui.text()
         assert "compile 3/2: limited at" in text and "dynamic_shapes.py:33" in text, text
         assert "failed: Unsupported: Dynamo recompile limit exceeded" in text
+
+
+async def test_the_overview_and_errors_screen_count_kernels_as_info_does(
+        open_ui, accuracy_trace: Path) -> None:
+    """The relu bug's graph: 3 generated kernels and 9 extern calls (addmm). The overview's
+    kernels column and the errors screen said 12 kernels (meta.json's count of both); they now
+    say what info says."""
+    from tuidebug.trace.queries.summary import trace_summary
+
+    (g,) = trace_summary(Trace(accuracy_trace))["graphs"]
+    assert g["kernels"] and g["extern_calls"], g
+    async with open_ui(accuracy_trace, size=(160, 45)) as ui:
+        lines = ui.lines("#overview")
+        head = next(i for i, ln in enumerate(lines) if ln.split()[:3] == ["graph", "kind",
+                                                                          "status"])
+        cols = lines[head].split()
+        row = next(ln.split() for ln in lines[head + 1:] if ln.split()[:1] == [g["id"]])
+        assert row[cols.index("kernels") - 1] == str(g["kernels"]), (lines[head], row)
+        await ui.press("6")
+        text = ui.text()
+        assert f"{g['kernels']} kernels, {g['extern_calls']} extern calls" in text, text

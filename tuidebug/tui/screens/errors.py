@@ -21,8 +21,8 @@ from tuidebug.tui.messages import Read
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.screens.consent import ConfirmScreen
 from tuidebug.tui.screens.modals import TextScreen
-from tuidebug.tui.screens.overview import (hint, open_error_site, progress_line, site_cursor,
-                                           site_hint)
+from tuidebug.tui.screens.overview import (generated_kernels, hint, open_error_site,
+                                           progress_line, site_cursor, site_hint)
 from tuidebug.tui.widgets.render import to_lines
 from tuidebug.tui.widgets.textview import RichLines, TextView
 from tuidebug.inert import inert
@@ -47,7 +47,7 @@ def error_renderables(trace: Trace) -> list[Any]:
         snaps = g.snapshots()
         last = f"last snapshot [{snaps[-1].index}] {snaps[-1].name}" if snaps else "no snapshot"
         out.append(Text.assemble("  ", (g.id, "bold"), f"  {g.status}  ", (last, "dim"),
-                                 (f"  {len(g.kernels)} kernels" if g.kernels else "", "dim")))
+                                 (_kernels_said(g), "dim")))
     if r.hints or r.site:
         out.append(Text(""))
         out.append(Text("what to do next", style="bold cyan"))
@@ -363,3 +363,12 @@ class ErrorsScreen(TraceScreen):
     def on_resize(self, event: events.Resize) -> None:
         if getattr(self, "_items", None):
             self._render_lines(keep=True)
+
+
+def _kernels_said(g: GraphRecord) -> str:
+    """``  3 kernels, 9 extern calls`` (as ``info`` and the code screen count them)."""
+    if not g.kernels:
+        return ""
+    made = generated_kernels(g) or 0
+    extern = len(g.kernels) - made
+    return f"  {made} kernels" + (f", {extern} extern calls" if extern else "")

@@ -55,6 +55,15 @@ def _or_dash(n: int | None) -> int | str:
     return "–" if n is None else n
 
 
+def generated_kernels(g: GraphRecord) -> int | None:
+    """The kernels Inductor generated for ``g`` (C++, Triton), as ``info`` counts them: its
+    extern calls (addmm) are not kernels it generated; meta.json's count, which holds both,
+    only where the kernel index is missing."""
+    if g.kernels:
+        return sum(1 for k in g.kernels if not k.extern)
+    return g.meta.kernels
+
+
 def _graph_row(g: GraphRecord) -> list[Any]:
     stages = g.stages
     snaps = [s for s in stages if s.file]
@@ -65,7 +74,7 @@ def _graph_row(g: GraphRecord) -> list[Any]:
     return [g.id, g.kind, Text(g.status, STATUS_STYLE.get(g.status, "")),
             str(nodes if nodes is not None else "–"),
             f"{'?' if changed is None else len(changed)}/{len(passes)}",
-            str(_or_dash(g.meta.kernels)),
+            str(_or_dash(generated_kernels(g))),
             f"{_or_dash(fusion.fused)}/{_or_dash(fusion.rejected)}",
             format_duration(model.total_compile_s(g))]
 
