@@ -162,7 +162,7 @@ def profile_answer(h: str, trace: Trace, by: str) -> Answer:
                   "in data.totals" + ("; compiled against eager, the whole call, in "
                                       "data.verdict and data.ledger" if whole else ""), h,
                   {**whole, "compiles": view.compiles, "totals": view.totals,
-                   "notes": view.notes}, rows, by, refs=["profile.json"],
+                   "notes": view.notes}, rows, by, refs=[schema.PROFILE],
                   next=_nexts(*(next_call("profile", f"the profile by {t}", trace=h, by=t)
                                 for t in tables if t != by)))
 
@@ -192,7 +192,7 @@ def numerics_answer(h: str, trace: Trace) -> Answer:
                       "first_diverging_kernel": kernels.get("first"),
                       "kernels_note": kernels.get("note"),
                       "classified": kernels.get("classified"),
-                      "ref": ref("runtime.json", "checks", cid)})
+                      "ref": ref(schema.RUNTIME, "checks", cid)})
     bad = sum(1 for i in items if i["verdict"] == "MISMATCH")
     first = next((i["first_diverging_kernel"] for i in items if i["first_diverging_kernel"]),
                  None)

@@ -30,7 +30,7 @@ def _same_file(recorded: Any, asked: str) -> bool:
 def _kernel_item(g: GraphRecord, k: KernelInfo) -> dict[str, Any]:
     item: dict[str, Any] = {"graph": g.id, "kernel": k.name, "kind": k.kind,
                             "fx_nodes": k.fx_nodes[:40], "original_aten": k.original_aten[:20],
-                            "ref": ref(graph_file(g.id, "provenance.json"), "kernels", k.name)}
+                            "ref": ref(graph_file(g.id, schema.PROVENANCE), "kernels", k.name)}
     if k.file:
         item["code_ref"] = graph_file(g.id, k.file)
     if k.launch:
