@@ -20,6 +20,7 @@ from tuidebug.compiler.capture import (autotune, cache_keys, collectives, config
 from tuidebug.compiler.capture.state import CallMarks, Concern, GraphState, ThreadState
 from tuidebug.trace.format import layout, schema
 from tuidebug.trace.format.error_record import ErrorRecord
+from tuidebug.trace.format.graph_meta import StageEntry
 from tuidebug.trace.format.writer import TraceWriter
 from tuidebug.trace.queries.frames import nothing_compiled, skipped_frames
 
@@ -227,7 +228,7 @@ class CaptureSession:
             self.write_meta(gs)
             return gs
 
-    def add_stage(self, gs: GraphState, entry: dict[str, Any]) -> None:
+    def add_stage(self, gs: GraphState, entry: StageEntry) -> None:
         entry["index"] = len(gs.stages)
         gs.stages.append(entry)
         if entry.get("file"):  # passes that changed nothing reach disk with the next write

@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
+from tuidebug.trace.format.graph_meta import StageEntry
 from tuidebug.trace.format.kernel_entry import KernelEntry
 from tuidebug.trace.format.writer import GraphWriter
 
@@ -24,7 +25,7 @@ class GraphState:
     kind: str
     compile_id: str
     out: GraphWriter  # writes graphs/<graph_id>/
-    stages: list[dict[str, Any]] = field(default_factory=list)
+    stages: list[StageEntry] = field(default_factory=list)
     last_fp: dict[str, Any] | None = None
     last_gm: int | None = None
     last_nodes: list[dict[str, Any]] = field(default_factory=list)

@@ -11,7 +11,7 @@ key this version does not name is kept in ``extra``. The writer's side is
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from tuidebug.trace.format import safefile
 from tuidebug.trace.format.fields import opt_int, opt_str
@@ -21,6 +21,30 @@ def _seconds(value: Any) -> dict[str, float]:
     """A ``{phase: seconds}`` object with its numbers kept (anything else left out)."""
     items = value.items() if isinstance(value, dict) else []
     return {str(k): t for k, v in items if (t := safefile.number(v)) is not None}
+
+
+class StageCounts(TypedDict):
+    added: int
+    removed: int
+    changed: int
+
+
+class StageEntry(TypedDict, total=False):
+    """One entry of ``meta.json``'s stage list as the writers build it (capture, the
+    importers): a dict, because each writer gives only the keys it knows (a pass that changed
+    nothing has no ``file``, ``nodes`` or ``counts``) and the file keeps exactly those. The
+    reader makes each a :class:`StageInfo`."""
+
+    index: int
+    name: str
+    kind: str  # "stage" or "pass"
+    subsystem: str | None
+    duration_s: float | None
+    changed: bool | None
+    file: str | None
+    nodes: int | None
+    counts: StageCounts
+    note: str
 
 
 @dataclass

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable
 
 from tuidebug.trace.format import atomic, schema
 from tuidebug.trace.format import kernels as kernel_text
+from tuidebug.trace.format.graph_meta import StageEntry
 from tuidebug.trace.format.kernel_entry import KernelEntry
 
 _FRAME_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
@@ -111,7 +112,7 @@ def phase_durations(starts: dict[str, float], end: float | None = None) -> dict[
 
 
 def graph_meta(graph_id_: str, kind: str, compile_id: str, status: str,
-               stages: list[dict[str, Any]], phase_times: dict[str, float],  # start offsets
+               stages: list[StageEntry], phase_times: dict[str, float],  # start offsets
                kernels: int, fusion: dict[str, Any], *, end: float | None = None,
                **extra: Any) -> dict[str, Any]:
     """The content of ``graphs/<id>/meta.json``; ``end`` closes the last phase (see

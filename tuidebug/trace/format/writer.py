@@ -21,6 +21,7 @@ from typing import Any, Callable
 from tuidebug.version import __version__
 from tuidebug.trace.format import atomic, layout, schema
 from tuidebug.trace.format.error_record import ErrorRecord
+from tuidebug.trace.format.graph_meta import StageEntry
 from tuidebug.trace.format.kernel_entry import KernelEntry
 
 
@@ -265,7 +266,7 @@ class GraphWriter:
         return fname
 
     def write_meta(self, *, kind: str, compile_id: str, status: str,
-                   stages: list[dict[str, Any]], phase_starts: dict[str, float],
+                   stages: list[StageEntry], phase_starts: dict[str, float],
                    end: float | None = None, kernels: int, fusion: dict[str, Any],
                    **extra: Any) -> None:
         """``meta.json`` (see ``layout.graph_meta``); ``end``: seconds from the graph's start

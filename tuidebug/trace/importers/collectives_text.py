@@ -29,6 +29,7 @@ from typing import Any
 
 from tuidebug.trace.format import fxtext, layout
 from tuidebug.trace.format import safefile
+from tuidebug.trace.format.graph_meta import StageEntry
 from tuidebug.trace.format.kernel_entry import KernelEntry
 
 NAMESPACES = ("_c10d_functional", "c10d", "_c10d_functional_autograd")
@@ -297,7 +298,7 @@ def collectives_json(graph_id: str, rank: Any, nodes: list[Any], kernels: list[K
             "issued_by_wrapper": bool(issued), "imported": True}
 
 
-def from_graph_dir(graph_dir: Path, graph_id: str, rank: Any, stages: list[dict[str, Any]],
+def from_graph_dir(graph_dir: Path, graph_id: str, rank: Any, stages: list[StageEntry],
                    kernels: list[KernelEntry], handles: dict[str, Any]) -> dict[str, Any] | None:
     """``collectives.json`` of an imported graph from the files its import wrote: its last
     post-grad snapshot and its output code."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from tuidebug.trace.format import layout
+from tuidebug.trace.format.graph_meta import StageEntry
 from tuidebug.trace.format.kernel_entry import KernelEntry
 from tuidebug.trace.importers import records as r
 from tuidebug.trace.format import fxtext
@@ -28,8 +29,8 @@ class ImportedGraph:
     compile_id: str
     out: GraphWriter  # writes this graph's files
     aot_id: str | None = None
-    stages: list[dict[str, Any]] = field(default_factory=list)
-    pending: list[dict[str, Any]] = field(default_factory=list)  # passes before next snapshot
+    stages: list[StageEntry] = field(default_factory=list)
+    pending: list[StageEntry] = field(default_factory=list)  # passes before next snapshot
     last_fp: dict[str, Any] | None = None
     last_md5: str | None = None
     last_file: str | None = None
@@ -55,7 +56,7 @@ class ImportedGraph:
     def dir(self) -> Path:
         return self.out.dir
 
-    def add_stage(self, entry: dict[str, Any]) -> None:
+    def add_stage(self, entry: StageEntry) -> None:
         """Add a stage after the passes timed since the previous one."""
         self.flush_pending()
         entry["index"] = len(self.stages)
@@ -67,7 +68,7 @@ class ImportedGraph:
             self.stages.append(p)
         self.pending = []
 
-    def unchanged_stage(self, stage: str) -> dict[str, Any]:
+    def unchanged_stage(self, stage: str) -> StageEntry:
         """The entry of a stage whose graph is the previous snapshot's (same payload md5)."""
         return {"name": stage, "kind": "stage", "subsystem": None,
                 "duration_s": self.stage_durations.get(stage), "changed": False,
@@ -76,7 +77,7 @@ class ImportedGraph:
                 "note": "same graph as the previous stage"}
 
     def snapshot(self, stage: str, parsed: ParsedGraph, *, md5: str, line: int
-                 ) -> tuple[int, dict[str, Any], dict[str, Any]]:
+                 ) -> tuple[int, dict[str, Any], StageEntry]:
         """A parsed graph as the next stage: (its index, the snapshot file's content, the stage
         entry); what it changed is against the previous snapshot."""
         fp = layout.fingerprint_nodes(parsed.nodes)
