@@ -121,3 +121,33 @@ def test_model_compile_in_place_is_measured_as_the_module(tmp_path: Path) -> Non
     between = bwd[2]  # the backward of the forward's eager island: named by its break
     assert between.reason and "item()" in between.reason and between.line, between
     assert bwd[0].reason and "autograd engine" in bwd[0].reason
+
+
+PRINTS = '''import torch
+
+
+@torch.compile
+def step(x):
+    print("STEP CALLED")  # the user's own output, from inside the compiled function
+    return (x * 2).sum()
+
+
+print("result", step(torch.ones(4)).item())
+'''
+
+
+def test_the_timed_calls_print_nothing_to_the_users_output(tmp_path: Path) -> None:
+    """The whole call is timed over hundreds of calls of the user's function; what that function
+    prints is the user's output once, as without tuidebug, not once per timed call (a
+    transformers model printing a value after ``.item()`` printed it 491 times)."""
+    script = tmp_path / "prints.py"
+    script.write_text(PRINTS)
+    out = tmp_path / "prints"
+    proc = trace_example(out, str(script), extra=["--profile", "3"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (v,) = call_verdicts(Trace(out))
+    assert v.rounds >= 10  # the function was called many more times than once
+    lines = proc.stdout.splitlines()  # (info's summary after it quotes the line's code)
+    assert lines.count("STEP CALLED") == 1, proc.stdout[-2000:]
+    assert "result 8.0" in lines
+    assert "STEP CALLED" not in proc.stderr.splitlines()

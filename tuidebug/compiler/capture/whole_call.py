@@ -28,7 +28,9 @@ the module's buffers are as they were after the call.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import statistics
 import time
 from dataclasses import dataclass
@@ -109,8 +111,9 @@ class WholeCall(Concern):
         try:
             self.session.progress(f"timing the whole call of {name}: compiled and eager, "
                                   "interleaved")
-            entry = self.session.guarded("the whole call", lambda: self._measure(
-                name, compiled, eager, args, kwargs))
+            with _quiet():
+                entry = self.session.guarded("the whole call", lambda: self._measure(
+                    name, compiled, eager, args, kwargs))
             if entry:
                 self.prof.data.setdefault("calls", []).append(entry)
                 self.session.guarded("the profile", self.prof.write)
@@ -362,6 +365,16 @@ class _Step:
             outs = [o for o in tensors(out) if o.requires_grad]
             torch.autograd.grad(outs, self.wrt, grad_outputs=self.grads, allow_unused=True)
             return fwd_end, clock.mark()
+
+
+@contextlib.contextmanager
+def _quiet() -> Any:
+    """The measured calls' own prints (a ``print`` the user's function makes, hundreds of times
+    over the rounds) kept out of the user's output: Python's ``sys.stdout`` and ``sys.stderr``
+    go to the null device while they run. The script's output is its own first call's."""
+    with open(os.devnull, "w") as null, contextlib.redirect_stdout(null), \
+            contextlib.redirect_stderr(null):
+        yield
 
 
 def _module_of(model: Any) -> torch.nn.Module | None:
