@@ -77,3 +77,26 @@ def test_ddp_frames_skipped_say_what_dynamo_did_instead() -> None:
 
 def test_no_frame_handed_to_dynamo_at_all() -> None:
     assert "Dynamo was never handed a frame" in nothing_compiled([], {})
+
+
+def test_dynamo_giving_up_is_told_whole_on_one_line() -> None:
+    """A frame Dynamo gave up on (a custom op with no fake impl, under fullgraph=True): its
+    multi-line message as one line, cause and explanation whole — the part that says what to do
+    (``register_fake``) was cut at 200 characters, mid-quote, after a literal newline."""
+    reason = (  # torch 2.13's message, as the capture kept it (compiles/0_0.json)
+        "RuntimeError when making fake tensor call\n  Explanation: Dynamo failed to run FX node "
+        "with fake tensors: call_function nu.mystery.default(*(FakeTensor(..., size=(4,)),), "
+        "**{}): got RuntimeError('There was no fake impl registered for <CustomOpDef(nu::"
+        "mystery)>. This is necessary for torch.compile/export/fx tracing to work. Please use "
+        "`mystery.register_fake` to add an fake impl.')\n  Hint: Your code may result in an "
+        "error when running in eager.\n\n  Developer debug context: \n\n For more details "
+        "about this graph break, please visit: https://meta-pytorch.github.io/compile-graph-"
+        "break-site/gb/gb4315.html")
+    compiles = {"0/0": {"metrics": {"co_name": "f", "co_filename": "/home/u/fails.py",
+                                    "fail_type": "TorchRuntimeError", "fail_reason": reason}}}
+    text = nothing_compiled([], compiles)
+    assert "\n" not in text
+    assert ("0/0: Dynamo gave up (TorchRuntimeError: RuntimeError when making fake tensor call: "
+            "Dynamo failed to run FX node with fake tensors: ") in text, text
+    assert "Please use `mystery.register_fake` to add an fake impl.')" in text, text
+    assert "Developer debug context" not in text and "Hint" not in text

@@ -16,6 +16,7 @@ from tuidebug.trace.format import schema
 from tuidebug.trace.format.graph import Graph, node_line
 from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace
 from tuidebug.trace.queries.dynamic import guard_counts
+from tuidebug.trace.queries.graph_breaks import dynamo_message
 from tuidebug.trace.queries.recompiles import reasons_of
 from tuidebug.trace.queries.stages import merge_removed, previous_snapshot, snapshot_at
 from tuidebug.trace.queries.summary import compile_place
@@ -229,12 +230,12 @@ def guards_text(counts: dict[str, Any], *, brief: bool = False) -> str:
 
 
 def compile_failure(metrics: dict[str, Any]) -> str | None:
-    """Why Dynamo's compile of a frame failed (``fail_type: first line of fail_reason``: the
-    recompile limit, a constraint violation, an error), or None."""
+    """Why Dynamo's compile of a frame failed (``fail_type: fail_reason``'s cause and
+    explanation on one line: the recompile limit, a constraint violation, an error), or None."""
     kind, reason = metrics.get("fail_type"), str(metrics.get("fail_reason") or "").strip()
     if not kind and not reason:
         return None
-    first = reason.splitlines()[0][:300] if reason else ""
+    first = dynamo_message(reason) if reason else ""
     return f"{kind}: {first}" if kind and first else str(kind or first)
 
 

@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass
 from pathlib import PurePath
 from typing import Any
 
+from tuidebug.trace.queries.graph_breaks import dynamo_message
+
 MAX_SHOWN = 8  # frames named in the nothing-compiled text
 # where torch itself (and Python's runtime) lives: a skip there is Dynamo's own business
 _NOT_OWN = ("/torch/", "/site-packages/", "/dist-packages/", "<frozen ", "/lib/python")
@@ -84,7 +86,7 @@ def nothing_compiled(skipped: list[SkippedFrame], compiles: dict[str, dict[str, 
             m = c.get("metrics") or c.get("summary") or {}
             if m.get("fail_type"):
                 why.append(f"{cid}: Dynamo gave up ({m.get('fail_type')}: "
-                           f"{str(m.get('fail_reason') or '')[:200]})")
+                           f"{dynamo_message(str(m.get('fail_reason') or ''))})")
             elif (m.get("co_name"), m.get("co_filename")) in named:  # listed below
                 continue
             elif isinstance(m.get("graph_op_count"), int) and m["graph_op_count"] > 0:

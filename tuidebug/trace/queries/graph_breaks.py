@@ -162,6 +162,14 @@ def _sections(reason: str) -> tuple[str, str | None, list[str], str | None]:
             [h[:MAX_TEXT] for h in dict.fromkeys(hints)], gb["id"] if gb else None)
 
 
+def dynamo_message(reason: str) -> str:
+    """Dynamo's multi-line message (a graph break's, or a frame it gave up on) as one line: its
+    cause and its explanation, each whole up to ``MAX_TEXT`` (hints and the debug context left
+    out)."""
+    cause, explanation, _, _ = _sections(reason)
+    return f"{cause}: {explanation}" if explanation else cause
+
+
 def _base_fn(fn: str | None) -> str | None:
     """``step`` for ``step`` and for its resume functions (``torch_dynamo_resume_in_step_at_11``)."""
     if not fn:
