@@ -21,6 +21,9 @@ _TENSOR_OTHER = re.compile(r"tensor '(?P<name>.+?)' (?P<what>dtype|device|requir
                            r"dispatch key set|rank|ndim)[^.]*mismatch")
 # a tensor the user passes by itself (``x``, ``kwargs['input_ids']``), and one inside a cache
 USER_INPUT = re.compile(r"^(?:[A-Za-z_]\w*|kwargs\['[^'\]]+'\])$")
+# the frame's ``*args`` (``torch.compile`` of a torch module such as ``nn.Sequential`` traces
+# Dynamo's own ``inner(*args, **kwargs)`` around its forward): the tensor the user passes there
+POSITIONAL = re.compile(r"^args\[(?P<index>\d+)\]$")
 CACHE_TENSOR = re.compile(r"past_key_values|key_cache|value_cache|kv_cache|\bcache\b|layers\[", re.I)
 _NAME_HEAD = re.compile(r"^(?P<head>[A-Za-z_]\w*)(?P<rest>.*)$", re.S)
 _SIZE_SOURCE = re.compile(r"L\['[^'\]]+'\]\.(?:size|stride)\(\)\[\d+\]")
@@ -93,10 +96,14 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
         name, index = m["name"], m["index"]
         source = f"{_local(name)}.{m['what']}()[{index}]"
         symbolic = None if symbolic_sources is None else source in symbolic_sources
-        top = bool(USER_INPUT.match(name))
+        pos = POSITIONAL.match(name)
+        top = bool(USER_INPUT.match(name) or pos)
+        # what the user calls it: its name, or ``t`` for the tensor passed positionally
+        arg, on = (("t", f" on the tensor t you pass as argument {pos['index']}") if pos
+                   else (name, ""))
         if m["what"] == "stride":
             return ((f"the memory layout of {name!r} changed (a transposed or sliced input): "
-                     f"pass {name}.contiguous(), or keep one layout across calls") if top else
+                     f"pass {arg}.contiguous(){on}, or keep one layout across calls") if top else
                     (f"the strides of {name!r} changed (they follow a dimension that changed "
                      f"size; it is not an input you pass yourself): torch.compile(dynamic=True) "
                      f"makes sizes and strides symbolic" + ("; a static KV cache keeps them fixed"
@@ -112,11 +119,11 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
             advice = (f"automatic dynamic shapes are off here (torch.compile(dynamic=False) or "
                       f"torch._dynamo.config.automatic_dynamic_shapes=False): every new size of "
                       f"dimension {index} of {name!r} compiles again; drop dynamic=False"
-                      + (f", or call torch._dynamo.mark_dynamic({name}, {index}) before the "
-                         f"first call" if top else ""))
+                      + (f", or call torch._dynamo.mark_dynamic({arg}, {index}){on} before "
+                         f"the first call" if top else ""))
         else:
-            once = (f"to compile once, call torch._dynamo.maybe_mark_dynamic({name}, {index}) "
-                    f"(or mark_dynamic) before the first call, or use "
+            once = (f"to compile once, call torch._dynamo.maybe_mark_dynamic({arg}, {index})"
+                    f"{on} (or mark_dynamic) before the first call, or use "
                     f"torch.compile(dynamic=True)" if top else
                     f"to stop it recompiling as it grows, use a static KV cache, whose length "
                     f"stays fixed, or torch.compile(dynamic=True) ({name!r} is not an input "
