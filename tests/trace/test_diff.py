@@ -216,3 +216,25 @@ def test_identical_code_is_never_reported_as_changed(mlp_trace: Path, mlp_same: 
     assert not any("run time" in ln for ln in lines), lines
     assert not any(ln.startswith("kernels:") for ln in lines), lines
     assert not any(ln.startswith("compile time:") for ln in lines), lines  # cold vs warm
+
+
+def test_the_same_compile_timed_twice_is_no_change(mlp_trace: Path, copy_trace) -> None:
+    """Two traces of the same script: the same graphs and kernels, each compiled once in a
+    fresh process. Their compile times differ by the machine's moment (5.89 s → 8.02 s on the
+    busy CPU): said to be no change, not listed as what changed."""
+    t = copy_trace(mlp_trace, "slower")
+    touched = 0
+    for f in sorted((t / "compiles").glob("*.json")):
+        c = json.loads(f.read_text())
+        m = c.get("metrics") or {}
+        if isinstance(m.get("entire_frame_compile_time_s"), (int, float)):
+            m["entire_frame_compile_time_s"] *= 1.4
+            f.write_text(json.dumps(c))
+            touched += 1
+    assert touched
+    d = diff_traces(mlp_trace, t)
+    (line,) = [ln for ln in d["lines"] if ln.startswith("compile time")]
+    assert d["summary"]["compile_time_s"]["b"] > d["summary"]["compile_time_s"]["a"]
+    assert line.endswith(": no change (the same graphs and kernels, compiled once each: the "
+                         "machine's moment, not a difference)"), line
+    # a kernel that changed makes the compile time a finding again (test above: mlp_changed)

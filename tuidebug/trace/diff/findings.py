@@ -167,13 +167,21 @@ def _like(d: dict[str, Any]) -> bool:
     return process_kind(d["a"]) == process_kind(d["b"])
 
 
-def _compile_time_line(d: dict[str, Any], s: dict[str, Any]) -> str | None:
+def _compile_time_line(d: dict[str, Any], s: dict[str, Any], same: bool) -> str | None:
+    """The compile times, compared like with like; ``same``: nothing else differs (the same
+    graphs, kernels and config) and neither do the caches' hits and Inductor's counters, so a
+    difference is the machine's moment, not a change."""
     p = s["compile_time_s"]
     if p["a"] is None or p["b"] is None:
         return None
     if not _like(d):
         return (f"compile time not compared: A compiled in {process_kind(d['a'])} "
                 f"({p['a']:.2f}s), B in {process_kind(d['b'])} ({p['b']:.2f}s)")
+    same = same and all(v["a"] == v["b"] for v in s["cache"].values()) and all(
+        v["a"] == v["b"] for c in d["compiles"] for v in (c.get("counters") or {}).values())
+    if same and p["a"] != p["b"]:
+        return (f"compile time: {_arrow(p, '{:.2f}s')}: no change (the same graphs and "
+                "kernels, compiled once each: the machine's moment, not a difference)")
     return f"compile time: {_arrow(p, '{:.2f}s')}"
 
 
@@ -227,7 +235,7 @@ def finding_lines(d: dict[str, Any]) -> list[str]:
     if s["graphs_only_a"] or s["graphs_only_b"]:
         lines.append(f"graphs only in A: {', '.join(s['graphs_only_a']) or 'none'}; "
                      f"only in B: {', '.join(s['graphs_only_b']) or 'none'}")
-    compile_line = _compile_time_line(d, s)
+    compile_line = _compile_time_line(d, s, same=not lines)
     if compile_line:
         lines.append(compile_line)
     lines += _kernel_time_lines(d, s)
