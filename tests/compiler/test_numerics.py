@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, pythonpath
-from tuidebug.compiler.gradients import placeholder_name, source_name
+from tuidebug.compiler.gradients import placeholder_name, source_name, source_names
 from tuidebug.compiler.wrapper_writes import call_sites
 from tuidebug.trace.format.reader import Trace
 
@@ -30,6 +30,18 @@ def test_inputs_are_named_as_the_user_names_them() -> None:
     assert source_name("GetItemSource(x)") is None and source_name(None) is None
     assert placeholder_name("l_self_modules_fc1_parameters_weight_") == "fc1.weight"
     assert placeholder_name("l_x_") == "x" and placeholder_name("primals_1") == "primals_1"
+
+
+def test_a_compiled_torch_module_names_its_parameters_as_named_parameters_does() -> None:
+    """``torch.compile(nn.Sequential(...))`` traces Dynamo's ``inner(*args, **kwargs)`` around
+    the forward (torch 2.13): the sources are ``L['fn']…`` and ``L['args'][0]``; a parameter is
+    ``0.weight``, as ``model.named_parameters()`` names it (it read ``fn.0.weight.grad``)."""
+    sources = ["L['fn']._modules['0']._parameters['weight']",
+               "L['fn']._modules['0']._parameters['bias']", "L['args'][0]"]
+    assert source_names(sources) == ["0.weight", "0.bias", "args[0]"]
+    # a function of the user's own with a local module named fn keeps the name
+    own = ["L['fn']._modules['0']._parameters['weight']", "L['x']"]
+    assert source_names(own) == ["fn.0.weight", "x"]
 
 
 def test_outputs_are_named_by_where_the_call_returns_them() -> None:

@@ -37,6 +37,20 @@ class GradCall:
     run: Callable[[list[Any]], Any]
 
 
+def source_names(sources: list[str | None]) -> list[str | None]:
+    """Each source named as ``source_name`` names it; in the frame of Dynamo's own
+    ``inner(*args, **kwargs)`` that ``torch.compile`` of a torch module (``nn.Sequential``)
+    traces around its forward — its only locals ``fn`` (the module), ``args`` and ``kwargs`` —
+    the module's path is named from the module, as ``named_parameters`` does: ``0.weight``,
+    not ``fn.0.weight``."""
+    roots = {m.group(1) for s in sources if s and (m := re.match(r"^L\['([^']*)'\]", s))}
+    wrapped = "fn" in roots and roots <= {"fn", "args", "kwargs"} and any(
+        s and s.startswith(("L['fn']._modules[", "L['fn']._parameters[", "L['fn']._buffers["))
+        for s in sources)
+    return [source_name("L['self']" + s[len("L['fn']"):] if wrapped and s and s.startswith(
+        "L['fn']") else s) for s in sources]
+
+
 def source_name(source: str | None) -> str | None:
     """A Dynamo source as the user names it: ``L['self']._modules['fc1']._parameters['weight']``
     → ``fc1.weight``, ``L['x']`` → ``x``, ``L['past'][0]`` → ``past[0]``; None when it is not
@@ -81,7 +95,7 @@ def input_names(gm: Any) -> list[str]:
     sources = compat.graph_input_sources(gm)
     if len(sources) != len(nodes):
         sources = [None] * len(nodes)
-    return [source_name(s) or placeholder_name(n.name) for n, s in zip(nodes, sources)]
+    return [name or placeholder_name(n.name) for n, name in zip(nodes, source_names(sources))]
 
 
 @dataclass
