@@ -297,8 +297,10 @@ def _parts(c: _Clocked, cudagraphs: set[str], training: bool) -> list[Piece]:
         if i + 1 < len(clock):
             out.append(("eager_island", "", cid, "fwd", clock[i + 1][2] - g1))
     # from the last graph's end to the forward's: Dynamo's frame returning, the module's and
-    # AOTAutograd's wrappers handing back the outputs
-    out.append(("dynamo", "", "", "fwd", sec[c.fwd_end] - clock[-1][3]))
+    # AOTAutograd's wrappers handing back the outputs — and, when the last graph's compile
+    # ended at a graph break whose rest was not compiled, that rest, run eagerly: an island
+    # named by the compile (the reading resolves it to the break, or to Dynamo without one)
+    out.append(("eager_island", "", clock[-1][1], "fwd", sec[c.fwd_end] - clock[-1][3]))
     if training:
         out += _backward_parts(c)
     return out
