@@ -24,6 +24,10 @@
   ddphang  a (not compiled) DistributedDataParallel model in several buckets trains a step; at
          the second, rank 1 sleeps before its backward: rank 0 waits in a bucket all-reduce
          issued by DDP's C++ reducer
+  ddpsafe  DDP models whose arithmetic the capture's logging hook must not change, each printed
+         as a digest of its parameters: a builtin FP16_COMPRESS hook registered after
+         construction (DDP's private ``_register_builtin_comm_hook``), 2 steps; then ``Join`` with
+         ``divide_by_initial_world_size=False`` and uneven inputs (rank 0 3 steps, rank 1 one)
   hang   after compiling, rank 0 broadcasts then all-reduces, rank 1 the other way round: both
          wait forever (until ``--timeout`` ends the job)
 """
@@ -127,6 +131,36 @@ def ddp_hang(rank: int) -> None:
         loss.backward()  # DDP BACKWARD
 
 
+def ddp_safe(rank: int) -> None:
+    import hashlib
+
+    from torch.distributed.algorithms.join import Join
+
+    def digest(model: torch.nn.Module) -> str:
+        h = hashlib.sha256()
+        for p in model.parameters():
+            h.update(p.detach().numpy().tobytes())
+        return h.hexdigest()[:16]
+
+    def train(model: torch.nn.Module, steps: int) -> None:
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(steps):
+            model(torch.randn(8, 512, generator=g)).sum().backward()
+            opt.step()
+            opt.zero_grad()
+
+    g = torch.Generator().manual_seed(rank)
+    torch.manual_seed(0)
+    fp16 = DistributedDataParallel(Net(), bucket_cap_mb=1)
+    fp16._register_builtin_comm_hook(dist.BuiltinCommHookType.FP16_COMPRESS)
+    train(fp16, 2)
+    print(f"rank {rank}: fp16_compress {digest(fp16)}", flush=True)
+    joined = DistributedDataParallel(Net(), bucket_cap_mb=1)
+    with Join([joined], divide_by_initial_world_size=False):
+        train(joined, 3 if rank == 0 else 1)
+    print(f"rank {rank}: join {digest(joined)}", flush=True)
+
+
 def main() -> None:
     mode = sys.argv[1]
     dist.init_process_group("gloo")
@@ -138,6 +172,10 @@ def main() -> None:
     if mode == "ddphang":
         ddp_hang(rank)
         return  # never reached: the job hangs
+    if mode == "ddpsafe":
+        ddp_safe(rank)
+        dist.destroy_process_group()
+        return
     if mode == "ddp":
         ddp(rank)
         dist.destroy_process_group()

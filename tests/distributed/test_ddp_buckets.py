@@ -57,3 +57,43 @@ def test_ddp_bucket_all_reduces_are_logged_and_a_hang_in_one_is_located(tmp_path
     pids = [json.loads((job / "job" / f"rank_{r}.json").read_text())["pid"] for r in (0, 1)]
     pids += [json.loads((job / f"rank_{r}" / "manifest.json").read_text())["pid"] for r in (0, 1)]
     assert not [p for p in pids if _alive(p)]
+
+
+def test_the_logging_hook_never_changes_a_ddp_models_parameters(tmp_path) -> None:
+    """``rank_job.py ddpsafe``, plain torchrun and traced: a builtin FP16_COMPRESS hook
+    registered after construction (DDP's private ``_register_builtin_comm_hook``: it replaces
+    the capture's hook, as it would the reducer's default) and ``Join`` with
+    ``divide_by_initial_world_size=False`` on uneven inputs (the reducer divides by the ranks
+    still joined) leave every parameter bit-identical to the untraced run's."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    from tests.conftest import pythonpath
+    from tests.distributed.conftest import SCRIPT, trace_job
+
+    env = dict(os.environ, PYTHONPATH=pythonpath())
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK", "SLURM_PROCID"):
+        env.pop(name, None)
+    plain = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                            "--nproc-per-node", "2", str(SCRIPT), "ddpsafe"], env=env,
+                           capture_output=True, text=True, timeout=600)
+    job = tmp_path / "ddpsafe"
+    traced = trace_job(job, "ddpsafe")
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    assert traced.returncode == 0, traced.stderr[-3000:]
+
+    def digests(text: str) -> list[str]:
+        return sorted(re.findall(r"rank \d: (?:fp16_compress|join) [0-9a-f]{16}", text))
+
+    assert len(digests(plain.stdout)) == 4, plain.stdout
+    assert digests(traced.stdout) == digests(plain.stdout)
+    # the capture's hook was there (it logged both models' buckets), and yet changed nothing
+    events = [json.loads(ln) for ln in
+              (job / "job" / "rank_0.progress.jsonl").read_text().splitlines() if ln.strip()]
+    buckets = [e for e in events if e.get("event") == "collective" and "ddp" in e]
+    # Net in 1 MB buckets: one bucket at the first step, three once rebuilt; rank 0 trains the
+    # FP16_COMPRESS model 2 steps (1 + 3) and the joined one 3 (1 + 3 + 3)
+    assert len(buckets) == 11, buckets
+    assert "not logged" not in traced.stderr, traced.stderr[-3000:]

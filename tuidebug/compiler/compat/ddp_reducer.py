@@ -2,25 +2,36 @@
 
 DDP's C++ reducer issues them from autograd hooks through the C++ ProcessGroup: no Python
 collective is called, so the capture's wrappers of ``torch.distributed`` never see them. With no
-communication hook registered, the reducer multiplies each gradient by 1/world size as it copies
-it into its bucket, then all-reduces the bucket (a sum). :func:`install` wraps
-``DistributedDataParallel.__init__``: each model built while it is installed gets a comm hook
-(public API: ``register_comm_hook``) that does exactly that — the bucket times 1/size, the same
-multiplication in the same dtype (the reducer then copies gradients unscaled), then the process
-group's allreduce — and calls ``on_issue(bucket index, is_last, bytes, group)`` before and
-``on_done(token)`` when the all-reduce completed. A hook the script registers itself replaces
-it: ``register_comm_hook`` on such a model hands the script's hook to the logging wrapper
-instead of the reducer, which accepts one hook only.
+communication hook registered, the reducer multiplies each gradient by 1/divisor as it copies
+it into its bucket, then all-reduces the bucket (a sum). The divisor is the world size, except
+where DDP's forward handed the reducer a ``Join`` work handle with
+``divide_by_initial_world_size=False``: then it is that all-reduce's result (the ranks not yet
+joined), and it stays so for later steps too (the reducer keeps the last handle).
+
+:func:`install` wraps ``DistributedDataParallel.__init__``: each model built while it is
+installed gets a comm hook (registered straight on its reducer, so DDP's own bookkeeping —
+``_comm_hooks``, the logger's hook name — stays as without tuidebug) that does exactly that: the
+bucket times 1/divisor, the same multiplication in the same dtype (the reducer then copies
+gradients unscaled), then the process group's allreduce; it calls ``on_issue(bucket index,
+is_last, bytes, group)`` before and ``on_done(token)`` when the all-reduce completed. The divisor
+is read at call time: the model's current process group, and the Join handle DDP last gave the
+reducer (recorded by wrapping ``Join.notify_join_context``).
+
+A hook the script registers replaces ours, whichever way it does (``register_comm_hook``,
+``_register_builtin_comm_hook``, ``register_ddp_comm_hook``, ``_register_fused_optim``, or
+``torch.distributed._register_comm_hook`` / ``_register_builtin_comm_hook`` directly): both of
+torch's registration functions are wrapped, and for a hooked model they hand the script's hook to
+the logging wrapper instead of the reducer (which accepts one hook only); a builtin hook runs as
+the C++ one does (ALLREDUCE: divide by the group size, all-reduce; FP16_COMPRESS: to float16,
+divide, all-reduce, copy back), on the group the model had when it was registered.
 
 Not installed (the reducer's own arithmetic would not be matched, or a hook is there), said
 through ``warn``: a hook DDP registered while it was built (optimizer in backward), mixed
-precision, sparse gradients, DDP's Python reducer (its all-reduces are functional
-collectives, logged as such), ``gradient_as_bucket_view`` with a world size that is not a power
-of two (the reducer then divides gradients in place, which a multiplication by 1/size matches
-exactly only for powers of two). Known difference: under ``Join`` with
-``divide_by_initial_world_size=False`` the reducer divides by the ranks still joined, the hook by
-the world size (as PyTorch's own ``allreduce_hook``); and a builtin hook registered through the
-private ``_register_builtin_comm_hook`` after construction fails as a second hook.
+precision, sparse gradients, DDP's Python reducer (its all-reduces are functional collectives,
+logged as such), every parameter's all-reduce delayed, ``gradient_as_bucket_view`` with a world
+size above 2 (the reducer then divides gradients that are already bucket views in place, which
+a multiplication by 1/divisor matches exactly only for powers of two: a world size of 3, or a
+Join leaving 3 of 4 ranks, is not).
 """
 
 from __future__ import annotations
@@ -30,18 +41,35 @@ from typing import Any, Callable
 
 import torch
 
-# each model's hook state, beside the model (never in its __dict__: DDP pickles that)
+# each hooked model's state, beside the model (never in its __dict__: DDP pickles that)
 _STATES: "weakref.WeakKeyDictionary[Any, _State]" = weakref.WeakKeyDictionary()
 
 
 class _State:
-    """What the hook needs of its model: the group, the script's own hook once it registers
-    one (``delegate``: (state, hook))."""
+    """What the hook needs of its model: the model (weakly), the script's own hook once it
+    registers one (``delegate``: (state, hook)), and the Join work handle DDP last gave the
+    reducer with whether the reducer ignores it (``join``: (work, divide_by_initial))."""
 
     def __init__(self, ddp: Any) -> None:
-        self.group = ddp.process_group
-        self.scale = 1.0 / self.group.size()
+        self.ddp = weakref.ref(ddp)
+        self.reducer = id(ddp.reducer)  # an id: the reducer holds this state (no cycle)
         self.delegate: tuple[Any, Callable[..., Any]] | None = None
+        self.join: tuple[Any, bool] | None = None
+
+    @property
+    def group(self) -> Any:
+        ddp = self.ddp()
+        if ddp is None:
+            raise RuntimeError("the DDP model is gone")
+        return ddp.process_group
+
+    def divisor(self) -> int:
+        """The reducer's own divisor (``Reducer::set_divide_factor``)."""
+        if self.join is not None and not self.join[1]:
+            work = self.join[0]
+            work.wait()
+            return int(work.get_future().value()[0].item())
+        return self.group.size()
 
 
 def _why_not(ddp: Any) -> str | None:
@@ -56,11 +84,45 @@ def _why_not(ddp: Any) -> str | None:
     if getattr(ddp, "_delay_all_reduce_all_params", False):
         return "every parameter's all-reduce delayed"
     size = ddp.process_group.size()
-    if getattr(ddp, "gradient_as_bucket_view", False) and size & (size - 1):
-        return f"gradient_as_bucket_view with a world size of {size} (not a power of two)"
+    if getattr(ddp, "gradient_as_bucket_view", False) and size > 2:
+        return (f"gradient_as_bucket_view with a world size of {size} (the reducer divides in "
+                "place by a count that need not be a power of two)")
     for m in ddp.module.modules():
         if isinstance(m, (torch.nn.Embedding, torch.nn.EmbeddingBag)) and m.sparse:
             return "sparse gradients"
+    return None
+
+
+def _state_of(reducer: Any) -> _State | None:
+    for ddp, state in list(_STATES.items()):
+        if getattr(ddp, "reducer", None) is reducer and state.reducer == id(reducer):
+            return state
+    return None
+
+
+def _builtin(kind: Any, group: Any) -> Callable[..., Any] | None:
+    """The Python twin of one of the reducer's builtin hooks (torch/csrc/distributed/c10d/
+    default_comm_hooks.cpp), on ``group``; None for a kind it does not know."""
+    import torch.distributed as dist
+
+    kinds = dist.BuiltinCommHookType
+    if kind == kinds.ALLREDUCE:
+        def allreduce(_state, bucket):  # type: ignore[no-untyped-def]
+            buf = bucket.buffer()
+            buf.div_(group.size())  # tensors[0] /= state_->getSize()
+            return group.allreduce([buf]).get_future().then(lambda f: f.value()[0])
+        return allreduce
+    if kind == kinds.FP16_COMPRESS:
+        def fp16_compress(_state, bucket):  # type: ignore[no-untyped-def]
+            buf = bucket.buffer()
+            compressed = buf.to(torch.float16)
+            compressed.div_(group.size())
+
+            def decompress(f):  # type: ignore[no-untyped-def]
+                buf.copy_(f.value()[0])
+                return buf
+            return group.allreduce([compressed]).get_future().then(decompress)
+        return fp16_compress
     return None
 
 
@@ -69,10 +131,14 @@ def install(on_issue: Callable[[int, bool, int, Any], Any],
     """Log the bucket all-reduces of every DDP model built from now on; returns what undoes
     the wrapping (models built meanwhile keep their hook)."""
     try:
+        import torch.distributed as dist
+        from torch.distributed.algorithms.join import Join
         from torch.nn.parallel import DistributedDataParallel as DDP
-    except ImportError:
+        register, register_builtin = dist._register_comm_hook, dist._register_builtin_comm_hook
+        notify = Join.notify_join_context
+    except (ImportError, AttributeError):
         return lambda: None
-    init, register = DDP.__init__, DDP.register_comm_hook
+    init = DDP.__init__
 
     def hook(state, bucket):  # type: ignore[no-untyped-def]  # DDP checks: no annotations
         token = None
@@ -87,7 +153,7 @@ def install(on_issue: Callable[[int, bool, int, Any], Any],
             fut = their_hook(their_state, bucket)
         else:
             buf = bucket.buffer()
-            buf.mul_(state.scale)  # what the reducer does while copying into the bucket
+            buf.mul_(1.0 / state.divisor())  # what the reducer does copying into the bucket
             fut = state.group.allreduce([buf]).get_future().then(lambda f: f.value()[0])
         if token is not None:
             try:
@@ -102,32 +168,42 @@ def install(on_issue: Callable[[int, bool, int, Any], Any],
             why = _why_not(self)
             if why is None:
                 state = _State(self)
-                register(self, state, hook)
+                register(self.reducer, state, hook)
                 _STATES[self] = state
             else:
                 warn(f"DDP's bucket all-reduces are not logged: {why}")
         except Exception as e:  # noqa: BLE001 - the model works as built without it
             warn(f"DDP's bucket all-reduces are not logged: {e}")
 
-    def wrapped_register(self: Any, state: object, their_hook: Callable[..., Any]) -> None:
-        mine = _STATES.get(self)
+    def wrapped_register(reducer: Any, state: object, their_hook: Callable[..., Any]) -> None:
+        mine = _state_of(reducer)
         if mine is None or mine.delegate is not None:
-            return register(self, state, their_hook)  # the reducer says what it says
-        check = getattr(self, "_check_comm_hook", None)
-        if check is not None:  # a hook DDP refuses is refused as it would be
-            check(their_hook)
-        try:  # what register_comm_hook records besides the reducer's hook
-            self.logger._set_comm_hook_name(their_hook.__qualname__)
-            self._comm_hooks.append((their_hook, state))
-        except Exception:  # noqa: BLE001 - another torch's bookkeeping; the hook still runs
-            pass
+            return register(reducer, state, their_hook)  # the reducer says what it says
         mine.delegate = (state, their_hook)
 
+    def wrapped_register_builtin(reducer: Any, kind: Any) -> None:
+        mine = _state_of(reducer)
+        ddp = mine.ddp() if mine is not None else None
+        twin = _builtin(kind, ddp.process_group) if ddp is not None else None
+        if mine is None or mine.delegate is not None or twin is None:
+            return register_builtin(reducer, kind)  # the reducer says what it says
+        mine.delegate = (None, twin)
+
+    def wrapped_notify(joinable: Any) -> Any:
+        work = notify(joinable)
+        mine = _STATES.get(joinable) if work is not None else None
+        if mine is not None:  # DDP hands this to the reducer next, with this flag
+            mine.join = (work, bool(getattr(joinable, "_divide_by_initial_world_size", True)))
+        return work
+
     DDP.__init__ = wrapped_init  # type: ignore[method-assign]
-    DDP.register_comm_hook = wrapped_register  # type: ignore[method-assign]
+    dist._register_comm_hook = wrapped_register
+    dist._register_builtin_comm_hook = wrapped_register_builtin
+    Join.notify_join_context = staticmethod(wrapped_notify)  # type: ignore[method-assign,assignment]
 
     def undo() -> None:
         DDP.__init__ = init  # type: ignore[method-assign]
-        DDP.register_comm_hook = register  # type: ignore[method-assign]
+        dist._register_comm_hook = register
+        dist._register_builtin_comm_hook = register_builtin
+        Join.notify_join_context = staticmethod(notify)  # type: ignore[method-assign,assignment]
     return undo
-
