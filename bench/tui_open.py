@@ -1,6 +1,6 @@
-"""How fast the terminal UI opens a large trace, and how fast each screen comes up.
+"""How fast the terminal UI opens a large trace, and how fast each key and screen answers.
 
-    python bench/tui_open.py [TRACE] [--cold N]
+    python bench/tui_open.py [TRACE] [--cold N] [--compare OTHER] [--keys-only]
 
 Without TRACE it uses (and, if missing, builds — several minutes) the trace of a 24-layer
 transformer training step in /tmp/tr24. Runs the real app headless (``App.run_test``) at
@@ -13,6 +13,15 @@ transformer training step in /tmp/tr24. Runs the real app headless (``App.run_te
 - scrolling: per PageDown / End in the largest graph's text (must never block); a PageDown
   through Pilot includes Textual's own repaint and Pilot's idle waits, so the cost of our
   Line-API widget alone (one page rendered, caches cold) is printed too
+
+then a per-key table: for each kind of key (``n``/``p`` through every stage of the largest
+graph, switching to a screen already open, ``/`` and a search, Down in the code screen's kernel
+list, the compare screen on two traces — OTHER, default a copy of TRACE made in /tmp) the median
+and the worst of wall time and of CPU time (``time.process_time``: every thread of this process)
+from the key press to its result painted (for ``n``/``p``: to the stage shown, while the
+snapshots next to it may still be read ahead; their CPU time counts in the next key's), against
+the budget (a key 50 ms, a screen 150 ms, the
+first paint 250 ms). On a loaded machine the CPU figures are the ones to compare;
 
 and, with ``--cold N`` (default 3), N fresh processes timed from ``exec`` to the overview
 painted (interpreter start and imports included). The machine's load average is printed: the
@@ -227,13 +236,151 @@ async def run(path: Path) -> None:
     print(f"  torch imported: {'torch' in sys.modules}")
 
 
+class Keys:
+    """Samples of (wall, CPU) seconds per kind of key."""
+
+    def __init__(self) -> None:
+        self.samples: dict[str, list[tuple[float, float]]] = {}
+        self.budget: dict[str, float] = {}
+
+    async def time(self, label: str, budget_ms: float, app, pilot, press, ready,  # type: ignore[no-untyped-def]
+                   timeout: float = 60.0, workers: bool = True) -> None:
+        """One press; ``workers=False``: done when ``ready()``, whatever runs in the background
+        (reading ahead)."""
+        t, c = time.perf_counter(), time.process_time()
+        await press()
+        await wait_ready(app, pilot, ready, timeout=timeout, workers=workers)
+        self.samples.setdefault(label, []).append((time.perf_counter() - t,
+                                                   time.process_time() - c))
+        self.budget[label] = budget_ms
+
+    def report(self) -> None:
+        import statistics
+
+        print(f"  {'key':<44} {'n':>3} {'wall med':>9} {'worst':>8} {'CPU med':>8} "
+              f"{'worst':>8} {'budget':>7}")
+        for label, xs in self.samples.items():
+            walls = [w * 1000 for w, _ in xs]
+            cpus = [c * 1000 for _, c in xs]
+            budget = self.budget[label]
+            over = "  OVER (CPU)" if max(cpus) > budget else ""
+            print(f"  {label:<44} {len(xs):>3} {statistics.median(walls):9.1f} {max(walls):8.1f} "
+                  f"{statistics.median(cpus):8.1f} {max(cpus):8.1f} {budget:7.0f}{over}")
+
+
+async def per_key(path: Path, other: Path) -> None:
+    """Every kind of key timed one press at a time (wall and CPU), against its budget."""
+    from tuidebug.trace.format.reader import Trace
+    from tuidebug.tui.app import TuidebugApp
+    from tuidebug.tui.widgets.bars import SearchBar
+    from tuidebug.tui.widgets.lists import PickList
+    from tuidebug.tui.widgets.textview import TextView
+
+    keys = Keys()
+    trace = Trace(path)
+    t, c = time.perf_counter(), time.process_time()
+    app = TuidebugApp(trace, prewarm=False)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_ready(app, pilot, lambda: app.screen.query_one(TextView).line_count > 0)
+        keys.samples["first paint (overview)"] = [(time.perf_counter() - t,
+                                                   time.process_time() - c)]
+        keys.budget["first paint (overview)"] = 250
+
+        def loaded() -> bool:
+            return bool(app.screen.is_loaded())  # type: ignore[attr-defined]
+
+        # the largest graph first, so that every screen opens on it
+        big = max(trace.graphs, key=lambda g: max((s.nodes or 0) for s in g.stages)
+                  if g.stages else 0)
+        app.set_graph(big.id)
+        names = (("2", "passes"), ("3", "ir"), ("4", "code"), ("5", "autotune"),
+                 ("6", "errors"), ("1", "overview"))
+        for key, name in names:
+            await keys.time(f"open a screen ({name})" if name != "overview"
+                            else "switch to an open screen", 150 if name != "overview" else 50,
+                            app, pilot, lambda key=key: pilot.press(key), loaded)
+        for _ in range(2):
+            for key, name in names:
+                await keys.time("switch to an open screen", 50, app, pilot,
+                                lambda key=key: pilot.press(key), loaded)
+
+        # the pass stepper: n through every stage of the largest graph, then p back
+        await pilot.press("2")
+        await wait_ready(app, pilot, loaded)
+        screen = app.screen
+        screen.query_one(PickList).focus()
+        screen._select_stage(0)  # type: ignore[attr-defined]
+
+        def stage_shown() -> bool:
+            sv = screen.stage_view  # type: ignore[attr-defined]
+            return sv is not None and sv.stage is screen.current_stage()  # type: ignore[attr-defined]
+        await wait_ready(app, pilot, stage_shown)
+        n = len(big.stages)
+        for step, key in ((1, "n"), (-1, "p")):
+            for _ in range(n - 1):
+                await asyncio.sleep(0.3)  # one press at a time, not a key held down
+                pos = screen.current_position()  # type: ignore[attr-defined]
+                await keys.time(f"{key} (next/previous stage, {n} stages)", 50, app, pilot,
+                                lambda key=key: pilot.press(key),
+                                lambda pos=pos: screen.current_position() != pos  # type: ignore[attr-defined]
+                                and stage_shown(), workers=False)
+
+        # search: / opens the bar; a query and enter finds the next match
+        view = screen.query_one("#graph-view", TextView)
+        view.focus()
+        for _ in range(3):
+            await keys.time("/ (open the search bar)", 50, app, pilot,
+                            lambda: pilot.press("slash"),
+                            lambda: screen.query_one(SearchBar).is_open)
+            await pilot.press(*"addmm")
+            await keys.time("enter (search a 5k-line graph)", 50, app, pilot,
+                            lambda: pilot.press("enter"), lambda: True)
+            await pilot.press("escape")
+            await wait_ready(app, pilot, lambda: not screen.query_one(SearchBar).is_open)
+
+        # the code screen: Down through its kernel list (each shows a kernel, highlighted)
+        await pilot.press("4")
+        await wait_ready(app, pilot, loaded)
+        code = app.screen
+        lst = code.query_one(PickList)
+        lst.focus()
+        lst.highlighted = 0
+        await wait_ready(app, pilot, lambda: True)
+        from tuidebug.tui.widgets.textview import RichLines
+        cv = code.query_one("#code-view", TextView)
+        for _ in range(min(40, lst.option_count - 1)):
+            await asyncio.sleep(0.3)
+            before = lst.highlighted
+            await keys.time("Down in the code screen's kernel list", 50, app, pilot,
+                            lambda: pilot.press("down"),
+                            lambda before=before: lst.highlighted != before
+                            and isinstance(cv.source, RichLines))
+
+        # compare: this trace against another 24-layer trace
+        app.compare_with = other
+        await keys.time("open the compare screen (two such traces)", 150, app, pilot,
+                        lambda: app.action_show_screen("compare"), loaded, timeout=120)
+        await keys.time("switch to an open screen", 50, app, pilot,
+                        lambda: pilot.press("1"), loaded)
+
+    print(f"per key, one press at a time (load average {os.getloadavg()[0]:.2f}):")
+    keys.report()
+
+
 def main() -> None:
     args = sys.argv[1:]
     cold = 3
+    other: Path | None = None
+    if "--compare" in args:
+        i = args.index("--compare")
+        other = Path(args[i + 1])
+        del args[i:i + 2]
     if "--cold" in args:
         i = args.index("--cold")
         cold = int(args[i + 1])
         del args[i:i + 2]
+    if "--keys-only" in args:
+        args.remove("--keys-only")
     if "--paint-only" in args:
         asyncio.run(paint_only(Path(args[0])))
         return
@@ -243,12 +390,20 @@ def main() -> None:
             sys.exit(f"not a trace: {path}")
         build(path)
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
-    times = cold_starts(path, cold)
+    keys_only = "--keys-only" in sys.argv
+    times = [] if keys_only else cold_starts(path, cold)
     if times:
         print(f"  cold start (fresh process, exec → overview painted): "
               + ", ".join(f"{t * 1000:.0f} ms" for t in times)
               + f"   (best {min(times) * 1000:.0f} ms)")
-    asyncio.run(run(path))
+    if not keys_only:
+        asyncio.run(run(path))
+    if other is None:
+        other = Path("/tmp") / f"{path.name}-copy"
+        if not (other / "manifest.json").exists():
+            import shutil
+            shutil.copytree(path, other)
+    asyncio.run(per_key(path, other))
 
 
 if __name__ == "__main__":

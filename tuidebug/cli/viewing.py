@@ -48,7 +48,8 @@ def print_info(path: Path, *, as_json: bool) -> int:
     from tuidebug.trace.format.safefile import strict_dumps
     from tuidebug.trace.queries.summary import trace_summary
 
-    summary = trace_summary(Trace(path))  # TraceError: printed by main
+    # the table shows no kernel's sizes: not read for it
+    summary = trace_summary(Trace(path), kernel_sizes=as_json)  # TraceError: printed by main
     if as_json:
         print(strict_dumps(summary, indent=1, default=str))
     else:

@@ -4,7 +4,9 @@ The first call of each compiled graph is also run eagerly and, on inputs upcast 
 eagerly again (the reference); ``judge`` decides per output. A graph that draws random numbers
 (dropout, ``rand``, …) is not compared unless Inductor's ``fallback_random`` was on when it was
 compiled (then both sides draw the same numbers from the same seed): compiled and eager draw
-different numbers otherwise, and any difference would be a false alarm.
+different numbers otherwise, and any difference would be a false alarm. Nor is a graph that
+writes in place into tensors it did not make (``mutations``: a compiled optimizer step): any
+re-run would apply its writes to the program's state a second time.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any, Callable
 
 import torch
 
-from tuidebug.compiler import compat, gradients, judge
+from tuidebug.compiler import compat, gradients, judge, mutations
 from tuidebug.compiler.gradients import GradCall
 
 # names of the operators (functions, methods, ATen overload packets) that draw random numbers
@@ -206,6 +208,29 @@ def _localized(localize: Callable[[Callable[[], Any], Callable[[], None]], dict[
         _set_rng_state(after)
 
 
+def _listed(names: list[str]) -> str:
+    return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+
+
+def _why_not_compared(mutated: mutations.MutatedState, gm: Any) -> str:
+    """Why a graph that writes in place into what it did not make is not compared (""
+    when it can be): writes into its attribute tensors (an optimizer's state) would be applied
+    a second time by any re-run, eager or compiled; a graph whose only effect is writing into
+    its inputs has no output to compare."""
+    if mutated.attributes:
+        return ("not compared: the graph writes in place into tensors of the program it holds "
+                f"as attributes ({_listed(mutated.attributes)}; an optimizer step's state); "
+                "running it again, eagerly or to time its kernels, would apply those writes a "
+                "second time to the program's own tensors")
+    outputs = [n for n in getattr(getattr(gm, "graph", None), "nodes", []) if n.op == "output"]
+    returns = outputs[0].args[0] if outputs and outputs[0].args else None
+    if mutated.inputs and not (returns if isinstance(returns, (list, tuple)) else [returns]
+                               if returns is not None else []):
+        return ("not compared: the graph returns nothing; its effect is writing in place into "
+                f"its inputs ({_listed(mutated.inputs)}), which the check does not compare")
+    return ""
+
+
 def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
             record: Callable[[dict[str, Any]], None],
             time_kernels: Callable[[Callable[[], Any]], None] | None = None, *,
@@ -235,10 +260,22 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
     except Exception:  # an odd graph: judge it as one without random ops
         random = []
     names = gradients.graph_names(eager)  # now: Dynamo drops its input sources once compiled
+    try:
+        mutated = mutations.mutated_state(eager)
+    except Exception:  # an odd graph: judged as one that writes into nothing it did not make
+        mutated = mutations.MutatedState([], [])
+    not_compared = _why_not_compared(mutated, eager)
 
     def run(*args: Any) -> Any:
         if state["done"]:
             return compiled(*args)
+        if not_compared:  # run once, as the program asked: nothing may run it again
+            state["done"] = True
+            t0 = time.perf_counter()
+            out = compiled(*args)
+            record({"skipped": not_compared, "first_call_s": time.perf_counter() - t0,
+                    "mutated": mutated.attributes + mutated.inputs})
+            return out
         as_list = boxed and len(args) == 1 and isinstance(args[0], list)
         flat = list(args[0]) if as_list else list(args)  # a boxed callee clears its list
         if compat.has_fake_tensor(flat):  # DDPOptimizer propagates fake tensors through each

@@ -33,7 +33,7 @@ def recompile_items(trace: Trace) -> list[dict[str, Any]]:
     compiles = trace.compiles
     out = []
     for cid in compiles:
-        why = rc.explain(cid, compiles, trace.compile_shapes(cid))
+        why = rc.explain(cid, compiles, trace.compile_shapes_brief(cid))
         if why is None:
             continue
         place = compile_place(compiles, cid)

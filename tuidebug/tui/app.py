@@ -44,7 +44,7 @@ class TuidebugApp(App[int]):
 
     TITLE = "tuidebug"
     CSS = """
-    TraceScreen { background: $background; }
+    TraceScreen { background: $background; layers: default searchbar; }
     TraceScreen > #body { height: 1fr; }
     .pane-title { height: 1; width: 100%; background: $boost; color: $text-accent;
                   text-style: bold; padding: 0 1; }

@@ -10,7 +10,7 @@ import threading
 import weakref
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from tuidebug.trace.format import schema
 from tuidebug.trace.format.graph import Graph, node_line
@@ -69,7 +69,7 @@ class _SnapshotCache:
     """Per graph record: the node lines of each snapshot, computed once."""
 
     def __init__(self) -> None:
-        self.lines: dict[int, list[GraphLine]] = {}
+        self.lines: dict[str | int, list[GraphLine]] = {}  # by snapshot file
         self.lock = threading.Lock()
 
 
@@ -89,11 +89,27 @@ def snapshot_lines(g: GraphRecord, info: StageInfo, graph: Graph) -> list[GraphL
     """``node_line`` of every node of a snapshot (cached: stepping over passes that changed
     nothing re-uses them)."""
     c = _cache(g)
-    lines = c.lines.get(info.index)
+    key = info.file or info.index
+    lines = c.lines.get(key)
     if lines is None:
         lines = [GraphLine(n.name, node_line(n)) for n in graph.nodes]
-        c.lines[info.index] = lines
+        c.lines[key] = lines
     return lines
+
+
+def read_ahead(g: GraphRecord, position: int, cancelled: Callable[[], bool]) -> None:
+    """Read the snapshots next to ``position`` in ``g.stages`` (the nearest one with a file
+    after it, then before it) and their node lines, so that the next ``n`` or ``p`` finds
+    them ready; stops when ``cancelled()``."""
+    stages = g.stages
+    after = next((s for s in stages[position + 1:] if s.file), None)
+    before = next((s for s in reversed(stages[:max(0, position)]) if s.file), None)
+    for s in (after, before):
+        if s is None or cancelled():
+            continue
+        graph = g.stage_graph(s)
+        if graph is not None and not cancelled():
+            snapshot_lines(g, s, graph)
 
 
 def stage_view(g: GraphRecord, stage: StageInfo) -> StageView:

@@ -12,6 +12,7 @@ import torch
 from tuidebug.compiler import compat, snapshot
 from tuidebug.compiler.capture import config, outcome
 from tuidebug.compiler.capture.state import Concern, GraphState
+from tuidebug.trace.format import layout
 
 
 class Graphs(Concern):
@@ -222,10 +223,15 @@ class Graphs(Concern):
         data = snapshot.graph_to_json(gm, graph_id=gs.graph_id, stage=name,
                                       cache=self.session.stack_cache)
         data["changes"] = changes
-        fname = gs.out.write_stage(len(gs.stages), name, data)
+        # a snapshot whose nodes repeat an earlier one's exactly (pre_grad after dynamo when no
+        # pre-grad pass changed it, post_grad after the last pass…) is stored once: the entry
+        # names the earlier file and carries its own changes
+        fname = gs.out.write_stage(len(gs.stages), name, data, seen=gs.snapshot_files)
+        shared = fname != layout.stage_file(len(gs.stages), name)
         gs.last_fp, gs.last_gm, gs.last_nodes = fp, id(gm), data["nodes"]
         self.session.add_stage(gs, {
             "name": name, "kind": kind, "subsystem": subsystem, "duration_s": duration,
             "changed": base is None or any(changes.values()), "file": fname,
             "nodes": len(data["nodes"]),
-            "counts": {k: len(v) for k, v in changes.items()}})
+            "counts": {k: len(v) for k, v in changes.items()},
+            **({"changes": changes} if shared else {})})

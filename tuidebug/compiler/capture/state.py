@@ -29,6 +29,7 @@ class GraphState:
     last_fp: dict[str, Any] | None = None
     last_gm: int | None = None
     last_nodes: list[dict[str, Any]] = field(default_factory=list)
+    snapshot_files: dict[str, str] = field(default_factory=dict)  # nodes' digest -> its file
     fusion: list[dict[str, Any]] = field(default_factory=list)
     fusion_seen: set[tuple[str, str, str]] = field(default_factory=set)
     provenance: dict[str, dict[str, Any]] = field(default_factory=dict)

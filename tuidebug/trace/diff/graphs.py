@@ -9,6 +9,7 @@ from typing import Any
 
 from tuidebug.trace.diff.common import pair
 from tuidebug.trace.diff.kernels import extern_diffs, kernel_diffs, wrapper_diff
+from tuidebug.trace.format import schema
 from tuidebug.trace.format.reader import GraphRecord
 
 
@@ -29,8 +30,19 @@ def _final_nodes(g: GraphRecord | None) -> int | None:
     return snaps[-1].nodes if snaps else None
 
 
+def _same(ga: GraphRecord | None, gb: GraphRecord | None, rel: str | None) -> bool:
+    """Both graphs hold the same bytes at ``rel``: what is read from one holds for the other
+    (two traces of one model: most files are; each parsed once)."""
+    return ga is not None and gb is not None and rel is not None and ga.same_file(gb, rel)
+
+
 def _ops(ga: GraphRecord | None, gb: GraphRecord | None) -> list[dict[str, Any]]:
     """Ops (node targets) whose count differs between the two last snapshots (post-grad)."""
+    last_a = ga.snapshots()[-1].file if ga and ga.snapshots() else None
+    last_b = gb.snapshots()[-1].file if gb and gb.snapshots() else None
+    if last_a == last_b and _same(ga, gb, last_a):
+        return []  # the same graph: no op count differs
+
     def count(g: GraphRecord | None) -> collections.Counter[str]:
         graph = g.final_graph() if g else None
         return collections.Counter(n.target for n in graph.compute_nodes()) if graph else collections.Counter()
@@ -111,9 +123,13 @@ def _groups(ir: dict[str, Any] | None) -> collections.Counter[tuple[str, ...]]:
 
 def _ir(ga: GraphRecord | None, gb: GraphRecord | None) -> dict[str, Any]:
     post_a = ga.ir_post if ga else None
-    post_b = gb.ir_post if gb else None
+    same_post = _same(ga, gb, f"{schema.IR_POST}.json")
+    post_b = post_a if same_post else gb.ir_post if gb else None
+    pre_a = ir_counts(ga.ir_pre if ga else None)
+    pre_b = pre_a if _same(ga, gb, f"{schema.IR_PRE}.json") else ir_counts(
+        gb.ir_pre if gb else None)
     out: dict[str, Any] = {
-        "pre": pair(ir_counts(ga.ir_pre if ga else None), ir_counts(gb.ir_pre if gb else None)),
+        "pre": pair(pre_a, pre_b),
         "post": pair(ir_counts(post_a), ir_counts(post_b)),
     }
     ca, cb = _groups(post_a), _groups(post_b)
@@ -133,7 +149,7 @@ def _fusion(ga: GraphRecord | None, gb: GraphRecord | None) -> dict[str, Any]:
                 sum(1 for r in recs if r.get("action") == "rejected"), reasons)
 
     fa, ra, rsa = counts(ga)
-    fb, rb, rsb = counts(gb)
+    fb, rb, rsb = (fa, ra, rsa) if _same(ga, gb, schema.FUSION) else counts(gb)
     reasons = [{"reason": r, "a": rsa.get(r, 0), "b": rsb.get(r, 0)}
                for r in sorted(set(rsa) | set(rsb)) if rsa.get(r, 0) != rsb.get(r, 0)]
     return {"fused": pair(fa, fb), "rejected": pair(ra, rb), "reasons": reasons}

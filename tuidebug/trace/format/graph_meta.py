@@ -63,6 +63,9 @@ class StageInfo:
     file: str | None
     nodes: int | None
     note: str | None = None
+    # the stage's own changes when its entry holds them: a snapshot stored once and named by
+    # several stages (docs/trace-format.md) keeps the first one's changes in its file
+    changes: dict[str, list[str]] | None = None
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "StageInfo":
@@ -75,7 +78,21 @@ class StageInfo:
             added=int(counts.get("added", 0)), removed=int(counts.get("removed", 0)),
             modified=int(counts.get("changed", 0)), file=d.get("file"), nodes=d.get("nodes"),
             note=str(d["note"]) if d.get("note") else None,
+            changes=node_changes(d) if isinstance(d.get("changes"), dict) else None,
         )
+
+
+def node_changes(data: Any) -> dict[str, list[str]]:
+    """The ``changes`` of a snapshot file or a stage entry: node names ``added``,
+    ``removed``, ``changed`` (a wrongly typed list reads as empty)."""
+    ch = (data.get("changes") if isinstance(data, dict) else None) or {}
+    if not isinstance(ch, dict):
+        ch = {}
+    return {k: [str(x) for x in v] if isinstance(v := ch.get(k), list) else []
+            for k in ("added", "removed", "changed")}
+
+
+NO_CHANGES: dict[str, list[str]] = {"added": [], "removed": [], "changed": []}
 
 
 @dataclass(frozen=True)

@@ -207,3 +207,15 @@ def provenance_handles(mappings: dict[str, Any] | None,
 def write_json_compact(path: Path, data: Any) -> None:
     """Big generated JSON (graph snapshots) without indentation: several times faster."""
     atomic.write_json(path, data, compact=True)
+
+
+def shapes_brief(shapes: dict[str, Any]) -> dict[str, Any]:
+    """A compile's shapes (``compiles/<id>.shapes.json``'s body) without its guards, with
+    ``guard_counts``: ``kept`` (the guards listed), ``shape`` (those on sizes: with an
+    ``expr``) — ``compiles/<id>.shapes-brief.json``."""
+    guards = shapes.get("guards")
+    guards = guards if isinstance(guards, list) else []
+    return {**{k: v for k, v in shapes.items() if k != "guards"},
+            "guard_counts": {"kept": len(guards),
+                             "shape": sum(1 for g in guards if isinstance(g, dict)
+                                          and g.get("expr"))}}

@@ -8,6 +8,7 @@ a trace may come from someone else, so nothing in it is unpickled or executed.
 from __future__ import annotations
 
 import os
+import threading
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator
@@ -15,7 +16,7 @@ from typing import Any, Iterator
 from tuidebug.errors import TraceError
 from tuidebug.trace.format import layout, safefile, schema, shapes, user_lines
 from tuidebug.trace.format.error_record import ErrorRecord
-from tuidebug.trace.format.graph_meta import GraphMeta, StageInfo
+from tuidebug.trace.format.graph_meta import NO_CHANGES, GraphMeta, StageInfo, node_changes
 from tuidebug.trace.format.kernel_entry import KernelEntry
 from tuidebug.trace.format.manifest import GraphEntry, Manifest, is_safe_name, live_status
 from tuidebug.trace.format.tracefiles import MAX_TEXT_BYTES, Problem, TraceFiles
@@ -24,9 +25,6 @@ from tuidebug.trace.format.graph import Graph
 __all__ = ["GraphMeta", "GraphRecord", "Problem", "StageInfo", "Trace", "TraceError"]
 
 
-def _changes(data: Any) -> dict[str, list[str]]:
-    ch = (data.get("changes") if isinstance(data, dict) else None) or {}
-    return {k: [str(x) for x in ch.get(k) or []] for k in ("added", "removed", "changed")}
 
 
 class GraphRecord:
@@ -39,9 +37,10 @@ class GraphRecord:
         self.compile_id = entry.compile_id
         self.status = entry.status
         self.dir = trace.root / schema.GRAPHS_DIR / self.id
-        self._stage_cache: dict[int, Graph | None] = {}
-        self._changes_cache: dict[int, dict[str, list[str]]] = {}
+        self._graph_cache: dict[str, Graph | None] = {}  # by snapshot file
+        self._changes_cache: dict[str, dict[str, list[str]]] = {}  # by snapshot file
         self._fingerprints: dict[str, dict[str, Any]] = {}  # snapshot file -> its nodes' prints
+        self._read_lock = threading.Lock()  # a snapshot read ahead and asked for meanwhile
 
     @property
     def _f(self) -> TraceFiles:
@@ -61,23 +60,39 @@ class GraphRecord:
         return [s for s in self.stages if s.file]
 
     def stage_graph(self, stage: StageInfo | int) -> Graph | None:
+        """The graph of a stage's snapshot (parsed once per file: stages that share a file,
+        a snapshot stored once, share the graph)."""
         info = stage if isinstance(stage, StageInfo) else self.stages[stage]
-        if info.index in self._stage_cache:
-            return self._stage_cache[info.index]
+        if not info.file:
+            return None
+        if info.file in self._graph_cache:
+            return self._graph_cache[info.file]
+        with self._read_lock:  # parsed once, even when two threads ask at the same time
+            if info.file not in self._graph_cache:
+                self._graph_cache[info.file] = self._read_graph(info.file)
+        return self._graph_cache[info.file]
+
+    def _read_graph(self, file: str) -> Graph | None:
         graph = None
-        if info.file:
-            path = self.dir / info.file
-            data = self._snapshot_data(info.name, info.file)
-            if data is not None:
-                try:
-                    if layout.is_fx_text(info.file):
-                        data["changes"] = self._text_changes(info.file, data["nodes"])
-                    self._changes_cache[info.index] = _changes(data)
-                    graph = Graph.from_json(data)
-                except (ValueError, TypeError, AttributeError) as e:
-                    self._f.problem(path, f"not a graph snapshot ({e})")
-        self._stage_cache[info.index] = graph
+        path = self.dir / file
+        first = self._first_with_file(file)
+        data = self._snapshot_data(first.name if first else Path(file).stem, file)
+        if data is not None:
+            try:
+                if layout.is_fx_text(file):
+                    data["changes"] = self._text_changes(file, data["nodes"])
+                self._changes_cache[file] = node_changes(data)
+                graph = Graph.from_json(data)
+            except (ValueError, TypeError, AttributeError) as e:
+                self._f.problem(path, f"not a graph snapshot ({e})")
         return graph
+
+    def is_cached(self, stage: StageInfo) -> bool:
+        """Whether the stage's snapshot was read already (reading it again costs nothing)."""
+        return not stage.file or stage.file in self._graph_cache
+
+    def _first_with_file(self, file: str) -> StageInfo | None:
+        return next((s for s in self.stages if s.file == file), None)
 
     def _snapshot_data(self, stage: str, file: str) -> dict[str, Any] | None:
         """A snapshot file as the snapshot JSON shape: read, or, for a graph kept as the text a
@@ -121,20 +136,37 @@ class GraphRecord:
         return layout.diff_fingerprints(old, fp)
 
     def stage_changes(self, stage: StageInfo) -> dict[str, list[str]]:
-        """Node names a pass added/removed/changed (stored in the snapshot file)."""
+        """Node names a pass added/removed/changed: the stage entry's own (a snapshot stored
+        once for several stages), else those in the snapshot file — which are the changes of
+        the first stage that names that file; a later stage naming it without changes of its
+        own (an imported log's unchanged graph) changed nothing."""
         if not stage.file:
-            return {"added": [], "removed": [], "changed": []}
-        if stage.index not in self._changes_cache and layout.is_fx_text(stage.file):
+            return NO_CHANGES
+        if stage.changes is not None:
+            return stage.changes
+        first = self._first_with_file(stage.file)
+        if first is not None and first.index != stage.index:
+            return NO_CHANGES
+        if stage.file not in self._changes_cache and layout.is_fx_text(stage.file):
             self.stage_graph(stage)  # compared when it is parsed
-        if stage.index not in self._changes_cache:
-            self._changes_cache[stage.index] = _changes(
+        if stage.file not in self._changes_cache:
+            self._changes_cache[stage.file] = node_changes(
                 self._f.json(self.dir / stage.file, {}, kind="snapshot") or {})
-        return self._changes_cache[stage.index]
+        return self._changes_cache[stage.file]
+
+    def same_file(self, other: "GraphRecord", rel: str) -> bool:
+        """Whether this graph's file ``rel`` (relative to its directory) and ``other``'s hold
+        the same bytes (False when either is missing or refused): a comparison then reads it
+        once."""
+        a = self._f.digest(self.dir / rel)
+        return a is not None and a == other._f.digest(other.dir / rel)
 
     def find_stage(self, name: str) -> StageInfo | None:
         index = int(name) if name.isdigit() else None
         for s in self.stages:
-            if s.name == name or (s.file and Path(s.file).stem == name) or s.index == index:
+            if s.name == name or s.index == index or (s.file and (
+                    Path(s.file).stem == name
+                    or Path(layout.stage_file(s.index, s.name)).stem == name)):
                 return s
         return None
 
@@ -219,8 +251,8 @@ class GraphRecord:
         parsing): missing snapshots, missing, binary or huge code files become problems."""
         if not os.path.lexists(self.dir):
             return  # reported once, as meta.json missing
-        for st in self.snapshots():
-            path = self.dir / st.file
+        for file in dict.fromkeys(st.file for st in self.snapshots() if st.file):
+            path = self.dir / file
             if not self._f.exists(path) and not os.path.lexists(path):
                 self._f.problem(path, "missing")
                 continue
@@ -419,6 +451,25 @@ class Trace:
                     / f"{layout.safe_id(compile_id)}{schema.SHAPES_SUFFIX}")
             data = self._files.json(path, {}, kind="compile_shapes")
             cache[compile_id] = user_lines.clean(data or {})
+        return cache[compile_id]
+
+    def compile_shapes_brief(self, compile_id: str) -> dict[str, Any]:
+        """What ``compile_shapes`` holds but the guards, with ``guard_counts`` (``kept``,
+        ``shape``): ``compiles/<id>.shapes-brief.json``, or (a trace made before it) made from
+        ``compile_shapes``. The guards are most of that file (thousands on a deep model, each
+        with its source context): info and the overview need only their counts."""
+        cache = self.__dict__.setdefault("_shapes_brief_cache", {})
+        if compile_id not in cache:
+            path = (self.root / schema.COMPILES_DIR
+                    / f"{layout.safe_id(compile_id)}{schema.SHAPES_BRIEF_SUFFIX}")
+            if self._files.exists(path):
+                data = self._files.json(path, {}, kind="compile_shapes_brief") or {}
+                counts = data.get("guard_counts") or {}
+                if not ("kept" in counts and "shape" in counts):  # cut by the check: unknown
+                    data.pop("guard_counts", None)
+                cache[compile_id] = user_lines.clean(data)
+            else:
+                cache[compile_id] = layout.shapes_brief(self.compile_shapes(compile_id))
         return cache[compile_id]
 
     def compile_cache_lookups(self, compile_id: str) -> list[dict[str, Any]]:

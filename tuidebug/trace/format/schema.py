@@ -19,6 +19,8 @@ COMPILES_DIR = "compiles"
 EVENTS = "events.jsonl"
 CACHE_SUFFIX = ".cache.json"  # compiles/<id>.cache.json: graph-cache lookups, key components
 SHAPES_SUFFIX = ".shapes.json"  # compiles/<id>.shapes.json: symbols, guards, specializations
+# compiles/<id>.shapes-brief.json: the same without the guards, with their counts (what info reads)
+SHAPES_BRIEF_SUFFIX = ".shapes-brief.json"
 
 # Per graph directory
 META = "meta.json"

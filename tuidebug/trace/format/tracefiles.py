@@ -6,6 +6,7 @@ Every path is confined to the trace root, only regular files are read, each with
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,34 +100,47 @@ class TraceFiles:
             return default if value is None else value
         return value
 
+    def digest(self, path: Path) -> str | None:
+        """A digest of the file's bytes (None: missing, refused, unreadable, over the JSON
+        cap): two files with one digest hold the same text, so what is read from one is what
+        the other holds."""
+        real = self._confined(path)
+        if real is None:
+            return None
+        try:
+            data, _ = safefile.read_bytes(real, safefile.MAX_JSON_BYTES)
+        except (safefile.Refused, OSError):
+            return None
+        return hashlib.sha1(data).hexdigest()
+
     def jsonl(self, path: Path, kind: str | None = None) -> list[Any]:
         real = self._confined(path)
         if real is None:
             return []
-        out: list[Any] = []
+        numbered: list[tuple[int, bytes]] = []
         try:
             for lineno, raw in safefile.lines(real):
                 if raw is None:
                     self.problem(path, f"line {lineno} is over {safefile.MAX_LINE_BYTES:,} "
                                        "bytes; skipped")
-                    continue
-                if not raw.strip():
-                    continue
-                try:
-                    value = safefile.loads(raw)
-                except (UnicodeDecodeError, ValueError):
-                    self.problem(path, f"line {lineno} is corrupt or truncated; skipped")
-                    continue
-                if kind is not None:
-                    value = shapes.check(
-                        kind, value, lambda m, n=lineno: self.problem(path, f"line {n}: {m}"))
-                    if value is None:
-                        continue
-                out.append(value)
+                elif raw.strip():
+                    numbered.append((lineno, raw))
         except safefile.Refused as e:
             self.problem(path, str(e))
         except OSError as e:
             self.problem(path, f"unreadable ({e.strerror or e})")
+        out: list[Any] = []
+        values = safefile.loads_lines([raw for _, raw in numbered])
+        for (lineno, _), value in zip(numbered, values):
+            if isinstance(value, ValueError):
+                self.problem(path, f"line {lineno} is corrupt or truncated; skipped")
+                continue
+            if kind is not None:
+                value = shapes.check(
+                    kind, value, lambda m, n=lineno: self.problem(path, f"line {n}: {m}"))
+                if value is None:
+                    continue
+            out.append(value)
         return out
 
     def text(self, path: Path, limit: int = MAX_TEXT_BYTES) -> str | None:

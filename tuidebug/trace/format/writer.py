@@ -8,6 +8,7 @@ importer write through them; they hand plain data (dicts, lists, strings), never
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -207,6 +208,11 @@ class TraceWriter:
         name = f"{layout.safe_id(compile_id)}{schema.SHAPES_SUFFIX}"
         self.write_json(self.path(schema.COMPILES_DIR, name), {"id": compile_id, **shapes},
                         compact=True)
+        # and beside it what info and the overview read: all but the guards (thousands, each
+        # with its source context: most of the file), with their counts
+        name = f"{layout.safe_id(compile_id)}{schema.SHAPES_BRIEF_SUFFIX}"
+        self.write_json(self.path(schema.COMPILES_DIR, name),
+                        {"id": compile_id, **layout.shapes_brief(shapes)})
 
     def write_compile_cache(self, compile_id: str, lookups: list[dict[str, Any]]) -> None:
         """``compiles/<safe id>.cache.json``: the compile's graph-cache lookups, each with its
@@ -251,10 +257,22 @@ class GraphWriter:
     def path(self, *parts: str) -> Path:
         return self.dir.joinpath(*parts)
 
-    def write_stage(self, index: int, name: str, data: dict[str, Any]) -> str:
+    def write_stage(self, index: int, name: str, data: dict[str, Any],
+                    seen: dict[str, str] | None = None) -> str:
         """A graph snapshot as stage ``index``: ``stages/NNN-<name>.json`` (compact JSON);
-        returns that file name, relative to the graph directory (for the stage entry)."""
+        returns that file name, relative to the graph directory (for the stage entry).
+
+        ``seen`` (the caller's, one per graph: a digest of each snapshot's nodes → its file):
+        when this snapshot's nodes are exactly those of one written before, nothing is written
+        and that earlier file is returned — the stage entry then names it (a reference), and
+        its own ``changes`` belong in the entry, not in the shared file."""
         fname = layout.stage_file(index, name)
+        if seen is not None:
+            digest = hashlib.sha1(json.dumps(data.get("nodes"), separators=(",", ":"),
+                                             default=repr).encode()).hexdigest()
+            if digest in seen:
+                return seen[digest]
+            seen[digest] = fname
         self.trace.write_json(self.dir / fname, data, compact=True)
         return fname
 

@@ -144,7 +144,7 @@ def counts(trace: Trace, wall_s: float | None = None) -> Counts:
     compiles = trace.compiles
     # a compile made a graph that ran; a restarted analysis's graph is redone by its restart
     made = list(dict.fromkeys(g.compile_id for g in trace.graphs if g.status != "restarted"))
-    recompiled = [cid for cid in made if explain(cid, compiles, trace.compile_shapes(cid))]
+    recompiled = [cid for cid in made if explain(cid, compiles, trace.compile_shapes_brief(cid))]
     breaks = sum(len(bs) for bs in trace_breaks(trace).values())
     script = trace.manifest.script_error
     status = trace.status if not script else "raised"
@@ -175,7 +175,7 @@ def _dim_source(source: str | None) -> tuple[str, int] | None:
 
 
 def _has_symbol(trace: Trace, cid: str, source: str) -> bool:
-    shapes = trace.compile_shapes(cid)
+    shapes = trace.compile_shapes_brief(cid)
     return any(s.get("source") == source or source in (s.get("sources") or [])
                for s in shapes.get("symbols") or [])
 
@@ -185,7 +185,7 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
     out: dict[str, Suggestion] = {}
     compiles = trace.compiles
     for cid in compiles:
-        rec = explain(cid, compiles, trace.compile_shapes(cid))
+        rec = explain(cid, compiles, trace.compile_shapes_brief(cid))
         if not rec:
             continue
         if rec.get("limit_hit"):

@@ -26,17 +26,23 @@ def guard_counts(detail: dict[str, Any], shapes: dict[str, Any]) -> dict[str, An
     """The one guard count of a compile every view shows: ``count`` (Dynamo's own, its
     ``guard_count`` metric, when recorded; else the guards the capture kept), ``shape`` (guards
     on sizes: the shape-environment guards kept, or the size checks in the guard text when
-    that names more), ``kept`` (the guards ``shapes.json`` holds); None for an unknown count."""
-    kept = shapes.get("guards") or []
+    that names more), ``kept`` (the guards ``shapes.json`` holds); None for an unknown count.
+    ``shapes``: ``Trace.compile_shapes`` or ``Trace.compile_shapes_brief`` (its
+    ``guard_counts``)."""
+    counts = shapes.get("guard_counts")
+    if isinstance(counts, dict):
+        n_kept, n_shape = int(counts.get("kept", 0)), int(counts.get("shape", 0))
+    else:
+        kept = shapes.get("guards") or []
+        n_kept, n_shape = len(kept), sum(1 for g in kept if g.get("expr"))
     metrics = detail.get("metrics") or detail.get("summary") or {}
     dynamo = metrics.get("guard_count")
     text = detail.get("guards")
     text = "\n".join(map(str, text)) if isinstance(text, list) else str(text or "")
     in_text = sum(1 for ln in text.splitlines() if _SIZE_GUARD.search(ln))
     count = dynamo if isinstance(dynamo, int) and not isinstance(dynamo, bool) else (
-        len(kept) if kept or shapes else None)
-    return {"count": count, "shape": max(sum(1 for g in kept if g.get("expr")), in_text),
-            "kept": len(kept)}
+        n_kept if n_kept or shapes else None)
+    return {"count": count, "shape": max(n_shape, in_text), "kept": n_kept}
 
 
 def compile_dynamic(trace: Trace, cid: str) -> dict[str, Any]:
@@ -46,9 +52,8 @@ def compile_dynamic(trace: Trace, cid: str) -> dict[str, Any]:
     ``recompile`` (``recompiles.explain``; None when not a recompile)."""
     compiles = trace.compiles
     detail = compiles.get(cid) or {}
-    shapes = trace.compile_shapes(cid)
+    shapes = trace.compile_shapes_brief(cid)
     marked = _marked_dynamic(detail)
-    all_guards = shapes.get("guards") or []
     symbols = shapes.get("symbols") or []
     derived = shape_nodes.derived_user_lines(trace, cid, symbols)
     return {

@@ -101,9 +101,13 @@ def final_nodes(g: GraphRecord) -> int | None:
     return len(final) if final is not None else None
 
 
-def graph_summary(g: GraphRecord, compile_record: dict[str, Any] | None = None) -> dict[str, Any]:
+def graph_summary(g: GraphRecord, compile_record: dict[str, Any] | None = None, *,
+                  kernel_sizes: bool = True) -> dict[str, Any]:
     """One graph's line of ``tuidebug info``; ``compile_record``: its Dynamo compile (from
-    ``Trace.compiles``), which says whether the graph came from a cache."""
+    ``Trace.compiles``), which says whether the graph came from a cache; ``kernel_sizes``:
+    False leaves out each kernel's sizes and buffer accesses (``info --json`` has them; the
+    table does not show them, and reading them is most of the cost on a large graph: the IR
+    and every kernel's file)."""
     meta = g.meta
     g.check_files()
     stages = g.stages
@@ -143,7 +147,7 @@ def graph_summary(g: GraphRecord, compile_record: dict[str, Any] | None = None) 
         "collectives": [coll.describe(c) for c in coll.issued(g)],
         "ddp_bucket": meta.ddp_bucket,
         "from_cache": cached,
-        "kernel_sizes": graph_kernel_sizes(g),
+        "kernel_sizes": graph_kernel_sizes(g) if kernel_sizes else None,
         "phase_times_s": meta.phase_times_s,
         "error": g.error.to_json() if g.error is not None else None,
     }
@@ -204,7 +208,8 @@ def compile_error_site(trace: Trace) -> dict[str, Any]:
             if r.first_error else None}
 
 
-def trace_summary(trace: Trace) -> dict[str, Any]:
+def trace_summary(trace: Trace, *, kernel_sizes: bool = True) -> dict[str, Any]:
+    """What ``info`` shows of a trace (``kernel_sizes``: see ``graph_summary``)."""
     m = trace.manifest
     err = trace.error
     compiles = trace.compiles
@@ -215,7 +220,8 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
         "format_version": m.format_version,
         "versions": m.versions,
         "command": m.command,
-        "graphs": [graph_summary(g, compiles.get(g.compile_id)) for g in trace.graphs],
+        "graphs": [graph_summary(g, compiles.get(g.compile_id), kernel_sizes=kernel_sizes)
+                   for g in trace.graphs],
         "compiles": [],
         "config_changed": sorted((trace.config.get("changed") or {}).keys()),
         "warnings": list(m.warnings),

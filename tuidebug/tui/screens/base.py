@@ -11,13 +11,13 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from tuidebug.trace.format.reader import GraphRecord, Trace
 from tuidebug.tui import keymap
 from tuidebug.tui.messages import Read, SvgExported
-from tuidebug.tui.widgets.bars import SearchBar, TitleBar
+from tuidebug.tui.widgets.bars import KeyFooter, SearchBar, TitleBar
 from tuidebug.tui.widgets.lists import PickList
 from tuidebug.tui.widgets.textview import TextView
 from tuidebug.inert import inert_content
@@ -53,7 +53,7 @@ class TraceScreen(Screen):
         with Vertical(id="body"):
             yield from self.compose_body()
         yield SearchBar()
-        yield Footer()
+        yield KeyFooter()
 
     def compose_body(self) -> ComposeResult:
         yield from ()

@@ -241,7 +241,7 @@ def _compiles(trace: Trace) -> list[RenderableType]:
                   format_duration(metrics.get("entire_frame_compile_time_s"))
                   if metrics or not place["restarted"] else "restart",
                   format_duration(metrics.get("inductor_compile_time_s")),
-                  model.guards_text(guard_counts(c, trace.compile_shapes(cid)), brief=True),
+                  model.guards_text(guard_counts(c, trace.compile_shapes_brief(cid)), brief=True),
                   compile_cache(c),
                   ", ".join(c.get("graphs") or []))
         for r in reasons_of(c):

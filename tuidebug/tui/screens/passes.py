@@ -19,6 +19,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
 
 from tuidebug.trace.queries import provenance
 from tuidebug.trace.queries.numerics import NodeNumerics, graph_numerics
@@ -268,6 +269,19 @@ class PassesScreen(TraceScreen):
             return  # a late result for a stage no longer selected
         self.stage_view = message.data
         self._show_view(keep_node=True)
+        self._read_ahead(g, self.current_position())
+
+    def _read_ahead(self, g: GraphRecord, position: int | None) -> None:
+        """The snapshots next to the one shown, read in a worker while the user looks at it
+        (a newer read-ahead cancels this one)."""
+        if position is None:
+            return
+
+        def work() -> None:
+            worker = get_current_worker()
+            model.read_ahead(g, position, lambda: worker.is_cancelled)
+        self.run_worker(work, name="read-ahead", group="read-ahead", thread=True,
+                        exclusive=True, exit_on_error=False)
 
     def _show_view(self, keep_node: bool) -> None:
         sv = self.stage_view
