@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tuidebug.trace.format.reader import Trace
 from tuidebug.tui import model
 from tuidebug.tui.messages import Read
+from tuidebug.tui.screens import code as code_screen
 from tuidebug.tui.screens.code import CodeScreen
 from tuidebug.tui.screens.overview import OverviewScreen
 from tuidebug.tui.screens.passes import PassesScreen
+from tuidebug.tui.widgets.textview import RichLines, TextView
 
 
 class Recorder:
@@ -58,7 +62,10 @@ async def test_each_stage_selected_is_read_once_and_a_late_read_is_dropped(
         assert f"[0] {g.stages[0].name}" not in ui.text()
 
 
-async def test_code_is_shown_plain_then_highlighted(open_ui, transformer_trace: Path) -> None:
+async def test_code_is_shown_plain_then_highlighted(open_ui, transformer_trace: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long file (here: any, QUICK_LINES 0) is shown plain at once, then highlighted."""
+    monkeypatch.setattr(code_screen, "QUICK_LINES", 0)
     g = Trace(transformer_trace).graphs[0]
     kernel = next(k for k in g.kernels if k.kind != "extern" and k.file)
     seen = Recorder()
@@ -81,6 +88,28 @@ async def test_code_is_shown_plain_then_highlighted(open_ui, transformer_trace: 
         assert ui.lines("#code-view") == code.expandtabs(4).rstrip("\n").split("\n")
 
 
+async def test_a_short_kernel_is_shown_highlighted_at_once(open_ui, transformer_trace: Path) -> None:
+    """A kernel's file (a few ms to lex) comes highlighted in its one DocRead: one paint."""
+    g = Trace(transformer_trace).graphs[0]
+    kernel = next(k for k in g.kernels if k.get("kind") != "extern" and k.get("file"))
+    code = g.code(str(kernel["file"])) or ""
+    assert code.count("\n") <= code_screen.QUICK_LINES
+    seen = Recorder()
+    async with open_ui(transformer_trace, message_hook=seen) as ui:
+        await ui.press("4")
+        screen = ui.app.screen
+        assert isinstance(screen, CodeScreen)
+        screen.goto_kernel(str(kernel["name"]))
+        await ui.settle()
+        mine = [m for m in seen.messages if type(m) in (CodeScreen.DocRead,
+                                                        CodeScreen.DocHighlighted)
+                and m.key == (g.id, kernel["name"])]
+        assert [type(m) for m in mine] == [CodeScreen.DocRead]
+        assert isinstance(mine[0].data.highlighted, RichLines)
+        assert screen.query_one("#code-view", TextView).source is mine[0].data.highlighted
+        assert ui.lines("#code-view") == code.expandtabs(4).rstrip("\n").split("\n")
+
+
 async def test_the_wrapper_is_highlighted_once_for_every_extern_call(open_ui,
                                                                       transformer_trace: Path) -> None:
     """An extern call shows the whole wrapper at its line: the wrapper's highlighted lines are
@@ -96,6 +125,10 @@ async def test_the_wrapper_is_highlighted_once_for_every_extern_call(open_ui,
         for name in externs[:2]:
             screen.goto_kernel(name)
             await ui.settle()
-        shown = [m for m in seen.of(CodeScreen.DocHighlighted) if m.key[1] in externs[:2]]
-        assert [m.key[1] for m in shown] == externs[:2]
-        assert shown[0].data is shown[1].data  # the same highlighted wrapper, not lexed twice
+        shown = [(m.key[1], m.data if type(m) is CodeScreen.DocHighlighted
+                  else m.data.highlighted) for m in seen.messages
+                 if type(m) in (CodeScreen.DocRead, CodeScreen.DocHighlighted)
+                 and m.key[1] in externs[:2]
+                 and (type(m) is CodeScreen.DocHighlighted or m.data.highlighted is not None)]
+        assert [k for k, _ in shown] == externs[:2]
+        assert shown[0][1] is shown[1][1]  # the same highlighted wrapper, not lexed twice

@@ -42,6 +42,7 @@ from tuidebug.inert import inert_text
 
 WRAPPER = "__wrapper__"
 HIGHLIGHTED_KEPT = 16  # highlighted files kept per screen (a 16k-line wrapper: ~1 s to lex)
+QUICK_LINES = 1500  # a file this short is highlighted before it is shown (a few ms)
 THEME = "monokai"
 
 
@@ -88,6 +89,7 @@ class CodeDoc:
     path: str  # decides the highlighter
     cursor: int
     title: str
+    highlighted: RichLines | None = None  # already highlighted: shown at once, painted once
 
 
 def read_code(g: GraphRecord, item: str, kernels: dict[str, provenance.KernelInfo]) -> CodeDoc:
@@ -294,28 +296,45 @@ class CodeScreen(TraceScreen):
         self.query_one("#code-view", TextView).focus()
 
     def load_doc(self, key: Any, read: Callable[[], CodeDoc]) -> None:
-        """Show the text at once (``DocRead``), then again highlighted (``DocHighlighted``:
-        lexing a long wrapper takes a while)."""
+        """Show the text highlighted (``DocRead`` with ``highlighted``) when it was before or
+        is short (a kernel: a few ms to lex; one paint); else at once as plain text, then again
+        highlighted (``DocHighlighted``: lexing a long wrapper takes a while)."""
         def work() -> None:
             worker = get_current_worker()
             doc = read()
-            self.post_message(self.DocRead(key, doc))
-            if not (doc.code and doc.path) or worker.is_cancelled:
+            if not (doc.code and doc.path):
+                self.post_message(self.DocRead(key, doc))
                 return
             # the same file is highlighted once (every extern call shows the whole wrapper)
             done = (key[0] if isinstance(key, tuple) else key, doc.path, hash(doc.code))
             lines = self._highlighted.get(done)
-            if lines is None:
-                lines = highlight(doc.code, doc.path, lambda: worker.is_cancelled)
+            if lines is None and doc.code.count("\n") <= QUICK_LINES:
+                lines = self._highlight(done, doc, lambda: worker.is_cancelled)
                 if lines is None:
                     return  # another item was selected meanwhile
-                self._highlighted[done] = lines
-                while len(self._highlighted) > HIGHLIGHTED_KEPT:
-                    self._highlighted.pop(next(iter(self._highlighted)))
-            self.post_message(self.DocHighlighted(key, lines))
+            if lines is not None:  # shown highlighted at once: one paint per key, not two
+                if not worker.is_cancelled:
+                    self.post_message(self.DocRead(key, CodeDoc(
+                        doc.code, doc.path, doc.cursor, doc.title, lines)))
+                return
+            self.post_message(self.DocRead(key, doc))
+            if worker.is_cancelled:
+                return
+            lines = self._highlight(done, doc, lambda: worker.is_cancelled)
+            if lines is not None:  # None: another item was selected meanwhile
+                self.post_message(self.DocHighlighted(key, lines))
         self.shown_key = key
         self.run_worker(work, name="code", group="load-code", thread=True, exclusive=True,
                         exit_on_error=False)
+
+    def _highlight(self, done: tuple[Any, str, int], doc: CodeDoc,
+                   cancelled: Callable[[], bool]) -> RichLines | None:
+        lines = highlight(doc.code or "", doc.path, cancelled)
+        if lines is not None:
+            self._highlighted[done] = lines
+            while len(self._highlighted) > HIGHLIGHTED_KEPT:
+                self._highlighted.pop(next(iter(self._highlighted)))
+        return lines
 
     def on_code_screen_doc_highlighted(self, message: CodeScreen.DocHighlighted) -> None:
         if message.key != self.shown_key:
@@ -330,7 +349,7 @@ class CodeScreen(TraceScreen):
             return  # a late result for something no longer selected
         view = self.query_one("#code-view", TextView)
         doc = message.data
-        view.set_source(TextLines(doc.code or ""), cursor=doc.cursor,
+        view.set_source(doc.highlighted or TextLines(doc.code or ""), cursor=doc.cursor,
                         placeholder="(not available)" if doc.code is None else "(empty)")
         view.set_query(self.search_query)
         self.set_text("#code-title", Text(doc.title, style="bold"))
