@@ -18,7 +18,8 @@ LayerNorm / attention / MLP ops with module paths, a residual stream, weights as
 and every block saving activations for the output (the long edges that make ``dot`` slow).
 Times are wall-clock seconds: "build" is reading the trace and graph → DOT, "layout" is every
 Graphviz attempt together (the engine column says which one finished; "(fallback)" when the
-first ran out of its time-box).
+first ran out of its time-box). "CPU" (real traces) is the CPU seconds of the whole export, this
+process's and ``dot``'s together: on a loaded machine wall time is mostly waiting for a core.
 """
 
 from __future__ import annotations
@@ -187,11 +188,21 @@ def time_graph(graph: Graph, mode: str, timeout: float, overlay: Overlay | None 
             return res.shown, build_s, float("nan"), f"gave up after {timeout:.0f}s", "-"
 
 
+def cpu_now() -> float:
+    """CPU seconds of this process and of its finished children (``dot``): the cost of an
+    export whatever the machine's load (wall time on a loaded machine is mostly waiting)."""
+    import resource
+
+    ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + ch.ru_utime + ch.ru_stime
+
+
 def row(name: str, nodes: int, mode: str, shown: int | str, build_s: float, layout_s: float,
-        engine: str, size: str = "-") -> None:
+        engine: str, size: str = "-", cpu_s: float | None = None) -> None:
     total = build_s + layout_s
+    cpu = f"{cpu_s:>6.2f}" if cpu_s is not None else f"{'-':>6}"
     print(f"{name:<44} {nodes:>6} {mode:<10} {shown:>6} {build_s:>7.2f} {layout_s:>7.2f} "
-          f"{total:>7.2f} {size:>13}  {engine}", flush=True)
+          f"{total:>7.2f} {cpu} {size:>13}  {engine}", flush=True)
 
 
 def build_traces(trace_dir: Path, which: list[tuple[str, str, list[str]]]) -> list[Path]:
@@ -241,7 +252,7 @@ def time_trace(path: str | Path, ns: argparse.Namespace) -> None:
         for stage, mode, kernels in views:
             label = f"{tr.name}/{rec.id}" + (f"@{stage}" if stage else "")
             with tempfile.TemporaryDirectory() as d:
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), cpu_now()
                 try:
                     e = export(tr, rec.id, stage, kernels=kernels, out=Path(d) / "g.svg",
                                collapse=mode != "full", timeout=ns.timeout)
@@ -255,10 +266,11 @@ def time_trace(path: str | Path, ns: argparse.Namespace) -> None:
                 except ViewerError as err:  # no kernels in a failed compile, say
                     row(label, graph_size(rec, stage), mode, "-", 0, 0, f"skipped: {str(err)[:60]}")
                     continue
-                wall = time.perf_counter() - t0
+                wall, cpu = time.perf_counter() - t0, cpu_now() - c0
                 size = canvas(e.svg)
             engine = e.rendered.engine + (" (fallback)" if len(e.rendered.tries) > 1 else "")
-            row(label, e.dot.total, mode, e.dot.shown, e.build_s, wall - e.build_s, engine, size)
+            row(label, e.dot.total, mode, e.dot.shown, e.build_s, wall - e.build_s, engine, size,
+                cpu)
 
 
 def main() -> int:
@@ -286,7 +298,7 @@ def main() -> int:
     if ns.quick:
         ns.sizes = "100"
     print(f"{'graph':<44} {'nodes':>6} {'mode':<10} {'shown':>6} {'build':>7} {'layout':>7} "
-          f"{'total':>7} {'canvas (pt)':>13}  engine")
+          f"{'total':>7} {'CPU':>6} {'canvas (pt)':>13}  engine")
     print(f"# load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     try:
         if not ns.no_synthetic:

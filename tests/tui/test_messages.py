@@ -4,6 +4,7 @@ which ones arrive, in what order, and what a late one for an old selection does 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,19 +63,28 @@ async def test_each_stage_selected_is_read_once_and_a_late_read_is_dropped(
         assert f"[0] {g.stages[0].name}" not in ui.text()
 
 
+def _first_kernel(trace: Path) -> tuple[Any, Any]:
+    g = Trace(trace).graphs[0]
+    return g, next(k for k in g.kernels if k.kind != "extern" and k.file)
+
+
+async def _show_kernel(ui: Any, kernel: Any) -> CodeScreen:
+    await ui.press("4")
+    screen = ui.app.screen
+    assert isinstance(screen, CodeScreen)
+    screen.goto_kernel(str(kernel.name))
+    await ui.settle()
+    return screen
+
+
 async def test_code_is_shown_plain_then_highlighted(open_ui, transformer_trace: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """A long file (here: any, QUICK_LINES 0) is shown plain at once, then highlighted."""
     monkeypatch.setattr(code_screen, "QUICK_LINES", 0)
-    g = Trace(transformer_trace).graphs[0]
-    kernel = next(k for k in g.kernels if k.kind != "extern" and k.file)
+    g, kernel = _first_kernel(transformer_trace)
     seen = Recorder()
     async with open_ui(transformer_trace, message_hook=seen) as ui:
-        await ui.press("4")
-        screen = ui.app.screen
-        assert isinstance(screen, CodeScreen)
-        screen.goto_kernel(str(kernel.name))
-        await ui.settle()
+        await _show_kernel(ui, kernel)
         reads = [m for m in seen.messages
                  if type(m) in (CodeScreen.DocRead, CodeScreen.DocHighlighted)]
         last = [(type(m), m.key) for m in reads if m.key == (g.id, kernel.name)]
@@ -90,20 +100,15 @@ async def test_code_is_shown_plain_then_highlighted(open_ui, transformer_trace: 
 
 async def test_a_short_kernel_is_shown_highlighted_at_once(open_ui, transformer_trace: Path) -> None:
     """A kernel's file (a few ms to lex) comes highlighted in its one DocRead: one paint."""
-    g = Trace(transformer_trace).graphs[0]
-    kernel = next(k for k in g.kernels if k.get("kind") != "extern" and k.get("file"))
-    code = g.code(str(kernel["file"])) or ""
+    g, kernel = _first_kernel(transformer_trace)
+    code = g.code(str(kernel.file)) or ""
     assert code.count("\n") <= code_screen.QUICK_LINES
     seen = Recorder()
     async with open_ui(transformer_trace, message_hook=seen) as ui:
-        await ui.press("4")
-        screen = ui.app.screen
-        assert isinstance(screen, CodeScreen)
-        screen.goto_kernel(str(kernel["name"]))
-        await ui.settle()
+        screen = await _show_kernel(ui, kernel)
         mine = [m for m in seen.messages if type(m) in (CodeScreen.DocRead,
                                                         CodeScreen.DocHighlighted)
-                and m.key == (g.id, kernel["name"])]
+                and m.key == (g.id, kernel.name)]
         assert [type(m) for m in mine] == [CodeScreen.DocRead]
         assert isinstance(mine[0].data.highlighted, RichLines)
         assert screen.query_one("#code-view", TextView).source is mine[0].data.highlighted
