@@ -35,6 +35,8 @@ async def test_the_search_bar_leaves_the_layout_alone(open_ui, transformer_trace
         await ui.settle()
         body = ui.app.screen.query_one("#body")
         before = body.region
+        keys = list(ui.app.screen.query_one(KeyFooter).query(FooterKey))
+        assert keys
         await ui.pilot.press("slash")
         await ui.settle()
         bar = ui.app.screen.query_one(SearchBar)
@@ -46,6 +48,9 @@ async def test_the_search_bar_leaves_the_layout_alone(open_ui, transformer_trace
         await ui.pilot.press("escape")
         await ui.settle()
         assert not bar.is_open and body.region == before
+        # the footer, under the bar meanwhile, was not rebuilt for the input's focus
+        again = list(ui.app.screen.query_one(KeyFooter).query(FooterKey))
+        assert len(again) == len(keys) and all(a is b for a, b in zip(again, keys))
 
 
 async def test_the_stepper_reads_the_next_snapshot_ahead(open_ui, transformer_trace: Path) -> None:

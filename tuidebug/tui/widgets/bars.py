@@ -30,6 +30,9 @@ class KeyFooter(Footer):
     _shown: tuple[tuple[str, str, bool, str], ...] | None = None
 
     def bindings_changed(self, screen: Screen) -> None:  # type: ignore[type-arg]
+        focused = screen.focused
+        if focused is not None and isinstance(focused.parent, SearchBar):
+            return  # typing a search: the bar lies over the footer, nothing of it shows
         if self.is_attached and screen is self.screen and screen.app.app_focus:
             shown = tuple((b.key, b.description, bool(enabled), str(tooltip or ""))
                           for _, b, enabled, tooltip in screen.active_bindings.values()
