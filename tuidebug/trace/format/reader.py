@@ -256,7 +256,7 @@ class GraphRecord:
             if not self._f.exists(path) and not os.path.lexists(path):
                 self._f.problem(path, "missing")
                 continue
-            if layout.is_fx_text(st.file):
+            if layout.is_fx_text(file):
                 continue  # a printed graph: what is wrong with it is told when it is parsed
             # a snapshot's node count comes from the stage list (not parsed here): its last
             # bytes tell a file cut short (a JSON object ends with "}")
