@@ -98,12 +98,17 @@ def snapshot_lines(g: GraphRecord, info: StageInfo, graph: Graph) -> list[GraphL
 
 
 def read_ahead(g: GraphRecord, position: int, cancelled: Callable[[], bool]) -> None:
-    """Read the snapshots next to ``position`` in ``g.stages`` (the nearest one with a file
+    """Read the snapshots next to ``position`` in ``g.stages`` (the nearest other snapshot
     after it, then before it) and their node lines, so that the next ``n`` or ``p`` finds
     them ready; stops when ``cancelled()``."""
     stages = g.stages
-    after = next((s for s in stages[position + 1:] if s.file), None)
-    before = next((s for s in reversed(stages[:max(0, position)]) if s.file), None)
+    here = snapshot_at(g, stages[position]) if 0 <= position < len(stages) else None
+    shown = here.file if here is not None else None
+
+    def other(s: StageInfo) -> bool:  # a snapshot of its own (several stages may share one)
+        return bool(s.file) and s.file != shown
+    after = next((s for s in stages[position + 1:] if other(s)), None)
+    before = next((s for s in reversed(stages[:max(0, position)]) if other(s)), None)
     for s in (after, before):
         if s is None or cancelled():
             continue

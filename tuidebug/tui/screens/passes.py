@@ -267,6 +267,9 @@ class PassesScreen(TraceScreen):
         g = self.graph
         if g is None or stage is None or message.key != (g.id, stage.index):
             return  # a late result for a stage no longer selected
+        shown = self.stage_view
+        if shown is not None and shown.stage is stage and self._pending is None:
+            return  # the stage on display read twice (two highlights of one option): kept
         self.stage_view = message.data
         self._show_view(keep_node=True)
         self._read_ahead(g, self.current_position())
