@@ -29,6 +29,14 @@ class StageCounts(TypedDict):
     changed: int
 
 
+class StageChanges(TypedDict):
+    """Node names a stage ``added``, ``removed`` and ``changed``."""
+
+    added: list[str]
+    removed: list[str]
+    changed: list[str]
+
+
 class StageEntry(TypedDict, total=False):
     """One entry of ``meta.json``'s stage list as the writers build it (capture, the
     importers): a dict, because each writer gives only the keys it knows (a pass that changed
@@ -45,6 +53,7 @@ class StageEntry(TypedDict, total=False):
     nodes: int | None
     counts: StageCounts
     note: str
+    changes: StageChanges  # a snapshot stored once for several stages: this stage's own
 
 
 @dataclass
