@@ -13,14 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from tuidebug.trace.format import layout
 from tuidebug.trace.format.graph import Graph
 from tuidebug.trace.format.reader import GraphRecord, StageInfo
 
 def stage_label(s: StageInfo) -> str:
     """The name a stage goes by in titles, file names and ``--stage``: its snapshot file's stem
     (``007-pattern_matcher``), or the stem it would have (``NNN-name``) when it has no snapshot
-    (a pass that changed nothing). Unique within a graph, and ``find_stage`` takes it back."""
-    return Path(s.file).stem if s.file else f"{s.index:03d}-{s.name}"
+    of its own (a pass that changed nothing; a snapshot stored once, named by a later stage
+    too). Unique within a graph, and ``find_stage`` takes it back."""
+    return Path(layout.stage_file(s.index, s.name)).stem if s.file else f"{s.index:03d}-{s.name}"
 
 
 def find_stage(g: GraphRecord, name: str) -> StageInfo | None:
