@@ -68,9 +68,11 @@ def find_tlparse() -> str | None:
 
 
 def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float]:
-    """(wall s, CPU s, peak RSS MB) of one child process."""
+    """(wall s, CPU s, peak RSS MB) of one child process, run in the repository (``python -m``
+    puts the working directory first on the module path)."""
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                         cwd=ROOT)
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     assert p.stderr is not None
