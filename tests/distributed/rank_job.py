@@ -27,7 +27,10 @@
   ddpsafe  DDP models whose arithmetic the capture's logging hook must not change, each printed
          as a digest of its parameters: a builtin FP16_COMPRESS hook registered after
          construction (DDP's private ``_register_builtin_comm_hook``), 2 steps; then ``Join`` with
-         ``divide_by_initial_world_size=False`` and uneven inputs (rank 0 3 steps, rank 1 one)
+         ``divide_by_initial_world_size=False`` and uneven inputs (rank 0 3 steps, rank 1 one);
+         then small models, 3 steps each: static_graph, find_unused_parameters with a parameter
+         left unused, no_sync for the first step, gradient_as_bucket_view, bfloat16 parameters,
+         and two models trained by one loss
   hang   after compiling, rank 0 broadcasts then all-reduces, rank 1 the other way round: both
          wait forever (until ``--timeout`` ends the job)
 """
@@ -159,6 +162,44 @@ def ddp_safe(rank: int) -> None:
     with Join([joined], divide_by_initial_world_size=False):
         train(joined, 3 if rank == 0 else 1)
     print(f"rank {rank}: join {digest(joined)}", flush=True)
+
+    class Two(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(16, 16), torch.nn.Linear(16, 16)
+
+        def forward(self, x):
+            return self.a(x)  # b unused
+
+    def small(name: str, model: torch.nn.Module, dtype: torch.dtype = torch.float32,
+              sync_from: int = 0) -> None:
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for i in range(3):
+            x = torch.randn(4, 16, generator=g).to(dtype)
+            if i < sync_from:
+                with model.no_sync():
+                    model(x).float().sum().backward()
+                continue
+            model(x).float().sum().backward()
+            opt.step()
+            opt.zero_grad()
+        print(f"rank {rank}: {name} {digest(model.float())}", flush=True)
+
+    lin = lambda: torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.Tanh(),  # noqa: E731
+                                      torch.nn.Linear(16, 16))
+    small("static_graph", DistributedDataParallel(lin(), static_graph=True))
+    small("find_unused", DistributedDataParallel(Two(), find_unused_parameters=True))
+    small("no_sync", DistributedDataParallel(lin()), sync_from=1)
+    small("bucket_view", DistributedDataParallel(lin(), gradient_as_bucket_view=True))
+    small("bf16", DistributedDataParallel(lin().to(torch.bfloat16)), dtype=torch.bfloat16)
+    first, second = DistributedDataParallel(lin()), DistributedDataParallel(lin())
+    opt = torch.optim.SGD([*first.parameters(), *second.parameters()], lr=0.1)
+    for _ in range(3):
+        x = torch.randn(4, 16, generator=g)
+        (first(x).sum() + second(x).sum()).backward()
+        opt.step()
+        opt.zero_grad()
+    print(f"rank {rank}: two_models {digest(first)} {digest(second)}", flush=True)
 
 
 def main() -> None:
