@@ -227,3 +227,15 @@ def test_the_check_line_says_its_times_are_one_call_each(mlp_trace: Path) -> Non
         f"first call timed once: compiled {format_duration(check['first_call_s'])}, eager "
         f"{format_duration(check['eager_s'])}"), line
     assert not any(w in text.lower() for w in ("faster", "slower", "speedup")), text
+
+
+def test_one_gradient_judged_is_one_gradient() -> None:
+    """A compiled function of one input that requires grad: '1 gradient judged' (it read
+    '1 gradients judged'), more read 'gradients'."""
+    from tuidebug.viewers.summary_text import accuracy_verdict
+
+    check = {"close": True, "detail": "output 0: within 0.0001", "rule": "allclose",
+             "gradients": {"outputs": [{"name": "x.grad"}]}}
+    assert accuracy_verdict(check)[1].endswith("; 1 gradient judged")
+    check["gradients"]["outputs"].append({"name": "y.grad"})
+    assert accuracy_verdict(check)[1].endswith("; 2 gradients judged")

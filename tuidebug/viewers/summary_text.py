@@ -81,7 +81,8 @@ def accuracy_verdict(check: dict[str, Any]) -> tuple[str, str]:
     if isinstance(grads, dict) and grads.get("skipped"):
         why = f"{why}; gradients not judged: {grads['skipped']}"
     elif isinstance(grads, dict) and isinstance(grads.get("outputs"), list):
-        why = f"{why}; {len(grads['outputs'])} gradients judged"
+        n = len(grads['outputs'])
+        why = f"{why}; {n} gradient{'s' if n != 1 else ''} judged"
     return ("match" if check["close"] else "MISMATCH"), why.strip()
 
 
