@@ -30,7 +30,8 @@
          ``divide_by_initial_world_size=False`` and uneven inputs (rank 0 3 steps, rank 1 one);
          then small models, 3 steps each: static_graph, find_unused_parameters with a parameter
          left unused, no_sync for the first step, gradient_as_bucket_view, bfloat16 parameters,
-         and two models trained by one loss
+         two models trained by one loss, and (torch >= 2.13) batched_grad_copy, alone and with
+         gradient_as_bucket_view; run on 3 ranks (a divisor that is not a power of two)
   hang   after compiling, rank 0 broadcasts then all-reduces, rank 1 the other way round: both
          wait forever (until ``--timeout`` ends the job)
 """
@@ -192,6 +193,12 @@ def ddp_safe(rank: int) -> None:
     small("no_sync", DistributedDataParallel(lin()), sync_from=1)
     small("bucket_view", DistributedDataParallel(lin(), gradient_as_bucket_view=True))
     small("bf16", DistributedDataParallel(lin().to(torch.bfloat16)), dtype=torch.bfloat16)
+    import inspect
+
+    if "batched_grad_copy" in inspect.signature(DistributedDataParallel.__init__).parameters:
+        small("batched", DistributedDataParallel(lin(), batched_grad_copy=True))
+        small("batched_view", DistributedDataParallel(lin(), batched_grad_copy=True,
+                                                      gradient_as_bucket_view=True))
     first, second = DistributedDataParallel(lin()), DistributedDataParallel(lin())
     opt = torch.optim.SGD([*first.parameters(), *second.parameters()], lr=0.1)
     for _ in range(3):
@@ -200,6 +207,7 @@ def ddp_safe(rank: int) -> None:
         opt.step()
         opt.zero_grad()
     print(f"rank {rank}: two_models {digest(first)} {digest(second)}", flush=True)
+    dist.barrier()  # every rank's async work done before teardown (a gloo abort seen at 3 ranks)
 
 
 def main() -> None:

@@ -60,13 +60,19 @@ def test_ddp_bucket_all_reduces_are_logged_and_a_hang_in_one_is_located(tmp_path
 
 
 def test_the_logging_hook_never_changes_a_ddp_models_parameters(tmp_path) -> None:
-    """``rank_job.py ddpsafe``, plain torchrun and traced: a builtin FP16_COMPRESS hook
+    """``rank_job.py ddpsafe`` on 3 ranks, plain torchrun and traced: a builtin FP16_COMPRESS hook
     registered after construction (DDP's private ``_register_builtin_comm_hook``: it replaces
     the capture's hook, as it would the reducer's default) and ``Join`` with
     ``divide_by_initial_world_size=False`` on uneven inputs (the reducer divides by the ranks
     still joined) leave every parameter bit-identical to the untraced run's; so do static_graph,
     find_unused_parameters, no_sync, gradient_as_bucket_view, bfloat16 parameters and two
-    models under one loss."""
+    models under one loss, and batched_grad_copy (the reducer divides, not multiplies: at 3
+    ranks not the same numbers)."""
+    import inspect
+
+    from torch.nn.parallel import DistributedDataParallel
+
+    batched = "batched_grad_copy" in inspect.signature(DistributedDataParallel.__init__).parameters
     import os
     import re
     import subprocess
@@ -80,17 +86,17 @@ def test_the_logging_hook_never_changes_a_ddp_models_parameters(tmp_path) -> Non
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK", "SLURM_PROCID"):
         env.pop(name, None)
     plain = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                            "--nproc-per-node", "2", str(SCRIPT), "ddpsafe"], env=env,
+                            "--nproc-per-node", "3", str(SCRIPT), "ddpsafe"], env=env,
                            capture_output=True, text=True, timeout=600)
     job = tmp_path / "ddpsafe"
-    traced = trace_job(job, "ddpsafe")
+    traced = trace_job(job, "ddpsafe", nproc=3)
     assert plain.returncode == 0, plain.stderr[-3000:]
     assert traced.returncode == 0, traced.stderr[-3000:]
 
     def digests(text: str) -> list[str]:
         return sorted(re.findall(r"rank \d: \w+ [0-9a-f]{16}(?: [0-9a-f]{16})?", text))
 
-    assert len(digests(plain.stdout)) == 2 * 8, plain.stdout
+    assert len(digests(plain.stdout)) == 3 * (10 if batched else 8), plain.stdout
     assert digests(traced.stdout) == digests(plain.stdout)
     # the capture's hook was there (it logged both models' buckets), and yet changed nothing
     events = [json.loads(ln) for ln in
@@ -99,10 +105,10 @@ def test_the_logging_hook_never_changes_a_ddp_models_parameters(tmp_path) -> Non
                and e["ddp"]["bytes"] > 1_000_000]
     small = Counter(e["ddp"]["bytes"] for e in events if e.get("event") == "collective"
                     and e.get("ddp") and e["ddp"]["bytes"] < 1_000_000)
-    # one bucket a synced step, every small model hooked: static_graph 3, find_unused 3,
-    # no_sync 2 (its first step not synced), bucket_view 3, the two under one loss 2 × 3;
-    # bfloat16 3
-    assert small == {2176: 3 + 3 + 2 + 3 + 2 * 3, 1088: 3}, small
+    # one bucket a synced step: static_graph 3, find_unused 3, no_sync 2 (its first step not
+    # synced), the two under one loss 2 × 3, batched 3, batched_view 3; bfloat16 3;
+    # bucket_view none (at 3 ranks not hooked: the reducer divides it in place)
+    assert small == {2176: 3 + 3 + 2 + 2 * 3 + (6 if batched else 0), 1088: 3}, small
     # Net in 1 MB buckets: one bucket at the first step, three once rebuilt; rank 0 trains the
     # FP16_COMPRESS model 2 steps (1 + 3) and the joined one 3 (1 + 3 + 3)
     assert len(buckets) == 11, buckets

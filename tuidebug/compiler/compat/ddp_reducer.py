@@ -3,7 +3,8 @@
 DDP's C++ reducer issues them from autograd hooks through the C++ ProcessGroup: no Python
 collective is called, so the capture's wrappers of ``torch.distributed`` never see them. With no
 communication hook registered, the reducer multiplies each gradient by 1/divisor as it copies
-it into its bucket, then all-reduces the bucket (a sum). The divisor is the world size, except
+it into its bucket (with ``batched_grad_copy``: copies them, then divides the whole bucket by
+the divisor), then all-reduces the bucket (a sum). The divisor is the world size, except
 where DDP's forward handed the reducer a ``Join`` work handle with
 ``divide_by_initial_world_size=False``: then it is that all-reduce's result (the ranks not yet
 joined), and it stays so for later steps too (the reducer keeps the last handle).
@@ -11,7 +12,7 @@ joined), and it stays so for later steps too (the reducer keeps the last handle)
 :func:`install` wraps ``DistributedDataParallel.__init__``: each model built while it is
 installed gets a comm hook (registered straight on its reducer, so DDP's own bookkeeping —
 ``_comm_hooks``, the logger's hook name — stays as without tuidebug) that does exactly that: the
-bucket times 1/divisor, the same multiplication in the same dtype (the reducer then copies
+bucket times 1/divisor (divided by it, with ``batched_grad_copy``), in the same dtype (the reducer then copies
 gradients unscaled), then the process group's allreduce; it calls ``on_issue(bucket index,
 is_last, bytes, group)`` before and ``on_done(token)`` when the all-reduce completed. The divisor
 is read at call time: the model's current process group, and the Join handle DDP last gave the
@@ -28,14 +29,15 @@ divide, all-reduce, copy back), on the group the model had when it was registere
 Not installed (the reducer's own arithmetic would not be matched, or a hook is there), said
 through ``warn``: a hook DDP registered while it was built (optimizer in backward), mixed
 precision, sparse gradients, DDP's Python reducer (its all-reduces are functional collectives,
-logged as such), every parameter's all-reduce delayed, ``gradient_as_bucket_view`` with a world
-size above 2 (the reducer then divides gradients that are already bucket views in place, which
+logged as such), every parameter's all-reduce delayed, ``skip_all_reduce_unused_params``,
+``gradient_as_bucket_view`` without ``batched_grad_copy`` and with a world size above 2 (the reducer then divides gradients that are already bucket views in place, which
 a multiplication by 1/divisor matches exactly only for powers of two: a world size of 3, or a
 Join leaving 3 of 4 ranks, is not).
 """
 
 from __future__ import annotations
 
+import functools
 import weakref
 from typing import Any, Callable
 
@@ -53,6 +55,8 @@ class _State:
     def __init__(self, ddp: Any) -> None:
         self.ddp = weakref.ref(ddp)
         self.reducer = id(ddp.reducer)  # an id: the reducer holds this state (no cycle)
+        # batched_grad_copy (torch >= 2.13): the reducer divides the whole bucket in place
+        self.batched = bool(getattr(ddp, "batched_grad_copy", False))
         self.delegate: tuple[Any, Callable[..., Any]] | None = None
         self.join: tuple[Any, bool] | None = None
 
@@ -83,8 +87,11 @@ def _why_not(ddp: Any) -> str | None:
         return "DDP mixed precision"
     if getattr(ddp, "_delay_all_reduce_all_params", False):
         return "every parameter's all-reduce delayed"
+    if getattr(ddp, "skip_all_reduce_unused_params", False):
+        return "skip_all_reduce_unused_params"
     size = ddp.process_group.size()
-    if getattr(ddp, "gradient_as_bucket_view", False) and size > 2:
+    if (getattr(ddp, "gradient_as_bucket_view", False) and size > 2
+            and not getattr(ddp, "batched_grad_copy", False)):
         return (f"gradient_as_bucket_view with a world size of {size} (the reducer divides in "
                 "place by a count that need not be a power of two)")
     for m in ddp.module.modules():
@@ -152,8 +159,11 @@ def install(on_issue: Callable[[int, bool, int, Any], Any],
             their_state, their_hook = state.delegate
             fut = their_hook(their_state, bucket)
         else:
-            buf = bucket.buffer()
-            buf.mul_(1.0 / state.divisor())  # what the reducer does copying into the bucket
+            buf, divisor = bucket.buffer(), state.divisor()
+            if state.batched:  # Reducer::flush_deferred_copies: one div_ of the bucket
+                buf.div_(divisor)
+            else:  # what the reducer does copying into the bucket (at::mul_out by 1/divisor)
+                buf.mul_(1.0 / divisor)
             fut = state.group.allreduce([buf]).get_future().then(lambda f: f.value()[0])
         if token is not None:
             try:
@@ -162,6 +172,7 @@ def install(on_issue: Callable[[int, bool, int, Any], Any],
                 pass
         return fut
 
+    @functools.wraps(init)  # scripts read DDP's signature (inspect.signature) to pick options
     def wrapped_init(self: Any, *args: Any, **kwargs: Any) -> None:
         init(self, *args, **kwargs)
         try:
@@ -185,9 +196,10 @@ def install(on_issue: Callable[[int, bool, int, Any], Any],
         mine = _state_of(reducer)
         ddp = mine.ddp() if mine is not None else None
         twin = _builtin(kind, ddp.process_group) if ddp is not None else None
-        if mine is None or mine.delegate is not None or twin is None:
+        if mine is None or mine.delegate is not None:
             return register_builtin(reducer, kind)  # the reducer says what it says
-        mine.delegate = (None, twin)
+        if twin is not None:  # an unknown kind: the reducer keeps its default (as ours does)
+            mine.delegate = (None, twin)
 
     def wrapped_notify(joinable: Any) -> Any:
         work = notify(joinable)
