@@ -211,7 +211,10 @@ def install(on_issue: Callable[[int, bool, int, Any], Any],
     DDP.__init__ = wrapped_init  # type: ignore[method-assign]
     dist._register_comm_hook = wrapped_register
     dist._register_builtin_comm_hook = wrapped_register_builtin
-    Join.notify_join_context = staticmethod(wrapped_notify)  # type: ignore[method-assign,assignment]
+    # DDP's forward calls it; under torch.compile Dynamo skips torch's own frame, and must skip
+    # ours too (else it compiles a frame of tuidebug's in the user's job)
+    Join.notify_join_context = staticmethod(  # type: ignore[method-assign,assignment]
+        torch.compiler.disable(wrapped_notify))
 
     def undo() -> None:
         DDP.__init__ = init  # type: ignore[method-assign]
