@@ -17,11 +17,23 @@ HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "rank_job.py"
 
 
-def trace_job(out: Path, mode: str, nproc: int = 2,
-              extra: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+def _env() -> dict[str, str]:
     env = dict(os.environ, PYTHONPATH=pythonpath())
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK", "SLURM_PROCID"):
         env.pop(name, None)
+    return env
+
+
+def plain_job(mode: str, nproc: int = 2) -> subprocess.CompletedProcess[str]:
+    """``rank_job.py MODE`` under plain torchrun, untraced: what a traced run must equal."""
+    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                           "--nproc-per-node", str(nproc), str(SCRIPT), mode], env=_env(),
+                          capture_output=True, text=True, timeout=600)
+
+
+def trace_job(out: Path, mode: str, nproc: int = 2,
+              extra: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = _env()
     cmd = [sys.executable, "-m", "tuidebug.cli", "trace", "--nproc-per-node", str(nproc),
            "--no-check", *(extra or []), "-o", str(out), str(SCRIPT), mode]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)

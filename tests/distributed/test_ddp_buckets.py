@@ -69,25 +69,15 @@ def test_the_logging_hook_never_changes_a_ddp_models_parameters(tmp_path) -> Non
     models under one loss, and batched_grad_copy (the reducer divides, not multiplies: at 3
     ranks not the same numbers)."""
     import inspect
+    import re
+    from collections import Counter
 
     from torch.nn.parallel import DistributedDataParallel
 
+    from tests.distributed.conftest import plain_job
+
     batched = "batched_grad_copy" in inspect.signature(DistributedDataParallel.__init__).parameters
-    import os
-    import re
-    import subprocess
-    import sys
-    from collections import Counter
-
-    from tests.conftest import pythonpath
-    from tests.distributed.conftest import SCRIPT, trace_job
-
-    env = dict(os.environ, PYTHONPATH=pythonpath())
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK", "SLURM_PROCID"):
-        env.pop(name, None)
-    plain = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                            "--nproc-per-node", "3", str(SCRIPT), "ddpsafe"], env=env,
-                           capture_output=True, text=True, timeout=600)
+    plain = plain_job("ddpsafe", nproc=3)
     job = tmp_path / "ddpsafe"
     traced = trace_job(job, "ddpsafe", nproc=3)
     assert plain.returncode == 0, plain.stderr[-3000:]

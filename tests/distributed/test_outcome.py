@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import pythonpath
-from tests.distributed.conftest import SCRIPT, trace_job
+from tests.distributed.conftest import plain_job, trace_job
 from tests.distributed.test_ranks import _cli, _info
 
 
@@ -29,12 +29,7 @@ def test_a_ddp_job_that_compiles_no_graph_ends_as_it_does_untraced(tmp_path: Pat
     """DDP of torch's own modules under torch.compile: Dynamo skips DDP's frames and no
     Inductor graph is compiled. Untraced the job exits 0; traced it must too, every rank with
     the script's exit code and output, and the missing graph a note, not a failure."""
-    env = dict(os.environ, PYTHONPATH=pythonpath())
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK", "SLURM_PROCID"):
-        env.pop(name, None)
-    plain = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                            "--nproc-per-node", "2", str(SCRIPT), "ddp"], env=env,
-                           capture_output=True, text=True, timeout=600)
+    plain = plain_job("ddp")
     job = tmp_path / "ddp"
     traced = trace_job(job, "ddp")
     assert plain.returncode == 0, plain.stderr[-3000:]
