@@ -238,8 +238,10 @@ def _compiles(trace: Trace) -> list[RenderableType]:
         where = (Row(Text(str(place["file"])), Text(f":{place['line'] or '?'}"), start=True)
                  if place["file"] else Text("–"))
         t.add_row(Text(cid), Text(str(place["function"] or "–")), where,
+                  # a restarted compile has a summary (its cache counts) but no time of its own
                   format_duration(metrics.get("entire_frame_compile_time_s"))
-                  if metrics or not place["restarted"] else "restart",
+                  if metrics.get("entire_frame_compile_time_s") is not None
+                  or not place["restarted"] else "restart",
                   format_duration(metrics.get("inductor_compile_time_s")),
                   model.guards_text(guard_counts(c, trace.compile_shapes_brief(cid)), brief=True),
                   compile_cache(c),
