@@ -96,11 +96,12 @@ def test_an_unbacked_symbol_without_a_line_takes_its_first_node(dynamic_trace: P
     .item() of the Dynamo graph), and says so."""
     t = tmp_path / "t"
     shutil.copytree(dynamic_trace, t)
-    path = t / "compiles" / "2_0.shapes.json"
-    data = json.loads(path.read_text())
-    for s in data["symbols"]:
-        s["user_line"] = None
-    path.write_text(json.dumps(data))
+    for name in ("2_0.shapes.json", "2_0.shapes-brief.json"):  # the brief has the symbols too
+        path = t / "compiles" / name
+        data = json.loads(path.read_text())
+        for s in data["symbols"]:
+            s["user_line"] = None
+        path.write_text(json.dumps(data))
     u0 = next(s for s in compile_dynamic(Trace(t), "2/0")["symbols"] if s["name"] == "u0")
     assert u0["user_line"]["line"] == line_of(".sum().item()")
     assert u0["user_line_from"] == "node item of 2_0-inference (dynamo)"
@@ -151,6 +152,11 @@ def test_a_damaged_shapes_file_is_reported_and_the_rest_read(dynamic_trace: Path
                                                              tmp_path: Path) -> None:
     t = tmp_path / "t"
     shutil.copytree(dynamic_trace, t)
+    brief = t / "compiles" / "0_1.shapes-brief.json"  # the symbols are read from the brief
+    data = json.loads(brief.read_text())
+    data["symbols"][0]["hint"] = {"not": "a hint"}
+    data["symbols"][0]["user_line"] = {"file": "x.py", "line": "\x1b[31m"}
+    brief.write_text(json.dumps(data))
     path = t / "compiles" / "0_1.shapes.json"
     data = json.loads(path.read_text())
     data["symbols"][0]["hint"] = {"not": "a hint"}
