@@ -65,18 +65,18 @@ def trace_stats(trace: Path) -> dict[str, Any]:
     for g in t.graphs:
         prov = g.provenance.get("kernels") or {}
         for k in g.kernels:
-            if k.get("kind") == "extern":
+            if k.kind == "extern":
                 continue
             kernels += 1
-            with_source += bool((prov.get(k["name"]) or {}).get("source"))
+            with_source += bool((prov.get(k.name) or {}).get("source"))
     checks = t.runtime.get("checks") or {}
     verdicts = {"match": sum(c.get("close") is True for c in checks.values()),
                 "mismatch": sum(c.get("close") is False for c in checks.values()),
                 "not compared": sum("skipped" in c for c in checks.values())}
-    error = t.error or {}
+    error = t.error  # an ErrorRecord
     return {"status": t.status, "graphs": len(t.graphs), "kernels": kernels,
             "with_source": with_source, "checks": verdicts,
-            "error": f"{error.get('type')}: {str(error.get('message'))[:160]}" if error else ""}
+            "error": f"{error.type}: {str(error.message)[:160]}" if error else ""}
 
 
 def run_model(name: str, mode: str, device: str, dtype: str, repeat: int = 1,
