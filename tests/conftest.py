@@ -286,6 +286,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if LIVE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(slow)
+    _slow_files_first(items)
     gpu_items = [i for i in items if "gpu" in i.keywords]
     if not gpu_items:
         return
@@ -296,6 +297,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
     for item in gpu_items:
         item.add_marker(skip)
+
+
+def _slow_files_first(items: list[pytest.Item]) -> None:
+    """The files with slow tests first, each file's tests in their order: run one file per core
+    (xdist --dist loadfile), the long files start at once and the many short ones fill in at
+    the end, instead of a torchrun job's file starting last."""
+    files: dict[str, bool] = {}
+    for item in items:
+        path = str(item.path)
+        files[path] = files.get(path, False) or "slow" in item.keywords
+    rank = {path: (not has_slow, i) for i, (path, has_slow) in enumerate(files.items())}
+    items.sort(key=lambda item: rank[str(item.path)])  # stable: a file's own order is kept
 
 
 # -- the faults summary: tests that take `case` record whether tuidebug survived and lost data --
