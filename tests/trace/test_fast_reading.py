@@ -5,7 +5,6 @@ well-formed file passed by ``shapes.check`` without copying (``_valid``)."""
 from __future__ import annotations
 
 import copy
-import json
 import random
 
 from tuidebug.trace.format import safefile, shapes
@@ -53,6 +52,7 @@ def test_a_valid_file_is_passed_through_and_an_invalid_one_checked_as_before() -
     good = {"graph": "g", "stage": "s", "nodes": [dict(node, name=f"n{i}") for i in range(20)],
             "changes": {"added": ["n1"], "removed": [], "changed": []}}
     messages: list[str] = []
+    before = copy.deepcopy(good)
     assert shapes.check("snapshot", good, messages.append) is good and not messages
     rnd = random.Random(7)
     compared = 0
@@ -70,4 +70,4 @@ def test_a_valid_file_is_passed_through_and_an_invalid_one_checked_as_before() -
         assert got == careful
         compared += 1
     assert compared == 300
-    assert json.dumps(good)  # untouched
+    assert good == before  # the check changed nothing in a valid snapshot

@@ -144,8 +144,8 @@ class Hashes:
             return self._by_inode[same]
         try:  # a FIFO never blocks, a huge (sparse) file is not read
             raw, _ = safefile.read_bytes(path, safefile.MAX_JSON_BYTES, no_link=True)
-        except safefile.Refused as e:
-            return f"not read: {e}"
+        except safefile.Refused as e:  # unread: never equal to another rank's (its path is in it)
+            return f"not read: {path}: {e}"
         except OSError:
             return None
         key = hashlib.sha256(name.encode() + b"\0" + "\0".join(sorted(groups)).encode()
