@@ -102,6 +102,7 @@ def ddp(rank: int) -> None:
         opt.step()
         opt.zero_grad()
     print(f"rank {rank}: loss {loss.item():.4f}", flush=True)
+    dist.barrier()  # both ranks done before teardown: CI saw rank 1 abort in gloo's teardown
 
 
 def compiled_hang(rank: int) -> None:

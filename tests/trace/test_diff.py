@@ -36,6 +36,7 @@ def test_diff_shows_config_and_kernel_changes(mlp_trace: Path, mlp_changed: Path
     d = diff_traces(mlp_trace, mlp_changed)
     json.dumps(d)  # JSON-able as a whole
     user = {c["name"]: (c["a"], c["b"]) for c in d["config"]["changed"] if not c["capture"]}
+    # (a committed trace made in another checkout differs in install paths, listed apart)
     assert user == {"max_fusion_size": (64, 1), "size_asserts": (True, False)}
     assert {o["name"] for o in d["config"]["overrides"]} == {"max_fusion_size", "size_asserts"}
 
@@ -81,6 +82,27 @@ def test_renumbered_kernels_are_the_same_kernel(mlp_trace: Path, copy_trace) -> 
     d = diff_traces(mlp_trace, t)
     statuses = {k["status"] for g in d["graphs"] for k in g["kernels"]}
     assert statuses == {"unchanged"}, d["graphs"][0]["kernels"]
+
+
+def test_a_trace_made_in_another_venv_differs_only_by_install_paths(mlp_trace: Path,
+                                                                    copy_trace) -> None:
+    """Two machines, or two venvs, give torch's own install paths (cutlass_dir) different
+    prefixes: that is where torch lives, not a flag the user changed (CI saw it as one)."""
+    t = copy_trace(mlp_trace, "other-venv")
+    cfg = json.loads((t / "config.json").read_text())
+    moved = {k for k, v in cfg["values"].items()
+             if isinstance(v, str) and "/site-packages/" in v}
+    assert moved, "torch's config has no install path (cutlass_dir) to move"
+    for k in moved:
+        cfg["values"][k] = "/elsewhere/venv/lib/python3.11/site-packages/" + \
+            cfg["values"][k].split("/site-packages/", 1)[1]
+    cfg["values"]["max_fusion_size"] = 7  # a real change beside them stays one
+    (t / "config.json").write_text(json.dumps(cfg))
+    d = diff_traces(mlp_trace, t)
+    assert [c["name"] for c in d["config"]["changed"]] == ["max_fusion_size"]
+    assert {c["name"] for c in d["config"]["install_paths"]} == moved
+    assert any(line.startswith("config paths that differ only by where torch is installed")
+               for line in d["lines"]), d["lines"]
 
 
 def test_damaged_trace_still_compares(mlp_trace: Path, copy_trace) -> None:

@@ -5,6 +5,7 @@ comparison screen and ``viewers/diff_view.py`` render it)::
 
     {"a": SIDE, "b": SIDE,                       # path, name, status, overrides, recompile info
      "config": {"changed": [{"name", "a", "b", "capture"}], "overrides": [...],
+                "install_paths": [{"name", "a", "b"}],   # same file of two installs
                 "capture_settings": [...], "note"},
      "graphs": [GRAPH, ...],                      # matched by graph id
      "compiles": [{"id", "in", "compile_time_s", "inductor_time_s", "code_gen_time_s",

@@ -26,12 +26,17 @@ def config_diff(a: Trace, b: Trace) -> dict[str, Any]:
     for t in (a, b):
         capture |= set(t.manifest.tuidebug_config)
         capture |= set(t.config.get("set_by_tuidebug") or []) if isinstance(t.config, dict) else set()
-    out: dict[str, Any] = {"changed": [], "overrides": [], "capture_settings": [], "note": None}
+    out: dict[str, Any] = {"changed": [], "install_paths": [], "overrides": [],
+                           "capture_settings": [], "note": None}
     missing = "_missing_"
     if va and vb:
         for name in sorted(set(va) | set(vb)):
             x, y = va.get(name, missing), vb.get(name, missing)
-            if _canon(x) != _canon(y):
+            if _canon(x) == _canon(y):
+                continue
+            if _same_installed_file(x, y):
+                out["install_paths"].append({"name": name, "a": x, "b": y})
+            else:
                 out["changed"].append({"name": name, "a": None if x is missing else x,
                                        "b": None if y is missing else y,
                                        "capture": name in capture})
@@ -48,6 +53,24 @@ def config_diff(a: Trace, b: Trace) -> dict[str, Any]:
         if _canon(ca.get(name, missing)) != _canon(cb.get(name, missing)):
             out["capture_settings"].append({"name": name, "a": ca.get(name), "b": cb.get(name)})
     return out
+
+
+_INSTALL_DIRS = ("site-packages", "dist-packages")
+
+
+def _same_installed_file(x: Any, y: Any) -> bool:
+    """Two paths to the same file of two Python installs (torch's own cutlass_dir, made from where
+    torch is installed): traces made on two machines or in two venvs differ there by nature."""
+    if not (isinstance(x, str) and isinstance(y, str)):
+        return False
+    tails = []
+    for v in (x, y):
+        parts = v.replace("\\", "/").split("/")
+        where = [i for i, p in enumerate(parts) if p in _INSTALL_DIRS]
+        if not where:
+            return False
+        tails.append(parts[where[-1]:])
+    return tails[0] == tails[1]
 
 
 def _canon(v: Any) -> str:

@@ -198,6 +198,9 @@ def finding_lines(d: dict[str, Any]) -> list[str]:
     for c in d["config"]["changed"]:
         if not c["capture"]:
             lines.append(f"config {c['name']}: {json.dumps(c['a'])} → {json.dumps(c['b'])}")
+    installs = [c["name"] for c in d["config"].get("install_paths") or []]
+    if installs:
+        lines.append(f"config paths that differ only by where torch is installed: {', '.join(installs)}")
     if not d["config"]["changed"]:
         for c in d["config"]["overrides"]:
             lines.append(f"--set {c['name']}: {json.dumps(c['a'])} → {json.dumps(c['b'])}")
