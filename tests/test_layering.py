@@ -184,6 +184,39 @@ def test_private_torch_modules_are_named_only_in_compat() -> None:
     assert not stale, f"moved into compat: remove {stale} from KNOWN_EXCEPTIONS"
 
 
+# Torch-internal names matched as text (Dynamo's source names, AOTAutograd's autograd function):
+# a protocol as private as an import. In the layers that run torch (compiler, minify) they are
+# read only in compat; the trace layer reads them from logs, as data, and is not scanned.
+INTERNAL_NAMES = ("L['", "G['", "._modules[", "._parameters[", "._buffers[", "CompiledFunction")
+
+
+def internal_name_strings(source: str) -> list[tuple[int, str]]:
+    """String constants (not docstrings) that contain a torch-internal name (``INTERNAL_NAMES``)."""
+    tree = ast.parse(source)
+    docs = _docstrings(tree)
+    return sorted({(node.lineno, name) for node in ast.walk(tree)
+                   if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                   and id(node) not in docs for name in INTERNAL_NAMES if name in node.value})
+
+
+def test_torch_internal_names_are_matched_only_in_compat() -> None:
+    assert internal_name_strings('"""L[\'x\'] in a docstring"""\nok = "L[\'x\']._modules[\'a\']"\n') \
+        == [(2, "._modules["), (2, "L['")]
+    offenders = {}
+    scanned = 0
+    for layer in ("compiler", "minify"):
+        for path in sorted((PACKAGE / layer).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if _in_compat(rel) or path.name == "repro_template.py":  # the repro's own code
+                continue
+            scanned += 1
+            hits = internal_name_strings(path.read_text(encoding="utf-8"))
+            if hits:
+                offenders[rel] = hits[:5]
+    assert scanned > 20
+    assert not offenders, f"torch-internal names matched outside {COMPAT}: {offenders}"
+
+
 def test_nothing_outside_the_cli_imports_it() -> None:
     """Also for modules no contract names yet (a new top-level module, tuidebug/proc.py …).
     ``python -m tuidebug`` (tuidebug/__main__.py) is an entry point, as the console script is."""

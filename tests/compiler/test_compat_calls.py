@@ -104,3 +104,29 @@ def test_why_no_fuse_reason_is_formatted() -> None:
     assert compat.why_no_fuse_call((why, "%s too big (%d)", "tile", 3), {}) == (
         "buf0", "buf1", "tile too big (3)")
     assert compat.why_no_fuse_call((why, "no shared data"), {}) == ("buf0", "buf1", "no shared data")
+
+
+def test_the_compiled_backward_node_is_found_by_its_function_not_its_name() -> None:
+    """The node ``--profile`` hooks to time a compiled backward: AOTAutograd's
+    ``CompiledFunction`` behind a compiled graph's outputs (through a view of one), and none
+    behind plain autograd — even a user's own function of that name."""
+    import torch
+
+    x = torch.randn(4, requires_grad=True)
+    out = torch.compile(lambda t: (t * 2).sin(), backend="aot_eager")(x)
+    node = compat.compiled_backward_node([out[1:].grad_fn])
+    assert node is not None and compat.is_compiled_backward(node)
+    assert node.name() == "CompiledFunctionBackward"
+
+    class CompiledFunction(torch.autograd.Function):  # the user's: not AOTAutograd's
+        @staticmethod
+        def forward(ctx: Any, t: torch.Tensor) -> torch.Tensor:
+            return t * 3
+
+        @staticmethod
+        def backward(ctx: Any, g: torch.Tensor) -> torch.Tensor:
+            return g * 3
+
+    own = CompiledFunction.apply(x)
+    assert "CompiledFunction" in own.grad_fn.name()  # what the old substring test matched
+    assert compat.compiled_backward_node([own.grad_fn, (x * 2).grad_fn]) is None

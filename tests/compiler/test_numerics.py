@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, pythonpath
-from tuidebug.compiler.gradients import placeholder_name, source_name, source_names
+from tuidebug.compiler.compat.source_names import placeholder_name, source_name, source_names
 from tuidebug.compiler.wrapper_writes import call_sites
 from tuidebug.trace.format.reader import Trace
 

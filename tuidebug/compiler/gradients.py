@@ -22,8 +22,6 @@ import torch
 from tuidebug.compiler import compat, judge
 
 _SEED = 0
-_PART = re.compile(r"\._(?:modules|parameters|buffers)\['([^']*)'\]|\['([^']*)'\]|\[(\d+)\]"
-                   r"|\.(\w+)")
 _ASSIGNED = re.compile(r"^\s*([A-Za-z_][\w.]*(?:\[[^\]]*\])?)\s*(?::[^=]+)?=(?!=)")
 
 
@@ -35,67 +33,6 @@ class GradCall:
 
     requires_grad: list[bool]
     run: Callable[[list[Any]], Any]
-
-
-def source_names(sources: list[str | None]) -> list[str | None]:
-    """Each source named as ``source_name`` names it; in the frame of Dynamo's own
-    ``inner(*args, **kwargs)`` that ``torch.compile`` of a torch module (``nn.Sequential``)
-    traces around its forward — its only locals ``fn`` (the module), ``args`` and ``kwargs`` —
-    the module's path is named from the module, as ``named_parameters`` does: ``0.weight``,
-    not ``fn.0.weight``."""
-    roots = {m.group(1) for s in sources if s and (m := re.match(r"^L\['([^']*)'\]", s))}
-    wrapped = "fn" in roots and roots <= {"fn", "args", "kwargs"} and any(
-        s and s.startswith(("L['fn']._modules[", "L['fn']._parameters[", "L['fn']._buffers["))
-        for s in sources)
-    return [source_name("L['self']" + s[len("L['fn']"):] if wrapped and s and s.startswith(
-        "L['fn']") else s) for s in sources]
-
-
-def source_name(source: str | None) -> str | None:
-    """A Dynamo source as the user names it: ``L['self']._modules['fc1']._parameters['weight']``
-    → ``fc1.weight``, ``L['x']`` → ``x``, ``L['past'][0]`` → ``past[0]``; None when it is not
-    a plain path."""
-    if not source:
-        return None
-    m = re.match(r"^(?:L|G)\['([^']*)'\]", source)
-    if not m:
-        return None
-    root, rest = m.group(1), source[m.end():]
-    parts: list[str] = [] if rest and root == "self" else [root]
-    pos = 0
-    while pos < len(rest):
-        p = _PART.match(rest, pos)
-        if p is None:
-            return None
-        attr, key, index, plain = p.groups()
-        if attr is not None or plain is not None:
-            parts.append("." + (attr if attr is not None else plain))
-        else:
-            parts.append(f"[{index}]" if index is not None else f"[{key!r}]")
-        pos = p.end()
-    return "".join(parts).lstrip(".") or root
-
-
-def placeholder_name(name: str) -> str:
-    """A Dynamo placeholder's name read back as a path when its source is gone:
-    ``l_self_modules_fc1_parameters_weight_`` → ``fc1.weight``, ``l_x_`` → ``x`` (a name with
-    underscores of its own is read with dots there: a fallback)."""
-    m = re.fullmatch(r"[lg]_(.*?)_?", name)
-    if not m:
-        return name
-    path = re.sub(r"^self_(?=modules_|parameters_|buffers_)", "", m.group(1))
-    path = re.sub(r"(?:^|_)(?:modules|parameters|buffers)_", ".", path).lstrip(".")
-    return path or name
-
-
-def input_names(gm: Any) -> list[str]:
-    """Each placeholder of a Dynamo graph named by its source (a parameter's path in the
-    model, an argument's name), else read from the placeholder's own name."""
-    nodes = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    sources = compat.graph_input_sources(gm)
-    if len(sources) != len(nodes):
-        sources = [None] * len(nodes)
-    return [name or placeholder_name(n.name) for n, name in zip(nodes, source_names(sources))]
 
 
 @dataclass
@@ -110,7 +47,7 @@ def graph_names(gm: Any) -> GraphNames:
     """The names of ``gm``'s inputs and outputs; read them before Dynamo is done with the graph
     (it drops the inputs' sources from their nodes once the backend has compiled it)."""
     try:
-        return GraphNames(input_names(gm), output_names(gm))
+        return GraphNames(compat.graph_input_names(gm), output_names(gm))
     except Exception:  # a graph unlike Dynamo's: numbered names
         return GraphNames([], [])
 
@@ -121,7 +58,8 @@ def output_names(gm: Any) -> list[str]:
     gets its output's index too."""
     outs = [n for n in gm.graph.nodes if n.op == "output"]
     args = judge.flatten_outputs(outs[0].args[0]) if outs else []
-    inputs = dict(zip([n for n in gm.graph.nodes if n.op == "placeholder"], input_names(gm)))
+    inputs = dict(zip([n for n in gm.graph.nodes if n.op == "placeholder"],
+                      compat.graph_input_names(gm)))
     names: list[str] = []
     for i, a in enumerate(args):
         name = inputs.get(a)

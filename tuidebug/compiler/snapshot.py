@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import torch
@@ -81,9 +80,7 @@ def _module_path(meta: dict[str, Any]) -> tuple[str, str]:
         path, typ = list(stack.values())[-1]
     except (TypeError, ValueError):
         return "", ""
-    path = re.sub(r"^L\['(self|fn|mod|model)'\]\.?", "", str(path))
-    path = re.sub(r"\._modules\['([^']+)'\]", r".\1", path)
-    path = re.sub(r"\[(\d+)\]", r".\1", path).replace("['", ".").replace("']", "").strip(".")
+    path = compat.module_path(str(path))
     tname = getattr(typ, "__name__", None) or str(typ).rsplit(".", 1)[-1].rstrip("'>")
     return path, tname
 

@@ -75,7 +75,10 @@ class Outcome(Concern):
                         out = checked(*args)
                         clock.graphs.append((gs.graph_id, cid, start, clock.clock.mark()))
                         if clock.backward is not None:
-                            clock.watch_backward(cid, out)
+                            try:
+                                clock.watch_backward(cid, out)
+                            except compat.NotAvailable as e:
+                                s.writer.not_available(f"backward timing: {e}")
                     if cid in self.runtime["checks"] and cid not in self._named:
                         self._named.add(cid)  # the check's call: name its outputs by the return
                         s.concern(returned.Returned).expect(

@@ -70,13 +70,16 @@ class CallMarks:
 
     def watch_backward(self, cid: str, out: Any) -> None:
         """Mark where the backward of the graph call that returned ``out`` starts and ends:
-        a pre-hook and a hook on its autograd node (the first node named ``CompiledFunction…``
-        behind the outputs; they go with the node when the backward frees it)."""
+        a pre-hook and a hook on its autograd node (``compat.compiled_backward_node``: AOTAutograd's
+        node behind the outputs; they go with the node when the backward frees it). Raises
+        ``compat.NotAvailable`` when this torch has no such node."""
         if self.backward is None:
             return
+        from tuidebug.compiler import compat
         from tuidebug.compiler.gradients import tensors
 
-        node = _compiled_node([t.grad_fn for t in tensors(out) if t.grad_fn is not None])
+        node = compat.compiled_backward_node([t.grad_fn for t in tensors(out)
+                                              if t.grad_fn is not None])
         if node is None:
             return
         clock, done, start = self.clock, self.backward, [-1]
@@ -88,17 +91,6 @@ class CallMarks:
             done.append((cid, start[0], clock.mark()))
         node.register_prehook(pre)
         node.register_hook(post)
-
-
-def _compiled_node(nodes: list[Any], depth: int = 3) -> Any:
-    """The first autograd node named ``CompiledFunction…`` among ``nodes`` and what they lead
-    to, ``depth`` steps back at most (an output that is a view of a compiled output)."""
-    for _ in range(depth):
-        for n in nodes:
-            if "CompiledFunction" in n.name():
-                return n
-        nodes = [m for n in nodes for m, _ in n.next_functions if m is not None]
-    return None
 
 
 @dataclass

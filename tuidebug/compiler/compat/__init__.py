@@ -17,7 +17,9 @@ resets), ``distributed`` (collectives in a graph, process groups, DDPOptimizer b
 ``collective_calls`` (torch.distributed's collective calls as hook points: a rank's progress),
 ``compiled_collectives`` (the collective op overloads compiled code calls),
 ``frames`` (frames Dynamo skipped, and why), ``tryout`` (a suggestion applied to a script
-without editing it), ``bisector``, ``numerics`` (the source of each input of a Dynamo graph).
+without editing it), ``bisector``, ``numerics`` (what Inductor lowered, the values its kernels write),
+``compiled_backward`` (the autograd node a compiled graph's backward runs in),
+``source_names`` (Dynamo's names for a graph's inputs and modules, read as the user's paths).
 Every name is importable from ``tuidebug.compiler.compat``; call them through it (a test or the
 warm-up may replace one there).
 """
@@ -80,7 +82,14 @@ from tuidebug.compiler.compat.collective_calls import (  # noqa: F401
     collective_hook_points, collective_group, call_arguments, same_under_dynamo,
 )
 from tuidebug.compiler.compat.numerics import (  # noqa: F401
-    graph_input_sources, COMPILED_GRAPH_CALL, lowered_graph, IntermediateValues, NodeValues,
+    COMPILED_GRAPH_CALL, lowered_graph, IntermediateValues, NodeValues,
+)
+from tuidebug.compiler.compat.source_names import (  # noqa: F401
+    graph_input_sources, graph_input_names, source_names, source_name, placeholder_name,
+    module_path,
+)
+from tuidebug.compiler.compat.compiled_backward import (  # noqa: F401
+    compiled_backward_node, is_compiled_backward,
 )
 from tuidebug.compiler.compat.ddp_reducer import install as log_ddp_buckets  # noqa: F401
 from tuidebug.compiler.compat.compiled_collectives import (  # noqa: F401
