@@ -5,6 +5,7 @@ failed — and the re-run had stepped the optimizer's state a second time)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import fx, nn
 
@@ -71,3 +72,89 @@ def test_a_graph_writing_only_what_it_made_is_still_judged() -> None:
     records: list[dict] = []
     accuracy.checked(gm, gm, records.append)(torch.randn(8))
     assert records[0]["close"] is True and records[0]["reference"] == "float64"
+
+
+# -- which op writes what: its schema, not its name (issue: `mutations.py` judged by a trailing _)
+
+
+@torch.library.custom_op("tuidebug_test::scale_", mutates_args=())
+def scale_(x: torch.Tensor) -> torch.Tensor:
+    """Ends in ``_`` and writes nothing: a new tensor."""
+    return x * 2
+
+
+@scale_.register_fake
+def _(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+@torch.library.custom_op("tuidebug_test::fill_into", mutates_args=("dst",))
+def fill_into(src: torch.Tensor, dst: torch.Tensor) -> None:
+    """Writes its second argument (``mutates_args``), with no ``_`` in its name."""
+    dst.copy_(src)
+
+
+class CustomOps(nn.Module):
+    def forward(self, x: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
+        y = torch.ops.tuidebug_test.scale_(x)
+        torch.ops.tuidebug_test.fill_into(y, dst)
+        return y
+
+
+class OutAndIndexPut(nn.Module):
+    def forward(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor,
+                i: torch.Tensor) -> torch.Tensor:
+        torch.add(a, 1, out=c)  # writes c, not a
+        b.index_put_((i,), torch.zeros(1))
+        return a * 2
+
+
+def _dynamo_graph(model: nn.Module, *args: torch.Tensor) -> fx.GraphModule:
+    """The graph Dynamo makes of ``model`` (a backend that keeps it and runs it eagerly)."""
+    graphs: list[fx.GraphModule] = []
+
+    def keep(gm: fx.GraphModule, example_inputs: list) -> fx.GraphModule:
+        graphs.append(gm)
+        return gm
+
+    torch._dynamo.reset()
+    torch.compile(model, backend=keep, fullgraph=True)(*args)
+    (gm,) = graphs
+    return gm
+
+
+def _custom_ops_checked(gm: fx.GraphModule) -> None:
+    m = mutated_state(gm)
+    assert m.attributes == [], m
+    (entry,) = m.inputs
+    assert entry.endswith(".fill_into") and entry.split(".")[0] in ("dst", "l_dst_"), m
+
+
+def _out_and_index_put_checked(gm: fx.GraphModule) -> None:
+    m = mutated_state(gm)
+    roots = sorted(e.split(".")[0].replace("l_", "").rstrip("_") for e in m.inputs)
+    assert roots == ["b", "c"], m.inputs
+
+
+OUT_ARGS = (torch.randn(3), torch.randn(3), torch.empty(3), torch.tensor([1]))
+
+
+def test_a_custom_op_writes_what_its_mutates_args_say_not_what_its_name_says() -> None:
+    """``scale_`` (a trailing _, no mutates_args) writes nothing; ``fill_into`` writes its
+    second argument: read from the schemas."""
+    _custom_ops_checked(fx.symbolic_trace(CustomOps()))
+
+
+def test_out_variants_and_index_put_write_the_right_argument() -> None:
+    """``torch.add(a, 1, out=c)`` writes c (not a); ``b.index_put_`` writes b."""
+    _out_and_index_put_checked(fx.symbolic_trace(OutAndIndexPut()))
+
+
+@pytest.mark.slow  # Dynamo traces the models
+def test_the_graphs_dynamo_makes_are_read_the_same_way() -> None:
+    """In Dynamo's graphs the custom ops are OpOverloads and ``index_put_`` a method call."""
+    dynamo = _dynamo_graph(CustomOps(), torch.randn(4), torch.zeros(4))
+    targets = [str(n.target) for n in dynamo.graph.nodes if n.op == "call_function"]
+    assert any("scale_" in t for t in targets) and any("fill_into" in t for t in targets)
+    _custom_ops_checked(dynamo)
+    _out_and_index_put_checked(_dynamo_graph(OutAndIndexPut(), *OUT_ARGS))

@@ -5,7 +5,9 @@ written into its inputs and into tensors the graph holds as attributes (``exp_av
 …)``, ``param.addcdiv_(…)``). The eager check compares outputs, so there it compares nothing;
 and re-running such a graph eagerly, or the compiled one again to time its kernels, applies the
 step a second time to tensors the user's program owns. ``mutated_state`` finds those writes in
-the FX graph (public ``torch.fx`` only) so that the check can say so instead.
+the FX graph so that the check can say so instead. Which arguments an op writes is read from
+its schema (``compat.written_arguments``), not guessed from its name: ``out=`` variants, a
+custom op's ``mutates_args`` and an op whose name ends in ``_`` but writes nothing are right.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass
 from typing import Any
+
+from tuidebug.compiler import compat
 
 # methods and functions that return a view of their first argument: writing into the view
 # writes into the tensor it was taken from
@@ -35,12 +39,36 @@ def _name(target: Any) -> str:
     return name.split(".")[0] if "." in name else name
 
 
-def _is_inplace(name: str) -> bool:
-    """``add_``, ``_foreach_mul_``, ``copy_``, item assignment; not ``__iand__``-style dunders
-    (Dynamo writes those as the operator functions, checked by name too)."""
-    return name == "setitem" or (name.endswith("_") and not name.endswith("__")) or \
-        name in ("iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow", "iand", "ior",
-                 "ixor", "ilshift", "irshift")
+PY_INPLACE = frozenset({"setitem", "iadd", "isub", "imul", "itruediv", "ifloordiv", "imod",
+                        "ipow", "iand", "ior", "ixor", "ilshift", "irshift"})
+
+
+def _named_inplace(name: str) -> bool:
+    """Only for a target without a schema (not an operator torch knows): ``add_``-style names,
+    not ``__iand__``-style dunders."""
+    return name.endswith("_") and not name.endswith("__")
+
+
+def _written(node: Any, name: str) -> list[Any]:
+    """The values ``node`` writes into: Python's in-place operators (item assignment,
+    ``operator.iadd``: their first argument); an operator's written arguments as its schema
+    marks them (``compat.written_arguments``: ``copy_``'s self, ``add.out``'s ``out``, a custom
+    op's ``mutates_args``, wherever they sit); a target without a schema by its name (a
+    trailing ``_``: its first argument; an ``out=`` keyword)."""
+    kwargs = node.kwargs if isinstance(node.kwargs, dict) else {}
+    if name in PY_INPLACE:
+        return list(node.args[:1])
+    written = compat.written_arguments(node.target)
+    if written is None:
+        out = [kwargs["out"]] if kwargs.get("out") is not None else []
+        return out or (list(node.args[:1]) if _named_inplace(name) else [])
+    values = []
+    for w in written:
+        if w.name in kwargs:
+            values.append(kwargs[w.name])
+        elif w.position is not None and w.position < len(node.args):
+            values.append(node.args[w.position])
+    return [v for v in values if v is not None]
 
 
 def _roots(arg: Any, depth: int = 0) -> list[Any]:
@@ -76,11 +104,7 @@ def mutated_state(gm: Any) -> MutatedState:
         if node.op not in ("call_function", "call_method"):
             continue
         name = _name(node.target)
-        written = list(node.args[:1]) if _is_inplace(name) else []
-        out_arg = node.kwargs.get("out") if isinstance(node.kwargs, dict) else None
-        if out_arg is not None:
-            written = [out_arg]
-        for root in _roots(written):
+        for root in _roots(_written(node, name)):
             entry = f"{root.name}.{name}" if name != "setitem" else f"{root.name}[…] ="
             where = out.attributes if root.op == "get_attr" else out.inputs
             if entry not in where:

@@ -19,7 +19,8 @@ resets), ``distributed`` (collectives in a graph, process groups, DDPOptimizer b
 ``frames`` (frames Dynamo skipped, and why), ``tryout`` (a suggestion applied to a script
 without editing it), ``bisector``, ``numerics`` (what Inductor lowered, the values its kernels write),
 ``compiled_backward`` (the autograd node a compiled graph's backward runs in),
-``source_names`` (Dynamo's names for a graph's inputs and modules, read as the user's paths).
+``source_names`` (Dynamo's names for a graph's inputs and modules, read as the user's paths),
+``schemas`` (which arguments an operator writes, from its schema).
 Every name is importable from ``tuidebug.compiler.compat``; call them through it (a test or the
 warm-up may replace one there).
 """
@@ -96,3 +97,4 @@ from tuidebug.compiler.compat.compiled_collectives import (  # noqa: F401
     WAIT_OP, collective_overloads, wrap_overload, real_tensors, call_arguments_of,
     compiled_call_group,
 )
+from tuidebug.compiler.compat.schemas import WrittenArgument, written_arguments  # noqa: F401
