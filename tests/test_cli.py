@@ -152,6 +152,33 @@ def test_info_into_a_closed_pipe(mlp_trace: Path) -> None:
         assert err == "", err
 
 
+def test_info_on_a_trace_imports_only_what_it_reads(mlp_trace: Path) -> None:
+    """``tuidebug info TRACE`` starts in well under a second: it imports neither the other
+    commands' modules (the compiler's, the MCP server's) nor the importers, the archive reader
+    or the job readers, which a trace folder does not need (issue 30: importing them was most of
+    info's time). What it prints is the summary, as before."""
+    code = ("import sys, io, contextlib\n"
+            "from tuidebug.cli import main\n"
+            "out = io.StringIO()\n"
+            "with contextlib.redirect_stdout(out):\n"
+            f"    rc = main(['info', {str(mlp_trace)!r}])\n"
+            "print(rc, 'compiled graphs' in out.getvalue())\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('tuidebug'))))\n")
+    env = dict(os.environ, PYTHONPATH=pythonpath())
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    status, modules = p.stdout.splitlines()[-2:]
+    assert status == "0 True", p.stdout
+    loaded = set(modules.split())
+    assert "tuidebug.trace.queries.summary" in loaded and "tuidebug.cli.viewing" in loaded
+    for unneeded in ("tuidebug.trace.importers", "tuidebug.trace.importers.debug_dir",
+                     "tuidebug.trace.archive.unpack", "tuidebug.trace.jobs.job", "tuidebug.mcp",
+                     "tuidebug.cli.compiling", "tuidebug.cli.agents", "tuidebug.cli.sharing",
+                     "tuidebug.compiler"):
+        assert unneeded not in loaded, unneeded
+
+
 @pytest.mark.slow  # traces the transformer block
 def test_demo_without_a_terminal(tmp_path: Path) -> None:
     """No terminal (CI, a pipe): the demo prints the summary and how to open the UI instead of

@@ -12,77 +12,141 @@ import argparse
 import os
 import sys
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Callable
 
 from tuidebug.version import __version__
-from tuidebug.cli import (advising, agents, compiling, completion, demo, distributed, minifying,
-                          numerics, sharing, viewing)
 from tuidebug.cli.output import err
 from tuidebug.errors import TuidebugError
 
 
+def _advising() -> ModuleType:
+    from tuidebug.cli import advising
+    return advising
+
+
+def _agents() -> ModuleType:
+    from tuidebug.cli import agents
+    return agents
+
+
+def _compiling() -> ModuleType:
+    from tuidebug.cli import compiling
+    return compiling
+
+
+def _completion() -> ModuleType:
+    from tuidebug.cli import completion
+    return completion
+
+
+def _demo() -> ModuleType:
+    from tuidebug.cli import demo
+    return demo
+
+
+def _distributed() -> ModuleType:
+    from tuidebug.cli import distributed
+    return distributed
+
+
+def _minifying() -> ModuleType:
+    from tuidebug.cli import minifying
+    return minifying
+
+
+def _numerics() -> ModuleType:
+    from tuidebug.cli import numerics
+    return numerics
+
+
+def _sharing() -> ModuleType:
+    from tuidebug.cli import sharing
+    return sharing
+
+
+def _viewing() -> ModuleType:
+    from tuidebug.cli import viewing
+    return viewing
+
+
 @dataclass(frozen=True)
 class Command:
+    """A sub-command. Its group's module is imported only when the command is parsed or run
+    (``tuidebug info`` never imports what ``trace``, ``mcp`` or ``serve`` need): ``arguments``,
+    ``run`` and ``description`` name the group's function adding its arguments, the function
+    running it and the constant describing it."""
+
     name: str
     help: str
-    arguments: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
+    group: Callable[[], ModuleType]
+    arguments: str
+    run: str
     description: str | None = None
     needs_torch: bool = False  # a compiler command: checked before it runs (torch_version)
+
+    def add_to(self, sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+        """Its parser, with its arguments, under ``sub``."""
+        module = self.group()
+        description = getattr(module, self.description) if self.description else None
+        p = sub.add_parser(self.name, help=self.help, description=description)
+        getattr(module, self.arguments)(p)
+        p.set_defaults(fn=getattr(module, self.run), needs_torch=self.needs_torch)
 
 
 COMMANDS: tuple[Command, ...] = (
     Command("trace", "run a script with capture on and write a trace",
-            compiling.trace_arguments, compiling.cmd_trace, needs_torch=True),
+            _compiling, "trace_arguments", "cmd_trace", needs_torch=True),
     Command("info", "summarise a trace (or a TORCH_TRACE log / debug folder)",
-            viewing.info_arguments, viewing.cmd_info),
+            _viewing, "info_arguments", "cmd_info"),
     Command("open", "open a trace (or a TORCH_TRACE log / debug folder) in the TUI",
-            viewing.open_arguments, viewing.cmd_open),
+            _viewing, "open_arguments", "cmd_open"),
     Command("import", "import a TORCH_TRACE log or torch_compile_debug folder",
-            viewing.import_arguments, viewing.cmd_import),
+            _viewing, "import_arguments", "cmd_import"),
     Command("merge", "combine the job folders of a distributed trace (one per node) into one",
-            distributed.merge_arguments, distributed.cmd_merge),
+            _distributed, "merge_arguments", "cmd_merge"),
     Command("demo", "trace the bundled transformer example and open it",
-            demo.demo_arguments, demo.cmd_demo, needs_torch=True),
+            _demo, "demo_arguments", "cmd_demo", needs_torch=True),
     Command("svg", "export a captured graph as SVG (Graphviz)",
-            viewing.svg_arguments, viewing.cmd_svg, viewing.SVG_DESCRIPTION),
+            _viewing, "svg_arguments", "cmd_svg", "SVG_DESCRIPTION"),
     Command("perfetto", "write compile phases, passes and a profiled run as Chrome trace JSON "
                         "(Perfetto)",
-            viewing.perfetto_arguments, viewing.cmd_perfetto, viewing.PERFETTO_DESCRIPTION),
+            _viewing, "perfetto_arguments", "cmd_perfetto", "PERFETTO_DESCRIPTION"),
     Command("flags", "list and search every Inductor flag with its documentation; "
                      "`flags demo NAME` toggles one and shows what changes",
-            compiling.flags_arguments, compiling.cmd_flags, needs_torch=True),
+            _compiling, "flags_arguments", "cmd_flags", needs_torch=True),
     Command("recompile", "recompile a trace with changed Inductor flags and compare (the "
                          "original trace is never modified)",
-            compiling.recompile_arguments, compiling.cmd_recompile, needs_torch=True),
+            _compiling, "recompile_arguments", "cmd_recompile", needs_torch=True),
     Command("advise", "what to do about a trace's graph breaks and recompiles; --try runs the "
                       "script with each suggestion applied and reports compiles before → after",
-            advising.advise_arguments, advising.cmd_advise),
+            _advising, "advise_arguments", "cmd_advise"),
     Command("numerics", "which kernel made it wrong: re-run a trace's script judging every "
                         "kernel against eager and float64 (the first diverging kernel, classified)",
-            numerics.numerics_arguments, numerics.cmd_numerics, numerics.DESCRIPTION,
+            _numerics, "numerics_arguments", "cmd_numerics", "DESCRIPTION",
             needs_torch=True),
     Command("diff", "compare two traces: config, passes, IR, fusion, kernels, times",
-            viewing.diff_arguments, viewing.cmd_diff),
+            _viewing, "diff_arguments", "cmd_diff"),
     Command("minify", "shrink a failed trace into a standalone repro.py",
-            minifying.minify_arguments, minifying.cmd_minify, minifying.MINIFY_DESCRIPTION,
+            _minifying, "minify_arguments", "cmd_minify", "MINIFY_DESCRIPTION",
             needs_torch=True),
     Command("bisect", "name the backend / Inductor pass responsible for a failed trace",
-            minifying.bisect_arguments, minifying.cmd_bisect, minifying.BISECT_DESCRIPTION,
+            _minifying, "bisect_arguments", "cmd_bisect", "BISECT_DESCRIPTION",
             needs_torch=True),
     Command("serve", "serve the TUI on a trace as a web page (this machine only, by default)",
-            sharing.serve_arguments, sharing.cmd_serve, sharing.SERVE_DESCRIPTION),
+            _sharing, "serve_arguments", "cmd_serve", "SERVE_DESCRIPTION"),
     Command("pack", "write a trace as one .tar.gz (with a manifest of hashes) to share",
-            sharing.pack_arguments, sharing.cmd_pack, sharing.PACK_DESCRIPTION),
+            _sharing, "pack_arguments", "cmd_pack", "PACK_DESCRIPTION"),
     Command("mcp", "serve the trace queries to agents: a Model Context Protocol server (stdio)",
-            agents.mcp_arguments, agents.cmd_mcp, agents.MCP_DESCRIPTION),
+            _agents, "mcp_arguments", "cmd_mcp", "MCP_DESCRIPTION"),
     Command("completion", "print a shell completion script: bash, zsh or fish",
-            completion.completion_arguments, completion.cmd_completion,
-            completion.DESCRIPTION),
+            _completion, "completion_arguments", "cmd_completion", "DESCRIPTION"),
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or with ``only`` (a command's name) of that one alone: the
+    others are listed, for ``--help``, without their arguments, and their modules not imported."""
     ap = argparse.ArgumentParser(
         prog="tuidebug",
         description="Debug torch.compile: trace Inductor, explore passes, IR, kernels and "
@@ -90,9 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--version", action="version", version=f"tuidebug {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS:
-        p = sub.add_parser(command.name, help=command.help, description=command.description)
-        command.arguments(p)
-        p.set_defaults(fn=command.run, needs_torch=command.needs_torch)
+        if only is None or command.name == only:
+            command.add_to(sub)
+        else:
+            sub.add_parser(command.name, help=command.help)
     return ap
 
 
@@ -100,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv:
         argv = ["demo"]
-    ap = build_parser()
+    ap = build_parser(only=argv[0])  # not a command (--help, a typo): none built in full
     ns = ap.parse_args(argv)
     if not getattr(ns, "fn", None):
         ap.print_help()

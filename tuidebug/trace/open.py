@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Callable, Literal
 
 from tuidebug.errors import TraceError
+from tuidebug.trace.format import schema
+from tuidebug.trace.format.manifest import is_trace_dir
 
 Kind = Literal["trace", "archive", "torch_trace", "torch_compile_debug", "job"]
 Note = Callable[[str], None]
@@ -58,12 +60,16 @@ class Opened:
 def open_input(named: str | os.PathLike[str], rank: int | None = None, *,
                on_note: Note | None = None) -> Opened:
     """Resolve ``named`` (any form listed in the module docstring) into a trace."""
-    from tuidebug.trace.importers import detect
-
     path = Path(named).expanduser()
     note = on_note or (lambda _text: None)
     if not path.exists() and not path.is_symlink():
         raise TraceError(f"no such file or directory: {path}")
+    if path.is_dir() and (path / schema.MANIFEST).is_file() and is_trace_dir(path):
+        # the common case, a trace folder: no archive, no job (a job folder has no manifest),
+        # no log; answered without importing the importers, the archive or the job readers
+        return Opened(Path(named), "trace", path, rank=rank)
+    from tuidebug.trace.importers import detect
+
     kind: Kind = "trace"
     found = _unpacked(path, note)
     if found is not None:

@@ -176,6 +176,29 @@ def _writer_alive(m: Manifest) -> bool:
         return True
 
 
+def is_trace_dir(path: Path) -> bool:
+    """A tuidebug trace folder (or its manifest.json): a manifest naming the format (a damaged
+    one: a ``graphs/`` folder beside it), or no manifest but ``graphs/`` and no ``tlparse/`` (a
+    trace whose writer was killed before it wrote one)."""
+    from tuidebug.trace.format import safefile
+
+    if path.is_file() and path.name == schema.MANIFEST:
+        path = path.parent
+    if not path.is_dir():
+        return False
+    manifest = path / schema.MANIFEST
+    if manifest.is_file():
+        try:
+            head, _ = safefile.read_bytes(manifest, 4096, truncate=True)
+            if schema.FORMAT_NAME.encode() in head:
+                return True
+            data = safefile.read_json(manifest)
+            return isinstance(data, dict) and data.get("format") == schema.FORMAT_NAME
+        except (OSError, ValueError, safefile.Refused):
+            return (path / schema.GRAPHS_DIR).is_dir()
+    return (path / schema.GRAPHS_DIR).is_dir() and not (path / "tlparse").is_dir()
+
+
 def read_manifest(root: str | Path) -> Manifest:
     """The manifest of trace folder ``root``, read safely (``TraceError`` saying why not:
     no such folder, no manifest, unreadable, not an object)."""

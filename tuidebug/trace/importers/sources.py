@@ -11,6 +11,7 @@ from typing import Literal
 from tuidebug.trace.format import safefile
 from tuidebug.errors import ImportFailed
 from tuidebug.trace.format import schema
+from tuidebug.trace.format.manifest import is_trace_dir
 from tuidebug.trace.importers import tracelog
 
 Kind = Literal["tuidebug", "torch_trace", "torch_compile_debug"]
@@ -21,24 +22,6 @@ _RANK_RE = re.compile(r"(?:^|[_.-])rank_?(?P<rank>\d+)(?:[_.-]|$)")
 
 
 # -- detection ------------------------------------------------------------------------------------
-
-def _is_tuidebug(path: Path) -> bool:
-    if path.is_file() and path.name == schema.MANIFEST:
-        path = path.parent
-    if not path.is_dir():
-        return False
-    manifest = path / schema.MANIFEST
-    if manifest.is_file():
-        try:
-            head, _ = safefile.read_bytes(manifest, 4096, truncate=True)
-            if schema.FORMAT_NAME.encode() in head:
-                return True
-            data = safefile.read_json(manifest)
-            return isinstance(data, dict) and data.get("format") == schema.FORMAT_NAME
-        except (OSError, ValueError, safefile.Refused):
-            return (path / schema.GRAPHS_DIR).is_dir()
-    return (path / schema.GRAPHS_DIR).is_dir() and not (path / "tlparse").is_dir()
-
 
 def trace_logs(path: str | os.PathLike[str]) -> list[Path]:
     """The TORCH_TRACE logs of a file or directory (the file itself, or the directory's
@@ -62,13 +45,14 @@ def trace_logs(path: str | os.PathLike[str]) -> list[Path]:
 def detect(path: str | os.PathLike[str]) -> Kind | None:
     """What ``path`` is: a tuidebug trace, a TORCH_TRACE log (file or directory), a
     TORCH_COMPILE_DEBUG folder, or None (none of these)."""
-    from tuidebug.trace.importers import debug_dir
-
     p = Path(path)
     if not p.exists():
         return None
-    if _is_tuidebug(p):
+    if is_trace_dir(p):
         return "tuidebug"
+    # imported here, after the common case: it brings the whole importer (a fifth of a second)
+    from tuidebug.trace.importers import debug_dir
+
     if p.is_dir() and debug_dir.is_debug_dir(p):
         return "torch_compile_debug"
     if trace_logs(p):
