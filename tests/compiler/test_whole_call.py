@@ -54,7 +54,10 @@ def test_graph_breaks_make_it_slower_and_are_named(item_trace: Path) -> None:
     assert abs(rest) < 0.10 * v.compiled.median_s, [p.as_json() for p in v.ledger]
     raw = json.loads((item_trace / "profile.json").read_text())
     (call,) = raw["calls"]
-    assert call["ledger_calls"]["n"] == call["rounds"]  # on the CPU: the timed calls, clocked
+    # the ledger's marks are taken in further calls: the timed ones carry none, as eager's
+    inst = call["instrumentation"]
+    assert inst["timed"] == {"graph_marks": 0, "backward_hooks": 0}, inst
+    assert inst["clocked"]["graph_marks"] >= 2 * (2 * LAYERS) * call["ledger_calls"]["n"], inst
     m = raw["machine"]
     assert 1 <= m["threads"] <= m["cores"] and call["threads"] == m["threads"]
     assert len(call["times"]["compiled_s"]) == len(call["times"]["eager_s"]) == call["rounds"]
@@ -121,6 +124,14 @@ def test_model_compile_in_place_is_measured_as_the_module(tmp_path: Path) -> Non
     between = bwd[2]  # the backward of the forward's eager island: named by its break
     assert between.reason and "item()" in between.reason and between.line, between
     assert bwd[0].reason and "autograd engine" in bwd[0].reason
+    # the hooks that mark each compiled backward fired in the clocked calls only: the timed
+    # compiled calls paid for none, as the eager calls they alternate with pay for none
+    (call,) = json.loads((out / "profile.json").read_text())["calls"]
+    inst = call["instrumentation"]
+    assert inst["timed"] == {"graph_marks": 0, "backward_hooks": 0}, inst
+    n = call["ledger_calls"]["n"]
+    assert inst["clocked"]["backward_hooks"] >= 2 * 2 * n > 0, inst  # pre and post, 2 graphs
+    assert inst["clocked"]["graph_marks"] >= 2 * 2 * n, inst
 
 
 PRINTS = '''import torch

@@ -62,6 +62,18 @@ class CallMarks:
     clock: Any
     graphs: list[tuple[str, str, int, int]] = field(default_factory=list)
     backward: list[tuple[str, int, int]] | None = None
+    fired: dict[str, int] = field(default_factory=lambda: {"graph_marks": 0,
+                                                           "backward_hooks": 0})
+
+    def counts(self) -> dict[str, int]:
+        """How many graph marks and backward hooks fired so far (never reset): what the
+        whole call's timed calls must not have paid."""
+        return dict(self.fired)
+
+    def mark_graph(self) -> int:
+        """A mark where a compiled graph's call starts or ends."""
+        self.fired["graph_marks"] += 1
+        return int(self.clock.mark())
 
     def reset(self, backward: bool = False) -> None:
         self.clock.reset()
@@ -82,12 +94,14 @@ class CallMarks:
                                               if t.grad_fn is not None])
         if node is None:
             return
-        clock, done, start = self.clock, self.backward, [-1]
+        clock, done, start, fired = self.clock, self.backward, [-1], self.fired
 
         def pre(grad_outputs: Any) -> None:
+            fired["backward_hooks"] += 1
             start[0] = clock.mark()
 
         def post(grad_inputs: Any, grad_outputs: Any) -> None:
+            fired["backward_hooks"] += 1
             done.append((cid, start[0], clock.mark()))
         node.register_prehook(pre)
         node.register_hook(post)

@@ -16,10 +16,11 @@ into Dynamo before the first graph, each graph, each eager island between two gr
 is the earlier graph's compile's), the backward, and the remainder of the measured wall time
 (``other``). Each part is stated as its share of the clocked call's own wall time, then scaled
 to the timed calls' median: a clocked call's parts add up to its time whether or not clocking
-made it slower. On the CPU the clocked calls are the timed ones (a clock read per graph call);
-on a GPU the marks are pre-made CUDA events on the device's own timeline (nothing waits for the
-device inside the call) and the clocked calls are up to 40 further ones, alternating with eager
-calls as the timed ones did.
+made it slower. The timed calls carry no marks and no hooks, as the eager ones carry none (a
+hook on each compiled backward's autograd node made the compiled side alone pay for it); the
+clocked calls are up to 40 further ones, alternating with eager calls as the timed ones did (on
+a GPU the marks are pre-made CUDA events on the device's own timeline: nothing waits for the
+device inside the call). ``instrumentation`` counts the marks and hooks that fired in each.
 
 Written to ``profile.json``'s ``calls`` (docs/trace-format.md); the verdict and the ledger as
 answers are ``tuidebug.trace.queries.whole_call``'s. The user's tensors, the random state and
@@ -45,7 +46,7 @@ from tuidebug.compiler.gradients import seeded, tensors
 from tuidebug.compiler.capture.state import CallMarks, Concern
 from tuidebug.trace.queries.verdict import ratio_interval, spread
 
-LEDGER_CALLS = 40      # on a GPU: clocked calls after the timed ones (fewer past LEDGER_CAP_S)
+LEDGER_CALLS = 40      # clocked calls after the timed ones (fewer past LEDGER_CAP_S)
 LEDGER_CAP_S = 4.0
 
 
@@ -138,23 +139,25 @@ class WholeCall(Concern):
         e_step.grads = c_step.grads
         machine = fair_timing.free_threads() if self.machine is None else self.machine
         load_before = fair_timing.load1()
-        # on the CPU the timed compiled calls are the clocked ones (a clock read per graph: the
-        # parts come from the very calls whose wall time is measured); on a GPU an event record
-        # costs host time, so the timed calls are unclocked and the clocked ones further calls
+        # the timed calls run under the same instrumentation on both sides: none. No clock
+        # mark around a compiled graph, no hook on its backward's autograd node (the eager
+        # calls have neither: timing the compiled calls with them biased the verdict toward
+        # "slower"). The ledger's marks are taken in further calls, after the timed ones.
         marks = CallMarks(compat.CallClock())
         clocked: list[_Clocked] = []
-        cpu = compat.device_kind() == "cpu"
 
         def run_clocked() -> None:
             clocked.append(self._clocked_call(c_step, marks))
-        run_c = run_clocked if cpu else c_step.run
         rounds = max(self.prof.runs, fair_timing.MIN_ROUNDS)
         ranks = _ranks()
+        before = marks.counts()
         if ranks > 1:  # every rank must make the same calls (their collectives pair up):
             tc, te = fair_timing.interleaved(  # a fixed number of rounds, not adaptive
-                run_c, e_step.run, min_rounds=rounds, max_rounds=rounds, cap_s=float("inf"))
+                c_step.run, e_step.run, min_rounds=rounds, max_rounds=rounds,
+                cap_s=float("inf"))
         else:
-            tc, te = fair_timing.interleaved(run_c, e_step.run, min_rounds=rounds)
+            tc, te = fair_timing.interleaved(c_step.run, e_step.run, min_rounds=rounds)
+        timed = marks.counts()
         load_after = fair_timing.load1()
         r = ratio_interval(te, tc)
         comp = spread(tc)
@@ -169,13 +172,15 @@ class WholeCall(Concern):
             "ratio": r.value, "ratio_low": r.low, "ratio_high": r.high,
             "times": {"compiled_s": [round(t, 9) for t in tc],
                       "eager_s": [round(t, 9) for t in te]}}
-        if cpu:
-            clocked = clocked[fair_timing.WARMUP:]
-        else:  # further clocked calls, alternating with eager ones as the timed calls did
-            fair_timing.interleaved(run_clocked, e_step.run, min_rounds=LEDGER_CALLS,
-                                    max_rounds=LEDGER_CALLS, warmup=1, cap_s=float(
-                                        "inf") if ranks > 1 else LEDGER_CAP_S)
-            clocked = clocked[1:]
+        # further clocked calls, alternating with eager ones as the timed calls did
+        fair_timing.interleaved(run_clocked, e_step.run, min_rounds=LEDGER_CALLS,
+                                max_rounds=LEDGER_CALLS, warmup=1, cap_s=float(
+                                    "inf") if ranks > 1 else LEDGER_CAP_S)
+        clocked = clocked[1:]
+        after = marks.counts()
+        entry["instrumentation"] = {  # what tuidebug's own marks did in each kind of call
+            "timed": {k: timed[k] - before[k] for k in before},
+            "clocked": {k: after[k] - timed[k] for k in after}}
         cg = self._cudagraph_ids()
         runs = [(c.wall, _parts(c, cg, training)) for c in clocked]
         entry["ledger"] = self._ledger(runs, comp.median_s)
