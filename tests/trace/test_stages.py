@@ -23,6 +23,7 @@ def test_merge_removed_puts_removed_nodes_where_they_stood() -> None:
 def test_every_stage_label_is_unique_and_names_its_stage(transformer_trace: Path) -> None:
     graphs = Trace(transformer_trace).graphs
     assert len(graphs) == 2, [g.id for g in graphs]
+    shared_seen = 0
     for g in graphs:
         labels = [stages.stage_label(s) for s in g.stages]
         assert len(labels) > 3, (g.id, labels)
@@ -35,9 +36,18 @@ def test_every_stage_label_is_unique_and_names_its_stage(transformer_trace: Path
             # changed nothing, a snapshot stored once for an earlier stage) by the stem it
             # would have
             assert label == f"{s.index:03d}-{s.name}"
-            assert s not in shared or label != Path(str(s.file)).stem
             assert stages.find_stage(g, label) is s
             assert svg.resolve_stage(g, label) is s  # what `tuidebug svg --stage` takes
+        for s in shared:
+            # a snapshot stored once: its file is the earlier stage's that took it, and that
+            # file's stem names the earlier stage, never this one
+            owner = stages.find_stage(g, Path(str(s.file)).stem)
+            assert owner is not None and owner is not s and owner.index < s.index, (s, owner)
+            assert owner.file == s.file and stages.stage_label(owner) == Path(str(s.file)).stem
+            shared_seen += 1
+    # the transformer's trace stores snapshots once (pre_grad is the Dynamo graph unchanged;
+    # the backward's post_grad the graph of its remove_noop_ops)
+    assert shared_seen >= 2, shared_seen
 
 
 def test_snapshot_at_a_pass_that_changed_nothing_is_the_one_before(transformer_trace: Path) -> None:
