@@ -132,11 +132,11 @@ def test_set_values_are_typed_and_script_errors_shown(tmp_path: Path) -> None:
     assert config["values"]["size_asserts"] is False and config["values"]["max_fusion_size"] == 8
     info = tuidebug("info", "--json", str(out))
     data = json.loads(info.stdout)
-    assert data["status"] == "ok"
+    assert data["status"] == "script_failed" and "error" not in data  # the compile was fine
     assert data["script_error"] == {"type": "RuntimeError", "message": "after compiling",
                                     "after_compiling": True}
     text = " ".join(tuidebug("info", str(out)).stdout.split())
-    assert "OK, BUT THE SCRIPT RAISED" in text
+    assert "SCRIPT FAILED (COMPILED OK; THE SCRIPT RAISED)" in text
     assert "raised RuntimeError after compiling: after compiling" in text
 
 

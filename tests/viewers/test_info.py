@@ -79,15 +79,33 @@ def test_problems_of_a_damaged_trace_are_listed(mlp_trace: Path, copy_trace) -> 
 
 
 def test_a_script_that_raised_after_compiling(mlp_trace: Path, copy_trace) -> None:
+    """The compile was fine, the script was not: ``info --json``'s status says the script
+    failed (not ``ok`` beside a ``script_error``), and the text says the same."""
     t = copy_trace(mlp_trace, "raised")
     manifest = json.loads((t / "manifest.json").read_text())
+    assert manifest["status"] == "ok" and "script_error" not in manifest
     manifest["script_error"] = {"type": "ValueError", "message": "bad shape\nsecond line",
                                 "after_compiling": True}
     (t / "manifest.json").write_text(json.dumps(manifest))
-    text, _ = rendered(t)
-    assert "OK, BUT THE SCRIPT RAISED" in text.splitlines()[0]
+    text, s = rendered(t)
+    assert s["status"] == "script_failed" and s["script_error"]["type"] == "ValueError", s
+    assert "error" not in s  # the compile itself did not fail
+    head = text.splitlines()[0]
+    assert "SCRIPT FAILED (COMPILED OK; THE SCRIPT RAISED)" in head and " OK " not in head, head
     assert "script raised ValueError after compiling: bad shape" in text
     assert "second line" not in text
+
+
+def test_a_script_that_exited_non_zero_after_compiling(mlp_trace: Path, copy_trace) -> None:
+    t = copy_trace(mlp_trace, "exited")
+    manifest = json.loads((t / "manifest.json").read_text())
+    manifest["script_exit_code"] = 3
+    (t / "manifest.json").write_text(json.dumps(manifest))
+    text, s = rendered(t)
+    assert s["status"] == "script_failed" and s["script_exit_code"] == 3, s
+    assert "SCRIPT FAILED (COMPILED OK; THE SCRIPT EXITED WITH CODE 3)" in text.splitlines()[0]
+    ok, s_ok = rendered(mlp_trace)  # the same trace, its script fine: ok, and said so
+    assert s_ok["status"] == "ok" and "SCRIPT" not in ok.splitlines()[0]
 
 
 def test_profile_tables_keep_their_times_whole_on_a_narrow_console(profiled_trace: Path) -> None:

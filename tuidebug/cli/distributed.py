@@ -290,7 +290,7 @@ def trace_rank(ns: argparse.Namespace, where: dict[str, Any]) -> int:
         except Exception:  # noqa: BLE001 - an unreadable trace is reported as such
             status = "unreadable"
     if status == "ok" and code != 0:  # the compile was fine; the script was not
-        status = "script_failed"
+        status = schema.STATUS_SCRIPT_FAILED
     record.update(status=status, exit_code=code, finished_at=time.time())
     if graphs == 0:
         record["note"] = NO_GRAPH

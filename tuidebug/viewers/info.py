@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from tuidebug.trace.format.schema import STATUS_SCRIPT_FAILED
 from tuidebug.trace.queries.verdict import format_duration
 from tuidebug.viewers.summary_text import cache_text, phase_text
 from tuidebug.viewers.summary_view import accuracy_renderables, error_line, imported_renderables
@@ -28,7 +29,8 @@ MAX_PROBLEMS = 50  # problems listed
 # a trace's status, wherever it is shown (info, the ranks table, the TUI; its title bar
 # shows it reversed, as a badge)
 STATUS_STYLE = {"ok": "bold green", "failed": "bold red", "crashed": "bold magenta",
-                "running": "bold yellow", "stopped": "bold yellow", "unknown": "bold"}
+                "running": "bold yellow", "stopped": "bold yellow", "unknown": "bold",
+                "script_failed": "bold yellow"}
 
 
 def collective_text(c: dict[str, Any] | None) -> str:
@@ -45,11 +47,13 @@ def collective_text(c: dict[str, Any] | None) -> str:
 def render_summary(s: dict[str, Any], console: Console) -> None:
     status = s["status"]
     head = Text.assemble(("trace ", "dim"), inert_text(s["trace"], "bold"), "  ",
-                         inert_text(status.upper(), STATUS_STYLE.get(status, "bold")))
+                         inert_text(status.upper().replace("_", " "),
+                                    STATUS_STYLE.get(status, "bold")))
     script = _script_outcome(s)
-    if script:
-        head.append(inert(f", BUT THE SCRIPT {script[0].upper()}", multiline=False),
-                    style="bold yellow")
+    if script:  # the status says the script failed; the compile's own outcome beside it
+        what = (f" (COMPILED OK; THE SCRIPT {script[0].upper()})"
+                if status == STATUS_SCRIPT_FAILED else f", AND THE SCRIPT {script[0].upper()}")
+        head.append(inert(what, multiline=False), style="bold yellow")
     versions = s.get("versions") or {}
     head.append(inert(f"   torch {versions.get('torch', '?')}", multiline=False), style="dim")
     if versions.get("triton"):

@@ -50,6 +50,9 @@ STATUS_FAILED = "failed"
 STATUS_CRASHED = "crashed"
 # a rank of a distributed job ended by `tuidebug trace --timeout` (the manifest's `stopped`)
 STATUS_STOPPED = "stopped"
+# what `info` and a job's rank record say of a trace whose compile was fine (ok) but whose
+# script raised or exited non-zero: the script's outcome is the user's (`script_error`)
+STATUS_SCRIPT_FAILED = "script_failed"
 
 GRAPH_KINDS = ("inference", "forward", "backward")
 

@@ -11,6 +11,7 @@ from tuidebug.trace.queries.dynamic import compile_dynamic
 from tuidebug.trace.queries.failure import died_text, error_report
 from tuidebug.trace.queries.kernel_sizes import graph_kernel_sizes
 from tuidebug.trace.queries.profile import profile_summary, profile_view
+from tuidebug.trace.format import schema
 from tuidebug.trace.format.manifest import Manifest
 from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace
 from tuidebug.trace.queries import advice, graph_breaks
@@ -153,6 +154,16 @@ def graph_summary(g: GraphRecord, compile_record: dict[str, Any] | None = None, 
     }
 
 
+def summary_status(trace: Trace) -> str:
+    """The status ``info`` gives: the trace's own (``Trace.status``), except ``script_failed``
+    where the compile was fine (ok) but the traced script raised or exited non-zero."""
+    status = trace.status
+    m = trace.manifest
+    if status == schema.STATUS_OK and (m.script_error is not None or m.script_exit_code):
+        return schema.STATUS_SCRIPT_FAILED
+    return status
+
+
 def script_outcome(manifest: Manifest) -> dict[str, Any]:
     """How the traced script itself ended, when not well: ``script_error`` (``type``,
     ``message``, ``after_compiling``) and/or ``script_exit_code``; {} otherwise."""
@@ -215,7 +226,7 @@ def trace_summary(trace: Trace, *, kernel_sizes: bool = True) -> dict[str, Any]:
     compiles = trace.compiles
     out: dict[str, Any] = {
         "trace": str(trace.root),
-        "status": trace.status,
+        "status": summary_status(trace),
         "phase": trace.phase,
         "format_version": m.format_version,
         "versions": m.versions,
