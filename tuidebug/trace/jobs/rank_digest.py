@@ -27,7 +27,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, TypedDict
 
 from tuidebug.trace.format import layout, safefile, schema, shapes
@@ -87,7 +87,7 @@ class GraphPrint(TypedDict, total=False):
     id: str
     kind: str
     status: str
-    stages: list[list[str | None]]  # [snapshot file name, normalised hash], in order
+    stages: list[list[str | None]]  # [snapshot file name (.json or .txt), normalised hash]
     code: str | None
     collectives: str | None  # the collective sequence's hash (None: it issues none)
     unreadable: bool  # never read outside the rank's trace
@@ -207,27 +207,23 @@ def graph_print(root: Path, g: GraphEntry, hashes: Hashes) -> GraphPrint:
                      for p in (os.path.join(root, schema.GRAPHS_DIR), gdir))
     except OSError:
         linked = False  # no folder: its files hash as missing
-    if not _safe_rel(g.id) or linked:
+    if not is_safe_name(g.id) or linked:
         fp["unreadable"] = True  # never read outside the rank's trace
         return fp
     seq, groups = hashes.collectives(os.path.join(gdir, schema.COLLECTIVES))
     fp["collectives"] = seq
-    # the snapshot files in order (stages/NNN-<name>.json), listed rather than read from
+    # the snapshot files in order (stages/NNN-<name>.json, and .txt: a graph as a log printed
+    # it, which a lazily imported trace keeps until it is read), listed rather than read from
     # meta.json (it holds this rank's phase times); the stage's name is looked up for the two
     # ranks compared
     fp["stages"] = [[e.name, hashes.file(e.path, e.name, _lstat(e), groups)]
-                    for e in _scan(os.path.join(gdir, "stages")) if e.name.endswith(".json")]
+                    for e in _scan(os.path.join(gdir, schema.STAGES_DIR))
+                    if e.name.endswith(".json") or layout.is_fx_text(e.name)]
     parts = [e for e in _scan(os.path.join(gdir, "code")) if not e.name.endswith(".json")]
     if parts or os.path.isdir(os.path.join(gdir, "code")):
         fp["code"] = digest("".join(f"{e.name}:{hashes.file(e.path, e.name, _lstat(e))};"
                                     for e in parts).encode())
     return fp
-
-
-def _safe_rel(rel: str) -> bool:
-    """A relative path from a trace that stays inside it, lexically (no ``..``, not absolute)."""
-    p = PurePosixPath(rel)
-    return bool(rel) and not p.is_absolute() and ".." not in p.parts and "\\" not in rel
 
 
 def _compile_detail(root: Path, cid: str) -> dict[str, Any]:

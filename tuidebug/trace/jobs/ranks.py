@@ -227,17 +227,20 @@ def _first_difference(ra: int, ta: Trace, fa: RankPrint,
                 "kind": "compile_only_on_some_ranks", "compile_id": cid,
                 "on_reference": cid in ca, "reason": _reasons(t, cid, other), "reason_rank": r}
         x, y = ca[cid], cb[cid]
-        gx = {g["kind"]: g for g in x["graphs"]}
-        gy = {g["kind"]: g for g in y["graphs"]}
+        # by graph id (compile id, kind and piece: the same on every rank), never by kind alone:
+        # a compile split in pieces has several graphs of one kind
+        gx = {g["id"]: g for g in x["graphs"]}
+        gy = {g["id"]: g for g in y["graphs"]}
         if bool(gx) != bool(gy):  # one side's attempt restarted (a graph break): what follows says why
             pending = pending or (pos, {"kind": "graph", "compile_id": cid, "stage": None,
                                         "detail": "a graph on some ranks only"})
             continue
-        for kind in list(gx) + [k for k in gy if k not in gx]:
-            a, b = gx.get(kind), gy.get(kind)
+        for gid in list(gx) + [k for k in gy if k not in gx]:
+            a, b = gx.get(gid), gy.get(gid)
             if a is None or b is None:
-                return pos, {"kind": "graph", "compile_id": cid, "graph_kind": kind,
-                             "stage": None, "detail": f"a {kind} graph on some ranks only"}
+                kind = (a or b or {}).get("kind", "?")
+                return pos, {"kind": "graph", "compile_id": cid, "graph": gid, "graph_kind": kind,
+                             "stage": None, "detail": f"a {kind} graph ({gid}) on some ranks only"}
             if a["status"] != b["status"]:
                 return pos, {"kind": "status", "compile_id": cid, "graph": a["id"],
                              "statuses": [a["status"], b["status"]]}

@@ -1,0 +1,89 @@
+"""What the cross-rank comparison sees of each rank (``trace/jobs/rank_digest.py``) and how it
+pairs two ranks' graphs (``trace/jobs/ranks.py``), on jobs written with the torch-free writer:
+two ranks that differ only in a snapshot an import kept as printed text (``stages/NNN-x.txt``),
+or only in the first of two graphs of one kind, are not one group."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tuidebug.trace.format import schema
+from tuidebug.trace.format.writer import TraceWriter
+from tuidebug.trace.jobs.rank_digest import Hashes, read_rank
+from tuidebug.trace.jobs.ranks import analyze_job
+
+NODES = [{"name": "x", "op": "placeholder", "target": "x", "args": [], "kwargs": {}},
+         {"name": "relu", "op": "call_function", "target": "aten.relu.default",
+          "args": [{"node": "x"}], "kwargs": {}, "inputs": ["x"]},
+         {"name": "output", "op": "output", "target": "output", "args": [[{"node": "relu"}]],
+          "kwargs": {}, "inputs": ["relu"]}]
+FX_TEXT = '''def forward(self, L_x_: "f32[4][1]cpu"):
+    l_x_ = L_x_
+    {op}: "f32[4][1]cpu" = torch.{op}(l_x_);  l_x_ = None
+    return ({op},)
+'''
+
+
+def _rank(job: Path, rank: int, graphs: dict[str, str], text_op: str | None = None) -> None:
+    """Rank ``rank`` of ``job``: compile 0/0 with one graph per ``{graph id: kind}`` (each one
+    JSON snapshot, ``aten.neg`` instead of relu in a graph whose id ends in ``-bad``); with
+    ``text_op`` the first graph also has a printed snapshot calling ``torch.<text_op>``."""
+    w = TraceWriter(job / f"rank_{rank}", command=["test"])
+    for i, (gid, kind) in enumerate(graphs.items()):
+        real = gid.removesuffix("-bad")
+        w.add_graph(real, kind=kind, compile_id="0/0")
+        g = w.graph(real)
+        nodes = [dict(n, target="aten.neg.default") if gid.endswith("-bad") and n["name"] == "relu"
+                 else n for n in NODES]
+        files = [g.write_stage(0, "dynamo", {"graph": real, "stage": "dynamo", "nodes": nodes})]
+        if text_op is not None and i == 0:
+            files.append(g.write_stage_text(1, "post_grad", FX_TEXT.format(op=text_op)))
+        stages = [{"index": j, "name": f.split("-", 1)[1].rsplit(".", 1)[0], "kind": "stage",
+                   "changed": True, "file": f} for j, f in enumerate(files)]
+        g.write_meta(kind=kind, compile_id="0/0", status="ok", stages=stages, phase_starts={},
+                     kernels=0, fusion={})
+    w.add_compile("0/0", {"graphs": [g.removesuffix("-bad") for g in graphs]})
+    w.finish(schema.STATUS_OK)
+    (job / "job").mkdir(parents=True, exist_ok=True)
+    (job / "job" / f"rank_{rank}.json").write_text(json.dumps(
+        {"rank": rank, "world_size": 2, "status": "ok", "trace": f"rank_{rank}"}))
+
+
+def test_a_printed_snapshot_is_part_of_the_fingerprint(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    _rank(job, 0, {"0_0-inference": "inference"}, text_op="relu")
+    _rank(job, 1, {"0_0-inference": "inference"}, text_op="sigmoid")
+    hashes = Hashes()
+    prints = [read_rank(r, job / f"rank_{r}", hashes).print for r in (0, 1)]
+    stages = [p["compiles"][0]["graphs"][0]["stages"] for p in prints]
+    assert [[f for f, _ in s] for s in stages] == [["000-dynamo.json", "001-post_grad.txt"]] * 2
+    assert stages[0][0] == stages[1][0] and stages[0][1] != stages[1][1]
+    assert prints[0]["hash"] != prints[1]["hash"]
+    got = analyze_job(job)
+    assert [g["ranks"] for g in got["groups"]] == [[0], [1]]
+    div = got["divergence"]
+    assert div["kind"] == "graph" and div["graph"] == "0_0-inference", div
+    assert div["stage"] == "post_grad", div
+
+
+def test_two_graphs_of_one_kind_are_compared_each(tmp_path: Path) -> None:
+    """A compile split in pieces: ``0_0-inference`` and ``0_0-inference-2``. Keyed by kind, the
+    second hid the first, and ranks that differ only there agreed."""
+    job = tmp_path / "job"
+    _rank(job, 0, {"0_0-inference": "inference", "0_0-inference-2": "inference"})
+    _rank(job, 1, {"0_0-inference-bad": "inference", "0_0-inference-2": "inference"})
+    got = analyze_job(job)
+    assert len(got["groups"]) == 2
+    div = got["divergence"]
+    assert div is not None and div["kind"] == "graph" and div["graph"] == "0_0-inference", div
+    assert any("neg" in line for line in div["nodes"]["lines"]), div
+
+
+def test_a_graph_on_one_rank_only_is_named_by_its_id(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    _rank(job, 0, {"0_0-inference": "inference", "0_0-inference-2": "inference"})
+    _rank(job, 1, {"0_0-inference": "inference"})
+    div = analyze_job(job)["divergence"]
+    assert div["kind"] == "graph" and div["graph"] == "0_0-inference-2", div
+    assert div["graph_kind"] == "inference" and "0_0-inference-2" in div["detail"], div
