@@ -95,3 +95,29 @@ def test_refused_write_warns_once_and_stops(tmp_path: Path, capsys: pytest.Captu
     assert w.write_error is not None and "fx_graph_runnable.py" in w.write_error
     assert capsys.readouterr().err.count("cannot write the trace") == 1
     assert json.loads((g.dir / "error.json").read_text())["phase"] == "dynamo"
+
+
+def test_a_snapshot_is_written_as_given_and_its_nodes_keyed_once(tmp_path: Path) -> None:
+    """``write_stage`` serialises the nodes once, for the dedup key and for the file: the file
+    reads back as the data given (a tuple as a list, non-ASCII kept), a second snapshot with the
+    same nodes and other changes names the first file, one with other nodes gets its own."""
+    w = TraceWriter(tmp_path / "t", command=["test"])
+    g = w.graph("0_0-inference")
+    nodes = [{"name": "x", "op": "placeholder", "target": "x", "args": (), "kwargs": {},
+              "stack": "café"}]
+    data = {"format": "tuidebug.graph/1", "graph": g.graph_id, "stage": "dynamo",
+            "nodes": nodes, "changes": {"added": ["x"], "removed": [], "changed": []}}
+    seen: dict[str, str] = {}
+    first = g.write_stage(0, "dynamo", data, seen=seen)
+    raw = (g.dir / first).read_text(encoding="utf-8")
+    assert json.loads(raw) == {**data, "nodes": [{**nodes[0], "args": []}]}
+    assert "café" in raw and raw.endswith("}\n") and ": " not in raw
+    again = g.write_stage(1, "pre_grad", {**data, "stage": "pre_grad", "changes": {}}, seen=seen)
+    assert again == first and not (g.dir / "stages" / "001-pre_grad.json").exists()
+    other = g.write_stage(2, "post_grad", {**data, "nodes": []}, seen=seen)
+    assert other == "stages/002-post_grad.json"
+    assert json.loads((g.dir / other).read_text())["nodes"] == []
+    assert json.loads((g.dir / g.write_stage(3, "bare", {"nodes": [1]})).read_text()) == {
+        "nodes": [1]}
+    assert json.loads((g.dir / g.write_stage(4, "none", {"stage": "s"})).read_text()) == {
+        "stage": "s"}

@@ -36,10 +36,15 @@ def write_text(path: Path, text: str) -> None:
         raise
 
 
+def compact_json(data: Any) -> str:
+    """``data`` as the compact JSON text of big generated files (no spaces, non-ASCII kept)."""
+    return json.dumps(data, separators=(",", ":"), default=_fallback, ensure_ascii=False)
+
+
 def write_json(path: Path, data: Any, *, compact: bool = False) -> None:
     """JSON, indented for people; ``compact`` for big generated files (several times faster)."""
     if compact:
-        text = json.dumps(data, separators=(",", ":"), default=_fallback, ensure_ascii=False)
+        text = compact_json(data)
     else:
         text = json.dumps(data, indent=1, default=_fallback, ensure_ascii=False)
     write_text(path, text + "\n")

@@ -267,13 +267,17 @@ class GraphWriter:
         and that earlier file is returned — the stage entry then names it (a reference), and
         its own ``changes`` belong in the entry, not in the shared file."""
         fname = layout.stage_file(index, name)
+        # the nodes (most of a snapshot) are serialised once: hashed for ``seen``, and written
+        nodes = atomic.compact_json(data.get("nodes"))
         if seen is not None:
-            digest = hashlib.sha1(json.dumps(data.get("nodes"), separators=(",", ":"),
-                                             default=repr).encode()).hexdigest()
+            digest = hashlib.sha1(nodes.encode("utf-8", "surrogatepass")).hexdigest()
             if digest in seen:
                 return seen[digest]
             seen[digest] = fname
-        self.trace.write_json(self.dir / fname, data, compact=True)
+        rest = atomic.compact_json({k: v for k, v in data.items() if k != "nodes"})
+        text = rest if "nodes" not in data else (
+            rest[:-1] + ("," if rest != "{}" else "") + '"nodes":' + nodes + "}")
+        self.trace.write_text(self.dir / fname, text + "\n")
         return fname
 
     def write_stage_text(self, index: int, name: str, text: str) -> str:
