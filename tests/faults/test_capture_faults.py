@@ -65,7 +65,7 @@ def test_script_raises_after_compiling(tmp_path: Path, case: Case) -> None:
     assert "user bug after compile" in p.stderr
     case.survived = True
     t = Trace(tmp_path / "t")
-    assert t.status == "ok" and t.manifest.script_error["after_compiling"] is True
+    assert t.status == "ok" and t.manifest.script_error.after_compiling is True
     assert t.graphs[0].kernels and all_files_parse(tmp_path / "t") == []
     case.data_lost = False
 

@@ -100,3 +100,20 @@ def test_the_writer_tells_each_new_phase_after_recording_it(tmp_path: Path) -> N
     # once per change, each after the manifest on disk says it
     assert heard == [("dynamo", None, "dynamo"), ("aot", "0_0", "aot"), ("aot", "0_1", "aot")]
     assert read_manifest(tmp_path / "t").current_graph == "0_1"
+
+
+def test_the_scripts_error_is_a_typed_record() -> None:
+    """``script_error`` (the traced script raised) reads as a ``ScriptError``: fields of the
+    wrong type read as absent, an empty object as none, and it is written back as read."""
+    from tuidebug.trace.format.manifest import Manifest, ScriptError
+
+    m = Manifest.from_json({"script_error": {"type": "ValueError", "message": "bad",
+                                             "traceback": "Traceback…", "after_compiling": True}})
+    assert m.script_error == ScriptError("ValueError", "bad", "Traceback…", True)
+    assert Manifest.from_json(m.to_json()).script_error == m.script_error
+    odd = Manifest.from_json({"script_error": {"type": 3, "message": ["x"],
+                                               "after_compiling": "yes"}}).script_error
+    assert odd == ScriptError(None, None, None, None)
+    assert Manifest.from_json({"script_error": {}}).script_error is None
+    assert Manifest.from_json({"script_error": "boom"}).script_error is None
+    assert Manifest.from_json({}).to_json()["script_error"] is None

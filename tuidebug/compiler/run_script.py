@@ -23,6 +23,8 @@ import sys
 import traceback
 from typing import Any
 
+from tuidebug.trace.format.manifest import ScriptError
+
 EXIT_OK, EXIT_COMPILE_FAILED, EXIT_RAISED_EARLY, EXIT_NO_COMPILE, EXIT_RAISED_LATE = 0, 10, 11, 12, 13
 EXIT_WRITE_FAILED, EXIT_EXITED_EARLY = 14, 15
 
@@ -150,10 +152,10 @@ def run_in_session(session: Any, script: str, args: list[str],
     finally:
         compiled = session.graph_count
         if script_exc is not None and not session.errors:
-            writer.update(script_error={
-                "type": type(script_exc).__name__, "message": str(script_exc)[:5000],
-                "traceback": "".join(traceback.format_exception(script_exc))[-20000:],
-                "after_compiling": compiled > 0})
+            writer.update(script_error=ScriptError(
+                type(script_exc).__name__, str(script_exc)[:5000],
+                "".join(traceback.format_exception(script_exc))[-20000:],
+                after_compiling=compiled > 0).to_json())
         if exit_code:
             writer.update(script_exit_code=exit_code)
         session.stop(script_exc)

@@ -19,7 +19,7 @@ from typing import Any
 from tuidebug.errors import TraceError
 from tuidebug.trace.format import schema
 from tuidebug.trace.format.error_record import ErrorRecord
-from tuidebug.trace.format.fields import as_dict, opt, opt_dict
+from tuidebug.trace.format.fields import as_dict, opt, opt_dict, opt_str
 
 
 @dataclass
@@ -35,6 +35,32 @@ class GraphEntry:
     def from_json(cls, d: dict[str, Any]) -> "GraphEntry":
         return cls(str(d.get("id")), str(d.get("kind") or "?"), str(d.get("compile_id") or "?"),
                    str(d.get("status") or "?"))
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class ScriptError:
+    """How the traced script itself raised (not a compile failure: that is ``Manifest.error``):
+    the exception's ``type`` and ``message``, its ``traceback`` text, and whether it raised
+    ``after_compiling`` a graph (the trace is then complete). The manifest's ``script_error``;
+    ``run_script`` writes it through :meth:`to_json`, every reader gets it through
+    :meth:`from_json`."""
+
+    type: str | None = None
+    message: str | None = None
+    traceback: str | None = None
+    after_compiling: bool | None = None
+
+    @classmethod
+    def from_json(cls, value: Any) -> "ScriptError | None":
+        """The script's error in ``value`` (a field of the wrong type reads as absent); None
+        when there is none (not an object, or an empty one)."""
+        if not isinstance(value, dict) or not value:
+            return None
+        return cls(opt_str(value.get("type")), opt_str(value.get("message")),
+                   opt_str(value.get("traceback")), opt(value.get("after_compiling"), bool))
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -79,7 +105,7 @@ class Manifest:
     tuidebug_config: dict[str, Any] = field(default_factory=dict)
     imported_from: dict[str, Any] | None = None  # a TORCH_TRACE log or debug folder's import
     made_by: dict[str, Any] = field(default_factory=dict)  # host, user, path it was written to
-    script_error: dict[str, Any] | None = None
+    script_error: ScriptError | None = None  # the traced script raised
     script_exit_code: int | None = None
     check_accuracy: bool = True
     accuracy_tol: float | None = None  # `trace --accuracy-tol` (positive, sane), else None
@@ -122,7 +148,7 @@ class Manifest:
             config_overrides=as_dict(d.get("config_overrides")),
             tuidebug_config=as_dict(d.get("tuidebug_config")),
             imported_from=opt_dict(d.get("imported_from")), made_by=as_dict(d.get("made_by")),
-            script_error=opt_dict(d.get("script_error")),
+            script_error=ScriptError.from_json(d.get("script_error")),
             script_exit_code=opt(d.get("script_exit_code"), int),
             check_accuracy=bool(d.get("check_accuracy", True)),
             accuracy_tol=sane_tol(d.get("accuracy_tol")),
@@ -142,6 +168,8 @@ class Manifest:
                if f.name != "extra"}
         out["graphs"] = [g.to_json() for g in self.graphs] if self.graphs is not None else None
         out["error"] = self.error.to_json() if self.error is not None else None
+        out["script_error"] = (self.script_error.to_json() if self.script_error is not None
+                               else None)
         return {**self.extra, **out}
 
 

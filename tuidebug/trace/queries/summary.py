@@ -170,8 +170,8 @@ def script_outcome(manifest: Manifest) -> dict[str, Any]:
     out: dict[str, Any] = {}
     se = manifest.script_error
     if se is not None:
-        out["script_error"] = {"type": se.get("type"), "message": se.get("message"),
-                               "after_compiling": se.get("after_compiling")}
+        out["script_error"] = {"type": se.type, "message": se.message,
+                               "after_compiling": se.after_compiling}
     if manifest.script_exit_code:
         out["script_exit_code"] = manifest.script_exit_code
     return out
