@@ -187,7 +187,7 @@ def test_crashing_job_is_reported_and_the_worker_goes_on(worker: RecompileWorker
     job = worker.submit_script(abort, out=tmp_path / "aborted")
     assert job.wait(600)
     assert job.state == "crashed", job.result
-    assert job.result["signal"] == "SIGABRT"
+    assert job.result.signal == "SIGABRT"
     assert "died" in job.error
     assert Trace(job.out).status == "crashed"  # the trace says how far it got
 
@@ -206,7 +206,7 @@ def test_compile_failure_from_a_set_is_reported(worker: RecompileWorker, tmp_pat
                         tmp_path / "broken")
     assert job.wait(600)
     assert job.state == "failed", job.result
-    assert "CppCompileError" in job.error and job.result["trace_status"] == "failed"
+    assert "CppCompileError" in job.error and job.result.trace_status == "failed"
     assert Trace(job.out).status == "failed"
     ok = worker.submit(base.out, ["max_fusion_size=2"], tmp_path / "after")
     assert ok.wait(600) and ok.state == "ok", ok.error

@@ -355,10 +355,10 @@ def cmd_recompile(ns: argparse.Namespace) -> int:
         job.wait()
     finally:
         worker.close()
-    result = job.result or {}
+    result = job.result.to_json() if job.result is not None else {}
     if job.state != "ok":
         print(f"tuidebug: recompile {job.state}: {job.error or ''}", file=sys.stderr)
-        tail = result.get("output_tail")
+        tail = job.result.output_tail if job.result is not None else None
         if tail and not ns.json:
             print("\n".join(str(tail).splitlines()[-15:]), file=sys.stderr)
     else:

@@ -137,9 +137,9 @@ def run_demo(name: str, out_dir: str | Path, *, worker: Any = None, timeout: flo
 
 
 def _side(job: Any) -> dict[str, Any]:
-    r = job.result or {}
     return {"trace": str(job.out), "state": job.state, "error": job.error,
-            "elapsed_s": round(job.elapsed_s or 0, 2), "trace_status": r.get("trace_status")}
+            "elapsed_s": round(job.elapsed_s or 0, 2),
+            "trace_status": job.result.trace_status if job.result is not None else None}
 
 
 def _fmt(v: Any) -> str:

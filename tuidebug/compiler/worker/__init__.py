@@ -12,7 +12,7 @@ The client, :class:`RecompileWorker`, never imports torch (the TUI uses it)::
     w = RecompileWorker(timeout=300).start()
     job = w.submit("traces/mlp", ["max_fusion_size=1"])       # validated against the registry
     job.wait()
-    print(job.state, job.out, job.result)                       # "ok", Path(...), {...}
+    print(job.state, job.out, job.result)                       # "ok", Path(...), JobResult
     w.close()
 
 Callbacks (``on_progress(job, message)``, ``on_done(job)``) run on the client's reader thread; a
@@ -24,12 +24,14 @@ Modules: ``job`` and ``client`` (torch-free), ``server``, ``child`` (one job's p
 "exit"}``. Server → client ``{"event": "hello"}``, ``{"event":
 "ready", "torch", "cuda", "import_s", "warmup_s"}``, ``{"event": "started", "id", "pid"}``,
 ``{"event": "progress", "id", "message"}``, ``{"event": "phase", "id", "phase", "graph"}``,
-``{"event": "output", "id", "line"}``, ``{"event": "done", "id", "result"}``, ``{"event": "pong"}``,
+``{"event": "output", "id", "line"}``, ``{"event": "done", "id", "result"}`` (a
+``job_result.JobResult``), ``{"event": "pong"}``,
 ``{"event": "log", "message"}``. A job → the server, on its message pipe: ``{"event":
 "progress", "message"}``, ``{"event": "phase", "phase", "graph"}``.
 """
 
 from tuidebug.compiler.worker.client import RecompileWorker
 from tuidebug.compiler.worker.job import JOB_STATES, RecompileJob, WorkerError
+from tuidebug.compiler.worker.job_result import JobResult
 
-__all__ = ["RecompileWorker", "RecompileJob", "WorkerError", "JOB_STATES"]
+__all__ = ["RecompileWorker", "RecompileJob", "JobResult", "WorkerError", "JOB_STATES"]

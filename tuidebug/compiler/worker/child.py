@@ -11,11 +11,14 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuidebug import proc
 from tuidebug.compiler.recompile_spec import RecompileSpec
+from tuidebug.compiler.worker.job_result import JobResult
+from tuidebug.trace.format.error_record import ErrorRecord
 from tuidebug.trace.format.manifest import find_manifest
 
 if TYPE_CHECKING:
@@ -148,57 +151,57 @@ class JobChild:
         elif msg.get("event") == "progress":
             server.send({"event": "progress", "id": self.jid, "message": msg.get("message")})
 
-    def result(self, status: int) -> dict[str, Any]:
+    def result(self, status: int) -> JobResult:
+        """How the job ended, judged from its exit status and its trace's manifest."""
         from tuidebug.compiler import run_script as rs
 
-        elapsed = time.monotonic() - self.started
-        out: dict[str, Any] = {"elapsed_s": round(elapsed, 3),
-                               "output_tail": "\n".join(self.tail)}
         manifest = find_manifest(Path(self.spec.out))
-        if manifest:
-            out["trace_status"] = manifest.status
-            out["trace_phase"] = manifest.phase
-            err = manifest.error
-            if err is not None:
-                out["trace_error"] = err.brief()
-                if isinstance(out["trace_error"].get("message"), str):
-                    out["trace_error"]["message"] = out["trace_error"]["message"][:2000]
-            out["graphs"] = len(manifest.graphs or [])
+        err = manifest.error if manifest else None
+        if err is not None:  # in brief: phase, type, message (its first 2000 characters), graph
+            brief = err.brief()
+            if isinstance(brief["message"], str):
+                brief["message"] = brief["message"][:2000]
+            err = ErrorRecord.from_json(brief)
+        r = JobResult("crashed", elapsed_s=round(time.monotonic() - self.started, 3),
+                      output_tail="\n".join(self.tail),
+                      trace_status=manifest.status if manifest else None,
+                      trace_phase=manifest.phase if manifest else None, trace_error=err,
+                      graphs=len(manifest.graphs or []) if manifest else None)
+        phase = repr(r.trace_phase)
         if os.WIFSIGNALED(status):
-            name = out["signal"] = proc.signal_name(os.WTERMSIG(status))
+            name = proc.signal_name(os.WTERMSIG(status))
+            r = replace(r, signal=name)
             if self.timed_out:
-                out.update(state="timeout", error=f"timed out after {self.timeout:.0f}s; killed "
-                                                  f"during phase {out.get('trace_phase')!r}")
-            elif self.cancelled:
-                out.update(state="cancelled", error="cancelled")
-            else:
-                out.update(state="crashed", error=f"the job's process died ({name}) during phase "
-                                                  f"{out.get('trace_phase')!r}")
-            return out
+                return replace(r, state="timeout", error=f"timed out after {self.timeout:.0f}s; "
+                                                         f"killed during phase {phase}")
+            if self.cancelled:
+                return replace(r, state="cancelled", error="cancelled")
+            return replace(r, state="crashed", error=f"the job's process died ({name}) during "
+                                                     f"phase {phase}")
         code = os.WEXITSTATUS(status)
-        out["exit_code"] = code
+        r = replace(r, exit_code=code)
         if self.timed_out:
-            out.update(state="timeout", error=f"timed out after {self.timeout:.0f}s")
-        elif code == rs.EXIT_OK and out.get("trace_status") == "ok":
-            out["state"] = "ok"
-        elif code in (rs.EXIT_OK, rs.EXIT_RAISED_LATE) and out.get("trace_status") == "ok":
-            out.update(state="ok", note="the script raised after compiling; the trace is complete")
-        elif code == rs.EXIT_COMPILE_FAILED or out.get("trace_status") == "failed":
-            te = out.get("trace_error") or {}
-            out.update(state="failed", error=f"{te.get('type', 'failure')} during phase "
-                                             f"{te.get('phase')!r}: {str(te.get('message'))[:300]}")
-        elif code == rs.EXIT_NO_COMPILE:
-            out.update(state="failed", error="the script never compiled anything")
-        elif code == rs.EXIT_RAISED_EARLY:
-            se = (manifest.script_error if manifest else None) or {}
-            why = f": {se.get('type')}: {str(se.get('message'))[:300]}" if se else ""
-            out.update(state="failed", error="the script raised before compiling anything" + why)
-        elif code == 70 and not manifest:
-            out.update(state="error", error="the job could not start (see its output)")
-        else:
-            out.update(state="crashed" if out.get("trace_status") == "running" else "failed",
+            return replace(r, state="timeout", error=f"timed out after {self.timeout:.0f}s")
+        if code == rs.EXIT_OK and r.trace_status == "ok":
+            return replace(r, state="ok")
+        if code in (rs.EXIT_OK, rs.EXIT_RAISED_LATE) and r.trace_status == "ok":
+            return replace(r, state="ok",
+                           note="the script raised after compiling; the trace is complete")
+        if code == rs.EXIT_COMPILE_FAILED or r.trace_status == "failed":
+            te = err or ErrorRecord()
+            return replace(r, state="failed", error=f"{te.type or 'failure'} during phase "
+                                                    f"{te.phase!r}: {str(te.message)[:300]}")
+        if code == rs.EXIT_NO_COMPILE:
+            return replace(r, state="failed", error="the script never compiled anything")
+        if code == rs.EXIT_RAISED_EARLY:
+            se = manifest.script_error if manifest else None
+            why = f": {se.type}: {str(se.message)[:300]}" if se else ""
+            return replace(r, state="failed",
+                           error="the script raised before compiling anything" + why)
+        if code == 70 and not manifest:
+            return replace(r, state="error", error="the job could not start (see its output)")
+        return replace(r, state="crashed" if r.trace_status == "running" else "failed",
                        error=f"the job exited with code {code}")
-        return out
 
 
 def _child_main(spec: RecompileSpec, out_w: int, msg_w: int) -> None:

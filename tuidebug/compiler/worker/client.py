@@ -14,12 +14,14 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Mapping
 
 from tuidebug import proc
 from tuidebug.compiler.recompile_spec import RecompileSpec
 from tuidebug.compiler.worker.job import DEFAULT_TIMEOUT, RecompileJob, WorkerError
+from tuidebug.compiler.worker.job_result import JobResult
 
 __all__ = ["RecompileWorker"]
 
@@ -121,7 +123,7 @@ class RecompileWorker:
             for job in self._jobs.values():
                 if not job.done:
                     self._kill_job_process(job)
-                    self._finish(job, "cancelled", {"error": "the worker was closed"})
+                    self._finish(job, JobResult("cancelled", error="the worker was closed"))
         if server is not None:
             server.close(timeout)  # asks it to exit, then kills its process group
         if self._log is not None:
@@ -221,7 +223,7 @@ class RecompileWorker:
                 return
             self._send({"op": "cancel", "id": job.id})
             if job.state == "queued":
-                self._finish(job, "cancelled", {"error": "cancelled"})
+                self._finish(job, JobResult("cancelled", error="cancelled"))
 
     @property
     def jobs(self) -> list[RecompileJob]:
@@ -276,26 +278,26 @@ class RecompileWorker:
         elif ev == "output":
             job.output.append(str(msg.get("line")))
         elif ev == "done":
-            result = msg.get("result") or {}
-            self._finish(job, str(result.get("state", "crashed")), result)
+            self._finish(job, JobResult.from_json(msg.get("result")))
 
     def _notify(self, job: RecompileJob, message: str) -> None:
         job.messages.append(message)
         if job.on_progress:
             job.on_progress(job, message)
 
-    def _finish(self, job: RecompileJob, state: str, result: dict[str, Any]) -> None:
+    def _finish(self, job: RecompileJob, result: JobResult) -> None:
         with self._lock:
             if job.done:
                 return
-            job.state = state
+            job.state = result.state
             job.finished_at = time.time()
             if job.started_at is None:
                 job.started_at = job.finished_at
-            job.result = {**result, "state": state, "out": job.spec.out,
-                          "elapsed_s": job.elapsed_s}
-            if job.output and "output_tail" not in job.result:
-                job.result["output_tail"] = "\n".join(list(job.output)[-40:])
+            tail = result.output_tail
+            if tail is None and job.output:
+                tail = "\n".join(list(job.output)[-40:])
+            job.result = replace(result, out=job.spec.out, elapsed_s=job.elapsed_s,
+                                 output_tail=tail)
         job._event.set()
         if job.on_done:
             try:
@@ -317,16 +319,16 @@ class RecompileWorker:
             for job in self._jobs.values():
                 if job.state == "running":
                     self._kill_job_process(job)
-                    self._finish(job, "crashed", {"error": why + " while running this job",
-                                                  "worker_log": self.log_tail()})
+                    self._finish(job, JobResult("crashed", error=why + " while running this job",
+                                                worker_log=self.log_tail()))
             if not self._ready.is_set():
                 self._deaths_before_ready += 1
             self.restarts += 1
             pending = [j for j in self._jobs.values() if j.state == "queued"]
             if self._deaths_before_ready >= self.max_restarts:
                 for job in pending:
-                    self._finish(job, "error", {"error": why + "; it could not be restarted",
-                                                "worker_log": self.log_tail()})
+                    self._finish(job, JobResult("error", error=why + "; it could not be restarted",
+                                                worker_log=self.log_tail()))
                 return
             self._spawn()  # a new server picks up the queued jobs
 
@@ -340,8 +342,8 @@ class RecompileWorker:
                     if job.state == "running" and job.started_at and \
                             now - job.started_at > job.timeout + 15:
                         self._kill_job_process(job)
-                        self._finish(job, "timeout", {
-                            "error": f"timed out after {job.timeout:.0f}s (the worker did not "
-                                     "stop it; restarted the worker)"})
+                        self._finish(job, JobResult(
+                            "timeout", error=f"timed out after {job.timeout:.0f}s (the worker "
+                                             "did not stop it; restarted the worker)"))
                         if self.alive:
                             proc.kill_group(self.pid)  # the reader restarts it

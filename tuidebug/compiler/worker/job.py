@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tuidebug.compiler.recompile_spec import RecompileSpec
+from tuidebug.compiler.worker.job_result import JobResult
 from tuidebug.errors import WorkerError
 
-__all__ = ["RecompileJob", "WorkerError", "JOB_STATES", "DEFAULT_TIMEOUT"]
+__all__ = ["RecompileJob", "JobResult", "WorkerError", "JOB_STATES", "DEFAULT_TIMEOUT"]
 
 DEFAULT_TIMEOUT = 900.0
 OUTPUT_TAIL = 200  # lines of a job's stdout/stderr kept for its report
@@ -42,7 +43,7 @@ class RecompileJob:
     submitted_at: float = field(default_factory=time.time)
     started_at: float | None = None
     finished_at: float | None = None
-    result: dict[str, Any] | None = None
+    result: JobResult | None = None  # set when it is done
     on_progress: Callable[["RecompileJob", str], None] | None = None
     on_done: Callable[["RecompileJob"], None] | None = None
     _event: threading.Event = field(default_factory=threading.Event, repr=False)
@@ -76,7 +77,7 @@ class RecompileJob:
 
     @property
     def error(self) -> str | None:
-        return (self.result or {}).get("error")
+        return self.result.error if self.result is not None else None
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the job is finished; False if ``timeout`` passed first."""

@@ -15,6 +15,7 @@ from tuidebug import proc
 from tuidebug.errors import RecompileError
 from tuidebug.compiler.recompile_spec import RecompileSpec
 from tuidebug.compiler.worker.child import JobChild
+from tuidebug.compiler.worker.job_result import JobResult
 from tuidebug.compiler.worker.warmup import warmup
 
 __all__ = ["Server"]
@@ -118,15 +119,15 @@ class Server:
             try:  # the one place a job's spec is read back and validated
                 self.queue.append((int(msg["id"]), RecompileSpec.from_json(msg.get("spec"))))
             except RecompileError as e:
-                self.send({"event": "done", "id": msg.get("id"),
-                           "result": {"state": "error", "error": f"a bad job spec: {e}"}})
+                self.send({"event": "done", "id": msg.get("id"), "result": JobResult(
+                    "error", error=f"a bad job spec: {e}").to_json()})
         elif op == "cancel":
             jid = msg.get("id")
             for item in list(self.queue):
                 if item[0] == jid:
                     self.queue.remove(item)
                     self.send({"event": "done", "id": jid,
-                               "result": {"state": "cancelled", "error": "cancelled"}})
+                               "result": JobResult("cancelled", error="cancelled").to_json()})
             child = self.running.get(jid)  # type: ignore[arg-type]
             if child is not None:
                 child.cancelled = True
@@ -147,8 +148,8 @@ class Server:
                 child = (JobChild.fork(jid, spec, self.proto_fd) if self.start_method == "fork"
                          else JobChild.spawn(jid, spec))
             except Exception as e:
-                self.send({"event": "done", "id": jid, "result": {
-                    "state": "error", "error": f"could not start the job: {type(e).__name__}: {e}"}})
+                self.send({"event": "done", "id": jid, "result": JobResult(
+                    "error", error=f"could not start the job: {type(e).__name__}: {e}").to_json()})
                 continue
             self.running[jid] = child
             import selectors
@@ -181,4 +182,4 @@ class Server:
                     pass
                 os.close(fd)
             del self.running[jid]
-            self.send({"event": "done", "id": jid, "result": child.result(status)})
+            self.send({"event": "done", "id": jid, "result": child.result(status).to_json()})
