@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import subprocess
@@ -260,3 +261,34 @@ def test_the_same_compile_timed_twice_is_no_change(mlp_trace: Path, copy_trace) 
     assert line.endswith(": no change (the same graphs and kernels, compiled once each: the "
                          "machine's moment, not a difference)"), line
     # a kernel that changed makes the compile time a finding again (test above: mlp_changed)
+
+
+def test_op_counts_without_building_the_graph(transformer4_trace: Path, mlp_trace: Path,
+                                              copy_trace) -> None:
+    """``diff`` counts the last snapshot's ops from its nodes, not from a built graph (issue
+    30): the same counts as the graph's compute nodes on every graph of two real traces; a
+    snapshot whose nodes are not of the snapshot shape is counted from the graph its reading
+    builds (what is wrong reported there), as before."""
+    from tuidebug.trace.format.reader import Trace
+
+    counted = 0
+    for root in (transformer4_trace, mlp_trace):
+        for g in Trace(root).graphs:
+            fresh = g.final_op_counts()  # before the graph is read
+            graph = g.final_graph()
+            assert graph is not None
+            assert fresh == collections.Counter(n.target for n in graph.compute_nodes())
+            assert g.final_op_counts() == fresh  # from the graph now read
+            counted += sum(fresh.values())
+    assert counted > 50
+    t = copy_trace(mlp_trace, "odd-op")
+    g = Trace(t).graphs[0]
+    path = g.dir / g.snapshots()[-1].file
+    snap = json.loads(path.read_text())
+    node = next(n for n in snap["nodes"] if n["op"] == "call_function")
+    node["target"] = 7  # not a string: the fast count steps aside
+    path.write_text(json.dumps(snap))
+    g = Trace(t).graphs[0]
+    graph_counts = collections.Counter(n.target for n in g.final_graph().compute_nodes())
+    assert graph_counts[""] == 1  # the reading drops a target of the wrong type
+    assert Trace(t).graphs[0].final_op_counts() == graph_counts

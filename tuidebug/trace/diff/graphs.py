@@ -43,10 +43,8 @@ def _ops(ga: GraphRecord | None, gb: GraphRecord | None) -> list[dict[str, Any]]
     if last_a == last_b and _same(ga, gb, last_a):
         return []  # the same graph: no op count differs
 
-    def count(g: GraphRecord | None) -> collections.Counter[str]:
-        graph = g.final_graph() if g else None
-        return collections.Counter(n.target for n in graph.compute_nodes()) if graph else collections.Counter()
-    ca, cb = count(ga), count(gb)
+    ca = ga.final_op_counts() if ga else collections.Counter()
+    cb = gb.final_op_counts() if gb else collections.Counter()
     return [{"op": op, "a": ca.get(op, 0), "b": cb.get(op, 0)}
             for op in sorted(set(ca) | set(cb)) if ca.get(op, 0) != cb.get(op, 0)]
 

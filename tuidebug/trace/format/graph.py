@@ -28,6 +28,10 @@ _VIEW_OPS = {
 }
 
 
+#: the ops of nodes that compute something (not placeholders, outputs or attribute reads)
+COMPUTE_OPS = ("call_function", "call_method", "call_module")
+
+
 @dataclass
 class Node:
     name: str
@@ -170,7 +174,7 @@ class Graph:
 
     def compute_nodes(self) -> list[Node]:
         """Nodes that compute something (not placeholders, outputs or attribute reads)."""
-        return [n for n in self.nodes if n.op in ("call_function", "call_method", "call_module")]
+        return [n for n in self.nodes if n.op in COMPUTE_OPS]
 
     def source_files(self) -> set[str]:
         return {n.source["file"] for n in self.nodes if n.source and n.source.get("file")}
