@@ -200,8 +200,8 @@ def internal_name_strings(source: str) -> list[tuple[int, str]]:
 
 
 def test_torch_internal_names_are_matched_only_in_compat() -> None:
-    assert internal_name_strings('"""L[\'x\'] in a docstring"""\nok = "L[\'x\']._modules[\'a\']"\n') \
-        == [(2, "._modules["), (2, "L['")]
+    sample = '"""L[\'x\'] in a docstring"""\nok = "L[\'x\']._modules[\'a\']"\n'
+    assert internal_name_strings(sample) == [(2, "._modules["), (2, "L['")]
     offenders = {}
     scanned = 0
     for layer in ("compiler", "minify"):

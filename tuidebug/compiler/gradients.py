@@ -37,7 +37,8 @@ class GradCall:
 
 @dataclass
 class GraphNames:
-    """What the user calls a graph's inputs and outputs (``compat.graph_input_names``, ``output_names``)."""
+    """What the user calls a graph's inputs and outputs (``compat.graph_input_names``,
+    ``output_names``)."""
 
     inputs: list[str]
     outputs: list[str]

@@ -105,7 +105,8 @@ def placeholder_name(name: str) -> str:
 def module_path(path: str) -> str:
     """A module's path as ``nn_module_stack`` records it (``L['self']._modules['layers']
     ._modules['0']``, ``L['self'].layers[0]``), dotted as the snapshot keeps it: ``layers.0``
-    (the frame's module itself — ``self``, ``fn``, ``mod``, ``model`` — is the root, left out)."""
+    (the frame's module itself — ``self``, ``fn``, ``mod``, ``model`` — is the root: left
+    out)."""
     path = re.sub(r"^L\['(self|fn|mod|model)'\]\.?", "", path)
     path = re.sub(r"\._modules\['([^']+)'\]", r".\1", path)
     return re.sub(r"\[(\d+)\]", r".\1", path).replace("['", ".").replace("']", "").strip(".")

@@ -57,5 +57,6 @@ class JobResult:
             signal=opt_str(d.get("signal")), elapsed_s=opt(d.get("elapsed_s"), int, float),
             output_tail=opt_str(d.get("output_tail")),
             trace_status=opt_str(d.get("trace_status")), trace_phase=opt_str(d.get("trace_phase")),
-            trace_error=ErrorRecord.from_json(d.get("trace_error")), graphs=opt_int(d.get("graphs")),
+            trace_error=ErrorRecord.from_json(d.get("trace_error")),
+            graphs=opt_int(d.get("graphs")),
             out=opt_str(d.get("out")), worker_log=opt_str(d.get("worker_log")))
