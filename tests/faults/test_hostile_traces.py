@@ -353,3 +353,25 @@ async def test_ir_screen_stays_responsive_on_a_100_mb_line(tmp_path: Path, open_
         assert time.monotonic() - t0 < 5
     case.survived = True
     case.data_lost = False
+
+
+async def test_search_finds_hostile_names_as_they_are_drawn(corpus, open_ui) -> None:
+    """A node target full of escape sequences is drawn inert (``\\x1b]52;…``); ``/`` searches
+    that drawn text, so what the user reads on screen is what search finds (it searched the raw
+    characters: ``x1b]52``, in plain sight, was "no match")."""
+    from tuidebug.tui.widgets.textview import TextView
+
+    h, *_ = corpus("names_everywhere")
+    async with open_ui(h.path) as ui:
+        await ui.press("2")
+        view = ui.app.screen.query_one("#graph-view", TextView)
+        assert any("\\x1b]52" in view.shown_plain(i) for i in range(view.line_count))
+        view.focus()
+        await ui.press("slash", *"x1b]52", "enter")
+        assert not any("no match" in n for n in ui.notifications()), ui.notifications()
+        assert "x1b]52" in view.shown_plain(view.cursor)
+        painted = ui.text()
+        assert "\\x1b]52" in painted and not data_escapes(painted)
+        status = str(ui.app.screen.query_one("#search-status").content)
+        n = view.match_count("x1b]52")
+        assert n > 0 and f"{n} matching lines" in status, status

@@ -81,3 +81,30 @@ def test_autotune_rows_fastest_first(autotune_trace: Path) -> None:
         times = [c["time_ms"] for c in rows if not c.get("error")]
         assert times == sorted(times)
         assert model.winner_name(entry) == entry["winner"]
+
+
+def test_graph_lines_search_reads_what_is_drawn(accuracy_trace: Path) -> None:
+    """Each line of the pass stepper: the text search reads (``plain``) is the text drawn
+    (``rich``), numerics verdicts included — on every stage of the relu bug's graph, with its
+    real verdicts, and with a verdict under the name of a node a stage removed (as a name a
+    later pass reuses): a removed line shows no verdict, so search must not find one there."""
+    from tuidebug.trace.queries.numerics import graph_numerics
+    from tuidebug.tui.screens.stage_lines import GraphLines
+
+    trace = Trace(accuracy_trace)
+    (g,) = trace.graphs
+    judged = graph_numerics(trace, g.id).nodes
+    assert judged, "the accuracy trace's nodes were judged"
+    verdict = next(iter(judged.values()))
+    checked = removed = 0
+    for stage in g.stages:
+        view = model.stage_view(g, stage)
+        gone = {ln.node for ln in view.lines if ln.mark == model.REMOVED}
+        removed += len(gone)
+        for changes_only in (False, True):
+            lines = GraphLines(view, set(), changes_only,
+                               {**judged, **{name: verdict for name in gone}})
+            for i in range(len(lines)):
+                assert lines.plain(i) == lines.rich(i).plain, (stage.name, i)
+                checked += 1
+    assert checked and removed, (checked, removed)

@@ -308,3 +308,31 @@ async def test_the_overview_and_errors_screen_count_kernels_as_info_does(
         await ui.press("6")
         text = ui.text()
         assert f"{g['kernels']} kernels, {g['extern_calls']} extern calls" in text, text
+
+
+@pytest.mark.parametrize("which", ["accuracy", "crashed"])
+async def test_the_code_screen_counts_kernels_as_the_overview_does(
+        open_ui, which: str, accuracy_trace: Path, crashed_trace: Path) -> None:
+    """One count of the kernels Inductor generated (``provenance.generated_kernels``): the
+    overview's column, the code screen's title and info agree — also where the kernel index is
+    gone and only meta.json's count is left (the crashed copy: the code screen said 0 there,
+    the overview 4)."""
+    from tuidebug.trace.queries.summary import trace_summary
+
+    path = accuracy_trace if which == "accuracy" else crashed_trace
+    (g,) = trace_summary(Trace(path))["graphs"]
+    async with open_ui(path, size=(160, 45)) as ui:
+        lines = ui.lines("#overview")
+        head = next(i for i, ln in enumerate(lines) if ln.split()[:3] == ["graph", "kind",
+                                                                          "status"])
+        cols = lines[head].split()
+        row = next(ln.split() for ln in lines[head + 1:] if ln.split()[:1] == [g["id"]])
+        shown = row[cols.index("kernels") - 1]
+        assert shown == str(g["kernels"]) and g["kernels"] > 0, (lines[head], row, g)
+        await ui.press("4")
+        title = str(ui.app.screen.query_one("#kernels-title").content)
+        assert title.startswith(f"{g['id']}: {shown} kernels"), title
+        if which == "crashed":  # nothing to list: the title says why
+            assert "no kernel index" in title, title
+        else:
+            assert f", {g['extern_calls']} extern calls" in title, title

@@ -91,9 +91,12 @@ def snapshot_lines(g: GraphRecord, info: StageInfo, graph: Graph) -> list[GraphL
     c = _cache(g)
     key = info.file or info.index
     lines = c.lines.get(key)
-    if lines is None:
-        lines = [GraphLine(n.name, node_line(n)) for n in graph.nodes]
-        c.lines[key] = lines
+    if lines is not None:
+        return lines
+    with c.lock:  # made once, whether the read-ahead or the stage asked for first
+        lines = c.lines.get(key)
+        if lines is None:
+            lines = c.lines[key] = [GraphLine(n.name, node_line(n)) for n in graph.nodes]
     return lines
 
 

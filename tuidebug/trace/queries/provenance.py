@@ -45,6 +45,16 @@ def kernels_for_node(g: GraphRecord, node: str) -> list[str]:
     return out
 
 
+def generated_kernels(g: GraphRecord) -> int | None:
+    """The kernels Inductor generated for ``g`` (C++, Triton): every count of them (``info``,
+    the overview, the code and errors screens) is this one. Its extern calls (addmm) are not
+    kernels it generated; meta.json's count, which holds both, only where the kernel index
+    (``code/kernels.json``) is missing; None where neither was recorded."""
+    if g.kernels:
+        return sum(1 for k in g.kernels if not k.extern)
+    return g.meta.kernels
+
+
 @dataclass
 class KernelInfo:
     name: str

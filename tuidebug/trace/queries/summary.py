@@ -12,6 +12,7 @@ from tuidebug.trace.queries.failure import died_text, error_report
 from tuidebug.trace.queries.kernel_sizes import graph_kernel_sizes
 from tuidebug.trace.queries.profile import profile_summary, profile_view
 from tuidebug.trace.format import schema
+from tuidebug.trace.queries.provenance import generated_kernels
 from tuidebug.trace.format.manifest import Manifest
 from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace
 from tuidebug.trace.queries import advice, graph_breaks
@@ -136,7 +137,7 @@ def graph_summary(g: GraphRecord, compile_record: dict[str, Any] | None = None, 
         "passes_run": sum(1 for s in stages if s.kind == "pass"),
         "passes_changed": len(changed) if changed is not None else None,
         "changed_passes": changed,
-        "kernels": len(kernels),
+        "kernels": generated_kernels(g) or 0,
         "kernel_kinds": sorted({str(k.kind) for k in kernels}),
         "extern_calls": len(externs),
         "kernels_with_source": len(with_source),

@@ -257,16 +257,17 @@ class CodeScreen(TraceScreen):
         infos.sort(key=lambda k: k.kind == "extern")
         self.kernels = {k.name: k for k in infos}
         self.numerics = graph_numerics(self.trace, g.id)
-        generated = sum(1 for k in infos if k.kind != "extern")
-        title = Text(f"{g.id}: {generated} kernels")
+        listed = sum(1 for k in infos if k.kind != "extern")
+        title = Text(f"{g.id}: {provenance.generated_kernels(g) or 0} kernels")
         title.append_text(kernels_judged_mark(list(self.numerics.kernels.values())))
-        title.append(f", {len(infos) - generated} extern calls")
+        title.append(f", {len(infos) - listed} extern calls" if infos else
+                     " (no kernel index in this trace: none to list)")
         self.set_text("#kernels-title", title)
         items = [Option(Text("wrapper.py", style="bold cyan"), id=WRAPPER)]
         items += [Option(kernel_prompt(k, self.numerics.kernels.get(k.name)), id=k.name)
                   for k in infos]
         lst.set_items(items, highlighted=None)
-        start = 1 if generated else 0
+        start = 1 if listed else 0
         if self._pending and self._pending in self.kernels:
             start = lst.index_of(self._pending) or start
         self._pending = None

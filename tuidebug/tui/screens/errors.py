@@ -14,6 +14,7 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from tuidebug.trace.queries import failure
+from tuidebug.trace.queries.provenance import generated_kernels
 from tuidebug.trace.format import schema
 from tuidebug.trace.format.reader import GraphRecord, Trace
 from tuidebug.tui import keymap
@@ -21,8 +22,8 @@ from tuidebug.tui.messages import Read
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.screens.consent import ConfirmScreen
 from tuidebug.tui.screens.modals import TextScreen
-from tuidebug.tui.screens.overview import (generated_kernels, hint, open_error_site,
-                                           progress_line, site_cursor, site_hint)
+from tuidebug.tui.screens.overview import hint, open_error_site, progress_line, site_cursor, \
+    site_hint
 from tuidebug.tui.widgets.render import to_lines
 from tuidebug.tui.widgets.textview import RichLines, TextView
 from tuidebug.inert import inert

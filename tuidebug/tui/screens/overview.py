@@ -19,6 +19,7 @@ from textual import events
 from textual.app import ComposeResult
 
 from tuidebug.trace.queries import failure
+from tuidebug.trace.queries.provenance import generated_kernels
 from tuidebug.trace.format import schema
 from tuidebug.trace.format.reader import GraphRecord, Trace
 from tuidebug.trace.queries.dynamic import guard_counts
@@ -53,15 +54,6 @@ def _heading(title: str) -> Text:
 
 def _or_dash(n: int | None) -> int | str:
     return "–" if n is None else n
-
-
-def generated_kernels(g: GraphRecord) -> int | None:
-    """The kernels Inductor generated for ``g`` (C++, Triton), as ``info`` counts them: its
-    extern calls (addmm) are not kernels it generated; meta.json's count, which holds both,
-    only where the kernel index is missing."""
-    if g.kernels:
-        return sum(1 for k in g.kernels if not k.extern)
-    return g.meta.kernels
 
 
 def _graph_row(g: GraphRecord) -> list[Any]:

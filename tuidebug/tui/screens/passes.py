@@ -18,7 +18,6 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, OptionList, Static
-from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from tuidebug.trace.queries import provenance
@@ -31,139 +30,10 @@ from tuidebug.tui import keymap, model
 from tuidebug.tui.messages import Read, ShowKernel
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.screens.modals import PickScreen
-from tuidebug.tui.widgets.lists import PickList, Row
+from tuidebug.tui.screens.stage_lines import GraphLines, change_origin, node_detail, \
+    stage_options
+from tuidebug.tui.widgets.lists import PickList
 from tuidebug.tui.widgets.textview import EMPTY, TextView
-from tuidebug.viewers.numerics_view import node_mark
-
-MARK_STYLE = {model.ADDED: ("+ ", "green"), model.CHANGED: ("~ ", "yellow"),
-              model.REMOVED: ("- ", "red strike"), model.SAME: ("  ", "")}
-
-
-def stage_prompt(s: StageInfo) -> Row:
-    """`` 12 pattern_matcher  +13 -48 ~4``: a long name is cut, the counts are kept."""
-    t = Text()
-    t.append(f"{s.index:>3} ", style="dim")
-    if s.kind == "stage":
-        t.append(s.name, style="bold cyan")
-    elif s.changed and s.file:
-        t.append(s.name, style="bold")
-    else:
-        t.append(s.name, style="dim")
-    tail = Text()
-    if s.file and (s.added or s.removed or s.modified) and s.kind == "pass":
-        tail.append("  ")
-        if s.added:
-            tail.append(f"+{s.added} ", style="green")
-        if s.removed:
-            tail.append(f"-{s.removed} ", style="red")
-        if s.modified:
-            tail.append(f"~{s.modified}", style="yellow")
-        tail.rstrip()
-    elif s.kind == "stage" and s.nodes is not None:
-        tail.append(f"  {s.nodes} nodes", style="dim")
-    return Row(t, tail)
-
-
-def stage_options(stages: list[StageInfo]) -> list[Option]:
-    """One option per stage (id: its position), with a disabled heading per pass subsystem."""
-    out: list[Option] = []
-    last: str | None = None
-    for i, s in enumerate(stages):
-        if s.subsystem and s.subsystem != last:
-            out.append(Option(Text(f"    {s.subsystem}", style="italic #87afd7"), disabled=True))
-        last = s.subsystem
-        out.append(Option(stage_prompt(s), id=str(i)))
-    return out
-
-
-class GraphLines:
-    """The lines of a ``StageView`` for a ``TextView``, styled by change."""
-
-    def __init__(self, view: model.StageView, marks: set[str], changes_only: bool,
-                 judged: dict[str, NodeNumerics] | None = None) -> None:
-        self.view = view
-        self.marks = marks
-        lines = view.lines
-        if changes_only:
-            lines = [ln for ln in lines if ln.mark != model.SAME or ln.node in marks]
-        self.lines = lines
-        self.judged = judged or {}  # FX node -> its numerics verdict (the lowered graph only)
-        self._plain = [MARK_STYLE[ln.mark][0] + ln.text + node_mark(self.judged.get(ln.node)).plain
-                       for ln in lines]
-
-    def __len__(self) -> int:
-        return len(self.lines)
-
-    def plain(self, i: int) -> str:
-        return self._plain[i]
-
-    def rich(self, i: int) -> Text:
-        ln = self.lines[i]
-        prefix, style = MARK_STYLE[ln.mark]
-        t = Text(prefix, style=style or "dim")
-        t.append(ln.text, style=style)
-        t.stylize("bold", 2, 2 + len(ln.node))
-        if ln.node in self.marks:
-            t.stylize("on #5f005f", 0, 2 + len(ln.node))
-        if ln.mark != model.REMOVED and ln.node in self.judged:
-            t.append_text(node_mark(self.judged[ln.node]))
-        return t
-
-    def index_of(self, node: str) -> int | None:
-        for i, ln in enumerate(self.lines):
-            if ln.node == node and ln.mark != model.REMOVED:
-                return i
-        return next((i for i, ln in enumerate(self.lines) if ln.node == node), None)
-
-
-def node_detail(g: GraphRecord, sv: model.StageView | None, line: model.GraphLine | None,
-                judged: NodeNumerics | None = None) -> Text:
-    if line is None or sv is None:
-        return Text("no node selected", style="dim")
-    t = Text()
-    if judged is not None:  # first: the panel is only a few lines high
-        t.append_text(Text.assemble(("numerics", "bold"), node_mark(judged), "\n"))
-    graph = sv.prev if line.mark == model.REMOVED else sv.graph
-    node = graph.get(line.node) if graph is not None else None
-    t.append(line.node, style="bold")
-    if line.mark != model.SAME:
-        color = MARK_STYLE[line.mark][1].replace(" strike", "")
-        t.append(f"  ({line.mark} {change_origin(sv.stage)})", style=color)
-    if node is None:
-        t.append("\n(no longer in the graph)", style="dim")
-        return t
-    t.append(f"  {node.op}  {node.target}", style="cyan")
-    meta = node.meta_label()
-    if meta:
-        t.append(f"  {meta}")
-    # the kernels second: the lines below may wrap, and the panel is only a few lines high
-    kernels = provenance.kernels_for_node(g, node.name)
-    if kernels and line.mark != model.REMOVED:
-        t.append("\nkernels ", style="bold")
-        t.append(", ".join(kernels[:6]) + (" …" if len(kernels) > 6 else ""), style="magenta")
-        t.append("   (enter or k: open)", style="dim")
-    elif node.op in ("call_function", "call_method", "call_module") and line.mark != model.REMOVED:
-        t.append("\nkernels none recorded for this node (a view, fused away, or removed later)",
-                 style="dim")
-    if node.module:
-        kind = f" ({node.module_type})" if node.module_type else ""
-        t.append(f"\nmodule  {node.module}{kind}")
-    src = node.source or {}
-    if src.get("file"):
-        t.append(f"\nsource  {src.get('file')}:{src.get('line')} in {src.get('fn')}   ",
-                 style="")
-        t.append(str(src.get("code") or "").strip(), style="italic")
-    for label, names in (("inputs  ", node.inputs), ("users   ", node.users)):
-        if names:
-            t.append(f"\n{label}" + ", ".join(names[:12]) + (" …" if len(names) > 12 else ""))
-    return t
-
-
-def change_origin(stage: StageInfo) -> str:
-    """What a change mark is relative to: a pass's own change, or (a stage: AOT tracing,
-    partitioning…) whatever happened since the snapshot before it."""
-    return "by this pass" if stage.kind == "pass" else "since the previous snapshot"
-
 
 class PassesScreen(TraceScreen):
     class StageRead(Read):

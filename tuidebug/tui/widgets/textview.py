@@ -23,7 +23,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tuidebug.inert import inert_rich
+from tuidebug.inert import has_unsafe, inert, inert_rich
 
 CACHE_LINES = 4000
 
@@ -189,6 +189,12 @@ class TextView(ScrollView, can_focus=True):
 
     def current_plain(self) -> str:
         return self.source.plain(self.cursor) if self.line_count else ""
+
+    def shown_plain(self, i: int) -> str:
+        """Line ``i`` as it is drawn — control characters shown visibly (``inert``), as
+        ``_line_strip`` paints them: what search reads, so that it finds what is shown."""
+        text = self.source.plain(i)
+        return inert(text, multiline=False) if has_unsafe(text) else text
 
     # -- rendering -----------------------------------------------------------------------------
 
@@ -361,11 +367,11 @@ class TextView(ScrollView, can_focus=True):
         start = self.cursor if include_current else self.cursor + step
         for k in range(n):
             i = (start + step * k) % n
-            if q in self.source.plain(i).lower():
+            if q in self.shown_plain(i).lower():
                 self.move_to(i)
                 return True
         return False
 
     def match_count(self, query: str) -> int:
         q = query.lower()
-        return sum(1 for i in range(len(self.source)) if q in self.source.plain(i).lower())
+        return sum(1 for i in range(len(self.source)) if q in self.shown_plain(i).lower())
