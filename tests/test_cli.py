@@ -177,6 +177,15 @@ def test_info_on_a_trace_imports_only_what_it_reads(mlp_trace: Path) -> None:
                      "tuidebug.cli.compiling", "tuidebug.cli.agents", "tuidebug.cli.sharing",
                      "tuidebug.compiler"):
         assert unneeded not in loaded, unneeded
+    # nor what only writing, comparing or timed calls need (stdlib modules of milliseconds each)
+    code = code.replace("print(' '.join(sorted(m for m in sys.modules if m.startswith('tuidebug'))))",
+                        "print(' '.join(sorted(sys.modules)))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=120)
+    loaded = set(p.stdout.splitlines()[-1].split())
+    assert "json" in loaded
+    for unneeded in ("tempfile", "socket", "statistics", "difflib", "hashlib"):
+        assert unneeded not in loaded, unneeded
 
 
 @pytest.mark.slow  # traces the transformer block

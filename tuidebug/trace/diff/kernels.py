@@ -4,7 +4,6 @@ code compared with the kernel's own name normalised; wrapper markers and calls."
 from __future__ import annotations
 
 import collections
-import difflib
 import re
 from typing import Any, Iterable
 
@@ -127,6 +126,8 @@ def _kernel_entry(status: str, x: KernelEntry | None, y: KernelEntry | None,
     if status == "changed":
         a_lines = src_a.get(x.name, "").splitlines(keepends=True) if x else []
         b_lines = src_b.get(y.name, "").splitlines(keepends=True) if y else []
+        import difflib  # only where a code diff is shown
+
         diff = list(difflib.unified_diff(a_lines, b_lines, fromfile=f"a/{x.name if x else ''}",
                                          tofile=f"b/{y.name if y else ''}", n=context))
         plus = sum(1 for d in diff if d.startswith("+") and not d.startswith("+++"))
@@ -193,6 +194,8 @@ def wrapper_diff(ga: GraphRecord | None, gb: GraphRecord | None, *, code: bool, 
         "changed": wa != wb, "diff": None,
     }
     if code and wa and wb and wa != wb:
+        import difflib  # only where a code diff is shown
+
         diff = list(difflib.unified_diff(wa.splitlines(keepends=True), wb.splitlines(keepends=True),
                                          fromfile="a/wrapper.py", tofile="b/wrapper.py", n=context))
         text = "".join(d if d.endswith("\n") else d + "\n" for d in diff[:max_diff_lines])

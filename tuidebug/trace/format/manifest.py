@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -190,6 +189,8 @@ def live_status(m: Manifest) -> str:
 
 
 def _writer_alive(m: Manifest) -> bool:
+    import socket  # only for a trace still being written: not at every start-up
+
     if m.pid is None or m.host != socket.gethostname():
         return False
     try:

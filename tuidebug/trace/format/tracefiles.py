@@ -6,7 +6,6 @@ Every path is confined to the trace root, only regular files are read, each with
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,6 +110,8 @@ class TraceFiles:
             data, _ = safefile.read_bytes(real, safefile.MAX_JSON_BYTES)
         except (safefile.Refused, OSError):
             return None
+        import hashlib  # its OpenSSL binding loads in milliseconds: only when files are compared
+
         return hashlib.sha1(data).hexdigest()
 
     def jsonl(self, path: Path, kind: str | None = None) -> list[Any]:

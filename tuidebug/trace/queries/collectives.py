@@ -11,7 +11,6 @@ may legitimately send different sizes (``all_to_all_single``'s uneven splits). W
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
@@ -89,6 +88,8 @@ def sequence_hash_of(data: dict[str, Any]) -> str | None:
     seq = [key(c) for c in issued_of(data)]
     if not seq:
         return None
+    import hashlib  # only for a graph with collectives: not at every start-up
+
     return hashlib.sha256(json.dumps(seq, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

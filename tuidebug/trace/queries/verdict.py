@@ -11,7 +11,6 @@ the band reads as none); else "no measurable difference". Pure: no torch.
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,6 +100,8 @@ def quantile(xs: list[float], q: float) -> float:
 def spread(times: list[float]) -> Spread:
     if not times:
         raise ValueError("no times")
+    import statistics  # with fractions and decimal: only for a trace with timed calls
+
     return Spread(statistics.median(times), quantile(times, 0.1), quantile(times, 0.9),
                   min(times), len(times))
 
@@ -131,6 +132,8 @@ def ratio_interval(base: list[float], other: list[float]) -> Ratio:
     if not ratios:
         raise ValueError("no rounds")
     low, high = median_interval(ratios)
+    import statistics
+
     return Ratio(statistics.median(ratios), low, high, len(ratios))
 
 
