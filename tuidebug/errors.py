@@ -82,6 +82,10 @@ class RecompileError(TuidebugError):
     """Bad input for a recompile (unknown flag, bad value, a trace that cannot be re-run)."""
 
 
+class NotJudged(RecompileError):
+    """``tuidebug numerics`` could not judge: its run recorded no check (exit code 3, not 2)."""
+
+
 class WorkerError(TuidebugError):
     """The worker process could not be started or keeps dying."""
 

@@ -261,6 +261,16 @@ def test_a_wrong_backward_kernel_is_found_through_the_gradients(numerics_traces)
     (buf,) = first["buffers"]
     assert buf["source"]["code"] == "return grad * (s + torch.relu(x) * s * (1 - s))", buf
     assert buf["err_compiled"] > 1e3 * buf["err_eager"], buf
+    # info's table of kernel calls names which graph each ran in (its id), not only its kind
+    from rich.console import Console
+
+    from tuidebug.viewers.numerics_view import kernel_table
+
+    console = Console(width=200, color_system=None, record=True)
+    console.print(kernel_table(entry))
+    table = console.export_text()
+    graphs = {k["graph"] for k in entry["kernels"]}
+    assert len(graphs) == 2 and all(g in table for g in graphs), (graphs, table)
 
 
 @pytest.mark.slow

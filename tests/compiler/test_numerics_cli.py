@@ -17,9 +17,10 @@ from rich.console import Console
 from tests.conftest import ROOT, pythonpath
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.format.writer import TraceWriter
-from tuidebug.trace.queries.numerics_classes import (CASTS_VERDICT, NONE_DIVERGES,
-                                                     RANDOM_VERDICT, WRONG_KERNEL, classify,
-                                                     reruns_needed)
+from tuidebug.trace.queries.numerics_classes import (CASTS_VERDICT, CONTROL, NONE_DIVERGES,
+                                                     NOT_REACHED, NOT_REPRODUCED,
+                                                     RANDOM_VERDICT, UNCONFIRMED, WRONG_KERNEL,
+                                                     classify, control_needed, reruns_needed)
 
 
 def _cli(*args: str, cwd: Path = ROOT, stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -98,9 +99,10 @@ def test_a_difference_is_classified_by_the_re_runs_the_trace_calls_for(tmp_path:
     fp32 = _trace(tmp_path / "fp32", ["x.py"], checks={"0/0": _report(
         [_kernel("k0", True), _kernel("cpp_fused_relu_1", False)])})
     assert reruns_needed(Trace(fp32)) == {}  # float32, no random numbers: nothing to try
-    (c,) = classify(Trace(fp32), {})
+    assert control_needed(Trace(fp32)) == "compile 0/0: cpp_fused_relu_1 in 0_0-forward diverges"
+    (c,) = classify(Trace(fp32), {CONTROL: Trace(fp32)})  # the same again: reproduced
     assert c.verdict == WRONG_KERNEL and c.kernel == "cpp_fused_relu_1", c
-    assert [r.outcome for r in c.reruns] == ["not run", "not run"], c.reruns
+    assert [r.outcome for r in c.reruns] == ["stays", "not run", "not run"], c.reruns
 
     bf16 = _trace(tmp_path / "bf16", ["x.py"], checks={"0/0": _report(
         [_kernel("triton_0", False, "bfloat16")])})
@@ -109,19 +111,21 @@ def test_a_difference_is_classified_by_the_re_runs_the_trace_calls_for(tmp_path:
         [_kernel("triton_0", True, "bfloat16")])})
     wrong = _trace(tmp_path / "wrong", ["x.py"], checks={"0/0": _report(
         [_kernel("triton_0", False, "bfloat16")])})
-    (c,) = classify(Trace(bf16), {"emulate_precision_casts": Trace(clean)})
-    assert c.verdict == CASTS_VERDICT and c.reruns[0].outcome == "disappears", c
-    (c,) = classify(Trace(bf16), {"emulate_precision_casts": Trace(wrong)})
-    assert c.verdict == WRONG_KERNEL and c.reruns[0].outcome == "stays", c
-    (c,) = classify(Trace(bf16), {}, {"emulate_precision_casts": "not available in torch 2.11"})
+    ctl = {CONTROL: Trace(bf16)}
+    (c,) = classify(Trace(bf16), {**ctl, "emulate_precision_casts": Trace(clean)})
+    assert c.verdict == CASTS_VERDICT and c.reruns[1].outcome == "disappears", c
+    (c,) = classify(Trace(bf16), {**ctl, "emulate_precision_casts": Trace(wrong)})
+    assert c.verdict == WRONG_KERNEL and c.reruns[1].outcome == "stays", c
+    (c,) = classify(Trace(bf16), ctl, {"emulate_precision_casts": "not available in torch 2.11"})
     assert c.verdict.startswith(WRONG_KERNEL + " (unless") and \
-        c.reruns[0].detail == "not available in torch 2.11", c
+        c.reruns[1].detail == "not available in torch 2.11", c
 
     drop = _trace(tmp_path / "drop", ["x.py"], checks={"0/0": _report(
         [_kernel("cpp_fused_dropout_0", True, classified="random numbers")], ["native_dropout"])})
     assert list(reruns_needed(Trace(drop))) == ["fallback_random"]
     (c,) = classify(Trace(drop), {"fallback_random": Trace(clean)})
     assert c.verdict == RANDOM_VERDICT and c.reruns[1].outcome == "disappears", c
+    assert control_needed(Trace(drop)) is None  # no kernel diverges: none to blame
     (c,) = classify(Trace(drop), {"fallback_random": Trace(wrong)})
     assert c.verdict == WRONG_KERNEL and "hidden by random numbers" in c.why, c
     on = _trace(tmp_path / "on", ["x.py"], changed={"fallback_random": {"value": True}},
@@ -129,6 +133,85 @@ def test_a_difference_is_classified_by_the_re_runs_the_trace_calls_for(tmp_path:
     assert reruns_needed(Trace(on)) == {}
     (c,) = classify(Trace(on), {})
     assert c.verdict == NONE_DIVERGES, c
+
+
+def test_a_kernel_is_blamed_only_when_a_control_run_reached_it_and_it_diverged_again(
+        tmp_path: Path) -> None:
+    """The control run (same settings) must judge the same kernel call and see it diverge
+    first again; a re-run that never judged that call says "not reached", never a class."""
+    def made(name: str, kernels: list[dict], graph: str = "0_0-forward") -> Trace:
+        report = _report(kernels)
+        report["numerics"]["graphs"][0]["graph"] = graph
+        if report["numerics"]["first"]:
+            report["numerics"]["first"]["graph"] = graph
+        return Trace(_trace(tmp_path / name, ["x.py"], checks={"0/0": report}))
+
+    first = made("first", [_kernel("k0", True), _kernel("cpp_fused_relu_1", False)])
+    cases = {
+        # the same kernel call matches this time: run-to-run noise, not a wrong kernel
+        "gone": (made("gone", [_kernel("k0", True), _kernel("cpp_fused_relu_1", True)]),
+                 NOT_REPRODUCED, "disappears"),
+        # another kernel diverges first this time
+        "moved": (made("moved", [_kernel("k0", False), _kernel("cpp_fused_relu_1", False)]),
+                  NOT_REPRODUCED, "moves"),
+        # it stopped before the kernel (only k0 judged): nothing to say of cpp_fused_relu_1
+        "short": (made("short", [_kernel("k0", True)]), NOT_REACHED, "not reached"),
+        # it took another path: another graph's kernels judged
+        "other": (made("other", [_kernel("k0", True), _kernel("cpp_fused_relu_1", True)],
+                       graph="1_0-forward"), NOT_REACHED, "not reached"),
+        "no trace": (None, NOT_REACHED, "not reached"),
+    }
+    for name, (control, verdict, outcome) in cases.items():
+        (c,) = classify(first, {CONTROL: control})
+        assert (c.verdict, c.reruns[0].flag, c.reruns[0].outcome) == (
+            verdict, CONTROL, outcome), (name, c)
+    (c,) = classify(first, {})
+    assert c.verdict == UNCONFIRMED, c  # no control run: never blamed
+    # a flag's re-run that stopped before the kernel: "not reached", not "disappears"
+    bf16 = made("bf16", [_kernel("triton_0", False, "bfloat16")])
+    (c,) = classify(bf16, {CONTROL: bf16, "emulate_precision_casts": made(
+        "casts_short", [_kernel("triton_other", True, "bfloat16")])})
+    assert c.verdict == NOT_REACHED and c.reruns[1].outcome == "not reached", c
+    assert "not triton_0 in 0_0-forward" in c.why, c.why
+    assert len(cases) == 5
+
+
+FLAKY = """import pathlib
+import torch
+from torch._inductor import config
+
+runs = pathlib.Path(__file__).with_name("runs")
+n = int(runs.read_text()) if runs.exists() else 0
+runs.write_text(str(n + 1))
+if n == 0:  # the first run only: as a nondeterministic kernel that went wrong once
+    config.cpp.inject_relu_bug_TESTING_ONLY = "accuracy"
+
+
+def f(x):
+    return torch.relu(x) * 2
+
+
+print(torch.compile(f)(torch.linspace(-1, 1, 64)).sum().item())
+"""
+
+
+@pytest.mark.slow
+def test_a_divergence_the_control_run_does_not_reproduce_is_not_blamed(
+        tmp_path: Path) -> None:
+    """The relu kernel is wrong in the first numerics run only (as a nondeterministic kernel
+    may be): the control run judges the same kernel call and it matches, so the verdict is
+    "not reproduced" and the exit code 3 (could not judge), not "a wrong kernel" (exit 1)."""
+    script = tmp_path / "flaky.py"
+    script.write_text(FLAKY)
+    trace = _trace(tmp_path / "t", ["tuidebug", "trace", str(script)])
+    proc = _cli("numerics", "--yes", "--json", str(trace), cwd=tmp_path)
+    assert proc.returncode == 3, (proc.stdout + proc.stderr)[-3000:]
+    (c,) = json.loads(proc.stdout)["classified"]
+    assert c["verdict"] == NOT_REPRODUCED and "relu" in c["kernel"], c
+    control = c["reruns"][0]
+    assert (control["flag"], control["outcome"]) == (CONTROL, "disappears"), c
+    assert control["trace"] == f"{trace}-numerics-control" and (tmp_path / "runs").read_text() \
+        == "2"  # the numerics run and the control run; no flag re-run (float32, no random op)
 
 
 @pytest.mark.slow
@@ -143,7 +226,7 @@ def test_numerics_names_the_planted_relu_kernel_of_a_trace_made_without_it(
     assert (trace / "manifest.json").is_file(), made.stderr[-3000:]
     assert not Trace(trace).runtime.get("checks")  # nothing judged in the trace itself
     proc = _cli("numerics", "--yes", str(trace))
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert proc.returncode == 1, (proc.stdout + proc.stderr)[-3000:]  # a kernel judged wrong
     out = Path(f"{trace}-numerics")
     first = proc.stdout.split("first diverging kernel: ", 1)[1].split()[0]
     assert "relu" in first, proc.stdout
@@ -153,7 +236,11 @@ def test_numerics_names_the_planted_relu_kernel_of_a_trace_made_without_it(
     assert entry["first"]["buffers"][0]["source"]["code"] == "return x + torch.tanh(h)"
     (c,) = json.loads((out / "numerics.json").read_text())["compiles"]
     assert c["kernel"] == first and c["verdict"] == WRONG_KERNEL, c
-    assert [r["outcome"] for r in c["reruns"]] == ["not run", "not run"], c
+    # the control run (same settings) saw the same kernel call diverge first again
+    assert [(r["flag"], r["outcome"]) for r in c["reruns"]] == [
+        (CONTROL, "stays"), ("emulate_precision_casts", "not run"),
+        ("fallback_random", "not run")], c
+    assert "control (same settings): stays" in proc.stdout, proc.stdout
     assert proc.stdout.splitlines()[0].startswith("TESTING-ONLY flag set: cpp.inject_relu_bug")
     assert "classified: a wrong kernel" in proc.stdout, proc.stdout
     assert f"the numerics are in the new trace {out}" in proc.stderr
@@ -163,12 +250,12 @@ def test_numerics_names_the_planted_relu_kernel_of_a_trace_made_without_it(
 @pytest.mark.slow  # the script imports torch
 def test_a_run_that_records_no_accuracy_check_is_a_clear_error(tmp_path: Path) -> None:
     """The script compiles nothing: no check to judge kernels in, said in one line with where
-    the run's output is (exit 2)."""
+    the run's output is (exit 3: could not judge)."""
     script = tmp_path / "nothing.py"
     script.write_text("import torch\nprint(torch.ones(2).sum())\n")
     trace = _trace(tmp_path / "t", ["tuidebug", "trace", str(script)])
     proc = _cli("numerics", "--yes", str(trace), cwd=tmp_path)
-    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert proc.returncode == 3, proc.stderr[-3000:]
     said = proc.stderr.strip().splitlines()[-1]
     assert said.startswith(f"tuidebug: error: the run recorded no accuracy check in {trace}-"
                            "numerics: no compiled graph ran"), said

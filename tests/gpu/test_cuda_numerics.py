@@ -72,17 +72,19 @@ def test_numerics_command_classifies_the_bf16_relu_bug_as_a_wrong_kernel(tmp_pat
     """``tuidebug numerics`` on the relu-bug step traced with --no-check: the backward relu
     kernel is named; the kernels write bfloat16, so the script runs again with
     emulate_precision_casts=True, and the difference stays: a wrong kernel, not precision
-    casts (no random op: no fallback_random run)."""
+    casts (no random op: no fallback_random run); the control run (same settings) saw the
+    same kernel call diverge again; exit code 1."""
     trace = tmp_path / "bug"
     _trace(trace, "relu_bug", "--no-check")
     proc = subprocess.run([sys.executable, "-m", "tuidebug.cli", "numerics", "--yes", "--json",
                            str(trace)], capture_output=True, text=True, cwd=ROOT, timeout=1800,
                           env=dict(os.environ, PYTHONPATH=pythonpath()))
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.returncode == 1, proc.stderr[-4000:]  # a kernel judged wrong
     found = json.loads(proc.stdout)
     (c,) = [c for c in found["classified"] if c["kernel"]]
     assert "relu" in c["kernel"] and c["verdict"] == "a wrong kernel", c
-    casts, random = c["reruns"]
+    control, casts, random = c["reruns"]
+    assert control["flag"] == "control" and control["outcome"] == "stays", control
     assert casts["flag"] == "emulate_precision_casts" and casts["outcome"] == "stays", casts
     assert random["outcome"] == "not run", random
     print("numerics:", json.dumps(c, indent=1))

@@ -416,14 +416,14 @@ def test_numerics_carries_the_classification(accuracy_trace: Path,
     from tuidebug.mcp.answers import numerics_answer
     from tuidebug.trace.format.reader import Trace
     from tuidebug.trace.format.writer import write_numerics
-    from tuidebug.trace.queries.numerics_classes import WRONG_KERNEL, classify
+    from tuidebug.trace.queries.numerics_classes import CONTROL, WRONG_KERNEL, classify
 
     (before,) = numerics_answer("t1", Trace(accuracy_trace)).items or []
     assert before["classified"] is None, before
     t = copy_trace(accuracy_trace, "classified")
-    (c,) = classify(Trace(t), {})
+    (c,) = classify(Trace(t), {CONTROL: Trace(accuracy_trace)})  # reproduced: the same again
     write_numerics(t, {"compiles": [c.to_json()]})
     (item,) = numerics_answer("t1", Trace(t)).items or []
     assert item["classified"]["verdict"] == WRONG_KERNEL, item
     assert item["classified"]["kernel"] == item["first_diverging_kernel"]["kernel"], item
-    assert [r["outcome"] for r in item["classified"]["reruns"]] == ["not run", "not run"]
+    assert [r["outcome"] for r in item["classified"]["reruns"]] == ["stays", "not run", "not run"]

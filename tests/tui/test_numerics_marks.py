@@ -107,14 +107,17 @@ async def test_the_overview_shows_the_classification(open_ui, accuracy_trace: Pa
     """A trace ``tuidebug numerics`` classified (numerics.json, from the real classification of
     the relu bug): the overview shows the verdict under the first diverging kernel, as info."""
     from tuidebug.trace.format.writer import write_numerics
-    from tuidebug.trace.queries.numerics_classes import classify
+    from tuidebug.trace.queries.numerics_classes import CONTROL, classify
 
     t = copy_trace(accuracy_trace, "classified")
-    (c,) = classify(Trace(t), {})
+    (c,) = classify(Trace(t), {CONTROL: Trace(accuracy_trace)})  # reproduced: the same again
     write_numerics(t, {"compiles": [c.to_json()]})
     async with open_ui(t) as ui:
         lines = [ln.strip() for ln in ui.lines("#overview")]
     first = next(i for i, ln in enumerate(lines) if ln.startswith("first diverging kernel:"))
     said = next(i for i, ln in enumerate(lines) if ln.startswith("classified: "))
     assert first < said and lines[said].startswith("classified: a wrong kernel — "), lines
-    assert lines[said + 2] == "fallback_random=True: not run: its graph draws no random numbers"
+    control = next(i for i, ln in enumerate(lines) if ln.startswith("control ("))
+    assert lines[control].startswith("control (same settings): stays: "), lines[control]
+    random = lines.index("fallback_random=True: not run: its graph draws no random numbers")
+    assert said < control < random, lines

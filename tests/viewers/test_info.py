@@ -172,7 +172,9 @@ def test_info_lists_the_kernel_calls_judged(accuracy_trace: Path) -> None:
     rows = [ln.split() for ln in lines[head + 1:head + 9]]
     first = entry["kernels"][0]
     assert rows[0][0] == first["kernel"] and rows[0][-2:] == ["FIRST", "DIVERGING"], rows[0]
-    assert rows[0][1:4] == ["inference", f"{first['err_compiled']:.3g}",
+    # the graph column names which graph (its id), not only its kind
+    assert first["graph"] == "0_0-inference" and first["kind"] == "inference"
+    assert rows[0][1:4] == [first["graph"], f"{first['err_compiled']:.3g}",
                             f"{first['err_eager']:.3g}"], rows[0]
     assert [r[-1] for r in rows[1:]] == ["differs"] * 7, rows
     assert rows[2][1] == "#2"  # the second call of the same kernel
@@ -202,13 +204,13 @@ def test_info_prints_the_classification_under_the_first_diverging_kernel(
     diverging kernel, then each re-run's outcome, before the table of kernel calls — the lines
     ``tuidebug numerics`` prints (one renderer); without numerics.json, no such line."""
     from tuidebug.trace.format.writer import write_numerics
-    from tuidebug.trace.queries.numerics_classes import WRONG_KERNEL, classify
+    from tuidebug.trace.queries.numerics_classes import CONTROL, WRONG_KERNEL, classify
     from tuidebug.viewers.numerics_report import numerics_report
 
     before, _ = rendered(accuracy_trace)
     assert "classified:" not in before
     t = copy_trace(accuracy_trace, "classified")
-    (c,) = classify(Trace(t), {})
+    (c,) = classify(Trace(t), {CONTROL: Trace(accuracy_trace)})  # reproduced: the same again
     write_numerics(t, {"compiles": [c.to_json()]})
     text, s = rendered(t)
     (entry,) = s["numerics"].values()
@@ -218,9 +220,16 @@ def test_info_prints_the_classification_under_the_first_diverging_kernel(
     said = next(i for i, ln in enumerate(lines) if ln.startswith("classified: "))
     table = next(i for i, ln in enumerate(lines) if ln.split()[:2] == ["kernel", "call"])
     assert first < said < table, lines[first:table + 1]
-    assert lines[said] == "classified: a wrong kernel — neither precision casts nor random " \
-                          "numbers can explain it", lines[said]
-    assert lines[said + 1:said + 3] == [
+    said_text = " ".join(lines[said:table])
+    assert said_text.startswith("classified: a wrong kernel — neither precision casts nor "
+                                "random numbers can explain it; it came back with the same "
+                                "settings"), said_text
+    control = next(i for i in range(said, table) if lines[i].startswith("control ("))
+    assert lines[control].startswith("control (same settings): stays: with the same settings "
+                                     "cpp_fused"), lines[control]
+    casts = next(i for i in range(said, table) if lines[i].startswith("emulate_precision"))
+    assert said < control < casts
+    assert lines[casts:casts + 2] == [
         "emulate_precision_casts=True: not run: every value its kernels wrote is float32 or "
         "wider: there is no cast to a narrower float to elide",
         "fallback_random=True: not run: its graph draws no random numbers"], lines[said:table]

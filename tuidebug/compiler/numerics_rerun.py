@@ -20,11 +20,12 @@ from typing import Any, Callable, Mapping
 from tuidebug.compiler.advise import run_once
 from tuidebug.compiler.consent import Plan, origin_notes
 from tuidebug.compiler.recompile import read_manifest, trace_source
-from tuidebug.errors import RecompileError
+from tuidebug.errors import NotJudged, RecompileError
 from tuidebug.trace.format import schema
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.format.writer import write_numerics
-from tuidebug.trace.queries.numerics_classes import FLAGS, Classified, classify, reruns_needed
+from tuidebug.trace.queries.numerics_classes import CONTROL, FLAGS, Classified, classify, \
+    control_needed, reruns_needed
 
 
 @dataclass
@@ -43,7 +44,9 @@ def plan(trace: Path, allowed: Mapping[str, Any] | None = None) -> Plan:
     m = read_manifest(trace)
     notes = origin_notes(m, trace)
     notes.append("it runs under capture with --numerics (every compile's kernels judged one "
-                 "by one against eager and float64); where a kernel's difference could come from "
+                 "by one against eager and float64); where a kernel diverges, once more with the "
+                 "same settings (a control run: is it run-to-run noise?); where a kernel's "
+                 "difference could come from "
                  "precision casts or random numbers, once more with " + " and once with ".join(
                      f"{f}=True" for f in FLAGS) + " to classify it")
     if not m.check_accuracy:
@@ -85,9 +88,9 @@ def run(trace: Path, out: Path, *, allowed: Mapping[str, Any] | None = None,
         timeout: float | None = None,
         progress: Callable[[str], None] = lambda m: None) -> NumericsRun:
     """Run the numerics of ``trace`` into ``out`` (the consent asked before); raises
-    RecompileError when the run records no eager check to judge kernels in."""
+    NotJudged when the run records no eager check to judge kernels in."""
     options = _options(trace)
-    flag_outs = {f: Path(f"{out}-{f}") for f in FLAGS}
+    flag_outs = {f: Path(f"{out}-{f}") for f in (CONTROL, *FLAGS)}
     for path in (out, *flag_outs.values()):
         _empty(path)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -98,13 +101,21 @@ def run(trace: Path, out: Path, *, allowed: Mapping[str, Any] | None = None,
                              f"output is in {out.parent / (out.name + '.log')}")
     made = Trace(out)
     if not made.runtime.get("checks"):
-        raise RecompileError(
+        raise NotJudged(
             f"the run recorded no accuracy check in {out}: no compiled graph ran (exit code "
             f"{first.code}; its output is in {out.parent / (out.name + '.log')})")
     needed = reruns_needed(made)
     unavailable = _unavailable(sorted(needed))
     ran: dict[str, Trace | None] = {}
     reruns: dict[str, Path] = {}
+    why_control = control_needed(made)
+    if why_control is not None:
+        progress(f"control: running it again with the same settings ({why_control}) → "
+                 f"{flag_outs[CONTROL]}")
+        again = run_once(trace, flag_outs[CONTROL], None, timeout, options=options,
+                         allowed=allowed)
+        reruns[CONTROL] = again.out
+        ran[CONTROL] = Trace(again.out) if (again.out / schema.MANIFEST).is_file() else None
     for flag in FLAGS:
         if flag not in needed or flag in unavailable:
             continue

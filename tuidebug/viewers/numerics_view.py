@@ -15,8 +15,8 @@ from rich.text import Text
 
 from tuidebug.inert import inert_text
 from tuidebug.trace.queries.numerics import KernelNumerics, NodeNumerics
-from tuidebug.trace.queries.numerics_classes import CASTS_VERDICT, NONE_DIVERGES, \
-    RANDOM_VERDICT, Classified
+from tuidebug.trace.queries.numerics_classes import CASTS_VERDICT, CONTROL, NONE_DIVERGES, \
+    NOT_JUDGED, NOT_REACHED, NOT_REPRODUCED, RANDOM_VERDICT, UNCONFIRMED, Classified
 from tuidebug.viewers.fitted import Row
 
 
@@ -63,6 +63,15 @@ def _verdict(k: dict[str, Any], first: dict[str, Any] | None) -> tuple[str, str]
     return "ok" if k.get("ok") else "?", ""
 
 
+def graph_label(k: dict[str, Any]) -> str:
+    """Which graph a kernel call ran in: its id (``0_0-forward``), with its kind when the id
+    does not already say it (a forward and its backward, two compiles: told apart)."""
+    graph, kind = str(k.get("graph") or ""), str(k.get("kind") or "")
+    if not graph:
+        return kind or "?"
+    return graph if not kind or kind in graph else f"{graph} ({kind})"
+
+
 def kernel_table(entry: dict[str, Any]) -> Table | None:
     """Per kernel call judged (in execution order): its worst error against float64, eager's,
     the verdict; at most ``KERNEL_ROWS`` rows, always the first diverging kernel's."""
@@ -82,7 +91,7 @@ def kernel_table(entry: dict[str, Any]) -> Table | None:
         verdict, style = _verdict(k, first)
         call = f" #{k['call'] + 1}" if isinstance(k.get("call"), int) and k["call"] else ""
         t.add_row(Row(inert_text(k.get("kernel")), Text(call), middle=True),
-                  inert_text(k.get("kind") or k.get("graph")), Text(_num(k.get("err_compiled"))),
+                  inert_text(graph_label(k)), Text(_num(k.get("err_compiled"))),
                   Text(_num(k.get("err_eager"))), Text(verdict, style))
     rest = len(kernels) - start - len(shown)
     if rest > 0:
@@ -117,7 +126,9 @@ def _differ_after_first(entry: dict[str, Any]) -> bool:
 
 
 CLASS_STYLE = {NONE_DIVERGES: "bold green", CASTS_VERDICT: "bold yellow",
-               RANDOM_VERDICT: "bold yellow"}  # any other verdict: a wrong kernel (bold red)
+               RANDOM_VERDICT: "bold yellow", NOT_REPRODUCED: "bold yellow",
+               NOT_REACHED: "bold yellow", UNCONFIRMED: "bold yellow",
+               NOT_JUDGED: "bold yellow"}  # any other verdict: a wrong kernel (bold red)
 
 
 def classification_lines(c: Classified) -> list[Text]:
@@ -128,7 +139,8 @@ def classification_lines(c: Classified) -> list[Text]:
                          inert_text(f" — {c.why}" if c.why else ""))]
     for r in c.reruns:
         where = f" ({r.trace})" if r.trace else ""
-        out.append(inert_text(f"      {r.flag}=True: {r.outcome}: {r.detail}{where}", "dim"))
+        run = "control (same settings)" if r.flag == CONTROL else f"{r.flag}=True"
+        out.append(inert_text(f"      {run}: {r.outcome}: {r.detail}{where}", "dim"))
     return out
 
 

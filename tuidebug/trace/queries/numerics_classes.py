@@ -6,8 +6,12 @@ in float32 where eager rounds them to a 16-bit float (precision-cast elision; In
 than eager's ops (``fallback_random`` makes them draw eager's). ``tuidebug numerics`` re-runs
 the traced script with each flag on when the trace shows it could matter (``reruns_needed``)
 and compares each run's numerics with the first run's (``classify``): a difference that
-disappears was that effect, one that stays is a wrong kernel. ``numerics.json`` keeps what was
-found (docs/trace-format.md). Pure data: no torch.
+disappears was that effect, one that stays is a wrong kernel. Before any kernel is blamed, the
+script runs once more with the same settings (the control run, ``control_needed``): a difference
+that does not come back there is run-to-run noise (a nondeterministic reduction, atomics), not a
+wrong kernel. A re-run that never judged the first diverging kernel (it stopped earlier or
+took another path) says "not reached", never a class. ``numerics.json`` keeps what was found
+(docs/trace-format.md). Pure data: no torch.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from tuidebug.trace.format.reader import Trace
 PRECISION_CASTS = "emulate_precision_casts"
 RANDOM = "fallback_random"
 FLAGS = (PRECISION_CASTS, RANDOM)
+CONTROL = "control"  # the re-run with the same settings: run-to-run noise
 NARROW_FLOATS = ("float16", "bfloat16", "float8")  # a dtype name starting with one of these
 
 # verdicts
@@ -28,14 +33,22 @@ CASTS_VERDICT = "precision casts"
 RANDOM_VERDICT = "random numbers"
 NONE_DIVERGES = "no kernel diverges"
 NOT_JUDGED = "not judged"
-
+NOT_REPRODUCED = "not reproduced"  # the control run did not show the same divergence
+NOT_REACHED = "not reached"  # a re-run that had to judge the kernel never did
+UNCONFIRMED = "not confirmed"  # no control run was made
+AGREES = (NONE_DIVERGES, CASTS_VERDICT, RANDOM_VERDICT)  # compiled and eager agree, or differ
+# for a reason that is not a bug
 
 @dataclass
 class Rerun:
-    """One flag's re-run, as it bears on one compile: ``outcome`` is ``disappears`` (no kernel
-    diverges with the flag on), ``stays`` (a kernel still diverges), ``not run`` (the trace
-    shows the flag cannot matter; ``detail`` says why), ``not available`` (this torch has no
-    such flag) or ``failed`` (the re-run judged no kernel of this compile)."""
+    """One re-run, as it bears on one compile — a flag's, or the control run (``flag`` is
+    ``CONTROL``: the same settings again): ``outcome`` is ``disappears`` (the re-run judged the
+    first diverging kernel and no kernel diverges), ``stays`` (a kernel still diverges; for the
+    control run: the same kernel call, first again), ``moves`` (the control run: another kernel
+    diverges first), ``not run`` (the trace shows the re-run cannot matter; ``detail`` says
+    why), ``not available`` (this torch has no such flag) or ``not reached`` (the re-run never
+    judged the first diverging kernel: it wrote no trace, stopped earlier or took another
+    path)."""
 
     flag: str
     outcome: str
@@ -55,8 +68,9 @@ class Rerun:
 @dataclass
 class Classified:
     """A compile's numerics classified: the first diverging kernel (None: none diverged), what
-    each flag's re-run did, and the verdict (``WRONG_KERNEL``, ``CASTS_VERDICT``,
-    ``RANDOM_VERDICT``, ``NONE_DIVERGES``, ``NOT_JUDGED``) with the reason in words."""
+    the control run and each flag's re-run did, and the verdict (``WRONG_KERNEL``,
+    ``CASTS_VERDICT``, ``RANDOM_VERDICT``, ``NONE_DIVERGES``, ``NOT_JUDGED``,
+    ``NOT_REPRODUCED``, ``NOT_REACHED``, ``UNCONFIRMED``) with the reason in words."""
 
     compile_id: str
     kernel: str | None
@@ -93,6 +107,36 @@ def _graphs(report: dict[str, Any]) -> list[dict[str, Any]]:
 def _first(report: dict[str, Any]) -> dict[str, Any] | None:
     first = report.get("first")
     return first if isinstance(first, dict) else None
+
+
+def _key(first: dict[str, Any] | None) -> tuple[str, str, int] | None:
+    """A kernel call as (graph, kernel, call): the same in a re-run that took the same path."""
+    if first is None:
+        return None
+    call = first.get("call")
+    return (str(first.get("graph")), str(first.get("kernel")),
+            call if isinstance(call, int) and not isinstance(call, bool) else 0)
+
+
+def _call(report: dict[str, Any], key: tuple[str, str, int]) -> dict[str, Any] | None:
+    """The kernel call ``key`` as ``report`` judged it, None when it judged no such call."""
+    for g in _graphs(report):
+        if str(g.get("graph")) != key[0]:
+            continue
+        for k in g.get("kernels") or []:
+            if isinstance(k, dict) and _key({"graph": key[0], **k}) == key:
+                return k
+    return None
+
+
+def _said(key: tuple[str, str, int]) -> str:
+    return f"{key[1]}" + (f" (call {key[2] + 1})" if key[2] else "") + f" in {key[0]}"
+
+
+def _errs(k: dict[str, Any]) -> str:
+    def n(x: Any) -> str:
+        return f"{x:.3g}" if isinstance(x, (int, float)) and not isinstance(x, bool) else "—"
+    return f"compiled↔fp64 {n(k.get('err_compiled'))}, eager↔fp64 {n(k.get('err_eager'))}"
 
 
 def _judged(report: dict[str, Any]) -> int:
@@ -156,6 +200,17 @@ def reruns_needed(trace: Trace) -> dict[str, str]:
     return out
 
 
+def control_needed(trace: Trace) -> str | None:
+    """Why the control run (the script again, same settings) is needed: a compile of ``trace``
+    has a first diverging kernel, which must diverge again before it is blamed; None when no
+    kernel diverges."""
+    for cid, report in _reports(trace).items():
+        key = _key(_first(report))
+        if key is not None:
+            return f"compile {cid}: {_said(key)} diverges"
+    return None
+
+
 def _not_run(trace: Trace, flag: str) -> str:
     """Why ``flag``'s re-run cannot change this compile's verdict (it was not run for it)."""
     if flag_set(trace, flag):
@@ -166,36 +221,57 @@ def _not_run(trace: Trace, flag: str) -> str:
     return "its graph draws no random numbers"
 
 
-def _outcome(flag: str, ran: Trace | None, cid: str, unavailable: str | None) -> Rerun:
+def _outcome(flag: str, ran: Trace | None, cid: str, unavailable: str | None,
+             key: tuple[str, str, int] | None) -> Rerun:
+    """What ``flag``'s re-run (``CONTROL``: the same settings) found of compile ``cid``, whose
+    first diverging kernel call was ``key`` (None: none diverged)."""
     if unavailable is not None:
         return Rerun(flag, "not available", unavailable)
     if ran is None:
-        return Rerun(flag, "failed", "the re-run wrote no trace")
+        return Rerun(flag, "not reached", "the re-run wrote no trace")
     report = _reports(ran).get(cid)
     where = str(ran.root)
     if report is None or not _judged(report):
-        return Rerun(flag, "failed", f"the re-run judged no kernel of compile {cid}", where)
+        return Rerun(flag, "not reached", f"the re-run judged no kernel of compile {cid} (it "
+                     "stopped before, or took another path)", where)
+    again = _call(report, key) if key is not None else None
+    if key is not None and again is None:
+        return Rerun(flag, "not reached", f"the re-run judged {_judged(report)} kernel calls of "
+                     f"compile {cid}, not {_said(key)} (it stopped before, or took another "
+                     "path)", where)
     first = _first(report)
+    on = "with the same settings" if flag == CONTROL else f"with {flag}=True"
     if first is None:
-        return Rerun(flag, "disappears", f"with {flag}=True no kernel diverges "
-                                         f"({_judged(report)} kernel calls judged)", where)
-    return Rerun(flag, "stays", f"with {flag}=True {first.get('kernel')} still diverges", where)
+        return Rerun(flag, "disappears", f"{on} no kernel diverges ({_judged(report)} kernel "
+                     "calls judged" + (f"; {key[1]}: {_errs(again)}" if again else "") + ")",
+                     where)
+    got = _key(first)
+    if flag == CONTROL and got != key:
+        return Rerun(flag, "moves", f"{on} {_said(got)} diverges first, not {_said(key)}"
+                     if got else f"{on} another kernel diverges first", where)
+    return Rerun(flag, "stays", f"{on} {_said(got) if got else first.get('kernel')} still "
+                 f"diverges ({_errs(first)})", where)
 
 
 def classify(trace: Trace, ran: dict[str, Trace | None],
              unavailable: dict[str, str] | None = None) -> list[Classified]:
     """Each compile of ``trace`` (made with ``--numerics``) classified with the re-runs
     ``ran`` ({flag: the trace of the script re-run with it on, None when that run wrote
-    none}); a flag in ``unavailable`` ({flag: why}) could not be tried. A flag neither ran nor
-    unavailable was not needed (``reruns_needed``)."""
+    none}; ``CONTROL``: re-run with the same settings); a flag in ``unavailable`` ({flag:
+    why}) could not be tried. A flag neither ran nor unavailable was not needed
+    (``reruns_needed``)."""
     unavailable = unavailable or {}
     out = []
     for cid, report in _reports(trace).items():
         first = _first(report)
+        key = _key(first)
         graph = str(first.get("graph")) if first else None
         kernel = str(first.get("kernel")) if first else None
         randomish = _random_classified(report)
         reruns = []
+        if key is not None:
+            reruns.append(_outcome(CONTROL, ran.get(CONTROL), cid, None, key)
+                          if CONTROL in ran else Rerun(CONTROL, "not run", "no control run"))
         for flag in FLAGS:
             relevant = (first is not None and bool(_narrow(report, graph))
                         if flag == PRECISION_CASTS
@@ -203,7 +279,7 @@ def classify(trace: Trace, ran: dict[str, Trace | None],
             if flag_set(trace, flag) or not relevant:
                 reruns.append(Rerun(flag, "not run", _not_run(trace, flag)))
             elif flag in ran or flag in unavailable:
-                reruns.append(_outcome(flag, ran.get(flag), cid, unavailable.get(flag)))
+                reruns.append(_outcome(flag, ran.get(flag), cid, unavailable.get(flag), key))
             else:
                 reruns.append(Rerun(flag, "not run", "not asked for"))
         out.append(_verdict(cid, report, kernel, randomish, reruns))
@@ -217,6 +293,19 @@ def _verdict(cid: str, report: dict[str, Any], kernel: str | None, randomish: in
         return Classified(cid, kernel, NOT_JUDGED, str(report.get("skipped") or report.get("note")
                                                        or "no kernel was judged"), reruns)
     if kernel is not None:
+        control = by.get(CONTROL)
+        if control is None or control.outcome == "not run":
+            return Classified(cid, kernel, UNCONFIRMED, f"{kernel} diverges, but no control "
+                              "run (the same settings again) measured the run-to-run noise",
+                              reruns)
+        if control.outcome in ("disappears", "moves"):
+            return Classified(cid, kernel, NOT_REPRODUCED, f"{kernel} diverged once, not again "
+                              f"when the script ran once more: {control.detail} — run-to-run "
+                              "noise (a nondeterministic kernel), not a kernel judged wrong",
+                              reruns)
+        if control.outcome != "stays":
+            return Classified(cid, kernel, NOT_REACHED, f"the control run did not reach "
+                              f"{kernel}: {control.detail}", reruns)
         if by[PRECISION_CASTS].outcome == "disappears":
             return Classified(cid, kernel, CASTS_VERDICT, f"{kernel} differs because Inductor "
                               "keeps values eager rounds to a narrower float: "
@@ -224,10 +313,15 @@ def _verdict(cid: str, report: dict[str, Any], kernel: str | None, randomish: in
         if by[RANDOM].outcome == "disappears":
             return Classified(cid, kernel, RANDOM_VERDICT, f"{kernel} differs because it draws "
                               "other random numbers than eager: " + by[RANDOM].detail, reruns)
-        stays = [f"{r.flag}=True" for r in reruns if r.outcome == "stays"]
-        unknown = [r for r in reruns if r.outcome in ("failed", "not available")]
+        missed = [r for r in reruns if r.outcome == "not reached"]
+        if missed:
+            return Classified(cid, kernel, NOT_REACHED, "; ".join(
+                f"with {r.flag}=True, {r.detail}" for r in missed), reruns)
+        stays = [f"{r.flag}=True" for r in reruns if r.outcome == "stays" and r.flag != CONTROL]
+        unknown = [r for r in reruns if r.outcome == "not available"]
         why = (f"the difference stays with {' and with '.join(stays)}" if stays else
-               "neither precision casts nor random numbers can explain it")
+               "neither precision casts nor random numbers can explain it") + \
+            f"; it came back with the same settings ({control.detail})"
         if unknown:
             return Classified(cid, kernel, WRONG_KERNEL + " (unless " + " or ".join(
                 r.flag.replace("_", " ") for r in unknown) + ", which could not be tried)",
@@ -242,6 +336,8 @@ def _verdict(cid: str, report: dict[str, Any], kernel: str | None, randomish: in
         if r.outcome == "stays":
             return Classified(cid, None, WRONG_KERNEL, "hidden by random numbers: " + r.detail,
                               reruns)
+        if r.outcome == "not reached":
+            return Classified(cid, None, NOT_REACHED, f"with {r.flag}=True, {r.detail}", reruns)
         return Classified(cid, None, RANDOM_VERDICT + " (not confirmed)",
                           f"{randomish} kernel calls differ where the graph draws random "
                           f"numbers; {r.flag}: {r.detail}", reruns)
@@ -258,3 +354,15 @@ def classified(trace: Trace) -> dict[str, Classified]:
             c = Classified.from_json(d)
             out[c.compile_id] = c
     return out
+
+
+def judged_wrong(classes: list[Classified]) -> bool:
+    """Whether a compile's kernel was judged wrong: the difference came back in the control
+    run, and no re-run explained it or failed to reach it."""
+    return any(c.verdict == WRONG_KERNEL for c in classes)
+
+
+def all_agree(classes: list[Classified]) -> bool:
+    """Whether every compile was judged and agrees (no kernel diverges, or the difference is
+    precision casts or random numbers)."""
+    return bool(classes) and all(c.verdict in AGREES for c in classes)
