@@ -48,6 +48,22 @@ def test_ddp_bucket_all_reduces_are_logged_and_a_hang_in_one_is_located(tmp_path
     text = " ".join(_cli("info", str(job)).stdout.split())
     assert (f"rank 0 waits in DDP all_reduce bucket #{c0['ddp']['bucket']} (all_reduce "
             f"#{c0['seq']} of group default, {backward})") in text, text
+    # within the step where the ranks parted: rank 0 entered step 2, rank 1 only step 1
+    assert c0["ddp"]["step"] == 2 and c0["ddp_steps"] == {"default": 2}, c0
+    assert ranks[1]["progress"]["collective"]["ddp_steps"] == {"default": 1}
+    assert ("in DDP step 2, where the ranks parted (rank(s) 1 entered step 1 at most): the "
+            "earliest bucket of that step that never completed") in text, text
+    # a step-1 bucket whose completion the log lacks (a lost line) is not where rank 0 waits:
+    # the reducer finished step 1 before step 2 began (main picked the earliest across steps)
+    from tuidebug.trace.jobs.progress import last_collective
+
+    lost = tmp_path / "lost.progress.jsonl"
+    lost.write_text("".join(ln + "\n" for ln in
+                            (job / "job" / "rank_0.progress.jsonl").read_text().splitlines()
+                            if ln.strip() and not (json.loads(ln).get("event") == "done"
+                                    and json.loads(ln).get("seq") == first[0]["seq"])))
+    again = last_collective(lost)
+    assert again is not None and (again["seq"], again["ddp"]["step"]) == (c0["seq"], 2), again
     assert "rank 1 is at rank_job.py:" in text and "outside any collective" in text
     # rank 1's step-1 buckets completed: a DDP bucket's done is its all-reduce complete
     assert ranks[1]["progress"]["collective"]["ddp"] is not None

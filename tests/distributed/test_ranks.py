@@ -49,8 +49,14 @@ def test_identical_ranks_agree(same_job) -> None:
     assert [(r["rank"], r["status"]) for r in info["ranks"]] == [(0, "ok"), (1, "ok")]
     assert [g["ranks"] for g in info["groups"]] == [[0, 1]]
     assert [s["compile_id"] for s in info["compile_skew"]] == ["0/0"]
+    # one compile: one sample per rank, and the same work on each — no rank called slow
+    judged = info["compile_time"]
+    assert judged["samples"] == 1 and judged["slow"] == [], judged
     text = _cli("info", str(job))
     assert "ranks agree" in text.stdout and "world size 2" in text.stdout
+    said = " ".join(text.stdout.split())
+    assert "compile time: one sample (compile 0/0): rank " in said, said
+    assert "compile-time skew: largest on" not in said
 
 
 def test_graph_break_on_one_rank(break_job) -> None:

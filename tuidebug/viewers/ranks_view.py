@@ -175,13 +175,10 @@ def render_job(report: dict[str, Any], console: Console) -> None:
             console.print(Text("hung: ", style="bold red") + inert_text(m["text"], "bold red"))
         for line in waits["lines"]:
             console.print(inert_text(f"  {line}"))
-    skew = [s for s in report["compile_skew"] if s["spread_s"] > 0]
-    if skew:
-        worst = max(skew, key=lambda s: s["spread_s"])
-        console.print(inert_text(
-            f"compile-time skew: largest on {worst['compile_id']}: rank {worst['slowest']['rank']} "
-            f"{format_duration(worst['slowest']['s'])} vs rank {worst['fastest']['rank']} "
-            f"{format_duration(worst['fastest']['s'])}", "dim"))
+    judged = report.get("compile_time") or {}
+    if judged.get("text"):  # over every compile the ranks share: never a slow rank on one sample
+        console.print(inert_text(f"compile time: {judged['text']}",
+                                 "yellow" if judged.get("slow") else "dim"))
     problems = report.get("problems") or []
     if problems:
         console.print(Text(f"problems reading the job folder ({len(problems)})", style="bold"))

@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tuidebug.trace.jobs.ddp_steps import number_step, step_said
 from tuidebug.trace.jobs import job as joblayout
 from tuidebug.trace.format import safefile
 from tuidebug.trace.format.manifest import Manifest
@@ -152,15 +153,21 @@ def last_collective(path: Path) -> dict[str, Any] | None:
     asynchronous collective returns at once: the rank reached it, though it may wait for it
     later). Only the rank's last attempt counts: a restarted rank logs ``start`` again and
     numbers its collectives anew. In DDP's bucket all-reduces (all issued, then waited for
-    together) the rank is in the earliest that never completed."""
+    together) the rank is in the earliest that never completed of its last DDP step (``ddp``'s
+    ``step``: a step's buckets run from bucket 0 to the one marked last; ``ddp_steps``: per
+    group, the last step the rank entered). A bucket of an earlier step whose completion the
+    log lacks is not where it waits: the reducer waits for every bucket of a backward before
+    the next one starts."""
     last: dict[str, Any] | None = None
     reached: dict[str, int] = {}
     seen: dict[tuple[str, int], dict[str, Any]] = {}
     waiting_in: dict[str, Any] | None = None
+    steps: dict[str, int] = {}  # per group: the DDP step its last bucket belongs to
+    prev: dict[str, dict[str, Any]] = {}  # per group: its last DDP bucket
     for ev in _events(path):
         kind = ev.get("event")
         if kind == "start":  # a new attempt (torchrun --max-restarts): numbered anew
-            last, reached, seen, waiting_in = None, {}, {}, None
+            last, reached, seen, waiting_in, steps, prev = None, {}, {}, None, {}, {}
         elif kind == "collective" and isinstance(ev.get("seq"), int):
             group = _text(ev.get("group")) or "default"
             if group in reached or len(reached) < MAX_GROUPS:
@@ -169,7 +176,10 @@ def last_collective(path: Path) -> dict[str, Any] | None:
                 "op": _text(ev.get("op")) or "?", "seq": ev["seq"], "group": group,
                 "line": _text(ev.get("line")), "async": ev.get("async") is True,
                 "members": _members(ev.get("members")), "compiled": _compiled(ev.get("compiled")),
-                "ddp": _ddp(ev.get("ddp")), "state": "waiting", "reached": reached}
+                "ddp": _ddp(ev.get("ddp")), "state": "waiting", "reached": reached,
+                "ddp_steps": steps}
+            if last["ddp"] is not None:
+                number_step(last["ddp"], group, steps, prev)
         elif (kind == "done" and last is not None and ev.get("seq") == last["seq"]
               and _text(ev.get("group")) == last["group"]):
             last["state"] = "done"
@@ -190,9 +200,10 @@ def last_collective(path: Path) -> dict[str, Any] | None:
         return waiting_in  # issued earlier, waited for now (compiled code's wait_tensor)
     if last is not None and last["ddp"] and last["state"] == "waiting":
         # DDP's reducer issues its buckets' all-reduces one after another and waits for them
-        # all: the rank waits first in the earliest that never completed
+        # all: the rank waits first in the earliest of its last step that never completed
+        step = last["ddp"]["step"]
         return next((c for c in seen.values() if c["ddp"] and c["state"] == "waiting"
-                     and c["group"] == last["group"]), last)
+                     and c["group"] == last["group"] and c["ddp"]["step"] == step), last)
     return last
 
 
@@ -323,7 +334,7 @@ def waits(ranks: list[dict[str, Any]]) -> dict[str, Any] | None:
         c = p.get("collective")
         if c and c["state"] == "waiting":
             waiting.setdefault(c["group"], {})[r["rank"]] = c
-            lines.append(f"rank {r['rank']} waits in {_c(c)}")
+            lines.append(f"rank {r['rank']} waits in {_c(c)}{step_said(r, c, stuck)}")
         else:
             if p.get("phase") == "script":
                 where = f"running the script (after compiling graph {p['graph']})"

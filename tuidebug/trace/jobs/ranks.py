@@ -26,7 +26,8 @@ benchmarks each rank's own device and may pick another kernel): it is a note (``
 a compile that hit a cache on some ranks only (ranks of one node sharing a cache folder: the
 first to compile writes what the others read), with the same graphs and collectives.
 
-Compile-time skew per compile (slowest vs fastest rank) is reported alongside.
+Compile-time skew per compile (slowest vs fastest rank) is reported alongside, and judged over
+every compile the ranks share (``skew.judge_skew``: no rank is called slow on one sample).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from tuidebug.trace.jobs import job as joblayout
 from tuidebug.trace.jobs import progress as rank_progress
 from tuidebug.trace.jobs import rank_digest
 from tuidebug.trace.jobs.rank_digest import Hashes, RankDigest, RankPrint, normalise_text
+from tuidebug.trace.jobs.skew import judge_skew
 from tuidebug.trace.format.graph import node_line
 from tuidebug.trace.format.layout import diff_fingerprints
 from tuidebug.trace.format.reader import GraphRecord, Trace
@@ -359,5 +361,7 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
             "nodes": job["nodes"], "ranks": ranks,
             "groups": [{"hash": h, "ranks": rs} for h, rs in ordered],
             "divergence": divergence, "notes": notes, "compile_skew": _skew(digests),
+            "compile_time": judge_skew({r: d.compile_seconds
+                                        for r, d in digests.items()}).to_json(),
             "problems": list(job.get("problems") or []),  # what of the job folder was not read
             "waits": rank_progress.waits(ranks)}
