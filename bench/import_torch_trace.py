@@ -106,6 +106,9 @@ def main() -> int:
     work = ns.work or Path(tempfile.mkdtemp(prefix="tuidebug-bench-import-"))
     work.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # as installed: modules read from their bytecode (PYTHONDONTWRITEBYTECODE, set in some
+    # shells and CI, made every run compile each module from source: a fifth of a 30 MB import)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     print(f"real log: {real} ({real.stat().st_size / 1e6:.1f} MB); {version}; "
           f"{os.cpu_count()} CPUs")
     try:

@@ -175,7 +175,7 @@ def test_info_on_a_trace_imports_only_what_it_reads(mlp_trace: Path) -> None:
     for unneeded in ("tuidebug.trace.importers", "tuidebug.trace.importers.debug_dir",
                      "tuidebug.trace.archive.unpack", "tuidebug.trace.jobs.job", "tuidebug.mcp",
                      "tuidebug.cli.compiling", "tuidebug.cli.agents", "tuidebug.cli.sharing",
-                     "tuidebug.compiler"):
+                     "tuidebug.compiler", "tuidebug.trace.diff"):
         assert unneeded not in loaded, unneeded
     # nor what only writing, comparing or timed calls need (stdlib modules of milliseconds each)
     code = code.replace("print(' '.join(sorted(m for m in sys.modules if m.startswith('tuidebug'))))",

@@ -11,7 +11,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from tuidebug.trace.diff.findings import format_duration as duration
+from tuidebug.trace.queries.verdict import format_duration as duration
 from tuidebug.trace.queries.graph_breaks import SourceLine
 from tuidebug.inert import inert_text
 

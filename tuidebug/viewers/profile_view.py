@@ -11,7 +11,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from tuidebug.trace.diff.findings import format_duration as duration
+from tuidebug.trace.queries.verdict import format_duration as duration
 from tuidebug.viewers.fitted import Row
 from tuidebug.inert import inert_text
 from tuidebug.viewers.ledger_view import ledger_lines, ledger_table, verdict_line
