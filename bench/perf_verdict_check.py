@@ -1,9 +1,11 @@
 """Checks issue 26's GPU criteria from the files bench/perf_gpu.sh writes: three ``trace
 --profile`` verdicts of one configuration against each other and against bench/compile_vs_eager.py
 (the same verdict; ratios within ±10% of each other and of the bench), and each run's ledger:
-its parts, which add up to the measured wall time, with the remainder (``other``) under 10% of
-it. Reads ``info --json`` outputs and the bench's JSON lines; prints each configuration's
-verdicts, bench ratio and ledgers, then PASS/FAIL.
+its marked parts against the wall time measured apart from them (the median of the timed
+calls' own times in the run's profile.json, taken here), covering at least 90% of it and never
+more. The ledger's own total is no check: its remainder (``other``) is written as the whole less
+the parts. Reads ``info --json`` outputs, the runs' profile.json and the bench's JSON lines;
+prints each configuration's verdicts, bench ratio and ledgers, then PASS/FAIL.
 
     python bench/perf_verdict_check.py OUT_DIR
 """
@@ -11,6 +13,7 @@ verdicts, bench ratio and ledgers, then PASS/FAIL.
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -18,22 +21,32 @@ from pathlib import Path
 REST = 0.10  # the ledger's remainder, at most this share of the measured wall time
 
 
-def print_ledger(ledger: list[dict], wall: float) -> bool:
-    """One line per part (seconds per call, share of the wall), then the sum and the
-    remainder; whether the parts add up and the remainder is under ``REST``."""
-    if not ledger:
-        print("        no ledger: FAIL")
+def measured_wall(path: Path) -> float | None:
+    """The whole call's wall time measured apart from the ledger: the median of the timed
+    compiled calls' own times (profile.json's ``calls[0].times.compiled_s``)."""
+    try:
+        times = json.loads(path.read_text())["calls"][0]["times"]["compiled_s"]
+        return statistics.median(float(t) for t in times)
+    except (OSError, ValueError, KeyError, IndexError, TypeError, statistics.StatisticsError):
+        return None
+
+
+def print_ledger(ledger: list[dict], wall: float | None) -> bool:
+    """One line per part (seconds per call, share of the measured wall), then what the marked
+    parts cover of it; whether they cover at least 1 - ``REST`` of it and no more than all."""
+    if not ledger or wall is None or wall <= 0:
+        print(f"        {'no ledger' if not ledger else 'no timed calls in profile.json'}: FAIL")
         return False
     for p in ledger:
         where = " ".join(str(p[k]) for k in ("graph", "reason") if p.get(k))[:90]
         phase = " (bwd)" if p.get("phase") == "bwd" else ""
         print(f"        {p['part']:<13}{phase:<6} {p['seconds'] * 1e6:10.1f} us "
               f"{p['seconds'] / wall:7.1%}  {where}")
-    total = sum(p["seconds"] for p in ledger)
-    rest = sum(p["seconds"] for p in ledger if p["part"] == "other")
-    good = abs(total - wall) <= 1e-6 * wall + 1e-8 and abs(rest) < REST * wall
-    print(f"        sum {total * 1e6:.1f} us of the measured {wall * 1e6:.1f} us; remainder "
-          f"{rest * 1e6:+.1f} us ({rest / wall:+.1%}): {'PASS' if good else 'FAIL'}")
+    covered = sum(p["seconds"] for p in ledger if p["part"] != "other")
+    good = (1 - REST) * wall <= covered <= 1.001 * wall and all(
+        p["seconds"] >= 0 for p in ledger if p["part"] != "other")
+    print(f"        the marked parts {covered * 1e6:.1f} us of the measured {wall * 1e6:.1f} us "
+          f"(the timed calls' median): {covered / wall:.1%}: {'PASS' if good else 'FAIL'}")
     return good
 
 
@@ -86,10 +99,11 @@ def main() -> int:
               f"{'PASS' if good else 'FAIL'}")
         for i, (t, ledger) in enumerate(zip(traces, ledgers), 1):
             print(f"    run {i}: {t['text']}")
-            clocked = clocked_calls(out / f"{name}.run{i}.profile.json")
+            profile = out / f"{name}.run{i}.profile.json"
+            clocked = clocked_calls(profile)
             if clocked:
                 print(f"        timed calls' median {t['compiled_s'] * 1e6:.1f} us; {clocked}")
-            ok &= print_ledger(ledger, t["compiled_s"])
+            ok &= print_ledger(ledger, measured_wall(profile))
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

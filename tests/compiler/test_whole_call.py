@@ -4,6 +4,7 @@ interleaved, and splits a compiled call into its parts (real compiles, CPU)."""
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -26,11 +27,23 @@ def item_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def _parts_add_up(v) -> None:
+def _parts_add_up(v, root: Path) -> None:
+    """The ledger's marked parts against the whole measured apart from them: the timed calls'
+    own times in profile.json (their median taken here; the ledger's marks come from other,
+    clocked calls). The ledger's total cannot be the check: its ``other`` is written as the
+    whole less the parts, so it adds up by construction. The parts cover the call: at least
+    90% of the measured whole, never more than all of it."""
+    (raw,) = json.loads((root / "profile.json").read_text())["calls"]
+    whole = statistics.median(raw["times"]["compiled_s"])
+    assert len(raw["times"]["compiled_s"]) == v.rounds >= 10
     assert v.ledger, "no ledger"
-    assert abs(sum(p.seconds for p in v.ledger) - v.compiled.median_s) < 1e-8
-    other = [p for p in v.ledger if p.part == "other"]
-    assert len(other) == 1
+    (other,) = [p for p in v.ledger if p.part == "other"]
+    marked = [p for p in v.ledger if p.part != "other"]
+    rows = [p.as_json() for p in v.ledger]
+    assert marked and all(p.seconds >= 0 for p in marked), rows
+    covered = sum(p.seconds for p in marked)
+    assert 0.90 * whole <= covered <= 1.001 * whole, (covered, whole, rows)
+    assert abs(other.seconds - (whole - covered)) < 1e-6 * whole + 1e-9, (other, whole, covered)
 
 
 def test_graph_breaks_make_it_slower_and_are_named(item_trace: Path) -> None:
@@ -39,7 +52,7 @@ def test_graph_breaks_make_it_slower_and_are_named(item_trace: Path) -> None:
     assert v.callable == "ItemPerLayer" and not v.training and v.rounds >= 10
     assert v.outcome == "slower" and v.ratio_high < 1.0, v.text
     assert "`.item()` at item_per_layer.py:" in v.text, v.text
-    _parts_add_up(v)
+    _parts_add_up(v, item_trace)
     islands = [p for p in v.ledger if p.part == "eager_island"]
     assert len(islands) == LAYERS  # one .item() per layer
     for p in islands:
@@ -49,9 +62,6 @@ def test_graph_breaks_make_it_slower_and_are_named(item_trace: Path) -> None:
     assert len(graphs) == 2 * LAYERS  # before and after each break
     ids = {g.id for g in t.graphs}
     assert all(p.graph in ids for p in graphs)
-    # the eager islands and Dynamo's frames take most of the call: the unaccounted rest is small
-    rest = next(p.seconds for p in v.ledger if p.part == "other")
-    assert abs(rest) < 0.10 * v.compiled.median_s, [p.as_json() for p in v.ledger]
     raw = json.loads((item_trace / "profile.json").read_text())
     (call,) = raw["calls"]
     # the ledger's marks are taken in further calls: the timed ones carry none, as eager's
@@ -77,9 +87,7 @@ def test_info_json_has_the_verdict_and_ledger(item_trace: Path) -> None:
 def test_a_training_step_is_timed_forward_and_backward(profiled_training_trace: Path) -> None:
     (v,) = call_verdicts(Trace(profiled_training_trace))
     assert v.training
-    _parts_add_up(v)
-    other = next(p.seconds for p in v.ledger if p.part == "other")
-    assert abs(other) < 0.10 * v.compiled.median_s, [p.as_json() for p in v.ledger]
+    _parts_add_up(v, profiled_training_trace)
     back = [p for p in v.ledger if p.phase == "bwd" and p.part == "graph"]
     assert len(back) == 1 and back[0].seconds > 0 and back[0].graph
     assert "backward" in (back[0].graph or "")
@@ -109,9 +117,7 @@ def test_model_compile_in_place_is_measured_as_the_module(tmp_path: Path) -> Non
     (v,) = call_verdicts(Trace(out))
     assert v.callable == "Tiny", v.callable
     assert v.training, "the module's parameters require grad: a training step"
-    _parts_add_up(v)
-    other = next(p.seconds for p in v.ledger if p.part == "other")
-    assert abs(other) < 0.10 * v.compiled.median_s, [p.as_json() for p in v.ledger]
+    _parts_add_up(v, out)
     t = Trace(out)
     kinds = {g.id: g.kind for g in t.graphs}
     fwd = [p for p in v.ledger if p.part == "graph" and p.phase == "fwd"]
