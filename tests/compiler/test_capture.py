@@ -76,6 +76,7 @@ def test_pass_snapshots_record_what_changed(transformer_trace: Path) -> None:
 
 def test_ir_fusion_and_kernels(transformer_trace: Path) -> None:
     t = Trace(transformer_trace)
+    assert len(t.graphs) == 2, [g.id for g in t.graphs]  # forward and backward
     for g in t.graphs:
         assert g.ir_pre and g.ir_pre["nodes"], g.id
         assert g.ir_post and g.ir_post["nodes"], g.id
@@ -112,6 +113,7 @@ def test_provenance_reaches_example_lines(transformer_trace: Path) -> None:
             for s in p["source"]:
                 assert s["file"] == TRANSFORMER
                 assert s["code"] and s["code"] in lines[s["line"] - 1]
+        assert g.provenance["fx_to_kernels"], g.id
         for fx, ks in g.provenance["fx_to_kernels"].items():
             assert all(k in prov for k in ks)
     assert checked >= 2, "no generated kernel in the forward and backward graphs"

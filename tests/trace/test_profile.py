@@ -140,6 +140,7 @@ def _check_trace_events(data: dict) -> list[dict]:
     by_thread: dict = {}
     for e in spans:
         by_thread.setdefault((e["pid"], e["tid"]), []).append(e)
+    nested = 0
     for events in by_thread.values():
         stack: list = []
         for e in sorted(events, key=lambda e: (e["ts"], -e["dur"])):
@@ -147,7 +148,9 @@ def _check_trace_events(data: dict) -> list[dict]:
                 stack.pop()
             if stack:  # inside the enclosing span, never across its end
                 assert e["ts"] + e["dur"] <= stack[-1]["ts"] + stack[-1]["dur"] + 1e-3, (e, stack)
+                nested += 1
             stack.append(e)
+    assert spans and nested, "no span sat inside another: the nesting went unchecked"
     return spans
 
 
@@ -353,6 +356,7 @@ def test_backward_time_joins_to_lines_and_modules(profiled_training_trace: Path)
         rows = [r for r in view.table(table) if r.phase == "bwd"]
         assert abs(sum(r.compiled_s or 0 for r in rows) - total) < 1e-9, table
     nodes = [r for r in view.nodes if r.phase == "bwd"]
+    assert any(r.node for r in nodes), nodes
     assert all(r.graph == bwd_graph and final.get(r.node) is not None for r in nodes
                if r.node)
     src = (EXAMPLES / "transformer_block.py").read_text().splitlines()

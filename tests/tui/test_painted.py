@@ -160,6 +160,7 @@ async def test_tables_keep_numbers_whole_at_80_columns(open_ui, transformer_trac
     async with open_ui(transformer_trace, size=(80, 24)) as ui:
         lines = ui.lines("#overview")
         table = lines[next(i for i, ln in enumerate(lines) if "time per compile phase" in ln):]
+        assert len(trace.graphs) == 2, [g.id for g in trace.graphs]
         for g in trace.graphs:
             timings = next(ln for ln in table if ln.startswith(f" {g.id} "))
             assert timings.rstrip().endswith(format_duration(model.total_compile_s(g))), timings

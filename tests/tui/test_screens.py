@@ -15,6 +15,7 @@ async def test_overview_shows_graphs_timings_and_config(open_ui, transformer_tra
     async with open_ui(transformer_trace) as ui:
         text = ui.text()
         assert "OK" in text
+        assert len(trace.graphs) == 2, [g.id for g in trace.graphs]
         for g in trace.graphs:
             assert g.id in text
         lines = "\n".join(ui.lines("#overview"))

@@ -52,6 +52,7 @@ def test_graph_ids_are_whole_at_80_columns(dynamic_trace: Path) -> None:
     """``tuidebug info | less`` and 80-column terminals: rich cut the ten columns to fit, and
     the graph ids (what --graph takes) became ``0_0-inferen…``; every cell stays whole."""
     text, s = rendered(dynamic_trace, width=80)
+    assert len(s["graphs"]) >= 5, s["graphs"]  # 0/0, 0/1, 1/0, 2/0, 3/0, 3/1
     for g in s["graphs"]:
         cells = row_of(text, g["id"])
         assert cells[1:3] == [g["kind"], g["status"]], cells

@@ -240,6 +240,7 @@ def test_diff_between_two_stages_cli(transformer_trace: Path, tmp_path: Path) ->
     ga, gb = rec.stage_graph(a), rec.stage_graph(b)
     gone = next(n.name for n in ga if n.name not in gb)
     new = [n.name for n in gb if n.name not in ga]
+    assert new, "the two stages compared add no node"
     assert svg.fill(gone) == DIFF_STYLE["removed"]["fillcolor"]
     assert all(svg.fill(n) == DIFF_STYLE["added"]["fillcolor"] for n in new)
 

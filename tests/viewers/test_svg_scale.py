@@ -186,6 +186,7 @@ def test_kernels_with_depth_keep_kernel_boxes(transformer_trace: Path, tmp_path:
     assert e.dot.kernels_collapsed and e.dot.depth == 1
     svg = Svg(e.svg)
     kernel_of, kind, _ = kernel_overlay(rec, graph)
+    assert kernel_of
     for k in set(kernel_of.values()):
         box = svg.nodes().get("@kernel/" + k.replace(":", "#"))
         assert box is not None, k
