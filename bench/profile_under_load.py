@@ -1,11 +1,13 @@
 """Does a busy CPU move ``trace --profile``'s verdict? (issue 26: within ±15% of the quiet one.)
 
 Traces an example with ``tuidebug trace --profile N`` alternately as the machine is, then with
-CPU hogs beside it (each a real process spinning a busy loop, started before the trace and
-killed after it), ``--pairs`` times; reads each trace's whole-call verdict (eager/compiled, the
-median of the interleaved rounds' ratios, and its interval) and the load the capture saw.
+CPU hogs beside it (a real process spinning a busy loop per core, ``bench/_hogs.py``, started
+before the trace and killed after it), ``--pairs`` times; reads each trace's whole-call verdict
+(eager/compiled, the median of the interleaved rounds' ratios, and its interval) and the load
+the capture saw. Each hogged trace also says what the hogs did (their CPU time, the load before
+and after): a pair whose hogs did not contend for every core is no evidence, and FAILs.
 Prints one line per trace, then the verdicts' ratio with hogs to without: the median over the
-pairs and its range, and PASS when every pair is within ``--band``.
+pairs and its range, and PASS when every pair is within ``--band`` and was contended.
 
     python bench/profile_under_load.py                       # examples/transformer_block.py
     python bench/profile_under_load.py --example item_per_layer.py --args "--layers 3"
@@ -23,8 +25,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from _hogs import Contention, cores, hogging
+
 ROOT = Path(__file__).resolve().parent.parent
-HOG = "while True:\n    pass\n"
 
 
 def trace(example: str, args: list[str], runs: int, out: Path) -> dict:
@@ -42,15 +45,12 @@ def trace(example: str, args: list[str], runs: int, out: Path) -> dict:
     return calls[0]
 
 
-def with_hogs(n: int, fn):
-    """``fn()`` with ``n`` busy-loop processes running beside it (killed after, by their ids)."""
-    hogs = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(n)]
-    try:
-        return fn()
-    finally:
-        for h in hogs:
-            h.kill()
-            h.wait()
+def with_hogs(n: int | None, fn) -> tuple[dict, Contention]:
+    """``fn()`` with ``n`` busy-loop processes (None: one per core) running beside it, and what
+    they did."""
+    with hogging(n) as load:
+        out = fn()
+    return out, load
 
 
 def line(label: str, call: dict) -> str:
@@ -70,27 +70,34 @@ def main() -> int:
     ap.add_argument("--args", default="", help="the example's own arguments, one string")
     ap.add_argument("--runs", type=int, default=10, help="trace --profile N")
     ap.add_argument("--pairs", type=int, default=2, help="quiet/hogged traces, alternating")
-    ap.add_argument("--hogs", type=int, default=1, help="busy-loop processes beside the trace")
+    ap.add_argument("--hogs", type=int, default=None,
+                    help="busy-loop processes beside the trace (default: one per core)")
     ap.add_argument("--band", type=float, default=0.15)
     a = ap.parse_args()
     args = shlex.split(a.args)
     print(f"{a.example} {' '.join(args)}: trace --profile {a.runs}, {a.pairs} pairs, "
-          f"{a.hogs} hog(s), {os.cpu_count()} CPUs, load now {os.getloadavg()[0]:.2f}")
+          f"{a.hogs or cores()} hog(s), {cores()} cores, load now "
+          f"{os.getloadavg()[0]:.2f}")
     ratios: list[float] = []
+    contended = True
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(a.pairs):
             quiet = trace(a.example, args, a.runs, Path(tmp) / f"quiet{i}")
             print(line("quiet", quiet), flush=True)
-            hogged = with_hogs(a.hogs, lambda: trace(a.example, args, a.runs,
-                                                     Path(tmp) / f"hog{i}"))
+            hogged, load = with_hogs(a.hogs, lambda: trace(a.example, args, a.runs,
+                                                           Path(tmp) / f"hog{i}"))
             print(line("hog", hogged), flush=True)
+            print(f"       {load.describe()}", flush=True)
+            contended &= load.contended
             ratios.append(hogged["ratio"] / quiet["ratio"])
     within = all(abs(r - 1) <= a.band for r in ratios)
+    good = within and contended
     print(f"hog/quiet verdict ratio: median {statistics.median(ratios):.3f}, range "
           f"{min(ratios):.3f}–{max(ratios):.3f} over {len(ratios)} pairs "
-          f"({', '.join(f'{r:.3f}' for r in ratios)}): "
-          f"{'PASS' if within else 'FAIL'} (within ±{a.band:.0%})")
-    return 0 if within else 1
+          f"({', '.join(f'{r:.3f}' for r in ratios)}): within ±{a.band:.0%}: "
+          f"{'yes' if within else 'NO'}; every hogged trace contended: "
+          f"{'yes' if contended else 'NO'}: {'PASS' if good else 'FAIL'}")
+    return 0 if good else 1
 
 
 if __name__ == "__main__":
