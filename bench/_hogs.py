@@ -16,26 +16,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from tuidebug.compiler.fair_timing import cores, load1
+
 HOG = "while True:\n    pass\n"
 # a busy loop is always runnable: where it got less than this share of a core over the run, it
 # did not run as a hog does (stopped, or not started): 2 cores would need ~100 runnable threads.
 # (Measured here, 2 cores at load 10-12 from other work: 9-22% of a core each.)
 MIN_SHARE = 0.02
-
-
-def cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def _load1() -> float:
-    try:
-        return os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return float("nan")
 
 
 @dataclass
@@ -50,7 +37,7 @@ class Contention:
     wall_s: float = 0.0
     hog_cpu_s: list[float] = field(default_factory=list)
     alive: bool = False
-    load_after: float = float("nan")
+    load_after: float = 0.0
 
     @property
     def contended(self) -> bool:
@@ -72,7 +59,7 @@ class Contention:
 def hogging(n: int | None = None) -> Iterator[Contention]:
     """``n`` busy-loop processes (default: one per core) while the block runs; killed after,
     by their ids, and reaped with their CPU time into the yielded ``Contention``."""
-    c = Contention(hogs=n or cores(), cores=cores(), load_before=_load1())
+    c = Contention(hogs=n or cores(), cores=cores(), load_before=load1())
     t0 = time.perf_counter()
     hogs = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(c.hogs)]
     try:
@@ -88,4 +75,4 @@ def hogging(n: int | None = None) -> Iterator[Contention]:
                 h.returncode = os.waitstatus_to_exitcode(status)
                 c.hog_cpu_s.append(usage.ru_utime + usage.ru_stime)
         c.wall_s = time.perf_counter() - t0
-        c.load_after = _load1()
+        c.load_after = load1()

@@ -25,9 +25,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _hogs import Contention, cores, hogging
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from _hogs import Contention, cores, hogging  # noqa: E402
 
 
 def trace(example: str, args: list[str], runs: int, out: Path) -> dict:
