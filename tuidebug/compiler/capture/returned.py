@@ -74,11 +74,13 @@ class Returned(Concern):
         if result is model or not callable(result):
             return result
         if isinstance(result, torch.nn.Module):
-            result.register_forward_hook(lambda mod, args, out: self.returned(out))
+            self.session.forward_hook(result, lambda mod, args, out: self.returned(out))
             return result
 
         @functools.wraps(result)
         def call(*args: Any, **kwargs: Any) -> Any:
+            if self.session.bare_calls:  # the whole call's timed calls: nothing of ours
+                return result(*args, **kwargs)
             out = result(*args, **kwargs)
             self.returned(out)
             return out

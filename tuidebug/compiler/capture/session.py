@@ -96,6 +96,13 @@ class CaptureSession:
         # while --profile clocks a whole call: each compiled graph's (graph id, compile id,
         # start mark, end mark) is appended (outcome.Outcome.wrap_runtime)
         self.call_clock: CallMarks | None = None
+        # while the whole call's timed calls run (``bare``): compiled graphs called as the
+        # program calls them untraced (no wrapper of the capture's around a graph already
+        # checked), and the forward hooks the capture put on compiled modules taken off
+        self.bare_calls = False
+        self.wrapped_calls = 0  # compiled graph calls that went through the capture's wrapper
+        self.forward_hook_calls = 0  # calls of the capture's forward hooks on compiled modules
+        self._forward_hooks: list[list[Any]] = []  # [module, hook, with_kwargs, handle]
 
     def concern(self, kind: type[C]) -> C:
         """The session's instance of concern class ``kind``."""
@@ -191,6 +198,31 @@ class CaptureSession:
             yield
         finally:
             self.tls.graph = prev
+
+    def forward_hook(self, module: Any, hook: Callable[..., Any],
+                     with_kwargs: bool = False) -> None:
+        """A forward hook of the capture's on a compiled module: taken off while ``bare``."""
+        def counted(*args: Any) -> Any:
+            self.forward_hook_calls += 1
+            return hook(*args)
+        handle = module.register_forward_hook(counted, with_kwargs=with_kwargs)
+        self._forward_hooks.append([module, counted, with_kwargs, handle])
+
+    @contextlib.contextmanager
+    def bare(self) -> Iterator[None]:
+        """Calls as the program makes them without tuidebug: the capture's forward hooks off
+        (put back after, in their order) and its graph wrappers passing straight through
+        (``bare_calls``). For the whole call's timed calls, which the eager calls they are
+        compared with make with no instrumentation either."""
+        for entry in self._forward_hooks:
+            entry[3].remove()
+        self.bare_calls = True
+        try:
+            yield
+        finally:
+            self.bare_calls = False
+            for entry in self._forward_hooks:
+                entry[3] = entry[0].register_forward_hook(entry[1], with_kwargs=entry[2])
 
     def phase(self, phase: str) -> None:
         """The current graph reached compilation phase ``phase`` (schema.PHASES)."""
