@@ -299,6 +299,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(skip)
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker more than the cores, on a small machine. Three files wait on a
+    stopped torchrun job for most of their time (``--timeout`` of a hang: about 6 minutes of
+    the run, the CPU idle), and the third worker fills that time with the other files' work."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores + 1 if cores <= 4 else cores
+
+
 def _slow_files_first(items: list[pytest.Item]) -> None:
     """The files with slow tests first, each file's tests in their order: run one file per core
     (xdist --dist loadfile), the long files start at once and the many short ones fill in at
