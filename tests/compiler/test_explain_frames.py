@@ -27,7 +27,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_a_script_that_compiles_nothing_is_told_what_dynamo_skipped(tmp_path: Path) -> None:
     out = tmp_path / "t"
     proc = _cli("trace", "-o", str(out), str(SCRIPT))
-    assert proc.returncode == 3, proc.stderr
+    assert proc.returncode == 0, proc.stderr  # as untraced: nothing compiled is no failure
     assert "sum 5" in proc.stdout  # the script ran, eagerly
     line = next(i for i, ln in enumerate(SCRIPT.read_text().splitlines(), 1)
                 if ln.startswith("def add"))

@@ -71,6 +71,9 @@ def test_a_ddp_job_that_compiles_no_graph_ends_as_it_does_untraced(tmp_path: Pat
     ("import sys\nprint('bye')\nsys.exit(7)\n", 7, "bye"),
     ("import torch\nraise ValueError('bad config')\n", 1, "ValueError: bad config"),
     ("import sys\nsys.exit('a message')\n", 1, "a message"),
+    ("import sys\nsys.exit(-1)\n", 255, ""),  # as the C exit() takes it: not a signal
+    # Python ends by SIGINT on an uncaught KeyboardInterrupt (main: exit 130)
+    ("import torch\nraise KeyboardInterrupt\n", -2, "KeyboardInterrupt"),
 ])
 def test_a_rank_exits_with_the_scripts_own_code(tmp_path: Path, body: str, code: int,
                                                  said: str) -> None:

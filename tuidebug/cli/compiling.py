@@ -68,14 +68,20 @@ def _run_child(cmd: list[str], env: dict[str, str]) -> tuple[int, list[str]]:
     tail: collections.deque[str] = collections.deque(maxlen=5)
     # in the terminal's process group (not a session of its own): Ctrl-C reaches the script,
     # which may also read the terminal
+    # which also gets Ctrl-C: this process goes on passing its output through until it ends
     with proc.spawn(cmd, env=env, own_group=False, stderr=subprocess.PIPE, text=True,
                     errors="replace") as child:
         assert child.stderr is not None
-        for line in child.stderr:
-            sys.stderr.write(line)
-            sys.stderr.flush()
-            if line.strip() and not line.startswith("[tuidebug]"):
-                tail.append(line.rstrip())
+        while True:
+            try:
+                for line in child.stderr:
+                    sys.stderr.write(line)
+                    sys.stderr.flush()
+                    if line.strip() and not line.startswith("[tuidebug]"):
+                        tail.append(line.rstrip())
+                break
+            except KeyboardInterrupt:
+                continue
     return child.returncode, list(tail)
 
 
@@ -140,44 +146,40 @@ def _why_nothing_compiled(out: Path) -> str:
 
 
 def trace_outcome(code: int, out: Path, tail: list[str] | None = None) -> int:
-    """Say what the capture child's exit ``code`` means; returns the command's exit code."""
-    from tuidebug.compiler import run_script as rs
-
-    if code == rs.EXIT_EXITED_EARLY:
-        n = (find_manifest(out) or Manifest()).script_exit_code or "non-zero"
-        said = f"; it said: {tail[-1][:300]}" if tail else ""
-        err(f"the script exited with code {n} before compiling{said}")
-        return 3
-    if code == rs.EXIT_NO_COMPILE:
-        err("the script reached no Inductor graph: " + _why_nothing_compiled(out))
-        return 3
-    if code == rs.EXIT_RAISED_EARLY:
-        err("the script raised an exception before compiling anything (traceback above)")
-        return 3
-    if code < 0:
-        err(f"the capturing process died ({proc.signal_name(-code)}); the trace in {out} shows "
+    """Say what the capture found, beside how the script ended; returns the script's own exit
+    code (the capture child ran with ``--own-exit``: what ``python script.py`` exits with), or
+    ends this process by the signal that ended the script (as ``python script.py`` would have
+    ended: a shell sees 128 + the signal, 130 for Ctrl-C). Tracing never changes the outcome
+    of the user's job: what tuidebug has to say (nothing compiled, a failed compile, an
+    accuracy mismatch, an incomplete trace) is said here and in the trace, never by the code."""
+    m = find_manifest(out)
+    said = f"; it said: {tail[-1][:300]}" if tail else ""
+    if m is None:
+        err(f"the capture wrote no trace in {out} (it failed before the script ran; see "
+            "above); the script's exit code is the capture's")
+    elif code < 0 and m.script_error is None:
+        err(f"the script's process died ({proc.signal_name(-code)}); the trace in {out} shows "
             "how far it got")
-        return 1
-    if code == rs.EXIT_COMPILE_FAILED:
-        error = (find_manifest(out) or Manifest()).error
-        phase = error.phase if error is not None else None
+    elif not m.graphs:
+        if m.script_error is not None:
+            note("the script raised an exception before compiling anything (traceback above)")
+        elif code != 0:
+            note(f"the script exited with code {code} before compiling{said}")
+        else:
+            note("the script reached no Inductor graph: " + _why_nothing_compiled(out))
+    elif m.error is not None:
         what = {"accuracy": "the compiled code ran, but its outputs differ from eager's",
                 "runtime": "the compiled code failed while it ran"}.get(
-                    str(phase), "compilation failed")
+                    str(m.error.phase), "compilation failed")
         err(f"{what}; the trace in {out} records the failure "
             f"(try: tuidebug open {out}, or tuidebug minify {out})")
-        return 1
-    if code == rs.EXIT_WRITE_FAILED:
-        err(f"the trace in {out} could not be written completely (disk full or read-only?); "
-            "what was written before is intact")
-        return 1
-    if code == rs.EXIT_RAISED_LATE:
-        err("the script raised after compiling (traceback above); the trace is complete")
-        return 1
-    if code != 0:
-        err(f"the script exited with code {code}; the trace is complete")
-        return 1
-    return 0
+    elif m.script_error is not None:
+        note("the script raised after compiling (traceback above); the trace is complete")
+    elif code != 0:
+        note(f"the script exited with code {code}; the trace is complete")
+    if code < 0:
+        proc.die_of(-code)
+    return code
 
 
 def _misplaced_options(script_args: list[str], own: list[str]) -> list[str]:
@@ -229,7 +231,7 @@ def cmd_trace(ns: argparse.Namespace) -> int:
     code, out, tail = run_trace(ns.script, ns.args, Path(ns.output) if ns.output else None,
                                 check=not ns.no_check, use_cache=ns.use_cache, sets=ns.set,
                                 accuracy_tol=ns.accuracy_tol, profile=ns.profile,
-                                numerics=ns.numerics)
+                                numerics=ns.numerics, own_exit=True)
     if (out / schema.MANIFEST).exists():
         print_info(out, as_json=False)
     rc = trace_outcome(code, out, tail)

@@ -24,7 +24,7 @@ def cmd_demo(ns: argparse.Namespace) -> int:
     if not example.exists():
         raise CliError(f"bundled example not found: {example}")
     out = Path(ns.output) if ns.output else default_out(example)
-    code, out, tail = run_trace(str(example), [], out)
+    code, out, tail = run_trace(str(example), [], out, own_exit=True)
     rc = trace_outcome(code, out, tail)
     if rc != 0:
         return rc

@@ -7,9 +7,10 @@ was compiled; 12 nothing was compiled; 13 the script raised after compiling (tra
 14 the trace could not be written (disk full, read-only); 15 the script exited with a non-zero
 code before compiling anything (the code is the manifest's ``script_exit_code``); the script's
 own code when it calls sys.exit with one after compiling. With ``--own-exit`` (a rank of a
-distributed job) the exit code is the script's own, whatever the capture says (0, its
-``sys.exit`` code, 1 for an uncaught exception, as Python gives them); the capture's verdict is
-then only in the trace (its status, ``script_error``, ``script_exit_code``, warnings).
+distributed job, and ``tuidebug trace`` itself) the exit code is the script's own, whatever the
+capture says (0, its ``sys.exit`` code, 1 for an uncaught exception, death by SIGINT for an
+uncaught KeyboardInterrupt, as Python gives them); the capture's verdict is then only in the
+trace (its status, ``script_error``, ``script_exit_code``, warnings).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import contextlib
 import json
 import os
 import runpy
+import signal
 import sys
 import traceback
 from typing import Any
@@ -165,12 +167,16 @@ def run_in_session(session: Any, script: str, args: list[str],
             except Exception:
                 pass
     if writer.write_error:
-        print(f"[tuidebug] trace incomplete: {writer.write_error}", file=sys.stderr)
+        print(f"tuidebug: error: the trace in {session.out_dir} could not be written "
+              f"completely ({writer.write_error}; disk full or read-only?); what was written "
+              "before is intact", file=sys.stderr)
     if own_exit:
         if script_exc is not None:
             traceback.print_exception(script_exc)
-            return 130 if isinstance(script_exc, KeyboardInterrupt) else 1
-        return exit_code if isinstance(exit_code, int) else 1
+            # Python ends by SIGINT itself on an uncaught KeyboardInterrupt (a shell sees 130)
+            return -signal.SIGINT if isinstance(script_exc, KeyboardInterrupt) else 1
+        # as the C exit() Python ends with takes it: sys.exit(-1) is 255, sys.exit(256) is 0
+        return exit_code % 256 if isinstance(exit_code, int) else 1
     if writer.write_error:
         return EXIT_WRITE_FAILED
     if session.errors:
@@ -183,4 +189,9 @@ def run_in_session(session: Any, script: str, args: list[str],
     return exit_code if isinstance(exit_code, int) else 1
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    if code < 0:  # --own-exit: the script ended as a process killed by that signal does
+        from tuidebug import proc
+
+        proc.die_of(-code)
+    sys.exit(code)

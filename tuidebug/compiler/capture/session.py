@@ -14,9 +14,10 @@ from typing import Any, Callable, Iterator, Mapping, TypeVar
 import torch
 
 from tuidebug.compiler import compat
-from tuidebug.compiler.capture import (autotune, cache_keys, collectives, config, events,
-                                       frames, fusion, graphs, kernels, numerics, outcome,
-                                       profile, returned, shapes, triton, whole_call)
+from tuidebug.compiler.capture import (autotune, cache_keys, collectives, compiled_calls,
+                                       config, events, frames, fusion, graphs, kernels,
+                                       numerics, outcome, profile, returned, shapes, triton,
+                                       whole_call)
 from tuidebug.compiler.capture.state import CallMarks, Concern, GraphState, ThreadState
 from tuidebug.trace.format import layout, schema
 from tuidebug.trace.format.error_record import ErrorRecord
@@ -41,6 +42,7 @@ CONCERNS: tuple[type[Concern], ...] = (
     autotune.Autotune,    # max-autotune choices and why one failed
     triton.Triton,        # Triton launches and config benchmarks, CUDA graph skips (GPU)
     outcome.Outcome,      # errors, the eager comparison
+    compiled_calls.CompiledCalls,  # the user's calls of torch.compile results, told to listeners
     returned.Returned,    # the user's call returned: the checked outputs named by it
     profile.Profile,      # --profile N: kernels and FX nodes measured, compiled vs eager
     whole_call.WholeCall,  # --profile N: the user's whole call, compiled vs eager, its ledger
@@ -98,11 +100,10 @@ class CaptureSession:
         self.call_clock: CallMarks | None = None
         # while the whole call's timed calls run (``bare``): compiled graphs called as the
         # program calls them untraced (no wrapper of the capture's around a graph already
-        # checked), and the forward hooks the capture put on compiled modules taken off
+        # checked), and compiled modules' calls no longer watched (compiled_calls)
         self.bare_calls = False
         self.wrapped_calls = 0  # compiled graph calls that went through the capture's wrapper
-        self.forward_hook_calls = 0  # calls of the capture's forward hooks on compiled modules
-        self._forward_hooks: list[list[Any]] = []  # [module, hook, with_kwargs, handle]
+        self.watched_calls = 0  # compiled modules' calls through compiled_calls' watch
 
     def concern(self, kind: type[C]) -> C:
         """The session's instance of concern class ``kind``."""
@@ -199,30 +200,18 @@ class CaptureSession:
         finally:
             self.tls.graph = prev
 
-    def forward_hook(self, module: Any, hook: Callable[..., Any],
-                     with_kwargs: bool = False) -> None:
-        """A forward hook of the capture's on a compiled module: taken off while ``bare``."""
-        def counted(*args: Any) -> Any:
-            self.forward_hook_calls += 1
-            return hook(*args)
-        handle = module.register_forward_hook(counted, with_kwargs=with_kwargs)
-        self._forward_hooks.append([module, counted, with_kwargs, handle])
-
     @contextlib.contextmanager
     def bare(self) -> Iterator[None]:
-        """Calls as the program makes them without tuidebug: the capture's forward hooks off
-        (put back after, in their order) and its graph wrappers passing straight through
-        (``bare_calls``). For the whole call's timed calls, which the eager calls they are
-        compared with make with no instrumentation either."""
-        for entry in self._forward_hooks:
-            entry[3].remove()
+        """Calls as the program makes them without tuidebug: compiled modules called through
+        torch's own ``__call__`` (``compiled_calls``' watch off) and the capture's graph
+        wrappers passing straight through (``bare_calls``). For the whole call's timed calls,
+        which the eager calls they are compared with make with no instrumentation either."""
         self.bare_calls = True
         try:
-            yield
+            with self.concern(compiled_calls.CompiledCalls).unwatched():
+                yield
         finally:
             self.bare_calls = False
-            for entry in self._forward_hooks:
-                entry[3] = entry[0].register_forward_hook(entry[1], with_kwargs=entry[2])
 
     def phase(self, phase: str) -> None:
         """The current graph reached compilation phase ``phase`` (schema.PHASES)."""

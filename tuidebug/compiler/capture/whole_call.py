@@ -3,10 +3,12 @@
 each compiled graph, the eager code a graph break leaves between graphs, CUDA graphs — against
 the original module or function, on the inputs of its first call.
 
-``torch.compile`` is wrapped while the capture runs: the result (an ``OptimizedModule`` gets a
-forward hook; a compiled function is returned wrapped, and so is the module's ``_call_impl``
-that ``model.compile()`` compiles in place, measured as that module) is measured once, right after its first
-call returns (its graphs compiled, checked and profiled by then). Eager and compiled calls
+Each callable ``torch.compile`` returned (a listener of ``compiled_calls``: the module, the
+function, the module's ``_call_impl`` that ``model.compile()`` compiles in place, measured as
+that module) is measured once, right after its first call returns (its graphs compiled,
+checked and profiled by then), from the thread that called it: while the measured calls run,
+what that thread prints is dropped (``quiet.quiet_thread``), every other thread's output goes
+where it went. Eager and compiled calls
 alternate in rounds (``fair_timing``); a call that ran under autograd with tensors that require
 grad is measured as a training step: the forward, then ``autograd.grad`` of its outputs (seeded
 output gradients) with respect to the parameters and inputs that require grad (``.grad`` is
@@ -18,7 +20,7 @@ is the earlier graph's compile's), the backward, and the remainder of the measur
 to the timed calls' median: a clocked call's parts add up to its time whether or not clocking
 made it slower. The timed calls carry no marks and no hooks, as the eager ones carry none (a
 hook on each compiled backward's autograd node made the compiled side alone pay for it): they
-run under ``session.bare`` — the capture's forward hooks on the compiled module off, its
+run under ``session.bare`` — compiled modules called through torch's own ``__call__``, its
 wrapper around each compiled graph passing straight through (measured here: about 7 µs per
 graph call on the loaded 2-core machine, against under 1 µs for the bare call); the
 clocked calls are up to 40 further ones, alternating with eager calls as the timed ones did (on
@@ -32,11 +34,9 @@ the module's buffers are as they were after the call.
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import os
 import statistics
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -44,7 +44,8 @@ import torch
 
 from tuidebug.compiler import accuracy, compat, fair_timing
 from tuidebug.compiler.capture import profile
-from tuidebug.compiler.capture.returned import wrap_compile
+from tuidebug.compiler.capture.compiled_calls import CompiledCall, CompiledCalls
+from tuidebug.compiler.capture.quiet import quiet_thread
 from tuidebug.compiler.gradients import seeded, tensors
 from tuidebug.compiler.capture.state import CallMarks, Concern
 from tuidebug.trace.queries.verdict import ratio_interval, spread
@@ -57,7 +58,7 @@ class WholeCall(Concern):
     def __init__(self, session: Any) -> None:
         super().__init__(session)
         self.busy = False
-        self.seen: set[int] = set()
+        self.measured: "weakref.WeakSet[Any]" = weakref.WeakSet()  # compiled callables
         self.machine: fair_timing.Machine | None = None
         self._threads: Any = None
 
@@ -74,50 +75,31 @@ class WholeCall(Concern):
         self._threads = fair_timing.threads(self.machine.threads)
         self._threads.__enter__()
         self.prof.data["machine"] = self.machine.as_json()
-        p.wrap(compat.TORCH_COMPILE, self._wrap_compile)
+        self.session.concern(CompiledCalls).listen("the whole call", self._called)
 
     def uninstall(self) -> None:
         if self._threads is not None:
             self._threads.__exit__(None, None, None)
             self._threads = None
 
-    def _wrap_compile(self, orig: Callable[..., Any]) -> Callable[..., Any]:
-        return wrap_compile(orig, lambda model, result: self.session.guarded(
-            "the whole call", lambda: self._watch(model, result)))
-
-    def _watch(self, model: Any, result: Any) -> Any:
-        if result is model or not callable(result):
-            return result
-        owner = _module_of(model)
-        name = type(owner).__name__ if owner is not None else getattr(
-            model, "__qualname__", str(model))
-        if isinstance(result, torch.nn.Module):
-            def hook(mod: Any, args: Any, kwargs: Any, out: Any) -> None:
-                self._first_call(name, result, model, args, kwargs)
-            self.session.forward_hook(result, hook, with_kwargs=True)
-            return result
-
-        @functools.wraps(result)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            out = result(*args, **kwargs)
-            self._first_call(name, result, model, args, kwargs)
-            return out
-        return call
-
-    # -- the first call returned: measure it ---------------------------------------------------
-    def _first_call(self, name: str, compiled: Any, eager: Any, args: Any, kwargs: Any) -> None:
-        if self.busy or id(compiled) in self.seen or not self.session.graphs:
+    def _called(self, call: CompiledCall) -> None:
+        """A user's call of a compiled callable returned: measured once, at the first call
+        that returns with a graph compiled."""
+        if self.busy or call.compiled in self.measured or not self.session.graphs:
             return
-        self.seen.add(id(compiled))
+        self.measured.add(call.compiled)
+        owner = _module_of(call.eager)
+        name = type(owner).__name__ if owner is not None else getattr(
+            call.eager, "__qualname__", str(call.eager))
         self.busy = True
         rng = accuracy._rng_state()
-        buffers = _buffers(_module_of(eager))
+        buffers = _buffers(owner)
         try:
             self.session.progress(f"timing the whole call of {name}: compiled and eager, "
                                   "interleaved")
-            with _quiet():
+            with quiet_thread():
                 entry = self.session.guarded("the whole call", lambda: self._measure(
-                    name, compiled, eager, args, kwargs))
+                    name, call.compiled, call.eager, call.args, call.kwargs))
             if entry:
                 self.prof.data.setdefault("calls", []).append(entry)
                 self.session.guarded("the profile", self.prof.write)
@@ -154,7 +136,7 @@ class WholeCall(Concern):
         rounds = max(self.prof.runs, fair_timing.MIN_ROUNDS)
         ranks = _ranks()
         before = marks.counts()
-        wrapped, hooked = self.session.wrapped_calls, self.session.forward_hook_calls
+        wrapped, hooked = self.session.wrapped_calls, self.session.watched_calls
         with self.session.bare():  # no hook or wrapper of the capture's in the timed calls
             if ranks > 1:  # every rank must make the same calls (their collectives pair up):
                 tc, te = fair_timing.interleaved(  # a fixed number of rounds, not adaptive
@@ -163,7 +145,7 @@ class WholeCall(Concern):
             else:
                 tc, te = fair_timing.interleaved(c_step.run, e_step.run, min_rounds=rounds)
         wrapped, w_at = self.session.wrapped_calls - wrapped, self.session.wrapped_calls
-        hooked, h_at = self.session.forward_hook_calls - hooked, self.session.forward_hook_calls
+        hooked, h_at = self.session.watched_calls - hooked, self.session.watched_calls
         timed = marks.counts()
         load_after = fair_timing.load1()
         r = ratio_interval(te, tc)
@@ -187,10 +169,10 @@ class WholeCall(Concern):
         after = marks.counts()
         entry["instrumentation"] = {  # what tuidebug's own marks did in each kind of call
             "timed": {**{k: timed[k] - before[k] for k in before},
-                      "wrapped_graph_calls": wrapped, "forward_hooks": hooked},
+                      "wrapped_graph_calls": wrapped, "watched_module_calls": hooked},
             "clocked": {**{k: after[k] - timed[k] for k in after},
                         "wrapped_graph_calls": self.session.wrapped_calls - w_at,
-                        "forward_hooks": self.session.forward_hook_calls - h_at}}
+                        "watched_module_calls": self.session.watched_calls - h_at}}
         cg = self._cudagraph_ids()
         runs = [(c.wall, _parts(c, cg, training)) for c in clocked]
         entry["ledger"] = self._ledger(runs, comp.median_s)
@@ -382,16 +364,6 @@ class _Step:
             outs = [o for o in tensors(out) if o.requires_grad]
             torch.autograd.grad(outs, self.wrt, grad_outputs=self.grads, allow_unused=True)
             return fwd_end, clock.mark()
-
-
-@contextlib.contextmanager
-def _quiet() -> Any:
-    """The measured calls' own prints (a ``print`` the user's function makes, hundreds of times
-    over the rounds) kept out of the user's output: Python's ``sys.stdout`` and ``sys.stderr``
-    go to the null device while they run. The script's output is its own first call's."""
-    with open(os.devnull, "w") as null, contextlib.redirect_stdout(null), \
-            contextlib.redirect_stderr(null):
-        yield
 
 
 def _module_of(model: Any) -> torch.nn.Module | None:

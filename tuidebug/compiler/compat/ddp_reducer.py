@@ -18,6 +18,12 @@ is_last, bytes, group)`` before and ``on_done(token)`` when the all-reduce compl
 is read at call time: the model's current process group, and the Join handle DDP last gave the
 reducer (recorded by wrapping ``Join.notify_join_context``).
 
+Undone (the capture ends), no new model is hooked; a model already hooked keeps its hook (the
+reducer takes one only, and cannot give it back), and, while any such model lives, so do the
+wrappers below: used after the capture, or in a second traced region, the model trains and
+takes the script's own hook as without tuidebug, its all-reduces logged by whichever capture
+listens then (none: not logged).
+
 A hook the script registers replaces ours, whichever way it does (``register_comm_hook``,
 ``_register_builtin_comm_hook``, ``register_ddp_comm_hook``, ``_register_fused_optim``, or
 ``torch.distributed._register_comm_hook`` / ``_register_builtin_comm_hook`` directly): both of
@@ -133,44 +139,69 @@ def _builtin(kind: Any, group: Any) -> Callable[..., Any] | None:
     return None
 
 
+class _Listener:
+    """Who logs the bucket all-reduces now (the rank's progress log while a capture runs)."""
+
+    def __init__(self, on_issue: Callable[[int, bool, int, Any], Any],
+                 on_done: Callable[[Any], None]) -> None:
+        self.on_issue = on_issue
+        self.on_done = on_done
+
+
+_LISTENER: list[_Listener] = []  # the one listening now, if any
+_WRAPPED: dict[str, Any] = {}  # torch's originals while the wrappers are in: "register", …
+_HOOKED = [0]  # hooked models still alive: the registration wrappers stay while any is
+
+
+def _hook(state, bucket):  # type: ignore[no-untyped-def]  # DDP checks: no annotations
+    token = None
+    listener = _LISTENER[0] if _LISTENER else None
+    if listener is not None:
+        try:
+            buf = bucket.buffer()
+            token = (listener, listener.on_issue(bucket.index(), bucket.is_last(),
+                                                 buf.numel() * buf.element_size(),
+                                                 state.group))
+        except Exception:  # noqa: BLE001 - logging never breaks the job
+            token = None
+    if state.delegate is not None:
+        their_state, their_hook = state.delegate
+        fut = their_hook(their_state, bucket)
+    else:
+        buf, divisor = bucket.buffer(), state.divisor()
+        if state.batched:  # Reducer::flush_deferred_copies: one div_ of the bucket
+            buf.div_(divisor)
+        else:  # what the reducer does copying into the bucket (at::mul_out by 1/divisor)
+            buf.mul_(1.0 / divisor)
+        fut = state.group.allreduce([buf]).get_future().then(lambda f: f.value()[0])
+    if token is not None and token[1] is not None:
+        try:
+            fut.then(lambda f: token[0].on_done(token[1]))
+        except Exception:  # noqa: BLE001
+            pass
+    return fut
+
+
 def install(on_issue: Callable[[int, bool, int, Any], Any],
             on_done: Callable[[Any], None], warn: Callable[[str], None]) -> Callable[[], None]:
     """Log the bucket all-reduces of every DDP model built from now on; returns what undoes
-    the wrapping (models built meanwhile keep their hook)."""
+    it. Models built meanwhile keep their hook, and with it what it needs of torch for as long
+    as any of them lives (the registration functions that hand the script's own hook to it,
+    the Join handle it divides by): such a model, used after the capture ended, trains and
+    takes the script's hook as without tuidebug, its all-reduces logged by the capture
+    installed then, if any."""
     try:
         import torch.distributed as dist
         from torch.distributed.algorithms.join import Join
         from torch.nn.parallel import DistributedDataParallel as DDP
-        register, register_builtin = dist._register_comm_hook, dist._register_builtin_comm_hook
-        notify = Join.notify_join_context
+        dist._register_comm_hook, dist._register_builtin_comm_hook  # noqa: B018
+        Join.notify_join_context  # noqa: B018
     except (ImportError, AttributeError):
         return lambda: None
+    listener = _Listener(on_issue, on_done)
+    _LISTENER[:] = [listener]
+    _wrap_registration()
     init = DDP.__init__
-
-    def hook(state, bucket):  # type: ignore[no-untyped-def]  # DDP checks: no annotations
-        token = None
-        try:
-            buf = bucket.buffer()
-            token = on_issue(bucket.index(), bucket.is_last(),
-                             buf.numel() * buf.element_size(), state.group)
-        except Exception:  # noqa: BLE001 - logging never breaks the job
-            pass
-        if state.delegate is not None:
-            their_state, their_hook = state.delegate
-            fut = their_hook(their_state, bucket)
-        else:
-            buf, divisor = bucket.buffer(), state.divisor()
-            if state.batched:  # Reducer::flush_deferred_copies: one div_ of the bucket
-                buf.div_(divisor)
-            else:  # what the reducer does copying into the bucket (at::mul_out by 1/divisor)
-                buf.mul_(1.0 / divisor)
-            fut = state.group.allreduce([buf]).get_future().then(lambda f: f.value()[0])
-        if token is not None:
-            try:
-                fut.then(lambda f: on_done(token))
-            except Exception:  # noqa: BLE001
-                pass
-        return fut
 
     @functools.wraps(init)  # scripts read DDP's signature (inspect.signature) to pick options
     def wrapped_init(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -179,12 +210,44 @@ def install(on_issue: Callable[[int, bool, int, Any], Any],
             why = _why_not(self)
             if why is None:
                 state = _State(self)
-                register(self.reducer, state, hook)
+                _WRAPPED["register"](self.reducer, state, _hook)
                 _STATES[self] = state
+                _HOOKED[0] += 1
+                weakref.finalize(self, _gone)
             else:
                 warn(f"DDP's bucket all-reduces are not logged: {why}")
         except Exception as e:  # noqa: BLE001 - the model works as built without it
             warn(f"DDP's bucket all-reduces are not logged: {e}")
+
+    DDP.__init__ = wrapped_init  # type: ignore[method-assign]
+
+    def undo() -> None:
+        DDP.__init__ = init  # type: ignore[method-assign]
+        if _LISTENER and _LISTENER[0] is listener:
+            _LISTENER.clear()
+        if not _HOOKED[0]:
+            _unwrap_registration()
+    return undo
+
+
+def _gone() -> None:
+    """A hooked model was freed: with none left and no capture listening, torch's own
+    registration functions are put back."""
+    _HOOKED[0] -= 1
+    if not _HOOKED[0] and not _LISTENER:
+        _unwrap_registration()
+
+
+def _wrap_registration() -> None:
+    """Wrap torch's comm hook registration and ``Join.notify_join_context`` (once: a second
+    capture finds them wrapped)."""
+    import torch.distributed as dist
+    from torch.distributed.algorithms.join import Join
+
+    if _WRAPPED:
+        return
+    register, register_builtin = dist._register_comm_hook, dist._register_builtin_comm_hook
+    notify = Join.notify_join_context
 
     def wrapped_register(reducer: Any, state: object, their_hook: Callable[..., Any]) -> None:
         mine = _state_of(reducer)
@@ -208,7 +271,7 @@ def install(on_issue: Callable[[int, bool, int, Any], Any],
             mine.join = (work, bool(getattr(joinable, "_divide_by_initial_world_size", True)))
         return work
 
-    DDP.__init__ = wrapped_init  # type: ignore[method-assign]
+    _WRAPPED.update(register=register, register_builtin=register_builtin, notify=notify)
     dist._register_comm_hook = wrapped_register
     dist._register_builtin_comm_hook = wrapped_register_builtin
     # DDP's forward calls it; under torch.compile Dynamo skips torch's own frame, and must skip
@@ -216,9 +279,15 @@ def install(on_issue: Callable[[int, bool, int, Any], Any],
     Join.notify_join_context = staticmethod(  # type: ignore[method-assign,assignment]
         torch.compiler.disable(wrapped_notify))
 
-    def undo() -> None:
-        DDP.__init__ = init  # type: ignore[method-assign]
-        dist._register_comm_hook = register
-        dist._register_builtin_comm_hook = register_builtin
-        Join.notify_join_context = staticmethod(notify)  # type: ignore[method-assign,assignment]
-    return undo
+
+def _unwrap_registration() -> None:
+    import torch.distributed as dist
+    from torch.distributed.algorithms.join import Join
+
+    if not _WRAPPED:
+        return
+    dist._register_comm_hook = _WRAPPED["register"]
+    dist._register_builtin_comm_hook = _WRAPPED["register_builtin"]
+    Join.notify_join_context = staticmethod(  # type: ignore[method-assign,assignment]
+        _WRAPPED["notify"])
+    _WRAPPED.clear()

@@ -36,7 +36,19 @@ def import_inductor() -> None:
 
 # Hook points, by role. Capture (tuidebug/compiler/capture/) wraps these; a missing one
 # becomes a warning.
-TORCH_COMPILE = "torch.compile"  # public: the user's call of it (--profile's whole call)
+TORCH_COMPILE = "torch.compile"  # public: the user's call of it (capture/compiled_calls.py)
+# what torch.compile returns for a module: its calls seen without a hook on the instance
+OPTIMIZED_MODULE_CALL = "torch._dynamo.eval_frame.OptimizedModule.__call__"
+
+
+def optimized_module_class() -> type | None:
+    """The class ``torch.compile`` returns for a module (its ``__call__`` is
+    ``OPTIMIZED_MODULE_CALL``); None where this torch has none there."""
+    try:
+        from torch._dynamo.eval_frame import OptimizedModule
+    except ImportError:
+        return None
+    return OptimizedModule if isinstance(OptimizedModule, type) else None
 COMPILE_FX = "torch._inductor.compile_fx.compile_fx"
 PRE_GRAD_PASSES = "torch._inductor.compile_fx._recursive_pre_grad_passes"
 JOINT_GRAPH_PASSES = "torch._inductor.compile_fx._recursive_joint_graph_passes"

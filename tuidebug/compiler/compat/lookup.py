@@ -37,6 +37,9 @@ def _resolve(dotted: str) -> tuple[Any, str]:
     raise NotAvailable(dotted)
 
 
+_INHERITED = object()  # Patch.original of a class attribute the class only inherited
+
+
 @dataclass
 class Patch:
     owner: Any
@@ -62,7 +65,9 @@ class Patcher:
         except (NotAvailable, AttributeError) as e:
             self._warn(str(e) if isinstance(e, NotAvailable) else str(NotAvailable(dotted)))
             return False
-        original = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+        # a class's attribute it inherits (not in its own __dict__): deleted again on restore
+        original = (owner.__dict__.get(name, _INHERITED) if isinstance(owner, type)
+                    else getattr(owner, name))
         replacement = make(getattr(owner, name))
         if isinstance(original, classmethod):  # called as the bound original is: without cls
             replacement = classmethod(_drop_cls(replacement))
@@ -83,7 +88,10 @@ class Patcher:
     def restore(self) -> None:
         while self._patches:
             p = self._patches.pop()
-            setattr(p.owner, p.name, p.original)
+            if p.original is _INHERITED:
+                delattr(p.owner, p.name)
+            else:
+                setattr(p.owner, p.name, p.original)
 
 
 def _drop_cls(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -1,0 +1,87 @@
+"""Tracing never changes the outcome of the user's job (``tests/fixtures/same_job.py``, run
+plainly and under ``tuidebug trace --profile``: one tiny module and one tiny function,
+compiled once): another thread's output while ``--profile`` times the calls, and what a
+script can observe of what ``torch.compile`` returned, are as without tuidebug."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, pythonpath
+
+pytestmark = pytest.mark.slow
+SCRIPT = ROOT / "tests" / "fixtures" / "same_job.py"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    out = tmp_path_factory.mktemp("same") / "trace"
+    plain = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True,
+                           timeout=600)
+    traced = subprocess.run(
+        [sys.executable, "-m", "tuidebug.cli", "trace", "--profile", "3", "-o", str(out),
+         str(SCRIPT)], capture_output=True, text=True, timeout=900,
+        env=dict(os.environ, PYTHONPATH=pythonpath()))
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    assert traced.returncode == 0, traced.stderr[-3000:]
+    return {"plain": plain, "traced": traced, "trace": out}
+
+
+def _ticks(text: str, word: str) -> list[int]:
+    # found anywhere: two threads printing at once may glue a line to another's (print writes
+    # the text, then the newline: 'eager, interleavedetick 2193')
+    return sorted(int(n) for n in re.findall(rf"{word} (\d+)", text))
+
+
+def test_other_threads_output_is_intact_while_the_calls_are_timed(runs) -> None:
+    """While ``--profile`` times the whole call (compiled and eager, dozens of times), the
+    script's other thread goes on printing to stdout and stderr: every line reaches its
+    stream (on main the timing swapped the process's ``sys.stdout``/``sys.stderr`` for the
+    null device, and the other thread's lines of that window were lost). The timed thread's
+    own prints during the repeats are dropped: the forward's print is there as often as
+    untraced."""
+    plain, traced = runs["plain"], runs["traced"]
+    (n,) = (int(x) for x in re.findall(r"^ticks (\d+)$", traced.stdout, re.M))
+    assert n > 0
+    assert _ticks(traced.stdout, "tick") == list(range(n)), "a tick line went missing"
+    assert _ticks(traced.stderr, "etick") == list(range(n)), "an etick line went missing"
+    calls = json.loads((runs["trace"] / "profile.json").read_text())["calls"]
+    assert [c["callable"] for c in calls] == ["Net", "body"]  # both timed: the window was open
+    assert all(c["rounds"] >= 3 for c in calls), calls
+    # (not the source line info quotes: print("forward ran"))
+    ran = [len(re.findall(r'forward ran(?!")', p.stdout)) for p in (traced, plain)]
+    assert ran == [3, 3], ran
+
+
+def test_what_torch_compile_returned_is_the_scripts_to_see(runs) -> None:
+    """Every ``fact`` the script prints of what torch.compile returned is the untraced one:
+    the module's type, no hooks on it (main registered two forward hooks), its state_dict,
+    deepcopy and pickling; the function's type and ``__wrapped__`` (main's wrapper had the
+    compiled function as its ``__wrapped__``); ``torch.compiler.disable`` of each runs the
+    original eagerly; the outputs are the same and no tensor of the call is left alive."""
+    def facts(text: str) -> dict[str, str]:
+        return dict(re.findall(r"^fact (\w+) (.*)$", text, re.M))
+
+    plain, traced = facts(runs["plain"].stdout), facts(runs["traced"].stdout)
+    assert len(plain) == 13, plain
+    assert traced == plain
+    assert plain["module_hooks"] == "0" and plain["function_wraps_body"] == "True"
+    assert plain["disabled_function"] == "2.0" and plain["alive"] == "0"
+
+
+def test_the_eager_check_names_outputs_by_what_the_call_returned(runs) -> None:
+    """The eager check's listener still hears the user's call: the function's one output is
+    named by where its call returned it (``['y']``)."""
+    from tuidebug.trace.format.reader import Trace
+
+    t = Trace(runs["trace"])
+    checks = t.runtime["checks"]
+    names = [o.get("name") for c in checks.values() for o in c["outputs"]]
+    assert len(checks) == 3 and "['y']" in names, names
