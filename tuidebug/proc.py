@@ -280,6 +280,9 @@ def die_of(sig: int) -> None:
     whoever waits for this one (torchrun) sees the same end. Falls back to exit 128 + ``sig``."""
     try:
         signal.signal(sig, signal.SIG_DFL)
+    except (OSError, ValueError):  # SIGKILL and SIGSTOP take no handler: theirs is the default
+        pass
+    try:
         sys.stdout.flush()
         sys.stderr.flush()
         os.kill(os.getpid(), sig)
