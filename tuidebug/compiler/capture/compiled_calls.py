@@ -9,10 +9,10 @@ need it), and the user gets what torch.compile returned, or a stand-in it cannot
   ``torch.compile`` returned, held weakly, are told; no hook on the instance: its hooks,
   ``state_dict``, pickling and ``copy.deepcopy`` stay as torch made them);
 - a function (``torch.compile(fn)``, and ``model.compile()``, which compiles the module's
-  ``_call_impl``): a function calling it, of the same type, with its attributes (``_stand_in``:
-  ``__wrapped__``, and what Dynamo reads — ``torch.compiler.disable`` of it disables the
-  original, a call from inside another compiled region inlines the original — as of the
-  result), its name, qualified name, doc and module.
+  ``_call_impl``): a function calling it, of the same type, with its attributes
+  (``compat.stand_in``: ``__wrapped__``, and what Dynamo reads — ``torch.compiler.disable`` of
+  it disables the original, a call from inside another compiled region inlines the original —
+  as of the result), its name, qualified name, doc and module.
 
 A call is told once it returned, from the thread that made it (a ``CompiledCall``); calls
 made while a listener runs (the whole call's timed calls) and calls Dynamo traces are not.
@@ -113,7 +113,7 @@ class CompiledCalls(Concern):
         if isinstance(result, torch.nn.Module):
             self._modules[result] = model
             return result
-        return _stand_in(result, lambda args, kwargs, out: self._tell(
+        return compat.stand_in(result, lambda args, kwargs, out: self._tell(
             result, model, args, kwargs, out))
 
     def _wrap_module_call(self, orig: Callable[..., Any]) -> Callable[..., Any]:
@@ -141,29 +141,3 @@ class CompiledCalls(Concern):
                 self.session.guarded(what, lambda listener=listener: listener(call))
         finally:
             self._telling.depth -= 1
-
-
-def _stand_in(result: Callable[..., Any],
-              returned: Callable[[tuple[Any, ...], dict[str, Any], Any], None]
-              ) -> Callable[..., Any]:
-    """A function calling ``result`` that hands ``returned(args, kwargs, out)`` each call, with
-    ``result``'s attributes (its name, doc, module and ``__dict__``: ``__wrapped__``, Dynamo's
-    ``_torchdynamo_orig_callable`` and ``_torchdynamo_inline``). Dynamo follows
-    ``_torchdynamo_orig_callable`` only from a function whose ``_torchdynamo_wrapper_id`` is its
-    own id: the stand-in's is its own, so ``torch.compiler.disable`` of it disables the
-    original function, as of ``result``."""
-    def call(*args: Any, **kwargs: Any) -> Any:
-        out = result(*args, **kwargs)
-        returned(args, kwargs, out)
-        return out
-    for name in ("__module__", "__name__", "__qualname__", "__doc__"):
-        try:
-            setattr(call, name, getattr(result, name))
-        except (AttributeError, TypeError):
-            pass
-    own = getattr(result, "__dict__", None)
-    if isinstance(own, dict):
-        call.__dict__.update(own)
-        if own.get("_torchdynamo_wrapper_id") == id(result):
-            call._torchdynamo_wrapper_id = id(call)  # type: ignore[attr-defined]
-    return call

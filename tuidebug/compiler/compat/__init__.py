@@ -95,6 +95,7 @@ from tuidebug.compiler.compat.compiled_backward import (  # noqa: F401
     compiled_backward_node, is_compiled_backward,
 )
 from tuidebug.compiler.compat.ddp_reducer import install as log_ddp_buckets  # noqa: F401
+from tuidebug.compiler.compat.stand_in import stand_in  # noqa: F401
 from tuidebug.compiler.compat.compiled_collectives import (  # noqa: F401
     WAIT_OP, collective_overloads, wrap_overload, real_tensors, call_arguments_of,
     compiled_call_group,
