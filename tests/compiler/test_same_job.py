@@ -25,13 +25,21 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     out = tmp_path_factory.mktemp("same") / "trace"
     plain = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True,
                            timeout=600)
-    traced = subprocess.run(
-        [sys.executable, "-m", "tuidebug.cli", "trace", "--profile", "3", "-o", str(out),
-         str(SCRIPT)], capture_output=True, text=True, timeout=900,
-        env=dict(os.environ, PYTHONPATH=pythonpath()))
+    def trace(*extra: str) -> subprocess.CompletedProcess[str]:
+        p = subprocess.run(
+            [sys.executable, "-m", "tuidebug.cli", "trace", *extra, "-o",
+             str(out.with_name(out.name + "".join(extra))), str(SCRIPT)],
+            capture_output=True, text=True, timeout=900,
+            env=dict(os.environ, PYTHONPATH=pythonpath()))
+        assert p.returncode == 0, p.stderr[-3000:]
+        return p
+
     assert plain.returncode == 0, plain.stderr[-3000:]
-    assert traced.returncode == 0, traced.stderr[-3000:]
-    return {"plain": plain, "traced": traced, "trace": out}
+    # with the eager check only (no --profile: no timed calls of the compiled module), and with
+    # --profile (the whole call timed, compiled and eager, right after the first call)
+    checked, traced = trace(), trace("--profile", "3")
+    return {"plain": plain, "checked": checked, "traced": traced,
+            "trace": out.with_name(out.name + "--profile3")}
 
 
 def _ticks(text: str, word: str) -> list[int]:
@@ -61,17 +69,21 @@ def test_other_threads_output_is_intact_while_the_calls_are_timed(runs) -> None:
 
 
 def test_what_torch_compile_returned_is_the_scripts_to_see(runs) -> None:
-    """Every ``fact`` the script prints of what torch.compile returned is the untraced one:
-    the module's type, no hooks on it (main registered two forward hooks), its state_dict,
-    deepcopy and pickling; the function's type and ``__wrapped__`` (main's wrapper had the
-    compiled function as its ``__wrapped__``); ``torch.compiler.disable`` of each runs the
-    original eagerly; the outputs are the same and no tensor of the call is left alive."""
+    """Every ``fact`` the script prints of what torch.compile returned is the untraced one,
+    traced with the eager check alone and with ``--profile``: the module's type, no hooks on
+    it (main registered one forward hook, two with --profile), its state_dict, deepcopy and
+    pickling; the function's type and ``__wrapped__`` (main's wrapper had the compiled
+    function as its ``__wrapped__``); ``torch.compiler.disable`` of each runs the original
+    eagerly (of main's function wrapper it ran the compiled code: 1.0, not 2.0); the outputs
+    are the same and no tensor of the call is left alive (main held the first graph's output,
+    never returned: alive 1 without --profile)."""
     def facts(text: str) -> dict[str, str]:
         return dict(re.findall(r"^fact (\w+) (.*)$", text, re.M))
 
-    plain, traced = facts(runs["plain"].stdout), facts(runs["traced"].stdout)
+    plain = facts(runs["plain"].stdout)
     assert len(plain) == 13, plain
-    assert traced == plain
+    assert facts(runs["checked"].stdout) == plain
+    assert facts(runs["traced"].stdout) == plain
     assert plain["module_hooks"] == "0" and plain["function_wraps_body"] == "True"
     assert plain["disabled_function"] == "2.0" and plain["alive"] == "0"
 
