@@ -19,8 +19,10 @@ from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.format.writer import TraceWriter
 from tuidebug.trace.queries.numerics_classes import (CASTS_VERDICT, CONTROL, NONE_DIVERGES,
                                                      NOT_REACHED, NOT_REPRODUCED,
-                                                     RANDOM_VERDICT, UNCONFIRMED, WRONG_KERNEL,
-                                                     classify, control_needed, reruns_needed)
+                                                     RANDOM_CONTROL, RANDOM_VERDICT,
+                                                     UNCONFIRMED, WRONG_KERNEL, classify,
+                                                     control_needed, random_control_needed,
+                                                     reruns_needed)
 
 
 def _cli(*args: str, cwd: Path = ROOT, stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -123,11 +125,33 @@ def test_a_difference_is_classified_by_the_re_runs_the_trace_calls_for(tmp_path:
     drop = _trace(tmp_path / "drop", ["x.py"], checks={"0/0": _report(
         [_kernel("cpp_fused_dropout_0", True, classified="random numbers")], ["native_dropout"])})
     assert list(reruns_needed(Trace(drop))) == ["fallback_random"]
-    (c,) = classify(Trace(drop), {"fallback_random": Trace(clean)})
+    drop_clean, drop_wrong = (Trace(_trace(tmp_path / f"drop_{ok}", ["x.py"], checks={
+        "0/0": _report([_kernel("cpp_fused_dropout_0", ok)], ["native_dropout"])}))
+        for ok in (True, False))
+    (c,) = classify(Trace(drop), {"fallback_random": drop_clean})
     assert c.verdict == RANDOM_VERDICT and c.reruns[1].outcome == "disappears", c
     assert control_needed(Trace(drop)) is None  # no kernel diverges: none to blame
-    (c,) = classify(Trace(drop), {"fallback_random": Trace(wrong)})
+    # with the flag on the kernels may change (a dropout becomes eager's op): the same graph
+    # judged whole is reached; a re-run that judged another graph says nothing of it
+    (c,) = classify(Trace(drop), {"fallback_random": Trace(clean)})
+    assert c.verdict == RANDOM_VERDICT and c.reruns[1].outcome == "disappears", c
+    elsewhere = _report([_kernel("cpp_fused_dropout_0", True)], ["native_dropout"])
+    elsewhere["numerics"]["graphs"][0]["graph"] = "1_0-forward"
+    (c,) = classify(Trace(drop), {"fallback_random": Trace(_trace(
+        tmp_path / "elsewhere", ["x.py"], checks={"0/0": elsewhere}))})
+    assert c.verdict == NOT_REACHED and c.reruns[1].outcome == "not reached", c
+    # with eager's numbers drawn a kernel diverges: blamed only if it diverges once more
+    assert random_control_needed(Trace(drop), drop_wrong).startswith("compile 0/0: with "
+                                                                      "fallback_random=True")
+    assert random_control_needed(Trace(drop), drop_clean) is None
+    (c,) = classify(Trace(drop), {"fallback_random": drop_wrong})
+    assert c.verdict == UNCONFIRMED, c
+    (c,) = classify(Trace(drop), {"fallback_random": drop_wrong, RANDOM_CONTROL: drop_wrong})
     assert c.verdict == WRONG_KERNEL and "hidden by random numbers" in c.why, c
+    assert [r.flag for r in c.reruns] == ["emulate_precision_casts", "fallback_random",
+                                          RANDOM_CONTROL] and c.reruns[2].outcome == "stays", c
+    (c,) = classify(Trace(drop), {"fallback_random": drop_wrong, RANDOM_CONTROL: drop_clean})
+    assert c.verdict == NOT_REPRODUCED and c.reruns[2].outcome == "disappears", c
     on = _trace(tmp_path / "on", ["x.py"], changed={"fallback_random": {"value": True}},
                 checks={"0/0": _report([_kernel("k", True)], ["native_dropout"])})
     assert reruns_needed(Trace(on)) == {}
@@ -170,7 +194,7 @@ def test_a_kernel_is_blamed_only_when_a_control_run_reached_it_and_it_diverged_a
     # a flag's re-run that stopped before the kernel: "not reached", not "disappears"
     bf16 = made("bf16", [_kernel("triton_0", False, "bfloat16")])
     (c,) = classify(bf16, {CONTROL: bf16, "emulate_precision_casts": made(
-        "casts_short", [_kernel("triton_other", True, "bfloat16")])})
+        "casts_short", [_kernel("triton_0", True, "bfloat16")], graph="1_0-forward")})
     assert c.verdict == NOT_REACHED and c.reruns[1].outcome == "not reached", c
     assert "not triton_0 in 0_0-forward" in c.why, c.why
     assert len(cases) == 5

@@ -24,8 +24,8 @@ from tuidebug.errors import NotJudged, RecompileError
 from tuidebug.trace.format import schema
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.format.writer import write_numerics
-from tuidebug.trace.queries.numerics_classes import CONTROL, FLAGS, Classified, classify, \
-    control_needed, reruns_needed
+from tuidebug.trace.queries.numerics_classes import CONTROL, FLAGS, RANDOM, RANDOM_CONTROL, \
+    Classified, classify, control_needed, random_control_needed, reruns_needed
 
 
 @dataclass
@@ -91,6 +91,7 @@ def run(trace: Path, out: Path, *, allowed: Mapping[str, Any] | None = None,
     NotJudged when the run records no eager check to judge kernels in."""
     options = _options(trace)
     flag_outs = {f: Path(f"{out}-{f}") for f in (CONTROL, *FLAGS)}
+    flag_outs[RANDOM_CONTROL] = Path(f"{out}-{RANDOM}-{CONTROL}")
     for path in (out, *flag_outs.values()):
         _empty(path)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -125,6 +126,15 @@ def run(trace: Path, out: Path, *, allowed: Mapping[str, Any] | None = None,
                          overrides={flag: True}, allowed=allowed)
         reruns[flag] = again.out
         ran[flag] = Trace(again.out) if (again.out / schema.MANIFEST).is_file() else None
+    why_again = random_control_needed(made, ran.get(RANDOM))
+    if why_again is not None:
+        progress(f"control: running it again with {RANDOM}=True ({why_again}) → "
+                 f"{flag_outs[RANDOM_CONTROL]}")
+        again = run_once(trace, flag_outs[RANDOM_CONTROL], None, timeout, options=options,
+                         overrides={RANDOM: True}, allowed=allowed)
+        reruns[RANDOM_CONTROL] = again.out
+        ran[RANDOM_CONTROL] = Trace(again.out) if (again.out / schema.MANIFEST).is_file() \
+            else None
     classified = classify(made, ran, unavailable)
     write_numerics(out, {"compiles": [c.to_json() for c in classified]})
     return NumericsRun(out, first.code, classified, reruns)

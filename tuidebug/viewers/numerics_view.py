@@ -139,7 +139,9 @@ def classification_lines(c: Classified) -> list[Text]:
                          inert_text(f" — {c.why}" if c.why else ""))]
     for r in c.reruns:
         where = f" ({r.trace})" if r.trace else ""
-        run = "control (same settings)" if r.flag == CONTROL else f"{r.flag}=True"
+        run = ("control (same settings)" if r.flag == CONTROL else
+               "control (fallback_random=True again)" if r.flag.startswith(CONTROL) else
+               f"{r.flag}=True")
         out.append(inert_text(f"      {run}: {r.outcome}: {r.detail}{where}", "dim"))
     return out
 

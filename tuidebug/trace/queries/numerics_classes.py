@@ -25,6 +25,7 @@ PRECISION_CASTS = "emulate_precision_casts"
 RANDOM = "fallback_random"
 FLAGS = (PRECISION_CASTS, RANDOM)
 CONTROL = "control"  # the re-run with the same settings: run-to-run noise
+RANDOM_CONTROL = f"{CONTROL}:{RANDOM}"  # the fallback_random re-run, once more: its own noise
 NARROW_FLOATS = ("float16", "bfloat16", "float8")  # a dtype name starting with one of these
 
 # verdicts
@@ -127,6 +128,38 @@ def _call(report: dict[str, Any], key: tuple[str, str, int]) -> dict[str, Any] |
             if isinstance(k, dict) and _key({"graph": key[0], **k}) == key:
                 return k
     return None
+
+
+def _random_key(report: dict[str, Any]) -> tuple[str, str, int] | None:
+    """The first kernel call classified as random numbers (not judged): what a re-run with
+    fallback_random must reach to say anything of it."""
+    for g in _graphs(report):
+        for k in g.get("kernels") or []:
+            if isinstance(k, dict) and k.get("classified"):
+                return _key({"graph": g.get("graph"), **k})
+    return None
+
+
+def random_control_needed(trace: Trace, random_run: Trace | None) -> str | None:
+    """Why the fallback_random re-run must run once more: in a compile whose first run had no
+    diverging kernel (random numbers hid it), that re-run names one — blamed only when it
+    diverges again with the same settings. None when no such compile."""
+    if random_run is None:
+        return None
+    again = _reports(random_run)
+    for cid, report in _reports(trace).items():
+        if _first(report) is None and _random_classified(report):
+            key = _key(_first(again.get(cid) or {}))
+            if key is not None:
+                return f"compile {cid}: with {RANDOM}=True {_said(key)} diverges"
+    return None
+
+
+def _graph_judged(report: dict[str, Any], graph: str) -> bool:
+    """Whether ``report`` judged kernel calls of ``graph`` with the eager run of its FX graph
+    complete (a run stopped part-way judges what it reached only)."""
+    return any(str(g.get("graph")) == graph and g.get("kernels") and not g.get("note")
+               for g in _graphs(report))
 
 
 def _said(key: tuple[str, str, int]) -> str:
@@ -234,19 +267,24 @@ def _outcome(flag: str, ran: Trace | None, cid: str, unavailable: str | None,
     if report is None or not _judged(report):
         return Rerun(flag, "not reached", f"the re-run judged no kernel of compile {cid} (it "
                      "stopped before, or took another path)", where)
+    control = flag.startswith(CONTROL)
     again = _call(report, key) if key is not None else None
-    if key is not None and again is None:
+    # the control run must judge the very kernel call; a flag may change the kernels (with
+    # fallback_random a dropout is eager's op, not a kernel): there, the same graph judged
+    # whole
+    if key is not None and again is None and (control or not _graph_judged(report, key[0])):
         return Rerun(flag, "not reached", f"the re-run judged {_judged(report)} kernel calls of "
                      f"compile {cid}, not {_said(key)} (it stopped before, or took another "
                      "path)", where)
     first = _first(report)
-    on = "with the same settings" if flag == CONTROL else f"with {flag}=True"
+    on = ("with the same settings" if flag == CONTROL else f"with {RANDOM}=True again"
+          if control else f"with {flag}=True")
     if first is None:
         return Rerun(flag, "disappears", f"{on} no kernel diverges ({_judged(report)} kernel "
                      "calls judged" + (f"; {key[1]}: {_errs(again)}" if again else "") + ")",
                      where)
     got = _key(first)
-    if flag == CONTROL and got != key:
+    if control and got != key:
         return Rerun(flag, "moves", f"{on} {_said(got)} diverges first, not {_said(key)}"
                      if got else f"{on} another kernel diverges first", where)
     return Rerun(flag, "stays", f"{on} {_said(got) if got else first.get('kernel')} still "
@@ -268,6 +306,7 @@ def classify(trace: Trace, ran: dict[str, Trace | None],
         graph = str(first.get("graph")) if first else None
         kernel = str(first.get("kernel")) if first else None
         randomish = _random_classified(report)
+        reach = key if key is not None else _random_key(report)  # what a re-run must judge
         reruns = []
         if key is not None:
             reruns.append(_outcome(CONTROL, ran.get(CONTROL), cid, None, key)
@@ -279,7 +318,14 @@ def classify(trace: Trace, ran: dict[str, Trace | None],
             if flag_set(trace, flag) or not relevant:
                 reruns.append(Rerun(flag, "not run", _not_run(trace, flag)))
             elif flag in ran or flag in unavailable:
-                reruns.append(_outcome(flag, ran.get(flag), cid, unavailable.get(flag), key))
+                reruns.append(_outcome(flag, ran.get(flag), cid, unavailable.get(flag), reach))
+                if flag == RANDOM and key is None and reruns[-1].outcome == "stays":
+                    # random numbers hid a diverging kernel: blamed only if it comes back
+                    found = _key(_first(_reports(ran[RANDOM]).get(cid) or {})) \
+                        if ran.get(RANDOM) is not None else None
+                    reruns.append(_outcome(RANDOM_CONTROL, ran.get(RANDOM_CONTROL), cid, None,
+                                           found) if RANDOM_CONTROL in ran and found else
+                                  Rerun(RANDOM_CONTROL, "not run", "no control run"))
             else:
                 reruns.append(Rerun(flag, "not run", "not asked for"))
         out.append(_verdict(cid, report, kernel, randomish, reruns))
@@ -334,8 +380,19 @@ def _verdict(cid: str, report: dict[str, Any], kernel: str | None, randomish: in
                               "because they draw other random numbers than eager: "
                               + r.detail, reruns)
         if r.outcome == "stays":
-            return Classified(cid, None, WRONG_KERNEL, "hidden by random numbers: " + r.detail,
-                              reruns)
+            c = by.get(RANDOM_CONTROL)
+            if c is not None and c.outcome == "stays":
+                return Classified(cid, None, WRONG_KERNEL, "hidden by random numbers: "
+                                  + r.detail + f"; it came back ({c.detail})", reruns)
+            if c is not None and c.outcome in ("disappears", "moves"):
+                return Classified(cid, None, NOT_REPRODUCED, f"with {RANDOM}=True a kernel "
+                                  f"diverged once, not again: {c.detail} — run-to-run noise",
+                                  reruns)
+            if c is not None and c.outcome == "not reached":
+                return Classified(cid, None, NOT_REACHED, f"the control run with {RANDOM}=True "
+                                  f"did not reach it: {c.detail}", reruns)
+            return Classified(cid, None, UNCONFIRMED, "with " + r.detail + "; no control run "
+                              "measured the run-to-run noise", reruns)
         if r.outcome == "not reached":
             return Classified(cid, None, NOT_REACHED, f"with {r.flag}=True, {r.detail}", reruns)
         return Classified(cid, None, RANDOM_VERDICT + " (not confirmed)",
