@@ -5,6 +5,7 @@ roofline against the device's peak; its backward too, compiled and eager, joined
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -113,6 +114,12 @@ def test_the_whole_training_step_against_eager(cuda_profiled: Path) -> None:
     assert bwd == ["eager_island", "graph", "eager_island"], [p.as_json() for p in v.ledger]
     other = next(p.seconds for p in v.ledger if p.part == "other")
     assert abs(other) < 0.10 * v.compiled.median_s, [p.as_json() for p in v.ledger]
+    # the timed calls ran bare, as the eager ones: no mark, hook or wrapper of the capture's
+    (call,) = json.loads((cuda_profiled / "profile.json").read_text())["calls"]
+    inst = call["instrumentation"]
+    assert inst["timed"] == {"graph_marks": 0, "backward_hooks": 0, "wrapped_graph_calls": 0,
+                             "forward_hooks": 0}, inst
+    assert inst["clocked"]["backward_hooks"] > 0 and inst["clocked"]["forward_hooks"] > 0, inst
 
 
 @pytest.mark.parametrize("layers", [4])
