@@ -323,3 +323,24 @@ async def test_svg_of_the_pass_stepper_names_the_stage_on_screen(open_ui, transf
         assert req == {"graph_id": g.id, "stage": stage_label(changed), "diff": True}
         title = svg.export(transformer_trace, out=tmp_path / "b.svg", **req).dot.dot.source
         assert f"diff {stage_label(previous_snapshot(g, changed))} → {stage_label(changed)}" in title
+
+
+async def test_a_script_that_raised_after_compiling_is_said_as_info_says_it(
+        open_ui, mlp_trace: Path, copy_trace) -> None:
+    """The compile was fine, the script raised: the overview and the title bar say SCRIPT
+    FAILED with what the script raised (they said OK, and nothing of the script), as ``info``
+    does; the compile's own progress is not shown as a failure."""
+    import json
+
+    t = copy_trace(mlp_trace, "raised")
+    manifest = json.loads((t / "manifest.json").read_text())
+    manifest["script_error"] = {"type": "ValueError", "message": "bad shape\nsecond line",
+                                "after_compiling": True}
+    (t / "manifest.json").write_text(json.dumps(manifest))
+    async with open_ui(t) as ui:
+        text = ui.text()
+        overview = "\n".join(ui.lines("#overview"))
+        assert text.count("SCRIPT FAILED") >= 2, text  # the title bar's badge and the overview
+        assert " OK " not in text, text
+        assert "script  raised ValueError after compiling: bad shape" in overview, overview
+        assert "second line" not in overview and "how far compilation got" not in overview

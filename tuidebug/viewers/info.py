@@ -33,6 +33,11 @@ STATUS_STYLE = {"ok": "bold green", "failed": "bold red", "crashed": "bold magen
                 "script_failed": "bold yellow"}
 
 
+def status_word(status: str) -> str:
+    """A status as ``info`` and the TUI head it: ``OK``, ``SCRIPT FAILED``…"""
+    return status.upper().replace("_", " ")
+
+
 def collective_text(c: dict[str, Any] | None) -> str:
     """A described collective (``trace.collectives.describe``) in one line:
     ``all_reduce group 0 [0, 1] float32[4] (reduce_op=sum) at job.py:13``."""
@@ -47,9 +52,8 @@ def collective_text(c: dict[str, Any] | None) -> str:
 def render_summary(s: dict[str, Any], console: Console) -> None:
     status = s["status"]
     head = Text.assemble(("trace ", "dim"), inert_text(s["trace"], "bold"), "  ",
-                         inert_text(status.upper().replace("_", " "),
-                                    STATUS_STYLE.get(status, "bold")))
-    script = _script_outcome(s)
+                         inert_text(status_word(status), STATUS_STYLE.get(status, "bold")))
+    script = script_outcome_text(s)
     if script:  # the status says the script failed; the compile's own outcome beside it
         what = (f" (COMPILED OK; THE SCRIPT {script[0].upper()})"
                 if status == STATUS_SCRIPT_FAILED else f", AND THE SCRIPT {script[0].upper()}")
@@ -198,7 +202,7 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
                       "(tuidebug info --json lists them all)", style="red")
 
 
-def _script_outcome(s: dict[str, Any]) -> tuple[str, str] | None:
+def script_outcome_text(s: dict[str, Any]) -> tuple[str, str] | None:
     """(``raised`` | ``exited with code N``, what happened) when the traced script itself ended
     badly (its exception or exit code), else None."""
     se = s.get("script_error")

@@ -26,7 +26,8 @@ from tuidebug.trace.queries.dynamic import guard_counts
 from tuidebug.trace.queries.frames import skipped_frames
 from tuidebug.trace.queries.recompiles import reasons_of
 from tuidebug.trace.queries.verdict import format_duration
-from tuidebug.trace.queries.summary import changed_passes, compile_place, cudagraphs_state
+from tuidebug.trace.queries.summary import (changed_passes, compile_place, cudagraphs_state,
+                                            script_outcome, summary_status)
 from tuidebug.trace.queries import advice, graph_breaks
 from tuidebug.trace.queries.vllm import vllm_summary
 from tuidebug.trace.queries.numerics import numerics_summary
@@ -40,8 +41,8 @@ from tuidebug.tui.widgets.textview import RichLines, TextView
 from tuidebug.viewers.advice_view import advice_section
 from tuidebug.viewers.breaks_view import break_notes, skipped_notes
 from tuidebug.viewers.fitted import Row
-from tuidebug.inert import inert
-from tuidebug.viewers.info import STATUS_STYLE
+from tuidebug.inert import inert, inert_text
+from tuidebug.viewers.info import STATUS_STYLE, script_outcome_text, status_word
 from tuidebug.viewers.numerics_view import kernel_at, numerics_lines
 from tuidebug.viewers.summary_text import compile_cache, phase_text
 from tuidebug.viewers.summary_view import accuracy_renderables, error_line, imported_renderables
@@ -94,11 +95,14 @@ def overview_renderables(trace: Trace) -> list[RenderableType]:
     """What the overview shows, top to bottom."""
     m = trace.manifest
     out: list[RenderableType] = []
-    status = trace.status
+    status = summary_status(trace)  # as info says it: script_failed where the script was
     head = Text.assemble(("trace  ", "dim"), (str(trace.root), "bold"), "  ",
-                         (f" {status.upper()} ", STATUS_STYLE.get(status, "bold")))
+                         (f" {status_word(status)} ", STATUS_STYLE.get(status, "bold")))
     head.append("   " + "  ".join(f"{k} {v}" for k, v in m.versions.items() if v), style="dim")
     out.append(head)
+    script = script_outcome_text(script_outcome(m))
+    if script:  # the compile was fine (or not: its own lines below); the script was not
+        out.append(Text.assemble(("script  ", "bold yellow"), inert_text(script[1])))
     if m.command:
         out.append(Text.assemble(("command  ", "dim"), " ".join(m.command)))
     started, finished = m.started_at, m.finished_at
@@ -112,7 +116,7 @@ def overview_renderables(trace: Trace) -> list[RenderableType]:
         out.append(Text(""))
         out.extend(vllm_renderables(vllm))
     report = failure.error_report(trace)
-    if status != schema.STATUS_OK:
+    if status not in (schema.STATUS_OK, schema.STATUS_SCRIPT_FAILED):
         out.append(Text(""))
         out.append(_heading("how far compilation got"))
         out.append(progress_line(trace, report))

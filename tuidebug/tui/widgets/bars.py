@@ -14,9 +14,10 @@ from textual.widgets import Footer, Input, Label, Static
 
 from tuidebug.trace.jobs.job import rank_of
 from tuidebug.trace.queries.numerics import testing_only_flags
+from tuidebug.trace.queries.summary import summary_status
 from tuidebug.tui.keymap import SCREEN_SHORT_TITLES, SCREEN_TITLES, SCREENS, screen_key
 from tuidebug.inert import inert
-from tuidebug.viewers.info import STATUS_STYLE
+from tuidebug.viewers.info import STATUS_STYLE, status_word
 
 
 class KeyFooter(Footer):
@@ -89,7 +90,7 @@ class TitleBar(Static):
         Where each tab is painted is kept for clicks."""
         app = self.app
         trace = app.trace  # type: ignore[attr-defined]
-        status = trace.status
+        status = summary_status(trace)  # as info and the overview say it
         t = Text() if level > 1 else Text.assemble((" tuidebug ", "bold reverse"), " ")
         job_rank = self._job_rank()
         if job_rank is not None:  # "rank_1" says less than the job's name and the rank
@@ -107,7 +108,7 @@ class TitleBar(Static):
                      + ("" if level > 1 else " (R to change)"),
                      style="bold magenta")
         t.append(" ")
-        t.append(f" {inert(status.upper(), multiline=False, limit=20)} ",
+        t.append(f" {inert(status_word(status), multiline=False, limit=20)} ",
                  style=STATUS_STYLE.get(status, "bold") + " reverse")  # a badge
         if testing_only_flags(trace):  # a planted bug: every screen says so at its top
             t.append(" TESTING-ONLY FLAG " if level < 2 else " TEST ",
