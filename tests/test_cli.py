@@ -368,3 +368,24 @@ def test_nproc_per_node_must_be_at_least_one(tmp_path: Path, n: str) -> None:
                  str(EXAMPLES / "mlp.py"))
     assert p.returncode == 2 and "at least 1" in _error_line(p), p.stderr
     assert "Traceback" not in p.stderr and not (tmp_path / "o").exists()
+
+
+def test_only_commands_that_end_collect_less_often() -> None:
+    """A command that ends on its own raises the collector's thresholds (reading a trace makes
+    no cycles); the TUI and the servers, which run for hours, keep Python's pace."""
+    from tuidebug.cli import COMMANDS, build_parser
+
+    stays = {c.name for c in COMMANDS if c.stays}
+    assert stays == {"open", "demo", "serve", "mcp"}
+    for name in ("info", "open"):
+        ns = build_parser(only=name).parse_args([name, "TRACE"])
+        assert ns.stays == (name in stays)
+    code = ("import gc, io, contextlib, sys\n"
+            "from tuidebug.cli import main\n"
+            "before = gc.get_threshold()\n"
+            "with contextlib.redirect_stderr(io.StringIO()):\n"
+            "    main(['info', '/nonexistent'])\n"
+            "print(before, gc.get_threshold(), gc.get_freeze_count() > 0)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, PYTHONPATH=pythonpath()))
+    assert p.stdout.split("\n")[0] == "(700, 10, 10) (10000, 20, 20) True", p.stdout + p.stderr

@@ -85,6 +85,7 @@ class Command:
     run: str
     description: str | None = None
     needs_torch: bool = False  # a compiler command: checked before it runs (torch_version)
+    stays: bool = False  # runs until the user ends it (the TUI, a server): collected as usual
 
     def add_to(self, sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
         """Its parser, with its arguments, under ``sub``."""
@@ -92,7 +93,8 @@ class Command:
         description = getattr(module, self.description) if self.description else None
         p = sub.add_parser(self.name, help=self.help, description=description)
         getattr(module, self.arguments)(p)
-        p.set_defaults(fn=getattr(module, self.run), needs_torch=self.needs_torch)
+        p.set_defaults(fn=getattr(module, self.run), needs_torch=self.needs_torch,
+                       stays=self.stays)
 
 
 COMMANDS: tuple[Command, ...] = (
@@ -101,13 +103,13 @@ COMMANDS: tuple[Command, ...] = (
     Command("info", "summarise a trace (or a TORCH_TRACE log / debug folder)",
             _viewing, "info_arguments", "cmd_info"),
     Command("open", "open a trace (or a TORCH_TRACE log / debug folder) in the TUI",
-            _viewing, "open_arguments", "cmd_open"),
+            _viewing, "open_arguments", "cmd_open", stays=True),
     Command("import", "import a TORCH_TRACE log or torch_compile_debug folder",
             _viewing, "import_arguments", "cmd_import"),
     Command("merge", "combine the job folders of a distributed trace (one per node) into one",
             _distributed, "merge_arguments", "cmd_merge"),
     Command("demo", "trace the bundled transformer example and open it",
-            _demo, "demo_arguments", "cmd_demo", needs_torch=True),
+            _demo, "demo_arguments", "cmd_demo", needs_torch=True, stays=True),
     Command("svg", "export a captured graph as SVG (Graphviz)",
             _viewing, "svg_arguments", "cmd_svg", "SVG_DESCRIPTION"),
     Command("perfetto", "write compile phases, passes and a profiled run as Chrome trace JSON "
@@ -135,11 +137,11 @@ COMMANDS: tuple[Command, ...] = (
             _minifying, "bisect_arguments", "cmd_bisect", "BISECT_DESCRIPTION",
             needs_torch=True),
     Command("serve", "serve the TUI on a trace as a web page (this machine only, by default)",
-            _sharing, "serve_arguments", "cmd_serve", "SERVE_DESCRIPTION"),
+            _sharing, "serve_arguments", "cmd_serve", "SERVE_DESCRIPTION", stays=True),
     Command("pack", "write a trace as one .tar.gz (with a manifest of hashes) to share",
             _sharing, "pack_arguments", "cmd_pack", "PACK_DESCRIPTION"),
     Command("mcp", "serve the trace queries to agents: a Model Context Protocol server (stdio)",
-            _agents, "mcp_arguments", "cmd_mcp", "MCP_DESCRIPTION"),
+            _agents, "mcp_arguments", "cmd_mcp", "MCP_DESCRIPTION", stays=True),
     Command("completion", "print a shell completion script: bash, zsh or fish",
             _completion, "completion_arguments", "cmd_completion", "DESCRIPTION"),
 )
@@ -171,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(ns, "fn", None):
         ap.print_help()
         return 2
-    _fewer_collections()
+    if not ns.stays:
+        _fewer_collections()
     try:
         if ns.needs_torch:
             from tuidebug.compiler.torch_version import require_torch
@@ -190,10 +193,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _fewer_collections() -> None:
-    """Collect cyclic garbage less often: reading a trace allocates a few hundred thousand small
-    objects (parsed JSON, nodes), none of them in cycles, and with the default thresholds the
-    collector walks them over and over (a tenth of ``diff``'s time on a 24-layer model). What is
-    loaded by now (modules, the parser) is frozen: never walked again."""
+    """Collect cyclic garbage less often, in a command that ends on its own: reading a trace
+    allocates a few hundred thousand small objects (parsed JSON, nodes), none of them in cycles,
+    and with the default thresholds the collector walks them over and over (a tenth of
+    ``diff``'s time on a 24-layer model). What is loaded by now (modules, the parser) is frozen:
+    never walked again. The TUI and the servers, which run for hours and make cyclic garbage
+    (widgets, requests), keep the default pace."""
     gc.freeze()
     gc.set_threshold(10_000, 20, 20)
 
