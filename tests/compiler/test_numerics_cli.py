@@ -200,6 +200,32 @@ def test_a_kernel_is_blamed_only_when_a_control_run_reached_it_and_it_diverged_a
     assert len(cases) == 5
 
 
+def test_outputs_that_differ_with_every_kernel_agreeing_are_not_called_a_match(
+        tmp_path: Path) -> None:
+    """The check's outputs differ from eager, yet every generated kernel agrees (the difference
+    comes from an extern kernel or eager code): "not located", never "no kernel diverges"; and
+    a mismatch the given trace recorded must come back in the numerics run."""
+    from tuidebug.trace.queries.numerics_classes import NOT_LOCATED, against
+
+    agree = _report([_kernel("k0", True), _kernel("k1", True)])
+    differ = _trace(tmp_path / "differ", ["x.py"], checks={"0/0": {
+        **agree, "close": False, "detail": "logits: rmse 0.5 vs eager 1e-07"}})
+    (c,) = classify(Trace(differ), {})
+    assert c.verdict == NOT_LOCATED and "logits: rmse 0.5" in c.why, c
+    matches = _trace(tmp_path / "matches", ["x.py"], checks={"0/0": {**agree, "close": True}})
+    (ok,) = classify(Trace(matches), {})
+    assert ok.verdict == NONE_DIVERGES, ok
+    # the given trace's check found a mismatch: agreeing now is "not reproduced"; a compile
+    # the numerics run never judged is "not reached"
+    given = _trace(tmp_path / "given", ["x.py"], checks={
+        "0/0": {"close": False, "detail": "loss: rmse 0.3"},
+        "1/0": {"close": False, "detail": "fc1.weight.grad: rmse 0.2"}})
+    (same, missing) = against(Trace(given), [ok])
+    assert (same.compile_id, same.verdict) == ("0/0", NOT_REPRODUCED) and "loss" in same.why
+    assert (missing.compile_id, missing.verdict) == ("1/0", NOT_REACHED), missing
+    assert against(Trace(matches), [ok]) == [ok]  # no mismatch recorded: nothing to add
+
+
 FLAKY = """import pathlib
 import torch
 from torch._inductor import config

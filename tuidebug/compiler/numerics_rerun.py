@@ -25,7 +25,7 @@ from tuidebug.trace.format import schema
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.format.writer import write_numerics
 from tuidebug.trace.queries.numerics_classes import CONTROL, FLAGS, RANDOM, RANDOM_CONTROL, \
-    Classified, classify, control_needed, random_control_needed, reruns_needed
+    Classified, against, classify, control_needed, random_control_needed, reruns_needed
 
 
 @dataclass
@@ -135,6 +135,6 @@ def run(trace: Path, out: Path, *, allowed: Mapping[str, Any] | None = None,
         reruns[RANDOM_CONTROL] = again.out
         ran[RANDOM_CONTROL] = Trace(again.out) if (again.out / schema.MANIFEST).is_file() \
             else None
-    classified = classify(made, ran, unavailable)
+    classified = against(Trace(trace), classify(made, ran, unavailable))
     write_numerics(out, {"compiles": [c.to_json() for c in classified]})
     return NumericsRun(out, first.code, classified, reruns)

@@ -16,7 +16,8 @@ from rich.text import Text
 from tuidebug.inert import inert_text
 from tuidebug.trace.queries.numerics import KernelNumerics, NodeNumerics
 from tuidebug.trace.queries.numerics_classes import CASTS_VERDICT, CONTROL, NONE_DIVERGES, \
-    NOT_JUDGED, NOT_REACHED, NOT_REPRODUCED, RANDOM_VERDICT, UNCONFIRMED, Classified
+    NOT_JUDGED, NOT_LOCATED, NOT_REACHED, NOT_REPRODUCED, RANDOM_VERDICT, UNCONFIRMED, \
+    Classified
 from tuidebug.viewers.fitted import Row
 
 
@@ -128,7 +129,8 @@ def _differ_after_first(entry: dict[str, Any]) -> bool:
 CLASS_STYLE = {NONE_DIVERGES: "bold green", CASTS_VERDICT: "bold yellow",
                RANDOM_VERDICT: "bold yellow", NOT_REPRODUCED: "bold yellow",
                NOT_REACHED: "bold yellow", UNCONFIRMED: "bold yellow",
-               NOT_JUDGED: "bold yellow"}  # any other verdict: a wrong kernel (bold red)
+               NOT_JUDGED: "bold yellow", NOT_LOCATED: "bold yellow"}  # any other verdict: a
+# wrong kernel (bold red)
 
 
 def classification_lines(c: Classified) -> list[Text]:

@@ -20,13 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.numerics_reruns import (  # noqa: F401 (some re-exported)
+    CONTROL, FLAGS, PRECISION_CASTS, RANDOM, RANDOM_CONTROL, Rerun, call_key, control_needed,
+    first_of, flag_set, judged_count, mismatches, narrow_dtypes, outcome, random_classified,
+    random_control_needed, random_key, random_ops_of, reports, reruns_needed, why_not_run)
 
-PRECISION_CASTS = "emulate_precision_casts"
-RANDOM = "fallback_random"
-FLAGS = (PRECISION_CASTS, RANDOM)
-CONTROL = "control"  # the re-run with the same settings: run-to-run noise
-RANDOM_CONTROL = f"{CONTROL}:{RANDOM}"  # the fallback_random re-run, once more: its own noise
-NARROW_FLOATS = ("float16", "bfloat16", "float8")  # a dtype name starting with one of these
 
 # verdicts
 WRONG_KERNEL = "a wrong kernel"
@@ -37,33 +35,9 @@ NOT_JUDGED = "not judged"
 NOT_REPRODUCED = "not reproduced"  # the control run did not show the same divergence
 NOT_REACHED = "not reached"  # a re-run that had to judge the kernel never did
 UNCONFIRMED = "not confirmed"  # no control run was made
+NOT_LOCATED = "not located"  # the outputs differ, yet no generated kernel diverges
 AGREES = (NONE_DIVERGES, CASTS_VERDICT, RANDOM_VERDICT)  # compiled and eager agree, or differ
 # for a reason that is not a bug
-
-@dataclass
-class Rerun:
-    """One re-run, as it bears on one compile — a flag's, or the control run (``flag`` is
-    ``CONTROL``: the same settings again): ``outcome`` is ``disappears`` (the re-run judged the
-    first diverging kernel and no kernel diverges), ``stays`` (a kernel still diverges; for the
-    control run: the same kernel call, first again), ``moves`` (the control run: another kernel
-    diverges first), ``not run`` (the trace shows the re-run cannot matter; ``detail`` says
-    why), ``not available`` (this torch has no such flag) or ``not reached`` (the re-run never
-    judged the first diverging kernel: it wrote no trace, stopped earlier or took another
-    path)."""
-
-    flag: str
-    outcome: str
-    detail: str
-    trace: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"flag": self.flag, "outcome": self.outcome, "detail": self.detail,
-                "trace": self.trace}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Rerun":
-        return cls(str(d.get("flag") or ""), str(d.get("outcome") or ""),
-                   str(d.get("detail") or ""), str(d["trace"]) if d.get("trace") else None)
 
 
 @dataclass
@@ -90,207 +64,6 @@ class Classified:
                    [Rerun.from_json(r) for r in d.get("reruns") or [] if isinstance(r, dict)])
 
 
-def _reports(trace: Trace) -> dict[str, dict[str, Any]]:
-    """compile id -> its check's numerics report (the kernels judged), for each compile that
-    has one."""
-    out = {}
-    for cid, check in (trace.runtime.get("checks") or {}).items():
-        report = check.get("numerics") if isinstance(check, dict) else None
-        if isinstance(report, dict):
-            out[str(cid)] = report
-    return out
-
-
-def _graphs(report: dict[str, Any]) -> list[dict[str, Any]]:
-    return [g for g in report.get("graphs") or [] if isinstance(g, dict)]
-
-
-def _first(report: dict[str, Any]) -> dict[str, Any] | None:
-    first = report.get("first")
-    return first if isinstance(first, dict) else None
-
-
-def _key(first: dict[str, Any] | None) -> tuple[str, str, int] | None:
-    """A kernel call as (graph, kernel, call): the same in a re-run that took the same path."""
-    if first is None:
-        return None
-    call = first.get("call")
-    return (str(first.get("graph")), str(first.get("kernel")),
-            call if isinstance(call, int) and not isinstance(call, bool) else 0)
-
-
-def _call(report: dict[str, Any], key: tuple[str, str, int]) -> dict[str, Any] | None:
-    """The kernel call ``key`` as ``report`` judged it, None when it judged no such call."""
-    for g in _graphs(report):
-        if str(g.get("graph")) != key[0]:
-            continue
-        for k in g.get("kernels") or []:
-            if isinstance(k, dict) and _key({"graph": key[0], **k}) == key:
-                return k
-    return None
-
-
-def _random_key(report: dict[str, Any]) -> tuple[str, str, int] | None:
-    """The first kernel call classified as random numbers (not judged): what a re-run with
-    fallback_random must reach to say anything of it."""
-    for g in _graphs(report):
-        for k in g.get("kernels") or []:
-            if isinstance(k, dict) and k.get("classified"):
-                return _key({"graph": g.get("graph"), **k})
-    return None
-
-
-def random_control_needed(trace: Trace, random_run: Trace | None) -> str | None:
-    """Why the fallback_random re-run must run once more: in a compile whose first run had no
-    diverging kernel (random numbers hid it), that re-run names one — blamed only when it
-    diverges again with the same settings. None when no such compile."""
-    if random_run is None:
-        return None
-    again = _reports(random_run)
-    for cid, report in _reports(trace).items():
-        if _first(report) is None and _random_classified(report):
-            key = _key(_first(again.get(cid) or {}))
-            if key is not None:
-                return f"compile {cid}: with {RANDOM}=True {_said(key)} diverges"
-    return None
-
-
-def _graph_judged(report: dict[str, Any], graph: str) -> bool:
-    """Whether ``report`` judged kernel calls of ``graph`` with the eager run of its FX graph
-    complete (a run stopped part-way judges what it reached only)."""
-    return any(str(g.get("graph")) == graph and g.get("kernels") and not g.get("note")
-               for g in _graphs(report))
-
-
-def _said(key: tuple[str, str, int]) -> str:
-    return f"{key[1]}" + (f" (call {key[2] + 1})" if key[2] else "") + f" in {key[0]}"
-
-
-def _errs(k: dict[str, Any]) -> str:
-    def n(x: Any) -> str:
-        return f"{x:.3g}" if isinstance(x, (int, float)) and not isinstance(x, bool) else "—"
-    return f"compiled↔fp64 {n(k.get('err_compiled'))}, eager↔fp64 {n(k.get('err_eager'))}"
-
-
-def _judged(report: dict[str, Any]) -> int:
-    return sum(len(g.get("kernels") or []) for g in _graphs(report))
-
-
-def _random_classified(report: dict[str, Any]) -> int:
-    """Kernel calls that differed and were classified as random numbers, not judged."""
-    return sum(1 for g in _graphs(report) for k in g.get("kernels") or []
-               if isinstance(k, dict) and k.get("classified"))
-
-
-def _narrow(report: dict[str, Any], graph: str | None) -> list[str]:
-    """The 16- and 8-bit float dtypes among the values the kernels of ``graph`` (every graph
-    when None) wrote."""
-    found = set()
-    for g in _graphs(report):
-        if graph is not None and g.get("graph") != graph:
-            continue
-        for k in g.get("kernels") or []:
-            for b in (k.get("buffers") or []) if isinstance(k, dict) else []:
-                dtype = str(b.get("dtype") or "") if isinstance(b, dict) else ""
-                if dtype.startswith(NARROW_FLOATS):
-                    found.add(dtype)
-    return sorted(found)
-
-
-def _random_ops(report: dict[str, Any], graph: str | None) -> list[str]:
-    return sorted({str(op) for g in _graphs(report)
-                   if graph is None or g.get("graph") == graph
-                   for op in g.get("random_ops") or []})
-
-
-def flag_set(trace: Trace, name: str) -> bool:
-    """Whether the trace's Inductor config had ``name`` on."""
-    changed = trace.config.get("changed") if isinstance(trace.config, dict) else None
-    entry = (changed or {}).get(name)
-    value = entry.get("value") if isinstance(entry, dict) else entry
-    return bool(value) and value is not None
-
-
-def reruns_needed(trace: Trace) -> dict[str, str]:
-    """Which flags' re-runs could change a verdict of ``trace`` (made with ``--numerics``):
-    {flag: why it could}, read from the kernels judged — ``emulate_precision_casts`` where a
-    diverging kernel's graph wrote 16- or 8-bit floats, ``fallback_random`` where a diverging
-    kernel's graph draws random numbers or kernels were classified as random numbers
-    unjudged. A flag the trace already had on is not needed."""
-    out: dict[str, str] = {}
-    for cid, report in _reports(trace).items():
-        first = _first(report)
-        graph = str(first.get("graph")) if first else None
-        if first is not None and not flag_set(trace, PRECISION_CASTS):
-            narrow = _narrow(report, graph)
-            if narrow:
-                out.setdefault(PRECISION_CASTS, f"compile {cid}: {graph} computes in "
-                                                f"{', '.join(narrow)}")
-        random = _random_ops(report, graph) if first is not None else []
-        if (random or _random_classified(report)) and not flag_set(trace, RANDOM):
-            out.setdefault(RANDOM, f"compile {cid}: its graph draws random numbers "
-                                   f"({', '.join(random or _random_ops(report, None))})")
-    return out
-
-
-def control_needed(trace: Trace) -> str | None:
-    """Why the control run (the script again, same settings) is needed: a compile of ``trace``
-    has a first diverging kernel, which must diverge again before it is blamed; None when no
-    kernel diverges."""
-    for cid, report in _reports(trace).items():
-        key = _key(_first(report))
-        if key is not None:
-            return f"compile {cid}: {_said(key)} diverges"
-    return None
-
-
-def _not_run(trace: Trace, flag: str) -> str:
-    """Why ``flag``'s re-run cannot change this compile's verdict (it was not run for it)."""
-    if flag_set(trace, flag):
-        return f"the trace already had {flag}=True"
-    if flag == PRECISION_CASTS:
-        return ("every value its kernels wrote is float32 or wider: there is no cast to a "
-                "narrower float to elide")
-    return "its graph draws no random numbers"
-
-
-def _outcome(flag: str, ran: Trace | None, cid: str, unavailable: str | None,
-             key: tuple[str, str, int] | None) -> Rerun:
-    """What ``flag``'s re-run (``CONTROL``: the same settings) found of compile ``cid``, whose
-    first diverging kernel call was ``key`` (None: none diverged)."""
-    if unavailable is not None:
-        return Rerun(flag, "not available", unavailable)
-    if ran is None:
-        return Rerun(flag, "not reached", "the re-run wrote no trace")
-    report = _reports(ran).get(cid)
-    where = str(ran.root)
-    if report is None or not _judged(report):
-        return Rerun(flag, "not reached", f"the re-run judged no kernel of compile {cid} (it "
-                     "stopped before, or took another path)", where)
-    control = flag.startswith(CONTROL)
-    again = _call(report, key) if key is not None else None
-    # the control run must judge the very kernel call; a flag may change the kernels (with
-    # fallback_random a dropout is eager's op, not a kernel): there, the same graph judged
-    # whole
-    if key is not None and again is None and (control or not _graph_judged(report, key[0])):
-        return Rerun(flag, "not reached", f"the re-run judged {_judged(report)} kernel calls of "
-                     f"compile {cid}, not {_said(key)} (it stopped before, or took another "
-                     "path)", where)
-    first = _first(report)
-    on = ("with the same settings" if flag == CONTROL else f"with {RANDOM}=True again"
-          if control else f"with {flag}=True")
-    if first is None:
-        return Rerun(flag, "disappears", f"{on} no kernel diverges ({_judged(report)} kernel "
-                     "calls judged" + (f"; {key[1]}: {_errs(again)}" if again else "") + ")",
-                     where)
-    got = _key(first)
-    if control and got != key:
-        return Rerun(flag, "moves", f"{on} {_said(got)} diverges first, not {_said(key)}"
-                     if got else f"{on} another kernel diverges first", where)
-    return Rerun(flag, "stays", f"{on} {_said(got) if got else first.get('kernel')} still "
-                 f"diverges ({_errs(first)})", where)
-
-
 def classify(trace: Trace, ran: dict[str, Trace | None],
              unavailable: dict[str, str] | None = None) -> list[Classified]:
     """Each compile of ``trace`` (made with ``--numerics``) classified with the re-runs
@@ -300,42 +73,72 @@ def classify(trace: Trace, ran: dict[str, Trace | None],
     (``reruns_needed``)."""
     unavailable = unavailable or {}
     out = []
-    for cid, report in _reports(trace).items():
-        first = _first(report)
-        key = _key(first)
+    for cid, report in reports(trace).items():
+        first = first_of(report)
+        key = call_key(first)
         graph = str(first.get("graph")) if first else None
         kernel = str(first.get("kernel")) if first else None
-        randomish = _random_classified(report)
-        reach = key if key is not None else _random_key(report)  # what a re-run must judge
+        randomish = random_classified(report)
+        reach = key if key is not None else random_key(report)  # what a re-run must judge
         reruns = []
         if key is not None:
-            reruns.append(_outcome(CONTROL, ran.get(CONTROL), cid, None, key)
+            reruns.append(outcome(CONTROL, ran.get(CONTROL), cid, None, key)
                           if CONTROL in ran else Rerun(CONTROL, "not run", "no control run"))
         for flag in FLAGS:
-            relevant = (first is not None and bool(_narrow(report, graph))
+            relevant = (first is not None and bool(narrow_dtypes(report, graph))
                         if flag == PRECISION_CASTS
-                        else bool(_random_ops(report, graph) if first else randomish))
+                        else bool(random_ops_of(report, graph) if first else randomish))
             if flag_set(trace, flag) or not relevant:
-                reruns.append(Rerun(flag, "not run", _not_run(trace, flag)))
+                reruns.append(Rerun(flag, "not run", why_not_run(trace, flag)))
             elif flag in ran or flag in unavailable:
-                reruns.append(_outcome(flag, ran.get(flag), cid, unavailable.get(flag), reach))
+                reruns.append(outcome(flag, ran.get(flag), cid, unavailable.get(flag), reach))
                 if flag == RANDOM and key is None and reruns[-1].outcome == "stays":
                     # random numbers hid a diverging kernel: blamed only if it comes back
-                    found = _key(_first(_reports(ran[RANDOM]).get(cid) or {})) \
+                    found = call_key(first_of(reports(ran[RANDOM]).get(cid) or {})) \
                         if ran.get(RANDOM) is not None else None
-                    reruns.append(_outcome(RANDOM_CONTROL, ran.get(RANDOM_CONTROL), cid, None,
+                    reruns.append(outcome(RANDOM_CONTROL, ran.get(RANDOM_CONTROL), cid, None,
                                            found) if RANDOM_CONTROL in ran and found else
                                   Rerun(RANDOM_CONTROL, "not run", "no control run"))
             else:
                 reruns.append(Rerun(flag, "not run", "not asked for"))
-        out.append(_verdict(cid, report, kernel, randomish, reruns))
+        found = _verdict(cid, report, kernel, randomish, reruns)
+        wrong = mismatches(trace).get(cid)
+        if found.verdict == NONE_DIVERGES and wrong is not None:
+            found = Classified(cid, None, NOT_LOCATED, f"the outputs differ from eager ({wrong}) "
+                               f"but none of the {judged_count(report)} generated kernel calls "
+                               "diverges: the difference comes from code not judged kernel by "
+                               "kernel (an extern kernel such as a matmul, or eager code)",
+                               reruns)
+        out.append(found)
+    return out
+
+
+def against(given: Trace, classes: list[Classified]) -> list[Classified]:
+    """``classes`` (the numerics run's) checked against the trace the user gave: a compile
+    whose check there found a mismatch must have been judged here — "not reached" when the
+    numerics run judged no kernel of it, "not reproduced" when its kernels and outputs all
+    agree now (the mismatch did not come back: run-to-run noise)."""
+    out = list(classes)
+    by = {c.compile_id: i for i, c in enumerate(out)}
+    for cid, wrong in mismatches(given).items():
+        at = by.get(cid)
+        if at is None:
+            out.append(Classified(cid, None, NOT_REACHED, f"the trace's eager check of compile "
+                                  f"{cid} found a mismatch ({wrong}); the numerics run judged no "
+                                  "kernel of that compile (it stopped before it, or took another "
+                                  "path)"))
+        elif out[at].verdict == NONE_DIVERGES:
+            out[at] = Classified(cid, None, NOT_REPRODUCED, f"the trace's eager check of compile "
+                                 f"{cid} found a mismatch ({wrong}); in the numerics run its "
+                                 f"outputs match and {out[at].why} — run-to-run noise, not a "
+                                 "kernel judged wrong", out[at].reruns)
     return out
 
 
 def _verdict(cid: str, report: dict[str, Any], kernel: str | None, randomish: int,
              reruns: list[Rerun]) -> Classified:
     by = {r.flag: r for r in reruns}
-    if not _judged(report):
+    if not judged_count(report):
         return Classified(cid, kernel, NOT_JUDGED, str(report.get("skipped") or report.get("note")
                                                        or "no kernel was judged"), reruns)
     if kernel is not None:
@@ -398,7 +201,7 @@ def _verdict(cid: str, report: dict[str, Any], kernel: str | None, randomish: in
         return Classified(cid, None, RANDOM_VERDICT + " (not confirmed)",
                           f"{randomish} kernel calls differ where the graph draws random "
                           f"numbers; {r.flag}: {r.detail}", reruns)
-    return Classified(cid, None, NONE_DIVERGES, f"{_judged(report)} kernel calls judged, "
+    return Classified(cid, None, NONE_DIVERGES, f"{judged_count(report)} kernel calls judged, "
                       "none diverging", reruns)
 
 
