@@ -25,7 +25,8 @@ DESCRIPTION = (
     "(numerics.json); the given trace is not modified. Exit codes: 0 every compile's kernels "
     "agree with eager (or differ by precision casts or random numbers); 1 a kernel is judged "
     "wrong; 3 it could not judge (no check recorded, a difference not reproduced by the "
-    "control run, a re-run that did not reach the kernel); 2 bad input.")
+    "control run, a re-run that did not reach the kernel, outputs that differ with no "
+    "generated kernel diverging); 2 bad input.")
 
 EXIT_AGREE, EXIT_WRONG, EXIT_NOT_JUDGED = 0, 1, 3
 
