@@ -215,7 +215,7 @@ async def run(path: Path) -> None:
         await wait_ready(app, pilot, loaded)
         code = app.screen.query_one("#code-view", TextView)
         title = app.screen.query_one("#code-title")
-        from tuidebug.tui.widgets.textview import RichLines
+        from tuidebug.tui.widgets.highlight import Highlighted
 
         def wrapper_shown() -> bool:
             return str(title.content).startswith("wrapper.py") and code.line_count > 1
@@ -232,7 +232,7 @@ async def run(path: Path) -> None:
             worst_lag = max(worst_lag, time.perf_counter() - t_tick - 0.01)
             if shown is None and wrapper_shown():
                 shown = time.perf_counter() - t
-            if shown is not None and isinstance(code.source, RichLines):
+            if shown is not None and isinstance(code.source, Highlighted) and code.source.complete:
                 highlighted = time.perf_counter() - t
         results.append((f"open the wrapper of {big.id} ({code.line_count} lines), text shown",
                         shown or float("nan")))
@@ -377,7 +377,7 @@ async def per_key(path: Path, other: Path) -> None:
         lst.focus()
         lst.highlighted = 0
         await wait_ready(app, pilot, lambda: True)
-        from tuidebug.tui.widgets.textview import RichLines
+        from tuidebug.tui.widgets.highlight import Highlighted
         cv = code.query_one("#code-view", TextView)
         for _ in range(min(40, lst.option_count - 1)):
             await asyncio.sleep(0.3)
@@ -385,7 +385,7 @@ async def per_key(path: Path, other: Path) -> None:
             await keys.time("Down in the code screen's kernel list", 50, app, pilot,
                             lambda: pilot.press("down"),
                             lambda before=before: lst.highlighted != before
-                            and isinstance(cv.source, RichLines))
+                            and isinstance(cv.source, Highlighted))
 
         # compare: this trace against another 24-layer trace
         app.compare_with = other

@@ -15,7 +15,8 @@ from tuidebug.tui.screens import code as code_screen
 from tuidebug.tui.screens.code import CodeScreen
 from tuidebug.tui.screens.overview import OverviewScreen
 from tuidebug.tui.screens.passes import PassesScreen
-from tuidebug.tui.widgets.textview import RichLines, TextView
+from tuidebug.tui.widgets.highlight import Highlighted
+from tuidebug.tui.widgets.textview import TextView
 
 
 class Recorder:
@@ -49,10 +50,15 @@ async def test_each_stage_selected_is_read_once_and_a_late_read_is_dropped(
         await ui.press("2", "n", "n")
         screen = ui.app.screen
         assert isinstance(screen, PassesScreen)
+        # the first stage is read in a worker; a stage whose snapshot is parsed already (the
+        # same as the one before, or read ahead) is shown at once, with no worker and no message
         keys = [m.key for m in seen.of(PassesScreen.StageRead)]
-        assert keys == [(g.id, g.stages[i].index) for i in range(3)]
+        selected = [(g.id, g.stages[i].index) for i in range(3)]
+        assert keys[:1] == selected[:1] and len(set(keys)) == len(keys)
+        assert all(k in selected for k in keys)
+        shared = [i for i in (1, 2) if model.snapshot_at(g, g.stages[i]).file == g.stages[0].file]
+        assert shared and len(keys) <= 3 - len(shared), (keys, shared)
         shown = screen.stage_view
-        assert shown is seen.of(PassesScreen.StageRead)[-1].data
         assert isinstance(shown, model.StageView) and shown.stage.index == g.stages[2].index
         # a worker that finished late, for a stage no longer selected: nothing changes
         stale = model.stage_view(g, g.stages[0])
@@ -110,7 +116,7 @@ async def test_a_short_kernel_is_shown_highlighted_at_once(open_ui, transformer_
                                                         CodeScreen.DocHighlighted)
                 and m.key == (g.id, kernel.name)]
         assert [type(m) for m in mine] == [CodeScreen.DocRead]
-        assert isinstance(mine[0].data.highlighted, RichLines)
+        assert isinstance(mine[0].data.highlighted, Highlighted)
         assert screen.query_one("#code-view", TextView).source is mine[0].data.highlighted
         assert ui.lines("#code-view") == code.expandtabs(4).rstrip("\n").split("\n")
 

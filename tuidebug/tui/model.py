@@ -100,24 +100,49 @@ def snapshot_lines(g: GraphRecord, info: StageInfo, graph: Graph) -> list[GraphL
     return lines
 
 
-def read_ahead(g: GraphRecord, position: int, cancelled: Callable[[], bool]) -> None:
-    """Read the snapshots next to ``position`` in ``g.stages`` (the nearest other snapshot
-    after it, then before it) and their node lines, so that the next ``n`` or ``p`` finds
-    them ready; stops when ``cancelled()``."""
+def lines_ready(g: GraphRecord, info: StageInfo) -> bool:
+    """Whether the snapshot ``info`` is parsed and its node lines made (``snapshot_lines``)."""
+    return g.is_cached(info) and (info.file or info.index) in _cache(g).lines
+
+
+def ahead(g: GraphRecord, position: int) -> list[StageInfo]:
+    """The snapshots to read ahead of ``position`` in ``g.stages``: the nearest other snapshot
+    after it, then before it, where not read yet (several stages may share one)."""
     stages = g.stages
     here = snapshot_at(g, stages[position]) if 0 <= position < len(stages) else None
     shown = here.file if here is not None else None
 
-    def other(s: StageInfo) -> bool:  # a snapshot of its own (several stages may share one)
+    def other(s: StageInfo) -> bool:  # a snapshot of its own
         return bool(s.file) and s.file != shown
     after = next((s for s in stages[position + 1:] if other(s)), None)
     before = next((s for s in reversed(stages[:max(0, position)]) if other(s)), None)
-    for s in (after, before):
-        if s is None or cancelled():
-            continue
+    return [s for s in (after, before) if s is not None and not lines_ready(g, s)]
+
+
+def read_ahead(g: GraphRecord, position: int, cancelled: Callable[[], bool]) -> None:
+    """Read the snapshots ``ahead`` of ``position`` and their node lines, so that the next
+    ``n`` or ``p`` finds them ready; stops when ``cancelled()``."""
+    for s in ahead(g, position):
+        if cancelled():
+            return
         graph = g.stage_graph(s)
         if graph is not None and not cancelled():
             snapshot_lines(g, s, graph)
+
+
+def stage_view_ready(g: GraphRecord, stage: StageInfo) -> bool:
+    """Whether ``stage_view(g, stage)`` reads nothing — its snapshot (and, where the stage
+    removed nodes, the one before) parsed, their lines made: then it is quick enough to run
+    where the key was pressed, and the stage is shown in the same frame."""
+    shown = snapshot_at(g, stage)
+    if shown is None:
+        return True
+    if not lines_ready(g, shown):
+        return False
+    if not stage.file:
+        return True
+    prev = previous_snapshot(g, stage)
+    return prev is None or g.is_cached(prev) or not g.stage_changes(stage)["removed"]
 
 
 def stage_view(g: GraphRecord, stage: StageInfo) -> StageView:

@@ -115,6 +115,10 @@ class TraceScreen(Screen):
         return self.run_worker(work, name=message.__name__, group=f"load-{message.__qualname__}",
                                thread=True, exclusive=True, exit_on_error=False)
 
+    def cancel_load(self, message: type[Read]) -> None:
+        """Cancel a ``load`` of ``message`` still running (what it reads is no longer wanted)."""
+        self.workers.cancel_group(self, f"load-{message.__qualname__}")
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR and event.worker.error is not None:
             err = event.worker.error

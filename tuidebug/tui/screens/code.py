@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -32,56 +31,18 @@ from tuidebug.trace.format.reader import GraphRecord, Trace
 from tuidebug.viewers.numerics_view import kernel_mark, kernel_numerics_line, \
     kernels_judged_mark
 from tuidebug.viewers.summary_text import launch_text
-from tuidebug.tui import keymap, model
+from tuidebug.tui import keymap
 from tuidebug.tui.messages import Read, ShowNode
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.widgets.lists import PickList, Row
-from tuidebug.tui.widgets.textview import RichLines, TextLines, TextView
+from tuidebug.tui.widgets.highlight import CHUNK, Highlighted
+from tuidebug.tui.widgets.textview import TextLines, TextView
 from tuidebug.trace.format import safefile
 from tuidebug.inert import inert_text
 
 WRAPPER = "__wrapper__"
 HIGHLIGHTED_KEPT = 16  # highlighted files kept per screen (a 16k-line wrapper: ~1 s to lex)
-QUICK_LINES = 1500  # a file this short is highlighted before it is shown (a few ms)
-THEME = "monokai"
-
-
-_THEMES: dict[str, Any] = {}
-
-
-def highlight(code: str, path: str,
-              cancelled: Callable[[], bool] = lambda: False) -> RichLines | None:
-    """Syntax-highlight ``code`` into one ``Text`` per line (pygments tokens, rich styles);
-    None when ``cancelled()`` turns true meanwhile (checked every few thousand tokens: a long
-    wrapper's lexing no longer runs to its end once another kernel is selected)."""
-    from pygments.lexers import CppLexer, PythonLexer
-    from rich.syntax import PygmentsSyntaxTheme
-
-    # stripnl off: leading blank lines stay (a line's row is its number: the cursor and gutter)
-    lexer = (CppLexer if path.endswith((".cpp", ".cu", ".h")) else PythonLexer)(stripnl=False)
-    theme = _THEMES.get(THEME)
-    if theme is None:
-        theme = _THEMES[THEME] = PygmentsSyntaxTheme(THEME)
-    styles: dict[Any, Style] = {}
-    lines: list[Text] = [Text()]
-    for n, (ttype, value) in enumerate(lexer.get_tokens(code.expandtabs(4))):
-        if n % 4096 == 4095 and cancelled():
-            return None
-        style = styles.get(ttype)
-        if style is None:
-            style = styles[ttype] = Style(color=theme.get_style_for_token(ttype).color,
-                                          bold=theme.get_style_for_token(ttype).bold,
-                                          italic=theme.get_style_for_token(ttype).italic)
-        parts = value.split("\n")
-        for i, part in enumerate(parts):
-            if i:
-                lines.append(Text())
-            if part:
-                lines[-1].append(part, style)
-    if lines and not lines[-1].plain and code.endswith("\n"):
-        lines.pop()
-    return RichLines(lines)
-
+QUICK_LINES = 1500  # lines lexed before a file is shown, at most (else: plain first)
 
 @dataclass
 class CodeDoc:
@@ -89,7 +50,7 @@ class CodeDoc:
     path: str  # decides the highlighter
     cursor: int
     title: str
-    highlighted: RichLines | None = None  # already highlighted: shown at once, painted once
+    highlighted: Highlighted | None = None  # highlighted: shown at once, painted once
 
 
 def read_code(g: GraphRecord, item: str, kernels: dict[str, provenance.KernelInfo]) -> CodeDoc:
@@ -233,7 +194,7 @@ class CodeScreen(TraceScreen):
         self._pending: str | None = None
         self._goto_line: tuple[Any, int] | None = None  # (key, 1-based line) once shown
         self.shown_key: Any = None
-        self._highlighted: dict[tuple[Any, str, int], RichLines] = {}  # oldest first
+        self._highlighted: dict[tuple[Any, str, int], Highlighted] = {}  # oldest first
 
     def compose_body(self) -> ComposeResult:
         with Horizontal():
@@ -297,44 +258,42 @@ class CodeScreen(TraceScreen):
         self.query_one("#code-view", TextView).focus()
 
     def load_doc(self, key: Any, read: Callable[[], CodeDoc]) -> None:
-        """Show the text highlighted (``DocRead`` with ``highlighted``) when it was before or
-        is short (a kernel: a few ms to lex; one paint); else at once as plain text, then again
-        highlighted (``DocHighlighted``: lexing a long wrapper takes a while)."""
+        """Show the text highlighted (``DocRead`` with ``highlighted``) down to what the view
+        shows first — the rest is lexed as the view scrolls there — when that is at most
+        ``QUICK_LINES`` (a kernel, the wrapper's top: one paint); else (an extern call deep in a
+        long wrapper) at once as plain text, then again highlighted whole (``DocHighlighted``)."""
         def work() -> None:
             worker = get_current_worker()
+
+            def cancelled() -> bool:
+                return worker.is_cancelled
             doc = read()
             if not (doc.code and doc.path):
                 self.post_message(self.DocRead(key, doc))
                 return
             # the same file is highlighted once (every extern call shows the whole wrapper)
             done = (key[0] if isinstance(key, tuple) else key, doc.path, hash(doc.code))
-            lines = self._highlighted.get(done)
-            if lines is None and doc.code.count("\n") <= QUICK_LINES:
-                lines = self._highlight(done, doc, lambda: worker.is_cancelled)
-                if lines is None:
-                    return  # another item was selected meanwhile
-            if lines is not None:  # shown highlighted at once: one paint per key, not two
-                if not worker.is_cancelled:
+            lines = self._highlighted.get(done) or self._remember(
+                done, Highlighted(doc.code, doc.path))
+            first = doc.cursor + CHUNK  # the cursor's screenful
+            if lines.lexed() >= min(first, len(lines)) or first <= QUICK_LINES:
+                if lines.ensure(first, cancelled) and not cancelled():
                     self.post_message(self.DocRead(key, CodeDoc(
                         doc.code, doc.path, doc.cursor, doc.title, lines)))
+                    if len(lines) > QUICK_LINES:  # a long wrapper: the rest while it is read
+                        lines.ensure(len(lines), cancelled)  # (an extern call jumps into it)
                 return
             self.post_message(self.DocRead(key, doc))
-            if worker.is_cancelled:
-                return
-            lines = self._highlight(done, doc, lambda: worker.is_cancelled)
-            if lines is not None:  # None: another item was selected meanwhile
+            if not cancelled() and lines.ensure(len(lines), cancelled):
                 self.post_message(self.DocHighlighted(key, lines))
         self.shown_key = key
         self.run_worker(work, name="code", group="load-code", thread=True, exclusive=True,
                         exit_on_error=False)
 
-    def _highlight(self, done: tuple[Any, str, int], doc: CodeDoc,
-                   cancelled: Callable[[], bool]) -> RichLines | None:
-        lines = highlight(doc.code or "", doc.path, cancelled)
-        if lines is not None:
-            self._highlighted[done] = lines
-            while len(self._highlighted) > HIGHLIGHTED_KEPT:
-                self._highlighted.pop(next(iter(self._highlighted)))
+    def _remember(self, done: tuple[Any, str, int], lines: Highlighted) -> Highlighted:
+        self._highlighted[done] = lines
+        while len(self._highlighted) > HIGHLIGHTED_KEPT:
+            self._highlighted.pop(next(iter(self._highlighted)))
         return lines
 
     def on_code_screen_doc_highlighted(self, message: CodeScreen.DocHighlighted) -> None:

@@ -124,6 +124,10 @@ class PassesScreen(TraceScreen):
         g, stage = self.graph, self.current_stage()
         if g is None or stage is None:
             return
+        if model.stage_view_ready(g, stage):  # parsed already: shown in this very frame
+            self.cancel_load(self.StageRead)
+            self._stage_read(g, stage, model.stage_view(g, stage))
+            return
         self.set_text("#graph-title", Text(f"{stage.name}  reading…", style="dim"))
         self.load(self.StageRead, (g.id, stage.index), lambda: model.stage_view(g, stage),
                   debounce=0.03)
@@ -137,17 +141,20 @@ class PassesScreen(TraceScreen):
         g = self.graph
         if g is None or stage is None or message.key != (g.id, stage.index):
             return  # a late result for a stage no longer selected
+        self._stage_read(g, stage, message.data)
+
+    def _stage_read(self, g: GraphRecord, stage: StageInfo, view: model.StageView) -> None:
         shown = self.stage_view
         if shown is not None and shown.stage is stage and self._pending is None:
             return  # the stage on display read twice (two highlights of one option): kept
-        self.stage_view = message.data
+        self.stage_view = view
         self._show_view(keep_node=True)
         self._read_ahead(g, self.current_position())
 
     def _read_ahead(self, g: GraphRecord, position: int | None) -> None:
         """The snapshots next to the one shown, read in a worker while the user looks at it
-        (a newer read-ahead cancels this one)."""
-        if position is None:
+        (a newer read-ahead cancels this one); none started when they are read already."""
+        if position is None or not model.ahead(g, position):
             return
 
         def work() -> None:

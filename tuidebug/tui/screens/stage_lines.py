@@ -72,7 +72,6 @@ class GraphLines:
             lines = [ln for ln in lines if ln.mark != model.SAME or ln.node in marks]
         self.lines = lines
         self.judged = judged or {}  # FX node -> its numerics verdict (the lowered graph only)
-        self._plain = [MARK_STYLE[ln.mark][0] + ln.text + self._tail(ln).plain for ln in lines]
 
     def _tail(self, ln: model.GraphLine) -> Text:
         """What follows the node's text: its numerics verdict, where it was judged."""
@@ -83,8 +82,21 @@ class GraphLines:
     def __len__(self) -> int:
         return len(self.lines)
 
-    def plain(self, i: int) -> str:
-        return self._plain[i]
+    def plain(self, i: int) -> str:  # made when asked (search): a step builds no 5k strings
+        ln = self.lines[i]
+        return MARK_STYLE[ln.mark][0] + ln.text + self._tail(ln).plain
+
+    def line_key(self, i: int) -> tuple[str, str, str, bool, str]:
+        """What line ``i`` draws (``TextView`` keeps its painted strip by it)."""
+        ln = self.lines[i]
+        return (ln.mark, ln.node, ln.text, ln.node in self.marks, self._tail(ln).plain)
+
+    def max_width(self) -> int:
+        """The widest line's length (what ``TextView`` scrolls across)."""
+        if not self.lines:
+            return 0
+        tails = (len(self._tail(ln)) for ln in self.lines if ln.node in self.judged)
+        return 2 + max(map(len, (ln.text for ln in self.lines))) + max(tails, default=0)
 
     def rich(self, i: int) -> Text:
         ln = self.lines[i]

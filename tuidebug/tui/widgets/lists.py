@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from textual.geometry import Region
+from textual.reactive import reactive
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
@@ -26,6 +28,26 @@ class PickList(OptionList):
                text-wrap: nowrap; text-overflow: ellipsis; }
     PickList:focus { border: none; background-tint: $foreground 3%; }
     """
+
+    # moving the highlight repaints the two rows it leaves and enters, not the whole list
+    # (Textual's repaints every visible row: on the 24-layer trace's 80-row stage list, the
+    # largest part of a step's frame)
+    highlighted: reactive[int | None] = reactive(None, repaint=False)
+
+    def watch_highlighted(self, old: int | None, new: int | None) -> None:
+        super().watch_highlighted(new)
+        for index in (old, new):
+            self._refresh_row(index)
+
+    def _refresh_row(self, index: int | None) -> None:
+        if index is None or not self.is_mounted:
+            return
+        y = self._index_to_line.get(index)
+        if y is None:
+            self.refresh()  # not laid out yet: all of it
+            return
+        height = self._heights.get(index, 1)
+        self.refresh(Region(0, y - self.scroll_offset.y, self.size.width, height))
 
     def set_items(self, items: list[Option], highlighted: int | None = 0) -> None:
         self.set_options(items)

@@ -29,6 +29,13 @@ CACHE_LINES = 4000
 
 
 class LineSource(Protocol):
+    """Lines for a ``TextView``: ``plain(i)`` is ``rich(i).plain`` (what search reads is what
+    is drawn). A source may also have ``max_width()``, its widest line's length, where it knows
+    it without making every line's text, and ``line_key(i)``: a hashable value equal for two
+    lines (of this source or another) exactly when they draw the same — a line drawn once is
+    then not drawn again when the view shows another source holding it (the pass stepper's
+    next stage: mostly the same lines)."""
+
     def __len__(self) -> int: ...
 
     def plain(self, i: int) -> str: ...
@@ -145,7 +152,8 @@ class TextView(ScrollView, can_focus=True):
         self.show_cursor = show_cursor
         self.placeholder = placeholder
         self.query_text = ""
-        self._cache: OrderedDict[int, Strip] = OrderedDict()
+        self._cache: OrderedDict[object, Strip] = OrderedDict()  # by line_key, else index
+        self._line_key: Callable[[int], object] | None = None
         self._gutter_width = 0
         self._update_size()
 
@@ -156,7 +164,10 @@ class TextView(ScrollView, can_focus=True):
         self.source = source
         if placeholder is not None:
             self.placeholder = placeholder
-        self._cache.clear()
+        key = getattr(source, "line_key", None)
+        if key is None or self._line_key is None:
+            self._cache.clear()  # strips by index are another source's lines
+        self._line_key = key
         self._update_size()
         self.set_reactive(TextView.cursor, max(0, min(cursor, len(source) - 1)))
         if not keep_scroll:
@@ -174,14 +185,28 @@ class TextView(ScrollView, can_focus=True):
     def _update_size(self) -> None:
         n = len(self.source)
         self._gutter_width = len(str(n)) + 1 if self.line_numbers and n else 0
-        width = 0
-        for i in range(n):
-            w = len(self.source.plain(i))
-            if w > width:
-                width = w
+        known = getattr(self.source, "max_width", None)
+        if known is not None:
+            width = known()
+        else:
+            width = max(map(len, map(self.source.plain, range(n))), default=0)
         if n == 0 and self.placeholder:
             width = len(self.placeholder)
-        self.virtual_size = Size(width + self._gutter_width + 1, max(n, 1))
+        size = Size(width + self._gutter_width + 1, max(n, 1))
+        if size == self.virtual_size:
+            return
+        styles = self.styles
+        if not self.is_mounted or (styles.width and styles.width.is_auto) \
+                or (styles.height and styles.height.is_auto):
+            self.virtual_size = size  # the view's own size follows its lines: lay out again
+            return
+        # the view's size is set by its CSS, not by its lines: no layout of the whole screen
+        # (measured: a step of the pass stepper to a snapshot of another size laid the screen
+        # out again, most of that key's time); the scrollbars follow (shown, hidden: they lay
+        # out what they need)
+        self.set_reactive(TextView.virtual_size, size)
+        self._scroll_update(size)
+        self.refresh()
 
     @property
     def line_count(self) -> int:
@@ -199,9 +224,14 @@ class TextView(ScrollView, can_focus=True):
     # -- rendering -----------------------------------------------------------------------------
 
     def notify_style_update(self) -> None:
+        """Styles changed (a theme, or only the focus: ``TextView:focus`` tints the view). The
+        drawn lines are kept unless what they hold changed — the search match's style; the
+        view's own colours go under them as each line is painted."""
         super().notify_style_update()
+        match = self._styles["match"] if self._styles is not None else None
         self._styles = None
-        self._cache.clear()
+        if match is None or match != self._style("match"):
+            self._cache.clear()
 
     _styles: dict[str, Style] | None = None
 
@@ -221,9 +251,10 @@ class TextView(ScrollView, can_focus=True):
         self._styles = None
 
     def _line_strip(self, i: int) -> Strip:
-        strip = self._cache.get(i)
+        key = self._line_key(i) if self._line_key is not None else i
+        strip = self._cache.get(key)
         if strip is not None:
-            self._cache.move_to_end(i)
+            self._cache.move_to_end(key)
             return strip
         text = inert_rich(self.source.rich(i)).copy()  # nothing from a trace reaches the terminal raw
         text.end = ""
@@ -238,9 +269,8 @@ class TextView(ScrollView, can_focus=True):
             while start != -1:
                 text.stylize(match_style, start, start + len(q))
                 start = plain.find(q, start + len(q))
-        # the view's colours under every segment (a segment's own style wins)
-        strip = Strip(list(text.render(self.app.console, end=""))).apply_style(self._style("base"))
-        self._cache[i] = strip
+        strip = Strip(list(text.render(self.app.console, end="")))
+        self._cache[key] = strip
         if len(self._cache) > CACHE_LINES:
             self._cache.popitem(last=False)
         return strip
@@ -262,7 +292,9 @@ class TextView(ScrollView, can_focus=True):
         content = self._line_strip(i)
         is_cursor = self.show_cursor and i == self.cursor
         line_style = self._style("cursor") if is_cursor else base
-        body = content.crop_extend(scroll_x, scroll_x + width - gw, line_style)
+        # the view's colours under every segment (a segment's own style wins)
+        body = content.crop(scroll_x, scroll_x + width - gw).apply_style(base) \
+            .extend_cell_length(width - gw, line_style)
         if is_cursor:  # the cursor's background over everything on its line
             body = Strip(Segment.apply_style(body, post_style=Style(bgcolor=line_style.bgcolor)),
                          body.cell_length)
