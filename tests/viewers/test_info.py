@@ -223,8 +223,8 @@ def test_info_prints_the_classification_under_the_first_diverging_kernel(
     assert first < said < table, lines[first:table + 1]
     said_text = " ".join(lines[said:table])
     assert said_text.startswith("classified: a wrong kernel — neither precision casts nor "
-                                "random numbers can explain it; it came back with the same "
-                                "settings"), said_text
+                                "random numbers can explain it; the control run saw it again: "
+                                "with the same settings cpp_fused"), said_text
     control = next(i for i in range(said, table) if lines[i].startswith("control ("))
     assert lines[control].startswith("control (same settings): stays: with the same settings "
                                      "cpp_fused"), lines[control]

@@ -170,7 +170,7 @@ def _verdict(cid: str, report: dict[str, Any], kernel: str | None, randomish: in
         unknown = [r for r in reruns if r.outcome == "not available"]
         why = (f"the difference stays with {' and with '.join(stays)}" if stays else
                "neither precision casts nor random numbers can explain it") + \
-            f"; it came back with the same settings ({control.detail})"
+            f"; the control run saw it again: {control.detail}"
         if unknown:
             return Classified(cid, kernel, WRONG_KERNEL + " (unless " + " or ".join(
                 r.flag.replace("_", " ") for r in unknown) + ", which could not be tried)",
