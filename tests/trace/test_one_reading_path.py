@@ -47,8 +47,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tuidebug/compiler/run_script.py", "fd = os.open(path, os.O_WRONLY"):
         "a rank's stacks file, opened to be written by faulthandler",
     ("tuidebug/compiler/advise.py", 'open(log, "wb")'): "writes the child's log",
-    ("tuidebug/compiler/capture/whole_call.py", 'open(os.devnull, "w")'):
-        "/dev/null for the timed calls' prints",
     ("tuidebug/compiler/capture/numerics.py", "open(str(path), encoding="):
         "Inductor's output code module, in the user's process while capturing",
     ("tuidebug/compiler/compat/hooks.py", "json.loads(payload)"):
