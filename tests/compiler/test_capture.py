@@ -328,6 +328,7 @@ def test_kernel_times_in_the_transformer_trace(transformer_trace: Path) -> None:
             assert e["compile"] in ("built", "cached"), (name, e)
             assert (e["compile_s"] or 0) > 0 if e["compile"] == "built" else e["compile_s"] is None
     fwd = next(g for g in t.graphs if g.kind == "forward")
+    assert fwd.timings, fwd.id
     for name, e in fwd.timings.items():
         assert e["run_s"] > 0 and e["calls"] >= 1, (name, e)
     run = json.loads((fwd.dir / "code" / "timings.json").read_text())["run"]
