@@ -299,6 +299,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(skip)
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: a run without xdist ignores it
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: one worker more than the cores, on a small machine. Three files wait on a
     stopped torchrun job for most of their time (``--timeout`` of a hang: about 6 minutes of
