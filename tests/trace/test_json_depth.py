@@ -1,6 +1,7 @@
-"""``safefile.loads`` refuses JSON nested deeper than ``MAX_DEPTH``: its depth measure (strings
-taken out by removing escapes, then a running count of brackets) against the depth of the value
-itself, on random JSON whose strings hold quotes, backslashes and brackets."""
+"""``safefile.loads`` refuses JSON nested deeper than ``MAX_DEPTH``: its depth measure (the
+parsed value walked without recursion) against a recursive depth of the value, at the limit and
+one past it, on random JSON whose strings hold quotes, backslashes and brackets (no bracket in a
+string counts), with empty arrays and objects as the deepest level."""
 
 from __future__ import annotations
 
@@ -19,6 +20,12 @@ def _depth(v: Any) -> int:
     if isinstance(v, list):
         return 1 + max((_depth(x) for x in v), default=0)
     return 0
+
+
+def _nest(v: Any, levels: int) -> Any:
+    for _ in range(levels):
+        v = [v]
+    return v
 
 
 def test_depth_is_measured_outside_strings() -> None:
@@ -40,6 +47,9 @@ def test_depth_is_measured_outside_strings() -> None:
         for _ in range(rnd.choice([safefile.MAX_DEPTH - 1, safefile.MAX_DEPTH,
                                    safefile.MAX_DEPTH + 1, 40]) - 6):
             v = [v, text()] if rnd.random() < 0.5 else {text(): v}
+        if rnd.random() < 0.3:  # an empty array or object as deep as the rest, or deeper
+            empty = _nest(rnd.choice([[], {}]), _depth(v) - rnd.randrange(2))
+            v = {"deepest": v, "empty": empty}
         raw = json.dumps(v, indent=rnd.choice([None, 1]))
         deep = _depth(v) > safefile.MAX_DEPTH
         verdicts.add(deep)
