@@ -31,7 +31,9 @@ worst of
   key's background work is in its own figure).
 
 against the budget (a key 50 ms, a screen 150 ms, the first paint 250 ms; OVER: the median with
-the background work is over it). On a loaded machine the CPU figures are the ones to compare;
+the background work is over it). The row "a key bound to nothing", timed as the others, is
+the harness's own cost (Pilot's press and the waits): part of every other row. On a loaded
+machine the CPU figures are the ones to compare;
 
 and, with ``--cold N`` (default 3), N fresh processes timed from ``exec`` to the overview
 painted (interpreter start and imports included). The machine's load average is printed: the
@@ -319,6 +321,13 @@ async def per_key(path: Path, other: Path) -> None:
 
         def loaded() -> bool:
             return bool(app.screen.is_loaded())  # type: ignore[attr-defined]
+
+        # the harness's own cost per key (Pilot's press, the waits for idle and workers): a key
+        # bound to nothing, timed as every other key — what no key can go under
+        for _ in range(10):
+            await asyncio.sleep(0.3)
+            await keys.time("a key bound to nothing (the harness)", 50, app, pilot,
+                            lambda: pilot.press("z"), lambda: True)
 
         # the largest graph first, so that every screen opens on it
         big = max(trace.graphs, key=lambda g: max((s.nodes or 0) for s in g.stages)

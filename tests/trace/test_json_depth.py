@@ -59,3 +59,42 @@ def test_depth_is_measured_outside_strings() -> None:
         else:
             assert safefile.loads(raw) == v
     assert verdicts == {True, False}
+
+
+def test_a_snapshot_like_text_is_measured_by_its_levels_as_by_the_walk() -> None:
+    """Many short strings and no escape (a graph snapshot): ``loads`` counts the levels on the
+    bytes (``_levels_ok``) — the same verdict as the walk and as a recursive depth, at the limit
+    and one past it, strings holding brackets, empty containers the deepest level."""
+    rnd = random.Random(11)
+
+    def text() -> str:
+        return "".join(rnd.choice("ab[]{} ") for _ in range(rnd.randrange(6)))
+
+    def value(d: int) -> Any:
+        if d == 0 or rnd.random() < 0.2:
+            return text() if rnd.random() < 0.8 else rnd.randrange(9)
+        if rnd.random() < 0.5:
+            return [value(d - 1) for _ in range(rnd.randrange(1, 4))]
+        return {text(): value(d - 1) for _ in range(rnd.randrange(1, 4))}
+
+    verdicts, checked = set(), 0
+    for _ in range(600):
+        v = value(5)
+        for _ in range(rnd.choice([safefile.MAX_DEPTH - 1, safefile.MAX_DEPTH,
+                                   safefile.MAX_DEPTH + 1, 30]) - 5):
+            v = [v, text()] if rnd.random() < 0.5 else {text(): v}
+        if rnd.random() < 0.3:
+            v = {"deepest": v, "empty": _nest(rnd.choice([[], {}]), _depth(v) - rnd.randrange(2))}
+        raw = json.dumps([v, ["node", "op", "x"] * 200]).encode()  # short strings: the byte path
+        if not safefile._short_strings(raw):
+            continue
+        checked += 1
+        deep = _depth(json.loads(raw)) > safefile.MAX_DEPTH
+        verdicts.add(deep)
+        assert safefile._levels_ok(raw) == safefile._depth_ok(json.loads(raw)) == (not deep)
+        if deep:
+            with pytest.raises(json.JSONDecodeError, match="nested deeper"):
+                safefile.loads(raw)
+        else:
+            assert safefile.loads(raw) == json.loads(raw)
+    assert checked > 300 and verdicts == {True, False}, (checked, verdicts)

@@ -315,6 +315,36 @@ def _depth_ok(value: Any) -> bool:
     return True
 
 
+_NOT_BRACKETS = bytes(set(range(256)) - set(b'[]{}"'))  # what ``_levels_ok`` drops
+_PAIRS = bytes.maketrans(b"[{]}", b"(())")
+
+
+def _short_strings(raw: bytes) -> bool:
+    """Whether ``raw`` is mostly short strings without escapes (a graph snapshot: a quote every
+    6 bytes), where ``_levels_ok`` measures the nesting 4–6× quicker than ``_depth_ok``'s walk
+    (a 2.6 MB snapshot: 4 ms against 28); a file of long escaped strings (a compile record's
+    guards) is walked."""
+    return b"\\" not in raw and raw.count(b'"') * 16 > len(raw)
+
+
+def _levels_ok(raw: bytes) -> bool:
+    """Whether the (valid) JSON ``raw`` (its UTF-8 bytes, no escape in it) nests at most
+    ``MAX_DEPTH`` arrays and objects, measured with C-speed operations: every byte but brackets
+    and quotes dropped; two quotes in a row dropped (an empty string, or one that held no
+    bracket: the quotes' parity is kept), the strings left taken out; then the innermost pairs
+    of brackets removed, a level a pass, at most ``MAX_DEPTH`` passes (brackets that never
+    empty: refused)."""
+    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
+        return True
+    kept = raw.translate(None, _NOT_BRACKETS).replace(b'""', b"")
+    brackets = b"".join(kept.split(b'"')[0::2]).translate(_PAIRS)
+    for _ in range(MAX_DEPTH):
+        brackets = brackets.replace(b"()", b"")
+        if not brackets:
+            return True
+    return False
+
+
 def loads(data: bytes | str) -> Any:
     """``json.loads`` with bounded nesting and integer size; ``json.JSONDecodeError`` (a
     ``ValueError``) for anything refused, as for bad syntax. A text without a long digit run
@@ -332,7 +362,8 @@ def loads(data: bytes | str) -> Any:
         raise
     except ValueError as e:  # an integer too long
         raise json.JSONDecodeError(str(e), "", 0) from None
-    if isinstance(value, (dict, list)) and not _depth_ok(value):
+    if isinstance(value, (dict, list)) and not (
+            _levels_ok(raw) if _short_strings(raw) else _depth_ok(value)):
         raise json.JSONDecodeError(f"nested deeper than {MAX_DEPTH} levels", "", 0)
     if _SURROGATE_ESCAPE.search(text) or (isinstance(data, str) and _SURROGATE.search(text)):
         value = _clean_strings(value)

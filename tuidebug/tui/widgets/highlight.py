@@ -63,7 +63,8 @@ class Highlighted:
         return self._plain[i]
 
     def rich(self, i: int) -> Text:
-        self.ensure(i + 1 + CHUNK)
+        if i >= self.lexed():  # a chunk at a time, as the view scrolls down
+            self.ensure(i + 1 + CHUNK)
         return self._lines[i] if i < self.lexed() else Text(self._plain[i])
 
     def lexed(self) -> int:
