@@ -380,12 +380,13 @@ def test_only_commands_that_end_collect_less_often() -> None:
     for name in ("info", "open"):
         ns = build_parser(only=name).parse_args([name, "TRACE"])
         assert ns.stays == (name in stays)
-    code = ("import gc, io, contextlib, sys\n"
+    code = ("import gc, io, contextlib, json\n"
             "from tuidebug.cli import main\n"
             "before = gc.get_threshold()\n"
             "with contextlib.redirect_stderr(io.StringIO()):\n"
             "    main(['info', '/nonexistent'])\n"
-            "print(before, gc.get_threshold(), gc.get_freeze_count() > 0)\n")
+            "print(json.dumps([before, gc.get_threshold(), gc.get_freeze_count()]))\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, PYTHONPATH=pythonpath()))
-    assert p.stdout.split("\n")[0] == "(700, 10, 10) (10000, 20, 20) True", p.stdout + p.stderr
+    before, after, frozen = json.loads(p.stdout.splitlines()[-1])
+    assert after == [10_000, 20, 20] and before != after and frozen > 0, p.stdout + p.stderr
