@@ -28,18 +28,24 @@ def _nest(v: Any, levels: int) -> Any:
     return v
 
 
-def test_depth_is_measured_outside_strings() -> None:
-    rnd = random.Random(7)
-
+def _random_json(rnd: random.Random, chars: str, longest: int, strings: float):
+    """``(text, value)``: random strings of ``chars``, and random values ``d`` levels deep
+    (a string with probability ``strings`` at a leaf, else a small integer)."""
     def text() -> str:
-        return "".join(rnd.choice('ab[]{}"\\ ') for _ in range(rnd.randrange(8)))
+        return "".join(rnd.choice(chars) for _ in range(rnd.randrange(longest)))
 
     def value(d: int) -> Any:
         if d == 0 or rnd.random() < 0.2:
-            return text() if rnd.random() < 0.7 else rnd.randrange(9)
+            return text() if rnd.random() < strings else rnd.randrange(9)
         if rnd.random() < 0.5:
             return [value(d - 1) for _ in range(rnd.randrange(1, 4))]
         return {text(): value(d - 1) for _ in range(rnd.randrange(1, 4))}
+    return text, value
+
+
+def test_depth_is_measured_outside_strings() -> None:
+    rnd = random.Random(7)
+    text, value = _random_json(rnd, 'ab[]{}"\\ ', 8, 0.7)
 
     verdicts = set()
     for _ in range(600):
@@ -66,16 +72,7 @@ def test_a_snapshot_like_text_is_measured_by_its_levels_as_by_the_walk() -> None
     bytes (``_levels_ok``) — the same verdict as the walk and as a recursive depth, at the limit
     and one past it, strings holding brackets, empty containers the deepest level."""
     rnd = random.Random(11)
-
-    def text() -> str:
-        return "".join(rnd.choice("ab[]{} ") for _ in range(rnd.randrange(6)))
-
-    def value(d: int) -> Any:
-        if d == 0 or rnd.random() < 0.2:
-            return text() if rnd.random() < 0.8 else rnd.randrange(9)
-        if rnd.random() < 0.5:
-            return [value(d - 1) for _ in range(rnd.randrange(1, 4))]
-        return {text(): value(d - 1) for _ in range(rnd.randrange(1, 4))}
+    text, value = _random_json(rnd, "ab[]{} ", 6, 0.8)
 
     verdicts, checked = set(), 0
     for _ in range(600):

@@ -290,6 +290,15 @@ async def test_a_compile_that_hit_the_recompile_limit_says_so(open_ui, dynamic_t
         assert "failed: Unsupported: Dynamo recompile limit exceeded" in text
 
 
+def _overview_kernels(ui, graph_id: str) -> str:
+    """The overview's kernels column for ``graph_id``, as shown."""
+    lines = ui.lines("#overview")
+    head = next(i for i, ln in enumerate(lines) if ln.split()[:3] == ["graph", "kind", "status"])
+    cols = lines[head].split()
+    row = next(ln.split() for ln in lines[head + 1:] if ln.split()[:1] == [graph_id])
+    return row[cols.index("kernels") - 1]
+
+
 async def test_the_overview_and_errors_screen_count_kernels_as_info_does(
         open_ui, accuracy_trace: Path) -> None:
     """The relu bug's graph: 3 generated kernels and 9 extern calls (addmm). The overview's
@@ -300,12 +309,7 @@ async def test_the_overview_and_errors_screen_count_kernels_as_info_does(
     (g,) = trace_summary(Trace(accuracy_trace))["graphs"]
     assert g["kernels"] and g["extern_calls"], g
     async with open_ui(accuracy_trace, size=(160, 45)) as ui:
-        lines = ui.lines("#overview")
-        head = next(i for i, ln in enumerate(lines) if ln.split()[:3] == ["graph", "kind",
-                                                                          "status"])
-        cols = lines[head].split()
-        row = next(ln.split() for ln in lines[head + 1:] if ln.split()[:1] == [g["id"]])
-        assert row[cols.index("kernels") - 1] == str(g["kernels"]), (lines[head], row)
+        assert _overview_kernels(ui, g["id"]) == str(g["kernels"])
         await ui.press("6")
         text = ui.text()
         assert f"{g['kernels']} kernels, {g['extern_calls']} extern calls" in text, text
@@ -323,13 +327,8 @@ async def test_the_code_screen_counts_kernels_as_the_overview_does(
     path = accuracy_trace if which == "accuracy" else crashed_trace
     (g,) = trace_summary(Trace(path))["graphs"]
     async with open_ui(path, size=(160, 45)) as ui:
-        lines = ui.lines("#overview")
-        head = next(i for i, ln in enumerate(lines) if ln.split()[:3] == ["graph", "kind",
-                                                                          "status"])
-        cols = lines[head].split()
-        row = next(ln.split() for ln in lines[head + 1:] if ln.split()[:1] == [g["id"]])
-        shown = row[cols.index("kernels") - 1]
-        assert shown == str(g["kernels"]) and g["kernels"] > 0, (lines[head], row, g)
+        shown = _overview_kernels(ui, g["id"])
+        assert shown == str(g["kernels"]) and g["kernels"] > 0, (shown, g)
         await ui.press("4")
         title = str(ui.app.screen.query_one("#kernels-title").content)
         assert title.startswith(f"{g['id']}: {shown} kernels"), title
