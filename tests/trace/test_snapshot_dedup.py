@@ -149,6 +149,16 @@ def test_info_reads_the_brief_of_a_compiles_shapes(tmp_path: Path) -> None:
     with_brief = compile_dynamic(Trace(root), "0/0")
     assert with_brief["guards"] == {"count": 6, "shape": 1, "kept": 6}
     assert [s["name"] for s in with_brief["symbols"]] == ["s0"]
-    # a trace made before the brief: the same answer, from the whole file
+    # a trace made before the brief: the same answer, from the whole file (its guards counted,
+    # not read one by one), whether or not the whole shapes were read before
     (root / "compiles" / "0_0.shapes-brief.json").unlink()
     assert compile_dynamic(Trace(root), "0/0") == with_brief
+    t = Trace(root)
+    assert len(t.compile_shapes("0/0")["guards"]) == 6
+    assert compile_dynamic(t, "0/0") == with_brief
+    # a wrongly typed user line of a symbol is cleaned on that path too
+    shapes = _shapes()
+    shapes["symbols"][0]["user_line"] = {"file": "m.py", "line": "three"}
+    (root / "compiles" / "0_0.shapes.json").write_text(json.dumps(shapes))
+    assert Trace(root).compile_shapes_brief("0/0")["symbols"][0]["user_line"] is None
+    assert Trace(root).compile_shapes("0/0")["symbols"][0]["user_line"] is None

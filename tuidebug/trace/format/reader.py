@@ -202,8 +202,13 @@ class Trace:
                 if not ("kept" in counts and "shape" in counts):  # cut by the check: unknown
                     data.pop("guard_counts", None)
                 cache[compile_id] = user_lines.clean(data)
-            else:
+            elif compile_id in self.__dict__.get("_shapes_cache", {}):
                 cache[compile_id] = layout.shapes_brief(self.compile_shapes(compile_id))
+            else:  # the guards counted, not read one by one (their user lines left unread)
+                full = (self.root / schema.COMPILES_DIR
+                        / f"{layout.safe_id(compile_id)}{schema.SHAPES_SUFFIX}")
+                data = self._files.json(full, {}, kind="compile_shapes") or {}
+                cache[compile_id] = user_lines.clean(layout.shapes_brief(data))
         return cache[compile_id]
 
     def compile_cache_lookups(self, compile_id: str) -> list[dict[str, Any]]:
