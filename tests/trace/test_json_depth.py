@@ -88,7 +88,11 @@ def test_a_snapshot_like_text_is_measured_by_its_levels_as_by_the_walk() -> None
         checked += 1
         deep = _depth(json.loads(raw)) > safefile.MAX_DEPTH
         verdicts.add(deep)
-        assert safefile._levels_ok(raw) == safefile._depth_ok(json.loads(raw)) == (not deep)
+        assert safefile._levels_ok(raw, passes=safefile.MAX_DEPTH) == \
+            safefile._depth_ok(json.loads(raw)) == (not deep)
+        # with the usual few passes: right or undecided (then walked), never wrong
+        assert safefile._levels_ok(raw) in (None, not deep)
+        assert safefile._nesting_ok(raw, json.loads(raw)) == (not deep)
         if deep:
             with pytest.raises(json.JSONDecodeError, match="nested deeper"):
                 safefile.loads(raw)

@@ -327,22 +327,33 @@ def _short_strings(raw: bytes) -> bool:
     return b"\\" not in raw and raw.count(b'"') * 16 > len(raw)
 
 
-def _levels_ok(raw: bytes) -> bool:
+_LEVEL_PASSES = 24  # a snapshot nests ~8: deeper texts are walked (each pass reads the text)
+
+
+def _levels_ok(raw: bytes, passes: int = _LEVEL_PASSES) -> bool | None:
     """Whether the (valid) JSON ``raw`` (its UTF-8 bytes, no escape in it) nests at most
     ``MAX_DEPTH`` arrays and objects, measured with C-speed operations: every byte but brackets
     and quotes dropped; two quotes in a row dropped (an empty string, or one that held no
     bracket: the quotes' parity is kept), the strings left taken out; then the innermost pairs
-    of brackets removed, a level a pass, at most ``MAX_DEPTH`` passes (brackets that never
-    empty: refused)."""
+    of brackets removed, a level a pass. None (undecided: walk the value) when ``passes``
+    passes leave brackets and fewer than ``MAX_DEPTH`` were made: a pass reads what is left,
+    and a hostile 60 MB text nested near the limit took 30 s at ``MAX_DEPTH`` passes."""
     if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
         return True
     kept = raw.translate(None, _NOT_BRACKETS).replace(b'""', b"")
     brackets = b"".join(kept.split(b'"')[0::2]).translate(_PAIRS)
-    for _ in range(MAX_DEPTH):
+    for _ in range(min(passes, MAX_DEPTH)):
         brackets = brackets.replace(b"()", b"")
         if not brackets:
             return True
-    return False
+    return False if passes >= MAX_DEPTH else None
+
+
+def _nesting_ok(raw: bytes, value: Any) -> bool:
+    """Whether ``value`` (parsed from ``raw``) nests at most ``MAX_DEPTH`` levels: counted on
+    the bytes where that is quick (a snapshot's short strings), else by walking the value."""
+    levels = _levels_ok(raw) if _short_strings(raw) else None
+    return _depth_ok(value) if levels is None else levels
 
 
 def loads(data: bytes | str) -> Any:
@@ -362,8 +373,7 @@ def loads(data: bytes | str) -> Any:
         raise
     except ValueError as e:  # an integer too long
         raise json.JSONDecodeError(str(e), "", 0) from None
-    if isinstance(value, (dict, list)) and not (
-            _levels_ok(raw) if _short_strings(raw) else _depth_ok(value)):
+    if isinstance(value, (dict, list)) and not _nesting_ok(raw, value):
         raise json.JSONDecodeError(f"nested deeper than {MAX_DEPTH} levels", "", 0)
     if _SURROGATE_ESCAPE.search(text) or (isinstance(data, str) and _SURROGATE.search(text)):
         value = _clean_strings(value)
