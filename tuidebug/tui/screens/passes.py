@@ -11,6 +11,7 @@ worker, when selected.
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 from typing import Any
 
@@ -127,6 +128,7 @@ class PassesScreen(TraceScreen):
         if model.stage_view_ready(g, stage):  # parsed already: shown in this very frame
             self.cancel_load(self.StageRead)
             self._stage_read(g, stage, model.stage_view(g, stage))
+            gc.freeze()  # as a load's worker does (base.py): the view's lines are never cycles
             return
         self.set_text("#graph-title", Text(f"{stage.name}  reading…", style="dim"))
         self.load(self.StageRead, (g.id, stage.index), lambda: model.stage_view(g, stage),
@@ -160,6 +162,7 @@ class PassesScreen(TraceScreen):
         def work() -> None:
             worker = get_current_worker()
             model.read_ahead(g, position, lambda: worker.is_cancelled)
+            gc.freeze()  # what was read lives as long as the app: no full collection walks it
         self.run_worker(work, name="read-ahead", group="read-ahead", thread=True,
                         exclusive=True, exit_on_error=False)
 
