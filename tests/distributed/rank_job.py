@@ -211,6 +211,17 @@ def ddp_safe(rank: int) -> None:
     dist.barrier()  # every rank's async work done before teardown (a gloo abort seen at 3 ranks)
 
 
+def _teardown() -> None:
+    """Free what holds the process group (DDP's reducer, its buckets' work, in reference cycles)
+    while the interpreter is whole, then end the group: left to the interpreter's exit, gloo's
+    teardown aborted a rank now and then ('terminate called without an active exception',
+    SIGABRT, untraced, in CI; torch issue 190489 has the like)."""
+    import gc
+
+    gc.collect()
+    dist.destroy_process_group()
+
+
 def main() -> None:
     mode = sys.argv[1]
     dist.init_process_group("gloo")
@@ -224,11 +235,11 @@ def main() -> None:
         return  # never reached: the job hangs
     if mode == "ddpsafe":
         ddp_safe(rank)
-        dist.destroy_process_group()
+        _teardown()
         return
     if mode == "ddp":
         ddp(rank)
-        dist.destroy_process_group()
+        _teardown()
         return
     if mode == "raise" and odd:
         raise RuntimeError("rank 1 gives up")
@@ -237,7 +248,7 @@ def main() -> None:
         collectives(rank)
     if mode.startswith("funcol"):
         functional(mode == "funcol_odd" and odd)
-        dist.destroy_process_group()
+        _teardown()
         return
 
     @torch.compile
@@ -265,7 +276,7 @@ def main() -> None:
         dist.broadcast(t, 0)
     dist.all_reduce(t)  # every rank reached the end
     assert t.item() == dist.get_world_size()
-    dist.destroy_process_group()
+    _teardown()
 
 
 if __name__ == "__main__":

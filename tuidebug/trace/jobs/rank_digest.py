@@ -46,6 +46,9 @@ _DEVICE_RE = re.compile(r"\b(cuda|xpu|hpu|mtia|npu|mps):\d+\b")
 _DEVICE_INDEX_RE = re.compile(r"(device\(type='\w+', index=)\d+(\))")
 _DEVICE_CALL_RE = re.compile(r"\b((?:set_device|get_raw_stream|device_guard|DeviceGuard|"
                              r"_DeviceGuard)\()\d+(\))")
+# A graph as torch printed it ends with ``# graph id: <the Python object's id>``: an address of
+# the rank's own process, never the same on two ranks.
+_GRAPH_ID_RE = re.compile(r"(# graph id: )\d+")
 _HARNESS = re.compile(r"\n(?:def get_args\(|def benchmark_compiled_module\(|if __name__ == )")
 COLLECTIVE_TARGET = ("_c10d_functional", "c10d", "_c10d_functional_autograd")
 
@@ -55,9 +58,10 @@ def digest(data: bytes) -> str:
 
 
 def normalise_text(text: str) -> str:
-    """``text`` with every absolute path reduced to its file name and every accelerator's
-    index left out (``cuda:1`` -> ``cuda:N``): what differs between ranks that agree."""
-    text = _DEVICE_RE.sub(r"\1:N", _PATH_RE.sub(r"\1", text))
+    """``text`` with every absolute path reduced to its file name, every accelerator's
+    index left out (``cuda:1`` -> ``cuda:N``) and a printed graph's object id: what differs
+    between ranks that agree."""
+    text = _GRAPH_ID_RE.sub(r"\1N", _DEVICE_RE.sub(r"\1:N", _PATH_RE.sub(r"\1", text)))
     return _DEVICE_CALL_RE.sub(r"\1N\2", _DEVICE_INDEX_RE.sub(r"\1N\2", text))
 
 
