@@ -25,6 +25,7 @@ from textual.widgets import Input, Label, Static
 
 from tuidebug.compiler.trace_config import describe
 from tuidebug.inert import inert, inert_text
+from tuidebug.tui.screens.modals import dialog_css
 
 
 @dataclass
@@ -40,13 +41,7 @@ class Answer:
 
 
 class ConfirmScreen(ModalScreen[Answer]):
-    DEFAULT_CSS = """
-    ConfirmScreen { align: center middle; }
-    ConfirmScreen > Vertical { width: 110; max-width: 100%; height: auto; max-height: 90%;
-                               border: thick $warning; background: $surface; }
-    ConfirmScreen Label { width: 100%; padding: 0 1; background: $warning 30%;
-                          text-style: bold; }
-    ConfirmScreen VerticalScroll { height: auto; max-height: 30; padding: 0 1; }
+    DEFAULT_CSS = dialog_css("ConfirmScreen", "$warning") + """
     ConfirmScreen .confirm-flag { padding: 0 1; color: $warning; }
     ConfirmScreen Input { margin: 0 1; }
     """

@@ -74,6 +74,18 @@ def help_table() -> Group:
     return Group(*parts[:-1])
 
 
+def dialog_css(screen: str, color: str) -> str:
+    """The CSS of a centred dialog ``screen``: a box of 110 columns at most with a thick
+    ``color`` border, a bold title label on a tint of it, a body scrolling past 30 lines."""
+    return f"""
+    {screen} {{ align: center middle; }}
+    {screen} > Vertical {{ width: 110; max-width: 100%; height: auto; max-height: 90%;
+                          border: thick {color}; background: $surface; }}
+    {screen} Label {{ width: 100%; padding: 0 1; background: {color} 30%; text-style: bold; }}
+    {screen} VerticalScroll {{ height: auto; max-height: 30; padding: 0 1; }}
+    """
+
+
 class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }

@@ -15,6 +15,7 @@ from textual.widgets import Button, Label, Static
 
 from tuidebug.viewers.dynamic_view import where
 from tuidebug.inert import inert_text
+from tuidebug.tui.screens.modals import dialog_css
 
 MAX_NODES_LISTED = 12
 
@@ -57,13 +58,7 @@ def source_line_text(what: str, line: dict[str, Any], graph_id: str,
 class SourceLineScreen(ModalScreen[bool]):
     """Dismisses with True when the person asks to go to the line's nodes."""
 
-    DEFAULT_CSS = """
-    SourceLineScreen { align: center middle; }
-    SourceLineScreen > Vertical { width: 110; max-width: 100%; height: auto; max-height: 90%;
-                                  border: thick $primary; background: $surface; }
-    SourceLineScreen Label { width: 100%; padding: 0 1; background: $primary 30%;
-                             text-style: bold; }
-    SourceLineScreen VerticalScroll { height: auto; max-height: 30; padding: 0 1; }
+    DEFAULT_CSS = dialog_css("SourceLineScreen", "$primary") + """
     SourceLineScreen Button { margin: 0 1; }
     """
     BINDINGS = [Binding("escape,q", "close", "Close", id="source_line.close"),
