@@ -139,32 +139,20 @@ def test_advise_try_measures_each_suggestion_and_ranks_what_helped_first(
         assert "static KV cache" in out
 
 
-def test_advise_try_ranks_what_removes_the_recompile_first(grow_trace: Path, copy_trace) -> None:
-    """A batch size that changes: the second call recompiles (automatic dynamic). Marking the
-    batch dimension dynamic from the first call, or dynamic=True, makes it one compile —
-    measured, each in a run of its own."""
+async def test_the_tui_key_tries_the_advice_after_consent(open_ui, grow_trace: Path,
+                                                          copy_trace) -> None:
+    """``a`` on the overview: the plan is shown first (nothing runs before y); then the runs,
+    and the overview marks what was verified. A batch size that changes: the second call
+    recompiles (automatic dynamic). Marking the batch dimension dynamic from the first call, or
+    dynamic=True, makes it one compile — measured, each in a run of its own, ranked first.
+    (The CLI's ``advise --try`` runs in the decode-loop test above: the grow trace's tries run
+    once, here.)"""
+    from tuidebug.tui.screens.consent import ConfirmScreen
+
     trace = copy_trace(grow_trace, "grow")
     rec = next(c["recompile"] for c in json.loads(_cli("info", str(trace), "--json"))["compiles"]
                if c.get("recompile"))
     assert "maybe_mark_dynamic(x, 0)" in rec["suggestion"], rec  # x is what the user passes
-    d = json.loads(_cli("advise", str(trace), "--try", "--yes", "--json", timeout=1800))
-    tried = {t["id"]: t for t in d["tried"]}
-    assert {"dynamic=True", "mark_dynamic x 0"} <= set(tried), list(tried)
-    made = len({g.compile_id for g in Trace(trace).graphs if g.status != "restarted"})
-    assert made == 2  # the first size, then the recompile that made the batch dynamic
-    for t in tried.values():
-        assert (t["before"]["compiles"], t["after"]["compiles"]) == (made, 1), t
-        assert t["helped"] and t["verdict"].startswith(f"verified: compiles {made} → 1"), t
-    assert d["tried"][0]["helped"]
-
-
-async def test_the_tui_key_tries_the_advice_after_consent(open_ui, grow_trace: Path,
-                                                          copy_trace) -> None:
-    """``a`` on the overview: the plan is shown first (nothing runs before y); then the runs,
-    and the overview marks what was verified."""
-    from tuidebug.tui.screens.consent import ConfirmScreen
-
-    trace = copy_trace(grow_trace, "grow")
     async with open_ui(trace, size=(160, 50)) as ui:
         assert "· compile with torch.compile(..., dynamic=True)" in "\n".join(
             ui.lines("#overview"))
@@ -176,4 +164,12 @@ async def test_the_tui_key_tries_the_advice_after_consent(open_ui, grow_trace: P
                                              ui.lines("#overview")), 1500), ui.lines("#overview")
         text = "\n".join(ui.lines("#overview"))
     assert "verified: compiles 2 → 1" in text, text
-    assert (trace / "advice.json").exists()
+    d = json.loads((trace / "advice.json").read_text())
+    tried = {t["id"]: t for t in d["tried"]}
+    assert {"dynamic=True", "mark_dynamic x 0"} <= set(tried), list(tried)
+    made = len({g.compile_id for g in Trace(trace).graphs if g.status != "restarted"})
+    assert made == 2  # the first size, then the recompile that made the batch dynamic
+    for t in tried.values():
+        assert (t["before"]["compiles"], t["after"]["compiles"]) == (made, 1), t
+        assert t["helped"] and t["verdict"].startswith(f"verified: compiles {made} → 1"), t
+    assert d["tried"][0]["helped"]
