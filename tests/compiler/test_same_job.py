@@ -97,3 +97,22 @@ def test_the_eager_check_names_outputs_by_what_the_call_returned(runs) -> None:
     checks = t.runtime["checks"]
     names = [o.get("name") for c in checks.values() for o in c["outputs"]]
     assert len(checks) == 3 and "['y']" in names, names
+
+
+def test_a_rerun_ends_with_the_scripts_negative_exit_as_python_does(tmp_path: Path) -> None:
+    """``advise --try`` and the numerics re-runs start ``run_script`` without ``--own-exit``:
+    a script that compiled and then called ``sys.exit(-1)`` must end with 255 as under
+    ``python``, not die of a signal (it died of SIGHUP: -1 read as a signal number)."""
+    script = tmp_path / "neg_exit.py"
+    script.write_text("import sys, torch\n"
+                      "f = torch.compile(lambda x: torch.relu(x) + 1)\n"
+                      "f(torch.ones(4))\n"
+                      "sys.exit(-1)\n")
+    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                           timeout=600, env=dict(os.environ, PYTHONPATH=pythonpath()))
+    rerun = subprocess.run([sys.executable, "-m", "tuidebug.compiler.run_script", "--out",
+                            str(tmp_path / "t"), "--no-check", str(script)],
+                           capture_output=True, text=True, timeout=600,
+                           env=dict(os.environ, PYTHONPATH=pythonpath()))
+    assert plain.returncode == 255
+    assert rerun.returncode == 255, (rerun.returncode, rerun.stderr[-2000:])

@@ -28,24 +28,21 @@ def item_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _parts_add_up(v, root: Path) -> None:
-    """The ledger's marked parts against the whole measured apart from them: the timed calls'
-    own times in profile.json (their median taken here; the ledger's marks come from other,
-    clocked calls). The ledger's total cannot be the check: its ``other`` is written as the
-    whole less the parts, so it adds up by construction. The parts cover the call: at least
-    85% of the measured whole, never more than all of it. (Under load 10 a training step's
-    clocked calls left 10.9% unmarked, time the OS gave other processes between marks; a ledger
-    missing a part — the backward, a graph — leaves a third or more.)"""
+    """The ledger is each marked part's mean share of the clocked calls' wall time, scaled to
+    the timed calls' median (profile.json); ``other`` is that median less the parts. So the
+    parts can never exceed the whole and ``other`` adds up by construction: neither is checked.
+    What can fail is how much of the clocked calls the marks cover: at least 85%. (Under load
+    10 a training step's clocked calls left 10.9% unmarked, time the OS gave other processes
+    between marks; a ledger missing a part, the backward or a graph, leaves a third or more.)"""
     (raw,) = json.loads((root / "profile.json").read_text())["calls"]
     whole = statistics.median(raw["times"]["compiled_s"])
     assert len(raw["times"]["compiled_s"]) == v.rounds >= 10
     assert v.ledger, "no ledger"
-    (other,) = [p for p in v.ledger if p.part == "other"]
     marked = [p for p in v.ledger if p.part != "other"]
     rows = [p.as_json() for p in v.ledger]
     assert marked and all(p.seconds >= 0 for p in marked), rows
     covered = sum(p.seconds for p in marked)
-    assert 0.85 * whole <= covered <= 1.001 * whole, (covered, whole, rows)
-    assert abs(other.seconds - (whole - covered)) < 1e-6 * whole + 1e-9, (other, whole, covered)
+    assert covered >= 0.85 * whole, (covered, whole, rows)
 
 
 def test_graph_breaks_make_it_slower_and_are_named(item_trace: Path) -> None:

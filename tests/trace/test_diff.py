@@ -104,6 +104,13 @@ def test_a_trace_made_in_another_venv_differs_only_by_install_paths(mlp_trace: P
     assert {c["name"] for c in d["config"]["install_paths"]} == moved
     assert any(line.startswith("config paths that differ only by where torch is installed")
                for line in d["lines"]), d["lines"]
+    # a path the user set (--set) is the user's change, wherever it points
+    name = sorted(moved)[0]
+    m = json.loads((t / "manifest.json").read_text())
+    m["config_overrides"] = {name: cfg["values"][name]}
+    (t / "manifest.json").write_text(json.dumps(m))
+    d = diff_traces(mlp_trace, t)
+    assert name in [c["name"] for c in d["config"]["changed"]], d["config"]
 
 
 def test_damaged_trace_still_compares(mlp_trace: Path, copy_trace) -> None:

@@ -186,7 +186,8 @@ def run_in_session(session: Any, script: str, args: list[str],
         return EXIT_RAISED_LATE if compiled else EXIT_RAISED_EARLY
     if compiled == 0:
         return EXIT_EXITED_EARLY if exit_code else EXIT_NO_COMPILE
-    return exit_code if isinstance(exit_code, int) else 1
+    # as Python's own exit takes it (sys.exit(-1) is 255): a negative code here is no signal
+    return exit_code % 256 if isinstance(exit_code, int) else 1
 
 if __name__ == "__main__":
     code = main()

@@ -34,7 +34,9 @@ def config_diff(a: Trace, b: Trace) -> dict[str, Any]:
             x, y = va.get(name, missing), vb.get(name, missing)
             if _canon(x) == _canon(y):
                 continue
-            if _same_installed_file(x, y):
+            overridden = name in capture or any(name in t.manifest.config_overrides
+                                                 for t in (a, b))
+            if not overridden and _same_installed_file(x, y):
                 out["install_paths"].append({"name": name, "a": x, "b": y})
             else:
                 out["changed"].append({"name": name, "a": None if x is missing else x,

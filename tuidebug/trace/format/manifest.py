@@ -218,10 +218,10 @@ def is_trace_dir(path: Path) -> bool:
     manifest = path / schema.MANIFEST
     if manifest.is_file():
         try:
-            head, _ = safefile.read_bytes(manifest, 4096, truncate=True)
+            head, _ = safefile.read_bytes(manifest, 4096, truncate=True, no_link=True)
             if schema.FORMAT_NAME.encode() in head:
                 return True
-            data = safefile.read_json(manifest)
+            data = safefile.read_json(manifest, no_link=True)
             return isinstance(data, dict) and data.get("format") == schema.FORMAT_NAME
         except (OSError, ValueError, safefile.Refused):
             return (path / schema.GRAPHS_DIR).is_dir()

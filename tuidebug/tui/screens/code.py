@@ -13,6 +13,8 @@ cursor on the user line that went wrong.
 
 from __future__ import annotations
 
+import threading
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -195,6 +197,8 @@ class CodeScreen(TraceScreen):
         self._goto_line: tuple[Any, int] | None = None  # (key, 1-based line) once shown
         self.shown_key: Any = None
         self._highlighted: dict[tuple[Any, str, int], Highlighted] = {}  # oldest first
+        # workers look up and add (a cancelled exclusive worker runs on until it checks)
+        self._highlighted_lock = threading.Lock()
 
     def compose_body(self) -> ComposeResult:
         with Horizontal():
@@ -273,8 +277,9 @@ class CodeScreen(TraceScreen):
                 return
             # the same file is highlighted once (every extern call shows the whole wrapper)
             done = (key[0] if isinstance(key, tuple) else key, doc.path, hash(doc.code))
-            lines = self._highlighted.get(done) or self._remember(
-                done, Highlighted(doc.code, doc.path))
+            with self._highlighted_lock:
+                lines = self._highlighted.get(done) or self._remember(
+                    done, Highlighted(doc.code, doc.path))
             first = doc.cursor + CHUNK  # the cursor's screenful
             if lines.lexed() >= min(first, len(lines)) or first <= QUICK_LINES:
                 if lines.ensure(first, cancelled) and not cancelled():
