@@ -1,10 +1,9 @@
 """Checks issue 26's GPU criteria from the files bench/perf_gpu.sh writes: three ``trace
 --profile`` verdicts of one configuration against each other and against bench/compile_vs_eager.py
 (the same verdict; ratios within ±10% of each other and of the bench), and each run's ledger:
-its marked parts against the wall time measured apart from them (the median of the timed
-calls' own times in the run's profile.json, taken here), covering at least 90% of it and never
-more. The ledger's own total is no check: its remainder (``other``) is written as the whole less
-the parts. Reads ``info --json`` outputs, the runs' profile.json and the bench's JSON lines;
+the share of the call its marks cover, at least 90%. The ledger is each part's mean share of
+the clocked calls scaled to the timed calls' median (profile.json), so the parts never exceed
+that median and ``other`` is it less the parts, by construction: neither is a check. Reads ``info --json`` outputs, the runs' profile.json and the bench's JSON lines;
 prints each configuration's verdicts, bench ratio and ledgers, then PASS/FAIL.
 
     python bench/perf_verdict_check.py OUT_DIR
@@ -22,8 +21,8 @@ REST = 0.10  # the ledger's remainder, at most this share of the measured wall t
 
 
 def measured_wall(path: Path) -> float | None:
-    """The whole call's wall time measured apart from the ledger: the median of the timed
-    compiled calls' own times (profile.json's ``calls[0].times.compiled_s``)."""
+    """The timed compiled calls' median (profile.json's ``calls[0].times.compiled_s``): what
+    the ledger's shares are scaled to."""
     try:
         times = json.loads(path.read_text())["calls"][0]["times"]["compiled_s"]
         return statistics.median(float(t) for t in times)
@@ -33,7 +32,7 @@ def measured_wall(path: Path) -> float | None:
 
 def print_ledger(ledger: list[dict], wall: float | None) -> bool:
     """One line per part (seconds per call, share of the measured wall), then what the marked
-    parts cover of it; whether they cover at least 1 - ``REST`` of it and no more than all."""
+    parts cover of it; whether they cover at least 1 - ``REST`` of it."""
     if not ledger or wall is None or wall <= 0:
         print(f"        {'no ledger' if not ledger else 'no timed calls in profile.json'}: FAIL")
         return False
@@ -43,7 +42,7 @@ def print_ledger(ledger: list[dict], wall: float | None) -> bool:
         print(f"        {p['part']:<13}{phase:<6} {p['seconds'] * 1e6:10.1f} us "
               f"{p['seconds'] / wall:7.1%}  {where}")
     covered = sum(p["seconds"] for p in ledger if p["part"] != "other")
-    good = (1 - REST) * wall <= covered <= 1.001 * wall and all(
+    good = (1 - REST) * wall <= covered and all(
         p["seconds"] >= 0 for p in ledger if p["part"] != "other")
     print(f"        the marked parts {covered * 1e6:.1f} us of the measured {wall * 1e6:.1f} us "
           f"(the timed calls' median): {covered / wall:.1%}: {'PASS' if good else 'FAIL'}")
