@@ -29,3 +29,29 @@ def test_a_rank_is_slow_only_when_slower_in_every_shared_compile() -> None:
     v = judge_skew(mixed)
     assert v.slow == [] and v.text.startswith("no rank slower in all 3 compiles"), v
     assert judge_skew({0: {"0/0": 1.0}}).samples == 0  # one rank: nothing to compare
+
+
+def test_a_compile_read_from_a_cache_on_some_ranks_is_no_sample() -> None:
+    """Ranks of one node sharing a cache folder: one compiles, the others read what it wrote.
+    The one that compiled is slower in every such compile without being a slow rank."""
+    from tuidebug.trace.jobs.rank_digest import RankDigest
+    from tuidebug.trace.jobs.ranks import _same_cache_seconds
+
+    def rank(r: int, hit: bool, secs: dict[str, float]) -> RankDigest:
+        cache = {"fxgraph": {"hit": int(hit), "miss": int(not hit)}}
+        compiles = [{"id": cid, "cache": cache if cid != "2/0" else {}, "graphs": []}
+                    for cid in secs]
+        return RankDigest(r, None, "ok", {"compiles": compiles, "hash": str(r)}, secs)  # type: ignore[arg-type]
+
+    digests = {0: rank(0, False, {"0/0": 10.0, "1/0": 8.0, "2/0": 3.0}),
+               1: rank(1, True, {"0/0": 2.0, "1/0": 1.5, "2/0": 3.1})}
+    times = _same_cache_seconds(digests)
+    assert times == {0: {"2/0": 3.0}, 1: {"2/0": 3.1}}, times  # 2/0: alike on both ranks
+    v = judge_skew({0: {"0/0": 10.0, "1/0": 8.0}, 1: {"0/0": 2.0, "1/0": 1.5}})
+    assert v.slow == [0]  # what the times alone would say, cache aside
+    assert judge_skew(times).slow == []
+
+
+def test_a_compile_timed_as_nothing_is_no_sample() -> None:
+    v = judge_skew({0: {"0/0": 0.0, "1/0": 4.0}, 1: {"0/0": 3.0, "1/0": 4.1}})
+    assert v.samples == 1 and v.slow == [], v

@@ -280,6 +280,20 @@ def _first_difference(ra: int, ta: Trace, fa: RankPrint,
     return pending
 
 
+def _same_cache_seconds(digests: dict[int, RankDigest]) -> dict[int, dict[str, float]]:
+    """Per rank, per compile id, its compile seconds: only the compiles every rank that made
+    them read from the caches alike (ranks of one node sharing a cache folder: one compiles, the
+    others read what it wrote, and are quicker for it, not for being faster)."""
+    caches: dict[str, set[str]] = {}
+    for d in digests.values():
+        for c in d.print.get("compiles") or []:
+            caches.setdefault(str(c.get("id")), set()).add(
+                json.dumps(c.get("cache"), sort_keys=True, default=str))
+    return {r: {cid: sec for cid, sec in d.compile_seconds.items()
+                if len(caches.get(cid, ())) <= 1}
+            for r, d in digests.items()}
+
+
 def _skew(digests: dict[int, RankDigest]) -> list[dict[str, Any]]:
     times: dict[str, dict[int, float]] = {}
     for r, d in digests.items():
@@ -361,7 +375,6 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
             "nodes": job["nodes"], "ranks": ranks,
             "groups": [{"hash": h, "ranks": rs} for h, rs in ordered],
             "divergence": divergence, "notes": notes, "compile_skew": _skew(digests),
-            "compile_time": judge_skew({r: d.compile_seconds
-                                        for r, d in digests.items()}).to_json(),
+            "compile_time": judge_skew(_same_cache_seconds(digests)).to_json(),
             "problems": list(job.get("problems") or []),  # what of the job folder was not read
             "waits": rank_progress.waits(ranks)}

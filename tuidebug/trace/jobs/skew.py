@@ -45,7 +45,9 @@ def judge_skew(times: dict[int, dict[str, float]]) -> CompileSkew:
     for rank, compiles in times.items():
         for cid, sec in compiles.items():
             per.setdefault(cid, {})[rank] = sec
-    shared = {cid: ranks for cid, ranks in per.items() if len(ranks) >= 2}
+    # a time of 0 is no measurement (a compile the summary timed as nothing)
+    shared = {cid: ranks for cid, ranks in per.items()
+              if len(ranks) >= 2 and min(ranks.values()) > 0}
     if not shared:
         return CompileSkew(0, text="")
     ranks = sorted(set.intersection(*(set(r) for r in shared.values())))
