@@ -108,3 +108,18 @@ def test_graph_lines_search_reads_what_is_drawn(accuracy_trace: Path) -> None:
                 assert lines.plain(i) == lines.rich(i).plain, (stage.name, i)
                 checked += 1
     assert checked and removed, (checked, removed)
+
+
+def test_a_stage_name_from_the_trace_is_drawn_inert() -> None:
+    """Stage and pass-subsystem names come from the trace (meta.json): a control sequence in
+    one is shown (``\\x1b``), never sent to the terminal."""
+    from tuidebug.trace.format.graph_meta import StageInfo
+    from tuidebug.tui.screens.stage_lines import stage_options, stage_prompt
+
+    s = StageInfo(3, "evil\x1b]52;c;AAAA\x07pass", "pass", "sub\x1b[2Jsystem", None, True,
+                  1, 0, 0, "stages/003-x.json", 4)
+    shown = stage_prompt(s).plain if hasattr(stage_prompt(s), "plain") else str(stage_prompt(s))
+    drawn = " ".join(str(getattr(o.prompt, "plain", o.prompt)) for o in stage_options([s]))
+    for text in (shown, drawn):
+        assert "\x1b" not in text and "\x07" not in text, text
+    assert "\\x1b]52" in drawn and "\\x1b[2J" in drawn, drawn

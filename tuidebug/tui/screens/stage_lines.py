@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets.option_list import Option
 
+from tuidebug.inert import inert
 from tuidebug.trace.format.reader import GraphRecord, StageInfo
 from tuidebug.trace.queries import provenance
 from tuidebug.trace.queries.numerics import NodeNumerics
@@ -23,12 +24,13 @@ def stage_prompt(s: StageInfo) -> Row:
     """`` 12 pattern_matcher  +13 -48 ~4``: a long name is cut, the counts are kept."""
     t = Text()
     t.append(f"{s.index:>3} ", style="dim")
+    name = inert(s.name, multiline=False)  # from the trace: control characters shown, not sent
     if s.kind == "stage":
-        t.append(s.name, style="bold cyan")
+        t.append(name, style="bold cyan")
     elif s.changed and s.file:
-        t.append(s.name, style="bold")
+        t.append(name, style="bold")
     else:
-        t.append(s.name, style="dim")
+        t.append(name, style="dim")
     tail = Text()
     if s.file and (s.added or s.removed or s.modified) and s.kind == "pass":
         tail.append("  ")
@@ -50,7 +52,8 @@ def stage_options(stages: list[StageInfo]) -> list[Option]:
     last: str | None = None
     for i, s in enumerate(stages):
         if s.subsystem and s.subsystem != last:
-            out.append(Option(Text(f"    {s.subsystem}", style="italic #87afd7"), disabled=True))
+            out.append(Option(Text(f"    {inert(s.subsystem, multiline=False)}",
+                                           style="italic #87afd7"), disabled=True))
         last = s.subsystem
         out.append(Option(stage_prompt(s), id=str(i)))
     return out
