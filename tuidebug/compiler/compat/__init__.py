@@ -10,8 +10,9 @@ torch X".
 
 Modules: ``lookup`` (NotAvailable, Patcher), ``hooks`` (hook points, call data, structured log
 events), ``inductor`` (config, caches, counters, autotune feedback, scheduler nodes), ``kernels``
-(Triton and C++ kernels, kernel timing), ``profiling`` (kernels and FX nodes run under
-torch.profiler), ``caches`` (graph-cache lookups and their keys' components), ``shapes``
+(Triton and C++ kernels, kernel timing), ``device`` (the device in use: synchronizing, a
+call's clock marks, wall times, peak memory, peak bandwidth and FLOP/s), ``profiling`` (kernels
+and FX nodes run under torch.profiler), ``caches`` (graph-cache lookups and their keys' components), ``shapes``
 (symbols, guards, specializations, recompiled inputs), ``process`` (state a warm worker
 resets), ``distributed`` (collectives in a graph, process groups, DDPOptimizer buckets),
 ``collective_calls`` (torch.distributed's collective calls as hook points: a rank's progress),
@@ -55,9 +56,12 @@ from tuidebug.compiler.compat.kernels import (  # noqa: F401
     cpp_build_target, cpp_kernel_binary, is_triton_kernel, KernelCallTimer, triton_version,
     wrap_kernel,
 )
+from tuidebug.compiler.compat.device import (  # noqa: F401
+    device_kind, peak_memory, wall_times, device_peaks, triton_kernel_estimates, synchronize,
+    CallClock,
+)
 from tuidebug.compiler.compat.profiling import (  # noqa: F401
-    KernelRanges, NodeRanges, device_kind, peak_memory, profiled, wall_times, device_peaks,
-    triton_kernel_estimates, compiled_autograd_on, synchronize, CallClock,
+    KernelRanges, NodeRanges, profiled, compiled_autograd_on,
 )
 from tuidebug.compiler.compat.caches import (  # noqa: F401
     cache_lookup, aot_cache_components,

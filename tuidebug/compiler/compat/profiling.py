@@ -12,66 +12,12 @@ code or the config changes; ``close()`` puts every original back.
 from __future__ import annotations
 
 import statistics
-import time
 from typing import Any, Callable
 
 import torch
 
+from tuidebug.compiler.compat.device import device_kind, wall_times
 from tuidebug.compiler.compat.kernels import wrap_kernel
-
-
-
-def device_kind() -> str:
-    """``cuda`` when a CUDA device is in use in this process, else ``cpu``."""
-    return "cuda" if torch.cuda.is_available() and torch.cuda.is_initialized() else "cpu"
-
-
-def synchronize() -> None:
-    if device_kind() == "cuda":
-        torch.cuda.synchronize()
-
-
-class CallClock:
-    """Marks of one call's timeline, taken without waiting, from a pool made once: on a GPU
-    CUDA events (made up front: an event made per mark costs host time inside the call it
-    clocks, which made the clocked calls slower than the unclocked ones they split), recorded on
-    the current stream and read on the device's own timeline; on the CPU the host's clock.
-
-    ``reset`` before a call, ``mark`` at each point (its index), ``synchronize``, then
-    ``seconds``: each mark's time after the first. The marks of one call partition its time."""
-
-    def __init__(self, size: int = 64) -> None:
-        self.cuda = device_kind() == "cuda"
-        self._events = [torch.cuda.Event(enable_timing=True) for _ in range(size)] \
-            if self.cuda else []
-        self._host: list[float] = []
-        self.n = 0
-
-    def reset(self) -> None:
-        self.n = 0
-        self._host.clear()
-
-    def mark(self) -> int:
-        i = self.n
-        if self.cuda:
-            if i == len(self._events):  # more marks than the pool: grown once, kept
-                self._events.append(torch.cuda.Event(enable_timing=True))
-            self._events[i].record()
-        else:
-            self._host.append(time.perf_counter())
-        self.n = i + 1
-        return i
-
-    def seconds(self) -> list[float]:
-        """Each mark's seconds after mark 0 (on a GPU: once the device reached them all)."""
-        if not self.n:
-            return []
-        if self.cuda:
-            e0 = self._events[0]
-            return [0.0] + [float(e0.elapsed_time(self._events[k])) / 1000.0
-                            for k in range(1, self.n)]
-        t0 = self._host[0]
-        return [t - t0 for t in self._host[:self.n]]
 
 
 class _Labelled:
@@ -110,72 +56,6 @@ def _tensor_bytes(args: tuple[Any, ...]) -> int:
                 seen.add(ptr)
                 total += a.numel() * a.element_size()
     return total
-
-
-def triton_kernel_estimates(kernel: Any) -> dict[str, float]:
-    """What Inductor estimated for a Triton kernel (``kernel_num_gb``, ``kernel_flop`` in its
-    inductor_meta: only when compiled with ``benchmark_kernel`` or ``profile_bandwidth``)."""
-    meta = getattr(kernel, "inductor_meta", None) or {}
-    out: dict[str, float] = {}
-    if isinstance(meta.get("kernel_num_gb"), (int, float)):
-        out["bytes"] = float(meta["kernel_num_gb"]) * 1e9
-    if isinstance(meta.get("kernel_flop"), (int, float)):
-        out["flops"] = float(meta["kernel_flop"])
-    return out
-
-
-def device_peaks() -> dict[str, Any] | None:
-    """The device's peak DRAM bandwidth (GB/s) and dense FLOP/s per dtype (Inductor's datasheet
-    table where it knows the device, else Triton's estimate); None on the CPU or when unknown.
-    ``source`` says where the numbers came from; a figure that cannot be right (Triton's
-    estimate under 1 TFLOP/s: its clock-rate unit changed between releases) is left out."""
-    if device_kind() != "cuda":
-        return None
-    out: dict[str, Any] = {"name": torch.cuda.get_device_name()}
-    info = _datasheet(out["name"])
-    dtypes = (torch.float32, torch.bfloat16, torch.float16)
-    if info is not None:
-        out["dram_gbps"] = float(info.dram_bw_gbs)
-        factor = getattr(info, "tops_sparsity_factor", None)
-        if factor is None:  # older tables: Hopper's and later datasheets quote 2:4 sparsity
-            factor = 2 if torch.cuda.get_device_capability() >= (9, 0) else 1
-        out["tflops"] = {str(dt).replace("torch.", ""): float(info.tops[dt]) / (
-            factor if dt is not torch.float32 else 1) for dt in dtypes if dt in info.tops}
-        out["source"] = "Inductor's datasheet table (dense)"
-        return out
-    out["source"] = "Triton's estimate"
-    try:
-        from torch._inductor.utils import get_gpu_dram_gbps
-
-        out["dram_gbps"] = float(get_gpu_dram_gbps())
-    except Exception:
-        pass
-    try:
-        from torch._inductor.utils import get_device_tflops
-
-        tflops = {str(dt).replace("torch.", ""): float(get_device_tflops(dt)) for dt in dtypes}
-        out["tflops"] = {k: v for k, v in tflops.items() if v >= 1.0}
-    except Exception:
-        pass
-    return out
-
-
-def _datasheet(name: str) -> Any:
-    """Inductor's datasheet entry for a device name (``NVIDIA H100 80GB HBM3`` is listed as
-    ``NVIDIA H100``: the longest listed prefix of its words), or None."""
-    try:
-        from torch._inductor.analysis.device_info import lookup_device_info
-    except Exception:
-        return None
-    words = name.split()
-    for n in range(len(words), 0, -1):
-        try:
-            info = lookup_device_info(" ".join(words[:n]))
-        except Exception:
-            info = None
-        if info is not None and getattr(info, "tops", None) and getattr(info, "dram_bw_gbs", 0):
-            return info
-    return None
 
 
 class _PathProxy:
@@ -279,34 +159,6 @@ def compiled_autograd_on() -> bool:
         return True
     config = sys.modules.get("torch._dynamo.config")
     return config is not None and getattr(config, "compiled_autograd", False) is True
-
-
-def wall_times(fn: Callable[[], Any], runs: int,
-               before_run: Callable[[], None] | None = None) -> list[float]:
-    """Seconds of each of ``runs`` calls of ``fn``, device-synchronized around each
-    (``before_run``, unclocked, before each)."""
-    out = []
-    for _ in range(runs):
-        if before_run is not None:
-            before_run()
-        synchronize()
-        t0 = time.perf_counter()
-        fn()
-        synchronize()
-        out.append(time.perf_counter() - t0)
-    return out
-
-
-def peak_memory(fn: Callable[[], Any]) -> int | None:
-    """Peak bytes of device memory allocated during one call of ``fn`` (None on the CPU)."""
-    if device_kind() != "cuda":
-        return None
-    synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    base = torch.cuda.memory_allocated()
-    fn()
-    synchronize()
-    return int(torch.cuda.max_memory_allocated() - base)
 
 
 def _device_us(e: Any) -> float:

@@ -22,7 +22,7 @@ from tuidebug.tui.messages import Read
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.screens.consent import ConfirmScreen
 from tuidebug.tui.screens.modals import TextScreen
-from tuidebug.tui.screens.overview import hint, open_error_site, progress_line, site_cursor, \
+from tuidebug.tui.screens.error_site import hint, open_error_site, progress_line, site_cursor, \
     site_hint
 from tuidebug.tui.widgets.render import to_lines
 from tuidebug.tui.widgets.textview import RichLines, TextView

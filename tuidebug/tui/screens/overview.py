@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import RenderableType
-from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from textual import events
@@ -35,6 +34,8 @@ from tuidebug.tui import keymap, model
 from tuidebug.tui.screens.consent import ConfirmScreen
 from tuidebug.tui.messages import Read, ShowKernel
 from tuidebug.tui.screens.base import TraceScreen
+from tuidebug.tui.screens.error_site import (hint, open_error_site, progress_line, site_cursor,
+                                             site_hint)
 from tuidebug.tui.screens.modals import TextScreen
 from tuidebug.tui.widgets.render import to_lines
 from tuidebug.tui.widgets.textview import RichLines, TextView
@@ -70,25 +71,6 @@ def _graph_row(g: GraphRecord) -> list[Any]:
             str(_or_dash(generated_kernels(g))),
             f"{_or_dash(fusion.fused)}/{_or_dash(fusion.rejected)}",
             format_duration(model.total_compile_s(g))]
-
-
-def progress_line(trace: Trace, report: failure.ErrorReport) -> Text:
-    """``dynamo ✓ → pre_grad ✓ → … → kernel_compile ✗ → runtime ·`` (an accuracy failure:
-    every phase ✓, then ``accuracy ✗``)"""
-    t = Text()
-    failed = report.status in (schema.STATUS_FAILED, schema.STATUS_CRASHED)
-    for i, ph in enumerate(report.phases):
-        if i:
-            t.append(" → ", style="dim")
-        if ph in report.phases_done or (ph == report.phase and report.status == schema.STATUS_OK):
-            t.append(f"{ph} ✓", style="green")
-        elif ph == report.phase and failed:
-            t.append(f"{ph} ✗", style="bold red")
-        elif ph == report.phase:
-            t.append(f"{ph} …", style="yellow")
-        else:
-            t.append(f"{ph} ·", style="dim")
-    return t
 
 
 def overview_renderables(trace: Trace) -> list[RenderableType]:
@@ -294,50 +276,6 @@ def _config(trace: Trace) -> list[RenderableType]:
                   "set by tuidebug" if name in by_tool else "")
     out.append(t)
     return out
-
-
-SITE_META = "tuidebug_error_site"  # marks the lines of the error-site hint, however it wraps
-
-
-def hint(text: Text | str, style: str = "") -> Table:
-    """``  → TEXT``, a long text wrapping under itself, not under the arrow."""
-    t = Table.grid()
-    t.add_column(no_wrap=True)
-    t.add_column()
-    t.add_row(Text("  → ", style="bold yellow"),
-              text if isinstance(text, Text) else Text(text, style=style))
-    return t
-
-
-def site_hint(report: failure.ErrorReport) -> Table:
-    """``  → the compiler error is in kernel K (graph), line N: CODE   — enter opens it``; every
-    line it wraps to is marked (enter on any of them opens the kernel)."""
-    s = report.site
-    text = (f"the compiler error is in kernel {s.kernel} ({s.graph}), line {s.line}: "
-            f"{s.code}   — enter opens it" if s else "")
-    return hint(Text(text, style=Style(bold=True, meta={SITE_META: True})))
-
-
-def is_site_line(line: Text) -> bool:
-    return any(isinstance(s.style, Style) and s.style.meta.get(SITE_META) for s in line.spans)
-
-
-def site_cursor(lines: list[Text]) -> int:
-    """Where a view of these lines starts its cursor: on the error-site hint, if there is one
-    (enter opens the kernel), else on the first line."""
-    return next((i for i, line in enumerate(lines) if is_site_line(line)), 0)
-
-
-def open_error_site(screen: TraceScreen, event: TextView.Activated) -> bool:
-    """Enter on any line of the "compiler error is in kernel …" hint opens that kernel there."""
-    line = event.view.source.rich(event.index)
-    if not is_site_line(line):
-        return False
-    site = failure.error_report(screen.trace).site
-    if site is None:
-        return False
-    screen.app.post_message(ShowKernel(site.graph, site.kernel, site.line))
-    return True
 
 
 class OverviewScreen(TraceScreen):
