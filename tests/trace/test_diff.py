@@ -85,6 +85,26 @@ def test_renumbered_kernels_are_the_same_kernel(mlp_trace: Path, copy_trace) -> 
     assert statuses == {"unchanged"}, d["graphs"][0]["kernels"]
 
 
+def test_kernels_are_counted_as_info_counts_them(mlp_trace: Path, copy_trace) -> None:
+    """A graph without its kernel index (``code/kernels.json``: an older or imported trace)
+    has meta.json's count: the diff counted 0 kernels there, where info and the overview said
+    meta.json's number (one count: ``provenance.generated_kernels``)."""
+    from tuidebug.trace.format.reader import Trace
+    from tuidebug.trace.queries.provenance import generated_kernels
+
+    t = copy_trace(mlp_trace, "no-index")
+    gdirs = sorted(p for p in (t / "graphs").iterdir() if (p / "code" / "kernels.json").exists())
+    assert gdirs
+    for gdir in gdirs:
+        (gdir / "code" / "kernels.json").unlink()
+    d = diff_traces(mlp_trace, t)
+    counted = {g.id: generated_kernels(g) for g in Trace(t).graphs}
+    assert any(counted.values()), counted  # meta.json counts them
+    for g in d["graphs"]:
+        assert g["kernel_count"]["b"] == counted[g["id"]], (g["id"], g["kernel_count"])
+    assert d["summary"]["kernels"]["b"] == sum(n or 0 for n in counted.values()), d["summary"]
+
+
 def test_a_trace_made_in_another_venv_differs_only_by_install_paths(mlp_trace: Path,
                                                                     copy_trace) -> None:
     """Two machines, or two venvs, give torch's own install paths (cutlass_dir) different

@@ -1,17 +1,21 @@
 """What the cross-rank comparison sees of each rank (``trace/jobs/rank_digest.py``) and how it
 pairs two ranks' graphs (``trace/jobs/ranks.py``), on jobs written with the torch-free writer:
 two ranks that differ only in a snapshot an import kept as printed text (``stages/NNN-x.txt``),
-or only in the first of two graphs of one kind, are not one group."""
+or only in the first of two graphs of one kind, are not one group; a file the safe reader refuses
+is not compared (neither the same nor different)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from tuidebug.trace.format import schema
+from rich.console import Console
+
+from tuidebug.trace.format import safefile, schema
 from tuidebug.trace.format.writer import TraceWriter
 from tuidebug.trace.jobs.rank_digest import Hashes, read_rank
 from tuidebug.trace.jobs.ranks import analyze_job
+from tuidebug.viewers.ranks_view import divergence_lines, render_job
 
 NODES = [{"name": "x", "op": "placeholder", "target": "x", "args": [], "kwargs": {}},
          {"name": "relu", "op": "call_function", "target": "aten.relu.default",
@@ -102,3 +106,57 @@ def test_a_graph_on_one_rank_only_is_named_by_its_id(tmp_path: Path) -> None:
     div = analyze_job(job)["divergence"]
     assert div["kind"] == "graph" and div["graph"] == "0_0-inference-2", div
     assert div["graph_kind"] == "inference" and "0_0-inference-2" in div["detail"], div
+
+
+def _refused_stage(job: Path, rank: int, how: str) -> str:
+    """Rank ``rank``'s first snapshot made one safefile refuses: ``big`` (a sparse file over the
+    64 MiB cap) or ``link`` (a symbolic link to a copy inside the rank's own trace). Its path
+    in the trace."""
+    rel = "graphs/0_0-inference/stages/000-dynamo.json"
+    path = job / f"rank_{rank}" / rel
+    if how == "big":
+        with open(path, "r+b") as f:
+            f.truncate(safefile.MAX_JSON_BYTES + 1)
+    else:
+        copy = path.with_name("copy.data")
+        path.rename(copy)
+        path.symlink_to(copy.name)
+    return rel
+
+
+def test_a_file_refused_on_every_rank_is_not_compared(tmp_path: Path) -> None:
+    """Over the cap on both ranks: hashed with its path in it, the two ranks were two groups and
+    "first differ at stage dynamo" (0 nodes changed). It is neither the same nor different."""
+    job = tmp_path / "job"
+    for r in (0, 1):
+        _rank(job, r, {"0_0-inference": "inference"})
+        rel = _refused_stage(job, r, "big")
+    got = analyze_job(job)
+    assert got["divergence"] is None, got["divergence"]
+    assert [g["ranks"] for g in got["groups"]] == [[0, 1]], got["groups"]
+    (note,) = [n for n in got["notes"] if n["kind"] == "not_compared"]
+    (f,) = note["files"]
+    assert f["file"] == rel and f["ranks"] == [0, 1], f
+    assert "over the 67,108,864-byte limit" in f["why"], f
+    lines = divergence_lines(got["divergence"], got["ranks"], got["notes"])
+    assert lines[0] == "ranks agree in what was compared; 1 file not compared", lines
+    assert lines[1] == f"  not compared: {rel} on rank(s) 0-1: {f['why']}", lines
+    console = Console(record=True, width=300)
+    render_job(got, console)
+    said = console.export_text()
+    assert "ranks agree" in said and said.count("not compared: ") == 1, said
+    assert "differs" not in said, said
+
+
+def test_a_file_refused_on_one_rank_is_not_compared(tmp_path: Path) -> None:
+    """A snapshot that is a symbolic link on rank 0 only: no divergence is made of it (rank 0's
+    content is not read), and the note names rank 0 and why."""
+    job = tmp_path / "job"
+    for r in (0, 1):
+        _rank(job, r, {"0_0-inference": "inference"})
+    rel = _refused_stage(job, 0, "link")
+    got = analyze_job(job)
+    assert got["divergence"] is None, got["divergence"]
+    (note,) = [n for n in got["notes"] if n["kind"] == "not_compared"]
+    assert note["files"] == [{"file": rel, "why": "a symbolic link; not read", "ranks": [0]}]
+    assert "compile_skew" not in got  # judged once: compile_time

@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from tuidebug.trace.format.reader import Trace
-from tuidebug.trace.queries.summary import trace_summary
+from tuidebug.trace.queries.summary import summary_status, trace_summary
 from tuidebug.viewers.summary_text import phase_text
 from tuidebug.viewers.info import render_summary
 
@@ -107,6 +107,17 @@ def test_a_script_that_exited_non_zero_after_compiling(mlp_trace: Path, copy_tra
     assert "SCRIPT FAILED (COMPILED OK; THE SCRIPT EXITED WITH CODE 3)" in text.splitlines()[0]
     ok, s_ok = rendered(mlp_trace)  # the same trace, its script fine: ok, and said so
     assert s_ok["status"] == "ok" and "SCRIPT" not in ok.splitlines()[0]
+
+
+def test_a_rank_whose_script_exited_non_zero_is_script_failed(mlp_trace: Path,
+                                                                failing_trace: Path) -> None:
+    """A launcher's rank (cli/distributed) sees the script's exit code itself: the one rule of
+    ``summary_status`` says script_failed only where the compile was fine."""
+    ok, failed = Trace(mlp_trace), Trace(failing_trace)
+    assert summary_status(ok) == "ok" and summary_status(ok, exit_code=0) == "ok"
+    assert summary_status(ok, exit_code=1) == "script_failed"
+    assert summary_status(ok, exit_code=-9) == "script_failed"
+    assert summary_status(failed, exit_code=1) == failed.status == "failed"
 
 
 def test_profile_tables_keep_their_times_whole_on_a_narrow_console(profiled_trace: Path) -> None:

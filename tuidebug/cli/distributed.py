@@ -264,6 +264,7 @@ def trace_rank(ns: argparse.Namespace, where: dict[str, Any]) -> int:
     from tuidebug.cli.compiling import run_trace
     from tuidebug.trace.format.reader import Trace
     from tuidebug.trace.jobs import job
+    from tuidebug.trace.queries.summary import summary_status
 
     if not ns.output:
         raise CliError("under a distributed launcher, tuidebug trace needs -o DIR (shared by "
@@ -286,11 +287,10 @@ def trace_rank(ns: argparse.Namespace, where: dict[str, Any]) -> int:
     if (out / schema.MANIFEST).exists():
         try:
             t = Trace(out)
-            status, graphs = t.status, len(t.graphs)
+            # as info says it: script_failed where the compile was fine and the script was not
+            status, graphs = summary_status(t, exit_code=code), len(t.graphs)
         except Exception:  # noqa: BLE001 - an unreadable trace is reported as such
             status = "unreadable"
-    if status == "ok" and code != 0:  # the compile was fine; the script was not
-        status = schema.STATUS_SCRIPT_FAILED
     record.update(status=status, exit_code=code, finished_at=time.time())
     if graphs == 0:
         record["note"] = NO_GRAPH

@@ -27,12 +27,33 @@ def _ranks(rs: list[int]) -> str:
     return ",".join(out)
 
 
+def not_compared_lines(notes: list[dict[str, Any]] | None) -> list[str]:
+    """The files of the ranks' traces not read to be compared (a ``not_compared`` note), one
+    line each: ``not compared: FILE on rank(s) R: WHY``."""
+    return [f"  not compared: {f['file']} on rank(s) {_ranks(f['ranks'])}: {f['why']}"
+            for n in notes or [] if n.get("kind") == "not_compared" for f in n.get("files") or []]
+
+
 def divergence_lines(d: dict[str, Any] | None,
-                     ranks: list[dict[str, Any]] | None = None) -> list[str]:
+                     ranks: list[dict[str, Any]] | None = None,
+                     notes: list[dict[str, Any]] | None = None) -> list[str]:
     """The first divergence in a few plain lines; ``["ranks agree"]`` when there is none (with
     the status they share when it is not ``ok``: ranks that all failed alike agree, but the job
     did not succeed; and how they ended when that differs — ``ranks`` is the report's per-rank
-    list)."""
+    list). Files not compared (``notes``: the report's) are listed after it; with none found
+    to differ, the ranks agree only "in what was compared"."""
+    unread = not_compared_lines(notes)
+    lines = _divergence_lines(d, ranks)
+    if unread and d is None:
+        n = len(unread)
+        lines[0] = (lines[0].replace("ranks agree", "ranks agree in what was compared", 1)
+                    .replace("compiles agree", "compiles agree in what was compared", 1)
+                    + f"; {n} file{'s' if n > 1 else ''} not compared")
+    return lines + unread
+
+
+def _divergence_lines(d: dict[str, Any] | None,
+                      ranks: list[dict[str, Any]] | None = None) -> list[str]:
     if d is None:
         by_status: dict[str, list[int]] = {}
         for r in ranks or []:
@@ -154,7 +175,7 @@ def render_job(report: dict[str, Any], console: Console) -> None:
                   chr(ord("A") + group_of[r["rank"]] % 26) if r["rank"] in group_of else "–")
     console.print(t)
     d = report["divergence"]
-    lines = divergence_lines(d, report["ranks"])
+    lines = divergence_lines(d, report["ranks"], report.get("notes"))
     style = ("bold red" if d is not None else "bold green" if lines == ["ranks agree"]
              else "bold yellow")
     console.print(Text("first divergence: " if d else "", style=style)
@@ -162,6 +183,8 @@ def render_job(report: dict[str, Any], console: Console) -> None:
     for line in lines[1:]:
         console.print(inert_text(line))
     for n in report.get("notes") or []:
+        if n.get("kind") == "not_compared":  # among the divergence's lines
+            continue
         for part in note_line(n, str(report["job"])).split("\n"):
             console.print(inert_text(part, "dim"))
     imp = report.get("imported_from")

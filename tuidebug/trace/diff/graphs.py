@@ -11,6 +11,7 @@ from tuidebug.trace.diff.common import pair
 from tuidebug.trace.diff.kernels import extern_diffs, kernel_diffs, wrapper_diff
 from tuidebug.trace.format import schema
 from tuidebug.trace.format.reader import GraphRecord
+from tuidebug.trace.queries.provenance import generated_kernels
 
 
 def _stage_counts(g: GraphRecord | None) -> dict[str, int | None]:
@@ -208,8 +209,9 @@ def graph_diff(gid: str, ga: GraphRecord | None, gb: GraphRecord | None, *, code
         "ir": _ir(ga, gb),
         "fusion": _fusion(ga, gb),
         "kernels": kernels,
-        "kernel_count": pair(sum(1 for k in ga.kernels if not k.extern) if ga else None,
-                              sum(1 for k in gb.kernels if not k.extern) if gb else None),
+        # counted as info and the overview count them (meta.json's count without a kernel index)
+        "kernel_count": pair(generated_kernels(ga) if ga else None,
+                              generated_kernels(gb) if gb else None),
         "externs": [e for e in extern_diffs(ga, gb) if e["a"] != e["b"]],
         "extern_count": pair(sum(1 for k in ga.kernels if k.extern) if ga else None,
                               sum(1 for k in gb.kernels if k.extern) if gb else None),

@@ -16,7 +16,11 @@ summary lacks the compile's seconds or cache counts (traces made before the summ
 
 Reading is for untrusted folders: nothing is followed through a symbolic link, graph ids must be
 plain folder names, every file is read through ``safefile`` (regular files, capped, bounded JSON)
-and every value is checked for its type.
+and every value is checked for its type. A file ``safefile`` refuses (over 64 MiB, a symbolic
+link, not a regular file) is not compared: it stands in the fingerprint as ``UNREAD`` (the same
+on every rank: no difference is made of it) and is listed, with why, in the print's ``unread``
+(left out of its hash): the analysis says it was not compared, never that it is the same or
+differs.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ _DEVICE_CALL_RE = re.compile(r"\b((?:set_device|get_raw_stream|device_guard|Devi
 _GRAPH_ID_RE = re.compile(r"(# graph id: )\d+")
 _HARNESS = re.compile(r"\n(?:def get_args\(|def benchmark_compiled_module\(|if __name__ == )")
 COLLECTIVE_TARGET = ("_c10d_functional", "c10d", "_c10d_functional_autograd")
+UNREAD = "not read"  # a refused file's place in a fingerprint: equal to no content hash
 
 
 def digest(data: bytes) -> str:
@@ -93,8 +98,17 @@ class GraphPrint(TypedDict, total=False):
     status: str
     stages: list[list[str | None]]  # [snapshot file name (.json or .txt), normalised hash]
     code: str | None
-    collectives: str | None  # the collective sequence's hash (None: it issues none)
+    collectives: str | None  # the collective sequence's hash (None: it issues none; UNREAD)
     unreadable: bool  # never read outside the rank's trace
+    unread: list[str]  # files of the graph refused (relative to its folder): not compared
+
+
+class Unread(TypedDict):
+    """A file of a rank's trace that was not compared: ``file`` relative to the trace, ``why``
+    (safefile's reason)."""
+
+    file: str
+    why: str
 
 
 class CompilePrint(TypedDict):
@@ -106,7 +120,8 @@ class CompilePrint(TypedDict):
 class RankPrint(TypedDict):
     config: str | None
     compiles: list[CompilePrint]
-    hash: str
+    hash: str  # of config and compiles
+    unread: list[Unread]  # not in ``hash``: reasons name sizes, which differ per rank
 
 
 @dataclass
@@ -134,10 +149,12 @@ class Hashes:
         self._collectives: dict[bytes, tuple[str | None, frozenset[str]]] = {}
 
     def file(self, path: str, name: str, st: os.stat_result | None = None,
-             groups: frozenset[str] = frozenset()) -> str | None:
+             groups: frozenset[str] = frozenset(),
+             unread: dict[str, str] | None = None) -> str | None:
         """The normalised content hash of a file of a rank's trace (``groups``: the
         process-group names of the graph's collectives, left out of a snapshot's collective
-        nodes); None when there is none."""
+        nodes); None when there is none; ``UNREAD`` when safefile refuses it (why, by its path,
+        in ``unread``)."""
         try:
             st = st or os.stat(path, follow_symlinks=False)
         except OSError:
@@ -148,8 +165,10 @@ class Hashes:
             return self._by_inode[same]
         try:  # a FIFO never blocks, a huge (sparse) file is not read
             raw, _ = safefile.read_bytes(path, safefile.MAX_JSON_BYTES, no_link=True)
-        except safefile.Refused as e:  # unread: never equal to another rank's (its path is in it)
-            return f"not read: {path}: {e}"
+        except safefile.Refused as e:  # not compared: neither the same nor different
+            if unread is not None:
+                unread[path] = str(e)
+            return UNREAD
         except OSError:
             return None
         key = hashlib.sha256(name.encode() + b"\0" + "\0".join(sorted(groups)).encode()
@@ -165,11 +184,17 @@ class Hashes:
             self._by_inode[same] = self._by_content[key]
         return self._by_content[key]
 
-    def collectives(self, path: str) -> tuple[str | None, frozenset[str]]:
-        """A graph's ``collectives.json``: the hash of its sequence and its group names."""
+    def collectives(self, path: str,
+                    unread: dict[str, str] | None = None) -> tuple[str | None, frozenset[str]]:
+        """A graph's ``collectives.json``: the hash of its sequence and its group names
+        (``UNREAD`` when safefile refuses it: why, by its path, in ``unread``)."""
         try:
             raw, _ = safefile.read_bytes(path, safefile.MAX_JSON_BYTES, no_link=True)
-        except OSError:  # missing (it issues none), refused or unreadable: nothing to compare
+        except safefile.Refused as e:
+            if unread is not None:
+                unread[path] = str(e)
+            return UNREAD, frozenset()
+        except OSError:  # missing (it issues none) or unreadable: nothing to compare
             return None, frozenset()
         key = hashlib.sha256(raw).digest()
         if key not in self._collectives:
@@ -202,7 +227,10 @@ def _lstat(e: os.DirEntry[str]) -> os.stat_result | None:
         return None
 
 
-def graph_print(root: Path, g: GraphEntry, hashes: Hashes) -> GraphPrint:
+def graph_print(root: Path, g: GraphEntry, hashes: Hashes,
+                unread: dict[str, str] | None = None) -> GraphPrint:
+    """``unread``: the files refused, by path, with why (filled)."""
+    unread = {} if unread is None else unread
     fp: GraphPrint = {"id": g.id, "kind": g.kind, "status": g.status, "stages": [],
                       "code": None, "collectives": None}
     gdir = os.path.join(root, schema.GRAPHS_DIR, g.id)
@@ -213,20 +241,27 @@ def graph_print(root: Path, g: GraphEntry, hashes: Hashes) -> GraphPrint:
         linked = False  # no folder: its files hash as missing
     if not is_safe_name(g.id) or linked:
         fp["unreadable"] = True  # never read outside the rank's trace
+        if is_safe_name(g.id):
+            unread[gdir] = "its folder is reached through a symbolic link; not read"
         return fp
-    seq, groups = hashes.collectives(os.path.join(gdir, schema.COLLECTIVES))
+    before = set(unread)
+    seq, groups = hashes.collectives(os.path.join(gdir, schema.COLLECTIVES), unread)
     fp["collectives"] = seq
     # the snapshot files in order (stages/NNN-<name>.json, and .txt: a graph as a log printed
     # it, which a lazily imported trace keeps until it is read), listed rather than read from
     # meta.json (it holds this rank's phase times); the stage's name is looked up for the two
     # ranks compared
-    fp["stages"] = [[e.name, hashes.file(e.path, e.name, _lstat(e), groups)]
+    fp["stages"] = [[e.name, hashes.file(e.path, e.name, _lstat(e), groups, unread)]
                     for e in _scan(os.path.join(gdir, schema.STAGES_DIR))
                     if e.name.endswith(".json") or layout.is_fx_text(e.name)]
     parts = [e for e in _scan(os.path.join(gdir, "code")) if not e.name.endswith(".json")]
     if parts or os.path.isdir(os.path.join(gdir, "code")):
-        fp["code"] = digest("".join(f"{e.name}:{hashes.file(e.path, e.name, _lstat(e))};"
-                                    for e in parts).encode())
+        fp["code"] = digest("".join(
+            f"{e.name}:{hashes.file(e.path, e.name, _lstat(e), unread=unread)};"
+            for e in parts).encode())
+    refused = sorted(os.path.relpath(p, gdir) for p in set(unread) - before)
+    if refused:
+        fp["unread"] = refused
     return fp
 
 
@@ -272,6 +307,7 @@ def read_rank(rank: int, trace_dir: Path, hashes: Hashes) -> RankDigest:
             by_compile.setdefault(g.compile_id, []).append(g)
     compiles: list[CompilePrint] = []
     seconds: dict[str, float] = {}
+    unread: dict[str, str] = {}
     for c in m.compiles:
         cid = c.get("id")
         if not isinstance(cid, str):
@@ -288,9 +324,11 @@ def read_rank(rank: int, trace_dir: Path, hashes: Hashes) -> RankDigest:
         if s is not None:
             seconds[cid] = float(s)
         compiles.append({"id": cid, "cache": cache,
-                         "graphs": [graph_print(trace_dir, g, hashes)
+                         "graphs": [graph_print(trace_dir, g, hashes, unread)
                                     for g in by_compile.get(cid, [])]})
-    fp = {"config": hashes.file(str(trace_dir / schema.CONFIG), schema.CONFIG),
+    fp = {"config": hashes.file(str(trace_dir / schema.CONFIG), schema.CONFIG, unread=unread),
           "compiles": compiles}
-    whole: RankPrint = {**fp, "hash": digest(json.dumps(fp, sort_keys=True).encode())}  # type: ignore[typeddict-item]
+    whole: RankPrint = {**fp, "hash": digest(json.dumps(fp, sort_keys=True).encode()),  # type: ignore[typeddict-item]
+                        "unread": [{"file": os.path.relpath(p, trace_dir), "why": why}
+                                   for p, why in sorted(unread.items())]}
     return RankDigest(rank, m, live_status(m), whole, seconds)

@@ -26,13 +26,16 @@ benchmarks each rank's own device and may pick another kernel): it is a note (``
 a compile that hit a cache on some ranks only (ranks of one node sharing a cache folder: the
 first to compile writes what the others read), with the same graphs and collectives.
 
-Compile-time skew per compile (slowest vs fastest rank) is reported alongside, and judged over
-every compile the ranks share (``skew.judge_skew``: no rank is called slow on one sample).
+Compile time is judged alongside, over every compile the ranks share (``skew.judge_skew``: no
+rank is called slow on one sample). A file refused by the safe reader (over 64 MiB, a symbolic
+link) is not compared, on whichever ranks it is refused: a ``not_compared`` note names it and
+why, and it makes no divergence.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -41,7 +44,8 @@ from tuidebug.trace.queries import collectives as coll
 from tuidebug.trace.jobs import job as joblayout
 from tuidebug.trace.jobs import progress as rank_progress
 from tuidebug.trace.jobs import rank_digest
-from tuidebug.trace.jobs.rank_digest import Hashes, RankDigest, RankPrint, normalise_text
+from tuidebug.trace.jobs.rank_digest import (UNREAD, Hashes, RankDigest, RankPrint,
+                                             normalise_text)
 from tuidebug.trace.jobs.skew import judge_skew
 from tuidebug.trace.format.graph import node_line
 from tuidebug.trace.format.layout import diff_fingerprints
@@ -210,7 +214,7 @@ def _first_difference(ra: int, ta: Trace, fa: RankPrint,
     """Where rank ``rb``'s trace first differs from reference rank ``ra``'s: (position in compile
     order, the divergence without its rank lists), or None when they agree. Differences that
     are no divergence (generated code) are appended to ``notes``."""
-    if fa["config"] != fb["config"]:
+    if fa["config"] != fb["config"] and UNREAD not in (fa["config"], fb["config"]):
         va, vb = _config_values(ta), _config_values(tb)
         keys = sorted(k for k in set(va) | set(vb)
                       if normalise_text(repr(va.get(k))) != normalise_text(repr(vb.get(k))))
@@ -246,12 +250,17 @@ def _first_difference(ra: int, ta: Trace, fa: RankPrint,
             if a["status"] != b["status"]:
                 return pos, {"kind": "status", "compile_id": cid, "graph": a["id"],
                              "statuses": [a["status"], b["status"]]}
-            if a.get("collectives") != b.get("collectives"):
+            if a.get("unreadable") or b.get("unreadable"):  # not compared (a note says so)
+                continue
+            if a.get("collectives") != b.get("collectives") and UNREAD not in (
+                    a.get("collectives"), b.get("collectives")):
                 d = coll.first_difference(ta.graph(a["id"]), tb.graph(b["id"]), (ra, rb))
                 if d is not None:
                     return pos, {"kind": "collectives", "compile_id": cid, "graph": a["id"], **d}
             noted = False
             for (file_a, ha), (file_b, hb) in zip(a["stages"], b["stages"]):
+                if UNREAD in (ha, hb):  # refused on a side: not compared (a note says so)
+                    continue
                 if file_a != file_b or ha != hb:
                     name_a = _stage_name(ta.graph(a["id"]), file_a)
                     ga_, gb_ = ta.graph(a["id"]), tb.graph(b["id"])
@@ -268,7 +277,9 @@ def _first_difference(ra: int, ta: Trace, fa: RankPrint,
             if len(a["stages"]) != len(b["stages"]):
                 return pos, {"kind": "graph", "compile_id": cid, "graph": a["id"],
                              "stage": None, "detail": "different numbers of snapshots"}
-            if a["code"] != b["code"]:
+            code_unread = any(f.startswith("code" + os.sep)
+                              for f in (a.get("unread") or []) + (b.get("unread") or []))
+            if a["code"] != b["code"] and not code_unread:
                 ga, gb = ta.graph(a["id"]), tb.graph(b["id"])
                 wa, wb = coll.autotune_winners(ga), coll.autotune_winners(gb)
                 notes.append({"kind": "code", "compile_id": cid, "graph": a["id"],
@@ -294,21 +305,14 @@ def _same_cache_seconds(digests: dict[int, RankDigest]) -> dict[int, dict[str, f
             for r, d in digests.items()}
 
 
-def _skew(digests: dict[int, RankDigest]) -> list[dict[str, Any]]:
-    times: dict[str, dict[int, float]] = {}
-    for r, d in digests.items():
-        for cid, sec in d.compile_seconds.items():
-            times.setdefault(cid, {})[r] = sec
-    out = []
-    for cid, per in times.items():
-        if len(per) < 2:
-            continue
-        slow = max(per, key=lambda r: per[r])
-        fast = min(per, key=lambda r: per[r])
-        out.append({"compile_id": cid, "slowest": {"rank": slow, "s": per[slow]},
-                    "fastest": {"rank": fast, "s": per[fast]},
-                    "spread_s": round(per[slow] - per[fast], 6)})
-    return out
+def _not_compared(digests: dict[int, RankDigest]) -> list[dict[str, Any]]:
+    """The files of the ranks' traces that were not read to be compared: ``{file, why, ranks}``
+    per file and reason (a file refused on every rank is neither the same nor different)."""
+    by: dict[tuple[str, str], list[int]] = {}
+    for r, d in sorted(digests.items()):
+        for u in d.print.get("unread") or []:
+            by.setdefault((u["file"], u["why"]), []).append(r)
+    return [{"file": f, "why": why, "ranks": rs} for (f, why), rs in by.items()]
 
 
 def analyze_job(root: str | Path) -> dict[str, Any]:
@@ -364,6 +368,9 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
         if best is not None:
             (_, dv), rs = best
             divergence = {**dv, "reference_ranks": ref_ranks, "diverging_ranks": rs}
+    unread = _not_compared(digests)
+    if unread:  # refused on some ranks or all: neither the same nor different
+        notes.append({"kind": "not_compared", "files": unread})
     no_graph = sorted(r for r, dg in digests.items() if not dg.graphs)
     if no_graph:  # Dynamo ran (or not) and reached no Inductor graph: the script ran eagerly
         notes.append({"kind": "no_graph", "ranks": no_graph,
@@ -374,7 +381,7 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
     return {"job": str(root), "world_size": job["world_size"], "launcher": job.get("launcher"),
             "nodes": job["nodes"], "ranks": ranks,
             "groups": [{"hash": h, "ranks": rs} for h, rs in ordered],
-            "divergence": divergence, "notes": notes, "compile_skew": _skew(digests),
+            "divergence": divergence, "notes": notes,
             "compile_time": judge_skew(_same_cache_seconds(digests)).to_json(),
             "problems": list(job.get("problems") or []),  # what of the job folder was not read
             "waits": rank_progress.waits(ranks)}

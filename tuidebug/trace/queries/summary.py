@@ -155,12 +155,15 @@ def graph_summary(g: GraphRecord, compile_record: dict[str, Any] | None = None, 
     }
 
 
-def summary_status(trace: Trace) -> str:
+def summary_status(trace: Trace, exit_code: int | None = None) -> str:
     """The status ``info`` gives: the trace's own (``Trace.status``), except ``script_failed``
-    where the compile was fine (ok) but the traced script raised or exited non-zero."""
+    where the compile was fine (ok) but the traced script raised or exited non-zero (as its
+    manifest says, or ``exit_code``: the script's exit code where the caller saw the process
+    end, as a launcher's rank does)."""
     status = trace.status
     m = trace.manifest
-    if status == schema.STATUS_OK and (m.script_error is not None or m.script_exit_code):
+    if status == schema.STATUS_OK and (m.script_error is not None or m.script_exit_code
+                                       or exit_code):
         return schema.STATUS_SCRIPT_FAILED
     return status
 

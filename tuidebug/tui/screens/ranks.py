@@ -127,12 +127,13 @@ class RanksScreen(TraceScreen):
                 status, "")), Text(chr(ord("A") + group_of[rank] % 26) if rank in group_of
                                    else "–"), *cells, key=str(rank))
             self.row_ranks.append(rank)
-        lines = divergence_lines(report["divergence"], report["ranks"])
+        lines = divergence_lines(report["divergence"], report["ranks"], report.get("notes"))
         detail = Text()
         detail.append("first divergence: " if report["divergence"] else "",
                       style="bold red")
         detail.append_text(inert_text(lines[0], "bold red" if report["divergence"]
-                                      else "bold green"))
+                                      else "bold green" if lines == ["ranks agree"]
+                                      else "bold yellow"))
         for line in lines[1:]:
             detail.append("\n")
             detail.append_text(inert_text(line))
