@@ -175,6 +175,27 @@ def test_a_restarted_rank_is_judged_by_its_last_attempt(tmp_path: Path) -> None:
                                                              {"default": 1})
 
 
+def test_ddp_steps_are_kept_for_at_most_max_groups_groups(tmp_path: Path) -> None:
+    """A log naming many groups, a DDP bucket in each: the per-group DDP step numbers were kept
+    for every group (``reached`` stops at MAX_GROUPS); a bucket of a group past the cap has no
+    step, and the rank is still said to wait in it."""
+    from tuidebug.trace.jobs.progress import MAX_GROUPS
+
+    log = tmp_path / "rank_0.progress.jsonl"
+    events = [{"event": "start", "pid": 1}] + [
+        {"event": "collective", "op": "all_reduce", "seq": 1, "group": f"g{i}",
+         "ddp": {"bucket": 0, "last": True, "bytes": 4}} for i in range(MAX_GROUPS + 40)]
+    log.write_text("".join(json.dumps(e) + "\n" for e in events))
+    c = last_collective(log)
+    assert len(c["ddp_steps"]) == MAX_GROUPS and len(c["reached"]) == MAX_GROUPS, \
+        (len(c["ddp_steps"]), len(c["reached"]))
+    assert c["group"] == f"g{MAX_GROUPS + 39}" and c["state"] == "waiting", c
+    assert "step" not in c["ddp"], c["ddp"]
+    ranks = [{"rank": 0, "status": "timed_out", "progress": {"collective": c}},
+             {"rank": 1, "status": "timed_out", "progress": {"collective": c}}]
+    assert waits(ranks) is not None  # said, no step numbered
+
+
 @pytest.mark.slow  # traces a script
 def test_a_progress_log_that_cannot_be_written_does_not_stop_the_rank(tmp_path: Path) -> None:
     """The rank's capture child cannot open its progress log (here its folder is a file): the

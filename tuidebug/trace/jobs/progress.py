@@ -93,7 +93,7 @@ def _text(v: Any) -> str | None:
 
 MAX_MEMBERS = 1 << 16
 MAX_LISTED = 1024  # group members kept as a list (a longer list: not used, as if not given)
-MAX_GROUPS = 256  # groups whose highest collective a rank's log is read for
+MAX_GROUPS = 256  # groups whose highest collective (and DDP step) a rank's log is read for
 
 
 def _members(v: Any) -> list[int] | dict[str, int] | None:
@@ -178,8 +178,8 @@ def last_collective(path: Path) -> dict[str, Any] | None:
                 "members": _members(ev.get("members")), "compiled": _compiled(ev.get("compiled")),
                 "ddp": _ddp(ev.get("ddp")), "state": "waiting", "reached": reached,
                 "ddp_steps": steps}
-            if last["ddp"] is not None:
-                number_step(last["ddp"], group, steps, prev)
+            if last["ddp"] is not None and (group in steps or len(steps) < MAX_GROUPS):
+                number_step(last["ddp"], group, steps, prev)  # groups past the cap: no step
         elif (kind == "done" and last is not None and ev.get("seq") == last["seq"]
               and _text(ev.get("group")) == last["group"]):
             last["state"] = "done"
@@ -198,12 +198,13 @@ def last_collective(path: Path) -> dict[str, Any] | None:
                 waiting_in = c if kind == "wait" else None
     if waiting_in is not None and (last is None or last["state"] != "waiting"):
         return waiting_in  # issued earlier, waited for now (compiled code's wait_tensor)
-    if last is not None and last["ddp"] and last["state"] == "waiting":
+    if last is not None and last["ddp"] and last["state"] == "waiting" \
+            and "step" in last["ddp"]:
         # DDP's reducer issues its buckets' all-reduces one after another and waits for them
         # all: the rank waits first in the earliest of its last step that never completed
         step = last["ddp"]["step"]
         return next((c for c in seen.values() if c["ddp"] and c["state"] == "waiting"
-                     and c["group"] == last["group"] and c["ddp"]["step"] == step), last)
+                     and c["group"] == last["group"] and c["ddp"].get("step") == step), last)
     return last
 
 

@@ -73,6 +73,9 @@ def classify(trace: Trace, ran: dict[str, Trace | None],
     (``reruns_needed``)."""
     unavailable = unavailable or {}
     out = []
+    wrong_of = mismatches(trace)  # read once, not per compile
+    random_run = ran.get(RANDOM)
+    random_reports = reports(random_run) if random_run is not None else {}
     for cid, report in reports(trace).items():
         first = first_of(report)
         key = call_key(first)
@@ -94,15 +97,15 @@ def classify(trace: Trace, ran: dict[str, Trace | None],
                 reruns.append(outcome(flag, ran.get(flag), cid, unavailable.get(flag), reach))
                 if flag == RANDOM and key is None and reruns[-1].outcome == "stays":
                     # random numbers hid a diverging kernel: blamed only if it comes back
-                    found = call_key(first_of(reports(ran[RANDOM]).get(cid) or {})) \
-                        if ran.get(RANDOM) is not None else None
+                    found = call_key(first_of(random_reports.get(cid) or {})) \
+                        if random_run is not None else None
                     reruns.append(outcome(RANDOM_CONTROL, ran.get(RANDOM_CONTROL), cid, None,
                                            found) if RANDOM_CONTROL in ran and found else
                                   Rerun(RANDOM_CONTROL, "not run", "no control run"))
             else:
                 reruns.append(Rerun(flag, "not run", "not asked for"))
         found = _verdict(cid, report, kernel, randomish, reruns)
-        wrong = mismatches(trace).get(cid)
+        wrong = wrong_of.get(cid)
         if found.verdict == NONE_DIVERGES and wrong is not None:
             found = Classified(cid, None, NOT_LOCATED, f"the outputs differ from eager ({wrong}) "
                                f"but none of the {judged_count(report)} generated kernel calls "
