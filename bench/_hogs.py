@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from tuidebug.compiler.fair_timing import cores, load1
+from tuidebug.machine import cores, load1
 
 HOG = "while True:\n    pass\n"
 # a busy loop is always runnable: where it got less than this share of a core over the run, it

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _spread import spread  # noqa: E402
 
 
 def run(root: Path, args: list[str]) -> tuple[float, float]:
@@ -36,10 +38,6 @@ def run(root: Path, args: list[str]) -> tuple[float, float]:
     if os.waitstatus_to_exitcode(status) not in (0, 1):  # 1: the trace's status is not ok
         raise RuntimeError(f"tuidebug {' '.join(args)} failed in {root}")
     return ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
-
-
-def spread(xs: list[float], fmt: str = "{:.3f}") -> str:
-    return f"{fmt.format(statistics.median(xs))} [{fmt.format(min(xs))}–{fmt.format(max(xs))}]"
 
 
 def main() -> int:
@@ -62,7 +60,7 @@ def main() -> int:
     load1 = os.getloadavg()
     print(f"tuidebug {' '.join(args)}: n={ns.repeat}, load {load0[0]:.1f} -> {load1[0]:.1f}")
     for name, rs in rows.items():
-        print(f"  {name:5} ({roots[name]}) CPU {spread([r[0] for r in rs])} s   "
+        print(f"  {name:5} ({roots[name]}) CPU {spread([r[0] for r in rs], '{:.3f}')} s   "
               f"peak RSS {spread([r[1] for r in rs], '{:.0f}')} MB")
     if ns.against:
         ratios = [a[0] / b[0] for a, b in zip(rows["this"], rows["other"])]

@@ -23,10 +23,8 @@ after.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,8 +35,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from _spread import spread  # noqa: E402
 from torch_trace_copies import write_copies  # noqa: E402
 from tuidebug.trace import importers  # noqa: E402
+from tuidebug.trace.format.manifest import find_manifest  # noqa: E402
+from tuidebug.machine import cores  # noqa: E402
 
 
 def make_log(log_dir: Path, layers: int) -> Path:
@@ -91,15 +92,9 @@ def run(cmd: list[str], env: dict[str, str] | None = None,
 
 
 def _status(trace: Path) -> str | None:
-    """The status in a trace's manifest (None: none readable)."""
-    try:
-        return json.loads((trace / "manifest.json").read_text()).get("status")
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
-def spread(xs: list[float], fmt: str = "{:.2f}") -> str:
-    return f"{fmt.format(statistics.median(xs))} [{fmt.format(min(xs))}–{fmt.format(max(xs))}]"
+    """The status in a trace's manifest (None: none readable), read by the trace reader."""
+    m = find_manifest(trace)
+    return m.status if m is not None else None
 
 
 def main() -> int:
@@ -125,7 +120,7 @@ def main() -> int:
     # shells and CI, made every run compile each module from source: a fifth of a 30 MB import)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     print(f"real log: {real} ({real.stat().st_size / 1e6:.1f} MB); {version}; "
-          f"{os.cpu_count()} CPUs")
+          f"{cores()} CPUs")
     try:
         for size in [float(s) for s in ns.sizes.split(",")]:
             log = work / f"copies{size:g}.log"

@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from tuidebug.compiler.worker import RecompileWorker  # noqa: E402
 from tuidebug.trace.diff import diff_traces  # noqa: E402
+from tuidebug.machine import cores  # noqa: E402
 
 DEFAULT = ["mlp.py", "conv_net.py", "reductions.py", "transformer_block.py"]
 MODES = ("cold", "warm", "primed", "nocache")
@@ -86,7 +87,7 @@ def main() -> None:
     worker.wait_ready()
     print(f"worker ready in {time.perf_counter() - t0:.1f}s (import {worker.info.get('import_s')}s, "
           f"warm-up {worker.info.get('warmup_s')}s; not counted below)", flush=True)
-    print(f"change: {' '.join(sets)}   machine: {os.cpu_count()} cores", flush=True)
+    print(f"change: {' '.join(sets)}   machine: {cores()} cores", flush=True)
     print(f"{'example':22} " + " ".join(f"{m + ' s':>10}" for m in modes)
           + "  " + " ".join(f"{m + '/cold':>13}" for m in modes if m != "cold"), flush=True)
     raw: dict[str, dict[str, list[float]]] = {}

@@ -54,6 +54,9 @@ from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from tuidebug.machine import cores, load1  # noqa: E402
+
 BENCH_DIR = Path("/tmp/tuidebug-bench")
 DEFAULT = BENCH_DIR / "tr24"
 VARIANT = BENCH_DIR / "tr24-fusion16"  # the same step recompiled with other fusion limits
@@ -435,7 +438,7 @@ def main() -> None:
         if args:
             sys.exit(f"not a trace: {path}")
         build(path)
-    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    print(f"load average {load1():.2f} on {cores()} cores")
     keys_only = "--keys-only" in sys.argv
     times = [] if keys_only else cold_starts(path, cold)
     if times:

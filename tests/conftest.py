@@ -304,8 +304,10 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: one worker more than the cores, on a small machine. Three files wait on a
     stopped torchrun job for most of their time (``--timeout`` of a hang: about 6 minutes of
     the run, the CPU idle), and the third worker fills that time with the other files' work."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return cores + 1 if cores <= 4 else cores
+    from tuidebug.machine import cores
+
+    n = cores()
+    return n + 1 if n <= 4 else n
 
 
 def _slow_files_first(items: list[pytest.Item]) -> None:

@@ -11,7 +11,6 @@ measured in one process. The verdict on the times is ``tuidebug.trace.queries.ve
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -19,6 +18,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from tuidebug.compiler import compat
+from tuidebug.machine import cores, load1  # noqa: F401 (load1: whole_call reads it here)
 from tuidebug.trace.queries.verdict import ratio_interval
 
 MIN_ROUNDS = 10
@@ -45,18 +45,6 @@ class Machine:
         return dict(self.__dict__)
 
 
-def cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def load1() -> float:
-    try:
-        return float(os.getloadavg()[0])
-    except (AttributeError, OSError):
-        return 0.0
 
 
 def free_threads() -> Machine:
