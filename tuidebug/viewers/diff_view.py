@@ -136,7 +136,8 @@ def diff_renderables(d: dict[str, Any], *, code: bool = True, unchanged: bool = 
                       Text(counters or "none", style="" if counters else "dim"))
         out.append(t)
     if d["runtime"]:
-        t = Table(title="first call (compiled) vs eager, per compile", title_justify="left",
+        t = Table(title="first calls, per compile: each timed once, the eager one with its "
+                  "warm-up (not a speed comparison: --profile measures one)", title_justify="left",
                   show_edge=False)
         for col in ("compile", "compiled first call", "eager", "matches eager", "max abs err"):
             t.add_column(col)
