@@ -48,9 +48,15 @@ def dynamic_notes(c: dict[str, Any], tried: dict[str, dict[str, Any]] | None = N
                 *_head(cid, f"recompiled after {rec.get('previous') or '?'}: "),
                 inert_text(str(rec.get("failed_guard") or "?")[:200]),
                 inert_text(f" (failing value {value})" if value is not None else "")))
+        guard_at = rec.get("guard_at")
+        if isinstance(guard_at, dict) and where(guard_at):
+            out.append(Text.assemble(("      guard from ", "dim"), inert_text(where(guard_at)),
+                                     inert_text(f"  {str(guard_at.get('code') or '')[:160]}")))
         called = rec.get("called_at")
         if isinstance(called, dict) and where(called):
-            out.append(Text.assemble(("      called at ", "dim"), inert_text(where(called)),
+            label = ("      resumed after the graph break at " if rec.get("resumed")
+                     else "      called at ")
+            out.append(Text.assemble((label, "dim"), inert_text(where(called)),
                                      inert_text(f"  {str(called.get('code') or '')[:160]}")))
         if rec.get("suggestion"):
             out.append(Text.assemble(("      avoid it: ", "dim"),

@@ -144,7 +144,11 @@ def counts(trace: Trace, wall_s: float | None = None) -> Counts:
     compiles = trace.compiles
     # a compile made a graph that ran; a restarted analysis's graph is redone by its restart
     made = list(dict.fromkeys(g.compile_id for g in trace.graphs if g.status != "restarted"))
-    recompiled = [cid for cid in made if explain(cid, compiles, trace.compile_shapes_brief(cid))]
+    # a recompile whose analysis restarted (at a graph break) made its graph under the
+    # restart's id (``0/1_1``): its reasons are the first attempt's (``0/1``)
+    recompiled = [cid for cid in made
+                  if any(explain(c, compiles, trace.compile_shapes_brief(c))
+                         for c in dict.fromkeys([cid, re.sub(r"_\d+$", "", cid)]))]
     breaks = sum(len(bs) for bs in trace_breaks(trace).values())
     script = trace.manifest.script_error
     status = trace.status if not script else "raised"
@@ -174,6 +178,12 @@ def _dim_source(source: str | None) -> tuple[str, int] | None:
     return (m["src"], int(m["dim"])) if m else None
 
 
+def _number_source(source: str | None) -> str | None:
+    """``L['scale']`` -> ``scale``: a number of the frame (not a tensor's size)."""
+    m = re.fullmatch(r"L\['(?P<name>[A-Za-z_]\w*)'\]", source or "")
+    return m["name"] if m else None
+
+
 def _has_symbol(trace: Trace, cid: str, source: str) -> bool:
     shapes = trace.compile_shapes_brief(cid)
     return any(s.get("source") == source or source in (s.get("sources") or [])
@@ -198,6 +208,14 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
                     "recompiles", Apply(config={f"dynamo.{knob}": limit * 4})))
             continue
         dim = _dim_source(rec.get("source"))
+        number = _number_source(rec.get("source"))
+        if dim is None and number is not None:
+            why = (f"{cid}: the Python number {number} changed ({rec.get('expected')} → "
+                   f"{rec.get('failing_value')}): it was a constant of the compile")
+            out.setdefault("dynamic=True", Suggestion(
+                "dynamic=True", "compile with torch.compile(..., dynamic=True)", why,
+                "recompiles", Apply(compile_kwargs={"dynamic": True})))
+            continue
         if dim is None:
             continue
         src, index = dim
@@ -221,7 +239,7 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
         out.setdefault("dynamic=True", Suggestion(
             "dynamic=True", "compile with torch.compile(..., dynamic=True)", why, "recompiles",
             Apply(compile_kwargs={"dynamic": True})))
-        if USER_INPUT.match(name):
+        if USER_INPUT.match(name) and not rec.get("resumed"):
             out.setdefault(f"mark_dynamic {name} {index}", Suggestion(
                 f"mark_dynamic {name} {index}",
                 f"mark dimension {index} of {name} dynamic before the first call "

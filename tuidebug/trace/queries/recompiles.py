@@ -27,7 +27,20 @@ POSITIONAL = re.compile(r"^args\[(?P<index>\d+)\]$")
 CACHE_TENSOR = re.compile(r"past_key_values|key_cache|value_cache|kv_cache|\bcache\b|layers\[", re.I)
 _NAME_HEAD = re.compile(r"^(?P<head>[A-Za-z_]\w*)(?P<rest>.*)$", re.S)
 _SIZE_SOURCE = re.compile(r"L\['[^'\]]+'\]\.(?:size|stride)\(\)\[\d+\]")
-_INT_SOURCE = re.compile(r"L\['(?P<name>[^'\]]+)'\] == (?P<value>-?\d+)")
+# a Python number of the frame held as a constant: ``n == 2``, ``scale == 2.0`` (torch 2.13 names
+# the local), ``L['n'] == 2`` (as older logs do)
+_CONSTANT = re.compile(r"(?:L\['(?P<local>[^'\]]+)'\]|(?P<name>[A-Za-z_]\w*)) == "
+                       r"(?P<value>-?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|inf|nan))")
+# a failed guard's own words end where Dynamo's comment (``  # h = h * scale  # x.py:13 in f``)
+# and the user stack it appends (``User stack trace:`` then ``File "…", line N, in fn`` and the
+# line's code) begin
+_COMMENT = "  #"
+_STACK_HEAD = re.compile(r"\n\s*(?:-\s*)?User stack trace:")
+_STACK_FRAME = re.compile(r'File "(?P<file>[^"\n]+)", line (?P<line>\d+), in (?P<fn>[^\n]+)\n'
+                          r"(?:\s*-)?\s*(?P<code>[^\n]*)")
+# the code Dynamo resumes after a graph break is a function of its own; its inputs are the
+# locals the break carried over, not arguments the user passes
+RESUME = re.compile(r"^torch_dynamo_resume_in_")
 _LIMIT = re.compile(r"recompile limit|cache_size_limit|recompile_limit", re.I)
 # which limit Dynamo says was hit ("Limit type: accumulated_recompile_limit", "hit
 # config.recompile_limit") and its value then ("currently set to 8")
@@ -85,19 +98,41 @@ def _local(name: str) -> str:
     return f"L['{m['head']}']{m['rest']}" if m else f"L['{name}']"
 
 
-def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | None = None
-               ) -> tuple[str, str | None, Any, Any]:
+def guard_of(text: str) -> tuple[str, dict[str, Any] | None]:
+    """A failed guard as Dynamo reports it, split into the guard itself (``scale == 2.0``) and
+    the user line it names (``{file, line, fn, code}``: the innermost frame of the stack it
+    appends; None when it appends none)."""
+    head = _STACK_HEAD.search(text)
+    guard = text[:head.start()] if head else text
+    cut = guard.find(_COMMENT)
+    guard = (guard[:cut] if cut >= 0 else guard).strip()
+    frames = list(_STACK_FRAME.finditer(text[head.end():])) if head else []
+    if not frames:
+        return guard, None
+    f = frames[-1]
+    return guard, {"file": f["file"], "line": int(f["line"]), "fn": f["fn"].strip(),
+                   "code": f["code"].strip()}
+
+
+def _carried(name: str) -> str:
+    return (f"{name!r} is a local your function carries across a graph break into the code "
+            f"Dynamo resumes after it, not an input you pass yourself")
+
+
+def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | None = None,
+               resumed: bool = False) -> tuple[str, str | None, Any, Any]:
     """What would avoid a recompile whose failed guard says ``text``: (suggestion, the input
     source it is about, the value it expected, the value that failed it). ``symbolic_sources``:
     the sources this compile made symbols for (None: not known) — it "makes a dimension
-    dynamic" only when it has a symbol for it."""
+    dynamic" only when it has a symbol for it. ``resumed``: the compile is of the code Dynamo
+    resumes after a graph break, whose inputs the user does not pass."""
     m = _TENSOR.search(text)
     if m:
         name, index = m["name"], m["index"]
         source = f"{_local(name)}.{m['what']}()[{index}]"
         symbolic = None if symbolic_sources is None else source in symbolic_sources
         pos = POSITIONAL.match(name)
-        top = bool(USER_INPUT.match(name) or pos)
+        top = bool(USER_INPUT.match(name) or pos) and not resumed
         # what the user calls it: its name, or ``t`` for the tensor passed positionally
         arg, on = (("t", f" on the tensor t you pass as argument {pos['index']}") if pos
                    else (name, ""))
@@ -129,6 +164,8 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                     f"stays fixed, or torch.compile(dynamic=True) ({name!r} is not an input "
                     f"you pass yourself); `tuidebug advise TRACE --try` measures each"
                     if CACHE_TENSOR.search(name) else
+                    f"to compile once, use torch.compile(dynamic=True) ({_carried(name)})"
+                    if resumed else
                     f"to compile once, use torch.compile(dynamic=True) ({name!r} is not an "
                     f"input you pass yourself)")
             grows = (m["expected"].isdigit() and m["actual"].isdigit()
@@ -145,12 +182,22 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
     if m:
         return (f"the {m['what']} of {m['name']!r} changed: each {m['what']} is compiled "
                 f"separately; keep it the same across calls", _local(m["name"]), None, None)
-    m = _INT_SOURCE.search(text)
+    m = _CONSTANT.fullmatch(guard_of(text)[0])
     if m:
-        return (f"the Python number {m['name']!r} is a constant of the compile: pass it as a "
-                f"tensor, or let automatic dynamic make it a symbol (it does after one change "
-                f"unless torch._dynamo.config.specialize_int is True)",
-                f"L['{m['name']}']", m["value"], None)
+        name = m["local"] or m["name"]
+        source = f"L['{name}']"
+        number = "int" if re.fullmatch(r"-?\d+", m["value"]) else "float"
+        symbolic = None if symbolic_sources is None else source in symbolic_sources
+        made = ("this compile makes it a symbol (automatic dynamic), so later values reuse it"
+                if symbolic else
+                "this compile did not make it a symbol" if symbolic is False else
+                "automatic dynamic makes it a symbol after one change unless "
+                f"torch._dynamo.config.specialize_{number} is True")
+        return (f"the Python {number} {name!r} is a constant of the compile and its value "
+                f"changed: {made}; to compile once, use torch.compile(dynamic=True)"
+                + (", or pass it as a tensor" if number == "float" else "")
+                + (f" ({_carried(name)})" if resumed else ""),
+                source, m["value"], None)
     m = _SIZE_SOURCE.search(text)
     if m:
         return (f"a guard on the size {m.group(0)} failed: code branched on that size (or "
@@ -173,8 +220,11 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
     (the compile it follows), ``failed_guard`` (the failed guard, as Dynamo words it),
     ``guard_of`` (whose guard it was), ``source``, ``expected``, ``failing_value``,
     ``suggestion``, ``limit_hit`` (with ``limit``: the recompile limit reached), ``reasons``
-    (every reason given, one per compile of the frame), ``called_at`` (the user's line whose
-    call recompiled: ``{file, line, fn, code}``, None where the capture did not record it)."""
+    (every reason given, one per compile of the frame, as Dynamo wrote it), ``called_at`` (the
+    user's line whose call recompiled: ``{file, line, fn, code}``, None where the capture did
+    not record it; for ``resumed`` code, the code Dynamo resumes after a graph break, the line
+    of that break), ``guard_at`` (the user line the failed guard names, None when it names
+    none). ``failed_guard`` is the guard alone, without the comment and stack Dynamo adds."""
     detail = compiles.get(cid) or {}
     recorded = (shapes or {}).get("recompile") or {}
     listed = recorded.get("reasons")
@@ -193,17 +243,26 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
     of, text = next(((c, t) for c, t in parsed if c == prev), parsed[0] if parsed
                     else (None, ""))
     config = _config(detail)
-    symbolic = ({str(x) for sym in (shapes or {}).get("symbols") or [] if isinstance(sym, dict)
+    symbols = [sym for sym in (shapes or {}).get("symbols") or [] if isinstance(sym, dict)]
+    symbolic = ({str(x) for sym in symbols
                  for x in [sym.get("source"), *(sym.get("sources") or [])] if x}
                 if shapes else None)
-    advice, source, expected, actual = suggestion(text, config, symbolic) if text else (
-        "", None, None, None)
+    resumed = bool(RESUME.match(str(metrics.get("co_name") or "")))
+    advice, source, expected, actual = suggestion(text, config, symbolic, resumed) if text \
+        else ("", None, None, None)
     values = recorded.get("values") if isinstance(recorded.get("values"), dict) else {}
     failing = values.get(source) if source else None
+    if failing is None and actual is None and source:
+        # a number the compile made a symbol: the value it was traced with is its hint
+        failing = next((sym.get("hint") for sym in symbols if sym.get("source") == source
+                        and sym.get("hint") is not None), None)
+    guard, guard_at = guard_of(text) if text else ("", None)
     called = recorded.get("called_at")
-    out = {"previous": prev, "guard_of": of, "failed_guard": text or None, "source": source,
-           "expected": expected, "failing_value": failing if failing is not None else actual,
+    out = {"previous": prev, "guard_of": of, "failed_guard": guard or None,
+           "guard_at": guard_at, "source": source, "expected": expected,
+           "failing_value": failing if failing is not None else actual,
            "suggestion": advice or None, "limit_hit": limit_hit, "reasons": reasons,
+           "resumed": resumed,
            "called_at": called if isinstance(called, dict) and called.get("line") else None}
     if limit_hit:
         # the per-function limit, or the accumulated one (every compile of the code object):

@@ -1,0 +1,134 @@
+"""Recompiles of a function with a graph break, as torch 2.13 records them (a trace built with
+the torch-free writer from the reasons a real run of this script wrote)::
+
+    def forward(self, x, scale):
+        h = torch.relu(self.l1(x))
+        print("hidden")            # break: Dynamo resumes in torch_dynamo_resume_in_forward_at_11
+        if h.sum() > 0:            # break: resumed in torch_dynamo_resume_in_forward_at_12
+            h = h * scale
+        return self.l2(h)
+
+called with batch 4, 8 (scale 2.0), then batch 4 with scale 3.0. Checked against
+TORCH_LOGS=recompiles of that run: four recompiles (0/1, 1/1, 2/1 on sizes, 2/2 on
+``scale == 2.0``), the first of them restarted by the break (its graph is 0/1_1's)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.format.writer import TraceWriter
+from tuidebug.trace.queries.advice import counts, recompile_advice
+from tuidebug.trace.queries.recompiles import explain, suggestion
+from tuidebug.trace.queries.summary import trace_summary
+from tuidebug.viewers.dynamic_view import dynamic_notes
+
+STACK = ('\nUser stack trace:\n  File "/tmp/u/s1.py", line 13, in '
+         'torch_dynamo_resume_in_forward_at_12\n    h = h * scale')
+SCALE = ("scale == 2.0                                             # h = h * scale  "
+         "# mp/u/s1.py:13 in torch_dynamo_resume_in_forward_at_12" + STACK)
+FWD = {"co_name": "forward", "co_filename": "/tmp/u/s1.py", "co_firstlineno": 9}
+R11 = {"co_name": "torch_dynamo_resume_in_forward_at_11", "co_filename": "/tmp/u/s1.py"}
+R12 = {"co_name": "torch_dynamo_resume_in_forward_at_12", "co_filename": "/tmp/u/s1.py"}
+# compile id -> (its code object, its recompile reasons, the graph it made or None: restarted)
+COMPILES = {
+    "0/0": (FWD, [], None), "0/0_1": (FWD, [], "0_0_1-forward"),
+    "1/0": (R11, [], "1_0-forward"), "2/0": (R12, [], "2_0-forward"),
+    "0/1": (FWD, ["0/0: tensor 'x' size mismatch at index 0. expected 4, actual 8"], None),
+    "0/1_1": (FWD, [], "0_1_1-forward"),
+    "1/1": (R11, ["1/0: tensor 'h' size mismatch at index 0. expected 4, actual 8"],
+            "1_1-forward"),
+    "2/1": (R12, ["2/0: tensor 'h' size mismatch at index 0. expected 4, actual 8"],
+            "2_1-forward"),
+    "2/2": (R12, [json.dumps([f"2/1: {SCALE}", f"2/0: {SCALE}"])], "2_2-forward"),
+}
+SYMBOLS = {
+    "0/1_1": [{"name": "s77", "source": "L['x'].size()[0]", "kind": "backed", "hint": 8}],
+    "1/1": [{"name": "s75", "source": "L['h'].size()[0]", "kind": "backed", "hint": 8}],
+    "2/1": [{"name": "s75", "source": "L['h'].size()[0]", "kind": "backed", "hint": 8}],
+    "2/2": [{"name": "s75", "source": "L['h'].size()[0]", "kind": "backed", "hint": 4},
+            {"name": "zf69", "source": "L['scale']", "kind": "backed", "hint": "3.0"}],
+}
+
+
+def _trace(tmp_path: Path) -> Trace:
+    w = TraceWriter(tmp_path / "t", command=["tuidebug", "trace", "s1.py"])
+    for cid, (code, reasons, graph) in COMPILES.items():
+        extra = {"recompile_reasons": reasons} if reasons else {}
+        w.write_compile(cid, {"graphs": [graph] if graph else [], "metrics": code, **extra})
+        w.add_compile(cid, {"graphs": [graph] if graph else []})
+        if graph:
+            w.add_graph(graph, kind="forward", compile_id=cid)
+            w.set_graph_status(graph, "ok")
+        called = ({"file": "/tmp/u/s1.py", "line": 12, "fn": R11["co_name"],
+                   "code": "if h.sum() > 0:"} if cid == "2/2" else None)
+        w.write_compile_shapes(cid, {"id": cid, "symbols": SYMBOLS.get(cid, []), "recompile": {
+            "reasons": reasons, "values": {}, "called_at": called}})
+    w.finish("ok")
+    return Trace(tmp_path / "t")
+
+
+def test_a_changed_float_is_named_with_its_value_and_line(tmp_path: Path) -> None:
+    t = _trace(tmp_path)
+    assert "User stack trace" in t.compiles["2/2"]["recompile_reasons"][0]  # as recorded
+    rec = explain("2/2", t.compiles, t.compile_shapes_brief("2/2"))
+    assert rec is not None
+    assert rec["failed_guard"] == "scale == 2.0", rec
+    assert rec["guard_at"] == {"file": "/tmp/u/s1.py", "line": 13,
+                               "fn": "torch_dynamo_resume_in_forward_at_12",
+                               "code": "h = h * scale"}, rec
+    assert rec["source"] == "L['scale']" and rec["expected"] == "2.0"
+    assert rec["failing_value"] == "3.0", rec  # the hint of the symbol the compile made
+    advice = rec["suggestion"]
+    assert "read the failed guard" not in advice, advice
+    assert advice.startswith("the Python float 'scale' is a constant of the compile"), advice
+    assert "this compile makes it a symbol (automatic dynamic)" in advice, advice
+    assert "torch.compile(dynamic=True)" in advice, advice
+    (c,) = [c for c in trace_summary(t)["compiles"] if c["id"] == "2/2"]
+    text = "\n".join(x.plain for x in dynamic_notes(c))
+    assert "2/2 recompiled after 2/1: scale == 2.0 (failing value 3.0)" in text, text
+    assert "guard from s1.py:13  h = h * scale" in text, text
+    assert "resumed after the graph break at s1.py:12  if h.sum() > 0:" in text, text
+    assert "called at" not in text, text
+    assert "User stack trace" not in text and "\\n" not in text, text
+    # advise: dynamic=True, why naming the number (tried by advise --try)
+    (dyn,) = [s for s in recompile_advice(t) if s.id == "dynamic=True"]
+    assert dyn.apply is not None and dyn.apply.compile_kwargs == {"dynamic": True}
+
+
+def test_a_changed_int_is_a_constant_on_every_torch() -> None:
+    for text in ("n == 2                                                   # return x * n  "
+                 "# mp/u/g.py:4 in f\nUser stack trace:\n  File \"/tmp/u/g.py\", line 4, in f"
+                 "\n    return x * n", "L['n'] == 2"):
+        advice, source, expected, _ = suggestion(text, {}, {"L['n']"})
+        assert (source, expected) == ("L['n']", "2"), (text, source, expected)
+        assert advice.startswith("the Python int 'n' is a constant of the compile"), advice
+        assert "makes it a symbol" in advice and "pass it as a tensor" not in advice, advice
+
+
+def test_a_local_carried_across_a_break_is_not_marked_before_the_first_call(
+        tmp_path: Path) -> None:
+    """``h`` is the input of the code Dynamo resumes after ``print``: the user never passes it,
+    so "call maybe_mark_dynamic(h, 0) before the first call" cannot be done."""
+    t = _trace(tmp_path)
+    for cid in ("1/1", "2/1"):
+        rec = explain(cid, t.compiles, t.compile_shapes_brief(cid))
+        assert rec is not None and rec["resumed"] is True, rec
+        assert "maybe_mark_dynamic(h" not in rec["suggestion"], rec["suggestion"]
+        assert "carries across a graph break" in rec["suggestion"], rec["suggestion"]
+        (c,) = [c for c in trace_summary(t)["compiles"] if c["id"] == cid]
+        text = " ".join(x.plain for x in dynamic_notes(c))
+        assert "maybe_mark_dynamic(h" not in text, text
+    x = explain("0/1", t.compiles, t.compile_shapes_brief("0/1"))
+    assert x is not None and x["resumed"] is False
+    assert "maybe_mark_dynamic(x, 0)" in x["suggestion"], x  # x is the user's argument
+    ids = {s.id for s in recompile_advice(t)}
+    assert "mark_dynamic x 0" in ids and "mark_dynamic h 0" not in ids, ids
+    assert "dynamic_sources h 0" in ids, ids  # tried by its Dynamo source, not by a code edit
+
+
+def test_a_recompile_that_restarted_is_counted(tmp_path: Path) -> None:
+    """0/1 restarted at the break; its graph is 0/1_1's: still one of the four recompiles."""
+    c = counts(_trace(tmp_path))
+    assert (c.compiles, c.recompiles) == (7, 4), c
