@@ -132,3 +132,67 @@ def test_a_recompile_that_restarted_is_counted(tmp_path: Path) -> None:
     """0/1 restarted at the break; its graph is 0/1_1's: still one of the four recompiles."""
     c = counts(_trace(tmp_path))
     assert (c.compiles, c.recompiles) == (7, 4), c
+
+
+def test_a_flag_of_an_object_you_pass_is_a_bool_that_flips_once() -> None:
+    """BART's generate(): transformers' EncoderDecoderCache marks each layer's cross-attention
+    cache filled after the first step (the reason as torch 2.13 wrote it, its stack cut)."""
+    reason = ("kwargs['past_key_values'].is_updated[0] == False         # if is_cross_attention "
+              "and past_key_values is not None and is_updated:  # transformers/models/bart/"
+              "modeling_bart.py:222 in forward\nUser stack trace:\n  File \"/v/site-packages/"
+              "transformers/models/bart/modeling_bart.py\", line 222, in forward\n    if "
+              "is_cross_attention and past_key_values is not None and is_updated:")
+    advice, source, expected, actual = suggestion(reason, {}, set())
+    assert (source, expected, actual) == (
+        "L['kwargs']['past_key_values'].is_updated[0]", "False", "True"), (source, actual)
+    assert advice.startswith("the Python bool \"kwargs['past_key_values'].is_updated[0]\" "
+                             "changed (False → True)"), advice
+    assert "dynamic=True does not change that" in advice, advice
+    assert "read the failed guard" not in advice
+    # a number read through an object that the compile did not make a symbol: no promise
+    held, _, _, _ = suggestion("self.step == 3", {}, set())
+    assert "did not make it a symbol: each value compiles once" in held, held
+    assert "dynamic=True" not in held, held
+
+
+def test_a_cache_that_was_one_long_recompiles_whatever_is_marked_dynamic() -> None:
+    """BART's generate(): the self-attention cache is 1 long at the first decode step and 2 at
+    the next; a size 1 is always specialized, so even torch.compile(dynamic=True) compiles the
+    size 2 again (checked with TORCH_LOGS=recompiles: 0/2 stays). The advice must not promise
+    that dynamic=True or marking it dynamic compiles once."""
+    name = "kwargs['past_key_values'].self_attention_cache.layers[0].keys"
+    advice, source, expected, actual = suggestion(
+        f"tensor '{name}' size mismatch at index 2. expected 1, actual 2", {},
+        {f"L['kwargs']['past_key_values'].self_attention_cache.layers[0].keys.size()[2]"})
+    assert (expected, actual) == ("1", "2")
+    assert "compiles again even with torch.compile(dynamic=True)" in advice, advice
+    assert "to compile once" not in advice, advice
+    assert "a static KV cache, whose length stays fixed, avoids it" in advice, advice
+
+
+def test_bart_generate_advice_offers_no_dynamic_true(tmp_path: Path) -> None:
+    """The two recompiles of BART's generate() (a bool that flips once, a cache 1 long then 2):
+    dynamic=True avoids neither (TORCH_LOGS=recompiles with it: both stay), so it is not
+    offered; the static cache and size-oblivious sizes are, to be tried."""
+    name = "kwargs['past_key_values'].self_attention_cache.layers[0].keys"
+    w = TraceWriter(tmp_path / "t", command=["tuidebug", "trace", "bart.py"])
+    reasons = {"0/0": [], "0/1": ["0/0: kwargs['past_key_values'].is_updated[0] == False"],
+               "0/2": [f"0/1: tensor '{name}' size mismatch at index 2. expected 1, actual 2"]}
+    for cid, rs in reasons.items():
+        graph = f"{cid.replace('/', '_')}-inference"
+        w.write_compile(cid, {"graphs": [graph], "metrics": {"co_name": "wrapper"},
+                              **({"recompile_reasons": rs} if rs else {})})
+        w.add_compile(cid, {"graphs": [graph]})
+        w.add_graph(graph, kind="inference", compile_id=cid)
+        w.set_graph_status(graph, "ok")
+        w.write_compile_shapes(cid, {"id": cid, "recompile": {"reasons": rs, "values": {}},
+                                     "symbols": [{"name": "s11", "kind": "backed", "hint": 2,
+                                                  "source": f"L['kwargs']{name[6:]}.size()[2]"}]
+                                     if cid == "0/2" else []})
+    w.finish("ok")
+    t = Trace(tmp_path / "t")
+    ids = [s.id for s in recompile_advice(t)]
+    assert ids and "dynamic=True" not in ids and not any(i.startswith("mark_dynamic")
+                                                         for i in ids), ids
+    assert "static KV cache" in ids and "backed_size_oblivious" in ids, ids
+    assert counts(t).recompiles == 2

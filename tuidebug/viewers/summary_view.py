@@ -61,8 +61,10 @@ def accuracy_renderables(cid: str, check: dict[str, Any]) -> list[RenderableType
     rows = accuracy_rows(check)
     if rows and verdict != "not compared":
         t = Table(box=None, padding=(0, 1), header_style="dim", pad_edge=False)
-        for col in ACCURACY_COLUMNS:
-            t.add_column(col, overflow="fold")
+        for i, col in enumerate(ACCURACY_COLUMNS):
+            # only the name folds (a cache entry's path is long); a number, a shape or a
+            # header split over two lines (``compiled↔fp6`` / ``4``) cannot be read
+            t.add_column(col, overflow="fold", no_wrap=i > 0)
         for r in rows:
             t.add_row(*map(inert_text, r), style="red" if r[-1] == "FAIL" else None)
         out.append(Padding(t, (0, 0, 0, 4)))

@@ -209,7 +209,7 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
             continue
         dim = _dim_source(rec.get("source"))
         number = _number_source(rec.get("source"))
-        if dim is None and number is not None:
+        if dim is None and number is not None and rec.get("expected") not in ("True", "False"):
             why = (f"{cid}: the Python number {number} changed ({rec.get('expected')} → "
                    f"{rec.get('failing_value')}): it was a constant of the compile")
             out.setdefault("dynamic=True", Suggestion(
@@ -221,15 +221,27 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
         src, index = dim
         name = _name(src)
         actual = str(rec.get("failing_value"))
-        if actual in ("0", "1"):
+        expected = str(rec.get("expected"))
+        if actual in ("0", "1") or expected in ("0", "1"):
+            # a size 0 or 1 on either side is specialized: marking it dynamic cannot avoid
+            # this compile; a static cache (its length fixed) or size-oblivious sizes may
+            if expected in ("0", "1") and CACHE_TENSOR.search(name):
+                cache = _cache_advice(name, index, f"{cid}: dimension {index} of {name} "
+                                      f"changed ({expected} → {actual})",
+                                      _grows_by_one(expected, actual))
+                out.setdefault(cache.id, cache)
             out.setdefault("backed_size_oblivious", Suggestion(
                 "backed_size_oblivious",
                 "try torch.fx.experimental._config.backed_size_oblivious = True (sizes 0 and 1 "
                 "then need not be specialized)",
-                f"{cid}: dimension {index} of {name} became {actual} (was "
-                f"{rec.get('expected')}): sizes 0 and 1 are always specialized, so this is a "
-                "compile of its own (a one-token decode step after a longer prefill); marking "
-                "that dimension dynamic does not change it", "recompiles",
+                (f"{cid}: dimension {index} of {name} became {actual} (was "
+                 f"{rec.get('expected')}): sizes 0 and 1 are always specialized, so this is a "
+                 "compile of its own (a one-token decode step after a longer prefill); marking "
+                 "that dimension dynamic does not change it" if actual in ("0", "1") else
+                 f"{cid}: dimension {index} of {name} was {expected} in the compile before "
+                 f"(sizes 0 and 1 are always specialized), so its first other size ({actual}) "
+                 "compiles again; marking that dimension dynamic does not change it"),
+                "recompiles",
                 Apply(config={"fx.backed_size_oblivious": True})))
             continue
         symbolic = _has_symbol(trace, cid, str(rec.get("source")))

@@ -27,10 +27,14 @@ POSITIONAL = re.compile(r"^args\[(?P<index>\d+)\]$")
 CACHE_TENSOR = re.compile(r"past_key_values|key_cache|value_cache|kv_cache|\bcache\b|layers\[", re.I)
 _NAME_HEAD = re.compile(r"^(?P<head>[A-Za-z_]\w*)(?P<rest>.*)$", re.S)
 _SIZE_SOURCE = re.compile(r"L\['[^'\]]+'\]\.(?:size|stride)\(\)\[\d+\]")
-# a Python number of the frame held as a constant: ``n == 2``, ``scale == 2.0`` (torch 2.13 names
-# the local), ``L['n'] == 2`` (as older logs do)
-_CONSTANT = re.compile(r"(?:L\['(?P<local>[^'\]]+)'\]|(?P<name>[A-Za-z_]\w*)) == "
-                       r"(?P<value>-?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|inf|nan))")
+# a Python number or bool the compile holds as a constant: ``n == 2``, ``scale == 2.0`` (torch
+# 2.13 names the local),
+# ``L['n'] == 2`` (as older logs do); and one held by an object, read through it
+# (``kwargs['past_key_values'].is_updated[0] == False``)
+_PATH = r"(?:\.\w+|\[[^\]\n]*\])*"
+_CONSTANT = re.compile(rf"(?:L\['(?P<local>[^'\]]+)'\](?P<lpath>{_PATH})|"
+                       rf"(?P<name>[A-Za-z_]\w*)(?P<path>{_PATH})) == "
+                       r"(?P<value>-?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|inf|nan)|True|False)")
 # a failed guard's own words end where Dynamo's comment (``  # h = h * scale  # x.py:13 in f``)
 # and the user stack it appends (``User stack trace:`` then ``File "…", line N, in fn`` and the
 # line's code) begin
@@ -150,6 +154,19 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                       f"compile of its own (a one-token decode step after a longer prefill), "
                       f"and marking the dimension dynamic does not change that; "
                       f"`tuidebug advise TRACE --try` tries what may")
+        elif m["expected"] in ("0", "1"):
+            # the compile before held the size 0 or 1, which is always specialized: the first
+            # other size compiles again whatever is marked dynamic (dynamic=True included)
+            advice = (f"dimension {index} of {name!r} was {m['expected']} in the compile before "
+                      f"(sizes 0 and 1 are always specialized), so its first other size "
+                      f"({m['actual']}) compiles again even with torch.compile(dynamic=True) or "
+                      f"the dimension marked dynamic; "
+                      + ("this compile makes it dynamic (automatic dynamic), so later sizes "
+                         "reuse it" if symbolic is not False else
+                         "this compile did not make it dynamic (it has no symbol for it)")
+                      + ("; a static KV cache, whose length stays fixed, avoids it"
+                         if CACHE_TENSOR.search(name) else "")
+                      + "; `tuidebug advise TRACE --try` tries what may")
         elif config.get("automatic_dynamic_shapes") is False:
             advice = (f"automatic dynamic shapes are off here (torch.compile(dynamic=False) or "
                       f"torch._dynamo.config.automatic_dynamic_shapes=False): every new size of "
@@ -184,20 +201,7 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                 f"separately; keep it the same across calls", _local(m["name"]), None, None)
     m = _CONSTANT.fullmatch(guard_of(text)[0])
     if m:
-        name = m["local"] or m["name"]
-        source = f"L['{name}']"
-        number = "int" if re.fullmatch(r"-?\d+", m["value"]) else "float"
-        symbolic = None if symbolic_sources is None else source in symbolic_sources
-        made = ("this compile makes it a symbol (automatic dynamic), so later values reuse it"
-                if symbolic else
-                "this compile did not make it a symbol" if symbolic is False else
-                "automatic dynamic makes it a symbol after one change unless "
-                f"torch._dynamo.config.specialize_{number} is True")
-        return (f"the Python {number} {name!r} is a constant of the compile and its value "
-                f"changed: {made}; to compile once, use torch.compile(dynamic=True)"
-                + (", or pass it as a tensor" if number == "float" else "")
-                + (f" ({_carried(name)})" if resumed else ""),
-                source, m["value"], None)
+        return _constant(m, symbolic_sources, resumed)
     m = _SIZE_SOURCE.search(text)
     if m:
         return (f"a guard on the size {m.group(0)} failed: code branched on that size (or "
@@ -212,6 +216,37 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                 "the same torch.no_grad()/autocast state each time", None, None, None)
     return ("read the failed guard; TORCH_LOGS=recompiles_verbose lists every guard that "
             "failed", None, None, None)
+
+
+def _constant(m: re.Match[str], symbolic_sources: set[str] | None, resumed: bool
+              ) -> tuple[str, str | None, Any, Any]:
+    """The advice for a Python number or bool that the compile held as a constant."""
+    name = (m["local"] + m["lpath"]) if m["local"] else (m["name"] + m["path"])
+    source = _local(name)
+    value = m["value"]
+    held = bool(m["lpath"] or m["path"])  # read through an object, not an argument itself
+    if value in ("True", "False"):
+        flipped = "False" if value == "True" else "True"
+        return (f"the Python bool {name!r} changed ({value} → {flipped}): a bool is always a "
+                f"constant of the compile, so each value is compiled once: a flag that flips "
+                f"once (a cache marked filled after its first call) costs one compile, and "
+                f"dynamic=True does not change that", source, value, flipped)
+    number = "int" if re.fullmatch(r"-?\d+", value) else "float"
+    symbolic = None if symbolic_sources is None else source in symbolic_sources
+    made = ("this compile makes it a symbol (automatic dynamic), so later values reuse it"
+            if symbolic else
+            "this compile did not make it a symbol: each value compiles once" if symbolic
+            is False else
+            "automatic dynamic makes it a symbol after one change unless "
+            f"torch._dynamo.config.specialize_{number} is True")
+    if held and not symbolic:
+        return (f"the Python {number} {name!r} is a constant of the compile and its value "
+                f"changed: {made}", source, value, None)
+    return (f"the Python {number} {name!r} is a constant of the compile and its value "
+            f"changed: {made}; to compile once, use torch.compile(dynamic=True)"
+            + (", or pass it as a tensor" if number == "float" and not held else "")
+            + (f" ({_carried(name)})" if resumed and not held else ""),
+            source, value, None)
 
 
 def explain(cid: str, compiles: dict[str, dict[str, Any]],
