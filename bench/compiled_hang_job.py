@@ -1,6 +1,6 @@
 """A hang inside compiled code, for ``tuidebug trace --nproc-per-node 2 --timeout S`` on 2 GPUs
 (NCCL) or CPUs (gloo). Not a test: the lead runs it on a GPU machine (bench/dist_gpu.sh); the
-CPU case is tests/distributed/test_compiled_hang.py.
+CPU case is tests/distributed/test_hangs.py.
 
     tuidebug trace --nproc-per-node 2 --timeout 120 -o /tmp/chang bench/compiled_hang_job.py
 

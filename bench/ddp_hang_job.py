@@ -1,6 +1,6 @@
 """A hang in DDP's bucket all-reduces, for ``tuidebug trace --nproc-per-node 2 --timeout S`` on 2
 GPUs (NCCL) or CPUs (gloo). Not a test: the lead runs it on a GPU machine (bench/dist_gpu.sh);
-the CPU case is tests/distributed/test_ddp_buckets.py.
+the CPU case is tests/distributed/test_hangs.py.
 
     tuidebug trace --nproc-per-node 2 --timeout 120 -o /tmp/ddphang bench/ddp_hang_job.py
 

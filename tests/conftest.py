@@ -301,9 +301,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: a run without xdist ignores it
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``: one worker more than the cores, on a small machine. Three files wait on a
-    stopped torchrun job for most of their time (``--timeout`` of a hang: about 6 minutes of
-    the run, the CPU idle), and the third worker fills that time with the other files' work."""
+    """``-n auto``: one worker more than the cores, on a small machine. One file
+    (tests/distributed/test_hangs.py) waits on a stopped torchrun job for most of its time
+    (the ``--timeout`` of three hangs: about 6 minutes of the run, its worker idle), and the
+    third worker fills that time with the other files' work."""
     from tuidebug.machine import cores
 
     n = cores()
@@ -311,14 +312,16 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 def _slow_files_first(items: list[pytest.Item]) -> None:
-    """The files with slow tests first, each file's tests in their order: run one file per core
-    (xdist --dist loadfile), the long files start at once and the many short ones fill in at
-    the end, instead of a torchrun job's file starting last."""
-    files: dict[str, bool] = {}
+    """The files that wait on a hung job first (``waits``: their --timeout overlaps the other
+    workers' compiles), then the files with slow tests, each file's tests in their order: run
+    one file per core (xdist --dist loadfile), the long files start at once and the many short
+    ones fill in at the end, instead of a torchrun job's file starting last."""
+    files: dict[str, tuple[bool, bool]] = {}
     for item in items:
         path = str(item.path)
-        files[path] = files.get(path, False) or "slow" in item.keywords
-    rank = {path: (not has_slow, i) for i, (path, has_slow) in enumerate(files.items())}
+        waits, slow = files.get(path, (False, False))
+        files[path] = (waits or "waits" in item.keywords, slow or "slow" in item.keywords)
+    rank = {path: (not waits, not slow, i) for i, (path, (waits, slow)) in enumerate(files.items())}
     items.sort(key=lambda item: rank[str(item.path)])  # stable: a file's own order is kept
 
 

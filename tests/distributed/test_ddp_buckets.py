@@ -1,6 +1,7 @@
 """DDP's bucket all-reduces (issued by its C++ reducer from autograd hooks, never through
-Python's torch.distributed) are logged as issued and completed, and a hang in one is located
-(torchrun + gloo, 2 ranks; ``rank_job.py ddphang``: rank 1 sleeps before its second backward)."""
+Python's torch.distributed) are logged without changing the model (torchrun + gloo, 3 ranks).
+A hang in one, located, is in tests/distributed/test_hangs.py (with the other jobs that wait on
+their ``--timeout``)."""
 
 from __future__ import annotations
 
@@ -9,70 +10,8 @@ import json
 import pytest
 
 from tests.distributed.conftest import trace_job
-from tests.distributed.test_hang import _alive, _line_of
-from tests.distributed.test_ranks import _cli, _info
 
 pytestmark = pytest.mark.slow
-
-# past start-up (nothing compiles) on a loaded 2-core machine
-DDP_HANG_TIMEOUT_S = 90
-
-
-def test_ddp_bucket_all_reduces_are_logged_and_a_hang_in_one_is_located(tmp_path) -> None:
-    job = tmp_path / "ddphang"
-    proc = trace_job(job, "ddphang", extra=["--timeout", str(DDP_HANG_TIMEOUT_S)])
-    assert proc.returncode == 1 and "stopped after --timeout" in proc.stderr, proc.stderr[-3000:]
-    backward = f"rank_job.py:{_line_of('DDP BACKWARD')}"
-    events = [json.loads(ln) for ln in
-              (job / "job" / "rank_0.progress.jsonl").read_text().splitlines() if ln.strip()]
-    buckets = [e for e in events if e.get("event") == "collective" and "ddp" in e]
-    assert buckets, events  # the reducer's all-reduces, logged by the capture's comm hook
-    assert all((e["op"], e["async"], e["line"]) == ("all_reduce", True, backward)
-               for e in buckets), buckets
-    done = {(e["group"], e["seq"]) for e in events if e.get("event") == "done"}
-    first = [e for e in buckets if (e["group"], e["seq"]) in done]
-    assert first and all(e["ddp"]["bytes"] > 0 for e in first), events  # step 1 completed
-    pending = [e for e in buckets if (e["group"], e["seq"]) not in done]
-    assert pending, events  # step 2: issued, never completed (rank 1 never joined)
-    assert max(e["seq"] for e in first) < min(e["seq"] for e in pending)
-
-    info = _info(job)
-    ranks = {r["rank"]: r for r in info["ranks"]}
-    assert [ranks[r]["status"] for r in (0, 1)] == ["timed_out", "timed_out"]
-    c0 = ranks[0]["progress"]["collective"]
-    assert (c0["op"], c0["state"], c0["line"]) == ("all_reduce", "waiting", backward), c0
-    # the earliest bucket all-reduce that never completed: where the reducer waits first
-    assert (c0["seq"], c0["ddp"]["bucket"]) == (pending[0]["seq"], pending[0]["ddp"]["bucket"])
-    stack = ranks[1]["progress"]["stack"]
-    assert stack["user"] == f"rank_job.py:{_line_of('STALL rank 1 before')} (ddp_hang)", stack
-    text = " ".join(_cli("info", str(job)).stdout.split())
-    assert (f"rank 0 waits in DDP all_reduce bucket #{c0['ddp']['bucket']} (all_reduce "
-            f"#{c0['seq']} of group default, {backward})") in text, text
-    # within the step where the ranks parted: rank 0 entered step 2, rank 1 only step 1
-    assert c0["ddp"]["step"] == 2 and c0["ddp_steps"] == {"default": 2}, c0
-    assert ranks[1]["progress"]["collective"]["ddp_steps"] == {"default": 1}
-    assert ("in DDP step 2, where the ranks parted (rank(s) 1 entered step 1 at most): the "
-            "earliest bucket of that step that never completed") in text, text
-    # a step-1 bucket whose completion the log lacks (a lost line) is not where rank 0 waits:
-    # the reducer finished step 1 before step 2 began (main picked the earliest across steps)
-    from tuidebug.trace.jobs.progress import last_collective
-
-    lost = tmp_path / "lost.progress.jsonl"
-    lost.write_text("".join(ln + "\n" for ln in
-                            (job / "job" / "rank_0.progress.jsonl").read_text().splitlines()
-                            if ln.strip() and not (json.loads(ln).get("event") == "done"
-                                    and json.loads(ln).get("seq") == first[0]["seq"])))
-    again = last_collective(lost)
-    assert again is not None and (again["seq"], again["ddp"]["step"]) == (c0["seq"], 2), again
-    assert "rank 1 is at rank_job.py:" in text and "outside any collective" in text
-    # rank 1's step-1 buckets completed: a DDP bucket's done is its all-reduce complete
-    assert ranks[1]["progress"]["collective"]["ddp"] is not None
-    assert "was waited for" in text.split("rank 1 is at", 1)[1], text
-    [m] = info["waits"]["mismatches"]
-    assert (m["kind"], m["ranks"], m["waits_for"]) == ("waits_for_ranks", [0], [1]), m
-    pids = [json.loads((job / "job" / f"rank_{r}.json").read_text())["pid"] for r in (0, 1)]
-    pids += [json.loads((job / f"rank_{r}" / "manifest.json").read_text())["pid"] for r in (0, 1)]
-    assert not [p for p in pids if _alive(p)]
 
 
 def test_the_logging_hook_never_changes_a_ddp_models_parameters(tmp_path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.distributed.test_hang import _line_of
+from tests.distributed.test_hangs import _line_of
 from tests.distributed.test_ranks import _cli, _info
 from tuidebug.viewers.ranks_view import divergence_lines
 
