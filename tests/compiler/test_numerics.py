@@ -105,7 +105,10 @@ def numerics_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple
     root = tmp_path_factory.mktemp("numerics")
     env = dict(os.environ, PYTHONPATH=pythonpath())
 
-    runs = {"train": ("train",), "backward_bug": ("backward_bug",), "pass_bug": ("pass_bug",),
+    # one correct training step, traced with --numerics: its outputs and gradients are judged
+    # as without it (the same check, which --numerics extends to every kernel), so one trace
+    # serves both the gradients test and the kernels test
+    runs = {"backward_bug": ("backward_bug",), "pass_bug": ("pass_bug",),
             "train_numerics": ("--numerics", "train"), "random": ("--numerics", "random"),
             "hf": ("hf",)}
 
@@ -127,7 +130,11 @@ def _check(trace: Path) -> dict:
 
 @pytest.mark.slow
 def test_a_correct_training_step_has_its_gradients_judged_and_matching(numerics_traces) -> None:
-    trace, rc, out = numerics_traces["train"]
+    """The step's loss and every parameter's gradient judged against float64, all matching,
+    and the user's ``.grad`` left as eager's (with ``--numerics`` on: the kernels' replay
+    beside the check leaves them too; the gradients of a trace without it are judged in the
+    pass-bug and backward-bug tests)."""
+    trace, rc, out = numerics_traces["train_numerics"]
     assert rc == 0, out[-3000:]
     assert "grads as eager" in out  # the user's .grad untouched by the check's backward
     check = _check(trace)
