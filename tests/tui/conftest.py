@@ -17,22 +17,25 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import pythonpath
+from tests.conftest import made_once, pythonpath
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
 def autotune_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("traces") / "autotune"
-    env = dict(os.environ, PYTHONPATH=pythonpath())
-    cmd = [sys.executable, "-m", "tuidebug.cli", "trace", "-o", str(out),
-           "--set", "max_autotune=true", "--set", "freezing=true",
-           "--set", "max_autotune_gemm_backends=CPP,ATEN", str(ROOT / "examples" / "mlp.py")]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-    if not (out / "manifest.json").exists():
-        raise RuntimeError(f"tracing with max_autotune wrote no trace:\n{proc.stdout}\n{proc.stderr}")
-    return out
+    """Traced once per test run (``made_once``: test_screens and test_model may run on two
+    xdist workers)."""
+    def build(out: Path) -> None:
+        env = dict(os.environ, PYTHONPATH=pythonpath())
+        cmd = [sys.executable, "-m", "tuidebug.cli", "trace", "-o", str(out),
+               "--set", "max_autotune=true", "--set", "freezing=true",
+               "--set", "max_autotune_gemm_backends=CPP,ATEN", str(ROOT / "examples" / "mlp.py")]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+        if not (out / "manifest.json").exists():
+            raise RuntimeError("tracing with max_autotune wrote no trace:\n"
+                               f"{proc.stdout}\n{proc.stderr}")
+    return made_once(tmp_path_factory, "autotune", build)
 
 
 def _dead_pid() -> int:
