@@ -372,21 +372,38 @@ def test_nproc_per_node_must_be_at_least_one(tmp_path: Path, n: str) -> None:
 
 def test_only_commands_that_end_collect_less_often() -> None:
     """A command that ends on its own raises the collector's thresholds (reading a trace makes
-    no cycles); the TUI and the servers, which run for hours, keep Python's pace."""
+    no cycles); the TUI and the servers, which run for hours, keep Python's pace, and so do
+    ``minify`` and ``bisect``, which drive torch's compiler (it makes cycles): the thresholds
+    each command runs with, seen from inside it."""
     from tuidebug.cli import COMMANDS, build_parser
 
     stays = {c.name for c in COMMANDS if c.stays}
     assert stays == {"open", "demo", "serve", "mcp"}
-    for name in ("info", "open"):
+    assert {c.name for c in COMMANDS if c.compiles} == {"minify", "bisect"}
+    for name in ("info", "open", "minify", "bisect"):
         ns = build_parser(only=name).parse_args([name, "TRACE"])
-        assert ns.stays == (name in stays)
-    code = ("import gc, io, contextlib, json\n"
+        assert ns.gc_as_usual == (name in stays or name in ("minify", "bisect"))
+    code = ("import gc, io, contextlib, json, sys\n"
+            "import tuidebug.cli.viewing as v, tuidebug.cli.minifying as m\n"
             "from tuidebug.cli import main\n"
+            "seen = {}\n"
+            "def seeing(module, name):\n"
+            "    run = getattr(module, name)\n"
+            "    def inside(ns):\n"
+            "        seen[ns.command] = gc.get_threshold()\n"
+            "        return run(ns)\n"
+            "    setattr(module, name, inside)\n"
+            "for module, name in ((v, 'cmd_info'), (m, 'cmd_minify'), (m, 'cmd_bisect')):\n"
+            "    seeing(module, name)\n"
             "before = gc.get_threshold()\n"
-            "with contextlib.redirect_stderr(io.StringIO()):\n"
-            "    main(['info', '/nonexistent'])\n"
-            "print(json.dumps([before, gc.get_threshold(), gc.get_freeze_count()]))\n")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+            "for argv in (['minify', '/nonexistent'], ['bisect', '/nonexistent'],\n"
+            "             ['info', '/nonexistent']):\n"
+            "    with contextlib.redirect_stderr(io.StringIO()):\n"
+            "        main(argv)\n"
+            "print(json.dumps([before, seen, gc.get_freeze_count()]))\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, PYTHONPATH=pythonpath()))
-    before, after, frozen = json.loads(p.stdout.splitlines()[-1])
-    assert after == [10_000, 20, 20] and before != after and frozen > 0, p.stdout + p.stderr
+    before, seen, frozen = json.loads(p.stdout.splitlines()[-1])
+    assert set(seen) == {"minify", "bisect", "info"}, p.stdout + p.stderr
+    assert seen["minify"] == seen["bisect"] == before, seen  # Python's defaults
+    assert seen["info"] == [10_000, 20, 20] != before and frozen > 0, p.stdout + p.stderr

@@ -130,3 +130,41 @@ def test_the_compiled_backward_node_is_found_by_its_function_not_its_name() -> N
     own = CompiledFunction.apply(x)
     assert "CompiledFunction" in own.grad_fn.name()  # what the old substring test matched
     assert compat.compiled_backward_node([own.grad_fn, (x * 2).grad_fn]) is None
+
+
+def _function(name: str, module: str) -> Any:
+    import torch
+
+    class F(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, t: torch.Tensor) -> torch.Tensor:
+            return t * 3
+
+        @staticmethod
+        def backward(ctx: Any, g: torch.Tensor) -> torch.Tensor:
+            return g * 3
+    F.__name__ = F.__qualname__ = name
+    F.__module__ = module
+    return F
+
+
+def test_the_compiled_backward_node_is_feature_detected(monkeypatch: pytest.MonkeyPatch) -> None:
+    """AOTAutograd's ``CompiledFunction`` is recognised in whichever module of
+    ``torch._functorch`` defines it (a class of that name defined in another module of it, as
+    a torch that moved the factory would); outputs that require grad and lead to no such node,
+    in a process that never recognised one, say "not available in torch X" (recorded once in
+    the manifest's not_available by the capture) instead of timing no backward silently."""
+    import torch
+
+    from tuidebug.compiler.compat import compiled_backward
+
+    x = torch.randn(4, requires_grad=True)
+    moved = _function("CompiledFunction", "torch._functorch._aot_autograd.somewhere_else")
+    node = compat.compiled_backward_node([moved.apply(x).grad_fn])
+    assert node is not None and compat.is_compiled_backward(node)
+    user = _function("CompiledFunction", "my_project.functions")  # the user's: not AOT's
+    assert not compat.is_compiled_backward(user.apply(x).grad_fn)
+    assert compat.compiled_backward_node([]) is None  # no output requires grad
+    monkeypatch.setattr(compiled_backward, "_recognised", [False])  # as in a fresh process
+    with pytest.raises(compat.NotAvailable, match=r"CompiledFunction .*not available in torch"):
+        compat.compiled_backward_node([user.apply(x).grad_fn, (x * 2).grad_fn])

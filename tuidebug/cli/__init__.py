@@ -86,6 +86,9 @@ class Command:
     description: str | None = None
     needs_torch: bool = False  # a compiler command: checked before it runs (torch_version)
     stays: bool = False  # runs until the user ends it (the TUI, a server): collected as usual
+    # drives torch's compiler for minutes (bisect runs its bisector in this process; torch's
+    # compile makes cyclic garbage): collected as usual too
+    compiles: bool = False
 
     def add_to(self, sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
         """Its parser, with its arguments, under ``sub``."""
@@ -94,7 +97,7 @@ class Command:
         p = sub.add_parser(self.name, help=self.help, description=description)
         getattr(module, self.arguments)(p)
         p.set_defaults(fn=getattr(module, self.run), needs_torch=self.needs_torch,
-                       stays=self.stays)
+                       gc_as_usual=self.stays or self.compiles)
 
 
 COMMANDS: tuple[Command, ...] = (
@@ -132,10 +135,10 @@ COMMANDS: tuple[Command, ...] = (
             _viewing, "diff_arguments", "cmd_diff"),
     Command("minify", "shrink a failed trace into a standalone repro.py",
             _minifying, "minify_arguments", "cmd_minify", "MINIFY_DESCRIPTION",
-            needs_torch=True),
+            needs_torch=True, compiles=True),
     Command("bisect", "name the backend / Inductor pass responsible for a failed trace",
             _minifying, "bisect_arguments", "cmd_bisect", "BISECT_DESCRIPTION",
-            needs_torch=True),
+            needs_torch=True, compiles=True),
     Command("serve", "serve the TUI on a trace as a web page (this machine only, by default)",
             _sharing, "serve_arguments", "cmd_serve", "SERVE_DESCRIPTION", stays=True),
     Command("pack", "write a trace as one .tar.gz (with a manifest of hashes) to share",
@@ -173,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(ns, "fn", None):
         ap.print_help()
         return 2
-    if not ns.stays:
+    if not ns.gc_as_usual:
         _fewer_collections()
     try:
         if ns.needs_torch:
@@ -198,7 +201,9 @@ def _fewer_collections() -> None:
     and with the default thresholds the collector walks them over and over (a tenth of
     ``diff``'s time on a 24-layer model). What is loaded by now (modules, the parser) is frozen:
     never walked again. The TUI and the servers, which run for hours and make cyclic garbage
-    (widgets, requests), keep the default pace."""
+    (widgets, requests), keep the default pace, and so do ``minify`` and ``bisect``, which
+    drive torch's compiler for minutes (``bisect`` runs the compiler bisector in this process;
+    torch's compile makes cyclic garbage)."""
     gc.freeze()
     gc.set_threshold(10_000, 20, 20)
 

@@ -15,18 +15,26 @@ need it), and the user gets what torch.compile returned, or a stand-in it cannot
   as of the result), its name, qualified name, doc and module.
 
 A call is told once it returned, from the thread that made it (a ``CompiledCall``); calls
-made while a listener runs (the whole call's timed calls) and calls Dynamo traces are not.
-Nothing of a call is kept here: a listener that keeps something keeps what it needs.
+made while a listener runs (the whole call's timed calls) and calls Dynamo traces are not. A
+listener answers whether it is done with that callable: once every listener is, its calls cost
+a lookup until one of them asks to hear calls again (``wake``). Nothing of a call is kept
+here: a listener that keeps something keeps what it needs.
+
+The watch is the one patch of ``OptimizedModule.__call__`` (the capture's ``compat.Patcher``:
+put back when the capture stops, however it stops). While a thread makes calls that must be as
+untraced (``CaptureSession.bare``: the whole call's timed calls), the watch passes that
+thread's calls straight to torch's own ``__call__``; another thread's calls meanwhile are
+watched as ever. The timed calls call torch's own ``__call__`` directly (``unwatched``): no
+frame of the capture's in them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import torch
 
@@ -47,7 +55,8 @@ class CompiledCall:
     out: Any
 
 
-Listener = Callable[[CompiledCall], None]
+# a listener returns True when it needs no further call of that compiled callable (until woken)
+Listener = Callable[[CompiledCall], bool]
 
 
 class _Telling(threading.local):
@@ -59,41 +68,53 @@ class CompiledCalls(Concern):
     def __init__(self, session: Any) -> None:
         super().__init__(session)
         self._listeners: list[tuple[str, Listener]] = []
-        # what this capture's torch.compile returned -> what it was given (weakly: a compiled
-        # model the script drops is freed as without tuidebug)
-        self._modules: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+        # what this capture's torch.compile returned for a module: id -> (a weak reference to
+        # it, what it was given), the entry gone with the module (a compiled model the script
+        # drops is freed as without tuidebug)
+        self._modules: dict[int, tuple["weakref.ref[Any]", Any]] = {}
         self._telling = _Telling()
-        self._module_call: tuple[type, Any, Any] | None = None  # (class, torch's, the watch)
+        self._torchs_call: Any = None  # OptimizedModule.__call__ as torch made it
+        # compiled callables (by id) every listener is done with, and the wake count then
+        self._done: dict[int, int] = {}
+        self._wakes = 0
 
     def listen(self, what: str, listener: Listener) -> None:
-        """Tell ``listener`` every user's call (in the order concerns listen); a failure in it
-        is recorded as the capture's failure to record ``what``."""
+        """Tell ``listener`` every user's call (in the order concerns listen) until it answers
+        True for that callable; a failure in it is recorded as the capture's failure to record
+        ``what``."""
         self._listeners.append((what, listener))
+        self.wake()
+
+    def wake(self) -> None:
+        """A listener needs calls again, of every compiled callable."""
+        self._wakes += 1
 
     def install(self, p: compat.Patcher) -> None:
         if not self.session.check_accuracy:  # both listeners need the eager check
             return
         p.wrap(compat.TORCH_COMPILE, self._wrap_compile)
-        cls = compat.optimized_module_class()
-        torchs = cls.__dict__.get("__call__") if cls is not None else None
-        if p.wrap(compat.OPTIMIZED_MODULE_CALL, self._wrap_module_call) and cls is not None:
-            self._module_call = (cls, torchs, cls.__dict__.get("__call__"))
+        p.wrap(compat.OPTIMIZED_MODULE_CALL, self._wrap_module_call)
 
-    @contextlib.contextmanager
-    def unwatched(self) -> Iterator[None]:
-        """Compiled modules called through torch's own ``__call__`` inside the block (the
-        whole call's timed calls: nothing of the capture's in them), watched again after."""
-        mc = self._module_call
-        if mc is None or mc[1] is None:
-            yield
-            return
-        cls, torchs, watch = mc
-        cls.__call__ = torchs  # type: ignore[method-assign]
-        try:
-            yield
-        finally:
-            if cls.__dict__.get("__call__") is torchs:
-                cls.__call__ = watch  # type: ignore[method-assign]
+    def unwatched(self, compiled: Any) -> Callable[..., Any]:
+        """``compiled`` (what torch.compile returned) called as without tuidebug: a module
+        through torch's own ``__call__``, not the watch."""
+        torchs = self._torchs_call
+        if torchs is None or self._module(compiled) is None:
+            return compiled
+        return functools.partial(torchs, compiled)
+
+    def _module(self, mod: Any) -> Any:
+        """What the compiled module ``mod`` was given, if this capture's torch.compile made it."""
+        entry = self._modules.get(id(mod))
+        return entry[1] if entry is not None and entry[0]() is mod else None
+
+    def _keep_module(self, result: Any, model: Any) -> None:
+        key, modules = id(result), self._modules
+
+        def gone(ref: "weakref.ref[Any]") -> None:
+            if key in modules and modules[key][0] is ref:
+                del modules[key]
+        modules[key] = (weakref.ref(result, gone), model)
 
     # -- torch.compile ---------------------------------------------------------------------------
     def _wrap_compile(self, orig: Callable[..., Any]) -> Callable[..., Any]:
@@ -110,20 +131,23 @@ class CompiledCalls(Concern):
     def _watch(self, model: Any, result: Any) -> Any:
         if result is model or not callable(result) or not self._listeners:
             return result
+        self._done.pop(id(result), None)  # a new callable (its id may be a freed one's)
         if isinstance(result, torch.nn.Module):
-            self._modules[result] = model
+            self._keep_module(result, model)
             return result
         return compat.stand_in(result, lambda args, kwargs, out: self._tell(
             result, model, args, kwargs, out))
 
     def _wrap_module_call(self, orig: Callable[..., Any]) -> Callable[..., Any]:
         calls = self
+        self._torchs_call = orig
 
         def __call__(mod: Any, *args: Any, **kwargs: Any) -> Any:
-            model = calls._modules.get(mod)
+            tls = calls.session.tls
+            model = None if tls.bare else calls._module(mod)
             if model is None:
                 return orig(mod, *args, **kwargs)
-            calls.session.watched_calls += 1
+            tls.watched_calls += 1
             out = orig(mod, *args, **kwargs)
             calls._tell(mod, model, args, kwargs, out)  # not a listener's own calls
             return out
@@ -132,12 +156,19 @@ class CompiledCalls(Concern):
     # -- telling ---------------------------------------------------------------------------------
     def _tell(self, compiled: Any, eager: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
               out: Any) -> None:
-        if self._telling.depth or torch.compiler.is_compiling():
+        key = id(compiled)
+        if (self._done.get(key) == self._wakes or self._telling.depth
+                or self.session.tls.bare or torch.compiler.is_compiling()):
             return
+        wakes = self._wakes  # a listener that wakes while it is told hears the next call
         call = CompiledCall(compiled, eager, args, dict(kwargs), out)
         self._telling.depth += 1
         try:
+            done = True
             for what, listener in self._listeners:
-                self.session.guarded(what, lambda listener=listener: listener(call))
+                done = self.session.guarded(what, lambda listener=listener: listener(call)) \
+                    is True and done
         finally:
             self._telling.depth -= 1
+        if done:
+            self._done[key] = wakes

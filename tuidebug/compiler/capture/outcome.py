@@ -44,6 +44,9 @@ class Outcome(Concern):
         a failure while it runs is recorded as a runtime error of ``gs``."""
         s = self.session
         cid = gs.compile_id
+        # Dynamo wraps what the backend returns in ``disable``, unwrapping the backend's own:
+        # this wrapper goes around the graph itself, or every call would pay for two
+        compiled = compat.undisabled(compiled)
         timer = s.concern(kernels.Kernels)
         prof = s.concern(profile.Profile)
         profiling = None
@@ -67,36 +70,44 @@ class Outcome(Concern):
         first = [True]  # the graph's first call (checked) has not returned yet
 
         def run(*args: Any) -> Any:
-            if s.bare_calls and not first[0]:  # the whole call's timed calls: as untraced
+            tls = s.tls
+            if tls.bare and not first[0]:  # this thread's timed calls: as untraced
                 return checked(*args)
-            s.wrapped_calls += 1
-            with s.as_current(gs):
-                try:
-                    clock = s.call_clock
-                    if clock is None:
-                        out = checked(*args)
-                    else:
-                        start = clock.mark_graph()  # never waits: the call runs as unclocked
-                        out = checked(*args)
-                        clock.graphs.append((gs.graph_id, cid, start, clock.mark_graph()))
-                        if clock.backward is not None:
-                            try:
-                                clock.watch_backward(cid, out)
-                            except compat.NotAvailable as e:
-                                s.writer.not_available(f"backward timing: {e}")
-                    if cid in self.runtime["checks"] and cid not in self._named:
-                        self._named.add(cid)  # the check's call: name its outputs by the return
-                        s.concern(returned.Returned).expect(
-                            judge.flatten_outputs(out), lambda names: self._rename(cid, names))
-                    first[0] = False
-                    return out
-                except BaseException as e:
-                    if not isinstance(e, (KeyboardInterrupt, SystemExit)):
-                        s.phase("runtime")
-                        self.record_error(e, gs, phase="runtime")
-                    raise
+            tls.wrapped_calls += 1
+            prev, tls.graph = tls.graph, gs  # s.as_current(gs), inline: on every call
+            try:
+                clock = s.call_clock
+                if clock is None:
+                    out = checked(*args)
+                else:
+                    start = clock.mark_graph()  # never waits: the call runs as unclocked
+                    out = checked(*args)
+                    clock.graphs.append((gs.graph_id, cid, start, clock.mark_graph()))
+                    if clock.backward is not None:
+                        s.guarded("the backward's timing", lambda: self._watch_backward(
+                            clock, cid, out))
+                if cid not in self._named and cid in self.runtime["checks"]:
+                    self._named.add(cid)  # the check's call: name its outputs by the return
+                    s.concern(returned.Returned).expect(
+                        judge.flatten_outputs(out), lambda names: self._rename(cid, names))
+                first[0] = False
+                return out
+            except BaseException as e:
+                if not isinstance(e, (KeyboardInterrupt, SystemExit)):
+                    s.phase("runtime")
+                    self.record_error(e, gs, phase="runtime")
+                raise
+            finally:
+                tls.graph = prev
         compat.copy_calling_convention(checked, run)
         return run
+
+    def _watch_backward(self, clock: Any, cid: str, out: Any) -> None:
+        try:
+            clock.watch_backward(cid, out)
+        except compat.NotAvailable as e:  # kept once in the manifest: a fact about this torch
+            assert self.session.writer is not None
+            self.session.writer.not_available(f"backward timing: {e}")
 
     def _rename(self, cid: str, names: dict[int, str]) -> None:
         check = self.runtime["checks"].get(cid)

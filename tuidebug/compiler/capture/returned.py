@@ -38,19 +38,24 @@ class Returned(Concern):
             self.session.concern(CompiledCalls).listen(
                 "the outputs' names", lambda call: self.returned(call.out))
 
+    def _calls(self) -> CompiledCalls:
+        return self.session.concern(CompiledCalls)
+
     def expect(self, outputs: list[Any], apply: Callable[[dict[int, str]], None]) -> None:
         """``apply`` will be given ``{output index: path}`` for ``outputs`` (a checked graph's
         flat outputs) once the user's call that ran the graph returns."""
         refs: _Refs = [weakref.ref(o) if isinstance(o, torch.Tensor) else None
                        for o in outputs]
         self._pending.append((refs, apply, 0))
+        self._calls().wake()  # the user's calls that may return them: told again
 
-    def returned(self, value: Any) -> None:
+    def returned(self, value: Any) -> bool:
         """A user's call of a compiled callable returned ``value`` (not while Dynamo traces a
         compiled callable called inside another's region: the check never runs there, and
-        nothing of the capture may enter the user's graph)."""
+        nothing of the capture may enter the user's graph). True when no output waits for
+        its name (no further call needed until ``expect``)."""
         if torch.compiler.is_compiling() or not self._pending:
-            return
+            return not self._pending
         pending, self._pending = self._pending, []
         for refs, apply, seen in pending:
             outputs = [r() if r is not None else None for r in refs]
@@ -60,4 +65,4 @@ class Returned(Concern):
             elif seen + 1 < KEPT_FOR and any(o is not None for o in outputs):
                 # an inner call (a graph break's, a nested module's) returned first
                 self._pending.append((refs, apply, seen + 1))
-
+        return not self._pending

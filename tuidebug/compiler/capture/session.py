@@ -98,12 +98,6 @@ class CaptureSession:
         # while --profile clocks a whole call: each compiled graph's (graph id, compile id,
         # start mark, end mark) is appended (outcome.Outcome.wrap_runtime)
         self.call_clock: CallMarks | None = None
-        # while the whole call's timed calls run (``bare``): compiled graphs called as the
-        # program calls them untraced (no wrapper of the capture's around a graph already
-        # checked), and compiled modules' calls no longer watched (compiled_calls)
-        self.bare_calls = False
-        self.wrapped_calls = 0  # compiled graph calls that went through the capture's wrapper
-        self.watched_calls = 0  # compiled modules' calls through compiled_calls' watch
 
     def concern(self, kind: type[C]) -> C:
         """The session's instance of concern class ``kind``."""
@@ -202,16 +196,18 @@ class CaptureSession:
 
     @contextlib.contextmanager
     def bare(self) -> Iterator[None]:
-        """Calls as the program makes them without tuidebug: compiled modules called through
-        torch's own ``__call__`` (``compiled_calls``' watch off) and the capture's graph
-        wrappers passing straight through (``bare_calls``). For the whole call's timed calls,
-        which the eager calls they are compared with make with no instrumentation either."""
-        self.bare_calls = True
+        """This thread's calls inside the block as the program makes them without tuidebug:
+        compiled modules' calls not watched (``compiled_calls``) and the capture's wrapper
+        around each compiled graph passing straight through (``ThreadState.bare``). For the
+        whole call's timed calls, which the eager calls they are compared with make with no
+        instrumentation either. Only this thread's: another thread calling a compiled module
+        or graph meanwhile is traced as ever."""
+        tls = self.tls
+        was, tls.bare = tls.bare, True
         try:
-            with self.concern(compiled_calls.CompiledCalls).unwatched():
-                yield
+            yield
         finally:
-            self.bare_calls = False
+            tls.bare = was
 
     def phase(self, phase: str) -> None:
         """The current graph reached compilation phase ``phase`` (schema.PHASES)."""

@@ -129,6 +129,12 @@ class ThreadState(threading.local):
         self.passes: list[tuple[Any, float]] = []
         self.can_fuse: list[FuseCheck] = []  # can_fuse calls in progress, innermost last
         self.depth: dict[str, int] = {}  # per hook key: calls in progress (``reentrant``)
+        # while this thread makes the whole call's timed calls (``CaptureSession.bare``): its
+        # compiled graphs called as untraced, its compiled modules' calls not watched; another
+        # thread's calls meanwhile are traced as ever
+        self.bare = False
+        self.wrapped_calls = 0  # this thread's compiled graph calls through the capture's wrapper
+        self.watched_calls = 0  # this thread's compiled modules' calls through the watch
 
 
 class Concern:

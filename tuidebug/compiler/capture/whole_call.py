@@ -82,11 +82,12 @@ class WholeCall(Concern):
             self._threads.__exit__(None, None, None)
             self._threads = None
 
-    def _called(self, call: CompiledCall) -> None:
+    def _called(self, call: CompiledCall) -> bool:
         """A user's call of a compiled callable returned: measured once, at the first call
-        that returns with a graph compiled."""
+        that returns with a graph compiled. True once it is measured (no further call
+        needed)."""
         if self.busy or call.compiled in self.measured or not self.session.graphs:
-            return
+            return call.compiled in self.measured
         self.measured.add(call.compiled)
         owner = _module_of(call.eager)
         name = type(owner).__name__ if owner is not None else getattr(
@@ -107,6 +108,7 @@ class WholeCall(Concern):
             _restore(buffers)
             accuracy._set_rng_state(rng)
             self.busy = False
+        return True
 
     def _measure(self, name: str, compiled: Any, eager: Any, args: Any,
                  kwargs: Any) -> dict[str, Any]:
@@ -118,7 +120,8 @@ class WholeCall(Concern):
         owner = _module_of(eager)
         if owner is not None:
             wrt += [p for p in owner.parameters() if p.requires_grad]
-        c_step = _Step(lambda: compiled(*leaves, **kw), wrt, grad_on)
+        direct = self.session.concern(CompiledCalls).unwatched(compiled)  # torch's own call
+        c_step = _Step(lambda: direct(*leaves, **kw), wrt, grad_on)
         e_step = _Step(lambda: eager(*leaves, **kw), wrt, grad_on)
         training = c_step.training()
         e_step.grads = c_step.grads
@@ -136,7 +139,8 @@ class WholeCall(Concern):
         rounds = max(self.prof.runs, fair_timing.MIN_ROUNDS)
         ranks = _ranks()
         before = marks.counts()
-        wrapped, hooked = self.session.wrapped_calls, self.session.watched_calls
+        tls = self.session.tls  # this thread's calls: another's meanwhile are traced as ever
+        wrapped, hooked = tls.wrapped_calls, tls.watched_calls
         with self.session.bare():  # no hook or wrapper of the capture's in the timed calls
             if ranks > 1:  # every rank must make the same calls (their collectives pair up):
                 tc, te = fair_timing.interleaved(  # a fixed number of rounds, not adaptive
@@ -144,8 +148,8 @@ class WholeCall(Concern):
                     cap_s=float("inf"))
             else:
                 tc, te = fair_timing.interleaved(c_step.run, e_step.run, min_rounds=rounds)
-        wrapped, w_at = self.session.wrapped_calls - wrapped, self.session.wrapped_calls
-        hooked, h_at = self.session.watched_calls - hooked, self.session.watched_calls
+        wrapped, w_at = tls.wrapped_calls - wrapped, tls.wrapped_calls
+        hooked, h_at = tls.watched_calls - hooked, tls.watched_calls
         timed = marks.counts()
         load_after = fair_timing.load1()
         r = ratio_interval(te, tc)
@@ -171,8 +175,8 @@ class WholeCall(Concern):
             "timed": {**{k: timed[k] - before[k] for k in before},
                       "wrapped_graph_calls": wrapped, "watched_module_calls": hooked},
             "clocked": {**{k: after[k] - timed[k] for k in after},
-                        "wrapped_graph_calls": self.session.wrapped_calls - w_at,
-                        "watched_module_calls": self.session.watched_calls - h_at}}
+                        "wrapped_graph_calls": tls.wrapped_calls - w_at,
+                        "watched_module_calls": tls.watched_calls - h_at}}
         cg = self._cudagraph_ids()
         runs = [(c.wall, _parts(c, cg, training)) for c in clocked]
         entry["ledger"] = self._ledger(runs, comp.median_s)

@@ -41,7 +41,7 @@ from tuidebug.compiler.compat.hooks import (  # noqa: F401
     stage_fn_result, codegen_call, pass_observer, logged_scheduler_nodes, why_no_fuse_call,
     fusion_pair_names, fused_node, kernel_provenance, cpp_build_call, triton_compile_call,
     autotune_feedback, autotune_step_choice, cudagraph_skip_reason, triton_config_timings,
-    is_boxed_call, copy_calling_convention, backend_error_cause, StructuredEvent,
+    is_boxed_call, copy_calling_convention, undisabled, backend_error_cause, StructuredEvent,
     structured_event,
 )
 from tuidebug.compiler.compat.inductor import (  # noqa: F401

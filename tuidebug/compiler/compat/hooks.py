@@ -269,6 +269,22 @@ def copy_calling_convention(src: Callable[..., Any], dst: Callable[..., Any]) ->
         dst._boxed_call = True  # type: ignore[attr-defined]
 
 
+def undisabled(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The callable inside Dynamo's ``disable`` wrappers of ``fn`` (``innermost_fn``), or ``fn``
+    where this torch has none. What Inductor's backend returns is such a wrapper, and Dynamo
+    wraps whatever the backend returned in one again, unwrapping the backend's: a wrapper of the
+    capture's around the backend's wrapper would leave two on every call of the graph."""
+    try:
+        from torch._dynamo.eval_frame import innermost_fn
+    except ImportError:
+        return fn
+    try:
+        inner = innermost_fn(fn)
+    except Exception:  # a chain torch does not follow: the callable as given
+        return fn
+    return inner if callable(inner) else fn
+
+
 def backend_error_cause(e: BaseException) -> BaseException:
     """The compiler's own error inside Dynamo's BackendCompilerFailed wrapping(s)."""
     inner = e

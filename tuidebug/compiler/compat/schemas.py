@@ -11,6 +11,7 @@ of that name). None when the target has no schema this torch can find.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,13 +63,31 @@ def _aten_packet(name: str) -> Any:
 def written_arguments(target: Any) -> list[WrittenArgument] | None:
     """The arguments ``target`` writes according to its schema (across its overloads, in the
     order met, each (position, name) once); [] when it writes none; None when no schema is
-    found (not an operator: a Python function, an unknown method name)."""
+    found (not an operator: a Python function, an unknown method name). Looked up once per
+    operator and per name (every node of every graph asks)."""
     schema = getattr(target, "_schema", None)
     if schema is not None and hasattr(schema, "arguments"):  # an OpOverload
-        return _schema_writes(schema)
-    ops = _overloads(target) if hasattr(target, "overloads") else []
+        key: Any = target
+    elif hasattr(target, "overloads"):  # an OpOverloadPacket
+        key = target
+    else:  # a torch function, a call_method name: ATen's ops of that name
+        key = target if isinstance(target, str) else str(getattr(target, "__name__", "") or "")
+    try:
+        found = _written_of(key)
+    except TypeError:  # an operator that cannot be a key: looked up each time
+        found = _written_of.__wrapped__(key)
+    return None if found is None else list(found)
+
+
+@functools.lru_cache(maxsize=4096)
+def _written_of(key: Any) -> tuple[WrittenArgument, ...] | None:
+    """``written_arguments`` of an OpOverload, an OpOverloadPacket, or an op's name."""
+    schema = getattr(key, "_schema", None)
+    if schema is not None and hasattr(schema, "arguments"):
+        return tuple(_schema_writes(schema))
+    ops = _overloads(key) if hasattr(key, "overloads") else []
     if not ops:
-        name = target if isinstance(target, str) else getattr(target, "__name__", "")
+        name = key if isinstance(key, str) else getattr(key, "__name__", "")
         packet = _aten_packet(str(name or ""))
         ops = _overloads(packet) if packet is not None else []
     if not ops:
@@ -78,4 +97,4 @@ def written_arguments(target: Any) -> list[WrittenArgument] | None:
         for w in _schema_writes(getattr(op, "_schema", None)):
             if w not in seen:
                 seen.append(w)
-    return seen
+    return tuple(seen)
