@@ -12,7 +12,7 @@ one compiled with the graph-level caches the capture turns off also off (torch w
 graph otherwise: about 2 µs a call of torch's own): what remains is the capture's per-call
 work.
 
-    PYTHONPATH=. .venv/bin/python bench/compiled_call_overhead.py [--calls 10000] [--rounds 11]
+    PYTHONPATH=. .venv/bin/python bench/compiled_call_overhead.py [--calls 10000] [--rounds 11] [--device cuda]
 """
 
 from __future__ import annotations
@@ -56,6 +56,8 @@ def batch(f: Callable[[torch.Tensor], Any], x: torch.Tensor, n: int) -> tuple[fl
     w0, c0 = time.perf_counter(), time.thread_time()
     for _ in range(n):
         f(x)
+    if x.is_cuda:
+        torch.cuda.synchronize()
     return (time.perf_counter() - w0) / n, (time.thread_time() - c0) / n
 
 
@@ -89,9 +91,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=10_000)
     ap.add_argument("--rounds", type=int, default=11)
+    ap.add_argument("--device", default="cpu", help="where the tensors live (cuda: a GPU)")
     ns = ap.parse_args()
     torch.set_num_threads(1)
-    x = torch.randn(8)
+    x = torch.randn(8, device=ns.device)
     # plain: as torch compiles them by default; "plain, caches off": with the graph-level
     # caches the capture turns off also off (torch then wraps each compiled graph differently):
     # what remains between it and traced is the capture's own per-call work

@@ -106,10 +106,25 @@ def test_why_no_fuse_reason_is_formatted() -> None:
     assert compat.why_no_fuse_call((why, "no shared data"), {}) == ("buf0", "buf1", "no shared data")
 
 
+def _function(name: str, module: str) -> Any:
+    """An autograd Function class named ``name``, defined (as far as it says) in ``module``."""
+    import torch
+
+    def forward(ctx: Any, t: torch.Tensor) -> torch.Tensor:
+        return t * 3
+
+    def backward(ctx: Any, g: torch.Tensor) -> torch.Tensor:
+        return g * 3
+    return type(name, (torch.autograd.Function,), {
+        "forward": staticmethod(forward), "backward": staticmethod(backward),
+        "__module__": module, "__qualname__": name})
+
+
 def test_the_compiled_backward_node_is_found_by_its_function_not_its_name() -> None:
     """The node ``--profile`` hooks to time a compiled backward: AOTAutograd's
     ``CompiledFunction`` behind a compiled graph's outputs (through a view of one), and none
-    behind plain autograd — even a user's own function of that name."""
+    behind plain autograd — even a user's own function of that name (None: the process has
+    recognised the node, so outputs that lead to none are views of the graph's inputs)."""
     import torch
 
     x = torch.randn(4, requires_grad=True)
@@ -118,34 +133,9 @@ def test_the_compiled_backward_node_is_found_by_its_function_not_its_name() -> N
     assert node is not None and compat.is_compiled_backward(node)
     assert node.name() == "CompiledFunctionBackward"
 
-    class CompiledFunction(torch.autograd.Function):  # the user's: not AOTAutograd's
-        @staticmethod
-        def forward(ctx: Any, t: torch.Tensor) -> torch.Tensor:
-            return t * 3
-
-        @staticmethod
-        def backward(ctx: Any, g: torch.Tensor) -> torch.Tensor:
-            return g * 3
-
-    own = CompiledFunction.apply(x)
+    own = _function("CompiledFunction", __name__).apply(x)  # the user's: not AOTAutograd's
     assert "CompiledFunction" in own.grad_fn.name()  # what the old substring test matched
     assert compat.compiled_backward_node([own.grad_fn, (x * 2).grad_fn]) is None
-
-
-def _function(name: str, module: str) -> Any:
-    import torch
-
-    class F(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx: Any, t: torch.Tensor) -> torch.Tensor:
-            return t * 3
-
-        @staticmethod
-        def backward(ctx: Any, g: torch.Tensor) -> torch.Tensor:
-            return g * 3
-    F.__name__ = F.__qualname__ = name
-    F.__module__ = module
-    return F
 
 
 def test_the_compiled_backward_node_is_feature_detected(monkeypatch: pytest.MonkeyPatch) -> None:

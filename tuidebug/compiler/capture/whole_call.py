@@ -120,11 +120,14 @@ class WholeCall(Concern):
         owner = _module_of(eager)
         if owner is not None:
             wrt += [p for p in owner.parameters() if p.requires_grad]
-        direct = self.session.concern(CompiledCalls).unwatched(compiled)  # torch's own call
+        # the timed calls: torch's own __call__ of a compiled module, not the capture's watch
+        direct = self.session.concern(CompiledCalls).unwatched(compiled)
         c_step = _Step(lambda: direct(*leaves, **kw), wrt, grad_on)
         e_step = _Step(lambda: eager(*leaves, **kw), wrt, grad_on)
+        # the clocked calls: as the user's, through the watch (counted in instrumentation)
+        c_clocked = _Step(lambda: compiled(*leaves, **kw), wrt, grad_on)
         training = c_step.training()
-        e_step.grads = c_step.grads
+        e_step.grads = c_clocked.grads = c_step.grads
         machine = fair_timing.free_threads() if self.machine is None else self.machine
         load_before = fair_timing.load1()
         # the timed calls run under the same instrumentation on both sides: none. No clock
@@ -135,7 +138,7 @@ class WholeCall(Concern):
         clocked: list[_Clocked] = []
 
         def run_clocked() -> None:
-            clocked.append(self._clocked_call(c_step, marks))
+            clocked.append(self._clocked_call(c_clocked, marks))
         rounds = max(self.prof.runs, fair_timing.MIN_ROUNDS)
         ranks = _ranks()
         before = marks.counts()
