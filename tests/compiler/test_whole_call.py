@@ -183,3 +183,33 @@ def test_the_timed_calls_print_nothing_to_the_users_output(tmp_path: Path) -> No
     dyn = sum(p.seconds for p in v.ledger if p.part == "dynamo")
     assert tail[0].seconds > dyn, [p.as_json() for p in v.ledger]
     assert "STEP CALLED" not in proc.stderr.splitlines()
+
+
+INFERENCE = '''import torch
+
+
+@torch.compile
+def f(x):
+    return (x * 2).sin()
+
+
+x = torch.randn(8)  # made outside inference mode: a normal tensor
+with torch.inference_mode():
+    print("sum", round(float(f(x).sum()), 4))
+'''
+
+
+def test_timing_a_call_under_inference_mode_compiles_nothing_more(tmp_path: Path) -> None:
+    """A call made under ``torch.inference_mode()`` with tensors made outside it: the timed
+    calls' copies of the arguments were made where the call returned, in inference mode, so
+    they were inference tensors, failed Dynamo's dispatch-key guard and compiled the function
+    a second time (TORCH_LOGS=recompiles without tuidebug: one compile). Now one compile."""
+    script = tmp_path / "inference.py"
+    script.write_text(INFERENCE)
+    out = tmp_path / "inference"
+    proc = trace_example(out, str(script), extra=["--profile", "1"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    t = Trace(out)
+    assert [c["id"] for c in t.manifest.compiles] == ["0/0"], t.manifest.compiles
+    (v,) = call_verdicts(t)
+    assert v.rounds >= 10

@@ -196,3 +196,34 @@ def test_bart_generate_advice_offers_no_dynamic_true(tmp_path: Path) -> None:
                                                          for i in ids), ids
     assert "static KV cache" in ids and "backed_size_oblivious" in ids, ids
     assert counts(t).recompiles == 2
+
+
+def test_an_optional_tensor_left_out_is_named_and_not_taken_for_a_number() -> None:
+    """``attn(q, k, v, mask=mask)`` then ``attn(q, k, v)`` (torch 2.13's words); and a tensor
+    guard of another kind (dispatch keys) whose source ``L['k']`` is no number: advise offered
+    "the Python number k changed (None → None)" for it."""
+    advice, source, _, actual = suggestion(
+        "expected type of 'mask' to be a tensor type, ' but found <class 'NoneType'>", {}, set())
+    assert (source, actual) == ("L['mask']", "NoneType"), (source, actual)
+    assert advice.startswith("'mask' was a tensor in the compile before and is NoneType now")
+    assert "read the failed guard" not in advice
+    other = suggestion("tensor 'k' dispatch key set mismatch. expected DispatchKeySet(CPU, "
+                       "BackendSelect, ADInplaceOrView), actual DispatchKeySet(CPU, "
+                       "BackendSelect)", {}, set())
+    assert other[1] == "L['k']" and other[2] is None
+
+
+def test_advice_offers_no_number_change_for_a_tensor_guard(tmp_path: Path) -> None:
+    w = TraceWriter(tmp_path / "t", command=["tuidebug", "trace", "attn.py"])
+    reason = ("0/0: tensor 'k' dispatch key set mismatch. expected DispatchKeySet(CPU, "
+              "BackendSelect, ADInplaceOrView), actual DispatchKeySet(CPU, BackendSelect)")
+    for cid, rs in (("0/0", []), ("0/1", [reason])):
+        w.write_compile(cid, {"graphs": [], "metrics": {"co_name": "attn"},
+                              **({"recompile_reasons": rs} if rs else {})})
+        w.add_compile(cid, {"graphs": []})
+        w.write_compile_shapes(cid, {"id": cid, "symbols": [],
+                                     "recompile": {"reasons": rs, "values": {}}})
+    w.finish("ok")
+    t = Trace(tmp_path / "t")
+    assert explain("0/1", t.compiles, t.compile_shapes_brief("0/1")) is not None
+    assert recompile_advice(t) == []

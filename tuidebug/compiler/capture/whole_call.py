@@ -391,9 +391,14 @@ def _ranks() -> int:
 
 
 def _leaf(x: Any) -> Any:
-    """A copy of a tensor argument (requiring grad as it did), anything else as it is."""
+    """A copy of a tensor argument (requiring grad as it did, an inference tensor only where it
+    was one), anything else as it is. The copy is made where the user's call returned: under
+    ``torch.inference_mode()`` a plain clone is an inference tensor, whose other dispatch keys
+    fail Dynamo's guard, and the timed calls compiled the function once more (a recompile the
+    user's program does not make)."""
     if isinstance(x, torch.Tensor):
-        return x.detach().clone().requires_grad_(x.requires_grad)
+        with torch.inference_mode(x.is_inference()):
+            return x.detach().clone().requires_grad_(x.requires_grad)
     return x
 
 

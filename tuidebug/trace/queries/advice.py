@@ -178,6 +178,9 @@ def _dim_source(source: str | None) -> tuple[str, int] | None:
     return (m["src"], int(m["dim"])) if m else None
 
 
+_NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|inf|nan)")
+
+
 def _number_source(source: str | None) -> str | None:
     """``L['scale']`` -> ``scale``: a number of the frame (not a tensor's size)."""
     m = re.fullmatch(r"L\['(?P<name>[A-Za-z_]\w*)'\]", source or "")
@@ -209,7 +212,7 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
             continue
         dim = _dim_source(rec.get("source"))
         number = _number_source(rec.get("source"))
-        if dim is None and number is not None and rec.get("expected") not in ("True", "False"):
+        if dim is None and number is not None and _NUMBER.fullmatch(str(rec.get("expected"))):
             why = (f"{cid}: the Python number {number} changed ({rec.get('expected')} → "
                    f"{rec.get('failing_value')}): it was a constant of the compile")
             out.setdefault("dynamic=True", Suggestion(

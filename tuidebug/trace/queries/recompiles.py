@@ -19,6 +19,9 @@ _TENSOR = re.compile(r"tensor '(?P<name>.+?)' (?P<what>size|stride) mismatch at 
                      r"(?P<index>\d+)\. expected (?P<expected>\S+), actual (?P<actual>\S+)")
 _TENSOR_OTHER = re.compile(r"tensor '(?P<name>.+?)' (?P<what>dtype|device|requires_grad|"
                            r"dispatch key set|rank|ndim)[^.]*mismatch")
+# an argument that was a tensor and is not now (``mask=None`` after a mask)
+_NOT_TENSOR = re.compile(r"expected type of '(?P<name>.+?)' to be a tensor type, '? but found "
+                         r"<class '(?P<found>[\w.]+)'>")
 # a tensor the user passes by itself (``x``, ``kwargs['input_ids']``), and one inside a cache
 USER_INPUT = re.compile(r"^(?:[A-Za-z_]\w*|kwargs\['[^'\]]+'\])$")
 # the frame's ``*args`` (``torch.compile`` of a torch module such as ``nn.Sequential`` traces
@@ -195,6 +198,12 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                          "this compile did not make it dynamic (it has no symbol for it)")
                       + f"; {once}")
         return advice, source, m["expected"], m["actual"]
+    m = _NOT_TENSOR.search(text)
+    if m:
+        return (f"{m['name']!r} was a tensor in the compile before and is {m['found']} now: a "
+                f"tensor and a {m['found']} are compiled separately, so an argument passed as "
+                f"a tensor only sometimes (an optional mask) costs a compile for each; passing "
+                f"the same kind every call avoids it", _local(m["name"]), None, m["found"])
     m = _TENSOR_OTHER.search(text)
     if m:
         return (f"the {m['what']} of {m['name']!r} changed: each {m['what']} is compiled "
