@@ -38,7 +38,13 @@ async def test_symbols_guards_and_the_recompile_chain(open_ui, dynamic_trace: Pa
         lines = ui.lines("#shapes-view")
         text = "\n".join(lines)
         assert "Recompile chain" in text and "guard failed: tensor 'x' size mismatch" in text
-        assert "maybe_mark_dynamic(x, 0)" in text
+        # the advice is wrapped to the screen, all of it on it (one 300-character line was
+        # read by scrolling sideways)
+        advice = compile_dynamic(trace, "0/1")["recompile"]["suggestion"]
+        painted = ui.text().splitlines()
+        flat = " ".join(ln.strip().removeprefix("avoid it: ") for ln in painted)
+        assert len(advice) > 150 and " ".join(advice.split()) in flat, (advice, painted)
+        assert "maybe_mark_dynamic(x, 0)" in flat
         now = next(ln for ln in lines if ln.strip().startswith("▶ 0/1"))
         assert "vs 0/0: nodes" in now  # the graph diff of the two compiles
         row = next(i for i, ln in enumerate(lines) if ln.strip().startswith(sym))

@@ -7,6 +7,7 @@ its source and goes on to the FX nodes that come from that line."""
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import Any
 
 from rich.text import Text
@@ -57,8 +58,11 @@ def shapes_lines(trace: Any, g: GraphRecord) -> tuple[list[Text], list[Any]]:
                               inert_text(str(rec.get("failed_guard") or "?")[:160]),
                               inert_text(f"  (value {value})" if value is not None else "")))
             if rec.get("suggestion"):
-                add(Text.assemble(("     avoid it: ", "dim"),
-                                  inert_text(str(rec["suggestion"])[:400])))
+                # wrapped: a sentence of 300 characters on one line is read by scrolling
+                # sideways, half of it off the screen at a time
+                for i, part in enumerate(textwrap.wrap(str(rec["suggestion"])[:600], 96)):
+                    add(Text.assemble(("     avoid it: " if i == 0 else " " * 15, "dim"),
+                                      inert_text(part)))
         graphs = trace.compiles.get(c, {}).get("graphs") or []
         add(Text.assemble(("▶ " if c == cid else "  ", "bold"), inert_text(c, "bold"),
                           inert_text(f"  graphs: {', '.join(map(str, graphs)) or 'none'}"),
