@@ -92,7 +92,7 @@ def classify(trace: Trace, ran: dict[str, Trace | None],
                         if flag == PRECISION_CASTS
                         else bool(random_ops_of(report, graph) if first else randomish))
             if flag_set(trace, flag) or not relevant:
-                reruns.append(Rerun(flag, "not run", why_not_run(trace, flag)))
+                reruns.append(Rerun(flag, "not run", why_not_run(trace, flag, report)))
             elif flag in ran or flag in unavailable:
                 reruns.append(outcome(flag, ran.get(flag), cid, unavailable.get(flag), reach))
                 if flag == RANDOM and key is None and reruns[-1].outcome == "stays":

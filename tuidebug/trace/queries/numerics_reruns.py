@@ -209,13 +209,25 @@ def control_needed(trace: Trace) -> str | None:
     return None
 
 
-def why_not_run(trace: Trace, flag: str) -> str:
-    """Why ``flag``'s re-run cannot change this compile's verdict (it was not run for it)."""
+def why_not_run(trace: Trace, flag: str, report: dict[str, Any] | None = None) -> str:
+    """Why ``flag``'s re-run cannot change the verdict of the compile whose numerics report is
+    ``report`` (it was not run for it): said from what the report holds — a bfloat16 model
+    whose kernels all agree was told "every value its kernels wrote is float32 or wider"."""
     if flag_set(trace, flag):
         return f"the trace already had {flag}=True"
+    first = first_of(report) if report is not None else None
+    graph = str(first.get("graph")) if first else None
     if flag == PRECISION_CASTS:
-        return ("every value its kernels wrote is float32 or wider: there is no cast to a "
-                "narrower float to elide")
+        narrow = narrow_dtypes(report, graph) if report is not None else []
+        if not narrow:
+            return ("every value its kernels wrote is float32 or wider: there is no cast to a "
+                    "narrower float to elide")
+        return (f"no kernel diverges, so there is no difference to classify (its kernels "
+                f"write {', '.join(narrow)})")
+    random = random_ops_of(report, graph) if report is not None else []
+    if random and first is None:
+        return (f"no kernel diverges and none was set aside as random numbers (its graph "
+                f"draws {', '.join(random)})")
     return "its graph draws no random numbers"
 
 
