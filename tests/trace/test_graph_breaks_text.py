@@ -84,6 +84,20 @@ def test_diff_names_the_break_added_and_the_one_gone(tmp_path: Path) -> None:
     assert any(ln.startswith("graph break added: script.py:14 t = y.max()") for ln in d["lines"])
 
 
+def test_a_break_met_in_fewer_compiles_is_not_gone(tmp_path: Path) -> None:
+    """A break met in two compiles of A (the function recompiled) and one of B (dynamic=True:
+    no recompile) is still there: diff said "graph break gone" for it."""
+    a = _trace(tmp_path / "a", [(11, 'print("y is ready")', PRINT)] * 2)
+    b = _trace(tmp_path / "b", [(11, 'print("y is ready")', PRINT)])
+    d = diff_traces(a, b, code=False)
+    gb = d["graph_breaks"]
+    assert gb["gone"] == [] and gb["added"] == [] and gb["kept"] == 1, gb
+    assert [(x["times_a"], x["times_b"]) for x in gb["met"]] == [(2, 1)], gb["met"]
+    assert not any(ln.startswith("graph break gone") for ln in d["lines"]), d["lines"]
+    assert ("graph break still there, met 2× → 1× (once per compile that reaches it): "
+            "script.py:11 print(\"y is ready\") (Failed to trace builtin operator)") in d["lines"]
+
+
 def _branch(file: str, line: int, code: str) -> str:
     """Dynamo's reason for a data-dependent branch (torch 2.13): its explanation goes on with
     the branch's own code."""
