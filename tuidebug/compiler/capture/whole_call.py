@@ -126,7 +126,7 @@ class WholeCall(Concern):
         e_step = _Step(lambda: eager(*leaves, **kw), wrt, grad_on)
         # the clocked calls: as the user's, through the watch (counted in instrumentation)
         c_clocked = _Step(lambda: compiled(*leaves, **kw), wrt, grad_on)
-        training = c_step.training()
+        training = c_clocked._training = c_step.training()  # the same call: no forward to ask
         e_step.grads = c_clocked.grads = c_step.grads
         machine = fair_timing.free_threads() if self.machine is None else self.machine
         load_before = fair_timing.load1()
