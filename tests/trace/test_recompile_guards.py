@@ -227,3 +227,55 @@ def test_advice_offers_no_number_change_for_a_tensor_guard(tmp_path: Path) -> No
     t = Trace(tmp_path / "t")
     assert explain("0/1", t.compiles, t.compile_shapes_brief("0/1")) is not None
     assert recompile_advice(t) == []
+
+
+BERT_RANGE = ("2 <= kwargs['input_ids'].size()[1] <= 64  # if isinstance(attention_mask, "
+              "(torch.Tensor, BlockMask)) and len(attention_mask.shape) == 4:  # transformers/"
+              "masking_utils.py:833 in _preprocess_mask_arguments (user code shown is first use "
+              "of this value--the guard itself is not due user code but due to 0/1 "
+              "specialization in the framework; to avoid specialization try "
+              "torch._dynamo.decorators.mark_unbacked(tensor, dim)) and attn_output = torch.nn."
+              "functional.scaled_dot_product_attention(  # transformers/integrations/"
+              "sdpa_attention.py:193 in sdpa_attention_forward (_dynamo/utils.py:4231 in run_node)")
+
+
+def test_a_size_below_the_dynamic_range_is_named_with_its_value(tmp_path: Path) -> None:
+    """BERT called with sequence lengths 8, 12, 16, then 1 (TORCH_LOGS=recompiles: 0/1 on
+    8 → 12, 0/2 on ``2 <= kwargs['input_ids'].size()[1] <= 64`` with 0/0's guard saying
+    "actual 1"): the range guard fell back to "read the failed guard"."""
+    w = TraceWriter(tmp_path / "t", command=["tuidebug", "trace", "bert.py"])
+    reasons = {"0/0": [], "0/1": ["0/0: tensor 'kwargs['input_ids']' size mismatch at index 1. "
+                                  "expected 8, actual 12"],
+               "0/2": [f"0/1: {BERT_RANGE}", "0/0: tensor 'kwargs['input_ids']' size mismatch "
+                                             "at index 1. expected 8, actual 1"]}
+    for cid, rs in reasons.items():
+        graph = f"{cid.replace('/', '_')}-inference"
+        w.write_compile(cid, {"graphs": [graph], "metrics": {"co_name": "wrapper"},
+                              **({"recompile_reasons": rs} if rs else {})})
+        w.add_compile(cid, {"graphs": [graph]})
+        w.add_graph(graph, kind="inference", compile_id=cid)
+        w.set_graph_status(graph, "ok")
+        sym = [{"name": "s27", "source": "L['kwargs']['input_ids'].size()[1]", "kind": "backed",
+                "hint": 12}] if cid == "0/1" else []
+        w.write_compile_shapes(cid, {"id": cid, "symbols": sym,
+                                     "recompile": {"reasons": rs, "values": {}}})
+    w.finish("ok")
+    t = Trace(tmp_path / "t")
+    rec = explain("0/2", t.compiles, t.compile_shapes_brief("0/2"))
+    assert rec is not None
+    assert rec["failed_guard"] == "2 <= kwargs['input_ids'].size()[1] <= 64", rec
+    assert rec["source"] == "L['kwargs']['input_ids'].size()[1]", rec
+    assert rec["failing_value"] == "1", rec  # said by 0/0's guard of the same call
+    advice = rec["suggestion"]
+    assert "read the failed guard" not in advice, advice
+    assert "1 is below it: sizes 0 and 1 are always specialized" in advice, advice
+    assert "mark_unbacked" in advice  # Dynamo's own hint, quoted
+    ids = {s.id: s for s in recompile_advice(t)}
+    assert "backed_size_oblivious" in ids, ids
+    # the input the user passes by keyword is named as they pass it
+    mark = ids["mark_dynamic kwargs['input_ids'] 1"]
+    assert ("maybe_mark_dynamic(t, 1) on the tensor t you pass as input_ids=") in mark.text, \
+        mark.text
+    one = explain("0/1", t.compiles, t.compile_shapes_brief("0/1"))
+    assert one is not None and "maybe_mark_dynamic(t, 1) on the tensor t you pass as " \
+        "input_ids=" in one["suggestion"], one

@@ -14,7 +14,7 @@ from typing import Any
 
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.graph_breaks import trace_breaks
-from tuidebug.trace.queries.recompiles import CACHE_TENSOR, USER_INPUT, explain
+from tuidebug.trace.queries.recompiles import CACHE_TENSOR, USER_INPUT, explain, held_as
 
 # transformers' KV cache by its Dynamo source: ``past_key_values.layers[0].keys`` (5.x),
 # ``past_key_values.key_cache[0]`` (4.x)
@@ -258,7 +258,8 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
             out.setdefault(f"mark_dynamic {name} {index}", Suggestion(
                 f"mark_dynamic {name} {index}",
                 f"mark dimension {index} of {name} dynamic before the first call "
-                f"(torch._dynamo.maybe_mark_dynamic({name}, {index}))", why, "recompiles",
+                f"(torch._dynamo.maybe_mark_dynamic({held_as(name)[0]}, {index}){held_as(name)[1]})",
+                why, "recompiles",
                 Apply(dynamic_sources=[f"{src}:{index}"])))
         else:
             out.setdefault(f"dynamic_sources {name} {index}", Suggestion(

@@ -29,7 +29,13 @@ USER_INPUT = re.compile(r"^(?:[A-Za-z_]\w*|kwargs\['[^'\]]+'\])$")
 POSITIONAL = re.compile(r"^args\[(?P<index>\d+)\]$")
 CACHE_TENSOR = re.compile(r"past_key_values|key_cache|value_cache|kv_cache|\bcache\b|layers\[", re.I)
 _NAME_HEAD = re.compile(r"^(?P<head>[A-Za-z_]\w*)(?P<rest>.*)$", re.S)
-_SIZE_SOURCE = re.compile(r"L\['[^'\]]+'\]\.(?:size|stride)\(\)\[\d+\]")
+# a size or stride by its source: ``L['x'].size()[0]`` (older logs), ``kwargs['input_ids']
+# .size()[1]`` (torch 2.13 names the local)
+_SIZE_SOURCE = re.compile(r"(?P<name>(?:L\['[^'\]]+'\]|\b[A-Za-z_]\w*)(?:\.\w+|\[[^\]\n]*\])*?)"
+                          r"\.(?P<what>size|stride)\(\)\[(?P<index>\d+)\]")
+# the range a dynamic compile holds for a size: ``2 <= kwargs['input_ids'].size()[1] <= 64``
+_RANGE = re.compile(r"(?:(?P<lo>-?\d+) <= )?(?P<src>.+?\.(?:size|stride)\(\)\[\d+\])"
+                    r"(?: <= (?P<hi>-?\d+))?")
 # a Python number or bool the compile holds as a constant: ``n == 2``, ``scale == 2.0`` (torch
 # 2.13 names the local),
 # ``L['n'] == 2`` (as older logs do); and one held by an object, read through it
@@ -121,18 +127,35 @@ def guard_of(text: str) -> tuple[str, dict[str, Any] | None]:
                    "code": f["code"].strip()}
 
 
+def held_as(name: str) -> tuple[str, str]:
+    """How the user names a tensor Dynamo calls ``name``: (the name to write in a call, the
+    words after it) — ``x``; ``t`` "on the tensor t you pass as argument 0" for ``args[0]``;
+    ``t`` "on the tensor t you pass as input_ids=" for ``kwargs['input_ids']`` (no one holds a
+    variable named ``kwargs['input_ids']``)."""
+    pos = POSITIONAL.match(name)
+    if pos:
+        return "t", f" on the tensor t you pass as argument {pos['index']}"
+    kw = re.fullmatch(r"kwargs\['(?P<key>[^'\]]+)'\]", name)
+    if kw:
+        return "t", f" on the tensor t you pass as {kw['key']}="
+    return name, ""
+
+
 def _carried(name: str) -> str:
     return (f"{name!r} is a local your function carries across a graph break into the code "
             f"Dynamo resumes after it, not an input you pass yourself")
 
 
 def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | None = None,
-               resumed: bool = False) -> tuple[str, str | None, Any, Any]:
+               resumed: bool = False, seen: dict[str, str] | None = None
+               ) -> tuple[str, str | None, Any, Any]:
     """What would avoid a recompile whose failed guard says ``text``: (suggestion, the input
     source it is about, the value it expected, the value that failed it). ``symbolic_sources``:
     the sources this compile made symbols for (None: not known) — it "makes a dimension
     dynamic" only when it has a symbol for it. ``resumed``: the compile is of the code Dynamo
-    resumes after a graph break, whose inputs the user does not pass."""
+    resumes after a graph break, whose inputs the user does not pass. ``seen``: the sizes the
+    other failed guards of the call name ({source: size}), where a guard on a range does not
+    say the size that left it."""
     m = _TENSOR.search(text)
     if m:
         name, index = m["name"], m["index"]
@@ -141,8 +164,7 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
         pos = POSITIONAL.match(name)
         top = bool(USER_INPUT.match(name) or pos) and not resumed
         # what the user calls it: its name, or ``t`` for the tensor passed positionally
-        arg, on = (("t", f" on the tensor t you pass as argument {pos['index']}") if pos
-                   else (name, ""))
+        arg, on = held_as(name)
         if m["what"] == "stride":
             return ((f"the memory layout of {name!r} changed (a transposed or sliced input): "
                      f"pass {arg}.contiguous(){on}, or keep one layout across calls") if top else
@@ -211,12 +233,17 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
     m = _CONSTANT.fullmatch(guard_of(text)[0])
     if m:
         return _constant(m, symbolic_sources, resumed)
+    m = _RANGE.fullmatch(guard_of(text)[0])
+    s = _SIZE_SOURCE.fullmatch(m["src"]) if m and (m["lo"] or m["hi"]) else None
+    if m and s:
+        return _out_of_range(m, s, text, seen or {})
     m = _SIZE_SOURCE.search(text)
     if m:
+        source = f"{_local(m['name'])}.{m['what']}()[{m['index']}]"
         return (f"a guard on the size {m.group(0)} failed: code branched on that size (or "
                 f"checked it) and the compile holds only for the sizes seen; avoid Python "
                 f"branches on sizes (use torch._check for facts), or mark it dynamic with "
-                f"torch._dynamo.mark_dynamic", m.group(0), None, None)
+                f"torch._dynamo.mark_dynamic", source, None, None)
     if "___check_obj_id" in text or "ID_MATCH" in text or "___check_type_id" in text:
         return ("an object passed in is not the one compiled for (a new module instance, "
                 "function or type): reuse one object across calls", None, None, None)
@@ -225,6 +252,29 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                 "the same torch.no_grad()/autocast state each time", None, None, None)
     return ("read the failed guard; TORCH_LOGS=recompiles_verbose lists every guard that "
             "failed", None, None, None)
+
+
+def _out_of_range(m: re.Match[str], s: re.Match[str], text: str, seen: dict[str, str]
+                  ) -> tuple[str, str | None, Any, Any]:
+    """A size that left the range a dynamic compile holds (``2 <= … <= 64``)."""
+    source = f"{_local(s['name'])}.{s['what']}()[{s['index']}]"
+    lo, hi = m["lo"], m["hi"]
+    value = seen.get(source)
+    head = (f"dimension {s['index']} of {s['name']!r} is dynamic in the compile before, which "
+            f"covers only {m.group(0)}")
+    if value is not None and lo == "2" and value in ("0", "1"):
+        why = (f"; {value} is below it: sizes 0 and 1 are always specialized, so this is a "
+               f"compile of its own, and marking the dimension dynamic does not change that")
+        if "mark_unbacked" in text:
+            why += ("; Dynamo's hint: torch._dynamo.decorators.mark_unbacked on that "
+                    "dimension before the first call avoids the specialization")
+        return head + why, source, f"{lo}…{hi}" if hi else f">= {lo}", value
+    if value is not None and hi and value.isdigit() and int(value) > int(hi):
+        return (head + f"; {value} is above it: code checked the size against {hi} (a "
+                f"model's largest length, say), and a size past it compiles again", source,
+                f"{lo}…{hi}" if lo else f"<= {hi}", value)
+    return (head + "; the size of this call is outside it, so it compiles again",
+            source, None, value)
 
 
 def _constant(m: re.Match[str], symbolic_sources: set[str] | None, resumed: bool
@@ -292,8 +342,10 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
                  for x in [sym.get("source"), *(sym.get("sources") or [])] if x}
                 if shapes else None)
     resumed = bool(RESUME.match(str(metrics.get("co_name") or "")))
-    advice, source, expected, actual = suggestion(text, config, symbolic, resumed) if text \
-        else ("", None, None, None)
+    seen = {f"{_local(t['name'])}.{t['what']}()[{t['index']}]": t["actual"]
+            for t in (_TENSOR.search(x) for _, x in parsed) if t}
+    advice, source, expected, actual = suggestion(text, config, symbolic, resumed, seen) \
+        if text else ("", None, None, None)
     values = recorded.get("values") if isinstance(recorded.get("values"), dict) else {}
     failing = values.get(source) if source else None
     if failing is None and actual is None and source:
