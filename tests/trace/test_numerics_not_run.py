@@ -42,3 +42,25 @@ def test_a_bfloat16_graph_with_no_diverging_kernel_is_not_called_float32(
     (c,) = classify(_trace(tmp_path, "float32"), {})
     (casts,) = [r for r in c.reruns if r.flag == PRECISION_CASTS]
     assert casts.detail.startswith("every value its kernels wrote is float32 or wider"), casts.detail
+
+
+def test_kernels_set_aside_as_random_numbers_are_not_called_agreeing(tmp_path: Path) -> None:
+    """A bfloat16 dropout kernel that differs from eager and was classified as random numbers
+    (not judged): the report's ``first`` is None, yet a kernel did differ — "no kernel
+    diverges" would hide it."""
+    kernels = [{"kernel": "cpp_fused_dropout_0", "call": 0, "ok": False,
+                "classified": "random numbers",
+                "buffers": [_buffer("buf1", "bfloat16") | {"ok": False}]}]
+    w = TraceWriter(tmp_path / "t", command=["tuidebug", "trace", "--numerics", "drop.py"])
+    w.write_runtime({"checks": {"0/0": {"close": True, "rule": "allclose", "numerics": {
+        "graphs": [{"graph": "0_0-inference", "kind": "inference", "kernels": kernels,
+                    "random_ops": ["aten.bernoulli"]}], "first": None}}}})
+    w.finish("ok")
+    (c,) = classify(Trace(tmp_path / "t"), {})
+    assert c.reruns, c
+    (casts,) = [r for r in c.reruns if r.flag == PRECISION_CASTS]
+    assert casts.outcome == "not run", casts
+    assert not casts.detail.startswith("no kernel diverges"), casts.detail
+    assert casts.detail == ("its differing kernels were set aside as random numbers (1 kernel "
+                            "call) and no other kernel diverges, so there is no difference to "
+                            "classify (its kernels write bfloat16)"), casts.detail

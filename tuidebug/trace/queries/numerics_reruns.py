@@ -217,16 +217,24 @@ def why_not_run(trace: Trace, flag: str, report: dict[str, Any] | None = None) -
         return f"the trace already had {flag}=True"
     first = first_of(report) if report is not None else None
     graph = str(first.get("graph")) if first else None
+    # kernel calls that differed but were set aside as random numbers (not judged): "no
+    # kernel diverges" would hide them
+    aside = random_classified(report) if report is not None else 0
+    set_aside = (f"its differing kernels were set aside as random numbers ({aside} kernel "
+                 f"call{'s' if aside != 1 else ''})")
     if flag == PRECISION_CASTS:
         narrow = narrow_dtypes(report, graph) if report is not None else []
         if not narrow:
             return ("every value its kernels wrote is float32 or wider: there is no cast to a "
                     "narrower float to elide")
-        return (f"no kernel diverges, so there is no difference to classify (its kernels "
-                f"write {', '.join(narrow)})")
+        return ((f"{set_aside} and no other kernel diverges" if aside else "no kernel diverges")
+                + f", so there is no difference to classify (its kernels write "
+                  f"{', '.join(narrow)})")
     random = random_ops_of(report, graph) if report is not None else []
     if random and first is None:
-        return (f"no kernel diverges and none was set aside as random numbers (its graph "
+        return (f"no judged kernel diverges: {set_aside} (its graph draws "
+                f"{', '.join(random)})" if aside else
+                f"no kernel diverges and none was set aside as random numbers (its graph "
                 f"draws {', '.join(random)})")
     return "its graph draws no random numbers"
 
