@@ -143,6 +143,8 @@ def test_every_tool_answers_within_the_cap(graph_break_trace: Path,
             assert "error" not in ev, (ref, ev)
         rec = await _all_pages(call, "recompiles", "recompiles", trace=gb)
         assert rec and all(r["suggestion"] and r["failed_guard"] for r in rec)
+        # where the guard came from and whether the frame is code resumed after a break
+        assert all("guard_at" in r and isinstance(r["resumed"], bool) for r in rec), rec
         breaks = await _all_pages(call, "graph_breaks", "breaks", trace=gb)
         assert breaks
         gid = graphs[0]["id"]

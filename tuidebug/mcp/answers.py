@@ -39,8 +39,8 @@ def recompile_items(trace: Trace) -> list[dict[str, Any]]:
         place = compile_place(compiles, cid)
         out.append({"compile_id": cid, "function": place["function"], "file": place["file"],
                     "line": place["line"], **{k: why.get(k) for k in (
-                        "previous", "failed_guard", "source", "expected", "failing_value",
-                        "suggestion", "limit_hit", "limit")},
+                        "previous", "failed_guard", "guard_at", "source", "expected",
+                        "failing_value", "suggestion", "limit_hit", "limit", "resumed")},
                     "ref": ref(compile_file(cid), "recompile_reasons")})
     return out
 
