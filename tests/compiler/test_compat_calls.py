@@ -123,8 +123,8 @@ def _function(name: str, module: str) -> Any:
 def test_the_compiled_backward_node_is_found_by_its_function_not_its_name() -> None:
     """The node ``--profile`` hooks to time a compiled backward: AOTAutograd's
     ``CompiledFunction`` behind a compiled graph's outputs (through a view of one), and none
-    behind plain autograd — even a user's own function of that name (None: the process has
-    recognised the node, so outputs that lead to none are views of the graph's inputs)."""
+    behind plain autograd — even a user's own function of that name (None: no compiled
+    backward behind them)."""
     import torch
 
     x = torch.randn(4, requires_grad=True)
@@ -141,20 +141,36 @@ def test_the_compiled_backward_node_is_found_by_its_function_not_its_name() -> N
 def test_the_compiled_backward_node_is_feature_detected(monkeypatch: pytest.MonkeyPatch) -> None:
     """AOTAutograd's ``CompiledFunction`` is recognised in whichever module of
     ``torch._functorch`` defines it (a class of that name defined in another module of it, as
-    a torch that moved the factory would); outputs that require grad and lead to no such node,
-    in a process that never recognised one, say "not available in torch X" (recorded once in
-    the manifest's not_available by the capture) instead of timing no backward silently."""
+    a torch that moved the factory would). A compiled graph whose outputs that require grad
+    are views of its inputs (``x.t()``) has no compiled backward to time: None, also as the
+    process's first compile (it was "not available in torch 2.13", written into the manifest's
+    not_available). "Not available" is said only where no module of AOTAutograd's runtime
+    defines the class."""
     import torch
 
     from tuidebug.compiler.compat import compiled_backward
 
-    x = torch.randn(4, requires_grad=True)
+    x = torch.randn(3, 4, requires_grad=True)
+    a, b = torch.compile(lambda x, y: (x.t(), y * 2), backend="aot_eager")(x, torch.randn(3))
+    assert a.requires_grad and not b.requires_grad and a.grad_fn is not None
+    assert compat.compiled_backward_node([a.grad_fn]) is None  # the input's view: no backward
+    assert compat.compiled_backward_node([(x * 2).grad_fn]) is None  # plain autograd
+    assert compat.compiled_backward_node([]) is None  # no output requires grad
+
     moved = _function("CompiledFunction", "torch._functorch._aot_autograd.somewhere_else")
     node = compat.compiled_backward_node([moved.apply(x).grad_fn])
     assert node is not None and compat.is_compiled_backward(node)
     user = _function("CompiledFunction", "my_project.functions")  # the user's: not AOT's
     assert not compat.is_compiled_backward(user.apply(x).grad_fn)
-    assert compat.compiled_backward_node([]) is None  # no output requires grad
-    monkeypatch.setattr(compiled_backward, "_recognised", [False])  # as in a fresh process
-    with pytest.raises(compat.NotAvailable, match=r"CompiledFunction .*not available in torch"):
-        compat.compiled_backward_node([user.apply(x).grad_fn, (x * 2).grad_fn])
+
+    assert compiled_backward.available()  # read from this torch's AOTAutograd runtime
+    monkeypatch.setattr(compiled_backward, "_KNOWN", "torch._functorch._aot_autograd.gone")
+    monkeypatch.setattr(compiled_backward, "_RUNTIME", "torch._functorch.gone")
+    compiled_backward.available.cache_clear()  # as a torch whose AOTAutograd moved elsewhere
+    try:
+        assert not compiled_backward.available()
+        with pytest.raises(compat.NotAvailable, match=r"CompiledFunction .*not available in torch"):
+            compat.compiled_backward_node([user.apply(x).grad_fn, (x * 2).grad_fn])
+    finally:
+        monkeypatch.undo()
+        compiled_backward.available.cache_clear()

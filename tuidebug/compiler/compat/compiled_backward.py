@@ -10,24 +10,31 @@ engine runs the compiled backward. The node is recognised by its forward class: 
 moves it there), never by a substring of its display name — a user's own function of that
 name is not it.
 
-Feature-detected where it is used: a compiled graph's outputs that require grad and lead to no
-such node (within a few steps: an output that is a view of one) say "not available in torch X",
-unless this process has already recognised the node (then the feature is there, and those
-outputs are views of the graph's inputs, regenerated outside the compiled function: no
-compiled backward runs for them).
+Feature-detected structurally (:func:`available`): some function of AOTAutograd's runtime
+(the known module first, else every module of ``torch._functorch._aot_autograd``) defines a
+class ``CompiledFunction`` — read from the functions' code objects, nothing is called. Outputs
+that require grad and lead to no such node (an output that is a view of the graph's inputs:
+regenerated outside the compiled function, its gradient flows to the leaves) have no compiled
+backward to time: None. Only where no module defines the class is the node "not available in
+torch X".
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
+import inspect
+import pkgutil
+import types
 from typing import Any
 
 from tuidebug.compiler.compat.lookup import NotAvailable
 
 AOT_PACKAGE = "torch._functorch"
+_RUNTIME = "torch._functorch._aot_autograd"
+_KNOWN = f"{_RUNTIME}.runtime_wrappers"  # torch 2.11–2.15
 _FUNCTION = "CompiledFunction"
 WHAT = f"{AOT_PACKAGE}'s {_FUNCTION} (the autograd node a compiled graph's backward runs in)"
-
-_recognised = [False]  # one node recognised in this process: the feature is there
 
 
 def is_compiled_backward(node: Any) -> bool:
@@ -38,22 +45,63 @@ def is_compiled_backward(node: Any) -> bool:
             and (module == AOT_PACKAGE or module.startswith(AOT_PACKAGE + ".")))
 
 
+def _defines(code: types.CodeType, name: str) -> bool:
+    """Whether ``code`` (or a function or class body nested in it) has a class body ``name``."""
+    return any(isinstance(c, types.CodeType) and (c.co_name == name or _defines(c, name))
+               for c in code.co_consts)
+
+
+def _module_defines(module: types.ModuleType, name: str) -> bool:
+    """Whether a function or method defined in ``module`` builds a class ``name`` (or the
+    module has one by that name)."""
+    if isinstance(getattr(module, name, None), type):
+        return True
+    for obj in vars(module).values():
+        if getattr(obj, "__module__", None) != module.__name__:
+            continue
+        funcs = ([obj] if inspect.isfunction(obj) else
+                 [f for f in vars(obj).values() if inspect.isfunction(f)]
+                 if isinstance(obj, type) else [])
+        if any(_defines(f.__code__, name) for f in funcs):
+            return True
+    return False
+
+
+def _imported(name: str) -> types.ModuleType | None:
+    try:
+        return importlib.import_module(name)
+    except Exception:  # noqa: BLE001 — a module this torch lacks, or fails to import: none
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def available() -> bool:
+    """Whether this torch's AOTAutograd builds a ``CompiledFunction`` (the known module first,
+    else every module of its runtime package)."""
+    _imported("torch._dynamo")  # first: AOTAutograd's runtime imports it back
+    known = _imported(_KNOWN)
+    if known is not None and _module_defines(known, _FUNCTION):
+        return True
+    package = _imported(_RUNTIME)
+    names = [i.name for i in pkgutil.iter_modules(getattr(package, "__path__", []),
+                                                  _RUNTIME + ".")]
+    return any(m is not None and _module_defines(m, _FUNCTION)
+               for m in map(_imported, names))
+
+
 def compiled_backward_node(nodes: list[Any], depth: int = 3) -> Any:
     """The first ``CompiledFunction`` backward node among the autograd nodes ``nodes`` (the
     ``grad_fn`` of a compiled graph's outputs that require grad) and what they lead to,
     ``depth`` steps back at most (an output that is a view of a compiled output); None when
-    ``nodes`` is empty (no output requires grad), or none leads to one and this process has
-    recognised one before (outputs that are views of the graph's inputs). Raises
-    ``NotAvailable`` when none leads to one and none was ever recognised: this torch runs a
-    compiled backward elsewhere, or under another name."""
-    if not nodes:
-        return None
+    none leads to one (no output requires grad, or they are views of the graph's inputs: no
+    compiled backward runs for them). Raises ``NotAvailable`` when this torch's AOTAutograd
+    defines no ``CompiledFunction`` (it runs a compiled backward elsewhere, or under another
+    name)."""
+    if not available():
+        raise NotAvailable(WHAT)
     for _ in range(depth):
         for n in nodes:
             if is_compiled_backward(n):
-                _recognised[0] = True
                 return n
         nodes = [m for n in nodes for m, _ in getattr(n, "next_functions", ()) if m is not None]
-    if _recognised[0]:
-        return None
-    raise NotAvailable(WHAT)
+    return None
