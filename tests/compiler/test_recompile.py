@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -291,6 +292,8 @@ def test_a_flag_that_changes_nothing_is_no_change_with_every_core_hogged(
                              stdout=stdout, stderr=subprocess.PIPE, text=True)
         assert p.stderr is not None
         said = []
+        watchdog = threading.Timer(900, p.kill)  # the reading below has no timeout of its own
+        watchdog.start()
         try:
             for line in p.stderr:  # the job's progress: "[tuidebug] phase <phase>"
                 said.append(line)
@@ -300,6 +303,7 @@ def test_a_flag_that_changes_nothing_is_no_change_with_every_core_hogged(
             with hogging() as load:
                 _, rest = p.communicate(timeout=900)
         finally:
+            watchdog.cancel()
             if p.poll() is None:
                 p.kill()
                 p.wait()
