@@ -279,3 +279,15 @@ def test_a_size_below_the_dynamic_range_is_named_with_its_value(tmp_path: Path) 
     one = explain("0/1", t.compiles, t.compile_shapes_brief("0/1"))
     assert one is not None and "maybe_mark_dynamic(t, 1) on the tensor t you pass as " \
         "input_ids=" in one["suggestion"], one
+
+
+def test_a_string_argument_is_a_constant_each_value_compiled() -> None:
+    """``f(x, mode)`` called with eleven strings (torch 2.13's words): each compiles once, and
+    past the recompile limit the function runs eagerly; dynamic=True is no help."""
+    advice, source, expected, _ = suggestion(
+        "mode == 'gelu'                                           # if mode == \"relu\": return "
+        "x.relu()  # mp/u/g4.py:4 in f\nUser stack trace:\n  File \"/tmp/u/g4.py\", line 4, in "
+        "f\n    if mode == \"relu\": return x.relu()", {}, set())
+    assert (source, expected) == ("L['mode']", "'gelu'"), (source, expected)
+    assert advice.startswith("the Python str 'mode' is a constant of the compile"), advice
+    assert "recompile_limit" in advice and "dynamic=True" not in advice, advice

@@ -43,7 +43,8 @@ _RANGE = re.compile(r"(?:(?P<lo>-?\d+) <= )?(?P<src>.+?\.(?:size|stride)\(\)\[\d
 _PATH = r"(?:\.\w+|\[[^\]\n]*\])*"
 _CONSTANT = re.compile(rf"(?:L\['(?P<local>[^'\]]+)'\](?P<lpath>{_PATH})|"
                        rf"(?P<name>[A-Za-z_]\w*)(?P<path>{_PATH})) == "
-                       r"(?P<value>-?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|inf|nan)|True|False)")
+                       r"(?P<value>-?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|inf|nan)|True|False|"
+                       r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\")")
 # a failed guard's own words end where Dynamo's comment (``  # h = h * scale  # x.py:13 in f``)
 # and the user stack it appends (``User stack trace:`` then ``File "…", line N, in fn`` and the
 # line's code) begin
@@ -290,6 +291,12 @@ def _constant(m: re.Match[str], symbolic_sources: set[str] | None, resumed: bool
                 f"constant of the compile, so each value is compiled once: a flag that flips "
                 f"once (a cache marked filled after its first call) costs one compile, and "
                 f"dynamic=True does not change that", source, value, flipped)
+    if value[:1] in "'\"":
+        return (f"the Python str {name!r} is a constant of the compile and changed (it was "
+                f"{value}): each string compiles once, whatever is dynamic; past "
+                f"torch._dynamo.config.recompile_limit of them the function runs eagerly: "
+                f"keep the strings few, or branch on them outside the compiled function",
+                source, value, None)
     number = "int" if re.fullmatch(r"-?\d+", value) else "float"
     symbolic = None if symbolic_sources is None else source in symbolic_sources
     made = ("this compile makes it a symbol (automatic dynamic), so later values reuse it"
