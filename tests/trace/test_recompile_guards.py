@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.format.writer import TraceWriter
@@ -67,6 +68,24 @@ def _trace(tmp_path: Path) -> Trace:
             "reasons": reasons, "values": {}, "called_at": called}})
     w.finish("ok")
     return Trace(tmp_path / "t")
+
+
+def _one_frame(root: Path, reasons: dict[str, list[str]],
+               symbols: dict[str, list[dict[str, Any]]] | None = None) -> Trace:
+    """A trace of one frame (``wrapper``) compiled as ``reasons`` says ({compile id: its
+    recompile reasons}), each compile with an inference graph and its ``symbols``."""
+    w = TraceWriter(root, command=["tuidebug", "trace", "script.py"])
+    for cid, rs in reasons.items():
+        graph = f"{cid.replace('/', '_')}-inference"
+        w.write_compile(cid, {"graphs": [graph], "metrics": {"co_name": "wrapper"},
+                              **({"recompile_reasons": rs} if rs else {})})
+        w.add_compile(cid, {"graphs": [graph]})
+        w.add_graph(graph, kind="inference", compile_id=cid)
+        w.set_graph_status(graph, "ok")
+        w.write_compile_shapes(cid, {"id": cid, "symbols": (symbols or {}).get(cid, []),
+                                     "recompile": {"reasons": rs, "values": {}}})
+    w.finish("ok")
+    return Trace(root)
 
 
 def test_a_changed_float_is_named_with_its_value_and_line(tmp_path: Path) -> None:
@@ -175,22 +194,11 @@ def test_bart_generate_advice_offers_no_dynamic_true(tmp_path: Path) -> None:
     dynamic=True avoids neither (TORCH_LOGS=recompiles with it: both stay), so it is not
     offered; the static cache and size-oblivious sizes are, to be tried."""
     name = "kwargs['past_key_values'].self_attention_cache.layers[0].keys"
-    w = TraceWriter(tmp_path / "t", command=["tuidebug", "trace", "bart.py"])
-    reasons = {"0/0": [], "0/1": ["0/0: kwargs['past_key_values'].is_updated[0] == False"],
-               "0/2": [f"0/1: tensor '{name}' size mismatch at index 2. expected 1, actual 2"]}
-    for cid, rs in reasons.items():
-        graph = f"{cid.replace('/', '_')}-inference"
-        w.write_compile(cid, {"graphs": [graph], "metrics": {"co_name": "wrapper"},
-                              **({"recompile_reasons": rs} if rs else {})})
-        w.add_compile(cid, {"graphs": [graph]})
-        w.add_graph(graph, kind="inference", compile_id=cid)
-        w.set_graph_status(graph, "ok")
-        w.write_compile_shapes(cid, {"id": cid, "recompile": {"reasons": rs, "values": {}},
-                                     "symbols": [{"name": "s11", "kind": "backed", "hint": 2,
-                                                  "source": f"L['kwargs']{name[6:]}.size()[2]"}]
-                                     if cid == "0/2" else []})
-    w.finish("ok")
-    t = Trace(tmp_path / "t")
+    t = _one_frame(tmp_path / "t", {
+        "0/0": [], "0/1": ["0/0: kwargs['past_key_values'].is_updated[0] == False"],
+        "0/2": [f"0/1: tensor '{name}' size mismatch at index 2. expected 1, actual 2"]},
+        {"0/2": [{"name": "s11", "kind": "backed", "hint": 2,
+                  "source": f"L['kwargs']{name[6:]}.size()[2]"}]})
     ids = [s.id for s in recompile_advice(t)]
     assert ids and "dynamic=True" not in ids and not any(i.startswith("mark_dynamic")
                                                          for i in ids), ids
@@ -214,17 +222,9 @@ def test_an_optional_tensor_left_out_is_named_and_not_taken_for_a_number() -> No
 
 
 def test_advice_offers_no_number_change_for_a_tensor_guard(tmp_path: Path) -> None:
-    w = TraceWriter(tmp_path / "t", command=["tuidebug", "trace", "attn.py"])
     reason = ("0/0: tensor 'k' dispatch key set mismatch. expected DispatchKeySet(CPU, "
               "BackendSelect, ADInplaceOrView), actual DispatchKeySet(CPU, BackendSelect)")
-    for cid, rs in (("0/0", []), ("0/1", [reason])):
-        w.write_compile(cid, {"graphs": [], "metrics": {"co_name": "attn"},
-                              **({"recompile_reasons": rs} if rs else {})})
-        w.add_compile(cid, {"graphs": []})
-        w.write_compile_shapes(cid, {"id": cid, "symbols": [],
-                                     "recompile": {"reasons": rs, "values": {}}})
-    w.finish("ok")
-    t = Trace(tmp_path / "t")
+    t = _one_frame(tmp_path / "t", {"0/0": [], "0/1": [reason]})
     assert explain("0/1", t.compiles, t.compile_shapes_brief("0/1")) is not None
     assert recompile_advice(t) == []
 
@@ -243,24 +243,13 @@ def test_a_size_below_the_dynamic_range_is_named_with_its_value(tmp_path: Path) 
     """BERT called with sequence lengths 8, 12, 16, then 1 (TORCH_LOGS=recompiles: 0/1 on
     8 → 12, 0/2 on ``2 <= kwargs['input_ids'].size()[1] <= 64`` with 0/0's guard saying
     "actual 1"): the range guard fell back to "read the failed guard"."""
-    w = TraceWriter(tmp_path / "t", command=["tuidebug", "trace", "bert.py"])
-    reasons = {"0/0": [], "0/1": ["0/0: tensor 'kwargs['input_ids']' size mismatch at index 1. "
-                                  "expected 8, actual 12"],
-               "0/2": [f"0/1: {BERT_RANGE}", "0/0: tensor 'kwargs['input_ids']' size mismatch "
-                                             "at index 1. expected 8, actual 1"]}
-    for cid, rs in reasons.items():
-        graph = f"{cid.replace('/', '_')}-inference"
-        w.write_compile(cid, {"graphs": [graph], "metrics": {"co_name": "wrapper"},
-                              **({"recompile_reasons": rs} if rs else {})})
-        w.add_compile(cid, {"graphs": [graph]})
-        w.add_graph(graph, kind="inference", compile_id=cid)
-        w.set_graph_status(graph, "ok")
-        sym = [{"name": "s27", "source": "L['kwargs']['input_ids'].size()[1]", "kind": "backed",
-                "hint": 12}] if cid == "0/1" else []
-        w.write_compile_shapes(cid, {"id": cid, "symbols": sym,
-                                     "recompile": {"reasons": rs, "values": {}}})
-    w.finish("ok")
-    t = Trace(tmp_path / "t")
+    t = _one_frame(tmp_path / "t", {
+        "0/0": [], "0/1": ["0/0: tensor 'kwargs['input_ids']' size mismatch at index 1. "
+                           "expected 8, actual 12"],
+        "0/2": [f"0/1: {BERT_RANGE}", "0/0: tensor 'kwargs['input_ids']' size mismatch at "
+                                      "index 1. expected 8, actual 1"]},
+        {"0/1": [{"name": "s27", "source": "L['kwargs']['input_ids'].size()[1]",
+                  "kind": "backed", "hint": 12}]})
     rec = explain("0/2", t.compiles, t.compile_shapes_brief("0/2"))
     assert rec is not None
     assert rec["failed_guard"] == "2 <= kwargs['input_ids'].size()[1] <= 64", rec
