@@ -14,6 +14,7 @@ from typing import Any
 
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.graph_breaks import trace_breaks
+from tuidebug.trace.queries.recompile_constants import symbolic_sources
 from tuidebug.trace.queries.recompiles import CACHE_TENSOR, USER_INPUT, explain, held_as
 
 # transformers' KV cache by its Dynamo source: ``past_key_values.layers[0].keys`` (5.x),
@@ -188,9 +189,9 @@ def _number_source(source: str | None) -> str | None:
 
 
 def _has_symbol(trace: Trace, cid: str, source: str) -> bool:
-    shapes = trace.compile_shapes_brief(cid)
-    return any(s.get("source") == source or source in (s.get("sources") or [])
-               for s in shapes.get("symbols") or [])
+    """Whether compile ``cid`` holds ``source`` as a symbol (one it specialized again, as a
+    loop over ``range(n)`` does, is a constant)."""
+    return source in (symbolic_sources(trace.compile_shapes_brief(cid)) or set())
 
 
 def recompile_advice(trace: Trace) -> list[Suggestion]:
@@ -213,8 +214,14 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
         dim = _dim_source(rec.get("source"))
         number = _number_source(rec.get("source"))
         if dim is None and number is not None and _NUMBER.fullmatch(str(rec.get("expected"))):
+            if not _has_symbol(trace, cid, str(rec.get("source"))):
+                # a number the compile did not hold as a symbol, or specialized again (the
+                # code needs its value): dynamic=True compiles each value all the same
+                continue
             why = (f"{cid}: the Python number {number} changed ({rec.get('expected')} → "
-                   f"{rec.get('failing_value')}): it was a constant of the compile")
+                   f"{rec.get('failing_value')}): it was a constant of the compile before; "
+                   "this compile made it a symbol (automatic dynamic), a compile more than "
+                   "needed")
             out.setdefault("dynamic=True", Suggestion(
                 "dynamic=True", "compile with torch.compile(..., dynamic=True)", why,
                 "recompiles", Apply(compile_kwargs={"dynamic": True})))

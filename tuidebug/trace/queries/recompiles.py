@@ -8,10 +8,13 @@ failed guards name). Plain text matching: nothing from the trace is evaluated.""
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any
 
 from tuidebug.trace.format import safefile
+from tuidebug.trace.queries.recompile_constants import (
+    CONSTANT, Specialized, carried, constant_advice, specialized_sources, symbolic_sources)
 
 _PREFIX = re.compile(r"^\s*(?P<cid>!?\d+/\d+(?:_\d+)?(?:/\d+)?): (?P<text>.*)$", re.S)
 # a tensor's name may hold quotes itself: tensor 'kwargs['input_ids']' (passed by keyword)
@@ -36,19 +39,11 @@ _SIZE_SOURCE = re.compile(r"(?P<name>(?:L\['[^'\]]+'\]|\b[A-Za-z_]\w*)(?:\.\w+|\
 # the range a dynamic compile holds for a size: ``2 <= kwargs['input_ids'].size()[1] <= 64``
 _RANGE = re.compile(r"(?:(?P<lo>-?\d+) <= )?(?P<src>.+?\.(?:size|stride)\(\)\[\d+\])"
                     r"(?: <= (?P<hi>-?\d+))?")
-# a Python number or bool the compile holds as a constant: ``n == 2``, ``scale == 2.0`` (torch
-# 2.13 names the local),
-# ``L['n'] == 2`` (as older logs do); and one held by an object, read through it
-# (``kwargs['past_key_values'].is_updated[0] == False``)
-_PATH = r"(?:\.\w+|\[[^\]\n]*\])*"
-_CONSTANT = re.compile(rf"(?:L\['(?P<local>[^'\]]+)'\](?P<lpath>{_PATH})|"
-                       rf"(?P<name>[A-Za-z_]\w*)(?P<path>{_PATH})) == "
-                       r"(?P<value>-?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|inf|nan)|True|False|"
-                       r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\")")
 # a failed guard's own words end where Dynamo's comment (``  # h = h * scale  # x.py:13 in f``)
 # and the user stack it appends (``User stack trace:`` then ``File "…", line N, in fn`` and the
 # line's code) begin
 _COMMENT = "  #"
+_MAX_PARSED = 4000  # characters of a guard parsed to find its comment
 _STACK_HEAD = re.compile(r"\n\s*(?:-\s*)?User stack trace:")
 _STACK_FRAME = re.compile(r'File "(?P<file>[^"\n]+)", line (?P<line>\d+), in (?P<fn>[^\n]+)\n'
                           r"(?:\s*-)?\s*(?P<code>[^\n]*)")
@@ -112,13 +107,30 @@ def _local(name: str) -> str:
     return f"L['{m['head']}']{m['rest']}" if m else f"L['{name}']"
 
 
+def _comment_at(guard: str) -> int:
+    """Where Dynamo's comment begins in a guard's text (-1: none). Dynamo writes the guard's
+    code (a Python expression) then ``  # `` and the user's line; a string constant of the
+    guard may hold ``  #`` itself (``L['sep'] == '  # '``): the comment begins at the first
+    ``  #`` whose text before it parses as an expression (parsed, never evaluated); where none
+    does (a tensor guard's message, not code), at the first."""
+    first = guard.find(_COMMENT)
+    at = first
+    while 0 <= at <= _MAX_PARSED:
+        try:
+            ast.parse(guard[:at].strip(), mode="eval")
+            return at
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            at = guard.find(_COMMENT, at + 1)
+    return first
+
+
 def guard_of(text: str) -> tuple[str, dict[str, Any] | None]:
     """A failed guard as Dynamo reports it, split into the guard itself (``scale == 2.0``) and
     the user line it names (``{file, line, fn, code}``: the innermost frame of the stack it
     appends; None when it appends none)."""
     head = _STACK_HEAD.search(text)
     guard = text[:head.start()] if head else text
-    cut = guard.find(_COMMENT)
+    cut = _comment_at(guard)
     guard = (guard[:cut] if cut >= 0 else guard).strip()
     frames = list(_STACK_FRAME.finditer(text[head.end():])) if head else []
     if not frames:
@@ -142,21 +154,18 @@ def held_as(name: str) -> tuple[str, str]:
     return name, ""
 
 
-def _carried(name: str) -> str:
-    return (f"{name!r} is a local your function carries across a graph break into the code "
-            f"Dynamo resumes after it, not an input you pass yourself")
-
-
 def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | None = None,
-               resumed: bool = False, seen: dict[str, str] | None = None
+               resumed: bool = False, seen: dict[str, str] | None = None,
+               specialized: dict[str, Specialized] | None = None
                ) -> tuple[str, str | None, Any, Any]:
     """What would avoid a recompile whose failed guard says ``text``: (suggestion, the input
     source it is about, the value it expected, the value that failed it). ``symbolic_sources``:
-    the sources this compile made symbols for (None: not known) — it "makes a dimension
-    dynamic" only when it has a symbol for it. ``resumed``: the compile is of the code Dynamo
-    resumes after a graph break, whose inputs the user does not pass. ``seen``: the sizes the
-    other failed guards of the call name ({source: size}), where a guard on a range does not
-    say the size that left it."""
+    the sources this compile holds as symbols, those it specialized again left out (None: not
+    known) — it "makes a dimension dynamic" only when it has a symbol for it. ``resumed``: the
+    compile is of the code Dynamo resumes after a graph break, whose inputs the user does not
+    pass. ``seen``: the sizes the other failed guards of the call name ({source: size}), where
+    a guard on a range does not say the size that left it. ``specialized``: the sources this
+    compile specialized (``recompile_constants.specialized_sources``)."""
     m = _TENSOR.search(text)
     if m:
         name, index = m["name"], m["index"]
@@ -186,10 +195,15 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
             advice = (f"dimension {index} of {name!r} was {m['expected']} in the compile before "
                       f"(sizes 0 and 1 are always specialized), so its first other size "
                       f"({m['actual']}) compiles again even with torch.compile(dynamic=True) or "
-                      f"the dimension marked dynamic; "
-                      + ("this compile makes it dynamic (automatic dynamic), so later sizes "
-                         "reuse it" if symbolic is not False else
-                         "this compile did not make it dynamic (it has no symbol for it)")
+                      f"the dimension marked dynamic"
+                      + ("; automatic dynamic shapes are off here (torch.compile(dynamic=False) "
+                         "or torch._dynamo.config.automatic_dynamic_shapes=False), so every "
+                         "later new size compiles again too"
+                         if config.get("automatic_dynamic_shapes") is False else
+                         "; this compile makes it dynamic (automatic dynamic), so later sizes "
+                         "reuse it" if symbolic else
+                         "; this compile did not make it dynamic (it has no symbol for it)"
+                         if symbolic is False else "")
                       + ("; a static KV cache, whose length stays fixed, avoids it"
                          if CACHE_TENSOR.search(name) else "")
                       + "; `tuidebug advise TRACE --try` tries what may")
@@ -207,7 +221,7 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                     f"stays fixed, or torch.compile(dynamic=True) ({name!r} is not an input "
                     f"you pass yourself); `tuidebug advise TRACE --try` measures each"
                     if CACHE_TENSOR.search(name) else
-                    f"to compile once, use torch.compile(dynamic=True) ({_carried(name)})"
+                    f"to compile once, use torch.compile(dynamic=True) ({carried(name)})"
                     if resumed else
                     f"to compile once, use torch.compile(dynamic=True) ({name!r} is not an "
                     f"input you pass yourself)")
@@ -231,9 +245,9 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
     if m:
         return (f"the {m['what']} of {m['name']!r} changed: each {m['what']} is compiled "
                 f"separately; keep it the same across calls", _local(m["name"]), None, None)
-    m = _CONSTANT.fullmatch(guard_of(text)[0])
+    m = CONSTANT.fullmatch(guard_of(text)[0])
     if m:
-        return _constant(m, symbolic_sources, resumed)
+        return constant_advice(m, symbolic_sources, specialized or {}, resumed)
     m = _RANGE.fullmatch(guard_of(text)[0])
     s = _SIZE_SOURCE.fullmatch(m["src"]) if m and (m["lo"] or m["hi"]) else None
     if m and s:
@@ -278,43 +292,6 @@ def _out_of_range(m: re.Match[str], s: re.Match[str], text: str, seen: dict[str,
             source, None, value)
 
 
-def _constant(m: re.Match[str], symbolic_sources: set[str] | None, resumed: bool
-              ) -> tuple[str, str | None, Any, Any]:
-    """The advice for a Python number or bool that the compile held as a constant."""
-    name = (m["local"] + m["lpath"]) if m["local"] else (m["name"] + m["path"])
-    source = _local(name)
-    value = m["value"]
-    held = bool(m["lpath"] or m["path"])  # read through an object, not an argument itself
-    if value in ("True", "False"):
-        flipped = "False" if value == "True" else "True"
-        return (f"the Python bool {name!r} changed ({value} → {flipped}): a bool is always a "
-                f"constant of the compile, so each value is compiled once: a flag that flips "
-                f"once (a cache marked filled after its first call) costs one compile, and "
-                f"dynamic=True does not change that", source, value, flipped)
-    if value[:1] in "'\"":
-        return (f"the Python str {name!r} is a constant of the compile and changed (it was "
-                f"{value}): each string compiles once, whatever is dynamic; past "
-                f"torch._dynamo.config.recompile_limit of them the function runs eagerly: "
-                f"keep the strings few, or branch on them outside the compiled function",
-                source, value, None)
-    number = "int" if re.fullmatch(r"-?\d+", value) else "float"
-    symbolic = None if symbolic_sources is None else source in symbolic_sources
-    made = ("this compile makes it a symbol (automatic dynamic), so later values reuse it"
-            if symbolic else
-            "this compile did not make it a symbol: each value compiles once" if symbolic
-            is False else
-            "automatic dynamic makes it a symbol after one change unless "
-            f"torch._dynamo.config.specialize_{number} is True")
-    if held and not symbolic:
-        return (f"the Python {number} {name!r} is a constant of the compile and its value "
-                f"changed: {made}", source, value, None)
-    return (f"the Python {number} {name!r} is a constant of the compile and its value "
-            f"changed: {made}; to compile once, use torch.compile(dynamic=True)"
-            + (", or pass it as a tensor" if number == "float" and not held else "")
-            + (f" ({_carried(name)})" if resumed and not held else ""),
-            source, value, None)
-
-
 def explain(cid: str, compiles: dict[str, dict[str, Any]],
             shapes: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """Why compile ``cid`` happened when it is a recompile (None when it is not): ``previous``
@@ -345,14 +322,13 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
                     else (None, ""))
     config = _config(detail)
     symbols = [sym for sym in (shapes or {}).get("symbols") or [] if isinstance(sym, dict)]
-    symbolic = ({str(x) for sym in symbols
-                 for x in [sym.get("source"), *(sym.get("sources") or [])] if x}
-                if shapes else None)
+    # a symbol the compile specialized again (``Eq(s86, 3)``) is a constant, not a symbol
+    symbolic = symbolic_sources(shapes)
     resumed = bool(RESUME.match(str(metrics.get("co_name") or "")))
     seen = {f"{_local(t['name'])}.{t['what']}()[{t['index']}]": t["actual"]
             for t in (_TENSOR.search(x) for _, x in parsed) if t}
-    advice, source, expected, actual = suggestion(text, config, symbolic, resumed, seen) \
-        if text else ("", None, None, None)
+    advice, source, expected, actual = suggestion(text, config, symbolic, resumed, seen,
+                                                  specialized_sources(shapes)) if text else ("", None, None, None)
     values = recorded.get("values") if isinstance(recorded.get("values"), dict) else {}
     failing = values.get(source) if source else None
     if failing is None and actual is None and source:
