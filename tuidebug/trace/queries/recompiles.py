@@ -102,7 +102,10 @@ def _config(detail: dict[str, Any]) -> dict[str, Any]:
 
 def _local(name: str) -> str:
     """Dynamo's source of a frame-local input named as its guard failure names it: ``x`` ->
-    ``L['x']``, ``kwargs['input_ids']`` -> ``L['kwargs']['input_ids']``."""
+    ``L['x']``, ``kwargs['input_ids']`` -> ``L['kwargs']['input_ids']``; a name that is a
+    source already (``L['x']``, as older logs write it) is kept."""
+    if re.match(r"^[LG]\['", name):
+        return name
     m = _NAME_HEAD.match(name)
     return f"L['{m['head']}']{m['rest']}" if m else f"L['{name}']"
 
