@@ -15,7 +15,10 @@ comparison screen and ``viewers/diff_view.py`` render it)::
                         "kernels"|"lines"|"modules": [{"key", "a", "b", "delta", …}]},
      "cache": [{"compile_id", "cache", "graph_kind", "result": {"a","b"}, "same_key",
                 "reasons": [text]}],              # graph-cache lookups (trace --use-cache)
-     "graph_breaks": {"added": [BREAK], "gone": [BREAK], "kept": n},  # queries/graph_breaks
+     "graph_breaks": {"added": [BREAK], "gone": [BREAK],   # queries/break_diff: each break once
+                      "kept": n,                           # distinct breaks both have
+                      "met": [BREAK + {"times_a", "times_b"}]},  # both, met a different number
+                                                           # of times (once per compile)
      "summary": {...}, "lines": [one-line findings, most important first]}
 
     GRAPH = {"id", "in" ("both" | "a" | "b"), "kind", "status": {"a", "b"}, "nodes": {"a", "b"},
