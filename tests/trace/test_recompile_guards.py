@@ -281,3 +281,21 @@ def test_a_string_argument_is_a_constant_each_value_compiled() -> None:
     assert (source, expected) == ("L['mode']", "'gelu'"), (source, expected)
     assert advice.startswith("the Python str 'mode' is a constant of the compile"), advice
     assert "recompile_limit" in advice and "dynamic=True" not in advice, advice
+
+
+def test_marking_dynamic_names_every_input_the_recompile_made_dynamic(tmp_path: Path) -> None:
+    """BERT's 8 → 12 recompile names only input_ids in its failed guard, but the attention
+    mask changed with it and the compile made both dynamic: marking input_ids alone left the
+    mask to recompile (advise --try: 3 compiles → 3); both are marked."""
+    t = _one_frame(tmp_path / "t", {
+        "0/0": [], "0/1": ["0/0: tensor 'kwargs['input_ids']' size mismatch at index 1. "
+                           "expected 8, actual 12"]},
+        {"0/1": [{"name": "s27", "source": "L['kwargs']['input_ids'].size()[1]",
+                  "kind": "backed", "hint": 12},
+                 {"name": "s16", "source": "L['kwargs']['attention_mask'].size()[1]",
+                  "kind": "backed", "hint": 12}]})
+    (mark,) = [s for s in recompile_advice(t) if s.id.startswith("mark_dynamic")]
+    assert mark.apply is not None and mark.apply.dynamic_sources == [
+        "L['kwargs']['input_ids']:1", "L['kwargs']['attention_mask']:1"], mark.apply
+    assert "t you pass as input_ids=" in mark.text and "t you pass as attention_mask=" in \
+        mark.text, mark.text

@@ -262,12 +262,17 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
             "dynamic=True", "compile with torch.compile(..., dynamic=True)", why, "recompiles",
             Apply(compile_kwargs={"dynamic": True})))
         if USER_INPUT.match(name) and not rec.get("resumed"):
+            dims = _made_dynamic_with(trace, cid, rec.get("previous"), src, index)
+            also = [f"dimension {i} of {_name(s)}" for s, i in dims[1:]]
+            calls = "; ".join(f"torch._dynamo.maybe_mark_dynamic({held_as(_name(s))[0]}, {i})"
+                              f"{held_as(_name(s))[1]}" for s, i in dims)
             out.setdefault(f"mark_dynamic {name} {index}", Suggestion(
                 f"mark_dynamic {name} {index}",
-                f"mark dimension {index} of {name} dynamic before the first call "
-                f"(torch._dynamo.maybe_mark_dynamic({held_as(name)[0]}, {index}){held_as(name)[1]})",
+                f"mark dimension {index} of {name}"
+                + (f" and {', '.join(also)} (this compile made them dynamic too)" if also
+                   else "") + f" dynamic before the first call ({calls})",
                 why, "recompiles",
-                Apply(dynamic_sources=[f"{src}:{index}"])))
+                Apply(dynamic_sources=[f"{s}:{i}" for s, i in dims])))
         else:
             out.setdefault(f"dynamic_sources {name} {index}", Suggestion(
                 f"dynamic_sources {name} {index}",
@@ -280,6 +285,26 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
             cache = _cache_advice(name, index, why, grows)
             out.setdefault(cache.id, cache)
     return list(out.values())
+
+
+def _made_dynamic_with(trace: Trace, cid: str, previous: Any, src: str, index: int
+                       ) -> list[tuple[str, int]]:
+    """``(src, index)`` and the other inputs the user passes whose dimension compile ``cid``
+    made dynamic and ``previous`` had not: one recompile makes every input that changed with
+    it dynamic (BERT's input_ids and attention_mask), and marking only the one its failed
+    guard names leaves the other to recompile (advise --try: 3 compiles → 3)."""
+    def dims(c: Any) -> list[tuple[str, int]]:
+        shapes = trace.compile_shapes_brief(str(c)) if c else {}
+        found = [_dim_source(str(x)) for sym in shapes.get("symbols") or []
+                 if isinstance(sym, dict) for x in [sym.get("source"), *(sym.get("sources") or [])]
+                 if x]
+        return [d for d in found if d is not None]
+    before = set(dims(previous))
+    out = [(src, index)]
+    for d in dims(cid):
+        if d not in out and d not in before and USER_INPUT.match(_name(d[0])):
+            out.append(d)
+    return out
 
 
 def _grows_by_one(expected: Any, actual: Any) -> bool:
