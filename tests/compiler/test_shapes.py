@@ -218,3 +218,22 @@ def test_a_torch_trace_import_fills_what_the_log_has(tmp_path: Path) -> None:
     assert any(g["kind"] == "TENSOR_MATCH" for g in t.compile_shapes("0/1")["guards"])
     limit = compile_dynamic(t, "3/2")["recompile"]
     assert limit["limit_hit"] and limit["failing_value"] == "4"  # from the reason's text
+
+
+def test_a_recompile_records_the_value_of_a_local_named_bare() -> None:
+    """torch 2.13 words a failed guard on a Python value with the bare local (``flag ==
+    True``, ``n == 2``), not ``L['flag']``: its value now is read from the frame's locals (a
+    real frame, read, nothing evaluated), so a bool's new value is not guessed."""
+    from tuidebug.compiler.compat.shapes import recompile_call
+
+    def frame_of(flag: object, n: int) -> object:
+        return sys._getframe()
+
+    frame = frame_of(False, 3)
+    got = recompile_call((None, frame), {}, [
+        "0/0: flag == True                                           # return x + 1 if flag "
+        "else x - 1  # mp/u/flag.py:5 in h", "0/1: n == 2  # for _ in range(n):"])
+    assert got["values"] == {"L['flag']": False, "L['n']": 3}, got
+    # None: not a value recorded (the failed guard then says only what it was)
+    none = recompile_call((None, frame_of(None, 3)), {}, ["0/0: flag == True"])
+    assert none["values"] == {}, none

@@ -149,6 +149,9 @@ _SIZE_SOURCE = re.compile(r"L\['([A-Za-z_][A-Za-z0-9_]*)'\]\.(size|stride)\(\)\[
 _TENSOR_REASON = re.compile(r"tensor '([A-Za-z_][A-Za-z0-9_]*)' (size|stride) mismatch at index "
                             r"(\d+)")
 _LOCAL = re.compile(r"L\['([A-Za-z_][A-Za-z0-9_]*)'\]")
+# a local named bare, as torch 2.13 words a failed guard on a Python value: ``n == 2``,
+# ``flag == True`` (after the compile id Dynamo puts first)
+_BARE_LOCAL = re.compile(r"^(?:!?[\d/_]+: )?([A-Za-z_][A-Za-z0-9_]*) (?:==|!=|is) ", re.M)
 
 
 def recompile_call(args: tuple[Any, ...], kwargs: Mapping[str, Any],
@@ -165,7 +168,7 @@ def recompile_call(args: tuple[Any, ...], kwargs: Mapping[str, Any],
             values[f"L['{name}'].{what}()[{index}]"] = _tensor_dim(f_locals.get(name), what, index)
         for name, what, index in _TENSOR_REASON.findall(text):
             values[f"L['{name}'].{what}()[{index}]"] = _tensor_dim(f_locals.get(name), what, index)
-        for name in _LOCAL.findall(text):
+        for name in _LOCAL.findall(text) + _BARE_LOCAL.findall(text):
             v = f_locals.get(name)
             if isinstance(v, (int, float, bool)) and f"L['{name}']" not in values:
                 values[f"L['{name}']"] = v
