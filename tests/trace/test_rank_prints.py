@@ -137,10 +137,11 @@ def test_a_file_refused_on_every_rank_is_not_compared(tmp_path: Path) -> None:
     (note,) = [n for n in got["notes"] if n["kind"] == "not_compared"]
     (f,) = note["files"]
     assert f["file"] == rel and f["ranks"] == [0, 1], f
-    assert "over the 67,108,864-byte limit" in f["why"], f
+    (why,) = f["reasons"]
+    assert "over the 67,108,864-byte limit" in why["why"] and why["ranks"] == [0, 1], f
     lines = divergence_lines(got["divergence"], got["ranks"], got["notes"])
     assert lines[0] == "ranks agree in what was compared; 1 file not compared", lines
-    assert lines[1] == f"  not compared: {rel} on rank(s) 0-1: {f['why']}", lines
+    assert lines[1] == f"  not compared: {rel} on rank(s) 0-1: {why['why']}", lines
     console = Console(record=True, width=300)
     render_job(got, console)
     said = console.export_text()
@@ -158,5 +159,76 @@ def test_a_file_refused_on_one_rank_is_not_compared(tmp_path: Path) -> None:
     got = analyze_job(job)
     assert got["divergence"] is None, got["divergence"]
     (note,) = [n for n in got["notes"] if n["kind"] == "not_compared"]
-    assert note["files"] == [{"file": rel, "why": "a symbolic link; not read", "ranks": [0]}]
+    assert note["files"] == [{"file": rel, "ranks": [0], "reasons": [
+        {"why": "a symbolic link; not read", "ranks": [0]}]}]
     assert "compile_skew" not in got  # judged once: compile_time
+    # one group: rank 0 was shown in group A and rank 1 in group B right above "ranks agree in
+    # what was compared" (the refused file stood as UNREAD on rank 0 and its hash on rank 1)
+    assert [g["ranks"] for g in got["groups"]] == [[0, 1]], got["groups"]
+    assert got["ranks"][0]["compile_hashes"] == got["ranks"][1]["compile_hashes"], got["ranks"]
+    console = Console(record=True, width=300)
+    render_job(got, console)
+    rows = [ln.split() for ln in console.export_text().splitlines() if ln.split()[:1] in (["0"], ["1"])]
+    assert [r[-1] for r in rows] == ["A", "A"], rows
+
+
+def test_ranks_that_read_a_file_another_refused_are_still_compared(tmp_path: Path) -> None:
+    """Rank 0's snapshot is a link (not read); ranks 1 and 2 read theirs and differ in it
+    (rank 2 negates where rank 1 applies relu): rank 0 compared with either finds nothing, yet
+    1 and 2 diverge at that snapshot, and they are not one group."""
+    job = tmp_path / "job"
+    for r, gid in ((0, "0_0-inference"), (1, "0_0-inference"), (2, "0_0-inference-bad")):
+        _rank(job, r, {gid: "inference"})
+    rel = _refused_stage(job, 0, "link")
+    got = analyze_job(job)
+    d = got["divergence"]
+    assert d is not None and d["kind"] == "graph" and d["stage"] == "dynamo", d
+    assert (d["reference_ranks"], d["diverging_ranks"]) == ([1], [2]), d
+    assert d["nodes"]["changed"] == ["relu"], d
+    grouped = sorted(g["ranks"] for g in got["groups"])
+    assert grouped == [[0], [1], [2]], got["groups"]
+    (note,) = [n for n in got["notes"] if n["kind"] == "not_compared"]
+    assert [f["file"] for f in note["files"]] == [rel], note
+
+
+def test_a_file_refused_alike_on_two_ranks_is_one_file_not_compared(tmp_path: Path) -> None:
+    """Over the cap on both ranks with two sizes: one file with a reason per rank ("2 files not
+    compared" was said of the one file, its reasons naming the sizes)."""
+    job = tmp_path / "job"
+    rel = "graphs/0_0-inference/stages/000-dynamo.json"
+    for r in (0, 1):
+        _rank(job, r, {"0_0-inference": "inference"})
+        with open(job / f"rank_{r}" / rel, "r+b") as f:
+            f.truncate(safefile.MAX_JSON_BYTES + 1 + r)
+    got = analyze_job(job)
+    assert got["divergence"] is None and [g["ranks"] for g in got["groups"]] == [[0, 1]], got
+    (note,) = [n for n in got["notes"] if n["kind"] == "not_compared"]
+    (f,) = note["files"]
+    assert f["file"] == rel and f["ranks"] == [0, 1], f
+    assert [r["ranks"] for r in f["reasons"]] == [[0], [1]], f
+    assert [r["why"].split(" bytes")[0] for r in f["reasons"]] == ["67,108,865", "67,108,866"], f
+    lines = divergence_lines(got["divergence"], got["ranks"], got["notes"])
+    assert lines == ["ranks agree in what was compared; 1 file not compared",
+                     f"  not compared: {rel} on rank(s) 0-1:",
+                     f"    rank(s) 0: {f['reasons'][0]['why']}",
+                     f"    rank(s) 1: {f['reasons'][1]['why']}"], lines
+
+
+def test_a_graph_whose_id_is_no_folder_name_is_said_not_compared(tmp_path: Path) -> None:
+    """A manifest naming a graph ``../x`` on rank 1: never looked up (it was skipped with no
+    word), and a not_compared note names it, quoted."""
+    job = tmp_path / "job"
+    for r in (0, 1):
+        _rank(job, r, {"0_0-inference": "inference"})
+    path = job / "rank_1" / schema.MANIFEST
+    manifest = json.loads(path.read_text())
+    assert manifest["graphs"], manifest  # the writer lists its graphs
+    manifest["graphs"].append({**manifest["graphs"][0], "id": "../x"})
+    path.write_text(json.dumps(manifest))
+    got = analyze_job(job)
+    assert got["divergence"] is None, got["divergence"]
+    (note,) = [n for n in got["notes"] if n["kind"] == "not_compared"]
+    assert note["files"] == [{"file": "graphs/'../x'", "ranks": [1], "reasons": [
+        {"why": "its graph id is not a plain folder name; not read", "ranks": [1]}]}], note
+    lines = divergence_lines(got["divergence"], got["ranks"], got["notes"])
+    assert lines[0] == "ranks agree in what was compared; 1 file not compared", lines

@@ -27,11 +27,23 @@ def _ranks(rs: list[int]) -> str:
     return ",".join(out)
 
 
+def _not_compared(notes: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    return [f for n in notes or [] if n.get("kind") == "not_compared" for f in n.get("files") or []]
+
+
 def not_compared_lines(notes: list[dict[str, Any]] | None) -> list[str]:
-    """The files of the ranks' traces not read to be compared (a ``not_compared`` note), one
-    line each: ``not compared: FILE on rank(s) R: WHY``."""
-    return [f"  not compared: {f['file']} on rank(s) {_ranks(f['ranks'])}: {f['why']}"
-            for n in notes or [] if n.get("kind") == "not_compared" for f in n.get("files") or []]
+    """The files of the ranks' traces not read to be compared (a ``not_compared`` note): per
+    file ``not compared: FILE on rank(s) R: WHY``, or with a reason per rank (two sizes over
+    the cap) each reason on a line of its own below it."""
+    out: list[str] = []
+    for f in _not_compared(notes):
+        reasons = f.get("reasons") or []
+        head = f"  not compared: {f['file']} on rank(s) {_ranks(f['ranks'])}:"
+        if len(reasons) == 1:
+            out.append(f"{head} {reasons[0]['why']}")
+        else:
+            out += [head] + [f"    rank(s) {_ranks(r['ranks'])}: {r['why']}" for r in reasons]
+    return out
 
 
 def divergence_lines(d: dict[str, Any] | None,
@@ -45,7 +57,7 @@ def divergence_lines(d: dict[str, Any] | None,
     unread = not_compared_lines(notes)
     lines = _divergence_lines(d, ranks)
     if unread and d is None:
-        n = len(unread)
+        n = len(_not_compared(notes))
         lines[0] = (lines[0].replace("ranks agree", "ranks agree in what was compared", 1)
                     .replace("compiles agree", "compiles agree in what was compared", 1)
                     + f"; {n} file{'s' if n > 1 else ''} not compared")

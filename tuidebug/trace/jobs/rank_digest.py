@@ -16,7 +16,8 @@ summary lacks the compile's seconds or cache counts (traces made before the summ
 
 Reading is for untrusted folders: nothing is followed through a symbolic link, graph ids must be
 plain folder names, every file is read through ``safefile`` (regular files, capped, bounded JSON)
-and every value is checked for its type. A file ``safefile`` refuses (over 64 MiB, a symbolic
+and every value is checked for its type (a graph whose id is not one is listed in ``unread``,
+its id quoted). A file ``safefile`` refuses (over 64 MiB, a symbolic
 link, not a regular file) is not compared: it stands in the fingerprint as ``UNREAD`` (the same
 on every rank: no difference is made of it) and is listed, with why, in the print's ``unread``
 (left out of its hash): the analysis says it was not compared, never that it is the same or
@@ -56,6 +57,9 @@ _GRAPH_ID_RE = re.compile(r"(# graph id: )\d+")
 _HARNESS = re.compile(r"\n(?:def get_args\(|def benchmark_compiled_module\(|if __name__ == )")
 COLLECTIVE_TARGET = ("_c10d_functional", "c10d", "_c10d_functional_autograd")
 UNREAD = "not read"  # a refused file's place in a fingerprint: equal to no content hash
+# a graph whose id (from the manifest) is no plain folder name: never looked up (it names
+# neither the same nor a different graph); its id is quoted where it is listed
+UNSAFE_ID = "its graph id is not a plain folder name; not read"
 
 
 def digest(data: bytes) -> str:
@@ -330,5 +334,8 @@ def read_rank(rank: int, trace_dir: Path, hashes: Hashes) -> RankDigest:
           "compiles": compiles}
     whole: RankPrint = {**fp, "hash": digest(json.dumps(fp, sort_keys=True).encode()),  # type: ignore[typeddict-item]
                         "unread": [{"file": os.path.relpath(p, trace_dir), "why": why}
-                                   for p, why in sorted(unread.items())]}
+                                   for p, why in sorted(unread.items())]
+                        + [{"file": f"{schema.GRAPHS_DIR}/{g.id!r}", "why": UNSAFE_ID}
+                           for g in entries if not is_safe_name(g.id)]}
     return RankDigest(rank, m, live_status(m), whole, seconds)
+

@@ -43,7 +43,7 @@ from typing import Any
 from tuidebug.trace.queries import collectives as coll
 from tuidebug.trace.jobs import job as joblayout
 from tuidebug.trace.jobs import progress as rank_progress
-from tuidebug.trace.jobs import rank_digest
+from tuidebug.trace.jobs import rank_digest, rank_groups
 from tuidebug.trace.jobs.rank_digest import (UNREAD, Hashes, RankDigest, RankPrint,
                                              normalise_text)
 from tuidebug.trace.jobs.skew import judge_skew
@@ -306,13 +306,16 @@ def _same_cache_seconds(digests: dict[int, RankDigest]) -> dict[int, dict[str, f
 
 
 def _not_compared(digests: dict[int, RankDigest]) -> list[dict[str, Any]]:
-    """The files of the ranks' traces that were not read to be compared: ``{file, why, ranks}``
-    per file and reason (a file refused on every rank is neither the same nor different)."""
-    by: dict[tuple[str, str], list[int]] = {}
+    """The files of the ranks' traces that were not read to be compared: ``{file, ranks,
+    reasons}`` per file, ``reasons`` ``[{why, ranks}]`` (one file over the cap on two ranks
+    names two sizes); a file refused on every rank is neither the same nor different."""
+    by: dict[str, dict[str, list[int]]] = {}
     for r, d in sorted(digests.items()):
         for u in d.print.get("unread") or []:
-            by.setdefault((u["file"], u["why"]), []).append(r)
-    return [{"file": f, "why": why, "ranks": rs} for (f, why), rs in by.items()]
+            by.setdefault(u["file"], {}).setdefault(u["why"], []).append(r)
+    return [{"file": f, "ranks": sorted({r for rs in whys.values() for r in rs}),
+             "reasons": [{"why": why, "ranks": rs} for why, rs in whys.items()]}
+            for f, whys in by.items()]
 
 
 def analyze_job(root: str | Path) -> dict[str, Any]:
@@ -339,35 +342,42 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
                "exit_code": rec.get("exit_code"), "trace": rec.get("trace")}
         if dg is not None:
             digests[r] = dg
-            fp = dg.print
             row.update(status=dg.status if rec.get("status") in (None, "unknown") else row["status"],
-                       compiles=len(fp["compiles"]), graphs=dg.graphs, hash=fp["hash"],
-                       compile_hashes={c["id"]: rank_digest.digest(
-                           json.dumps(c, sort_keys=True).encode()) for c in fp["compiles"]},
+                       compiles=len(dg.print["compiles"]), graphs=dg.graphs,
                        compile_time_s=round(sum(dg.compile_seconds.values()), 6))
         if row["status"] not in ("ok", "failed", "script_failed"):  # ended before it finished
             row["progress"] = rank_progress.rank_progress(root, r, dg.manifest if dg else None)
         ranks.append(row)
+    # a file refused on some rank is compared on none (UNREAD in every rank's key), unless the
+    # ranks that read it differ in it: then they are not alike
+    refused = rank_groups.refused([dg.print for dg in digests.values()])
+    contested = rank_groups.contested({r: dg.print for r, dg in digests.items()}, refused)
+    keep = frozenset(contested)
     groups: dict[str, list[int]] = {}
-    for r, dg in digests.items():
-        groups.setdefault(dg.print["hash"], []).append(r)
+    for row in ranks:
+        dg = digests.get(row["rank"])
+        if dg is not None:
+            row["hash"] = rank_groups.group_key(dg.print, refused, keep)
+            row["compile_hashes"] = {c["id"]: rank_groups.compile_key(c, refused, keep)
+                                     for c in dg.print["compiles"]}
+            groups.setdefault(row["hash"], []).append(row["rank"])
     ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), min(kv[1])))
     divergence = None
     notes: list[dict[str, Any]] = []
-    if len(ordered) > 1:
-        ref_hash, ref_ranks = ordered[0]
+    pairs = [(ordered[0][1], rs) for _, rs in ordered[1:]]
+    # ranks that read a file another rank could not, and differ in it: compared with each other
+    # (the reference's group may be the one that could not read it)
+    pairs += [(by[0], [r for rs in by[1:] for r in rs]) for by in contested.values()]
+    best = None
+    for ref_ranks, rs in pairs:
         ra = ref_ranks[0]
-        best = None
-        for h, rs in ordered[1:]:
-            found = _first_difference(ra, trace(ra), digests[ra].print,
-                                      rs[0], trace(rs[0]), digests[rs[0]].print, notes)
-            if found is None:  # equal fingerprints hash equal; kept for safety
-                continue
-            if best is None or found[0] < best[0][0]:
-                best = (found, rs)
-        if best is not None:
-            (_, dv), rs = best
-            divergence = {**dv, "reference_ranks": ref_ranks, "diverging_ranks": rs}
+        found = _first_difference(ra, trace(ra), digests[ra].print,
+                                  rs[0], trace(rs[0]), digests[rs[0]].print, notes)
+        if found is not None and (best is None or found[0] < best[0][0]):
+            best = (found, ref_ranks, rs)
+    if best is not None:
+        (_, dv), ref_ranks, rs = best
+        divergence = {**dv, "reference_ranks": ref_ranks, "diverging_ranks": rs}
     unread = _not_compared(digests)
     if unread:  # refused on some ranks or all: neither the same nor different
         notes.append({"kind": "not_compared", "files": unread})
