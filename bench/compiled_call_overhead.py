@@ -18,7 +18,6 @@ work.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -32,6 +31,7 @@ import torch  # noqa: E402
 
 from tuidebug.compiler import compat  # noqa: E402
 from tuidebug.compiler.capture import capture  # noqa: E402
+from tuidebug.machine import cores, load1  # noqa: E402
 from tuidebug.trace.queries.verdict import ratio_interval, spread  # noqa: E402
 
 
@@ -104,8 +104,8 @@ def main() -> None:
         fq, mq = torch.compile(copy_of(body, "plain_nocache")), torch.compile(
             module_of("PlainNoCache"))
         fq(x), mq(x)
-    print(f"torch {torch.__version__}; load average {os.getloadavg()[0]:.1f} on "
-          f"{os.cpu_count()} cores; {ns.calls} calls per batch, {ns.rounds} rounds")
+    print(f"torch {torch.__version__}; load average {load1():.1f} on "
+          f"{cores()} cores; {ns.calls} calls per batch, {ns.rounds} rounds")
     with tempfile.TemporaryDirectory() as tmp, capture(Path(tmp) / "trace") as session:
         ft, mt = torch.compile(copy_of(body, "traced")), torch.compile(module_of("Traced"))
         ft(x), mt(x)  # compiled and checked inside the capture
@@ -114,7 +114,7 @@ def main() -> None:
         report("function", measure(fq, ft, x, ns.calls, ns.rounds), "plain, caches off")
         report("module", measure(mp, mt, x, ns.calls, ns.rounds))
         report("module", measure(mq, mt, x, ns.calls, ns.rounds), "plain, caches off")
-    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    print(f"load average {load1():.1f} at the end")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ measured wall time as they split their own (compiler/capture/whole_call.py ``sha
 
 from __future__ import annotations
 
-from tuidebug.compiler.capture.whole_call import shares
+from tuidebug.compiler.capture.call_parts import shares
 
 
 def _call(scale: float, rest: float) -> tuple[float, list[tuple[str, str, str, str, float]]]:

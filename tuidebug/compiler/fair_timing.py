@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from tuidebug.compiler import compat
-from tuidebug.machine import cores, load1  # noqa: F401 (load1: whole_call reads it here)
+from tuidebug.machine import cores, load1
 from tuidebug.trace.queries.verdict import ratio_interval
 
 MIN_ROUNDS = 10

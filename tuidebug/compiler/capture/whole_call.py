@@ -34,19 +34,19 @@ the module's buffers are as they were after the call.
 
 from __future__ import annotations
 
-import statistics
 import time
 import weakref
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
 
 from tuidebug.compiler import accuracy, compat, fair_timing
 from tuidebug.compiler.capture import profile
+from tuidebug.compiler.capture.call_parts import BACKWARD, Clocked, Run, parts, shares
 from tuidebug.compiler.capture.compiled_calls import CompiledCall, CompiledCalls
 from tuidebug.compiler.capture.quiet import quiet_thread
 from tuidebug.compiler.gradients import seeded, tensors
+from tuidebug.machine import load1
 from tuidebug.compiler.capture.state import CallMarks, Concern
 from tuidebug.trace.queries.verdict import ratio_interval, spread
 
@@ -123,19 +123,19 @@ class WholeCall(Concern):
         # the timed calls: torch's own __call__ of a compiled module, not the capture's watch
         direct = self.session.concern(CompiledCalls).unwatched(compiled)
         c_step = _Step(lambda: direct(*leaves, **kw), wrt, grad_on)
-        e_step = _Step(lambda: eager(*leaves, **kw), wrt, grad_on)
-        # the clocked calls: as the user's, through the watch (counted in instrumentation)
-        c_clocked = _Step(lambda: compiled(*leaves, **kw), wrt, grad_on)
-        training = c_clocked._training = c_step.training()  # the same call: no forward to ask
-        e_step.grads = c_clocked.grads = c_step.grads
+        training = c_step.training()
+        e_step = _Step(lambda: eager(*leaves, **kw), wrt, grad_on, c_step.grads)
+        # the clocked calls: as the user's, through the watch (counted in instrumentation);
+        # the same call as the timed one: no forward of its own to ask whether it trains
+        c_clocked = _Step(lambda: compiled(*leaves, **kw), wrt, grad_on, c_step.grads, training)
         machine = fair_timing.free_threads() if self.machine is None else self.machine
-        load_before = fair_timing.load1()
+        load_before = load1()
         # the timed calls run under the same instrumentation on both sides: none. No clock
         # mark around a compiled graph, no hook on its backward's autograd node (the eager
         # calls have neither: timing the compiled calls with them biased the verdict toward
         # "slower"). The ledger's marks are taken in further calls, after the timed ones.
         marks = CallMarks(compat.CallClock())
-        clocked: list[_Clocked] = []
+        clocked: list[Clocked] = []
 
         def run_clocked() -> None:
             clocked.append(self._clocked_call(c_clocked, marks))
@@ -154,7 +154,7 @@ class WholeCall(Concern):
         wrapped, w_at = tls.wrapped_calls - wrapped, tls.wrapped_calls
         hooked, h_at = tls.watched_calls - hooked, tls.watched_calls
         timed = marks.counts()
-        load_after = fair_timing.load1()
+        load_after = load1()
         r = ratio_interval(te, tc)
         comp = spread(tc)
         entry: dict[str, Any] = {
@@ -181,14 +181,14 @@ class WholeCall(Concern):
                         "wrapped_graph_calls": tls.wrapped_calls - w_at,
                         "watched_module_calls": tls.watched_calls - h_at}}
         cg = self._cudagraph_ids()
-        runs = [(c.wall, _parts(c, cg, training)) for c in clocked]
+        runs = [(c.wall, parts(c, cg, training)) for c in clocked]
         entry["ledger"] = self._ledger(runs, comp.median_s)
         if runs:
             entry["ledger_calls"] = {"n": len(runs),
                                      "wall": spread([w for w, _ in runs]).as_json()}
         return entry
 
-    def _clocked_call(self, step: "_Step", marks: CallMarks) -> "_Clocked":
+    def _clocked_call(self, step: "_Step", marks: CallMarks) -> "Clocked":
         """One call of ``step`` with each compiled graph's start and end marked, and its wall
         time on the host's clock (as the timing measures a call: from a synchronized device to
         a synchronized device)."""
@@ -204,7 +204,7 @@ class WholeCall(Concern):
             wall = time.perf_counter() - h0
         finally:
             s.call_clock = None
-        return _Clocked(wall, marks.clock.seconds(), list(marks.graphs), fwd_end, end,
+        return Clocked(wall, marks.clock.seconds(), list(marks.graphs), fwd_end, end,
                         list(marks.backward or ()))
 
     def _ledger(self, runs: list[Run], wall: float) -> list[dict[str, Any]]:
@@ -251,95 +251,20 @@ class WholeCall(Concern):
                 and (cid is None or g.compile_id == cid)]
 
 
-BACKWARD = "(backward)"
-
-
-Piece = tuple[str, str, str, str, float]  # part, graph, compile id, phase, seconds
-Run = tuple[float, list[Piece]]  # a clocked call: wall, its parts
-
-
-def shares(runs: list[Run], wall: float) -> list[tuple[tuple[str, ...], float]]:
-    """Each part of the usual shape (all but a part's seconds: part, graph, compile id,
-    phase) with its seconds: its mean share
-    of the wall time over the clocked calls of that shape whose wall time is in the middle fifth
-    (p40–p60), times ``wall``. Empty when no call was clocked."""
-    runs = [(w, r) for w, r in runs if r and w > 0]
-    if not runs:
-        return []
-    shapes = [tuple(x[:-1] for x in r) for _, r in runs]
-    shape = max(set(shapes), key=shapes.count)  # the calls took one path: the usual one
-    same = sorted((wr for wr, sh in zip(runs, shapes) if sh == shape), key=lambda wr: wr[0])
-    lo, hi = int(len(same) * 0.4), max(int(len(same) * 0.6), int(len(same) * 0.4) + 1)
-    middle = same[lo:hi]
-    return [(key, statistics.fmean(r[i][-1] / w for w, r in middle) * wall)
-            for i, key in enumerate(shape)]
-
-
-@dataclass(frozen=True)
-class _Clocked:
-    """One clocked call: its wall time (host clock), each mark's seconds after the first, each
-    compiled graph's (graph id, compile id, start mark, end mark), the forward's and the call's
-    end marks (the same mark when no backward runs)."""
-
-    wall: float
-    seconds: list[float]
-    graphs: list[tuple[str, str, int, int]]
-    fwd_end: int
-    end: int
-    backward: list[tuple[str, int, int]]  # per compiled graph's backward: (compile id, marks)
-
-
-def _parts(c: _Clocked, cudagraphs: set[str], training: bool) -> list[Piece]:
-    """One clocked call as its parts, in order."""
-    if not c.graphs:
-        return []
-    sec = c.seconds
-    clock = [(g, cid, sec[a], sec[b]) for g, cid, a, b in c.graphs]
-    out: list[Piece] = [("dynamo", "", "", "fwd", clock[0][2])]
-    for i, (gid, cid, g0, g1) in enumerate(clock):
-        out.append(("cudagraph" if gid in cudagraphs else "graph", gid, cid, "fwd", g1 - g0))
-        if i + 1 < len(clock):
-            out.append(("eager_island", "", cid, "fwd", clock[i + 1][2] - g1))
-    # from the last graph's end to the forward's: Dynamo's frame returning, the module's and
-    # AOTAutograd's wrappers handing back the outputs — and, when the last graph's compile
-    # ended at a graph break whose rest was not compiled, that rest, run eagerly: an island
-    # named by the compile (the reading resolves it to the break, or to Dynamo without one)
-    out.append(("eager_island", "", clock[-1][1], "fwd", sec[c.fwd_end] - clock[-1][3]))
-    if training:
-        out += _backward_parts(c)
-    return out
-
-
-def _backward_parts(c: _Clocked) -> list[Piece]:
-    """The backward of a clocked training step: each compiled graph's backward as the autograd
-    engine ran it, and the eager backward between them (the backward of the eager island the
-    forward ran between those two graphs: its break is the earlier forward graph's compile,
-    the one whose backward runs next), before the first and after the last (the engine, the
-    eager backward of code outside the graphs). One lump when no backward was marked."""
-    sec = c.seconds
-    bwd = sorted(((cid, sec[a], sec[b]) for cid, a, b in c.backward if a >= 0),
-                 key=lambda x: x[1])
-    if not bwd:
-        return [("graph", BACKWARD, "", "bwd", sec[c.end] - sec[c.fwd_end])]
-    out: list[Piece] = [("eager_island", "", "", "bwd", bwd[0][1] - sec[c.fwd_end])]
-    for i, (cid, b0, b1) in enumerate(bwd):
-        out.append(("graph", "", cid, "bwd", b1 - b0))
-        if i + 1 < len(bwd):
-            out.append(("eager_island", "", bwd[i + 1][0], "bwd", bwd[i + 1][1] - b1))
-    out.append(("eager_island", "", "", "bwd", sec[c.end] - bwd[-1][2]))
-    return out
-
-
 class _Step:
     """One call as the user's ran: under the grad mode it had; a training call (outputs that
     require grad) also runs ``autograd.grad`` of them with respect to ``wrt``."""
 
-    def __init__(self, forward: Callable[[], Any], wrt: list[torch.Tensor], grad_on: bool):
+    def __init__(self, forward: Callable[[], Any], wrt: list[torch.Tensor], grad_on: bool,
+                 grads: list[torch.Tensor] | None = None, training: bool | None = None):
+        """``training``: whether the call is a training step, where it is known (the same call
+        as another step's: no forward of its own to ask); ``grads``: the seeded output
+        gradients."""
         self.forward = forward
         self.wrt = wrt
         self.grad_on = grad_on
-        self.grads: list[torch.Tensor] | None = None
-        self._training: bool | None = None
+        self.grads = grads
+        self._training = training
 
     def training(self) -> bool:
         if self._training is None:
