@@ -38,30 +38,33 @@ N3 = ("0/1: n == 3  # for _ in range(n):  # mp/u/loopn.py:5 in f (_dynamo/variab
 REASONS = {"0/0": [], "0/1": [N2], "0/2": [json.dumps([N3, N2])]}
 
 
-def _specialized(value: int) -> dict:
-    return {"symbols": [{"name": "s86", "source": "L['n']", "sources": ["L['n']"],
+def _specialized(value: int, source: str = "L['n']", line: dict = LINE) -> dict:
+    return {"symbols": [{"name": "s86", "source": source, "sources": [source],
                          "kind": "backed", "hint": value, "lower": value, "upper": value,
                          "range": f"Eq(s86, {value})", "replaced_by": str(value),
-                         "user_line": LINE}],
-            "specializations": [{"symbol": "s86", "source": "L['n']", "sources": ["L['n']"],
+                         "user_line": line}],
+            "specializations": [{"symbol": "s86", "source": source, "sources": [source],
                                  "value": value, "reason": "range_refined_to_singleton",
-                                 "guard": f"Eq(s86, {value})", "user_line": LINE}]}
+                                 "guard": f"Eq(s86, {value})", "user_line": line}]}
 
 
-def _trace(tmp_path: Path) -> Trace:
+def _trace(tmp_path: Path, reasons: dict[str, list[str]] = REASONS,
+           source: str = "L['n']", line: dict = LINE) -> Trace:
+    """The three compiles of ``reasons``, each recompile with ``source`` made a symbol and
+    specialized again (to 3, then 4) at ``line``."""
     w = TraceWriter(tmp_path / "t", command=["tuidebug", "trace", "loopn.py"])
-    for i, (cid, reasons) in enumerate(REASONS.items()):
+    for i, (cid, rs) in enumerate(reasons.items()):
         graph = f"{cid.replace('/', '_')}-inference"
         w.write_compile(cid, {"graphs": [graph], "metrics": {"co_name": "f"},
-                              **({"recompile_reasons": reasons} if reasons else {})})
+                              **({"recompile_reasons": rs} if rs else {})})
         w.add_compile(cid, {"graphs": [graph]})
         w.add_graph(graph, kind="inference", compile_id=cid)
         w.set_graph_status(graph, "ok")
-        shapes = _specialized(2 + i) if i else {"symbols": [], "specializations": []}
+        shapes = (_specialized(2 + i, source, line) if i
+                  else {"symbols": [], "specializations": []})
         w.write_compile_shapes(cid, {"id": cid, **shapes, "recompile": {
-            "reasons": reasons, "values": {}, "called_at": {**LINE, "line": 11,
-                                                            "fn": "<module>",
-                                                            "code": "f(x, n)"}}})
+            "reasons": rs, "values": {}, "called_at": {**LINE, "line": 11,
+                                                       "fn": "<module>", "code": "f(x, n)"}}})
     w.finish("ok")
     return Trace(tmp_path / "t")
 
@@ -80,6 +83,31 @@ def test_an_int_the_code_specializes_gets_no_dynamic_true(tmp_path: Path) -> Non
         (c,) = [c for c in trace_summary(t)["compiles"] if c["id"] == cid]
         text = " ".join(x.plain for x in dynamic_notes(c))
         assert "later values reuse it" not in text, text
+        seen += 1
+    assert seen == 2
+    assert [s.id for s in recompile_advice(t)] == [], recompile_advice(t)
+
+
+def test_a_size_the_code_specializes_gets_no_dynamic_true(tmp_path: Path) -> None:
+    """``for i in range(x.shape[0])`` called with sizes 2, 3, 4 (the reasons and records a
+    real run wrote): each recompile makes the size a symbol and the loop specializes it; plain
+    torch with 2, 3, 4, 5 made 4 graphs with dynamic=True and with maybe_mark_dynamic too.
+    It was told "to compile once, call maybe_mark_dynamic(x, 0) … or use dynamic=True", and
+    advise offered both."""
+    size = "tensor 'x' size mismatch at index 0. expected {}, actual {}"
+    line = {**LINE, "file": "/tmp/u/loopdim.py", "code": "for i in range(x.shape[0]):"}
+    t = _trace(tmp_path, {"0/0": [], "0/1": [f"0/0: {size.format(2, 3)}"],
+                          "0/2": [f"0/1: {size.format(3, 4)}", f"0/0: {size.format(2, 4)}"]},
+               "L['x'].size()[0]", line)
+    seen = 0
+    for cid, value in (("0/1", 3), ("0/2", 4)):
+        rec = explain(cid, t.compiles, t.compile_shapes_brief(cid))
+        assert rec is not None and rec["source"] == "L['x'].size()[0]", rec
+        advice = rec["suggestion"]
+        assert "maybe_mark_dynamic" not in advice and "to compile once" not in advice, advice
+        assert (f"then specialized it to {value} (Eq(s86, {value})) at loopdim.py:5 `for i in "
+                f"range(x.shape[0]):`") in advice, advice
+        assert "torch.compile(dynamic=True) does not change that" in advice, advice
         seen += 1
     assert seen == 2
     assert [s.id for s in recompile_advice(t)] == [], recompile_advice(t)

@@ -14,7 +14,7 @@ from typing import Any
 
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.graph_breaks import trace_breaks
-from tuidebug.trace.queries.recompile_constants import symbolic_sources
+from tuidebug.trace.queries.recompile_constants import specialized_sources, symbolic_sources
 from tuidebug.trace.queries.recompiles import CACHE_TENSOR, USER_INPUT, explain, held_as
 
 # transformers' KV cache by its Dynamo source: ``past_key_values.layers[0].keys`` (5.x),
@@ -253,6 +253,17 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
                  "compiles again; marking that dimension dynamic does not change it"),
                 "recompiles",
                 Apply(config={"fx.backed_size_oblivious": True})))
+            continue
+        fixed = specialized_sources(trace.compile_shapes_brief(cid)).get(str(rec.get("source")))
+        if fixed is not None:
+            # the code needs the size (a loop over range(x.shape[0])): each size compiles once,
+            # marked dynamic or not; only a cache whose length stays fixed avoids it
+            if CACHE_TENSOR.search(name):
+                cache = _cache_advice(name, index, f"{cid}: dimension {index} of {name} "
+                                      f"changed ({expected} → {actual}) and the code "
+                                      f"specialized it ({fixed.said()})",
+                                      _grows_by_one(expected, actual))
+                out.setdefault(cache.id, cache)
             continue
         symbolic = _has_symbol(trace, cid, str(rec.get("source")))
         why = (f"{cid}: dimension {index} of {name} changed ({rec.get('expected')} → {actual})"

@@ -210,6 +210,17 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                       + ("; a static KV cache, whose length stays fixed, avoids it"
                          if CACHE_TENSOR.search(name) else "")
                       + "; `tuidebug advise TRACE --try` tries what may")
+        elif (specialized or {}).get(source) is not None:
+            # a symbol the code needs the value of (``range(x.shape[0])``): Dynamo fixes it,
+            # whatever is marked dynamic (checked: 2, 3, 4, 5 compile 4 times with
+            # dynamic=True and with maybe_mark_dynamic)
+            advice = (f"dimension {index} of {name!r} changed size: this compile made it "
+                      f"dynamic, then specialized it to "
+                      f"{(specialized or {})[source].said()}: the code there needs the size "
+                      f"(a loop over it, say), so each size compiles once, and marking it "
+                      f"dynamic or torch.compile(dynamic=True) does not change that"
+                      + ("; a static KV cache, whose length stays fixed, avoids it"
+                         if CACHE_TENSOR.search(name) else ""))
         elif config.get("automatic_dynamic_shapes") is False:
             advice = (f"automatic dynamic shapes are off here (torch.compile(dynamic=False) or "
                       f"torch._dynamo.config.automatic_dynamic_shapes=False): every new size of "
