@@ -205,3 +205,28 @@ def test_a_break_inside_a_library_that_cannot_be_resumed(tmp_path: Path) -> None
     assert b.eager.startswith("Dynamo could not resume after the break"), b.eager
     assert "ignore_logging_functions" in (b.advice or ""), b.advice
     assert b.gb_id == "gb0291"
+
+
+def test_advise_does_not_count_a_break_met_in_fewer_compiles_as_removed(tmp_path: Path) -> None:
+    """dynamic=True on a function that breaks and recompiled: the same break is met once
+    instead of twice. advise --try said "verified: compiles 7 → 3, graph breaks 4 → 2" as if
+    the fix had removed breaks; it says they are the same ones, and fewer breaks met is not
+    what makes a suggestion help."""
+    from tuidebug.trace.queries.advice import Counts, Tried, counts
+    # (the writer-made traces hold no graphs: 0 compiles each)
+    twice = counts(_trace(tmp_path / "a", [(11, 'print("y is ready")', PRINT)] * 2))
+    once = counts(_trace(tmp_path / "b", [(11, 'print("y is ready")', PRINT)]))
+    assert (twice.graph_breaks, twice.break_lines) == (2, 1), twice
+    assert (once.graph_breaks, once.break_lines) == (1, 1), once
+    same = Tried("dynamic=True", twice, once)
+    assert not same.helped, same.verdict  # as many compiles, the same break
+    assert same.verdict == ("tried, did not help: compiles 0 → 0, graph breaks 2 → 1 (the "
+                            "same 1 break(s), met by fewer compiles)"), same.verdict
+    fewer = Tried("dynamic=True", Counts(7, 3, 4, None, "ok", 2), Counts(3, 0, 2, None, "ok", 2))
+    assert fewer.helped and fewer.verdict.endswith("(the same 2 break(s), met by fewer "
+                                                   "compiles)"), fewer.verdict
+    gone = Tried("capture_scalar_outputs", Counts(2, 0, 2, None, "ok", 1),
+                 Counts(1, 0, 0, None, "ok", 0))
+    assert gone.helped and gone.verdict == ("verified: compiles 2 → 1, graph breaks 2 → 0")
+    # advice.json written before break_lines: compared as met, as it was
+    assert Counts.from_json({"compiles": 1, "graph_breaks": 2}).break_lines is None

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.break_diff import break_ident
 from tuidebug.trace.queries.graph_breaks import trace_breaks
 from tuidebug.trace.queries.recompile_constants import specialized_sources, symbolic_sources
 from tuidebug.trace.queries.recompiles import CACHE_TENSOR, USER_INPUT, explain, held_as
@@ -83,14 +84,17 @@ class Suggestion:
 class Counts:
     """What a run of the script compiled: Dynamo compiles that made a graph (a restarted
     analysis not counted twice), recompiles (of
-    those, the ones after a failed guard), graph breaks, the run's wall time (capture
-    included), how it ended."""
+    those, the ones after a failed guard), graph breaks (each time one was met: once per
+    compile that reaches its line), the run's wall time (capture included), how it ended, and
+    ``break_lines``: the breaks by line and cause, each once (None: not recorded) — a fix
+    that only removes a recompile meets the same breaks in fewer compiles."""
 
     compiles: int
     recompiles: int
     graph_breaks: int
     wall_s: float | None
     status: str
+    break_lines: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -102,7 +106,8 @@ class Counts:
         return cls(compiles=_int(d.get("compiles")), recompiles=_int(d.get("recompiles")),
                    graph_breaks=_int(d.get("graph_breaks")),
                    wall_s=float(wall) if isinstance(wall, (int, float)) else None,
-                   status=str(d.get("status") or "?"))
+                   status=str(d.get("status") or "?"),
+                   break_lines=_int(d["break_lines"]) if "break_lines" in d else None)
 
 
 def _int(v: Any) -> int:
@@ -118,19 +123,31 @@ class Tried:
     after: Counts
     trace: str | None = None
 
+    def _breaks(self) -> tuple[int, int]:
+        """The breaks compared: by line where both runs say (the same break met in fewer
+        compiles is not a break removed), else as met."""
+        a, b = self.after, self.before
+        if a.break_lines is not None and b.break_lines is not None:
+            return b.break_lines, a.break_lines
+        return b.graph_breaks, a.graph_breaks
+
     @property
     def helped(self) -> bool:
         """Fewer compiles or fewer graph breaks, the script still ending well."""
         a, b = self.after, self.before
-        return (a.status == "ok" and a.compiles <= b.compiles
-                and a.graph_breaks <= b.graph_breaks
-                and (a.compiles < b.compiles or a.graph_breaks < b.graph_breaks))
+        before, after = self._breaks()
+        return (a.status == "ok" and a.compiles <= b.compiles and after <= before
+                and (a.compiles < b.compiles or after < before))
 
     @property
     def verdict(self) -> str:
         b, a = self.before, self.after
+        same = (a.break_lines is not None and a.break_lines == b.break_lines
+                and a.graph_breaks != b.graph_breaks)
         change = (f"compiles {b.compiles} → {a.compiles}, graph breaks {b.graph_breaks} → "
-                  f"{a.graph_breaks}")
+                  f"{a.graph_breaks}" + (f" (the same {a.break_lines} break(s), met by "
+                                         f"{'fewer' if a.graph_breaks < b.graph_breaks else 'more'}"
+                                         " compiles)" if same else ""))
         if a.status != "ok":
             return f"tried, the script then {a.status}: {change}"
         return ("verified: " if self.helped else "tried, did not help: ") + change
@@ -150,11 +167,11 @@ def counts(trace: Trace, wall_s: float | None = None) -> Counts:
     recompiled = [cid for cid in made
                   if any(explain(c, compiles, trace.compile_shapes_brief(c))
                          for c in dict.fromkeys([cid, re.sub(r"_\d+$", "", cid)]))]
-    breaks = sum(len(bs) for bs in trace_breaks(trace).values())
+    met = [b for bs in trace_breaks(trace).values() for b in bs]
     script = trace.manifest.script_error
     status = trace.status if not script else "raised"
-    return Counts(compiles=len(made), recompiles=len(recompiled), graph_breaks=breaks,
-                  wall_s=wall_s, status=status)
+    return Counts(compiles=len(made), recompiles=len(recompiled), graph_breaks=len(met),
+                  wall_s=wall_s, status=status, break_lines=len({break_ident(b) for b in met}))
 
 
 def rank(tried: list[Tried]) -> list[Tried]:

@@ -32,7 +32,7 @@ class BreaksAcross:
                         for b, na, nb in self.met]}
 
 
-def _ident(b: GraphBreak) -> tuple[str, str, str, str]:
+def break_ident(b: GraphBreak) -> tuple[str, str, str, str]:
     ul = b.user_line or b.site
     if ul is None:
         return ("?", "?", "?", b.key)
@@ -42,7 +42,7 @@ def _ident(b: GraphBreak) -> tuple[str, str, str, str]:
 def _by_ident(breaks: list[GraphBreak]) -> dict[tuple[str, str, str, str], list[GraphBreak]]:
     out: dict[tuple[str, str, str, str], list[GraphBreak]] = {}
     for x in breaks:
-        out.setdefault(_ident(x), []).append(x)
+        out.setdefault(break_ident(x), []).append(x)
     return out
 
 
