@@ -100,7 +100,9 @@ def open_ui():
     ``App.run_test``'s); other keyword arguments go to ``TuidebugApp`` (``recompile_timeout=20``).
     ``prewarm=True`` starts the recompile worker when the flags screen is shown, as the real app
     does; off by default, so that a test that only looks at the flags screen does not spawn a
-    process that imports torch.
+    process that imports torch. ``prebuild=True`` builds the other screens in the background
+    after the first paint, as the real app does; off by default, so that what a test sees read
+    and painted is what its keys caused (and the suite spends no time on screens it never shows).
     """
     from contextlib import asynccontextmanager
 
@@ -110,8 +112,8 @@ def open_ui():
     @asynccontextmanager
     async def run(path: Path, size: tuple[int, int] = SIZE, *, notifications: bool = False,
                   prewarm: bool = False, message_hook: Callable[[Any], None] | None = None,
-                  **app_kwargs: Any):
-        app = TuidebugApp(Trace(path), prewarm=prewarm, **app_kwargs)
+                  prebuild: bool = False, **app_kwargs: Any):
+        app = TuidebugApp(Trace(path), prewarm=prewarm, prebuild=prebuild, **app_kwargs)
         async with app.run_test(size=size, notifications=notifications,
                                 message_hook=message_hook) as pilot:
             ui = UI(app, pilot)

@@ -25,3 +25,44 @@ async def test_cursor_set_with_a_new_source_before_layout_is_scrolled_into_view(
         top, height = view.scroll_offset.y, view.scrollable_content_region.height
         assert view.cursor == 400
         assert top <= 400 < top + height, (top, height)
+
+
+def test_highlighting_never_waits_for_a_worker_on_the_ui_thread() -> None:
+    """A line the view asks for while a worker holds the lexer, or far below what is lexed
+    (End on a long wrapper), is drawn plain at once — not kept by the view, the code screen told
+    to lex down to it — instead of waiting for the lock or lexing the whole file there."""
+    from tuidebug.tui.widgets.highlight import CHUNK, Highlighted
+
+    code = "".join(f"def f{i}(x):\n    return x + {i}  # a comment\n" for i in range(2000))
+    lines = Highlighted(code, "wrapper.py")
+    asked: list[int] = []
+    lines.on_behind = asked.append
+    last = len(lines) - 1
+    t = lines.rich(last)  # far below the lexed lines: plain, the lexer not run
+    assert t.plain == lines.plain(last) and not t.spans
+    assert lines.lexed() == 0 and not lines.is_final(last) and asked == [last]
+    lines.rich(last)
+    assert asked == [last], "told once per line"
+    with lines._lock:  # a worker lexing: the UI thread does not wait for it
+        near = lines.rich(0)
+        assert not near.spans and lines.lexed() == 0 and not lines.is_final(0)
+    assert lines.rich(0).spans and lines.is_final(0)  # near the top, the lock free: lexed here
+    assert CHUNK < lines.lexed() <= 2 * CHUNK + 2, "only a chunk"
+    assert lines.ensure(len(lines))  # the worker's part
+    assert lines.rich(last).spans and lines.is_final(last)
+
+
+async def test_a_line_drawn_before_it_is_highlighted_is_drawn_again() -> None:
+    from tuidebug.tui.widgets.highlight import Highlighted
+
+    app = _OneView()
+    async with app.run_test(size=(80, 20)) as pilot:
+        view = app.query_one("#v", TextView)
+        lines = Highlighted("".join(f"x{i} = {i}  # c\n" for i in range(1000)), "a.py")
+        view.set_source(lines, cursor=900)
+        await pilot.pause()
+        await pilot.pause()
+        plain = view._line_strip(900)
+        assert len(plain) == 1, "drawn plain: one segment"
+        lines.ensure(len(lines))
+        assert len(view._line_strip(900)) > 1, "the plain drawing was not kept"

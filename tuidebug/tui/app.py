@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import work
+from textual import events, work
 from textual.app import App
 from textual.binding import Binding
 
@@ -20,6 +20,7 @@ from tuidebug.inert import inert
 from tuidebug.tui import keymap
 from tuidebug.tui.commands import TraceCommands
 from tuidebug.tui.messages import GraphChosen, ShowKernel, ShowNode
+from tuidebug.tui.prebuild import Prebuilder
 from tuidebug.tui.screens.autotune import AutotuneScreen
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.screens.code import CodeScreen
@@ -57,12 +58,16 @@ class TuidebugApp(App[int]):
         "flags": FlagsScreen, "compare": CompareScreen, "shapes": ShapesScreen,
         "profile": ProfileScreen, "ranks": RanksScreen,
     }
+    # built in the background after the first paint (prebuild.py); not the flags screen (shown,
+    # it starts the recompile worker), compare (its trace is named later) nor ranks
+    PREBUILT = ("passes", "ir", "code", "autotune", "errors", "shapes", "profile")
     COMMANDS = App.COMMANDS | {TraceCommands}
     BINDINGS: ClassVar[list[Binding]] = keymap.bindings("app")  # type: ignore[assignment]
 
     def __init__(self, trace: Trace, *, start: str = "overview",
                  recompile_timeout: float = 600.0, prewarm: bool = True,
-                 allow_run: bool = True, job: Path | None = None) -> None:
+                 allow_run: bool = True, job: Path | None = None,
+                 prebuild: bool = True) -> None:
         super().__init__()
         self.trace = trace
         self.job = job  # the distributed job ``trace`` is a rank of (the ranks screen)
@@ -83,6 +88,11 @@ class TuidebugApp(App[int]):
         self.recompile_worker: Any = None  # RecompileWorker, started on first use
         self.recompile_job: Any = None  # the last RecompileJob
         self.prime_job: Any = None  # the background recompile that fills the kernel cache
+        # the other screens built while nobody presses a key, after the first paint (off: each
+        # is built when first shown)
+        self.prebuilder = Prebuilder(self, [m for m in self.PREBUILT if m != start]
+                                     if prebuild else [],
+                                     lambda s: isinstance(s, TraceScreen) and s.prepare())
 
     def _first_graph(self) -> GraphRecord | None:
         graphs = self.trace.graphs
@@ -96,6 +106,12 @@ class TuidebugApp(App[int]):
 
     def on_mount(self) -> None:
         self.switch_mode(self.start_screen)
+        self.prebuilder.start()
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, (events.Key, events.MouseDown)):
+            self.prebuilder.input_seen()  # building screens waits for a quiet moment
+        await super().on_event(event)
 
     def on_unmount(self) -> None:
         if self.recompile_worker is not None:
@@ -295,6 +311,7 @@ class TuidebugApp(App[int]):
         """Replace the open trace with the one at ``path``; every screen is made afresh, and
         ``screen`` shown (on the graph of the same id, when the new trace has one)."""
         old = self.trace.root
+        self.prebuilder.stop()
         graph = self.current_graph.id if self.current_graph else None
         self.trace = Trace(path)
         self.current_graph = next((g for g in self.trace.graphs if g.id == graph),
@@ -310,6 +327,7 @@ class TuidebugApp(App[int]):
         await self.remove_mode(current)
         self.add_mode(current, self.MODES[current])
         await self.switch_mode(screen)
+        self.prebuilder.start()
         self.notify(f"opened {path} (compare: 8 shows it against {old})", timeout=6)
 
     async def switch_rank(self, path: Path) -> None:
@@ -331,6 +349,7 @@ class TuidebugApp(App[int]):
         self.current_graph = g
         if isinstance(self.screen, TraceScreen):
             self.screen.refresh_graph()
+        self.prebuilder.start()  # the screens built earlier: brought up to date when idle
 
     def on_graph_chosen(self, message: GraphChosen) -> None:
         self.set_graph(message.graph_id)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -16,7 +15,9 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from tuidebug.trace.format.reader import GraphRecord, Trace
 from tuidebug.tui import keymap
+from tuidebug.tui.heap import keep_read
 from tuidebug.tui.messages import Read, SvgExported
+from tuidebug.tui.prebuild import sync_css_count
 from tuidebug.tui.widgets.bars import KeyFooter, SearchBar, TitleBar
 from tuidebug.tui.widgets.lists import PickList
 from tuidebug.tui.widgets.textview import TextView
@@ -33,6 +34,7 @@ class TraceScreen(Screen):
 
     def __init__(self) -> None:
         super().__init__()
+        sync_css_count(self)  # styled as it mounts: no stylesheet re-read when shown
         self.shown_graph: str | None = None
         self.search_query = ""
         self._search_target: Widget | None = None
@@ -60,11 +62,18 @@ class TraceScreen(Screen):
 
     def on_screen_resume(self) -> None:
         self.query_one(TitleBar).update_bar()
+        self.prepare()
+
+    def prepare(self) -> bool:
+        """Show the app's current graph, unless shown already (False then). Called when the
+        screen is shown, and by the app's ``Prebuilder`` while it is not."""
         g = self.graph
         gid = g.id if g is not None else None
-        if gid != self.shown_graph or not self.is_loaded():
-            self.shown_graph = gid
-            self.show_graph(g)
+        if gid == self.shown_graph and self.is_loaded():
+            return False
+        self.shown_graph = gid
+        self.show_graph(g)
+        return True
 
     def refresh_graph(self) -> None:
         """The app's current graph changed while this screen is on display."""
@@ -104,12 +113,7 @@ class TraceScreen(Screen):
             if worker.is_cancelled:
                 return
             data = fn()
-            # What workers read (graph snapshots: millions of small objects) lives as long as
-            # the app: the reader caches it. Freezing it keeps Python's full garbage
-            # collections, which stop every thread, from walking it again and again — measured
-            # on the 24-layer trace: a 266 ms stall while the wrapper was highlighted, 40 ms
-            # with this.
-            gc.freeze()
+            keep_read()  # what was read (cached as long as the app) out of full collections
             if not worker.is_cancelled:
                 self.post_message(message(key, data))
         return self.run_worker(work, name=message.__name__, group=f"load-{message.__qualname__}",

@@ -301,10 +301,29 @@ class CodeScreen(TraceScreen):
             self._highlighted.pop(next(iter(self._highlighted)))
         return lines
 
+    def _lex_to(self, key: Any, lines: Highlighted, line: int) -> None:
+        """The view drew ``line`` plain (not lexed yet, and the UI thread does not lex far):
+        lex down to it in a worker, then paint the view again."""
+        if key != self.shown_key:
+            return
+
+        def work() -> None:
+            worker = get_current_worker()
+            if lines.ensure(line + 1 + CHUNK, lambda: worker.is_cancelled) \
+                    and not worker.is_cancelled:
+                self.post_message(self.DocHighlighted(key, lines))
+        self.run_worker(work, name="lex", group="lex-to", thread=True, exclusive=True,
+                        exit_on_error=False)
+
+    def _watch_lexing(self, key: Any, source: Any) -> None:
+        if isinstance(source, Highlighted):
+            source.on_behind = lambda i: self.call_later(self._lex_to, key, source, i)
+
     def on_code_screen_doc_highlighted(self, message: CodeScreen.DocHighlighted) -> None:
         if message.key != self.shown_key:
             return  # a late result for something no longer selected
         view = self.query_one("#code-view", TextView)
+        self._watch_lexing(message.key, message.data)
         view.set_source(message.data, cursor=view.cursor, keep_scroll=True)
         view.set_query(self.search_query)
         self._apply_goto_line()
@@ -314,6 +333,7 @@ class CodeScreen(TraceScreen):
             return  # a late result for something no longer selected
         view = self.query_one("#code-view", TextView)
         doc = message.data
+        self._watch_lexing(message.key, doc.highlighted)
         view.set_source(doc.highlighted or TextLines(doc.code or ""), cursor=doc.cursor,
                         placeholder="(not available)" if doc.code is None else "(empty)")
         view.set_query(self.search_query)

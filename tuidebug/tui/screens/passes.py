@@ -11,7 +11,6 @@ worker, when selected.
 
 from __future__ import annotations
 
-import gc
 from collections import Counter
 from typing import Any
 
@@ -28,6 +27,7 @@ from tuidebug.trace.queries.stages import stage_label
 from tuidebug.trace.queries.summary import changed_passes
 from tuidebug.trace.queries.verdict import format_duration
 from tuidebug.tui import keymap, model
+from tuidebug.tui.heap import keep_read
 from tuidebug.tui.messages import Read, ShowKernel
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.screens.modals import PickScreen
@@ -128,7 +128,7 @@ class PassesScreen(TraceScreen):
         if model.stage_view_ready(g, stage):  # parsed already: shown in this very frame
             self.cancel_load(self.StageRead)
             self._stage_read(g, stage, model.stage_view(g, stage))
-            gc.freeze()  # as a load's worker does (base.py): the view's lines are never cycles
+            keep_read()  # as a load's worker does (base.py)
             return
         self.set_text("#graph-title", Text(f"{stage.name}  reading…", style="dim"))
         self.load(self.StageRead, (g.id, stage.index), lambda: model.stage_view(g, stage),
@@ -162,7 +162,7 @@ class PassesScreen(TraceScreen):
         def work() -> None:
             worker = get_current_worker()
             model.read_ahead(g, position, lambda: worker.is_cancelled)
-            gc.freeze()  # what was read lives as long as the app: no full collection walks it
+            keep_read()  # what was read lives as long as the app: no full collection walks it
         self.run_worker(work, name="read-ahead", group="read-ahead", thread=True,
                         exclusive=True, exit_on_error=False)
 

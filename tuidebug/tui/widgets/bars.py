@@ -64,7 +64,7 @@ class TitleBar(Static):
             t = self._bar(level)
             if t.cell_len <= width:
                 break
-        self.update(t)
+        self.update(t, layout=False)  # one line, as wide as the screen: nothing moves
 
     def _labels(self, level: int) -> list[tuple[str, str]]:
         """Each tab's screen and text: full names (level 0), short ones, and at level 4 (80

@@ -34,7 +34,9 @@ class LineSource(Protocol):
     it without making every line's text, and ``line_key(i)``: a hashable value equal for two
     lines (of this source or another) exactly when they draw the same — a line drawn once is
     then not drawn again when the view shows another source holding it (the pass stepper's
-    next stage: mostly the same lines)."""
+    next stage: mostly the same lines). ``is_final(i)``, where a source has it, false: the
+    line is drawn for now and will draw otherwise later (code not highlighted yet), so its
+    drawing is not kept."""
 
     def __len__(self) -> int: ...
 
@@ -270,6 +272,9 @@ class TextView(ScrollView, can_focus=True):
                 text.stylize(match_style, start, start + len(q))
                 start = plain.find(q, start + len(q))
         strip = Strip(list(text.render(self.app.console, end="")))
+        final = getattr(self.source, "is_final", None)
+        if final is not None and not final(i):
+            return strip  # drawn for now (code not highlighted yet): not kept
         self._cache[key] = strip
         if len(self._cache) > CACHE_LINES:
             self._cache.popitem(last=False)

@@ -1,0 +1,182 @@
+"""Screens built before they are asked for: after the first screen is painted, the app builds
+the other screens one at a time while nobody presses a key, so that a number key switches to a
+screen already composed, styled, laid out and showing the current graph.
+
+Opening a screen on the 24-layer trace cost 330–600 ms CPU (``bench/tui_open.py``): composing and
+mounting its widgets, Textual re-reading the whole stylesheet and re-applying it to every screen
+already open (a screen new to a mode is marked as having missed every CSS update), laying it
+out and painting it several times, and reading what it shows. Here each of those happens in an
+idle moment, one screen per moment; what is left to the key is the switch: one layout check and
+one paint.
+
+A step runs only when no key or click came for ``QUIET_S`` and no worker runs (a key pressed
+meanwhile is answered first: a step is a single, short piece of work on the UI thread, the reads
+it starts run in workers). A screen built in the background that the user opened first (a key
+pressed before its turn) is dropped. When the app's current graph changes, screens built earlier
+are brought up to date the same way, one per idle moment; one shown before that happens loads
+the new graph when shown, as it would without any of this.
+
+Textual has no public call that mounts a screen without showing it: ``install`` uses the app's
+``_register`` and ``_screen_stacks`` (textual 8.2, pinned in requirements-dev.txt), checked to
+exist first — without them nothing is built ahead, and each screen is built when first shown.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+from textual.screen import Screen
+from textual.widget import AwaitMount
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+QUIET_S = 0.15  # no key or click for this long: an idle moment
+POLL_S = 0.05  # how often an idle moment is looked for
+
+
+def can_install(app: App[Any]) -> bool:
+    """Whether this Textual lets a mode's screen be mounted without being shown."""
+    return isinstance(getattr(app, "_screen_stacks", None), dict) \
+        and callable(getattr(app, "_register", None))
+
+
+def sync_css_count(screen: Screen[Any]) -> None:
+    """Mark a new ``screen`` as having seen the app's CSS updates so far.
+
+    Textual marks every new screen as having missed them all (``_css_update_count = -1``), and
+    showing it first then re-reads the whole stylesheet and re-applies it to every screen open
+    (measured: a third of opening a screen). A new screen's widgets are styled as they mount,
+    with the stylesheet as it is: nothing was missed. A theme changed later still counts."""
+    try:
+        app = screen.app
+    except Exception:  # no app running (a screen made outside one)
+        return
+    count = getattr(app, "_css_update_count", None)
+    if isinstance(count, int) and hasattr(screen, "_css_update_count"):
+        screen._css_update_count = count
+
+
+async def install(app: App[Any], mode: str, screen: Screen[Any]) -> bool:
+    """Mount ``screen`` as the screen of ``mode`` without showing it, and lay it out at the
+    app's size; False (nothing installed, ``screen`` removed) when ``mode`` got its screen
+    meanwhile (the user opened it first)."""
+    stacks: dict[str, list[Screen[Any]]] = app._screen_stacks  # type: ignore[attr-defined]
+    if stacks.get(mode):
+        return False
+    sync_css_count(screen)
+    widgets = app._register(app, screen)  # type: ignore[attr-defined]
+    await AwaitMount(screen, widgets)
+    if not app.is_running:  # closing: its screens are being closed, leave them alone
+        return False
+    if stacks.get(mode) or mode not in app._modes:  # type: ignore[attr-defined]
+        await screen.remove()
+        return False
+    stacks[mode] = [screen]
+    return True
+
+
+def lay_out(app: App[Any], screen: Screen[Any]) -> None:
+    """Style, lay out and render ``screen`` at the app's size while it is not shown (nothing
+    reaches the terminal): showing it then finds its widgets styled, sized and their lines
+    rendered, and only composes the frame. Measured before this: showing a built screen laid it
+    out twice (its scroll bars, made by the first layout, styled only when shown) and rendered
+    every widget twice."""
+    if screen.is_current or not screen.is_mounted:
+        return
+    refresh_layout: Callable[..., None] | None = getattr(screen, "_refresh_layout", None)
+    compositor = getattr(screen, "_compositor", None)
+    if refresh_layout is None:
+        return
+    refresh_layout(app.size)
+    app.stylesheet.update_nodes(screen.walk_children(with_self=True), animate=False)
+    if getattr(screen, "_layout_required", False) or screen.size != app.size:
+        refresh_layout(app.size)
+        screen._layout_required = False  # type: ignore[attr-defined]
+    full = getattr(compositor, "render_full_update", None)
+    if full is not None:
+        full()  # fills each widget's cache of rendered lines; the frame itself is dropped
+
+
+class Prebuilder:
+    """Builds the screens of ``modes`` in the background, one per idle moment, and brings them
+    up to date after a graph change. ``prepare(screen)`` makes a built screen show the app's
+    current graph (returns False when it already does)."""
+
+    def __init__(self, app: App[Any], modes: list[str],
+                 prepare: Callable[[Screen[Any]], bool]) -> None:
+        self.app = app
+        self.modes = list(modes)
+        self.prepare = prepare
+        self.last_input = 0.0
+        self.enabled = can_install(app)
+        self._timer: Any = None
+        self._busy = False
+        self._prepared: set[int] = set()  # screens prepared since start(): once each
+        self._after: list[Callable[[], None]] = []  # what is left of a screen's preparation
+        self.built: list[str] = []  # modes built here, in order (tests read it)
+
+    def start(self) -> None:
+        """Begin (again: after a graph change, or another trace opened)."""
+        self._prepared.clear()
+        if self.enabled and self._timer is None:
+            self._timer = self.app.set_interval(POLL_S, self._tick)
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+
+    def input_seen(self) -> None:
+        self.last_input = time.monotonic()
+
+    def _idle(self) -> bool:
+        if time.monotonic() - self.last_input < QUIET_S:
+            return False
+        stack = self.app.screen_stack
+        if not stack or not self.app.is_running:
+            return False  # starting, or closing
+        shown = stack[-1]
+        if not getattr(shown, "is_loaded", lambda: True)():
+            return False  # the screen on display first (the first paint)
+        return not any(w.is_running for w in self.app.workers)
+
+    async def _tick(self) -> None:
+        if self._busy or not self._idle():
+            return
+        self._busy = True
+        try:
+            if not await self._step():
+                self.stop()  # nothing left to do until the next start()
+        finally:
+            self._busy = False
+
+    async def _step(self) -> bool:
+        """One piece of work; False when there was none left."""
+        app = self.app
+        if self._after:  # the second half of a screen begun in an earlier moment
+            self._after.pop(0)()
+            return True
+        stacks: dict[str, list[Screen[Any]]] = app._screen_stacks  # type: ignore[attr-defined]
+        modes: dict[str, Any] = app._modes  # type: ignore[attr-defined]
+        for mode in self.modes:
+            if mode not in modes:
+                continue
+            stack = stacks.get(mode)
+            if not stack:
+                screen = modes[mode]()
+                if await install(app, mode, screen):
+                    self.built.append(mode)
+                    self._prepared.add(id(screen))
+                    self.prepare(screen)  # its reads start in workers: laid out once they end
+                    self._after.append(lambda screen=screen: lay_out(app, screen))
+                return True
+            screen = stack[0]
+            if screen is app.screen or not screen.is_mounted or id(screen) in self._prepared:
+                continue
+            self._prepared.add(id(screen))
+            if self.prepare(screen):
+                self._after.append(lambda screen=screen: lay_out(app, screen))
+                return True
+        return False
