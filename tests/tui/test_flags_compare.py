@@ -234,3 +234,23 @@ async def test_compare_screen_reads_noise_between_two_processes_as_no_change(
         lines = "\n".join(ui.lines("#compare-view"))
         assert "no change" in lines and "not compared part by part" in lines, lines
         assert "faster" not in lines and "slower" not in lines, lines
+
+
+async def test_compare_screen_is_drawn_in_a_worker_and_again_at_a_new_width(
+        open_ui, transformer_trace: Path, mlp_trace: Path) -> None:
+    """The comparison's tables are rendered into lines in the worker that compares (100-200 ms
+    on two 24-layer traces, on the UI thread before), and drawn again when the width changes —
+    not when a layout leaves the width as it was."""
+    async with open_ui(transformer_trace) as ui:
+        ui.app.compare_with = mlp_trace
+        await ui.press("8")
+        screen = ui.app.screen
+        assert await ui.wait_for(lambda: ui.app.screen.query_one("#compare-view").line_count > 5,
+                                 60)
+        wide = max(len(ln) for ln in ui.lines("#compare-view"))
+        assert screen._drawn_width == ui.app.size.width - 2
+        await ui.pilot.resize_terminal(100, 45)
+        await ui.settle()
+        assert await ui.wait_for(lambda: screen._drawn_width == 98, 60)
+        narrow = max(len(ln) for ln in ui.lines("#compare-view"))
+        assert narrow < wide, (narrow, wide)

@@ -99,6 +99,13 @@ def lay_out(app: App[Any], screen: Screen[Any]) -> None:
         full()  # fills each widget's cache of rendered lines; the frame itself is dropped
 
 
+def _unpainted(screen: Screen[Any]) -> bool:
+    """Whether ``screen`` has a layout or a repaint still to do."""
+    return bool(getattr(screen, "_layout_required", False)
+                or getattr(screen, "_repaint_required", False)
+                or getattr(screen, "_dirty_widgets", None))
+
+
 class Prebuilder:
     """Builds the screens of ``modes`` in the background, one per idle moment, and brings them
     up to date after a graph change. ``prepare(screen)`` makes a built screen show the app's
@@ -116,6 +123,7 @@ class Prebuilder:
         self._prepared: set[int] = set()  # screens prepared since start(): once each
         self._after: list[Callable[[], None]] = []  # what is left of a screen's preparation
         self.built: list[str] = []  # modes built here, in order (tests read it)
+        self._shown_since: float | None = None  # the screen on display loaded and painted
 
     def start(self) -> None:
         """Begin (again: after a graph change, or another trace opened)."""
@@ -138,8 +146,14 @@ class Prebuilder:
         if not stack or not self.app.is_running:
             return False  # starting, or closing
         shown = stack[-1]
-        if not getattr(shown, "is_loaded", lambda: True)():
+        if not getattr(shown, "is_loaded", lambda: True)() or _unpainted(shown):
+            self._shown_since = None
             return False  # the screen on display first (the first paint)
+        now = time.monotonic()
+        if self._shown_since is None:
+            self._shown_since = now
+        if now - self._shown_since < QUIET_S:
+            return False  # and painted a moment ago: on the terminal before anything else
         return not any(w.is_running for w in self.app.workers)
 
     async def _tick(self) -> None:

@@ -65,6 +65,16 @@ def to_lines(console: Console, renderables: list[RenderableType], width: int) ->
     return out
 
 
+def thread_console(like: Console) -> Console:
+    """A console to render with in a worker thread, drawing as ``like`` (the app's) does:
+    ``to_lines`` changes its console's settings while it renders, so two threads never share
+    one (the UI thread keeps the app's)."""
+    import io
+
+    return Console(file=io.StringIO(), width=like.width, height=like.height,
+                   color_system=like.color_system, force_terminal=True, legacy_windows=False)
+
+
 @contextmanager
 def _no_markup(console: Console) -> Iterator[None]:
     """Strings in tables and panels are data: rendered as written, never as Rich markup or
