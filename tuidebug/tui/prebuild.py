@@ -78,25 +78,26 @@ async def install(app: App[Any], mode: str, screen: Screen[Any]) -> bool:
 
 
 def lay_out(app: App[Any], screen: Screen[Any]) -> None:
-    """Style, lay out and render ``screen`` at the app's size while it is not shown (nothing
-    reaches the terminal): showing it then finds its widgets styled, sized and their lines
-    rendered, and only composes the frame. Measured before this: showing a built screen laid it
-    out twice (its scroll bars, made by the first layout, styled only when shown) and rendered
-    every widget twice."""
-    if screen.is_current or not screen.is_mounted:
-        return
+    """Style and lay out ``screen`` at the app's size while it is not shown (nothing reaches the
+    terminal): showing it then finds its widgets styled and sized. Measured before this:
+    showing a built screen laid it out twice (its scroll bars, made by the first layout, styled
+    only when shown)."""
     refresh_layout: Callable[..., None] | None = getattr(screen, "_refresh_layout", None)
-    compositor = getattr(screen, "_compositor", None)
-    if refresh_layout is None:
+    if refresh_layout is None or screen.is_current or not screen.is_mounted:
         return
     refresh_layout(app.size)
     app.stylesheet.update_nodes(screen.walk_children(with_self=True), animate=False)
     if getattr(screen, "_layout_required", False) or screen.size != app.size:
         refresh_layout(app.size)
         screen._layout_required = False  # type: ignore[attr-defined]
-    full = getattr(compositor, "render_full_update", None)
-    if full is not None:
-        full()  # fills each widget's cache of rendered lines; the frame itself is dropped
+
+
+def render(screen: Screen[Any]) -> None:
+    """Render every widget of ``screen`` (laid out, not shown) into its cache of lines; the
+    frame itself is dropped: showing the screen then composes the frame from those lines."""
+    full = getattr(getattr(screen, "_compositor", None), "render_full_update", None)
+    if full is not None and not screen.is_current and screen.is_mounted:
+        full()
 
 
 def _unpainted(screen: Screen[Any]) -> bool:
@@ -166,6 +167,9 @@ class Prebuilder:
         finally:
             self._busy = False
 
+    def _finish(self, screen: Screen[Any]) -> list[Callable[[], None]]:
+        return [lambda: lay_out(self.app, screen), lambda: render(screen)]
+
     async def _step(self) -> bool:
         """One piece of work; False when there was none left."""
         app = self.app
@@ -183,14 +187,17 @@ class Prebuilder:
                 if await install(app, mode, screen):
                     self.built.append(mode)
                     self._prepared.add(id(screen))
-                    self.prepare(screen)  # its reads start in workers: laid out once they end
-                    self._after.append(lambda screen=screen: lay_out(app, screen))
+                    # the rest in later moments, each short (a key pressed waits for at most
+                    # one): its content (reads in workers), then laid out and rendered once
+                    # those ended
+                    self._after += [lambda screen=screen: self.prepare(screen) and None,
+                                    *self._finish(screen)]
                 return True
             screen = stack[0]
             if screen is app.screen or not screen.is_mounted or id(screen) in self._prepared:
                 continue
             self._prepared.add(id(screen))
             if self.prepare(screen):
-                self._after.append(lambda screen=screen: lay_out(app, screen))
+                self._after += self._finish(screen)
                 return True
         return False

@@ -158,12 +158,16 @@ class PassesScreen(TraceScreen):
             return  # the stage on display read twice (two highlights of one option): kept
         self.stage_view = view
         self._show_view(keep_node=True)
-        self._read_ahead(g, self.current_position())
+        # once the stage is painted: reading ahead beside the key's own work (a thread holding
+        # the interpreter for a JSON parse) made that key's frame slower
+        self.call_after_refresh(self._read_ahead, g, self.current_position())
 
     def _read_ahead(self, g: GraphRecord, position: int | None) -> None:
         """The snapshots next to the one shown, read in a worker while the user looks at it
-        (a newer read-ahead cancels this one); none started when they are read already."""
-        if position is None or not model.ahead(g, position):
+        (a newer read-ahead cancels this one); none started when they are read already, or
+        when another stage was selected meanwhile (its own read-ahead follows)."""
+        if position is None or position != self.current_position() or g is not self.graph \
+                or not model.ahead(g, position):
             return
 
         def work() -> None:
