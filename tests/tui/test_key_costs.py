@@ -144,7 +144,7 @@ async def test_stepping_back_and_forth_keeps_no_more_memory(open_ui,
     through the stages and back kept ~23k more objects, for the app's life."""
     import gc
 
-    async with open_ui(transformer_trace) as ui:
+    async with open_ui(transformer_trace, prebuild=False) as ui:  # no screen built meanwhile
         await ui.press("2")
         screen = ui.app.screen
         assert isinstance(screen, PassesScreen)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widget import AwaitMount
 
@@ -100,6 +101,16 @@ def render(screen: Screen[Any]) -> None:
         full()
 
 
+def _loaded(screen: Screen[Any]) -> bool:
+    """Whether ``screen`` is mounted and shows what it reads (its ``is_loaded``)."""
+    if not screen.is_mounted:
+        return False
+    try:
+        return bool(getattr(screen, "is_loaded", lambda: True)())
+    except NoMatches:  # still composing
+        return False
+
+
 def _unpainted(screen: Screen[Any]) -> bool:
     """Whether ``screen`` has a layout or a repaint still to do."""
     return bool(getattr(screen, "_layout_required", False)
@@ -147,7 +158,7 @@ class Prebuilder:
         if not stack or not self.app.is_running:
             return False  # starting, or closing
         shown = stack[-1]
-        if not getattr(shown, "is_loaded", lambda: True)() or _unpainted(shown):
+        if not _loaded(shown) or _unpainted(shown):
             self._shown_since = None
             return False  # the screen on display first (the first paint)
         now = time.monotonic()
