@@ -230,3 +230,22 @@ def test_advise_does_not_count_a_break_met_in_fewer_compiles_as_removed(tmp_path
     assert gone.helped and gone.verdict == ("verified: compiles 2 → 1, graph breaks 2 → 0")
     # advice.json written before break_lines: compared as met, as it was
     assert Counts.from_json({"compiles": 1, "graph_breaks": 2}).break_lines is None
+
+
+NONZERO = ("Dynamic shape operator",
+           "Operator `aten.nonzero.default`'s output shape depends on input Tensor data.",
+           "Enable tracing of dynamic shape operators with "
+           "`torch._dynamo.config.capture_dynamic_output_shape_ops = True`")
+
+
+def test_a_data_dependent_shape_break_offers_its_knob_to_try(tmp_path: Path) -> None:
+    """``pos = x[x > 0]`` (torch 2.13's words): Dynamo's hint names
+    capture_dynamic_output_shape_ops, which advise listed as a change to the code, untried;
+    it is a knob --try sets (measured on that script: compiles 3 → 1, graph breaks 1 → 0)."""
+    from tuidebug.trace.queries.advice import break_advice
+    t = _trace(tmp_path / "a", [(4, "pos = x[x > 0]", NONZERO)])
+    (s,) = break_advice(t)
+    assert s.id == "capture_dynamic_output_shape_ops", s
+    assert s.apply is not None and s.apply.config == {
+        "dynamo.capture_dynamic_output_shape_ops": True}, s.apply
+    assert s.why == "Dynamic shape operator at script.py:4", s.why

@@ -299,3 +299,12 @@ def test_marking_dynamic_names_every_input_the_recompile_made_dynamic(tmp_path: 
         "L['kwargs']['input_ids']:1", "L['kwargs']['attention_mask']:1"], mark.apply
     assert "t you pass as input_ids=" in mark.text and "t you pass as attention_mask=" in \
         mark.text, mark.text
+
+
+def test_a_stack_value_carried_across_a_break_is_named_as_such() -> None:
+    """``pos = x[x > 0]`` breaks at nonzero; the code Dynamo resumes gets the masked value as
+    ``___stack0``, whose length changes with the data: not a local, nor an input you pass."""
+    advice = suggestion("tensor '___stack0' size mismatch at index 0. expected 35, actual 32",
+                        {}, {"L['___stack0'].size()[0]"}, resumed=True)[0]
+    assert "'___stack0' is the value your line was computing when the graph broke" in advice
+    assert "maybe_mark_dynamic" not in advice, advice

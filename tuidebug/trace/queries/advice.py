@@ -380,6 +380,14 @@ def _name(source: str) -> str:
     return f"{m['head']}{m['rest']}" if m else source
 
 
+# Dynamo config knobs a graph break's own words name, and how they name them: ``.item()``
+# (``capture_scalar_outputs=False`` in its cause), an op whose output shape depends on the data
+# (``nonzero``, boolean-mask indexing: its hint names the knob)
+_BREAK_KNOBS = (("capture_scalar_outputs", "capture_scalar_outputs=False"),
+                ("capture_dynamic_output_shape_ops",
+                 "capture_dynamic_output_shape_ops = True"))
+
+
 def break_advice(trace: Trace) -> list[Suggestion]:
     """Suggestions for the trace's graph breaks: a config knob to try where Dynamo's cause
     names one, else the change to the code (listed, not tried)."""
@@ -389,14 +397,14 @@ def break_advice(trace: Trace) -> list[Suggestion]:
             where = b.user_line or b.site
             at = f"{where.file.rsplit('/', 1)[-1]}:{where.line}" if where else "?"
             why = f"{b.cause} at {at}"
-            if "capture_scalar_outputs=False" in f"{b.cause} {b.explanation}":
-                s = out.setdefault("capture_scalar_outputs", Suggestion(
-                    "capture_scalar_outputs",
-                    "torch._dynamo.config.capture_scalar_outputs = True", why, "graph breaks",
-                    Apply(config={"dynamo.capture_scalar_outputs": True})))
+            said = f"{b.cause} {b.explanation} {' '.join(b.hints)}"
+            knob = next((k for k, sign in _BREAK_KNOBS if sign in said), None)
+            if knob is not None:
+                s = out.setdefault(knob, Suggestion(
+                    knob, f"torch._dynamo.config.{knob} = True", why, "graph breaks",
+                    Apply(config={f"dynamo.{knob}": True})))
                 if at not in s.why:
-                    out["capture_scalar_outputs"] = Suggestion(s.id, s.text, f"{s.why}; {at}",
-                                                               s.about, s.apply)
+                    out[knob] = Suggestion(s.id, s.text, f"{s.why}; {at}", s.about, s.apply)
             elif b.advice:
                 out.setdefault(f"break at {at}", Suggestion(f"break at {at}", b.advice, why,
                                                             "graph breaks", None))

@@ -75,6 +75,10 @@ def symbolic_sources(shapes: Mapping[str, Any] | None) -> set[str] | None:
 
 
 def carried(name: str) -> str:
+    if name.startswith("___stack"):  # Dynamo's name for a value on the stack at the break
+        return (f"{name!r} is the value your line was computing when the graph broke (Dynamo "
+                f"hands it to the code it resumes after the break), not an input you pass "
+                f"yourself")
     return (f"{name!r} is a local your function carries across a graph break into the code "
             f"Dynamo resumes after it, not an input you pass yourself")
 
