@@ -5,6 +5,8 @@ bench/_run_example.py can run it as a script, plain or under capture):
 
 Models come from ``transformers`` and ``timm`` configs with random weights (nothing is
 downloaded), kept tiny on the CPU (2 layers, hidden 64) and wider on a GPU (REAL_WIDE=1).
+REAL_LAYERS and REAL_HIDDEN change the depth and width; REAL_COMPILE_OPT=1 compiles the training
+step's AdamW step too (issue 30's 24-layer Llama: REAL_LAYERS=24 REAL_HIDDEN=128).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ DEVICE = os.environ.get("REAL_DEVICE", "cpu")
 DTYPE = getattr(torch, os.environ.get("REAL_DTYPE", "float32"))
 WIDE = os.environ.get("REAL_WIDE") == "1"  # the GPU overhead measurement: a realistic width
 LAYERS = int(os.environ.get("REAL_LAYERS", "2"))
-H = 1024 if WIDE else 64
+H = int(os.environ.get("REAL_HIDDEN", "1024" if WIDE else "64"))
+COMPILE_OPT = os.environ.get("REAL_COMPILE_OPT") == "1"
 
 
 def compiled(model: torch.nn.Module) -> torch.nn.Module:
@@ -38,7 +41,7 @@ def _train_step(model: torch.nn.Module, vocab: int) -> None:
     ids = tokens(4 if WIDE else 2, 256 if WIDE else 16, vocab)
     loss = step(input_ids=ids, labels=ids).loss
     loss.backward()
-    opt.step()
+    (torch.compile(opt.step) if COMPILE_OPT else opt.step)()
 
 
 def gpt2_train() -> None:

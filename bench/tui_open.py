@@ -257,6 +257,33 @@ async def run(path: Path) -> None:
     print(f"  torch imported: {'torch' in sys.modules}")
 
 
+async def step_stages(app, pilot, keys: "Keys", stages: int, label):  # type: ignore[no-untyped-def]
+    """On the app's graph: the pass stepper opened at its first stage, ``n`` through its
+    ``stages`` stages and ``p`` back, one press at a time, each timed into ``keys`` under
+    ``label(key)`` from the press to the stage shown (the snapshots next to it may still be
+    read ahead). Returns the stepper's screen."""
+    from tuidebug.tui.widgets.lists import PickList
+
+    await pilot.press("2")
+    await wait_ready(app, pilot, lambda: bool(app.screen.is_loaded()))
+    screen = app.screen
+    screen.query_one(PickList).focus()
+    screen._select_stage(0)
+
+    def stage_shown() -> bool:
+        sv = screen.stage_view
+        return sv is not None and sv.stage is screen.current_stage()
+    await wait_ready(app, pilot, stage_shown)
+    for key in ("n", "p"):
+        for _ in range(stages - 1):
+            await asyncio.sleep(0.3)  # one press at a time, not a key held down
+            pos = screen.current_position()
+            await keys.time(label(key), 50, app, pilot, lambda key=key: pilot.press(key),
+                            lambda pos=pos: screen.current_position() != pos and stage_shown(),
+                            workers=False)
+    return screen
+
+
 class Keys:
     """Samples of (wall, CPU to the result, CPU with the background work) seconds per kind of
     key."""
@@ -348,25 +375,9 @@ async def per_key(path: Path, other: Path) -> None:
                                 lambda key=key: pilot.press(key), loaded)
 
         # the pass stepper: n through every stage of the largest graph, then p back
-        await pilot.press("2")
-        await wait_ready(app, pilot, loaded)
-        screen = app.screen
-        screen.query_one(PickList).focus()
-        screen._select_stage(0)  # type: ignore[attr-defined]
-
-        def stage_shown() -> bool:
-            sv = screen.stage_view  # type: ignore[attr-defined]
-            return sv is not None and sv.stage is screen.current_stage()  # type: ignore[attr-defined]
-        await wait_ready(app, pilot, stage_shown)
         n = len(big.stages)
-        for step, key in ((1, "n"), (-1, "p")):
-            for _ in range(n - 1):
-                await asyncio.sleep(0.3)  # one press at a time, not a key held down
-                pos = screen.current_position()  # type: ignore[attr-defined]
-                await keys.time(f"{key} (next/previous stage, {n} stages)", 50, app, pilot,
-                                lambda key=key: pilot.press(key),
-                                lambda pos=pos: screen.current_position() != pos  # type: ignore[attr-defined]
-                                and stage_shown(), workers=False)
+        screen = await step_stages(app, pilot, keys, n,
+                                   lambda key: f"{key} (next/previous stage, {n} stages)")
 
         # search: / opens the bar; a query and enter finds the next match
         view = screen.query_one("#graph-view", TextView)

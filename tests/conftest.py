@@ -46,6 +46,28 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 
+def plain(path: Path) -> Path:
+    """``path``, a file of a trace, as a plain file a test may edit as text: where the trace
+    stores it compressed (``NAME.gz``, format 2) it is decompressed into ``NAME`` (which the
+    reader reads first) and the ``.gz`` removed."""
+    from tuidebug.trace.format import compressed
+
+    packed = path.with_name(compressed.packed_name(path.name))
+    if not path.exists() and packed.exists():
+        path.write_bytes(compressed.read_bytes(path, 1 << 30))
+        packed.unlink()
+    return path
+
+
+def plain_files(root: Path) -> Path:
+    """Every file under ``root`` (a trace or a job) stored compressed made plain (``plain``)."""
+    from tuidebug.trace.format import compressed
+
+    for packed in sorted(root.rglob(f"*{compressed.SUFFIX}")):
+        plain(packed.with_name(compressed.logical_name(packed.name)))
+    return root
+
+
 def digest(root: Path) -> dict[str, str]:
     """A sha256 per file under ``root``: equal before and after means not a byte changed."""
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXAMPLES, pythonpath
+from tests.conftest import EXAMPLES, plain, pythonpath
 from tuidebug.trace.queries import recompiles
 from tuidebug.trace.queries.dynamic import compile_dynamic, guard_groups
 from tuidebug.trace.format.reader import Trace
@@ -97,7 +97,7 @@ def test_an_unbacked_symbol_without_a_line_takes_its_first_node(dynamic_trace: P
     t = tmp_path / "t"
     shutil.copytree(dynamic_trace, t)
     for name in ("2_0.shapes.json", "2_0.shapes-brief.json"):  # the brief has the symbols too
-        path = t / "compiles" / name
+        path = plain(t / "compiles" / name)
         data = json.loads(path.read_text())
         for s in data["symbols"]:
             s["user_line"] = None
@@ -157,7 +157,7 @@ def test_a_damaged_shapes_file_is_reported_and_the_rest_read(dynamic_trace: Path
     data["symbols"][0]["hint"] = {"not": "a hint"}
     data["symbols"][0]["user_line"] = {"file": "x.py", "line": "\x1b[31m"}
     brief.write_text(json.dumps(data))
-    path = t / "compiles" / "0_1.shapes.json"
+    path = plain(t / "compiles" / "0_1.shapes.json")
     data = json.loads(path.read_text())
     data["symbols"][0]["hint"] = {"not": "a hint"}
     data["symbols"][0]["user_line"] = {"file": "x.py", "line": "\x1b[31m"}

@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+from tests.conftest import plain_files
 from tests.distributed.test_ranks import _cli, _info, _line_of
 from tuidebug.trace.queries.collectives import issued
 from tuidebug.trace.jobs.ranks import analyze_job
@@ -107,8 +108,9 @@ def test_ddp_buckets_are_graphs_of_their_own(collectives_job) -> None:
 
 
 def _copy(job: Path, dst: Path) -> Path:
+    """A copy of ``job`` whose files the test edits as text (compressed ones made plain)."""
     shutil.copytree(job, dst, ignore=shutil.ignore_patterns("*.log"))
-    return dst
+    return plain_files(dst)
 
 
 def _edit_json(path: Path, change) -> None:

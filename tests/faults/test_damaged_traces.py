@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, pythonpath
+from tests.conftest import ROOT, plain, pythonpath
 from tests.faults.conftest import Case
 from tuidebug.trace.format.reader import Trace
 
@@ -52,9 +52,9 @@ def damage(trace: Path) -> dict[str, str]:
     t = Trace(trace)
     g = t.graphs[0]
     snaps = g.snapshots()
-    truncated = g.dir / snaps[-1].file
+    truncated = plain(g.dir / snaps[-1].file)
     truncated.write_text(truncated.read_text()[:200])
-    missing = g.dir / snaps[0].file
+    missing = plain(g.dir / snaps[0].file)
     missing.unlink()
     kernel = next(k for k in g.kernels if k.file)
     (g.dir / kernel.file).write_bytes(os.urandom(4096) + b"\x00")
@@ -103,7 +103,7 @@ def test_untrusted_trace_is_never_executed(mlp_trace: Path, copy_trace, tmp_path
     (g.dir / "autotune.jsonl").write_bytes(pickle.dumps(Evil()) + b"\n")
     (g.dir / "repro" / "fx_graph_runnable.py").write_text(payload + "\n")
     (g.dir / "code" / "wrapper.py").write_text(payload + "\n")
-    snap = g.dir / g.snapshots()[-1].file
+    snap = plain(g.dir / g.snapshots()[-1].file)
     data = json.loads(snap.read_text())
     for n in data["nodes"]:
         n["target"] = payload

@@ -271,7 +271,7 @@ def test_hostile_torch_trace_log(corpus, capsys: pytest.CaptureFixture[str], cas
     ]) + "\n")
     rc, text = run_cli(["import", str(log), "-o", str(out / "imported")], capsys)
     assert not data_escapes(text), data_escapes(text)[:5]
-    assert (out / "imported" / "compiles" / "0_0.shapes.json").exists(), text[-2000:]
+    assert (out / "imported" / "compiles" / "0_0.shapes.json.gz").exists(), text[-2000:]
     if (out / "imported").exists():
         rc, text = run_cli(["info", str(out / "imported")], capsys)
         assert not data_escapes(text), data_escapes(text)[:5]

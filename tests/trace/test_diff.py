@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, plain, plain_files
 from tuidebug.trace.diff import diff_traces, normalize_kernel_name
 
 
@@ -272,7 +272,7 @@ def test_the_same_compile_timed_twice_is_no_change(mlp_trace: Path, copy_trace) 
     """Two traces of the same script: the same graphs and kernels, each compiled once in a
     fresh process. Their compile times differ by the machine's moment (5.89 s → 8.02 s on the
     busy CPU): said to be no change, not listed as what changed."""
-    t = copy_trace(mlp_trace, "slower")
+    t = plain_files(copy_trace(mlp_trace, "slower"))  # its files edited as text
     touched = 0
     for f in sorted((t / "compiles").glob("*.json")):
         c = json.loads(f.read_text())
@@ -310,7 +310,7 @@ def test_op_counts_without_building_the_graph(transformer4_trace: Path, mlp_trac
     assert counted > 50
     t = copy_trace(mlp_trace, "odd-op")
     g = Trace(t).graphs[0]
-    path = g.dir / g.snapshots()[-1].file
+    path = plain(g.dir / g.snapshots()[-1].file)
     snap = json.loads(path.read_text())
     node = next(n for n in snap["nodes"] if n["op"] == "call_function")
     node["target"] = 7  # not a string: the fast count steps aside

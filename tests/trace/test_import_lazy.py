@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tuidebug.trace import importers
-from tuidebug.trace.format import fxtext
+from tuidebug.trace.format import compressed, fxtext
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.importers import parsers, tracelog
 from tuidebug.trace.importers.torch_trace import TorchTraceImporter
@@ -81,9 +81,11 @@ def test_a_stage_kept_as_text_is_found_by_name_and_reports_damage(
     assert post is not None and post.file and post.file.endswith(".txt")
     assert g.find_stage(Path(post.file).stem) == post
     # the file cut in the middle of a statement: the rest is kept, the damage reported
-    path = g.dir / post.file
-    text = path.read_text()
+    path = g.dir / post.file  # stored compressed (NAME.gz): damaged as a plain file
+    assert not path.exists()
+    text = compressed.read_bytes(path, 1 << 26).decode()
     path.write_text(text[: text.index("(", len(text) // 2) + 3])  # inside a call
+    path.with_name(path.name + ".gz").unlink()
     damaged = Trace(tr.root).graph(g.id)
     graph = damaged.stage_graph(damaged.find_stage("post_grad"))
     assert graph is not None and 0 < len(graph) < (post.nodes or 0)

@@ -16,7 +16,7 @@ from tests.conftest import ROOT
 
 PACKAGE = ROOT / "tuidebug"
 SAFEFILE = "tuidebug/trace/format/safefile.py"
-READS = re.compile(r"json\.loads?\(|(?<!safefile)\.read_(?:text|bytes)\(|(?<![\w.])open\(|"
+READS = re.compile(r"json\.loads?\(|(?<!safefile)(?<!compressed)\.read_(?:text|bytes)\(|(?<![\w.])open\(|"
                    r"\bos\.open\(|\bos\.fdopen\(|\btarfile\.open\(|\bgzip\.open\(")
 
 # (module, what the line holds): why it is not trace data
@@ -25,7 +25,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tuidebug/proc.py", 'os.fdopen(fd, "w"'): "writes the message pipe",
     ("tuidebug/cli/__init__.py", "os.open(os.devnull"): "/dev/null for stdout",
     ("tuidebug/mcp/bounded.py", "json.loads(piece)"): "its own JSON of an answer, read back",
-    ("tuidebug/trace/format/atomic.py", "os.fdopen(fd, \"w\""): "writes",
+    ("tuidebug/trace/format/atomic.py", "os.fdopen(fd, \"wb\""): "writes",
     ("tuidebug/trace/format/atomic.py", 'open(path, "a"'): "appends",
     ("tuidebug/trace/jobs/progress.py", "os.open(path, os.O_WRONLY"): "writes a progress log",
     ("tuidebug/trace/archive/pack.py", 'open(tmp, "wb")'): "writes the archive",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from tests.conftest import EXAMPLES, pythonpath
+from tests.conftest import EXAMPLES, plain_files, pythonpath
 from tuidebug.trace.queries.profile import NO_LINE, profile_view
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.summary import trace_summary
@@ -214,7 +214,7 @@ def test_diff_shows_time_deltas_per_kernel_and_line(profiled_trace: Path, mlp_tr
     assert "time per kernel, largest changes first" in text
     assert "+1.00 ms" in text
     # the same script traced from another checkout: its lines are the same lines
-    moved = copy_trace(slower, "moved")
+    moved = plain_files(copy_trace(slower, "moved"))  # its files edited as text
     for f in (moved / "graphs").rglob("*.json"):
         f.write_text(f.read_text().replace(str(EXAMPLES), "/elsewhere/checkout/examples"))
     assert "/elsewhere/checkout/examples/mlp.py" in json.dumps(

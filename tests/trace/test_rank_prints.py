@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from tests.conftest import plain
 from tuidebug.trace.format import safefile, schema
 from tuidebug.trace.format.writer import TraceWriter
 from tuidebug.trace.jobs.rank_digest import Hashes, read_rank
@@ -113,7 +114,7 @@ def _refused_stage(job: Path, rank: int, how: str) -> str:
     64 MiB cap) or ``link`` (a symbolic link to a copy inside the rank's own trace). Its path
     in the trace."""
     rel = "graphs/0_0-inference/stages/000-dynamo.json"
-    path = job / f"rank_{rank}" / rel
+    path = plain(job / f"rank_{rank}" / rel)  # written compressed: made plain, then refused
     if how == "big":
         with open(path, "r+b") as f:
             f.truncate(safefile.MAX_JSON_BYTES + 1)
@@ -198,7 +199,7 @@ def test_a_file_refused_alike_on_two_ranks_is_one_file_not_compared(tmp_path: Pa
     rel = "graphs/0_0-inference/stages/000-dynamo.json"
     for r in (0, 1):
         _rank(job, r, {"0_0-inference": "inference"})
-        with open(job / f"rank_{r}" / rel, "r+b") as f:
+        with open(plain(job / f"rank_{r}" / rel), "r+b") as f:
             f.truncate(safefile.MAX_JSON_BYTES + 1 + r)
     got = analyze_job(job)
     assert got["divergence"] is None and [g["ranks"] for g in got["groups"]] == [[0, 1]], got

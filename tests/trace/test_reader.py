@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, pythonpath
+from tests.conftest import ROOT, plain, pythonpath
 from tuidebug.trace.format.reader import Trace, TraceError
 from tuidebug.trace.queries.summary import trace_summary
 
@@ -21,7 +21,7 @@ def test_truncated_stage_is_reported_and_rest_opens(mlp_trace: Path, copy_trace)
     t0 = copy_trace(mlp_trace)
     g = Trace(t0).graphs[0]
     snap = g.snapshots()[-1]
-    path = g.dir / snap.file
+    path = plain(g.dir / snap.file)
     path.write_bytes(path.read_bytes()[:100])
     t = Trace(t0)
     g = t.graphs[0]

@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+from tests.conftest import plain
 from tuidebug.trace.queries.dynamic import compile_dynamic
 from tuidebug.trace.format.reader import Trace
 
@@ -19,7 +20,7 @@ def test_the_limit_named_is_the_one_dynamo_hit(dynamic_trace: Path, copy_trace) 
     # the same compile as Dynamo words a hit of the accumulated limit (every compile of the
     # code object): "exceeding the accumulated_recompile_limit …, Limit type: …"
     t = copy_trace(dynamic_trace)
-    path = t / "compiles" / "3_2.json"
+    path = plain(t / "compiles" / "3_2.json")
     c = json.loads(path.read_text())
     m = c["metrics"]
     assert re.search(r"\brecompile_limit\b", m["fail_reason"]), m["fail_reason"]

@@ -59,7 +59,7 @@ def _trace(root: Path, graphs: list[list[dict]], *, dedup: bool = True,
 def test_a_repeated_snapshot_is_stored_once_and_read_with_its_own_changes(tmp_path: Path) -> None:
     root = _trace(tmp_path / "t", [NODES_A, NODES_B, NODES_A])
     files = sorted(p.name for p in (root / "graphs" / "0_0-inference" / "stages").iterdir())
-    assert files == ["000-stage0.json", "001-stage1.json"]  # stage 2 repeats stage 0
+    assert files == ["000-stage0.json.gz", "001-stage1.json.gz"]  # stage 2 repeats stage 0
     t = Trace(root)
     g = t.graph("0_0-inference")
     assert [s.file for s in g.stages] == ["stages/000-stage0.json", "stages/001-stage1.json",
@@ -80,7 +80,7 @@ def test_a_repeated_snapshot_is_stored_once_and_read_with_its_own_changes(tmp_pa
 def test_without_dedup_every_snapshot_has_its_file(tmp_path: Path) -> None:
     root = _trace(tmp_path / "t", [NODES_A, NODES_B, NODES_A], dedup=False)
     files = sorted(p.name for p in (root / "graphs" / "0_0-inference" / "stages").iterdir())
-    assert files == ["000-stage0.json", "001-stage1.json", "002-stage2.json"]
+    assert files == ["000-stage0.json.gz", "001-stage1.json.gz", "002-stage2.json.gz"]
     g = Trace(root).graph("0_0-inference")
     assert g.stage_changes(g.stages[2]) == {"added": [], "removed": ["neg"], "changed": []}
 

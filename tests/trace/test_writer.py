@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tuidebug.trace.format import schema
+from tuidebug.trace.format import compressed, schema
 from tuidebug.trace.format.error_record import ErrorRecord
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.format.writer import TraceWriter
@@ -78,7 +78,8 @@ def test_graph_writer_files_read_back(tmp_path: Path) -> None:
     assert g.error is not None and g.error.phase == "codegen" and g.error.graph is None
     assert (g.dir / "repro" / "fx_graph_runnable.py").read_text() == "print('repro')\n"
     assert t.compiles["0/0"]["guards"] == "g"
-    assert json.loads((tmp_path / "t" / "compiles" / "0_0.json").read_text())["id"] == "0/0"
+    assert json.loads(compressed.read_bytes(tmp_path / "t" / "compiles" / "0_0.json", 1 << 20)
+                      )["id"] == "0/0"
     assert t.config["values"] == {"a": 1} and t.runtime == {"checks": {}}
     # atomic writes leave no temporary files behind
     assert not [p for p in (tmp_path / "t").rglob(".*.tmp")]
@@ -109,15 +110,16 @@ def test_a_snapshot_is_written_as_given_and_its_nodes_keyed_once(tmp_path: Path)
             "nodes": nodes, "changes": {"added": ["x"], "removed": [], "changed": []}}
     seen: dict[str, str] = {}
     first = g.write_stage(0, "dynamo", data, seen=seen)
-    raw = (g.dir / first).read_text(encoding="utf-8")
+    raw = compressed.read_bytes(g.dir / first, 1 << 20).decode("utf-8")
     assert json.loads(raw) == {**data, "nodes": [{**nodes[0], "args": []}]}
     assert "café" in raw and raw.endswith("}\n") and ": " not in raw
     again = g.write_stage(1, "pre_grad", {**data, "stage": "pre_grad", "changes": {}}, seen=seen)
-    assert again == first and not (g.dir / "stages" / "001-pre_grad.json").exists()
+    assert again == first and not list((g.dir / "stages").glob("001-pre_grad.json*"))
     other = g.write_stage(2, "post_grad", {**data, "nodes": []}, seen=seen)
     assert other == "stages/002-post_grad.json"
-    assert json.loads((g.dir / other).read_text())["nodes"] == []
-    assert json.loads((g.dir / g.write_stage(3, "bare", {"nodes": [1]})).read_text()) == {
-        "nodes": [1]}
-    assert json.loads((g.dir / g.write_stage(4, "none", {"stage": "s"})).read_text()) == {
-        "stage": "s"}
+
+    def back(name: str):  # type: ignore[no-untyped-def]
+        return json.loads(compressed.read_bytes(g.dir / name, 1 << 20))
+    assert back(other)["nodes"] == []
+    assert back(g.write_stage(3, "bare", {"nodes": [1]})) == {"nodes": [1]}
+    assert back(g.write_stage(4, "none", {"stage": "s"})) == {"stage": "s"}

@@ -192,7 +192,7 @@ def test_kernel_view_of_failed_compile(failing_trace: Path, tmp_path: Path) -> N
 
 def test_kernel_view_without_provenance_says_so(mlp_trace: Path, copy_trace, tmp_path: Path) -> None:
     t = copy_trace(mlp_trace)
-    for p in (t / "graphs").glob("*/provenance.json"):
+    for p in (t / "graphs").glob("*/provenance.json*"):  # plain or compressed (.gz)
         p.unlink()
     with pytest.raises(ViewerError, match="no kernel provenance"):
         export_svg(t, kernels=True, out=tmp_path / "x.svg")

@@ -23,7 +23,7 @@ from typing import Any
 
 from tuidebug.errors import TraceError
 from tuidebug.mcp.bounded import Answer, next_call
-from tuidebug.trace.format import safefile, schema
+from tuidebug.trace.format import compressed, safefile, schema
 from tuidebug.trace.format.layout import safe_id
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.format.tracefiles import TraceFiles
@@ -106,12 +106,12 @@ def expand(trace: Trace, handle: str, reference: str, *, budget: int) -> Answer:
     except safefile.Refused as e:
         raise TraceError(f"{reference}: {e}") from None
     if real.is_dir():
-        names = sorted(p.name + ("/" if p.is_dir() else "") for p in real.iterdir()
-                       if not p.is_symlink())
+        names = sorted(compressed.logical_name(p.name) + ("/" if p.is_dir() else "")
+                       for p in real.iterdir() if not p.is_symlink())
         base = "" if str(rel) == "." else f"{rel}/"
         return Answer("expand", f"the files of {reference or 'the trace'}", handle,
                       items=[{"name": n, "ref": base + n} for n in names], item_name="files")
-    if not real.is_file():
+    if not real.is_file() and not files.exists(full):  # NAME stored as NAME.gz: read as NAME
         raise TraceError(f"{reference}: no such file in the trace")
     name = rel.name
     if name.endswith(".json") or name.endswith(".jsonl"):

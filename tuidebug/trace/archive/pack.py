@@ -4,7 +4,8 @@
 ``PACK_MANIFEST`` (each file's sha256 and size) that ``tuidebug.trace.archive.unpack`` checks. With
 ``redact=True`` the generated code (wrapper, kernels, repro scripts) and the user's source lines
 (the ``code`` of every source frame, the code lines of tracebacks) are left out; file names,
-line numbers and everything else stay, so the trace still opens and navigates.
+line numbers and everything else stay, so the trace still opens and navigates; a JSON file the
+trace stores compressed (``NAME.json.gz``) is redacted and packed as ``NAME.json``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, Iterator
 
 from tuidebug.version import __version__
 from tuidebug.errors import PackError
-from tuidebug.trace.format import schema
+from tuidebug.trace.format import compressed, schema
 from tuidebug.trace.format import safefile
 
 PACK_MANIFEST = "tuidebug-pack.json"
@@ -178,15 +179,21 @@ def pack(trace: str | os.PathLike[str], out: str | os.PathLike[str], *,
                 if total > MAX_BYTES:
                     raise PackError(f"{name}: the trace holds more than {MAX_BYTES:,} bytes "
                                     "(an archive may unpack to no more); not packed")
-                if redact and rel.suffix in _CODE_METADATA:
+                logical = Path(compressed.logical_name(name))
+                if redact and logical.suffix in _CODE_METADATA:
                     try:
                         data, _ = safefile.read_bytes(p, safefile.MAX_JSONL_BYTES, no_link=True)
+                        if logical != rel:  # stored compressed: redacted, packed plain
+                            data, _ = compressed.inflate(data, safefile.MAX_JSON_BYTES)
                     except safefile.Refused as e:
                         raise PackError(f"{name}: {e}") from None
-                    redacted = _redacted_bytes(rel, data)
+                    except ValueError as e:
+                        raise PackError(f"{name}: {e}; not packed") from None
+                    redacted = _redacted_bytes(logical, data)
                     if redacted is None:
                         dropped += 1
                         continue
+                    name = logical.as_posix()
                     files[name] = {"sha256": hashlib.sha256(redacted).hexdigest(),
                                    "size": len(redacted)}
                     _add(tar, f"{top}/{name}", redacted, p.stat().st_mtime)

@@ -20,13 +20,18 @@ _FILE_MODE = _file_mode()
 
 def write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same directory and a rename."""
+    write_bytes(path, text.encode("utf-8", "surrogateescape"))
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same directory and a rename."""
     import tempfile  # with shutil, random, bz2 and lzma: not for a command that only reads
 
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             os.fchmod(f.fileno(), _FILE_MODE)
         os.replace(tmp, path)
     except BaseException:

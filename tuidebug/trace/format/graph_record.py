@@ -103,7 +103,7 @@ class GraphRecord:
             return data if isinstance(data, dict) else None
         text = self._f.text(path, safefile.MAX_JSON_BYTES)
         if text is None:
-            if not os.path.lexists(path):
+            if self._f.missing(path):
                 self._f.problem(path, "missing")
             return None
         from tuidebug.trace.format import fxtext  # only for a trace imported from a log
@@ -281,11 +281,12 @@ class GraphRecord:
             return  # reported once, as meta.json missing
         for file in dict.fromkeys(st.file for st in self.snapshots() if st.file):
             path = self.dir / file
-            if not self._f.exists(path) and not os.path.lexists(path):
+            if not self._f.exists(path) and self._f.missing(path):
                 self._f.problem(path, "missing")
                 continue
-            if layout.is_fx_text(file):
-                continue  # a printed graph: what is wrong with it is told when it is parsed
+            if layout.is_fx_text(file) or not os.path.lexists(path):
+                continue  # a printed graph, or one compressed (NAME.gz): what is wrong with
+                # it is told when it is read
             # a snapshot's node count comes from the stage list (not parsed here): its last
             # bytes tell a file cut short (a JSON object ends with "}")
             try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: large files stored as NAME.gz (compressed.py)
 FORMAT_NAME = "tuidebug-trace"
 
 MANIFEST = "manifest.json"

@@ -1,7 +1,9 @@
 """The trace's files, read safely: problems are recorded by file instead of raised.
 
 Every path is confined to the trace root, only regular files are read, each within its size cap
-(``safefile``), and each JSON file is checked against its documented shape (``shapes``).
+(``safefile``), and each JSON file is checked against its documented shape (``shapes``). A file
+``NAME`` is read from ``NAME.gz`` where only that exists (``compressed``: the large files of a
+format-2 trace), its decompressed size capped as the plain file's.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tuidebug.trace.format import safefile, shapes
+from tuidebug.trace.format import compressed, safefile, shapes
 
 MAX_TEXT_BYTES = 4 * 1024 * 1024  # larger files are shown truncated, with a notice
 
@@ -62,7 +64,7 @@ class TraceFiles:
             if os.path.lexists(path) or ".." in path.parts:
                 self.problem(path, str(e))
             return False
-        return real.exists()
+        return real.exists() or self._located(path) is not None
 
     def _confined(self, path: Path) -> Path | None:
         """``path`` resolved inside the trace, or None (reported) / None (missing, silent)."""
@@ -75,15 +77,44 @@ class TraceFiles:
             return None
         return real if os.path.lexists(real) else None
 
+    def _located(self, path: Path) -> tuple[Path, bool] | None:
+        """(the file holding ``path``, resolved inside the trace; whether it holds it
+        compressed): ``path`` itself, else ``path.gz``; None when neither (a refusal of either
+        reported)."""
+        real = self._confined(path)
+        if real is not None:
+            return real, False
+        if os.path.lexists(path):
+            return None  # refused (reported), or a link to nothing
+        real = self._confined(path.with_name(compressed.packed_name(path.name)))
+        return (real, True) if real is not None else None
+
+    def missing(self, path: Path) -> bool:
+        """Neither ``path`` nor ``path.gz`` is there (not even as a link)."""
+        return not os.path.lexists(path) and not os.path.lexists(
+            path.with_name(compressed.packed_name(path.name)))
+
+    @staticmethod
+    def _read(found: tuple[Path, bool], cap: int, *, truncate: bool = False
+              ) -> tuple[bytes, int | None]:
+        """(what the file holds, at most ``cap`` bytes with ``truncate``; its size, None when
+        a compressed file was cut at ``cap``)."""
+        real, packed = found
+        if not packed:
+            return safefile.read_bytes(real, cap, truncate=truncate)
+        raw, _ = safefile.read_bytes(real, safefile.MAX_JSON_BYTES)
+        data, cut = compressed.inflate(raw, cap, truncate=truncate)
+        return data, None if cut else len(data)
+
     def json(self, path: Path, default: Any = None, *, required: bool = False,
              kind: str | None = None) -> Any:
-        real = self._confined(path)
-        if real is None:
-            if required and not os.path.lexists(path):
+        found = self._located(path)
+        if found is None:
+            if required and self.missing(path):
                 self.problem(path, "missing")
             return default
         try:
-            data, _ = safefile.read_bytes(real, safefile.MAX_JSON_BYTES)
+            data, _ = self._read(found, safefile.MAX_JSON_BYTES)
             value = safefile.loads(data)
         except safefile.Refused as e:
             self.problem(path, str(e))
@@ -102,17 +133,18 @@ class TraceFiles:
     def digest(self, path: Path) -> str | None:
         """A digest of the file's bytes (None: missing, refused, unreadable, over the JSON
         cap): two files with one digest hold the same text, so what is read from one is what
-        the other holds."""
-        real = self._confined(path)
-        if real is None:
+        the other holds. A compressed file's digest is of its stored bytes (the same text packs
+        to the same bytes), never equal to a plain file's."""
+        found = self._located(path)
+        if found is None:
             return None
         try:
-            data, _ = safefile.read_bytes(real, safefile.MAX_JSON_BYTES)
+            data, _ = safefile.read_bytes(found[0], safefile.MAX_JSON_BYTES)
         except (safefile.Refused, OSError):
             return None
         import hashlib  # its OpenSSL binding loads in milliseconds: only when files are compared
 
-        return hashlib.sha1(data).hexdigest()
+        return ("gz:" if found[1] else "") + hashlib.sha1(data).hexdigest()
 
     def jsonl(self, path: Path, kind: str | None = None) -> list[Any]:
         real = self._confined(path)
@@ -145,22 +177,27 @@ class TraceFiles:
         return out
 
     def text(self, path: Path, limit: int = MAX_TEXT_BYTES) -> str | None:
-        real = self._confined(path)
-        if real is None:
+        found = self._located(path)
+        if found is None:
             return None
         try:
-            data, size = safefile.read_bytes(real, limit, truncate=True)
+            data, size = self._read(found, limit, truncate=True)
         except safefile.Refused as e:
             self.problem(path, str(e))
             return None
         except OSError as e:
             self.problem(path, f"unreadable ({e.strerror or e})")
             return None
+        except ValueError as e:  # a compressed file damaged
+            self.problem(path, f"corrupt ({e})")
+            return None
         if b"\x00" in data[:8192]:
             self.problem(path, "binary content; not shown")
-            return f"<binary file, {size} bytes; not shown>"
+            return f"<binary file, {size if size is not None else len(data)} bytes; not shown>"
         text = data.decode("utf-8", errors="replace")
-        if size > limit:
-            self.problem(path, f"{size} bytes; only the first {limit} are shown")
-            text += f"\n… truncated: {size - limit} more bytes not shown\n"
+        if size is None or size > limit:
+            more = "more bytes" if size is None else f"{size - limit} more bytes"
+            self.problem(path, f"over {limit} bytes; only the first {limit} are shown"
+                         if size is None else f"{size} bytes; only the first {limit} are shown")
+            text += f"\n… truncated: {more} not shown\n"
         return text

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tuidebug.version import __version__
-from tuidebug.trace.format import atomic, layout, schema
+from tuidebug.trace.format import atomic, compressed, layout, schema
 from tuidebug.trace.format.error_record import ErrorRecord
 from tuidebug.trace.format.graph_meta import StageEntry
 from tuidebug.trace.format.kernel_entry import KernelEntry
@@ -170,10 +170,19 @@ class TraceWriter:
     def graph_path(self, graph_id: str, *parts: str) -> Path:
         return self.root.joinpath(schema.GRAPHS_DIR, graph_id, *parts)
 
-    def write_json(self, path: Path, data: Any, *, compact: bool = False) -> None:
+    def write_json(self, path: Path, data: Any, *, compact: bool = False,
+                   packed: bool = False) -> None:
+        """``packed``: stored compressed as ``<path>.gz`` (``compressed``): what the reader
+        reads as ``path``."""
+        if packed:
+            self.write_text(path, atomic.compact_json(data) + "\n", packed=True)
+            return
         self._safely(path, lambda: atomic.write_json(path, data, compact=compact))
 
-    def write_text(self, path: Path, text: str) -> None:
+    def write_text(self, path: Path, text: str, *, packed: bool = False) -> None:
+        if packed:
+            self._safely(path, _write_packed, path, text)
+            return
         self._safely(path, atomic.write_text, path, text)
 
     def append(self, path: Path, record: Any) -> None:
@@ -200,14 +209,14 @@ class TraceWriter:
     def write_compile(self, compile_id: str, detail: dict[str, Any]) -> None:
         """``compiles/<safe id>.json``: ``{"id": compile_id, **detail}``."""
         self.write_json(self.path(schema.COMPILES_DIR, f"{layout.safe_id(compile_id)}.json"),
-                        {"id": compile_id, **detail}, compact=True)
+                        {"id": compile_id, **detail}, packed=True)
 
     def write_compile_shapes(self, compile_id: str, shapes: dict[str, Any]) -> None:
         """``compiles/<safe id>.shapes.json``: the compile's symbols, guards, specializations
         and the inputs a recompile's failed guards name (docs/trace-format.md)."""
         name = f"{layout.safe_id(compile_id)}{schema.SHAPES_SUFFIX}"
         self.write_json(self.path(schema.COMPILES_DIR, name), {"id": compile_id, **shapes},
-                        compact=True)
+                        packed=True)
         # and beside it what info and the overview read: all but the guards (thousands, each
         # with its source context: most of the file), with their counts
         name = f"{layout.safe_id(compile_id)}{schema.SHAPES_BRIEF_SUFFIX}"
@@ -220,6 +229,17 @@ class TraceWriter:
         name = f"{layout.safe_id(compile_id)}{schema.CACHE_SUFFIX}"
         self.write_json(self.path(schema.COMPILES_DIR, name),
                         {"id": compile_id, "lookups": lookups}, compact=True)
+
+
+def _write_packed(path: Path, text: str) -> None:
+    """``text`` compressed into ``<path>.gz``; a ``path`` left from an earlier write goes (the
+    reader would read it first)."""
+    atomic.write_bytes(path.with_name(compressed.packed_name(path.name)),
+                       compressed.pack(text.encode("utf-8", "surrogateescape")))
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def write_advice(root: str | os.PathLike[str], advice: dict[str, Any]) -> None:
@@ -277,14 +297,14 @@ class GraphWriter:
         rest = atomic.compact_json({k: v for k, v in data.items() if k != "nodes"})
         text = rest if "nodes" not in data else (
             rest[:-1] + ("," if rest != "{}" else "") + '"nodes":' + nodes + "}")
-        self.trace.write_text(self.dir / fname, text + "\n")
+        self.trace.write_text(self.dir / fname, text + "\n", packed=True)
         return fname
 
     def write_stage_text(self, index: int, name: str, text: str) -> str:
         """A graph snapshot kept as the FX graph a log printed: ``stages/NNN-<name>.txt``,
         parsed when it is first read (``reader``); returns its name, as ``write_stage``."""
         fname = layout.stage_file(index, name, fx_text=True)
-        self.trace.write_text(self.dir / fname, text)
+        self.trace.write_text(self.dir / fname, text, packed=True)
         return fname
 
     def write_meta(self, *, kind: str, compile_id: str, status: str,
@@ -301,8 +321,9 @@ class GraphWriter:
         """The scheduler's nodes before (``which="pre"``) or after (``"post"``) fusion:
         ``ir_*_fusion.json`` and the printed ``ir_*_fusion.txt``."""
         base = schema.IR_PRE if which == "pre" else schema.IR_POST
-        self.trace.write_json(self.dir / f"{base}.json", {"graph": self.graph_id, "nodes": nodes})
-        self.trace.write_text(self.dir / f"{base}.txt", text)
+        self.trace.write_json(self.dir / f"{base}.json", {"graph": self.graph_id, "nodes": nodes},
+                              packed=True)
+        self.trace.write_text(self.dir / f"{base}.txt", text, packed=True)
 
     def write_fusion(self, records: list[dict[str, Any]]) -> None:
         """``fusion.jsonl``, every decision so far (rewritten whole: it stays atomic)."""
@@ -318,7 +339,7 @@ class GraphWriter:
 
     def write_provenance(self, provenance: dict[str, Any]) -> None:
         """``provenance.json`` (built by ``layout.provenance_json``)."""
-        self.trace.write_json(self.dir / schema.PROVENANCE, provenance, compact=True)
+        self.trace.write_json(self.dir / schema.PROVENANCE, provenance, packed=True)
 
     def append_autotune(self, record: dict[str, Any]) -> None:
         """One autotuned op (or Triton kernel) with its choices, to ``autotune.jsonl``."""

@@ -27,7 +27,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tuidebug.trace.format import fxtext, layout
+from tuidebug.trace.format import compressed, fxtext, layout
 from tuidebug.trace.format import safefile
 from tuidebug.trace.format.graph_meta import StageEntry
 from tuidebug.trace.format.kernel_entry import KernelEntry
@@ -306,8 +306,8 @@ def from_graph_dir(graph_dir: Path, graph_id: str, rank: Any, stages: list[Stage
     if not post:
         return None
     try:
-        raw, _ = safefile.read_bytes(graph_dir / str(post[-1]["file"]), safefile.MAX_JSON_BYTES)
-    except (OSError, safefile.Refused):
+        raw = compressed.read_bytes(graph_dir / str(post[-1]["file"]), safefile.MAX_JSON_BYTES)
+    except (OSError, ValueError):
         return None
     if b"c10d" not in raw:  # no collective: the snapshot (maybe large) is not parsed
         return None

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from tuidebug.trace.format import layout
+from tuidebug.trace.format import compressed, layout
 from tuidebug.trace.format.graph_meta import StageEntry
 from tuidebug.trace.format.kernel_entry import KernelEntry
 from tuidebug.trace.importers import records as r
@@ -120,8 +120,9 @@ class ImportedGraph:
         """The node prints of a snapshot this import kept as text (an eager snapshot after it
         is compared with it)."""
         try:
-            text = safefile.read_text(self.out.path(file), safefile.MAX_JSON_BYTES)
-        except (OSError, safefile.Refused):
+            text = compressed.read_bytes(self.out.path(file), safefile.MAX_JSON_BYTES).decode(
+                "utf-8", errors="replace")
+        except (OSError, ValueError):
             return {}
         return layout.fingerprint_nodes(fxtext.parse_graph(text).nodes)
 

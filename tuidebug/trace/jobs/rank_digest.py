@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
-from tuidebug.trace.format import layout, safefile, schema, shapes
+from tuidebug.trace.format import compressed, layout, safefile, schema, shapes
 from tuidebug.trace.format.manifest import GraphEntry, Manifest, is_safe_name, live_status
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries import collectives as coll
@@ -158,7 +158,8 @@ class Hashes:
         """The normalised content hash of a file of a rank's trace (``groups``: the
         process-group names of the graph's collectives, left out of a snapshot's collective
         nodes); None when there is none; ``UNREAD`` when safefile refuses it (why, by its path,
-        in ``unread``)."""
+        in ``unread``). ``path`` may hold ``name`` compressed (``NAME.gz``): what it holds is
+        hashed, so a rank that stored it plain hashes the same."""
         try:
             st = st or os.stat(path, follow_symlinks=False)
         except OSError:
@@ -178,6 +179,15 @@ class Hashes:
         key = hashlib.sha256(name.encode() + b"\0" + "\0".join(sorted(groups)).encode()
                              + b"\0" + raw).digest()
         if key not in self._by_content:
+            if path.endswith(compressed.SUFFIX):
+                try:
+                    raw, _ = compressed.inflate(raw, safefile.MAX_JSON_BYTES)
+                except safefile.Refused as e:  # a decompression bomb: as a refused file
+                    if unread is not None:
+                        unread[path] = str(e)
+                    return UNREAD
+                except ValueError as e:  # damaged: its bytes hashed, never equal to a sound file
+                    raw = f"damaged: {e}".encode() + raw
             text = raw.decode("utf-8", errors="replace")
             if name == "wrapper.py":  # its benchmark harness uses this rank's size hints
                 text = _HARNESS.split(text, 1)[0]
@@ -255,9 +265,13 @@ def graph_print(root: Path, g: GraphEntry, hashes: Hashes,
     # it, which a lazily imported trace keeps until it is read), listed rather than read from
     # meta.json (it holds this rank's phase times); the stage's name is looked up for the two
     # ranks compared
-    fp["stages"] = [[e.name, hashes.file(e.path, e.name, _lstat(e), groups, unread)]
+    # (compressed or not: ``NAME.gz`` is named and hashed as ``NAME``)
+    fp["stages"] = [[compressed.logical_name(e.name),
+                     hashes.file(e.path, compressed.logical_name(e.name), _lstat(e), groups,
+                                 unread)]
                     for e in _scan(os.path.join(gdir, schema.STAGES_DIR))
-                    if e.name.endswith(".json") or layout.is_fx_text(e.name)]
+                    if compressed.logical_name(e.name).endswith(".json")
+                    or layout.is_fx_text(compressed.logical_name(e.name))]
     parts = [e for e in _scan(os.path.join(gdir, "code")) if not e.name.endswith(".json")]
     if parts or os.path.isdir(os.path.join(gdir, "code")):
         fp["code"] = digest("".join(
@@ -272,7 +286,7 @@ def graph_print(root: Path, g: GraphEntry, hashes: Hashes,
 def _compile_detail(root: Path, cid: str) -> dict[str, Any]:
     path = root / schema.COMPILES_DIR / f"{layout.safe_id(cid)}.json"
     try:
-        data = safefile.read_json(path, safefile.MAX_JSON_BYTES, no_link=True)
+        data = safefile.loads(compressed.read_bytes(path, safefile.MAX_JSON_BYTES, no_link=True))
     except (OSError, ValueError):
         return {}
     checked = shapes.check("compile", data, lambda m: None)

@@ -1,0 +1,194 @@
+"""Format 2: the large files of a trace stored compressed (``NAME.gz``, docs/trace-format.md).
+
+The writer stores snapshots, IR, compile records and shapes, and provenance as ``NAME.gz`` (the
+same text, the same bytes); the reader reads ``NAME`` from it, and a hostile ``NAME.gz`` — a
+decompression bomb, a stream cut short or damaged, a link out of the trace, a FIFO — is refused
+by name while the rest of the trace opens (docs/security.md). A job's rank digests and
+``pack --redact`` read what the files hold, not their compressed bytes."""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from pathlib import Path
+
+import pytest
+
+from tests.trace.test_snapshot_dedup import NODES_A, NODES_B, _trace
+from tuidebug.trace.archive.pack import pack
+from tuidebug.trace.format import compressed, safefile, schema
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.format.writer import TraceWriter
+from tuidebug.trace.jobs.rank_digest import UNREAD, Hashes, graph_print
+from tuidebug.trace.format.manifest import GraphEntry
+
+GRAPH = "0_0-inference"
+
+
+def _stages(root: Path) -> Path:
+    return root / schema.GRAPHS_DIR / GRAPH / "stages"
+
+
+def _more(root: Path) -> TraceWriter:
+    """A writer of more files into the trace ``_trace`` made (its manifest made again)."""
+    w = TraceWriter(root, command=["test"])
+    w.add_graph(GRAPH, kind="inference", compile_id="0/0")
+    w.add_compile("0/0", {"graphs": [GRAPH]})
+    w.finish(schema.STATUS_OK)
+    return w
+
+
+def _bomb(size: int) -> bytes:
+    """``size`` blanks as a gzip stream, packed as tightly as zlib can (about 1000 to 1)."""
+    c = zlib.compressobj(9, zlib.DEFLATED, 31)
+    return c.compress(b" " * size) + c.flush()
+
+
+def test_the_large_files_are_stored_compressed_and_read_as_written(tmp_path: Path) -> None:
+    shapes = {"symbols": [], "guards": [{"kind": "shape", "expr": "s0 > 1"}], "specializations": []}
+    root = _trace(tmp_path / "t", [NODES_A, NODES_B], shapes=shapes)
+    w = _more(root)
+    g = w.graph(GRAPH)
+    g.write_ir("pre", [{"name": "buf0"}], "buf0: SchedulerNode\n")
+    g.write_provenance({"kernels": {}})
+    w.write_compile("0/0", {"guards": "g"})
+    stored = sorted(str(p.relative_to(root)) for p in root.rglob("*.gz"))
+    assert stored == ["compiles/0_0.json.gz", "compiles/0_0.shapes.json.gz",
+                      f"graphs/{GRAPH}/ir_pre_fusion.json.gz", f"graphs/{GRAPH}/ir_pre_fusion.txt.gz",
+                      f"graphs/{GRAPH}/provenance.json.gz", f"graphs/{GRAPH}/stages/000-stage0.json.gz",
+                      f"graphs/{GRAPH}/stages/001-stage1.json.gz"]
+    # what info reads first stays plain text
+    assert (root / "compiles" / "0_0.shapes-brief.json").is_file()
+    assert (root / schema.GRAPHS_DIR / GRAPH / "meta.json").is_file()
+    t = Trace(root)
+    gr = t.graph(GRAPH)
+    assert t.manifest.format_version == schema.FORMAT_VERSION == 2
+    assert [n.name for n in gr.stage_graph(1).nodes] == ["x", "relu", "neg"]
+    assert gr.ir_pre == {"graph": GRAPH, "nodes": [{"name": "buf0"}]}
+    assert gr.ir_text("pre") == "buf0: SchedulerNode\n"
+    assert gr.provenance["kernels"] == {}
+    assert t.compiles["0/0"]["guards"] == "g"
+    assert t.compile_shapes("0/0")["symbols"] == [] and "guards" in t.compile_shapes("0/0")
+    gr.check_files()
+    assert not t.problems, t.problems
+    # the same text packs to the same bytes (mtime 0): two traces' files compare by digest
+    again = _trace(tmp_path / "u", [NODES_A, NODES_B])
+    assert (_stages(root) / "001-stage1.json.gz").read_bytes() == \
+        (_stages(again) / "001-stage1.json.gz").read_bytes()
+    assert gr.same_file(Trace(again).graph(GRAPH), "stages/001-stage1.json")
+
+
+def test_a_plain_file_beside_it_is_read_first_and_a_rewrite_removes_it(tmp_path: Path) -> None:
+    root = _trace(tmp_path / "t", [NODES_A])
+    plain = _stages(root) / "000-stage0.json"
+    plain.write_text(json.dumps({"nodes": NODES_B}))
+    assert len(Trace(root).graph(GRAPH).stage_graph(0)) == 3
+    _more(root).graph(GRAPH).write_stage(0, "stage0", {"nodes": NODES_A})
+    assert not plain.exists() and len(Trace(root).graph(GRAPH).stage_graph(0)) == 2
+
+
+def _hostile(root: Path, data: bytes | None = None) -> tuple[Trace, list[str]]:
+    """The first snapshot's ``.gz`` replaced by ``data`` (None: left as the caller made it);
+    (the trace, its problems once the snapshot and the second one were read)."""
+    gz = _stages(root) / "000-stage0.json.gz"
+    if data is not None:
+        gz.unlink()
+        gz.write_bytes(data)
+    t = Trace(root)
+    g = t.graph(GRAPH)
+    assert g.stage_graph(0) is None
+    assert g.stage_graph(1) is not None  # the rest of the trace still reads
+    return t, [str(p) for p in t.problems]
+
+
+def test_a_decompression_bomb_is_refused_at_the_cap_never_inflated_whole(tmp_path: Path) -> None:
+    root = _trace(tmp_path / "t", [NODES_A, NODES_B])
+    bomb = _bomb(safefile.MAX_JSON_BYTES + 1)  # 64 MiB of blanks in 65 KB
+    assert len(bomb) < 100_000
+    _, problems = _hostile(root, bomb)
+    assert any("000-stage0.json" in p and "decompression bomb" in p
+               and f"{safefile.MAX_JSON_BYTES:,}-byte limit" in p for p in problems), problems
+    # inflate stops one byte past the cap, whatever the stream would give
+    with pytest.raises(safefile.Refused):
+        compressed.inflate(compressed.pack(b"x" * 10_001), 10_000)
+    out, cut = compressed.inflate(compressed.pack(b"x" * 10_001), 10_000, truncate=True)
+    assert cut and len(out) == 10_000
+    # a text (the IR) shown truncated, not refused; never more than its cap decompressed
+    (root / schema.GRAPHS_DIR / GRAPH / "ir_post_fusion.txt.gz").write_bytes(
+        compressed.pack(b"a\n" * (3 << 20)))
+    t = Trace(root)
+    text = t.graph(GRAPH).ir_text("post")
+    assert text is not None and text.startswith("a\na\n") and "truncated" in text[-200:]
+    assert any("ir_post_fusion.txt" in str(p) and "only the first" in str(p)
+               for p in t.problems), t.problems
+
+
+@pytest.mark.parametrize("damage, says", [
+    (lambda b: b[:len(b) // 2], "cut short"),
+    (lambda b: b[:12] + b"\xff" * 40 + b[52:], "damaged compressed data"),
+    (lambda b: b + b"trailing", "bytes after the compressed data"),
+    (lambda b: zlib.compress(b"{}"), "damaged compressed data"),  # zlib, not gzip
+])
+def test_a_damaged_compressed_snapshot_is_reported_by_name(tmp_path: Path, damage, says) -> None:  # type: ignore[no-untyped-def]
+    root = _trace(tmp_path / "t", [NODES_A, NODES_B])
+    good = (_stages(root) / "000-stage0.json.gz").read_bytes()
+    _, problems = _hostile(root, damage(good))
+    assert any("000-stage0.json" in p and says in p for p in problems), problems
+
+
+def test_a_compressed_file_that_leads_out_or_is_not_a_file_is_not_read(tmp_path: Path) -> None:
+    root = _trace(tmp_path / "t", [NODES_A, NODES_B])
+    secret = tmp_path / "secret.json.gz"
+    secret.write_bytes(compressed.pack(json.dumps({"nodes": NODES_B}).encode()))
+    gz = _stages(root) / "000-stage0.json.gz"
+    gz.unlink()
+    gz.symlink_to(secret)
+    _, problems = _hostile(root)
+    assert any("000-stage0.json.gz" in p and "leads out of the trace" in p
+               for p in problems), problems
+    gz.unlink()
+    os.mkfifo(gz)  # reading must not block
+    _, problems = _hostile(root)
+    assert any("000-stage0.json" in p and "FIFO" in p for p in problems), problems
+
+
+def test_rank_digests_compare_what_the_files_hold(tmp_path: Path) -> None:
+    """A rank that stored its snapshots plain (an older tuidebug) and one that stored them
+    compressed hash the same; a damaged or bombed one differs, without being inflated whole."""
+    packed = _trace(tmp_path / "a", [NODES_A, NODES_B])
+    plain = _trace(tmp_path / "b", [NODES_A, NODES_B])
+    for gz in sorted(_stages(plain).iterdir()):
+        logical = gz.with_name(compressed.logical_name(gz.name))
+        logical.write_bytes(compressed.read_bytes(logical, 1 << 20))
+        gz.unlink()
+    entry = GraphEntry(GRAPH, "inference", "0/0")
+    a, b = (graph_print(r, entry, Hashes()) for r in (packed, plain))
+    assert [s[0] for s in a["stages"]] == ["000-stage0.json", "001-stage1.json"]
+    assert a["stages"] == b["stages"] and all(h for _, h in a["stages"])
+    (_stages(packed) / "001-stage1.json.gz").write_bytes(_bomb(safefile.MAX_JSON_BYTES + 1))
+    unread: dict[str, str] = {}
+    c = graph_print(packed, entry, Hashes(), unread)
+    assert c["stages"][0] == a["stages"][0] and c["stages"][1][1] == UNREAD
+    (why,) = unread.values()
+    assert "decompression bomb" in why
+
+
+def test_a_redacted_pack_redacts_what_compressed_files_hold(tmp_path: Path) -> None:
+    root = _trace(tmp_path / "t", [NODES_A])
+    w = _more(root)
+    w.write_compile("0/0", {"user_line": {"file": "/home/u/m.py", "line": 3, "code": "SECRET()"}})
+    out = tmp_path / "t.tar.gz"
+    manifest = pack(root, out, redact=True)
+    assert "compiles/0_0.json" in manifest["files"]
+    assert "compiles/0_0.json.gz" not in manifest["files"]
+    import tarfile
+
+    with tarfile.open(out) as tar:
+        member = tar.extractfile("t/compiles/0_0.json")
+        assert member is not None
+        record = json.loads(member.read())
+        names = tar.getnames()
+    assert record["user_line"] == {"file": "/home/u/m.py", "line": 3, "code": None}
+    assert not [n for n in names if n.endswith("0_0.json.gz")]
+    assert "t/graphs/0_0-inference/stages/000-stage0.json" in names  # redacted: stored plain
