@@ -138,6 +138,24 @@ def test_the_compiled_backward_node_is_found_by_its_function_not_its_name() -> N
     assert compat.compiled_backward_node([own.grad_fn, (x * 2).grad_fn]) is None
 
 
+def test_an_earlier_graphs_backward_node_is_not_this_graphs() -> None:
+    """A graph whose output is a view of its input, that input made by another compiled graph:
+    the output leads to the earlier graph's ``CompiledFunction`` node; given the inputs' nodes,
+    it is not taken for this graph's (its backward was timed as both graphs', hooked twice)."""
+    import torch
+
+    x = torch.randn(3, 4, requires_grad=True)
+    first = torch.compile(lambda t: (t * 2).sin(), backend="aot_eager")(x)
+    view = torch.compile(lambda t, y: (t.t(), y * 2), backend="aot_eager")(first, torch.randn(3))[0]
+    earlier = compat.compiled_backward_node([first.grad_fn])
+    assert earlier is not None and compat.is_compiled_backward(earlier)
+    assert compat.compiled_backward_node([view.grad_fn]) is earlier  # without the inputs
+    assert compat.compiled_backward_node([view.grad_fn], inputs=[first.grad_fn]) is None
+    again = torch.compile(lambda t: (t * 3).cos(), backend="aot_eager")(first)
+    mine = compat.compiled_backward_node([again.grad_fn], inputs=[first.grad_fn])
+    assert mine is not None and mine is not earlier and compat.is_compiled_backward(mine)
+
+
 def test_the_compiled_backward_node_is_feature_detected(monkeypatch: pytest.MonkeyPatch) -> None:
     """AOTAutograd's ``CompiledFunction`` is recognised in whichever module of
     ``torch._functorch`` defines it (a class of that name defined in another module of it, as

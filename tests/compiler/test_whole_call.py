@@ -213,3 +213,47 @@ def test_timing_a_call_under_inference_mode_compiles_nothing_more(tmp_path: Path
     assert [c["id"] for c in t.manifest.compiles] == ["0/0"], t.manifest.compiles
     (v,) = call_verdicts(t)
     assert v.rounds >= 10
+
+
+VIEW_OF_EARLIER = '''import torch
+
+
+@torch.compile
+def step(x):
+    y = (x * 2).sin()
+    torch._dynamo.graph_break()
+    return y.t()  # the second graph returns a view of its input, which the first graph made
+
+
+step(torch.randn(3, 4, requires_grad=True))
+print("VIEW ok")
+'''
+
+
+def test_a_graph_returning_a_view_of_an_earlier_graphs_output_times_no_backward(
+        tmp_path: Path) -> None:
+    """The graph after the break returns only a view of its input (the first graph's output):
+    its output leads to the first graph's compiled backward node, which was hooked for both
+    graphs — the one backward timed twice, once as the second compile's. Now one backward graph,
+    the first compile's, hooked once per clocked call."""
+    script = tmp_path / "view_of_earlier.py"
+    script.write_text(VIEW_OF_EARLIER)
+    out = tmp_path / "view_of_earlier"
+    proc = trace_example(out, str(script), extra=["--profile", "3"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "VIEW ok" in proc.stdout
+    t = Trace(out)
+    assert len({g.compile_id for g in t.graphs}) >= 2, [g.id for g in t.graphs]  # broke once
+    (v,) = call_verdicts(t)
+    assert v.training
+    back = [p for p in v.ledger if p.phase == "bwd" and p.part == "graph"]
+    kinds = {g.id: (g.kind, g.compile_id) for g in t.graphs}
+    assert len(back) == 1, [p.as_json() for p in v.ledger]
+    kind, cid = kinds.get(back[0].graph or "", ("", ""))
+    assert kind == "backward" and cid.split("/")[0] == "0", (back, kinds)  # the first frame's
+    missing = json.loads((out / "manifest.json").read_text()).get("not_available") or []
+    assert not [x for x in missing if "backward" in str(x)], missing
+    (call,) = json.loads((out / "profile.json").read_text())["calls"]
+    n = call["ledger_calls"]["n"]
+    hooks = call["instrumentation"]["clocked"]["backward_hooks"]  # pre and post, one graph
+    assert 0 < 2 * n <= hooks <= 2 * (n + 1), (hooks, n)  # (+1: the clocked warm-up call)

@@ -80,12 +80,18 @@ class Outcome(Concern):
                 if clock is None:
                     out = checked(*args)
                 else:
+                    from tuidebug.compiler.gradients import tensors
+
+                    # the inputs' autograd nodes (an earlier graph's, not this one's), read
+                    # before the call: a boxed call empties its argument list
+                    inputs = ([t.grad_fn for t in tensors(args) if t.grad_fn is not None]
+                              if clock.backward is not None else [])
                     start = clock.mark_graph()  # never waits: the call runs as unclocked
                     out = checked(*args)
                     clock.graphs.append((gs.graph_id, cid, start, clock.mark_graph()))
                     if clock.backward is not None:
                         s.guarded("the backward's timing", lambda: self._watch_backward(
-                            clock, cid, out))
+                            clock, cid, out, inputs))
                 if cid not in self._named and cid in self.runtime["checks"]:
                     self._named.add(cid)  # the check's call: name its outputs by the return
                     s.concern(returned.Returned).expect(
@@ -102,9 +108,9 @@ class Outcome(Concern):
         compat.copy_calling_convention(checked, run)
         return run
 
-    def _watch_backward(self, clock: Any, cid: str, out: Any) -> None:
+    def _watch_backward(self, clock: Any, cid: str, out: Any, inputs: list[Any]) -> None:
         try:
-            clock.watch_backward(cid, out)
+            clock.watch_backward(cid, out, inputs)
         except compat.NotAvailable as e:  # kept once in the manifest: a fact about this torch
             assert self.session.writer is not None
             self.session.writer.not_available(f"backward timing: {e}")

@@ -80,18 +80,20 @@ class CallMarks:
         self.graphs.clear()
         self.backward = [] if backward else None
 
-    def watch_backward(self, cid: str, out: Any) -> None:
+    def watch_backward(self, cid: str, out: Any, inputs: list[Any]) -> None:
         """Mark where the backward of the graph call that returned ``out`` starts and ends:
         a pre-hook and a hook on its autograd node (``compat.compiled_backward_node``: AOTAutograd's
-        node behind the outputs; they go with the node when the backward frees it). Raises
-        ``compat.NotAvailable`` when this torch has no such node."""
+        node behind the outputs, not an earlier graph's that its inputs lead to — ``inputs``:
+        their ``grad_fn``s, read before the call; the hooks go with the node when the backward
+        frees it). Raises ``compat.NotAvailable`` when this torch has no such node."""
         if self.backward is None:
             return
         from tuidebug.compiler import compat
         from tuidebug.compiler.gradients import tensors
 
-        node = compat.compiled_backward_node([t.grad_fn for t in tensors(out)
-                                              if t.grad_fn is not None])
+        node = compat.compiled_backward_node(
+            [t.grad_fn for t in tensors(out) if t.grad_fn is not None],
+            inputs=inputs)
         if node is None:
             return
         clock, done, start, fired = self.clock, self.backward, [-1], self.fired

@@ -26,7 +26,7 @@ import importlib
 import inspect
 import pkgutil
 import types
-from typing import Any
+from typing import Any, Sequence
 
 from tuidebug.compiler.compat.lookup import NotAvailable
 
@@ -89,19 +89,32 @@ def available() -> bool:
                for m in map(_imported, names))
 
 
-def compiled_backward_node(nodes: list[Any], depth: int = 3) -> Any:
+def _reach(nodes: list[Any], depth: int) -> list[list[Any]]:
+    """The autograd nodes ``nodes`` and those they lead to, step by step, ``depth`` steps."""
+    out = []
+    for _ in range(depth):
+        out.append(nodes)
+        nodes = [m for n in nodes for m, _ in getattr(n, "next_functions", ()) if m is not None]
+    return out
+
+
+def compiled_backward_node(nodes: list[Any], depth: int = 3,
+                           inputs: Sequence[Any] = ()) -> Any:
     """The first ``CompiledFunction`` backward node among the autograd nodes ``nodes`` (the
     ``grad_fn`` of a compiled graph's outputs that require grad) and what they lead to,
     ``depth`` steps back at most (an output that is a view of a compiled output); None when
     none leads to one (no output requires grad, or they are views of the graph's inputs: no
-    compiled backward runs for them). Raises ``NotAvailable`` when this torch's AOTAutograd
-    defines no ``CompiledFunction`` (it runs a compiled backward elsewhere, or under another
-    name)."""
+    compiled backward runs for them). ``inputs``: the ``grad_fn`` of the graph's inputs — a
+    node they lead to is an earlier graph's (an output that is a view of an input made by
+    another compiled graph leads to that graph's node), never this one's. Raises
+    ``NotAvailable`` when this torch's AOTAutograd defines no ``CompiledFunction`` (it runs a
+    compiled backward elsewhere, or under another name)."""
     if not available():
         raise NotAvailable(WHAT)
-    for _ in range(depth):
-        for n in nodes:
-            if is_compiled_backward(n):
+    earlier = {id(n) for step in _reach([n for n in inputs if n is not None], depth)
+               for n in step}
+    for step in _reach(nodes, depth):
+        for n in step:
+            if is_compiled_backward(n) and id(n) not in earlier:
                 return n
-        nodes = [m for n in nodes for m, _ in getattr(n, "next_functions", ()) if m is not None]
     return None
