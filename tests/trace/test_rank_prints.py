@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.console import Console
 
 from tests.conftest import plain
-from tuidebug.trace.format import safefile, schema
+from tuidebug.trace.format import compressed, safefile, schema
 from tuidebug.trace.format.writer import TraceWriter
 from tuidebug.trace.jobs.rank_digest import Hashes, read_rank
 from tuidebug.trace.jobs.ranks import analyze_job
@@ -171,6 +171,26 @@ def test_a_file_refused_on_one_rank_is_not_compared(tmp_path: Path) -> None:
     render_job(got, console)
     rows = [ln.split() for ln in console.export_text().splitlines() if ln.split()[:1] in (["0"], ["1"])]
     assert [r[-1] for r in rows] == ["A", "A"], rows
+
+
+def test_a_refused_compressed_snapshot_is_named_as_the_plain_one(tmp_path: Path) -> None:
+    """Rank 0 stored its snapshot compressed (``000-dynamo.json.gz``) and it is a link; rank 1
+    stored it plain: the refused file is the one the print names (``…json``), so the ranks are
+    one group and the note names the snapshot once."""
+    job = tmp_path / "job"
+    for r in (0, 1):
+        _rank(job, r, {"0_0-inference": "inference"})
+    rel = "graphs/0_0-inference/stages/000-dynamo.json"
+    plain(job / "rank_1" / rel)  # the writer stores it compressed: rank 1's made plain
+    packed = job / "rank_0" / compressed.packed_name(rel)
+    assert packed.is_file(), packed
+    packed.rename(packed.with_name("copy.data"))
+    packed.symlink_to("copy.data")
+    got = analyze_job(job)
+    assert got["divergence"] is None, got["divergence"]
+    assert [g["ranks"] for g in got["groups"]] == [[0, 1]], got["groups"]
+    (note,) = [n for n in got["notes"] if n["kind"] == "not_compared"]
+    assert [(f["file"], f["ranks"]) for f in note["files"]] == [(rel, [0])], note
 
 
 def test_ranks_that_read_a_file_another_refused_are_still_compared(tmp_path: Path) -> None:

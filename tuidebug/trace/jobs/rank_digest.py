@@ -347,8 +347,9 @@ def read_rank(rank: int, trace_dir: Path, hashes: Hashes) -> RankDigest:
     fp = {"config": hashes.file(str(trace_dir / schema.CONFIG), schema.CONFIG, unread=unread),
           "compiles": compiles}
     whole: RankPrint = {**fp, "hash": digest(json.dumps(fp, sort_keys=True).encode()),  # type: ignore[typeddict-item]
-                        "unread": [{"file": os.path.relpath(p, trace_dir), "why": why}
-                                   for p, why in sorted(unread.items())]
+                        # by its logical name (``NAME.gz`` as ``NAME``: as the print names it)
+                        "unread": [{"file": compressed.logical_name(os.path.relpath(p, trace_dir)),
+                                    "why": why} for p, why in sorted(unread.items())]
                         + [{"file": f"{schema.GRAPHS_DIR}/{g.id!r}", "why": UNSAFE_ID}
                            for g in entries if not is_safe_name(g.id)]}
     return RankDigest(rank, m, live_status(m), whole, seconds)
