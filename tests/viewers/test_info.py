@@ -288,3 +288,23 @@ def test_one_gradient_judged_is_one_gradient() -> None:
     assert accuracy_verdict(check)[1].endswith("; 1 gradient judged")
     check["gradients"]["outputs"].append({"name": "y.grad"})
     assert accuracy_verdict(check)[1].endswith("; 2 gradients judged")
+
+
+def test_a_script_that_raised_before_any_graph_is_not_said_compiled_ok(tmp_path: Path) -> None:
+    """``torch.compile(fullgraph=True)`` on a function that prints: Dynamo raises Unsupported
+    before any graph. The head said "SCRIPT FAILED (COMPILED OK; THE SCRIPT RAISED)" above
+    "script raised Unsupported before compiling anything"."""
+    from tuidebug.trace.format.writer import TraceWriter
+    w = TraceWriter(tmp_path / "t", command=["tuidebug", "trace", "s12.py"])
+    w.write_compile("0/0", {"graphs": [], "metrics": {"co_name": "f", "fail_type": "Unsupported",
+                                                     "fail_reason": "Failed to trace builtin "
+                                                                    "operator"}})
+    w.add_compile("0/0", {"graphs": []})
+    w.update(script_error={"type": "Unsupported", "message": "Failed to trace builtin operator",
+                           "after_compiling": False})
+    w.finish("ok")
+    text, s = rendered(tmp_path / "t")
+    head = text.splitlines()[0]
+    assert s["status"] == "script_failed", s["status"]
+    assert "SCRIPT FAILED (NOTHING COMPILED; THE SCRIPT RAISED)" in head, head
+    assert "COMPILED OK" not in text

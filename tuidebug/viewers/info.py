@@ -55,7 +55,11 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
                          inert_text(status_word(status), STATUS_STYLE.get(status, "bold")))
     script = script_outcome_text(s)
     if script:  # the status says the script failed; the compile's own outcome beside it
-        what = (f" (COMPILED OK; THE SCRIPT {script[0].upper()})"
+        # "compiled OK" only where something compiled: a fullgraph=True break raises before
+        # any graph (Dynamo's Unsupported), and the head said COMPILED OK above "script
+        # raised Unsupported before compiling anything"
+        compiled = "COMPILED OK" if s.get("graphs") else "NOTHING COMPILED"
+        what = (f" ({compiled}; THE SCRIPT {script[0].upper()})"
                 if status == STATUS_SCRIPT_FAILED else f", AND THE SCRIPT {script[0].upper()}")
         head.append(inert(what, multiline=False), style="bold yellow")
     versions = s.get("versions") or {}
