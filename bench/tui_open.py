@@ -303,6 +303,9 @@ class Keys:
         wall, cpu = time.perf_counter() - t, time.process_time() - c
         await app.workers.wait_for_complete()  # what the key started in the background
         await pilot.pause()
+        # and what it started once its result was painted (the pass stepper's read-ahead)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
         total = time.process_time() - c
         self.counted += total
         self.samples.setdefault(label, []).append((wall, cpu, total))

@@ -15,7 +15,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from tuidebug.trace.format.reader import GraphRecord, Trace
 from tuidebug.tui import keymap
-from tuidebug.tui.heap import keep_read
+from tuidebug.tui.heap import reading
 from tuidebug.tui.messages import Read, SvgExported
 from tuidebug.tui.prebuild import sync_css_count
 from tuidebug.tui.widgets.bars import KeyFooter, SearchBar, TitleBar
@@ -112,8 +112,8 @@ class TraceScreen(Screen):
                 time.sleep(wait)
             if worker.is_cancelled:
                 return
-            data = fn()
-            keep_read()  # what was read (cached as long as the app) out of full collections
+            with reading():  # no collection walks it while it is read; frozen after
+                data = fn()
             if not worker.is_cancelled:
                 self.post_message(message(key, data))
         return self.run_worker(work, name=message.__name__, group=f"load-{message.__qualname__}",

@@ -27,7 +27,7 @@ from tuidebug.trace.queries.stages import stage_label
 from tuidebug.trace.queries.summary import changed_passes
 from tuidebug.trace.queries.verdict import format_duration
 from tuidebug.tui import keymap, model
-from tuidebug.tui.heap import keep_read
+from tuidebug.tui.heap import keep_read, reading
 from tuidebug.tui.messages import Read, ShowKernel
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.screens.modals import PickScreen
@@ -172,9 +172,9 @@ class PassesScreen(TraceScreen):
 
         def work() -> None:
             worker = get_current_worker()
-            g.provenance  # what the node detail asks, read here rather than where it is shown
-            model.read_ahead(g, position, lambda: worker.is_cancelled)
-            keep_read()  # what was read lives as long as the app: no full collection walks it
+            with reading():  # what was read lives as long as the app: frozen after
+                g.provenance  # what the node detail asks, read here rather than where shown
+                model.read_ahead(g, position, lambda: worker.is_cancelled)
         self.run_worker(work, name="read-ahead", group="read-ahead", thread=True,
                         exclusive=True, exit_on_error=False)
 
