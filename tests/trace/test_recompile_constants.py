@@ -125,6 +125,11 @@ def test_a_number_the_compile_did_not_make_a_symbol_gets_no_dynamic_true() -> No
     # a symbol the compile kept: automatic dynamic made it one, dynamic=True saves a compile
     advice, _, _, _ = suggestion("n == 2", {}, {"L['n']"})
     assert "makes it a symbol" in advice and "torch.compile(dynamic=True)" in advice, advice
+    assert "unless" not in advice, advice
+    # no shapes record (an import): whether a symbol was made is not known, nor promised
+    advice, _, _, _ = suggestion("n == 2", {}, None)
+    assert "dynamic=True (unless the code needs its value, as a loop count does)" in advice, \
+        advice
 
 
 def test_a_global_number_is_named_by_its_global_source() -> None:

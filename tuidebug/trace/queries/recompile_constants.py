@@ -129,7 +129,10 @@ def constant_advice(m: re.Match[str], symbolic: set[str] | None,
             f"torch._dynamo.config.specialize_{number} is True")
     if held and not is_symbol:
         return head + made, source, value, None
-    return (head + f"{made}; to compile once, use torch.compile(dynamic=True)"
+    # not known whether the compile made it a symbol (no shapes record): dynamic=True helps
+    # only where the code does not need the value (a loop count specializes it again)
+    unless = "" if is_symbol else " (unless the code needs its value, as a loop count does)"
+    return (head + f"{made}; to compile once, use torch.compile(dynamic=True){unless}"
             + (", or pass it as a tensor" if number == "float" and not held else "")
             + (f" ({carried(name)})" if resumed and not held else ""),
             source, value, None)
