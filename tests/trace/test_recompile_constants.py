@@ -128,7 +128,7 @@ def test_a_number_the_compile_did_not_make_a_symbol_gets_no_dynamic_true() -> No
     assert "unless" not in advice, advice
     # no shapes record (an import): whether a symbol was made is not known, nor promised
     advice, _, _, _ = suggestion("n == 2", {}, None)
-    assert "dynamic=True (unless the code needs its value, as a loop count does)" in advice, \
+    assert "dynamic=True) (unless the code needs its value, as a loop count does)" in advice, \
         advice
 
 
