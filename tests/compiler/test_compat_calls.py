@@ -192,3 +192,32 @@ def test_the_compiled_backward_node_is_feature_detected(monkeypatch: pytest.Monk
     finally:
         monkeypatch.undo()
         compiled_backward.available.cache_clear()
+
+
+def test_a_compiled_function_built_in_a_static_method_is_found() -> None:
+    """torch 2.11 builds ``CompiledFunction`` inside the static method
+    ``AOTDispatchAutograd.post_compile`` (2.13 in an ordinary method): the detector reads the
+    code a ``staticmethod`` or ``classmethod`` wraps too. Before, a 2.11 run recorded the
+    compiled backward as not available and timed every backward as one lump (the H100's
+    ``test_the_whole_training_step_against_eager``)."""
+    import types
+
+    from tuidebug.compiler.compat import compiled_backward
+
+    source = (
+        "class AOTDispatchAutograd:\n"
+        "    @staticmethod\n"
+        "    def post_compile(fw, bw):\n"
+        "        class CompiledFunction:\n"
+        "            pass\n"
+        "        return CompiledFunction\n"
+        "class Other:\n"
+        "    @classmethod\n"
+        "    def build(cls):\n"
+        "        class Helper:\n"
+        "            pass\n"
+        "        return Helper\n")
+    for name, expect in (("CompiledFunction", True), ("Helper", True), ("Absent", False)):
+        module = types.ModuleType("torch._functorch._aot_autograd.like_2_11")
+        exec(compile(source, module.__name__, "exec"), module.__dict__)  # noqa: S102 — our text
+        assert compiled_backward._module_defines(module, name) is expect, name

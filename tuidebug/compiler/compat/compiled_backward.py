@@ -60,11 +60,20 @@ def _module_defines(module: types.ModuleType, name: str) -> bool:
         if getattr(obj, "__module__", None) != module.__name__:
             continue
         funcs = ([obj] if inspect.isfunction(obj) else
-                 [f for f in vars(obj).values() if inspect.isfunction(f)]
+                 [f for f in map(_function_of, vars(obj).values()) if f is not None]
                  if isinstance(obj, type) else [])
         if any(_defines(f.__code__, name) for f in funcs):
             return True
     return False
+
+
+def _function_of(attr: Any) -> types.FunctionType | None:
+    """The function a class attribute holds: a method, or the one a ``staticmethod`` or
+    ``classmethod`` wraps (torch 2.11 builds ``CompiledFunction`` in the static method
+    ``AOTDispatchAutograd.post_compile``)."""
+    if isinstance(attr, (staticmethod, classmethod)):
+        attr = attr.__func__
+    return attr if inspect.isfunction(attr) else None
 
 
 def _imported(name: str) -> types.ModuleType | None:
