@@ -8,7 +8,7 @@
 # 3. the DDP job that compiles no Inductor graph: plain vs traced exit codes and output (2 GPUs)
 # 4. a hang in DDP's bucket all-reduces (its C++ reducer) on 2 GPUs: where each rank waits
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 OUT=${OUT:-/tmp/dist-out}; mkdir -p "$OUT"; rm -rf /tmp/chang /tmp/tp-job /tmp/tp-odd /tmp/ddp-job /tmp/ddphang
 python -c "import torch; print(torch.__version__, torch.cuda.device_count(), torch.cuda.get_device_name())"
 fresh() { export TORCHINDUCTOR_CACHE_DIR=$(mktemp -d) TRITON_CACHE_DIR=$(mktemp -d); }
