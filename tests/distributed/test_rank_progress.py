@@ -307,3 +307,38 @@ def test_compiled_collectives_waited_for_asynchronously(tmp_path: Path) -> None:
     c = rank_progress(root, 0, None)["collective"]
     assert (c["seq"], c["state"], c["in_wait"], c["compiled"]["index"]) == (2, "waiting", True, 2)
     assert c["reached"] == {"default": 3}
+
+
+def test_a_rank_whose_last_phase_made_no_graph_is_not_said_compiling_graph_none(
+        tmp_path: Path) -> None:
+    """Dynamo's start on a frame sets the phase without a graph; a frame it skips or runs
+    eagerly sets no later phase. Ranks stuck after that (an H100 DDP bucket hang, 4 GPUs: rank 0
+    issued all_reduce #2 asynchronously, rank 1 never did) were 'compiling graph None, phase
+    dynamo'; they are said to be after that step, in the compiler or running the script."""
+    from tuidebug.trace.jobs.progress import progress_path, rank_progress
+
+    root = tmp_path / "job"
+    for rank, seqs in ((0, (1, 2)), (1, (1,))):
+        p = progress_path(root, rank)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("".join(json.dumps(e) + "\n" for seq in seqs for e in (
+            {"event": "collective", "op": "all_reduce", "seq": seq, "group": "default",
+             "members": None, "line": "train.py:9", "async": True},
+            {"event": "done", "seq": seq, "group": "default"})))
+
+    def ranks(phase: str, graph: str | None) -> list[dict]:
+        out = []
+        for r in (0, 1):
+            prog = rank_progress(root, r, None)
+            prog.update(phase=phase, compile_phase=phase, graph=graph)
+            out.append({"rank": r, "status": "timed_out", "progress": prog})
+        return out
+
+    w = waits(ranks("dynamo", None))
+    assert w is not None and len(w["lines"]) == 2 and w["mismatches"], w
+    for line in w["lines"]:
+        assert "None" not in line and "compiling graph" not in line, line
+        assert "after the compiler's last step (dynamo, no graph made of that frame)" in line
+    named = waits(ranks("inductor", "0_0-forward"))
+    assert named is not None and all("compiling graph 0_0-forward, phase inductor" in x
+                                     for x in named["lines"]), named

@@ -339,8 +339,12 @@ def waits(ranks: list[dict[str, Any]]) -> dict[str, Any] | None:
         else:
             if p.get("phase") == "script":
                 where = f"running the script (after compiling graph {p['graph']})"
-            elif p.get("phase"):
+            elif p.get("phase") and p.get("graph"):
                 where = f"compiling graph {p['graph']}, phase {p['phase']}"
+            elif p.get("phase"):  # Dynamo began a frame and no graph came of it (yet): a
+                # frame it skips or runs eagerly sets no later phase, so not "compiling"
+                where = (f"after the compiler's last step ({p['phase']}, no graph made of that "
+                         "frame): in the compiler or running the script")
             else:
                 where = "before compiling anything"
             done = ("; no collective issued" if not c else
