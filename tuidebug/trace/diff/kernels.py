@@ -171,13 +171,21 @@ def wrapper_calls(code: str | None) -> str:
     return _TMP_PATH.sub("<tmp>", text)
 
 
+_LINE_CALL = re.compile(r"^\s*(\w+)\(", re.M)  # a call at the start of a line: NAME(
+
+
 def _markers(text: str, kernels: Iterable[str]) -> dict[str, int]:
     res = {}
     for key, needle in WRAPPER_MARKERS.items():
         if needle:
             res[key] = text.count(needle)
-    names = [k for k in kernels]
-    res["cpp_kernel_calls"] = sum(len(re.findall(rf"^\s*{re.escape(n)}\(", text, re.M)) for n in names)
+    # the calls of each kernel, ``^\s*NAME(``: one pass over the wrapper for every name (a
+    # pass per name cost 200 ms on a 24-layer wrapper); a name that is not a word, looked for
+    # alone
+    calls = collections.Counter(_LINE_CALL.findall(text))
+    res["cpp_kernel_calls"] = sum(
+        calls[n] if re.fullmatch(r"\w+", n)
+        else len(re.findall(rf"^\s*{re.escape(n)}\(", text, re.M)) for n in kernels)
     return res
 
 
