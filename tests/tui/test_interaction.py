@@ -50,6 +50,50 @@ async def test_search_moves_to_matches_in_the_focused_view(open_ui, transformer_
         assert ui.app.screen.current_stage().name == unique
 
 
+async def test_the_search_bar_takes_keys_without_the_focus(open_ui, transformer_trace: Path) -> None:
+    """``/`` leaves the focus where it is; what is typed goes into the query (a digit too, not
+    to the screen switch it is bound to), backspace and enter work, escape closes."""
+    from textual import events
+
+    from tuidebug.tui.widgets.bars import SearchBar
+
+    g = Trace(transformer_trace).graphs[0]
+    names = [n.name for n in g.final_graph().nodes]
+    target = next(n for n in reversed(names) if n.startswith("addmm") and any(c.isdigit() for c in n))
+    async with open_ui(transformer_trace) as ui:
+        await ui.press("2")
+        ui.app.screen.goto_node(names[0])
+        view = ui.app.screen.query_one("#graph-view", TextView)
+        view.focus()
+        await ui.settle()
+        bar = ui.app.screen.query_one(SearchBar)
+        await ui.press("slash")
+        assert bar.is_open and ui.app.focused is view
+        await ui.pilot.press(*f"{target}:q", "backspace")  # a typo, taken back
+        await ui.settle()
+        assert bar.query == f"{target}:" and ui.app.current_mode == "passes"
+        assert f"{target}:" in ui.text()  # painted in the bar
+        await ui.press("enter")
+        assert ui.cursor_line("#graph-view").startswith(f"  {target}:")
+        assert "matching lines" in ui.text()
+        await ui.press("escape")
+        assert not bar.is_open and ui.app.focused is view
+        # opened again: the last query selected, a character replaces it
+        await ui.press("slash")
+        assert bar.query == f"{target}:"
+        await ui.press("x")
+        assert bar.query == "x"
+        await ui.press("ctrl+u")
+        assert bar.query == ""
+        ui.app.post_message(events.Paste(f"{target}:\nsecond line"))
+        await ui.settle()
+        assert bar.query == f"{target}:"
+        await ui.press("escape")
+        assert not bar.is_open
+        await ui.press("1")  # closed: the keys are the screen's again
+        assert ui.app.current_mode == "overview"
+
+
 async def test_search_reports_no_match(open_ui, transformer_trace: Path) -> None:
     async with open_ui(transformer_trace) as ui:
         await ui.press("slash")

@@ -111,6 +111,9 @@ class TuidebugApp(App[int]):
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, (events.Key, events.MouseDown)):
             self.prebuilder.input_seen()  # building screens waits for a quiet moment
+        if isinstance(event, (events.Key, events.Paste)) and isinstance(self.screen, TraceScreen) \
+                and self.screen.search_takes(event):
+            return  # typed into the open search bar (it takes keys without the focus)
         await super().on_event(event)
 
     def on_unmount(self) -> None:

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import Screen
@@ -136,33 +137,56 @@ class TraceScreen(Screen):
         return [w for w in self.query("TextView, PickList") if w.display]
 
     def _target(self) -> Widget | None:
+        """The view searched: while the bar is open, the one the search went to (the focus
+        stays where it was: a match in another view moves it there on closing)."""
+        kept = self._search_target if self._search_target is not None \
+            and self._search_target.is_attached else None
+        if kept is not None and self.search_bar.is_open:
+            return kept
         focused = self.focused
         if isinstance(focused, (TextView, PickList)):
             return focused
-        if self._search_target is not None and self._search_target.is_attached:
-            return self._search_target
+        if kept is not None:
+            return kept
         targets = self.search_targets()
         return targets[0] if targets else None
+
+    @property
+    def search_bar(self) -> SearchBar:
+        bar = getattr(self, "_search_bar", None)
+        if bar is None or not bar.is_attached:
+            bar = self._search_bar = self.query_one(SearchBar)
+        return bar
 
     def action_search(self) -> None:
         focused = self.focused
         if isinstance(focused, (TextView, PickList)):
             self._search_target = focused
-        bar = self.query_one(SearchBar)
-        bar.open()
+        self.search_bar.open()
+
+    def search_takes(self, event: events.Key | events.Paste) -> bool:
+        """Whether the open search bar took ``event`` (the app hands it every key first)."""
+        bar = getattr(self, "_search_bar", None)
+        if bar is None or not bar.is_open:
+            return False
+        if isinstance(event, events.Paste):
+            bar.take_paste(event.text)
+            return True
+        return bar.take_key(event)
 
     def on_search_bar_submitted(self, event: SearchBar.Submitted) -> None:
         self.search_query = event.query
         self._run_search(event.forward, include_current=False)
 
     def on_search_bar_closed(self, _: SearchBar.Closed) -> None:
-        target = self._target()
+        kept = self._search_target  # the view the search went to takes the focus
+        target = kept if kept is not None and kept.is_attached else self._target()
         if target is not None:
             target.focus()
 
     def _run_search(self, forward: bool, include_current: bool = False) -> bool:
         target = self._target()
-        bar = self.query_one(SearchBar)
+        bar = self.search_bar
         if target is None or not self.search_query:
             return False
         found = target.search(self.search_query, forward,  # type: ignore[attr-defined]

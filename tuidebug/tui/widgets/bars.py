@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Label, Static
+from textual.widgets import Footer, Label, Static
 
 from tuidebug.trace.jobs.job import rank_of
 from tuidebug.trace.queries.numerics import testing_only_flags
@@ -31,9 +31,6 @@ class KeyFooter(Footer):
     _shown: tuple[tuple[str, str, bool, str], ...] | None = None
 
     def bindings_changed(self, screen: Screen) -> None:  # type: ignore[type-arg]
-        focused = screen.focused
-        if focused is not None and isinstance(focused.parent, SearchBar):
-            return  # typing a search: the bar lies over the footer, nothing of it shows
         if self.is_attached and screen is self.screen and screen.app.app_focus:
             shown = tuple((b.key, b.description, bool(enabled), str(tooltip or ""))
                           for _, b, enabled, tooltip in screen.active_bindings.values()
@@ -149,24 +146,32 @@ class TitleBar(Static):
 
 
 class SearchBar(Horizontal):
-    """A one-line search input over the footer at the bottom of a screen; hidden until ``/``.
+    """A one-line search over the footer at the bottom of a screen; hidden until ``/``.
+
+    It takes the keys typed while it is open without taking the focus: the app hands it each
+    key first (``take_key``) and it keeps the query itself. Focusing an input to open it cost
+    most of ``/`` on the 24-layer trace (the view left behind restyled and painted whole for
+    its ``:focus`` tint, two layouts: 56-77 ms CPU); the focus stays where the search goes.
+    Keys: a character types (the first one after ``/`` replaces the last query, shown
+    selected: enter repeats it), backspace, ctrl+u clears, enter and down find the next match,
+    up the previous, escape closes; any other key goes on to the screen as usual.
 
     It lies on a layer of its own: opening it changes no other widget's size, so nothing else
-    is laid out or painted again (measured on the 24-layer trace: the stage list and the
-    graph view re-rendered whole, most of the cost of ``/``). It is laid out always, hidden
-    (``visibility``, inherited by its input: not focusable then) rather than not displayed:
-    displaying a docked widget changed every widget's place in the layout's map (the dock
-    gutter), and the whole screen was painted again (measured: 46 of ``/``'s 116 ms)."""
+    is laid out or painted again. It is laid out always and hidden (``visibility``) rather than
+    not displayed: displaying a docked widget changed every widget's place in the layout's map
+    (the dock gutter), and the whole screen was painted again. Its query and status change
+    with no layout (the query's width is fixed; the status only when its text changes)."""
 
     DEFAULT_CSS = """
     SearchBar { height: 1; visibility: hidden; background: $panel; dock: bottom;
                 layer: searchbar; }
     SearchBar.-open { visibility: visible; }
     SearchBar > Label { width: auto; padding: 0 1; color: $text-accent; }
-    SearchBar > Input, SearchBar > Input:focus { border: none; height: 1; padding: 0; width: 1fr;
-                                               background: $panel; }
+    SearchBar > #search-query { width: 1fr; height: 1; padding: 0; color: $foreground; }
     SearchBar > #search-status { width: auto; color: $text-muted; padding: 0 1; }
     """
+
+    PLACEHOLDER = "search the focused view — enter: next, ↑: previous, esc: close"
 
     class Submitted(Message):
         def __init__(self, query: str, forward: bool = True) -> None:
@@ -177,19 +182,21 @@ class SearchBar(Horizontal):
     class Closed(Message):
         pass
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.query = ""
+        self._selected = False  # the last query, shown selected: a character replaces it
+
     def compose(self) -> ComposeResult:
         yield Label("/")
-        yield Input(placeholder="search the focused view — enter: next, ↑: previous, "
-                                "esc: close",
-                    id="search-input")
+        yield Static("", id="search-query")
         yield Label("", id="search-status")
 
     def open(self) -> None:
-        self.add_class("-open")
         self.set_status("")  # the last search's "no match" is about another query
-        box = self.query_one(Input)
-        box.focus()
-        box.select_all()  # typing replaces the last query; enter repeats it
+        self._selected = bool(self.query)  # typing replaces the last query; enter repeats it
+        self._show_query()
+        self.add_class("-open")
 
     def close(self) -> None:
         self.remove_class("-open")
@@ -204,15 +211,47 @@ class SearchBar(Horizontal):
         if str(label.content) != text:  # its width follows its text: a layout when it changes
             label.update(text)
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        self.post_message(self.Submitted(event.value, True))
+    def _show_query(self) -> None:
+        t = Text(no_wrap=True, overflow="ellipsis")
+        if not self.query:
+            t.append(" ", style="reverse")  # the cursor
+            t.append(self.PLACEHOLDER, style="dim")
+        else:
+            # typed here, not read from a trace; shown inert all the same (a paste)
+            t.append(inert(self.query, multiline=False), style="reverse" if self._selected else "")
+            t.append(" ", style="reverse")
+        self.query_one("#search-query", Static).update(t, layout=False)
 
-    def on_key(self, event: events.Key) -> None:
-        if event.key == "escape":
-            event.stop()
+    def _type(self, text: str) -> None:
+        self.query = (text if self._selected else self.query + text)
+        self._selected = False
+        self._show_query()
+
+    def take_key(self, event: events.Key) -> bool:
+        """Handle ``event`` while the bar is open; False: not a key of the search (it goes on
+        to the screen)."""
+        key = event.key
+        if key == "escape":
             self.close()
-        elif event.key in ("up", "down"):
-            event.stop()
-            value = self.query_one(Input).value
-            self.post_message(self.Submitted(value, event.key == "down"))
+        elif key in ("enter", "down", "up"):
+            self._selected = False
+            self._show_query()
+            self.post_message(self.Submitted(self.query, key != "up"))
+        elif key in ("backspace", "ctrl+h"):
+            self.query = "" if self._selected else self.query[:-1]
+            self._selected = False
+            self._show_query()
+        elif key == "ctrl+u":
+            self.query, self._selected = "", False
+            self._show_query()
+        elif event.is_printable and event.character:
+            self._type(event.character)
+        else:
+            return False
+        return True
+
+    def take_paste(self, text: str) -> None:
+        """Pasted text typed into the query (its first line)."""
+        line = text.splitlines()[0] if text else ""
+        if line:
+            self._type(line)
