@@ -162,3 +162,33 @@ async def test_stepping_back_and_forth_keeps_no_more_memory(open_ui,
         await round_trip()
         kept = [await round_trip() for _ in range(4)]
         assert kept[-1] - kept[0] < 5_000, f"objects kept after each round: {kept}"
+
+
+async def test_a_built_screen_is_rendered_a_few_lines_at_a_time(open_ui,
+                                                               transformer_trace: Path) -> None:
+    """Rendering a screen built ahead is split into pieces of a few lines of one widget each (a
+    key pressed meanwhile waits for one piece, not for the whole screen); the pieces together
+    render every line on display, and the screen shown then is painted from them."""
+    from tuidebug.tui import prebuild
+    from tuidebug.tui.widgets.textview import TextView
+
+    async with open_ui(transformer_trace, prebuild=True) as ui:
+        await _built(ui)
+        (screen,) = ui.app._screen_stacks["passes"]
+        assert not screen.is_current
+        view = screen.query_one("#graph-view", TextView)
+        visible = screen._compositor.visible_widgets
+        assert view in visible and view.region.height > prebuild.PIECE_LINES
+        heights = [region.intersection(clip).height for region, clip in visible.values()]
+        pieces = prebuild.render_pieces(screen)
+        assert len(pieces) == sum(-(-h // prebuild.PIECE_LINES) for h in heights)
+        assert len(pieces) > len(visible), "a tall widget in several pieces"
+        view._styles_cache.clear()
+        for piece in pieces:
+            piece()
+        assert set(range(view.region.height)) <= set(view._styles_cache._cache)
+        await ui.pilot.press("2")
+        await ui.settle()
+        assert ui.app.screen is screen
+        g = ui.app.current_graph
+        assert g is not None and f"{g.id}: {len(g.stages)} stages" in ui.text()
