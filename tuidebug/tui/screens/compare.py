@@ -10,7 +10,7 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 
-from tuidebug.trace.format.reader import GraphRecord
+from tuidebug.trace.format.reader import GraphRecord, Trace
 from tuidebug.tui import keymap
 from tuidebug.tui.messages import Read
 from tuidebug.tui.screens.base import TraceScreen
@@ -18,7 +18,9 @@ from tuidebug.tui.widgets.render import thread_console, to_lines
 from tuidebug.tui.widgets.textview import RichLines, TextView
 
 
-def compare_renderables(a: Path, b: Path) -> list[Any]:
+def compare_renderables(a: Trace, b: Path) -> list[Any]:
+    """The comparison of the app's open trace ``a`` (what its screens read already is not read
+    again: its graphs' fusion decisions, IR, kernels) with the trace at ``b``."""
     from tuidebug.trace.diff import diff_traces
     from tuidebug.viewers.diff_view import diff_renderables
 
@@ -70,11 +72,11 @@ class CompareScreen(TraceScreen):
             return
         self._items = [Text(f"comparing {self.trace.root} with {other}…", style="dim")]
         self._render_lines(keep=False)
-        root, width, console = self.trace.root, self._width(), thread_console(self.app.console)
+        trace, width, console = self.trace, self._width(), thread_console(self.app.console)
 
         def read() -> Drawn:  # the comparison and its tables' lines, both in the worker
             items = [Text.assemble(("o", "bold cyan"), (": open the new trace in the app",
-                                                        "dim")), *compare_renderables(root, other)]
+                                                        "dim")), *compare_renderables(trace, other)]
             return Drawn(items, to_lines(console, items, width), width)
         self.load(self.DiffRead, other, read)
 
