@@ -192,3 +192,31 @@ async def test_a_built_screen_is_rendered_a_few_lines_at_a_time(open_ui,
         assert ui.app.screen is screen
         g = ui.app.current_graph
         assert g is not None and f"{g.id}: {len(g.stages)} stages" in ui.text()
+
+
+async def test_the_stepper_builds_the_views_of_the_next_stages_ahead(
+        open_ui, transformer_trace: Path) -> None:
+    """Beside the snapshots, the read-ahead builds the views of the stages ``n`` and ``p`` go
+    to (a large change with its removed nodes merged in took 40 ms and more on the UI
+    thread): the key shows the view built ahead."""
+    from tuidebug.tui import model
+
+    async with open_ui(transformer_trace) as ui:
+        await ui.pilot.press("2")
+        await ui.settle()
+        screen = ui.app.screen
+        assert isinstance(screen, PassesScreen)
+        g = screen.graph
+        assert g is not None and len(g.stages) >= 5
+        pos = len(g.stages) // 2
+        assert model.neighbours(g, pos), "not built before the stage next to them is shown"
+        screen._select_stage(pos)
+        await ui.settle()
+        assert model.neighbours(g, pos) == []
+        ahead = g.stages[pos + 1]
+        assert model.stage_view_ready(g, ahead)
+        built = model.stage_view(g, ahead)
+        await ui.pilot.press("n")
+        await ui.settle()
+        assert screen.current_stage() is ahead and screen.stage_view is built
+        assert built.text_width() == max(len(ln.text) for ln in built.lines)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from tuidebug.trace.format import schema
@@ -55,6 +55,15 @@ class StageView:
     note: str = ""
     prev: Graph | None = None  # the previous snapshot (where removed nodes come from)
 
+    _width: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def text_width(self) -> int:
+        """The longest line's text (computed once, where the view is built: a step that
+        finds the view built measures nothing)."""
+        if self._width is None:
+            self._width = max(map(len, (ln.text for ln in self.lines)), default=0)
+        return self._width
+
     def index_of(self, node: str) -> int | None:
         for i, line in enumerate(self.lines):
             if line.node == node and line.mark != REMOVED:
@@ -66,10 +75,12 @@ class StageView:
 
 
 class _SnapshotCache:
-    """Per graph record: the node lines of each snapshot, computed once."""
+    """Per graph record: the node lines of each snapshot, and the view of each stage,
+    computed once."""
 
     def __init__(self) -> None:
         self.lines: dict[str | int, list[GraphLine]] = {}  # by snapshot file
+        self.views: dict[int, StageView] = {}  # by stage index
         self.lock = threading.Lock()
 
 
@@ -105,6 +116,13 @@ def lines_ready(g: GraphRecord, info: StageInfo) -> bool:
     return g.is_cached(info) and (info.file or info.index) in _cache(g).lines
 
 
+def neighbours(g: GraphRecord, position: int) -> list[StageInfo]:
+    """The stages next to ``position`` (where ``n`` and ``p`` go) whose view is not built yet."""
+    stages, views = g.stages, _cache(g).views
+    return [stages[i] for i in (position + 1, position - 1)
+            if 0 <= i < len(stages) and stages[i].index not in views]
+
+
 def ahead(g: GraphRecord, position: int) -> list[StageInfo]:
     """The snapshots to read ahead of ``position`` in ``g.stages``: the nearest other snapshot
     after it, then before it, where not read yet (several stages may share one)."""
@@ -120,20 +138,28 @@ def ahead(g: GraphRecord, position: int) -> list[StageInfo]:
 
 
 def read_ahead(g: GraphRecord, position: int, cancelled: Callable[[], bool]) -> None:
-    """Read the snapshots ``ahead`` of ``position`` and their node lines, so that the next
-    ``n`` or ``p`` finds them ready; stops when ``cancelled()``."""
+    """Read the snapshots ``ahead`` of ``position`` and their node lines, then build the views
+    of its ``neighbours``, so that the next ``n`` or ``p`` finds them ready (a view marking a
+    large change, with the removed nodes merged in, took 40 ms and more on the UI thread);
+    stops when ``cancelled()``."""
     for s in ahead(g, position):
         if cancelled():
             return
         graph = g.stage_graph(s)
         if graph is not None and not cancelled():
             snapshot_lines(g, s, graph)
+    for s in neighbours(g, position):  # and the views of the stages n and p go to
+        if cancelled():
+            return
+        stage_view(g, s)
 
 
 def stage_view_ready(g: GraphRecord, stage: StageInfo) -> bool:
     """Whether ``stage_view(g, stage)`` reads nothing — its snapshot (and, where the stage
     removed nodes, the one before) parsed, their lines made: then it is quick enough to run
     where the key was pressed, and the stage is shown in the same frame."""
+    if stage.index in _cache(g).views:
+        return True
     shown = snapshot_at(g, stage)
     if shown is None:
         return True
@@ -146,6 +172,18 @@ def stage_view_ready(g: GraphRecord, stage: StageInfo) -> bool:
 
 
 def stage_view(g: GraphRecord, stage: StageInfo) -> StageView:
+    """The view of ``stage`` (built once per stage: stepping back finds it, and the read-ahead
+    builds the next ones)."""
+    views = _cache(g).views
+    view = views.get(stage.index)
+    if view is None:
+        view = _build_stage_view(g, stage)
+        view.text_width()
+        view = views.setdefault(stage.index, view)
+    return view
+
+
+def _build_stage_view(g: GraphRecord, stage: StageInfo) -> StageView:
     shown = snapshot_at(g, stage)
     graph = g.stage_graph(shown) if shown else None
     no_changes: dict[str, list[str]] = {"added": [], "removed": [], "changed": []}

@@ -163,11 +163,12 @@ class PassesScreen(TraceScreen):
         self.call_after_refresh(self._read_ahead, g, self.current_position())
 
     def _read_ahead(self, g: GraphRecord, position: int | None) -> None:
-        """The snapshots next to the one shown, read in a worker while the user looks at it
-        (a newer read-ahead cancels this one); none started when they are read already, or
+        """The snapshots next to the one shown, and the views of the stages ``n`` and ``p`` go
+        to, read and built in a worker while the user looks at it (a newer read-ahead cancels
+        this one); none started when they are read and built already, or
         when another stage was selected meanwhile (its own read-ahead follows)."""
         if position is None or position != self.current_position() or g is not self.graph \
-                or not model.ahead(g, position):
+                or not (model.ahead(g, position) or model.neighbours(g, position)):
             return
 
         def work() -> None:

@@ -99,7 +99,9 @@ class GraphLines:
         if not self.lines:
             return 0
         tails = (len(self._tail(ln)) for ln in self.lines if ln.node in self.judged)
-        return 2 + max(map(len, (ln.text for ln in self.lines))) + max(tails, default=0)
+        text = self.view.text_width() if self.lines is self.view.lines \
+            else max(map(len, (ln.text for ln in self.lines)))
+        return 2 + text + max(tails, default=0)
 
     def rich(self, i: int) -> Text:
         ln = self.lines[i]
