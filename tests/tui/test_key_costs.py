@@ -53,14 +53,20 @@ async def test_the_search_bar_leaves_the_layout_alone(open_ui, transformer_trace
         assert len(again) == len(keys) and all(a is b for a, b in zip(again, keys))
 
 
+async def _stepper(ui):  # type: ignore[no-untyped-def]
+    """The pass stepper opened, and its graph."""
+    await ui.pilot.press("2")
+    await ui.settle()
+    screen = ui.app.screen
+    assert isinstance(screen, PassesScreen)
+    g = screen.graph
+    assert g is not None
+    return screen, g
+
+
 async def test_the_stepper_reads_the_next_snapshot_ahead(open_ui, transformer_trace: Path) -> None:
     async with open_ui(transformer_trace) as ui:
-        await ui.pilot.press("2")
-        await ui.settle()
-        screen = ui.app.screen
-        assert isinstance(screen, PassesScreen)
-        g = screen.graph
-        assert g is not None
+        screen, g = await _stepper(ui)
         snaps = [i for i, s in enumerate(g.stages) if s.file]
         assert len({g.stages[i].file for i in snaps}) >= 3, "needs three snapshots"
         first = screen.current_position()
@@ -202,12 +208,8 @@ async def test_the_stepper_builds_the_views_of_the_next_stages_ahead(
     from tuidebug.tui import model
 
     async with open_ui(transformer_trace) as ui:
-        await ui.pilot.press("2")
-        await ui.settle()
-        screen = ui.app.screen
-        assert isinstance(screen, PassesScreen)
-        g = screen.graph
-        assert g is not None and len(g.stages) >= 5
+        screen, g = await _stepper(ui)
+        assert len(g.stages) >= 5
         pos = len(g.stages) // 2
         assert model.neighbours(g, pos), "not built before the stage next to them is shown"
         screen._select_stage(pos)
