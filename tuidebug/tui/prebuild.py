@@ -23,6 +23,7 @@ exist first — without them nothing is built ahead, and each screen is built wh
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -202,8 +203,17 @@ class Prebuilder:
             return
         self._busy = True
         try:
-            if not await self._step():
-                self.stop()  # nothing left to do until the next start()
+            while True:
+                if not await self._step():
+                    self.stop()  # nothing left to do until the next start()
+                    return
+                if not self._pieces:
+                    return
+                # a render in pieces goes on at once while nothing else comes: the timer runs
+                # this in a task of its own, so a key that came meanwhile is answered here
+                await asyncio.sleep(0)
+                if not self._idle():
+                    return
         finally:
             self._busy = False
 
