@@ -222,3 +222,24 @@ async def test_the_stepper_builds_the_views_of_the_next_stages_ahead(
         await ui.settle()
         assert screen.current_stage() is ahead and screen.stage_view is built
         assert built.text_width() == max(len(ln.text) for ln in built.lines)
+
+
+async def test_another_trace_opened_while_screens_are_built_ahead(open_ui, transformer_trace: Path,
+                                                                  mlp_trace: Path) -> None:
+    """Opening another trace (compare's o, a rank switch) while a screen is half built: the
+    work left held screens the open removed, and the builder ran it on them (NoMatches in a
+    timer callback ends the app). Now stop() drops it and the new trace's screens are built."""
+    async with open_ui(transformer_trace, prebuild=True) as ui:
+        app = ui.app
+        prebuilder = app.prebuilder
+        assert await ui.wait_for(lambda: prebuilder._after or prebuilder._pieces, 60, poll=0.005), \
+            "caught no screen half built"
+        await app.open_trace(mlp_trace)
+        assert not prebuilder._after and not prebuilder._pieces
+        prebuilder.start()
+        await _built(ui)
+        assert app.is_running and app.trace.root == mlp_trace
+        await ui.pilot.press("2")
+        await ui.settle()
+        g = app.current_graph
+        assert g is not None and f"{g.id}: {len(g.stages)} stages" in ui.text()

@@ -174,6 +174,10 @@ class Prebuilder:
             self._timer = self.app.set_interval(POLL_S, self._tick)
 
     def stop(self) -> None:
+        """Stop, and drop the work left: it may hold screens about to be removed (another
+        trace or rank opened); start() prepares the screens still there again."""
+        self._after.clear()
+        self._pieces.clear()
         if self._timer is not None:
             self._timer.stop()
             self._timer = None
@@ -247,7 +251,8 @@ class Prebuilder:
                     # the rest in later moments, each short (a key pressed waits for at most
                     # one): its content (reads in workers), then laid out and rendered once
                     # those ended
-                    self._after += [lambda screen=screen: self.prepare(screen) and None,
+                    self._after += [lambda screen=screen: screen.is_mounted
+                                    and self.prepare(screen) and None,
                                     *self._finish(screen)]
                 return True
             screen = stack[0]
