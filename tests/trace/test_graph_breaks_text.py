@@ -230,6 +230,11 @@ def test_advise_does_not_count_a_break_met_in_fewer_compiles_as_removed(tmp_path
     assert gone.helped and gone.verdict == ("verified: compiles 2 → 1, graph breaks 2 → 0")
     # advice.json written before break_lines: compared as met, as it was
     assert Counts.from_json({"compiles": 1, "graph_breaks": 2}).break_lines is None
+    # a count not recorded is written null (asdict) and read back as not recorded, never as 0
+    # (0 against a real count read as breaks removed)
+    unknown = Counts(1, 0, 2, None, "ok", None)
+    assert Counts.from_json(unknown.to_json()).break_lines is None
+    assert Counts.from_json(gone.after.to_json()).break_lines == 0
 
 
 NONZERO = ("Dynamic shape operator",

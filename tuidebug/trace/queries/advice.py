@@ -107,7 +107,8 @@ class Counts:
                    graph_breaks=_int(d.get("graph_breaks")),
                    wall_s=float(wall) if isinstance(wall, (int, float)) else None,
                    status=str(d.get("status") or "?"),
-                   break_lines=_int(d["break_lines"]) if "break_lines" in d else None)
+                   break_lines=(d["break_lines"] if isinstance(d.get("break_lines"), int)
+                                and not isinstance(d["break_lines"], bool) else None))
 
 
 def _int(v: Any) -> int:
