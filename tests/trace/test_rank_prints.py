@@ -253,3 +253,27 @@ def test_a_graph_whose_id_is_no_folder_name_is_said_not_compared(tmp_path: Path)
         {"why": "its graph id is not a plain folder name; not read", "ranks": [1]}]}], note
     lines = divergence_lines(got["divergence"], got["ranks"], got["notes"])
     assert lines[0] == "ranks agree in what was compared; 1 file not compared", lines
+
+
+def test_a_damaged_compressed_snapshot_is_not_compared_and_a_plain_copy_beside_it_is_one(
+        tmp_path: Path) -> None:
+    """Rank 0's compressed snapshot is cut short (a half-copied job): not compared, with its
+    why — hashed, it made a divergence at that stage. Rank 1 holds the snapshot both plain and
+    compressed (stopped between writing one and removing the other): one snapshot, the plain
+    one, as the reader reads it — listed twice, it made 'different numbers of snapshots'."""
+    job = tmp_path / "job"
+    for r in (0, 1):
+        _rank(job, r, {"0_0-inference": "inference"})
+    rel = "graphs/0_0-inference/stages/000-dynamo.json"
+    packed = job / "rank_0" / compressed.packed_name(rel)
+    data = packed.read_bytes()
+    packed.write_bytes(data[: len(data) // 2])
+    both = job / "rank_1" / compressed.packed_name(rel)
+    kept = both.read_bytes()
+    plain(job / "rank_1" / rel)
+    both.write_bytes(kept)  # the .gz again, beside the plain file
+    got = analyze_job(job)
+    assert got["divergence"] is None, got["divergence"]
+    (note,) = [n for n in got["notes"] if n["kind"] == "not_compared"]
+    assert [(f["file"], f["ranks"]) for f in note["files"]] == [(rel, [0])], note
+    assert "damaged" in str(note), note

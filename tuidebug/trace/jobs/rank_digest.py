@@ -186,8 +186,11 @@ class Hashes:
                     if unread is not None:
                         unread[path] = str(e)
                     return UNREAD
-                except ValueError as e:  # damaged: its bytes hashed, never equal to a sound file
-                    raw = f"damaged: {e}".encode() + raw
+                except ValueError as e:  # damaged (a rank's copy cut short): not compared,
+                    # as a refused file is; hashed, it made a divergence of a bad copy
+                    if unread is not None:
+                        unread[path] = f"damaged compressed file ({e})"
+                    return UNREAD
             text = raw.decode("utf-8", errors="replace")
             if name == "wrapper.py":  # its benchmark harness uses this rank's size hints
                 text = _HARNESS.split(text, 1)[0]
@@ -266,12 +269,16 @@ def graph_print(root: Path, g: GraphEntry, hashes: Hashes,
     # meta.json (it holds this rank's phase times); the stage's name is looked up for the two
     # ranks compared
     # (compressed or not: ``NAME.gz`` is named and hashed as ``NAME``)
-    fp["stages"] = [[compressed.logical_name(e.name),
-                     hashes.file(e.path, compressed.logical_name(e.name), _lstat(e), groups,
-                                 unread)]
-                    for e in _scan(os.path.join(gdir, schema.STAGES_DIR))
-                    if compressed.logical_name(e.name).endswith(".json")
-                    or layout.is_fx_text(compressed.logical_name(e.name))]
+    # one entry per snapshot: a plain file beside its .gz (a rank stopped between writing the
+    # one and removing the other) is the one the reader reads, as tracefiles does
+    snaps: dict[str, os.DirEntry[str]] = {}
+    for e in _scan(os.path.join(gdir, schema.STAGES_DIR)):
+        name = compressed.logical_name(e.name)
+        if ((name.endswith(".json") or layout.is_fx_text(name))
+                and (name not in snaps or e.name == name)):
+            snaps[name] = e
+    fp["stages"] = [[name, hashes.file(e.path, name, _lstat(e), groups, unread)]
+                    for name, e in snaps.items()]
     parts = [e for e in _scan(os.path.join(gdir, "code")) if not e.name.endswith(".json")]
     if parts or os.path.isdir(os.path.join(gdir, "code")):
         fp["code"] = digest("".join(
