@@ -407,3 +407,19 @@ def test_only_commands_that_end_collect_less_often() -> None:
     assert set(seen) == {"minify", "bisect", "info"}, p.stdout + p.stderr
     assert seen["minify"] == seen["bisect"] == before, seen  # Python's defaults
     assert seen["info"] == [10_000, 20, 20] != before and frozen > 0, p.stdout + p.stderr
+
+@pytest.mark.slow  # runs torch
+def test_a_script_that_exits_256_ends_as_python_does_and_is_not_failed(tmp_path: Path) -> None:
+    """``sys.exit(256)`` ends a Python process with 0: the trace records no exit code, so the
+    trace (and a rank of a job) is not 'script failed' while the process exited 0."""
+    import json
+
+    s = tmp_path / "s.py"
+    s.write_text("import sys, torch\nsys.exit(256)\n")
+    assert _plain(s).returncode == 0
+    out = tmp_path / "o"
+    p = tuidebug("trace", "-o", str(out), str(s))
+    assert p.returncode == 0, p.stderr[-3000:]
+    info = json.loads(tuidebug("info", "--json", str(out)).stdout)
+    assert info.get("status") != "script_failed" and not info.get("script_failed"), info
+    assert "script_exit_code" not in json.loads((out / "manifest.json").read_text()), info

@@ -146,7 +146,9 @@ def run_in_session(session: Any, script: str, args: list[str],
         with tried if tried is not None else contextlib.nullcontext():
             runpy.run_path(script, run_name="__main__")
     except SystemExit as e:
-        exit_code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        # as the C exit() Python ends with takes it, once, before it is recorded:
+        # sys.exit(256) ends 0 (recorded as 256, the rank read as script_failed)
+        exit_code = e.code % 256 if isinstance(e.code, int) else (0 if e.code is None else 1)
         if e.code is not None and not isinstance(e.code, int):
             print(e.code, file=sys.stderr)  # sys.exit("message"), as Python itself prints it
     except BaseException as e:  # noqa: BLE001 - reported below, with its traceback
