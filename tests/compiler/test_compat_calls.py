@@ -182,6 +182,14 @@ def test_the_compiled_backward_node_is_feature_detected(monkeypatch: pytest.Monk
     assert not compat.is_compiled_backward(user.apply(x).grad_fn)
 
     assert compiled_backward.available()  # read from this torch's AOTAutograd runtime
+    # the known module gone, the runtime package kept: found by scanning the package's modules
+    monkeypatch.setattr(compiled_backward, "_KNOWN", "torch._functorch._aot_autograd.gone")
+    compiled_backward.available.cache_clear()
+    try:
+        assert compiled_backward.available(), "the scan of the runtime package found nothing"
+    finally:
+        monkeypatch.undo()
+        compiled_backward.available.cache_clear()
     monkeypatch.setattr(compiled_backward, "_KNOWN", "torch._functorch._aot_autograd.gone")
     monkeypatch.setattr(compiled_backward, "_RUNTIME", "torch._functorch.gone")
     compiled_backward.available.cache_clear()  # as a torch whose AOTAutograd moved elsewhere
