@@ -88,3 +88,18 @@ def test_graphs_in_one_trace_only_are_marked(mlp_trace: Path, transformer_trace:
     for gid in only_b:
         assert f"graph {gid} " in text and "(only in B)" in text
     assert "OK" in text
+
+
+def test_the_first_calls_table_sets_no_eager_time_beside_the_compiled_one(
+        mlp_trace: Path, transformer_trace: Path) -> None:
+    """Two cold calls side by side read as a speed-up never measured: the first-calls table
+    shows the compiled first call only, as info and the overview do (--json keeps eager_s)."""
+    d = diff_traces(mlp_trace, transformer_trace)
+    assert d["runtime"], "the traces hold first calls"
+    text = rendered(d)
+    (header,) = [line for line in text.splitlines() if "compiled first call" in line
+                 and "matches eager" in line]
+    assert [c.strip() for c in re.split(r"[┃│|]", header) if c.strip()] == [
+        "compile", "compiled first call", "matches eager", "max abs err"], header
+    for r in d["runtime"]:
+        assert "eager_s" in r
