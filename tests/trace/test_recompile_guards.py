@@ -301,6 +301,23 @@ def test_marking_dynamic_names_every_input_the_recompile_made_dynamic(tmp_path: 
         mark.text, mark.text
 
 
+def test_a_size_the_code_pinned_is_not_marked_with_the_others(tmp_path: Path) -> None:
+    """The recompile made input_ids dynamic, but the compile replaced the mask's symbol by a
+    constant (the code needs its value): marking the mask does nothing, so it is not offered
+    beside input_ids (it was, from the raw symbol list)."""
+    t = _one_frame(tmp_path / "t", {
+        "0/0": [], "0/1": ["0/0: tensor 'kwargs['input_ids']' size mismatch at index 1. "
+                           "expected 8, actual 12"]},
+        {"0/1": [{"name": "s27", "source": "L['kwargs']['input_ids'].size()[1]",
+                  "kind": "backed", "hint": 12},
+                 {"name": "s16", "source": "L['kwargs']['attention_mask'].size()[1]",
+                  "kind": "backed", "hint": 12, "replaced_by": "12"}]})
+    (mark,) = [s for s in recompile_advice(t) if s.id.startswith("mark_dynamic")]
+    assert mark.apply is not None and mark.apply.dynamic_sources == [
+        "L['kwargs']['input_ids']:1"], mark.apply
+    assert "attention_mask" not in mark.text, mark.text
+
+
 def test_a_stack_value_carried_across_a_break_is_named_as_such() -> None:
     """``pos = x[x > 0]`` breaks at nonzero; the code Dynamo resumes gets the masked value as
     ``___stack0``, whose length changes with the data: not a local, nor an input you pass."""

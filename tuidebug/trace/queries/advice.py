@@ -323,10 +323,10 @@ def _made_dynamic_with(trace: Trace, cid: str, previous: Any, src: str, index: i
     it dynamic (BERT's input_ids and attention_mask), and marking only the one its failed
     guard names leaves the other to recompile (advise --try: 3 compiles → 3)."""
     def dims(c: Any) -> list[tuple[str, int]]:
-        shapes = trace.compile_shapes_brief(str(c)) if c else {}
-        found = [_dim_source(str(x)) for sym in shapes.get("symbols") or []
-                 if isinstance(sym, dict) for x in [sym.get("source"), *(sym.get("sources") or [])]
-                 if x]
+        # a symbol the compile specialized again (the code pinned that size) is no dimension
+        # marking helps: symbolic_sources leaves it out
+        found = [_dim_source(x) for x in sorted(symbolic_sources(
+            trace.compile_shapes_brief(str(c)) if c else None) or ())]
         return [d for d in found if d is not None]
     before = set(dims(previous))
     out = [(src, index)]
