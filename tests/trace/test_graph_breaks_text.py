@@ -220,10 +220,10 @@ def test_advise_does_not_count_a_break_met_in_fewer_compiles_as_removed(tmp_path
     assert (once.graph_breaks, once.break_lines) == (1, 1), once
     same = Tried("dynamic=True", twice, once)
     assert not same.helped, same.verdict  # as many compiles, the same break
-    assert same.verdict == ("tried, did not help: compiles 0 → 0, graph breaks 2 → 1 (the "
-                            "same 1 break(s), met by fewer compiles)"), same.verdict
+    assert same.verdict == ("tried, did not help: compiles 0 → 0, graph breaks 2 → 1 (1 "
+                            "break line(s) before and after, met by fewer compiles)"), same.verdict
     fewer = Tried("dynamic=True", Counts(7, 3, 4, None, "ok", 2), Counts(3, 0, 2, None, "ok", 2))
-    assert fewer.helped and fewer.verdict.endswith("(the same 2 break(s), met by fewer "
+    assert fewer.helped and fewer.verdict.endswith("(2 break line(s) before and after, met by fewer "
                                                    "compiles)"), fewer.verdict
     gone = Tried("capture_scalar_outputs", Counts(2, 0, 2, None, "ok", 1),
                  Counts(1, 0, 0, None, "ok", 0))

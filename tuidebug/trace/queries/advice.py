@@ -143,10 +143,12 @@ class Tried:
     @property
     def verdict(self) -> str:
         b, a = self.before, self.after
+        # as many distinct break lines: the count is known, which lines is not (one removed
+        # and another added reads the same), so the words claim the count only
         same = (a.break_lines is not None and a.break_lines == b.break_lines
                 and a.graph_breaks != b.graph_breaks)
         change = (f"compiles {b.compiles} → {a.compiles}, graph breaks {b.graph_breaks} → "
-                  f"{a.graph_breaks}" + (f" (the same {a.break_lines} break(s), met by "
+                  f"{a.graph_breaks}" + (f" ({a.break_lines} break line(s) before and after, met by "
                                          f"{'fewer' if a.graph_breaks < b.graph_breaks else 'more'}"
                                          " compiles)" if same else ""))
         if a.status != "ok":
