@@ -277,3 +277,23 @@ def test_a_damaged_compressed_snapshot_is_not_compared_and_a_plain_copy_beside_i
     (note,) = [n for n in got["notes"] if n["kind"] == "not_compared"]
     assert [(f["file"], f["ranks"]) for f in note["files"]] == [(rel, [0])], note
     assert "damaged" in str(note), note
+
+
+def test_ranks_split_three_ways_in_a_file_another_refused_name_only_compared_ranks(
+        tmp_path: Path) -> None:
+    """Rank 0 could not read its snapshot; ranks 1, 2 and 3 read theirs and hold three
+    contents (relu, neg, sigmoid). Each is compared with rank 1 apart: the divergence names
+    the one rank it compared, never a rank whose difference was not looked at (rank 3 was
+    listed beside rank 2 though only 1 and 2 had been compared)."""
+    job = tmp_path / "job"
+    for r, gid in ((0, "0_0-inference"), (1, "0_0-inference"), (2, "0_0-inference-bad"),
+                   (3, "0_0-inference")):
+        _rank(job, r, {gid: "inference"})
+    rel = _refused_stage(job, 0, "link")
+    third = plain(job / "rank_3" / rel)
+    third.write_text(third.read_text().replace("aten.relu.default", "aten.sigmoid.default"))
+    got = analyze_job(job)
+    d = got["divergence"]
+    assert d is not None and d["kind"] == "graph" and d["stage"] == "dynamo", d
+    assert d["reference_ranks"] == [1] and len(d["diverging_ranks"]) == 1, d
+    assert d["diverging_ranks"][0] in (2, 3), d

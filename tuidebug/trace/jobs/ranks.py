@@ -367,7 +367,7 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
     pairs = [(ordered[0][1], rs) for _, rs in ordered[1:]]
     # ranks that read a file another rank could not, and differ in it: compared with each other
     # (the reference's group may be the one that could not read it)
-    pairs += [(by[0], [r for rs in by[1:] for r in rs]) for by in contested.values()]
+    pairs += [(by[0], rs) for by in contested.values() for rs in by[1:]]  # each content apart
     best = None
     for ref_ranks, rs in pairs:
         ra = ref_ranks[0]
