@@ -184,3 +184,20 @@ def test_not_an_archive(tmp_path: Path) -> None:
     junk.write_bytes(b"\x1f\x8b" + hashlib.sha256(b"x").digest())
     with pytest.raises(UnpackError, match="not a readable .tar.gz"):
         unpack(junk, tmp_path / "cache")
+
+
+def test_a_redacted_pack_counts_what_it_unpacks_to(tmp_path: Path, monkeypatch,  # noqa: ANN001
+                                                   mlp_trace: Path) -> None:
+    """A redacted compile record is packed plain: the archive's size check counts its plain
+    size, not the stored .gz's (the pack passed the check and unpack refused it)."""
+    from tuidebug.trace.archive import pack as pack_mod
+    from tuidebug.trace.format import compressed
+
+    stored = sum(p.stat().st_size for p in mlp_trace.rglob("*") if p.is_file())
+    packed = [p for p in mlp_trace.rglob("*" + compressed.SUFFIX)
+              if Path(compressed.logical_name(p.name)).suffix in pack_mod._CODE_METADATA]
+    assert packed, "the trace stores redacted files compressed"
+    monkeypatch.setattr(pack_mod, "MAX_BYTES", stored)  # the stored bytes fit, the plain do not
+    with pytest.raises(pack_mod.PackError, match="holds more than"):
+        pack(mlp_trace, tmp_path / "r.tar.gz", redact=True)
+    pack(mlp_trace, tmp_path / "p.tar.gz")  # unredacted: as stored, it fits

@@ -194,6 +194,13 @@ def pack(trace: str | os.PathLike[str], out: str | os.PathLike[str], *,
                         dropped += 1
                         continue
                     name = logical.as_posix()
+                    # packed plain: its own size counts, not the stored .gz's (unpack checks
+                    # what it unpacks to)
+                    total += len(redacted) - p.stat().st_size
+                    if total > MAX_BYTES:
+                        raise PackError(f"{name}: the redacted trace holds more than "
+                                        f"{MAX_BYTES:,} bytes (an archive may unpack to no "
+                                        "more); not packed")
                     files[name] = {"sha256": hashlib.sha256(redacted).hexdigest(),
                                    "size": len(redacted)}
                     _add(tar, f"{top}/{name}", redacted, p.stat().st_mtime)
