@@ -135,7 +135,9 @@ class PassesScreen(TraceScreen):
         if model.stage_view_ready(g, stage):  # parsed already: shown in this very frame
             self.cancel_load(self.StageRead)
             self._stage_read(g, stage, model.stage_view(g, stage))
-            keep_read()  # as a load's worker does (base.py)
+            # as a load's worker does (base.py), once the stage is painted: a collection it
+            # may start (17-41 ms) is not in the key's frame
+            self.call_after_refresh(keep_read)
             return
         self.set_text("#graph-title", Text(f"{stage.name}  reading…", style="dim"))
         self.load(self.StageRead, (g.id, stage.index), lambda: _read_stage(g, stage),
