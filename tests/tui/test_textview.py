@@ -43,6 +43,13 @@ def test_highlighting_never_waits_for_a_worker_on_the_ui_thread() -> None:
     assert lines.lexed() == 0 and not lines.is_final(last) and asked == [last]
     lines.rich(last)
     assert asked == [last], "told once per line"
+    # the worker told was cancelled (another file selected); shown again, the file's lines
+    # still plain are told again, not left plain for good
+    again: list[int] = []
+    lines.watch(again.append)
+    lines.rich(last)
+    assert again == [last], "a file shown again asks again for what is still plain"
+    lines.on_behind = asked.append
     with lines._lock:  # a worker lexing: the UI thread does not wait for it
         near = lines.rich(0)
         assert not near.spans and lines.lexed() == 0 and not lines.is_final(0)

@@ -317,7 +317,7 @@ class CodeScreen(TraceScreen):
 
     def _watch_lexing(self, key: Any, source: Any) -> None:
         if isinstance(source, Highlighted):
-            source.on_behind = lambda i: self.call_later(self._lex_to, key, source, i)
+            source.watch(lambda i: self.call_later(self._lex_to, key, source, i))
 
     def on_code_screen_doc_highlighted(self, message: CodeScreen.DocHighlighted) -> None:
         if message.key != self.shown_key:

@@ -82,6 +82,13 @@ class Highlighted:
                 self.on_behind(i)
         return Text(self._plain[i])
 
+    def watch(self, on_behind: Callable[[int], None] | None) -> None:
+        """Tell ``on_behind`` of lines handed out plain from now on, every one again: a
+        worker told earlier may have been cancelled (another file selected) before it lexed
+        them, and the lines would stay plain when the file is shown again."""
+        self.on_behind = on_behind
+        self._behind = -1
+
     def is_final(self, i: int) -> bool:
         """Whether line ``i`` is drawn as it will stay (highlighted, or the file is plain)."""
         return i < self.lexed()
