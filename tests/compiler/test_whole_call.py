@@ -31,9 +31,10 @@ def _parts_add_up(v, root: Path) -> None:
     """The ledger is each marked part's mean share of the clocked calls' wall time, scaled to
     the timed calls' median (profile.json); ``other`` is that median less the parts. So the
     parts can never exceed the whole and ``other`` adds up by construction: neither is checked.
-    What can fail is how much of the clocked calls the marks cover: at least 85%. (Under load
-    10 a training step's clocked calls left 10.9% unmarked, time the OS gave other processes
-    between marks; a ledger missing a part, the backward or a graph, leaves a third or more.)"""
+    What can fail here is how much of the clocked calls' wall time the marks span: at least
+    85% (under load 10 a training step's clocked calls left 10.9% unmarked). A part missing
+    from the marks (a graph, the backward) is folded into its neighbour, so this does not find
+    it: each caller asserts the ledger's rows (its graphs, islands and backward parts)."""
     (raw,) = json.loads((root / "profile.json").read_text())["calls"]
     whole = statistics.median(raw["times"]["compiled_s"])
     assert len(raw["times"]["compiled_s"]) == v.rounds >= 10
