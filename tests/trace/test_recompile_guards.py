@@ -283,17 +283,23 @@ def test_a_string_argument_is_a_constant_each_value_compiled() -> None:
     assert "recompile_limit" in advice and "dynamic=True" not in advice, advice
 
 
-def test_marking_dynamic_names_every_input_the_recompile_made_dynamic(tmp_path: Path) -> None:
-    """BERT's 8 → 12 recompile names only input_ids in its failed guard, but the attention
-    mask changed with it and the compile made both dynamic: marking input_ids alone left the
-    mask to recompile (advise --try: 3 compiles → 3); both are marked."""
-    t = _one_frame(tmp_path / "t", {
+def _bert_frame(root: Path, mask: dict) -> Path:  # noqa: ANN001
+    """BERT's 8 → 12 recompile: input_ids named by the failed guard, the attention mask's
+    symbol (with ``mask``'s extra fields) beside it."""
+    return _one_frame(root, {
         "0/0": [], "0/1": ["0/0: tensor 'kwargs['input_ids']' size mismatch at index 1. "
                            "expected 8, actual 12"]},
         {"0/1": [{"name": "s27", "source": "L['kwargs']['input_ids'].size()[1]",
                   "kind": "backed", "hint": 12},
                  {"name": "s16", "source": "L['kwargs']['attention_mask'].size()[1]",
-                  "kind": "backed", "hint": 12}]})
+                  "kind": "backed", "hint": 12, **mask}]})
+
+
+def test_marking_dynamic_names_every_input_the_recompile_made_dynamic(tmp_path: Path) -> None:
+    """BERT's 8 → 12 recompile names only input_ids in its failed guard, but the attention
+    mask changed with it and the compile made both dynamic: marking input_ids alone left the
+    mask to recompile (advise --try: 3 compiles → 3); both are marked."""
+    t = _bert_frame(tmp_path / "t", {})
     (mark,) = [s for s in recompile_advice(t) if s.id.startswith("mark_dynamic")]
     assert mark.apply is not None and mark.apply.dynamic_sources == [
         "L['kwargs']['input_ids']:1", "L['kwargs']['attention_mask']:1"], mark.apply
@@ -305,13 +311,7 @@ def test_a_size_the_code_pinned_is_not_marked_with_the_others(tmp_path: Path) ->
     """The recompile made input_ids dynamic, but the compile replaced the mask's symbol by a
     constant (the code needs its value): marking the mask does nothing, so it is not offered
     beside input_ids (it was, from the raw symbol list)."""
-    t = _one_frame(tmp_path / "t", {
-        "0/0": [], "0/1": ["0/0: tensor 'kwargs['input_ids']' size mismatch at index 1. "
-                           "expected 8, actual 12"]},
-        {"0/1": [{"name": "s27", "source": "L['kwargs']['input_ids'].size()[1]",
-                  "kind": "backed", "hint": 12},
-                 {"name": "s16", "source": "L['kwargs']['attention_mask'].size()[1]",
-                  "kind": "backed", "hint": 12, "replaced_by": "12"}]})
+    t = _bert_frame(tmp_path / "t", {"replaced_by": "12"})
     (mark,) = [s for s in recompile_advice(t) if s.id.startswith("mark_dynamic")]
     assert mark.apply is not None and mark.apply.dynamic_sources == [
         "L['kwargs']['input_ids']:1"], mark.apply
