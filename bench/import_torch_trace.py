@@ -14,8 +14,10 @@ new frames; each copy's printed graphs and code differ by a comment line unless
 * ``python -m tuidebug.cli import LOG -o DIR`` (the import and the summary it prints);
 * ``tlparse LOG -o DIR --overwrite --no-browser`` (``tlparse`` from requirements-dev.txt).
 
-Reported per command: CPU seconds (user + system of the child, ``os.wait4``; what a loaded
-machine does not inflate), wall seconds and peak RSS, each as median [min–max]; the ratio of CPU
+Reported per command: CPU seconds (user + system of the command, ``os.wait4``; what a loaded
+machine does not inflate), wall seconds and peak RSS (the command's own, measured by
+``bench/_own_rusage.py``: before, a child forked from the bench reported the bench's peak when
+its own was smaller), each as median [min–max]; the ratio of CPU
 seconds, tuidebug / tlparse, per interleaved pair (median [min–max]); the load average before and
 after.
 """
@@ -77,18 +79,21 @@ def run(cmd: list[str], env: dict[str, str] | None = None,
     write a line per record). Exit 0 or it failed (tlparse 0.4.3 exits 0 on our logs, a failed
     compile's included, and 1 on an error); ``tuidebug import`` exits 1 where the log's compile
     failed, accepted only when the trace written to ``failed_compile`` says so."""
-    with tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile("r") as usage:
+        # started by bench/_own_rusage.py, which reports the command's own CPU and peak RSS (a
+        # child forked from this process inherits its RSS high-water mark)
         t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=ROOT)
-        _, status, ru = os.wait4(p.pid, 0)
+        p = subprocess.Popen([sys.executable, str(ROOT / "bench" / "_own_rusage.py"), usage.name,
+                              *cmd], stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=ROOT)
+        code = p.wait()
         wall = time.perf_counter() - t0
-        p.returncode = code = os.waitstatus_to_exitcode(status)
+        cpu_s, maxrss_kb = usage.read().split()
         if code != 0 and not (code == 1 and failed_compile is not None
                               and _status(failed_compile) == "failed"):
             err.seek(0)
             text = err.read().decode(errors="replace")[-2000:]
             raise RuntimeError(f"{' '.join(cmd[:4])} failed (exit {code}):\n{text}")
-    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+    return wall, float(cpu_s), int(maxrss_kb) / 1024
 
 
 def _status(trace: Path) -> str | None:
