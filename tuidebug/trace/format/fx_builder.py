@@ -18,7 +18,7 @@ _BINOPS = {
     ast.LShift: "lshift", ast.RShift: "rshift", ast.BitAnd: "and_", ast.BitOr: "or_",
     ast.BitXor: "xor",
 }
-_UNOPS = {ast.USub: "neg", ast.UAdd: "pos", ast.Not: "not_", ast.Invert: "inv"}
+_UNOPS = {ast.USub: "neg", ast.UAdd: "pos", ast.Not: "not_", ast.Invert: "invert"}
 _CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq",
            ast.NotEq: "ne"}
 
@@ -215,7 +215,10 @@ def slow_statement(b: Builder, code: str, lineno: int, src: dict[str, Any] | Non
         bad.append(lineno)
         return
     before = len(b.nodes)
-    for stmt in mod.body:
+    body = mod.body
+    if _inplace(b, body):
+        body = body[2:]
+    for stmt in body:
         problems: list[str] = []
         _statement(b, stmt, param_names, problems)
         if problems:
@@ -223,6 +226,30 @@ def slow_statement(b: Builder, code: str, lineno: int, src: dict[str, Any] | Non
     for n in b.nodes[before:]:
         if n["op"] != "output":
             n["source"] = src
+
+
+def _inplace(b: Builder, body: list[ast.stmt]) -> bool:
+    """FX's print of an in-place operator node, ``x += y;  name: ann = x``: the node
+    ``name = operator.iadd(x, y)`` (True when ``body`` starts so)."""
+    if len(body) < 2:
+        return False
+    aug, then = body[0], body[1]
+    if not (isinstance(aug, ast.AugAssign) and isinstance(aug.target, ast.Name)
+            and type(aug.op) in _BINOPS):
+        return False
+    if isinstance(then, ast.AnnAssign) and isinstance(then.target, ast.Name):
+        name, value, ann = then.target.id, then.value, ann_text(then.annotation)
+    elif isinstance(then, ast.Assign) and len(then.targets) == 1 \
+            and isinstance(then.targets[0], ast.Name):
+        name, value, ann = then.targets[0].id, then.value, None
+    else:
+        return False
+    if not (isinstance(value, ast.Name) and value.id == aug.target.id):
+        return False
+    op = _BINOPS[type(aug.op)].rstrip("_")  # and_ -> iand
+    b.add(name, "call_function", f"operator.i{op}", [b.value(aug.target), b.value(aug.value)],
+          {}, ann)
+    return True
 
 
 def _statement(b: Builder, stmt: ast.stmt, param_names: set[str], problems: list[str]) -> None:

@@ -8,6 +8,7 @@ line the tokenizer does not fully understand, goes through ast (``fx_builder``).
 from __future__ import annotations
 
 import ast
+import math
 import re
 from typing import Any
 
@@ -17,11 +18,32 @@ STMT_RE = re.compile(r'^(?P<name>[A-Za-z_]\w*)(?:: "(?P<ann>[^"]*)")?(?: = (?P<r
 _DEL_RE = re.compile(r"^(?:[A-Za-z_]\w* = )+None$")
 _CALL_RE = re.compile(r"^(?P<t>[A-Za-z_][\w.]*)\((?P<a>.*)\)$")
 _GETITEM_RE = re.compile(r"^(?P<v>[A-Za-z_]\w*)\[(?P<i>-?\d+)\]$")
+_SUBSCRIPT_RE = re.compile(r"^(?P<v>[A-Za-z_]\w*)\[(?P<i>.+)\]$")
 _TOKEN_RE = re.compile(r"""\s*(?:(?P<s>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")"""
                        r"""|(?P<n>-?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+)(?![\w.]))"""
                        r"""|(?P<id>[A-Za-z_][\w.]*)|(?P<p>[\[\](),=]))""")
 _CONSTS: dict[str, Any] = {"None": None, "True": True, "False": False}
 _SIMPLE_ARGS_RE = re.compile(r"^[A-Za-z_]\w*(?:, [A-Za-z_]\w*)*$")
+
+# what FX prints for the operator module's functions (torch.fx.graph's magic_methods and
+# inplace_methods): "a * b", "-a", "a += b;  c = a", and a get_attr node's "self.attr"
+BINARY_OPS = {"+": "add", "-": "sub", "*": "mul", "/": "truediv", "//": "floordiv", "%": "mod",
+              "**": "pow", "@": "matmul", "<<": "lshift", ">>": "rshift", "&": "and_",
+              "|": "or_", "^": "xor", "<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq",
+              "!=": "ne"}
+_INPLACE_OPS = {"+": "iadd", "-": "isub", "*": "imul", "/": "itruediv", "//": "ifloordiv",
+                "%": "imod", "**": "ipow", "@": "imatmul", "<<": "ilshift", ">>": "irshift",
+                "&": "iand", "|": "ior", "^": "ixor"}
+UNARY_OPS = {"-": "neg", "+": "pos", "~": "invert"}
+_OP = r"(?:\*\*|//|<<|>>|<=|>=|==|!=|[-+*/%@&|^<>])"
+_OPERAND = r"(?:[A-Za-z_][\w.]*|-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)"
+BINARY_RE = re.compile(rf"^(?P<l>{_OPERAND}) (?P<op>{_OP}) (?P<r>{_OPERAND})$")
+UNARY_RE = re.compile(r"^(?P<op>[-+~])(?P<v>[A-Za-z_]\w*)$")
+SELF_ATTR_RE = re.compile(r"^self\.(?P<attr>[A-Za-z_][\w.]*)$")  # a get_attr node
+# "x += 1;  name: ann = x" (then FX's "x = None"): one node, operator.iadd(x, 1)
+INPLACE_RE = re.compile(rf"^(?P<x>[A-Za-z_]\w*) (?P<op>{_OP})= (?P<y>{_OPERAND});  "
+                        r'(?P<name>[A-Za-z_]\w*)(?:: "(?P<ann>[^"]*)")? = (?P=x)'
+                        r"(?:;  (?P<free>(?:[A-Za-z_]\w* = )+None))?$")
 
 
 class _Unsupported(Exception):
@@ -136,11 +158,33 @@ def statement_value(rhs: str) -> str | None:
     return rhs[:cut] if _DEL_RE.match(rhs[cut + 3:]) else None
 
 
+def _operand(b: Builder, tok: str) -> Any:
+    """An operand of ``BINARY_RE`` as the ast reading gives it (``Builder.value``)."""
+    if tok[0].isdigit() or tok[0] == "-":
+        if "." in tok or "e" in tok or "E" in tok:
+            v = float(tok)
+            return v if math.isfinite(v) else {"repr": repr(v)}
+        return int(tok)
+    if tok in _CONSTS:
+        return _CONSTS[tok]
+    return {"node": tok} if tok in b.by_name else {"repr": tok}
+
+
+def _inplace(b: Builder, code: str, src: dict[str, Any] | None) -> bool:
+    m = INPLACE_RE.match(code)
+    if m is None or m["op"] not in _INPLACE_OPS:
+        return False
+    node = b.add(m["name"], "call_function", f"operator.{_INPLACE_OPS[m['op']]}",
+                 [_operand(b, m["x"]), _operand(b, m["y"])], {}, m["ann"])
+    node["source"] = src
+    return True
+
+
 def fast_statement(b: Builder, code: str, lineno: int, src: dict[str, Any] | None,
                     param_names: set[str]) -> bool:
     m = STMT_RE.match(code)
     if m is None:
-        return False
+        return _inplace(b, code, src)
     rhs = m["rhs"]
     name = m["name"]
     if rhs is None:
@@ -199,5 +243,40 @@ def fast_statement(b: Builder, code: str, lineno: int, src: dict[str, Any] | Non
                      {}, m["ann"])
         node["source"] = src
         return True
-    return False
+    node = _expression(b, name, rhs, m["ann"])
+    if node is None:
+        return False
+    node["source"] = src
+    return True
+
+
+def _expression(b: Builder, name: str, rhs: str, ann: str | None) -> dict[str, Any] | None:
+    """The node of an operator FX prints as an expression (``a * 2``, ``-a``, ``a[(…)]``) or of
+    a get_attr (``self.attr``), as ``Builder.call`` reads it; None for anything else."""
+    e = BINARY_RE.match(rhs)
+    if e is not None:
+        left = e["l"]
+        if left[0] == "-":  # "-2 ** x" reads as -(2 ** x)
+            return None
+        return b.add(name, "call_function", f"operator.{BINARY_OPS[e['op']]}",
+                     [_operand(b, left), _operand(b, e["r"])], {}, ann)
+    e = UNARY_RE.match(rhs)
+    if e is not None:
+        return b.add(name, "call_function", f"operator.{UNARY_OPS[e['op']]}",
+                     [_operand(b, e["v"])], {}, ann)
+    e = SELF_ATTR_RE.match(rhs)
+    if e is not None:
+        return b.add(name, "get_attr", e["attr"], [], {}, ann)
+    e = _SUBSCRIPT_RE.match(rhs)
+    if e is not None:
+        try:
+            ap = _ArgParser(e["i"], b.by_name)
+            index, kw = ap.arguments(None)
+        except (_Unsupported, ValueError, SyntaxError):
+            return None
+        if len(index) != 1 or kw:
+            return None
+        return b.add(name, "call_function", "operator.getitem",
+                     [_operand(b, e["v"]), index[0]], {}, ann)
+    return None
 

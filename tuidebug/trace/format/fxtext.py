@@ -26,7 +26,8 @@ from typing import Any
 from tuidebug.trace.format.graph import GRAPH_FORMAT
 from tuidebug.trace.format.fx_annotations import parse_annotation
 from tuidebug.trace.format.fx_builder import Builder, ann_text, slow_statement
-from tuidebug.trace.format.fx_fastpath import STMT_RE, fast_statement, statement_value
+from tuidebug.trace.format.fx_fastpath import (BINARY_RE, INPLACE_RE, SELF_ATTR_RE, STMT_RE,
+                                               UNARY_RE, fast_statement, statement_value)
 from tuidebug.trace.format import safefile
 
 __all__ = ["GraphIndex", "ParsedGraph", "index_graph", "parse_annotation", "parse_graph"]
@@ -243,11 +244,8 @@ class GraphIndex:
     sources: dict[str, dict[str, Any]]
 
 
-_OPERAND = r"(?:[A-Za-z_][\w.]*|-?\d+(?:\.\d*)?(?:e[-+]?\d+)?|inf|nan)"
-_BINARY_RE = re.compile(rf"^{_OPERAND} (?:[-+*/%@&|^<>]|//|\*\*|<<|>>|==|!=|<=|>=) {_OPERAND}$")
 _CALL_RE = re.compile(r"^[A-Za-z_][\w.]*\(.*\)$")
 _SUBSCRIPT_RE = re.compile(r"^[A-Za-z_]\w*\[.*\]$")
-_SELF_ATTR_RE = re.compile(r"^self\.[A-Za-z_][\w.]*$")  # a get_attr node
 _UNPACK_RE = re.compile(r"^[A-Za-z_]\w*(?:, ?[A-Za-z_]\w*)*,? = ")  # "a, b, = tree_flatten…"
 
 
@@ -268,6 +266,10 @@ def index_graph(text: str) -> GraphIndex | None:
         if m is None:
             if code.startswith("return ") or code == "return":
                 nodes += 1  # the output node
+            elif (m := INPLACE_RE.match(code)) is not None:  # "x += 1;  name = x"
+                nodes += 1
+                if src is not None:
+                    sources[m["name"]] = src
             elif not _UNPACK_RE.match(code):
                 return None
             continue
@@ -285,8 +287,8 @@ def index_graph(text: str) -> GraphIndex | None:
         if rhs in names and m["ann"] is None:
             names.discard(rhs)  # "l_x_ = L_x_": a placeholder renamed
             continue
-        if not (_CALL_RE.match(rhs) or _SUBSCRIPT_RE.match(rhs) or _BINARY_RE.match(rhs)
-                or _SELF_ATTR_RE.match(rhs)):
+        if not (_CALL_RE.match(rhs) or _SUBSCRIPT_RE.match(rhs) or BINARY_RE.match(rhs)
+                or UNARY_RE.match(rhs) or SELF_ATTR_RE.match(rhs)):
             return None
         nodes += 1
         if src is not None:

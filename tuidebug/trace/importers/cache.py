@@ -18,7 +18,8 @@ from tuidebug.errors import ImportFailed
 from tuidebug.trace.importers.sources import TRACE_DIR_LOG_RE, Kind, detect, trace_logs
 
 # Bump when an importer writes something different: cached imports are then redone.
-IMPORTER_VERSION = 2  # 2: printed graphs kept as text (stages/NNN-<name>.txt)
+IMPORTER_VERSION = 3  # 2: printed graphs kept as text (stages/NNN-<name>.txt); 3: in-place
+# operator nodes ("x += 1;  y = x") read, not dropped as corrupt
 CACHE_DIR_ENV = "TUIDEBUG_IMPORT_CACHE"
 
 
