@@ -325,3 +325,17 @@ def test_a_stack_value_carried_across_a_break_is_named_as_such() -> None:
                         {}, {"L['___stack0'].size()[0]"}, resumed=True)[0]
     assert "'___stack0' is the value your line was computing when the graph broke" in advice
     assert "maybe_mark_dynamic" not in advice, advice
+
+
+def test_a_restarted_recompile_is_judged_by_the_attempt_that_made_its_graph(
+        tmp_path: Path) -> None:
+    """0/1 restarted at the break; 0/1_1 (its graph) holds the symbol for x's batch: the
+    recompile's verdict is 0/1_1's ("makes it dynamic"), not the first attempt's (no
+    symbol recorded: "did not make it dynamic")."""
+    t = _trace(tmp_path)
+    (c,) = [c for c in trace_summary(t)["compiles"] if c["id"] == "0/1"]
+    said = c["recompile"]["suggestion"]
+    assert "this compile makes it dynamic (automatic dynamic)" in said, said
+    assert "did not make it dynamic" not in said, said
+    (dyn,) = [s for s in recompile_advice(t) if s.id == "dynamic=True"]
+    assert "0/1: dimension 0 of x changed (4 → 8); this compile made it dynamic" in dyn.why, dyn

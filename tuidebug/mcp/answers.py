@@ -29,11 +29,11 @@ def _nexts(*calls: Next | None) -> list[Next]:
 
 
 def recompile_items(trace: Trace) -> list[dict[str, Any]]:
-    """Every recompile explained (``recompiles.explain``) with where its frame is."""
+    """Every recompile explained (``recompiles.explain_compile``) with where its frame is."""
     compiles = trace.compiles
     out = []
     for cid in compiles:
-        why = rc.explain(cid, compiles, trace.compile_shapes_brief(cid))
+        why = rc.explain_compile(trace, cid)
         if why is None:
             continue
         place = compile_place(compiles, cid)

@@ -50,6 +50,7 @@ from tuidebug.trace.jobs.skew import judge_skew
 from tuidebug.trace.format.graph import node_line
 from tuidebug.trace.format.layout import diff_fingerprints
 from tuidebug.trace.format.reader import GraphRecord, Trace
+from tuidebug.trace.queries.attempts import restarts as restarted_attempts
 from tuidebug.trace.queries.recompiles import reasons_of
 
 MAX_NODE_LINES = 12
@@ -100,16 +101,16 @@ def _reasons(t: Trace, cid: str, other: Trace) -> dict[str, Any]:
     compiles = t.compiles
     c = compiles.get(cid) or {}
     ids = list(compiles)
-    m = c.get("metrics") or next(  # a restarted compile: its last attempt holds the metrics
-        ((compiles[p].get("metrics") or {}) for p in reversed(ids) if p.startswith(cid + "_")),
-        {})
+    attempts = restarted_attempts(ids, cid)
+    # a restarted compile: its last attempt holds the metrics
+    m = c.get("metrics") or next(((compiles[p].get("metrics") or {}) for p in reversed(attempts)
+                                  if compiles[p].get("metrics")), {})
     before = ids[:ids.index(cid)] if cid in ids else []
     mine, theirs = _breaks(t), _breaks(other)
     breaks = [_short_reason(b) for p in before for b in mine.get(p, [])
               if b not in theirs.get(p, [])]
     # the compile's own breaks (and its restarted attempts'): only this rank compiled it
-    breaks += [_short_reason(b) for p in ids if p == cid or p.startswith(cid + "_")
-               for b in mine.get(p, [])]
+    breaks += [_short_reason(b) for p in [cid, *attempts] for b in mine.get(p, [])]
     restarts = [_short_reason(str(r)) for r in m.get("restart_reasons") or []]
     return {"recompile_reasons": reasons_of(c),
             "graph_break_reasons": breaks, "restart_reasons": restarts,

@@ -13,10 +13,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.attempts import first_attempt, held_shapes
 from tuidebug.trace.queries.break_diff import break_ident
 from tuidebug.trace.queries.graph_breaks import trace_breaks
 from tuidebug.trace.queries.recompile_constants import specialized_sources, symbolic_sources
-from tuidebug.trace.queries.recompiles import CACHE_TENSOR, USER_INPUT, explain, held_as
+from tuidebug.trace.queries.recompiles import CACHE_TENSOR, USER_INPUT, explain_compile, held_as
 
 # transformers' KV cache by its Dynamo source: ``past_key_values.layers[0].keys`` (5.x),
 # ``past_key_values.key_cache[0]`` (4.x)
@@ -162,14 +163,13 @@ class Tried:
 
 def counts(trace: Trace, wall_s: float | None = None) -> Counts:
     """The counts of a trace (a run of the script under capture)."""
-    compiles = trace.compiles
     # a compile made a graph that ran; a restarted analysis's graph is redone by its restart
     made = list(dict.fromkeys(g.compile_id for g in trace.graphs if g.status != "restarted"))
     # a recompile whose analysis restarted (at a graph break) made its graph under the
     # restart's id (``0/1_1``): its reasons are the first attempt's (``0/1``)
     recompiled = [cid for cid in made
-                  if any(explain(c, compiles, trace.compile_shapes_brief(c))
-                         for c in dict.fromkeys([cid, re.sub(r"_\d+$", "", cid)]))]
+                  if any(explain_compile(trace, c)
+                         for c in dict.fromkeys([cid, first_attempt(cid)]))]
     met = [b for bs in trace_breaks(trace).values() for b in bs]
     script = trace.manifest.script_error
     status = trace.status if not script else "raised"
@@ -210,16 +210,15 @@ def _number_source(source: str | None) -> str | None:
 
 def _has_symbol(trace: Trace, cid: str, source: str) -> bool:
     """Whether compile ``cid`` holds ``source`` as a symbol (one it specialized again, as a
-    loop over ``range(n)`` does, is a constant)."""
-    return source in (symbolic_sources(trace.compile_shapes_brief(cid)) or set())
+    loop over ``range(n)`` does, is a constant), as its finished attempt recorded it."""
+    return source in (symbolic_sources(held_shapes(trace, cid)) or set())
 
 
 def recompile_advice(trace: Trace) -> list[Suggestion]:
     """Suggestions for the trace's recompiles, each checked against what the compiles show."""
     out: dict[str, Suggestion] = {}
-    compiles = trace.compiles
-    for cid in compiles:
-        rec = explain(cid, compiles, trace.compile_shapes_brief(cid))
+    for cid in trace.compiles:
+        rec = explain_compile(trace, cid)
         if not rec:
             continue
         if rec.get("limit_hit"):
@@ -274,7 +273,7 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
                 "recompiles",
                 Apply(config={"fx.backed_size_oblivious": True})))
             continue
-        fixed = specialized_sources(trace.compile_shapes_brief(cid)).get(str(rec.get("source")))
+        fixed = specialized_sources(held_shapes(trace, cid)).get(str(rec.get("source")))
         if fixed is not None:
             # the code needs the size (a loop over range(x.shape[0])): each size compiles once,
             # marked dynamic or not; only a cache whose length stays fixed avoids it
@@ -328,7 +327,7 @@ def _made_dynamic_with(trace: Trace, cid: str, previous: Any, src: str, index: i
         # a symbol the compile specialized again (the code pinned that size) is no dimension
         # marking helps: symbolic_sources leaves it out
         found = [_dim_source(x) for x in sorted(symbolic_sources(
-            trace.compile_shapes_brief(str(c)) if c else None) or ())]
+            held_shapes(trace, str(c)) if c else None) or ())]
         return [d for d in found if d is not None]
     before = set(dims(previous))
     out = [(src, index)]

@@ -68,7 +68,7 @@ def compile_dynamic(trace: Trace, cid: str) -> dict[str, Any]:
              "marked_dynamic": bool(set(sp.get("sources") or []) & marked)}
             for sp in shapes.get("specializations") or []],
         "guards": guard_counts(detail, shapes),
-        "recompile": recompiles.explain(cid, compiles, shapes),
+        "recompile": recompiles.explain_compile(trace, cid),
     }
 
 

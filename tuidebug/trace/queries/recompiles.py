@@ -13,6 +13,8 @@ import re
 from typing import Any
 
 from tuidebug.trace.format import safefile
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries import attempts
 from tuidebug.trace.queries.recompile_constants import (
     CONSTANT, Specialized, carried, constant_advice, specialized_sources, symbolic_sources)
 
@@ -75,18 +77,15 @@ def reasons_of(detail: dict[str, Any]) -> list[str]:
 
 
 def previous_compile(cid: str, compiles: dict[str, Any]) -> str | None:
-    """The compile of the same frame just before ``cid`` (``3/2`` -> ``3/1``, its last
-    restart if it restarted)."""
+    """The compile of the same frame just before ``cid`` as Dynamo names it in a recompile
+    reason (``3/2`` -> ``3/1``; ``3/1``'s last restart when only that is recorded).
+    ``attempts.final_attempt`` of it made the graph."""
     m = re.fullmatch(r"(?P<pre>!?(?:\d+/)?\d+/)(?P<n>\d+)(?:_\d+)?", cid)
     if not m or int(m["n"]) == 0:
         return None
     base = f"{m['pre']}{int(m['n']) - 1}"
-    restarts = sorted((k for k in compiles if k.startswith(base + "_")),
-                      key=lambda k: int(k.rsplit("_", 1)[1]) if k.rsplit("_", 1)[1].isdigit()
-                      else 0)
-    if base in compiles or not restarts:
-        return base
-    return restarts[-1]
+    later = attempts.restarts(compiles, base)
+    return base if base in compiles or not later else later[-1]
 
 
 def _config(detail: dict[str, Any]) -> dict[str, Any]:
@@ -307,7 +306,8 @@ def _out_of_range(m: re.Match[str], s: re.Match[str], text: str, seen: dict[str,
 
 
 def explain(cid: str, compiles: dict[str, dict[str, Any]],
-            shapes: dict[str, Any] | None = None) -> dict[str, Any] | None:
+            shapes: dict[str, Any] | None = None, held: dict[str, Any] | None = None
+            ) -> dict[str, Any] | None:
     """Why compile ``cid`` happened when it is a recompile (None when it is not): ``previous``
     (the compile it follows), ``failed_guard`` (the failed guard, as Dynamo words it),
     ``guard_of`` (whose guard it was), ``source``, ``expected``, ``failing_value``,
@@ -316,7 +316,11 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
     user's line whose call recompiled: ``{file, line, fn, code}``, None where the capture did
     not record it; for ``resumed`` code, the code Dynamo resumes after a graph break, the line
     of that break), ``guard_at`` (the user line the failed guard names, None when it names
-    none). ``failed_guard`` is the guard alone, without the comment and stack Dynamo adds."""
+    none). ``failed_guard`` is the guard alone, without the comment and stack Dynamo adds.
+    ``shapes``: the compile's own shapes record (the recompile Dynamo was asked for: its
+    reasons, failing values, call site); ``held``: its finished attempt's
+    (``attempts.held_shapes``: what it made a symbol or specialized), ``shapes`` when None —
+    ``explain_compile`` passes both."""
     detail = compiles.get(cid) or {}
     recorded = (shapes or {}).get("recompile") or {}
     listed = recorded.get("reasons")
@@ -335,14 +339,16 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
     of, text = next(((c, t) for c, t in parsed if c == prev), parsed[0] if parsed
                     else (None, ""))
     config = _config(detail)
-    symbols = [sym for sym in (shapes or {}).get("symbols") or [] if isinstance(sym, dict)]
+    held = shapes if held is None else held
+    symbols = [sym for rec in (held, shapes) for sym in (rec or {}).get("symbols") or []
+               if isinstance(sym, dict)]
     # a symbol the compile specialized again (``Eq(s86, 3)``) is a constant, not a symbol
-    symbolic = symbolic_sources(shapes)
+    symbolic = symbolic_sources(held)
     resumed = bool(RESUME.match(str(metrics.get("co_name") or "")))
     seen = {f"{_local(t['name'])}.{t['what']}()[{t['index']}]": t["actual"]
             for t in (_TENSOR.search(x) for _, x in parsed) if t}
     advice, source, expected, actual = suggestion(text, config, symbolic, resumed, seen,
-                                                  specialized_sources(shapes)) if text else ("", None, None, None)
+                                                  specialized_sources(held)) if text else ("", None, None, None)
     values = recorded.get("values") if isinstance(recorded.get("values"), dict) else {}
     failing = values.get(source) if source else None
     if failing is None and actual is None and source:
@@ -374,3 +380,10 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
             + (f"Avoid the recompiles: {advice}; " if advice else "")
             + f"or raise torch._dynamo.config.{knob} if they are expected")
     return out
+
+
+def explain_compile(trace: Trace, cid: str) -> dict[str, Any] | None:
+    """``explain`` of compile ``cid`` of ``trace``: its own record for what Dynamo was asked, its
+    finished attempt's for what the compile did (a recompile whose analysis restarted)."""
+    return explain(cid, trace.compiles, trace.compile_shapes_brief(cid),
+                   attempts.held_shapes(trace, cid))

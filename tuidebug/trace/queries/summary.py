@@ -16,6 +16,7 @@ from tuidebug.trace.queries.provenance import generated_kernels
 from tuidebug.trace.format.manifest import Manifest
 from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace
 from tuidebug.trace.queries import advice, graph_breaks
+from tuidebug.trace.queries.attempts import restarts
 from tuidebug.trace.queries.frames import skipped_frames
 from tuidebug.trace.queries.vllm import vllm_summary
 from tuidebug.trace.queries.numerics import numerics_summary, testing_only_flags
@@ -194,9 +195,7 @@ def compile_place(compiles: dict[str, dict[str, Any]], cid: str) -> dict[str, An
     own = place(compiles.get(cid) or {})
     if own["function"]:
         return {**own, "restarted": None}
-    prefix = f"{cid}_"
-    later = sorted((k for k in compiles if k.startswith(prefix) and k[len(prefix):].isdigit()),
-                   key=lambda k: int(k[len(prefix):]))
+    later = restarts(compiles, cid)
     for k in later:
         p = place(compiles[k])
         if p["function"]:

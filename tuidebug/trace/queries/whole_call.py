@@ -10,10 +10,10 @@ and the Perfetto export show this answer. Pure data: no torch.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from tuidebug.trace.queries.attempts import first_attempt
 from tuidebug.trace.queries.graph_breaks import GraphBreak, SourceLine, trace_breaks
 from tuidebug.trace.queries.verdict import (FASTER, SAME, SLOWER, Ratio, Spread,
                                             format_duration as duration, judge, quantile)
@@ -88,12 +88,10 @@ def _break_of(breaks: dict[str, list[GraphBreak]], cid: Any) -> GraphBreak | Non
     records the break on the first id)."""
     if not isinstance(cid, str):
         return None
-    while True:
-        if breaks.get(cid):
-            return breaks[cid][0]
-        if not re.fullmatch(r".+_\d+", cid):
-            return None
-        cid = cid.rsplit("_", 1)[0]
+    for c in dict.fromkeys([cid, first_attempt(cid)]):
+        if breaks.get(c):
+            return breaks[c][0]
+    return None
 
 
 def _ledger(entry: dict[str, Any], breaks: dict[str, list[GraphBreak]]) -> list[Part]:

@@ -1,0 +1,45 @@
+"""A Dynamo compile and the attempts of its analysis. Dynamo restarts an analysis (at a graph
+break; when the backend cannot keep a float a symbol, ``TensorifyScalarRestartAnalysis``) and
+numbers each new attempt after the first: ``0/1``, then ``0/1_1``. The first attempt keeps what
+it was asked (its recompile reasons, the failing values); the last one is the compile that made
+the graph: its symbols, specializations and guards are what the compile did (``0/1`` can hold
+a float as a symbol that ``0/1_1`` specialized, checked on torch 2.13). The one mapping every
+reader of a compile's shapes goes through."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from tuidebug.trace.format.reader import Trace
+
+_ATTEMPT = re.compile(r"^(?P<base>.+?)(?:_\d+)+$")
+
+
+def first_attempt(cid: str) -> str:
+    """``0/1_1`` -> ``0/1`` (every restart number off); an id without one is its own first
+    attempt."""
+    m = _ATTEMPT.match(cid)
+    return m["base"] if m else cid
+
+
+def restarts(ids: Iterable[str], cid: str) -> list[str]:
+    """The restarted attempts of compile ``cid`` among ``ids``, in order (``0/1_1``,
+    ``0/1_2``…); [] when it did not restart."""
+    prefix = f"{cid}_"
+    found = [k for k in ids if k.startswith(prefix) and k[len(prefix):].isdigit()]
+    return sorted(found, key=lambda k: int(k[len(prefix):]))
+
+
+def final_attempt(compiles: Mapping[str, Any], cid: str) -> str:
+    """The attempt of ``cid``'s analysis that finished (made its graph): its last restart, or
+    ``cid`` itself when it did not restart."""
+    later = restarts(compiles, first_attempt(cid))
+    return later[-1] if later else cid
+
+
+def held_shapes(trace: Trace, cid: str) -> dict[str, Any]:
+    """What compile ``cid`` held as symbols, specialized and guarded (the brief shapes record,
+    ``Trace.compile_shapes_brief``) as its finished attempt recorded it."""
+    return trace.compile_shapes_brief(final_attempt(trace.compiles, cid))
