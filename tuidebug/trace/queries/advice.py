@@ -17,7 +17,8 @@ from tuidebug.trace.queries.attempts import first_attempt, held_shapes
 from tuidebug.trace.queries.break_diff import break_ident
 from tuidebug.trace.queries.graph_breaks import trace_breaks
 from tuidebug.trace.queries.recompile_constants import specialized_sources, symbolic_sources
-from tuidebug.trace.queries.recompiles import CACHE_TENSOR, USER_INPUT, explain_compile, held_as
+from tuidebug.trace.queries.recompiles import (CACHE_TENSOR, USER_INPUT, compile_config,
+                                                explain_compile, held_as)
 
 # transformers' KV cache by its Dynamo source: ``past_key_values.layers[0].keys`` (5.x),
 # ``past_key_values.key_cache[0]`` (4.x)
@@ -233,17 +234,9 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
         dim = _dim_source(rec.get("source"))
         number = _number_source(rec.get("source"))
         if dim is None and number is not None and _NUMBER.fullmatch(str(rec.get("expected"))):
-            if not _has_symbol(trace, cid, str(rec.get("source"))):
-                # a number the compile did not hold as a symbol, or specialized again (the
-                # code needs its value): dynamic=True compiles each value all the same
-                continue
-            why = (f"{cid}: the Python number {number} changed ({rec.get('expected')} → "
-                   f"{rec.get('failing_value')}): it was a constant of the compile before; "
-                   "this compile made it a symbol (automatic dynamic), a compile more than "
-                   "needed")
-            out.setdefault("dynamic=True", Suggestion(
-                "dynamic=True", "compile with torch.compile(..., dynamic=True)", why,
-                "recompiles", Apply(compile_kwargs={"dynamic": True})))
+            found = _number_advice(trace, cid, rec, number)
+            if found is not None:
+                out.setdefault(found.id, found)
             continue
         if dim is None:
             continue
@@ -315,6 +308,40 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
             cache = _cache_advice(name, index, why, grows)
             out.setdefault(cache.id, cache)
     return list(out.values())
+
+
+def _number_advice(trace: Trace, cid: str, rec: dict[str, Any], number: str
+                   ) -> Suggestion | None:
+    """What avoids recompile ``cid`` on the Python number ``number`` (a local of the frame),
+    as the compile's Dynamo config and shapes say. On torch 2.13 four values of ``n`` in
+    ``x * n`` compiled 2 times by default, 1 with dynamic=True; 4 with
+    automatic_dynamic_shapes=False (1 with dynamic=True); 4 with specialize_int=True
+    (specialize_float=True for a float), with dynamic=True too."""
+    source = str(rec.get("source"))
+    kind = "int" if re.fullmatch(r"-?\d+", str(rec.get("expected"))) else "float"
+    knob = f"specialize_{kind}"
+    config = compile_config(trace.compiles, cid)
+    change = (f"{cid}: the Python {kind} {number} changed ({rec.get('expected')} → "
+              f"{rec.get('failing_value')})")
+    if _has_symbol(trace, cid, source):
+        why = (f"{change}: it was a constant of the compile before; this compile made it a "
+               "symbol (automatic dynamic), a compile more than needed")
+    elif specialized_sources(held_shapes(trace, cid)).get(source) is not None:
+        return None  # the code needs its value: dynamic=True compiles each value all the same
+    elif config.get(knob) is True:
+        return Suggestion(
+            f"{knob}=False", f"set torch._dynamo.config.{knob} = False (the default)",
+            f"{change}: torch._dynamo.config.{knob} is True, so every {kind} is a constant of "
+            "the compile and each value compiles once; dynamic=True does not change that",
+            "recompiles", Apply(config={f"dynamo.{knob}": False}))
+    elif config.get("automatic_dynamic_shapes") is False:
+        why = (f"{change}: automatic dynamic shapes are off (dynamic=False or "
+               "automatic_dynamic_shapes=False), so it stays a constant and each value "
+               "compiles again")
+    else:
+        return None  # not a symbol, and nothing recorded says why: no promise
+    return Suggestion("dynamic=True", "compile with torch.compile(..., dynamic=True)", why,
+                      "recompiles", Apply(compile_kwargs={"dynamic": True}))
 
 
 def _made_dynamic_with(trace: Trace, cid: str, previous: Any, src: str, index: int

@@ -84,12 +84,18 @@ def carried(name: str) -> str:
 
 
 def constant_advice(m: re.Match[str], symbolic: set[str] | None,
-                    specialized: Mapping[str, Specialized], resumed: bool
+                    specialized: Mapping[str, Specialized], resumed: bool,
+                    config: Mapping[str, Any] | None = None
                     ) -> tuple[str, str | None, Any, Any]:
     """What would avoid a recompile on the constant ``m`` (a ``CONSTANT`` match): (advice, its
     source, the value compiled for, the value that failed it: None, the guard does not say).
     ``symbolic``: the sources the compile holds as symbols, specialized ones left out (None:
-    not known); ``specialized``: the sources it specialized."""
+    not known); ``specialized``: the sources it specialized; ``config``: the compile's Dynamo
+    config as the trace recorded it ({}: not recorded). Four values of ``n`` in ``x * n``
+    compiled on torch 2.13: 2 times by default (automatic dynamic), 1 with dynamic=True; 4 with
+    automatic_dynamic_shapes=False (1 with dynamic=True); 4 with specialize_int=True (and
+    specialize_float=True for a float), dynamic=True or not."""
+    config = config or {}
     if m["glob"]:
         name, source = m["glob"] + m["gpath"], f"G['{m['glob']}']{m['gpath']}"
     else:
@@ -112,6 +118,7 @@ def constant_advice(m: re.Match[str], symbolic: set[str] | None,
                 source, value, None)
     number = "int" if re.fullmatch(r"-?\d+", value) else "float"
     head = f"the Python {number} {name!r} is a constant of the compile and its value changed: "
+    tensor = ", or pass it as a tensor" if number == "float" and not held else ""
     fixed = specialized.get(source)
     if fixed is not None:
         return (head + f"this compile made it a symbol, then specialized it to {fixed.said()}: "
@@ -119,20 +126,37 @@ def constant_advice(m: re.Match[str], symbolic: set[str] | None,
                 f"each value compiles once, and torch.compile(dynamic=True) does not change "
                 f"that", source, value, None)
     is_symbol = None if symbolic is None else source in symbolic
+    knob = f"specialize_{number}"
+    if config.get(knob) is True and not is_symbol:
+        return (head + f"torch._dynamo.config.{knob} is True here, so every {number} is a "
+                f"constant of the compile: each value compiles once, and "
+                f"torch.compile(dynamic=True) does not change that"
+                + ("" if held else f"; set torch._dynamo.config.{knob} = False (the default) "
+                   f"to let automatic dynamic make it a symbol" + tensor),
+                source, value, None)
+    if config.get("automatic_dynamic_shapes") is False and not is_symbol:
+        return (head + "automatic dynamic shapes are off here (torch.compile(dynamic=False) or "
+                "torch._dynamo.config.automatic_dynamic_shapes=False), so it stays a constant "
+                "and every new value compiles again"
+                + ("" if held else
+                   "; to compile once, use torch.compile(dynamic=True) (unless the code needs "
+                   "its value, as a loop count does), or turn automatic dynamic back on (drop "
+                   "dynamic=False, or automatic_dynamic_shapes=True), which makes it a symbol "
+                   "after one more value" + tensor),
+                source, value, None)
     if is_symbol is False:
         return (head + "this compile did not make it a symbol: each value compiles once"
-                + ("; to compile once, pass it as a tensor" if number == "float" and not held
-                   else ""), source, value, None)
+                + tensor, source, value, None)
     made = ("this compile makes it a symbol (automatic dynamic), so later values reuse it"
             if is_symbol else
-            "automatic dynamic makes it a symbol after one change unless "
-            f"torch._dynamo.config.specialize_{number} is True")
+            "automatic dynamic makes it a symbol after one change"
+            + ("" if config.get(knob) is False else
+               f" unless torch._dynamo.config.{knob} is True"))
     if held and not is_symbol:
         return head + made, source, value, None
     # not known whether the compile made it a symbol (no shapes record): dynamic=True helps
     # only where the code does not need the value (a loop count specializes it again)
     unless = "" if is_symbol else " (unless the code needs its value, as a loop count does)"
     return (head + f"{made}; to compile once, use torch.compile(dynamic=True){unless}"
-            + (", or pass it as a tensor" if number == "float" and not held else "")
-            + (f" ({carried(name)})" if resumed and not held else ""),
+            + tensor + (f" ({carried(name)})" if resumed and not held else ""),
             source, value, None)

@@ -88,6 +88,13 @@ def previous_compile(cid: str, compiles: dict[str, Any]) -> str | None:
     return base if base in compiles or not later else later[-1]
 
 
+def compile_config(compiles: dict[str, Any], cid: str) -> dict[str, Any]:
+    """Compile ``cid``'s Dynamo config as the trace recorded it ({}: not recorded); a first
+    attempt that restarted has none of its own: its finished attempt's."""
+    return (_config(compiles.get(cid) or {})
+            or _config(compiles.get(attempts.final_attempt(compiles, cid)) or {}))
+
+
 def _config(detail: dict[str, Any]) -> dict[str, Any]:
     text = (detail.get("metrics") or {}).get("dynamo_config")
     if isinstance(text, str):
@@ -260,7 +267,7 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                 f"separately; keep it the same across calls", _local(m["name"]), None, None)
     m = CONSTANT.fullmatch(guard_of(text)[0])
     if m:
-        return constant_advice(m, symbolic_sources, specialized or {}, resumed)
+        return constant_advice(m, symbolic_sources, specialized or {}, resumed, config)
     m = _RANGE.fullmatch(guard_of(text)[0])
     s = _SIZE_SOURCE.fullmatch(m["src"]) if m and (m["lo"] or m["hi"]) else None
     if m and s:
@@ -322,6 +329,9 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
     (``attempts.held_shapes``: what it made a symbol or specialized), ``shapes`` when None —
     ``explain_compile`` passes both."""
     detail = compiles.get(cid) or {}
+    # a first attempt that restarted has no metrics of its own: its config and code object
+    # are its finished attempt's
+    finished = compiles.get(attempts.final_attempt(compiles, cid)) or {}
     recorded = (shapes or {}).get("recompile") or {}
     listed = recorded.get("reasons")
     reasons = reasons_of(detail) or [str(r) for r in (listed if isinstance(listed, list) else [])]
@@ -338,13 +348,14 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
         parsed.append((m["cid"], m["text"].strip()) if m else (None, r.strip()))
     of, text = next(((c, t) for c, t in parsed if c == prev), parsed[0] if parsed
                     else (None, ""))
-    config = _config(detail)
+    config = compile_config(compiles, cid)
     held = shapes if held is None else held
     symbols = [sym for rec in (held, shapes) for sym in (rec or {}).get("symbols") or []
                if isinstance(sym, dict)]
     # a symbol the compile specialized again (``Eq(s86, 3)``) is a constant, not a symbol
     symbolic = symbolic_sources(held)
-    resumed = bool(RESUME.match(str(metrics.get("co_name") or "")))
+    resumed = bool(RESUME.match(str(metrics.get("co_name")
+                                    or (finished.get("metrics") or {}).get("co_name") or "")))
     seen = {f"{_local(t['name'])}.{t['what']}()[{t['index']}]": t["actual"]
             for t in (_TENSOR.search(x) for _, x in parsed) if t}
     advice, source, expected, actual = suggestion(text, config, symbolic, resumed, seen,
