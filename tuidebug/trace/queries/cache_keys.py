@@ -65,9 +65,13 @@ def _part(name: str) -> tuple[str, str]:
 
 
 def _tensor_fields(value: str) -> dict[str, str] | None:
+    """A TensorMetadata value's fields; a value cut at MAX_VALUE (ending in ``…``) loses the
+    field the cut fell in and every one after it: unknown, not different."""
     if not value.startswith("TensorMetadata("):
         return None
-    fields = {k: v.strip() for k, v in _TENSOR_FIELD.findall(value[len("TensorMetadata("):])}
+    cut = value.endswith("…")
+    found = _TENSOR_FIELD.findall(value[len("TensorMetadata("):].removesuffix("…"))
+    fields = {k: v.strip() for k, v in (found[:-1] if cut else found)}
     if "shape" in fields:
         fields["shape"] = fields["shape"].removeprefix("torch.Size(").removesuffix(")")
     return fields
@@ -89,23 +93,69 @@ def describe(name: str, a: str | None, b: str | None) -> dict[str, str]:
         text = f"versions: {short} differs"
     elif part == "inputs" and _tensor_fields(a) is not None and _tensor_fields(b) is not None:
         fa, fb = _tensor_fields(a) or {}, _tensor_fields(b) or {}
-        changed = [f"{k} {fa.get(k)} → {fb.get(k)}" for k in dict.fromkeys([*fa, *fb])
-                   if fa.get(k) != fb.get(k)]
-        text = f"inputs: {short} " + ("; ".join(changed) if changed else "metadata differs")
+        changed = [f"{k} {fa[k]} → {fb[k]}" for k in fa if k in fb and fa[k] != fb[k]]
+        text = f"inputs: {short} " + ("; ".join(changed) if changed else
+                                      "metadata differs (past what the trace kept of it)")
     else:
         text = f"{part}: {short} {_one_line(a)} → {_one_line(b)}"
     return {"part": part, "name": short, "text": text}
 
 
+def _input_label(value: str) -> str:
+    """An input as ``float32 [1, 2, 5, 16]`` (a tensor) or its value cut to one line."""
+    fields = _tensor_fields(value)
+    if fields and "shape" in fields:
+        return f"{fields.get('dtype', '?').removeprefix('torch.')} {fields['shape']}"
+    return _one_line(value)
+
+
+def _tally(labels: list[str]) -> str:
+    counts: dict[str, int] = {}
+    for label in labels:
+        counts[label] = counts.get(label, 0) + 1
+    shown = sorted(counts.items(), key=lambda kv: -kv[1])
+    text = ", ".join(f"{n}× {label}" if n > 1 else label for label, n in shown[:4])
+    return text + (f", {len(shown) - 4} more" if len(shown) > 4 else "")
+
+
+def _inputs_regrouped(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, str]:
+    """Two keys whose graphs take a different number of inputs: positions do not pair up (a
+    decode step's graph takes the KV cache as inputs the prefill's did not: input 4 is the
+    rotary frequencies in one, a cache tensor in the other), so the inputs are compared as
+    bags: how many, and the ones only one side has."""
+    la = [_input_label(str(c.get("value", ""))) for c in a]
+    lb = [_input_label(str(c.get("value", ""))) for c in b]
+    rest = list(la)
+    only_b = []
+    for label in lb:
+        if label in rest:
+            rest.remove(label)
+        else:
+            only_b.append(label)
+    text = (f"inputs: {len(la)} → {len(lb)} inputs (the graph takes other inputs: not "
+            "compared by position)")
+    if only_b:
+        text += f"; only in the later key: {_tally(only_b)}"
+    if rest:
+        text += f"; only in the earlier key: {_tally(rest)}"
+    return {"part": "inputs", "name": "inputs", "text": text}
+
+
 def differences(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[dict[str, str]]:
     """The components whose hash differs between two keys (``a`` earlier, ``b`` later), graph
-    first, then config, inputs, options, versions, other."""
+    first, then config, inputs, options, versions, other. Inputs are compared position by
+    position only where both graphs take as many (:func:`_inputs_regrouped`)."""
     ha = {c["name"]: c for c in a}
     hb = {c["name"]: c for c in b}
-    out = []
+    ia = [c for n, c in ha.items() if n.startswith("example_inputs")]
+    ib = [c for n, c in hb.items() if n.startswith("example_inputs")]
+    regroup = len(ia) != len(ib)
+    out = [_inputs_regrouped(ia, ib)] if regroup else []
     for name in dict.fromkeys([*ha, *hb]):
         ca, cb = ha.get(name), hb.get(name)
         if ca and cb and ca.get("hash") == cb.get("hash"):
+            continue
+        if regroup and name.startswith("example_inputs"):
             continue
         out.append(describe(name, ca.get("value") if ca else None,
                             cb.get("value") if cb else None))
