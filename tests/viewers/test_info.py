@@ -308,3 +308,36 @@ def test_a_script_that_raised_before_any_graph_is_not_said_compiled_ok(tmp_path:
     assert s["status"] == "script_failed", s["status"]
     assert "SCRIPT FAILED (NOTHING COMPILED; THE SCRIPT RAISED)" in head, head
     assert "COMPILED OK" not in text
+
+
+def test_a_compile_dynamo_refused_after_its_graph_compiled_is_not_said_compiled_ok(
+        tmp_path: Path) -> None:
+    """``torch._dynamo.mark_dynamic(x, 0)`` and ``if x.shape[0] == 8:``: Inductor compiles the
+    graph, then Dynamo refuses the frame while building its guards (ConstraintViolationError:
+    the size marked dynamic was specialized) and torch.compile raises it into the script. The
+    head said "SCRIPT FAILED (COMPILED OK; THE SCRIPT RAISED)" above "script raised
+    ConstraintViolationError after compiling": the compile had failed, its graph never ran."""
+    from tuidebug.trace.format.writer import TraceWriter
+    reason = ("Constraints violated (L['x'].size()[0])! For more information, run with "
+              "TORCH_LOGS=\"+dynamic\".\n  - You marked L['x'].size()[0] as dynamic but your "
+              "code specialized it to be a constant (8).")
+    w = TraceWriter(tmp_path / "t", command=["tuidebug", "trace", "mark.py"])
+    w.add_graph("0_0-inference", kind="inference", compile_id="0/0")
+    w.set_graph_status("0_0-inference", "ok")
+    w.write_compile("0/0", {"graphs": ["0_0-inference"], "metrics": {
+        "co_name": "f", "co_filename": "/x/mark.py", "co_firstlineno": 3,
+        "fail_type": "ConstraintViolationError", "fail_reason": reason,
+        "has_guarded_code": False}})
+    w.add_compile("0/0", {"graphs": ["0_0-inference"]})
+    w.update(script_error={"type": "ConstraintViolationError", "message": reason,
+                           "after_compiling": True})
+    w.finish("ok")
+    text, s = rendered(tmp_path / "t")
+    head = text.splitlines()[0]
+    assert s["status"] == "script_failed", s["status"]
+    assert s["script_error"]["in_compile"] == "0/0", s["script_error"]
+    assert "SCRIPT FAILED (DYNAMO'S COMPILE 0/0 FAILED; THE SCRIPT RAISED)" in head, head
+    assert "COMPILED OK" not in text
+    assert ("script raised ConstraintViolationError in torch.compile: Dynamo's compile 0/0 "
+            "(f at mark.py:3) failed after its graph compiled, and the graph never ran: "
+            "Constraints violated") in text, text

@@ -39,9 +39,10 @@ def advice_lines(suggestions: list[dict[str, Any]], tried: dict[str, dict[str, A
 def advice_section(suggestions: list[dict[str, Any]], tried: dict[str, dict[str, Any]]
                    ) -> list[Text]:
     """What ``info`` and the TUI overview show of the advice: the suggestions about recompiles
-    and the ones that can be tried (a break's change to the code is its "fix:" line), each
+    and compile failures and the ones that can be tried (a break's change to the code is its "fix:" line), each
     marked verified, tried, or untried; nothing without one."""
-    shown = [a for a in suggestions if a.get("about") == "recompiles" or a.get("tryable")]
+    shown = [a for a in suggestions
+             if a.get("about") in ("recompiles", "compile failure") or a.get("tryable")]
     if not shown:
         return []
     return [Text.assemble(("advice", "bold"), (" (✓ verified, ✗ tried and did not help, "

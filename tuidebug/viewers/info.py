@@ -58,7 +58,12 @@ def render_summary(s: dict[str, Any], console: Console) -> None:
         # "compiled OK" only where something compiled: a fullgraph=True break raises before
         # any graph (Dynamo's Unsupported), and the head said COMPILED OK above "script
         # raised Unsupported before compiling anything"
-        compiled = "COMPILED OK" if s.get("graphs") else "NOTHING COMPILED"
+        failed = (s.get("script_error") or {}).get("in_compile")
+        # a graph compiled, then Dynamo refused its frame (a constraint violated while it
+        # built the guards): the compile failed, its graph never ran
+        compiled = ("COMPILED OK" if s.get("graphs") else "NOTHING COMPILED") if (
+            not failed or not (s.get("script_error") or {}).get("in_compile_graphs")) \
+            else f"DYNAMO'S COMPILE {failed} FAILED"
         what = (f" ({compiled}; THE SCRIPT {script[0].upper()})"
                 if status == STATUS_SCRIPT_FAILED else f", AND THE SCRIPT {script[0].upper()}")
         head.append(inert(what, multiline=False), style="bold yellow")
@@ -212,6 +217,11 @@ def script_outcome_text(s: dict[str, Any]) -> tuple[str, str] | None:
     se = s.get("script_error")
     if se:
         when = "after compiling" if se.get("after_compiling") else "before compiling anything"
+        if se.get("in_compile"):  # torch.compile raised it: Dynamo refused a frame
+            when = (f"in torch.compile: Dynamo's compile {se['in_compile']} "
+                    f"({se.get('in_compile_at')}) failed"
+                    + (" after its graph compiled, and the graph never ran"
+                       if se.get("in_compile_graphs") else ""))
         message = str(se.get("message") or "").strip().splitlines()
         return "raised", f"raised {se.get('type')} {when}: {message[0][:300] if message else ''}"
     if s.get("script_exit_code"):

@@ -16,6 +16,7 @@ from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.attempts import first_attempt, held_shapes
 from tuidebug.trace.queries.break_diff import break_ident
 from tuidebug.trace.queries.graph_breaks import trace_breaks
+from tuidebug.trace.queries.marked_dynamic import input_name, marked_advice
 from tuidebug.trace.queries.recompile_constants import specialized_sources, symbolic_sources
 from tuidebug.trace.queries.recompiles import (CACHE_TENSOR, USER_INPUT, compile_config,
                                                 explain_compile, held_as)
@@ -241,7 +242,7 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
         if dim is None:
             continue
         src, index = dim
-        name = _name(src)
+        name = input_name(src)
         actual = str(rec.get("failing_value"))
         expected = str(rec.get("expected"))
         if actual in ("0", "1") or expected in ("0", "1"):
@@ -286,9 +287,9 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
             Apply(compile_kwargs={"dynamic": True})))
         if USER_INPUT.match(name) and not rec.get("resumed"):
             dims = _made_dynamic_with(trace, cid, rec.get("previous"), src, index)
-            also = [f"dimension {i} of {_name(s)}" for s, i in dims[1:]]
-            calls = "; ".join(f"torch._dynamo.maybe_mark_dynamic({held_as(_name(s))[0]}, {i})"
-                              f"{held_as(_name(s))[1]}" for s, i in dims)
+            also = [f"dimension {i} of {input_name(s)}" for s, i in dims[1:]]
+            calls = "; ".join(f"torch._dynamo.maybe_mark_dynamic({held_as(input_name(s))[0]}, {i})"
+                              f"{held_as(input_name(s))[1]}" for s, i in dims)
             out.setdefault(f"mark_dynamic {name} {index}", Suggestion(
                 f"mark_dynamic {name} {index}",
                 f"mark dimension {index} of {name}"
@@ -359,7 +360,7 @@ def _made_dynamic_with(trace: Trace, cid: str, previous: Any, src: str, index: i
     before = set(dims(previous))
     out = [(src, index)]
     for d in dims(cid):
-        if d not in out and d not in before and USER_INPUT.match(_name(d[0])):
+        if d not in out and d not in before and USER_INPUT.match(input_name(d[0])):
             out.append(d)
     return out
 
@@ -403,12 +404,6 @@ def _siblings(source: str, index: int) -> str:
     return f"{pattern}:{index}"
 
 
-def _name(source: str) -> str:
-    """``L['kwargs']['input_ids']`` -> ``kwargs['input_ids']``; ``L['x']`` -> ``x``."""
-    m = re.match(r"^L\['(?P<head>[^'\]]+)'\](?P<rest>.*)$", source)
-    return f"{m['head']}{m['rest']}" if m else source
-
-
 # Dynamo config knobs a graph break's own words name, and how they name them: ``.item()``
 # (``capture_scalar_outputs=False`` in its cause), an op whose output shape depends on the data
 # (``nonzero``, boolean-mask indexing: its hint names the knob)
@@ -441,5 +436,8 @@ def break_advice(trace: Trace) -> list[Suggestion]:
 
 
 def suggestions(trace: Trace) -> list[Suggestion]:
-    """Every suggestion for the trace: recompiles first, then graph breaks."""
-    return recompile_advice(trace) + break_advice(trace)
+    """Every suggestion for the trace: a compile Dynamo refused (a size marked dynamic that
+    the code specialized) first, then recompiles, then graph breaks."""
+    marked = [Suggestion(a.id, a.text, a.why, "compile failure", None)
+              for a in marked_advice(trace)]
+    return marked + recompile_advice(trace) + break_advice(trace)

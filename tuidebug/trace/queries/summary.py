@@ -169,14 +169,39 @@ def summary_status(trace: Trace, exit_code: int | None = None) -> str:
     return status
 
 
-def script_outcome(manifest: Manifest) -> dict[str, Any]:
+def failed_compile(compiles: dict[str, dict[str, Any]], error_type: str | None
+                   ) -> dict[str, Any] | None:
+    """The Dynamo compile that raised ``error_type`` into the script, if one did: the last
+    compile whose ``fail_type`` is that type and which installed no code (Dynamo refused the
+    frame: a ``fullgraph=True`` break, or a ConstraintViolationError while building the
+    guards of a graph Inductor had compiled). ``{in_compile, in_compile_at, in_compile_graphs}``
+    (``f at mark.py:3``; the graphs it compiled, which never ran), or None."""
+    if not error_type:
+        return None
+    for cid in reversed(list(compiles)):
+        c = compiles[cid]
+        m = c.get("metrics") or c.get("summary") or {}
+        if m.get("fail_type") != error_type or m.get("has_guarded_code") is True:
+            continue
+        place = compile_place(compiles, cid)
+        where = str(place["file"] or "?").replace("\\", "/").rsplit("/", 1)[-1]
+        return {"in_compile": cid,
+                "in_compile_at": f"{place['function'] or '?'} at {where}:{place['line'] or '?'}",
+                "in_compile_graphs": list(c.get("graphs") or [])}
+    return None
+
+
+def script_outcome(manifest: Manifest, compiles: dict[str, dict[str, Any]] | None = None
+                   ) -> dict[str, Any]:
     """How the traced script itself ended, when not well: ``script_error`` (``type``,
-    ``message``, ``after_compiling``) and/or ``script_exit_code``; {} otherwise."""
+    ``message``, ``after_compiling``; where torch.compile raised it, the compile that failed:
+    :func:`failed_compile`, from ``compiles``) and/or ``script_exit_code``; {} otherwise."""
     out: dict[str, Any] = {}
     se = manifest.script_error
     if se is not None:
         out["script_error"] = {"type": se.type, "message": se.message,
-                               "after_compiling": se.after_compiling}
+                               "after_compiling": se.after_compiling,
+                               **(failed_compile(compiles or {}, se.type) or {})}
     if manifest.script_exit_code:
         out["script_exit_code"] = manifest.script_exit_code
     return out
@@ -246,7 +271,7 @@ def trace_summary(trace: Trace, *, kernel_sizes: bool = True) -> dict[str, Any]:
         out["imported_from"] = m.imported_from
     if err is not None:
         out["error"] = {**err.brief(), **compile_error_site(trace)}
-    out.update(script_outcome(m))
+    out.update(script_outcome(m, compiles))
     by_graph: dict[Any, list[dict[str, Any]]] = {}
     by_compile: dict[Any, list[dict[str, Any]]] = {}
     for lk in cache_keys.explain(trace.cache_lookups()):  # grouped once: no scan per graph

@@ -82,7 +82,7 @@ def overview_renderables(trace: Trace) -> list[RenderableType]:
                          (f" {status_word(status)} ", STATUS_STYLE.get(status, "bold")))
     head.append("   " + "  ".join(f"{k} {v}" for k, v in m.versions.items() if v), style="dim")
     out.append(head)
-    script = script_outcome_text(script_outcome(m))
+    script = script_outcome_text(script_outcome(m, trace.compiles))
     if script:  # the compile was fine (or not: its own lines below); the script was not
         out.append(Text.assemble(("script  ", "bold yellow"), inert_text(script[1])))
     if m.command:
