@@ -372,6 +372,8 @@ async def test_search_finds_hostile_names_as_they_are_drawn(corpus, open_ui) -> 
         assert "x1b]52" in view.shown_plain(view.cursor)
         painted = ui.text()
         assert "\\x1b]52" in painted and not data_escapes(painted)
-        status = str(ui.app.screen.query_one("#search-status").content)
+        from tuidebug.tui.widgets.bars import SearchBar
+
+        status = ui.app.screen.query_one(SearchBar).status
         n = view.match_count("x1b]52")
         assert n > 0 and f"{n} matching lines" in status, status

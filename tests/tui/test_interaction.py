@@ -308,3 +308,23 @@ async def test_a_long_trace_name_gives_way_to_the_tabs(open_ui, mlp_trace: Path,
         title = ui.text().splitlines()[0]
         assert "…-070501" in title and name not in title, title
         assert " 0 Prof" in title and " 1 Over" in title, title
+
+
+async def test_a_key_in_the_footer_is_pressed_by_a_click(open_ui, mlp_trace: Path) -> None:
+    """The footer is one line drawn by one widget: a click on a key's place presses it (help
+    opens), the palette's key sits at the right end, and the key under the pointer gives its
+    tooltip."""
+    from tuidebug.tui.screens.modals import HelpScreen
+    from tuidebug.tui.widgets.bars import KeyFooter
+
+    async with open_ui(mlp_trace, size=(120, 40)) as ui:
+        line = ui.text().splitlines()[-1]
+        assert " ? Help " in line and line.rstrip().endswith("^p palette"), line
+        footer = ui.app.screen.query_one(KeyFooter)
+        x = line.index(" ? Help ") + 1
+        await ui.pilot.hover(KeyFooter, offset=(x, 0))
+        help_key = next(k for k in keymap.KEYS if k.id == "app.help")
+        assert footer.tooltip == help_key.help, footer.tooltip
+        await ui.pilot.click(KeyFooter, offset=(x, 0))
+        await ui.settle()
+        assert isinstance(ui.app.screen, HelpScreen)

@@ -45,7 +45,7 @@ class TuidebugApp(App[int]):
 
     TITLE = "tuidebug"
     CSS = """
-    TraceScreen { background: $background; layers: default searchbar; }
+    TraceScreen { background: $background; }
     TraceScreen > #body { height: 1fr; }
     .pane-title { height: 1; width: 100%; background: $boost; color: $text-accent;
                   text-style: bold; padding: 0 1; }

@@ -19,7 +19,7 @@ from tuidebug.tui import keymap
 from tuidebug.tui.heap import reading
 from tuidebug.tui.messages import Read, SvgExported
 from tuidebug.tui.prebuild import sync_css_count
-from tuidebug.tui.widgets.bars import KeyFooter, SearchBar, TitleBar
+from tuidebug.tui.widgets.bars import SearchBar, TitleBar
 from tuidebug.tui.widgets.lists import PickList
 from tuidebug.tui.widgets.textview import TextView
 from tuidebug.inert import inert_content
@@ -55,8 +55,7 @@ class TraceScreen(Screen):
         yield TitleBar(self.SCREEN_NAME)
         with Vertical(id="body"):
             yield from self.compose_body()
-        yield SearchBar()
-        yield KeyFooter()
+        yield SearchBar()  # the footer of keys, and the search while one is typed
 
     def compose_body(self) -> ComposeResult:
         yield from ()

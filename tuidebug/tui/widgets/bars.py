@@ -1,16 +1,19 @@
-"""The title bar (trace, status, graph, screen tabs), the search bar and the footer of keys.
+"""The title bar (trace, status, graph, screen tabs) and the footer of keys, which is also the
+search bar.
 Everything in the title that comes from a trace (its status, graph ids, an imported rank) is
 shown inert."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual.app import ComposeResult
-from textual.containers import Horizontal
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Label, Static
+from textual.widget import Widget
+from textual.widgets import Static
 
 from tuidebug.trace.jobs.job import rank_of
 from tuidebug.trace.queries.numerics import testing_only_flags
@@ -20,25 +23,139 @@ from tuidebug.inert import inert
 from tuidebug.viewers.info import STATUS_STYLE, status_word
 
 
-class KeyFooter(Footer):
-    """Textual's footer, rebuilt only when the keys it shows change.
+@dataclass(frozen=True)
+class FooterItem:
+    """One key shown in the footer: where it is drawn (columns ``start`` to ``end``) is kept for
+    clicks and tooltips."""
 
-    Textual's own rebuilds every key widget whenever the screen's bindings are updated — on
-    every screen switch and every focus change, though the keys shown are mostly the same:
-    measured on the 24-layer trace, a third of a switch to an open screen (styles applied to a
-    new widget per key)."""
+    key: str
+    display: str
+    description: str
+    enabled: bool
+    tooltip: str
+    palette: bool = False  # the command palette's key, drawn at the right end
 
-    _shown: tuple[tuple[str, str, bool, str], ...] | None = None
+
+class KeyFooter(Widget, can_focus=False):
+    """The screen's keys on one line, drawn by this one widget.
+
+    Textual's ``Footer`` is a container of one widget per key, composed again whenever the
+    screen's bindings are updated (every screen switch and focus change): ~12 widgets a screen
+    to mount, style and lay out, and one more message queue each for everything that visits
+    every widget. Here the keys are one line of text, painted again only when the keys shown
+    change (no layout: the footer is one line whatever it shows). A click on a key presses it,
+    as Textual's footer does; the key under the pointer shows its tooltip."""
+
+    ALLOW_SELECT = False
+    COMPONENT_CLASSES = {"footer--key", "footer--description"}
+    DEFAULT_CSS = """
+    KeyFooter { dock: bottom; height: 1; width: 1fr; background: $footer-background;
+                color: $footer-foreground; }
+    KeyFooter > .footer--key { color: $footer-key-foreground; background: $footer-key-background;
+                               text-style: bold; }
+    KeyFooter > .footer--description { color: $footer-description-foreground;
+                                       background: $footer-description-background; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._items: tuple[FooterItem, ...] | None = None  # None: not read from the screen yet
+        self._spans: list[tuple[int, int, FooterItem]] = []  # where each key was drawn
+
+    def on_mount(self) -> None:
+        self.screen.bindings_updated_signal.subscribe(self, self.bindings_changed)
+
+    def on_unmount(self) -> None:
+        self.screen.bindings_updated_signal.unsubscribe(self)
 
     def bindings_changed(self, screen: Screen) -> None:  # type: ignore[type-arg]
-        if self.is_attached and screen is self.screen and screen.app.app_focus:
-            shown = tuple((b.key, b.description, bool(enabled), str(tooltip or ""))
-                          for _, b, enabled, tooltip in screen.active_bindings.values()
-                          if b.show)
-            if shown == self._shown:
-                return
-            self._shown = shown
-        super().bindings_changed(screen)
+        if not (self.is_attached and screen is self.screen and screen.app.app_focus):
+            return
+        items = self._read_items()
+        if items != self._items:
+            self._items = items
+            self.refresh()
+
+    def _read_items(self) -> tuple[FooterItem, ...]:
+        """The keys to show, one per action (its first key), as Textual's footer picks them."""
+        screen, app = self.screen, self.app
+        active = screen.active_bindings
+        seen: set[str] = set()
+        items: list[FooterItem] = []
+        for _, binding, enabled, tooltip in active.values():
+            if not binding.show or binding.action in seen:
+                continue
+            seen.add(binding.action)
+            items.append(FooterItem(binding.key, app.get_key_display(binding),
+                                    binding.description, bool(enabled), str(tooltip or "")))
+        if app.ENABLE_COMMAND_PALETTE:
+            found = active.get(app.COMMAND_PALETTE_BINDING)
+            if found is not None:
+                _, binding, enabled, tooltip = found
+                items = [i for i in items if i.key != binding.key]
+                items.append(FooterItem(binding.key, app.get_key_display(binding),
+                                        binding.description, bool(enabled),
+                                        str(binding.tooltip or binding.description),
+                                        palette=True))
+        return tuple(items)
+
+    def render(self) -> Text:
+        return self.render_keys()
+
+    def render_keys(self) -> Text:
+        if self._items is None:
+            self._items = self._read_items()
+        key_style = self.get_component_rich_style("footer--key", partial=True)
+        description_style = self.get_component_rich_style("footer--description", partial=True)
+        width = self.size.width
+        t = Text(no_wrap=True, overflow="crop", end="")
+        self._spans = []
+        for item in self._items:
+            dim = Style(dim=not item.enabled)  # a key that does nothing here now
+            start = t.cell_len
+            t.append(f" {item.display} ", style=key_style + dim)
+            if item.description:
+                t.append(f"{item.description} ", style=description_style + dim)
+            self._spans.append((start, t.cell_len, item))
+        palette = next((s for s in self._spans if s[2].palette), None)
+        if palette is not None:  # at the right end, over the keys it meets (as Textual's)
+            start, end, item = palette
+            drawn = t[start:end]
+            t = t[:start]
+            self._spans = [s for s in self._spans if s[2] is not item]
+            room = max(0, width - (end - start) - 1)
+            if t.cell_len > room:
+                t.truncate(room)
+                self._spans = [s for s in self._spans if s[1] <= room]
+            t.append(" " * (room - t.cell_len))
+            t.append("▏", style="dim")
+            self._spans.append((t.cell_len, t.cell_len + drawn.cell_len, item))
+            t.append_text(drawn)
+        return t
+
+    def _item_at(self, x: int) -> FooterItem | None:
+        return next((item for start, end, item in self._spans if start <= x < end), None)
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        item = self._item_at(event.x)
+        if item is None:
+            return
+        if item.enabled:
+            self.app.simulate_key(item.key)
+        else:
+            self.app.bell()
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        item = self._item_at(event.x)
+        tip = item.tooltip if item is not None else ""
+        if (self.tooltip or "") != tip:
+            self.tooltip = tip or None
+
+    def keys_shown(self) -> list[str]:
+        """The keys drawn, in order (as their bindings name them)."""
+        if self._items is None:
+            self._items = self._read_items()
+        return [i.key for i in self._items]
 
 class TitleBar(Static):
     """``tuidebug  TRACE  STATUS  graph: ID (kind)   1 Overview  2 Passes …`` on one line."""
@@ -145,30 +262,23 @@ class TitleBar(Static):
         return r.plain if isinstance(r, Text) else str(r)
 
 
-class SearchBar(Horizontal):
-    """A one-line search over the footer at the bottom of a screen; hidden until ``/``.
+class SearchBar(KeyFooter):
+    """The footer line, which turns into a one-line search at ``/``.
 
-    It takes the keys typed while it is open without taking the focus: the app hands it each
-    key first (``take_key``) and it keeps the query itself. Focusing an input to open it cost
-    most of ``/`` on the 24-layer trace (the view left behind restyled and painted whole for
-    its ``:focus`` tint, two layouts: 56-77 ms CPU); the focus stays where the search goes.
-    Keys: a character types (the first one after ``/`` replaces the last query, shown
-    selected: enter repeats it), backspace, ctrl+u clears, enter and down find the next match,
-    up the previous, escape closes; any other key goes on to the screen as usual.
+    Opening, typing and closing change what this one line draws and nothing else: no widget is
+    shown, hidden, styled or laid out (a search bar of its own, shown over the footer, cost a
+    layout of the screen and a repaint of every widget on it at each ``/``: 52-73 ms on the
+    24-layer trace), and no focus moves (focusing an input restyled and repainted the view left
+    behind): the app hands the bar each key while it is open (``take_key``) and it keeps the
+    query itself. Keys: a character types (the first one after ``/`` replaces the last query,
+    shown selected: enter repeats it), backspace, ctrl+u clears, enter and down find the next
+    match, up the previous, escape closes; any other key goes on to the screen as usual."""
 
-    It lies on a layer of its own: opening it changes no other widget's size, so nothing else
-    is laid out or painted again. It is laid out always and hidden (``visibility``) rather than
-    not displayed: displaying a docked widget changed every widget's place in the layout's map
-    (the dock gutter), and the whole screen was painted again. Its query and status change
-    with no layout (the query's width is fixed; the status only when its text changes)."""
-
+    COMPONENT_CLASSES = {"searchbar--line", "searchbar--prompt", "searchbar--status"}
     DEFAULT_CSS = """
-    SearchBar { height: 1; visibility: hidden; background: $panel; dock: bottom;
-                layer: searchbar; }
-    SearchBar.-open { visibility: visible; }
-    SearchBar > Label { width: auto; padding: 0 1; color: $text-accent; }
-    SearchBar > #search-query { width: 1fr; height: 1; padding: 0; color: $foreground; }
-    SearchBar > #search-status { width: auto; color: $text-muted; padding: 0 1; }
+    SearchBar > .searchbar--line { background: $panel; color: $foreground; }
+    SearchBar > .searchbar--prompt { color: $text-accent; }
+    SearchBar > .searchbar--status { color: $text-muted; }
     """
 
     PLACEHOLDER = "search the focused view — enter: next, ↑: previous, esc: close"
@@ -185,47 +295,64 @@ class SearchBar(Horizontal):
     def __init__(self) -> None:
         super().__init__()
         self.query = ""
+        self.status = ""  # what the last search found ("line 12: 3 matching lines", "no match")
+        self._open = False
         self._selected = False  # the last query, shown selected: a character replaces it
-
-    def compose(self) -> ComposeResult:
-        yield Label("/")
-        yield Static("", id="search-query")
-        yield Label("", id="search-status")
-
-    def open(self) -> None:
-        self.set_status("")  # the last search's "no match" is about another query
-        self._selected = bool(self.query)  # typing replaces the last query; enter repeats it
-        self._show_query()
-        self.add_class("-open")
-
-    def close(self) -> None:
-        self.remove_class("-open")
-        self.post_message(self.Closed())
 
     @property
     def is_open(self) -> bool:
-        return self.has_class("-open")
+        return self._open
+
+    def open(self) -> None:
+        self.status = ""  # the last search's "no match" is about another query
+        self._selected = bool(self.query)  # typing replaces the last query; enter repeats it
+        self._open = True
+        self.refresh()
+
+    def close(self) -> None:
+        self._open = False
+        self.refresh()
+        self.post_message(self.Closed())
 
     def set_status(self, text: str) -> None:
-        label = self.query_one("#search-status", Label)
-        if str(label.content) != text:  # its width follows its text: a layout when it changes
-            label.update(text)
+        if text != self.status:
+            self.status = text
+            self.refresh()
 
-    def _show_query(self) -> None:
-        t = Text(no_wrap=True, overflow="ellipsis")
+    def render(self) -> Text:
+        return self.render_search() if self._open else self.render_keys()
+
+    def render_search(self) -> Text:
+        """``/ QUERY▌ … STATUS`` (the placeholder while the query is empty), as wide as the
+        footer: the query is cut at its start to leave the status room."""
+        line = self.get_component_rich_style("searchbar--line", partial=True)
+        width = self.size.width
+        prompt = Text(" / ", style=self.get_component_rich_style("searchbar--prompt",
+                                                                  partial=True))
+        status = Text(f" {inert(self.status, multiline=False)} " if self.status else "",
+                      style=self.get_component_rich_style("searchbar--status", partial=True))
+        room = max(1, width - prompt.cell_len - status.cell_len)
+        query = Text(no_wrap=True, overflow="ellipsis", end="")
         if not self.query:
-            t.append(" ", style="reverse")  # the cursor
-            t.append(self.PLACEHOLDER, style="dim")
+            query.append(" ", style="reverse")  # the cursor
+            query.append(self.PLACEHOLDER, style="dim")
+            query.truncate(room, overflow="ellipsis")
         else:
             # typed here, not read from a trace; shown inert all the same (a paste)
-            t.append(inert(self.query, multiline=False), style="reverse" if self._selected else "")
-            t.append(" ", style="reverse")
-        self.query_one("#search-query", Static).update(t, layout=False)
+            shown = inert(self.query, multiline=False)
+            if len(shown) + 1 > room:  # the end of a long query, where the typing is
+                shown = "…" + shown[len(shown) + 2 - room:]
+            query.append(shown, style="reverse" if self._selected else "")
+            query.append(" ", style="reverse")
+        query.pad_right(room - query.cell_len)
+        t = Text.assemble(prompt, query, status, no_wrap=True, overflow="crop", end="")
+        t.stylize_before(line)
+        return t
 
     def _type(self, text: str) -> None:
         self.query = (text if self._selected else self.query + text)
         self._selected = False
-        self._show_query()
+        self.refresh()
 
     def take_key(self, event: events.Key) -> bool:
         """Handle ``event`` while the bar is open; False: not a key of the search (it goes on
@@ -235,15 +362,15 @@ class SearchBar(Horizontal):
             self.close()
         elif key in ("enter", "down", "up"):
             self._selected = False
-            self._show_query()
+            self.refresh()
             self.post_message(self.Submitted(self.query, key != "up"))
         elif key in ("backspace", "ctrl+h"):
             self.query = "" if self._selected else self.query[:-1]
             self._selected = False
-            self._show_query()
+            self.refresh()
         elif key == "ctrl+u":
             self.query, self._selected = "", False
-            self._show_query()
+            self.refresh()
         elif event.is_printable and event.character:
             self._type(event.character)
         else:
