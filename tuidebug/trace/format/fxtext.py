@@ -56,17 +56,28 @@ def _forward_lines(text: str) -> tuple[list[str], int, int, int] | None:
         return None
     start = text.count("\n", 0, m.start())
     indent = len(m["indent"])
-    lines = text[m.start():].split("\n")
+    rest = text[m.start():]
+    lines = rest.split("\n")
     sig_end = _signature_end(lines, 0)
-    for j in range(sig_end + 1, len(lines)):
-        line = lines[j]
-        # a line indented no deeper than the "def": its first indent + 1 characters are not all
-        # blank (a blank line is skipped)
-        if line[:indent + 1].isspace() or not line.strip():
-            continue
-        del lines[j:]
-        break
+    # the body ends at a line indented no deeper than the "def": a character other than a blank
+    # among its first indent + 1 (a blank line is skipped)
+    body = sum(len(ln) + 1 for ln in lines[:sig_end + 1])
+    end = _body_end(indent).search(rest, body - 1)  # from the newline that ends the signature
+    if end is not None:
+        del lines[sig_end + 1 + rest.count("\n", body, end.start() + 1):]
     return lines, start, indent, sig_end
+
+
+_BODY_ENDS: dict[int, re.Pattern[str]] = {}
+
+
+def _body_end(indent: int) -> re.Pattern[str]:
+    """The newline before a line with a character other than a blank among its first
+    ``indent + 1`` (a pattern that starts with a newline is searched fast)."""
+    pattern = _BODY_ENDS.get(indent)
+    if pattern is None:
+        pattern = _BODY_ENDS[indent] = re.compile(rf"\n(?=[^\S\n]{{0,{indent}}}\S)")
+    return pattern
 
 
 _SIG_TOKEN = re.compile(r"[\"'#()]")
@@ -169,6 +180,9 @@ def _statements(text: str) -> _Statements | None:
     acc_line = 0
     acc_src: dict[str, Any] | None = None
     bad: list[int] = []
+    # each "# File:" comment read once (a 24-layer model's layers repeat the same lines): its
+    # source, or None when it does not say one
+    comments: dict[str, dict[str, Any] | None] = {}
     for idx in range(sig_end + 1, len(lines)):
         s = lines[idx].strip()
         if not s:
@@ -183,11 +197,11 @@ def _statements(text: str) -> _Statements | None:
             continue
         if s[0] == "#":
             if "File:" in s:
-                m = _FILE_RE.search(s)
-                if m:
-                    source = {"file": m["file"], "line": safefile.to_int(m["line"], 0),
-                              "fn": m["fn"].strip(),
-                              "code": m["code"].strip()}
+                said = comments.get(s, _UNREAD)
+                if said is _UNREAD:
+                    said = comments[s] = _file_comment(s)
+                if said is not None:
+                    source = said
             elif _NO_STACK in s:
                 source = None
             continue
@@ -207,6 +221,17 @@ def _statements(text: str) -> _Statements | None:
             if m:
                 bare.append((m["name"], m["ann"]))
     return _Statements(params, stmts, bare, first, bad, problems)
+
+
+_UNREAD: dict[str, Any] = {}
+
+
+def _file_comment(line: str) -> dict[str, Any] | None:
+    m = _FILE_RE.search(line)
+    if m is None:
+        return None
+    return {"file": m["file"], "line": safefile.to_int(m["line"], 0), "fn": m["fn"].strip(),
+            "code": m["code"].strip()}
 
 
 def parse_graph(text: str) -> ParsedGraph:
@@ -261,8 +286,9 @@ def index_graph(text: str) -> GraphIndex | None:
     names = set() if st.bare else {p for p, _ in st.params}
     nodes = len(st.bare or st.params)
     sources: dict[str, dict[str, Any]] = {}
+    stmt_match, call_match = STMT_RE.match, _CALL_RE.match
     for _, code, src in st.stmts:
-        m = STMT_RE.match(code)
+        m = stmt_match(code)
         if m is None:
             if code.startswith("return ") or code == "return":
                 nodes += 1  # the output node
@@ -278,16 +304,17 @@ def index_graph(text: str) -> GraphIndex | None:
             if m["ann"] is None:
                 return None
             continue  # a bare placeholder, counted above
-        rhs = statement_value(rhs)
-        if rhs is None:
-            return None
+        if ";  " in rhs:
+            rhs = statement_value(rhs)
+            if rhs is None:
+                return None
         if rhs == "None":
             continue
         name = m["name"]
         if rhs in names and m["ann"] is None:
             names.discard(rhs)  # "l_x_ = L_x_": a placeholder renamed
             continue
-        if not (_CALL_RE.match(rhs) or _SUBSCRIPT_RE.match(rhs) or BINARY_RE.match(rhs)
+        if not (call_match(rhs) or _SUBSCRIPT_RE.match(rhs) or BINARY_RE.match(rhs)
                 or UNARY_RE.match(rhs) or SELF_ATTR_RE.match(rhs)):
             return None
         nodes += 1

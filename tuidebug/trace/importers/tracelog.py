@@ -298,11 +298,13 @@ def read_payload(f: IO[bytes], rec: Record) -> str:
         return ""
     f.seek(rec.payload_start)
     data = f.read(rec.payload_end - rec.payload_start)
-    text = data.decode("utf-8", errors="replace")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return "\n".join(ln[1:] if ln.startswith("\t") else ln for ln in lines)
+    # each line's leading tab dropped, as bytes (a tab or a newline is never part of a UTF-8
+    # sequence: decoding after is decoding each line), the newline that ends the last dropped
+    if data.endswith(b"\n"):
+        data = data[:-1]
+    if data.startswith(b"\t"):
+        data = data[1:]
+    return data.replace(b"\n\t", b"\n").decode("utf-8", errors="replace")
 
 
 def is_torch_trace_file(path: Path, probe_lines: int = 20) -> bool:
