@@ -271,6 +271,11 @@ class GraphIndex:
 
 _CALL_RE = re.compile(r"^[A-Za-z_][\w.]*\(.*\)$")
 _SUBSCRIPT_RE = re.compile(r"^[A-Za-z_]\w*\[.*\]$")
+# "name: ann = target(args)" or "name = x[…]", then FX's "a = b = None": one node, as the
+# checks below find it (no ";" in the value: the value ends where the first ";  " is)
+_NODE_STMT_RE = re.compile(r'^([A-Za-z_]\w*)(?:: "[^"]*")? = '
+                           r"(?:[A-Za-z_][\w.]*\([^;]*\)|[A-Za-z_]\w*\[[^;]*\])"
+                           r"(?:;  (?:[A-Za-z_]\w* = )+None)?$")
 _UNPACK_RE = re.compile(r"^[A-Za-z_]\w*(?:, ?[A-Za-z_]\w*)*,? = ")  # "a, b, = tree_flatten…"
 
 
@@ -286,8 +291,14 @@ def index_graph(text: str) -> GraphIndex | None:
     names = set() if st.bare else {p for p, _ in st.params}
     nodes = len(st.bare or st.params)
     sources: dict[str, dict[str, Any]] = {}
-    stmt_match, call_match = STMT_RE.match, _CALL_RE.match
+    stmt_match, call_match, node_match = STMT_RE.match, _CALL_RE.match, _NODE_STMT_RE.match
     for _, code, src in st.stmts:
+        m = node_match(code)  # the common statement: one regex says it all
+        if m is not None:
+            nodes += 1
+            if src is not None:
+                sources[m[1]] = src
+            continue
         m = stmt_match(code)
         if m is None:
             if code.startswith("return ") or code == "return":
