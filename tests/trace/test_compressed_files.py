@@ -192,3 +192,61 @@ def test_a_redacted_pack_redacts_what_compressed_files_hold(tmp_path: Path) -> N
     assert record["user_line"] == {"file": "/home/u/m.py", "line": 3, "code": None}
     assert not [n for n in names if n.endswith("0_0.json.gz")]
     assert "t/graphs/0_0-inference/stages/000-stage0.json" in names  # redacted: stored plain
+
+
+@pytest.mark.parametrize("damage, says", [
+    (lambda b: b[:len(b) // 2], "cut short (not a complete JSON object); not read"),
+    (lambda b: b[:-8], "cut short (not a complete JSON object); not read"),  # no trailer
+    (lambda b: compressed.pack(zlib.decompress(b, 31)[:-40]), "cut short (not a complete JSON"),
+    (lambda b: b[:12] + b"\xff" * 40 + b[52:], "corrupt (damaged compressed data"),
+])
+def test_a_compressed_snapshot_cut_short_is_caught_at_open_as_a_plain_one_is(
+        tmp_path: Path, damage, says) -> None:  # type: ignore[no-untyped-def]
+    """The integrity check ``info`` runs (``check_files``, no snapshot parsed) tells a
+    compressed snapshot cut short (a half-copied trace) as it tells a plain one; before, it
+    skipped every ``.gz`` and the trace opened as sound."""
+    root = _trace(tmp_path / "t", [NODES_A, NODES_B])
+    gz = _stages(root) / "000-stage0.json.gz"
+    gz.write_bytes(damage(gz.read_bytes()))
+    t = Trace(root)
+    t.graph(GRAPH).check_files()
+    problems = [str(p) for p in t.problems]
+    assert len(problems) == 1 and problems[0].startswith(
+        f"graphs/{GRAPH}/stages/000-stage0.json: {says}"), problems
+    # the plain file cut short says the same
+    plain = _trace(tmp_path / "p", [NODES_A, NODES_B])
+    stage = _stages(plain) / "000-stage0.json"
+    stage.write_bytes(zlib.decompress((_stages(plain) / "000-stage0.json.gz").read_bytes(),
+                                      31)[:-40])
+    (_stages(plain) / "000-stage0.json.gz").unlink()
+    tp = Trace(plain)
+    tp.graph(GRAPH).check_files()
+    assert [str(p) for p in tp.problems] == [
+        f"graphs/{GRAPH}/stages/000-stage0.json: cut short (not a complete JSON object); "
+        "not read"], tp.problems
+
+
+def test_a_capped_text_reads_only_the_head_of_a_large_compressed_file(tmp_path: Path) -> None:
+    """A compressed text over the JSON cap (64 MiB stored: incompressible bytes) shown
+    truncated, as the plain file would be: only what the head takes is read and decompressed.
+    Before, the whole stored file was read first and refused over 64 MiB."""
+    root = _trace(tmp_path / "t", [NODES_A, NODES_B])
+    ir = root / schema.GRAPHS_DIR / GRAPH / "ir_post_fusion.txt.gz"
+    head = b"buf0: SchedulerNode\n" * 1000
+    c = zlib.compressobj(1, zlib.DEFLATED, 31)
+    with open(ir, "wb") as f:
+        f.write(c.compress(head))
+        for _ in range(66):  # random bytes do not compress: 66 MiB stored
+            f.write(c.compress(os.urandom(1 << 20)))
+        f.write(c.flush())
+    assert ir.stat().st_size > safefile.MAX_JSON_BYTES
+    t = Trace(root)
+    text = t.graph(GRAPH).ir_text("post")
+    assert text is not None and text.startswith(head.decode()), (text or "")[:200]
+    assert "truncated" in text[-200:], text[-200:]
+    assert any("ir_post_fusion.txt" in str(p) and "only the first" in str(p)
+               for p in t.problems), t.problems
+    assert not any("limit" in str(p) for p in t.problems), t.problems
+    # a head is read, not the file: the stream stops one byte past the cap
+    data, cut = compressed.inflate_file(ir, 1000, truncate=True)
+    assert cut and data == head[:1000]

@@ -15,6 +15,7 @@ from tests.conftest import plain
 from tuidebug.trace.format import compressed, safefile, schema
 from tuidebug.trace.format.writer import TraceWriter
 from tuidebug.trace.jobs.rank_digest import Hashes, read_rank
+from tuidebug.trace.jobs.rank_groups import Covered, rank_keys
 from tuidebug.trace.jobs.ranks import analyze_job
 from tuidebug.viewers.ranks_view import divergence_lines, render_job
 
@@ -65,7 +66,8 @@ def test_a_printed_snapshot_is_part_of_the_fingerprint(tmp_path: Path) -> None:
     stages = [p["compiles"][0]["graphs"][0]["stages"] for p in prints]
     assert [[f for f, _ in s] for s in stages] == [["000-dynamo.json", "001-post_grad.txt"]] * 2
     assert stages[0][0] == stages[1][0] and stages[0][1] != stages[1][1]
-    assert prints[0]["hash"] != prints[1]["hash"]
+    nothing = Covered(frozenset())
+    assert rank_keys(prints[0], nothing)[0] != rank_keys(prints[1], nothing)[0]
     got = analyze_job(job)
     assert [g["ranks"] for g in got["groups"]] == [[0], [1]]
     div = got["divergence"]
@@ -297,3 +299,18 @@ def test_ranks_split_three_ways_in_a_file_another_refused_name_only_compared_ran
     assert d is not None and d["kind"] == "graph" and d["stage"] == "dynamo", d
     assert d["reference_ranks"] == [1] and len(d["diverging_ranks"]) == 1, d
     assert d["diverging_ranks"][0] in (2, 3), d
+
+
+def test_a_refused_file_covers_its_folder_and_what_it_holds_and_nothing_beside() -> None:
+    """What the ranks are grouped by masks a path when it is a file refused on some rank, lies
+    in a refused folder, or holds one; a sibling whose name only starts the same is not (the
+    lookup is by folders, each path once, no longer every refused file tried on every path)."""
+    covered = Covered(frozenset({"graphs/0_0-forward/stages/003-x.json", "graphs/1_0-bwd"}))
+    said = {p: covered(p) for p in (
+        "graphs/0_0-forward/stages/003-x.json",  # the file
+        "graphs/0_0-forward/stages", "graphs/0_0-forward",  # folders that hold it
+        "graphs/1_0-bwd/code", "graphs/1_0-bwd/stages/000-dynamo.json",  # in a refused folder
+        "graphs/0_0-forward/stages/003-x.json.gz", "graphs/0_0-forward/stages/003-x",
+        "graphs/1_0-bwd-2/code", "graphs/0_0", "config.json")}
+    assert said == {**{p: True for p in list(said)[:5]}, **{p: False for p in list(said)[5:]}}, said
+    assert not Covered(frozenset())("graphs/0_0-forward")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from tuidebug.trace.format import safefile
@@ -53,6 +54,73 @@ def inflate(data: bytes, cap: int, *, truncate: bool = False) -> tuple[bytes, bo
     return out, False
 
 
+_CHUNK = 1 << 20  # compressed bytes read at a time from a file
+
+
+def _pieces(real: Path, cap: int, *, no_link: bool = False) -> Iterator[bytes]:
+    """The content of the gzip file ``real`` decompressed, in pieces, read from the file as it
+    is decompressed: it stops one byte past ``cap`` (the caller sees that), so neither the
+    compressed nor the decompressed whole is held when only a head is wanted. A stream cut
+    short, damaged or followed by other bytes is ``ValueError`` (after the pieces before it);
+    more compressed bytes than ``cap`` of content may take (empty blocks) is ``Refused``."""
+    d = zlib.decompressobj(_GZIP)
+    most_in = cap + cap // 64 + 1024  # deflate stores incompressible data with ~0.03% more
+    read = out = 0
+    pending, ended = b"", False
+    with safefile.open_regular(real, no_link=no_link) as f:
+        while not d.eof:
+            if not pending and not ended:
+                pending = f.read(_CHUNK)
+                ended = not pending
+                read += len(pending)
+            try:  # at the file's end, what the decompressor still holds comes out
+                piece = d.decompress(pending, cap + 1 - out)
+            except zlib.error as e:
+                raise ValueError(f"damaged compressed data ({e})") from None
+            pending = d.unconsumed_tail
+            if read - len(pending) > most_in:
+                raise Refused(f"over {most_in:,} compressed bytes for at most {cap:,} of "
+                              "content; not read")
+            out += len(piece)
+            if piece:
+                yield piece
+            if out > cap:
+                return
+            if ended and not piece and not d.eof:
+                raise ValueError("compressed data cut short")
+        if d.unused_data or pending or f.read(1):
+            raise ValueError("bytes after the compressed data")
+
+
+def inflate_file(real: Path, cap: int, *, truncate: bool = False, no_link: bool = False
+                 ) -> tuple[bytes, bool]:
+    """``inflate`` of the gzip file ``real`` (``safefile``'s rules: a regular file), read and
+    decompressed as a stream: with ``truncate`` only what the first ``cap`` bytes of content
+    take is read, however large the file."""
+    parts, got = [], 0
+    for piece in _pieces(real, cap, no_link=no_link):
+        parts.append(piece)
+        got += len(piece)
+    data = b"".join(parts)
+    if got > cap:
+        if not truncate:
+            raise Refused(f"decompresses to over the {cap:,}-byte limit for this file "
+                          "(a decompression bomb?); not read")
+        return data[:cap], True
+    return data, False
+
+
+def tail(real: Path, cap: int, size: int = 64) -> bytes | None:
+    """The last ``size`` bytes of the content of the gzip file ``real``, decompressed as a
+    stream and dropped as it goes (a whole file is checked without being held): None when it
+    holds more than ``cap`` (told when it is read). ``ValueError``: cut short or damaged."""
+    last, got = b"", 0
+    for piece in _pieces(real, cap):
+        last = (last + piece[-size:])[-size:]
+        got += len(piece)
+    return None if got > cap else last
+
+
 def packed_name(name: str) -> str:
     """The file that holds ``name`` compressed."""
     return name + SUFFIX
@@ -70,5 +138,4 @@ def read_bytes(path: Path, cap: int, *, no_link: bool = False) -> bytes:
     ``ValueError`` (damaged)."""
     if os.path.lexists(path):
         return safefile.read_bytes(path, cap, no_link=no_link)[0]
-    raw, _ = safefile.read_bytes(path.with_name(packed_name(path.name)), cap, no_link=no_link)
-    return inflate(raw, cap)[0]
+    return inflate_file(path.with_name(packed_name(path.name)), cap, no_link=no_link)[0]

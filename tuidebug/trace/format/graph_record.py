@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tuidebug.trace.format import layout, safefile, schema
+from tuidebug.trace.format import compressed, layout, safefile, schema
 from tuidebug.trace.format.error_record import ErrorRecord
 from tuidebug.trace.format.graph import COMPUTE_OPS, Graph
 from tuidebug.trace.format.graph_meta import NO_CHANGES, GraphMeta, StageInfo, node_changes
@@ -284,16 +284,26 @@ class GraphRecord:
             if not self._f.exists(path) and self._f.missing(path):
                 self._f.problem(path, "missing")
                 continue
-            if layout.is_fx_text(file) or not os.path.lexists(path):
-                continue  # a printed graph, or one compressed (NAME.gz): what is wrong with
-                # it is told when it is read
+            if layout.is_fx_text(file):
+                continue  # a printed graph: what is wrong with it is told when it is read
             # a snapshot's node count comes from the stage list (not parsed here): its last
-            # bytes tell a file cut short (a JSON object ends with "}")
+            # bytes tell a file cut short (a JSON object ends with "}"); one stored compressed
+            # (NAME.gz, format 2) is decompressed as a stream to its end, nothing kept (the
+            # 24-layer trace's 10 snapshots, 17 MB of content: this check 10 -> 39 ms of CPU)
             try:
-                tail, _ = safefile.read_tail(self._f.confine(path), 64)
+                if os.path.lexists(path):
+                    tail: bytes | None = safefile.read_tail(self._f.confine(path), 64)[0]
+                else:
+                    packed = path.with_name(compressed.packed_name(path.name))
+                    tail = compressed.tail(self._f.confine(packed), safefile.MAX_JSON_BYTES)
+            except ValueError as e:  # a compressed stream cut short, or damaged
+                if "cut short" not in str(e):
+                    self._f.problem(path, f"corrupt ({e}); not read")
+                    continue
+                tail = b""
             except (safefile.Refused, OSError):
                 continue  # reported when the snapshot itself is read
-            if not tail.rstrip().endswith(b"}"):
+            if tail is not None and not tail.rstrip().endswith(b"}"):
                 self._f.problem(path, "cut short (not a complete JSON object); not read")
         for rel in [k.file for k in self.kernels if k.file] + [schema.WRAPPER]:
             path = self.dir / rel

@@ -102,8 +102,7 @@ class TraceFiles:
         real, packed = found
         if not packed:
             return safefile.read_bytes(real, cap, truncate=truncate)
-        raw, _ = safefile.read_bytes(real, safefile.MAX_JSON_BYTES)
-        data, cut = compressed.inflate(raw, cap, truncate=truncate)
+        data, cut = compressed.inflate_file(real, cap, truncate=truncate)
         return data, None if cut else len(data)
 
     def json(self, path: Path, default: Any = None, *, required: bool = False,

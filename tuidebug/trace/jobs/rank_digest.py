@@ -124,8 +124,8 @@ class CompilePrint(TypedDict):
 class RankPrint(TypedDict):
     config: str | None
     compiles: list[CompilePrint]
-    hash: str  # of config and compiles
-    unread: list[Unread]  # not in ``hash``: reasons name sizes, which differ per rank
+    unread: list[Unread]  # not in the group key (rank_groups): reasons name sizes, which
+    # differ per rank
 
 
 @dataclass
@@ -353,7 +353,7 @@ def read_rank(rank: int, trace_dir: Path, hashes: Hashes) -> RankDigest:
                                     for g in by_compile.get(cid, [])]})
     fp = {"config": hashes.file(str(trace_dir / schema.CONFIG), schema.CONFIG, unread=unread),
           "compiles": compiles}
-    whole: RankPrint = {**fp, "hash": digest(json.dumps(fp, sort_keys=True).encode()),  # type: ignore[typeddict-item]
+    whole: RankPrint = {**fp,  # type: ignore[typeddict-item]
                         # by its logical name (``NAME.gz`` as ``NAME``: as the print names it)
                         "unread": [{"file": compressed.logical_name(os.path.relpath(p, trace_dir)),
                                     "why": why} for p, why in sorted(unread.items())]

@@ -351,16 +351,14 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
         ranks.append(row)
     # a file refused on some rank is compared on none (UNREAD in every rank's key), unless the
     # ranks that read it differ in it: then they are not alike
-    refused = rank_groups.refused([dg.print for dg in digests.values()])
-    contested = rank_groups.contested({r: dg.print for r, dg in digests.items()}, refused)
+    covered = rank_groups.Covered(rank_groups.refused([dg.print for dg in digests.values()]))
+    contested = rank_groups.contested({r: dg.print for r, dg in digests.items()}, covered)
     keep = frozenset(contested)
     groups: dict[str, list[int]] = {}
     for row in ranks:
         dg = digests.get(row["rank"])
         if dg is not None:
-            row["hash"] = rank_groups.group_key(dg.print, refused, keep)
-            row["compile_hashes"] = {c["id"]: rank_groups.compile_key(c, refused, keep)
-                                     for c in dg.print["compiles"]}
+            row["hash"], row["compile_hashes"] = rank_groups.rank_keys(dg.print, covered, keep)
             groups.setdefault(row["hash"], []).append(row["rank"])
     ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), min(kv[1])))
     divergence = None
