@@ -254,3 +254,29 @@ def test_a_data_dependent_shape_break_offers_its_knob_to_try(tmp_path: Path) -> 
     assert s.apply is not None and s.apply.config == {
         "dynamo.capture_dynamic_output_shape_ops": True}, s.apply
     assert s.why == "Dynamic shape operator at script.py:4", s.why
+
+
+def test_a_break_logged_again_by_the_restarted_analysis_is_one_break(tmp_path: Path) -> None:
+    """Dynamo meets a data-dependent branch (``if top % 2 == 0:`` on ``.item()`` under
+    ``capture_scalar_outputs``: a tiny Mistral's step), restarts its analysis (0/0 → 0/0_1)
+    and logs the same break again in the attempt that compiles the graph. One break, as
+    ``torch._dynamo.explain`` counts it (``graph_break_count`` 1); the trace said "2 graph
+    breaks from 1 cause", and ``advise --try`` "graph breaks 1 → 2" for a change that only
+    moved the break."""
+    w = TraceWriter(tmp_path / "t", command=["script.py"])
+    file = str(tmp_path / "script.py")
+    reason = _branch(file, 13, "if top % 2 == 0:")
+    for cid in ("0/0", "0/0_1"):
+        w.write_compile(cid, {"graphs": [], "metrics": {"co_name": "step", "co_filename": file,
+                                                       "co_firstlineno": 9},
+                              "dynamo_graph_break_reason": [reason]})
+        w.add_compile(cid, {"graphs": []})
+    w.write_compile("1/0", {"graphs": [], "metrics": {
+        "co_name": "torch_dynamo_resume_in_step_at_13", "co_filename": file,
+        "co_firstlineno": 13}})
+    w.add_compile("1/0", {"graphs": []})
+    w.finish("ok")
+    per = trace_breaks(Trace(tmp_path / "t"))
+    breaks = [b for bs in per.values() for b in bs]
+    assert len(breaks) == 1 and list(per) == ["0/0"], per
+    assert summarize(breaks).headline == "1 graph break from 1 cause"

@@ -338,8 +338,22 @@ def compile_places(compiles: dict[str, dict[str, Any]]) -> dict[str, dict[str, A
 
 
 def trace_breaks(trace: Trace) -> dict[str, list[GraphBreak]]:
-    """Each compile's graph breaks, by compile id (compiles without one left out)."""
+    """Each compile's graph breaks, by compile id (compiles without one left out). A break a
+    restarted analysis of the same compile logs again (``0/0`` breaks and restarts, ``0/0_1``
+    meets the same line and logs it once more) is one break, kept under the first attempt:
+    ``torch._dynamo.explain`` counts it once."""
     compiles = trace.compiles
     places = compile_places(compiles)
-    return {cid: bs for cid, c in compiles.items()
-            if (bs := compile_breaks(cid, break_reasons(c), places))}
+    out: dict[str, list[GraphBreak]] = {}
+    seen: set[tuple[str, Any, str]] = set()
+    for cid, c in compiles.items():
+        attempt = re.sub(r"_\d+$", "", cid)  # 0/0_1 is an attempt of 0/0
+        bs = []
+        for b in compile_breaks(cid, break_reasons(c), places):
+            ident = (attempt, (b.site.file, b.site.line) if b.site else None, b.key)
+            if ident not in seen:
+                seen.add(ident)
+                bs.append(b)
+        if bs:
+            out[cid] = bs
+    return out
