@@ -398,7 +398,7 @@ def loads_lines(raws: list[bytes]) -> list[Any]:
     else:
         def parse(raw: bytes) -> Any:
             try:
-                value = json.loads(raw.decode("utf-8"), parse_constant=_parse_constant)
+                value = _PLAIN.decode(raw.decode("utf-8"))
             except RecursionError:
                 raise json.JSONDecodeError(f"nested deeper than {MAX_DEPTH} levels", "", 0) \
                     from None

@@ -50,11 +50,12 @@ def detect(path: str | os.PathLike[str]) -> Kind | None:
         return None
     if is_trace_dir(p):
         return "tuidebug"
-    # imported here, after the common case: it brings the whole importer (a fifth of a second)
-    from tuidebug.trace.importers import debug_dir
+    if p.is_dir():
+        # imported here, for a folder only: it brings the whole importer (a fifth of a second)
+        from tuidebug.trace.importers import debug_dir
 
-    if p.is_dir() and debug_dir.is_debug_dir(p):
-        return "torch_compile_debug"
+        if debug_dir.is_debug_dir(p):
+            return "torch_compile_debug"
     if trace_logs(p):
         return "torch_trace"
     return None

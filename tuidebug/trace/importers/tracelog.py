@@ -207,7 +207,7 @@ class _Scanner:
                      "line); skipped")
             return
         try:
-            meta = safefile.loads(m["json"].decode("utf-8"))
+            meta = safefile.loads(m["json"])  # bytes: no surrogate to look for
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             out.bad_lines += 1
             out.warn(f"{rel}: line {lineno}: record is truncated or corrupt "
