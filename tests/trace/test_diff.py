@@ -319,3 +319,57 @@ def test_op_counts_without_building_the_graph(transformer4_trace: Path, mlp_trac
     graph_counts = collections.Counter(n.target for n in g.final_graph().compute_nodes())
     assert graph_counts[""] == 1  # the reading drops a target of the wrong type
     assert Trace(t).graphs[0].final_op_counts() == graph_counts
+
+
+def test_files_held_alike_are_read_once_and_what_is_kept_never_leaks(mlp_trace: Path,
+                                                                     copy_trace) -> None:
+    """A comparison reads a file both traces hold in the same bytes once, and keeps what it
+    works out from one graph (its IR and fusion decisions counted, its wrapper folded, its
+    kernels' code) for the next comparison of that open trace (issue 30: the TUI compares its
+    trace with one trace after another). A copy with one kernel's code, the wrapper, the
+    fusion decisions and the post-fusion IR edited is compared exactly as a fresh reading of
+    both compares it, after and before comparing the open trace with an unedited copy; each
+    edit is found."""
+    from tuidebug.trace.format.reader import Trace
+
+    same = copy_trace(mlp_trace, "same")
+    edited = plain_files(copy_trace(mlp_trace, "edited"))
+    gdir = next((edited / "graphs").iterdir())
+    index = json.loads((gdir / "code" / "kernels.json").read_text())
+    kernel = next(k for k in index["kernels"] if k["kind"] != "extern")
+    code = gdir / kernel["file"]
+    source = code.read_text()
+    assert source.endswith("\n")
+    code.write_text(source + "// one line more\n")
+    wrapper = gdir / "code" / "wrapper.py"
+    text = wrapper.read_text()
+    call = next(ln for ln in text.splitlines() if "assert_size_stride(arg" in ln)
+    wrapper.write_text(text.replace(call, call + "\n" + call, 1))
+    fusion = gdir / "fusion.jsonl"
+    records = [json.loads(ln) for ln in fusion.read_text().splitlines()]
+    assert records[0]["action"] == "rejected"
+    records[0]["action"] = "fused"
+    fusion.write_text("".join(json.dumps(r) + "\n" for r in records))
+    ir = gdir / "ir_post_fusion.json"
+    post = json.loads(ir.read_text())
+    post["nodes"] = post["nodes"][1:]
+    ir.write_text(json.dumps(post))
+
+    def canon(d: dict) -> str:
+        return json.dumps({k: v for k, v in d.items() if k != "b"}, sort_keys=True)
+
+    opened = Trace(mlp_trace)
+    unedited = diff_traces(opened, same)
+    assert not [ln for ln in unedited["lines"] if not ln.startswith("compile time")]
+    compared = diff_traces(opened, edited)
+    assert canon(compared) == canon(diff_traces(Trace(mlp_trace), edited))
+    (g,) = compared["graphs"]
+    (changed,) = [k for k in g["kernels"] if k["status"] == "changed"]
+    assert changed["a"] == kernel["name"]
+    assert changed["diff_stats"] == {"added": 1, "removed": 0}
+    asserts = g["wrapper"]["markers"]["assert_size_stride"]
+    assert asserts["b"] == asserts["a"] + 1 and "assert_size_stride" in g["wrapper"]["diff"]
+    assert g["fusion"]["fused"]["b"] == g["fusion"]["fused"]["a"] + 1
+    assert g["fusion"]["rejected"]["b"] == g["fusion"]["rejected"]["a"] - 1
+    assert g["ir"]["post"]["b"]["nodes"] == g["ir"]["post"]["a"]["nodes"] - 1
+    assert canon(diff_traces(opened, same)) == canon(unedited)  # nothing of the edited kept

@@ -32,7 +32,7 @@ def config_diff(a: Trace, b: Trace) -> dict[str, Any]:
     if va and vb:
         for name in sorted(set(va) | set(vb)):
             x, y = va.get(name, missing), vb.get(name, missing)
-            if _canon(x) == _canon(y):
+            if _same_scalar(x, y) or _canon(x) == _canon(y):
                 continue
             overridden = name in capture or any(name in t.manifest.config_overrides
                                                  for t in (a, b))
@@ -73,6 +73,15 @@ def _same_installed_file(x: Any, y: Any) -> bool:
             return False
         tails.append(parts[where[-1]:])
     return tails[0] == tails[1]
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _same_scalar(x: Any, y: Any) -> bool:
+    """``x`` and ``y`` are one plain value of one type (most of a config's thousand values),
+    known equal without writing both out (1 and True, 1 and 1.0 are not the same value)."""
+    return type(x) is type(y) and type(x) in _SCALARS and x == y
 
 
 def _canon(v: Any) -> str:

@@ -7,7 +7,7 @@ import collections
 import re
 from typing import Any
 
-from tuidebug.trace.diff.common import pair
+from tuidebug.trace.diff.common import kept, pair, same_file as _same
 from tuidebug.trace.diff.kernels import extern_diffs, kernel_diffs, wrapper_diff
 from tuidebug.trace.format import schema
 from tuidebug.trace.format.reader import GraphRecord
@@ -31,12 +31,6 @@ def _final_nodes(g: GraphRecord | None) -> int | None:
     return snaps[-1].nodes if snaps else None
 
 
-def _same(ga: GraphRecord | None, gb: GraphRecord | None, rel: str | None) -> bool:
-    """Both graphs hold the same bytes at ``rel``: what is read from one holds for the other
-    (two traces of one model: most files are; each parsed once)."""
-    return ga is not None and gb is not None and rel is not None and ga.same_file(gb, rel)
-
-
 def _ops(ga: GraphRecord | None, gb: GraphRecord | None) -> list[dict[str, Any]]:
     """Ops (node targets) whose count differs between the two last snapshots (post-grad)."""
     last_a = ga.snapshots()[-1].file if ga and ga.snapshots() else None
@@ -44,8 +38,8 @@ def _ops(ga: GraphRecord | None, gb: GraphRecord | None) -> list[dict[str, Any]]
     if last_a == last_b and _same(ga, gb, last_a):
         return []  # the same graph: no op count differs
 
-    ca = ga.final_op_counts() if ga else collections.Counter()
-    cb = gb.final_op_counts() if gb else collections.Counter()
+    ca = kept(ga, "op_counts", ga.final_op_counts) if ga else collections.Counter()
+    cb = kept(gb, "op_counts", gb.final_op_counts) if gb else collections.Counter()
     return [{"op": op, "a": ca.get(op, 0), "b": cb.get(op, 0)}
             for op in sorted(set(ca) | set(cb)) if ca.get(op, 0) != cb.get(op, 0)]
 
@@ -95,19 +89,28 @@ def _effect(e: dict[str, Any] | None) -> dict[str, Any] | None:
 def ir_counts(ir: dict[str, Any] | None) -> dict[str, Any] | None:
     if not isinstance(ir, dict) or not isinstance(ir.get("nodes"), list):
         return None
-    nodes = [n for n in ir["nodes"] if isinstance(n, dict)]
-    by_type = collections.Counter(str(n.get("type")) for n in nodes)
-    return {"nodes": len(nodes), "by_type": dict(sorted(by_type.items())),
-            "reductions": sum(1 for n in nodes if n.get("is_reduction")),
-            "extern": sum(1 for n in nodes if n.get("is_extern")),
-            # what the scheduler turns into kernels: one Triton kernel each on GPU; on CPU one
-            # loop nest each, which the C++ backend packs into one function per run of nodes
-            # between extern calls
-            "kernels": sum(1 for n in nodes if not n.get("is_extern")
-                           and str(n.get("type")) != "NopKernelSchedulerNode"),
-            "template": sum(1 for n in nodes if n.get("is_template")),
-            "fused_groups": sum(1 for n in nodes if len(n.get("members") or []) > 1),
-            "members": sum(len(n.get("members") or [n.get("name")]) for n in nodes)}
+    by_type: collections.Counter[str] = collections.Counter()
+    count = reductions = extern = kernels = template = fused_groups = members = 0
+    for n in ir["nodes"]:  # one pass: a 24-layer graph's IR holds hundreds of nodes
+        if not isinstance(n, dict):
+            continue
+        count += 1
+        kind = str(n.get("type"))
+        by_type[kind] += 1
+        reductions += bool(n.get("is_reduction"))
+        is_extern = bool(n.get("is_extern"))
+        extern += is_extern
+        # what the scheduler turns into kernels: one Triton kernel each on GPU; on CPU one
+        # loop nest each, which the C++ backend packs into one function per run of nodes
+        # between extern calls
+        kernels += not is_extern and kind != "NopKernelSchedulerNode"
+        template += bool(n.get("is_template"))
+        group = n.get("members") or []
+        fused_groups += len(group) > 1
+        members += len(group) if group else 1
+    return {"nodes": count, "by_type": dict(sorted(by_type.items())),
+            "reductions": reductions, "extern": extern, "kernels": kernels,
+            "template": template, "fused_groups": fused_groups, "members": members}
 
 
 def _groups(ir: dict[str, Any] | None) -> collections.Counter[tuple[str, ...]]:
@@ -120,18 +123,33 @@ def _groups(ir: dict[str, Any] | None) -> collections.Counter[tuple[str, ...]]:
     return c
 
 
+def _pre(g: GraphRecord | None) -> dict[str, Any] | None:
+    """The pre-fusion IR of ``g`` counted (kept with the graph)."""
+    return kept(g, "ir_pre", lambda: ir_counts(g.ir_pre)) if g is not None else None
+
+
+def _post(g: GraphRecord | None) -> tuple[dict[str, Any] | None,
+                                          collections.Counter[tuple[str, ...]]]:
+    """The post-fusion IR of ``g`` counted, and its fused groups (kept with the graph)."""
+    if g is None:
+        return None, collections.Counter()
+    return kept(g, "ir_post", lambda: (ir_counts(g.ir_post), _groups(g.ir_post)))
+
+
+def _copy(counts: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Counts kept with a graph, as the comparison's own (whoever reads it may change it)."""
+    return None if counts is None else {**counts, "by_type": dict(counts["by_type"])}
+
+
 def _ir(ga: GraphRecord | None, gb: GraphRecord | None) -> dict[str, Any]:
-    post_a = ga.ir_post if ga else None
-    same_post = _same(ga, gb, f"{schema.IR_POST}.json")
-    post_b = post_a if same_post else gb.ir_post if gb else None
-    pre_a = ir_counts(ga.ir_pre if ga else None)
-    pre_b = pre_a if _same(ga, gb, f"{schema.IR_PRE}.json") else ir_counts(
-        gb.ir_pre if gb else None)
+    post_a, ca = _post(ga)
+    post_b, cb = (post_a, ca) if _same(ga, gb, f"{schema.IR_POST}.json") else _post(gb)
+    pre_a = _pre(ga)
+    pre_b = pre_a if _same(ga, gb, f"{schema.IR_PRE}.json") else _pre(gb)
     out: dict[str, Any] = {
-        "pre": pair(pre_a, pre_b),
-        "post": pair(ir_counts(post_a), ir_counts(post_b)),
+        "pre": pair(_copy(pre_a), _copy(pre_b)),
+        "post": pair(_copy(post_a), _copy(post_b)),
     }
-    ca, cb = _groups(post_a), _groups(post_b)
     out["groups_only_a"] = [{"origins": list(k), "count": v} for k, v in (ca - cb).items()]
     out["groups_only_b"] = [{"origins": list(k), "count": v} for k, v in (cb - ca).items()]
     return out
@@ -141,17 +159,28 @@ def _fusion(ga: GraphRecord | None, gb: GraphRecord | None) -> dict[str, Any]:
     def counts(g: GraphRecord | None) -> tuple[int | None, int | None, collections.Counter[str]]:
         if g is None:
             return None, None, collections.Counter()
-        recs = g.fusion
-        reasons = collections.Counter(_reason_key(str(r.get("reason")))
-                                      for r in recs if r.get("action") == "rejected")
-        return (sum(1 for r in recs if r.get("action") == "fused"),
-                sum(1 for r in recs if r.get("action") == "rejected"), reasons)
+        return kept(g, "fusion", lambda: _fusion_counts(g))
 
     fa, ra, rsa = counts(ga)
     fb, rb, rsb = (fa, ra, rsa) if _same(ga, gb, schema.FUSION) else counts(gb)
     reasons = [{"reason": r, "a": rsa.get(r, 0), "b": rsb.get(r, 0)}
                for r in sorted(set(rsa) | set(rsb)) if rsa.get(r, 0) != rsb.get(r, 0)]
     return {"fused": pair(fa, fb), "rejected": pair(ra, rb), "reasons": reasons}
+
+
+def _fusion_counts(g: GraphRecord) -> tuple[int, int, collections.Counter[str]]:
+    """(fusions made, rejected, rejections by reason) of ``g``'s fusion decisions."""
+    actions: collections.Counter[Any] = collections.Counter()
+    raw: collections.Counter[str] = collections.Counter()  # rejections by reason as written
+    for r in g.fusion:
+        action = r.get("action")
+        actions[action] += 1
+        if action == "rejected":
+            raw[str(r.get("reason"))] += 1
+    reasons: collections.Counter[str] = collections.Counter()
+    for reason, n in raw.items():  # a few distinct reasons among thousands of rejections
+        reasons[_reason_key(reason)] += n
+    return actions["fused"], actions["rejected"], reasons
 
 
 _NUMS = re.compile(r"\b(?:op|buf)\d+\b|\b\d+\b")
@@ -195,7 +224,10 @@ def graph_diff(gid: str, ga: GraphRecord | None, gb: GraphRecord | None, *, code
     stages = [{"name": n, "a": sa.get(n), "b": sb.get(n)}
               for n in list(sa) + [x for x in sb if x not in sa] if sa.get(n) != sb.get(n)]
     pa, pb = _phases(ga), _phases(gb)
-    kernels = kernel_diffs(ga, gb, code=code, context=context, max_diff_lines=max_diff_lines)
+    ka = ga.kernels if ga else []
+    kb = ka if _same(ga, gb, schema.KERNELS_INDEX) else gb.kernels if gb else []
+    kernels = kernel_diffs(ga, gb, ka, kb, code=code, context=context,
+                           max_diff_lines=max_diff_lines)
     return {
         "id": gid, "in": "both" if ga and gb else ("a" if ga else "b"),
         "kind": (ga or gb).kind,  # type: ignore[union-attr]
@@ -210,12 +242,13 @@ def graph_diff(gid: str, ga: GraphRecord | None, gb: GraphRecord | None, *, code
         "fusion": _fusion(ga, gb),
         "kernels": kernels,
         # counted as info and the overview count them (meta.json's count without a kernel index)
-        "kernel_count": pair(generated_kernels(ga) if ga else None,
-                              generated_kernels(gb) if gb else None),
-        "externs": [e for e in extern_diffs(ga, gb) if e["a"] != e["b"]],
-        "extern_count": pair(sum(1 for k in ga.kernels if k.extern) if ga else None,
-                              sum(1 for k in gb.kernels if k.extern) if gb else None),
-        "wrapper": wrapper_diff(ga, gb, code=code, context=context, max_diff_lines=max_diff_lines),
+        "kernel_count": pair(generated_kernels(ga, ka) if ga else None,
+                              generated_kernels(gb, kb) if gb else None),
+        "externs": [e for e in extern_diffs(ka, kb) if e["a"] != e["b"]],
+        "extern_count": pair(sum(1 for k in ka if k.extern) if ga else None,
+                              sum(1 for k in kb if k.extern) if gb else None),
+        "wrapper": wrapper_diff(ga, gb, ka, kb, code=code, context=context,
+                                max_diff_lines=max_diff_lines),
         "autotune": pair(len(ga.autotune) if ga else None, len(gb.autotune) if gb else None),
         "phase_s": {k: pair(pa.get(k), pb.get(k)) for k in list(pa) + [x for x in pb if x not in pa]},
         "compile_s": pair(_graph_seconds(ga), _graph_seconds(gb)),

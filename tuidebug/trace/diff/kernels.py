@@ -8,8 +8,9 @@ import re
 from typing import Any, Iterable
 
 from tuidebug.trace.format import kernels as kernel_text
-from tuidebug.trace.diff.common import pair
+from tuidebug.trace.diff.common import kept, pair, same_file
 from tuidebug.trace.format.kernel_entry import KernelEntry
+from tuidebug.trace.format import schema
 from tuidebug.trace.format.reader import GraphRecord
 
 # grep-able things in a wrapper whose count a flag can change
@@ -43,18 +44,32 @@ def _kernel_code(g: GraphRecord, k: KernelEntry) -> str:
     return _normalize_code(text, k.name)
 
 
+def _sources(g: GraphRecord, index: list[KernelEntry]) -> dict[str, str]:
+    """The code of each generated kernel of ``index`` by name, normalised: kept with ``g``
+    where ``index`` is its own."""
+    def make() -> dict[str, str]:
+        return {k.name: _kernel_code(g, k) for k in index if not k.extern}
+    return kept(g, "kernel_code", make) if index is g.kernels else make()
+
+
 def _normalize_code(text: str, name: str) -> str:
     if name:
         text = re.sub(rf"\b{re.escape(name)}\b", "KERNEL", text)
     return _TMP_PATH.sub("<tmp>", text)
 
 
-def kernel_diffs(ga: GraphRecord | None, gb: GraphRecord | None, *, code: bool, context: int,
-             max_diff_lines: int) -> list[dict[str, Any]]:
-    ka = [k for k in (ga.kernels if ga else []) if not k.extern]
-    kb = [k for k in (gb.kernels if gb else []) if not k.extern]
-    src_a = {k.name: _kernel_code(ga, k) for k in ka} if ga else {}
-    src_b = {k.name: _kernel_code(gb, k) for k in kb} if gb else {}
+def kernel_diffs(ga: GraphRecord | None, gb: GraphRecord | None, index_a: list[KernelEntry],
+                 index_b: list[KernelEntry], *, code: bool, context: int,
+                 max_diff_lines: int) -> list[dict[str, Any]]:
+    """The generated kernels of ``ga`` and ``gb`` (their kernel indexes ``index_a``,
+    ``index_b``) matched and compared."""
+    ka = [k for k in index_a if not k.extern]
+    kb = [k for k in index_b if not k.extern]
+    src_a = _sources(ga, index_a) if ga else {}
+    # a kernel of the same name and file, the file held in the same bytes by both: read once
+    file_a = {k.name: k.file for k in ka}
+    src_b = {k.name: src_a[k.name] if k.file and file_a.get(k.name) == k.file
+             and same_file(ga, gb, k.file) else _kernel_code(gb, k) for k in kb} if gb else {}
     groups_a: dict[str, list[KernelEntry]] = collections.defaultdict(list)
     groups_b: dict[str, list[KernelEntry]] = collections.defaultdict(list)
     for k in ka:
@@ -141,11 +156,14 @@ def _kernel_entry(status: str, x: KernelEntry | None, y: KernelEntry | None,
     return e
 
 
-def extern_diffs(ga: GraphRecord | None, gb: GraphRecord | None) -> list[dict[str, Any]]:
-    def count(g: GraphRecord | None) -> collections.Counter[str]:
+def extern_diffs(index_a: list[KernelEntry], index_b: list[KernelEntry]
+                 ) -> list[dict[str, Any]]:
+    """The extern calls of two kernel indexes, counted by call."""
+    def count(index: list[KernelEntry]) -> collections.Counter[str]:
         return collections.Counter(k.call or normalize_kernel_name(k.name)
-                                   for k in (g.kernels if g else []) if k.extern)
-    ca, cb = count(ga), count(gb)
+                                   for k in index if k.extern)
+    ca = count(index_a)
+    cb = ca if index_b is index_a else count(index_b)
     return [{"name": n, "a": ca.get(n, 0), "b": cb.get(n, 0)}
             for n in sorted(set(ca) | set(cb))]
 
@@ -171,6 +189,11 @@ def wrapper_calls(code: str | None) -> str:
     return _TMP_PATH.sub("<tmp>", text)
 
 
+def _folded(g: GraphRecord | None) -> str:
+    """``g``'s wrapper with its kernel definitions folded (``wrapper_calls``), kept with it."""
+    return kept(g, "wrapper", lambda: wrapper_calls(g.wrapper_code())) if g else ""
+
+
 _LINE_CALL = re.compile(r"^\s*(\w+)\(", re.M)  # a call at the start of a line: NAME(
 
 
@@ -189,13 +212,19 @@ def _markers(text: str, kernels: Iterable[str]) -> dict[str, int]:
     return res
 
 
-def wrapper_diff(ga: GraphRecord | None, gb: GraphRecord | None, *, code: bool, context: int,
-             max_diff_lines: int) -> dict[str, Any]:
-    wa = wrapper_calls(ga.wrapper_code() if ga else None)
-    wb = wrapper_calls(gb.wrapper_code() if gb else None)
-    names_a = [k.name for k in (ga.kernels if ga else []) if not k.extern]
-    names_b = [k.name for k in (gb.kernels if gb else []) if not k.extern]
-    ma, mb = _markers(wa, names_a), _markers(wb, names_b)
+def wrapper_diff(ga: GraphRecord | None, gb: GraphRecord | None, index_a: list[KernelEntry],
+                 index_b: list[KernelEntry], *, code: bool, context: int,
+                 max_diff_lines: int) -> dict[str, Any]:
+    """The wrappers of ``ga`` and ``gb`` (kernel definitions folded) compared: line counts,
+    markers and a diff. A wrapper held in the same bytes by both is read and folded once."""
+    same = same_file(ga, gb, schema.WRAPPER)
+    wa = _folded(ga)
+    wb = wa if same else _folded(gb)
+    names_a = [k.name for k in index_a if not k.extern]
+    names_b = names_a if index_b is index_a else [k.name for k in index_b if not k.extern]
+    ma = kept(ga, "markers", lambda: _markers(wa, names_a)) \
+        if ga and index_a is ga.kernels else _markers(wa, names_a)
+    mb = ma if same and names_b == names_a else _markers(wb, names_b)
     out: dict[str, Any] = {
         "lines": pair(wa.count("\n") if wa else None, wb.count("\n") if wb else None),
         "markers": {k: pair(ma.get(k), mb.get(k)) for k in ma if ma.get(k) != mb.get(k)},

@@ -13,6 +13,7 @@ from typing import Any
 
 from tuidebug.trace.format.graph import Graph
 from tuidebug.trace.format.reader import GraphRecord
+from tuidebug.trace.format.kernel_entry import KernelEntry
 from tuidebug.trace.format import safefile
 
 
@@ -45,13 +46,15 @@ def kernels_for_node(g: GraphRecord, node: str) -> list[str]:
     return out
 
 
-def generated_kernels(g: GraphRecord) -> int | None:
+def generated_kernels(g: GraphRecord, kernels: list[KernelEntry] | None = None) -> int | None:
     """The kernels Inductor generated for ``g`` (C++, Triton): every count of them (``info``,
     the overview, the code and errors screens) is this one. Its extern calls (addmm) are not
     kernels it generated; meta.json's count, which holds both, only where the kernel index
-    (``code/kernels.json``) is missing; None where neither was recorded."""
-    if g.kernels:
-        return sum(1 for k in g.kernels if not k.extern)
+    (``code/kernels.json``) is missing; None where neither was recorded. ``kernels``: ``g``'s
+    kernel index where it is at hand already (a comparison's other graph holds the same)."""
+    kernels = g.kernels if kernels is None else kernels
+    if kernels:
+        return sum(1 for k in kernels if not k.extern)
     return g.meta.kernels
 
 
