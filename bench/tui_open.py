@@ -18,15 +18,17 @@ trace against its own copy), ``/tmp/tuidebug-bench/tr24-fusion16``. Runs the rea
 
 then a per-key table: for each kind of key (``n``/``p`` through every stage of the largest
 graph, switching to a screen already open, ``/`` and a search, Down in the code screen's kernel
-list, the compare screen on two traces — OTHER, default the variant above) the median and the
-worst of
+list, the compare screen on two traces — OTHER, default the variant above, then two copies of it
+in folders of their own, ``OTHER-copy1`` and ``-copy2``, each read as a trace never read before)
+the median and the worst of
 
 - wall time from the key press to its result painted (what the user waits for);
 - CPU time (``time.process_time``: every thread of this process) from the key press to its
   result painted, and
 - CPU time from the key press until nothing runs any more: the result and whatever the key
   started in the background (the pass stepper reading the neighbouring snapshots ahead, a long
-  file's highlighting);
+  file's highlighting; the compare screen's rows: its first screenful painted is the result, the
+  rest of the comparison drawn is the background);
 - the UI thread's own share of that last figure (``time.thread_time`` on the event loop's
   thread, background included): a worker's CPU (the read-ahead) is not charged to the key. Keys are pressed one at a time, with a pause between them; the CPU
   spent in the pauses that no key's figure holds is printed too (it should be near zero: a
@@ -341,6 +343,36 @@ class Keys:
                   f"{statistics.median(uis):7.1f} {max(uis):7.1f} {budget:7.0f}{over}")
 
 
+COMPARE_SAMPLES = 3  # the compare screen opened on the other trace, then on copies of it
+
+
+def other_copies(other: Path, n: int) -> list[Path]:
+    """``other``, then ``n - 1`` copies of it in folders of their own (made once): each
+    compared as a trace not read before."""
+    import shutil
+
+    out = [other]
+    for i in range(1, n):
+        copy = other.with_name(f"{other.name}-copy{i}")
+        if not (copy / "manifest.json").exists():
+            shutil.rmtree(copy, ignore_errors=True)
+            shutil.copytree(other, copy)
+        out.append(copy)
+    return out
+
+
+def compared(app, against: Path) -> bool:  # type: ignore[no-untyped-def]
+    """The compare screen shows its comparison with ``against`` (its first screenful at
+    least), not the line saying it is being read."""
+    from tuidebug.tui.widgets.textview import TextView
+
+    screen = app.screen
+    if getattr(screen, "shown_path", None) != against:
+        return False
+    view = screen.query_one(TextView)
+    return view.line_count > 3 and view.source.plain(0).startswith("o: open")
+
+
 async def per_key(path: Path, other: Path) -> None:
     """Every kind of key timed one press at a time (wall and CPU), against its budget."""
     from tuidebug.trace.format.reader import Trace
@@ -421,10 +453,20 @@ async def per_key(path: Path, other: Path) -> None:
                             lambda before=before: lst.highlighted != before
                             and isinstance(cv.source, Highlighted))
 
-        # compare: this trace against another 24-layer trace
-        app.compare_with = other
-        await keys.time("open the compare screen (two such traces)", 150, app, pilot,
-                        lambda: app.action_show_screen("compare"), loaded, timeout=120)
+        # compare: this trace against another 24-layer trace, then against copies of it in
+        # other folders (each read afresh; this trace's side is read by then). CPU: to the
+        # comparison's first screenful painted; +bg: to all of it drawn
+        for i, against in enumerate(other_copies(other, COMPARE_SAMPLES)):
+            if i:
+                await asyncio.sleep(0.3)
+                await pilot.press("1")
+                await wait_ready(app, pilot, loaded)
+                await asyncio.sleep(0.3)
+            app.compare_with = against
+            await keys.time("open the compare screen (two such traces)", 150, app, pilot,
+                            lambda: app.action_show_screen("compare"),
+                            lambda against=against: compared(app, against), timeout=120,
+                            workers=False)
         await keys.time("switch to an open screen", 50, app, pilot,
                         lambda: pilot.press("1"), loaded)
         cpu_all = time.process_time() - c_start

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import threading
+import time
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
+from textual import events
 
 from tests.conftest import digest
 from tuidebug.tui.screens.modals import InputScreen
@@ -236,11 +241,83 @@ async def test_compare_screen_reads_noise_between_two_processes_as_no_change(
         assert "faster" not in lines and "slower" not in lines, lines
 
 
-async def test_compare_screen_is_drawn_in_a_worker_and_again_at_a_new_width(
+KERNELS = 120
+
+
+def _many_kernels(root: Path, edit: bool) -> Path:
+    """A trace (torch-free writer) of one graph of 120 generated C++ kernels of 90 lines each;
+    with ``edit``, every third line of each kernel differs: compared, 120 code diffs to draw
+    (15k lines: a second of rendering), read and matched in a fraction of that."""
+    from tuidebug.trace.format.writer import TraceWriter
+
+    kernels = []
+    for k in range(KERNELS):
+        body = "\n".join(f"    x[{i}] = x[{i}] * {(i * 7 + k + (1 if edit and i % 3 == 0 else 0))}"
+                         f".0f + y[{i}];" for i in range(90))
+        kernels.append(f"cpp_fused_add_mul_{k} = async_compile.cpp_pybinding(['float*', "
+                       f"'const float*'], r\'\'\'\nextern \"C\" void kernel(float* x, "
+                       f"const float* y) {{\n{body}\n}}\n\'\'\')\n")
+    calls = "".join(f"    cpp_fused_add_mul_{k}(buf0, buf1)\n" for k in range(KERNELS))
+    w = TraceWriter(root, command=["many.py"])
+    w.add_graph("0_0-inference", kind="inference", compile_id="0/0")
+    g = w.graph("0_0-inference")
+    index = g.write_output_code("".join(kernels) + f"def call(args):\n{calls}")
+    assert sum(1 for k in index if not k.extern) == KERNELS
+    g.write_meta(kind="inference", compile_id="0/0", status="ok", stages=[],
+                 phase_starts={"inductor": 0.0}, end=1.0, kernels=len(index),
+                 fusion={"fused": 0, "rejected": 0})
+    w.finish("ok")
+    return root
+
+
+async def test_compare_screen_is_drawn_in_a_worker_the_keys_answered_meanwhile(
+        open_ui, tmp_path: Path) -> None:
+    """The comparison is read and drawn in a worker (its tables and code diffs: 50-200 ms on
+    two 24-layer traces, seconds for many changed kernels; on the UI thread before): its first
+    screenful is shown while the rest is drawn, and a key pressed then is answered before the
+    rest is drawn — it would wait for it if the drawing moved back to the UI thread. Every
+    drawing the screen was sent was made in a worker's thread."""
+    a = _many_kernels(tmp_path / "a", edit=False)
+    b = _many_kernels(tmp_path / "b", edit=True)
+    sent: list[Any] = []
+
+    def hook(message: Any) -> None:
+        if type(message).__name__ == "DiffRead":
+            sent.append(message.data)
+
+    async def key(ui: Any, k: str, done: Callable[[], bool]) -> None:
+        """``k`` pressed, and the app run until ``done()``: not through Pilot, which waits
+        for the process to be idle (the worker drawing included) after each key."""
+        ui.app.post_message(events.Key(k, k))
+        deadline = time.monotonic() + 60
+        while not done():
+            assert time.monotonic() < deadline, f"{k} not answered"
+            await asyncio.sleep(0.002)
+
+    async with open_ui(a, message_hook=hook) as ui:
+        ui.app.compare_with = b
+        await key(ui, "8", lambda: ui.app.current_mode == "compare"
+                  and ui.app.screen.query_one("#compare-view").line_count > 3)
+        screen = ui.app.screen
+        view = screen.query_one("#compare-view")
+        assert not screen.complete, ("drawn whole before any of it was shown", sent)
+        first = ui.lines("#compare-view")
+        assert first[0].startswith("o: open") and len(first) >= view.size.height, first
+        await key(ui, "1", lambda: ui.app.current_mode == "overview")  # while it is drawn
+        assert not screen.complete, "the key waited for the comparison to be drawn"
+        assert await ui.wait_for(lambda: screen.complete, 120, poll=0.05)
+        await ui.press("8")
+        lines = ui.lines("#compare-view")
+        assert lines[:len(first)] == first
+        assert sum(1 for ln in lines if "cpp_fused_add_mul_" in ln and " → " in ln) >= KERNELS
+        assert [d.complete for d in sent] == [False, True], sent
+        assert all(d.drawn_on and d.drawn_on != threading.main_thread().name for d in sent)
+
+
+async def test_compare_screen_is_drawn_again_at_a_new_width(
         open_ui, transformer_trace: Path, mlp_trace: Path) -> None:
-    """The comparison's tables are rendered into lines in the worker that compares (100-200 ms
-    on two 24-layer traces, on the UI thread before), and drawn again when the width changes —
-    not when a layout leaves the width as it was."""
+    """The comparison is drawn again when the width changes — not when a layout leaves the
+    width as it was."""
     async with open_ui(transformer_trace) as ui:
         ui.app.compare_with = mlp_trace
         await ui.press("8")
@@ -254,3 +331,29 @@ async def test_compare_screen_is_drawn_in_a_worker_and_again_at_a_new_width(
         assert await ui.wait_for(lambda: screen._drawn_width == 98, 60)
         narrow = max(len(ln) for ln in ui.lines("#compare-view"))
         assert narrow < wide, (narrow, wide)
+
+
+async def test_o_then_8_reads_neither_trace_again(open_ui, mlp_trace: Path,
+                                                  copy_trace) -> None:
+    """``o`` opens the compared trace as it was read for the comparison, and 8 then compares
+    it with the trace open before, as read then (issue 30): neither is read again. A trace
+    whose manifest is written again is read afresh."""
+    other = copy_trace(mlp_trace, "other")
+    async with open_ui(mlp_trace) as ui:
+        first = ui.app.trace
+        ui.app.compare_with = other
+        await ui.press("8")
+        screen = ui.app.screen
+        assert await ui.wait_for(lambda: screen.complete, 60)
+        compared = ui.app.open_traces.get(other)
+        assert compared is ui.app.open_traces.get(other)  # kept
+        await ui.press("o")
+        assert ui.app.trace is compared and ui.app.compare_with == Path(mlp_trace)
+        await ui.press("8")
+        assert await ui.wait_for(lambda: ui.app.screen.complete, 60)
+        assert ui.app.open_traces.get(mlp_trace) is first
+        assert any(str(other) in ln for ln in ui.lines("#compare-view"))
+        manifest = other / "manifest.json"
+        text = manifest.read_text()
+        manifest.write_text(text + " ")  # written again (a recompile into the same folder)
+        assert ui.app.open_traces.get(other) is not compared

@@ -20,6 +20,7 @@ from tuidebug.inert import inert
 from tuidebug.tui import keymap
 from tuidebug.tui.commands import TraceCommands
 from tuidebug.tui.messages import GraphChosen, ShowKernel, ShowNode
+from tuidebug.tui.open_traces import OpenTraces
 from tuidebug.tui.prebuild import Prebuilder
 from tuidebug.tui.screens.autotune import AutotuneScreen
 from tuidebug.tui.screens.base import TraceScreen
@@ -59,8 +60,9 @@ class TuidebugApp(App[int]):
         "profile": ProfileScreen, "ranks": RanksScreen,
     }
     # built in the background after the first paint (prebuild.py); not the flags screen (shown,
-    # it starts the recompile worker), compare (its trace is named later) nor ranks
-    PREBUILT = ("passes", "ir", "code", "autotune", "errors", "shapes", "profile")
+    # it starts the recompile worker) nor ranks; compare says there is nothing to compare yet
+    # (its trace is named later: the screen is ready then)
+    PREBUILT = ("passes", "ir", "code", "autotune", "errors", "shapes", "profile", "compare")
     COMMANDS = App.COMMANDS | {TraceCommands}
     BINDINGS: ClassVar[list[Binding]] = keymap.bindings("app")  # type: ignore[assignment]
 
@@ -85,6 +87,8 @@ class TuidebugApp(App[int]):
         self.current_graph: GraphRecord | None = self._first_graph()
         self.pending_flags: dict[str, Any] = {}  # flag name -> new value (flags screen)
         self.compare_with: Path | None = None  # the trace the compare screen diffs against
+        self.open_traces = OpenTraces()  # this one and those compared with it, read once
+        self.open_traces.add(trace)
         self.recompile_worker: Any = None  # RecompileWorker, started on first use
         self.recompile_job: Any = None  # the last RecompileJob
         self.prime_job: Any = None  # the background recompile that fills the kernel cache
@@ -297,7 +301,8 @@ class TuidebugApp(App[int]):
         try:
             path = trace_dir(text, on_note=lambda n: self._from_worker_thread(
                 self.notify, inert(n), markup=False))
-            Trace(path)  # a folder that is no trace says so here, not on the compare screen
+            # a folder that is no trace says so here, not on the compare screen; read once
+            self.open_traces.get(path)
         except (TuidebugError, OSError) as e:
             self._from_worker_thread(self.notify, inert(e), title="cannot compare",
                                      severity="error", timeout=10, markup=False)
@@ -316,7 +321,7 @@ class TuidebugApp(App[int]):
         old = self.trace.root
         self.prebuilder.stop()
         graph = self.current_graph.id if self.current_graph else None
-        self.trace = Trace(path)
+        self.trace = self.open_traces.get(path)  # the one just compared: read already
         self.current_graph = next((g for g in self.trace.graphs if g.id == graph),
                                   None) or self._first_graph()
         self.pending_flags = {}

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from rich.console import Console
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
+from textual.worker import get_current_worker
 
 from tuidebug.trace.format.reader import GraphRecord, Trace
 from tuidebug.tui import keymap
@@ -18,9 +21,10 @@ from tuidebug.tui.widgets.render import thread_console, to_lines
 from tuidebug.tui.widgets.textview import RichLines, TextView
 
 
-def compare_renderables(a: Trace, b: Path) -> list[Any]:
-    """The comparison of the app's open trace ``a`` (what its screens read already is not read
-    again: its graphs' fusion decisions, IR, kernels) with the trace at ``b``."""
+def compare_renderables(a: Trace, b: Trace) -> list[Any]:
+    """The comparison of the app's open trace ``a`` with ``b`` (what either has read already
+    is not read again: its graphs' fusion decisions, IR, kernels; nor is a file ``b`` holds in
+    the same bytes as ``a``)."""
     from tuidebug.trace.diff import diff_traces
     from tuidebug.viewers.diff_view import diff_renderables
 
@@ -29,11 +33,29 @@ def compare_renderables(a: Trace, b: Path) -> list[Any]:
 
 @dataclass
 class Drawn:
-    """What the compare screen shows, rendered into lines at ``width`` columns."""
+    """What the compare screen shows, rendered into lines at ``width`` columns: all of it, or
+    (``complete`` False) its first screenful, shown while the rest is drawn. ``drawn_on``: the
+    thread that rendered it (a worker's, never the UI thread: tests check)."""
 
     items: list[Any]
     lines: list[Text]
     width: int
+    complete: bool = True
+    drawn_on: str = ""
+
+
+def draw(console: Console, items: list[Any], width: int, rows: int,
+         first: Callable[[Drawn], None] | None = None) -> Drawn:
+    """``items`` rendered into lines at ``width`` columns, in order; ``first`` is given the
+    first ``rows`` lines or more (the screenful shown at once) when more remain to draw."""
+    lines: list[Text] = []
+    here = threading.current_thread().name
+    for i, item in enumerate(items):
+        lines += to_lines(console, [item], width)
+        if first is not None and len(lines) >= rows and i + 1 < len(items):
+            first(Drawn(items, list(lines), width, complete=False, drawn_on=here))
+            first = None
+    return Drawn(items, lines, width, drawn_on=here)
 
 
 class CompareScreen(TraceScreen):
@@ -49,6 +71,8 @@ class CompareScreen(TraceScreen):
         super().__init__()
         self.shown_path: Path | None = None
         self._items: list[Any] = []
+        self.complete = False  # the comparison shown is drawn whole
+        self._shown = False  # something shown: the comparison, or that there is none
 
     def compose_body(self) -> ComposeResult:
         yield TextView(id="compare-view", placeholder="nothing to compare yet")
@@ -58,11 +82,23 @@ class CompareScreen(TraceScreen):
         return self.app.compare_with  # type: ignore[attr-defined]
 
     def is_loaded(self) -> bool:
-        return self.shown_path == self.other
+        return self._shown and self.shown_path == self.other
+
+    def prepare(self) -> bool:
+        """Show the comparison with the app's ``compare_with``, unless shown already: it does
+        not depend on the current graph (a graph chosen elsewhere compared nothing again)."""
+        g = self.graph
+        self.shown_graph = g.id if g is not None else None
+        if self.is_loaded():
+            return False
+        self._shown = True
+        self.show_graph(g)
+        return True
 
     def show_graph(self, g: GraphRecord | None) -> None:
         other = self.other
         self.shown_path = other
+        self.complete = False
         if other is None:
             self._items = [Text("Nothing to compare yet.", style="bold"),
                            Text("Recompile with new flag values on the flags screen (7, then s "
@@ -72,21 +108,40 @@ class CompareScreen(TraceScreen):
             return
         self._items = [Text(f"comparing {self.trace.root} with {other}…", style="dim")]
         self._render_lines(keep=False)
-        trace, width, console = self.trace, self._width(), thread_console(self.app.console)
+        trace, opened = self.trace, self.app.open_traces  # type: ignore[attr-defined]
 
-        def read() -> Drawn:  # the comparison and its tables' lines, both in the worker
-            items = [Text.assemble(("o", "bold cyan"), (": open the new trace in the app",
-                                                        "dim")), *compare_renderables(trace, other)]
-            return Drawn(items, to_lines(console, items, width), width)
-        self.load(self.DiffRead, other, read)
+        def read() -> list[Any]:  # the comparison, in the worker that draws it
+            return [Text.assemble(("o", "bold cyan"), (": open the new trace in the app",
+                                                       "dim")),
+                    *compare_renderables(trace, opened.get(other))]
+        self._draw(other, read)
+
+    def _draw(self, key: Path | None, items: Callable[[], list[Any]]) -> None:
+        """``items()`` drawn at the view's width in a worker: its first screenful shown as
+        soon as it is drawn, then all of it."""
+        view = self.query_one(TextView)
+        width, rows = self._width(), max(1, view.size.height or self.app.size.height)
+        console = thread_console(self.app.console)
+
+        def work() -> Drawn:
+            worker = get_current_worker()
+
+            def first(part: Drawn) -> None:
+                if not worker.is_cancelled:
+                    self.post_message(self.DiffRead(key, part))
+            return draw(console, items(), width, rows, first)
+        self.load(self.DiffRead, key, work)
 
     def on_compare_screen_diff_read(self, message: CompareScreen.DiffRead) -> None:
         if message.key != self.other:
             return
         drawn = message.data
         self._items = drawn.items
+        self.complete = drawn.complete
         keep = self._drawn_width is not None and self.query_one(TextView).line_count > 1
         self._show(drawn.lines, drawn.width, keep=keep and message.key == self.shown_path)
+        if not drawn.complete:
+            return  # the rest follows
         if drawn.width != self._width():  # resized while it was drawn: again, at this width
             self._redraw()
         else:
@@ -108,12 +163,10 @@ class CompareScreen(TraceScreen):
         self._show(to_lines(self.app.console, self._items, width), width, keep)
 
     def _redraw(self) -> None:
-        """The comparison drawn again at the view's width, in a worker (its tables: 100-200 ms
+        """The comparison drawn again at the view's width, in a worker (its tables: 50-200 ms
         on two 24-layer traces)."""
-        items, width = list(self._items), self._width()
-        console = thread_console(self.app.console)
-        self.load(self.DiffRead, self.other,
-                  lambda: Drawn(items, to_lines(console, items, width), width))
+        items = list(self._items)
+        self._draw(self.other, lambda: items)
 
     _drawn_width: int | None = None
 

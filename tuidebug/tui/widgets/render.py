@@ -23,15 +23,15 @@ def table_width(console: Console, table: Table, options: ConsoleOptions) -> int:
     width = options.max_width
     extra = table._extra_width
     try:
-        squeezed = table._calculate_column_widths(console, options.update_width(width - extra))
         natural = table._calculate_column_widths(
             console, options.update_width(MAX_TABLE_WIDTH - extra))
+        need = sum(natural) + extra
+        if need <= width:
+            return width  # it fits: nothing is squeezed (not measured a second time)
+        squeezed = table._calculate_column_widths(console, options.update_width(width - extra))
     except Exception:  # rich's private layout changed: measure instead
         return max(width, min(MAX_TABLE_WIDTH, Measurement.get(
             console, options.update_width(MAX_TABLE_WIDTH), table).maximum))
-    need = sum(natural) + extra
-    if need <= width:
-        return width
     cut = sum(squeezed) + extra > width or any(
         s < n for s, n, c in zip(squeezed, natural, table.columns) if c.no_wrap or c.min_width)
     return min(need, MAX_TABLE_WIDTH) if cut else width
