@@ -280,3 +280,32 @@ def test_a_break_logged_again_by_the_restarted_analysis_is_one_break(tmp_path: P
     breaks = [b for bs in per.values() for b in bs]
     assert len(breaks) == 1 and list(per) == ["0/0"], per
     assert summarize(breaks).headline == "1 graph break from 1 cause"
+
+
+def test_a_break_in_torch_or_the_standard_library_is_no_change_to_your_code(
+        tmp_path: Path) -> None:
+    """``torch.compile(DDP(nn.Sequential(...)))``: Dynamo breaks inside DDP's own
+    ``_pre_forward`` (its logger) and in ``contextlib`` (DDP's ``_inside_ddp_forward``,
+    marked skipped). ``advise`` listed "log outside the compiled function" and "call it outside
+    the compiled function" as "a change to your code": neither line is the user's. A break in
+    the user's own file still gets its change."""
+    from tuidebug.trace.queries.advice import break_advice
+
+    ddp = "/x/lib/python3.11/site-packages/torch/nn/parallel/distributed.py"
+    stdlib = "/root/.pyenv/versions/3.11.7/lib/python3.11/contextlib.py"
+    mine = str(tmp_path / "script.py")
+    w = TraceWriter(tmp_path / "t", command=["script.py"])
+    for n, (file, line, code, kind) in enumerate([
+            (ddp, 1757, "self.logger.set_runtime_stats_and_log()", PRINT),
+            (stdlib, 105, "self.gen = func(*args, **kwds)", PRINT),
+            (mine, 11, 'print("y is ready")', PRINT)]):
+        w.write_compile(f"{n}/0", {"graphs": [], "metrics": {"co_name": "step",
+                                                            "co_filename": file},
+                                   "dynamo_graph_break_reason": [_reason(file, line, code,
+                                                                         kind)]})
+        w.add_compile(f"{n}/0", {"graphs": []})
+    w.finish("ok")
+    t = Trace(tmp_path / "t")
+    assert sum(len(bs) for bs in trace_breaks(t).values()) == 3
+    advice = break_advice(t)
+    assert [s.id for s in advice] == ["break at script.py:11"], [s.id for s in advice]

@@ -54,8 +54,8 @@ def render_advice(suggestions: list[dict[str, Any]], tried: list[dict[str, Any]]
                   console: Console) -> None:
     """``tuidebug advise``: the suggestions; then, after ``--try``, the runs ranked."""
     if not suggestions:
-        console.print("no suggestion: the trace shows no graph break and no recompile that "
-                      "something outside your code could change", style="green")
+        console.print("no suggestion: the trace shows no graph break in your code and no "
+                      "recompile that something outside your code could change", style="green")
         return
     for line in advice_lines(suggestions, {str(t.get("id")): t for t in tried}):
         console.print(line)

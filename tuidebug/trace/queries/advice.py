@@ -15,7 +15,7 @@ from typing import Any
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.attempts import first_attempt, held_shapes
 from tuidebug.trace.queries.break_diff import break_ident
-from tuidebug.trace.queries.graph_breaks import trace_breaks
+from tuidebug.trace.queries.graph_breaks import in_user_code, trace_breaks
 from tuidebug.trace.queries.marked_dynamic import input_name, marked_advice
 from tuidebug.trace.queries.recompile_constants import specialized_sources, symbolic_sources
 from tuidebug.trace.queries.recompiles import (CACHE_TENSOR, USER_INPUT, compile_config,
@@ -414,7 +414,8 @@ _BREAK_KNOBS = (("capture_scalar_outputs", "capture_scalar_outputs=False"),
 
 def break_advice(trace: Trace) -> list[Suggestion]:
     """Suggestions for the trace's graph breaks: a config knob to try where Dynamo's cause
-    names one, else the change to the code (listed, not tried)."""
+    names one, else the change to the code (listed, not tried) where the break is in the
+    user's code (a break inside torch's DDP or the standard library is no change to make)."""
     out: dict[str, Suggestion] = {}
     for bs in trace_breaks(trace).values():
         for b in bs:
@@ -429,7 +430,7 @@ def break_advice(trace: Trace) -> list[Suggestion]:
                     Apply(config={f"dynamo.{knob}": True})))
                 if at not in s.why:
                     out[knob] = Suggestion(s.id, s.text, f"{s.why}; {at}", s.about, s.apply)
-            elif b.advice:
+            elif b.advice and in_user_code(b.user_line):  # torch's own code is not yours
                 out.setdefault(f"break at {at}", Suggestion(f"break at {at}", b.advice, why,
                                                             "graph breaks", None))
     return list(out.values())
