@@ -15,7 +15,8 @@ from typing import Any
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.attempts import first_attempt, held_shapes
 from tuidebug.trace.queries.break_diff import break_ident
-from tuidebug.trace.queries.graph_breaks import in_user_code, trace_breaks
+from tuidebug.trace.queries.frames import is_own
+from tuidebug.trace.queries.graph_breaks import trace_breaks
 from tuidebug.trace.queries.marked_dynamic import input_name, marked_advice
 from tuidebug.trace.queries.recompile_constants import specialized_sources, symbolic_sources
 from tuidebug.trace.queries.recompiles import (CACHE_TENSOR, USER_INPUT, compile_config,
@@ -430,7 +431,7 @@ def break_advice(trace: Trace) -> list[Suggestion]:
                     Apply(config={f"dynamo.{knob}": True})))
                 if at not in s.why:
                     out[knob] = Suggestion(s.id, s.text, f"{s.why}; {at}", s.about, s.apply)
-            elif b.advice and in_user_code(b.user_line):  # torch's own code is not yours
+            elif b.advice and b.user_line and is_own(b.user_line.file):  # not torch's
                 out.setdefault(f"break at {at}", Suggestion(f"break at {at}", b.advice, why,
                                                             "graph breaks", None))
     return list(out.values())

@@ -132,19 +132,6 @@ def _is_user(f: SourceLine) -> bool:
     return not any(p in path for p in _NOT_USER) and not path.startswith("<")
 
 
-# the Python standard library (``/usr/lib/python3.11/contextlib.py``), not an installed package
-_STDLIB = re.compile(r"/lib/python\d+(?:\.\d+)?/(?!(?:site|dist)-packages/)")
-
-
-def in_user_code(f: SourceLine | None) -> bool:
-    """Whether ``f`` is a line of the user's own code: not torch, the runtime, an installed
-    package or the standard library (a break there is no change the user can make)."""
-    if f is None or not _is_user(f):
-        return False
-    path = f.file.replace("\\", "/")
-    return not any(p in path for p in _LIBRARY) and not _STDLIB.search(path)
-
-
 def _sections(reason: str) -> tuple[str, str | None, list[str], str | None]:
     """(cause, explanation, hints, gb id) of the part between ``Graph Break Reason:`` and the
     user code traceback."""
