@@ -21,6 +21,10 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tuidebug.machine import cores, load1  # noqa: E402
+
 DEFAULT = ["mlp.py", "conv_net.py", "reductions.py", "transformer_block.py"]
 
 
@@ -51,7 +55,7 @@ def main() -> None:
     ns = ap.parse_args()
     mode = "capture-nocheck" if ns.no_check else "capture"
     plain_mode = "plain-samecaches" if ns.same_caches else "plain"
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"load average {load1():.1f} on {cores()} cores")
     print(f"{'example':24} {'plain s':>9} {'capture s':>10} {'ratio':>7}"
           f" {'plain cpu':>10} {'capture cpu':>12} {'cpu ratio':>10}")
     ratios, cpu_ratios = [], []
@@ -72,7 +76,7 @@ def main() -> None:
 
     print(f"{'geomean':24} {'':9} {'':10} {geo(ratios):7.3f} {'':10} {'':12} "
           f"{geo(cpu_ratios):10.3f}   (goal: <= 1.15)")
-    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    print(f"load average {load1():.1f} at the end")
 
 
 if __name__ == "__main__":

@@ -24,8 +24,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))
 
 from _spread import spread  # noqa: E402
+from tuidebug.machine import load1  # noqa: E402
 
 
 def run(root: Path, args: list[str]) -> tuple[float, float]:
@@ -53,12 +55,12 @@ def main() -> int:
     for root in roots.values():
         run(root, args)  # writes the bytecode; not counted
     rows: dict[str, list[tuple[float, float]]] = {name: [] for name in roots}
-    load0 = os.getloadavg()
+    load_before = load1()
     for _ in range(ns.repeat):
         for name, root in roots.items():
             rows[name].append(run(root, args))
-    load1 = os.getloadavg()
-    print(f"tuidebug {' '.join(args)}: n={ns.repeat}, load {load0[0]:.1f} -> {load1[0]:.1f}")
+    load_after = load1()
+    print(f"tuidebug {' '.join(args)}: n={ns.repeat}, load {load_before:.1f} -> {load_after:.1f}")
     for name, rs in rows.items():
         print(f"  {name:5} ({roots[name]}) CPU {spread([r[0] for r in rs], '{:.3f}')} s   "
               f"peak RSS {spread([r[1] for r in rs], '{:.0f}')} MB")

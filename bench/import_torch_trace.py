@@ -41,7 +41,7 @@ from _spread import spread  # noqa: E402
 from torch_trace_copies import write_copies  # noqa: E402
 from tuidebug.trace import importers  # noqa: E402
 from tuidebug.trace.format.manifest import find_manifest  # noqa: E402
-from tuidebug.machine import cores  # noqa: E402
+from tuidebug.machine import cores, load1  # noqa: E402
 
 
 def make_log(log_dir: Path, layers: int) -> Path:
@@ -131,7 +131,7 @@ def main() -> int:
             log = work / f"copies{size:g}.log"
             copies = write_copies(real, log, size, same_payloads=ns.same_payloads)
             res: dict[str, list[tuple[float, float, float]]] = {"tuidebug": [], "tlparse": []}
-            load0 = os.getloadavg()
+            load_before = load1()
             for _ in range(ns.repeat):
                 shutil.rmtree(work / "td", ignore_errors=True)
                 res["tuidebug"].append(run([sys.executable, "-m", "tuidebug.cli", "import",
@@ -139,10 +139,10 @@ def main() -> int:
                                            failed_compile=work / "td"))
                 res["tlparse"].append(run([tl, str(log), "-o", str(work / "tl"), "--overwrite",
                                            "--no-browser"]))
-            load1 = os.getloadavg()
+            load_after = load1()
             print(f"\n{log.stat().st_size / 1e6:.0f} MB ({copies} copies"
                   f"{', same payloads' if ns.same_payloads else ''}), n={ns.repeat}, "
-                  f"load {load0[0]:.1f} -> {load1[0]:.1f}")
+                  f"load {load_before:.1f} -> {load_after:.1f}")
             for name, rows in res.items():
                 print(f"  {name:9} CPU {spread([r[1] for r in rows])} s   "
                       f"wall {spread([r[0] for r in rows])} s   "

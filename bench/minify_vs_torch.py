@@ -47,6 +47,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tuidebug.machine import load1  # noqa: E402
+
 EXAMPLE = ROOT / "examples" / "failing_compile.py"
 BUGS = ("compile_error", "runtime_error", "accuracy")
 
@@ -133,7 +137,7 @@ def bench_starts(bug: str, work: Path, jobs: int, starts: list[str],
     for r in range(rounds):
         for start in starts:
             name = f"{start}-{r}"
-            load = os.getloadavg()[0]
+            load = load1()
             cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             rc, wall = _run([sys.executable, "-m", "tuidebug.cli", "minify", "--yes", str(trace),
                              "-o", str(work / f"{name}.py"), "--jobs", str(jobs), "--json",
@@ -151,7 +155,7 @@ def bench_starts(bug: str, work: Path, jobs: int, starts: list[str],
                                   - (cpu0.ru_utime + cpu0.ru_stime), 1),
                    "candidates": result.get("attempts"), "start": result.get("start"),
                    "nodes": result.get("nodes_after"), "verified": result.get("verified"),
-                   "load_before": round(load, 1), "load_after": round(os.getloadavg()[0], 1)}
+                   "load_before": round(load, 1), "load_after": round(load1(), 1)}
             rows[start].append(row)
             print(f"[bench] {bug} --start {start} round {r + 1}: {row}", file=sys.stderr,
                   flush=True)

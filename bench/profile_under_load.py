@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from _hogs import Contention, cores, hogging  # noqa: E402
+from tuidebug.machine import load1  # noqa: E402
 
 
 def trace(example: str, args: list[str], runs: int, out: Path) -> dict:
@@ -78,7 +79,7 @@ def main() -> int:
     args = shlex.split(a.args)
     print(f"{a.example} {' '.join(args)}: trace --profile {a.runs}, {a.pairs} pairs, "
           f"{a.hogs or cores()} hog(s), {cores()} cores, load now "
-          f"{os.getloadavg()[0]:.2f}")
+          f"{load1():.2f}")
     ratios: list[float] = []
     contended = True
     with tempfile.TemporaryDirectory() as tmp:

@@ -35,6 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 JOB = ROOT / "bench" / "_rank_train.py"
 
+from tuidebug.machine import load1  # noqa: E402
+
 
 def _env(tmp: str) -> dict[str, str]:
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=f"{tmp}/cache", PYTHONPATH=str(ROOT))
@@ -130,7 +132,7 @@ def analysis(ns: argparse.Namespace) -> None:
                           flush=True)
                 for _ in range(ns.repeat):
                     prof = cProfile.Profile() if ns.profile else None
-                    load = os.getloadavg()[0]
+                    load = load1()
                     c0, t0 = time.process_time(), time.perf_counter()
                     if prof:
                         prof.enable()

@@ -21,7 +21,6 @@ key the median and worst, wall and CPU — twice per copy, the copies alternatin
 
 from __future__ import annotations
 
-import os
 import shutil
 import statistics
 import sys
@@ -33,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from tuidebug.trace.format import atomic, compressed, safefile  # noqa: E402
 from tuidebug.trace.format.reader import Trace  # noqa: E402
+from tuidebug.machine import cores, load1  # noqa: E402
 
 
 def copy(src: Path, dst: Path, packed: bool) -> int:
@@ -101,7 +101,7 @@ def main() -> int:
     sizes = {"plain": copy(src, plain, False), "compressed": copy(src, packed, True)}
     print(f"{src}: snapshots plain {sizes['plain'] / 1e6:.2f} MB, compressed "
           f"{sizes['compressed'] / 1e6:.2f} MB ({sizes['compressed'] / sizes['plain']:.2f}); "
-          f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+          f"load average {load1():.2f} on {cores()} cores")
     per: dict[str, list[list[float]]] = {"plain": [], "compressed": []}
     for r in range(rounds):
         order = (("plain", plain), ("compressed", packed))
@@ -127,7 +127,7 @@ def main() -> int:
             order = (("(plain)", plain), ("(compressed)", packed))
             for label, root in order if r % 2 == 0 else order[::-1]:
                 asyncio.run(stepper_keys(root, label, keys))
-        print(f"the pass stepper's keys (load average {os.getloadavg()[0]:.2f}):")
+        print(f"the pass stepper's keys (load average {load1():.2f}):")
         keys.report()
     return 0
 

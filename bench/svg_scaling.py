@@ -38,6 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tuidebug.machine import load1  # noqa: E402
 from tuidebug.trace.format.graph import Graph, Node  # noqa: E402
 from tuidebug.trace.format.reader import Trace, TraceError  # noqa: E402
 from tuidebug.viewers.dot import DotOptions, Overlay, build_dot  # noqa: E402
@@ -299,7 +300,7 @@ def main() -> int:
         ns.sizes = "100"
     print(f"{'graph':<44} {'nodes':>6} {'mode':<10} {'shown':>6} {'build':>7} {'layout':>7} "
           f"{'total':>7} {'CPU':>6} {'canvas (pt)':>13}  engine")
-    print(f"# load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"# load average {load1():.2f}")
     try:
         if not ns.no_synthetic:
             for n in (int(s) for s in ns.sizes.split(",")):

@@ -472,7 +472,7 @@ async def per_key(path: Path, other: Path) -> None:
         cpu_all = time.process_time() - c_start
         wall_all = time.perf_counter() - t_start
 
-    print(f"per key, one press at a time (load average {os.getloadavg()[0]:.2f}; "
+    print(f"per key, one press at a time (load average {load1():.2f}; "
           f"compare: {path.name} against {other.name}):")
     keys.report()
     print(f"  CPU of the whole sequence {cpu_all * 1000:.0f} ms over {wall_all:.1f} s; in the "

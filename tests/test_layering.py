@@ -285,3 +285,26 @@ def test_every_import_of_our_own_modules_resolves() -> None:
     stale = [f"{p.relative_to(ROOT)}:{line} {name}" for p in files
              for line, name in stale_imports(p.read_text(encoding="utf-8"))]
     assert stale == [], stale
+
+
+_MACHINE_CALLS = {"os.cpu_count", "os.getloadavg", "os.sched_getaffinity",
+                  "multiprocessing.cpu_count"}
+
+
+def test_cores_and_load_are_counted_only_in_machine() -> None:
+    """tuidebug/machine.py is the one place the package, its tests and its benches count cores
+    and read the load (affinity, not the machine's count; one fallback); a call elsewhere is a
+    second way (bench/snapshot_read.py and import_torch_trace.py read os.getloadavg)."""
+    found, scanned = [], 0
+    for top in ("tuidebug", "tests", "bench"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            rel = str(path.relative_to(ROOT))
+            if rel == "tuidebug/machine.py":
+                continue
+            scanned += 1
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                        and _dotted(node.func) in _MACHINE_CALLS:
+                    found.append(f"{rel}:{node.lineno} {_dotted(node.func)}")
+    assert scanned > 300, scanned
+    assert not found, found

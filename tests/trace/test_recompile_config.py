@@ -3,7 +3,7 @@ compile's ``metrics.dynamo_config``). What torch 2.13 does with ``x * n`` called
 values of ``n`` (plain torch, TORCH_LOGS=recompiles, compiles counted)::
 
     default                          2 compiles   dynamic=True: 1
-    automatic_dynamic_shapes=False   4            dynamic=True: 1   (torch.compile(dynamic=False): 4)
+    automatic_dynamic_shapes=False   4            dynamic=True: 1   (dynamic=False: 4)
     specialize_int=True   (an int)   4            dynamic=True: 4
     specialize_float=True (a float)  4            dynamic=True: 4
 

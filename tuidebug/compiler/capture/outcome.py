@@ -74,37 +74,35 @@ class Outcome(Concern):
             if tls.bare and not first[0]:  # this thread's timed calls: as untraced
                 return checked(*args)
             tls.wrapped_calls += 1
-            prev, tls.graph = tls.graph, gs  # s.as_current(gs), inline: on every call
-            try:
-                clock = s.call_clock
-                if clock is None:
-                    out = checked(*args)
-                else:
-                    from tuidebug.compiler.gradients import tensors
+            with s.as_current(gs):
+                try:
+                    clock = s.call_clock
+                    if clock is None:
+                        out = checked(*args)
+                    else:
+                        from tuidebug.compiler.gradients import tensors
 
-                    # the inputs' autograd nodes (an earlier graph's, not this one's), read
-                    # before the call: a boxed call empties its argument list
-                    inputs = ([t.grad_fn for t in tensors(args) if t.grad_fn is not None]
-                              if clock.backward is not None else [])
-                    start = clock.mark_graph()  # never waits: the call runs as unclocked
-                    out = checked(*args)
-                    clock.graphs.append((gs.graph_id, cid, start, clock.mark_graph()))
-                    if clock.backward is not None:
-                        s.guarded("the backward's timing", lambda: self._watch_backward(
-                            clock, cid, out, inputs))
-                if cid not in self._named and cid in self.runtime["checks"]:
-                    self._named.add(cid)  # the check's call: name its outputs by the return
-                    s.concern(returned.Returned).expect(
-                        judge.flatten_outputs(out), lambda names: self._rename(cid, names))
-                first[0] = False
-                return out
-            except BaseException as e:
-                if not isinstance(e, (KeyboardInterrupt, SystemExit)):
-                    s.phase("runtime")
-                    self.record_error(e, gs, phase="runtime")
-                raise
-            finally:
-                tls.graph = prev
+                        # the inputs' autograd nodes (an earlier graph's, not this one's), read
+                        # before the call: a boxed call empties its argument list
+                        inputs = ([t.grad_fn for t in tensors(args) if t.grad_fn is not None]
+                                  if clock.backward is not None else [])
+                        start = clock.mark_graph()  # never waits: the call runs as unclocked
+                        out = checked(*args)
+                        clock.graphs.append((gs.graph_id, cid, start, clock.mark_graph()))
+                        if clock.backward is not None:
+                            s.guarded("the backward's timing", lambda: self._watch_backward(
+                                clock, cid, out, inputs))
+                    if cid not in self._named and cid in self.runtime["checks"]:
+                        self._named.add(cid)  # the check's call: name its outputs by the return
+                        s.concern(returned.Returned).expect(
+                            judge.flatten_outputs(out), lambda names: self._rename(cid, names))
+                    first[0] = False
+                    return out
+                except BaseException as e:
+                    if not isinstance(e, (KeyboardInterrupt, SystemExit)):
+                        s.phase("runtime")
+                        self.record_error(e, gs, phase="runtime")
+                    raise
         compat.copy_calling_convention(checked, run)
         return run
 
