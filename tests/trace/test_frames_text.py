@@ -67,6 +67,10 @@ def test_ddp_frames_skipped_say_what_dynamo_did_instead() -> None:
         "_inside_ddp_forward)" in text, text
     assert "torch's own modules (container.py:248, linear.py:130: frames in Dynamo's skip " \
         "files), so they ran eagerly" in text, text
+    # what compiles them: DDP(torch.compile(m)) of the same nn.Sequential compiled a forward
+    # and a backward graph per rank (torch 2.13, gloo, 2 ranks); the text named no way out
+    assert "fix: compile the module DDP wraps, DDP(torch.compile(model)), or make the " \
+        "module DDP calls one of your own" in text, text
     assert "backend other than Inductor" not in text and "torch.compile'd function" not in text
     # a DDP around a forward of the user's own: no claim that torch's modules ran eagerly
     own = skipped_frames([*[f.to_json() for f in skipped][:2],

@@ -127,8 +127,9 @@ def _ddp(skipped: list[SkippedFrame]) -> str:
             "_inside_ddp_forward); the forwards they call are frames of their own, compiled "
             "when they are your code" + (
                 f" — here they are torch's own modules ({', '.join(sorted({f.where for f in inner}))}: "
-                "frames in Dynamo's skip files), so they ran eagerly" if inner and not own
-                else ""))
+                "frames in Dynamo's skip files), so they ran eagerly; fix: compile the module "
+                "DDP wraps, DDP(torch.compile(model)), or make the module DDP calls one of "
+                "your own" if inner and not own else ""))
 
 
 def _listed(skipped: list[SkippedFrame]) -> str:
