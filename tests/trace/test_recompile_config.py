@@ -47,21 +47,22 @@ def _trace(root: Path, config: dict[str, Any]) -> Trace:
     return Trace(root)
 
 
-def _said(t: Trace) -> list[str]:
-    out = [rec["suggestion"] for cid in ("0/1", "0/2")
-           if (rec := explain_compile(t, cid)) is not None]
-    assert len(out) == 2, out
-    return out
+def _says(t: Trace, present: list[str], absent: list[str]) -> None:
+    """Each recompile's advice (0/1, 0/2) holds every phrase of ``present``, none of
+    ``absent``."""
+    said = [rec["suggestion"] for cid in ("0/1", "0/2")
+            if (rec := explain_compile(t, cid)) is not None]
+    assert len(said) == 2, said
+    for text in said:
+        assert all(p in text for p in present), (present, text)
+        assert not any(p in text for p in absent), (absent, text)
 
 
 def test_automatic_dynamic_off_names_the_setting_and_what_compiles_once(
         tmp_path: Path) -> None:
     t = _trace(tmp_path / "t", {"automatic_dynamic_shapes": False})
-    for said in _said(t):
-        assert "automatic dynamic shapes are off here" in said, said
-        assert "every new value compiles again" in said, said
-        assert "to compile once, use torch.compile(dynamic=True)" in said, said
-        assert "reuse it" not in said, said
+    _says(t, ["automatic dynamic shapes are off here", "every new value compiles again",
+              "to compile once, use torch.compile(dynamic=True)"], ["reuse it"])
     (s,) = recompile_advice(t)
     assert s.id == "dynamic=True" and "automatic dynamic shapes are off" in s.why, s
     # no shapes record (an import): no promise that automatic dynamic makes it a symbol
@@ -73,11 +74,10 @@ def test_automatic_dynamic_off_names_the_setting_and_what_compiles_once(
 def test_specialize_int_names_the_setting_and_promises_no_dynamic_true(
         tmp_path: Path) -> None:
     t = _trace(tmp_path / "t", {"specialize_int": True})
-    for said in _said(t):
-        assert "torch._dynamo.config.specialize_int is True here" in said, said
-        assert "torch.compile(dynamic=True) does not change that" in said, said
-        assert "set torch._dynamo.config.specialize_int = False" in said, said
-        assert "to compile once, use torch.compile(dynamic=True)" not in said, said
+    _says(t, ["torch._dynamo.config.specialize_int is True here",
+              "torch.compile(dynamic=True) does not change that",
+              "set torch._dynamo.config.specialize_int = False"],
+          ["to compile once, use torch.compile(dynamic=True)"])
     (s,) = recompile_advice(t)
     assert s.id == "specialize_int=False", s
     assert s.apply is not None and s.apply.config == {"dynamo.specialize_int": False}, s
