@@ -135,3 +135,42 @@ def test_scan_in_small_chunks_reads_the_same_records(torch_trace_logs: dict[str,
         assert (small.warnings, small.lines, small.bad_lines, small.strings) == \
             (whole.warnings, whole.lines, whole.bad_lines, whole.strings), label
         assert whole.records and (label in ("cut", "garbage")) == bool(whole.warnings), label
+
+
+def test_checksums_checked_when_read_are_the_scans(torch_trace_logs: dict[str, Path],
+                                                   tmp_path: Path) -> None:
+    """The import leaves the checksums of printed graphs and code to be checked as they are
+    read (``check_when_read``): each record's verdict, and the damage reported, are the scan's
+    own, on a plain log, with CR LF line ends, cut, with garbage lines and with a graph's
+    payload changed."""
+    log = importers.trace_logs(torch_trace_logs["graph_break"])[0]
+    data = log.read_bytes()
+    at = data.index(b"\n\t", data.index(b'"dynamo_output_graph"')) + 2  # a graph's payload
+    variants = {"plain": data, "crlf": data.replace(b"\n", b"\r\n"),
+                "cut": data[: len(data) * 2 // 3],
+                "garbage": data.replace(b"\nV", b"\nnot a log line\nV", 2),
+                "changed": data[:at] + b"x" + data[at:]}
+    deferred = 0
+    for label, content in variants.items():
+        path = tmp_path / f"{label}.log"
+        path.write_bytes(content)
+        whole = tracelog.scan(path)
+        late = tracelog.scan(path, check_when_read=parsers.READ_WHOLE)
+        with open(path, "rb") as f:
+            for a, b in zip(whole.records, late.records, strict=True):
+                if b.payload_md5:
+                    deferred += 1
+                    assert b.name in parsers.READ_WHOLE
+                    if b.lineno % 2:  # read, or only checked
+                        assert tracelog.read_payload(f, b) == tracelog.read_payload(f, a)
+                    tracelog.check_payload(f, b)
+                assert not b.payload_md5
+                assert vars(a) == vars(b), (label, a.lineno)
+        # the scan's reports, but for the checksums it left to the read (the import reports
+        # those, by the same function)
+        left = [tracelog.checksum_warning(path.name, r) for r in whole.records
+                if r.name in parsers.READ_WHOLE and not r.payload_ok and r.payload_start >= 0]
+        assert (label == "changed") == bool(left), label
+        assert set(left) <= set(whole.warnings), label
+        assert late.warnings == [w for w in whole.warnings if w not in left], label
+    assert deferred > 20, deferred

@@ -350,3 +350,8 @@ def _registry() -> r.Registry:
 
 
 REGISTRY = _registry()
+# the records whose payload, a big text, is read whole when the record is imported (printed
+# graphs, output code, runnable graphs): their checksum is checked as it is read
+# (``tracelog.scan``'s ``check_when_read``)
+READ_WHOLE = frozenset(n for n, p in REGISTRY.by_name.items()
+                       if isinstance(p, (GraphParser, RunnableParser, OutputCodeParser)))

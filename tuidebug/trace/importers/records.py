@@ -69,6 +69,10 @@ class Envelope:
 
     @property
     def payload_ok(self) -> bool:
+        """Whether the payload's checksum matched (or it had none): read, to check it, where
+        the scan left that to the read."""
+        if self.record.payload_md5 and self._file is not None:
+            self.payload()
         return self.record.payload_ok
 
     def payload(self) -> str:

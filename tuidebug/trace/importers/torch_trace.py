@@ -29,7 +29,7 @@ from tuidebug.trace.importers import vllm
 from tuidebug.trace.importers.sources import log_rank
 from tuidebug.trace.importers.graphs import (GraphBook, ImportedCompile, ImportedGraph,
                                              attempts_by_frame)
-from tuidebug.trace.importers.parsers import GLOBAL_RECORDS, REGISTRY
+from tuidebug.trace.importers.parsers import GLOBAL_RECORDS, READ_WHOLE, REGISTRY
 from tuidebug.trace.importers.shapes_log import shapes_from_log
 from tuidebug.trace.importers.timings import Timings
 from tuidebug.trace.format.error_record import ErrorRecord
@@ -111,7 +111,7 @@ class TorchTraceImporter:
         t0 = time.perf_counter()
         if self.log is not None:
             self._progress(f"reading {self.log}")
-            self.scan = tracelog.scan(self.log)
+            self.scan = tracelog.scan(self.log, check_when_read=READ_WHOLE)
         else:
             self.scan = tracelog.LogScan(self.source)
         self.warnings += self.scan.warnings
@@ -123,11 +123,14 @@ class TorchTraceImporter:
             last_flush = 0.0
             with safefile.open_regular(self.log) as f:
                 for n, rec in enumerate(self.scan.records):
+                    checksum = rec.payload_md5  # checked as the payload is read
                     try:
                         self._record(f, rec)
                     except Exception as e:  # one odd record never loses the rest of the log
                         self.warn(f"{self.log_name}: line {rec.lineno}: {rec.name} could not be "
                                   f"imported ({type(e).__name__}: {e})")
+                    if checksum and not tracelog.check_payload(f, rec):
+                        self.warn(tracelog.checksum_warning(self.log_name, rec))
                     if n in last:
                         self._finish_compile(last[n])
                     if n % 2000 == 0 and time.perf_counter() - last_flush > 2:

@@ -47,6 +47,9 @@ class Record:
     payload_end: int = -1
     payload_lines: int = 0
     payload_ok: bool = True  # md5 matched (or there was no checksum to check)
+    # the md5 left to check when the payload is read (``scan``'s ``check_when_read``); "" once
+    # checked, or when the scan checked it
+    payload_md5: str = ""
     first_payload_line: str = ""  # the first payload line, for cheap peeks (AOT ID, ...)
     chromium: dict[str, Any] | None = None  # a chromium_event payload's CHROMIUM_KEYS
     index: int = -1  # position in LogScan.records
@@ -96,14 +99,22 @@ def _event_key(meta: dict[str, Any]) -> str | None:
     return None
 
 
-def scan(path: str | Path) -> LogScan:
-    """Read the headers of every record of a log; payloads are checked, not kept."""
+def scan(path: str | Path, *, check_when_read: frozenset[str] = frozenset()) -> LogScan:
+    """Read the headers of every record of a log; payloads are checked, not kept. The payloads
+    of records named in ``check_when_read`` (big texts that are read anyway: printed graphs,
+    code) are checked when read (``read_payload``, ``check_payload``), not by the scan: each of
+    their bytes is then rewritten and hashed once, not twice."""
     p = Path(path)
     out = LogScan(p)
     with safefile.open_regular(p) as f:
-        _scan(f, out)
+        _scan(f, out, check_when_read)
     out.finish_warnings()
     return out
+
+
+def checksum_warning(log_name: str, rec: Record) -> str:
+    return (f"{log_name}: line {rec.lineno}: payload of {rec.name} (lines {rec.lineno + 1}-"
+            f"{rec.lineno + rec.payload_lines}) is truncated or corrupt (checksum mismatch)")
 
 
 _CHUNK = 8 << 20  # bytes read at a time (a longer line is read whole)
@@ -116,8 +127,9 @@ class _Scanner:
     time with bytes operations (no Python step per line): a log of gigabytes reads at disk
     speed, and only one chunk of it is held."""
 
-    def __init__(self, out: LogScan) -> None:
+    def __init__(self, out: LogScan, check_when_read: frozenset[str] = frozenset()) -> None:
         self.out = out
+        self.check_when_read = check_when_read
         self.rel = out.path.name
         self.cur: Record | None = None
         self.md5: Any = None
@@ -132,16 +144,13 @@ class _Scanner:
             return
         if cur.payload_start >= 0:
             cur.payload_end = offset
-        if self.want and self.md5 is not None:
-            if cur.payload_start < 0:
-                cur.payload_ok = False
-                out.warn(f"{self.rel}: line {cur.lineno}: {cur.name} record has no payload "
-                         "(truncated?)")
-            elif self.md5.hexdigest() != self.want:
-                cur.payload_ok = False
-                out.warn(f"{self.rel}: line {cur.lineno}: payload of {cur.name} "
-                         f"(lines {cur.lineno + 1}-{cur.lineno + cur.payload_lines}) is truncated "
-                         "or corrupt (checksum mismatch)")
+        if (self.want or cur.payload_md5) and cur.payload_start < 0:
+            cur.payload_ok, cur.payload_md5 = False, ""
+            out.warn(f"{self.rel}: line {cur.lineno}: {cur.name} record has no payload "
+                     "(truncated?)")
+        elif self.want and self.md5 is not None and self.md5.hexdigest() != self.want:
+            cur.payload_ok = False
+            out.warn(checksum_warning(self.rel, cur))
         if self.chromium_buf is not None and cur.payload_ok:
             try:
                 event = safefile.loads(b"\n".join(self.chromium_buf).decode("utf-8"))
@@ -171,6 +180,16 @@ class _Scanner:
                 self.orphan_start = lineno
             self.orphans += n
             return
+        first = cur.payload_start < 0
+        if self.md5 is None and self.chromium_buf is None:  # checked when read, or no checksum
+            if first:
+                cur.payload_start = offset
+                line = block[1:block.find(b"\n")] if n > 1 else block[1:].rstrip(b"\n")
+                if line.endswith(b"\r"):
+                    line = line[:-1]
+                cur.first_payload_line = line[:500].decode("utf-8", "replace")
+            cur.payload_lines += n
+            return
         if b"\r" in block:  # a line may end in CR LF: the CR is not part of the payload
             body = b"\n".join(ln[1:-1] if ln.endswith(b"\r") else ln[1:]
                               for ln in block.split(b"\n")[:n])
@@ -178,7 +197,6 @@ class _Scanner:
             body = block[1:].replace(b"\n\t", b"\n")
             if body.endswith(b"\n"):
                 body = body[:-1]
-        first = cur.payload_start < 0
         if first:
             cur.payload_start = offset
             cut = body.find(b"\n")
@@ -239,6 +257,8 @@ class _Scanner:
         cur = Record(lineno=lineno, event=event, meta=meta, pid=pid,
                      time=f"{m['md'].decode()} {m['time'].decode()}")
         self.want = str(meta.get("has_payload") or "")
+        if self.want and self.check_when_read and cur.name in self.check_when_read:
+            cur.payload_md5, self.want = self.want, ""
         self.md5 = hashlib.md5(usedforsecurity=False) if self.want else None
         if event == "chromium_event":
             self.chromium_buf = []
@@ -247,8 +267,8 @@ class _Scanner:
         self.cur = cur
 
 
-def _scan(f: IO[bytes], out: LogScan) -> None:
-    sc = _Scanner(out)
+def _scan(f: IO[bytes], out: LogScan, check_when_read: frozenset[str] = frozenset()) -> None:
+    sc = _Scanner(out, check_when_read)
     base = 0  # file offset of the chunk
     lineno = 0  # lines before the chunk's current position
     carry = b""
@@ -293,9 +313,22 @@ def _scan(f: IO[bytes], out: LogScan) -> None:
 
 
 def read_payload(f: IO[bytes], rec: Record) -> str:
-    """The payload text of a record (tabs removed), from a file opened in binary mode."""
+    """The payload text of a record (tabs removed), from a file opened in binary mode; its
+    checksum checked when the scan left it (``rec.payload_ok``)."""
+    return _payload_bytes(f, rec).decode("utf-8", errors="replace")
+
+
+def check_payload(f: IO[bytes], rec: Record) -> bool:
+    """Check the checksum the scan left to check when the payload is read, for a payload that
+    nothing read; ``rec.payload_ok``."""
+    if rec.payload_md5:
+        _payload_bytes(f, rec)
+    return rec.payload_ok
+
+
+def _payload_bytes(f: IO[bytes], rec: Record) -> bytes:
     if rec.payload_start < 0:
-        return ""
+        return b""
     f.seek(rec.payload_start)
     data = f.read(rec.payload_end - rec.payload_start)
     # each line's leading tab dropped, as bytes (a tab or a newline is never part of a UTF-8
@@ -304,7 +337,14 @@ def read_payload(f: IO[bytes], rec: Record) -> str:
         data = data[:-1]
     if data.startswith(b"\t"):
         data = data[1:]
-    return data.replace(b"\n\t", b"\n").decode("utf-8", errors="replace")
+    data = data.replace(b"\n\t", b"\n")
+    if rec.payload_md5:  # what the scan hashes: the lines without their tab and CR
+        hashed = b"\n".join(ln[:-1] if ln.endswith(b"\r") else ln
+                            for ln in data.split(b"\n")) if b"\r" in data else data
+        rec.payload_ok = hashlib.md5(hashed, usedforsecurity=False).hexdigest() == \
+            rec.payload_md5
+        rec.payload_md5 = ""
+    return data
 
 
 def is_torch_trace_file(path: Path, probe_lines: int = 20) -> bool:
