@@ -290,6 +290,42 @@ def test_the_same_compile_timed_twice_is_no_change(mlp_trace: Path, copy_trace) 
     # a kernel that changed makes the compile time a finding again (test above: mlp_changed)
 
 
+def test_a_compile_time_paid_in_kernel_builds_says_so(mlp_trace: Path, copy_trace) -> None:
+    """ViT traced with mode="max-autotune-no-cudagraphs", then without: the same kernels (CPU:
+    nothing to autotune), the second trace's taken from Inductor's kernel cache the first had
+    filled. ``diff`` listed "compile time: 8.23s → 18.45s" beside the config change, read as
+    max-autotune's cost: B had built 7 C++ kernels (3 s each) that A took from the cache."""
+    def kernels_compiled(root: Path, how: str) -> int:
+        n = 0
+        for f in sorted(root.glob("graphs/*/code/timings.json")):
+            t = json.loads(f.read_text())
+            for k in t["kernels"].values():
+                k["compile"], k["compile_s"] = how, (2.5 if how == "built" else None)
+                n += 1
+            f.write_text(json.dumps(t))
+        return n
+
+    a = plain_files(copy_trace(mlp_trace, "a"))
+    b = plain_files(copy_trace(mlp_trace, "b"))
+    n = kernels_compiled(a, "cached")
+    assert n and kernels_compiled(b, "built") == n
+    conf = json.loads((b / "config.json").read_text())
+    conf.setdefault("values", {})["max_autotune"] = True
+    conf.setdefault("changed", {})["max_autotune"] = {"value": True, "default": False}
+    (b / "config.json").write_text(json.dumps(conf))
+    for f in sorted((b / "compiles").glob("*.json")):
+        c = json.loads(f.read_text())
+        m = c.get("metrics") or {}
+        if isinstance(m.get("entire_frame_compile_time_s"), (int, float)):
+            m["entire_frame_compile_time_s"] += 2.5 * n
+            f.write_text(json.dumps(c))
+    d = diff_traces(a, b)
+    assert any(ln.startswith("config max_autotune") for ln in d["lines"]), d["lines"]
+    (line,) = [ln for ln in d["lines"] if ln.startswith("compile time")]
+    assert line.endswith(f", not like for like (kernels from Inductor's kernel cache: A {n} of "
+                         f"{n}, B 0 of {n}; the others built, seconds each)"), line
+
+
 def test_op_counts_without_building_the_graph(transformer4_trace: Path, mlp_trace: Path,
                                               copy_trace) -> None:
     """``diff`` counts the last snapshot's ops from its nodes, not from a built graph (issue

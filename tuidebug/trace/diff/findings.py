@@ -182,7 +182,22 @@ def _compile_time_line(d: dict[str, Any], s: dict[str, Any], same: bool) -> str 
     if same and p["a"] != p["b"]:
         return (f"compile time: {_arrow(p, '{:.2f}s')}: no change (the same graphs and "
                 "kernels, compiled once each: the machine's moment, not a difference)")
-    return f"compile time: {_arrow(p, '{:.2f}s')}"
+    return f"compile time: {_arrow(p, '{:.2f}s')}" + _kernel_builds(d)
+
+
+def _kernel_builds(d: dict[str, Any]) -> str:
+    """Where one side built kernels the other took from Inductor's kernel cache (a C++ build
+    costs seconds, a cache hit none), the compile times are not like for like: how many each
+    side took and built, so that the difference is not read as the cost of what changed."""
+    counts = {}
+    for side in ("a", "b"):
+        hows = [(k.get("compiled") or {}).get(side) for g in d["graphs"] for k in g["kernels"]]
+        counts[side] = (sum(h == "cached" for h in hows), sum(h is not None for h in hows))
+    if counts["a"][0] == counts["b"][0]:
+        return ""
+    (ca, na), (cb, nb) = counts["a"], counts["b"]
+    return (f", not like for like (kernels from Inductor's kernel cache: A {ca} of {na}, B {cb} "
+            f"of {nb}; the others built, seconds each)")
 
 
 def finding_lines(d: dict[str, Any]) -> list[str]:
