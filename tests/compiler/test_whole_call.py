@@ -258,3 +258,38 @@ def test_a_graph_returning_a_view_of_an_earlier_graphs_output_times_no_backward(
     n = call["ledger_calls"]["n"]
     hooks = call["instrumentation"]["clocked"]["backward_hooks"]  # pre and post, one graph
     assert 0 < 2 * n <= hooks <= 2 * (n + 1), (hooks, n)  # (+1: the clocked warm-up call)
+
+
+REDUCE_OVERHEAD = '''import torch
+
+
+def f(x):
+    return torch.relu(x * 2 + 1).sum(dim=1)
+
+
+cf = torch.compile(f, mode="reduce-overhead")
+print("out", cf(torch.ones(8, 16)).shape)
+'''
+
+
+def test_reduce_overhead_on_the_cpu_replays_no_cuda_graph(tmp_path: Path) -> None:
+    """``mode="reduce-overhead"`` on the CPU: Inductor asks for CUDA graphs and captures none
+    (a CPU graph; it logs no skip for it). The ledger named the graph "CUDA graph", the profile
+    said "(…, CUDA graphs)" and the kernels went untimed ("not timed: under CUDA graphs the
+    kernels are replayed without Python calls")."""
+    script = tmp_path / "ro.py"
+    script.write_text(REDUCE_OVERHEAD)
+    out = tmp_path / "t"
+    proc = trace_example(out, str(script), extra=["--profile", "3"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (v,) = call_verdicts(Trace(out))
+    parts = [p.part for p in v.ledger]
+    assert "graph" in parts and "cudagraph" not in parts, [p.as_json() for p in v.ledger]
+    prof = json.loads((out / "profile.json").read_text())
+    assert prof["compiles"] and not any(c.get("cudagraphs") for c in prof["compiles"].values())
+    (timings,) = list(out.glob("graphs/*/code/timings.json"))
+    t = json.loads(timings.read_text())
+    assert t["run"].get("runs", 0) > 0, t["run"]
+    assert t["kernels"] and all(k.get("run_s") for k in t["kernels"].values()), t
+    s = trace_summary(Trace(out))
+    assert s["graphs"][0]["cudagraphs"] == "requested, but no CUDA kernels", s["graphs"][0]

@@ -130,7 +130,7 @@ class Kernels(Concern):
         times, within a small budget) with every generated kernel timed."""
         graphs = [g for g in list(self.session.graphs.values()) if g.compile_id == cid
                   and g.timings and g.module is not None and g.module() is not None]
-        if any(g.cudagraphs["enabled"] for g in graphs):
+        if any(g.replays_cuda_graphs(compat.device_kind() == "cuda") for g in graphs):
             for g in graphs:
                 g.run_timing = {"runs": 0, "note": "not timed: under CUDA graphs the kernels "
                                                    "are replayed without Python calls"}

@@ -74,7 +74,8 @@ class Profile(Concern):
                  "eager_graph": frame.graph_id if frame is not None else graphs[0].graph_id,
                  "runs": self.runs, "warmup": WARMUP, "device": compat.device_kind(),
                  "forward_grad": mode == "grad",
-                 "cudagraphs": any(g.cudagraphs.get("enabled") for g in graphs), **compiled,
+                 "cudagraphs": any(g.replays_cuda_graphs(compat.device_kind() == "cuda")
+                                   for g in graphs), **compiled,
                  "eager": eager.pop("totals"), **eager}
         self.data["compiles"][cid] = entry
         self.write()

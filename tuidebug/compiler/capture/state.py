@@ -51,6 +51,15 @@ class GraphState:
     piece: int = 0
     extra_meta: dict[str, Any] = field(default_factory=dict)  # more meta.json keys (ddp_bucket)
 
+    def replays_cuda_graphs(self, cuda: bool) -> bool:
+        """Whether Inductor replays this graph as a CUDA graph: asked for (``reduce-overhead``),
+        not skipped, and on CUDA (``cuda``: a CUDA device is in use). A CPU graph (C++ kernels)
+        is never captured, and Inductor logs no skip for it: under ``reduce-overhead`` on the
+        CPU its kernels run, and are timed, as any graph's."""
+        cg = self.cudagraphs
+        return (bool(cg.get("enabled")) and not cg.get("skipped") and cuda
+                and not any(k.kind == "cpp" for k in self.kernel_index))
+
 
 @dataclass
 class CallMarks:

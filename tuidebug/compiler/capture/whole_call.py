@@ -235,8 +235,9 @@ class WholeCall(Concern):
 
     def _cudagraph_ids(self) -> set[str]:
         """The graphs replayed as CUDA graphs (on, and not skipped by Inductor)."""
+        cuda = compat.device_kind() == "cuda"
         return {g.graph_id for g in list(self.session.graphs.values())
-                if g.cudagraphs.get("enabled") and not g.cudagraphs.get("skipped")}
+                if g.replays_cuda_graphs(cuda)}
 
     def _skipped(self, graph: str) -> str | None:
         """Why Inductor did not capture graph ``graph`` as a CUDA graph, when it was on."""
