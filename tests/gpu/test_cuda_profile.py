@@ -135,3 +135,37 @@ def test_graph_breaks_make_it_slower_on_the_gpu(tmp_path: Path, layers: int) -> 
     assert v.outcome == "slower", v.text
     assert "`.item()` at item_per_layer.py:" in v.text, v.text
     assert len([p for p in v.ledger if p.part == "eager_island"]) == layers
+
+
+REDUCE_OVERHEAD = '''import torch
+
+
+def f(x):
+    return torch.relu(x * 2 + 1).sum(dim=1)
+
+
+cf = torch.compile(f, mode="reduce-overhead")
+x = torch.ones(64, 256, device="cuda")
+for _ in range(3):  # cudagraph trees record on a later call
+    out = cf(x)
+print("out", out.shape)
+'''
+
+
+def test_reduce_overhead_on_cuda_is_replayed_as_a_cuda_graph(tmp_path: Path) -> None:
+    """The other side of the CPU test (tests/compiler/test_whole_call.py): on CUDA, a graph
+    compiled under ``reduce-overhead`` is a CUDA graph in the ledger and the profile, and its
+    kernels are not timed one by one (replayed without Python calls)."""
+    from tuidebug.trace.queries.whole_call import call_verdicts
+
+    script = tmp_path / "ro.py"
+    script.write_text(REDUCE_OVERHEAD)
+    out = tmp_path / "t"
+    proc = trace_example(out, str(script), extra=["--profile", "3"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (v,) = call_verdicts(Trace(out))
+    assert "cudagraph" in [p.part for p in v.ledger], [p.as_json() for p in v.ledger]
+    prof = json.loads((out / "profile.json").read_text())
+    assert any(c.get("cudagraphs") for c in prof["compiles"].values()), prof["compiles"]
+    (timings,) = list(out.glob("graphs/*/code/timings.json"))
+    assert "under CUDA graphs" in json.loads(timings.read_text())["run"].get("note", "")
