@@ -92,3 +92,27 @@ async def test_backward_rows_have_their_phase(open_ui, profiled_training_trace: 
         row = next(ln for ln in painted if f"transformer_block.py:{line.line}" in ln
                    and " bwd " in ln)
         assert duration(line.compiled_s) in row and duration(line.eager_s) in row
+
+
+def test_a_name_longer_than_the_column_is_cut_so_the_columns_line_up() -> None:
+    """Names are padded to the longest, at most 72 columns; a longer one (a backward kernel of
+    a conv+BatchNorm training step, 103 characters) was not cut, and pushed its row's phase,
+    kind and time right of every other row's."""
+    from rich.console import Console
+
+    from tuidebug.trace.queries.profile import Row
+    from tuidebug.tui.screens.profile import row_prompt
+
+    long = ("cpp_fused_add_convolution_backward_div_expand_native_batch_norm_backward_"
+            "threshold_backward_unsqueeze_1")
+    rows = [Row(key=long, compiled_s=47.4e-6, kind="cpp", phase="bwd"),
+            Row(key="extern_kernels.mm:1", compiled_s=44.1e-6, kind="extern", phase="bwd")]
+    console = Console(width=200, color_system=None)
+    painted = []
+    for r in rows:
+        with console.capture() as cap:
+            console.print(row_prompt("kernels", r, 72, phased=True))
+        painted.append(cap.get().rstrip("\n"))
+    assert len({ln.index(" bwd ") for ln in painted}) == 1, painted
+    assert painted[0].startswith(long[:40]) and painted[0].split()[0].endswith("unsqueeze_1"), \
+        painted  # cut in the middle: a kernel name differs at its end

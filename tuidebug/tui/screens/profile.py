@@ -21,6 +21,7 @@ from tuidebug.tui.widgets.lists import Row as ListRow
 from tuidebug.tui.widgets.render import to_lines
 from tuidebug.tui.widgets.textview import RichLines, TextView
 from tuidebug.inert import inert
+from tuidebug.viewers.fitted import Row as Fitted
 from tuidebug.viewers.profile_view import duration, line_label, whole_text
 
 TABLES = ("kernels", "nodes", "lines", "modules")
@@ -47,10 +48,13 @@ def row_name(which: str, r: Row) -> str:
 
 
 def row_prompt(which: str, r: Row, width: int, phased: bool = False) -> ListRow:
-    """A row of table ``which``: its name padded to ``width`` columns, then (``phased``: the
+    """A row of table ``which``: its name padded (or cut, in the middle but for a source line)
+    to ``width`` columns, then (``phased``: the
     trace has backward rows) its phase, fwd or bwd, then kind and times (a narrow pane cuts the
     name, never the times)."""
     name = row_name(which, r)
+    if len(name) > width:  # cut to the column, or the row's times sit right of the others'
+        name = Fitted(Text(name), middle=which != "lines").fit(width).plain.rstrip("\n")
     head = Text(f"{name:<{width}}", style="bold" if which == "kernels" else "")
     tail = Text()
     if phased:
