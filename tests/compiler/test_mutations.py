@@ -74,6 +74,36 @@ def test_a_graph_writing_only_what_it_made_is_still_judged() -> None:
     assert records[0]["close"] is True and records[0]["reference"] == "float64"
 
 
+class CacheLength(nn.Module):
+    """transformers' StaticLayer.update: the cache's length, a 0-d int64 tensor, moved to the
+    input's device (``.to`` of its own device: the same tensor) and advanced in place; the
+    graph returns it (Dynamo: the attribute the user's cache then holds)."""
+
+    def forward(self, x: torch.Tensor, length: torch.Tensor):
+        length = length.to(x.device)
+        pos = torch.arange(x.shape[0]) + length
+        length.add_(x.shape[0])
+        return x * 2 + pos, length
+
+
+def test_a_graph_advancing_an_input_in_place_is_judged_from_the_same_state() -> None:
+    """Qwen2 generate(cache_implementation="static"): "MISMATCH past_key_values.layers[0].
+    cumulative_length: integer/bool values differ" on a run whose tokens equal the untraced
+    run's. The float64 reference re-ran the graph on the eager run's copies, whose length the
+    eager run had advanced (an int64 tensor is not upcast: the same copy), and the eager output
+    aliases it: the reference moved what it was compared by. Every re-run starts from the state
+    the user's call started from; the user's length is advanced once."""
+    gm = fx.symbolic_trace(CacheLength())
+    assert mutated_state(gm).inputs, "the write through .to() is the input's"
+    records: list[dict] = []
+    length = torch.tensor(3)
+    out, returned = accuracy.checked(gm, gm, records.append)(torch.ones(4), length)
+    (r,) = records
+    assert r["close"] is True and r["reference"] == "float64", r
+    assert length.item() == 7 and returned is length
+    assert out.tolist() == [5.0, 6.0, 7.0, 8.0]
+
+
 # -- which op writes what: its schema, not its name (issue: `mutations.py` judged by a trailing _)
 
 

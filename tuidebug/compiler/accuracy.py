@@ -98,12 +98,14 @@ def _reference(eager: Callable[..., Any], inputs: list[Any], rng: tuple[Any, Any
 def compare(out: Any, ref: Any, eager: Callable[..., Any], inputs: list[Any],
             rng: tuple[Any, Any], random: list[str], tol: float | None,
             grad: GradCall | None = None,
-            names: gradients.GraphNames | None = None) -> dict[str, Any]:
+            names: gradients.GraphNames | None = None,
+            restore: Callable[[], None] = lambda: None) -> dict[str, Any]:
     """The judge's verdict on ``out`` (compiled) against ``ref`` (eager), with the float64
     reference where one is sound (not for a graph that draws random numbers: a float64 run may
     draw other numbers); each output named (``gradients.output_names``). With ``grad`` (the
     call ran under autograd), the gradients judged too (``gradients``): the verdict is a match
-    only when the outputs and the gradients are."""
+    only when the outputs and the gradients are. ``restore`` puts the inputs the graph writes
+    in place back to their state before the user's call, before each re-run."""
     if random:
         fp64, why = None, "the graph draws random numbers; a float64 run may draw other ones"
     else:
@@ -114,8 +116,10 @@ def compare(out: Any, ref: Any, eager: Callable[..., Any], inputs: list[Any],
     _name_outputs(result, names.outputs)
     if grad is not None:
         try:
-            grads = gradients.judge_gradients(grad, eager, inputs, names.inputs,
-                                              lambda: _set_rng_state(rng), tol,
+            def reset() -> None:
+                _set_rng_state(rng)
+                restore()
+            grads = gradients.judge_gradients(grad, eager, inputs, names.inputs, reset, tol,
                                               why if random else "")
         except Exception as e:  # a backward that fails here must not break the user's run
             grads = {"skipped": f"the backward re-run failed: {type(e).__name__}: "
@@ -163,11 +167,38 @@ def _grad_call(compiled: Callable[..., Any], flat: list[Any], as_list: bool) -> 
     return GradCall(flags, run)
 
 
+def _restorer(inputs: list[Any], written: list[int]) -> Callable[[], None]:
+    """A function that puts the inputs at ``written`` (those the graph writes in place) of
+    ``inputs`` (copies of the user's call's) back to the values they have now."""
+    kept = {i: _clone(inputs[i]) for i in written
+            if i < len(inputs) and isinstance(inputs[i], torch.Tensor)}
+
+    def restore() -> None:
+        with torch.no_grad():
+            for i, v in kept.items():
+                inputs[i].copy_(v)
+    return restore
+
+
+def _snapshot(value: Any) -> Any:
+    """``value`` (a graph's outputs) with every tensor copied: an output aliasing an input that
+    a later re-run writes into keeps what this run returned."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_snapshot(v) for v in value)
+    return value
+
+
 def _time_again(compiled: Callable[..., Any], inputs: list[Any], as_list: bool,
-                time_kernels: Callable[[Callable[[], Any]], None]) -> None:
+                time_kernels: Callable[[Callable[[], Any]], None],
+                restore: Callable[[], None] = lambda: None) -> None:
     """Hand ``time_kernels`` a function that runs ``compiled`` once more on ``inputs`` (the
-    eager run's copies; the user's tensors are not touched); the RNG state is put back after."""
+    eager run's copies; the user's tensors are not touched), each run from the inputs' state
+    before the user's call (``restore``: a graph that advances a cache in place would run past
+    its end); the RNG state is put back after."""
     def again() -> Any:
+        restore()
         with torch.no_grad():
             return compiled(list(inputs)) if as_list else compiled(*inputs)
 
@@ -181,11 +212,12 @@ def _time_again(compiled: Callable[..., Any], inputs: list[Any], as_list: bool,
 def _localized(localize: Callable[[Callable[[], Any], Callable[[], None]], dict[str, Any]],
                compiled: Callable[..., Any], inputs: list[Any], as_list: bool,
                grad: GradCall | None, rng: tuple[Any, Any], after: tuple[Any, Any],
-               mismatch: bool) -> dict[str, Any]:
+               mismatch: bool, restore: Callable[[], None] = lambda: None) -> dict[str, Any]:
     """``localize`` given a run of the compiled graph on copies of ``inputs`` from the RNG
     state of the user's call (forward and backward when ``grad``); the RNG state put back."""
     def step() -> None:
         _set_rng_state(rng)
+        restore()
         if grad is not None:
             gradients.forward_backward(grad, inputs)
         else:
@@ -262,8 +294,9 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
     names = gradients.graph_names(eager)  # now: Dynamo drops its input sources once compiled
     try:
         mutated = mutations.mutated_state(eager)
+        written = mutations.written_inputs(eager)
     except Exception:  # an odd graph: judged as one that writes into nothing it did not make
-        mutated = mutations.MutatedState([], [])
+        mutated, written = mutations.MutatedState([], []), []
     not_compared = _why_not_compared(mutated, eager)
 
     def run(*args: Any) -> Any:
@@ -282,6 +315,9 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
             return compiled(*args)  # bucket's piece as it compiles it: the real call is later
         state["done"] = True
         inputs = [_clone(a) for a in flat]
+        # the inputs the graph advances in place (a static KV cache, its length), as the
+        # user's call found them: every re-run below starts from them
+        restore = _restorer(inputs, written)
         grad = _grad_call(compiled, flat, as_list)
         rng = _rng_state()
         t0 = time.perf_counter()
@@ -300,7 +336,11 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
                     t1 = time.perf_counter()
                     ref = eager(*inputs)
                     eager_s = time.perf_counter() - t1
-                result = compare(out, ref, eager, inputs, rng, random, tol, grad, names)
+                if written:  # an output aliasing an input written in place: kept as it is now
+                    ref = _snapshot(ref)
+                    restore()
+                result = compare(out, ref, eager, inputs, rng, random, tol, grad, names,
+                                 restore=restore)
                 result.update(first_call_s=compiled_s, eager_s=eager_s, tol=tol)
                 if random:
                     result["random_ops"] = random
@@ -309,17 +349,19 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
             finally:
                 _set_rng_state(after)
         if localize is not None and (result.get("close") is False or localize_always):
+            restore()
             result["numerics"] = _localized(localize, compiled, inputs, as_list, grad, rng, after,
-                                            result.get("close") is False)
+                                            result.get("close") is False, restore)
         record(result)
         if time_kernels is not None and ("skipped" not in result or random):
             try:
-                _time_again(compiled, inputs, as_list, time_kernels)
+                _time_again(compiled, inputs, as_list, time_kernels, restore)
             except Exception:  # timing is a bonus: the user's call goes on
                 pass
         if profile is not None and ("skipped" not in result or random):
             try:
-                _time_again(compiled, inputs, as_list, lambda again: profile(again, inputs, grad))
+                _time_again(compiled, inputs, as_list, lambda again: profile(again, inputs, grad),
+                            restore)
             except Exception:  # so is profiling
                 pass
         return out

@@ -39,6 +39,13 @@ def _name(target: Any) -> str:
     return name.split(".")[0] if "." in name else name
 
 
+# methods that return their first argument itself when there is nothing to convert
+# (``cache_length.to(x.device)`` on its own device: transformers' static cache): a write into
+# their result may be a write into it
+MAY_ALIAS = frozenset({"to", "type", "type_as", "contiguous", "cpu", "cuda", "float", "double",
+                       "half", "bfloat16", "int", "long", "bool", "short", "char", "byte"})
+
+
 PY_INPLACE = frozenset({"setitem", "iadd", "isub", "imul", "itruediv", "ifloordiv", "imod",
                         "ipow", "iand", "ior", "ixor", "ilshift", "irshift"})
 
@@ -80,7 +87,7 @@ def _roots(arg: Any, depth: int = 0) -> list[Any]:
     if op in ("placeholder", "get_attr"):
         return [arg]
     if op in ("call_method", "call_function") and depth < 64 and arg.args \
-            and _name(arg.target) in VIEW_OPS:
+            and (_name(arg.target) in VIEW_OPS or _name(arg.target) in MAY_ALIAS):
         return _roots(arg.args[0], depth + 1)
     return []
 
@@ -93,6 +100,21 @@ class MutatedState:
 
     attributes: list[str]
     inputs: list[str]
+
+
+def written_inputs(gm: Any) -> list[int]:
+    """The positions of the graph's inputs (placeholders) it writes into in place (or into a
+    view, or a ``MAY_ALIAS`` result, of one): a re-run of the graph must start from their
+    values before the first run, not from what that run left."""
+    graph = getattr(gm, "graph", None)
+    nodes = list(getattr(graph, "nodes", []))
+    positions = {id(n): i for i, n in enumerate(n for n in nodes if n.op == "placeholder")}
+    out: set[int] = set()
+    for node in nodes:
+        if node.op in ("call_function", "call_method"):
+            out.update(positions[id(r)] for r in _roots(_written(node, _name(node.target)))
+                       if id(r) in positions)
+    return sorted(out)
 
 
 def mutated_state(gm: Any) -> MutatedState:
