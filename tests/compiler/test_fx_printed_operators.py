@@ -42,9 +42,9 @@ def _printed_graphs() -> list[torch.fx.GraphModule]:
         graphs.append(gm)
         return gm.forward
 
-    torch._dynamo.reset()
+    torch.compiler.reset()
     torch.compile(_f, backend=keep)(torch.randn(3, 4), torch.tensor(1.0), torch.randn(4))
-    torch._dynamo.reset()
+    torch.compiler.reset()
     graphs.append(torch.fx.symbolic_trace(_WithAttr()))
     return graphs
 
