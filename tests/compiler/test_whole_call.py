@@ -293,3 +293,47 @@ def test_reduce_overhead_on_the_cpu_replays_no_cuda_graph(tmp_path: Path) -> Non
     assert t["kernels"] and all(k.get("run_s") for k in t["kernels"].values()), t
     s = trace_summary(Trace(out))
     assert s["graphs"][0]["cudagraphs"] == "requested, but no CUDA kernels", s["graphs"][0]
+
+
+CACHE_STATE = '''import torch
+
+
+class Cache:  # transformers' StaticLayer: a length advanced in place at each call
+    def __init__(self):
+        self.length = torch.tensor(0)
+
+
+def f(x, cache):
+    length = cache.length.to(x.device)
+    pos = torch.arange(x.shape[0]) + length
+    length.add_(x.shape[0])
+    cache.length = length
+    return x * 2 + pos
+
+
+cf = torch.compile(f)
+cache = Cache()
+for _ in range(2):
+    out = cf(torch.ones(4), cache)
+print("STATE", cache.length.item(), out.tolist())
+'''
+
+
+def test_a_call_given_state_it_changes_is_not_re_run_to_time_it(tmp_path: Path) -> None:
+    """Qwen2 ``generate(cache_implementation="static")`` under ``--profile``: the whole call
+    was re-run hundreds of times on the user's StaticCache (an argument that is no tensor, so
+    not copied), advancing it past its end: the script failed ("index out of bounds") where it
+    runs untraced. An argument holding tensors is not re-run: the whole call is not measured,
+    says why, and the program sees the state it would untraced."""
+    script = tmp_path / "state.py"
+    script.write_text(CACHE_STATE)
+    out = tmp_path / "t"
+    proc = trace_example(out, str(script), extra=["--profile", "3"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "STATE 8 [6.0, 7.0, 8.0, 9.0]" in proc.stdout, proc.stdout[-2000:]
+    assert call_verdicts(Trace(out)) == []
+    (call,) = json.loads((out / "profile.json").read_text())["calls"]
+    assert call["callable"] == "f" and "argument 1 (Cache)" in call["not_measured"], call
+    s = trace_summary(Trace(out))
+    assert any("whole call of f not measured: argument 1 (Cache)" in n
+               for n in s["profile"]["notes"]), s["profile"]["notes"]

@@ -167,7 +167,7 @@ def _grad_call(compiled: Callable[..., Any], flat: list[Any], as_list: bool) -> 
     return GradCall(flags, run)
 
 
-def _restorer(inputs: list[Any], written: list[int]) -> Callable[[], None]:
+def restorer(inputs: list[Any], written: list[int]) -> Callable[[], None]:
     """A function that puts the inputs at ``written`` (those the graph writes in place) of
     ``inputs`` (copies of the user's call's) back to the values they have now."""
     kept = {i: _clone(inputs[i]) for i in written
@@ -317,7 +317,7 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
         inputs = [_clone(a) for a in flat]
         # the inputs the graph advances in place (a static KV cache, its length), as the
         # user's call found them: every re-run below starts from them
-        restore = _restorer(inputs, written)
+        restore = restorer(inputs, written)
         grad = _grad_call(compiled, flat, as_list)
         rng = _rng_state()
         t0 = time.perf_counter()
@@ -359,9 +359,11 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
             except Exception:  # timing is a bonus: the user's call goes on
                 pass
         if profile is not None and ("skipped" not in result or random):
+            def profiled(again: Callable[[], Any]) -> None:
+                restore()  # the inputs as the user's call found them, for the eager runs too
+                profile(again, inputs, grad)
             try:
-                _time_again(compiled, inputs, as_list, lambda again: profile(again, inputs, grad),
-                            restore)
+                _time_again(compiled, inputs, as_list, profiled, restore)
             except Exception:  # so is profiling
                 pass
         return out

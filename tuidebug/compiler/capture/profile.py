@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import torch
 
-from tuidebug.compiler import compat
+from tuidebug.compiler import accuracy, compat, mutations
 from tuidebug.compiler.gradients import GradCall, grad_leaves
 from tuidebug.compiler.capture import profile_backward
 from tuidebug.compiler.capture.kernel_ranges import (
@@ -60,6 +60,10 @@ class Profile(Concern):
         # the forward runs as the user's call did: under autograd (recording the graph its
         # backward needs, on copies of the inputs that require grad as theirs did), or not
         mode, run, eager_inputs = "no_grad", again, inputs
+        # each eager run from the inputs' state as the user's call found them (``inputs`` are
+        # in it now): a graph that advances an input in place (a static KV cache) would
+        # otherwise run past its end
+        restore = accuracy.restorer(inputs, mutations.written_inputs(gm))
         if grad is not None:
             leaves = grad_leaves(inputs, grad)
             mode, eager_inputs = "grad", leaves
@@ -68,7 +72,7 @@ class Profile(Concern):
                 return grad.run(leaves)
         with torch.set_grad_enabled(mode == "grad"):
             compiled = self._compiled(graphs, run)
-            eager = self._eager(gm, eager_inputs)
+            eager = self._eager(gm, eager_inputs, restore)
         frame = s.frame_graph.get(cid)
         entry = {"graphs": [g.graph_id for g in graphs],
                  "eager_graph": frame.graph_id if frame is not None else graphs[0].graph_id,
@@ -101,12 +105,14 @@ class Profile(Concern):
                 "kernels": kernel_rows(ku, prof, sizes),
                 "device_kernels": device_kernel_rows(prof)}
 
-    def _eager(self, gm: Any, inputs: list[Any]) -> dict[str, Any]:
+    def _eager(self, gm: Any, inputs: list[Any], restore: Callable[[], None]) -> dict[str, Any]:
         def plain() -> Any:
+            restore()
             return gm(*inputs)
         interp = compat.NodeRanges(gm, NODE_PREFIX)
 
         def by_node() -> Any:
+            restore()
             return interp.run(*inputs)
         for _ in range(WARMUP):
             plain()

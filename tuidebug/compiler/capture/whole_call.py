@@ -92,6 +92,17 @@ class WholeCall(Concern):
         owner = _module_of(call.eager)
         name = type(owner).__name__ if owner is not None else getattr(
             call.eager, "__qualname__", str(call.eager))
+        holders = _state_holders(call.args, call.kwargs)
+        if holders:  # re-running the call would change the program's own state: not timed
+            self.prof.data.setdefault("calls", []).append({
+                "callable": name, "not_measured": (
+                    f"{', '.join(holders)} hold{'s' if len(holders) == 1 else ''} tensors the "
+                    "call may change in place or replace (a KV cache advances or grows at "
+                    "each call): timing the call would re-run it hundreds of times on them, "
+                    "and the rest of the program would see the result; the graphs' own times "
+                    "are measured on copies")})
+            self.session.guarded("the profile", self.prof.write)
+            return True
         self.busy = True
         rng = accuracy._rng_state()
         buffers = _buffers(owner)
@@ -326,6 +337,36 @@ def _leaf(x: Any) -> Any:
         with torch.inference_mode(x.is_inference()):
             return x.detach().clone().requires_grad_(x.requires_grad)
     return x
+
+
+def _holds_tensors(value: Any, depth: int = 0, seen: set[int] | None = None) -> bool:
+    """Whether an object (not a tensor, a number or a string) holds tensors among its
+    attributes, or in lists, tuples and dicts of them, a few levels down."""
+    seen = set() if seen is None else seen
+    if depth > 3 or id(value) in seen or len(seen) > 500:
+        return False
+    seen.add(id(value))
+    if isinstance(value, torch.Tensor):
+        return depth > 0
+    if isinstance(value, (list, tuple)):
+        items: Any = value
+    elif isinstance(value, dict):
+        items = value.values()
+    elif hasattr(value, "__dict__") and not isinstance(value, (type, torch.nn.Module)):
+        items = vars(value).values()
+    else:
+        return False
+    return any(_holds_tensors(v, depth + 1, seen) for v in items)
+
+
+def _state_holders(args: Any, kwargs: Any) -> list[str]:
+    """The arguments that are objects holding tensors (a transformers ``Cache``: its keys,
+    values, lengths), which ``_leaf`` cannot copy: ``past_key_values (StaticCache)``. A tensor
+    argument is copied, and lists, tuples and dicts of plain tensors are left as the call's."""
+    named = [(f"argument {i}", a) for i, a in enumerate(args or ())]
+    named += [(str(k), v) for k, v in (kwargs or {}).items()]
+    return [f"{n} ({type(v).__name__})" for n, v in named
+            if not isinstance(v, (torch.Tensor, list, tuple, dict)) and _holds_tensors(v)]
 
 
 def _buffers(model: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:

@@ -226,6 +226,10 @@ def profile_view(trace: Trace) -> ProfileView | None:
     if not compiles and not calls:
         return None
     view = ProfileView(compiles=sorted(compiles), calls=calls)
+    for c in prof.get("calls") or []:  # a whole call not timed, and why
+        if isinstance(c, dict) and isinstance(c.get("not_measured"), str):
+            view.notes.append(f"whole call of {c.get('callable') or '?'} not measured: "
+                              f"{c['not_measured']}")
     cache: dict[str, Any] = {}
     tables: dict[str, dict[tuple[str, str], Row]] = {"nodes": {}, "lines": {}, "modules": {}}
     tot = {**_phase_totals(), "runs": None, "device": None, "cudagraphs": False,
