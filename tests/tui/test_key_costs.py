@@ -246,3 +246,37 @@ async def test_another_trace_opened_while_screens_are_built_ahead(open_ui, trans
         await ui.settle()
         g = app.current_graph
         assert g is not None and f"{g.id}: {len(g.stages)} stages" in ui.text()
+
+
+async def test_a_screen_shown_again_is_not_restyled_unless_its_styles_changed(
+        open_ui, transformer_trace: Path) -> None:
+    """Textual restyles every widget of a screen each time it is shown again; a screen styled
+    under the same stylesheet and app state is told it need not (``ScreenResume``'s
+    ``refresh_styles``). A theme changed while it was hidden still restyles it."""
+    from textual import events
+
+    from tuidebug.tui.widgets.textview import TextView
+
+    resumed: list[events.ScreenResume] = []  # seen when posted, read once handled
+
+    def hook(message: object) -> None:
+        if isinstance(message, events.ScreenResume):
+            resumed.append(message)
+
+    async with open_ui(transformer_trace, message_hook=hook) as ui:
+        await ui.press("2")
+        passes = ui.app.screen
+        await ui.press("1")
+        resumed.clear()
+        await ui.press("2")
+        assert ui.app.screen is passes
+        assert resumed and not any(m.refresh_styles for m in resumed), resumed
+        await ui.press("1")
+        view = passes.query_one("#graph-view", TextView)
+        before = view.styles.background
+        ui.app.theme = "textual-light" if ui.app.theme != "textual-light" else "nord"
+        await ui.settle()
+        resumed.clear()
+        await ui.press("2")
+        assert any(m.refresh_styles for m in resumed), resumed
+        assert view.styles.background != before, "the new theme applied to the hidden screen"

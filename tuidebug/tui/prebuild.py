@@ -63,6 +63,15 @@ def sync_css_count(screen: Screen[Any]) -> None:
         screen._css_update_count = count
 
 
+def style_key(app: App[Any]) -> tuple[object, ...]:
+    """What the styles of a screen's widgets depend on beyond the widgets themselves: the app's
+    CSS updates so far (a theme or a stylesheet changed) and the app's pseudo-classes (its
+    focus, dark or light, inline, colours). A screen styled under one key needs no restyling
+    while the key is the same."""
+    return (getattr(app, "_css_update_count", None), app.app_focus, app.theme, app.is_inline,
+            app.no_color, getattr(app, "native_ansi_color", None))
+
+
 async def install(app: App[Any], mode: str, screen: Screen[Any]) -> bool:
     """Mount ``screen`` as the screen of ``mode`` without showing it, and lay it out at the
     app's size; False (nothing installed, ``screen`` removed) when ``mode`` got its screen
@@ -92,6 +101,8 @@ def lay_out(app: App[Any], screen: Screen[Any]) -> None:
         return
     refresh_layout(app.size)
     app.stylesheet.update_nodes(screen.walk_children(with_self=True), animate=False)
+    if hasattr(screen, "styled_as"):
+        screen.styled_as = style_key(app)  # shown as it is: no restyling (TraceScreen)
     if getattr(screen, "_layout_required", False) or screen.size != app.size:
         refresh_layout(app.size)
         screen._layout_required = False  # type: ignore[attr-defined]
