@@ -176,8 +176,9 @@ async def test_stepping_back_and_forth_keeps_no_more_memory(open_ui,
 async def test_a_built_screen_is_rendered_a_few_lines_at_a_time(open_ui,
                                                                transformer_trace: Path) -> None:
     """Rendering a screen built ahead is split into pieces of a few lines of one widget each (a
-    key pressed meanwhile waits for one piece, not for the whole screen); the pieces together
-    render every line on display, and the screen shown then is painted from them."""
+    key pressed meanwhile waits for one piece, not for the whole screen), then its frame into
+    bands of a few rows; the pieces together render every line on display, and the screen
+    shown then is painted from them."""
     from tuidebug.tui import prebuild
     from tuidebug.tui.widgets.textview import TextView
 
@@ -196,6 +197,11 @@ async def test_a_built_screen_is_rendered_a_few_lines_at_a_time(open_ui,
         for piece in pieces:
             piece()
         assert set(range(view.region.height)) <= set(view._styles_cache._cache)
+        # then the frame, composed a few rows at a time: every row of the screen, once
+        bands = prebuild.render_bands(screen)
+        assert len(bands) == -(-screen.size.height // prebuild.PIECE_LINES) > 1
+        for band in bands:
+            band()
         await ui.pilot.press("2")
         await ui.settle()
         assert ui.app.screen is screen

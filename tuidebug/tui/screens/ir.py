@@ -79,6 +79,19 @@ class IRData:
                     name = part if part.startswith("op") else "op" + part
                     self.by_node.setdefault(name, []).append(i)
         self.problems = ir_problems(g)
+        # the views' lines, made here in the worker (on the UI thread, the 24-layer trace's
+        # thousands of nodes held it 70 ms and more when the read came back)
+        self.pre_lines = RichLines(ir_text_line(n, self.group.get(str(n.get("name"))))
+                                   for n in self.pre)
+        self.post_lines = RichLines(ir_text_line(n, None) for n in self.post)
+        self.fused_groups = sum(1 for n in self.post if len(n.get("members") or []) > 1)
+        self.fusion_lines = [fusion_text_line(d) for d in self.fusion]
+
+
+def fusion_text_line(decision: dict[str, Any]) -> Text:
+    t = Text(model.fusion_line(decision))
+    t.stylize("green" if decision.get("action") == "fused" else "red", 0, 9)
+    return t
 
 
 class IRScreen(TraceScreen):
@@ -194,14 +207,12 @@ class IRScreen(TraceScreen):
         if d is None:
             return
         pre_view = self.query_one("#pre-view", TextView)
-        pre_view.set_source(RichLines(ir_text_line(n, d.group.get(str(n.get("name"))))
-                                      for n in d.pre), placeholder="no pre-fusion IR")
-        self.query_one("#post-view", TextView).set_source(
-            RichLines(ir_text_line(n, None) for n in d.post), placeholder="no post-fusion IR")
-        fused_groups = sum(1 for n in d.post if len(n.get("members") or []) > 1)
+        pre_view.set_source(d.pre_lines, placeholder="no pre-fusion IR")
+        self.query_one("#post-view", TextView).set_source(d.post_lines,
+                                                           placeholder="no post-fusion IR")
         self.set_text("#pre-title", f"pre-fusion: {len(d.pre)} nodes  (⇒ fused group)")
         self.set_text("#post-title",
-            f"post-fusion: {len(d.post)} nodes, {fused_groups} fused groups")
+            f"post-fusion: {len(d.post)} nodes, {d.fused_groups} fused groups")
         for v in self.query(TextView):
             v.set_query(self.search_query)
         if not self.query_one("#post-view").has_focus:
@@ -219,15 +230,10 @@ class IRScreen(TraceScreen):
         if node and not self.rejected_only:
             idx = d.by_node.get(node, [])  # type: ignore[assignment]
             scope = node
-        decisions = [d.fusion[i] for i in idx]
         if self.rejected_only:
-            decisions = [x for x in decisions if x.get("action") != "fused"]
-        lines = []
-        for x in decisions:
-            t = Text(model.fusion_line(x))
-            t.stylize("green" if x.get("action") == "fused" else "red", 0, 9)
-            lines.append(t)
-        view.set_source(RichLines(lines), placeholder=d.no_decisions
+            idx = [i for i in idx if d.fusion[i].get("action") != "fused"]  # type: ignore[assignment]
+        decisions = [d.fusion_lines[i] for i in idx]
+        view.set_source(RichLines(decisions), placeholder=d.no_decisions
                         or f"no fusion decision about {scope}")
         view.set_query(self.search_query)
         if self.rejected_only:
