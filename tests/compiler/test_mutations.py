@@ -205,3 +205,27 @@ def test_an_ops_written_arguments_are_the_callers_own() -> None:
     for target in (torch.ops.aten.add_.Tensor, torch.ops.aten.index_put_, "lerp_"):
         assert [w.name for w in compat.written_arguments(target) or []] == ["self"], target
     assert compat.written_arguments(lambda t: t) is None
+
+
+class FloatBuffer(nn.Module):
+    """A float32 buffer made inside the graph and written by index: its float64 reference
+    fails (index_copy_ of float64 into float32), as transformers' static cache does."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        buf = x.new_zeros(6, dtype=torch.float32)
+        buf.index_copy_(0, torch.arange(x.shape[0]), x)
+        return buf * 2
+
+
+def test_a_reference_that_fails_prints_nothing_to_the_users_stderr(capfd) -> None:
+    """FX prints a failing generated forward's traceback to stderr ("Call using an FX-traced
+    Module, line 90 …") before raising: the failed float64 reference of Qwen2's static cache
+    showed two tracebacks in the output of a run that had no error. The reason is kept in the
+    check's ``reference``; the user's stderr is as untraced."""
+    gm = fx.symbolic_trace(FloatBuffer())
+    records: list[dict] = []
+    accuracy.checked(gm, gm, records.append)(torch.ones(4))
+    (r,) = records
+    assert r["close"] is True and r["reference"].startswith("eager only: RuntimeError"), r
+    err = capfd.readouterr().err
+    assert "FX-traced Module" not in err and "Traceback" not in err, err

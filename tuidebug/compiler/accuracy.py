@@ -80,6 +80,15 @@ def _clone(x: Any) -> Any:
     return x
 
 
+def _quiet() -> Any:
+    """This thread's output dropped while a graph is re-run for the check: a failing FX graph
+    prints its traceback to stderr before it raises ("Call using an FX-traced Module …"), in a
+    run whose own outputs had no error; the failure is kept in the check's record instead."""
+    from tuidebug.compiler.capture.quiet import quiet_thread  # capture imports this module
+
+    return quiet_thread()
+
+
 def _reference(eager: Callable[..., Any], inputs: list[Any], rng: tuple[Any, Any]) -> tuple[Any, str]:
     """(the eager graph's outputs on ``inputs`` upcast to float64, "") or (None, why not)."""
     if not any(isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex())
@@ -87,7 +96,7 @@ def _reference(eager: Callable[..., Any], inputs: list[Any], rng: tuple[Any, Any
         return None, "no floating-point inputs"
     try:
         _set_rng_state(rng)
-        with torch.no_grad():
+        with torch.no_grad(), _quiet():
             return eager(*[judge.upcast(x) for x in inputs]), ""
     except torch.cuda.OutOfMemoryError:
         return None, "out of memory"
@@ -332,7 +341,7 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
         else:
             try:
                 _set_rng_state(rng)
-                with torch.no_grad():
+                with torch.no_grad(), _quiet():
                     t1 = time.perf_counter()
                     ref = eager(*inputs)
                     eager_s = time.perf_counter() - t1
