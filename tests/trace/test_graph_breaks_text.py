@@ -309,3 +309,39 @@ def test_a_break_in_torch_or_the_standard_library_is_no_change_to_your_code(
     assert sum(len(bs) for bs in trace_breaks(t).values()) == 3
     advice = break_advice(t)
     assert [s.id for s in advice] == ["break at script.py:11"], [s.id for s in advice]
+
+
+def test_a_recompiled_frames_break_resumes_in_the_resume_functions_recompile(
+        tmp_path: Path) -> None:
+    """A module whose forward prints (a break) called with batch 2 then 3: forward compiles
+    0/0 and 0/1 (x's size), the code after the print 1/0 and 1/1 (h's size). 0/1's break was
+    said to resume in 1/0, the first compile of the resume function; it resumed in 1/1, the one
+    made right after it. Where no compile of the resume function follows (its guards held),
+    the latest one before is named (Dynamo tries its newest compile first)."""
+    file = str(tmp_path / "printer.py")
+
+    def build(root: Path, recompiled_resume: bool) -> Trace:
+        w = TraceWriter(root, command=["printer.py"])
+        order = [("0/0", "forward", 5, True), ("0/0_1", "forward", 5, False),
+                 ("1/0", "torch_dynamo_resume_in_forward_at_7", 7, False),
+                 ("0/1", "forward", 5, True), ("0/1_1", "forward", 5, False)]
+        if recompiled_resume:
+            order.append(("1/1", "torch_dynamo_resume_in_forward_at_7", 7, False))
+        for cid, fn, first, breaks in order:
+            detail = {"graphs": [], "metrics": {"co_name": fn, "co_filename": file,
+                                                "co_firstlineno": first}}
+            if breaks:
+                detail["dynamo_graph_break_reason"] = [_reason(
+                    file, 7, 'print("hidden mean", h.mean())', PRINT).replace(
+                    "line 7, in step", "line 7, in forward")]
+            w.write_compile(cid, detail)
+            w.add_compile(cid, {"graphs": []})
+        w.finish("ok")
+        return Trace(root)
+
+    per = trace_breaks(build(tmp_path / "a", True))
+    assert [(cid, b.resumed_in) for cid, bs in per.items() for b in bs] == [
+        ("0/0", "1/0"), ("0/1", "1/1")], per
+    per = trace_breaks(build(tmp_path / "b", False))
+    assert [(cid, b.resumed_in) for cid, bs in per.items() for b in bs] == [
+        ("0/0", "1/0"), ("0/1", "1/0")], per

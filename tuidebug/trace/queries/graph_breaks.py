@@ -180,19 +180,31 @@ def _base_fn(fn: str | None) -> str | None:
 
 def _resumed_in(places: dict[str, dict[str, Any]], cid: str, frame: SourceLine | None,
                 base: str | None) -> str | None:
-    """The compile of the resume function Dynamo made for the code after ``frame``'s line."""
+    """The compile of the resume function Dynamo made for the code after ``frame``'s line:
+    of that function's frame (the first frame after ``cid``'s that resumes there), the compile
+    made right after ``cid`` (before its frame compiles again: ``0/1``'s break resumes in
+    ``1/1``, not ``1/0``), else, its guards holding, the latest one before (Dynamo tries its
+    newest compile first). ``places`` is in compile order."""
     if frame is None or base is None:
         return None
     number = _frame_number(cid)
-    best = None
-    for other, p in places.items():
-        m = _RESUME.match(str(p.get("function") or ""))
-        if (m and int(m["line"]) == frame.line and _base_fn(m["fn"]) == base
-                and str(p.get("file") or "") == frame.file
-                and _frame_number(other) > number):
-            if best is None or _frame_number(other) < _frame_number(best):
-                best = other
-    return best
+    resumes = [other for other, p in places.items()
+               if (m := _RESUME.match(str(p.get("function") or ""))) is not None
+               and int(m["line"]) == frame.line and _base_fn(m["fn"]) == base
+               and str(p.get("file") or "") == frame.file and _frame_number(other) > number]
+    if not resumes:
+        return None
+    first = min(_frame_number(o) for o in resumes)
+    mine = [o for o in resumes if _frame_number(o) == first]
+    order = list(places)
+    pos = {c: i for i, c in enumerate(order)}
+    at = pos.get(cid, -1)
+    attempt = re.sub(r"_\d+$", "", cid)
+    end = next((pos[o] for o in order[at + 1:] if _frame_number(o) == number
+                and re.sub(r"_\d+$", "", o) != attempt), len(order))  # its frame again
+    after = [o for o in mine if at < pos[o] < end]
+    before = [o for o in mine if pos[o] < at]
+    return after[0] if after else (before[-1] if before else mine[0])
 
 
 def _frame_number(cid: str) -> int:
