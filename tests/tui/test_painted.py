@@ -336,3 +336,19 @@ async def test_the_code_screen_counts_kernels_as_the_overview_does(
             assert "no kernel index" in title, title
         else:
             assert f", {g['extern_calls']} extern calls" in title, title
+
+
+async def test_the_overview_is_drawn_again_at_a_new_width(open_ui, transformer_trace: Path) -> None:
+    """The overview's tables are rendered into lines in a worker (off the UI thread), at the
+    view's width; a resize draws them again at the new width, a wrapped line included."""
+    async with open_ui(transformer_trace, size=(160, 40)) as ui:
+        wide = ui.lines("#overview")
+        assert any(len(ln.rstrip()) > 100 for ln in wide), "a line wider than 100 columns"
+        await ui.pilot.resize_terminal(100, 40)
+        await ui.settle()
+        narrow = ui.lines("#overview")
+        assert narrow != wide
+        view = ui.app.screen.query_one("#overview")
+        assert view.size.width == 100
+        fits = [ln for ln in wide if len(ln.rstrip()) <= 90]
+        assert fits and all(ln in narrow for ln in fits[:5]), "lines that fit stay as they were"

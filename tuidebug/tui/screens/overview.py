@@ -37,7 +37,7 @@ from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.screens.error_site import (hint, open_error_site, progress_line, site_cursor,
                                              site_hint)
 from tuidebug.tui.screens.modals import TextScreen
-from tuidebug.tui.widgets.render import to_lines
+from tuidebug.tui.widgets.render import Rendered, render_in_worker
 from tuidebug.tui.widgets.textview import RichLines, TextView
 from tuidebug.viewers.advice_view import advice_section
 from tuidebug.viewers.breaks_view import break_notes, skipped_notes
@@ -280,9 +280,14 @@ def _config(trace: Trace) -> list[RenderableType]:
 
 class OverviewScreen(TraceScreen):
     class SummaryRead(Read):
-        """The trace's summary, as renderables (key: None)."""
+        """The trace's summary, as renderables and their lines (key: None)."""
 
-        data: list[Any]
+        data: Rendered
+
+    class LinesRendered(Read):
+        """The summary's lines again, at another width (key: the width)."""
+
+        data: Rendered
 
     SCREEN_NAME = "overview"
     BINDINGS = keymap.bindings("overview")
@@ -294,19 +299,33 @@ class OverviewScreen(TraceScreen):
         self.query_one(TextView).focus()
 
     def show_graph(self, g: GraphRecord | None) -> None:
-        self.load(self.SummaryRead, None, lambda: overview_renderables(self.trace))
+        trace, console, width = self.trace, self.app.console, self._width()
+        self.load(self.SummaryRead, None,
+                  lambda: render_in_worker(console, overview_renderables(trace), width))
 
     def is_loaded(self) -> bool:
         return self.query_one(TextView).line_count > 0
 
-    def on_overview_screen_summary_read(self, message: OverviewScreen.SummaryRead) -> None:
-        self._renderables = message.data
-        self._render_lines(keep=False)
+    def _width(self) -> int:
+        return max(60, (self.query_one(TextView).size.width or self.app.size.width) - 2)
 
-    def _render_lines(self, keep: bool) -> None:
+    def on_overview_screen_summary_read(self, message: OverviewScreen.SummaryRead) -> None:
+        self._renderables = message.data.items
+        self._show_lines(message.data, keep=False)
+
+    def on_overview_screen_lines_rendered(self, message: OverviewScreen.LinesRendered) -> None:
+        self._show_lines(message.data, keep=True)
+
+    def _render_lines(self) -> None:
+        """The summary rendered again at the view's width, in a worker."""
+        items, console, width = self._renderables, self.app.console, self._width()
+        self.load(self.LinesRendered, width, lambda: render_in_worker(console, items, width))
+
+    def _show_lines(self, rendered: Rendered, keep: bool) -> None:
+        if rendered.width != self._width():  # resized meanwhile: shown, and drawn again
+            self._render_lines()
         view = self.query_one(TextView)
-        width = max(60, (view.size.width or self.app.size.width) - 2)
-        lines = to_lines(self.app.console, self._renderables, width)
+        lines = rendered.lines
         self._graph_lines = {}
         self._compile_lines: dict[int, str] = {}
         ids = [g.id for g in self.trace.graphs]
@@ -373,7 +392,7 @@ class OverviewScreen(TraceScreen):
 
     def on_resize(self, event: events.Resize) -> None:
         if getattr(self, "_renderables", None):
-            self._render_lines(keep=True)
+            self._render_lines()
 
     async def on_text_view_activated(self, event: TextView.Activated) -> None:
         if open_error_site(self, event):
