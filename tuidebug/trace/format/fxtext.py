@@ -68,16 +68,11 @@ def _forward_lines(text: str) -> tuple[list[str], int, int, int] | None:
     return lines, start, indent, sig_end
 
 
-_BODY_ENDS: dict[int, re.Pattern[str]] = {}
-
-
 def _body_end(indent: int) -> re.Pattern[str]:
     """The newline before a line with a character other than a blank among its first
-    ``indent + 1`` (a pattern that starts with a newline is searched fast)."""
-    pattern = _BODY_ENDS.get(indent)
-    if pattern is None:
-        pattern = _BODY_ENDS[indent] = re.compile(rf"\n(?=[^\S\n]{{0,{indent}}}\S)")
-    return pattern
+    ``indent + 1`` (a pattern that starts with a newline is searched fast; ``re`` keeps the
+    few indents met compiled)."""
+    return re.compile(rf"\n(?=[^\S\n]{{0,{indent}}}\S)")
 
 
 _SIG_TOKEN = re.compile(r"[\"'#()]")
@@ -158,9 +153,11 @@ def _signature(lines: list[str], sig_end: int, indent: int,
 
 # what FX prints: "def forward(self, a: "ann", b):" on one line, or a parameter a line, each
 # with a comment ("primals_1: "ann",  # PlainAOTInput(idx=0)"); anything else is read by ast
-_SIG_COMMENT = re.compile(r'#[^"\n]*$', re.M)
+# (no two adjacent runs that can both take the same blanks, no '#' read twice: linear time on
+# any text, a hostile one's million blanks included)
+_SIG_COMMENT = re.compile(r'#[^"#\n]*$', re.M)
 _PLAIN_SIG = re.compile(r'def forward\(\s*self((?:\s*,\s*[A-Za-z_]\w*(?:: "[^"\\\n]*")?)*)'
-                        r"\s*,?\s*\):\s*")
+                        r"\s*(?:,\s*)?\):\s*")
 _SIG_PARAM = re.compile(r'([A-Za-z_]\w*)(?:: "([^"\\\n]*)")?')
 
 
