@@ -145,6 +145,8 @@ def test_a_local_carried_across_a_break_is_not_marked_before_the_first_call(
     ids = {s.id for s in recompile_advice(t)}
     assert "mark_dynamic x 0" in ids and "mark_dynamic h 0" not in ids, ids
     assert "dynamic_sources h 0" in ids, ids  # tried by its Dynamo source, not by a code edit
+    (h,) = [s for s in recompile_advice(t) if s.id == "dynamic_sources h 0"]
+    assert "(and its siblings)" not in h.text, h.text  # a plain local has none to match
 
 
 def test_a_recompile_that_restarted_is_counted(tmp_path: Path) -> None:

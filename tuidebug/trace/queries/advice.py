@@ -301,7 +301,9 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
         else:
             out.setdefault(f"dynamic_sources {name} {index}", Suggestion(
                 f"dynamic_sources {name} {index}",
-                f"mark dimension {index} of {name} (and its siblings) dynamic from the first "
+                f"mark dimension {index} of {name}"
+                + (" (and its siblings)" if _siblings(src, index) != f"{re.escape(src)}:{index}"
+                   else "") + " dynamic from the first "
                 f"compile: torch.compiler.config.dynamic_sources = {_siblings(src, index)!r} "
                 "(or the environment variable TORCH_COMPILE_DYNAMIC_SOURCES)", why,
                 "recompiles", Apply(dynamic_sources=[_siblings(src, index)])))
