@@ -409,3 +409,37 @@ def test_files_held_alike_are_read_once_and_what_is_kept_never_leaks(mlp_trace: 
     assert g["fusion"]["rejected"]["b"] == g["fusion"]["rejected"]["a"] - 1
     assert g["ir"]["post"]["b"]["nodes"] == g["ir"]["post"]["a"]["nodes"] - 1
     assert canon(diff_traces(opened, same)) == canon(unedited)  # nothing of the edited kept
+
+
+def _attempts_trace(root: Path, final: str, restarted: list[str]) -> Path:
+    """A trace of one compile whose graph was made by attempt ``final`` (``0/0_2``), after the
+    ``restarted`` attempts (a graph break, then a float tensorified), plus its resume."""
+    from tuidebug.trace.format.writer import TraceWriter
+
+    w = TraceWriter(root, command=["tuidebug", "trace", "step.py"])
+    for cid in [*restarted, final, "1/0"]:
+        gid = f"{cid.replace('/', '_')}-inference"
+        w.add_graph(gid, kind="inference", compile_id=cid)
+        status = "restarted" if cid in restarted else "ok"
+        w.graph(gid).write_meta(kind="inference", compile_id=cid, status=status, stages=[],
+                                phase_starts={}, kernels=0, fusion={})
+        w.set_graph_status(gid, status)
+        w.write_compile(cid, {"graphs": [gid], "metrics": {"co_name": "step"}})
+        w.add_compile(cid, {"graphs": [gid]})
+    w.finish("ok")
+    return root
+
+
+def test_the_graphs_of_one_compile_pair_up_whichever_attempt_made_them(tmp_path: Path) -> None:
+    """A tiny Mistral step traced, then re-run with capture_scalar_outputs: Dynamo made compile
+    0/0's graph in attempt 0/0_2 in A, in 0/0_1 in B. Paired by graph id, A's abandoned
+    0_0_1 met B's graph ("kernels: 0 → 10 added, 10 removed", passes "with a different effect"
+    that never ran in A's) and each final graph was "only in" one trace."""
+    a = _attempts_trace(tmp_path / "a", "0/0_2", ["0/0", "0/0_1"])
+    b = _attempts_trace(tmp_path / "b", "0/0_1", ["0/0"])
+    d = diff_traces(a, b)
+    both = {(g["id"], g.get("id_b")) for g in d["graphs"] if g["in"] == "both"}
+    assert ("0_0_2-inference", "0_0_1-inference") in both, d["graphs"]
+    assert ("1_0-inference", None) in both
+    assert not d["summary"]["graphs_only_b"], d["summary"]
+    assert not any(ln.startswith("graphs only in") for ln in d["lines"]), d["lines"]

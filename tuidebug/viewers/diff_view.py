@@ -161,6 +161,8 @@ def _graph(g: dict[str, Any], *, code: bool, unchanged: bool,
            max_code_lines: int, like: bool = True) -> list[RenderableType]:
     out: list[RenderableType] = []
     where = {"both": "", "a": "  (only in A)", "b": "  (only in B)"}[g["in"]]
+    if g.get("id_b"):  # the same compile's graph, made by another attempt in B
+        where = f" (B: {g['id_b']})" + where
     out.append(inert_text(f"\ngraph {g['id']} ({g['kind']}){where}", "bold magenta",
                           multiline=True))
     t = Table(show_header=False, show_edge=False, box=None, padding=(0, 2))

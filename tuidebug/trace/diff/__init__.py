@@ -43,6 +43,7 @@ normalised, so renumbering alone is never a change.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from tuidebug.trace.queries import cache_keys
@@ -52,22 +53,60 @@ from tuidebug.trace.diff.graphs import graph_diff
 from tuidebug.trace.diff.kernels import WRAPPER_MARKERS, normalize_kernel_name
 from tuidebug.trace.diff.profile import profile_diff, profile_findings
 from tuidebug.trace.diff.runs import compile_diffs, runtime_diffs
-from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.format.reader import GraphRecord, Trace
 from tuidebug.trace.queries import break_diff
 
 __all__ = ["diff_traces", "normalize_kernel_name", "finding_lines", "format_duration",
            "WRAPPER_MARKERS"]
 
 
+def _attempt_key(g: GraphRecord) -> tuple[str, str]:
+    """A graph's compile without its attempt (``0/0_2`` -> ``0/0``) and its kind and piece
+    (the id after the compile's: ``inference``, ``backward-2``)."""
+    return re.sub(r"_\d+$", "", g.compile_id or ""), g.id.split("-", 1)[-1]
+
+
+def _paired(a: list[GraphRecord], b: list[GraphRecord]
+            ) -> list[tuple[GraphRecord | None, GraphRecord | None]]:
+    """The graphs of A and B side by side: by id, a graph an analysis abandoned (status
+    ``restarted``) only with another such; then each graph left of A with the one left of B
+    of the same compile, kind and piece, whichever attempt made it (Dynamo made compile 0/0's
+    graph in attempt ``0/0_2`` in one run, ``0/0_1`` in another); the rest alone."""
+    def done(g: GraphRecord) -> bool:
+        return g.status != "restarted"
+
+    by_b = {g.id: g for g in b}
+    out: list[tuple[GraphRecord | None, GraphRecord | None]] = []
+    used: set[str] = set()
+    left_a = []
+    for g in a:
+        other = by_b.get(g.id)
+        if other is not None and done(other) == done(g):
+            out.append((g, other))
+            used.add(other.id)
+        else:
+            left_a.append(g)
+    left_b = {_attempt_key(g): g for g in b if g.id not in used and done(g)}
+    for g in left_a:
+        other = left_b.pop(_attempt_key(g), None) if done(g) else None
+        out.append((g, other))
+        if other is not None:
+            used.add(other.id)
+    out += [(None, g) for g in b if g.id not in used]
+    return out
+
+
 def diff_traces(a: Trace | str | os.PathLike[str], b: Trace | str | os.PathLike[str], *,
                 code: bool = True, context: int = 3, max_diff_lines: int = 400) -> dict[str, Any]:
     """Compare trace ``a`` (before) with ``b`` (after). ``code=False`` leaves out diff texts."""
     ta, tb = (t if isinstance(t, Trace) else Trace(t) for t in (a, b))
-    graphs_a = {g.id: g for g in ta.graphs}
-    graphs_b = {g.id: g for g in tb.graphs}
-    ids = list(graphs_a) + [g for g in graphs_b if g not in graphs_a]
-    graphs = [graph_diff(gid, graphs_a.get(gid), graphs_b.get(gid), code=code, context=context,
-                         max_diff_lines=max_diff_lines) for gid in ids]
+    graphs = []
+    for ga, gb in _paired(ta.graphs, tb.graphs):
+        g = graph_diff((ga or gb).id, ga, gb, code=code,  # type: ignore[union-attr]
+                       context=context, max_diff_lines=max_diff_lines)
+        if ga is not None and gb is not None and ga.id != gb.id:
+            g["id_b"] = gb.id
+        graphs.append(g)
     out: dict[str, Any] = {
         "format": "tuidebug.diff/1",
         "a": side(ta), "b": side(tb),

@@ -21,8 +21,11 @@ def summary(d: dict[str, Any]) -> dict[str, Any]:
         "capture_config_changed": len([c for c in d["config"]["changed"] if c["capture"]]),
         "graphs": pair(sum(1 for g in graphs if g["in"] != "b"),
                         sum(1 for g in graphs if g["in"] != "a")),
-        "graphs_only_a": [g["id"] for g in graphs if g["in"] == "a"],
-        "graphs_only_b": [g["id"] for g in graphs if g["in"] == "b"],
+        # an attempt Dynamo abandoned (restarted) is no graph of the run's: not a difference
+        "graphs_only_a": [g["id"] for g in graphs if g["in"] == "a"
+                          and g["status"]["a"] != "restarted"],
+        "graphs_only_b": [g["id"] for g in graphs if g["in"] == "b"
+                          and g["status"]["b"] != "restarted"],
         "kernels": pair(total(g["kernel_count"]["a"] for g in graphs),
                          total(g["kernel_count"]["b"] for g in graphs)),
         "kernel_changes": {s: status.get(s, 0)
@@ -244,6 +247,8 @@ def finding_lines(d: dict[str, Any]) -> list[str]:
         lines.append(f"passes with a different effect: {', '.join(names[:8])}"
                      + (" …" if len(names) > 8 else ""))
     for k, v in s["wrapper_markers"].items():
+        if v["a"] == v["b"]:  # one graph's more, another's fewer: the same in all
+            continue
         lines.append(f"wrapper {k}: {_arrow(v)}")
     for n, v in s["cache"].items():
         if v["a"] != v["b"]:
