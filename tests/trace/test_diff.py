@@ -362,10 +362,10 @@ def test_files_held_alike_are_read_once_and_what_is_kept_never_leaks(mlp_trace: 
     """A comparison reads a file both traces hold in the same bytes once, and keeps what it
     works out from one graph (its IR and fusion decisions counted, its wrapper folded, its
     kernels' code) for the next comparison of that open trace (issue 30: the TUI compares its
-    trace with one trace after another). A copy with one kernel's code, the wrapper, the
-    fusion decisions and the post-fusion IR edited is compared exactly as a fresh reading of
-    both compares it, after and before comparing the open trace with an unedited copy; each
-    edit is found."""
+    trace with one trace after another). A copy with one kernel's code (one digit: the same
+    size), the wrapper, the fusion decisions and the post-fusion IR edited is compared exactly
+    as a fresh reading of both compares it, after and before comparing the open trace with an
+    unedited copy; each edit is found."""
     from tuidebug.trace.format.reader import Trace
 
     same = copy_trace(mlp_trace, "same")
@@ -375,8 +375,9 @@ def test_files_held_alike_are_read_once_and_what_is_kept_never_leaks(mlp_trace: 
     kernel = next(k for k in index["kernels"] if k["kind"] != "extern")
     code = gdir / kernel["file"]
     source = code.read_text()
-    assert source.endswith("\n")
-    code.write_text(source + "// one line more\n")
+    assert "static_cast<float>(0.5)" in source
+    code.write_text(source.replace("static_cast<float>(0.5)", "static_cast<float>(0.6)", 1))
+    assert code.stat().st_size == len(source.encode())  # the same size: its bytes compared
     wrapper = gdir / "code" / "wrapper.py"
     text = wrapper.read_text()
     call = next(ln for ln in text.splitlines() if "assert_size_stride(arg" in ln)
@@ -402,7 +403,7 @@ def test_files_held_alike_are_read_once_and_what_is_kept_never_leaks(mlp_trace: 
     (g,) = compared["graphs"]
     (changed,) = [k for k in g["kernels"] if k["status"] == "changed"]
     assert changed["a"] == kernel["name"]
-    assert changed["diff_stats"] == {"added": 1, "removed": 0}
+    assert changed["diff_stats"] == {"added": 1, "removed": 1}
     asserts = g["wrapper"]["markers"]["assert_size_stride"]
     assert asserts["b"] == asserts["a"] + 1 and "assert_size_stride" in g["wrapper"]["diff"]
     assert g["fusion"]["fused"]["b"] == g["fusion"]["fused"]["a"] + 1

@@ -158,8 +158,12 @@ class GraphRecord:
         """Whether this graph's file ``rel`` (relative to its directory) and ``other``'s hold
         the same bytes (False when either is missing or refused): a comparison then reads it
         once."""
-        a = self._f.digest(self.dir / rel)
-        return a is not None and a == other._f.digest(other.dir / rel)
+        mine, theirs = self.dir / rel, other.dir / rel
+        size = self._f.stored_size(mine)
+        if size is None or size != other._f.stored_size(theirs):
+            return False  # not the same bytes: neither is read to tell
+        a = self._f.digest(mine)
+        return a is not None and a == other._f.digest(theirs)
 
     def find_stage(self, name: str) -> StageInfo | None:
         index = int(name) if name.isdigit() else None

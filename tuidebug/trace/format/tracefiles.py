@@ -37,6 +37,8 @@ class TraceFiles:
         self.problems: list[Problem] = []
         self._seen: set[tuple[str, str]] = set()
         self._real_root: Path | None = None
+        self._digests: dict[Path, str] = {}  # by path: what digest() worked out
+        self._found: dict[Path, tuple[Path, bool, int]] = {}  # by path: _stored()
 
     def confine(self, path: Path) -> Path:
         """``path`` resolved inside the trace, else ``safefile.Refused``."""
@@ -129,21 +131,46 @@ class TraceFiles:
             return default if value is None else value
         return value
 
-    def digest(self, path: Path) -> str | None:
-        """A digest of the file's bytes (None: missing, refused, unreadable, over the JSON
-        cap): two files with one digest hold the same text, so what is read from one is what
-        the other holds. A compressed file's digest is of its stored bytes (the same text packs
-        to the same bytes), never equal to a plain file's."""
+    def _stored(self, path: Path) -> tuple[Path, bool, int] | None:
+        """(the file holding ``path``, resolved inside the trace; whether compressed; its
+        size), found once per path (a file not there is looked for again)."""
+        if path in self._found:
+            return self._found[path]
         found = self._located(path)
         if found is None:
             return None
         try:
-            data, _ = safefile.read_bytes(found[0], safefile.MAX_JSON_BYTES)
+            size = os.stat(found[0]).st_size
+        except OSError:
+            return None
+        got = self._found[path] = (found[0], found[1], size)
+        return got
+
+    def stored_size(self, path: Path) -> tuple[bool, int] | None:
+        """(whether the file holding ``path`` is compressed, its size); None where there is
+        none: two files of different sizes never hold the same bytes."""
+        got = self._stored(path)
+        return None if got is None else (got[1], got[2])
+
+    def digest(self, path: Path) -> str | None:
+        """A digest of the file's bytes (None: missing, refused, unreadable, over the JSON
+        cap): two files with one digest hold the same text, so what is read from one is what
+        the other holds. A compressed file's digest is of its stored bytes (the same text packs
+        to the same bytes), never equal to a plain file's. Worked out once per file, as the
+        reader reads each file once (an open trace compared with one trace after another)."""
+        if path in self._digests:
+            return self._digests[path]
+        got = self._stored(path)
+        if got is None:
+            return None
+        try:
+            data, _ = safefile.read_bytes(got[0], safefile.MAX_JSON_BYTES)
         except (safefile.Refused, OSError):
             return None
         import hashlib  # its OpenSSL binding loads in milliseconds: only when files are compared
 
-        return ("gz:" if found[1] else "") + hashlib.sha1(data).hexdigest()
+        digest = self._digests[path] = ("gz:" if got[1] else "") + hashlib.sha1(data).hexdigest()
+        return digest
 
     def jsonl(self, path: Path, kind: str | None = None) -> list[Any]:
         real = self._confined(path)
