@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -44,15 +45,26 @@ class Drawn:
     drawn_on: str = ""
 
 
+FIRST_WAIT_S = 0.03  # the rest drawn within this after the first screenful: shown at once
+
+
 def draw(console: Console, items: list[Any], width: int, rows: int,
          first: Callable[[Drawn], None] | None = None) -> Drawn:
-    """``items`` rendered into lines at ``width`` columns, in order; ``first`` is given the
-    first ``rows`` lines or more (the screenful shown at once) when more remain to draw."""
+    """``items`` rendered into lines at ``width`` columns, in order. Where the rest takes
+    longer than ``FIRST_WAIT_S`` to draw once ``rows`` lines are, ``first`` is given what is
+    drawn by then (a screenful or more): shown while the rest is drawn — a comparison drawn
+    quickly is shown once (each showing repaints the view)."""
     lines: list[Text] = []
     here = threading.current_thread().name
+    ready: float | None = None  # when a screenful was drawn
     for i, item in enumerate(items):
         lines += to_lines(console, [item], width)
-        if first is not None and len(lines) >= rows and i + 1 < len(items):
+        if first is None or i + 1 == len(items) or len(lines) < rows:
+            continue
+        now = time.monotonic()
+        if ready is None:
+            ready = now
+        elif now - ready > FIRST_WAIT_S:
             first(Drawn(items, list(lines), width, complete=False, drawn_on=here))
             first = None
     return Drawn(items, lines, width, drawn_on=here)
