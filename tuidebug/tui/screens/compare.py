@@ -35,8 +35,8 @@ def compare_renderables(a: Trace, b: Trace) -> list[Any]:
 @dataclass
 class Drawn:
     """What the compare screen shows, rendered into lines at ``width`` columns: all of it, or
-    (``complete`` False) its first screenful, shown while the rest is drawn. ``drawn_on``: the
-    thread that rendered it (a worker's, never the UI thread: tests check)."""
+    (``complete`` False) its first screenful or more, shown while the rest is drawn.
+    ``drawn_on``: the thread that rendered it (a worker's, never the UI thread: tests check)."""
 
     items: list[Any]
     lines: list[Text]
@@ -129,8 +129,8 @@ class CompareScreen(TraceScreen):
         self._draw(other, read)
 
     def _draw(self, key: Path | None, items: Callable[[], list[Any]]) -> None:
-        """``items()`` drawn at the view's width in a worker: its first screenful shown as
-        soon as it is drawn, then all of it."""
+        """``items()`` drawn at the view's width in a worker, and shown (its first screenful
+        first where the rest takes a while: ``draw``)."""
         view = self.query_one(TextView)
         width, rows = self._width(), max(1, view.size.height or self.app.size.height)
         console = thread_console(self.app.console)
