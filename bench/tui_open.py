@@ -18,8 +18,9 @@ trace against its own copy), ``/tmp/tuidebug-bench/tr24-fusion16``. Runs the rea
 
 then a per-key table: for each kind of key (``n``/``p`` through every stage of the largest
 graph, switching to a screen already open, ``/`` and a search, Down in the code screen's kernel
-list, the compare screen on two traces — OTHER, default the variant above, then two copies of it
-in folders of their own, ``OTHER-copy1`` and ``-copy2``, each read as a trace never read before)
+list, the compare screen on two traces — OTHER, default the variant above; then again on four
+copies of it in folders of their own, ``OTHER-copy1`` to ``-copy4``, each read as a trace never
+read before, this trace's side read by then)
 the median and the worst of
 
 - wall time from the key press to its result painted (what the user waits for);
@@ -348,7 +349,7 @@ class Keys:
                   f"{statistics.median(uis):7.1f} {max(uis):7.1f} {budget:7.0f}{over}")
 
 
-COMPARE_SAMPLES = 3  # the compare screen opened on the other trace, then on copies of it
+COMPARE_SAMPLES = 5  # the compare screen opened on the other trace, then on copies of it
 
 
 def other_copies(other: Path, n: int) -> list[Path]:
@@ -530,7 +531,9 @@ async def per_key(path: Path, other: Path) -> None:
                 await wait_ready(app, pilot, loaded)
                 await asyncio.sleep(0.3)
             app.compare_with = against
-            await keys.time("open the compare screen (two such traces)", 150, app, pilot,
+            label = ("open the compare screen (two such traces)" if not i else
+                     "  again, another copy (this trace read before)")
+            await keys.time(label, 150, app, pilot,
                             lambda: app.action_show_screen("compare"),
                             lambda against=against: compared(app, against), timeout=120,
                             workers=False)

@@ -45,15 +45,16 @@ class Drawn:
     drawn_on: str = ""
 
 
-FIRST_WAIT_S = 0.03  # the rest drawn within this after the first screenful: shown at once
+FIRST_WAIT_S = 0.03  # the rest drawn in this much more CPU time than a screenful: shown at once
 
 
 def draw(console: Console, items: list[Any], width: int, rows: int,
          first: Callable[[Drawn], None] | None = None) -> Drawn:
     """``items`` rendered into lines at ``width`` columns, in order. Where the rest takes
-    longer than ``FIRST_WAIT_S`` to draw once ``rows`` lines are, ``first`` is given what is
-    drawn by then (a screenful or more): shown while the rest is drawn — a comparison drawn
-    quickly is shown once (each showing repaints the view)."""
+    longer than ``FIRST_WAIT_S`` to draw once ``rows`` lines are (this thread's CPU time: a
+    busy machine does not make it longer), ``first`` is given what is drawn by then (a
+    screenful or more): shown while the rest is drawn — a comparison drawn quickly is shown
+    once (each showing repaints the view)."""
     lines: list[Text] = []
     here = threading.current_thread().name
     ready: float | None = None  # when a screenful was drawn
@@ -61,7 +62,7 @@ def draw(console: Console, items: list[Any], width: int, rows: int,
         lines += to_lines(console, [item], width)
         if first is None or i + 1 == len(items) or len(lines) < rows:
             continue
-        now = time.monotonic()
+        now = time.thread_time()
         if ready is None:
             ready = now
         elif now - ready > FIRST_WAIT_S:
