@@ -357,3 +357,30 @@ async def test_o_then_8_reads_neither_trace_again(open_ui, mlp_trace: Path,
         text = manifest.read_text()
         manifest.write_text(text + " ")  # written again (a recompile into the same folder)
         assert ui.app.open_traces.get(other) is not compared
+
+
+async def test_another_graph_chosen_compares_nothing_again(open_ui, transformer_trace: Path,
+                                                           mlp_trace: Path) -> None:
+    """The comparison does not depend on the graph chosen: choosing another one while the
+    compare screen is shown reads and draws nothing again (it compared the two traces anew
+    each time: half a second on two 24-layer traces)."""
+    sent: list[Any] = []
+
+    def hook(message: Any) -> None:
+        if type(message).__name__ == "DiffRead":
+            sent.append(message.data)
+
+    async with open_ui(transformer_trace, message_hook=hook) as ui:
+        ui.app.compare_with = mlp_trace
+        await ui.press("8")
+        assert await ui.wait_for(lambda: ui.app.screen.complete, 60)
+        drawn = len(sent)
+        assert drawn >= 1
+        lines = ui.lines("#compare-view")
+        graphs = [g.id for g in ui.app.trace.graphs]
+        assert len(graphs) == 2
+        other = next(g for g in graphs if g != ui.app.current_graph.id)
+        ui.app.set_graph(other)
+        await ui.settle()
+        assert ui.app.current_graph.id == other
+        assert len(sent) == drawn and ui.lines("#compare-view") == lines
