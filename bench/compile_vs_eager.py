@@ -3,7 +3,9 @@ measurement ``trace --profile``'s whole-call verdict is checked against.
 
 The model of examples/transformer_block.py (or examples/item_per_layer.py) is compiled and
 called as its script calls it; each round times one compiled call and one eager call (the
-order swapped every round), device-synchronized around each, after a warm-up. A call made
+order swapped every round), each right after an unclocked call of the same callable (as in a
+loop of its own: a call right after the other's is slower, bench/interleave_order.py),
+device-synchronized around each, after a warm-up. A call made
 under autograd (the transformer's training step) is timed as ``trace --profile`` times it:
 the forward, then ``torch.autograd.grad`` of the output with respect to the parameters, with
 fixed output gradients. Prints one JSON line: the medians, p10/p90 and the median of the
@@ -113,10 +115,14 @@ def main() -> None:
     start = time.perf_counter()
     for i in range(a.rounds):
         if i % 2 == 0:
+            step(compiled)
             tc.append(clocked(compiled))
+            step(model)
             te.append(clocked(model))
         else:
+            step(model)
             te.append(clocked(model))
+            step(compiled)
             tc.append(clocked(compiled))
         if time.perf_counter() - start > a.cap and i >= 9:
             break

@@ -3,12 +3,16 @@
 # graph-break model, each against bench/compile_vs_eager.py (torch.compile vs eager interleaved,
 # without tuidebug), then bench/perf_verdict_check.py: per configuration the three verdicts, the
 # bench's ratio, and each run's ledger with its remainder (PASS when under 10%). Writes under $OUT.
+# Then bench/interleave_order.py on the graph-break model: its ratio timed alternating, primed
+# (each timed call after an untimed one of its own, as fair_timing does) and in blocks.
 #   OUT=/tmp/perf-out bash bench/perf_gpu.sh
+#   ONLY=item_per_layer OUT=/tmp/perf-out bash bench/perf_gpu.sh    # the graph-break model alone
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/perf-out}; mkdir -p "$OUT"
 python -c "import torch; print(torch.__version__, torch.cuda.get_device_name())"
 run() {  # name, then the example and its arguments
   local name=$1; shift
+  [[ -n $ONLY && $name != "$ONLY" ]] && return
   local example=$1; shift
   local model=transformer; [[ $example == *item_per_layer* ]] && model=item_per_layer
   for i in 1 2 3; do
@@ -27,4 +31,7 @@ run() {  # name, then the example and its arguments
 run bf16_small examples/transformer_block.py --dtype bfloat16
 run bf16_1024 examples/transformer_block.py --dtype bfloat16 --layers 4 --dim 1024 --heads 16 --seq 512 --batch 8
 run item_per_layer examples/item_per_layer.py --layers 8
+timeout 300 python bench/interleave_order.py --device cuda --layers 8 \
+  > "$OUT/interleave_order.json" 2>"$OUT/interleave_order.log"
+echo "interleave_order rc $?"; cat "$OUT/interleave_order.json"
 python bench/perf_verdict_check.py "$OUT" | tee "$OUT/check.txt"

@@ -1,8 +1,21 @@
 """Timing two callables fairly: in one process, after a warm-up, their calls alternating round
-by round (the order swapped every round, so neither always runs on a warmer cache), for an
-adaptive number of rounds under a time cap; on the CPU with no more threads than the cores
-that are free (OpenMP threads waiting for a busy core stall a whole call: a busy machine's
-tens-of-milliseconds outliers). What the machine was doing is recorded beside the times.
+by round (the order swapped every round), each clocked call right after an unclocked call of
+the same callable (``primed``), for an adaptive number of rounds under a time cap; on the CPU
+with no more threads than the cores that are free (OpenMP threads waiting for a busy core stall
+a whole call: a busy machine's tens-of-milliseconds outliers). What the machine was doing is
+recorded beside the times.
+
+Primed, because a call made right after the other callable's runs on what the other one left
+in the caches (instruction and data caches, branch predictors) and is slower than the same
+call in a loop of its own. Clocked straight after one another (a b, b a, …), each round pairs
+one call that follows its own kind with one that follows the other's, and the per-round ratios
+fall in two clusters whose median lands anywhere between them: eager/compiled of
+examples/item_per_layer.py --layers 8 (8 graph breaks) read 0.42 in the rounds where eager
+came second and 0.35 where compiled did, median 0.37–0.38, where blocks of each alone read
+0.35–0.36 (CPU, bench/interleave_order.py); on an H100 the traced runs' rounds read 0.43 and
+0.37, median 0.39 (2.55× slower), and their calls that followed their own kind 0.37 (2.7×),
+as the untraced bench's 2.80× [2.72–2.95]. Primed, both clocked calls of a round follow their
+own kind, as in the user's loop: 0.36, as the blocks.
 
 Used by ``--profile``'s whole call (compiled against eager) and by comparisons of two compiles
 measured in one process. The verdict on the times is ``tuidebug.trace.queries.verdict``'s.
@@ -78,12 +91,16 @@ def _clocked(fn: Callable[[], Any]) -> float:
 
 
 def interleaved(a: Callable[[], Any], b: Callable[[], Any], *, min_rounds: int = MIN_ROUNDS,
-                cap_s: float = CAP_S, max_rounds: int = MAX_ROUNDS,
-                warmup: int = WARMUP) -> tuple[list[float], list[float]]:
-    """Seconds of ``a`` and of ``b``, one call of each per round (``a`` first in even rounds,
-    ``b`` first in odd ones), after ``warmup`` unclocked calls of each. Rounds go on past
-    ``min_rounds`` until the ratio's interval is within ``STABLE`` of its median (checked every
-    10 rounds) or ``cap_s`` has passed; never past ``max_rounds``."""
+                cap_s: float = CAP_S, max_rounds: int = MAX_ROUNDS, warmup: int = WARMUP,
+                prime: tuple[Callable[[], Any], Callable[[], Any]] | None = None,
+                ) -> tuple[list[float], list[float]]:
+    """Seconds of ``a`` and of ``b``, one clocked call of each per round (``a`` first in even
+    rounds, ``b`` first in odd ones), each right after an unclocked call of the same callable
+    (``prime``: what to call instead, unclocked, before ``a``'s and ``b``'s clocked calls — the
+    same call without what only the clocked one records), after ``warmup`` unclocked calls of
+    each. Rounds go on past ``min_rounds`` until the ratio's interval is within ``STABLE`` of its
+    median (checked every 10 rounds) or ``cap_s`` has passed; never past ``max_rounds``."""
+    pa, pb = prime if prime is not None else (a, b)
     for _ in range(warmup):
         a()
         b()
@@ -92,10 +109,14 @@ def interleaved(a: Callable[[], Any], b: Callable[[], Any], *, min_rounds: int =
     start = time.perf_counter()
     for i in range(max_rounds):
         if i % 2 == 0:
+            pa()
             ta.append(_clocked(a))
+            pb()
             tb.append(_clocked(b))
         else:
+            pb()
             tb.append(_clocked(b))
+            pa()
             ta.append(_clocked(a))
         n = i + 1
         spent = time.perf_counter() - start

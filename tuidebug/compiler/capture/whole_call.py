@@ -180,9 +180,11 @@ class WholeCall(Concern):
             "times": {"compiled_s": [round(t, 9) for t in tc],
                       "eager_s": [round(t, 9) for t in te]}}
         # further clocked calls, alternating with eager ones as the timed calls did
+        # (each primed by the same call unclocked: through the watch, with no mark)
         fair_timing.interleaved(run_clocked, e_step.run, min_rounds=LEDGER_CALLS,
                                 max_rounds=LEDGER_CALLS, warmup=1, cap_s=float(
-                                    "inf") if ranks > 1 else LEDGER_CAP_S)
+                                    "inf") if ranks > 1 else LEDGER_CAP_S,
+                                prime=(c_clocked.run, e_step.run))
         clocked = clocked[1:]
         after = marks.counts()
         entry["instrumentation"] = {  # what tuidebug's own marks did in each kind of call
