@@ -40,6 +40,8 @@ from compile_vs_eager import interval  # noqa: E402  (order statistics)
 from tuidebug.machine import load1  # noqa: E402  (no capture: the load, read the one way)
 
 Times = tuple[list[float], list[float]]
+# a round's steps: c compiled, e eager; upper case clocked, lower case called unclocked
+PATTERNS = {"alternate": "C E", "primed": "c C e E"}
 
 
 def main() -> None:
@@ -81,29 +83,19 @@ def main() -> None:
         e()
     res: dict[str, Times] = {k: ([], []) for k in ("alternate", "primed", "blocks")}
 
-    def alternate(n: int) -> None:
-        tc, te = res["alternate"]
-        for i in range(n):
-            if i % 2 == 0:
-                tc.append(t(c))
-                te.append(t(e))
-            else:
-                te.append(t(e))
-                tc.append(t(c))
+    calls = {"c": (c, 0), "e": (e, 1)}  # each callable and its side of ``res``
 
-    def primed(n: int) -> None:
-        tc, te = res["primed"]
+    def rounds(design: str, n: int) -> None:
+        """``n`` rounds of ``design``'s steps (PATTERNS), compiled and eager swapped in odd
+        rounds."""
         for i in range(n):
-            if i % 2 == 0:
-                c()
-                tc.append(t(c))
-                e()
-                te.append(t(e))
-            else:
-                e()
-                te.append(t(e))
-                c()
-                tc.append(t(c))
+            for step in PATTERNS[design].split():
+                kind = step.lower() if i % 2 == 0 else {"c": "e", "e": "c"}[step.lower()]
+                fn, side = calls[kind]
+                if step.isupper():
+                    res[design][side].append(t(fn))
+                else:
+                    fn()
 
     def blocks(n: int) -> None:
         tc, te = res["blocks"]
@@ -115,8 +107,8 @@ def main() -> None:
 
     start = time.perf_counter()
     while time.perf_counter() - start < a.seconds:
-        alternate(100)
-        primed(100)
+        rounds("alternate", 100)
+        rounds("primed", 100)
         blocks(100)
     for design, (tc, te) in res.items():
         m = min(len(tc), len(te))
