@@ -81,6 +81,18 @@ def trace_example(out: Path, example: str, *args: str, extra: list[str] | None =
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
 
 
+def trace_script(folder: Path, name: str, text: str, *extra: str
+                 ) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """Write ``text`` as ``folder/name.py``, trace it (``extra``: tuidebug's options) into
+    ``folder/name`` and assert that it ended well; the trace and the finished process."""
+    script = folder / f"{name}.py"
+    script.write_text(text)
+    out = folder / name
+    proc = trace_example(out, str(script), extra=list(extra))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out, proc
+
+
 def _make(tmp_path_factory: pytest.TempPathFactory, name: str, example: str, *args: str,
           extra: list[str] | None = None) -> Path:
     return make_trace(tmp_path_factory.mktemp("traces") / name,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import trace_example
+from tests.conftest import trace_example, trace_script
 from tuidebug.trace.queries.whole_call import call_verdicts
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.summary import trace_summary
@@ -168,11 +168,7 @@ def test_the_timed_calls_print_nothing_to_the_users_output(tmp_path: Path) -> No
     """The whole call is timed over hundreds of calls of the user's function; what that function
     prints is the user's output once, as without tuidebug, not once per timed call (a
     transformers model printing a value after ``.item()`` printed it 491 times)."""
-    script = tmp_path / "prints.py"
-    script.write_text(PRINTS)
-    out = tmp_path / "prints"
-    proc = trace_example(out, str(script), extra=["--profile", "3"])
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    out, proc = trace_script(tmp_path, "prints", PRINTS, "--profile", "3")
     (v,) = call_verdicts(Trace(out))
     assert v.rounds >= 10  # the function was called many more times than once
     lines = proc.stdout.splitlines()  # (info's summary after it quotes the line's code)
@@ -277,11 +273,7 @@ def test_reduce_overhead_on_the_cpu_replays_no_cuda_graph(tmp_path: Path) -> Non
     (a CPU graph; it logs no skip for it). The ledger named the graph "CUDA graph", the profile
     said "(…, CUDA graphs)" and the kernels went untimed ("not timed: under CUDA graphs the
     kernels are replayed without Python calls")."""
-    script = tmp_path / "ro.py"
-    script.write_text(REDUCE_OVERHEAD)
-    out = tmp_path / "t"
-    proc = trace_example(out, str(script), extra=["--profile", "3"])
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    out, _ = trace_script(tmp_path, "ro", REDUCE_OVERHEAD, "--profile", "3")
     (v,) = call_verdicts(Trace(out))
     parts = [p.part for p in v.ledger]
     assert "graph" in parts and "cudagraph" not in parts, [p.as_json() for p in v.ledger]
@@ -325,11 +317,7 @@ def test_a_call_given_state_it_changes_is_not_re_run_to_time_it(tmp_path: Path) 
     not copied), advancing it past its end: the script failed ("index out of bounds") where it
     runs untraced. An argument holding tensors is not re-run: the whole call is not measured,
     says why, and the program sees the state it would untraced."""
-    script = tmp_path / "state.py"
-    script.write_text(CACHE_STATE)
-    out = tmp_path / "t"
-    proc = trace_example(out, str(script), extra=["--profile", "3"])
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    out, proc = trace_script(tmp_path, "state", CACHE_STATE, "--profile", "3")
     assert "STATE 8 [6.0, 7.0, 8.0, 9.0]" in proc.stdout, proc.stdout[-2000:]
     assert call_verdicts(Trace(out)) == []
     (call,) = json.loads((out / "profile.json").read_text())["calls"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from tests.conftest import trace_example
+from tests.conftest import trace_example, trace_script
 from tuidebug.trace.queries.profile import profile_view
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.roofline import roofline_rows
@@ -158,11 +158,7 @@ def test_reduce_overhead_on_cuda_is_replayed_as_a_cuda_graph(tmp_path: Path) -> 
     kernels are not timed one by one (replayed without Python calls)."""
     from tuidebug.trace.queries.whole_call import call_verdicts
 
-    script = tmp_path / "ro.py"
-    script.write_text(REDUCE_OVERHEAD)
-    out = tmp_path / "t"
-    proc = trace_example(out, str(script), extra=["--profile", "3"])
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    out, _ = trace_script(tmp_path, "ro", REDUCE_OVERHEAD, "--profile", "3")
     (v,) = call_verdicts(Trace(out))
     assert "cudagraph" in [p.part for p in v.ledger], [p.as_json() for p in v.ledger]
     prof = json.loads((out / "profile.json").read_text())
