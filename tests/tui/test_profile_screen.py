@@ -116,3 +116,18 @@ def test_a_name_longer_than_the_column_is_cut_so_the_columns_line_up() -> None:
     assert len({ln.index(" bwd ") for ln in painted}) == 1, painted
     assert painted[0].startswith(long[:40]) and painted[0].split()[0].endswith("unsqueeze_1"), \
         painted  # cut in the middle: a kernel name differs at its end
+
+
+def test_a_whole_call_not_measured_says_why_on_the_profile_screen() -> None:
+    """``info`` printed "whole call of Qwen2ForCausalLM not measured: past_key_values
+    (StaticCache) …" among its notes; the profile screen showed the graphs' totals with no word
+    of the whole call."""
+    from tuidebug.trace.queries.profile import ProfileView
+    from tuidebug.viewers.profile_view import whole_text
+
+    view = ProfileView(compiles=["0/0"], notes=[
+        "whole call of Qwen2ForCausalLM not measured: past_key_values (StaticCache) holds "
+        "tensors the call may change in place or replace"])
+    text = whole_text(view).plain
+    assert "whole call of Qwen2ForCausalLM not measured: past_key_values" in text, text
+    assert "verdict above" not in text and "are not in them (no whole call measured)" in text

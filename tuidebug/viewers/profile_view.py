@@ -50,6 +50,10 @@ def whole_text(view: Any) -> Text:
             text.append("\n")
             text.append(inert_text("one compiled call: " + " · ".join(parts)))
         text.append("\n")
+    for note in view.notes:  # a whole call not timed, and why (no verdict above)
+        if note.startswith("whole call of"):
+            text.append(inert_text(note, "yellow"))
+            text.append("\n")
     text.append(totals_text(view.totals, judged=bool(view.calls)))
     return text
 
@@ -81,7 +85,9 @@ def totals_text(t: dict[str, Any], judged: bool = False) -> Text:
             f"{share(back.get('generated_share'))}, extern calls "
             f"{share(back.get('extern_share'))}, other {share(back.get('overhead_share'))}"))
     text.append("\n")
-    text.append(DYNAMO_NOT_INCLUDED, style="dim")
+    text.append(DYNAMO_NOT_INCLUDED if judged else DYNAMO_NOT_INCLUDED.replace(
+        "are in the whole call's verdict above", "are not in them (no whole call measured)"),
+        style="dim")
     return text
 
 
