@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import time
 import weakref
+from collections.abc import Mapping
 from typing import Any, Callable
 
 import torch
@@ -364,11 +365,12 @@ def _holds_tensors(value: Any, depth: int = 0, seen: set[int] | None = None) -> 
 def _state_holders(args: Any, kwargs: Any) -> list[str]:
     """The arguments that are objects holding tensors (a transformers ``Cache``: its keys,
     values, lengths), which ``_leaf`` cannot copy: ``past_key_values (StaticCache)``. A tensor
-    argument is copied, and lists, tuples and dicts of plain tensors are left as the call's."""
+    argument is copied, and lists, tuples and mappings (a tokenizer's ``BatchEncoding``) of
+    tensors are left as the call's."""
     named = [(f"argument {i}", a) for i, a in enumerate(args or ())]
     named += [(str(k), v) for k, v in (kwargs or {}).items()]
     return [f"{n} ({type(v).__name__})" for n, v in named
-            if not isinstance(v, (torch.Tensor, list, tuple, dict)) and _holds_tensors(v)]
+            if not isinstance(v, (torch.Tensor, list, tuple, Mapping)) and _holds_tensors(v)]
 
 
 def _buffers(model: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:
