@@ -2,7 +2,8 @@
 ``create_symbol``, ``create_unbacked_symbol``, ``symbolic_shape_specialization``,
 ``guard_added_fast``/``guard_added`` and ``propagate_real_tensors`` records (kept by the
 dynamic-shape parser, each with its user line) and its guard tree. A log has no ShapeEnv:
-a symbol's range is the one it was created with, and a recompile's input values are unknown."""
+a symbol's range is the one it was created with (or the one value a specialization gives it),
+and a recompile's input values are unknown."""
 
 from __future__ import annotations
 
@@ -79,8 +80,10 @@ def shapes_from_log(detail: dict[str, Any]) -> dict[str, Any] | None:
                 "symbol": sym, "source": sources[0] if sources else None, "sources": sources,
                 "value": _value(e.get("value")), "reason": e.get("reason"), "guard": guard,
                 "user_line": e.get("user_line")})
-            if sym in symbols:
-                symbols[sym]["replaced_by"] = str(e.get("value"))
+            if sym in symbols:  # the log's word on its range: one value
+                value = _value(e.get("value"))
+                symbols[sym].update(replaced_by=str(e.get("value")), lower=value, upper=value,
+                                    range=guard_tree.render_range(sym, value, value))
     names = {n: str(s["source"]) for n, s in symbols.items() if s.get("source")}
     for g in shape_guards:
         g["source"] = next((names[t] for t in re.findall(r"\b[su]\d+\b", g["expr"])
