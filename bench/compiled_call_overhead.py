@@ -12,8 +12,12 @@ percentiles), and the per-round ratio traced/plain with its median's interval; w
 this thread's CPU time, which holds on a loaded machine where the wall time does not. Each
 traced side is also set against a plain one compiled with the graph-level caches the capture
 turns off also off (torch wraps such a graph otherwise: about 2 µs a call of torch's own): what
-remains is the capture's per-call work. (On a GPU the capture's wrap of Triton's kernel launch
-is class-wide too: plain calls pass it, so the figure there leaves that part out.)
+remains is the capture's per-call work. ``module, bare``: the traced module called as the
+whole call's timed calls call it (``session.bare``: torch's own ``__call__``, the capture's
+wrapper around the graph passing straight through; here +0.9 to +1.6 µs a call of one graph,
+load 2.9: about 3% of examples/item_per_layer.py's 16 graph calls on this CPU). (On a GPU the
+capture's wrap of Triton's kernel launch is class-wide too: plain calls pass it, so the
+figure there leaves that part out.)
 
     PYTHONPATH=. .venv/bin/python bench/compiled_call_overhead.py [--calls 10000] [--rounds 11] [--device cuda]
 """
@@ -34,6 +38,7 @@ import torch  # noqa: E402
 
 from tuidebug.compiler import compat  # noqa: E402
 from tuidebug.compiler.capture import capture  # noqa: E402
+from tuidebug.compiler.capture.compiled_calls import CompiledCalls  # noqa: E402
 from tuidebug.machine import cores, load1  # noqa: E402
 from tuidebug.trace.queries.verdict import ratio_interval, spread  # noqa: E402
 
@@ -125,6 +130,13 @@ def main() -> None:
         assert type(mt).__call__ is not mp_plain.__func__, "the capture did not watch modules"
         report("module", measure(mp_plain, mt, x, ns.calls, ns.rounds))
         report("module", measure(mq_plain, mt, x, ns.calls, ns.rounds), "plain, caches off")
+        # as the whole call's timed calls make them: bare (the capture's wrapper around the
+        # graph passing straight through), through torch's own __call__
+        with session.bare():
+            mt_bare = session.concern(CompiledCalls).unwatched(mt)
+            report("module, bare", measure(mp_plain, mt_bare, x, ns.calls, ns.rounds))
+            report("module, bare", measure(mq_plain, mt_bare, x, ns.calls, ns.rounds),
+                   "plain, caches off")
     print(f"load average {load1():.1f} at the end")
 
 
