@@ -14,8 +14,8 @@ examples/item_per_layer.py --layers 8 (8 graph breaks) read 0.42 in the rounds w
 came second and 0.35 where compiled did, median 0.37–0.38, where blocks of each alone read
 0.35–0.36 (CPU, bench/interleave_order.py); on an H100 the traced runs' rounds read 0.43 and
 0.37, median 0.39 (2.55× slower), and their calls that followed their own kind 0.37 (2.7×),
-as the untraced bench's 2.80× [2.72–2.95]. Primed, both clocked calls of a round follow their
-own kind, as in the user's loop: 0.36, as the blocks.
+near the untraced bench's 2.80× [2.72–2.95] that the median missed. Primed, both clocked calls
+of a round follow their own kind, as in the user's loop: 0.36 on that CPU, as the blocks.
 
 Used by ``--profile``'s whole call (compiled against eager) and by comparisons of two compiles
 measured in one process. The verdict on the times is ``tuidebug.trace.queries.verdict``'s.
