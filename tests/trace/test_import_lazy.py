@@ -174,3 +174,26 @@ def test_checksums_checked_when_read_are_the_scans(torch_trace_logs: dict[str, P
         assert set(left) <= set(whole.warnings), label
         assert late.warnings == [w for w in whole.warnings if w not in left], label
     assert deferred > 20, deferred
+
+
+def test_fake_tensor_headers_are_skipped_unread_but_a_cut_one_is_reported(
+        torch_trace_logs: dict[str, Path], tmp_path: Path) -> None:
+    """The scan skips the fake-tensor metadata headers (describe_*: not used by the trace)
+    without parsing them; one cut short is still read, and reported by its line."""
+    log = importers.trace_logs(torch_trace_logs["graph_break"])[0]
+    lines = log.read_bytes().split(b"\n")
+    described = [i for i, ln in enumerate(lines) if b'] {"describe_tensor"' in ln]
+    assert len(described) > 10, len(described)
+    cut = described[len(described) // 2]
+    lines[cut] = lines[cut][: len(lines[cut]) - 7]
+    path = tmp_path / "cut.log"
+    path.write_bytes(b"\n".join(lines))
+    whole, damaged = tracelog.scan(log), tracelog.scan(path)
+    assert not any(r.event.startswith("describe_") for r in whole.records)
+    def seen(r: tracelog.Record) -> tuple[Any, ...]:  # the byte offsets moved by the cut
+        return (r.lineno, r.event, r.meta, r.payload_ok, r.payload_lines, r.first_payload_line)
+
+    assert [seen(r) for r in damaged.records] == [seen(r) for r in whole.records]
+    assert damaged.warnings == [f"{path.name}: line {cut + 1}: record is truncated or corrupt "
+                                f"({w.split('(', 1)[1]}" for w in damaged.warnings[:1]]
+    assert damaged.bad_lines == whole.bad_lines + 1

@@ -26,6 +26,8 @@ _HEADER_RE = re.compile(
     rb"^(?:\[rank\d+\]:)?(?P<level>[VIWEC])(?P<md>\d{4}) (?P<time>\d\d:\d\d:\d\d\.\d+) +"
     rb"(?P<thread>\d+) (?P<where>[^\]]*)\] (?P<json>\{.*)$")
 
+_DESCRIBE = (b'{"describe_storage"', b'{"describe_tensor"', b'{"describe_source"')
+
 # Keys of a record that are not its event name
 COMMON_KEYS = frozenset({
     "frame_id", "frame_compile_id", "attempt", "compiled_autograd_id", "has_payload", "rank",
@@ -224,8 +226,15 @@ class _Scanner:
             out.warn(f"{rel}: line {lineno}: not a TORCH_TRACE record (garbage or a damaged "
                      "line); skipped")
             return
+        raw_json = m["json"]
+        if raw_json.startswith(_DESCRIBE) and raw_json.endswith(b"}") \
+                and b'"has_payload"' not in raw_json:
+            # fake-tensor metadata, not used by the trace (nine headers in ten of a training
+            # step's log): skipped unread, as it was once read (a cut one is still read, and
+            # reported)
+            return
         try:
-            meta = safefile.loads(m["json"])  # bytes: no surrogate to look for
+            meta = safefile.loads(raw_json)  # bytes: no surrogate to look for
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             out.bad_lines += 1
             out.warn(f"{rel}: line {lineno}: record is truncated or corrupt "
