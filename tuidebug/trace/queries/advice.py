@@ -246,6 +246,10 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
         name = input_name(src)
         actual = str(rec.get("failing_value"))
         expected = str(rec.get("expected"))
+        wider = [w for w in rec.get("wider") or [] if isinstance(w, dict)]
+        if expected in ("0", "1") and actual not in ("0", "1") and wider:
+            # an earlier compile held another size: dynamic there may serve this one
+            expected = f"{wider[-1].get('size')} in {wider[-1].get('compile')}"
         if actual in ("0", "1") or expected in ("0", "1"):
             # a size 0 or 1 on either side is specialized: marking it dynamic cannot avoid
             # this compile; a static cache (its length fixed) or size-oblivious sizes may
@@ -280,7 +284,7 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
                 out.setdefault(cache.id, cache)
             continue
         symbolic = _has_symbol(trace, cid, str(rec.get("source")))
-        why = (f"{cid}: dimension {index} of {name} changed ({rec.get('expected')} → {actual})"
+        why = (f"{cid}: dimension {index} of {name} changed ({expected} → {actual})"
                + ("; this compile made it dynamic (automatic dynamic), a compile more than "
                   "needed" if symbolic else "; this compile did not make it dynamic"))
         out.setdefault("dynamic=True", Suggestion(

@@ -165,7 +165,8 @@ def held_as(name: str) -> tuple[str, str]:
 
 def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | None = None,
                resumed: bool = False, seen: dict[str, str] | None = None,
-               specialized: dict[str, Specialized] | None = None
+               specialized: dict[str, Specialized] | None = None,
+               wider: list[tuple[str, str]] | None = None
                ) -> tuple[str, str | None, Any, Any]:
     """What would avoid a recompile whose failed guard says ``text``: (suggestion, the input
     source it is about, the value it expected, the value that failed it). ``symbolic_sources``:
@@ -174,7 +175,8 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
     compile is of the code Dynamo resumes after a graph break, whose inputs the user does not
     pass. ``seen``: the sizes the other failed guards of the call name ({source: size}), where
     a guard on a range does not say the size that left it. ``specialized``: the sources this
-    compile specialized (``recompile_constants.specialized_sources``)."""
+    compile specialized (``recompile_constants.specialized_sources``). ``wider``: the other
+    compiles whose guard on the same size failed too, with the size they held (not 0 or 1)."""
     m = _TENSOR.search(text)
     if m:
         name, index = m["name"], m["index"]
@@ -198,6 +200,19 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                       f"compile of its own (a one-token decode step after a longer prefill), "
                       f"and marking the dimension dynamic does not change that; "
                       f"`tuidebug advise TRACE --try` tries what may")
+        elif m["expected"] in ("0", "1") and wider:
+            # the compile before held 0 or 1, but an earlier one held another size: had that
+            # one held it as a symbol (dynamic=True, the dimension marked), it could serve this
+            other = ", ".join(f"{e} in {c}" for c, e in wider)
+            advice = (f"dimension {index} of {name!r} was {m['expected']} in the compile before "
+                      f"and {other}: torch.compile(dynamic=True)"
+                      + (f" or torch._dynamo.maybe_mark_dynamic({arg}, {index}){on} before the "
+                         "first call" if top else "")
+                      + f" would have compiled {wider[-1][0]} with a symbol for it, which may "
+                      f"serve {m['actual']} as well (1 stays a compile of its own)"
+                      + ("; this compile makes it dynamic (automatic dynamic), so later sizes "
+                         "reuse it" if symbolic else "")
+                      + "; `tuidebug advise TRACE --try` measures it")
         elif m["expected"] in ("0", "1"):
             # the compile before held the size 0 or 1, which is always specialized: the first
             # other size compiles again whatever is marked dynamic (dynamic=True included)
@@ -358,8 +373,10 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
                                     or (finished.get("metrics") or {}).get("co_name") or "")))
     seen = {f"{_local(t['name'])}.{t['what']}()[{t['index']}]": t["actual"]
             for t in (_TENSOR.search(x) for _, x in parsed) if t}
-    advice, source, expected, actual = suggestion(text, config, symbolic, resumed, seen,
-                                                  specialized_sources(held)) if text else ("", None, None, None)
+    wider = _wider(parsed, (of, text))
+    advice, source, expected, actual = suggestion(
+        text, config, symbolic, resumed, seen, specialized_sources(held),
+        wider) if text else ("", None, None, None)
     values = recorded.get("values") if isinstance(recorded.get("values"), dict) else {}
     failing = values.get(source) if source else None
     if failing is None and actual is None and source:
@@ -372,7 +389,7 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
            "guard_at": guard_at, "source": source, "expected": expected,
            "failing_value": failing if failing is not None else actual,
            "suggestion": advice or None, "limit_hit": limit_hit, "reasons": reasons,
-           "resumed": resumed,
+           "resumed": resumed, "wider": [{"compile": c, "size": e} for c, e in wider],
            "called_at": called if isinstance(called, dict) and called.get("line") else None}
     if limit_hit:
         # the per-function limit, or the accumulated one (every compile of the code object):
@@ -391,6 +408,22 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
             + (f"Avoid the recompiles: {advice}; " if advice else "")
             + f"or raise torch._dynamo.config.{knob} if they are expected")
     return out
+
+
+def _wider(parsed: list[tuple[str | None, str]], chosen: tuple[str | None, str]
+           ) -> list[tuple[str, str]]:
+    """The other failed guards on the size ``chosen`` names, from compiles that held it at a
+    size other than 0 or 1: (compile id, size), oldest first."""
+    m = _TENSOR.search(chosen[1])
+    if m is None:
+        return []
+    out = []
+    for c, t in parsed:
+        o = _TENSOR.search(t)
+        if ((c, t) != chosen and c and o and (o["name"], o["what"], o["index"]) ==
+                (m["name"], m["what"], m["index"]) and o["expected"] not in ("0", "1")):
+            out.append((c, o["expected"]))
+    return out[::-1]
 
 
 def explain_compile(trace: Trace, cid: str) -> dict[str, Any] | None:
