@@ -167,6 +167,27 @@ def test_set_values_are_typed_and_script_errors_shown(tmp_path: Path) -> None:
     assert "raised RuntimeError after compiling: after compiling" in text
 
 
+@pytest.mark.slow  # compiles
+def test_a_compile_dynamo_refuses_is_said_to_be_torch_compiles(tmp_path: Path) -> None:
+    """``mark_dynamic`` on a size the code specializes: Inductor compiles the graph, then Dynamo
+    refuses the frame (ConstraintViolationError) and torch.compile raises it. ``trace`` said
+    "the script raised after compiling"; it names the compile that failed, as ``info`` does.
+    The exit code is the script's, as untraced."""
+    s = tmp_path / "mark.py"
+    s.write_text("import torch\n\n\ndef f(x):\n    if x.shape[0] == 8:\n        return x.sin()\n"
+                 "    return x.cos()\n\n\nx = torch.randn(8, 4)\n"
+                 "torch._dynamo.mark_dynamic(x, 0)\ntorch.compile(f)(x)\n")
+    out = tmp_path / "o"
+    p = tuidebug("trace", "-o", str(out), str(s))
+    assert p.returncode == 1, p.stderr[-3000:]
+    assert ("[tuidebug] torch.compile raised: Dynamo's compile 0/0 (f at mark.py:4) failed"
+            in p.stderr), p.stderr[-3000:]
+    assert "the script raised after compiling" not in p.stderr
+    data = json.loads(tuidebug("info", "--json", str(out)).stdout)
+    assert data["script_error"]["in_compile"] == "0/0", data["script_error"]
+    assert any(a["id"] == "maybe_mark_dynamic x 0" for a in data["advice"]["suggestions"])
+
+
 def test_info_into_a_closed_pipe(mlp_trace: Path) -> None:
     """``tuidebug info TRACE | head``: the reader goes away; tuidebug stops quietly."""
     env = dict(os.environ, PYTHONPATH=pythonpath())

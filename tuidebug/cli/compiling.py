@@ -174,7 +174,13 @@ def trace_outcome(code: int, out: Path, tail: list[str] | None = None) -> int:
         err(f"{what}; the trace in {out} records the failure "
             f"(try: tuidebug open {out}, or tuidebug minify {out})")
     elif m.script_error is not None:
-        note("the script raised after compiling (traceback above); the trace is complete")
+        from tuidebug.trace.queries.summary import failed_compile
+
+        failed = failed_compile({str(c.get("id")): c for c in m.compiles}, m.script_error.type)
+        note(f"torch.compile raised: Dynamo's compile {failed['in_compile']} "
+             f"({failed['in_compile_at']}) failed (traceback above); the trace is complete"
+             if failed else "the script raised after compiling (traceback above); the trace "
+             "is complete")
     elif code != 0:
         note(f"the script exited with code {code}; the trace is complete")
     if code < 0:
