@@ -4,6 +4,8 @@ reads the snapshots next to the one shown before they are asked for."""
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 from tuidebug.tui.screens.passes import PassesScreen
@@ -286,3 +288,43 @@ async def test_a_screen_shown_again_is_not_restyled_unless_its_styles_changed(
         await ui.press("2")
         assert any(m.refresh_styles for m in resumed), resumed
         assert view.styles.background != before, "the new theme applied to the hidden screen"
+
+
+_OPENED: list[list[str]] = []  # while a test records: every file opened in this process
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    if event == "open" and _OPENED and isinstance(args[0], (str, bytes, os.PathLike)):
+        _OPENED[-1].append(os.fsdecode(args[0]))
+
+
+async def test_the_first_compare_reads_nothing_of_the_open_trace(open_ui, transformer_trace: Path,
+                                                                 mlp_trace: Path) -> None:
+    """Once the screens are built, what comparing the open trace with another needs of it is
+    worked out ahead (prebuild, trace/diff/ahead.py): the first comparison of the session opens
+    no file of the open trace's graphs, only the other trace's (every file opened is seen by
+    the interpreter's audit hook). Without the work ahead it read the second graph's kernels,
+    wrapper, IR and fusion decisions."""
+    from tuidebug.tui.screens.compare import compare_ahead
+
+    if not _OPENED:
+        sys.addaudithook(_audit)  # hooks stay for the process: it records only when asked
+    async with open_ui(transformer_trace, prebuild=True) as ui:
+        app = ui.app
+        await _built(ui)
+        steps = len(compare_ahead(app.trace))
+        assert app.prebuilder.ahead_done == steps > len(app.trace.graphs) >= 2
+        opened: list[str] = []
+        _OPENED.append(opened)
+        try:
+            app.compare_with = mlp_trace
+            await ui.press("8")
+            assert await ui.wait_for(lambda: app.screen.complete, 60)
+        finally:
+            _OPENED.remove(opened)
+        assert any(str(mlp_trace) in ln for ln in ui.lines("#compare-view"))
+        other = os.path.realpath(mlp_trace)
+        ours = os.path.realpath(Path(transformer_trace) / "graphs")
+        assert any(os.path.realpath(p).startswith(other + os.sep) for p in opened), \
+            "the other trace is read: the hook sees the comparison's reads"
+        assert [p for p in opened if os.path.realpath(p).startswith(ours + os.sep)] == [], opened

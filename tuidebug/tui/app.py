@@ -25,7 +25,7 @@ from tuidebug.tui.prebuild import Prebuilder
 from tuidebug.tui.screens.autotune import AutotuneScreen
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.tui.screens.code import CodeScreen
-from tuidebug.tui.screens.compare import CompareScreen
+from tuidebug.tui.screens.compare import CompareScreen, compare_ahead
 from tuidebug.tui.screens.consent import ConfirmScreen
 from tuidebug.tui.screens.errors import ErrorsScreen
 from tuidebug.tui.screens.flags import FlagsScreen
@@ -96,7 +96,8 @@ class TuidebugApp(App[int]):
         # is built when first shown)
         self.prebuilder = Prebuilder(self, [m for m in self.PREBUILT if m != start]
                                      if prebuild else [],
-                                     lambda s: isinstance(s, TraceScreen) and s.prepare())
+                                     lambda s: isinstance(s, TraceScreen) and s.prepare(),
+                                     (lambda: compare_ahead(self.trace)) if prebuild else None)
 
     def _first_graph(self) -> GraphRecord | None:
         graphs = self.trace.graphs

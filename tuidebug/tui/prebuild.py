@@ -18,6 +18,13 @@ in the background that the user opened first (a key pressed before its turn) is 
 are brought up to date the same way, one per idle moment; one shown before that happens loads
 the new graph when shown, as it would without any of this.
 
+Once every screen is built, what comparing the open trace with another works out from the open
+trace alone (``trace/diff/ahead.py``: its graphs' kernels and code, wrapper, IR and fusion
+counts, file digests) is worked out the same way: a step at a time, in a worker, the steps left
+kept for the next idle moment when a key comes — so that the first comparison of a session reads
+only the other trace (on the 24-layer trace it read the open trace's second graph for the first
+time: half of its CPU, and the collection of what that made).
+
 Textual has no public call that mounts a screen without showing it: ``install`` uses the app's
 ``_register`` and ``_screen_stacks`` (textual 8.2, pinned in requirements-dev.txt), checked to
 exist first — without them nothing is built ahead, and each screen is built when first shown.
@@ -28,6 +35,8 @@ from __future__ import annotations
 import asyncio
 import time
 from typing import TYPE_CHECKING, Any, Callable
+
+from tuidebug.tui import heap
 
 from textual.css.query import NoMatches
 from textual.geometry import Region
@@ -191,8 +200,10 @@ class Prebuilder:
     current graph (returns False when it already does)."""
 
     def __init__(self, app: App[Any], modes: list[str],
-                 prepare: Callable[[Screen[Any]], bool]) -> None:
+                 prepare: Callable[[Screen[Any]], bool],
+                 ahead: Callable[[], list[Callable[[], object]]] | None = None) -> None:
         self.app = app
+        self.ahead = ahead  # lists the work done ahead once the screens are built
         self.modes = list(modes)
         self.prepare = prepare
         self.last_input = 0.0
@@ -204,6 +215,8 @@ class Prebuilder:
         self._pieces: list[Callable[[], None]] = []  # what is left of a screen's render
         self.built: list[str] = []  # modes built here, in order (tests read it)
         self._shown_since: float | None = None  # the screen on display loaded and painted
+        self._ahead: list[Callable[[], object]] | None = None  # left of ``ahead()``'s steps
+        self.ahead_done = 0  # steps of ``ahead()`` done (tests read it)
 
     def start(self) -> None:
         """Begin (again: after a graph change, or another trace opened)."""
@@ -213,9 +226,19 @@ class Prebuilder:
 
     def stop(self) -> None:
         """Stop, and drop the work left: it may hold screens about to be removed (another
-        trace or rank opened); start() prepares the screens still there again."""
+        trace or rank opened); start() prepares the screens still there again, and lists the
+        work done ahead anew (the steps left are of the trace open before)."""
         self._after.clear()
         self._pieces.clear()
+        self._ahead = None
+        self._pause()
+
+    @property
+    def done(self) -> bool:
+        """Nothing left to build or work out ahead until the next start()."""
+        return self._timer is None
+
+    def _pause(self) -> None:
         if self._timer is not None:
             self._timer.stop()
             self._timer = None
@@ -247,7 +270,7 @@ class Prebuilder:
         try:
             while True:
                 if not await self._step():
-                    self.stop()  # nothing left to do until the next start()
+                    self._pause()  # nothing left to do until the next start()
                     return
                 if not (self._pieces or self._after):
                     return
@@ -301,4 +324,29 @@ class Prebuilder:
             if self.prepare(screen):
                 self._after += self._finish(screen)
                 return True
-        return False
+        return self._work_ahead()
+
+    def _work_ahead(self) -> bool:
+        """The screens built: start a worker on the steps of ``ahead()`` left; False when
+        none are."""
+        if self.ahead is None:
+            return False
+        if self._ahead is None:
+            self._ahead = list(self.ahead())
+        if not self._ahead:
+            return False
+        steps = self._ahead
+
+        def work() -> None:
+            # a step at a time while nobody presses a key (a key pressed meanwhile stops it
+            # after the step that runs: the rest waits for the next idle moment); what they
+            # read is frozen out of full collections once they end (heap.reading)
+            with heap.reading():
+                while steps and time.monotonic() - self.last_input >= QUIET_S \
+                        and self.app.is_running:
+                    steps[0]()
+                    steps.pop(0)
+                    self.ahead_done += 1
+        self.app.run_worker(work, name="work ahead", group="prebuild-ahead", thread=True,
+                            exclusive=True, exit_on_error=False)
+        return True

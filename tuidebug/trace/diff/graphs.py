@@ -38,8 +38,7 @@ def _ops(ga: GraphRecord | None, gb: GraphRecord | None) -> list[dict[str, Any]]
     if last_a == last_b and _same(ga, gb, last_a):
         return []  # the same graph: no op count differs
 
-    ca = kept(ga, "op_counts", ga.final_op_counts) if ga else collections.Counter()
-    cb = kept(gb, "op_counts", gb.final_op_counts) if gb else collections.Counter()
+    ca, cb = _op_counts(ga), _op_counts(gb)
     return [{"op": op, "a": ca.get(op, 0), "b": cb.get(op, 0)}
             for op in sorted(set(ca) | set(cb)) if ca.get(op, 0) != cb.get(op, 0)]
 
@@ -155,14 +154,21 @@ def _ir(ga: GraphRecord | None, gb: GraphRecord | None) -> dict[str, Any]:
     return out
 
 
-def _fusion(ga: GraphRecord | None, gb: GraphRecord | None) -> dict[str, Any]:
-    def counts(g: GraphRecord | None) -> tuple[int | None, int | None, collections.Counter[str]]:
-        if g is None:
-            return None, None, collections.Counter()
-        return kept(g, "fusion", lambda: _fusion_counts(g))
+def _fusion_of(g: GraphRecord | None) -> tuple[int | None, int | None, collections.Counter[str]]:
+    """``g``'s fusion decisions counted (kept with the graph)."""
+    if g is None:
+        return None, None, collections.Counter()
+    return kept(g, "fusion", lambda: _fusion_counts(g))
 
-    fa, ra, rsa = counts(ga)
-    fb, rb, rsb = (fa, ra, rsa) if _same(ga, gb, schema.FUSION) else counts(gb)
+
+def _op_counts(g: GraphRecord | None) -> collections.Counter[str]:
+    """The compute ops of ``g``'s last snapshot counted (kept with the graph)."""
+    return kept(g, "op_counts", g.final_op_counts) if g else collections.Counter()
+
+
+def _fusion(ga: GraphRecord | None, gb: GraphRecord | None) -> dict[str, Any]:
+    fa, ra, rsa = _fusion_of(ga)
+    fb, rb, rsb = (fa, ra, rsa) if _same(ga, gb, schema.FUSION) else _fusion_of(gb)
     reasons = [{"reason": r, "a": rsa.get(r, 0), "b": rsb.get(r, 0)}
                for r in sorted(set(rsa) | set(rsb)) if rsa.get(r, 0) != rsb.get(r, 0)]
     return {"fused": pair(fa, fb), "rejected": pair(ra, rb), "reasons": reasons}

@@ -194,6 +194,12 @@ def _folded(g: GraphRecord | None) -> str:
     return kept(g, "wrapper", lambda: wrapper_calls(g.wrapper_code())) if g else ""
 
 
+def _own_markers(g: GraphRecord) -> dict[str, int]:
+    """The markers of ``g``'s folded wrapper with its own kernels' calls, kept with it."""
+    return kept(g, "markers", lambda: _markers(
+        _folded(g), [k.name for k in g.kernels if not k.extern]))
+
+
 _LINE_CALL = re.compile(r"^\s*(\w+)\(", re.M)  # a call at the start of a line: NAME(
 
 
@@ -222,8 +228,7 @@ def wrapper_diff(ga: GraphRecord | None, gb: GraphRecord | None, index_a: list[K
     wb = wa if same else _folded(gb)
     names_a = [k.name for k in index_a if not k.extern]
     names_b = names_a if index_b is index_a else [k.name for k in index_b if not k.extern]
-    ma = kept(ga, "markers", lambda: _markers(wa, names_a)) \
-        if ga and index_a is ga.kernels else _markers(wa, names_a)
+    ma = _own_markers(ga) if ga and index_a is ga.kernels else _markers(wa, names_a)
     mb = ma if same and names_b == names_a else _markers(wb, names_b)
     out: dict[str, Any] = {
         "lines": pair(wa.count("\n") if wa else None, wb.count("\n") if wb else None),

@@ -162,8 +162,13 @@ class GraphRecord:
         size = self._f.stored_size(mine)
         if size is None or size != other._f.stored_size(theirs):
             return False  # not the same bytes: neither is read to tell
-        a = self._f.digest(mine)
-        return a is not None and a == other._f.digest(theirs)
+        a = self.digest(rel)
+        return a is not None and a == other.digest(rel)
+
+    def digest(self, rel: str) -> str | None:
+        """A digest of the bytes of this graph's file ``rel`` (``TraceFiles.digest``: worked
+        out once per file)."""
+        return self._f.digest(self.dir / rel)
 
     def find_stage(self, name: str) -> StageInfo | None:
         index = int(name) if name.isdigit() else None

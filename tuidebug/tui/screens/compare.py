@@ -32,6 +32,18 @@ def compare_renderables(a: Trace, b: Trace) -> list[Any]:
     return diff_renderables(diff_traces(a, b, code=True), code=True)
 
 
+def compare_ahead(a: Trace) -> list[Callable[[], object]]:
+    """What comparing the app's open trace ``a`` with another works out from ``a`` alone, in
+    steps (``trace/diff/ahead.py``; the prebuilder runs them while nobody presses a key), the
+    comparison's own modules imported first."""
+    from tuidebug.trace.diff.ahead import side_steps
+
+    def modules() -> None:
+        from tuidebug.trace.diff import diff_traces  # noqa: F401
+        from tuidebug.viewers.diff_view import diff_renderables  # noqa: F401
+    return [modules, *side_steps(a)]
+
+
 @dataclass
 class Drawn:
     """What the compare screen shows, rendered into lines at ``width`` columns: all of it, or
