@@ -325,3 +325,37 @@ def test_a_call_given_state_it_changes_is_not_re_run_to_time_it(tmp_path: Path) 
     s = trace_summary(Trace(out))
     assert any("whole call of f not measured: argument 1 (Cache)" in n
                for n in s["profile"]["notes"]), s["profile"]["notes"]
+
+
+BUFFER_IN_BACKWARD = '''import torch
+
+
+class Scaled(torch.nn.Module):  # Llama's rotary inv_freq: a buffer the backward needs
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+        self.register_buffer("scale", torch.linspace(0.5, 1.5, 8))
+
+    def forward(self, x):
+        return (self.lin(x) * self.scale).sum()
+
+
+m = Scaled()
+loss = torch.compile(m)(torch.randn(4, 8))
+loss.backward()  # the graph saved self.scale at the version it had in the call
+print("BACKWARD OK", m.lin.weight.grad.shape)
+'''
+
+
+def test_the_users_backward_after_the_timed_calls_finds_its_buffers_as_saved(
+        tmp_path: Path) -> None:
+    """A Llama training step under ``--profile``: the script's ``loss.backward()`` raised "one
+    of the variables needed for gradient computation has been modified by an inplace
+    operation: [torch.FloatTensor [8]] is at version 2" (the rotary inv_freq buffer). The
+    module's buffers were put back after the timed calls by copying into every one of them,
+    which bumps each buffer's version: the user's graph had saved it for its backward. Only a
+    buffer the timed calls changed is put back."""
+    out, proc = trace_script(tmp_path, "scaled", BUFFER_IN_BACKWARD, "--profile", "3")
+    assert "BACKWARD OK" in proc.stdout, proc.stderr[-3000:]
+    (v,) = call_verdicts(Trace(out))
+    assert v.training and v.rounds >= 10

@@ -373,13 +373,30 @@ def _state_holders(args: Any, kwargs: Any) -> list[str]:
             if not isinstance(v, (torch.Tensor, list, tuple, Mapping)) and _holds_tensors(v)]
 
 
-def _buffers(model: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:
+def _version(t: torch.Tensor) -> int | None:
+    """A tensor's version counter (None for an inference tensor, which keeps none)."""
+    try:
+        return int(t._version)
+    except (RuntimeError, AttributeError):
+        return None
+
+
+def _buffers(model: Any) -> list[tuple[torch.Tensor, torch.Tensor, int | None]]:
     if not isinstance(model, torch.nn.Module):
         return []
-    return [(b, b.detach().clone()) for b in model.buffers()]
+    return [(b, b.detach().clone(), _version(b)) for b in model.buffers()]
 
 
-def _restore(buffers: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+def _restore(buffers: list[tuple[torch.Tensor, torch.Tensor, int | None]]) -> None:
+    """Put back the buffers the timed calls changed (BatchNorm's running statistics), and only
+    those: writing into a buffer bumps its version, and the user's own call may have saved it
+    for its backward (Llama's rotary ``inv_freq``): their ``loss.backward()`` then raised "one
+    of the variables needed for gradient computation has been modified by an inplace
+    operation"."""
     with torch.no_grad():
-        for b, saved in buffers:
+        for b, saved, version in buffers:
+            now = _version(b)
+            if (version is not None and now == version) or (
+                    version is None and torch.equal(b, saved)):
+                continue
             b.copy_(saved)
