@@ -359,3 +359,29 @@ def test_the_users_backward_after_the_timed_calls_finds_its_buffers_as_saved(
     assert "BACKWARD OK" in proc.stdout, proc.stderr[-3000:]
     (v,) = call_verdicts(Trace(out))
     assert v.training and v.rounds >= 10
+
+
+SAME_TENSOR_TWICE = '''import torch
+
+
+def f(input_ids, labels):  # transformers' model(input_ids=ids, labels=ids)
+    return (input_ids.float() * 2 - labels.float()).sum()
+
+
+cf = torch.compile(f)
+ids = torch.arange(12).reshape(2, 6)
+print("OUT", cf(ids, ids).item())
+'''
+
+
+def test_one_tensor_passed_twice_stays_one_tensor_in_the_timed_calls(tmp_path: Path) -> None:
+    """A Llama training step called as ``model(input_ids=ids, labels=ids)``: the timed calls
+    passed a copy of each argument, two tensors where the user passed one; Dynamo guards on
+    that (``kwargs['input_ids'] is kwargs['labels']``) and compiled once more (0/1, a compile
+    the program never makes), then timed that compile. The copies keep the call's aliasing."""
+    out, proc = trace_script(tmp_path, "twice", SAME_TENSOR_TWICE, "--profile", "3")
+    assert "OUT 66.0" in proc.stdout, proc.stdout[-2000:]
+    t = Trace(out)
+    assert list(t.compiles) == ["0/0"], list(t.compiles)
+    (v,) = call_verdicts(t)
+    assert v.rounds >= 10

@@ -125,8 +125,9 @@ class WholeCall(Concern):
     def _measure(self, name: str, compiled: Any, eager: Any, args: Any,
                  kwargs: Any) -> dict[str, Any]:
         grad_on = torch.is_grad_enabled()
-        leaves = [_leaf(a) for a in args]
-        kw = {k: _leaf(v) for k, v in (kwargs or {}).items()}
+        copies: dict[int, Any] = {}  # one tensor passed twice stays one tensor
+        leaves = [_leaf(a, copies) for a in args]
+        kw = {k: _leaf(v, copies) for k, v in (kwargs or {}).items()}
         wrt = [x for x in [*leaves, *kw.values()] if isinstance(x, torch.Tensor)
                and x.requires_grad]
         owner = _module_of(eager)
@@ -330,15 +331,21 @@ def _ranks() -> int:
     return 1
 
 
-def _leaf(x: Any) -> Any:
+def _leaf(x: Any, copies: dict[int, Any] | None = None) -> Any:
     """A copy of a tensor argument (requiring grad as it did, an inference tensor only where it
     was one), anything else as it is. The copy is made where the user's call returned: under
     ``torch.inference_mode()`` a plain clone is an inference tensor, whose other dispatch keys
     fail Dynamo's guard, and the timed calls compiled the function once more (a recompile the
-    user's program does not make)."""
+    user's program does not make). ``copies``: those made for this call so far, by the
+    original's id: a tensor passed twice is copied once."""
     if isinstance(x, torch.Tensor):
+        if copies is not None and id(x) in copies:  # the same tensor twice (input_ids=ids,
+            return copies[id(x)]  # labels=ids): Dynamo guards that they are one
         with torch.inference_mode(x.is_inference()):
-            return x.detach().clone().requires_grad_(x.requires_grad)
+            copy = x.detach().clone().requires_grad_(x.requires_grad)
+        if copies is not None:
+            copies[id(x)] = copy
+        return copy
     return x
 
 
