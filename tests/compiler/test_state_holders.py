@@ -1,5 +1,5 @@
 """Which arguments of a compiled call ``--profile`` must not re-run the call on
-(``whole_call._state_holders``): objects holding tensors the call may change in place or
+(``call_state.state_holders``): objects holding tensors the call may change in place or
 replace (transformers' KV caches); tensors (copied), and lists, tuples and mappings of them (a
 tokenizer's BatchEncoding) are not such."""
 
@@ -9,7 +9,7 @@ from collections import UserDict
 
 import torch
 
-from tuidebug.compiler.capture.whole_call import _state_holders
+from tuidebug.compiler.capture.call_state import state_holders as _state_holders
 
 
 class Layer:

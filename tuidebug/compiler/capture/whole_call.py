@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import Mapping
 from typing import Any, Callable
 
 import torch
@@ -44,6 +43,7 @@ import torch
 from tuidebug.compiler import accuracy, compat, fair_timing
 from tuidebug.compiler.capture import profile
 from tuidebug.compiler.capture.call_parts import BACKWARD, Clocked, Run, parts, shares
+from tuidebug.compiler.capture.call_state import buffers, leaf, restore, state_holders
 from tuidebug.compiler.capture.compiled_calls import CompiledCall, CompiledCalls
 from tuidebug.compiler.capture.quiet import quiet_thread
 from tuidebug.compiler.gradients import seeded, tensors
@@ -93,7 +93,7 @@ class WholeCall(Concern):
         owner = _module_of(call.eager)
         name = type(owner).__name__ if owner is not None else getattr(
             call.eager, "__qualname__", str(call.eager))
-        holders = _state_holders(call.args, call.kwargs)
+        holders = state_holders(call.args, call.kwargs)
         if holders:  # re-running the call would change the program's own state: not timed
             self.prof.data.setdefault("calls", []).append({
                 "callable": name, "not_measured": (
@@ -106,7 +106,7 @@ class WholeCall(Concern):
             return True
         self.busy = True
         rng = accuracy._rng_state()
-        buffers = _buffers(owner)
+        saved = buffers(owner)
         try:
             self.session.progress(f"timing the whole call of {name}: compiled and eager, "
                                   "interleaved")
@@ -117,7 +117,7 @@ class WholeCall(Concern):
                 self.prof.data.setdefault("calls", []).append(entry)
                 self.session.guarded("the profile", self.prof.write)
         finally:
-            _restore(buffers)
+            restore(saved)
             accuracy._set_rng_state(rng)
             self.busy = False
         return True
@@ -126,8 +126,8 @@ class WholeCall(Concern):
                  kwargs: Any) -> dict[str, Any]:
         grad_on = torch.is_grad_enabled()
         copies: dict[int, Any] = {}  # one tensor passed twice stays one tensor
-        leaves = [_leaf(a, copies) for a in args]
-        kw = {k: _leaf(v, copies) for k, v in (kwargs or {}).items()}
+        leaves = [leaf(a, copies) for a in args]
+        kw = {k: leaf(v, copies) for k, v in (kwargs or {}).items()}
         wrt = [x for x in [*leaves, *kw.values()] if isinstance(x, torch.Tensor)
                and x.requires_grad]
         owner = _module_of(eager)
@@ -329,81 +329,3 @@ def _ranks() -> int:
     if dist.is_available() and dist.is_initialized():
         return int(dist.get_world_size())
     return 1
-
-
-def _leaf(x: Any, copies: dict[int, Any] | None = None) -> Any:
-    """A copy of a tensor argument (requiring grad as it did, an inference tensor only where it
-    was one), anything else as it is. The copy is made where the user's call returned: under
-    ``torch.inference_mode()`` a plain clone is an inference tensor, whose other dispatch keys
-    fail Dynamo's guard, and the timed calls compiled the function once more (a recompile the
-    user's program does not make). ``copies``: those made for this call so far, by the
-    original's id: a tensor passed twice is copied once."""
-    if isinstance(x, torch.Tensor):
-        if copies is not None and id(x) in copies:  # the same tensor twice (input_ids=ids,
-            return copies[id(x)]  # labels=ids): Dynamo guards that they are one
-        with torch.inference_mode(x.is_inference()):
-            copy = x.detach().clone().requires_grad_(x.requires_grad)
-        if copies is not None:
-            copies[id(x)] = copy
-        return copy
-    return x
-
-
-def _holds_tensors(value: Any, depth: int = 0, seen: set[int] | None = None) -> bool:
-    """Whether an object (not a tensor, a number or a string) holds tensors among its
-    attributes, or in lists, tuples and dicts of them, a few levels down."""
-    seen = set() if seen is None else seen
-    if depth > 3 or id(value) in seen or len(seen) > 500:
-        return False
-    seen.add(id(value))
-    if isinstance(value, torch.Tensor):
-        return depth > 0
-    if isinstance(value, (list, tuple)):
-        items: Any = value
-    elif isinstance(value, dict):
-        items = value.values()
-    elif hasattr(value, "__dict__") and not isinstance(value, (type, torch.nn.Module)):
-        items = vars(value).values()
-    else:
-        return False
-    return any(_holds_tensors(v, depth + 1, seen) for v in items)
-
-
-def _state_holders(args: Any, kwargs: Any) -> list[str]:
-    """The arguments that are objects holding tensors (a transformers ``Cache``: its keys,
-    values, lengths), which ``_leaf`` cannot copy: ``past_key_values (StaticCache)``. A tensor
-    argument is copied, and lists, tuples and mappings (a tokenizer's ``BatchEncoding``) of
-    tensors are left as the call's."""
-    named = [(f"argument {i}", a) for i, a in enumerate(args or ())]
-    named += [(str(k), v) for k, v in (kwargs or {}).items()]
-    return [f"{n} ({type(v).__name__})" for n, v in named
-            if not isinstance(v, (torch.Tensor, list, tuple, Mapping)) and _holds_tensors(v)]
-
-
-def _version(t: torch.Tensor) -> int | None:
-    """A tensor's version counter (None for an inference tensor, which keeps none)."""
-    try:
-        return int(t._version)
-    except (RuntimeError, AttributeError):
-        return None
-
-
-def _buffers(model: Any) -> list[tuple[torch.Tensor, torch.Tensor, int | None]]:
-    if not isinstance(model, torch.nn.Module):
-        return []
-    return [(b, b.detach().clone(), _version(b)) for b in model.buffers()]
-
-
-def _restore(buffers: list[tuple[torch.Tensor, torch.Tensor, int | None]]) -> None:
-    """Put back the buffers the timed calls changed (BatchNorm's running statistics), and only
-    those: writing into a buffer bumps its version, and the user's own call may have saved it
-    for its backward (Llama's rotary ``inv_freq``): their ``loss.backward()`` then raised "one
-    of the variables needed for gradient computation has been modified by an inplace
-    operation"."""
-    with torch.no_grad():
-        for b, saved, version in buffers:
-            now = _version(b)
-            if (version is not None and now == version) or (
-                    version is None and torch.equal(b, saved)):
-                continue
-            b.copy_(saved)
