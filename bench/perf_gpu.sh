@@ -4,7 +4,9 @@
 # without tuidebug), then bench/perf_verdict_check.py: per configuration the three verdicts, the
 # bench's ratio, and each run's ledger with its remainder (PASS when under 10%). Writes under $OUT.
 # Then bench/interleave_order.py on the graph-break model: its ratio timed alternating, primed
-# (each timed call after an untimed one of its own, as fair_timing does) and in blocks.
+# (each timed call after an untimed one of its own, as fair_timing does) and in blocks; and
+# bench/after_profile.py: the program's calls timed before and after one profiler session
+# (none, plain torch.profiler, capture's compat.profiled), each in a process of its own.
 #   OUT=/tmp/perf-out bash bench/perf_gpu.sh
 #   ONLY=item_per_layer OUT=/tmp/perf-out bash bench/perf_gpu.sh    # the graph-break model alone
 export PYTHONUNBUFFERED=1
@@ -34,4 +36,8 @@ run item_per_layer examples/item_per_layer.py --layers 8
 timeout 300 python bench/interleave_order.py --device cuda --layers 8 \
   > "$OUT/interleave_order.json" 2>"$OUT/interleave_order.log"
 echo "interleave_order rc $?"; cat "$OUT/interleave_order.json"
+for s in none torch tuidebug; do  # the program's calls before and after one profiler session
+  timeout 120 python bench/after_profile.py --session $s --device cuda >> "$OUT/after_profile.json" 2>>"$OUT/after_profile.log"
+done
+cat "$OUT/after_profile.json"
 python bench/perf_verdict_check.py "$OUT" | tee "$OUT/check.txt"

@@ -165,3 +165,32 @@ def test_reduce_overhead_on_cuda_is_replayed_as_a_cuda_graph(tmp_path: Path) -> 
     assert any(c.get("cudagraphs") for c in prof["compiles"].values()), prof["compiles"]
     (timings,) = list(out.glob("graphs/*/code/timings.json"))
     assert "under CUDA graphs" in json.loads(timings.read_text())["run"].get("note", "")
+
+
+def test_a_profile_session_lets_cupti_go(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Capture's profiler sessions end with CUPTI let go (``TEARDOWN_CUPTI=1`` while the
+    session stops; Kineto otherwise keeps it attached and every later kernel launch of the
+    program pays: bench/after_profile.py measures it), then the variable is as it was; one the
+    program set is left alone."""
+    import os
+
+    import torch
+
+    from tuidebug.compiler.compat.profiling import profiled
+
+    x = torch.randn(64, device="cuda")
+    seen: list[str | None] = []
+
+    def step() -> None:
+        seen.append(os.environ.get("TEARDOWN_CUPTI"))
+        (x * 2).sum().item()
+
+    monkeypatch.delenv("TEARDOWN_CUPTI", raising=False)
+    profiled(step, 2, ("step",))
+    assert seen and set(seen) == {"1"}
+    assert "TEARDOWN_CUPTI" not in os.environ
+    seen.clear()
+    monkeypatch.setenv("TEARDOWN_CUPTI", "0")  # the program's (or torch's, for CUDA graphs)
+    profiled(step, 2, ("step",))
+    assert seen and set(seen) == {"0"}
+    assert os.environ["TEARDOWN_CUPTI"] == "0"
