@@ -328,3 +328,52 @@ async def test_the_first_compare_reads_nothing_of_the_open_trace(open_ui, transf
         assert any(os.path.realpath(p).startswith(other + os.sep) for p in opened), \
             "the other trace is read: the hook sees the comparison's reads"
         assert [p for p in opened if os.path.realpath(p).startswith(ours + os.sep)] == [], opened
+
+
+async def test_comparing_one_trace_after_another_keeps_no_more_memory(
+        open_ui, transformer_trace: Path, mlp_trace: Path, copy_trace) -> None:
+    """The app keeps the last trace compared (open_traces), and what a read made is frozen out
+    of full collections when it is much (heap.keep_read): a trace frozen and dropped later
+    (its graphs and it refer to each other) would stay for the app's life. Comparing the open
+    trace with one trace after another, each read afresh, keeps no more objects round after
+    round (with the work ahead done: the open trace's side read and frozen once)."""
+    import gc
+
+    others = [copy_trace(mlp_trace, f"other{i}") for i in range(3)]
+    async with open_ui(transformer_trace, prebuild=True) as ui:
+        await _built(ui)
+        assert ui.app.prebuilder.ahead_done > 0
+
+        async def compare(path: Path) -> int:
+            await ui.press("1")
+            ui.app.compare_with = path
+            await ui.press("8")
+            assert await ui.wait_for(lambda: ui.app.screen.complete
+                                     and ui.app.screen.shown_path == path, 60)
+            await ui.settle()
+            gc.collect()
+            return gc.get_freeze_count() + len(gc.get_objects())
+
+        for path in others:
+            await compare(path)
+        kept = [await compare(path) for _ in range(3) for path in others]
+        assert len(kept) == 9
+        assert max(kept) - kept[0] < 5_000, f"objects kept after each comparison: {kept}"
+
+
+async def test_what_was_read_is_frozen_in_an_idle_moment(open_ui, transformer_trace: Path) -> None:
+    """Once the screens are built, much made since the last freeze (as a stage read and shown
+    leaves) is collected and frozen in an idle moment (heap.keep_read), not by the next read's
+    worker: the first comparison after stepping through the stages paid for it (42 ms on the
+    24-layer trace)."""
+    import gc
+
+    from tuidebug.tui import heap
+
+    async with open_ui(transformer_trace, prebuild=True) as ui:
+        await _built(ui)
+        made = [[i] for i in range(heap.FREEZE_AT + 10_000)]  # alive (as a read graph), tracked
+        assert heap.grown() >= heap.FREEZE_AT
+        frozen = gc.get_freeze_count()
+        assert await ui.wait_for(lambda: heap.grown() < heap.FREEZE_AT, 10, poll=0.05)
+        assert gc.get_freeze_count() - frozen >= len(made)
