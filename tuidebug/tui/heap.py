@@ -32,8 +32,12 @@ _at_freeze = [sys.getallocatedblocks()]
 
 
 def grown() -> int:
-    """Memory blocks in use more than at the last freeze."""
-    return sys.getallocatedblocks() - _at_freeze[0]
+    """Memory blocks in use more than at the last freeze, or than since then where less were
+    (what was frozen freed: a trace compared and dropped; a read after that counts in full)."""
+    now = sys.getallocatedblocks()
+    if now < _at_freeze[0]:
+        _at_freeze[0] = now
+    return now - _at_freeze[0]
 
 
 def keep_read() -> bool:
