@@ -290,25 +290,26 @@ def test_the_same_compile_timed_twice_is_no_change(mlp_trace: Path, copy_trace) 
     # a kernel that changed makes the compile time a finding again (test above: mlp_changed)
 
 
-def test_a_compile_time_paid_in_kernel_builds_says_so(mlp_trace: Path, copy_trace) -> None:
-    """ViT traced with mode="max-autotune-no-cudagraphs", then without: the same kernels (CPU:
-    nothing to autotune), the second trace's taken from Inductor's kernel cache the first had
-    filled. ``diff`` listed "compile time: 8.23s → 18.45s" beside the config change, read as
-    max-autotune's cost: B had built 7 C++ kernels (3 s each) that A took from the cache."""
-    def kernels_compiled(root: Path, how: str) -> int:
-        n = 0
-        for f in sorted(root.glob("graphs/*/code/timings.json")):
-            t = json.loads(f.read_text())
-            for k in t["kernels"].values():
+def _kernels_compiled(root: Path, how: str | None, unrecorded: int = 0) -> int:
+    """Each kernel of ``root``'s timings said to have been ``how`` ("built", "cached"; None:
+    not recorded, as an imported trace has it), the first ``unrecorded`` not recorded; how
+    many."""
+    n = 0
+    for f in sorted(root.glob("graphs/*/code/timings.json")):
+        t = json.loads(f.read_text())
+        for k in t["kernels"].values():
+            if how is None or n < unrecorded:
+                k.pop("compile", None)
+                k["compile_s"] = None
+            else:
                 k["compile"], k["compile_s"] = how, (2.5 if how == "built" else None)
-                n += 1
-            f.write_text(json.dumps(t))
-        return n
+            n += 1
+        f.write_text(json.dumps(t))
+    return n
 
-    a = plain_files(copy_trace(mlp_trace, "a"))
-    b = plain_files(copy_trace(mlp_trace, "b"))
-    n = kernels_compiled(a, "cached")
-    assert n and kernels_compiled(b, "built") == n
+
+def _max_autotune_compile_line(a: Path, b: Path, n: int) -> str:
+    """B given max_autotune and ``n`` builds' more compile time; diff's compile time line."""
     conf = json.loads((b / "config.json").read_text())
     conf.setdefault("values", {})["max_autotune"] = True
     conf.setdefault("changed", {})["max_autotune"] = {"value": True, "default": False}
@@ -322,8 +323,39 @@ def test_a_compile_time_paid_in_kernel_builds_says_so(mlp_trace: Path, copy_trac
     d = diff_traces(a, b)
     assert any(ln.startswith("config max_autotune") for ln in d["lines"]), d["lines"]
     (line,) = [ln for ln in d["lines"] if ln.startswith("compile time")]
-    assert line.endswith(f", not like for like (kernels from Inductor's kernel cache: A {n} of "
-                         f"{n}, B 0 of {n}; the others built, seconds each)"), line
+    return line
+
+
+def test_a_compile_time_paid_in_kernel_builds_says_so(mlp_trace: Path, copy_trace) -> None:
+    """ViT traced with mode="max-autotune-no-cudagraphs", then without: the same kernels (CPU:
+    nothing to autotune), the second trace's taken from Inductor's kernel cache the first had
+    filled. ``diff`` listed "compile time: 8.23s → 18.45s" beside the config change, read as
+    max-autotune's cost: B had built 7 C++ kernels (3 s each) that A took from the cache."""
+    a = plain_files(copy_trace(mlp_trace, "a"))
+    b = plain_files(copy_trace(mlp_trace, "b"))
+    n = _kernels_compiled(a, "cached")
+    assert n and _kernels_compiled(b, "built") == n
+    line = _max_autotune_compile_line(a, b, n)
+    assert line.endswith(f", not like for like (kernels built, the others taken from Inductor's "
+                         f"kernel cache: A 0 of {n}, B {n} of {n}; a build costs seconds)"), line
+
+
+@pytest.mark.parametrize("how_a,how_b,unrecorded", [
+    ("cached", "cached", 1), ("built", "built", 0), (None, "built", 0), ("cached", None, 0)])
+def test_kernel_builds_alike_or_unrecorded_say_nothing(mlp_trace: Path, copy_trace, how_a: str | None,
+                                                        how_b: str | None, unrecorded: int) -> None:
+    """Review: the line compared how many kernels each side took FROM the cache, over the
+    kernels each side recorded: A 10 of 10 cached and B 12 of 12 cached (both built nothing)
+    read "not like for like", and an imported A (no ``compile`` recorded) against a traced B
+    read "A 0 of 0, B 5 of 10". Both sides building alike (A taking one kernel fewer from the
+    cache only because it did not record it), or one not recording how, says nothing about
+    builds."""
+    a = plain_files(copy_trace(mlp_trace, "a"))
+    b = plain_files(copy_trace(mlp_trace, "b"))
+    n = _kernels_compiled(a, how_a, unrecorded)
+    assert n and _kernels_compiled(b, how_b) == n
+    line = _max_autotune_compile_line(a, b, n)
+    assert line.startswith("compile time: ") and "like for like" not in line, line
 
 
 def test_op_counts_without_building_the_graph(transformer4_trace: Path, mlp_trace: Path,

@@ -191,16 +191,18 @@ def _compile_time_line(d: dict[str, Any], s: dict[str, Any], same: bool) -> str 
 def _kernel_builds(d: dict[str, Any]) -> str:
     """Where one side built kernels the other took from Inductor's kernel cache (a C++ build
     costs seconds, a cache hit none), the compile times are not like for like: how many each
-    side took and built, so that the difference is not read as the cost of what changed."""
-    counts = {}
-    for side in ("a", "b"):
-        hows = [(k.get("compiled") or {}).get(side) for g in d["graphs"] for k in g["kernels"]]
-        counts[side] = (sum(h == "cached" for h in hows), sum(h is not None for h in hows))
-    if counts["a"][0] == counts["b"][0]:
+    side built, so that the difference is not read as the cost of what changed. Counted over
+    the kernels both sides have and both recorded how they got (a kernel only one side has is
+    built by what changed; a trace that does not record it, e.g. an imported one, says
+    nothing)."""
+    both = [h for g in d["graphs"] for k in g["kernels"]
+            for h in [k.get("compiled") or {}] if h.get("a") is not None and h.get("b") is not None]
+    built = {side: sum(h[side] != "cached" for h in both) for side in ("a", "b")}
+    if not both or built["a"] == built["b"]:
         return ""
-    (ca, na), (cb, nb) = counts["a"], counts["b"]
-    return (f", not like for like (kernels from Inductor's kernel cache: A {ca} of {na}, B {cb} "
-            f"of {nb}; the others built, seconds each)")
+    n = len(both)
+    return (f", not like for like (kernels built, the others taken from Inductor's kernel cache: "
+            f"A {built['a']} of {n}, B {built['b']} of {n}; a build costs seconds)")
 
 
 def finding_lines(d: dict[str, Any]) -> list[str]:
