@@ -87,3 +87,69 @@ def test_a_size_one_compile_before_is_not_the_only_one_a_new_size_failed(tmp_pat
     found = {s.id: s for s in recompile_advice(t)}
     assert "dynamic=True" in found, list(found)
     assert "(5 in 0/0 → 7)" in found["dynamic=True"].why, found["dynamic=True"].why
+
+
+def _three_compiles(root: Path, shapes_02: dict) -> Trace:
+    """0/0 a 5-token prefill, 0/1 the 1-token decode step, 0/2 a 7-token prefill whose guards
+    failed on both (as torch 2.13 words them); 0/2's shapes record is ``shapes_02``."""
+    w = TraceWriter(root, command=["tuidebug", "trace", "gen.py"])
+    ids = "kwargs['input_ids']"
+    reasons = {"0/1": [f"0/0: tensor '{ids}' size mismatch at index 1. expected 5, actual 1"],
+               "0/2": [f"0/1: tensor '{ids}' size mismatch at index 1. expected 1, actual 7",
+                       f"0/0: tensor '{ids}' size mismatch at index 1. expected 5, actual 7"]}
+    for cid in ("0/0", "0/1", "0/2"):
+        w.write_compile(cid, {"graphs": [], "metrics": {"co_name": "wrapper",
+                                                        "co_filename": "/x/generic.py"},
+                              **({"recompile_reasons": reasons[cid]} if cid in reasons else {})})
+        w.add_compile(cid, {"graphs": []})
+    w.write_compile_shapes("0/2", {"id": "0/2", **shapes_02,
+                                   "recompile": {"reasons": reasons["0/2"], "values": {}}})
+    w.finish("ok")
+    return Trace(root)
+
+
+def test_a_size_the_code_specialized_is_not_said_to_be_served_by_an_earlier_wider_compile(
+        tmp_path: Path) -> None:
+    """As above, but 0/2 specialized the length again (``range(x.shape[1])``: its symbol
+    replaced by 7): each length compiles once whatever is dynamic, so neither explain nor
+    advise may say dynamic=True "may serve 7" or offer dynamic=True / marking it."""
+    from tuidebug.trace.queries.recompiles import explain
+
+    src = "L['kwargs']['input_ids'].size()[1]"
+    t = _three_compiles(tmp_path / "t", {"symbols": [
+        {"name": "s27", "source": src, "sources": [src], "kind": "backed", "hint": 7,
+         "replaced_by": "7"}], "specializations": []})
+    rec = explain("0/2", t.compiles, t.compile_shapes_brief("0/2"))
+    assert rec is not None and rec["wider"] == [{"compile": "0/0", "size": "5"}], rec
+    assert "may serve" not in rec["suggestion"], rec["suggestion"]
+    assert "then specialized it to 7" in rec["suggestion"], rec["suggestion"]
+    assert "does not change that" in rec["suggestion"], rec["suggestion"]
+    found = {s.id: s for s in recompile_advice(t)}
+    assert "dynamic=True" not in found and not any(i.startswith("mark_dynamic") for i in found), \
+        list(found)
+    # 0/1's own (5 → 1) is offered; 0/2 is not the reason for it
+    assert "0/2" not in found["backed_size_oblivious"].why, found["backed_size_oblivious"].why
+
+
+def test_a_size_held_as_a_symbol_is_said_to_be_served_by_an_earlier_wider_compile(
+        tmp_path: Path) -> None:
+    """0/2 holds the length as a symbol (automatic dynamic): explain names 0/0's size and that
+    later sizes reuse 0/2; advise offers dynamic=True and marking the length for it (and
+    backed_size_oblivious only for 0/1, the 1-token step)."""
+    from tuidebug.trace.queries.recompiles import explain
+
+    src = "L['kwargs']['input_ids'].size()[1]"
+    t = _three_compiles(tmp_path / "t", {"symbols": [
+        {"name": "s27", "source": src, "sources": [src], "kind": "backed", "hint": 7}]})
+    rec = explain("0/2", t.compiles, t.compile_shapes_brief("0/2"))
+    assert rec is not None, rec
+    said = rec["suggestion"]
+    assert "was 1 in the compile before and 5 in 0/0" in said, said
+    assert "would have compiled 0/0 with a symbol for it, which may serve 7" in said, said
+    assert "later sizes reuse it" in said, said
+    assert "maybe_mark_dynamic(t, 1) on the tensor t you pass as input_ids=" in said, said
+    found = {s.id: s for s in recompile_advice(t)}
+    assert "(5 in 0/0 → 7)" in found["dynamic=True"].why, found["dynamic=True"].why
+    assert any(i.startswith("mark_dynamic") for i in found), list(found)
+    # 0/1's own (5 → 1) is offered; 0/2 is not the reason for it
+    assert "0/2" not in found["backed_size_oblivious"].why, found["backed_size_oblivious"].why

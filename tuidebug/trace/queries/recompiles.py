@@ -200,6 +200,18 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                       f"compile of its own (a one-token decode step after a longer prefill), "
                       f"and marking the dimension dynamic does not change that; "
                       f"`tuidebug advise TRACE --try` tries what may")
+        elif (specialized or {}).get(source) is not None:
+            # a symbol the code needs the value of (``range(x.shape[0])``): Dynamo fixes it,
+            # whatever is marked dynamic or an earlier compile held, so it is checked before
+            # the sizes 0 and 1 (checked: 2, 3, 4, 5 compile 4 times with dynamic=True and
+            # with maybe_mark_dynamic)
+            advice = (f"dimension {index} of {name!r} changed size: this compile made it "
+                      f"dynamic, then specialized it to "
+                      f"{(specialized or {})[source].said()}: the code there needs the size "
+                      f"(a loop over it, say), so each size compiles once, and marking it "
+                      f"dynamic or torch.compile(dynamic=True) does not change that"
+                      + ("; a static KV cache, whose length stays fixed, avoids it"
+                         if CACHE_TENSOR.search(name) else ""))
         elif m["expected"] in ("0", "1") and wider:
             # the compile before held 0 or 1, but an earlier one held another size: had that
             # one held it as a symbol (dynamic=True, the dimension marked), it could serve this
@@ -231,17 +243,6 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                       + ("; a static KV cache, whose length stays fixed, avoids it"
                          if CACHE_TENSOR.search(name) else "")
                       + "; `tuidebug advise TRACE --try` tries what may")
-        elif (specialized or {}).get(source) is not None:
-            # a symbol the code needs the value of (``range(x.shape[0])``): Dynamo fixes it,
-            # whatever is marked dynamic (checked: 2, 3, 4, 5 compile 4 times with
-            # dynamic=True and with maybe_mark_dynamic)
-            advice = (f"dimension {index} of {name!r} changed size: this compile made it "
-                      f"dynamic, then specialized it to "
-                      f"{(specialized or {})[source].said()}: the code there needs the size "
-                      f"(a loop over it, say), so each size compiles once, and marking it "
-                      f"dynamic or torch.compile(dynamic=True) does not change that"
-                      + ("; a static KV cache, whose length stays fixed, avoids it"
-                         if CACHE_TENSOR.search(name) else ""))
         elif config.get("automatic_dynamic_shapes") is False:
             advice = (f"automatic dynamic shapes are off here (torch.compile(dynamic=False) or "
                       f"torch._dynamo.config.automatic_dynamic_shapes=False): every new size of "
