@@ -29,24 +29,33 @@ def leaf(x: Any, copies: dict[int, Any] | None = None) -> Any:
     return x
 
 
-def _holds_tensors(value: Any, depth: int = 0, seen: set[int] | None = None) -> bool:
+def _holds_tensors(value: Any, limit: int = 5000) -> bool:
     """Whether an object (not a tensor, a number or a string) holds tensors among its
-    attributes, or in lists, tuples and dicts of them, a few levels down."""
-    seen = set() if seen is None else seen
-    if depth > 3 or id(value) in seen or len(seen) > 500:
-        return False
-    seen.add(id(value))
-    if isinstance(value, torch.Tensor):
-        return depth > 0
-    if isinstance(value, (list, tuple)):
-        items: Any = value
-    elif isinstance(value, dict):
-        items = value.values()
-    elif hasattr(value, "__dict__") and not isinstance(value, (type, torch.nn.Module)):
-        items = vars(value).values()
-    else:
-        return False
-    return any(_holds_tensors(v, depth + 1, seen) for v in items)
+    attributes, or in lists, tuples and dicts of them, at any depth: transformers'
+    ``EncoderDecoderCache`` (Whisper, T5, BART) holds its keys four levels down (cache →
+    ``self_attention_cache`` → ``layers`` → layer → ``keys``). Each object is looked at once
+    (``seen``), and at most ``limit`` of them, walked without recursion."""
+    seen: set[int] = set()
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack and len(seen) < limit:
+        item, depth = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, torch.Tensor):
+            if depth > 0:
+                return True
+            continue
+        if isinstance(item, (list, tuple)):
+            items: Any = item
+        elif isinstance(item, dict):
+            items = item.values()
+        elif hasattr(item, "__dict__") and not isinstance(item, (type, torch.nn.Module)):
+            items = vars(item).values()
+        else:
+            continue
+        stack.extend((v, depth + 1) for v in items)
+    return False
 
 
 def state_holders(args: Any, kwargs: Any) -> list[str]:
@@ -60,30 +69,30 @@ def state_holders(args: Any, kwargs: Any) -> list[str]:
             if not isinstance(v, (torch.Tensor, list, tuple, Mapping)) and _holds_tensors(v)]
 
 
-def _version(t: torch.Tensor) -> int | None:
-    """A tensor's version counter (None for an inference tensor, which keeps none)."""
-    try:
-        return int(t._version)
-    except (RuntimeError, AttributeError):
-        return None
-
-
-def buffers(model: Any) -> list[tuple[torch.Tensor, torch.Tensor, int | None]]:
+def buffers(model: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """The module's buffers, each with a copy of what it holds now."""
     if not isinstance(model, torch.nn.Module):
         return []
-    return [(b, b.detach().clone(), _version(b)) for b in model.buffers()]
+    return [(b, b.detach().clone()) for b in model.buffers()]
 
 
-def restore(buffers: list[tuple[torch.Tensor, torch.Tensor, int | None]]) -> None:
+def _same(now: torch.Tensor, saved: torch.Tensor) -> bool:
+    """Whether a buffer holds what was saved (a NaN where a NaN was counts as the same)."""
+    if torch.equal(now, saved):
+        return True
+    return bool(now.is_floating_point() and torch.allclose(now, saved, rtol=0.0, atol=0.0,
+                                                           equal_nan=True))
+
+
+def restore(buffers: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
     """Put back the buffers the timed calls changed (BatchNorm's running statistics), and only
-    those: writing into a buffer bumps its version, and the user's own call may have saved it
-    for its backward (Llama's rotary ``inv_freq``): their ``loss.backward()`` then raised "one
-    of the variables needed for gradient computation has been modified by an inplace
-    operation"."""
+    those, each told by what it holds: eager BatchNorm updates its running mean and variance
+    without moving their version counter, so a version unchanged does not say the buffer is;
+    and writing into a buffer that did not change bumps its version, while the user's own
+    call may have saved it for its backward (Llama's rotary ``inv_freq``): their
+    ``loss.backward()`` then raised "one of the variables needed for gradient computation has
+    been modified by an inplace operation"."""
     with torch.no_grad():
-        for b, saved, version in buffers:
-            now = _version(b)
-            if (version is not None and now == version) or (
-                    version is None and torch.equal(b, saved)):
-                continue
-            b.copy_(saved)
+        for b, saved in buffers:
+            if not _same(b, saved):
+                b.copy_(saved)
