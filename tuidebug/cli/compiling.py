@@ -176,7 +176,7 @@ def trace_outcome(code: int, out: Path, tail: list[str] | None = None) -> int:
     elif m.script_error is not None:
         from tuidebug.trace.queries.summary import failed_compile
 
-        failed = failed_compile({str(c.get("id")): c for c in m.compiles}, m.script_error.type)
+        failed = failed_compile({str(c.get("id")): c for c in m.compiles}, m.script_error)
         note(f"torch.compile raised: Dynamo's compile {failed['in_compile']} "
              f"({failed['in_compile_at']}) failed (traceback above); the trace is complete"
              if failed else "the script raised after compiling (traceback above); the trace "

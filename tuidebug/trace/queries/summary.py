@@ -13,7 +13,7 @@ from tuidebug.trace.queries.kernel_sizes import graph_kernel_sizes
 from tuidebug.trace.queries.profile import profile_summary, profile_view
 from tuidebug.trace.format import schema
 from tuidebug.trace.queries.provenance import generated_kernels
-from tuidebug.trace.format.manifest import Manifest
+from tuidebug.trace.format.manifest import Manifest, ScriptError
 from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace
 from tuidebug.trace.queries import advice, graph_breaks
 from tuidebug.trace.queries.attempts import restarts
@@ -169,26 +169,40 @@ def summary_status(trace: Trace, exit_code: int | None = None) -> str:
     return status
 
 
-def failed_compile(compiles: dict[str, dict[str, Any]], error_type: str | None
+def failed_compile(compiles: dict[str, dict[str, Any]], error: ScriptError | None
                    ) -> dict[str, Any] | None:
-    """The Dynamo compile that raised ``error_type`` into the script, if one did: the last
-    compile whose ``fail_type`` is that type and which installed no code (Dynamo refused the
+    """The Dynamo compile that raised the script's ``error`` into it, if one did: the last
+    compile whose ``fail_type`` is the error's type, which installed no code (Dynamo refused the
     frame: a ``fullgraph=True`` break, or a ConstraintViolationError while building the
-    guards of a graph Inductor had compiled). ``{in_compile, in_compile_at, in_compile_graphs}``
-    (``f at mark.py:3``; the graphs it compiled, which never ran), or None."""
-    if not error_type:
+    guards of a graph Inductor had compiled) and whose ``fail_reason`` begins as the error's
+    message does (Dynamo appends the user's stack to the message); where either has no text,
+    only a compile after which nothing compiled. A compile error the script caught (it ran
+    eagerly) is not the one when it later raised the same type for another reason.
+    ``{in_compile, in_compile_at, in_compile_graphs}`` (``f at mark.py:3``; the graphs it
+    compiled, which never ran), or None."""
+    if error is None or not error.type:
         return None
-    for cid in reversed(list(compiles)):
+    ids = list(compiles)
+    for at in range(len(ids) - 1, -1, -1):
+        cid = ids[at]
         c = compiles[cid]
         m = c.get("metrics") or c.get("summary") or {}
-        if m.get("fail_type") != error_type or m.get("has_guarded_code") is True:
+        if m.get("fail_type") != error.type or m.get("has_guarded_code") is True:
             continue
+        said, reason = _first_line(error.message), _first_line(m.get("fail_reason"))
+        if not (said == reason if said and reason else at == len(ids) - 1):
+            return None  # the last compile of its type did not raise it: an earlier one neither
         place = compile_place(compiles, cid)
         where = str(place["file"] or "?").replace("\\", "/").rsplit("/", 1)[-1]
         return {"in_compile": cid,
                 "in_compile_at": f"{place['function'] or '?'} at {where}:{place['line'] or '?'}",
                 "in_compile_graphs": list(c.get("graphs") or [])}
     return None
+
+
+def _first_line(text: Any) -> str:
+    """The first line of an error's text with words in it ("": none)."""
+    return next((ln.strip() for ln in str(text or "").splitlines() if ln.strip()), "")
 
 
 def script_outcome(manifest: Manifest, compiles: dict[str, dict[str, Any]] | None = None
@@ -201,7 +215,7 @@ def script_outcome(manifest: Manifest, compiles: dict[str, dict[str, Any]] | Non
     if se is not None:
         out["script_error"] = {"type": se.type, "message": se.message,
                                "after_compiling": se.after_compiling,
-                               **(failed_compile(compiles or {}, se.type) or {})}
+                               **(failed_compile(compiles or {}, se) or {})}
     if manifest.script_exit_code:
         out["script_exit_code"] = manifest.script_exit_code
     return out
