@@ -53,3 +53,35 @@ def test_a_size_specialized_without_a_mark_gets_no_such_advice(tmp_path: Path) -
     """The same specialization in a compile that did not fail (nothing marked): a size the code
     needs is no mistake, and there is nothing to unmark."""
     assert not [s for s in suggestions(_trace(tmp_path / "t", "")) if "mark" in s.id]
+
+
+def test_only_a_compile_dynamo_refused_for_a_mark_is_read(tmp_path: Path) -> None:
+    """``marked_advice`` runs in every ``suggestions()`` (info, the overview): it read every
+    compile's shapes and FX snapshot to find the one Dynamo refused for a mark. Of twenty
+    compiles (0/0 refused, 1/0…19/0 fine), only 0/0's shapes are read."""
+    from tuidebug.trace.queries.marked_dynamic import marked_advice
+
+    t = _many(tmp_path / "many")
+    found = marked_advice(t)
+    assert [a.id for a in found] == ["maybe_mark_dynamic x 0"], found
+    read = set(t.__dict__.get("_shapes_brief_cache") or {})
+    assert read == {"0/0"}, sorted(read)
+
+
+def _many(root: Path) -> Trace:
+    """0/0 refused for a mark (as ``_trace``), then 1/0…19/0 compiled fine, each with shapes."""
+    w = TraceWriter(root, command=["tuidebug", "trace", "mark.py"])
+    for i in range(20):
+        cid = f"{i}/0"
+        w.write_compile(cid, {"graphs": [], "metrics": {
+            "co_name": f"f{i}", "co_filename": "/home/u/mark.py", "co_firstlineno": 3,
+            "fail_type": None if i else "ConstraintViolationError",
+            "fail_reason": None if i else REASON, "has_guarded_code": bool(i)}})
+        w.add_compile(cid, {"graphs": []})
+        w.write_compile_shapes(cid, {"id": cid, "symbols": [], "specializations": [{
+            "symbol": "s77", "source": "L['x'].size()[0]", "sources": ["L['x'].size()[0]"],
+            "value": 8, "reason": "range_refined_to_singleton", "guard": "Eq(s77, 8)",
+            "user_line": {"file": "/home/u/mark.py", "line": 4, "fn": "f",
+                          "code": "if x.shape[0] == 8:"}}]})
+    w.finish("ok")
+    return Trace(root)

@@ -12,7 +12,7 @@ from tuidebug.trace.queries import recompiles, shape_nodes
 from tuidebug.trace.format.reader import Trace
 
 
-def _marked_dynamic(detail: dict[str, Any]) -> set[str]:
+def marked_sources(detail: dict[str, Any]) -> set[str]:
     """Sources the user marked dynamic that the compile specialized (Dynamo refuses those
     with a ConstraintViolationError naming them)."""
     reason = str((detail.get("metrics") or {}).get("fail_reason") or "")
@@ -53,7 +53,7 @@ def compile_dynamic(trace: Trace, cid: str) -> dict[str, Any]:
     compiles = trace.compiles
     detail = compiles.get(cid) or {}
     shapes = trace.compile_shapes_brief(cid)
-    marked = _marked_dynamic(detail)
+    marked = marked_sources(detail)
     symbols = shapes.get("symbols") or []
     derived = shape_nodes.derived_user_lines(trace, cid, symbols)
     return {

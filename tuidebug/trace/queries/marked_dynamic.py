@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from tuidebug.trace.format.reader import Trace
-from tuidebug.trace.queries.dynamic import compile_dynamic
+from tuidebug.trace.queries.dynamic import compile_dynamic, marked_sources
 from tuidebug.trace.queries.recompiles import held_as
 
 
@@ -32,9 +32,12 @@ def input_name(source: str) -> str:
 
 def marked_advice(trace: Trace) -> list[MarkedAdvice]:
     """One per (input, dimension) marked dynamic that a compile specialized, the first compile
-    that did so."""
+    that did so. Only a compile whose failure names a mark is read (its shapes and FX
+    snapshot): this runs in every ``suggestions()``, on traces of thousands of compiles."""
     out: dict[str, MarkedAdvice] = {}
-    for cid in trace.compiles:
+    for cid, detail in trace.compiles.items():
+        if not marked_sources(detail):
+            continue
         for sp in compile_dynamic(trace, cid)["specializations"]:
             m = re.fullmatch(r"(?P<src>.+)\.size\(\)\[(?P<dim>\d+)\]", str(sp.get("source")))
             if not sp.get("marked_dynamic") or m is None:
