@@ -250,3 +250,44 @@ def test_a_capped_text_reads_only_the_head_of_a_large_compressed_file(tmp_path: 
     # a head is read, not the file: the stream stops one byte past the cap
     data, cut = compressed.inflate_file(ir, 1000, truncate=True)
     assert cut and data == head[:1000]
+
+
+def test_the_open_check_of_a_compressed_snapshot_is_a_peek(tmp_path: Path) -> None:
+    """Review: the check ``info`` and every MCP summary run (``check_files``: stat and a peek)
+    decompressed each ``.gz`` snapshot to its end, and one holding more than the JSON cap
+    64 MiB before dropping it. Now a snapshot ``pack`` wrote is peeked at as a plain one is:
+    its head and its last bytes of content, read from its end. So damage in its middle is
+    told when it is read, not at open (as for a plain file); and a snapshot over the cap is
+    known from its trailer (its bytes after the cap are damaged here: had they been
+    decompressed, the check would say so)."""
+    root = _trace(tmp_path / "t", [NODES_A, NODES_B])
+    gz = _stages(root) / "000-stage0.json.gz"
+    text = json.dumps({"nodes": NODES_A, "pad": os.urandom(200_000).hex()}).encode()
+    packed = compressed.pack(text)
+    mid = len(packed) // 2
+    gz.write_bytes(packed[:mid] + b"\xff" * 64 + packed[mid + 64:])
+    t = Trace(root)
+    t.graph(GRAPH).check_files()
+    assert not t.problems, t.problems
+    assert len(packed) > 200_000
+    with pytest.raises(ValueError):
+        compressed.inflate_file(gz, safefile.MAX_JSON_BYTES)  # what a read of it meets
+    # over the cap: 1 KiB of blanks more than the cap, then damage, then pack's marked end
+    c = zlib.compressobj(1, zlib.DEFLATED, 31)
+    body = c.compress(b" " * (safefile.MAX_JSON_BYTES + 1024)) + c.flush(zlib.Z_SYNC_FLUSH)
+    last = b'{"nodes": []}'
+    crc = zlib.crc32(b" " * (safefile.MAX_JSON_BYTES + 1024) + last)
+    end = zlib.compressobj(1, zlib.DEFLATED, -15)
+    over = (body[:len(body) // 2] + b"\x07" * 200 + body[len(body) // 2 + 200:]
+            + c.flush(zlib.Z_FULL_FLUSH) + end.compress(last) + end.flush()
+            + crc.to_bytes(4, "little")
+            + ((safefile.MAX_JSON_BYTES + 1024 + len(last)) & 0xFFFFFFFF).to_bytes(4, "little"))
+    assert compressed.tail(_write(gz, over), safefile.MAX_JSON_BYTES) is None
+    t = Trace(root)
+    t.graph(GRAPH).check_files()
+    assert not t.problems, t.problems
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path

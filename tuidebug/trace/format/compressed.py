@@ -7,6 +7,8 @@ paths): the reader reads ``NAME`` when it exists, else ``NAME.gz`` (``tracefiles
 
 - ``pack`` — the same text gives the same bytes (mtime 0, one level, one member): two traces
   holding one snapshot still hold one file's bytes (``GraphRecord.same_file``, a job's dedup).
+  Its last ``MARKED`` bytes of content follow a full flush (a sync marker, the dictionary
+  reset), so that ``tail`` reads them from the file's end without decompressing the rest.
 - ``inflate`` — decompression of untrusted bytes with the *decompressed* size capped as the
   plain file's would be: a decompression bomb stops at the cap, one byte past it, and is
   refused by name (``safefile.Refused``); a stream cut short, damaged, or followed by other
@@ -18,6 +20,7 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Iterator
+from typing import BinaryIO
 from pathlib import Path
 
 from tuidebug.trace.format import safefile
@@ -28,10 +31,17 @@ LEVEL = 1  # the fastest level: 12x on a snapshot, 0.1 s of CPU per 30 MB writte
 _GZIP = 31  # zlib's window bits for a gzip header and trailer
 
 
+MARKED = 64  # the last bytes of content packed after a full flush, readable on their own
+_SYNC = b"\x00\x00\xff\xff"  # the empty stored block a full flush ends with
+
+
 def pack(data: bytes) -> bytes:
-    """``data`` as one gzip member, the same bytes for the same data."""
+    """``data`` as one gzip member, the same bytes for the same data; its last ``MARKED``
+    bytes after a full flush (``tail`` reads them alone)."""
     c = zlib.compressobj(LEVEL, zlib.DEFLATED, _GZIP)
-    return c.compress(data) + c.flush()
+    cut = max(0, len(data) - MARKED)
+    return (c.compress(data[:cut]) + c.flush(zlib.Z_FULL_FLUSH) + c.compress(data[cut:])
+            + c.flush())
 
 
 def inflate(data: bytes, cap: int, *, truncate: bool = False) -> tuple[bytes, bool]:
@@ -110,15 +120,56 @@ def inflate_file(real: Path, cap: int, *, truncate: bool = False, no_link: bool 
     return data, False
 
 
-def tail(real: Path, cap: int, size: int = 64) -> bytes | None:
-    """The last ``size`` bytes of the content of the gzip file ``real``, decompressed as a
-    stream and dropped as it goes (a whole file is checked without being held): None when it
-    holds more than ``cap`` (told when it is read). ``ValueError``: cut short or damaged."""
+def tail(real: Path, cap: int, size: int = MARKED) -> bytes | None:
+    """The last bytes (at most ``size``, ``MARKED`` at most where read from the end) of the
+    content of the gzip file ``real``: None when it holds more than ``cap`` (told when it is
+    read). ``ValueError``: cut short or damaged. A file ``pack`` wrote is peeked at, as a plain
+    file is: its head decompressed (a damaged start) and its last ``MARKED`` bytes of content
+    read from the end (``_marked_tail``); any other (an older trace's), or one whose peek finds
+    anything amiss, is decompressed as a stream to its end and dropped as it goes."""
+    with safefile.open_regular(real) as f:
+        stored = os.fstat(f.fileno()).st_size
+        if stored > cap + cap // 64 + 1024:
+            return None  # more than any content within the cap takes (refused when read)
+        quick = _marked_tail(f, stored, cap)
+    if quick is not None:
+        return None if quick is _OVER else quick[-size:]
     last, got = b"", 0
     for piece in _pieces(real, cap):
         last = (last + piece[-size:])[-size:]
         got += len(piece)
     return None if got > cap else last
+
+
+_OVER = b"<over the cap>"  # _marked_tail: the content is larger than the cap
+_PEEK = 1 << 16  # compressed bytes read at either end of a file for the quick check
+
+
+def _marked_tail(f: BinaryIO, stored: int, cap: int) -> bytes | None:
+    """``pack``'s last ``MARKED`` bytes of content, read from the end of the open gzip file
+    ``f`` (``stored`` bytes): after the last sync marker, the rest of the stream decompressed
+    on its own must end the stream and be followed by exactly the 8-byte trailer (CRC32,
+    length); its head must decompress. ``_OVER`` where the trailer's length is over ``cap``;
+    None where anything is amiss or the file was not written so (the caller reads it all)."""
+    if stored <= 2 * _PEEK:
+        return None  # a small file: read whole, it says all
+    try:
+        zlib.decompressobj(_GZIP).decompress(f.read(_PEEK), 1 << 16)
+    except zlib.error:
+        return None
+    f.seek(max(0, stored - 256))
+    end = f.read()
+    at = len(end)
+    while (at := end.rfind(_SYNC, 0, at)) >= 0:
+        try:
+            r = zlib.decompressobj(-15)
+            out = r.decompress(end[at + 4:], MARKED + 1)
+        except zlib.error:
+            continue
+        if r.eof and len(r.unused_data) == 8 and len(out) <= MARKED:
+            length = int.from_bytes(r.unused_data[4:], "little")
+            return _OVER if length > cap else out
+    return None
 
 
 def packed_name(name: str) -> str:
