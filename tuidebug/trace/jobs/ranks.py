@@ -101,7 +101,7 @@ def _reasons(t: Trace, cid: str, other: Trace) -> dict[str, Any]:
     compiles = t.compiles
     c = compiles.get(cid) or {}
     ids = list(compiles)
-    attempts = restarted_attempts(ids, cid)
+    attempts = restarted_attempts(compiles, cid)
     # a restarted compile: its last attempt holds the metrics
     m = c.get("metrics") or next(((compiles[p].get("metrics") or {}) for p in reversed(attempts)
                                   if compiles[p].get("metrics")), {})

@@ -9,7 +9,7 @@ reader of a compile's shapes goes through."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set as AbstractSet
 from typing import Any
 
 from tuidebug.trace.format.reader import Trace
@@ -24,12 +24,29 @@ def first_attempt(cid: str) -> str:
     return m["base"] if m else cid
 
 
-def restarts(ids: Iterable[str], cid: str) -> list[str]:
+_GAP = 4  # restart numbers probed past the last one found (an attempt the capture did not record)
+
+
+def restarts(ids: Mapping[str, Any] | AbstractSet[str] | Iterable[str], cid: str) -> list[str]:
     """The restarted attempts of compile ``cid`` among ``ids``, in order (``0/1_1``,
-    ``0/1_2``…); [] when it did not restart."""
+    ``0/1_2``…); [] when it did not restart. Dynamo numbers them 1, 2, … : in a mapping or a
+    set of ids they are looked up by number (up to ``_GAP`` missing in a row), not found by
+    walking every id, which each compile's question made quadratic in the compiles; other
+    iterables are walked."""
+    if isinstance(ids, (Mapping, AbstractSet)):
+        found, n, missed = [], 1, 0
+        while missed < _GAP:
+            key = f"{cid}_{n}"
+            if key in ids:
+                found.append(key)
+                missed = 0
+            else:
+                missed += 1
+            n += 1
+        return found
     prefix = f"{cid}_"
-    found = [k for k in ids if k.startswith(prefix) and k[len(prefix):].isdigit()]
-    return sorted(found, key=lambda k: int(k[len(prefix):]))
+    listed = [k for k in ids if k.startswith(prefix) and k[len(prefix):].isdigit()]
+    return sorted(listed, key=lambda k: int(k[len(prefix):]))
 
 
 def final_attempt(compiles: Mapping[str, Any], cid: str) -> str:
