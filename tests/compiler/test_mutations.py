@@ -229,3 +229,65 @@ def test_a_reference_that_fails_prints_nothing_to_the_users_stderr(capfd) -> Non
     assert r["close"] is True and r["reference"].startswith("eager only: RuntimeError"), r
     err = capfd.readouterr().err
     assert "FX-traced Module" not in err and "Traceback" not in err, err
+
+
+class AdvanceCache(nn.Module):
+    """A static KV cache's update: the step's keys written into the cache in place at its
+    length, the length advanced; returns what attention would read."""
+
+    def forward(self, k: torch.Tensor, cache: torch.Tensor, length: torch.Tensor):
+        cache.index_copy_(0, length.view(1), k.view(1, -1))
+        length.add_(1)
+        return cache.sum(0) * 2
+
+
+def _copies(fn) -> int:
+    """The copy ops (``aten::copy_``, ``aten::clone``) one call of ``fn`` runs."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+    return sum(1 for e in prof.events() if e.name in ("aten::copy_", "aten::clone"))
+
+
+def test_the_rerun_that_is_timed_and_profiled_copies_nothing() -> None:
+    """The kernels' timing and the profile re-run the graph from the inputs' state before the
+    user's call; putting a written input back (a whole static KV cache copied) ran inside the
+    re-run each clock measured, padding every time and pulling compiled-against-eager to 1.
+    It is handed to them apart, to run unclocked before each run."""
+    gm = fx.symbolic_trace(AdvanceCache())
+    given: list[tuple] = []
+    cache, length = torch.zeros(64, 8), torch.tensor(3)
+    run = accuracy.checked(gm, gm, lambda r: None,
+                           time_kernels=lambda again, before: given.append(("time", again,
+                                                                             before)),
+                           profile=lambda again, inputs, grad, before: given.append(
+                               ("profile", again, before)))
+    run(torch.ones(8), cache, length)
+    assert length.item() == 4 and cache[3].tolist() == [1.0] * 8  # the user's call, once
+    assert [g[0] for g in given] == ["time", "profile"], given
+    alone = _copies(lambda: gm(torch.ones(8), torch.zeros(64, 8), torch.tensor(3)))
+    for _, again, before in given:
+        assert _copies(again) == alone  # the timed run: the graph alone, no copy of its inputs
+        outs = []
+        for _ in range(3):
+            before()
+            outs.append(again())
+        assert all(torch.equal(o, outs[0]) for o in outs) and outs[0][0].item() == 2.0
+    assert length.item() == 4 and cache[4].abs().sum().item() == 0  # the user's, untouched
+
+
+def test_inputs_that_cannot_be_copied_leave_the_call_unchecked_not_failed() -> None:
+    """The copies the check re-runs on are made in the user's call: one that fails (out of
+    memory on a large cache) leaves the call run as the program asked, unchecked."""
+    class NoClone(torch.Tensor):
+        def clone(self, *args, **kwargs):
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (a large static cache)")
+
+    gm = fx.symbolic_trace(AdvanceCache())
+    records: list[dict] = []
+    cache, length = torch.zeros(4, 2).as_subclass(NoClone), torch.tensor(0)
+    out = accuracy.checked(gm, gm, records.append)(torch.ones(2), cache, length)
+    (r,) = records
+    assert "copying its inputs" in r["skipped"] and "OutOfMemoryError" in r["skipped"], r
+    assert length.item() == 1 and out.tolist() == [2.0, 2.0]

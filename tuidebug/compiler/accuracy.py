@@ -200,20 +200,22 @@ def _snapshot(value: Any) -> Any:
 
 
 def _time_again(compiled: Callable[..., Any], inputs: list[Any], as_list: bool,
-                time_kernels: Callable[[Callable[[], Any]], None],
+                time_kernels: Callable[[Callable[[], Any], Callable[[], None]], None],
                 restore: Callable[[], None] = lambda: None) -> None:
     """Hand ``time_kernels`` a function that runs ``compiled`` once more on ``inputs`` (the
-    eager run's copies; the user's tensors are not touched), each run from the inputs' state
-    before the user's call (``restore``: a graph that advances a cache in place would run past
-    its end); the RNG state is put back after."""
+    eager run's copies; the user's tensors are not touched) and ``restore``, to call before
+    each run, unclocked: it puts the inputs the graph writes in place back to their state
+    before the user's call (a graph that advances a cache in place would run past its end).
+    The run itself copies nothing: a copy of a whole static KV cache inside it padded every
+    clocked run, and pulled compiled-against-eager towards 1. The RNG state is put back
+    after."""
     def again() -> Any:
-        restore()
         with torch.no_grad():
             return compiled(list(inputs)) if as_list else compiled(*inputs)
 
     state = _rng_state()
     try:
-        time_kernels(again)
+        time_kernels(again, restore)
     finally:
         _set_rng_state(state)
 
@@ -274,9 +276,10 @@ def _why_not_compared(mutated: mutations.MutatedState, gm: Any) -> str:
 
 def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
             record: Callable[[dict[str, Any]], None],
-            time_kernels: Callable[[Callable[[], Any]], None] | None = None, *,
-            tol: float | None = None, same_random: bool = False,
-            profile: Callable[[Callable[[], Any], list[Any], GradCall | None], None] | None = None,
+            time_kernels: Callable[[Callable[[], Any], Callable[[], None]], None] | None = None,
+            *, tol: float | None = None, same_random: bool = False,
+            profile: Callable[[Callable[[], Any], list[Any], GradCall | None,
+                               Callable[[], None]], None] | None = None,
             localize: Callable[[Callable[[], Any], Callable[[], None]], dict[str, Any]] | None
             = None, localize_always: bool = False) -> Callable[..., Any]:
     """Wrap ``compiled`` so that its first call is also run eagerly and the two judged.
@@ -323,10 +326,18 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
         if compat.has_fake_tensor(flat):  # DDPOptimizer propagates fake tensors through each
             return compiled(*args)  # bucket's piece as it compiles it: the real call is later
         state["done"] = True
-        inputs = [_clone(a) for a in flat]
-        # the inputs the graph advances in place (a static KV cache, its length), as the
-        # user's call found them: every re-run below starts from them
-        restore = restorer(inputs, written)
+        try:
+            inputs = [_clone(a) for a in flat]
+            # the inputs the graph advances in place (a static KV cache, its length), as the
+            # user's call found them: every re-run below starts from them
+            restore = restorer(inputs, written)
+        except Exception as e:  # out of memory: the user's call runs as it asked, unchecked
+            t0 = time.perf_counter()
+            out = compiled(*args)
+            record({"skipped": "not compared: copying its inputs to re-run it failed: "
+                               f"{type(e).__name__}: {str(e).strip()[:300]}",
+                    "first_call_s": time.perf_counter() - t0})
+            return out
         grad = _grad_call(compiled, flat, as_list)
         rng = _rng_state()
         t0 = time.perf_counter()
@@ -368,9 +379,8 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
             except Exception:  # timing is a bonus: the user's call goes on
                 pass
         if profile is not None and ("skipped" not in result or random):
-            def profiled(again: Callable[[], Any]) -> None:
-                restore()  # the inputs as the user's call found them, for the eager runs too
-                profile(again, inputs, grad)
+            def profiled(again: Callable[[], Any], before: Callable[[], None]) -> None:
+                profile(again, inputs, grad, before)
             try:
                 _time_again(compiled, inputs, as_list, profiled, restore)
             except Exception:  # so is profiling

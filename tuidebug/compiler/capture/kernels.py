@@ -125,9 +125,11 @@ class Kernels(Concern):
         self._write_timings(gs)
 
     # -- run times ------------------------------------------------------------------------------
-    def time_kernels(self, cid: str, again: Callable[[], Any]) -> None:
+    def time_kernels(self, cid: str, again: Callable[[], Any],
+                     before_run: Callable[[], None] = lambda: None) -> None:
         """After the eager comparison of compile ``cid``: run its compiled graph again (a few
-        times, within a small budget) with every generated kernel timed."""
+        times, within a small budget) with every generated kernel timed (``before_run`` before
+        each run, outside the budget: it puts back the inputs the graph writes)."""
         graphs = [g for g in list(self.session.graphs.values()) if g.compile_id == cid
                   and g.timings and g.module is not None and g.module() is not None]
         if any(g.replays_cuda_graphs(compat.device_kind() == "cuda") for g in graphs):
@@ -140,7 +142,7 @@ class Kernels(Concern):
         if not targets:
             return
         with compat.KernelCallTimer(targets) as timer:
-            runs, elapsed, error = _timed_runs(again)
+            runs, elapsed, error = _timed_runs(again, before_run)
         for g in graphs:
             calls = {n: timer.calls.get((g.graph_id, n)) or [] for n in g.timings} if runs else {}
             for name, entry in g.timings.items():
@@ -154,18 +156,23 @@ class Kernels(Concern):
         gs.out.write_timings(gs.timings, gs.run_timing)
 
 
-def _timed_runs(again: Callable[[], Any]) -> tuple[int, float, str | None]:
-    """Run ``again`` up to _TIMED_RUNS times while within _TIMING_BUDGET_S: (runs, seconds, why
-    it stopped early when it raised)."""
-    runs, t0 = 0, time.perf_counter()
+def _timed_runs(again: Callable[[], Any],
+                before_run: Callable[[], None]) -> tuple[int, float, str | None]:
+    """Run ``again`` up to _TIMED_RUNS times while within _TIMING_BUDGET_S (``before_run``
+    before each, not counted): (runs, seconds of the runs, why it stopped early when it
+    raised)."""
+    runs, elapsed = 0, 0.0
     try:
-        while runs < _TIMED_RUNS and (not runs or time.perf_counter() - t0 < _TIMING_BUDGET_S):
+        while runs < _TIMED_RUNS and (not runs or elapsed < _TIMING_BUDGET_S):
+            before_run()
+            t0 = time.perf_counter()
             again()
+            elapsed += time.perf_counter() - t0
             runs += 1
     except Exception as e:
-        return runs, round(time.perf_counter() - t0, 6), \
+        return runs, round(elapsed, 6), \
             f"not timed: the re-run failed: {type(e).__name__}: {str(e)[:500]}"
-    return runs, round(time.perf_counter() - t0, 6), None
+    return runs, round(elapsed, 6), None
 
 
 def _run_times(calls: list[float], runs: int) -> dict[str, Any]:

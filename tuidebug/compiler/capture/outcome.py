@@ -52,17 +52,17 @@ class Outcome(Concern):
         profiling = None
         if prof.enabled:
             def profiling(again: Callable[[], Any], inputs: list[Any],
-                          grad: accuracy.GradCall | None) -> None:
-                s.guarded("the profile", lambda: prof.profile(cid, gm, again, inputs, grad=grad,
-                                                              piece=gs.piece))
+                          grad: accuracy.GradCall | None, restore: Callable[[], None]) -> None:
+                s.guarded("the profile", lambda: prof.profile(cid, gm, again, inputs, restore,
+                                                              grad=grad, piece=gs.piece))
 
         def record(result: dict[str, Any]) -> None:
             self.runtime["checks"][cid] = {"graphs": s.compiles.get(cid, {}).get("graphs", []),
                                            **result}
             s.guarded("the eager comparison", self._write_runtime)
 
-        checked = accuracy.checked(compiled, gm, record, time_kernels=lambda again: s.guarded(
-            "kernel run times", lambda: timer.time_kernels(cid, again)), tol=s.accuracy_tol,
+        checked = accuracy.checked(compiled, gm, record, time_kernels=lambda again, before: s.guarded(
+            "kernel run times", lambda: timer.time_kernels(cid, again, before)), tol=s.accuracy_tol,
             same_random=bool(compat.inductor_config_value("fallback_random")), profile=profiling,
             localize=lambda step, reset: s.concern(numerics.Numerics).first_divergence(
                 cid, step, reset, s.accuracy_tol), localize_always=s.numerics)

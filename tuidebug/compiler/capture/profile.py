@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import torch
 
-from tuidebug.compiler import accuracy, compat, mutations
+from tuidebug.compiler import compat
 from tuidebug.compiler.gradients import GradCall, grad_leaves
 from tuidebug.compiler.capture import profile_backward
 from tuidebug.compiler.capture.kernel_ranges import (
@@ -47,10 +47,16 @@ class Profile(Concern):
 
     # -- one compile ----------------------------------------------------------------------------
     def profile(self, cid: str, gm: Any, again: Callable[[], Any], inputs: list[Any],
-                grad: GradCall | None = None, piece: int = 0) -> None:
+                restore: Callable[[], None], grad: GradCall | None = None,
+                piece: int = 0) -> None:
         """Profile compile ``cid``: its compiled graph (``again`` runs it once) and its eager
         graph ``gm`` on ``inputs``; with ``grad`` (the call ran under autograd), the backward
-        of both too (the backward graph of piece ``piece`` of the compile)."""
+        of both too (the backward graph of piece ``piece`` of the compile). ``restore`` (the
+        eager check's: ``accuracy.restorer``) puts the inputs the graph writes in place (a
+        static KV cache) back as the user's call found them; it runs before every run of
+        either side, compiled or eager, under grad or not, and outside what is clocked: a
+        copy of a whole cache inside the runs padded both sides' times (and pulled their ratio
+        to 1), and under grad only the eager side paid it."""
         s = self.session
         graphs = [g for g in list(s.graphs.values()) if g.compile_id == cid
                   and g.kind != "backward" and g.module is not None and g.module() is not None]
@@ -60,10 +66,6 @@ class Profile(Concern):
         # the forward runs as the user's call did: under autograd (recording the graph its
         # backward needs, on copies of the inputs that require grad as theirs did), or not
         mode, run, eager_inputs = "no_grad", again, inputs
-        # each eager run from the inputs' state as the user's call found them (``inputs`` are
-        # in it now): a graph that advances an input in place (a static KV cache) would
-        # otherwise run past its end
-        restore = accuracy.restorer(inputs, mutations.written_inputs(gm))
         if grad is not None:
             leaves = grad_leaves(inputs, grad)
             mode, eager_inputs = "grad", leaves
@@ -71,7 +73,7 @@ class Profile(Concern):
             def run() -> Any:
                 return grad.run(leaves)
         with torch.set_grad_enabled(mode == "grad"):
-            compiled = self._compiled(graphs, run)
+            compiled = self._compiled(graphs, run, restore)
             eager = self._eager(gm, eager_inputs, restore)
         frame = s.frame_graph.get(cid)
         entry = {"graphs": [g.graph_id for g in graphs],
@@ -93,12 +95,15 @@ class Profile(Concern):
                 entry["note"] = backward["note"]
             self.write()
 
-    def _compiled(self, graphs: list[GraphState], again: Callable[[], Any]) -> dict[str, Any]:
+    def _compiled(self, graphs: list[GraphState], again: Callable[[], Any],
+                  restore: Callable[[], None]) -> dict[str, Any]:
         ku = kernel_units(graphs)
         for _ in range(WARMUP):
+            restore()
             again()
-        timed = compat.wall_times(again, self.runs)
-        prof, sizes = measure(ku, again, self.runs)
+        timed = compat.wall_times(again, self.runs, before_run=restore)
+        prof, sizes = measure(ku, again, self.runs, before_run=restore)
+        restore()
         return {"activities": prof["activities"], "device_peak": compat.device_peaks(),
                 "compiled": {**walls(timed), "profiled_wall_s": seconds(prof["wall_us"]),
                              "peak_memory_bytes": compat.peak_memory(again)},
@@ -107,17 +112,17 @@ class Profile(Concern):
 
     def _eager(self, gm: Any, inputs: list[Any], restore: Callable[[], None]) -> dict[str, Any]:
         def plain() -> Any:
-            restore()
             return gm(*inputs)
         interp = compat.NodeRanges(gm, NODE_PREFIX)
 
         def by_node() -> Any:
-            restore()
             return interp.run(*inputs)
         for _ in range(WARMUP):
+            restore()
             plain()
-        timed = compat.wall_times(plain, self.runs)
-        prof = compat.profiled(by_node, self.runs, (NODE_PREFIX,))
+        timed = compat.wall_times(plain, self.runs, before_run=restore)
+        prof = compat.profiled(by_node, self.runs, (NODE_PREFIX,), before_run=restore)
+        restore()
         return {"totals": {**walls(timed), "profiled_wall_s": seconds(prof["wall_us"]),
                            "peak_memory_bytes": compat.peak_memory(plain)},
                 "eager_nodes": node_rows(prof["ranges"], NODE_PREFIX)}
