@@ -49,3 +49,14 @@ def test_the_finished_attempt_is_found_without_walking_the_compiles() -> None:
     # a plain list of ids is walked, with the same answer
     assert restarts(ids, "9/0") == ["9/0_1", "9/0_3"]
     assert first_attempt("7/1_3") == "7/1" and first_attempt("!0/1/2") == "!0/1/2"
+
+
+def test_what_is_a_compile_id() -> None:
+    from tuidebug.trace.queries.attempts import is_compile_id
+    from tuidebug.trace.queries.recompiles import previous_compile
+
+    assert all(is_compile_id(c) for c in ("0/0", "12/3_2", "!0/1/2", "!1/0/0_1"))
+    assert not any(is_compile_id(c) for c in ("?", "", None, "x-inference", "0/0 "))
+    # a restarted recompile follows the frame's compile before it, whatever its attempt
+    compiles = {"0/0": {}, "0/0_1": {}, "0/1": {}, "0/1_1": {}}
+    assert previous_compile("0/1_1", compiles) == "0/0" and previous_compile("0/0_1", {}) is None

@@ -476,3 +476,21 @@ def test_the_graphs_of_one_compile_pair_up_whichever_attempt_made_them(tmp_path:
     assert ("1_0-inference", None) in both
     assert not d["summary"]["graphs_only_b"], d["summary"]
     assert not any(ln.startswith("graphs only in") for ln in d["lines"]), d["lines"]
+
+
+def test_graphs_of_no_known_compile_are_not_paired_as_attempts(tmp_path: Path) -> None:
+    """Graphs whose compile is not known ("?", an imported log that names none) are not one
+    compile's attempts: A's ``x-inference`` and B's ``y-inference`` stay apart (each only in its
+    trace), where pairing by "compile without its attempt" made them another attempt."""
+    from tuidebug.trace.format.writer import TraceWriter
+
+    for side, gid in (("a", "x-inference"), ("b", "y-inference")):
+        w = TraceWriter(tmp_path / side, command=["tuidebug", "trace", "step.py"])
+        w.add_graph(gid, kind="inference", compile_id="?")
+        w.graph(gid).write_meta(kind="inference", compile_id="?", status="ok", stages=[],
+                                phase_starts={}, kernels=0, fusion={})
+        w.set_graph_status(gid, "ok")
+        w.finish("ok")
+    d = diff_traces(tmp_path / "a", tmp_path / "b")
+    where = {g["id"]: g["in"] for g in d["graphs"]}
+    assert where == {"x-inference": "a", "y-inference": "b"}, d["graphs"]

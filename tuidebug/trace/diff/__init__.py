@@ -43,7 +43,6 @@ normalised, so renumbering alone is never a change.
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 from tuidebug.trace.queries import cache_keys
@@ -55,15 +54,19 @@ from tuidebug.trace.diff.profile import profile_diff, profile_findings
 from tuidebug.trace.diff.runs import compile_diffs, runtime_diffs
 from tuidebug.trace.format.reader import GraphRecord, Trace
 from tuidebug.trace.queries import break_diff
+from tuidebug.trace.queries.attempts import first_attempt, is_compile_id
 
 __all__ = ["diff_traces", "normalize_kernel_name", "finding_lines", "format_duration",
            "WRAPPER_MARKERS"]
 
 
-def _attempt_key(g: GraphRecord) -> tuple[str, str]:
+def _attempt_key(g: GraphRecord) -> tuple[str, str] | None:
     """A graph's compile without its attempt (``0/0_2`` -> ``0/0``) and its kind and piece
-    (the id after the compile's: ``inference``, ``backward-2``)."""
-    return re.sub(r"_\d+$", "", g.compile_id or ""), g.id.split("-", 1)[-1]
+    (the id after the compile's: ``inference``, ``backward-2``); None where its compile is not
+    known ("?"): such graphs are no attempts of one compile."""
+    if not is_compile_id(g.compile_id):
+        return None
+    return first_attempt(str(g.compile_id)), g.id.split("-", 1)[-1]
 
 
 def _paired(a: list[GraphRecord], b: list[GraphRecord]
@@ -86,9 +89,11 @@ def _paired(a: list[GraphRecord], b: list[GraphRecord]
             used.add(other.id)
         else:
             left_a.append(g)
-    left_b = {_attempt_key(g): g for g in b if g.id not in used and done(g)}
+    left_b = {key: g for g in b if g.id not in used and done(g)
+              and (key := _attempt_key(g)) is not None}
     for g in left_a:
-        other = left_b.pop(_attempt_key(g), None) if done(g) else None
+        key = _attempt_key(g)
+        other = left_b.pop(key, None) if done(g) and key is not None else None
         out.append((g, other))
         if other is not None:
             used.add(other.id)

@@ -15,6 +15,8 @@ from typing import Any
 from tuidebug.trace.format.reader import Trace
 
 _ATTEMPT = re.compile(r"^(?P<base>.+?)(?:_\d+)+$")
+# a compile id as Dynamo writes it: ``0/1``, ``0/1_2`` (an attempt), ``!0/1/2`` (compiled autograd)
+_COMPILE_ID = re.compile(r"!?(?:\d+/)?\d+/\d+(?:_\d+)*")
 
 
 def first_attempt(cid: str) -> str:
@@ -25,6 +27,12 @@ def first_attempt(cid: str) -> str:
 
 
 _GAP = 4  # restart numbers probed past the last one found (an attempt the capture did not record)
+
+
+def is_compile_id(cid: str | None) -> bool:
+    """Whether ``cid`` names a Dynamo compile (not "?" or empty: a graph whose compile is not
+    known, which is no attempt of anything)."""
+    return bool(cid) and _COMPILE_ID.fullmatch(str(cid)) is not None
 
 
 def restarts(ids: Mapping[str, Any] | AbstractSet[str] | Iterable[str], cid: str) -> list[str]:

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.attempts import first_attempt
 
 MAX_BREAKS = 500  # per trace: a longer list is cut (its count is kept)
 MAX_TEXT = 600  # characters kept of an explanation or a hint
@@ -199,9 +200,9 @@ def _resumed_in(places: dict[str, dict[str, Any]], cid: str, frame: SourceLine |
     order = list(places)
     pos = {c: i for i, c in enumerate(order)}
     at = pos.get(cid, -1)
-    attempt = re.sub(r"_\d+$", "", cid)
+    attempt = first_attempt(cid)
     end = next((pos[o] for o in order[at + 1:] if _frame_number(o) == number
-                and re.sub(r"_\d+$", "", o) != attempt), len(order))  # its frame again
+                and first_attempt(o) != attempt), len(order))  # its frame again
     after = [o for o in mine if at < pos[o] < end]
     before = [o for o in mine if pos[o] < at]
     return after[0] if after else (before[-1] if before else mine[0])
@@ -359,7 +360,7 @@ def trace_breaks(trace: Trace) -> dict[str, list[GraphBreak]]:
     out: dict[str, list[GraphBreak]] = {}
     seen: set[tuple[str, Any, str]] = set()
     for cid, c in compiles.items():
-        attempt = re.sub(r"_\d+$", "", cid)  # 0/0_1 is an attempt of 0/0
+        attempt = first_attempt(cid)  # 0/0_1 is an attempt of 0/0
         bs = []
         for b in compile_breaks(cid, break_reasons(c), places):
             ident = (attempt, (b.site.file, b.site.line) if b.site else None, b.key)

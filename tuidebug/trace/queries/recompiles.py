@@ -80,7 +80,7 @@ def previous_compile(cid: str, compiles: dict[str, Any]) -> str | None:
     """The compile of the same frame just before ``cid`` as Dynamo names it in a recompile
     reason (``3/2`` -> ``3/1``; ``3/1``'s last restart when only that is recorded).
     ``attempts.final_attempt`` of it made the graph."""
-    m = re.fullmatch(r"(?P<pre>!?(?:\d+/)?\d+/)(?P<n>\d+)(?:_\d+)?", cid)
+    m = re.fullmatch(r"(?P<pre>!?(?:\d+/)?\d+/)(?P<n>\d+)", attempts.first_attempt(cid))
     if not m or int(m["n"]) == 0:
         return None
     base = f"{m['pre']}{int(m['n']) - 1}"
