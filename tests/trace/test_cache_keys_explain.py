@@ -81,3 +81,21 @@ def test_a_field_cut_from_the_kept_value_is_not_a_difference() -> None:
     assert len(reasons) == 1 and reasons[0].startswith("inputs: arg0 shape [1, 5] → [1, 6]"), \
         reasons
     assert "…" not in reasons[0], reasons
+
+
+def test_a_field_both_keys_cut_at_different_points_is_not_a_difference() -> None:
+    """Both values cut inside ``requires_grad=False``, one after ``Fa``, the other after
+    ``Fal`` (the text before it one character shorter): the field is unknown on both sides,
+    not "requires_grad Fa → Fal"."""
+    tail = ", requires_grad=False, is_quantized=False"
+    head = len(_meta("1, 5", ", ")) - 1  # the value up to the pad (its closing ")" left out)
+    n = MAX_VALUE - head - len(", requires_grad=Fa")  # pad length that cuts after "Fa"
+    a = _meta("1, 5", ", " + "x" * n + tail)
+    b = _meta("1, 6", ", " + "x" * (n - 1) + tail)
+    lookups = [_inputs_lookup("0/0", [a]), _inputs_lookup("0/1", [b])]
+    kept = [c["value"] for x in lookups for c in x["components"] if c["name"].startswith("ex")]
+    assert [v.rsplit(", ", 1)[-1] for v in kept] == ["requires_grad=Fa…", "requires_grad=Fal…"], \
+        kept
+    got = explain(lookups)
+    reasons = got[1]["miss_reason"]
+    assert reasons == ["inputs: arg0 shape [1, 5] → [1, 6]"], reasons
