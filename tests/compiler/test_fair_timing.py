@@ -80,3 +80,21 @@ def test_threads_are_within_the_free_cores() -> None:
     with fair_timing.threads(1):
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == have
+
+
+def test_the_time_cap_is_charged_only_the_clocked_calls() -> None:
+    """The unclocked priming calls are not charged to the cap: charged, they halved the rounds
+    (wider intervals, more verdicts inconclusive). The rounds go on until the clocked calls
+    alone have taken the cap, and stop at the round that reached it."""
+    def call() -> None:
+        time.sleep(0.01)
+
+    def prime() -> None:  # far slower than the clocked calls: charged, 2 rounds would fill
+        time.sleep(0.04)
+
+    cap = 0.15
+    ta, tb = fair_timing.interleaved(call, call, min_rounds=1, cap_s=cap, warmup=0,
+                                     prime=(prime, prime))
+    assert len(ta) == len(tb) >= 2
+    clocked = sum(ta) + sum(tb)
+    assert clocked >= cap > clocked - ta[-1] - tb[-1], (len(ta), clocked)

@@ -149,13 +149,19 @@ class WholeCall(Concern):
         # "slower"). The ledger's marks are taken in further calls, after the timed ones.
         marks = CallMarks(compat.CallClock())
         clocked: list[Clocked] = []
+        tls = self.session.tls  # this thread's calls: another's meanwhile are traced as ever
+        counted: list[dict[str, int]] = []  # per clocked call: what its instrumentation did
 
         def run_clocked() -> None:
+            w, h, m = tls.wrapped_calls, tls.watched_calls, marks.counts()
             clocked.append(self._clocked_call(c_clocked, marks))
+            now = marks.counts()
+            counted.append({**{k: now[k] - m[k] for k in now},
+                            "wrapped_graph_calls": tls.wrapped_calls - w,
+                            "watched_module_calls": tls.watched_calls - h})
         rounds = max(self.prof.runs, fair_timing.MIN_ROUNDS)
         ranks = _ranks()
         before = marks.counts()
-        tls = self.session.tls  # this thread's calls: another's meanwhile are traced as ever
         wrapped, hooked = tls.wrapped_calls, tls.watched_calls
         with self.session.bare():  # no hook or wrapper of the capture's in the timed calls
             if ranks > 1:  # every rank must make the same calls (their collectives pair up):
@@ -164,8 +170,7 @@ class WholeCall(Concern):
                     cap_s=float("inf"))
             else:
                 tc, te = fair_timing.interleaved(c_step.run, e_step.run, min_rounds=rounds)
-        wrapped, w_at = tls.wrapped_calls - wrapped, tls.wrapped_calls
-        hooked, h_at = tls.watched_calls - hooked, tls.watched_calls
+        wrapped, hooked = tls.wrapped_calls - wrapped, tls.watched_calls - hooked
         timed = marks.counts()
         load_after = load1()
         r = ratio_interval(te, tc)
@@ -187,14 +192,14 @@ class WholeCall(Concern):
                                 max_rounds=LEDGER_CALLS, warmup=1, cap_s=float(
                                     "inf") if ranks > 1 else LEDGER_CAP_S,
                                 prime=(c_clocked.run, e_step.run))
-        clocked = clocked[1:]
-        after = marks.counts()
+        clocked, counted = clocked[1:], counted[1:]  # the warm-up's call is not a ledger's
         entry["instrumentation"] = {  # what tuidebug's own marks did in each kind of call
             "timed": {**{k: timed[k] - before[k] for k in before},
                       "wrapped_graph_calls": wrapped, "watched_module_calls": hooked},
-            "clocked": {**{k: after[k] - timed[k] for k in after},
-                        "wrapped_graph_calls": tls.wrapped_calls - w_at,
-                        "watched_module_calls": tls.watched_calls - h_at}}
+            # the clocked calls the ledger reads, only: not their unclocked primes, which go
+            # through the same watch and wrapper but carry no mark
+            "clocked": {k: sum(c[k] for c in counted) for k in
+                        [*timed, "wrapped_graph_calls", "watched_module_calls"]}}
         cg = self._cudagraph_ids()
         runs = [(c.wall, parts(c, cg, training)) for c in clocked]
         entry["ledger"] = self._ledger(runs, comp.median_s)
