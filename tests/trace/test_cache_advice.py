@@ -56,39 +56,6 @@ def test_a_cache_of_the_users_own_gets_what_to_preallocate_not_tried(tmp_path: P
     assert found["mark_dynamic kv_cache 2"].apply == Apply(dynamic_sources=["L['kv_cache']:2"])
 
 
-def test_a_size_one_compile_before_is_not_the_only_one_a_new_size_failed(tmp_path: Path) -> None:
-    """Qwen2 generate(cache_implementation="static") twice, prompts of 5 then 7 tokens: 0/0
-    the 5-token prefill, 0/1 the 1-token decode step, 0/2 the 7-token prefill, whose guards
-    failed on both (``expected 1, actual 7`` and ``expected 5, actual 7``). The 1 was read as
-    the only size before: "compiles again even with torch.compile(dynamic=True) or the
-    dimension marked dynamic", and advise offered only backed_size_oblivious. With
-    dynamic=True the 5-token compile holds the length as a symbol and may serve 7 too."""
-    from tuidebug.trace.queries.recompiles import explain
-
-    w = TraceWriter(tmp_path / "t", command=["tuidebug", "trace", "gen.py"])
-    ids = "kwargs['input_ids']"
-    reasons = {"0/1": [f"0/0: tensor '{ids}' size mismatch at index 1. expected 5, actual 1"],
-               "0/2": [f"0/1: tensor '{ids}' size mismatch at index 1. expected 1, actual 7",
-                       f"0/0: tensor '{ids}' size mismatch at index 1. expected 5, actual 7"]}
-    for cid in ("0/0", "0/1", "0/2"):
-        w.write_compile(cid, {"graphs": [], "metrics": {"co_name": "wrapper",
-                                                        "co_filename": "/x/generic.py"},
-                              **({"recompile_reasons": reasons[cid]} if cid in reasons else {})})
-        w.add_compile(cid, {"graphs": []})
-    src = f"L['kwargs']['input_ids'].size()[1]"
-    w.write_compile_shapes("0/2", {"id": "0/2", "symbols": [
-        {"name": "s27", "source": src, "sources": [src], "kind": "backed", "hint": 7}],
-        "recompile": {"reasons": reasons["0/2"], "values": {}}})
-    w.finish("ok")
-    t = Trace(tmp_path / "t")
-    rec = explain("0/2", t.compiles, t.compile_shapes_brief("0/2"))
-    assert rec is not None and "even with torch.compile(dynamic=True)" not in rec["suggestion"], rec
-    assert "5 in 0/0" in rec["suggestion"], rec["suggestion"]
-    found = {s.id: s for s in recompile_advice(t)}
-    assert "dynamic=True" in found, list(found)
-    assert "(5 in 0/0 → 7)" in found["dynamic=True"].why, found["dynamic=True"].why
-
-
 def _three_compiles(root: Path, shapes_02: dict) -> Trace:
     """0/0 a 5-token prefill, 0/1 the 1-token decode step, 0/2 a 7-token prefill whose guards
     failed on both (as torch 2.13 words them); 0/2's shapes record is ``shapes_02``."""
@@ -106,6 +73,34 @@ def _three_compiles(root: Path, shapes_02: dict) -> Trace:
                                    "recompile": {"reasons": reasons["0/2"], "values": {}}})
     w.finish("ok")
     return Trace(root)
+
+
+def test_a_size_one_compile_before_is_not_the_only_one_a_new_size_failed(tmp_path: Path) -> None:
+    """Qwen2 generate(cache_implementation="static") twice, prompts of 5 then 7 tokens: 0/0
+    the 5-token prefill, 0/1 the 1-token decode step, 0/2 the 7-token prefill, whose guards
+    failed on both (``expected 1, actual 7`` and ``expected 5, actual 7``). The 1 was read as
+    the only size before: "compiles again even with torch.compile(dynamic=True) or the
+    dimension marked dynamic", and advise offered only backed_size_oblivious. With
+    dynamic=True the 5-token compile holds the length as a symbol and may serve 7 too; 0/2
+    holds it as a symbol (automatic dynamic), so later sizes reuse it."""
+    from tuidebug.trace.queries.recompiles import explain
+
+    src = "L['kwargs']['input_ids'].size()[1]"
+    t = _three_compiles(tmp_path / "t", {"symbols": [
+        {"name": "s27", "source": src, "sources": [src], "kind": "backed", "hint": 7}]})
+    rec = explain("0/2", t.compiles, t.compile_shapes_brief("0/2"))
+    assert rec is not None and "even with torch.compile(dynamic=True)" not in rec["suggestion"], rec
+    said = rec["suggestion"]
+    assert "was 1 in the compile before and 5 in 0/0" in said, said
+    assert "would have compiled 0/0 with a symbol for it, which may serve 7" in said, said
+    assert "later sizes reuse it" in said, said
+    assert "maybe_mark_dynamic(t, 1) on the tensor t you pass as input_ids=" in said, said
+    found = {s.id: s for s in recompile_advice(t)}
+    assert "dynamic=True" in found, list(found)
+    assert "(5 in 0/0 → 7)" in found["dynamic=True"].why, found["dynamic=True"].why
+    assert any(i.startswith("mark_dynamic") for i in found), list(found)
+    # 0/1's own (5 → 1) is offered; 0/2 is not the reason for it
+    assert "0/2" not in found["backed_size_oblivious"].why, found["backed_size_oblivious"].why
 
 
 def test_a_size_the_code_specialized_is_not_said_to_be_served_by_an_earlier_wider_compile(
@@ -127,29 +122,5 @@ def test_a_size_the_code_specialized_is_not_said_to_be_served_by_an_earlier_wide
     found = {s.id: s for s in recompile_advice(t)}
     assert "dynamic=True" not in found and not any(i.startswith("mark_dynamic") for i in found), \
         list(found)
-    # 0/1's own (5 → 1) is offered; 0/2 is not the reason for it
-    assert "0/2" not in found["backed_size_oblivious"].why, found["backed_size_oblivious"].why
-
-
-def test_a_size_held_as_a_symbol_is_said_to_be_served_by_an_earlier_wider_compile(
-        tmp_path: Path) -> None:
-    """0/2 holds the length as a symbol (automatic dynamic): explain names 0/0's size and that
-    later sizes reuse 0/2; advise offers dynamic=True and marking the length for it (and
-    backed_size_oblivious only for 0/1, the 1-token step)."""
-    from tuidebug.trace.queries.recompiles import explain
-
-    src = "L['kwargs']['input_ids'].size()[1]"
-    t = _three_compiles(tmp_path / "t", {"symbols": [
-        {"name": "s27", "source": src, "sources": [src], "kind": "backed", "hint": 7}]})
-    rec = explain("0/2", t.compiles, t.compile_shapes_brief("0/2"))
-    assert rec is not None, rec
-    said = rec["suggestion"]
-    assert "was 1 in the compile before and 5 in 0/0" in said, said
-    assert "would have compiled 0/0 with a symbol for it, which may serve 7" in said, said
-    assert "later sizes reuse it" in said, said
-    assert "maybe_mark_dynamic(t, 1) on the tensor t you pass as input_ids=" in said, said
-    found = {s.id: s for s in recompile_advice(t)}
-    assert "(5 in 0/0 → 7)" in found["dynamic=True"].why, found["dynamic=True"].why
-    assert any(i.startswith("mark_dynamic") for i in found), list(found)
     # 0/1's own (5 → 1) is offered; 0/2 is not the reason for it
     assert "0/2" not in found["backed_size_oblivious"].why, found["backed_size_oblivious"].why

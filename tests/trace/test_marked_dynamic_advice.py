@@ -16,6 +16,11 @@ REASON = ("Constraints violated (L['x'].size()[0])! For more information, run wi
           "TORCH_LOGS=\"+dynamic\".\n  - You marked L['x'].size()[0] as dynamic but your code "
           "specialized it to be a constant (8). If you're using mark_dynamic, either remove it "
           "or use maybe_mark_dynamic.")
+# the size the code specialized: ``if x.shape[0] == 8:``
+SPECIALIZED = {"symbol": "s77", "source": "L['x'].size()[0]", "sources": ["L['x'].size()[0]"],
+               "value": 8, "reason": "range_refined_to_singleton", "guard": "Eq(s77, 8)",
+               "user_line": {"file": "/home/u/mark.py", "line": 4, "fn": "f",
+                             "code": "if x.shape[0] == 8:"}}
 
 
 def _trace(root: Path, fail_reason: str) -> Trace:
@@ -29,11 +34,7 @@ def _trace(root: Path, fail_reason: str) -> Trace:
     w.write_compile_shapes("0/0", {"id": "0/0", "symbols": [
         {"name": "s77", "source": "L['x'].size()[0]", "sources": ["L['x'].size()[0]"],
          "kind": "backed", "hint": 8, "range": "Eq(s77, 8)"}],
-        "specializations": [{
-            "symbol": "s77", "source": "L['x'].size()[0]", "sources": ["L['x'].size()[0]"],
-            "value": 8, "reason": "range_refined_to_singleton", "guard": "Eq(s77, 8)",
-            "user_line": {"file": "/home/u/mark.py", "line": 4, "fn": "f",
-                          "code": "if x.shape[0] == 8:"}}]})
+        "specializations": [SPECIALIZED]})
     w.finish("ok")
     return Trace(root)
 
@@ -78,10 +79,6 @@ def _many(root: Path) -> Trace:
             "fail_type": None if i else "ConstraintViolationError",
             "fail_reason": None if i else REASON, "has_guarded_code": bool(i)}})
         w.add_compile(cid, {"graphs": []})
-        w.write_compile_shapes(cid, {"id": cid, "symbols": [], "specializations": [{
-            "symbol": "s77", "source": "L['x'].size()[0]", "sources": ["L['x'].size()[0]"],
-            "value": 8, "reason": "range_refined_to_singleton", "guard": "Eq(s77, 8)",
-            "user_line": {"file": "/home/u/mark.py", "line": 4, "fn": "f",
-                          "code": "if x.shape[0] == 8:"}}]})
+        w.write_compile_shapes(cid, {"id": cid, "symbols": [], "specializations": [SPECIALIZED]})
     w.finish("ok")
     return Trace(root)
