@@ -124,3 +124,28 @@ def test_a_size_the_code_specialized_is_not_said_to_be_served_by_an_earlier_wide
         list(found)
     # 0/1's own (5 → 1) is offered; 0/2 is not the reason for it
     assert "0/2" not in found["backed_size_oblivious"].why, found["backed_size_oblivious"].why
+
+
+def test_a_size_after_a_one_that_the_code_specialized_gets_no_backed_size_oblivious(
+        tmp_path: Path) -> None:
+    """0/0 held the length 1 (always specialized), 0/1 the length 7, which the code specialized
+    again (``range(x.shape[1])``: its symbol replaced by 7): sizes 0 and 1 are not what makes
+    7 compile again, the code's need of the size is; backed_size_oblivious (or dynamic=True)
+    would not avoid it, and explain says why."""
+    from tuidebug.trace.queries.recompiles import explain
+
+    w = TraceWriter(tmp_path / "t", command=["tuidebug", "trace", "loop.py"])
+    reason = "0/0: tensor 'x' size mismatch at index 1. expected 1, actual 7"
+    for cid in ("0/0", "0/1"):
+        w.write_compile(cid, {"graphs": [], "metrics": {"co_name": "f", "co_filename": "/x/l.py"},
+                              **({"recompile_reasons": [reason]} if cid == "0/1" else {})})
+        w.add_compile(cid, {"graphs": []})
+    src = "L['x'].size()[1]"
+    w.write_compile_shapes("0/1", {"id": "0/1", "symbols": [
+        {"name": "s1", "source": src, "sources": [src], "kind": "backed", "hint": 7,
+         "replaced_by": "7"}], "recompile": {"reasons": [reason], "values": {}}})
+    w.finish("ok")
+    t = Trace(tmp_path / "t")
+    rec = explain("0/1", t.compiles, t.compile_shapes_brief("0/1"))
+    assert rec is not None and "then specialized it to 7" in rec["suggestion"], rec
+    assert [s.id for s in recompile_advice(t)] == [], recompile_advice(t)

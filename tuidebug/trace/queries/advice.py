@@ -250,6 +250,19 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
         if expected in ("0", "1") and actual not in ("0", "1") and wider:
             # an earlier compile held another size: dynamic there may serve this one
             expected = f"{wider[-1].get('size')} in {wider[-1].get('compile')}"
+        fixed = specialized_sources(held_shapes(trace, cid)).get(str(rec.get("source")))
+        if fixed is not None and actual not in ("0", "1"):
+            # the code needs the size (a loop over range(x.shape[0])): each size compiles once,
+            # marked dynamic or not, whatever the compile before held (a 1 included: so
+            # backed_size_oblivious would not avoid it either); only a cache whose length
+            # stays fixed avoids it
+            if CACHE_TENSOR.search(name):
+                cache = _cache_advice(name, index, f"{cid}: dimension {index} of {name} "
+                                      f"changed ({expected} → {actual}) and the code "
+                                      f"specialized it ({fixed.said()})",
+                                      _grows_by_one(expected, actual))
+                out.setdefault(cache.id, cache)
+            continue
         if actual in ("0", "1") or expected in ("0", "1"):
             # a size 0 or 1 on either side is specialized: marking it dynamic cannot avoid
             # this compile; a static cache (its length fixed) or size-oblivious sizes may
@@ -271,17 +284,6 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
                  "compiles again; marking that dimension dynamic does not change it"),
                 "recompiles",
                 Apply(config={"fx.backed_size_oblivious": True})))
-            continue
-        fixed = specialized_sources(held_shapes(trace, cid)).get(str(rec.get("source")))
-        if fixed is not None:
-            # the code needs the size (a loop over range(x.shape[0])): each size compiles once,
-            # marked dynamic or not; only a cache whose length stays fixed avoids it
-            if CACHE_TENSOR.search(name):
-                cache = _cache_advice(name, index, f"{cid}: dimension {index} of {name} "
-                                      f"changed ({expected} → {actual}) and the code "
-                                      f"specialized it ({fixed.said()})",
-                                      _grows_by_one(expected, actual))
-                out.setdefault(cache.id, cache)
             continue
         symbolic = _has_symbol(trace, cid, str(rec.get("source")))
         why = (f"{cid}: dimension {index} of {name} changed ({expected} → {actual})"
