@@ -359,6 +359,44 @@ async def test_o_then_8_reads_neither_trace_again(open_ui, mlp_trace: Path,
         assert ui.app.open_traces.get(other) is not compared
 
 
+async def test_o_compares_nothing_until_the_compare_screen_is_shown(open_ui, mlp_trace: Path,
+                                                                    copy_trace) -> None:
+    """Review: after ``o`` (and on every rank switch) the trace compared with is named
+    before the screens are built again, and the prebuilder worked out the whole comparison
+    (``diff_traces`` and its tables) unasked. Built ahead, the compare screen says nothing is
+    compared yet; it compares when shown. Counted from the comparisons drawn (``DiffRead``,
+    seen by the app's message hook)."""
+    from tuidebug.tui.screens.compare import CompareScreen
+
+    other = copy_trace(mlp_trace, "other")
+    drawn: list[object] = []
+
+    def hook(message: object) -> None:
+        if isinstance(message, CompareScreen.DiffRead):
+            drawn.append(message.key)
+
+    async with open_ui(mlp_trace, prebuild=True, message_hook=hook) as ui:
+        ui.app.compare_with = other
+        await ui.press("8")
+        assert await ui.wait_for(lambda: ui.app.screen.complete, 60)
+        assert drawn and set(drawn) == {other}  # the hook sees a comparison drawn
+        await ui.press("o")
+        assert ui.app.trace.root == other and ui.app.current_mode == "overview"
+        assert await ui.wait_for(lambda: ui.app.prebuilder.done, 120), ui.app.prebuilder.built
+        assert "compare" in ui.app.prebuilder.built
+        await ui.settle()
+        after_o = [k for k in drawn if k != other]
+        assert after_o == [], after_o
+        (screen,) = [s for s in ui.app._registry if isinstance(s, CompareScreen)]
+        assert not screen.is_current and screen.shown_path is None
+        view = screen.query_one("#compare-view")
+        assert view.source.plain(0) == "Nothing compared yet.", view.source.plain(0)
+        await ui.press("8")
+        assert await ui.wait_for(lambda: ui.app.screen.complete, 60)
+        assert [k for k in drawn if k != other][-1] == Path(mlp_trace)
+        assert any(str(other) in ln for ln in ui.lines("#compare-view"))
+
+
 async def test_another_graph_chosen_compares_nothing_again(open_ui, transformer_trace: Path,
                                                            mlp_trace: Path) -> None:
     """The comparison does not depend on the graph chosen: choosing another one while the

@@ -60,8 +60,8 @@ class TuidebugApp(App[int]):
         "profile": ProfileScreen, "ranks": RanksScreen,
     }
     # built in the background after the first paint (prebuild.py); not the flags screen (shown,
-    # it starts the recompile worker) nor ranks; compare says there is nothing to compare yet
-    # (its trace is named later: the screen is ready then)
+    # it starts the recompile worker) nor ranks; compare says there is nothing compared yet,
+    # even once a trace is named (after o, on a rank switch): it compares when shown
     PREBUILT = ("passes", "ir", "code", "autotune", "errors", "shapes", "profile", "compare")
     COMMANDS = App.COMMANDS | {TraceCommands}
     BINDINGS: ClassVar[list[Binding]] = keymap.bindings("app")  # type: ignore[assignment]
@@ -96,7 +96,7 @@ class TuidebugApp(App[int]):
         # is built when first shown)
         self.prebuilder = Prebuilder(self, [m for m in self.PREBUILT if m != start]
                                      if prebuild else [],
-                                     lambda s: isinstance(s, TraceScreen) and s.prepare(),
+                                     lambda s: isinstance(s, TraceScreen) and s.prepare_ahead(),
                                      (lambda: compare_ahead(self.trace)) if prebuild else None)
 
     def _first_graph(self) -> GraphRecord | None:

@@ -84,6 +84,11 @@ class TraceScreen(Screen):
         self.show_graph(g)
         return True
 
+    def prepare_ahead(self) -> bool:
+        """What the app's ``Prebuilder`` shows while this screen is not shown (``prepare``;
+        a screen whose content is costly and may never be looked at says less)."""
+        return self.prepare()
+
     def refresh_graph(self) -> None:
         """The app's current graph changed while this screen is on display."""
         self.on_screen_resume()

@@ -120,17 +120,36 @@ class CompareScreen(TraceScreen):
         self.show_graph(g)
         return True
 
+    def prepare_ahead(self) -> bool:
+        """Built ahead (``prebuild.py``): the state of nothing compared yet, whatever trace
+        is named. After ``o`` and on every rank switch the trace compared with is named
+        before the screens are built again, and the comparison (a whole ``diff_traces`` and
+        its tables) was worked out though nobody asked for it: it is, when the screen is
+        shown (``prepare``). The work ahead on the open trace alone is the app's
+        (``compare_ahead``)."""
+        if self._shown:
+            return False
+        self._shown = True
+        self._nothing_compared()
+        return True
+
+    def _nothing_compared(self) -> None:
+        self.shown_path = None
+        self.complete = False
+        self._items = [Text("Nothing compared yet." if self.other is not None
+                            else "Nothing to compare yet.", style="bold"),
+                       Text("Recompile with new flag values on the flags screen (7, then s "
+                            "and r), or compare with any trace directory: command palette "
+                            "(ctrl+p) → \"compare with trace…\" (key C).", style="dim")]
+        self._render_lines(keep=False)
+
     def show_graph(self, g: GraphRecord | None) -> None:
         other = self.other
+        if other is None:
+            self._nothing_compared()
+            return
         self.shown_path = other
         self.complete = False
-        if other is None:
-            self._items = [Text("Nothing to compare yet.", style="bold"),
-                           Text("Recompile with new flag values on the flags screen (7, then s "
-                                "and r), or compare with any trace directory: command palette "
-                                "(ctrl+p) → \"compare with trace…\" (key C).", style="dim")]
-            self._render_lines(keep=False)
-            return
         self._items = [Text(f"comparing {self.trace.root} with {other}…", style="dim")]
         self._render_lines(keep=False)
         trace, opened = self.trace, self.app.open_traces  # type: ignore[attr-defined]
