@@ -17,7 +17,8 @@ new frames; each copy's printed graphs and code differ by a comment line unless
 Reported per command: CPU seconds (user + system of the command, ``os.wait4``; what a loaded
 machine does not inflate), wall seconds and peak RSS (the command's own, measured by
 ``bench/_own_rusage.py``: before, a child forked from the bench reported the bench's peak when
-its own was smaller), each as median [min–max]; the ratio of CPU
+its own was smaller; the wall time from spawn to ``wait4`` in that helper, without its own
+Python start-up), each as median [min–max]; the ratio of CPU
 seconds, tuidebug / tlparse, per interleaved pair (median [min–max]); the load average before and
 after.
 """
@@ -30,7 +31,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,18 +82,19 @@ def run(cmd: list[str], env: dict[str, str] | None = None,
     with tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile("r") as usage:
         # started by bench/_own_rusage.py, which reports the command's own CPU and peak RSS (a
         # child forked from this process inherits its RSS high-water mark)
-        t0 = time.perf_counter()
-        p = subprocess.Popen([sys.executable, str(ROOT / "bench" / "_own_rusage.py"), usage.name,
-                              *cmd], stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=ROOT)
-        code = p.wait()
-        wall = time.perf_counter() - t0
-        cpu_s, maxrss_kb = usage.read().split()
+        # and its wall time, spawn to wait4 (timed here, it held the helper's Python start-up)
+        code = subprocess.run([sys.executable, str(ROOT / "bench" / "_own_rusage.py"),
+                               usage.name, *cmd], stdout=subprocess.DEVNULL, stderr=err,
+                              env=env, cwd=ROOT).returncode
+        # the exit code first: a command that did not start (or the helper failing) writes no
+        # usage, and what it said on stderr is the reason
         if code != 0 and not (code == 1 and failed_compile is not None
                               and _status(failed_compile) == "failed"):
             err.seek(0)
             text = err.read().decode(errors="replace")[-2000:]
             raise RuntimeError(f"{' '.join(cmd[:4])} failed (exit {code}):\n{text}")
-    return wall, float(cpu_s), int(maxrss_kb) / 1024
+        cpu_s, maxrss_kb, wall_s = usage.read().split()
+    return float(wall_s), float(cpu_s), int(maxrss_kb) / 1024
 
 
 def _status(trace: Path) -> str | None:
