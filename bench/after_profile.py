@@ -23,13 +23,14 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
 
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _item_calls import item_calls  # noqa: E402
 
 
 def main() -> None:
@@ -38,30 +39,8 @@ def main() -> None:
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--seconds", type=float, default=8.0)
     a = ap.parse_args()
-    from item_per_layer import ItemPerLayer
-
-    torch.manual_seed(0)
-    model = ItemPerLayer(8, 16).to(a.device)
-    compiled = torch.compile(model)
-    x = torch.randn(8, 16, device=a.device)
     on_gpu = a.device == "cuda"
-
-    def c() -> None:
-        with torch.no_grad():
-            compiled(x)
-
-    def e() -> None:
-        with torch.no_grad():
-            model(x)
-
-    def t(f: Callable[[], Any]) -> float:
-        if on_gpu:
-            torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        f()
-        if on_gpu:
-            torch.cuda.synchronize()
-        return time.perf_counter() - t0
+    c, e, t = item_calls(a.device)
 
     def timing(when: str) -> None:
         tc: list[float] = []

@@ -27,7 +27,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
+from _item_calls import item_calls  # noqa: E402
 from compile_vs_eager import interval  # noqa: E402  (order statistics)
 from tuidebug.machine import load1  # noqa: E402  (no capture: the load, read the one way)
 
@@ -52,31 +53,9 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=30.0, help="seconds of timing in all")
     ap.add_argument("--clock", choices=["wall", "cpu"], default="wall")
     a = ap.parse_args()
-    from item_per_layer import ItemPerLayer
-
-    torch.manual_seed(0)
-    model = ItemPerLayer(a.layers, a.dim).to(a.device)
-    compiled = torch.compile(model)
-    x = torch.randn(8, a.dim, device=a.device)
     on_gpu = a.device == "cuda"
     clock = time.perf_counter if a.clock == "wall" else time.thread_time
-
-    def c() -> None:
-        with torch.no_grad():
-            compiled(x)
-
-    def e() -> None:
-        with torch.no_grad():
-            model(x)
-
-    def t(f: Callable[[], Any]) -> float:
-        if on_gpu:
-            torch.cuda.synchronize()
-        t0 = clock()
-        f()
-        if on_gpu:
-            torch.cuda.synchronize()
-        return clock() - t0
+    c, e, t = item_calls(a.device, a.layers, a.dim, clock)
 
     for _ in range(5):
         c()
