@@ -8,6 +8,12 @@ and every other attribute, to the stream they stand in for. Nothing is redirecte
 descriptor level, and nothing another thread writes is held back or reordered. Once the block
 ends, the streams are put back (unless the script replaced one meanwhile: then its own stays,
 and a stand-in still held anywhere passes everything through).
+
+A stand-in is never freed: CPython's ``print`` holds ``sys.stdout`` as a borrowed reference
+while it writes and flushes, so putting the stream back while another thread is inside a
+``print`` to the stand-in freed it under that thread (SIGSEGV in ``flush``, 5 of 29 traced
+runs of tests/fixtures/same_job.py on a loaded 2-core machine). One stand-in per stream and
+thread is kept for the process's life and used again.
 """
 
 from __future__ import annotations
@@ -46,6 +52,20 @@ class _ThreadQuiet:
         return getattr(self._stream, name)
 
 
+_KEPT: dict[tuple[int, int], _ThreadQuiet] = {}  # (id of the stream, thread): never freed
+_KEPT_LOCK = threading.Lock()
+
+
+def _stand_in(stream: Any, thread: int) -> _ThreadQuiet:
+    """The kept stand-in for ``stream`` and ``thread`` (made once; it holds the stream, so
+    the id is not reused while it is kept)."""
+    with _KEPT_LOCK:
+        q = _KEPT.get((id(stream), thread))
+        if q is None or q._stream is not stream:
+            q = _KEPT[(id(stream), thread)] = _ThreadQuiet(stream, thread)
+        return q
+
+
 @contextlib.contextmanager
 def quiet_thread() -> Iterator[None]:
     """Drop what the calling thread writes to ``sys.stdout``/``sys.stderr`` inside the block."""
@@ -55,7 +75,8 @@ def quiet_thread() -> Iterator[None]:
     for name, stream in saved:
         if stream is None:  # pythonw, a closed stream: nothing to quiet
             continue
-        q = _ThreadQuiet(stream, me)
+        q = _stand_in(stream, me)
+        q.on = True
         stand_ins.append((name, q))
         setattr(sys, name, q)
     try:
