@@ -1,6 +1,7 @@
-"""compat's profiling on this torch, without compiling: the eager backward attributed to the FX
-nodes whose ops created it (the profiler's sequence_nr and fwd_thread), and compiled autograd
-detected (a backward the profile ran would be compiled by Dynamo)."""
+"""compat's profiling on this torch: the eager backward attributed to the FX nodes whose ops
+created it (the profiler's sequence_nr and fwd_thread), compiled autograd detected (a backward
+the profile ran would be compiled by Dynamo), what runs before each run not counted; and one
+compile: a backward profiled from the inputs the user's call found."""
 
 from __future__ import annotations
 
@@ -39,8 +40,75 @@ def test_eager_backward_is_attributed_to_the_node_that_created_it() -> None:
     assert [back[PREFIX + n]["count"] for n in ("_0", "_1", "_2")] == [2, 1, 1]
     assert all(r["cpu_us"] > 0 for r in back.values())
     assert all(x.grad is None and p.grad is None for p in model.parameters())
-    # the forward's own ranges are measured as ever
-    assert {PREFIX + "_0", PREFIX + "_1", PREFIX + "_2"} <= set(prof["ranges"])
+    # the forward ran before each backward, unclocked: its own ranges are not rows of the
+    # backward's profile (the backward's functions are still matched to them, above)
+    assert not set(prof["ranges"]) & {PREFIX + "_0", PREFIX + "_1", PREFIX + "_2"}
+
+
+def test_what_runs_before_each_run_is_not_counted() -> None:
+    """``before_run`` (the copy that puts back an input the graph writes, the forward before a
+    timed backward) runs in the same profiler session as the runs, unclocked: none of its
+    ranges or ops is a row of the profile, and each range of the run is counted once per run
+    (it was a row, with the run's own range counted twice per run)."""
+    x, kept, cache = torch.randn(64), torch.randn(64), torch.zeros(64)
+
+    def restore() -> None:
+        with torch.profiler.record_function(PREFIX + "restore"):
+            cache.copy_(kept)
+        with torch.profiler.record_function(PREFIX + "run"):  # the same label as the run's
+            cache.add_(1)
+
+    def run() -> None:
+        with torch.profiler.record_function(PREFIX + "run"):
+            cache.mul_(x)
+
+    runs = 4
+    prof = compat.profiled(run, runs, (PREFIX,), before_run=restore)
+    assert set(prof["ranges"]) == {PREFIX + "run"}, prof["ranges"]
+    assert prof["ranges"][PREFIX + "run"]["count"] == 1
+    assert prof["device_kernels"] == {}  # the CPU: no device, nothing of the restore either
+
+
+CACHE_STEP = """
+import torch
+
+cache = torch.zeros(4, 8)
+pos = torch.zeros(1, dtype=torch.long)
+w = torch.randn(8, requires_grad=True)
+
+
+@torch.compile
+def step(x, w, cache, pos):
+    y = (x * w).sin()
+    cache.index_copy_(0, pos, x.view(1, 8))  # past its 4 rows, index out of bounds
+    pos.add_(1)
+    return y.sum() + cache.sum()
+
+
+step(torch.randn(8), w, cache, pos).backward()
+print("POS", int(pos))
+"""
+
+
+def test_the_backward_is_profiled_from_the_inputs_the_call_found(tmp_path) -> None:
+    """A training step that writes into its inputs (a cache it indexes by a position it
+    advances): the backward's profile runs the forward before each timed backward, and each
+    forward starts from the inputs as the user's call found them. Run from what the last one
+    left, the 4-row cache was indexed past its end: the backward was not profiled (index out
+    of bounds)."""
+    import json
+
+    from tests.conftest import trace_script
+
+    out, proc = trace_script(tmp_path, "cache_step", CACHE_STEP, "--profile", "3")
+    assert "POS 1" in proc.stdout  # the user's own call advanced their position once
+    (c,) = json.loads((out / "profile.json").read_text())["compiles"].values()
+    assert "note" not in c, c["note"]
+    back = c["backward"]
+    assert "note" not in back, back["note"]
+    assert back["kernels"] and all(k["calls"] == 1 for k in back["kernels"]), back["kernels"]
+    assert back["eager"]["wall_s"] > 0 and back["eager_nodes"]
+    assert all(k["calls"] == 1 for k in c["kernels"]), c["kernels"]
 
 
 def test_compiled_autograd_is_detected(monkeypatch) -> None:
@@ -54,7 +122,7 @@ def test_compiled_autograd_is_detected(monkeypatch) -> None:
 
     ran: list = []
     out = profile_backward(None, "0/0", 0, torch.nn.Linear(2, 2), GradCall([True], ran.append),
-                           [torch.randn(2)], 2, 1, PREFIX)
+                           [torch.randn(2)], 2, 1, PREFIX, restore=lambda: None)
     assert out["note"].startswith("the backward graph was not profiled: compiled autograd is on")
     assert ran == []  # nothing ran
 
@@ -71,10 +139,11 @@ def test_a_backward_that_cannot_run_is_a_note_not_an_error() -> None:
     def boom(args: list) -> None:
         raise RuntimeError("boom\nsecond line")
 
-    out = profile_backward(None, "0/0", 0, gm, GradCall([True], boom), [x], 2, 1, PREFIX)
+    out = profile_backward(None, "0/0", 0, gm, GradCall([True], boom), [x], 2, 1, PREFIX,
+                           restore=lambda: None)
     assert out == {"note": "the backward graph was not profiled: it failed: RuntimeError: boom"}
     out = profile_backward(None, "0/0", 0, gm, GradCall([True], lambda a: gm(*a).detach()), [x],
-                           2, 1, PREFIX)
+                           2, 1, PREFIX, restore=lambda: None)
     assert out == {"note": "the backward graph was not profiled: no output of the compiled "
                            "graph requires grad"}
     assert x.grad is None and all(p.grad is None for p in gm.parameters())

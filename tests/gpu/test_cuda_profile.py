@@ -194,3 +194,80 @@ def test_a_profile_session_lets_cupti_go(monkeypatch: pytest.MonkeyPatch) -> Non
     profiled(step, 2, ("step",))
     assert seen and set(seen) == {"0"}
     assert os.environ["TEARDOWN_CUPTI"] == "0"
+
+
+def test_the_restore_copy_is_not_a_device_kernel_of_the_run() -> None:
+    """``before_run`` (the restore of an input the graph writes: a device-to-device copy, or a
+    copy kernel where the dtype changes) runs in the profiler session, unclocked: its device
+    kernels are not among the run's ``device_kernels`` (they were, once per run)."""
+    import torch
+
+    from tuidebug.compiler.compat.profiling import profiled
+
+    x = torch.randn(1 << 16, device="cuda")
+    cache, kept = torch.zeros(1 << 16, device="cuda"), torch.randn(1 << 16, device="cuda")
+    kept_half = kept.half()
+
+    def restore() -> None:
+        cache.copy_(kept)  # Memcpy DtoD
+        cache.copy_(kept_half)  # a copy kernel (half -> float)
+
+    def run() -> None:
+        with torch.profiler.record_function("tuidebug.k/run"):
+            cache.mul_(x)
+
+    runs = 4
+    prof = profiled(run, runs, ("tuidebug.k/",), before_run=restore)
+    kernels = prof["device_kernels"]
+    assert len(kernels) == 1, kernels  # the mul's kernel alone
+    (mul,) = kernels.values()
+    assert mul["count"] == 1 and mul["device_us"] > 0
+    assert prof["ranges"]["tuidebug.k/run"]["count"] == 1
+
+
+CACHE_STEP = '''import torch
+
+cache = torch.zeros(4, 8, device="cuda")
+pos = torch.zeros(1, dtype=torch.long, device="cuda")
+w = torch.randn(8, device="cuda", requires_grad=True)
+
+
+@torch.compile
+def step(x, w, cache, pos):
+    y = (x * w).sin()
+    cache.index_copy_(0, pos, x.view(1, 8))
+    pos.add_(1)
+    return y.sum() + cache.sum()
+
+
+step(torch.randn(8, device="cuda"), w, cache, pos).backward()
+print("POS", int(pos))
+'''
+
+
+def test_a_graph_that_writes_its_inputs_is_profiled_on_its_own_kernels(tmp_path: Path) -> None:
+    """A training step that writes into its inputs, on CUDA: the forward's and the backward's
+    device kernels are those of their own graphs (Triton kernels named in the trace), not the
+    copies that put the inputs back before each run nor, for the backward, the forward run
+    before each timed backward; the backward profiled from the inputs the call found (run
+    from what the last run left, the position indexed the cache past its end)."""
+    out, proc = trace_script(tmp_path, "cache_step", CACHE_STEP, "--profile", "3")
+    assert "POS 1" in proc.stdout
+    (c,) = json.loads((out / "profile.json").read_text())["compiles"].values()
+    assert "note" not in c, c["note"]
+    forward = {k["kernel"] for k in c["kernels"]}
+    for side in (c, c["backward"]):
+        assert "note" not in side, side["note"]
+        own = {k["kernel"] for k in side["kernels"]}
+        names = {d["name"] for d in side["device_kernels"]}
+        assert own and names, side
+        assert not [n for n in names - own if "memcpy" in n.lower() or "copy" in n.lower()]
+        assert not names & (forward - own), (names, forward)
+        if all(k["kind"] == "triton" for k in side["kernels"]):  # every launch is named
+            assert names <= own, (side["device_kernels"], own)
+        calls: dict[str, float] = {}
+        for k in side["kernels"]:
+            calls[k["kernel"]] = calls.get(k["kernel"], 0) + k["calls"]
+        for d in side["device_kernels"]:  # as often per run as the graph calls it
+            if d["name"] in own:
+                assert d["calls"] == calls[d["name"]], (d, side["kernels"])

@@ -54,9 +54,11 @@ class Profile(Concern):
         of both too (the backward graph of piece ``piece`` of the compile). ``restore`` (the
         eager check's: ``accuracy.restorer``) puts the inputs the graph writes in place (a
         static KV cache) back as the user's call found them; it runs before every run of
-        either side, compiled or eager, under grad or not, and outside what is clocked: a
-        copy of a whole cache inside the runs padded both sides' times (and pulled their ratio
-        to 1), and under grad only the eager side paid it."""
+        either side, compiled or eager, under grad or not (the forward before each timed
+        backward included), and outside what is clocked: a copy of a whole cache inside the
+        runs padded both sides' times (and pulled their ratio to 1), and under grad only the
+        eager side paid it. Under the profiler it runs in a range of its own whose ops and
+        device kernels are not counted as the graph's (``compat.profiled``)."""
         s = self.session
         graphs = [g for g in list(s.graphs.values()) if g.compile_id == cid
                   and g.kind != "backward" and g.module is not None and g.module() is not None]
@@ -88,7 +90,7 @@ class Profile(Concern):
         if grad is not None:
             s.progress(f"profiling compile {cid}: its backward, compiled and eager")
             backward = profile_backward.profile_backward(
-                s, cid, piece, gm, grad, inputs, self.runs, WARMUP, NODE_PREFIX)
+                s, cid, piece, gm, grad, inputs, self.runs, WARMUP, NODE_PREFIX, restore=restore)
             if "kernels" in backward:
                 entry["backward"] = backward
             else:

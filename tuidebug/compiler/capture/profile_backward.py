@@ -4,7 +4,11 @@ backward measured too, compiled and eager.
 Each run calls the graph forward with grad enabled (unclocked) on copies of its inputs that
 require grad as the user's did, then ``torch.autograd.grad`` of the outputs that require grad
 (with fixed, seeded output gradients) with respect to those copies and the graph's own
-parameters that require grad. ``autograd.grad`` returns the gradients; it never accumulates
+parameters that require grad. Before each forward the inputs the graph writes in place (a
+step counter, a cache it indexes, BatchNorm's running statistics) are put back as the user's
+call found them (``restore``, the forward profile's): run again and again from what the last
+run left, a graph that advances an index into a cache ran past its end (the backward was not
+profiled: index out of bounds) and one that updates statistics timed other values. ``autograd.grad`` returns the gradients; it never accumulates
 into a ``.grad``: the user's training is untouched. Only the backward is clocked.
 
 Compiled: the backward graph's kernel calls each in their range (as the forward's). AOTAutograd
@@ -31,28 +35,36 @@ NOT_PROFILED = "the backward graph was not profiled: "
 
 
 def profile_backward(s: Any, cid: str, piece: int, gm: Any, grad: GradCall, inputs: list[Any],
-                     runs: int, warmup: int, node_prefix: str) -> dict[str, Any]:
-    """The ``backward`` section of compile ``cid``'s profile, or ``{"note": why not}``."""
+                     runs: int, warmup: int, node_prefix: str, *,
+                     restore: Callable[[], None]) -> dict[str, Any]:
+    """The ``backward`` section of compile ``cid``'s profile, or ``{"note": why not}``;
+    ``restore`` puts the inputs the graph writes back before each forward, and at the end."""
     if compat.compiled_autograd_on():
         return {"note": f"{NOT_PROFILED}compiled autograd is on: a backward run by the profile "
                         "would be compiled by Dynamo as a graph of its own"}
     try:
         with torch.enable_grad():
-            return _profile(s, cid, piece, gm, grad, inputs, runs, warmup, node_prefix)
+            return _profile(s, cid, piece, gm, grad, inputs, runs, warmup, node_prefix, restore)
     except Exception as e:  # measuring is a bonus: the user's call goes on
         return {"note": f"{NOT_PROFILED}it failed: {_why(e)}"}
+    finally:
+        restore()
 
 
 class _Step:
-    """One forward (kept) and its backward, on leaves that require grad."""
+    """One forward (kept) and its backward, on leaves that require grad; ``restore`` before
+    each forward (unclocked: the forward is the backward's ``before_run``)."""
 
-    def __init__(self, forward: Callable[[], Any], wrt: list[torch.Tensor]) -> None:
+    def __init__(self, forward: Callable[[], Any], wrt: list[torch.Tensor],
+                 restore: Callable[[], None]) -> None:
         self.forward_fn = forward
         self.wrt = wrt
+        self.restore = restore
         self.outs: list[torch.Tensor] = []
         self.grads: list[torch.Tensor] | None = None
 
     def forward(self) -> None:
+        self.restore()
         self.outs = [o for o in tensors(self.forward_fn()) if o.requires_grad]
         if self.grads is None:
             self.grads = seeded(self.outs)
@@ -67,11 +79,12 @@ class _Step:
 
 
 def _profile(s: Any, cid: str, piece: int, gm: Any, grad: GradCall, inputs: list[Any],
-             runs: int, warmup: int, node_prefix: str) -> dict[str, Any]:
+             runs: int, warmup: int, node_prefix: str,
+             restore: Callable[[], None]) -> dict[str, Any]:
     leaves = grad_leaves(inputs, grad)
     params = list(dict.fromkeys(p for p in gm.parameters() if p.requires_grad))
     wrt = [x for x, flag in zip(leaves, grad.requires_grad) if flag] + params
-    compiled = _Step(lambda: grad.run(leaves), wrt)
+    compiled = _Step(lambda: grad.run(leaves), wrt, restore)
     compiled.forward()
     if not compiled.outs:
         return {"note": f"{NOT_PROFILED}no output of the compiled graph requires grad"}
@@ -95,7 +108,7 @@ def _profile(s: Any, cid: str, piece: int, gm: Any, grad: GradCall, inputs: list
         "kernels": kernel_rows(ku, prof, sizes, only_called=True),
         "device_kernels": device_kernel_rows(prof)}
     try:
-        out.update(_eager(gm, leaves, wrt, compiled.grads, runs, warmup, node_prefix))
+        out.update(_eager(gm, leaves, wrt, compiled.grads, runs, warmup, node_prefix, restore))
     except Exception as e:  # the compiled backward's measurements stand
         out["note"] = f"the eager backward was not profiled: it failed: {_why(e)}"
     return out
@@ -107,16 +120,16 @@ def _why(e: Exception) -> str:
 
 
 def _eager(gm: Any, leaves: list[Any], wrt: list[torch.Tensor], grads: Any, runs: int,
-           warmup: int, node_prefix: str) -> dict[str, Any]:
+           warmup: int, node_prefix: str, restore: Callable[[], None]) -> dict[str, Any]:
     """The eager graph's backward: its wall time per call, and per FX node the time of the
     backward functions that node's ops created."""
-    plain = _Step(lambda: gm(*leaves), wrt)
+    plain = _Step(lambda: gm(*leaves), wrt, restore)
     plain.grads = grads
     for _ in range(warmup):
         plain.both()
     timed = compat.wall_times(plain.backward, runs, before_run=plain.forward)
     interp = compat.NodeRanges(gm, node_prefix)
-    by_node = _Step(lambda: interp.run(*leaves), wrt)
+    by_node = _Step(lambda: interp.run(*leaves), wrt, restore)
     by_node.grads = grads
     prof = compat.profiled(by_node.backward, runs, (node_prefix,), before_run=by_node.forward,
                            backward_of=node_prefix)

@@ -11,6 +11,7 @@ code or the config changes; ``close()`` puts every original back.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import statistics
@@ -20,6 +21,9 @@ import torch
 
 from tuidebug.compiler.compat.device import device_kind, wall_times
 from tuidebug.compiler.compat.kernels import wrap_kernel
+
+
+UNCLOCKED = "tuidebug.unclocked"  # the profiler range before_run runs in: none of it is the run
 
 
 class _Labelled:
@@ -215,7 +219,12 @@ def profiled(fn: Callable[[], Any], runs: int, prefixes: tuple[str, ...],
     with one of ``prefixes``; ``device_kernels``: ``{kernel name: {"device_us", "count"}}`` for
     every kernel that ran on the device (Triton kernels keep their names: they are the trace's;
     under CUDA graphs this is the only place they show); ``wall_us``: the median run's wall
-    time under the profiler (of ``fn``: ``before_run`` runs first, unclocked); ``activities``.
+    time under the profiler (of ``fn``); ``activities``.
+
+    ``before_run`` runs before each run, unclocked and uncounted: in the range ``UNCLOCKED``,
+    whose ops reach no range row and whose device kernels (the copy that puts back an input the
+    graph writes, a forward run before its backward) are taken out of ``device_kernels``: they
+    ran in the same profiler session, and were listed as the graph's.
 
     With ``backward_of`` (the prefix of ranges a forward ran in, node by node): ``backward``,
     per such range the time of the backward functions its ops created (``backward_other``:
@@ -227,26 +236,66 @@ def profiled(fn: Callable[[], Any], runs: int, prefixes: tuple[str, ...],
     on_cuda = device_kind() == "cuda"
     if on_cuda:
         acts.append(ProfilerActivity.CUDA)
+    before = _unclocked(before_run) if before_run is not None else None
     with cupti_released(on_cuda), profile(activities=acts) as prof:
-        walls = wall_times(fn, runs, before_run)
+        walls = wall_times(fn, runs, before)
+    events = list(prof.events())
+    uncounted = _unclocked_kernels(events)
     ranges: dict[str, dict[str, list[float]]] = {}
     kernels: dict[str, dict[str, list[float]]] = {}
-    for e in prof.events():
-        on_cpu = str(getattr(e, "device_type", "")).endswith("CPU")
+    for e in events:
+        on_cpu = _on_cpu(e)
         name = str(e.name)
-        if on_cpu and name.startswith(prefixes):
+        if on_cpu and name.startswith(prefixes) and not _in_unclocked(e):
             r = ranges.setdefault(name, {"cpu_us": [], "device_us": []})
             r["cpu_us"].append(float(e.cpu_time_total))
             r["device_us"].append(_device_us(e))
         elif not on_cpu and not getattr(e, "is_async", False) and not name.startswith(prefixes):
+            took = float(getattr(e.time_range, "elapsed_us", lambda: 0)())
+            if uncounted[(name, took)] > 0:  # launched by an op of before_run
+                uncounted[(name, took)] -= 1
+                continue
             k = kernels.setdefault(name, {"device_us": []})
-            k["device_us"].append(float(getattr(e.time_range, "elapsed_us", lambda: 0)()))
+            k["device_us"].append(took)
     out = {"ranges": {n: _per_run(r, runs) for n, r in ranges.items()},
            "device_kernels": {n: _per_run(k, runs) for n, k in kernels.items()},
            "wall_us": statistics.median(walls) * 1e6 if walls else None,
            "activities": [str(a).rsplit(".", 1)[-1].lower() for a in acts]}
     if backward_of is not None:
-        out.update(_backward(list(prof.events()), backward_of, runs))
+        out.update(_backward(events, backward_of, runs))
+    return out
+
+
+def _unclocked(before_run: Callable[[], None]) -> Callable[[], None]:
+    def before() -> None:
+        with torch.profiler.record_function(UNCLOCKED):
+            before_run()
+    return before
+
+
+def _on_cpu(e: Any) -> bool:
+    return str(getattr(e, "device_type", "")).endswith("CPU")
+
+
+def _in_unclocked(e: Any) -> bool:
+    """Whether CPU event ``e`` ran inside the ``UNCLOCKED`` range (``before_run``)."""
+    up = e
+    while up is not None:
+        if str(up.name) == UNCLOCKED:
+            return True
+        up = getattr(up, "cpu_parent", None)
+    return False
+
+
+def _unclocked_kernels(events: list[Any]) -> collections.Counter[tuple[str, float]]:
+    """The device kernels launched by the ops of ``before_run`` (in the ``UNCLOCKED`` range),
+    as (name, elapsed µs): the profiler links each device kernel to the op that launched it
+    (``FunctionEvent.kernels``, with the kernel event's own duration), so taking one of each
+    such pair out of the device events takes out exactly those kernels' samples."""
+    out: collections.Counter[tuple[str, float]] = collections.Counter()
+    for e in events:
+        if _on_cpu(e) and getattr(e, "kernels", None) and _in_unclocked(e):
+            out.update((str(k.name), float(k.duration)) for k in e.kernels)
     return out
 
 
