@@ -122,18 +122,22 @@ def inflate_file(real: Path, cap: int, *, truncate: bool = False, no_link: bool 
 
 def tail(real: Path, cap: int, size: int = MARKED) -> bytes | None:
     """The last bytes (at most ``size``, ``MARKED`` at most where read from the end) of the
-    content of the gzip file ``real``: None when it holds more than ``cap`` (told when it is
-    read). ``ValueError``: cut short or damaged. A file ``pack`` wrote is peeked at, as a plain
-    file is: its head decompressed (a damaged start) and its last ``MARKED`` bytes of content
-    read from the end (``_marked_tail``); any other (an older trace's), or one whose peek finds
-    anything amiss, is decompressed as a stream to its end and dropped as it goes."""
+    content of the gzip file ``real``; None where that is not known without reading more than
+    ``cap`` bytes of content (how much it holds is told when it is read). ``ValueError``: cut
+    short or damaged. A file ``pack`` wrote is peeked at, as a plain file is: its head
+    decompressed (a damaged start, a first member ending there) and its last ``MARKED`` bytes
+    of content read from the end (``_marked_tail``), whatever its size: the trailer's length
+    (ISIZE) is not read for it, a crafted file sets it to anything and it wraps at 4 GiB, and a
+    plain file's size is told when it is read too. Any other file (an older trace's), or one
+    whose peek finds anything amiss, is decompressed as a stream to its end and dropped as it
+    goes."""
     with safefile.open_regular(real) as f:
         stored = os.fstat(f.fileno()).st_size
         if stored > cap + cap // 64 + 1024:
             return None  # more than any content within the cap takes (refused when read)
-        quick = _marked_tail(f, stored, cap)
+        quick = _marked_tail(f, stored)
     if quick is not None:
-        return None if quick is _OVER else quick[-size:]
+        return quick[-size:]
     last, got = b"", 0
     for piece in _pieces(real, cap):
         last = (last + piece[-size:])[-size:]
@@ -141,22 +145,25 @@ def tail(real: Path, cap: int, size: int = MARKED) -> bytes | None:
     return None if got > cap else last
 
 
-_OVER = b"<over the cap>"  # _marked_tail: the content is larger than the cap
 _PEEK = 1 << 16  # compressed bytes read at either end of a file for the quick check
 
 
-def _marked_tail(f: BinaryIO, stored: int, cap: int) -> bytes | None:
+def _marked_tail(f: BinaryIO, stored: int) -> bytes | None:
     """``pack``'s last ``MARKED`` bytes of content, read from the end of the open gzip file
     ``f`` (``stored`` bytes): after the last sync marker, the rest of the stream decompressed
     on its own must end the stream and be followed by exactly the 8-byte trailer (CRC32,
-    length); its head must decompress. ``_OVER`` where the trailer's length is over ``cap``;
+    length: neither can be checked without the whole content, neither is used); its head
+    must decompress and not end the stream (a first member ending there, followed by more).
     None where anything is amiss or the file was not written so (the caller reads it all)."""
     if stored <= 2 * _PEEK:
         return None  # a small file: read whole, it says all
+    head = zlib.decompressobj(_GZIP)
     try:
-        zlib.decompressobj(_GZIP).decompress(f.read(_PEEK), 1 << 16)
+        head.decompress(f.read(_PEEK), 1 << 16)
     except zlib.error:
         return None
+    if head.eof:
+        return None  # one member ends within the head and more bytes follow: read, it says so
     f.seek(max(0, stored - 256))
     end = f.read()
     at = len(end)
@@ -167,8 +174,7 @@ def _marked_tail(f: BinaryIO, stored: int, cap: int) -> bytes | None:
         except zlib.error:
             continue
         if r.eof and len(r.unused_data) == 8 and len(out) <= MARKED:
-            length = int.from_bytes(r.unused_data[4:], "little")
-            return _OVER if length > cap else out
+            return out
     return None
 
 
