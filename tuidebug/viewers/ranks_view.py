@@ -13,6 +13,7 @@ from rich.text import Text
 
 from tuidebug.inert import inert, inert_text
 from tuidebug.trace.queries.verdict import format_duration
+from tuidebug.viewers.dynamic_view import where as where_line
 from tuidebug.viewers.info import STATUS_STYLE, collective_text
 
 
@@ -89,8 +90,13 @@ def _divergence_lines(d: dict[str, Any] | None,
         on = ref if d["on_reference"] else odd
         off = odd if d["on_reference"] else ref
         r = d["reason"]
-        where = f" ({r.get('function')} {r.get('file')}:{r.get('line')})" if r.get("function") else ""
+        at = where_line({"file": r.get("file"), "line": r.get("line")}) or "?"
+        where = f" ({r.get('function')} {at})" if r.get("function") else ""
         lines = [f"compile {cid} on rank(s) {on} only, not on {off}{where}"]
+        called = r.get("called_at")
+        if isinstance(called, dict) and where_line(called):
+            lines.append(f"  called at {where_line(called)}  {str(called.get('code') or '')[:160]}"
+                         .rstrip())
         for x in r.get("recompile_reasons") or []:  # whole, each of its lines on a line
             parts = str(x).splitlines() or [""]
             lines.append(f"  recompiled: {parts[0]}")

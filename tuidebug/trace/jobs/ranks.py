@@ -109,13 +109,29 @@ def _reasons(t: Trace, cid: str, other: Trace) -> dict[str, Any]:
     mine, theirs = _breaks(t), _breaks(other)
     breaks = [_short_reason(b) for p in before for b in mine.get(p, [])
               if b not in theirs.get(p, [])]
-    # the compile's own breaks (and its restarted attempts'): only this rank compiled it
-    breaks += [_short_reason(b) for p in [cid, *attempts] for b in mine.get(p, [])]
-    restarts = [_short_reason(str(r)) for r in m.get("restart_reasons") or []]
+    # the compile's own breaks (and its restarted attempts'): only this rank compiled it, but a
+    # break every compile of its frame takes (the same line, the same reason, on either rank:
+    # DDP's logger call in each compile of its forward) is not why the ranks parted
+    own = {cid, *attempts}
+    frame = cid.split("/", 1)[0]
+    common = {_break_key(s) for breaks_of in (mine, theirs) for p, bs in breaks_of.items()
+              if p not in own and p.split("/", 1)[0] == frame for s in map(_short_reason, bs)}
+    breaks += [s for p in [cid, *attempts] for s in map(_short_reason, mine.get(p, []))
+               if _break_key(s) not in common]
+    restarts = [s for s in map(_short_reason, map(str, m.get("restart_reasons") or []))
+                if s["summary"] not in {said for _, said in common}]
+    called = t.compile_shapes_brief(cid).get("recompile") or {}
+    called = called.get("called_at") if isinstance(called, dict) else None
     return {"recompile_reasons": reasons_of(c),
             "graph_break_reasons": breaks, "restart_reasons": restarts,
             "function": m.get("co_name"), "file": m.get("co_filename"),
-            "line": m.get("co_firstlineno")}
+            "line": m.get("co_firstlineno"),
+            "called_at": called if isinstance(called, dict) and called.get("line") else None}
+
+
+def _break_key(reason: dict[str, Any]) -> tuple[str | None, str]:
+    """A graph break as two compiles compare it: its line and what Dynamo said."""
+    return reason.get("where"), reason.get("summary") or ""
 
 
 def _signature(n: Any, groups: frozenset[str]) -> str:

@@ -1,0 +1,68 @@
+"""Why a compile happened on one rank only (``trace/jobs/ranks.py``), on jobs written with the
+torch-free writer: a graph break that every compile of the frame takes, on either rank (DDP's
+``self.logger.set_runtime_stats_and_log()`` in each compile of its forward), is not why the
+ranks parted; one the rank-only recompile alone takes is; the user's line whose call
+recompiled is named."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tuidebug.trace.format import schema
+from tuidebug.trace.format.writer import TraceWriter
+from tuidebug.trace.jobs.ranks import analyze_job
+from tuidebug.viewers.ranks_view import divergence_lines
+
+DDP_BREAK = ("Graph break in user code at /torch/nn/parallel/distributed.py:1757\n"
+             "Graph Break Reason: Encountered graph break when attempting to trace "
+             "CALL_FUNCTION_EX: a variadic function call, e.g. f(*args):\n\n"
+             "Unsupported method call\n  Explanation: Dynamo does not know how to trace "
+             "method `set_runtime_stats_and_log` of class `Logger`\n")
+ITEM_BREAK = ("Graph break in user code at /job/train.py:21\n"
+              "Graph Break Reason: Unsupported Tensor.item() call with "
+              "capture_scalar_outputs=False\n")
+CALLED = {"file": "/job/train.py", "line": 36, "fn": "<module>", "code": "loss = step(ids)"}
+
+
+def _rank(job: Path, rank: int, compiles: dict[str, list[str]]) -> None:
+    """Rank ``rank`` of ``job``: each compile ``{id: [its graph breaks]}``, no graph; a
+    recompile (``0/1``) records its reason and the line whose call recompiled."""
+    w = TraceWriter(job / f"rank_{rank}", command=["test"])
+    for cid, breaks in compiles.items():
+        detail: dict[str, object] = {"dynamo_graph_break_reason": breaks,
+                                     "metrics": {"co_name": "inner",
+                                                 "co_filename": "/torch/external_utils.py",
+                                                 "co_firstlineno": 67}}
+        if not cid.endswith("/0"):
+            detail["recompile_reasons"] = ["0/0: tensor 'args[0]' size mismatch at index 1. "
+                                           "expected 8, actual 12"]
+            w.write_compile_shapes(cid, {"recompile": {"reasons": detail["recompile_reasons"],
+                                                       "values": {}, "called_at": CALLED}})
+        w.add_compile(cid, {"graphs": []})
+        w.write_compile(cid, detail)
+    w.finish(schema.STATUS_OK)
+    (job / "job").mkdir(parents=True, exist_ok=True)
+    (job / "job" / f"rank_{rank}.json").write_text(json.dumps(
+        {"rank": rank, "world_size": 2, "status": "ok", "trace": f"rank_{rank}"}))
+
+
+def test_a_break_every_compile_of_the_frame_takes_is_not_why(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    _rank(job, 0, {"0/0": [DDP_BREAK]})
+    _rank(job, 1, {"0/0": [DDP_BREAK], "0/1": [DDP_BREAK]})
+    d = analyze_job(job)["divergence"]
+    assert d["kind"] == "compile_only_on_some_ranks" and d["compile_id"] == "0/1", d
+    assert d["reason"]["graph_break_reasons"] == [], d["reason"]
+    assert d["reason"]["called_at"] == CALLED
+    lines = divergence_lines(d)
+    assert lines[1] == "  called at train.py:36  loss = step(ids)", lines
+    assert not any("graph break" in ln for ln in lines), lines
+
+
+def test_a_break_only_the_recompile_takes_is_named(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    _rank(job, 0, {"0/0": [DDP_BREAK]})
+    _rank(job, 1, {"0/0": [DDP_BREAK], "0/1": [DDP_BREAK, ITEM_BREAK]})
+    r = analyze_job(job)["divergence"]["reason"]
+    assert [b["where"] for b in r["graph_break_reasons"]] == ["/job/train.py:21"], r
