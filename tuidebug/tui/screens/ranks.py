@@ -14,6 +14,7 @@ from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.geometry import Region, Spacing
 from textual.widgets import DataTable, Static
 
 from tuidebug.trace.jobs.job import rank_of, rank_trace
@@ -26,6 +27,7 @@ from tuidebug.viewers.info import STATUS_STYLE
 from tuidebug.viewers.ranks_view import divergence_lines
 
 DIVERGING = "bold white on red"
+FIXED = 3  # the columns before the compiles: rank, status, group
 REFERENCE = "bold black on yellow"
 LEGEND = ("columns 0/0, 0/1, …: the rank's Dynamo compiles, each cell the content hash of what "
           "it compiled (equal: the same graphs); –: not compiled on that rank; red: the first "
@@ -71,7 +73,9 @@ class RanksScreen(TraceScreen):
 
     def compose_body(self) -> ComposeResult:
         yield Static("ranks", classes="pane-title", id="ranks-title")
-        yield DataTable(id="ranks-table", cursor_type="row", zebra_stripes=True)
+        # rank, status and group stay in view while the compiles scroll by
+        yield DataTable(id="ranks-table", cursor_type="row", zebra_stripes=True,
+                        fixed_columns=FIXED)
         yield Static("", id="ranks-detail")
 
     def is_loaded(self) -> bool:
@@ -151,6 +155,20 @@ class RanksScreen(TraceScreen):
         self.query_one("#ranks-detail", Static).update(detail)
         self._mark_open_rank()
         table.focus()
+        if d.get("compile_id") in cids:  # the red cell in view, however many compiles before it
+            table.call_after_refresh(self._show_column, FIXED + cids.index(d["compile_id"]))
+
+    def _show_column(self, index: int) -> None:
+        """Scroll the table sideways until column ``index`` is in view beside the fixed rank,
+        status and group columns."""
+        table = self.query_one(DataTable)
+        widths = [c.get_render_width(table) for c in table.ordered_columns]
+        if index >= len(widths):
+            return
+        fixed = sum(widths[:FIXED])
+        region = Region(sum(widths[:index]), int(table.scroll_y), widths[index], 1)
+        table.scroll_to_region(region, animate=False, spacing=Spacing(0, 0, 0, fixed),
+                               force=True)
 
     def open_rank(self) -> int | None:
         """The rank whose trace the app shows."""
