@@ -1,8 +1,9 @@
 """Why a compile happened on one rank only (``trace/jobs/ranks.py``), on jobs written with the
-torch-free writer: a graph break that every compile of the frame takes, on either rank (DDP's
-``self.logger.set_runtime_stats_and_log()`` in each compile of its forward), is not why the
+torch-free writer: a graph break the other rank took too (DDP's
+``self.logger.set_runtime_stats_and_log()`` in each compile of its forward) is not why the
 ranks parted; one the rank-only recompile alone takes is; the user's line whose call
-recompiled is named."""
+recompiled is named; code resumed after a data-dependent branch that went the other way on
+one rank is told by that branch's break."""
 
 from __future__ import annotations
 
@@ -25,15 +26,19 @@ ITEM_BREAK = ("Graph break in user code at /job/train.py:21\n"
 CALLED = {"file": "/job/train.py", "line": 36, "fn": "<module>", "code": "loss = step(ids)"}
 
 
-def _rank(job: Path, rank: int, compiles: dict[str, list[str]]) -> None:
-    """Rank ``rank`` of ``job``: each compile ``{id: [its graph breaks]}``, no graph; a
-    recompile (``0/1``) records its reason and the line whose call recompiled."""
+def _rank(job: Path, rank: int, compiles: dict[str, list[str]],
+          functions: dict[str, str] | None = None) -> None:
+    """Rank ``rank`` of ``job``: each compile ``{id: [its graph breaks]}``, no graph, of
+    torch's ``inner`` or of ``functions[id]`` in the user's ``/job/train.py``; a recompile
+    (``0/1``) records its reason and the line whose call recompiled."""
     w = TraceWriter(job / f"rank_{rank}", command=["test"])
     for cid, breaks in compiles.items():
+        fn = (functions or {}).get(cid)
         detail: dict[str, object] = {"dynamo_graph_break_reason": breaks,
-                                     "metrics": {"co_name": "inner",
-                                                 "co_filename": "/torch/external_utils.py",
-                                                 "co_firstlineno": 67}}
+                                     "metrics": {"co_name": fn or "inner",
+                                                 "co_filename": "/job/train.py" if fn
+                                                 else "/torch/external_utils.py",
+                                                 "co_firstlineno": 18 if fn else 67}}
         if not cid.endswith("/0"):
             detail["recompile_reasons"] = ["0/0: tensor 'args[0]' size mismatch at index 1. "
                                            "expected 8, actual 12"]
@@ -66,3 +71,36 @@ def test_a_break_only_the_recompile_takes_is_named(tmp_path: Path) -> None:
     _rank(job, 1, {"0/0": [DDP_BREAK], "0/1": [DDP_BREAK, ITEM_BREAK]})
     r = analyze_job(job)["divergence"]["reason"]
     assert [b["where"] for b in r["graph_break_reasons"]] == ["/job/train.py:21"], r
+
+
+BRANCH_BREAK = ("Graph break in user code at /job/train.py:19\n"
+                "Graph Break Reason: Data-dependent branching\n"
+                "  Explanation: Detected data-dependent branching (e.g. `if my_tensor.sum() > 0:`)."
+                "\n")
+LOGGER_BREAK = ("Graph break in user code at /lib/modeling_utils.py:4769\n"
+                "Graph Break Reason: Encountered graph break when attempting to trace CALL: a "
+                "function call, e.g. f(x, y):\n\nlogging.Logger method not supported\n")
+
+
+def test_a_rank_that_took_another_branch_is_told_by_the_break_it_resumed_after(
+        tmp_path: Path) -> None:
+    """Rank 1 alone has a 0 in its batch: ``if (ids == 0).any():`` breaks the graph on both
+    ranks, and each resumes in the code of the branch it took (two resume functions of one
+    name). The divergence is the break at train.py:19 that both resumed after, not the
+    library's logger break both took further on."""
+    job = tmp_path / "job"
+    resume = "torch_dynamo_resume_in_forward_at_19"
+    _rank(job, 0, {"4/0": [BRANCH_BREAK], "5/0": [LOGGER_BREAK]},
+          {"4/0": "forward", "5/0": resume})
+    _rank(job, 1, {"4/0": [BRANCH_BREAK], "5/0": [LOGGER_BREAK], "13/0": [LOGGER_BREAK]},
+          {"4/0": "forward", "5/0": resume, "13/0": resume})
+    d = analyze_job(job)["divergence"]
+    assert d["compile_id"] == "13/0" and d["diverging_ranks"] == [1], d
+    r = d["reason"]
+    assert r["graph_break_reasons"] == [] and r["restart_reasons"] == [], r
+    after = r["resumed_after"]
+    assert (after["where"], after["summary"], after["other_path"]) == (
+        "train.py:19", "Data-dependent branching", True), after
+    assert divergence_lines(d)[1:] == [
+        "  resumed after the graph break at train.py:19: Data-dependent branching",
+        "    rank(s) 0 resumed there too, in other code (another branch taken)"]

@@ -97,6 +97,13 @@ def _divergence_lines(d: dict[str, Any] | None,
         if isinstance(called, dict) and where_line(called):
             lines.append(f"  called at {where_line(called)}  {str(called.get('code') or '')[:160]}"
                          .rstrip())
+        after = r.get("resumed_after")
+        if isinstance(after, dict):
+            lines.append(f"  resumed after the graph break at {after.get('where')}: "
+                         f"{after.get('summary')}")
+            lines.append(f"    rank(s) {off} resumed there too, in other code (another branch "
+                         "taken)" if after.get("other_path")
+                         else f"    rank(s) {off} never resumed there")
         for x in r.get("recompile_reasons") or []:  # whole, each of its lines on a line
             parts = str(x).splitlines() or [""]
             lines.append(f"  recompiled: {parts[0]}")

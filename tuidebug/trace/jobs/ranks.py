@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -44,17 +43,15 @@ from tuidebug.trace.queries import collectives as coll
 from tuidebug.trace.jobs import job as joblayout
 from tuidebug.trace.jobs import progress as rank_progress
 from tuidebug.trace.jobs import rank_digest, rank_groups
+from tuidebug.trace.jobs.rank_reasons import why_only_here
 from tuidebug.trace.jobs.rank_digest import (UNREAD, Hashes, RankDigest, RankPrint,
                                              normalise_text)
 from tuidebug.trace.jobs.skew import judge_skew
 from tuidebug.trace.format.graph import node_line
 from tuidebug.trace.format.layout import diff_fingerprints
 from tuidebug.trace.format.reader import GraphRecord, Trace
-from tuidebug.trace.queries.attempts import restarts as restarted_attempts
-from tuidebug.trace.queries.recompiles import reasons_of
 
 MAX_NODE_LINES = 12
-_WHERE_RE = re.compile(r"Graph break in user code at (.+?):(\d+)")
 _COLLECTIVE_TARGET = rank_digest.COLLECTIVE_TARGET
 
 
@@ -74,64 +71,6 @@ def _config_values(t: Trace) -> dict[str, Any]:
 def _compile_seconds(c: dict[str, Any]) -> float | None:
     s = (c.get("metrics") or {}).get("entire_frame_compile_time_s")
     return float(s) if isinstance(s, (int, float)) else None
-
-
-def _short_reason(text: str) -> dict[str, Any]:
-    """A recorded break/restart reason: its first lines (without Dynamo's tracebacks) and the
-    user line it names (``Graph break in user code at FILE:LINE``)."""
-    head = text.split("User code traceback:")[0].split("Traceback (most recent call last)")[0]
-    lines = [ln.rstrip() for ln in head.strip().splitlines() if ln.strip()]
-    m = _WHERE_RE.search(text)
-    said = [ln.strip() for ln in lines if not ln.startswith(("Graph break in user code",
-                                                              "Graph Break Reason"))]
-    return {"text": "\n".join(lines[:6]), "summary": (said or lines or [""])[0][:300],
-            "where": f"{m.group(1)}:{m.group(2)}" if m else None}
-
-
-def _breaks(t: Trace) -> dict[str, list[str]]:
-    return {cid: [str(x) for x in c.get("dynamo_graph_break_reason") or []]
-            for cid, c in t.compiles.items()}
-
-
-def _reasons(t: Trace, cid: str, other: Trace) -> dict[str, Any]:
-    """Why compile ``cid`` happened on rank trace ``t`` and not on ``other``: its recompile
-    reasons, its restart reasons, the graph breaks of earlier compiles that ``other`` did not
-    have (a break ends one graph and starts another compile) and its own graph breaks (a
-    recompile that breaks where the first compile did not); where the function is."""
-    compiles = t.compiles
-    c = compiles.get(cid) or {}
-    ids = list(compiles)
-    attempts = restarted_attempts(compiles, cid)
-    # a restarted compile: its last attempt holds the metrics
-    m = c.get("metrics") or next(((compiles[p].get("metrics") or {}) for p in reversed(attempts)
-                                  if compiles[p].get("metrics")), {})
-    before = ids[:ids.index(cid)] if cid in ids else []
-    mine, theirs = _breaks(t), _breaks(other)
-    breaks = [_short_reason(b) for p in before for b in mine.get(p, [])
-              if b not in theirs.get(p, [])]
-    # the compile's own breaks (and its restarted attempts'): only this rank compiled it, but a
-    # break every compile of its frame takes (the same line, the same reason, on either rank:
-    # DDP's logger call in each compile of its forward) is not why the ranks parted
-    own = {cid, *attempts}
-    frame = cid.split("/", 1)[0]
-    common = {_break_key(s) for breaks_of in (mine, theirs) for p, bs in breaks_of.items()
-              if p not in own and p.split("/", 1)[0] == frame for s in map(_short_reason, bs)}
-    breaks += [s for p in [cid, *attempts] for s in map(_short_reason, mine.get(p, []))
-               if _break_key(s) not in common]
-    restarts = [s for s in map(_short_reason, map(str, m.get("restart_reasons") or []))
-                if s["summary"] not in {said for _, said in common}]
-    called = t.compile_shapes_brief(cid).get("recompile") or {}
-    called = called.get("called_at") if isinstance(called, dict) else None
-    return {"recompile_reasons": reasons_of(c),
-            "graph_break_reasons": breaks, "restart_reasons": restarts,
-            "function": m.get("co_name"), "file": m.get("co_filename"),
-            "line": m.get("co_firstlineno"),
-            "called_at": called if isinstance(called, dict) and called.get("line") else None}
-
-
-def _break_key(reason: dict[str, Any]) -> tuple[str | None, str]:
-    """A graph break as two compiles compare it: its line and what Dynamo said."""
-    return reason.get("where"), reason.get("summary") or ""
 
 
 def _signature(n: Any, groups: frozenset[str]) -> str:
@@ -248,7 +187,7 @@ def _first_difference(ra: int, ta: Trace, fa: RankPrint,
             t, other, r = (tb, ta, rb) if cid in cb else (ta, tb, ra)
             return (pending[0] if pending else pos), {
                 "kind": "compile_only_on_some_ranks", "compile_id": cid,
-                "on_reference": cid in ca, "reason": _reasons(t, cid, other), "reason_rank": r}
+                "on_reference": cid in ca, "reason": why_only_here(t, cid, other), "reason_rank": r}
         x, y = ca[cid], cb[cid]
         # by graph id (compile id, kind and piece: the same on every rank), never by kind alone:
         # a compile split in pieces has several graphs of one kind

@@ -171,6 +171,13 @@ def dynamo_message(reason: str) -> str:
     return f"{cause}: {explanation}" if explanation else cause
 
 
+def resume_point(fn: str | None) -> tuple[str, int] | None:
+    """Where a resume function resumes (``torch_dynamo_resume_in_step_at_11``: ``("step",
+    11)``, the line of the graph break it resumes after); None for any other function."""
+    m = _RESUME.match(fn or "")
+    return (m["fn"], int(m["line"])) if m else None
+
+
 def _base_fn(fn: str | None) -> str | None:
     """``step`` for ``step`` and for its resume functions (``torch_dynamo_resume_in_step_at_11``)."""
     if not fn:

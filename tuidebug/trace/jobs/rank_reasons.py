@@ -1,0 +1,95 @@
+"""Why a compile happened on some ranks only (the ``compile_only_on_some_ranks`` divergence of
+``ranks.py``): its recompile reasons, the graph breaks only that rank took, the user's line
+whose call recompiled, and, for the code Dynamo resumes after a graph break, the break it
+resumes after and whether the other ranks resumed there too (on another path: a branch on data
+that differs per rank). No torch."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.attempts import restarts as restarted_attempts
+from tuidebug.trace.queries.graph_breaks import resume_point
+from tuidebug.trace.queries.recompiles import reasons_of
+
+_WHERE_RE = re.compile(r"Graph break in user code at (.+?):(\d+)")
+
+
+def short_reason(text: str) -> dict[str, Any]:
+    """A recorded break/restart reason: its first lines (without Dynamo's tracebacks) and the
+    user line it names (``Graph break in user code at FILE:LINE``)."""
+    head = text.split("User code traceback:")[0].split("Traceback (most recent call last)")[0]
+    lines = [ln.rstrip() for ln in head.strip().splitlines() if ln.strip()]
+    m = _WHERE_RE.search(text)
+    # Dynamo's "Graph Break Reason: <type>" names the type, unless it names the instruction
+    # traced ("Encountered graph break when attempting to trace CALL: …"): the type follows
+    said = [x for x in (ln.strip().removeprefix("Graph Break Reason:").strip() for ln in lines
+                        if not ln.startswith("Graph break in user code"))
+            if x and not x.startswith("Encountered graph break")]
+    return {"text": "\n".join(lines[:6]), "summary": (said or lines or [""])[0][:300],
+            "where": f"{m.group(1)}:{m.group(2)}" if m else None}
+
+
+def _breaks(t: Trace) -> dict[str, list[dict[str, Any]]]:
+    return {cid: [short_reason(str(x)) for x in c.get("dynamo_graph_break_reason") or []]
+            for cid, c in t.compiles.items()}
+
+
+def _key(reason: dict[str, Any]) -> tuple[str | None, str]:
+    """A graph break as two compiles compare it: its line and what Dynamo said."""
+    return reason.get("where"), reason.get("summary") or ""
+
+
+def why_only_here(t: Trace, cid: str, other: Trace) -> dict[str, Any]:
+    """Why compile ``cid`` happened on rank trace ``t`` and not on ``other``: its recompile
+    reasons, its restart reasons, the graph breaks of earlier compiles that ``other`` did not
+    have (a break ends one graph and starts another compile) and its own graph breaks but
+    those ``other`` took too (a recompile that breaks where the first compile did not; DDP's
+    logger call, which every compile of its forward breaks at, is no reason); ``called_at``: the
+    user's line whose call recompiled; ``resumed_after``: for a resume function, the break it
+    resumes after (``other_path``: ``other`` resumed after it too, in other code); where the
+    function is."""
+    compiles = t.compiles
+    c = compiles.get(cid) or {}
+    ids = list(compiles)
+    attempts = restarted_attempts(compiles, cid)
+    # a restarted compile: its last attempt holds the metrics
+    m = c.get("metrics") or next(((compiles[p].get("metrics") or {}) for p in reversed(attempts)
+                                  if compiles[p].get("metrics")), {})
+    before = ids[:ids.index(cid)] if cid in ids else []
+    mine, theirs = _breaks(t), _breaks(other)
+    breaks = [b for p in before for b in mine.get(p, []) if b not in theirs.get(p, [])]
+    taken = {_key(b) for bs in theirs.values() for b in bs}  # breaks the other rank took too
+    breaks += [b for p in [cid, *attempts] for b in mine.get(p, []) if _key(b) not in taken]
+    restarts = [s for s in map(short_reason, map(str, m.get("restart_reasons") or []))
+                if s["summary"] not in {said for _, said in taken}]
+    shapes = t.compile_shapes_brief(cid).get("recompile") or {}
+    called = shapes.get("called_at") if isinstance(shapes, dict) else None
+    return {"recompile_reasons": reasons_of(c),
+            "graph_break_reasons": breaks, "restart_reasons": restarts,
+            "function": m.get("co_name"), "file": m.get("co_filename"),
+            "line": m.get("co_firstlineno"),
+            "called_at": called if isinstance(called, dict) and called.get("line") else None,
+            "resumed_after": _resumed_after(m, [p for p in before if p in mine], mine, other)}
+
+
+def _resumed_after(m: dict[str, Any], before: list[str], mine: dict[str, list[dict[str, Any]]],
+                   other: Trace) -> dict[str, Any] | None:
+    """For a resume function's compile (metrics ``m``): the last graph break before it at the
+    line it resumes from, and ``other_path`` (the other rank compiled a resume function of that
+    name and file: it resumed after the same break, into other code)."""
+    point = resume_point(str(m.get("co_name") or ""))
+    file = str(m.get("co_filename") or "")
+    if point is None or not file:
+        return None
+    at = f"{file}:{point[1]}"
+    found = next((b for p in reversed(before) for b in mine[p] if b.get("where") == at), None)
+    if found is None:
+        return None
+    resumed = any((o.get("metrics") or {}).get("co_name") == m.get("co_name")
+                  and (o.get("metrics") or {}).get("co_filename") == file
+                  for o in other.compiles.values())
+    return {**found, "where": f"{Path(file).name}:{point[1]}", "other_path": resumed}
