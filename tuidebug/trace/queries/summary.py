@@ -171,33 +171,78 @@ def summary_status(trace: Trace, exit_code: int | None = None) -> str:
 
 def failed_compile(compiles: dict[str, dict[str, Any]], error: ScriptError | None
                    ) -> dict[str, Any] | None:
-    """The Dynamo compile that raised the script's ``error`` into it, if one did: the last
-    compile whose ``fail_type`` is the error's type, which installed no code (Dynamo refused the
-    frame: a ``fullgraph=True`` break, or a ConstraintViolationError while building the
-    guards of a graph Inductor had compiled) and whose ``fail_reason`` begins as the error's
-    message does (Dynamo appends the user's stack to the message); where either has no text,
-    only a compile after which nothing compiled. A compile error the script caught (it ran
-    eagerly) is not the one when it later raised the same type for another reason.
-    ``{in_compile, in_compile_at, in_compile_graphs}`` (``f at mark.py:3``; the graphs it
-    compiled, which never ran), or None."""
+    """The Dynamo compile that raised the script's ``error`` into it, if one did: of the
+    compiles that failed and installed no code (Dynamo refused the frame: a ``fullgraph=True``
+    break, a backend that raised, or a ConstraintViolationError while building the guards of a
+    graph Inductor had compiled), the last whose error is the script's (``_raised``): the same
+    error (torch appends the user's stack and a hint to the message, a script may put a prefix
+    before it), the error the script raised it from (``raise … from e``: the cause its
+    traceback prints), or the error it wrapped (``BackendCompilerFailed`` holds the backend's
+    error as ``RuntimeError: …``, which the script raised). A compile error the script caught
+    (it ran eagerly) is not the one when it later raised the same type for another reason;
+    two compiles that failed are told apart by their errors, and none is named where none is
+    the script's. ``{in_compile, in_compile_at, in_compile_graphs}`` (``f at mark.py:3``; the
+    graphs it compiled, which never ran), or None."""
     if error is None or not error.type:
         return None
     ids = list(compiles)
+    causes = _causes(error.traceback or "")
     for at in range(len(ids) - 1, -1, -1):
         cid = ids[at]
         c = compiles[cid]
         m = c.get("metrics") or c.get("summary") or {}
-        if m.get("fail_type") != error.type or m.get("has_guarded_code") is True:
+        if not m.get("fail_type") or m.get("has_guarded_code") is True:
             continue
-        said, reason = _first_line(error.message), _first_line(m.get("fail_reason"))
-        if not (said == reason if said and reason else at == len(ids) - 1):
-            return None  # the last compile of its type did not raise it: an earlier one neither
+        if not _raised(m, error, causes, at == len(ids) - 1):
+            continue
         place = compile_place(compiles, cid)
         where = str(place["file"] or "?").replace("\\", "/").rsplit("/", 1)[-1]
         return {"in_compile": cid,
                 "in_compile_at": f"{place['function'] or '?'} at {where}:{place['line'] or '?'}",
                 "in_compile_graphs": list(c.get("graphs") or [])}
     return None
+
+
+_TEXT = 1000  # characters of an error's text compared
+_CAUSE = "The above exception was the direct cause of the following exception:"
+_CONTEXT = "During handling of the above exception, another exception occurred:"
+_LINKS = re.compile(f"^({re.escape(_CAUSE)}|{re.escape(_CONTEXT)})$", re.M)
+
+
+def _raised(m: dict[str, Any], error: ScriptError, causes: list[str], last: bool) -> bool:
+    """Whether the compile whose metrics are ``m`` failed with the script's ``error`` (see
+    ``failed_compile``); where the error or the compile's failure has no text, only the last
+    compile of all is taken, and only of the error's type."""
+    kind = str(m.get("fail_type"))
+    full = str(m.get("fail_reason") or "")
+    reason = full.strip()[:_TEXT]
+    message = str(error.message or "")
+    said = _paragraph(message)
+    if error.type == kind:
+        if not reason or not said:
+            return last
+        if reason in message or reason.startswith(said):
+            return True
+    if reason and any(f"{kind}: {reason}" in c for c in causes):
+        return True  # raise … from the compile's error
+    inner = _first_line(message)
+    return bool(inner) and f"{error.type}: {inner}" in (ln.strip() for ln in full.splitlines())
+
+
+def _causes(traceback: str) -> list[str]:
+    """The printed exceptions the script's error was raised from (``raise … from e``), nearest
+    first, from its traceback text; one it was raised while handling is not a cause."""
+    parts = _LINKS.split(traceback)  # [first, link, second, link, …, the script's error]
+    out, i = [], len(parts) - 1
+    while i >= 2 and parts[i - 1] == _CAUSE:
+        out.append(parts[i - 2])
+        i -= 2
+    return out
+
+
+def _paragraph(text: str) -> str:
+    """An error's text up to its first blank line (torch appends its hints after one)."""
+    return re.split(r"\n\s*\n", text.strip(), maxsplit=1)[0].strip()[:_TEXT]
 
 
 def _first_line(text: Any) -> str:
