@@ -250,7 +250,8 @@ def profiled(fn: Callable[[], Any], runs: int, prefixes: tuple[str, ...],
             r = ranges.setdefault(name, {"cpu_us": [], "device_us": []})
             r["cpu_us"].append(float(e.cpu_time_total))
             r["device_us"].append(_device_us(e))
-        elif not on_cpu and not getattr(e, "is_async", False) and not name.startswith(prefixes):
+        elif (not on_cpu and not getattr(e, "is_async", False)
+              and not name.startswith(prefixes) and name != UNCLOCKED):  # a range's GPU copy
             took = float(getattr(e.time_range, "elapsed_us", lambda: 0)())
             if uncounted[(name, took)] > 0:  # launched by an op of before_run
                 uncounted[(name, took)] -= 1
