@@ -144,6 +144,14 @@ def _divergence_lines(d: dict[str, Any] | None,
     return [f"{kind} (ranks {ref} vs {odd})"]
 
 
+def stopped_text(waits: dict[str, Any]) -> str:
+    """What a job that stopped with no mismatch of collectives found says above where each
+    rank is."""
+    if waits.get("waiting"):
+        return "ranks stopped while in collectives"
+    return "ranks stopped, none in a collective the progress log records; where each rank is:"
+
+
 def note_line(n: dict[str, Any], job: str = "JOB") -> str:
     """A difference between ranks that is no divergence, in one line."""
     if n.get("kind") == "code":
@@ -219,7 +227,7 @@ def render_job(report: dict[str, Any], console: Console) -> None:
                                                                    or "nothing"), "dim"))
     waits = report.get("waits")
     if waits:
-        for m in waits["mismatches"] or [{"text": "ranks stopped while in collectives"}]:
+        for m in waits["mismatches"] or [{"text": stopped_text(waits)}]:
             console.print(Text("hung: ", style="bold red") + inert_text(m["text"], "bold red"))
         for line in waits["lines"]:
             console.print(inert_text(f"  {line}"))

@@ -211,6 +211,9 @@ def last_collective(path: Path) -> dict[str, Any] | None:
 _LIBRARY = ("/site-packages/", "/dist-packages/", "/lib/python3", "<frozen", "/tuidebug/")
 # Inductor's generated modules (its cache folder, a file named for its hash): compiled code
 _GENERATED_RE = re.compile(r"torchinductor|(^|/)c[a-z0-9]{40,}\.py$")
+# torch's distributed code, whose C++ side issues collectives the progress log cannot see
+# (DDP's forward: its bucket rebuild and buffer broadcast)
+_DISTRIBUTED = ("/torch/distributed/", "/torch/nn/parallel/")
 _FRAME_RE = re.compile(r'^\s+File "(.*)", line (\d+) in (\S+)\s*$')
 _THREAD_RE = re.compile(r"^(Current thread|Thread) (0x[0-9a-f]+)")
 
@@ -256,8 +259,11 @@ def stack_summary(threads: list[dict[str, Any]] | None) -> dict[str, Any] | None
     frames = main["frames"]
     user = next((f for f in frames if not any(x in f["file"] for x in _LIBRARY)
                  and not _GENERATED_RE.search(f["file"])), None)
+    inside = frames[:frames.index(user)] if user else frames
+    dist = next((f for f in inside if any(x in f["file"] for x in _DISTRIBUTED)), None)
     return {"threads": len(threads), "innermost": _where(frames[0]) if frames else None,
             "user": _where(user) if user else None,
+            "distributed": _where(dist) if dist else None,
             "main": [_where(f) for f in frames[:40]]}
 
 
@@ -323,7 +329,8 @@ def _issued_ahead(stuck: list[dict[str, Any]], lines: list[str]) -> dict[str, An
 def waits(ranks: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Who waits for whom, from the ``progress`` of the ranks that did not finish (status
     ``timed_out``, ``killed``, ``running``): per group, the ranks in a collective and what they
-    wait for. None when no unfinished rank was in a collective."""
+    wait for; where each of them is (``lines``), also when none is in a collective the log
+    records. None when every rank finished."""
     stuck = [r for r in ranks if r.get("status") in ("timed_out", "killed", "running", "unknown")
              and r.get("progress")]
     if not stuck:
@@ -355,13 +362,17 @@ def waits(ranks: list[dict[str, Any]]) -> dict[str, Any] | None:
             st = p.get("stack") or {}
             if st.get("user"):
                 inner = (f"; innermost {st['innermost']}" if st.get("innermost")
-                         and st["innermost"] != st["user"] else "")
-                lines.append(f"rank {r['rank']} is at {st['user']}{inner}, outside any "
-                             f"collective: {where}{done}")
+                         and st["innermost"] not in (st["user"], st.get("distributed")) else "")
+                outside = ("outside any collective" if not st.get("distributed") else
+                           f"in torch.distributed code ({st['distributed']}), in no collective "
+                           "the log records (one torch's C++ side issues, such as DDP's bucket "
+                           "rebuild or buffer broadcast in its forward, is not logged)")
+                lines.append(f"rank {r['rank']} is at {st['user']}{inner}, {outside}: "
+                             f"{where}{done}")
                 continue
             lines.append(f"rank {r['rank']} is in no collective: {where}{done}")
-    if not waiting:
-        return _issued_ahead(stuck, lines)
+    if not waiting:  # where each rank is, even when none is in a collective the log records
+        return _issued_ahead(stuck, lines) or {"lines": lines, "mismatches": [], "waiting": {}}
     for group, per in waiting.items():
         seqs = {c["seq"] for c in per.values()}
         members = next((c["members"] for c in per.values() if c.get("members")), None)
