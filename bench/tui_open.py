@@ -1,6 +1,7 @@
 """How fast the terminal UI opens a large trace, and how fast each key and screen answers.
 
     python bench/tui_open.py [TRACE] [--cold N] [--compare OTHER] [--keys-only]
+    python bench/tui_open.py [TRACE] [--compare OTHER] --only compare [--rounds N]
 
 Without TRACE it uses (and, if missing, builds — several minutes each) the trace of a 24-layer
 transformer training step, ``/tmp/tuidebug-bench/tr24``, and for the compare screen a variant of
@@ -46,7 +47,11 @@ building step that runs: the worst stall is the longest such wait), and keys pre
 then meanwhile, each from its press until the app takes it;
 
 and, with ``--cold N`` (default 3), N fresh processes timed from ``exec`` to the overview
-painted (interpreter start and imports included). The machine's load average is printed: the
+painted (interpreter start and imports included).
+
+``--only compare`` times the compare rows alone (the whole sequence takes minutes and loads the
+machine): in ``--rounds N`` fresh apps (default 1), each left until every screen is built and
+the work ahead is done, as the whole sequence leaves it by then. The machine's load average is printed: the
 numbers scale with it. Also checks that torch was never imported.
 """
 
@@ -440,6 +445,52 @@ async def while_built_ahead(path: Path) -> str:
             + (f"median {statistics.median(ws):.1f} ms, worst {ws[-1]:.1f} ms" if ws else "—"))
 
 
+async def compare_keys(app, pilot, keys: Keys, other: Path) -> None:  # type: ignore[no-untyped-def]
+    """The compare screen: this trace against another 24-layer trace, then against copies of it
+    in other folders (each read afresh; this trace's side is read by then), from the overview
+    each time. CPU: to the comparison's first screenful painted; +bg: to all of it drawn."""
+    def loaded() -> bool:
+        return bool(app.screen.is_loaded())  # type: ignore[attr-defined]
+
+    for i, against in enumerate(other_copies(other, COMPARE_SAMPLES)):
+        if i:
+            await asyncio.sleep(0.3)
+            await pilot.press("1")
+            await wait_ready(app, pilot, loaded)
+            await asyncio.sleep(0.3)
+        app.compare_with = against
+        label = ("open the compare screen (two such traces)" if not i else
+                 "  again, another copy (this trace read before)")
+        await keys.time(label, 150, app, pilot,
+                        lambda: app.action_show_screen("compare"),
+                        lambda against=against: compared(app, against), timeout=120,
+                        workers=False)
+
+
+async def compare_only(path: Path, other: Path, rounds: int) -> None:
+    """``--only compare``: a fresh app, left until every screen is built and the work ahead
+    done (as the full sequence leaves it by then), then only the compare rows; ``rounds``
+    times, each in an app of its own (the other trace and its copies read afresh in each)."""
+    from tuidebug.trace.format.reader import Trace
+    from tuidebug.tui.app import TuidebugApp
+    from tuidebug.tui.widgets.textview import TextView
+
+    keys = Keys()
+    for _ in range(rounds):
+        app = TuidebugApp(Trace(path), prewarm=False)
+        async with app.run_test(size=(160, 45)) as pilot:
+            await wait_ready(app, pilot, lambda: app.screen.query_one(TextView).line_count > 0)
+            deadline = time.perf_counter() + 120
+            while not app.prebuilder.done and time.perf_counter() < deadline:
+                await asyncio.sleep(0.1)
+            await app.workers.wait_for_complete()
+            await asyncio.sleep(0.6)  # the idle collection and freeze (prebuild._keep_read)
+            await compare_keys(app, pilot, keys, other)
+    print(f"compare rows only, {rounds} app(s) (load average {load1():.2f}; "
+          f"{path.name} against {other.name}):")
+    keys.report()
+
+
 async def per_key(path: Path, other: Path) -> None:
     """Every kind of key timed one press at a time (wall and CPU), against its budget."""
     from tuidebug.trace.format.reader import Trace
@@ -521,22 +572,7 @@ async def per_key(path: Path, other: Path) -> None:
                             lambda before=before: lst.highlighted != before
                             and isinstance(cv.source, Highlighted))
 
-        # compare: this trace against another 24-layer trace, then against copies of it in
-        # other folders (each read afresh; this trace's side is read by then). CPU: to the
-        # comparison's first screenful painted; +bg: to all of it drawn
-        for i, against in enumerate(other_copies(other, COMPARE_SAMPLES)):
-            if i:
-                await asyncio.sleep(0.3)
-                await pilot.press("1")
-                await wait_ready(app, pilot, loaded)
-                await asyncio.sleep(0.3)
-            app.compare_with = against
-            label = ("open the compare screen (two such traces)" if not i else
-                     "  again, another copy (this trace read before)")
-            await keys.time(label, 150, app, pilot,
-                            lambda: app.action_show_screen("compare"),
-                            lambda against=against: compared(app, against), timeout=120,
-                            workers=False)
+        await compare_keys(app, pilot, keys, other)
         await keys.time("switch to an open screen", 50, app, pilot,
                         lambda: pilot.press("1"), loaded)
         cpu_all = time.process_time() - c_start
@@ -563,6 +599,18 @@ def main() -> None:
         i = args.index("--cold")
         cold = int(args[i + 1])
         del args[i:i + 2]
+    only = None
+    if "--only" in args:
+        i = args.index("--only")
+        only = args[i + 1]
+        del args[i:i + 2]
+        if only != "compare":
+            sys.exit("--only: 'compare' is the one part that runs alone")
+    rounds = 1
+    if "--rounds" in args:
+        i = args.index("--rounds")
+        rounds = int(args[i + 1])
+        del args[i:i + 2]
     if "--keys-only" in args:
         args.remove("--keys-only")
     if "--paint-only" in args:
@@ -574,6 +622,9 @@ def main() -> None:
             sys.exit(f"not a trace: {path}")
         build(path)
     print(f"load average {load1():.2f} on {cores()} cores")
+    if only == "compare":
+        asyncio.run(compare_only(path, other or VARIANT, rounds))
+        return
     keys_only = "--keys-only" in sys.argv
     times = [] if keys_only else cold_starts(path, cold)
     if times:

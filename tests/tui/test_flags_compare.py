@@ -314,6 +314,115 @@ async def test_compare_screen_is_drawn_in_a_worker_the_keys_answered_meanwhile(
         assert all(d.drawn_on and d.drawn_on != threading.main_thread().name for d in sent)
 
 
+async def test_the_rest_of_a_comparison_leaves_its_first_screenful_as_drawn(
+        open_ui, tmp_path: Path) -> None:
+    """The rest of a comparison follows its first screenful (issue 30): the lines shown are
+    not drawn again — the view is given the same lines and more (``extend_source``), keeps
+    what it drew of them (here the rest brings a horizontal scroll bar, so every row is
+    painted again, from the lines drawn), the cursor and scroll as they were. Before, every
+    line shown was drawn again from its text (10-20 ms of the UI thread on two 24-layer
+    traces)."""
+    from tuidebug.tui.widgets.textview import RichLines
+
+    a = _many_kernels(tmp_path / "a", edit=False)
+    b = _many_kernels(tmp_path / "b", edit=True)
+    async with open_ui(a) as ui:
+        ui.app.compare_with = b
+        ui.app.post_message(events.Key("8", "8"))  # not through Pilot: it waits for workers
+        assert await ui.wait_for(lambda: ui.app.current_mode == "compare" and ui.app.screen
+                                 .query_one("#compare-view").line_count > 3, 60, poll=0.002)
+        screen = ui.app.screen
+        view = screen.query_one("#compare-view")
+        height = view.scrollable_content_region.height
+        # the first screenful painted: its lines drawn (the view keeps them drawn)
+        assert await ui.wait_for(lambda: len(view._cache) >= height, 30, poll=0.005)
+        assert not screen.complete, "drawn whole before any of it was shown"
+        first = view.line_count
+        assert first >= height
+        drawn: list[int] = []  # lines drawn from their text (not found drawn already)
+        real = RichLines.rich
+
+        def watched(self: RichLines, i: int) -> Any:
+            drawn.append(i)
+            return real(self, i)
+        RichLines.rich = watched  # type: ignore[method-assign]
+        try:
+            assert await ui.wait_for(lambda: screen.complete, 120, poll=0.05)
+            await ui.settle()
+            assert view.line_count > first and view.scroll_offset.y == 0 and view.cursor == 0
+            assert drawn == [], sorted(set(drawn))
+            view.scroll_end(animate=False, immediate=True)  # the rest is there, drawn when seen
+            await ui.settle()
+        finally:
+            RichLines.rich = real  # type: ignore[method-assign]
+        assert drawn and min(drawn) >= first, sorted(set(drawn))
+        assert ui.lines("#compare-view")[0].startswith("o: open")
+
+
+def test_a_drawing_stops_once_cancelled() -> None:
+    """A comparison no longer wanted (another asked for, or this one at another width: the
+    worker drawing it cancelled) is not drawn to its end: ``draw`` stops between two parts,
+    and what it drew is not complete (the screen is sent nothing of it)."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from tuidebug.tui.screens.compare import draw
+
+    def table(i: int) -> Table:
+        t = Table(title=f"part {i}")
+        t.add_column("kernel")
+        t.add_column("A → B")
+        for k in range(10):
+            t.add_row(f"cpp_fused_{i}_{k}", Text(f"{k} → {k + 1}"))
+        return t
+    items = [table(i) for i in range(40)]
+    console = Console(file=io.StringIO(), width=100, force_terminal=True)
+    whole = draw(console, items, 100, 20)
+    assert whole.complete and len(whole.lines) > 400
+    asked: list[int] = []
+
+    def cancelled() -> bool:
+        asked.append(1)
+        return len(asked) > 3  # cancelled while the fourth part was drawn
+    part = draw(console, items, 100, 20, cancelled=cancelled)
+    assert not part.complete
+    assert part.lines and len(part.lines) == 3 * len(whole.lines) // 40
+    assert [t.plain for t in part.lines] == [t.plain for t in whole.lines[:len(part.lines)]]
+
+
+async def test_a_comparison_asked_for_meanwhile_replaces_the_one_drawn(
+        open_ui, tmp_path: Path) -> None:
+    """Another trace named while a comparison is drawn: the stale one is dropped (its worker
+    cancelled, nothing more of it shown), the screen shows the one asked for last."""
+    from tuidebug.tui.screens.compare import CompareScreen
+
+    a = _many_kernels(tmp_path / "a", edit=False)
+    b = _many_kernels(tmp_path / "b", edit=True)
+    c = _many_kernels(tmp_path / "c", edit=False)
+    sent: list[tuple[Path, bool]] = []
+
+    def hook(message: Any) -> None:
+        if isinstance(message, CompareScreen.DiffRead):
+            sent.append((message.key, message.data.complete))
+
+    async with open_ui(a, message_hook=hook) as ui:
+        ui.app.compare_with = b
+        ui.app.post_message(events.Key("8", "8"))
+        assert await ui.wait_for(lambda: (b, False) in sent, 60, poll=0.002)
+        screen = ui.app.screen
+        assert not screen.complete
+        await ui.app._compare_with(c)  # what "compare with trace…" does once c is read
+        assert await ui.wait_for(lambda: screen.complete and screen.shown_path == c, 60)
+        await ui.settle()
+        assert sent[-1] == (c, True) and (b, True) not in sent, sent
+        lines = ui.lines("#compare-view")
+        assert any(str(c) in ln for ln in lines) and not any(str(b) in ln for ln in lines)
+        assert not any("cpp_fused_add_mul_" in ln and "changed" in ln for ln in lines)
+
+
 async def test_compare_screen_is_drawn_again_at_a_new_width(
         open_ui, transformer_trace: Path, mlp_trace: Path) -> None:
     """The comparison is drawn again when the width changes — not when a layout leaves the

@@ -73,3 +73,48 @@ async def test_a_line_drawn_before_it_is_highlighted_is_drawn_again() -> None:
         assert len(plain) == 1, "drawn plain: one segment"
         lines.ensure(len(lines))
         assert len(view._line_strip(900)) > 1, "the plain drawing was not kept"
+
+
+class _PlainView(App[None]):
+    def compose(self) -> ComposeResult:
+        yield TextView(id="v")
+
+
+async def test_the_rest_of_a_drawing_leaves_the_rows_shown_as_they_were() -> None:
+    """``extend_source``: the lines shown, then more (the compare screen's first screenful,
+    then all of it). The rows that showed lines are not drawn again — only the rows below the
+    last of them; the new lines are there to scroll to, the cursor and scroll stay. Before,
+    the whole view was drawn again for the same lines. (Fewer lines than the view's height
+    first: the scroll bar that the rest brings narrows the view, and every row is drawn.)"""
+    from rich.text import Text
+
+    from tuidebug.tui.widgets.textview import RichLines
+
+    for first in (30, 5):  # more than a screenful, and less
+        app = _PlainView()
+        async with app.run_test(size=(80, 20)) as pilot:
+            view = app.query_one("#v", TextView)
+            lines = [Text(f"line {i}", style="bold" if i % 2 else "") for i in range(100)]
+            view.set_source(RichLines(lines[:first]))
+            view.move_to(2, center=False)
+            await pilot.pause()
+            painted: list[int] = []
+            real = view.render_line
+
+            def watched(y: int) -> object:
+                painted.append(y)
+                return real(y)
+            view.render_line = watched  # type: ignore[method-assign]
+            view.extend_source(RichLines(lines))
+            await pilot.pause()
+            height = view.scrollable_content_region.height
+            assert view.line_count == 100 and view.cursor == 2 and view.scroll_offset.y == 0
+            assert view.virtual_size.height == 100
+            if first >= height:
+                assert painted == [], painted
+            else:  # the rows below the last line shown are drawn
+                assert set(range(first, height)) <= set(painted), (first, sorted(set(painted)))
+                assert "line 7" in view.render_line(7).text
+            view.scroll_end(animate=False, immediate=True)
+            await pilot.pause()
+            assert "line 99" in view.render_line(height - 1).text

@@ -61,16 +61,21 @@ FIRST_WAIT_S = 0.03  # the rest drawn in this much more CPU time than a screenfu
 
 
 def draw(console: Console, items: list[Any], width: int, rows: int,
-         first: Callable[[Drawn], None] | None = None) -> Drawn:
+         first: Callable[[Drawn], None] | None = None,
+         cancelled: Callable[[], bool] = lambda: False) -> Drawn:
     """``items`` rendered into lines at ``width`` columns, in order. Where the rest takes
     longer than ``FIRST_WAIT_S`` to draw once ``rows`` lines are (this thread's CPU time: a
     busy machine does not make it longer), ``first`` is given what is drawn by then (a
     screenful or more): shown while the rest is drawn — a comparison drawn quickly is shown
-    once (each showing repaints the view)."""
+    once (each showing repaints the view). Once ``cancelled()`` (another comparison asked
+    for, or this one at another width), nothing more is drawn: what is returned then is not
+    ``complete``."""
     lines: list[Text] = []
     here = threading.current_thread().name
     ready: float | None = None  # when a screenful was drawn
     for i, item in enumerate(items):
+        if cancelled():
+            return Drawn(items, lines, width, complete=False, drawn_on=here)
         lines += to_lines(console, [item], width)
         if first is None or i + 1 == len(items) or len(lines) < rows:
             continue
@@ -81,6 +86,12 @@ def draw(console: Console, items: list[Any], width: int, rows: int,
             first(Drawn(items, list(lines), width, complete=False, drawn_on=here))
             first = None
     return Drawn(items, lines, width, drawn_on=here)
+
+
+def _begins_with(lines: list[Text], shown: list[Text]) -> bool:
+    """``lines`` begins with the very lines ``shown`` (the same objects: a drawing's first
+    screenful, then all of it)."""
+    return 1 < len(shown) <= len(lines) and all(a is b for a, b in zip(shown, lines))
 
 
 class CompareScreen(TraceScreen):
@@ -173,7 +184,8 @@ class CompareScreen(TraceScreen):
             def first(part: Drawn) -> None:
                 if not worker.is_cancelled:
                     self.post_message(self.DiffRead(key, part))
-            return draw(console, items(), width, rows, first)
+            return draw(console, items(), width, rows, first,
+                        lambda: worker.is_cancelled)
         self.load(self.DiffRead, key, work)
 
     def on_compare_screen_diff_read(self, message: CompareScreen.DiffRead) -> None:
@@ -182,14 +194,20 @@ class CompareScreen(TraceScreen):
         drawn = message.data
         self._items = drawn.items
         self.complete = drawn.complete
-        keep = self._drawn_width is not None and self.query_one(TextView).line_count > 1
-        self._show(drawn.lines, drawn.width, keep=keep and message.key == self.shown_path)
-        if not drawn.complete:
-            return  # the rest follows
-        if drawn.width != self._width():  # resized while it was drawn: again, at this width
-            self._redraw()
+        view = self.query_one(TextView)
+        shown = view.source.lines if isinstance(view.source, RichLines) else None
+        if shown is not None and message.key == self.shown_path and drawn.width == \
+                self._drawn_width and _begins_with(drawn.lines, shown):
+            view.extend_source(RichLines(drawn.lines))  # the rest of what is shown
         else:
-            self.query_one(TextView).focus()
+            keep = self._drawn_width is not None and view.line_count > 1
+            self._show(drawn.lines, drawn.width, keep=keep and message.key == self.shown_path)
+        if drawn.complete and drawn.width != self._width():
+            self._redraw()  # resized while it was drawn: again, at this width
+        elif self.focused is not view:
+            # with its first screenful (the rest then paints no row again): focusing tints
+            # the view, every row painted again — and Textual repaints a view focused again
+            view.focus()
 
     def _width(self) -> int:
         view = self.query_one(TextView)

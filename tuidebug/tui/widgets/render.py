@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator
 
 from rich.console import Console, ConsoleOptions, RenderableType
@@ -21,21 +22,50 @@ def table_width(console: Console, table: Table, options: ConsoleOptions) -> int:
     not fit without cutting a value — a no-wrap column squeezed (``32.…``), or columns held at
     their ``min_width`` running off the edge. Wrapping a wrappable column (a path, a config
     description) is fine: the table stays at the available width for that."""
+    return table_layout(console, table, options)[0]
+
+
+def table_layout(console: Console, table: Table, options: ConsoleOptions
+                 ) -> tuple[int, list[int] | None]:
+    """``table_width``, and the widths rich gives the table's columns at that width (each with
+    its padding; None where they are not known: rich measures them as it renders)."""
     width = options.max_width
-    extra = table._extra_width
     try:
+        extra = table._extra_width
         natural = table._calculate_column_widths(
             console, options.update_width(MAX_TABLE_WIDTH - extra))
         need = sum(natural) + extra
         if need <= width:
-            return width  # it fits: nothing is squeezed (not measured a second time)
+            # it fits: nothing is squeezed (not measured a second time); rich gives the
+            # columns the same widths at ``width`` unless the table stretches to fill it
+            return width, (None if table.expand or table.min_width else natural)
         squeezed = table._calculate_column_widths(console, options.update_width(width - extra))
     except Exception:  # rich's private layout changed: measure instead
         return max(width, min(MAX_TABLE_WIDTH, Measurement.get(
-            console, options.update_width(MAX_TABLE_WIDTH), table).maximum))
+            console, options.update_width(MAX_TABLE_WIDTH), table).maximum)), None
     cut = sum(squeezed) + extra > width or any(
         s < n for s, n, c in zip(squeezed, natural, table.columns) if c.no_wrap or c.min_width)
-    return min(need, MAX_TABLE_WIDTH) if cut else width
+    if not cut:
+        return width, squeezed
+    return min(need, MAX_TABLE_WIDTH), (natural if need <= MAX_TABLE_WIDTH else None)
+
+
+def _measured(table: Table, widths: list[int] | None) -> Table:
+    """``table`` to render with its columns held at ``widths`` (``table_layout``'s): a copy
+    whose columns have those fixed widths, which rich renders without measuring every cell
+    again (measured twice before: by ``table_layout``, then by rich at the width chosen —
+    half of drawing a comparison's kernel tables). The table itself is left as it is (drawn
+    again at another width after a resize, maybe in another thread meanwhile)."""
+    if widths is None or table.expand or table.width is not None or table.min_width:
+        return table
+    try:
+        columns = [replace(c, width=max(0, w - table._get_padding_width(c._index)))
+                   for c, w in zip(table.columns, widths)]
+    except Exception:  # rich's private layout changed: rich measures it as it renders
+        return table
+    held = copy.copy(table)
+    held.columns = columns
+    return held
 
 
 def to_lines(console: Console, renderables: list[RenderableType], width: int) -> list[Text]:
@@ -54,7 +84,9 @@ def to_lines(console: Console, renderables: list[RenderableType], width: int) ->
                 continue
             opts = options
             if isinstance(r, Table):
-                opts = options.update(width=table_width(console, r, options))
+                width_at, widths = table_layout(console, r, options)
+                opts = options.update(width=width_at)
+                r = _measured(r, widths)
             for line in console.render_lines(r, opts, pad=False):
                 t = Text()
                 for seg in line:

@@ -179,12 +179,37 @@ class TextView(ScrollView, can_focus=True):
         self.refresh()
         self.post_message(self.CursorMoved(self, self.cursor))
 
+    def extend_source(self, source: LineSource) -> None:
+        """Show ``source``, whose first lines are the lines shown now, the same (the rest of a
+        drawing shown in part first): what they drew is kept and is not painted again — only
+        the rows below the last of them, and the scroll bars; cursor, scroll and search stay.
+        (The compare screen showed its first screenful, then all of it: the whole view was
+        drawn again for the same lines, 10-20 ms on the UI thread.)"""
+        shown = len(self.source)
+        if getattr(source, "line_key", None) is not None or self._line_key is not None \
+                or len(source) < shown:
+            self.set_source(source, cursor=self.cursor, keep_scroll=True)
+            return
+        gutter = self._gutter_width
+        self.source = source
+        self._update_size(repaint=False)
+        if self._gutter_width != gutter:
+            self.refresh()  # the line numbers are wider: every row moves
+            return
+        top = shown - self.scroll_offset.y  # the first row that showed no line
+        height = self.size.height
+        if top < height:
+            top = max(0, top)
+            self.refresh(Region(0, top, self.size.width, height - top))
+
     def refresh_lines_cache(self) -> None:
         """Forget rendered lines (the source's styling changed)."""
         self._cache.clear()
         self.refresh()
 
-    def _update_size(self) -> None:
+    def _update_size(self, repaint: bool = True) -> None:
+        """The view's virtual size from its lines (its scroll bars follow); ``repaint``: the
+        whole view painted again (its lines changed)."""
         n = len(self.source)
         self._gutter_width = len(str(n)) + 1 if self.line_numbers and n else 0
         known = getattr(self.source, "max_width", None)
@@ -208,7 +233,8 @@ class TextView(ScrollView, can_focus=True):
         # out what they need)
         self.set_reactive(TextView.virtual_size, size)
         self._scroll_update(size)
-        self.refresh()
+        if repaint:
+            self.refresh()
 
     @property
     def line_count(self) -> int:
@@ -230,10 +256,16 @@ class TextView(ScrollView, can_focus=True):
         drawn lines are kept unless what they hold changed — the search match's style; the
         view's own colours go under them as each line is painted."""
         super().notify_style_update()
-        match = self._styles["match"] if self._styles is not None else None
+        drawn_with = self._drawn_match
         self._styles = None
-        if match is None or match != self._style("match"):
+        if drawn_with is not None and drawn_with != self._style("match"):
             self._cache.clear()
+            self._drawn_match = None
+
+    # the search match's style of the lines kept drawn with a match (None: none were): a
+    # second style update before the next paint cleared them all (the compare screen's
+    # first screenful, drawn again from its text when the rest brought a scroll bar)
+    _drawn_match: Style | None = None
 
     _styles: dict[str, Style] | None = None
 
@@ -264,7 +296,7 @@ class TextView(ScrollView, can_focus=True):
             text.stylize_before(text.style)
             text.style = ""
         if self.query_text:
-            match_style = self._style("match")
+            match_style = self._drawn_match = self._style("match")
             plain = text.plain.lower()
             q = self.query_text.lower()
             start = plain.find(q)

@@ -1,0 +1,111 @@
+"""Tables drawn into lines for a TextView (``widgets/render.py``): measured once, drawn as rich
+draws them."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from tuidebug.tui.widgets import render
+from tuidebug.tui.widgets.render import table_layout, to_lines
+
+
+def _console() -> Console:
+    return Console(file=io.StringIO(), width=120, force_terminal=True, color_system="truecolor",
+                   legacy_windows=False)
+
+
+def _tables() -> list[Table]:
+    """A table that fits, one whose wrappable columns are squeezed (kernel names folded, as
+    the compare screen's kernel table), one cut were it squeezed (a no-wrap column: drawn at
+    its natural width), a grid and a table with padding, a title and a header style."""
+    fits = Table(title="fits", title_justify="left", show_edge=False)
+    for col in ("flag", "A", "B"):
+        fits.add_column(col, style="cyan" if col == "flag" else None)
+    fits.add_row("max_fusion_size", "64", Text("16", style="yellow"))
+    squeezed = Table(title="kernels", title_justify="left", show_edge=False)
+    for col in ("", "A", "B", "lines"):
+        squeezed.add_column(col, overflow="fold")
+    for i in range(6):
+        name = f"cpp_fused_add_native_layer_norm_native_layer_norm_backward_view_{i}"
+        squeezed.add_row(Text("unchanged", style="dim"), name, name + "_b", f"{i} → {i + 1}")
+    cut = Table(show_header=False)
+    cut.add_column(no_wrap=True)
+    cut.add_column(no_wrap=True)
+    cut.add_row("x" * 70, "3.14159 → 2.71828 " * 3)
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(style="bold")
+    grid.add_column()
+    grid.add_row("A", Text.assemble(("/some/trace", "cyan"), "  ", ("OK", "green")))
+    padded = Table(show_header=False, show_edge=False, box=None, padding=(0, 2))
+    padded.add_column(style="bold")
+    padded.add_column()
+    for i in range(5):
+        padded.add_row(f"  stage {i}", Text(f"{i * 100} → {i * 90}", style="green"))
+    return [fits, squeezed, cut, grid, padded]
+
+
+def _as_rich_draws(console: Console, table: Table, width: int) -> list[tuple[str, list]]:
+    """``table`` as rich draws it at the width ``table_layout`` chose (rich measuring it)."""
+    options = console.options.update(width=width, height=None)
+    at = table_layout(console, table, options)[0]
+    out = []
+    for line in console.render_lines(table, options.update(width=at), pad=False):
+        t = Text()
+        for seg in line:
+            if not seg.control:
+                t.append(seg.text, seg.style)
+        t.rstrip()
+        out.append((t.plain, [(s.start, s.end, str(s.style)) for s in t.spans]))
+    return out
+
+
+def test_a_table_is_drawn_as_rich_draws_it_measured_once() -> None:
+    """Each table drawn by ``to_lines`` is, line for line and style for style, what rich draws
+    at the width chosen — at several widths (fits, squeezed, cut) — though rich is given the
+    columns' widths and measures no cell again: counted, each table's cells are measured in
+    ``table_layout`` only (before: again by rich as it drew the table, half of drawing the
+    compare screen's kernel tables)."""
+    console = _console()
+    measured: list[str] = []
+    real = Table._measure_column
+
+    def counting(self: Table, console: Console, options: object, column: object) -> object:
+        if getattr(column, "width", None) is None:  # its cells measured (not a fixed width)
+            measured.append(str(self.title))
+        return real(self, console, options, column)  # type: ignore[arg-type]
+
+    checked = 0
+    for width in (120, 80, 60):
+        for table in _tables():
+            expected = _as_rich_draws(console, table, width)
+            measured.clear()
+            Table._measure_column = counting  # type: ignore[method-assign]
+            try:
+                at, widths = table_layout(console, table, console.options.update(width=width))
+                in_layout = len(measured)
+                lines = to_lines(console, [table], width)
+            finally:
+                Table._measure_column = real  # type: ignore[method-assign]
+            got = [(t.plain, [(s.start, s.end, str(s.style)) for s in t.spans]) for t in lines]
+            assert got == expected, (width, table.title)
+            assert widths is not None, (width, table.title)
+            assert len(measured) == 2 * in_layout, "to_lines measured the cells once more"
+            checked += 1
+    assert checked == 15
+
+
+def test_a_table_drawn_is_left_as_it_was() -> None:
+    """The widths held while a table is drawn are a copy's: the table itself is drawn again
+    at another width (a resize) as it would be the first time."""
+    console = _console()
+    table = _tables()[1]
+    narrow = to_lines(console, [table], 60)
+    assert all(c.width is None for c in table.columns)
+    wide = to_lines(console, [table], 120)
+    assert [t.plain for t in wide] == [p for p, _ in _as_rich_draws(console, table, 120)]
+    assert len(narrow) > len(wide)
+    assert render.MAX_TABLE_WIDTH >= 120
