@@ -305,11 +305,11 @@ def copy_trace(tmp_path: Path):
 # marked in their module. ``pytest -m "not slow"`` is the fast tier.
 LIVE_FIXTURES = frozenset({
     "live_traces", "worker", "bug_traces",
-    "same_job", "break_job", "shape_job", "graph_job", "collectives_job", "hang_job",
+    "same_job", "break_job", "shape_job", "graph_job", "collectives_job", "hang_jobs",
     "funcol_logs", "world_of_one", "autotune_trace",
     "cached_traces", "verdict_traces", "real_traces", "mlp_changed", "flaky_trace",
     "hang_trace", "real_config", "venv", "numerics_traces", "five_breaks", "decode_trace",
-    "item_trace", "compiled_hang_job", "shapebreak_job",
+    "item_trace", "shapebreak_job",
 })
 
 
@@ -336,9 +336,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: a run without xdist ignores it
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: one worker more than the cores, on a small machine. One file
-    (tests/distributed/test_hangs.py) waits on a stopped torchrun job for most of its time
-    (the ``--timeout`` of three hangs: about 6 minutes of the run, its worker idle), and the
-    third worker fills that time with the other files' work."""
+    (tests/distributed/test_hangs.py) waits on stopped torchrun jobs for most of its time
+    (three hangs side by side until their ``--timeout``: about 2.5 minutes of the run, its
+    worker idle), and the third worker fills that time with the other files' work."""
     from tuidebug.machine import cores
 
     n = cores()

@@ -7,6 +7,9 @@ import json
 import os
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -101,23 +104,42 @@ def collectives_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, sub
     return _job(tmp_path_factory, "collectives")
 
 
-# past start-up and the compile on a loaded 2-core machine (at 60 s, under load 13, a rank was
-# still building its C++ kernel: its stacks at --timeout showed it in compile_to_module)
-HANG_TIMEOUT_S = 120
-# past start-up and compiling a graph with a collective (its C++ kernel built) under load
-COMPILED_HANG_TIMEOUT_S = 150
+# The jobs that hang, each ended by ``tuidebug trace --timeout``: ``hang`` (after compiling, the
+# ranks issue their collectives in a rank-dependent order), ``chang`` (a compiled function's
+# functional all_reduce, which rank 1 stops calling at the third step: rank 0 waits inside
+# compiled code) and ``ddphang`` (a DDP bucket all-reduce rank 1 never joins). A hung job uses no
+# CPU while it waits out its timeout, so the three run side by side (``hang_jobs``): the suite
+# waits one timeout, not three in a row.
+HANG_MODES = ("hang", "chang", "ddphang")
+# One timeout for the three: past start-up and compiling a graph with a collective (its C++
+# kernel built) on a loaded 2-core machine, the three jobs' six ranks starting together (at 60 s,
+# under load 13, a rank was still building its C++ kernel: its stacks at --timeout showed it in
+# compile_to_module; one after the other, the jobs had 120, 150 and 90 s)
+HANG_TIMEOUT_S = 150
+
+
+@dataclass(frozen=True)
+class HungJob:
+    """A job traced with ``--timeout HANG_TIMEOUT_S``: its folder, how its ``tuidebug trace``
+    ended, and the seconds that whole ``tuidebug trace`` took."""
+
+    out: Path
+    proc: subprocess.CompletedProcess[str]
+    took: float
 
 
 @pytest.fixture(scope="session")
-def hang_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str], float]:
-    """2 ranks that issue their collectives in a rank-dependent order (a hang), ended by
-    ``--timeout``; also the seconds the whole ``tuidebug trace`` took."""
-    import time
+def hang_jobs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, HungJob]:
+    """mode (``HANG_MODES``) → that job, the three traced side by side."""
+    root = tmp_path_factory.mktemp("jobs")
 
-    out = tmp_path_factory.mktemp("jobs") / "hang"
-    start = time.monotonic()
-    proc = trace_job(out, "hang", extra=["--timeout", str(HANG_TIMEOUT_S)])
-    return out, proc, time.monotonic() - start
+    def run(mode: str) -> tuple[str, HungJob]:
+        start = time.monotonic()
+        proc = trace_job(root / mode, mode, extra=["--timeout", str(HANG_TIMEOUT_S)])
+        return mode, HungJob(root / mode, proc, time.monotonic() - start)
+
+    with ThreadPoolExecutor(len(HANG_MODES)) as ex:
+        return dict(ex.map(run, HANG_MODES))
 
 
 @pytest.fixture(scope="session")
@@ -171,14 +193,6 @@ def funcol_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                 proc.kill()
                 proc.wait()
     return out
-
-
-@pytest.fixture(scope="session")
-def compiled_hang_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    """2 ranks; a compiled function's functional all_reduce, which rank 1 stops calling at the
-    third step (it sleeps): rank 0 waits inside compiled code until ``--timeout``."""
-    out = tmp_path_factory.mktemp("jobs") / "chang"
-    return out, trace_job(out, "chang", extra=["--timeout", str(COMPILED_HANG_TIMEOUT_S)])
 
 
 @pytest.fixture(scope="session")

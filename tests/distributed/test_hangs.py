@@ -3,10 +3,10 @@
 collective order, a compiled function's functional all_reduce that rank 1 stops calling, and a
 DDP bucket all-reduce rank 1 never joins.
 
-One file on purpose: each job really blocks until its ``--timeout`` (the CPU idle for minutes),
-so the three run one after the other on one xdist worker (``--dist loadfile``), started first
-(``waits``: tests/conftest.py), while the other workers' compiles use the cores. Spread over
-three files they could wait side by side, every core idle."""
+One file on purpose: each job really blocks until its ``--timeout`` (its ranks idle for
+minutes), so the three are traced side by side (``hang_jobs``: one timeout's wait, not three in a
+row) on one xdist worker (``--dist loadfile``), started first (``waits``: tests/conftest.py),
+while the other workers' compiles use the cores."""
 
 from __future__ import annotations
 
@@ -15,14 +15,11 @@ import os
 
 import pytest
 
-from tests.distributed.conftest import HANG_TIMEOUT_S, SCRIPT, trace_job
+from tests.distributed.conftest import HANG_TIMEOUT_S, SCRIPT, HungJob
 from tests.distributed.test_ranks import _cli, _info
 from tuidebug.trace.format.reader import Trace
 
 pytestmark = pytest.mark.waits  # the fast CLI check below stays in the fast tier
-
-# past start-up (nothing compiles) on a loaded 2-core machine
-DDP_HANG_TIMEOUT_S = 90
 
 
 def _line_of(marker: str) -> int:
@@ -39,8 +36,8 @@ def _alive(pid: int) -> bool:
 
 # -- a rank-dependent collective order (rank_job.py hang) ------------------------------------------
 
-def test_timeout_ends_the_job_and_leaves_nothing_running(hang_job) -> None:
-    job, proc, took = hang_job
+def test_timeout_ends_the_job_and_leaves_nothing_running(hang_jobs: dict[str, HungJob]) -> None:
+    job, proc, took = hang_jobs["hang"].out, hang_jobs["hang"].proc, hang_jobs["hang"].took
     assert proc.returncode == 1, proc.stderr
     assert f"stopped after --timeout {HANG_TIMEOUT_S}s" in proc.stderr
     assert took >= HANG_TIMEOUT_S  # it hung until the timeout, not ended early
@@ -56,8 +53,8 @@ def test_timeout_ends_the_job_and_leaves_nothing_running(hang_job) -> None:
     assert not [p for p in pids if _alive(p)], "processes of the job are still running"
 
 
-def test_each_rank_says_where_it_waits(hang_job) -> None:
-    job, _, _ = hang_job
+def test_each_rank_says_where_it_waits(hang_jobs: dict[str, HungJob]) -> None:
+    job = hang_jobs["hang"].out
     info = _info(job)
     ranks = {r["rank"]: r for r in info["ranks"]}
     assert [ranks[r]["status"] for r in (0, 1)] == ["timed_out", "timed_out"]
@@ -83,8 +80,8 @@ def test_timeout_needs_a_distributed_job(tmp_path) -> None:
 
 # -- inside compiled code (rank_job.py chang) ------------------------------------------------------
 
-def test_each_rank_s_wait_inside_compiled_code_is_located(compiled_hang_job) -> None:
-    job, proc = compiled_hang_job
+def test_each_rank_s_wait_inside_compiled_code_is_located(hang_jobs: dict[str, HungJob]) -> None:
+    job, proc = hang_jobs["chang"].out, hang_jobs["chang"].proc
     assert proc.returncode == 1 and "stopped after --timeout" in proc.stderr, proc.stderr[-3000:]
     info = _info(job)
     ranks = {r["rank"]: r for r in info["ranks"]}
@@ -131,10 +128,9 @@ def test_each_rank_s_wait_inside_compiled_code_is_located(compiled_hang_job) -> 
 
 # -- in a DDP bucket all-reduce (rank_job.py ddphang) ----------------------------------------------
 
-@pytest.mark.slow
-def test_ddp_bucket_all_reduces_are_logged_and_a_hang_in_one_is_located(tmp_path) -> None:
-    job = tmp_path / "ddphang"
-    proc = trace_job(job, "ddphang", extra=["--timeout", str(DDP_HANG_TIMEOUT_S)])
+def test_ddp_bucket_all_reduces_are_logged_and_a_hang_in_one_is_located(
+        hang_jobs: dict[str, HungJob], tmp_path) -> None:
+    job, proc = hang_jobs["ddphang"].out, hang_jobs["ddphang"].proc
     assert proc.returncode == 1 and "stopped after --timeout" in proc.stderr, proc.stderr[-3000:]
     backward = f"rank_job.py:{_line_of('DDP BACKWARD')}"
     events = [json.loads(ln) for ln in
