@@ -334,11 +334,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: a run without xdist ignores it
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """``-n auto``: one worker more than the cores, on a small machine. One file
     (tests/distributed/test_hangs.py) waits on stopped torchrun jobs for most of its time
     (three hangs side by side until their ``--timeout``: about 2.5 minutes of the run, its
     worker idle), and the third worker fills that time with the other files' work."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist's own setting, as xdist documents it (its hook reads it)
     from tuidebug.machine import cores
 
     n = cores()
