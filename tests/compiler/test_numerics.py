@@ -99,6 +99,55 @@ def test_the_buffers_a_kernel_call_writes_are_read_from_the_wrapper() -> None:
     assert sites[2].args == ["buf7", "buf8", "512", "stream=stream0"]
 
 
+# an embedding's backward, as Inductor compiled it for BERT under bf16 autocast (trimmed): the
+# first kernel fills buf127 with zeros, a later one accumulates into it (an out pointer of a
+# buffer seen before); buf9, written by the first kernel, is written again by an extern mm
+ACCUMULATE = """
+cpp_fused_embedding_dense_backward_1 = async_compile.cpp_pybinding(['at::BFloat16*', 'const at::BFloat16*', 'float*', 'float*', 'float*'], r'''
+extern "C"  void  kernel(at::BFloat16* in_out_ptr0, const at::BFloat16* in_ptr0, float* out_ptr0,
+                       float* out_ptr1, float* out_ptr2)
+''')
+triton_poi_fused_index_put_2 = async_compile.triton('triton_poi_fused_index_put_2', '''
+@triton.jit
+def triton_poi_fused_index_put_2(in_ptr0, in_ptr1, out_ptr0, xnumel, XBLOCK : tl.constexpr):
+    xoffset = tl.program_id(0) * XBLOCK
+''', device_str='cuda')
+cpp_fused_sum_3 = async_compile.cpp_pybinding(['const float*', 'float*'], r'''
+''')
+
+def call(self, args):
+        primals_1, tanh, idx = args
+        buf3 = empty_strided_cpu((2, 64), (64, 1), torch.bfloat16)
+        extern_kernels.mm(primals_1, primals_1, out=buf3)
+        buf7 = buf3; del buf3  # reuse
+        buf127 = empty_strided_cpu((2, 64), (64, 1), torch.float32)
+        cpp_fused_embedding_dense_backward_1(buf7, tanh, buf11, buf127, buf9)
+        extern_kernels.mm(buf7, tanh, out=buf9)
+        cpp_fused_sum_3(buf11, buf12)
+        triton_poi_fused_index_put_2.run(idx, buf7, buf127, 128, stream=stream0)
+        return (buf127, buf12, buf9)
+"""
+
+
+def test_a_buffer_a_later_kernel_writes_again_is_judged_after_it() -> None:
+    """``tuidebug numerics`` on BERT under bf16 autocast blamed the kernel that only zeroed an
+    embedding gradient's buffer (``values [0, 0], eager [-0.818, 0.789]``: 'a wrong kernel'),
+    before the kernel that accumulates into it had run. A buffer is recorded after the last
+    kernel whose signature writes it; one an extern call writes again is recorded nowhere; a
+    buffer a later kernel only reads stays with its writer."""
+    from tuidebug.compiler.wrapper_writes import written_params
+
+    assert written_params(ACCUMULATE) == {"cpp_fused_embedding_dense_backward_1": {0, 2, 3, 4},
+                                          "triton_poi_fused_index_put_2": {2},
+                                          "cpp_fused_sum_3": {1}}
+    sites = call_sites(ACCUMULATE, {"cpp_fused_embedding_dense_backward_1", "cpp_fused_sum_3",
+                                    "triton_poi_fused_index_put_2"})
+    assert [(s.kernel, [s.args[i] for i in s.writes]) for s in sites] == [
+        ("cpp_fused_embedding_dense_backward_1", ["buf7", "buf11"]),
+        ("cpp_fused_sum_3", ["buf12"]),
+        ("triton_poi_fused_index_put_2", ["buf127"])]
+
+
 @pytest.fixture(scope="module")
 def numerics_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, int, str]]:
     """mode -> (trace, exit code, what ``tuidebug trace`` printed), traced in parallel."""

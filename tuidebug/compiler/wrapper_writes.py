@@ -4,7 +4,13 @@ The wrapper (the generated module's ``call``) is straight-line code: buffers are
 (``buf3 = empty_strided_cpu(...)``), renamed for reuse (``buf4 = buf0; del buf0  # reuse``)
 and passed to kernels (``cpp_fused_relu_0(buf2, buf4, arg2_1)``, ``triton_poi_0.run(buf0, …)``,
 ``extern_kernels.mm(…, out=buf5)``). The call a buffer name first appears in is the call that
-writes it; a name seen before is an input. No torch: text only.
+writes it; a name seen before is an input — unless the kernel's own signature, defined above
+``call`` (``async_compile.cpp_pybinding(['const float*', 'float*'], …)``: a pointer not
+``const``; ``def triton_…(in_ptr0, out_ptr0, …)``: ``out_ptr``/``in_out_ptr``), says it writes
+that argument: then a later kernel writes the buffer again (``embedding_dense_backward``: one
+kernel fills it with zeros, a later one accumulates into it) and its value is final only after
+the last call that writes it, where it is recorded; an extern call that writes it again
+(``out=buf5``) leaves it recorded nowhere. No torch: text only.
 """
 
 from __future__ import annotations
@@ -16,7 +22,11 @@ from tuidebug.trace.format.kernels import split_args
 
 _CALL = re.compile(r"^([A-Za-z_]\w*)(?:\.run)?\((.*)\)\s*$")
 _BUF = re.compile(r"\bbuf\d+\b")
+_OUT = re.compile(r"\bout=(buf\d+)\b")
 _START = re.compile(r"^\s*def (?:call|partition_\d+)\(")
+_CPP = re.compile(r"^(\w+) = async_compile\.cpp_pybinding\(\[([^\]]*)\]")
+_TRITON = re.compile(r"^(\w+) = async_compile\.triton\(")
+_DEF = re.compile(r"^def (\w+)\(([^)]*)\)")
 
 
 @dataclass
@@ -29,10 +39,34 @@ class CallSite:
     writes: list[int] = field(default_factory=list)
 
 
+def written_params(source: str) -> dict[str, set[int]]:
+    """Per kernel defined in the wrapper, the positions of the parameters it writes (none for
+    a kernel whose definition is not in the text)."""
+    out: dict[str, set[int]] = {}
+    pending = None  # a Triton kernel whose source string is being read
+    for line in source.splitlines():
+        if m := _CPP.match(line):
+            types = [t.strip().strip("'\"") for t in m.group(2).split(",")]
+            out[m.group(1)] = {i for i, t in enumerate(types)
+                               if t.endswith("*") and not t.startswith("const ")}
+        elif m := _TRITON.match(line):
+            pending = m.group(1)
+        elif pending and (m := _DEF.match(line)) and m.group(1) == pending:
+            params = [p.split(":")[0].strip() for p in m.group(2).split(",")]
+            out[pending] = {i for i, p in enumerate(params)
+                            if p.startswith(("out_ptr", "in_out_ptr"))}
+            pending = None
+        elif _START.match(line):
+            break
+    return out
+
+
 def call_sites(source: str, kernels: set[str]) -> list[CallSite]:
     """The calls of ``kernels`` in the wrapper's ``call`` (and its partitions), in the order
-    of the text, each with the buffers it writes."""
+    of the text, each with the buffers it writes last."""
+    written = written_params(source)
     sites: list[CallSite] = []
+    last: dict[str, tuple[CallSite, int] | None] = {}  # buffer -> where it was last written
     seen: set[str] = set()
     started = False
     for line in source.splitlines():
@@ -45,8 +79,24 @@ def call_sites(source: str, kernels: set[str]) -> list[CallSite]:
             continue
         m = _CALL.match(text)
         if m and m.group(1) in kernels:
-            args = split_args(m.group(2))
-            writes = [i for i, a in enumerate(args) if _BUF.fullmatch(a) and a not in seen]
-            sites.append(CallSite(m.group(1), args, writes))
+            site = CallSite(m.group(1), split_args(m.group(2)))
+            sites.append(site)
+            for i, a in enumerate(site.args):
+                if _BUF.fullmatch(a) and (a not in seen or (a in last
+                                                            and i in written.get(site.kernel, ()))):
+                    _moved(last.get(a))
+                    site.writes.append(i)
+                    last[a] = (site, i)
+        else:  # an extern call writing a buffer a kernel wrote: its value is not that kernel's
+            for a in _OUT.findall(text):
+                if a in last:
+                    _moved(last[a])
+                    last[a] = None
         seen.update(_BUF.findall(text))
     return sites
+
+
+def _moved(at: tuple[CallSite, int] | None) -> None:
+    """A buffer written again later: not recorded where it was written before."""
+    if at is not None:
+        at[0].writes.remove(at[1])
