@@ -145,6 +145,26 @@ def _why_nothing_compiled(out: Path) -> str:
     return said[0] if said else nothing_compiled([], {})
 
 
+def _raised_in_compile(out: Path) -> str | None:
+    """What to say of the script's exception where torch.compile raised it: the compile that
+    failed, judged as ``info`` judges it (``summary.script_outcome`` on the trace's compiles:
+    their failures' reasons are in the compile files, not in the manifest's summaries); None
+    where no compile's error is the script's, or the trace cannot be read."""
+    from tuidebug.errors import TraceError
+    from tuidebug.trace.format.reader import Trace
+    from tuidebug.trace.queries.summary import script_outcome
+
+    try:
+        trace = Trace(out)
+        raised = script_outcome(trace.manifest, trace.compiles).get("script_error") or {}
+    except TraceError:
+        return None
+    if not raised.get("in_compile"):
+        return None
+    return (f"torch.compile raised: Dynamo's compile {raised['in_compile']} "
+            f"({raised['in_compile_at']}) failed (traceback above); the trace is complete")
+
+
 def trace_outcome(code: int, out: Path, tail: list[str] | None = None) -> int:
     """Say what the capture found, beside how the script ended; returns the script's own exit
     code (the capture child ran with ``--own-exit``: what ``python script.py`` exits with), or
@@ -162,7 +182,8 @@ def trace_outcome(code: int, out: Path, tail: list[str] | None = None) -> int:
             "how far it got")
     elif not m.graphs:
         if m.script_error is not None:
-            note("the script raised an exception before compiling anything (traceback above)")
+            note(_raised_in_compile(out) or "the script raised an exception before compiling "
+                 "anything (traceback above)")
         elif code != 0:
             note(f"the script exited with code {code} before compiling{said}")
         else:
@@ -174,13 +195,8 @@ def trace_outcome(code: int, out: Path, tail: list[str] | None = None) -> int:
         err(f"{what}; the trace in {out} records the failure "
             f"(try: tuidebug open {out}, or tuidebug minify {out})")
     elif m.script_error is not None:
-        from tuidebug.trace.queries.summary import failed_compile
-
-        failed = failed_compile({str(c.get("id")): c for c in m.compiles}, m.script_error)
-        note(f"torch.compile raised: Dynamo's compile {failed['in_compile']} "
-             f"({failed['in_compile_at']}) failed (traceback above); the trace is complete"
-             if failed else "the script raised after compiling (traceback above); the trace "
-             "is complete")
+        note(_raised_in_compile(out) or "the script raised after compiling (traceback above); "
+             "the trace is complete")
     elif code != 0:
         note(f"the script exited with code {code}; the trace is complete")
     if code < 0:
