@@ -1,11 +1,14 @@
 """What the timed calls of ``--profile`` change of the module's buffers is put back
-(``call_state.buffers`` / ``restore``), and only what they changed."""
+(``call_state.buffers`` / ``restore``), and only what they changed; what a re-run of the call
+writes in place is put back before each run (``call_state.rewound``), and a call that cannot
+be re-run says why (``raised_again``)."""
 
 from __future__ import annotations
 
 import torch
 
-from tuidebug.compiler.capture.call_state import buffers, restore
+from tuidebug.compiler.capture.call_state import (
+    buffers, leaf, raised_again, restore, rewound)
 
 
 def test_an_eager_batchnorm_in_training_keeps_its_statistics() -> None:
@@ -40,3 +43,62 @@ def test_a_buffer_the_calls_left_alone_is_not_written() -> None:
     assert m.inv_freq._version == version
     y.backward()
     assert x.grad is not None and torch.equal(x.grad, torch.ones(3))
+
+
+def _step(x: torch.Tensor, cache: torch.Tensor, pos: torch.Tensor, bn: torch.nn.Module
+          ) -> torch.Tensor:
+    """A step that advances a position into a 4-row cache, through a BatchNorm in training."""
+    cache.index_copy_(0, pos, x.view(1, 4))
+    pos.add_(1)
+    return bn(cache).sum()
+
+
+def test_what_a_re_run_writes_is_put_back_before_each_run() -> None:
+    """The copies of the call's arguments and the module's buffers that one re-run wrote (told
+    by the version counter, or by what they hold: eager BatchNorm's statistics keep theirs)
+    are put back, from what they held when the user's call returned; what no run writes is
+    not written. Without it the fourth re-run indexed the cache past its end."""
+    torch.manual_seed(0)
+    bn = torch.nn.BatchNorm1d(4).train()
+    x, cache, pos = torch.randn(4), torch.zeros(4, 4), torch.zeros(1, dtype=torch.long)
+    _step(x, cache, pos, bn)  # the user's call: pos 1
+    args = (x, cache, pos)
+    saved = buffers(bn)
+    copies: dict = {}
+    leaves = [leaf(a, copies) for a in args]
+    state = rewound(args, {}, copies, bn, saved)
+    _step(*leaves, bn)
+    state.learn()
+    assert state.names() == ["argument 1", "argument 2", "buffer running_mean",
+                             "buffer running_var", "buffer num_batches_tracked"]
+    x_version = leaves[0]._version
+    for _ in range(6):
+        state.restore()
+        assert int(leaves[2]) == 1 and torch.equal(leaves[1], cache)
+        _step(*leaves, bn)
+    assert leaves[0]._version == x_version  # read, never written: left alone
+    assert int(pos) == 1 and torch.equal(leaves[1][2:], torch.zeros(2, 4))
+    restore(saved)
+
+
+def test_a_call_that_cannot_run_again_says_why() -> None:
+    """At the first re-run (from where the user's call left its state), and at a later one
+    with what it writes put back (state outside its arguments): each a reason, not a bare
+    IndexError."""
+    cache, pos = torch.zeros(4, 4), torch.zeros(1, dtype=torch.long)
+    copies: dict = {}
+    leaves = [leaf(a, copies) for a in (cache, pos)]
+    state = rewound((cache, pos), {}, copies, None, [])
+    error = IndexError("index_copy_(): index 4 is out of bounds for dimension 0 with size 4\n"
+                       "second line")
+    first = raised_again(error, state)
+    assert first.startswith("run once more on copies of its arguments as the user's call left "
+                            "them, the call raised IndexError: index_copy_(): index 4 is out of "
+                            "bounds for dimension 0 with size 4 (a call that advances state")
+    assert "second line" not in first
+    leaves[1].add_(1)
+    state.learn()
+    later = raised_again(error, state)
+    assert later.startswith("run again on copies of its arguments (what it writes in place "
+                            "(argument 1) put back before each), the call raised IndexError")
+    assert "depends on state the timing does not put back" in later

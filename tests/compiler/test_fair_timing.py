@@ -72,6 +72,24 @@ def test_each_clocked_call_follows_a_call_of_its_own() -> None:
         assert log[i - 1] == ("p" + log[i][0], False), (i, log[i - 1:i + 1])
 
 
+def test_what_puts_back_the_state_runs_before_every_call_unclocked() -> None:
+    """``before`` (what puts back the state a call writes in place) runs before each call of
+    either callable — warm-up, priming and clocked — and is never clocked: a clocked call
+    still comes right after its own kind's call, with only ``before`` between them."""
+    log: list[tuple[str, bool]] = []
+    fair_timing.interleaved(_Calls(log, "a"), _Calls(log, "b"), min_rounds=4, max_rounds=4,
+                            warmup=1, before=_Calls(log, "r"))
+    calls = [i for i, (name, _) in enumerate(log) if name != "r"]
+    assert len(calls) == 2 + 4 * 4  # warm-up a, b; per round a primed, a, b primed, b
+    for i in calls:
+        assert log[i - 1] == ("r", False), (i, log[i - 1:i + 1])
+    assert not any(c for name, c in log if name == "r")
+    clocked = [i for i, (_, c) in enumerate(log) if c]
+    assert len(clocked) == 8
+    for i in clocked:
+        assert log[i - 2] == (log[i][0], False), (i, log[i - 2:i + 1])
+
+
 def test_threads_are_within_the_free_cores() -> None:
     m = fair_timing.free_threads()
     assert 1 <= m.threads <= min(m.cores, m.user_threads)

@@ -95,7 +95,8 @@ def test_the_backward_is_profiled_from_the_inputs_the_call_found(tmp_path) -> No
     advances): the backward's profile runs the forward before each timed backward, and each
     forward starts from the inputs as the user's call found them. Run from what the last one
     left, the 4-row cache was indexed past its end: the backward was not profiled (index out
-    of bounds)."""
+    of bounds). The whole call's timing puts back what the call writes before each run, from
+    where the user's call left it."""
     import json
 
     from tests.conftest import trace_script
@@ -109,6 +110,15 @@ def test_the_backward_is_profiled_from_the_inputs_the_call_found(tmp_path) -> No
     assert back["kernels"] and all(k["calls"] == 1 for k in back["kernels"]), back["kernels"]
     assert back["eager"]["wall_s"] > 0 and back["eager_nodes"]
     assert all(k["calls"] == 1 for k in c["kernels"]), c["kernels"]
+    # the whole call too: re-run from what the user's call left, its writes put back before
+    # each run (before: the copies advanced, index 4 out of bounds, a warning and no figure)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert not any("whole call" in w for w in manifest["warnings"]), manifest["warnings"]
+    (call,) = json.loads((out / "profile.json").read_text())["calls"]
+    assert "not_measured" not in call, call["not_measured"]
+    assert call["training"] is True and call["restored"] == ["argument 2", "argument 3"], call
+    assert call["rounds"] >= 10 and call["compiled"]["median_s"] > 0
+    assert call["eager"]["median_s"] > 0 and call["ledger"], call
 
 
 def test_compiled_autograd_is_detected(monkeypatch) -> None:

@@ -271,3 +271,11 @@ def test_a_graph_that_writes_its_inputs_is_profiled_on_its_own_kernels(tmp_path:
         for d in side["device_kernels"]:  # as often per run as the graph calls it
             if d["name"] in own:
                 assert d["calls"] == calls[d["name"]], (d, side["kernels"])
+    # the whole call, timed on the device from where the user's call left its state, what it
+    # writes put back before each run (before: the position ran past the cache's end)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert not any("whole call" in w for w in manifest["warnings"]), manifest["warnings"]
+    (call,) = json.loads((out / "profile.json").read_text())["calls"]
+    assert "not_measured" not in call, call["not_measured"]
+    assert call["device"] == "cuda" and call["restored"] == ["argument 2", "argument 3"], call
+    assert call["compiled"]["median_s"] > 0 and call["ledger"], call

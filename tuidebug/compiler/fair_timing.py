@@ -93,6 +93,7 @@ def _clocked(fn: Callable[[], Any]) -> float:
 def interleaved(a: Callable[[], Any], b: Callable[[], Any], *, min_rounds: int = MIN_ROUNDS,
                 cap_s: float = CAP_S, max_rounds: int = MAX_ROUNDS, warmup: int = WARMUP,
                 prime: tuple[Callable[[], Any], Callable[[], Any]] | None = None,
+                before: Callable[[], Any] | None = None,
                 ) -> tuple[list[float], list[float]]:
     """Seconds of ``a`` and of ``b``, one clocked call of each per round (``a`` first in even
     rounds, ``b`` first in odd ones), each right after an unclocked call of the same callable
@@ -101,24 +102,25 @@ def interleaved(a: Callable[[], Any], b: Callable[[], Any], *, min_rounds: int =
     each. Rounds go on past ``min_rounds`` until the ratio's interval is within ``STABLE`` of its
     median (checked every 10 rounds) or ``cap_s`` of clocked time has passed (the priming
     calls are not charged: the rounds are as many as unprimed ones would be, the wall time up
-    to about twice the cap); never past ``max_rounds``."""
+    to about twice the cap); never past ``max_rounds``. ``before``: called, unclocked, before
+    every call of either (warm-up, priming and clocked): what puts back the state a call
+    writes in place."""
     pa, pb = prime if prime is not None else (a, b)
+    ready = before if before is not None else _nothing
     for _ in range(warmup):
+        ready()
         a()
+        ready()
         b()
     ta: list[float] = []
     tb: list[float] = []
     for i in range(max_rounds):
-        if i % 2 == 0:
-            pa()
-            ta.append(_clocked(a))
-            pb()
-            tb.append(_clocked(b))
-        else:
-            pb()
-            tb.append(_clocked(b))
-            pa()
-            ta.append(_clocked(a))
+        for fn, primer, times in ((a, pa, ta), (b, pb, tb)) if i % 2 == 0 else (
+                (b, pb, tb), (a, pa, ta)):
+            ready()
+            primer()
+            ready()
+            times.append(_clocked(fn))
         n = i + 1
         spent = sum(ta) + sum(tb)  # clocked time only
         if spent >= cap_s and n >= min(min_rounds, MIN_ROUNDS_AT_CAP):
@@ -126,6 +128,10 @@ def interleaved(a: Callable[[], Any], b: Callable[[], Any], *, min_rounds: int =
         if n >= min_rounds and n % 10 == 0 and _stable(ta, tb):
             break
     return ta, tb
+
+
+def _nothing() -> None:
+    pass
 
 
 def _stable(ta: list[float], tb: list[float]) -> bool:

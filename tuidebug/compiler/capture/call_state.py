@@ -1,7 +1,8 @@
 """What the timed calls of ``--profile`` (``whole_call``) are given and must leave as the
 user's program had it: copies of the call's tensor arguments (one copy of a tensor passed
 twice), the arguments that are state it must not re-run on (objects holding tensors: a KV
-cache), and the module's buffers, put back where the timed calls changed them."""
+cache), and the module's buffers, put back where the timed calls changed them; what a call
+writes in place, put back before each re-run (``Rewound``)."""
 
 from __future__ import annotations
 
@@ -96,3 +97,79 @@ def restore(buffers: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
         for b, saved in buffers:
             if not _same(b, saved):
                 b.copy_(saved)
+
+
+class Rewound:
+    """What re-runs of the user's call write in place, put back before each run to what it
+    held when the user's call returned (``kept``: ``(name, tensor, what it held)``: the copies
+    of the call's tensor arguments, the module's buffers). A step that advances a position
+    into a cache (``cache.index_copy_(0, pos, x)``, ``pos.add_(1)``) ran past the cache's end
+    after a few re-runs (IndexError), and every re-run but the first ran on state the user's
+    program never had. What the call writes is learnt from one run of it (``learn``): a tensor
+    whose version counter moved, or that holds something else (eager BatchNorm updates its
+    running statistics without moving their version); only those are written back, so a
+    buffer the call leaves alone keeps its version (the user's own call may have saved it for
+    its backward: see ``restore``)."""
+
+    def __init__(self, kept: list[tuple[str, torch.Tensor, torch.Tensor]]) -> None:
+        self._kept = [(name, t, saved, _version(t)) for name, t, saved in kept]
+        self.written: list[tuple[str, torch.Tensor, torch.Tensor]] = []
+        self.learnt = False
+
+    def learn(self) -> None:
+        """Take the tensors the run since this was made wrote (before any ``restore``)."""
+        self.learnt = True
+        self.written = [(name, t, saved) for name, t, saved, v in self._kept
+                        if _version(t) != v or not _same(t, saved)]
+
+    def names(self) -> list[str]:
+        return [name for name, _, _ in self.written]
+
+    def restore(self) -> None:
+        with torch.no_grad():
+            for _, t, saved in self.written:
+                with torch.inference_mode(t.is_inference()):  # written as the call wrote it
+                    t.copy_(saved)
+
+
+def _version(t: torch.Tensor) -> int | None:
+    """A tensor's version counter (None: an inference tensor has none)."""
+    return None if t.is_inference() else t._version
+
+
+def rewound(args: Any, kwargs: Any, copies: dict[int, Any], owner: torch.nn.Module | None,
+             saved: list[tuple[torch.Tensor, torch.Tensor]]) -> Rewound:
+    """What the re-runs may write, with what it held when the user's call returned: each
+    tensor argument's copy (put back from the user's own tensor, which the re-runs never
+    touch: no third copy of a large input) and the module's buffers (``saved``)."""
+    kept: list[tuple[str, torch.Tensor, torch.Tensor]] = []
+    named = [(f"argument {i}", a) for i, a in enumerate(args or ())]
+    named += [(str(k), v) for k, v in (kwargs or {}).items()]
+    seen: set[int] = set()
+    for name, value in named:
+        if isinstance(value, torch.Tensor) and id(value) in copies and id(value) not in seen:
+            seen.add(id(value))
+            kept.append((name, copies[id(value)], value))
+    names = [f"buffer {n}" for n, _ in owner.named_buffers()] if owner is not None else []
+    kept += [(name, b, copy) for name, (b, copy) in zip(names, saved)]
+    return Rewound(kept)
+
+
+def raised_again(error: Exception, rewound: Rewound) -> str:
+    """Why a call that raised when run again was not timed: at its first re-run (from the
+    state the user's call left: a position it advances may already be at its cache's end), or
+    at a later one, what it wrote put back before it (it depends on state that is not)."""
+    said = next((ln.strip() for ln in str(error).splitlines() if ln.strip()), "")[:300]
+    raised = f"{type(error).__name__}: {said}"
+    if not rewound.learnt:
+        return (f"run once more on copies of its arguments as the user's call left them, the "
+                f"call raised {raised} (a call that advances state, as a position into a "
+                "cache, may not run again from where the user's call left it); the graphs' "
+                "own times are measured on copies")
+    put_back = (f"what it writes in place ({', '.join(rewound.names())}) put back before each"
+                if rewound.written else "it wrote none of its tensor arguments or the module's "
+                "buffers")
+    return (f"run again on copies of its arguments ({put_back}), the call raised {raised}: it "
+            "depends on state the timing does not put back (a Python attribute or number it "
+            "advances, a tensor it reaches other than through its arguments and the module's "
+            "buffers); the graphs' own times are measured on copies")

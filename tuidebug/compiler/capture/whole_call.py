@@ -29,7 +29,11 @@ device inside the call). ``instrumentation`` counts the marks and hooks that fir
 
 Written to ``profile.json``'s ``calls`` (docs/trace-format.md); the verdict and the ledger as
 answers are ``tuidebug.trace.queries.whole_call``'s. The user's tensors, the random state and
-the module's buffers are as they were after the call.
+the module's buffers are as they were after the call. What the call writes in place (its
+arguments' copies, the module's buffers: a position it advances into a cache) is put back
+before each run, unclocked (``call_state.Rewound``): each run starts where the user's call
+left off, as the graphs' own profiles start where it began (``accuracy.restorer``); a call that
+raises when run again is not timed, and its entry says why (``not_measured``).
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ import torch
 from tuidebug.compiler import accuracy, compat, fair_timing
 from tuidebug.compiler.capture import profile
 from tuidebug.compiler.capture.call_parts import BACKWARD, Clocked, Run, parts, shares
-from tuidebug.compiler.capture.call_state import buffers, leaf, restore, state_holders
+from tuidebug.compiler.capture.call_state import (
+    Rewound, buffers, leaf, raised_again, restore, rewound, state_holders)
 from tuidebug.compiler.capture.compiled_calls import CompiledCall, CompiledCalls
 from tuidebug.compiler.capture.quiet import quiet_thread
 from tuidebug.compiler.gradients import seeded, tensors
@@ -112,7 +117,7 @@ class WholeCall(Concern):
                                   "interleaved")
             with quiet_thread():
                 entry = self.session.guarded("the whole call", lambda: self._measure(
-                    name, call.compiled, call.eager, call.args, call.kwargs))
+                    name, call.compiled, call.eager, call.args, call.kwargs, owner, saved))
             if entry:
                 self.prof.data.setdefault("calls", []).append(entry)
                 self.session.guarded("the profile", self.prof.write)
@@ -122,21 +127,35 @@ class WholeCall(Concern):
             self.busy = False
         return True
 
-    def _measure(self, name: str, compiled: Any, eager: Any, args: Any,
-                 kwargs: Any) -> dict[str, Any]:
+    def _measure(self, name: str, compiled: Any, eager: Any, args: Any, kwargs: Any,
+                 owner: torch.nn.Module | None,
+                 saved: list[tuple[torch.Tensor, torch.Tensor]]) -> dict[str, Any]:
+        """The whole call measured (``saved``: the module's buffers as the call left them);
+        where the call raises when run again, the entry says so and why (``not_measured``)."""
         grad_on = torch.is_grad_enabled()
         copies: dict[int, Any] = {}  # one tensor passed twice stays one tensor
         leaves = [leaf(a, copies) for a in args]
         kw = {k: leaf(v, copies) for k, v in (kwargs or {}).items()}
         wrt = [x for x in [*leaves, *kw.values()] if isinstance(x, torch.Tensor)
                and x.requires_grad]
-        owner = _module_of(eager)
         if owner is not None:
             wrt += [p for p in owner.parameters() if p.requires_grad]
+        state = rewound(args, kwargs, copies, owner, saved)
         # the timed calls: torch's own __call__ of a compiled module, not the capture's watch
         direct = self.session.concern(CompiledCalls).unwatched(compiled)
         c_step = _Step(lambda: direct(*leaves, **kw), wrt, grad_on)
-        training = c_step.training()
+        try:
+            training = c_step.training()
+            state.learn()  # what that call wrote: put back before each call from now on
+            return self._timed(name, compiled, eager, leaves, kw, wrt, grad_on, c_step,
+                               training, state)
+        except _RunRaised as e:
+            return {"callable": name, "not_measured": raised_again(e.error, state)}
+
+    def _timed(self, name: str, compiled: Any, eager: Any, leaves: list[Any],
+               kw: dict[str, Any], wrt: list[torch.Tensor], grad_on: bool, c_step: "_Step",
+               training: bool, rewound: Rewound) -> dict[str, Any]:
+        put_back = rewound.restore if rewound.written else None
         e_step = _Step(lambda: eager(*leaves, **kw), wrt, grad_on, c_step.grads)
         # the clocked calls: as the user's, through the watch (counted in instrumentation);
         # the same call as the timed one: no forward of its own to ask whether it trains
@@ -167,9 +186,10 @@ class WholeCall(Concern):
             if ranks > 1:  # every rank must make the same calls (their collectives pair up):
                 tc, te = fair_timing.interleaved(  # a fixed number of rounds, not adaptive
                     c_step.run, e_step.run, min_rounds=rounds, max_rounds=rounds,
-                    cap_s=float("inf"))
+                    cap_s=float("inf"), before=put_back)
             else:
-                tc, te = fair_timing.interleaved(c_step.run, e_step.run, min_rounds=rounds)
+                tc, te = fair_timing.interleaved(c_step.run, e_step.run, min_rounds=rounds,
+                                                 before=put_back)
         wrapped, hooked = tls.wrapped_calls - wrapped, tls.watched_calls - hooked
         timed = marks.counts()
         load_after = load1()
@@ -186,12 +206,14 @@ class WholeCall(Concern):
             "ratio": r.value, "ratio_low": r.low, "ratio_high": r.high,
             "times": {"compiled_s": [round(t, 9) for t in tc],
                       "eager_s": [round(t, 9) for t in te]}}
+        if rewound.written:
+            entry["restored"] = rewound.names()
         # further clocked calls, alternating with eager ones as the timed calls did
         # (each primed by the same call unclocked: through the watch, with no mark)
         fair_timing.interleaved(run_clocked, e_step.run, min_rounds=LEDGER_CALLS,
                                 max_rounds=LEDGER_CALLS, warmup=1, cap_s=float(
                                     "inf") if ranks > 1 else LEDGER_CAP_S,
-                                prime=(c_clocked.run, e_step.run))
+                                prime=(c_clocked.run, e_step.run), before=put_back)
         clocked, counted = clocked[1:], counted[1:]  # the warm-up's call is not a ledger's
         entry["instrumentation"] = {  # what tuidebug's own marks did in each kind of call
             "timed": {**{k: timed[k] - before[k] for k in before},
@@ -272,6 +294,14 @@ class WholeCall(Concern):
                 and (cid is None or g.compile_id == cid)]
 
 
+class _RunRaised(Exception):
+    """The user's call raised when run again (``error``): not tuidebug's own failure."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class _Step:
     """One call as the user's ran: under the grad mode it had; a training call (outputs that
     require grad) also runs ``autograd.grad`` of them with respect to ``wrt``."""
@@ -290,7 +320,7 @@ class _Step:
     def training(self) -> bool:
         if self._training is None:
             with torch.set_grad_enabled(self.grad_on):
-                outs = [o for o in tensors(self.forward()) if o.requires_grad]
+                outs = [o for o in tensors(self._forward()) if o.requires_grad]
             self._training = bool(outs and self.wrt and self.grad_on)
             if self._training:
                 self.grads = seeded(outs)
@@ -298,11 +328,9 @@ class _Step:
 
     def run(self) -> Any:
         with torch.set_grad_enabled(self.grad_on):
-            out = self.forward()
+            out = self._forward()
             if self.training():
-                outs = [o for o in tensors(out) if o.requires_grad]
-                return torch.autograd.grad(outs, self.wrt, grad_outputs=self.grads,
-                                           allow_unused=True)
+                return self._backward(out)
             return out
 
     def run_split(self, clock: Any) -> tuple[int, int]:
@@ -310,13 +338,26 @@ class _Step:
         the device) where the forward ended and where the call ended (one mark when no
         backward runs)."""
         with torch.set_grad_enabled(self.grad_on):
-            out = self.forward()
+            out = self._forward()
             fwd_end = clock.mark()
             if not self.training():
                 return fwd_end, fwd_end
-            outs = [o for o in tensors(out) if o.requires_grad]
-            torch.autograd.grad(outs, self.wrt, grad_outputs=self.grads, allow_unused=True)
+            self._backward(out)
             return fwd_end, clock.mark()
+
+    def _forward(self) -> Any:
+        try:
+            return self.forward()
+        except Exception as e:  # the user's call: said as its own (``_RunRaised``)
+            raise _RunRaised(e) from e
+
+    def _backward(self, out: Any) -> Any:
+        outs = [o for o in tensors(out) if o.requires_grad]
+        try:
+            return torch.autograd.grad(outs, self.wrt, grad_outputs=self.grads,
+                                       allow_unused=True)
+        except Exception as e:
+            raise _RunRaised(e) from e
 
 
 def _module_of(model: Any) -> torch.nn.Module | None:
