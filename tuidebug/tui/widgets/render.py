@@ -32,14 +32,20 @@ def table_layout(console: Console, table: Table, options: ConsoleOptions
     width = options.max_width
     try:
         extra = table._extra_width
-        natural = table._calculate_column_widths(
-            console, options.update_width(MAX_TABLE_WIDTH - extra))
+        ranges = _natural_ranges(console, table, options.update_width(MAX_TABLE_WIDTH - extra))
+        if ranges is None:
+            natural = table._calculate_column_widths(
+                console, options.update_width(MAX_TABLE_WIDTH - extra))
+        else:
+            natural = [r.maximum or 1 for r in ranges]
         need = sum(natural) + extra
         if need <= width:
             # it fits: nothing is squeezed (not measured a second time); rich gives the
             # columns the same widths at ``width`` unless the table stretches to fill it
             return width, (None if table.expand or table.min_width else natural)
-        squeezed = table._calculate_column_widths(console, options.update_width(width - extra))
+        squeezed = _squeezed(table, ranges, width - extra) if ranges is not None else None
+        if squeezed is None:
+            squeezed = table._calculate_column_widths(console, options.update_width(width - extra))
     except Exception:  # rich's private layout changed: measure instead
         return max(width, min(MAX_TABLE_WIDTH, Measurement.get(
             console, options.update_width(MAX_TABLE_WIDTH), table).maximum)), None
@@ -48,6 +54,43 @@ def table_layout(console: Console, table: Table, options: ConsoleOptions
     if not cut:
         return width, squeezed
     return min(need, MAX_TABLE_WIDTH), (natural if need <= MAX_TABLE_WIDTH else None)
+
+
+def _natural_ranges(console: Console, table: Table, options: ConsoleOptions
+                    ) -> list[Measurement] | None:
+    """Each column's (minimum, maximum) width at ``options`` (its cells measured once), for a
+    table whose widths at a narrower width follow from these alone (``_squeezed``); None for
+    one that stretches, or has columns with a ratio or a minimum or maximum width (rich works
+    those out itself)."""
+    if table.expand or table.width is not None or table.min_width is not None or any(
+            c.ratio or c.min_width is not None or c.max_width is not None for c in table.columns):
+        return None
+    ranges = [table._measure_column(console, options, c) for c in table.columns]
+    if sum(r.maximum or 1 for r in ranges) > options.max_width:
+        return None  # collapsed even at the widest: rich's own computation
+    return ranges
+
+
+def _squeezed(table: Table, ranges: list[Measurement], max_width: int) -> list[int] | None:
+    """The widths rich gives the columns of ``table`` at ``max_width`` (borders excluded),
+    worked out as rich does (``Table._calculate_column_widths``) from ranges measured at a
+    greater width: a cell's width at a narrower one is its width there clipped, so rich's two
+    measurements at the narrower width (before and after it shares the width out) are not
+    made again (a third of drawing the compare screen's kernel tables). None where a column
+    ends narrower than its padding (rich measures such a column otherwise)."""
+    from rich._ratio import ratio_reduce
+
+    widths = [min(r.maximum, max_width) or 1 for r in ranges]
+    if sum(widths) > max_width:
+        widths = table._collapse_widths(
+            widths, [c.width is None and not c.no_wrap for c in table.columns], max_width)
+        if sum(widths) > max_width:
+            widths = ratio_reduce(sum(widths) - max_width, [1] * len(widths), widths, widths)
+        if any(w <= table._get_padding_width(c._index) + 1
+               for w, c in zip(widths, table.columns)):
+            return None
+        widths = [min(r.maximum, w) for r, w in zip(ranges, widths)]
+    return widths
 
 
 def _measured(table: Table, widths: list[int] | None) -> Table:
@@ -59,10 +102,12 @@ def _measured(table: Table, widths: list[int] | None) -> Table:
     if widths is None or table.expand or table.width is not None or table.min_width:
         return table
     try:
-        columns = [replace(c, width=max(0, w - table._get_padding_width(c._index)))
-                   for c, w in zip(table.columns, widths)]
+        held = [w - table._get_padding_width(c._index) for c, w in zip(table.columns, widths)]
     except Exception:  # rich's private layout changed: rich measures it as it renders
         return table
+    if min(held, default=0) < 0:
+        return table  # a column narrower than its padding: rich measures it otherwise
+    columns = [replace(c, width=w) for c, w in zip(table.columns, held)]
     held = copy.copy(table)
     held.columns = columns
     return held
