@@ -46,11 +46,12 @@ import os
 from typing import Any
 
 from tuidebug.trace.queries import cache_keys
+from tuidebug.trace.diff.common import pair
 from tuidebug.trace.diff.config import config_diff, side
 from tuidebug.trace.diff.findings import finding_lines, format_duration, summary
 from tuidebug.trace.diff.graphs import graph_diff
 from tuidebug.trace.diff.kernels import WRAPPER_MARKERS, normalize_kernel_name
-from tuidebug.trace.diff.profile import profile_diff, profile_findings
+from tuidebug.trace.diff.profile import machine, profile_diff, profile_findings
 from tuidebug.trace.diff.runs import compile_diffs, runtime_diffs
 from tuidebug.trace.format.reader import GraphRecord, Trace
 from tuidebug.trace.queries import break_diff
@@ -120,6 +121,7 @@ def diff_traces(a: Trace | str | os.PathLike[str], b: Trace | str | os.PathLike[
         "compiles": compile_diffs(ta, tb),
         "runtime": runtime_diffs(ta, tb),
         "profile": profile_diff(ta, tb),
+        "machine": pair(machine(ta), machine(tb)),
         "cache": cache_keys.across(ta.cache_lookups(), tb.cache_lookups()),
         "graph_breaks": break_diff.across(ta, tb).to_json(),
     }

@@ -9,6 +9,7 @@ from typing import Any, Iterable
 
 from tuidebug.trace.diff.common import pair, total
 from tuidebug.trace.diff.kernels import time_ratio
+from tuidebug.trace.diff.profile import threads_line
 from tuidebug.trace.queries.verdict import format_duration  # noqa: F401 (re-exported)
 
 
@@ -228,6 +229,9 @@ def finding_lines(d: dict[str, Any]) -> list[str]:
     if s["kernels"]["a"] != s["kernels"]["b"] or any(kc[k] for k in ("changed", "added", "removed")):
         lines.append(f"kernels: {_arrow(s['kernels'])} ({kc['changed']} changed, "
                      f"{kc['added']} added, {kc['removed']} removed, {kc['unchanged']} unchanged)")
+        threads = threads_line(d.get("machine"))
+        if threads:  # the code differs for the thread count --profile chose, not for a change
+            lines.append(threads)
     if s["extern_calls"]["a"] != s["extern_calls"]["b"]:
         lines.append(f"extern calls: {_arrow(s['extern_calls'])}")
     for key, label in (("scheduler_kernels", "scheduler kernels (IR after fusion, no externs)"),

@@ -93,6 +93,31 @@ def profile_diff(a: Trace, b: Trace) -> dict[str, Any] | None:
     }
 
 
+def machine(t: Trace) -> dict[str, Any] | None:
+    """What ``--profile`` recorded of the machine as the script started: ``threads`` (torch's
+    intra-op threads it set before anything compiled), ``user_threads``, ``load1``."""
+    m = t.profile.get("machine")
+    return m if isinstance(m, dict) else None
+
+
+def threads_line(machines: dict[str, Any] | None) -> str | None:
+    """Two profiled traces compiled for other thread counts (``machines``: ``machine`` of each,
+    ``{"a", "b"}``): Inductor's C++ kernels are generated for the count (``#pragma omp
+    parallel``), so identical code traced twice differs there. None when the counts agree or
+    are not known."""
+    ma, mb = (machines or {}).get("a"), (machines or {}).get("b")
+    ta, tb = ((m or {}).get("threads") for m in (ma, mb))
+    if not isinstance(ta, int) or not isinstance(tb, int) or ta == tb:
+        return None
+    load = [(m or {}).get("load1") for m in (ma, mb)]
+    said = (f" (load {load[0]} → {load[1]})"
+            if all(isinstance(x, (int, float)) for x in load) else "")
+    return (f"threads: A compiled and timed with {ta}, B with {tb} — --profile sets torch's "
+            f"threads to the cores free when the script starts{said}, and Inductor generates "
+            "its C++ kernels for that count (#pragma omp parallel): kernels whose code differs "
+            "may differ for that alone, not for a change of yours")
+
+
 def calls_same(va: dict[str, Any] | None, vb: dict[str, Any] | None) -> bool | None:
     """Whether two traces' whole calls are the same as far as can be told: each trace timed
     compiled against eager side by side (eager is the control for the machine each ran on),
@@ -129,8 +154,9 @@ def profile_findings(p: dict[str, Any] | None, fmt: Any, top: int = 3) -> list[s
         return [f"profile: only trace {which} was profiled (trace --profile)"]
     va, vb = (p.get("verdict") or {}).get("a"), (p.get("verdict") or {}).get("b")
     same = p.get("calls_same")
+    out: list[str] = []  # (threads_line: with the kernels, in finding_lines)
     if va and vb:
-        out = [f"compiled vs eager (eager/compiled, each trace interleaved): "
+        out += [f"compiled vs eager (eager/compiled, each trace interleaved): "
                f"{va['ratio']:.2f} ({va['ratio_low']:.2f}–{va['ratio_high']:.2f}{_rounds(va)}) → "
                f"{vb['ratio']:.2f} ({vb['ratio_low']:.2f}–{vb['ratio_high']:.2f}{_rounds(vb)})"
                + (": no change (timed in two processes: the rounds' ratios overlap)" if same else
@@ -140,7 +166,7 @@ def profile_findings(p: dict[str, Any] | None, fmt: Any, top: int = 3) -> list[s
             return out  # per-line differences of a call that did not change are noise
     else:
         wall = p["totals"]["compiled_wall_s"]
-        out = [f"profiled compiled call (timed in two processes, not side by side): "
+        out += [f"profiled compiled call (timed in two processes, not side by side): "
                f"{fmt(wall['a'])} → {fmt(wall['b'])}"]
     for e in p["lines"][:top]:
         if e["delta"] and e.get("file"):
