@@ -118,3 +118,40 @@ async def test_the_rest_of_a_drawing_leaves_the_rows_shown_as_they_were() -> Non
             view.scroll_end(animate=False, immediate=True)
             await pilot.pause()
             assert "line 99" in view.render_line(height - 1).text
+
+
+async def test_highlighted_lines_are_drawn_from_their_segments_and_stay_inert() -> None:
+    """The view draws a highlighted line from the segments the lexer left (rendering a ``Text``
+    was most of a kernel's paint): the same as its ``Text`` renders, a line with control
+    characters from the ``Text`` made inert, and a search's matches marked."""
+    from rich.segment import Segment
+
+    from tuidebug.tui.widgets.highlight import Highlighted
+
+    code = ("def f(x):\n    # a comment\n    return x + 1  # 'str' \"s\"\n"
+            "y = '\x1b[2J\x1b]52;c;aGk=\x07'  # escapes\n\n    z = f(2)\n")
+    lines = Highlighted(code, "a.py")
+    app = _OneView()
+    async with app.run_test(size=(80, 20)) as pilot:
+        view = app.query_one("#v", TextView)
+        view.set_source(lines)
+        await pilot.pause()
+        drawn = 0
+        for i in range(len(lines)):
+            strip = view._line_strip(i)
+            text = "".join(s.text for s in strip)
+            assert "\x1b" not in text and "\x07" not in text, "nothing raw reaches the terminal"
+            if i == 3:
+                assert lines.segments(i) is None and "\\x1b[2J" in text
+                continue
+            assert list(strip) == lines.segments(i), "drawn from the lexer's segments"
+            rendered = [s for s in lines.rich(i).render(app.console, end="") if s.text]
+            assert list(Segment.simplify(rendered)) == list(Segment.simplify(
+                [s for s in strip if s.text])), i
+            drawn += 1
+        assert drawn == len(lines) - 1 and len(view._line_strip(2)) > 3, "highlighted, not plain"
+        view.set_query("return")
+        marked = view._line_strip(2)
+        match = view._style("match")
+        assert any(s.text == "return" and s.style is not None and s.style.bgcolor == match.bgcolor
+                   for s in marked), "a search's matches are marked"

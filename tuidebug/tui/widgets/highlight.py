@@ -12,8 +12,11 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Iterator
 
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+
+from tuidebug.inert import has_unsafe
 
 THEME = "monokai"
 CHUNK = 64  # lines lexed past the one asked for (a page of the view, and some)
@@ -30,8 +33,9 @@ def _normalized(code: str) -> str:
 class Highlighted:
     """``code`` (of the file ``path``: C++ or Python) for a ``TextView``, highlighted lazily.
 
-    ``plain(i)`` is the line's text at once; ``rich(i)`` lexes down to line ``i`` (and
-    ``CHUNK`` more) first — where the UI thread asks (the view painting a line), only when that
+    ``plain(i)`` is the line's text at once; ``segments(i)`` (what the view draws) and
+    ``rich(i)`` (the same as a ``Text``: what it draws a search's matches on) lex down to line
+    ``i`` (and ``CHUNK`` more) first — where the UI thread asks (the view painting a line), only when that
     is near what is lexed already and no worker is lexing: the UI thread never waits for the
     lexer's lock nor lexes a long way down (End on a 16k-line wrapper lexed it all there, 1.6 s).
     Such a line is drawn plain (``is_final(i)`` false: the view does not keep it) and
@@ -56,11 +60,14 @@ class Highlighted:
             theme = _THEMES[THEME] = PygmentsSyntaxTheme(THEME)
         self._theme = theme
         self._tokens: Iterator[tuple[Any, str]] | None = iter(lexer.get_tokens(text))
-        self._lines: list[Text] = [Text()]  # lexed so far; the last one may be unfinished
+        # lexed so far, a line as the segments it is drawn with (rendering a ``Text`` to them
+        # was most of a kernel's first paint); the last one may be unfinished
+        self._lines: list[list[Segment]] = [[]]
         self._styles: dict[Any, Style] = {}
         self._lock = threading.Lock()
         self.on_behind: Callable[[int], None] | None = None
         self._behind = -1  # the furthest line handed out plain (on_behind told)
+        self._width: int | None = None
 
     def __len__(self) -> int:
         return len(self._plain)
@@ -68,7 +75,32 @@ class Highlighted:
     def plain(self, i: int) -> str:
         return self._plain[i]
 
+    def max_width(self) -> int:
+        """The longest line's length (the view's width, without asking every line)."""
+        if self._width is None:
+            self._width = max(map(len, self._plain), default=0)
+        return self._width
+
+    def segments(self, i: int) -> list[Segment] | None:
+        """Line ``i`` drawn: its highlighted segments, or (not lexed yet) its plain text; None
+        for a line with control characters, which only ``rich(i)`` made inert may draw."""
+        line = self._plain[i]
+        if has_unsafe(line):
+            return None
+        segments = self._lexed_line(i)
+        return [Segment(line)] if segments is None else segments
+
     def rich(self, i: int) -> Text:
+        segments = self._lexed_line(i)
+        if segments is None:
+            return Text(self._plain[i])
+        text = Text()
+        for segment in segments:
+            text.append(segment.text, segment.style)
+        return text
+
+    def _lexed_line(self, i: int) -> list[Segment] | None:
+        """Line ``i``'s segments, lexed first where that is near (else None: drawn plain)."""
         if i >= self.lexed() and i < self.lexed() + CHUNK and self._lock.acquire(blocking=False):
             try:  # a chunk at a time, as the view scrolls down
                 self._lex(min(i + 1 + CHUNK, len(self._plain)))
@@ -80,7 +112,7 @@ class Highlighted:
             self._behind = i
             if self.on_behind is not None:
                 self.on_behind(i)
-        return Text(self._plain[i])
+        return None
 
     def watch(self, on_behind: Callable[[int], None] | None) -> None:
         """Tell ``on_behind`` of lines handed out plain from now on, every one again: a
@@ -127,9 +159,9 @@ class Highlighted:
                 style = styles[ttype] = Style(color=s.color, bold=s.bold, italic=s.italic)
             first, *rest = value.split("\n")
             if first:
-                out[-1].append(first, style)
+                out[-1].append(Segment(first, style))
             for part in rest:
-                out.append(Text(part, style) if part else Text())
+                out.append([Segment(part, style)] if part else [])
 
 
 def highlight(code: str, path: str,

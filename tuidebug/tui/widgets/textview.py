@@ -36,7 +36,10 @@ class LineSource(Protocol):
     then not drawn again when the view shows another source holding it (the pass stepper's
     next stage: mostly the same lines). ``is_final(i)``, where a source has it, false: the
     line is drawn for now and will draw otherwise later (code not highlighted yet), so its
-    drawing is not kept."""
+    drawing is not kept. ``segments(i)``, where a source has it: the line's drawing as Rich
+    segments, as ``rich(i)`` renders (kept ready: rendering a ``Text`` is most of a paint), or
+    None for a line only ``rich(i)`` may draw (one with control characters to show visibly);
+    a search's matches are drawn from ``rich(i)``."""
 
     def __len__(self) -> int: ...
 
@@ -290,6 +293,18 @@ class TextView(ScrollView, can_focus=True):
         if strip is not None:
             self._cache.move_to_end(key)
             return strip
+        segments = getattr(self.source, "segments", None)
+        drawn = segments(i) if segments is not None and not self.query_text else None
+        strip = Strip(drawn) if drawn is not None else self._rich_strip(i)
+        final = getattr(self.source, "is_final", None)
+        if final is not None and not final(i):
+            return strip  # drawn for now (code not highlighted yet): not kept
+        self._cache[key] = strip
+        if len(self._cache) > CACHE_LINES:
+            self._cache.popitem(last=False)
+        return strip
+
+    def _rich_strip(self, i: int) -> Strip:
         text = inert_rich(self.source.rich(i)).copy()  # nothing from a trace reaches the terminal raw
         text.end = ""
         if text.style:  # Text.render ignores the base style of a text without spans
@@ -303,14 +318,7 @@ class TextView(ScrollView, can_focus=True):
             while start != -1:
                 text.stylize(match_style, start, start + len(q))
                 start = plain.find(q, start + len(q))
-        strip = Strip(list(text.render(self.app.console, end="")))
-        final = getattr(self.source, "is_final", None)
-        if final is not None and not final(i):
-            return strip  # drawn for now (code not highlighted yet): not kept
-        self._cache[key] = strip
-        if len(self._cache) > CACHE_LINES:
-            self._cache.popitem(last=False)
-        return strip
+        return Strip(list(text.render(self.app.console, end="")))
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
@@ -326,20 +334,22 @@ class TextView(ScrollView, can_focus=True):
         if i >= n:
             return Strip.blank(width, base)
         gw = self._gutter_width
-        content = self._line_strip(i)
+        body = self._line_strip(i).crop(scroll_x, scroll_x + width - gw)
         is_cursor = self.show_cursor and i == self.cursor
         line_style = self._style("cursor") if is_cursor else base
-        # the view's colours under every segment (a segment's own style wins)
-        body = content.crop(scroll_x, scroll_x + width - gw).apply_style(base) \
-            .extend_cell_length(width - gw, line_style)
-        if is_cursor:  # the cursor's background over everything on its line
-            body = Strip(Segment.apply_style(body, post_style=Style(bgcolor=line_style.bgcolor)),
-                         body.cell_length)
-        if gw:
-            gstyle = self._style("gutter")
-            gutter = Strip([Segment(f"{i + 1:>{gw - 1}} ", gstyle)])
-            return Strip.join([gutter, body])
-        return body
+        # one strip made per line (Textual's crop, apply_style, extend and join make one each):
+        # the view's colours under every segment (a segment's own style wins), and the cursor's
+        # background over everything on its line
+        over = Style(bgcolor=line_style.bgcolor) if is_cursor else None
+        segments = [Segment(f"{i + 1:>{gw - 1}} ", self._style("gutter"))] if gw else []
+        for text, style, _ in body._segments:
+            style = base + style if style is not None else base
+            segments.append(Segment(text, style + over if over is not None else style))
+        pad = width - gw - body.cell_length
+        if pad > 0:
+            segments.append(Segment(" " * pad, line_style + over if over is not None
+                                    else line_style))
+        return Strip(segments, gw + max(0, width - gw))
 
     # -- cursor and scrolling ------------------------------------------------------------------
 
