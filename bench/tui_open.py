@@ -2,6 +2,7 @@
 
     python bench/tui_open.py [TRACE] [--cold N] [--compare OTHER] [--keys-only]
     python bench/tui_open.py [TRACE] [--compare OTHER] --only compare [--rounds N]
+    python bench/tui_open.py [TRACE] --only ROWS
 
 Without TRACE it uses (and, if missing, builds — several minutes each) the trace of a 24-layer
 transformer training step, ``/tmp/tuidebug-bench/tr24``, and for the compare screen a variant of
@@ -51,7 +52,13 @@ painted (interpreter start and imports included).
 
 ``--only compare`` times the compare rows alone (the whole sequence takes minutes and loads the
 machine): in ``--rounds N`` fresh apps (default 1), each left until every screen is built and
-the work ahead is done, as the whole sequence leaves it by then. The machine's load average is printed: the
+the work ahead is done, as the whole sequence leaves it by then. ``--only ROWS`` (several,
+comma-separated, of ``built``: keys while screens are built ahead, ``screens``: opening and
+switching, ``stepper``: ``n``/``p``, ``search``, ``down``: the code screen's kernel list,
+``compare``) times those per-key rows in one app, in the whole sequence's order (the harness's
+row always; without ``screens`` every screen is built ahead before the first row, as opening
+them leaves them): about a minute for ``stepper,down``. Runs alternating two checkouts compare a
+change's CPU ms. The machine's load average is printed: the
 numbers scale with it. Also checks that torch was never imported.
 """
 
@@ -491,15 +498,43 @@ async def compare_only(path: Path, other: Path, rounds: int) -> None:
     keys.report()
 
 
-async def per_key(path: Path, other: Path) -> None:
-    """Every kind of key timed one press at a time (wall and CPU), against its budget."""
+async def down_the_kernels(app, pilot, keys: Keys, presses: int = 40) -> None:  # type: ignore[no-untyped-def]
+    """The code screen: Down through its kernel list from the wrapper, one press at a time,
+    each timed until the next kernel's code is shown highlighted."""
+    from tuidebug.tui.widgets.highlight import Highlighted
+    from tuidebug.tui.widgets.lists import PickList
+    from tuidebug.tui.widgets.textview import TextView
+
+    await pilot.press("4")
+    await wait_ready(app, pilot, lambda: bool(app.screen.is_loaded()))
+    code = app.screen
+    lst = code.query_one(PickList)
+    lst.focus()
+    lst.highlighted = 0
+    await wait_ready(app, pilot, lambda: True)
+    cv = code.query_one("#code-view", TextView)
+    for _ in range(min(presses, lst.option_count - 1)):
+        await asyncio.sleep(0.3)
+        before = lst.highlighted
+        await keys.time("Down in the code screen's kernel list", 50, app, pilot,
+                        lambda: pilot.press("down"),
+                        lambda before=before: lst.highlighted != before
+                        and isinstance(cv.source, Highlighted))
+
+
+ROWS = ("built", "screens", "stepper", "search", "down", "compare")
+
+
+async def per_key(path: Path, other: Path, only: tuple[str, ...] = ROWS) -> None:
+    """Every kind of key (of the groups ``only``) timed one press at a time (wall and CPU),
+    against its budget."""
     from tuidebug.trace.format.reader import Trace
     from tuidebug.tui.app import TuidebugApp
     from tuidebug.tui.widgets.bars import SearchBar
     from tuidebug.tui.widgets.lists import PickList
     from tuidebug.tui.widgets.textview import TextView
 
-    built_ahead = await while_built_ahead(path)
+    built_ahead = await while_built_ahead(path) if "built" in only else ""
     keys = Keys()
     c_start = time.process_time()
     t_start = time.perf_counter()
@@ -527,24 +562,33 @@ async def per_key(path: Path, other: Path) -> None:
         app.set_graph(big.id)
         names = (("2", "passes"), ("3", "ir"), ("4", "code"), ("5", "autotune"),
                  ("6", "errors"), ("1", "overview"))
-        for key, name in names:
+        for key, name in names if "screens" in only else ():
             await keys.time(f"open a screen ({name})" if name != "overview"
                             else "switch to an open screen", 150 if name != "overview" else 50,
                             app, pilot, lambda key=key: pilot.press(key), loaded)
-        for _ in range(2):
+        for _ in range(2 if "screens" in only else 0):
             for key, name in names:
                 await keys.time("switch to an open screen", 50, app, pilot,
                                 lambda key=key: pilot.press(key), loaded)
+        if "screens" not in only:  # every screen built ahead, as opening them leaves them
+            t_built = time.perf_counter()
+            while not app.prebuilder.done and time.perf_counter() - t_built < 120:
+                await asyncio.sleep(0.2)
 
         # the pass stepper: n through every stage of the largest graph, then p back
         n = len(big.stages)
-        screen = await step_stages(app, pilot, keys, n,
-                                   lambda key: f"{key} (next/previous stage, {n} stages)")
+        if "stepper" in only:
+            await step_stages(app, pilot, keys, n,
+                              lambda key: f"{key} (next/previous stage, {n} stages)")
 
         # search: / opens the bar; a query and enter finds the next match
-        view = screen.query_one("#graph-view", TextView)
-        view.focus()
-        for _ in range(3):
+        if "search" in only and "stepper" not in only:
+            await pilot.press("2")
+            await wait_ready(app, pilot, loaded)
+        screen = app.screen
+        if "search" in only:
+            screen.query_one("#graph-view", TextView).focus()
+        for _ in range(3 if "search" in only else 0):
             await keys.time("/ (open the search bar)", 50, app, pilot,
                             lambda: pilot.press("slash"),
                             lambda: screen.query_one(SearchBar).is_open)
@@ -555,33 +599,21 @@ async def per_key(path: Path, other: Path) -> None:
             await wait_ready(app, pilot, lambda: not screen.query_one(SearchBar).is_open)
 
         # the code screen: Down through its kernel list (each shows a kernel, highlighted)
-        await pilot.press("4")
-        await wait_ready(app, pilot, loaded)
-        code = app.screen
-        lst = code.query_one(PickList)
-        lst.focus()
-        lst.highlighted = 0
-        await wait_ready(app, pilot, lambda: True)
-        from tuidebug.tui.widgets.highlight import Highlighted
-        cv = code.query_one("#code-view", TextView)
-        for _ in range(min(40, lst.option_count - 1)):
-            await asyncio.sleep(0.3)
-            before = lst.highlighted
-            await keys.time("Down in the code screen's kernel list", 50, app, pilot,
-                            lambda: pilot.press("down"),
-                            lambda before=before: lst.highlighted != before
-                            and isinstance(cv.source, Highlighted))
+        if "down" in only:
+            await down_the_kernels(app, pilot, keys)
 
-        await compare_keys(app, pilot, keys, other)
-        await keys.time("switch to an open screen", 50, app, pilot,
-                        lambda: pilot.press("1"), loaded)
+        if "compare" in only:
+            await compare_keys(app, pilot, keys, other)
+            await keys.time("switch to an open screen", 50, app, pilot,
+                            lambda: pilot.press("1"), loaded)
         cpu_all = time.process_time() - c_start
         wall_all = time.perf_counter() - t_start
 
     print(f"per key, one press at a time (load average {load1():.2f}; "
           f"compare: {path.name} against {other.name}):")
     keys.report()
-    print(built_ahead)
+    if built_ahead:
+        print(built_ahead)
     print(f"  CPU of the whole sequence {cpu_all * 1000:.0f} ms over {wall_all:.1f} s; in the "
           f"keys' figures {keys.counted * 1000:.0f} ms; between keys (pauses, nothing pressed) "
           f"{(cpu_all - keys.counted) * 1000:.0f} ms")
@@ -599,13 +631,13 @@ def main() -> None:
         i = args.index("--cold")
         cold = int(args[i + 1])
         del args[i:i + 2]
-    only = None
+    only: tuple[str, ...] = ROWS
     if "--only" in args:
         i = args.index("--only")
-        only = args[i + 1]
+        only = tuple(args[i + 1].split(","))
         del args[i:i + 2]
-        if only != "compare":
-            sys.exit("--only: 'compare' is the one part that runs alone")
+        if set(only) - set(ROWS):
+            sys.exit(f"--only: rows are {', '.join(ROWS)}")
     rounds = 1
     if "--rounds" in args:
         i = args.index("--rounds")
@@ -622,10 +654,10 @@ def main() -> None:
             sys.exit(f"not a trace: {path}")
         build(path)
     print(f"load average {load1():.2f} on {cores()} cores")
-    if only == "compare":
+    if only == ("compare",):
         asyncio.run(compare_only(path, other or VARIANT, rounds))
         return
-    keys_only = "--keys-only" in sys.argv
+    keys_only = "--keys-only" in sys.argv or only != ROWS
     times = [] if keys_only else cold_starts(path, cold)
     if times:
         print(f"  cold start (fresh process, exec → overview painted): "
@@ -634,10 +666,10 @@ def main() -> None:
     if not keys_only:
         asyncio.run(run(path))
     if other is None:
-        if not (VARIANT / "manifest.json").exists():
-            build(VARIANT, "max_fusion_size=16")
         other = VARIANT
-    asyncio.run(per_key(path, other))
+        if "compare" in only and not (VARIANT / "manifest.json").exists():
+            build(VARIANT, "max_fusion_size=16")
+    asyncio.run(per_key(path, other, only))
 
 
 if __name__ == "__main__":

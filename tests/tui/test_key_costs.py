@@ -381,3 +381,48 @@ async def test_what_was_read_is_frozen_in_an_idle_moment(open_ui, transformer_tr
         # by the frozen objects freed meanwhile: 59,997 of 60,000 once, in a full run)
         tracked = {id(o) for o in gc.get_objects()}
         assert not any(id(x) in tracked for x in made)
+
+
+async def test_down_through_the_kernels_shows_each_and_lays_nothing_out(
+        open_ui, transformer_trace: Path) -> None:
+    """Down through the code screen's kernel list shows each kernel's code, highlighted (an
+    extern call: the wrapper at its line), and its provenance, and never lays the screen out:
+    the views' scrollbars stay as they are whatever the kernel (one whose code or provenance
+    was wider or longer than the last showed a scrollbar or hid one: a layout of the whole
+    screen, a quarter of such a key's time on the 24-layer trace)."""
+    from tuidebug.tui.screens.code import CodeScreen, read_code
+    from tuidebug.tui.widgets.highlight import Highlighted
+    from tuidebug.tui.widgets.lists import PickList
+    from tuidebug.tui.widgets.textview import TextView
+
+    async with open_ui(transformer_trace) as ui:
+        await ui.press("4")
+        screen = ui.app.screen
+        assert isinstance(screen, CodeScreen) and screen.graph is not None
+        lst = screen.query_one(PickList)
+        lst.focus()
+        lst.highlighted = 0
+        await ui.settle()
+        layouts: list[object] = []
+        screen.screen_layout_refresh_signal.subscribe(screen, layouts.append)
+        code = screen.query_one("#code-view", TextView)
+        provenance = screen.query_one("#provenance", TextView)
+        kinds, sizes = set(), set()
+        for _ in range(lst.option_count - 1):
+            await ui.press("down")
+            assert lst.highlighted_option is not None
+            item = str(lst.highlighted_option.id)
+            doc = read_code(screen.graph, item, screen.kernels)
+            assert isinstance(code.source, Highlighted), item
+            assert ui.lines("#code-view") == (doc.code or "").expandtabs(4).rstrip(
+                "\n").split("\n"), item
+            assert code.cursor == doc.cursor, item
+            assert provenance.source.plain(0).startswith(item), item
+            kinds.add(screen.kernels[item].kind)
+            sizes.add((code.virtual_size.width > code.scrollable_content_region.width,
+                       len(provenance.source) > provenance.scrollable_content_region.height,
+                       max(map(len, map(provenance.source.plain, range(len(provenance.source)))))
+                       > provenance.scrollable_content_region.width))
+        assert {"extern", "cpp"} <= kinds or len(kinds) >= 2, kinds
+        assert len(sizes) >= 2, "kernels of other widths or lengths than the one before"
+        assert layouts == [], f"Down laid the screen out {len(layouts)} times"

@@ -155,3 +155,27 @@ async def test_highlighted_lines_are_drawn_from_their_segments_and_stay_inert() 
         match = view._style("match")
         assert any(s.text == "return" and s.style is not None and s.style.bgcolor == match.bgcolor
                    for s in marked), "a search's matches are marked"
+
+
+class _NoHorizontalBar(App[None]):
+    CSS = "TextView { height: 5; overflow-x: hidden; overflow-y: scroll; }"
+
+    def compose(self) -> ComposeResult:
+        yield TextView(TextLines(["x" * 300, "short"]), id="v")
+
+
+async def test_right_scrolls_a_view_without_a_horizontal_scrollbar() -> None:
+    """The code screen's provenance has no horizontal scrollbar (it would take one of its few
+    lines): → and ← still scroll a long line into view."""
+    app = _NoHorizontalBar()
+    async with app.run_test(size=(80, 20)) as pilot:
+        view = app.query_one("#v", TextView)
+        view.focus()
+        await pilot.pause()
+        assert not view.show_horizontal_scrollbar
+        await pilot.press("right")
+        await pilot.pause()
+        assert view.scroll_offset.x == 8
+        await pilot.press("left")
+        await pilot.pause()
+        assert view.scroll_offset.x == 0

@@ -181,12 +181,18 @@ class CodeScreen(TraceScreen):
         data: Any  # the highlighted lines for the TextView
 
     SCREEN_NAME = "code"
+    # the views' scrollbars stay as they are from kernel to kernel: one whose code or provenance
+    # was wider or longer than the last showed a scrollbar or hid one, and the screen was laid
+    # out again (20 ms, in one Down of five in the kernel list). The provenance has no
+    # horizontal one (it would take one of its 8 lines): ← and → scroll it
     BINDINGS = keymap.bindings("code")
     DEFAULT_CSS = """
     CodeScreen #kernels-pane { width: 34%; min-width: 30; max-width: 56;
                                border-right: solid $primary 40%; }
     CodeScreen #code-pane { width: 1fr; }
     CodeScreen #provenance { height: 9; border-top: solid $primary 40%; }
+    CodeScreen #code-view { overflow: scroll scroll; }
+    CodeScreen #provenance { overflow-x: hidden; overflow-y: scroll; }
     """
 
     def __init__(self) -> None:

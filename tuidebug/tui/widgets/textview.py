@@ -166,11 +166,12 @@ class TextView(ScrollView, can_focus=True):
 
     def set_source(self, source: LineSource, *, cursor: int = 0, keep_scroll: bool = False,
                    placeholder: str | None = None) -> None:
+        same = source is self.source  # (the code screen's extern calls: the wrapper at each)
         self.source = source
         if placeholder is not None:
             self.placeholder = placeholder
         key = getattr(source, "line_key", None)
-        if key is None or self._line_key is None:
+        if not same and (key is None or self._line_key is None):
             self._cache.clear()  # strips by index are another source's lines
         self._line_key = key
         self._update_size()
@@ -412,7 +413,10 @@ class TextView(ScrollView, can_focus=True):
         self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
 
     def action_hscroll(self, delta: int) -> None:
-        self.scroll_to(x=max(0, self.scroll_offset.x + delta), animate=False, immediate=True)
+        # forced: a view may hide its horizontal scrollbar (overflow-x: hidden) and still
+        # scroll with ← and →
+        self.scroll_to(x=max(0, self.scroll_offset.x + delta), animate=False, immediate=True,
+                       force=True)
 
     def action_activate(self) -> None:
         if len(self.source):
