@@ -345,3 +345,39 @@ def test_a_recompiled_frames_break_resumes_in_the_resume_functions_recompile(
     per = trace_breaks(build(tmp_path / "b", False))
     assert [(cid, b.resumed_in) for cid, bs in per.items() for b in bs] == [
         ("0/0", "1/0"), ("0/1", "1/0")], per
+
+
+def test_a_frame_after_one_without_code_is_read() -> None:
+    """``tuidebug trace`` runs the script through runpy: the user's module-level call follows
+    ``<frozen runpy>`` frames, which have no code line. The frame after such a frame was read
+    as its code: a break in torch's DDP forward called from ``loss = step(ids)`` at the script's
+    top level was listed at ``distributed.py:1757`` (the same TORCH_TRACE log, imported, said
+    ``ddp_hf.py:36``)."""
+    from tuidebug.trace.format.layout import stack_frames
+    from tuidebug.trace.queries.graph_breaks import parse
+
+    torch_dir = "/venv/lib/python3.11/site-packages/torch"
+    stack = ('  File "<frozen runpy>", line 291, in run_path\n'
+             '  File "<frozen runpy>", line 98, in _run_module_code\n'
+             '  File "<frozen runpy>", line 88, in _run_code\n'
+             '  File "/job/ddp_hf.py", line 36, in <module>\n'
+             '    loss = step(ids)\n'
+             f'  File "{torch_dir}/_dynamo/external_utils.py", line 69, in inner\n'
+             '    return fn(*args, **kwargs)\n'
+             f'  File "{torch_dir}/nn/parallel/distributed.py", line 1757, in _pre_forward\n'
+             '    self.logger.set_runtime_stats_and_log()\n')
+    reason = (f"Graph break in user code at {torch_dir}/nn/parallel/distributed.py:1757\n"
+              "Graph Break Reason: Encountered graph break when attempting to trace "
+              "CALL_FUNCTION_EX: a variadic function call, e.g. f(*args):\n\n"
+              "Unsupported method call\n  Explanation: Dynamo does not know how to trace "
+              "method `set_runtime_stats_and_log` of class `Logger`\n\n"
+              f"User code traceback:\n{stack}\nTraceback (most recent call last):\n"
+              f'  File "{torch_dir}/_dynamo/symbolic_convert.py", line 1076, in wrapper\n'
+              "    return inner_fn(self, inst)\n")
+    b = parse("0/0", reason, {"function": "inner"}, {})
+    assert (b.user_line.file, b.user_line.line, b.user_line.code) == (
+        "/job/ddp_hf.py", 36, "loss = step(ids)"), b.user_line
+    assert (b.site.file.endswith("distributed.py"), b.site.line) == (True, 1757), b.site
+    # the stacks of FX nodes are read the same way: a frame without code has none
+    frames = stack_frames(stack, {})
+    assert [f["code"] for f in frames[:4]] == ["", "", "", "loss = step(ids)"], frames

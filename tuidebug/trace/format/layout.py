@@ -57,6 +57,7 @@ def stack_frames(stack: str | None, cache: dict[str, Any]) -> list[dict[str, Any
         m = _FRAME_RE.search(line)
         if m:
             code = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            code = "" if _FRAME_RE.search(code) else code  # a frame without a code line
             frames.append({"file": m["file"], "line": int(m["line"]), "fn": m["fn"],
                            "code": code})
     cache[key] = frames

@@ -21,8 +21,10 @@ MAX_TEXT = 600  # characters kept of an explanation or a hint
 MAX_STACK = 8  # user frames kept per break, innermost last
 
 _AT = re.compile(r"Graph break (?:in user code )?at (?P<file>.+?):(?P<line>\d+)\s*$", re.M)
+# a frame and its code line, if it has one: the indent is taken whole before the look for the
+# next frame (a frame without code, ``<frozen runpy>``, took the frame after it as its code)
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"\n]+)", line (?P<line>\d+), in (?P<fn>[^\n]+)\n'
-                    r'(?:(?P<code>[ \t]+(?!File ")[^\n]*\S[^\n]*)(?:\n|$))?', re.M)
+                    r'(?:(?P<code>[ \t]+(?=[^ \t\n])(?!File ")[^\n]*\S[^\n]*)(?:\n|$))?', re.M)
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
 _GB_ID = re.compile(r"/gb/(?P<id>gb\d+)\.html")
 # Dynamo's preamble before the graph-break type: the instruction it was tracing, or that the
