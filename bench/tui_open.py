@@ -619,30 +619,26 @@ async def per_key(path: Path, other: Path, only: tuple[str, ...] = ROWS) -> None
           f"{(cpu_all - keys.counted) * 1000:.0f} ms")
 
 
+def _option(args: list[str], name: str) -> str | None:
+    """The value after ``name`` in ``args`` (both taken out of it), or None."""
+    if name not in args:
+        return None
+    i = args.index(name)
+    value = args[i + 1]
+    del args[i:i + 2]
+    return value
+
+
 def main() -> None:
     args = sys.argv[1:]
-    cold = 3
-    other: Path | None = None
-    if "--compare" in args:
-        i = args.index("--compare")
-        other = Path(args[i + 1])
-        del args[i:i + 2]
-    if "--cold" in args:
-        i = args.index("--cold")
-        cold = int(args[i + 1])
-        del args[i:i + 2]
-    only: tuple[str, ...] = ROWS
-    if "--only" in args:
-        i = args.index("--only")
-        only = tuple(args[i + 1].split(","))
-        del args[i:i + 2]
-        if set(only) - set(ROWS):
-            sys.exit(f"--only: rows are {', '.join(ROWS)}")
-    rounds = 1
-    if "--rounds" in args:
-        i = args.index("--rounds")
-        rounds = int(args[i + 1])
-        del args[i:i + 2]
+    compare = _option(args, "--compare")
+    other: Path | None = Path(compare) if compare else None
+    cold = int(_option(args, "--cold") or 3)
+    rows = _option(args, "--only")
+    only: tuple[str, ...] = tuple(rows.split(",")) if rows else ROWS
+    if set(only) - set(ROWS):
+        sys.exit(f"--only: rows are {', '.join(ROWS)}")
+    rounds = int(_option(args, "--rounds") or 1)
     if "--keys-only" in args:
         args.remove("--keys-only")
     if "--paint-only" in args:
