@@ -34,3 +34,47 @@ def test_churn_and_garbage_are_not_frozen() -> None:
         del cycles
         assert not keep_read() or gc.get_freeze_count() - before < FREEZE_AT // 10
     assert gc.get_freeze_count() - before < FREEZE_AT // 10, "garbage was frozen"
+
+
+def test_memory_held_just_under_the_bar_is_not_collected_at_every_read() -> None:
+    """Memory that stays just under ``FREEZE_AT`` once the garbage is collected (comparing
+    with one trace after another: each replaces the last, a few thousand objects of garbage
+    with it) is not collected again at the next read that crosses the bar by a little — only
+    once ``AGAIN_AT`` more blocks are in use; then, still that much, it is frozen. Before,
+    every such read paid a full collection."""
+    import sys
+
+    from tuidebug.tui.heap import AGAIN_AT, grown
+
+    keep_read()  # start from a freeze (or from nothing to freeze)
+    gc.collect()
+    collections: list[int] = []
+
+    def counted(phase: str, info: dict) -> None:
+        if phase == "stop" and info["generation"] == 2:
+            collections.append(1)
+    held: list[object] = []
+    while grown() < FREEZE_AT - 5_000:  # kept: just under the bar
+        held.append([len(held)])
+    gc.callbacks.append(counted)
+    try:
+        rounds = 0
+        for _ in range(3):  # a read: garbage in cycles over the bar, then freed
+            cycles = []
+            for i in range(4_000):
+                a: list[object] = [i]
+                a.append(a)
+                cycles.append(a)
+            del cycles
+            assert grown() >= FREEZE_AT
+            assert not keep_read(), "garbage frozen"
+            rounds += 1
+        assert rounds == 3 and len(collections) == 1, collections
+        start = sys.getallocatedblocks()
+        while sys.getallocatedblocks() - start < AGAIN_AT:  # much more, kept
+            held.append([len(held)])
+        assert keep_read(), "what is kept is frozen once AGAIN_AT more blocks are in use"
+        assert len(collections) == 2, collections
+    finally:
+        gc.callbacks.remove(counted)
+    assert held

@@ -27,8 +27,10 @@ from contextlib import contextmanager
 from typing import Iterator
 
 FREEZE_AT = 50_000  # memory blocks more than at the last freeze: new data read, not churn
+AGAIN_AT = FREEZE_AT // 2  # after a collection that froze nothing: more blocks before another
 
 _at_freeze = [sys.getallocatedblocks()]
+_collected_at = [0]  # memory blocks in use after the last collection that froze nothing
 
 
 def grown() -> int:
@@ -43,11 +45,16 @@ def grown() -> int:
 def keep_read() -> bool:
     """After a read (in the worker that read, or where a stage was shown): when the memory in
     use grew by ``FREEZE_AT`` blocks since the last freeze, collect the garbage, and if it is
-    still that much, freeze what is alive; True if it froze."""
-    if grown() < FREEZE_AT:
+    still that much, freeze what is alive; True if it froze. A collection that left less (it
+    was garbage) is not made again before ``AGAIN_AT`` more blocks are in use: memory held
+    just under the bar (comparing with one trace after another, each replacing the last)
+    paid a full collection at every read that crossed it again, 5-11 ms, freeing a few
+    thousand objects each time."""
+    if grown() < FREEZE_AT or sys.getallocatedblocks() - _collected_at[0] < AGAIN_AT:
         return False
     gc.collect()
     if grown() < FREEZE_AT:
+        _collected_at[0] = sys.getallocatedblocks()
         return False  # it was garbage
     gc.freeze()
     _at_freeze[0] = sys.getallocatedblocks()
