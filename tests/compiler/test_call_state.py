@@ -5,10 +5,12 @@ be re-run says why (``raised_again``)."""
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 
 from tuidebug.compiler.capture.call_state import (
-    buffers, leaf, raised_again, restore, rewound)
+    buffers, leaf, raised_again, restore, rewound, written_state)
 
 
 def test_an_eager_batchnorm_in_training_keeps_its_statistics() -> None:
@@ -45,40 +47,50 @@ def test_a_buffer_the_calls_left_alone_is_not_written() -> None:
     assert x.grad is not None and torch.equal(x.grad, torch.ones(3))
 
 
-def _step(x: torch.Tensor, cache: torch.Tensor, pos: torch.Tensor, bn: torch.nn.Module
-          ) -> torch.Tensor:
-    """A step that advances a position into a 4-row cache, through a BatchNorm in training."""
+def _step(x: torch.Tensor, cache: torch.Tensor, pos: torch.Tensor, bn: torch.nn.Module,
+          seen: torch.Tensor) -> torch.Tensor:
+    """A step that advances a position into a 4-row cache, through a BatchNorm in training,
+    and counts its calls in ``seen`` (the program's own: no argument)."""
     cache.index_copy_(0, pos, x.view(1, 4))
     pos.add_(1)
+    seen.add_(1)
     return bn(cache).sum()
 
 
 def test_what_a_re_run_writes_is_put_back_before_each_run() -> None:
-    """The copies of the call's arguments and the module's buffers that one re-run wrote (told
-    by the version counter, or by what they hold: eager BatchNorm's statistics keep theirs)
-    are put back, from what they held when the user's call returned; what no run writes is
-    not written. Without it the fourth re-run indexed the cache past its end."""
+    """The copies of the call's arguments, the module's buffers and the program's tensors
+    its graphs write that one re-run wrote (told by the version counter, or by what they hold:
+    eager BatchNorm's statistics keep theirs) are put back, from what they held when the
+    user's call returned; what no run writes is not written; the program's own tensors are as
+    the user's call left them after. Without it the fourth re-run indexed the cache past its
+    end, and ``seen`` counted every re-run."""
     torch.manual_seed(0)
     bn = torch.nn.BatchNorm1d(4).train()
     x, cache, pos = torch.randn(4), torch.zeros(4, 4), torch.zeros(1, dtype=torch.long)
-    _step(x, cache, pos, bn)  # the user's call: pos 1
+    seen = torch.zeros(1)
+    _step(x, cache, pos, bn, seen)  # the user's call: pos 1, seen 1
     args = (x, cache, pos)
     saved = buffers(bn)
+    # what the graphs wrote at their first call: the cache is an argument (re-run as a copy)
+    state = written_state([("cache", weakref.ref(cache)), ("seen", weakref.ref(seen))], args,
+                          {}, bn)
+    assert [name for name, _, _ in state] == ["seen"]
     copies: dict = {}
     leaves = [leaf(a, copies) for a in args]
-    state = rewound(args, {}, copies, bn, saved)
-    _step(*leaves, bn)
-    state.learn()
-    assert state.names() == ["argument 1", "argument 2", "buffer running_mean",
-                             "buffer running_var", "buffer num_batches_tracked"]
+    put = rewound(args, {}, copies, bn, saved, state)
+    _step(*leaves, bn, seen)
+    put.learn()
+    assert put.names() == ["argument 1", "argument 2", "buffer running_mean",
+                           "buffer running_var", "buffer num_batches_tracked", "seen"]
     x_version = leaves[0]._version
     for _ in range(6):
-        state.restore()
-        assert int(leaves[2]) == 1 and torch.equal(leaves[1], cache)
-        _step(*leaves, bn)
+        put.restore()
+        assert int(leaves[2]) == 1 and torch.equal(leaves[1], cache) and int(seen) == 1
+        _step(*leaves, bn, seen)
     assert leaves[0]._version == x_version  # read, never written: left alone
-    assert int(pos) == 1 and torch.equal(leaves[1][2:], torch.zeros(2, 4))
-    restore(saved)
+    assert int(pos) == 1 and torch.equal(cache[1:], torch.zeros(3, 4))  # the user's own
+    restore(saved + [(t, copy) for _, t, copy in state])
+    assert int(seen) == 1
 
 
 def test_a_call_that_cannot_run_again_says_why() -> None:
@@ -88,7 +100,7 @@ def test_a_call_that_cannot_run_again_says_why() -> None:
     cache, pos = torch.zeros(4, 4), torch.zeros(1, dtype=torch.long)
     copies: dict = {}
     leaves = [leaf(a, copies) for a in (cache, pos)]
-    state = rewound((cache, pos), {}, copies, None, [])
+    state = rewound((cache, pos), {}, copies, None, [], [])
     error = IndexError("index_copy_(): index 4 is out of bounds for dimension 0 with size 4\n"
                        "second line")
     first = raised_again(error, state)

@@ -60,6 +60,23 @@ def test_a_step_on_state_runs_once_and_is_not_called_a_match() -> None:
     assert torch.allclose(p, torch.full((4,), 0.9))
 
 
+def test_the_tensors_a_first_call_writes_are_told_as_the_callers_own() -> None:
+    """``wrote``: at the graph's first call, the call's own tensors it writes in place (an
+    input through a view, an attribute: an optimizer's state), named — what a re-run of the
+    user's whole call must put back; a graph writing only what it made tells none."""
+    gm = fx.symbolic_trace(StateStep())
+    told: list[list] = []
+    run = accuracy.checked(gm, gm, lambda r: None, wrote=told.append)
+    p, g = torch.ones(4), torch.full((4,), 2.0)
+    run(p, g)
+    run(p, g)  # told once
+    assert len(told) == 1 and [n for n, _ in told[0]] == ["p", "exp_avg"], told
+    assert told[0][0][1] is p and told[0][1][1] is gm.exp_avg
+    inside = fx.symbolic_trace(InPlaceInside())
+    accuracy.checked(inside, inside, lambda r: None, wrote=told.append)(torch.ones(3))
+    assert told[1:] == [[]]
+
+
 def test_a_graph_whose_effect_is_writing_its_inputs_says_so() -> None:
     gm = fx.symbolic_trace(WritesInput())
     records: list[dict] = []

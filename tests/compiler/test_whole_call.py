@@ -388,3 +388,52 @@ def test_one_tensor_passed_twice_stays_one_tensor_in_the_timed_calls(tmp_path: P
     assert list(t.compiles) == ["0/0"], list(t.compiles)
     (v,) = call_verdicts(t)
     assert v.rounds >= 10
+
+
+PROGRAM_STATE = '''import torch
+
+torch.manual_seed(0)
+cache = torch.zeros(4, 4)
+pos = torch.zeros(1, dtype=torch.long)
+model = torch.nn.Linear(4, 4)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+@torch.compile
+def advance(x):  # a global cache and position, not arguments
+    cache.index_copy_(0, pos, x.view(1, 4))
+    pos.add_(1)
+    return cache.sum()
+
+
+@torch.compile
+def update():
+    opt.step()
+
+
+advance(torch.randn(4))
+model(torch.randn(2, 4)).sum().backward()
+expected = (model.weight - 0.1 * model.weight.grad).detach()
+update()
+print("POS", int(pos), "ROWS", int((cache != 0).any(1).sum()))
+print("W", "OK" if torch.equal(model.weight.detach(), expected) else "CHANGED")
+'''
+
+
+def test_the_programs_own_tensors_the_graphs_write_are_put_back(tmp_path: Path) -> None:
+    """The whole call re-runs the call hundreds of times: a function writing a global cache at
+    a global position ran it past its end (the script went on with POS 4, not 1), and a
+    compiled ``opt.step()`` applied the step to the user's parameters each time (their
+    weights far off). The tensors the graphs write (found at each graph's first call, the
+    eager check's) are put back before each re-run and after: the program sees what it would
+    untraced, and both calls are timed."""
+    out, proc = trace_script(tmp_path, "program", PROGRAM_STATE, "--profile", "3")
+    assert "POS 1 ROWS 1" in proc.stdout and "W OK" in proc.stdout, proc.stdout[-2000:]
+    t = Trace(out)
+    assert not any("whole call" in w for w in t.manifest.warnings), t.manifest.warnings
+    calls = {c["callable"]: c for c in json.loads((out / "profile.json").read_text())["calls"]}
+    assert set(calls) == {"advance", "update"}, calls
+    assert all("not_measured" not in c for c in calls.values()), calls
+    assert calls["advance"]["restored"] == ["cache", "pos"], calls["advance"]
+    assert len(calls["update"]["restored"]) == 2, calls["update"]  # weight and bias
+    assert {v.callable for v in call_verdicts(t)} == {"advance", "update"}

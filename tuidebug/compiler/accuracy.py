@@ -281,7 +281,8 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
             profile: Callable[[Callable[[], Any], list[Any], GradCall | None,
                                Callable[[], None]], None] | None = None,
             localize: Callable[[Callable[[], Any], Callable[[], None]], dict[str, Any]] | None
-            = None, localize_always: bool = False) -> Callable[..., Any]:
+            = None, localize_always: bool = False,
+            wrote: Callable[[list[tuple[str, Any]]], None] | None = None) -> Callable[..., Any]:
     """Wrap ``compiled`` so that its first call is also run eagerly and the two judged.
 
     ``eager`` is the FX graph that was compiled; ``tol`` the judge's tolerance (None: each
@@ -296,7 +297,10 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
     backward when the call ran under autograd) and one that puts the RNG state it started from
     back; what it returns is the verdict's ``numerics``
     (the first diverging kernel); ``localize_always``: on every first call, a match or not
-    compared (a graph drawing random numbers: its kernels are then classified, not judged)."""
+    compared (a graph drawing random numbers: its kernels are then classified, not judged).
+    ``wrote``, when given, is told at the first call the tensors of the call the graph writes
+    in place, named (``mutations.written_tensors``: what a re-run of the user's call must put
+    back)."""
     state = {"done": False}
     boxed = compat.is_boxed_call(compiled)
     try:
@@ -307,13 +311,21 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
     try:
         mutated = mutations.mutated_state(eager)
         written = mutations.written_inputs(eager)
+        attributes = mutations.written_attributes(eager)
     except Exception:  # an odd graph: judged as one that writes into nothing it did not make
-        mutated, written = mutations.MutatedState([], []), []
+        mutated, written, attributes = mutations.MutatedState([], []), [], []
     not_compared = _why_not_compared(mutated, eager)
 
     def run(*args: Any) -> Any:
         if state["done"]:
             return compiled(*args)
+        as_list = boxed and len(args) == 1 and isinstance(args[0], list)
+        flat = list(args[0]) if as_list else list(args)  # a boxed callee clears its list
+        if wrote is not None and not compat.has_fake_tensor(flat):
+            try:
+                wrote(mutations.written_tensors(eager, flat, written, attributes, names.inputs))
+            except Exception:  # what re-runs must put back: never the user's call's failure
+                pass
         if not_compared:  # run once, as the program asked: nothing may run it again
             state["done"] = True
             t0 = time.perf_counter()
@@ -321,8 +333,6 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
             record({"skipped": not_compared, "first_call_s": time.perf_counter() - t0,
                     "mutated": mutated.attributes + mutated.inputs})
             return out
-        as_list = boxed and len(args) == 1 and isinstance(args[0], list)
-        flat = list(args[0]) if as_list else list(args)  # a boxed callee clears its list
         if compat.has_fake_tensor(flat):  # DDPOptimizer propagates fake tensors through each
             return compiled(*args)  # bucket's piece as it compiles it: the real call is later
         state["done"] = True

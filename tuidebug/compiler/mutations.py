@@ -117,6 +117,18 @@ def written_inputs(gm: Any) -> list[int]:
     return sorted(out)
 
 
+def written_attributes(gm: Any) -> list[str]:
+    """The targets of the graph's attribute tensors (``get_attr``: an optimizer's state, the
+    program's own) it writes into in place, as ``written_inputs`` finds its inputs'."""
+    graph = getattr(gm, "graph", None)
+    out: list[str] = []
+    for node in getattr(graph, "nodes", []):
+        if node.op in ("call_function", "call_method"):
+            out += [str(r.target) for r in _roots(_written(node, _name(node.target)))
+                    if r.op == "get_attr" and str(r.target) not in out]
+    return out
+
+
 def mutated_state(gm: Any) -> MutatedState:
     """Each in-place write of the graph into one of its inputs or attribute tensors (or a view
     of one), in graph order."""
@@ -131,4 +143,21 @@ def mutated_state(gm: Any) -> MutatedState:
             where = out.attributes if root.op == "get_attr" else out.inputs
             if entry not in where:
                 where.append(entry)
+    return out
+
+
+def written_tensors(gm: Any, inputs: list[Any], written: list[int], attributes: list[str],
+                    names: list[str]) -> list[tuple[str, Any]]:
+    """The tensors a call of the graph on ``inputs`` (the call's own, not copies) writes in
+    place, each with its name: the inputs at ``written`` (``names``: the graph's input names,
+    a global ``pos``, a parameter ``fc1.weight``) and the attribute tensors at ``attributes``
+    (their targets)."""
+    out = [(names[i] if i < len(names) else f"input {i}", inputs[i]) for i in written
+           if i < len(inputs) and hasattr(inputs[i], "data_ptr")]
+    for target in attributes:
+        value = gm
+        for part in target.split("."):
+            value = getattr(value, part, None)
+        if hasattr(value, "data_ptr"):
+            out.append((target, value))
     return out

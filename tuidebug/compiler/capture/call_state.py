@@ -128,7 +128,10 @@ class Rewound:
     def restore(self) -> None:
         with torch.no_grad():
             for _, t, saved in self.written:
-                with torch.inference_mode(t.is_inference()):  # written as the call wrote it
+                if t.is_inference():  # written as the call wrote it (inference_mode(False)
+                    with torch.inference_mode():  # would turn grad mode back on)
+                        t.copy_(saved)
+                else:
                     t.copy_(saved)
 
 
@@ -137,11 +140,33 @@ def _version(t: torch.Tensor) -> int | None:
     return None if t.is_inference() else t._version
 
 
+def written_state(wrote: list[tuple[str, Any]], args: Any, kwargs: Any,
+                  owner: torch.nn.Module | None) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
+    """The program's own tensors the compiled graphs write in place that the call does not
+    take as arguments nor hold as the module's buffers (a global position and cache, the
+    parameters and state an optimizer step updates), each with a copy of what it holds now:
+    re-run, the call writes into them, the user's own, and they must be put back. ``wrote``:
+    the graphs' ``(name, weak reference)`` (``GraphState.wrote``)."""
+    skip = {id(v) for v in [*(args or ()), *(kwargs or {}).values()]
+            if isinstance(v, torch.Tensor)}
+    if owner is not None:
+        skip.update(id(b) for b in owner.buffers())
+    out = []
+    for name, ref in wrote:
+        t = ref()
+        if isinstance(t, torch.Tensor) and id(t) not in skip:
+            skip.add(id(t))
+            out.append((name, t, t.detach().clone()))
+    return out
+
+
 def rewound(args: Any, kwargs: Any, copies: dict[int, Any], owner: torch.nn.Module | None,
-             saved: list[tuple[torch.Tensor, torch.Tensor]]) -> Rewound:
+            saved: list[tuple[torch.Tensor, torch.Tensor]],
+            state: list[tuple[str, torch.Tensor, torch.Tensor]]) -> Rewound:
     """What the re-runs may write, with what it held when the user's call returned: each
     tensor argument's copy (put back from the user's own tensor, which the re-runs never
-    touch: no third copy of a large input) and the module's buffers (``saved``)."""
+    touch: no third copy of a large input), the module's buffers (``saved``) and the other
+    tensors of the program the graphs write (``state``: ``written_state``)."""
     kept: list[tuple[str, torch.Tensor, torch.Tensor]] = []
     named = [(f"argument {i}", a) for i, a in enumerate(args or ())]
     named += [(str(k), v) for k, v in (kwargs or {}).items()]
@@ -152,7 +177,7 @@ def rewound(args: Any, kwargs: Any, copies: dict[int, Any], owner: torch.nn.Modu
             kept.append((name, copies[id(value)], value))
     names = [f"buffer {n}" for n, _ in owner.named_buffers()] if owner is not None else []
     kept += [(name, b, copy) for name, (b, copy) in zip(names, saved)]
-    return Rewound(kept)
+    return Rewound(kept + state)
 
 
 def raised_again(error: Exception, rewound: Rewound) -> str:
@@ -167,9 +192,9 @@ def raised_again(error: Exception, rewound: Rewound) -> str:
                 "cache, may not run again from where the user's call left it); the graphs' "
                 "own times are measured on copies")
     put_back = (f"what it writes in place ({', '.join(rewound.names())}) put back before each"
-                if rewound.written else "it wrote none of its tensor arguments or the module's "
-                "buffers")
+                if rewound.written else "it wrote none of its tensor arguments, the module's "
+                "buffers or the tensors its graphs write")
     return (f"run again on copies of its arguments ({put_back}), the call raised {raised}: it "
             "depends on state the timing does not put back (a Python attribute or number it "
-            "advances, a tensor it reaches other than through its arguments and the module's "
-            "buffers); the graphs' own times are measured on copies")
+            "advances, a tensor written by eager code outside its compiled graphs); the "
+            "graphs' own times are measured on copies")

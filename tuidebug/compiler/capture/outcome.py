@@ -4,6 +4,7 @@ compiled graph runs, the comparison with eager (``runtime.json``) that also time
 from __future__ import annotations
 
 import traceback
+import weakref
 from typing import Any, Callable
 
 from tuidebug.compiler import accuracy, compat
@@ -61,11 +62,15 @@ class Outcome(Concern):
                                            **result}
             s.guarded("the eager comparison", self._write_runtime)
 
+        def wrote(named: list[tuple[str, Any]]) -> None:
+            gs.wrote = [(n, weakref.ref(t)) for n, t in named]
+
         checked = accuracy.checked(compiled, gm, record, time_kernels=lambda again, before: s.guarded(
             "kernel run times", lambda: timer.time_kernels(cid, again, before)), tol=s.accuracy_tol,
             same_random=bool(compat.inductor_config_value("fallback_random")), profile=profiling,
             localize=lambda step, reset: s.concern(numerics.Numerics).first_divergence(
-                cid, step, reset, s.accuracy_tol), localize_always=s.numerics)
+                cid, step, reset, s.accuracy_tol), localize_always=s.numerics,
+            wrote=wrote)
 
         first = [True]  # the graph's first call (checked) has not returned yet
 

@@ -50,6 +50,9 @@ class GraphState:
     # (one per gradient bucket), graphs ``<id>-<kind>``, ``<id>-<kind>-2``, …
     piece: int = 0
     extra_meta: dict[str, Any] = field(default_factory=dict)  # more meta.json keys (ddp_bucket)
+    # the tensors its first call wrote in place (a global position, an optimizer's state), named,
+    # held weakly: what the whole call's re-runs must put back
+    wrote: list[tuple[str, Any]] = field(default_factory=list)
 
     def replays_cuda_graphs(self, cuda: bool) -> bool:
         """Whether Inductor replays this graph as a CUDA graph: asked for (``reduce-overhead``),

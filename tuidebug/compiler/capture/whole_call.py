@@ -48,7 +48,7 @@ from tuidebug.compiler import accuracy, compat, fair_timing
 from tuidebug.compiler.capture import profile
 from tuidebug.compiler.capture.call_parts import BACKWARD, Clocked, Run, parts, shares
 from tuidebug.compiler.capture.call_state import (
-    Rewound, buffers, leaf, raised_again, restore, rewound, state_holders)
+    Rewound, buffers, leaf, raised_again, restore, rewound, state_holders, written_state)
 from tuidebug.compiler.capture.compiled_calls import CompiledCall, CompiledCalls
 from tuidebug.compiler.capture.quiet import quiet_thread
 from tuidebug.compiler.gradients import seeded, tensors
@@ -109,29 +109,34 @@ class WholeCall(Concern):
                     "are measured on copies")})
             self.session.guarded("the profile", self.prof.write)
             return True
+        saved = buffers(owner)
+        # the program's other tensors the graphs write (a global cache, an optimizer's state)
+        state = written_state([w for g in list(self.session.graphs.values()) for w in g.wrote],
+                              call.args, call.kwargs, owner)
         self.busy = True
         rng = accuracy._rng_state()
-        saved = buffers(owner)
         try:
             self.session.progress(f"timing the whole call of {name}: compiled and eager, "
                                   "interleaved")
             with quiet_thread():
                 entry = self.session.guarded("the whole call", lambda: self._measure(
-                    name, call.compiled, call.eager, call.args, call.kwargs, owner, saved))
+                    name, call.compiled, call.eager, call.args, call.kwargs, owner, saved,
+                    state))
             if entry:
                 self.prof.data.setdefault("calls", []).append(entry)
                 self.session.guarded("the profile", self.prof.write)
         finally:
-            restore(saved)
+            restore(saved + [(t, copy) for _, t, copy in state])
             accuracy._set_rng_state(rng)
             self.busy = False
         return True
 
     def _measure(self, name: str, compiled: Any, eager: Any, args: Any, kwargs: Any,
-                 owner: torch.nn.Module | None,
-                 saved: list[tuple[torch.Tensor, torch.Tensor]]) -> dict[str, Any]:
-        """The whole call measured (``saved``: the module's buffers as the call left them);
-        where the call raises when run again, the entry says so and why (``not_measured``)."""
+                 owner: torch.nn.Module | None, saved: list[tuple[torch.Tensor, torch.Tensor]],
+                 state: list[tuple[str, torch.Tensor, torch.Tensor]]) -> dict[str, Any]:
+        """The whole call measured (``saved``: the module's buffers as the call left them;
+        ``state``: the program's other tensors its graphs write, ``written_state``); where the
+        call raises when run again, the entry says so and why (``not_measured``)."""
         grad_on = torch.is_grad_enabled()
         copies: dict[int, Any] = {}  # one tensor passed twice stays one tensor
         leaves = [leaf(a, copies) for a in args]
@@ -140,17 +145,17 @@ class WholeCall(Concern):
                and x.requires_grad]
         if owner is not None:
             wrt += [p for p in owner.parameters() if p.requires_grad]
-        state = rewound(args, kwargs, copies, owner, saved)
+        put = rewound(args, kwargs, copies, owner, saved, state)
         # the timed calls: torch's own __call__ of a compiled module, not the capture's watch
         direct = self.session.concern(CompiledCalls).unwatched(compiled)
         c_step = _Step(lambda: direct(*leaves, **kw), wrt, grad_on)
         try:
             training = c_step.training()
-            state.learn()  # what that call wrote: put back before each call from now on
+            put.learn()  # what that call wrote: put back before each call from now on
             return self._timed(name, compiled, eager, leaves, kw, wrt, grad_on, c_step,
-                               training, state)
+                               training, put)
         except _RunRaised as e:
-            return {"callable": name, "not_measured": raised_again(e.error, state)}
+            return {"callable": name, "not_measured": raised_again(e.error, put)}
 
     def _timed(self, name: str, compiled: Any, eager: Any, leaves: list[Any],
                kw: dict[str, Any], wrt: list[torch.Tensor], grad_on: bool, c_step: "_Step",
