@@ -143,3 +143,25 @@ def test_info_names_restarted_frames_and_prints_recompile_reasons_whole(
     # the reason whole, with the compile it follows and the value that failed the guard
     assert ("0/1 recompiled after 0/0: tensor 'x' size mismatch at index 0. expected 4, actual 16"
             " (failing value 16)") in reasons, out.stdout
+
+
+def test_values_left_out_of_the_rmse_are_said_and_a_lost_infinity_fails() -> None:
+    """``torch.linalg.cond(torch.arctan(torch.ones(2, 2)))`` (pytorch/pytorch#150114): compiled
+    gives inf, as float64 does (the matrix is singular), eager 3.7e7. Judged a match, it read
+    'RMSE vs float64: compiled 0 <= 3 x eager 0', as if eager were exact: the value left out of
+    the RMSE is said. Compiled finite where eager and float64 are both infinite passed (the
+    RMSE sees only values finite everywhere); ``same()`` fails it, and so does the judge."""
+    inf = float("inf")
+    cond = judge.judge(torch.tensor(inf), torch.tensor(3.7e7), torch.tensor(inf).double())
+    assert cond["close"] and cond["rule"] == "rmse-fp64", cond
+    assert cond["detail"].endswith("1 value(s) not finite in float64 or compiled left out, where "
+                                   "compiled equals float64 at 1 and eager at 0"), cond
+    lost = judge.judge(torch.tensor([5.0, 1.0]), torch.tensor([inf, 1.0]),
+                       torch.tensor([inf, 1.0]).double())
+    assert not lost["close"] and lost["rule"] == "non-finite", lost
+    assert "eager and float64 are both infinite and compiled is not" in lost["detail"]
+    # a NaN eager and float64 share leaves compiled unjudged there, as same() does
+    nan = float("nan")
+    both = judge.judge(torch.tensor([5.0, 1.0]), torch.tensor([nan, 1.0]),
+                       torch.tensor([nan, 1.0]).double())
+    assert both["close"], both
