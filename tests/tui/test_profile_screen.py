@@ -131,3 +131,28 @@ def test_a_whole_call_not_measured_says_why_on_the_profile_screen() -> None:
     text = whole_text(view).plain
     assert "whole call of Qwen2ForCausalLM not measured: past_key_values" in text, text
     assert "verdict above" not in text and "are not in them (no whole call measured)" in text
+
+
+def test_kernels_of_two_compiles_say_their_graph() -> None:
+    """A rank that recompiled (``torch.compile(DDP(GPT-2))``, rank 1 fed a longer batch):
+    its kernel table held ``extern_kernels.addmm:4`` twice, 177 µs and 56.9 µs, with nothing to
+    tell the two compiles' calls apart (``info`` gives them a graph column)."""
+    from rich.console import Console
+
+    from tuidebug.trace.queries.profile import Row
+    from tuidebug.tui.screens.profile import row_name, row_prompt
+    from tuidebug.viewers.profile_view import several_compiles
+
+    rows = [Row(key="extern_kernels.addmm:4", compiled_s=177e-6, kind="extern",
+                graph="6_0_1-forward"),
+            Row(key="extern_kernels.addmm:4", compiled_s=56.9e-6, kind="extern",
+                graph="6_1_1-forward")]
+    graphs = several_compiles(r.graph for r in rows)
+    assert graphs and not several_compiles(["0_0-forward", "0_0-backward"])
+    names = [row_name("kernels", r, graphs) for r in rows]
+    assert names == ["6_0_1-forward extern_kernels.addmm:4",
+                     "6_1_1-forward extern_kernels.addmm:4"], names
+    console = Console(width=200, color_system=None)
+    with console.capture() as cap:
+        console.print(row_prompt("kernels", rows[1], 40, graphs=graphs))
+    assert cap.get().startswith("6_1_1-forward extern_kernels.addmm:4"), cap.get()

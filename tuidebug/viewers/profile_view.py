@@ -4,7 +4,7 @@ backward was profiled too). No torch, no Textual."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from rich.console import Console
 from rich.padding import Padding
@@ -117,6 +117,12 @@ def _calls(v: Any) -> Text:
     return inert_text("–" if v is None else str(v))
 
 
+def several_compiles(graphs: Iterable[Any]) -> bool:
+    """Kernel rows of more than one compile (``graphs``: each row's graph id; a recompile's
+    graph has the same kernel names as the first compile's): each row says its graph."""
+    return len({str(g).split("-")[0] for g in graphs}) > 1
+
+
 def render_profile(p: dict[str, Any], console: Console, top: int = TOP) -> None:
     v = p.get("verdict")
     if isinstance(v, dict):
@@ -138,7 +144,7 @@ def render_profile(p: dict[str, Any], console: Console, top: int = TOP) -> None:
     k = Table(box=None, padding=(0, 1), header_style="dim", pad_edge=False)
     # kernels of several compiles (a recompile's graph has the same kernel names): say whose
     # (a forward and its backward are told apart by the phase)
-    graphs = len({str(r.get("graph")).split("-")[0] for r in kernels[:top]}) > 1
+    graphs = several_compiles(r.get("graph") for r in kernels[:top])
     for col in ("kernel", *(("graph",) if graphs else ()), *(("phase",) if both else ()),
                 "kind", "time", "calls"):
         k.add_column(col, justify="left" if col in ("kernel", "graph", "phase", "kind")

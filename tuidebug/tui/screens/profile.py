@@ -22,7 +22,7 @@ from tuidebug.tui.widgets.render import to_lines
 from tuidebug.tui.widgets.textview import RichLines, TextView
 from tuidebug.inert import inert
 from tuidebug.viewers.fitted import Row as Fitted
-from tuidebug.viewers.profile_view import duration, line_label, whole_text
+from tuidebug.viewers.profile_view import duration, line_label, several_compiles, whole_text
 
 TABLES = ("kernels", "nodes", "lines", "modules")
 TABLE_TITLES = {"kernels": "kernel calls", "nodes": "FX nodes", "lines": "source lines",
@@ -35,24 +35,25 @@ NOT_PROFILED = (
     "  tuidebug trace --profile 10 SCRIPT")
 
 
-def row_name(which: str, r: Row) -> str:
+def row_name(which: str, r: Row, graphs: bool = False) -> str:
     """What a row of table ``which`` is called: a line's file:line and code, a node's graph and
-    name, else its key; shown inert."""
+    name, a kernel's name (``graphs``: after its graph), else its key; shown inert."""
     if which == "lines":
         name = line_label(r.as_json())
-    elif which == "nodes":
+    elif which == "nodes" or (which == "kernels" and graphs):
         name = f"{r.graph} {r.node or r.key}"
     else:
         name = r.key
     return inert(name, multiline=False)
 
 
-def row_prompt(which: str, r: Row, width: int, phased: bool = False) -> ListRow:
+def row_prompt(which: str, r: Row, width: int, phased: bool = False,
+               graphs: bool = False) -> ListRow:
     """A row of table ``which``: its name padded (or cut, in the middle but for a source line)
     to ``width`` columns, then (``phased``: the
     trace has backward rows) its phase, fwd or bwd, then kind and times (a narrow pane cuts the
     name, never the times)."""
-    name = row_name(which, r)
+    name = row_name(which, r, graphs)
     if len(name) > width:  # cut to the column, or the row's times sit right of the others'
         name = Fitted(Text(name), middle=which != "lines").fit(width).plain.rstrip("\n")
     head = Text(f"{name:<{width}}", style="bold" if which == "kernels" else "")
@@ -131,9 +132,10 @@ class ProfileScreen(TraceScreen):
                       + ("phase | " if phased else "") + "compiled"
                       + (" | eager" if eager else "") + "   t: kernels/nodes/lines/modules   "
                       "enter: " + ("FX node" if which == "nodes" else "kernel code"))
-        width = min(72, max((len(row_name(which, r)) for r in rows), default=0))
+        graphs = which == "kernels" and several_compiles(r.graph for r in rows)
+        width = min(72, max((len(row_name(which, r, graphs)) for r in rows), default=0))
         self.query_one("#profile-rows", PickList).set_items(
-            [Option(row_prompt(which, r, width, phased), id=str(i))
+            [Option(row_prompt(which, r, width, phased, graphs), id=str(i))
              for i, r in enumerate(rows)])
 
     def action_next_table(self) -> None:
