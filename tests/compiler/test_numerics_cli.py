@@ -338,3 +338,26 @@ def test_a_hostile_numerics_json_is_read_as_data(tmp_path: Path) -> None:
     t = Trace(trace)
     assert numerics_summary(t)["0/0"]["classified"] is None
     assert any("numerics.json" in str(p) for p in t.problems), t.problems
+
+
+def test_a_rank_of_a_job_that_cannot_run_alone_is_told(tmp_path: Path) -> None:
+    """``tuidebug numerics JOB/rank_0`` re-runs the rank's script alone; a torchrun script then
+    raises in init_process_group. It said only 'no compiled graph ran (exit code 11 …)': the
+    script's error and that the trace is a rank of a job run alone are said."""
+    from tuidebug.compiler.numerics_rerun import _why_not_ran
+    from tuidebug.trace.format.manifest import ScriptError
+
+    job = tmp_path / "job"
+    rank = _trace(job / "rank_0", ["tuidebug", "trace", "train.py"])
+    (job / "job").mkdir()
+    made = TraceWriter(tmp_path / "made", command=["tuidebug", "trace", "train.py"])
+    made.update(script_error=ScriptError(
+        "ValueError", "Error initializing torch.distributed using env:// rendezvous: "
+        "environment variable RANK expected, but not set", "").to_json())
+    made.finish("ok")
+    said = _why_not_ran(rank, Trace(tmp_path / "made"))
+    assert said == (": the script raised ValueError: Error initializing torch.distributed using "
+                    "env:// rendezvous: environment variable RANK expected, but not set — "
+                    f"{rank} is rank 0 of a distributed job, and numerics runs its script "
+                    "alone, as one process, without torchrun"), said
+    assert _why_not_ran(tmp_path / "made", Trace(tmp_path / "made")).endswith("but not set")
