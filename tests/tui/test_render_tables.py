@@ -117,3 +117,58 @@ def test_a_table_drawn_is_left_as_it_was() -> None:
     assert [t.plain for t in wide] == [p for p, _ in _as_rich_draws(console, table, 120)]
     assert len(narrow) > len(wide)
     assert render.MAX_TABLE_WIDTH >= 120
+
+
+def _cells(strip: object) -> list[tuple[str, object]]:
+    """A drawn line character by character, each with its style (how it is split in segments
+    aside)."""
+    return [(ch, seg.style) for seg in strip for ch in seg.text]  # type: ignore[attr-defined]
+
+
+async def test_lines_drawn_from_their_segments_are_drawn_as_from_their_text() -> None:
+    """``draw_lines`` keeps each line's segments (the compare screen's lines are drawn from
+    them, not by rendering each ``Text`` again on the UI thread): a view shows every row the
+    same, character for character and style for style, as from the ``Text`` alone — with the
+    cursor on a row, scrolled sideways, and for the lines ``inert_rich`` changed (an escape
+    character, a link: drawn from their ``Text``, made inert)."""
+    from rich.panel import Panel
+    from rich.style import Style
+    from textual.app import App, ComposeResult
+
+    from tuidebug.tui.widgets.render import draw_lines
+    from tuidebug.tui.widgets.textview import RichLines, TextView
+
+    linked = Table(title="links")
+    linked.add_column("where")
+    linked.add_row(Text("a link", style=Style(link="https://example.com", bold=True)))
+    escaped = Table(show_header=False)
+    escaped.add_column()
+    escaped.add_row("clear \x1b[2J screen")
+    items = [*_tables(), linked, escaped,
+             Panel(Text("• one\n• two", style="yellow"), title="what changed"),
+             Text("a note, trailing spaces   ", style="dim")]
+    console = _console()
+    lines, drawn = draw_lines(console, items, 100)
+    assert len(drawn) == len(lines) and sum(d is not None for d in drawn) > 40
+    assert drawn[lines.index(next(t for t in lines if "clear" in t.plain))] is None
+    assert drawn[lines.index(next(t for t in lines if "a link" in t.plain))] is None
+
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield TextView(id="v")
+
+    app = One()
+    async with app.run_test(size=(90, 200)) as pilot:
+        view = app.query_one("#v", TextView)
+        shown = []
+        for source in (RichLines(lines), RichLines(lines, drawn)):
+            rows = []
+            for x in (0, 7):
+                view.set_source(source, cursor=3)
+                view.scroll_to(x, 0, animate=False, immediate=True)
+                await pilot.pause()
+                assert view.scroll_offset.x == x
+                rows.append([_cells(view.render_line(y)) for y in range(len(lines))])
+            shown.append(rows)
+        assert shown[0] == shown[1]
+        assert any("a link" in "".join(ch for ch, _ in row) for row in shown[1][0])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -18,7 +18,7 @@ from tuidebug.trace.format.reader import GraphRecord, Trace
 from tuidebug.tui import keymap
 from tuidebug.tui.messages import Read
 from tuidebug.tui.screens.base import TraceScreen
-from tuidebug.tui.widgets.render import thread_console, to_lines
+from tuidebug.tui.widgets.render import Drawing, draw_lines, thread_console, to_lines
 from tuidebug.tui.widgets.textview import RichLines, TextView
 
 
@@ -55,6 +55,7 @@ class Drawn:
     width: int
     complete: bool = True
     drawn_on: str = ""
+    segments: list[Drawing] = field(default_factory=list)  # each line's (render.draw_lines)
 
 
 FIRST_WAIT_S = 0.03  # the rest drawn in this much more CPU time than a screenful: shown at once
@@ -71,21 +72,25 @@ def draw(console: Console, items: list[Any], width: int, rows: int,
     for, or this one at another width), nothing more is drawn: what is returned then is not
     ``complete``."""
     lines: list[Text] = []
+    segments: list[Drawing] = []
     here = threading.current_thread().name
     ready: float | None = None  # when a screenful was drawn
     for i, item in enumerate(items):
         if cancelled():
-            return Drawn(items, lines, width, complete=False, drawn_on=here)
-        lines += to_lines(console, [item], width)
+            return Drawn(items, lines, width, complete=False, drawn_on=here, segments=segments)
+        more, drawn = draw_lines(console, [item], width)
+        lines += more
+        segments += drawn
         if first is None or i + 1 == len(items) or len(lines) < rows:
             continue
         now = time.thread_time()
         if ready is None:
             ready = now
         elif now - ready > FIRST_WAIT_S:
-            first(Drawn(items, list(lines), width, complete=False, drawn_on=here))
+            first(Drawn(items, list(lines), width, complete=False, drawn_on=here,
+                        segments=list(segments)))
             first = None
-    return Drawn(items, lines, width, drawn_on=here)
+    return Drawn(items, lines, width, drawn_on=here, segments=segments)
 
 
 def _begins_with(lines: list[Text], shown: list[Text]) -> bool:
@@ -198,10 +203,11 @@ class CompareScreen(TraceScreen):
         shown = view.source.lines if isinstance(view.source, RichLines) else None
         if shown is not None and message.key == self.shown_path and drawn.width == \
                 self._drawn_width and _begins_with(drawn.lines, shown):
-            view.extend_source(RichLines(drawn.lines))  # the rest of what is shown
+            view.extend_source(RichLines(drawn.lines, drawn.segments))  # the rest of it
         else:
             keep = self._drawn_width is not None and view.line_count > 1
-            self._show(drawn.lines, drawn.width, keep=keep and message.key == self.shown_path)
+            self._show(drawn.lines, drawn.width, keep=keep and message.key == self.shown_path,
+                       drawn=drawn.segments)
         if drawn.complete and drawn.width != self._width():
             self._redraw()  # resized while it was drawn: again, at this width
         elif self.focused is not view:
@@ -213,9 +219,11 @@ class CompareScreen(TraceScreen):
         view = self.query_one(TextView)
         return max(60, (view.size.width or self.app.size.width) - 2)
 
-    def _show(self, lines: list[Text], width: int, keep: bool) -> None:
+    def _show(self, lines: list[Text], width: int, keep: bool,
+              drawn: list[Drawing] | None = None) -> None:
         view = self.query_one(TextView)
-        view.set_source(RichLines(lines), cursor=view.cursor if keep else 0, keep_scroll=keep)
+        view.set_source(RichLines(lines, drawn), cursor=view.cursor if keep else 0,
+                        keep_scroll=keep)
         view.set_query(self.search_query)
         self._drawn_width = width
 

@@ -8,7 +8,9 @@ from dataclasses import dataclass, replace
 from typing import Iterator
 
 from rich.console import Console, ConsoleOptions, RenderableType
+from rich.control import strip_control_codes
 from rich.measure import Measurement
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -120,12 +122,27 @@ def to_lines(console: Console, renderables: list[RenderableType], width: int) ->
     cut numbers to ``32.…`` to fit a narrow terminal. It is rendered wider instead, and the
     ``TextView`` showing the lines scrolls sideways.
     """
+    return draw_lines(console, renderables, width)[0]
+
+
+Drawing = list[Segment] | None  # a line's segments, as a TextView draws them (None: from its Text)
+
+
+def draw_lines(console: Console, renderables: list[RenderableType], width: int
+               ) -> tuple[list[Text], list[Drawing]]:
+    """``to_lines``, and each line's segments as rendering its ``Text`` gives them (the same
+    text and styles, kept from rendering the renderables): a ``TextView`` draws a line from
+    them without rendering its ``Text`` again (``RichLines``' ``segments``; most of painting a
+    comparison's lines on the UI thread). None for a line whose ``Text`` differs from what was
+    rendered (made inert: control characters, links) or was not rendered here."""
     options = console.options.update(width=max(40, width), height=None)
     out: list[Text] = []
+    drawn: list[Drawing] = []
     with _no_markup(console):
         for r in renderables:
             if isinstance(r, Text) and "\n" not in r.plain and r.cell_len <= width:
                 out.append(inert_rich(r))
+                drawn.append(None)
                 continue
             opts = options
             if isinstance(r, Table):
@@ -133,14 +150,39 @@ def to_lines(console: Console, renderables: list[RenderableType], width: int) ->
                 opts = options.update(width=width_at)
                 r = _measured(r, widths)
             for line in console.render_lines(r, opts, pad=False):
-                t = Text()
-                for seg in line:
-                    if seg.control:
-                        continue
-                    t.append(seg.text, seg.style)
-                t.rstrip()
-                out.append(inert_rich(t))
-    return out
+                text, segments = _line(line)
+                out.append(text)
+                drawn.append(segments)
+    return out, drawn
+
+
+def _line(line: list[Segment]) -> tuple[Text, Drawing]:
+    """One rendered line as a ``Text`` (control segments out, control codes stripped as
+    ``Text.append`` does, trailing white space dropped, made inert), and as the segments it
+    renders to (None where ``inert_rich`` changed it)."""
+    t = Text()
+    kept: list[Segment] = []
+    for seg in line:
+        if seg.control:
+            continue
+        t.append(seg.text, seg.style)
+        shown = strip_control_codes(seg.text)
+        if shown:
+            kept.append(Segment(shown, seg.style))
+    t.rstrip()
+    safe = inert_rich(t)
+    if safe is not t:
+        return safe, None
+    while kept:  # the trailing white space ``rstrip`` dropped
+        last = kept[-1]
+        rest = last.text.rstrip()
+        if rest:
+            kept[-1] = Segment(rest, last.style)
+            break
+        kept.pop()
+    if sum(len(seg.text) for seg in kept) != len(t.plain):
+        return t, None
+    return t, kept
 
 
 @dataclass

@@ -81,11 +81,17 @@ class TextLines:
 
 
 class RichLines:
-    """Lines already styled (``rich.text.Text``)."""
+    """Lines already styled (``rich.text.Text``); with ``drawn``, each line's segments as its
+    ``Text`` renders to (``render.draw_lines``; None for a line drawn from its ``Text``)."""
 
-    def __init__(self, lines: Iterable[Text]) -> None:
+    def __init__(self, lines: Iterable[Text],
+                 drawn: Sequence[list[Segment] | None] | None = None) -> None:
         self.lines = list(lines)
         self._plain = [t.plain for t in self.lines]
+        self._drawn = drawn if drawn is not None and len(drawn) == len(self.lines) else None
+
+    def segments(self, i: int) -> list[Segment] | None:
+        return self._drawn[i] if self._drawn is not None else None
 
     def __len__(self) -> int:
         return len(self.lines)
