@@ -347,7 +347,7 @@ def test_a_recompiled_frames_break_resumes_in_the_resume_functions_recompile(
         ("0/0", "1/0"), ("0/1", "1/0")], per
 
 
-def test_a_frame_after_one_without_code_is_read() -> None:
+def test_a_frame_after_one_without_code_is_read(tmp_path: Path) -> None:
     """``tuidebug trace`` runs the script through runpy: the user's module-level call follows
     ``<frozen runpy>`` frames, which have no code line. The frame after such a frame was read
     as its code: a break in torch's DDP forward called from ``loss = step(ids)`` at the script's
@@ -381,3 +381,17 @@ def test_a_frame_after_one_without_code_is_read() -> None:
     # the stacks of FX nodes are read the same way: a frame without code has none
     frames = stack_frames(stack, {})
     assert [f["code"] for f in frames[:4]] == ["", "", "", "loss = step(ids)"], frames
+    # the user's line called it, but the break is torch's own (DDP's C++ logger): no change
+    # to the user's code is advised for it (advise listed 'log outside the compiled
+    # function … why: Unsupported method call at ddp_hf.py:36' once the line was read)
+    from tuidebug.trace.queries.advice import suggestions
+
+    w = TraceWriter(tmp_path / "ddp", command=["ddp_hf.py"])
+    w.write_compile("0/0", {"graphs": [], "dynamo_graph_break_reason": [reason],
+                            "metrics": {"co_name": "inner", "co_firstlineno": 67,
+                                        "co_filename": f"{torch_dir}/_dynamo/external_utils.py"}})
+    w.add_compile("0/0", {"graphs": []})
+    w.finish("ok")
+    [b] = trace_breaks(Trace(tmp_path / "ddp"))["0/0"]
+    assert b.user_line.line == 36 and b.advice, b
+    assert [a.id for a in suggestions(Trace(tmp_path / "ddp"))] == []

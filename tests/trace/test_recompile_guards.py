@@ -341,3 +341,47 @@ def test_a_restarted_recompile_is_judged_by_the_attempt_that_made_its_graph(
     assert "did not make it dynamic" not in said, said
     (dyn,) = [s for s in recompile_advice(t) if s.id == "dynamic=True"]
     assert "0/1: dimension 0 of x changed (4 → 8); this compile made it dynamic" in dyn.why, dyn
+
+
+def _loss_frame(root: Path, guard: str = "labels") -> Trace:
+    """transformers' ``ForCausalLMLoss(logits, labels)`` (a library file) recompiled for a
+    longer batch: the model made both sizes symbols; the user's line passed ``labels=`` to
+    the model, which computed ``logits`` itself."""
+    w = TraceWriter(root, command=["tuidebug", "trace", "ddp_hf.py"])
+    loss = "/venv/lib/python3.11/site-packages/transformers/loss/loss_utils.py"
+    reasons = [f"8/0: tensor '{guard}' size mismatch at index 1. expected 8, actual 12"]
+    for cid, rs in {"8/0": [], "8/1": reasons}.items():
+        w.write_compile(cid, {"graphs": [], "metrics": {"co_name": "ForCausalLMLoss",
+                                                        "co_filename": loss,
+                                                        "co_firstlineno": 51},
+                              **({"recompile_reasons": rs} if rs else {})})
+        w.add_compile(cid, {"graphs": []})
+        w.write_compile_shapes(cid, {"id": cid, "symbols": [] if not rs else [
+            {"name": "s38", "source": "L['labels'].size()[1]", "kind": "backed", "hint": 12},
+            {"name": "s3", "source": "L['logits'].size()[1]", "kind": "backed", "hint": 12}],
+            "recompile": {"reasons": rs, "values": {}, "called_at": {
+                "file": "/job/ddp_hf.py", "line": 19, "fn": "forward",
+                "code": "out = self.m(input_ids=ids, labels=ids)"}} if rs else {}})
+    w.finish("ok")
+    return Trace(root)
+
+
+def test_a_library_frame_is_marked_only_by_what_the_user_passes(tmp_path: Path) -> None:
+    """torch.compile(DDP(GPT-2)), rank 1 fed a longer batch: advise offered
+    ``maybe_mark_dynamic(logits, 1)`` (and ``maybe_mark_dynamic(labels, 1)``) for the
+    recompile of transformers' loss, whose logits the model computes — a call on a tensor the
+    user never holds. Only what the user's call passes is marked, named as they pass it."""
+    t = _loss_frame(tmp_path / "t")
+    (mark,) = [s for s in recompile_advice(t) if s.id.startswith("mark_dynamic")]
+    assert "logits" not in mark.text, mark.text
+    assert "torch._dynamo.maybe_mark_dynamic(t, 1) on the tensor t you pass as labels=" in \
+        mark.text, mark.text
+    assert mark.apply is not None and mark.apply.dynamic_sources == ["L['labels']:1"]
+    # info's explanation of the recompile says the same
+    from tuidebug.trace.queries.recompiles import explain_compile
+
+    said = explain_compile(t, "8/1")["suggestion"]
+    assert "maybe_mark_dynamic(t, 1) on the tensor t you pass as labels=" in said, said
+    said = explain_compile(_loss_frame(tmp_path / "logits", "logits"), "8/1")["suggestion"]
+    assert "maybe_mark_dynamic" not in said and "'logits' is not an input you pass yourself" \
+        in said, said

@@ -16,11 +16,12 @@ from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.attempts import first_attempt, held_shapes
 from tuidebug.trace.queries.break_diff import break_ident
 from tuidebug.trace.queries.frames import is_own
+from tuidebug.trace.queries.held import as_passed, frame_file, held_by_user
 from tuidebug.trace.queries.graph_breaks import trace_breaks
 from tuidebug.trace.queries.marked_dynamic import input_name, marked_advice
 from tuidebug.trace.queries.recompile_constants import specialized_sources, symbolic_sources
 from tuidebug.trace.queries.recompiles import (CACHE_TENSOR, USER_INPUT, compile_config,
-                                                explain_compile, held_as)
+                                                explain_compile)
 
 # transformers' KV cache by its Dynamo source: ``past_key_values.layers[0].keys`` (5.x),
 # ``past_key_values.key_cache[0]`` (4.x)
@@ -292,11 +293,17 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
         out.setdefault("dynamic=True", Suggestion(
             "dynamic=True", "compile with torch.compile(..., dynamic=True)", why, "recompiles",
             Apply(compile_kwargs={"dynamic": True})))
-        if USER_INPUT.match(name) and not rec.get("resumed"):
-            dims = _made_dynamic_with(trace, cid, rec.get("previous"), src, index)
+        frame = frame_file(trace, cid)
+        if not held_by_user(frame, rec.get("called_at"), name):
+            pass  # a library's own call (a loss given the model's logits): dynamic=True above
+        elif USER_INPUT.match(name) and not rec.get("resumed"):
+            dims = [(s, i) for s, i in _made_dynamic_with(trace, cid, rec.get("previous"),
+                                                           src, index)
+                    if held_by_user(frame, rec.get("called_at"), input_name(s))]
             also = [f"dimension {i} of {input_name(s)}" for s, i in dims[1:]]
-            calls = "; ".join(f"torch._dynamo.maybe_mark_dynamic({held_as(input_name(s))[0]}, {i})"
-                              f"{held_as(input_name(s))[1]}" for s, i in dims)
+            said = [as_passed(frame, rec.get("called_at"), input_name(s)) for s, _ in dims]
+            calls = "; ".join(f"torch._dynamo.maybe_mark_dynamic({n}, {i}){words}"
+                              for (n, words), (_, i) in zip(said, dims))
             out.setdefault(f"mark_dynamic {name} {index}", Suggestion(
                 f"mark_dynamic {name} {index}",
                 f"mark dimension {index} of {name}"
@@ -424,7 +431,8 @@ _BREAK_KNOBS = (("capture_scalar_outputs", "capture_scalar_outputs=False"),
 def break_advice(trace: Trace) -> list[Suggestion]:
     """Suggestions for the trace's graph breaks: a config knob to try where Dynamo's cause
     names one, else the change to the code (listed, not tried) where the break is in the
-    user's code (a break inside torch's DDP or the standard library is no change to make)."""
+    user's code (a break inside torch's DDP or the standard library is no change to make, even
+    where the user's line called it)."""
     out: dict[str, Suggestion] = {}
     for bs in trace_breaks(trace).values():
         for b in bs:
@@ -439,7 +447,10 @@ def break_advice(trace: Trace) -> list[Suggestion]:
                     Apply(config={f"dynamo.{knob}": True})))
                 if at not in s.why:
                     out[knob] = Suggestion(s.id, s.text, f"{s.why}; {at}", s.about, s.apply)
-            elif b.advice and b.user_line and is_own(b.user_line.file):  # not torch's
+            elif b.advice and b.user_line and is_own(b.user_line.file) and not (
+                    b.site and "/torch/" in b.site.file.replace("\\", "/")):
+                # the user's line, and the break not in torch's own code (DDP's forward logs
+                # through its C++ logger: no change of the user's makes that go)
                 out.setdefault(f"break at {at}", Suggestion(f"break at {at}", b.advice, why,
                                                             "graph breaks", None))
     return list(out.values())

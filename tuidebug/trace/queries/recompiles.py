@@ -15,6 +15,7 @@ from typing import Any
 from tuidebug.trace.format import safefile
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries import attempts
+from tuidebug.trace.queries.held import POSITIONAL, as_passed, held_as, held_by_user  # noqa: F401
 from tuidebug.trace.queries.recompile_constants import (
     CONSTANT, Specialized, carried, constant_advice, specialized_sources, symbolic_sources)
 
@@ -29,9 +30,6 @@ _NOT_TENSOR = re.compile(r"expected type of '(?P<name>.+?)' to be a tensor type,
                          r"<class '(?P<found>[\w.]+)'>")
 # a tensor the user passes by itself (``x``, ``kwargs['input_ids']``), and one inside a cache
 USER_INPUT = re.compile(r"^(?:[A-Za-z_]\w*|kwargs\['[^'\]]+'\])$")
-# the frame's ``*args`` (``torch.compile`` of a torch module such as ``nn.Sequential`` traces
-# Dynamo's own ``inner(*args, **kwargs)`` around its forward): the tensor the user passes there
-POSITIONAL = re.compile(r"^args\[(?P<index>\d+)\]$")
 CACHE_TENSOR = re.compile(r"past_key_values|key_cache|value_cache|kv_cache|\bcache\b|layers\[", re.I)
 _NAME_HEAD = re.compile(r"^(?P<head>[A-Za-z_]\w*)(?P<rest>.*)$", re.S)
 # a size or stride by its source: ``L['x'].size()[0]`` (older logs), ``kwargs['input_ids']
@@ -149,25 +147,11 @@ def guard_of(text: str) -> tuple[str, dict[str, Any] | None]:
                    "code": f["code"].strip()}
 
 
-def held_as(name: str) -> tuple[str, str]:
-    """How the user names a tensor Dynamo calls ``name``: (the name to write in a call, the
-    words after it) — ``x``; ``t`` "on the tensor t you pass as argument 0" for ``args[0]``;
-    ``t`` "on the tensor t you pass as input_ids=" for ``kwargs['input_ids']`` (no one holds a
-    variable named ``kwargs['input_ids']``)."""
-    pos = POSITIONAL.match(name)
-    if pos:
-        return "t", f" on the tensor t you pass as argument {pos['index']}"
-    kw = re.fullmatch(r"kwargs\['(?P<key>[^'\]]+)'\]", name)
-    if kw:
-        return "t", f" on the tensor t you pass as {kw['key']}="
-    return name, ""
-
-
 def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | None = None,
                resumed: bool = False, seen: dict[str, str] | None = None,
                specialized: dict[str, Specialized] | None = None,
-               wider: list[tuple[str, str]] | None = None
-               ) -> tuple[str, str | None, Any, Any]:
+               wider: list[tuple[str, str]] | None = None, frame_file: str | None = None,
+               called: Any = None) -> tuple[str, str | None, Any, Any]:
     """What would avoid a recompile whose failed guard says ``text``: (suggestion, the input
     source it is about, the value it expected, the value that failed it). ``symbolic_sources``:
     the sources this compile holds as symbols, those it specialized again left out (None: not
@@ -176,16 +160,20 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
     pass. ``seen``: the sizes the other failed guards of the call name ({source: size}), where
     a guard on a range does not say the size that left it. ``specialized``: the sources this
     compile specialized (``recompile_constants.specialized_sources``). ``wider``: the other
-    compiles whose guard on the same size failed too, with the size they held (not 0 or 1)."""
+    compiles whose guard on the same size failed too, with the size they held (not 0 or 1).
+    ``frame_file``, ``called``: the compiled frame's file and the user's line whose call
+    recompiled — a library frame's input the user's call does not name is not theirs to mark
+    (``held.held_by_user``), and one it passes by keyword is "the tensor t you pass as x="."""
     m = _TENSOR.search(text)
     if m:
         name, index = m["name"], m["index"]
         source = f"{_local(name)}.{m['what']}()[{index}]"
         symbolic = None if symbolic_sources is None else source in symbolic_sources
         pos = POSITIONAL.match(name)
-        top = bool(USER_INPUT.match(name) or pos) and not resumed
+        top = bool(USER_INPUT.match(name) or pos) and not resumed and \
+            held_by_user(frame_file, called, name)
         # what the user calls it: its name, or ``t`` for the tensor passed positionally
-        arg, on = held_as(name)
+        arg, on = as_passed(frame_file, called, name)
         if m["what"] == "stride":
             return ((f"the memory layout of {name!r} changed (a transposed or sliced input): "
                      f"pass {arg}.contiguous(){on}, or keep one layout across calls") if top else
@@ -375,9 +363,10 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
     seen = {f"{_local(t['name'])}.{t['what']}()[{t['index']}]": t["actual"]
             for t in (_TENSOR.search(x) for _, x in parsed) if t}
     wider = _wider(parsed, (of, text))
+    file = metrics.get("co_filename") or (finished.get("metrics") or {}).get("co_filename")
     advice, source, expected, actual = suggestion(
         text, config, symbolic, resumed, seen, specialized_sources(held),
-        wider) if text else ("", None, None, None)
+        wider, file, recorded.get("called_at")) if text else ("", None, None, None)
     values = recorded.get("values") if isinstance(recorded.get("values"), dict) else {}
     failing = values.get(source) if source else None
     if failing is None and actual is None and source:
