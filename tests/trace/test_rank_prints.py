@@ -51,6 +51,11 @@ def _rank(job: Path, rank: int, graphs: dict[str, str], text_op: str | None = No
         g.write_meta(kind=kind, compile_id="0/0", status="ok", stages=stages, phase_starts={},
                      kernels=0, fusion={})
     w.add_compile("0/0", {"graphs": [g.removesuffix("-bad") for g in graphs]})
+    finish_rank(w, job, rank)
+
+
+def finish_rank(w: TraceWriter, job: Path, rank: int) -> None:
+    """Rank ``rank``'s trace finished ok, and its record in ``job`` (a world of 2)."""
     w.finish(schema.STATUS_OK)
     (job / "job").mkdir(parents=True, exist_ok=True)
     (job / "job" / f"rank_{rank}.json").write_text(json.dumps(

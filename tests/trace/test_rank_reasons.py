@@ -7,10 +7,9 @@ one rank is told by that branch's break."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from tuidebug.trace.format import schema
+from tests.trace.test_rank_prints import finish_rank
 from tuidebug.trace.format.writer import TraceWriter
 from tuidebug.trace.jobs.ranks import analyze_job
 from tuidebug.viewers.ranks_view import divergence_lines
@@ -46,10 +45,7 @@ def _rank(job: Path, rank: int, compiles: dict[str, list[str]],
                                                        "values": {}, "called_at": CALLED}})
         w.add_compile(cid, {"graphs": []})
         w.write_compile(cid, detail)
-    w.finish(schema.STATUS_OK)
-    (job / "job").mkdir(parents=True, exist_ok=True)
-    (job / "job" / f"rank_{rank}.json").write_text(json.dumps(
-        {"rank": rank, "world_size": 2, "status": "ok", "trace": f"rank_{rank}"}))
+    finish_rank(w, job, rank)
 
 
 def test_a_break_every_compile_of_the_frame_takes_is_not_why(tmp_path: Path) -> None:
