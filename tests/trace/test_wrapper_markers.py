@@ -30,3 +30,34 @@ def test_each_kernels_calls_at_the_start_of_a_line() -> None:
                               "cpp_fused_mul_0"])["cpp_kernel_calls"] == 6
     assert _markers(WRAPPER, [])["cpp_kernel_calls"] == 0
     assert _markers(WRAPPER, [])["extern_kernels"] == 1
+
+
+def test_a_graph_one_side_only_has_is_not_counted_against_nothing(tmp_path) -> None:
+    """``diff`` of two ranks of a job, rank 1 compiling once more: 'wrapper
+    assert_size_stride: 0 → 97', 'extern_kernels: 0 → 78', though rank 0's graphs held the same
+    asserts as rank 1's — only rank 1's extra graphs were counted, against nothing. Markers
+    are compared over the graphs both have; the extra graph is named as such."""
+    from tuidebug.trace.diff import diff_traces
+    from tuidebug.trace.format import schema
+    from tuidebug.trace.format.writer import TraceWriter
+
+    code = ("def call(args):\n    assert_size_stride(arg0_1, (4, ), (1, ))\n"
+            "    extern_kernels.mm(arg0_1, arg0_1, out=buf0)\n    return (buf0, )\n")
+    for name, graphs in (("a", ["0_0-inference"]), ("b", ["0_0-inference", "0_1-inference"])):
+        w = TraceWriter(tmp_path / name, command=["x.py"])
+        for gid in graphs:
+            cid = gid.split("-")[0].replace("_", "/")
+            w.add_compile(cid, {"graphs": [gid]})
+            w.add_graph(gid, kind="inference", compile_id=cid)
+            g = w.graph(gid)
+            index = g.write_output_code(code)
+            g.write_meta(kind="inference", compile_id=cid, status="ok", stages=[],
+                         phase_starts={}, kernels=len(index), fusion={})
+            w.set_graph_status(gid, "ok")
+        w.finish(schema.STATUS_OK)
+    d = diff_traces(tmp_path / "a", tmp_path / "b")
+    lines = "\n".join(d["lines"])
+    assert "graphs only in A: none; only in B: 0_1-inference" in lines, lines
+    assert "wrapper " not in lines, lines
+    assert all(v["a"] == v["b"] for v in d["summary"]["wrapper_markers"].values()), \
+        d["summary"]["wrapper_markers"]

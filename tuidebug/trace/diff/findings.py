@@ -118,9 +118,14 @@ def _all_close(values: Iterable[Any]) -> bool | None:
 
 
 def _merge_markers(graphs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Marker counts over all graphs, for markers that differ somewhere."""
+    """Marker counts over the graphs both traces have, for markers that differ somewhere (a
+    graph only one side has is named as such: its markers counted against nothing read as the
+    other side having none, ``assert_size_stride: 0 → 97`` for a rank that compiled once more
+    than another whose graphs held the same asserts)."""
     out: dict[str, dict[str, int]] = {}
     for g in graphs:
+        if g.get("in") != "both":
+            continue
         for k, v in g["wrapper"]["markers"].items():
             e = out.setdefault(k, {"a": 0, "b": 0})
             e["a"] += v["a"] or 0
