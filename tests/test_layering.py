@@ -184,6 +184,34 @@ def test_private_torch_modules_are_named_only_in_compat() -> None:
     assert not stale, f"moved into compat: remove {stale} from KNOWN_EXCEPTIONS"
 
 
+# A tensor's private attributes (torch's own, undocumented): read only in compat, as modules are
+PRIVATE_TENSOR_ATTRS = frozenset({"_version", "_cdata", "_base", "_typed_storage", "_is_view",
+                                  "_grad_fn", "_backward_hooks", "_use_count"})
+
+
+def private_tensor_attributes(source: str) -> list[tuple[int, str]]:
+    """Uses of a tensor's private attributes (``t._version``) in a source."""
+    return sorted({(node.lineno, node.attr) for node in ast.walk(ast.parse(source))
+                   if isinstance(node, ast.Attribute) and node.attr in PRIVATE_TENSOR_ATTRS})
+
+
+def test_private_tensor_attributes_are_read_only_in_compat() -> None:
+    """``t._version`` (the whole call's put-back read it in capture/call_state.py) goes through
+    ``compat.version_counter``, feature-detected."""
+    assert private_tensor_attributes("v = t._version\nok = t.version\n") == [(1, "_version")]
+    offenders, scanned = {}, 0
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if _in_compat(rel):
+            continue
+        scanned += 1
+        hits = private_tensor_attributes(path.read_text(encoding="utf-8"))
+        if hits:
+            offenders[rel] = hits[:5]
+    assert scanned > 100
+    assert not offenders, f"private tensor attributes outside {COMPAT}: {offenders}"
+
+
 # Torch-internal names matched as text (Dynamo's source names, AOTAutograd's autograd function):
 # a protocol as private as an import. In the layers that run torch (compiler, minify) they are
 # read only in compat; the trace layer reads them from logs, as data, and is not scanned.

@@ -44,6 +44,9 @@ def test_writes_into_attributes_and_inputs_are_found() -> None:
     inside = mutated_state(fx.symbolic_trace(InPlaceInside()))
     assert inside.attributes == [] and inside.inputs == []
     assert mutated_state(fx.symbolic_trace(WritesInput())).inputs == ["x.copy_"]
+    # the same walk gives what re-runs put back: the input positions and attribute targets
+    assert (m.positions, m.targets) == ([0], ["exp_avg"])
+    assert (inside.positions, inside.targets) == ([], [])
 
 
 def test_a_step_on_state_runs_once_and_is_not_called_a_match() -> None:

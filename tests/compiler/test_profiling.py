@@ -121,20 +121,26 @@ def test_the_backward_is_profiled_from_the_inputs_the_call_found(tmp_path) -> No
     assert call["eager"]["median_s"] > 0 and call["ledger"], call
 
 
-def test_compiled_autograd_is_detected(monkeypatch) -> None:
+def test_compiled_autograd_is_detected() -> None:
     import torch._dynamo.config
 
     assert compat.compiled_autograd_on() is False
-    monkeypatch.setattr(torch._dynamo.config, "compiled_autograd", True)
-    assert compat.compiled_autograd_on() is True
-    from tuidebug.compiler.accuracy import GradCall
-    from tuidebug.compiler.capture.profile_backward import profile_backward
+    # the config's own patch: monkeypatch.setattr recorded the old value as unset (a
+    # ConfigModule keeps values in ``_config``) and its undo deleted the option, hiding it
+    # from every later read in the process
+    with torch._dynamo.config.patch(compiled_autograd=True):
+        assert compat.compiled_autograd_on() is True
+        from tuidebug.compiler.accuracy import GradCall
+        from tuidebug.compiler.capture.profile_backward import profile_backward
 
-    ran: list = []
-    out = profile_backward(None, "0/0", 0, torch.nn.Linear(2, 2), GradCall([True], ran.append),
-                           [torch.randn(2)], 2, 1, PREFIX, restore=lambda: None)
+        ran: list = []
+        out = profile_backward(None, "0/0", 0, torch.nn.Linear(2, 2),
+                               GradCall([True], ran.append), [torch.randn(2)], 2, 1, PREFIX,
+                               restore=lambda: None)
     assert out["note"].startswith("the backward graph was not profiled: compiled autograd is on")
     assert ran == []  # nothing ran
+    assert compat.compiled_autograd_on() is False
+    assert torch._dynamo.config.compiled_autograd is False  # still an option after the test
 
 
 def test_a_backward_that_cannot_run_is_a_note_not_an_error() -> None:

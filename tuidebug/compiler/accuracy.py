@@ -309,11 +309,10 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
         random = []
     names = gradients.graph_names(eager)  # now: Dynamo drops its input sources once compiled
     try:
-        mutated = mutations.mutated_state(eager)
-        written = mutations.written_inputs(eager)
-        attributes = mutations.written_attributes(eager)
+        mutated = mutations.mutated_state(eager)  # one walk: inputs and attributes written
     except Exception:  # an odd graph: judged as one that writes into nothing it did not make
-        mutated, written, attributes = mutations.MutatedState([], []), [], []
+        mutated = mutations.MutatedState([], [])
+    written = mutated.positions
     not_compared = _why_not_compared(mutated, eager)
 
     def run(*args: Any) -> Any:
@@ -323,7 +322,8 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
         flat = list(args[0]) if as_list else list(args)  # a boxed callee clears its list
         if wrote is not None and not compat.has_fake_tensor(flat):
             try:
-                wrote(mutations.written_tensors(eager, flat, written, attributes, names.inputs))
+                wrote(mutations.written_tensors(eager, flat, written, mutated.targets,
+                                                names.inputs))
             except Exception:  # what re-runs must put back: never the user's call's failure
                 pass
         if not_compared:  # run once, as the program asked: nothing may run it again

@@ -13,7 +13,7 @@ custom op's ``mutates_args`` and an op whose name ends in ``_`` but writes nothi
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tuidebug.compiler import compat
@@ -96,53 +96,43 @@ def _roots(arg: Any, depth: int = 0) -> list[Any]:
 class MutatedState:
     """A graph's in-place writes into tensors it did not make, as ``<tensor>.<op>``:
     ``attributes``: into tensors it holds as attributes (``get_attr``: the program's own, an
-    optimizer's state); ``inputs``: into its inputs (placeholders)."""
+    optimizer's state); ``inputs``: into its inputs (placeholders). ``positions``: the
+    positions of the inputs written (a re-run of the graph must start from their values before
+    the first run, not from what that run left); ``targets``: the targets of the attribute
+    tensors written (``written_tensors`` finds them on the graph module)."""
 
     attributes: list[str]
     inputs: list[str]
-
-
-def written_inputs(gm: Any) -> list[int]:
-    """The positions of the graph's inputs (placeholders) it writes into in place (or into a
-    view, or a ``MAY_ALIAS`` result, of one): a re-run of the graph must start from their
-    values before the first run, not from what that run left."""
-    graph = getattr(gm, "graph", None)
-    nodes = list(getattr(graph, "nodes", []))
-    positions = {id(n): i for i, n in enumerate(n for n in nodes if n.op == "placeholder")}
-    out: set[int] = set()
-    for node in nodes:
-        if node.op in ("call_function", "call_method"):
-            out.update(positions[id(r)] for r in _roots(_written(node, _name(node.target)))
-                       if id(r) in positions)
-    return sorted(out)
-
-
-def written_attributes(gm: Any) -> list[str]:
-    """The targets of the graph's attribute tensors (``get_attr``: an optimizer's state, the
-    program's own) it writes into in place, as ``written_inputs`` finds its inputs'."""
-    graph = getattr(gm, "graph", None)
-    out: list[str] = []
-    for node in getattr(graph, "nodes", []):
-        if node.op in ("call_function", "call_method"):
-            out += [str(r.target) for r in _roots(_written(node, _name(node.target)))
-                    if r.op == "get_attr" and str(r.target) not in out]
-    return out
+    positions: list[int] = field(default_factory=list)
+    targets: list[str] = field(default_factory=list)
 
 
 def mutated_state(gm: Any) -> MutatedState:
-    """Each in-place write of the graph into one of its inputs or attribute tensors (or a view
-    of one), in graph order."""
+    """Each in-place write of the graph into one of its inputs or attribute tensors (or a view,
+    or a ``MAY_ALIAS`` result, of one), in graph order: one walk of the graph finds the
+    placeholders and the ``get_attr`` nodes written together."""
     graph = getattr(gm, "graph", None)
+    nodes = list(getattr(graph, "nodes", []))
+    placeholders = {id(n): i for i, n in enumerate(n for n in nodes if n.op == "placeholder")}
     out = MutatedState([], [])
-    for node in getattr(graph, "nodes", []):
+    positions: set[int] = set()
+    for node in nodes:
         if node.op not in ("call_function", "call_method"):
             continue
         name = _name(node.target)
         for root in _roots(_written(node, name)):
             entry = f"{root.name}.{name}" if name != "setitem" else f"{root.name}[…] ="
-            where = out.attributes if root.op == "get_attr" else out.inputs
+            if root.op == "get_attr":
+                where = out.attributes
+                if str(root.target) not in out.targets:
+                    out.targets.append(str(root.target))
+            else:
+                where = out.inputs
+                if id(root) in placeholders:
+                    positions.add(placeholders[id(root)])
             if entry not in where:
                 where.append(entry)
+    out.positions = sorted(positions)
     return out
 
 

@@ -11,6 +11,8 @@ from typing import Any
 
 import torch
 
+from tuidebug.compiler import compat
+
 
 def leaf(x: Any, copies: dict[int, Any] | None = None) -> Any:
     """A copy of a tensor argument (requiring grad as it did, an inference tensor only where it
@@ -112,7 +114,7 @@ class Rewound:
     its backward: see ``restore``)."""
 
     def __init__(self, kept: list[tuple[str, torch.Tensor, torch.Tensor]]) -> None:
-        self._kept = [(name, t, saved, _version(t)) for name, t, saved in kept]
+        self._kept = [(name, t, saved, compat.version_counter(t)) for name, t, saved in kept]
         self.written: list[tuple[str, torch.Tensor, torch.Tensor]] = []
         self.learnt = False
 
@@ -120,7 +122,7 @@ class Rewound:
         """Take the tensors the run since this was made wrote (before any ``restore``)."""
         self.learnt = True
         self.written = [(name, t, saved) for name, t, saved, v in self._kept
-                        if _version(t) != v or not _same(t, saved)]
+                        if compat.version_counter(t) != v or not _same(t, saved)]
 
     def names(self) -> list[str]:
         return [name for name, _, _ in self.written]
@@ -133,11 +135,6 @@ class Rewound:
                         t.copy_(saved)
                 else:
                     t.copy_(saved)
-
-
-def _version(t: torch.Tensor) -> int | None:
-    """A tensor's version counter (None: an inference tensor has none)."""
-    return None if t.is_inference() else t._version
 
 
 def written_state(wrote: list[tuple[str, Any]], args: Any, kwargs: Any,

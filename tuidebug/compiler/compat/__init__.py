@@ -21,7 +21,8 @@ resets), ``distributed`` (collectives in a graph, process groups, DDPOptimizer b
 without editing it), ``bisector``, ``numerics`` (what Inductor lowered, the values its kernels write),
 ``compiled_backward`` (the autograd node a compiled graph's backward runs in),
 ``source_names`` (Dynamo's names for a graph's inputs and modules, read as the user's paths),
-``schemas`` (which arguments an operator writes, from its schema).
+``schemas`` (which arguments an operator writes, from its schema), ``versions`` (a tensor's
+version counter).
 Every name is importable from ``tuidebug.compiler.compat``; call them through it (a test or the
 warm-up may replace one there).
 """
@@ -105,3 +106,4 @@ from tuidebug.compiler.compat.compiled_collectives import (  # noqa: F401
     compiled_call_group,
 )
 from tuidebug.compiler.compat.schemas import WrittenArgument, written_arguments  # noqa: F401
+from tuidebug.compiler.compat.versions import version_counter  # noqa: F401
