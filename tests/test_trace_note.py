@@ -81,3 +81,28 @@ def test_the_note_names_the_compile_info_names(tmp_path: Path, capsys: pytest.Ca
     else:
         assert [c for c, _ in said] == [compile_id], notes
         assert said[0][1] == f"f{compile_id[0]} at train.py:{10 * int(compile_id[0]) + 1}"
+
+
+def test_the_note_reads_only_the_files_of_compiles_that_failed(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture
+                                                                ) -> None:
+    """At the end of every ``tuidebug trace`` that raised, the note read every
+    ``compiles/<id>.json`` to find the failing compile; the manifest's summaries carry
+    ``fail_type``, so only those that failed are read: a damaged file of a compile that did not
+    fail is not reached (before: the reader recorded it as a problem), and the answer is the
+    same."""
+    from tuidebug.trace.format.reader import Trace
+
+    error, compile_id = ERRORS["raised from"]
+    out = _trace(tmp_path / "t", error, graphs=True)
+    (damaged,) = [p for p in (out / "compiles").iterdir() if p.name.startswith("2")]
+    damaged.write_text("{not json")
+    trace = Trace(out)
+    failed = trace.compiles_failed()
+    assert list(failed) == ["0/0", "1/0", "2/0"]
+    assert failed["0/0"]["metrics"]["fail_reason"] == PRINT  # read from its file
+    assert "metrics" not in failed["2/0"] and trace.problems == [], trace.problems
+    assert trace.compiles and trace.problems, "the full read does reach the damaged file"
+    assert trace_outcome(1, out) == 1
+    (note,) = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("[tuidebug]")]
+    assert [c for c, _ in NAMED.findall(note)] == [compile_id], note

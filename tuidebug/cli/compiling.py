@@ -148,7 +148,8 @@ def _why_nothing_compiled(out: Path) -> str:
 def _raised_in_compile(out: Path) -> str | None:
     """What to say of the script's exception where torch.compile raised it: the compile that
     failed, judged as ``info`` judges it (``summary.script_outcome`` on the trace's compiles:
-    their failures' reasons are in the compile files, not in the manifest's summaries); None
+    their failures' reasons are in the compile files, not in the manifest's summaries, and only
+    the files of compiles whose summary has a ``fail_type`` are read); None
     where no compile's error is the script's, or the trace cannot be read."""
     from tuidebug.errors import TraceError
     from tuidebug.trace.format.reader import Trace
@@ -156,7 +157,8 @@ def _raised_in_compile(out: Path) -> str | None:
 
     try:
         trace = Trace(out)
-        raised = script_outcome(trace.manifest, trace.compiles).get("script_error") or {}
+        raised = script_outcome(trace.manifest, trace.compiles_failed()).get(
+            "script_error") or {}
     except TraceError:
         return None
     if not raised.get("in_compile"):

@@ -166,15 +166,21 @@ class Trace:
     @cached_property
     def compiles(self) -> dict[str, dict[str, Any]]:
         """Per Dynamo compile id: metrics, guards, graph breaks, recompile reasons."""
-        out: dict[str, dict[str, Any]] = {}
-        for c in self.manifest.compiles:
-            if "id" not in c:
-                continue
-            detail = self._files.json(
-                self.root / schema.COMPILES_DIR / f"{layout.safe_id(str(c['id']))}.json", {},
-                kind="compile") or {}
-            out[c["id"]] = {**c, **detail}
-        return out
+        return {c["id"]: self._compile(c) for c in self.manifest.compiles if "id" in c}
+
+    def compiles_failed(self) -> dict[str, dict[str, Any]]:
+        """Every compile as ``compiles`` gives it, but only those whose manifest summary has
+        a ``fail_type`` read from their file (their failure's reason is there); the others are
+        their manifest summaries (function, file, line): what the script's failed compile is
+        found from (``summary.failed_compile``), without reading every compile's file."""
+        return {c["id"]: self._compile(c) if (c.get("summary") or {}).get("fail_type") else c
+                for c in self.manifest.compiles if "id" in c}
+
+    def _compile(self, c: dict[str, Any]) -> dict[str, Any]:
+        detail = self._files.json(
+            self.root / schema.COMPILES_DIR / f"{layout.safe_id(str(c['id']))}.json", {},
+            kind="compile") or {}
+        return {**c, **detail}
 
     def compile_shapes(self, compile_id: str) -> dict[str, Any]:
         """``compiles/<id>.shapes.json`` of a compile: ``symbols``, ``guards``,
