@@ -161,7 +161,10 @@ class WholeCall(Concern):
                kw: dict[str, Any], wrt: list[torch.Tensor], grad_on: bool, c_step: "_Step",
                training: bool, rewound: Rewound) -> dict[str, Any]:
         put_back = rewound.restore if rewound.written else None
-        e_step = _Step(lambda: eager(*leaves, **kw), wrt, grad_on, c_step.grads)
+        # the same call as the learning one: whether it trains is known (a forward of its own
+        # to ask, at its first run, was a second forward with no put-back between: a position
+        # one slot from its cache's end ran past it)
+        e_step = _Step(lambda: eager(*leaves, **kw), wrt, grad_on, c_step.grads, training)
         # the clocked calls: as the user's, through the watch (counted in instrumentation);
         # the same call as the timed one: no forward of its own to ask whether it trains
         c_clocked = _Step(lambda: compiled(*leaves, **kw), wrt, grad_on, c_step.grads, training)
