@@ -10,7 +10,10 @@ import weakref
 import torch
 
 from tuidebug.compiler.capture.call_state import (
-    buffers, leaf, raised_again, restore, rewound, written_state)
+    buffers, leaf, program_tensors, raised_again, restore, rewound, written_state)
+from tuidebug.compiler.capture.copy_budget import BUDGET_ENV, agreed, over_budget
+from tuidebug.compiler.capture.side_state import (
+    SideState, namespaces, parameters, reachable_modules, reachable_optimizers)
 
 
 def test_an_eager_batchnorm_in_training_keeps_its_statistics() -> None:
@@ -72,8 +75,8 @@ def test_what_a_re_run_writes_is_put_back_before_each_run() -> None:
     args = (x, cache, pos)
     saved = buffers(bn)
     # what the graphs wrote at their first call: the cache is an argument (re-run as a copy)
-    state = written_state([("cache", weakref.ref(cache)), ("seen", weakref.ref(seen))], args,
-                          {}, bn)
+    state = written_state(program_tensors(
+        [("cache", weakref.ref(cache)), ("seen", weakref.ref(seen))], args, {}, bn))
     assert [name for name, _, _ in state] == ["seen"]
     copies: dict = {}
     leaves = [leaf(a, copies) for a in args]
@@ -114,3 +117,88 @@ def test_a_call_that_cannot_run_again_says_why() -> None:
     assert later.startswith("run again on copies of its arguments (what it writes in place "
                             "(argument 1) put back before each), the call raised IndexError")
     assert "depends on state the timing does not put back" in later
+
+
+class Counting(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(3, 1)
+        self.calls = 0
+        self.note = "fresh"
+
+
+COUNTED = Counting()
+OPT = torch.optim.SGD(COUNTED.parameters(), lr=0.1)
+STEPS = 0
+
+
+def _train_step(x: torch.Tensor) -> torch.Tensor:
+    """A training step whose backward, inside the callable, accumulates into ``.grad``, that
+    counts its calls in a module attribute and a global: what the compiled graphs do not tell."""
+    global STEPS
+    STEPS += 1
+    COUNTED.calls += 1
+    COUNTED.note = "stepped"
+    loss = COUNTED.fc(x).sum()
+    loss.backward()
+    return loss.detach()
+
+
+def test_attributes_and_gradients_a_re_run_changes_are_put_back() -> None:
+    """``self.calls += 1`` (Dynamo applies it at every call), a global counter and the ``.grad``
+    a ``loss.backward()`` inside the callable accumulates into were changed by every re-run:
+    the traced job ended with other counts and gradients than untraced. Taken before the
+    first re-run, learnt after it, put back before each later one and after."""
+    x = torch.ones(2, 3)
+    _train_step(x)  # the user's call: calls 1, grad of one step
+    grad = COUNTED.fc.weight.grad.clone()
+    assert COUNTED.fc.bias.grad is not None
+    COUNTED.fc.bias.grad = None  # the bias without a gradient: put back as None
+    COUNTED.note = "fresh"
+    modules = reachable_modules(_train_step, None, (x,), {})
+    assert COUNTED in modules and COUNTED.fc in modules
+    params = parameters(modules, reachable_optimizers(_train_step))
+    assert len(params) == 2, params
+    side = SideState(namespaces(_train_step, modules), params, set())
+    put = rewound((x,), {}, {}, None, [], [], side)
+    before = (COUNTED.calls, STEPS)
+    _train_step(x)  # the learning re-run
+    put.learn()
+    assert sorted(put.names()) == ["Counting.calls", "Counting.note", "Linear.bias.grad",
+                                   "Linear.weight.grad", "global.STEPS"], put.names()
+    assert put.writes() and side.unrestorable == []
+    for _ in range(3):
+        put.restore()
+        assert (COUNTED.calls, STEPS, COUNTED.note) == (*before, "fresh")
+        assert torch.equal(COUNTED.fc.weight.grad, grad) and COUNTED.fc.bias.grad is None
+        _train_step(x)
+    side.learn()
+    side.restore()
+    assert (COUNTED.calls, STEPS) == before and torch.equal(COUNTED.fc.weight.grad, grad)
+
+
+def test_a_parameter_written_outside_the_graphs_cannot_be_put_back() -> None:
+    """An eager ``opt.step()`` (a graph break, disabled code) writes the parameters, of which
+    no copy is kept: told, by name; a parameter the graphs write (tracked) is not."""
+    modules = reachable_modules(_train_step, None, (), {})
+    params = parameters(modules, [])
+    tracked = {id(COUNTED.fc.bias)}
+    side = SideState([], params, tracked)
+    _train_step(torch.ones(2, 3))
+    OPT.step()
+    side.learn()
+    assert side.unrestorable == ["Linear.weight"], side.unrestorable
+
+
+def test_the_copies_are_made_only_within_the_budget(monkeypatch) -> None:
+    """Copies of every tensor the graphs of the session wrote were made before knowing what a
+    re-run writes, with no limit (Adam: three times the parameters' bytes). Over the budget,
+    the reason; one process agrees with itself."""
+    t = torch.zeros(256)  # 1 KiB
+    assert over_budget([t, t]) is None  # the CPU: no device budget
+    monkeypatch.setenv(BUDGET_ENV, "1024")
+    assert over_budget([t, t]) is None  # one tensor twice is one copy
+    said = over_budget([t, torch.zeros(1)])
+    assert said is not None and "over the budget of 0.0 MiB" in said, said
+    assert over_budget([t], extra=1) is not None
+    assert agreed(said, "why") == said and agreed(None, "why") is None

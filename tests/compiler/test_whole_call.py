@@ -411,12 +411,26 @@ def update():
     opt.step()
 
 
+counted = torch.nn.Linear(4, 1)
+counted.calls = 0
+
+
+@torch.compile
+def train(x):  # a count Dynamo advances at each call; a backward into .grad (a graph break)
+    counted.calls += 1
+    loss = counted(x).sum()
+    loss.backward()
+    return loss.detach()
+
+
 advance(torch.randn(4))
 model(torch.randn(2, 4)).sum().backward()
 expected = (model.weight - 0.1 * model.weight.grad).detach()
 update()
+train(torch.ones(2, 4))
 print("POS", int(pos), "ROWS", int((cache != 0).any(1).sum()))
 print("W", "OK" if torch.equal(model.weight.detach(), expected) else "CHANGED")
+print("CALLS", counted.calls, "GRAD", counted.weight.grad.tolist(), counted.bias.grad.tolist())
 '''
 
 
@@ -426,14 +440,19 @@ def test_the_programs_own_tensors_the_graphs_write_are_put_back(tmp_path: Path) 
     compiled ``opt.step()`` applied the step to the user's parameters each time (their
     weights far off). The tensors the graphs write (found at each graph's first call, the
     eager check's) are put back before each re-run and after: the program sees what it would
-    untraced, and both calls are timed."""
+    untraced, and both calls are timed. A Python attribute Dynamo advances at every call and
+    the ``.grad`` a ``loss.backward()`` inside the callable accumulates into are put back too
+    (before: CALLS and GRAD of every re-run)."""
     out, proc = trace_script(tmp_path, "program", PROGRAM_STATE, "--profile", "3")
     assert "POS 1 ROWS 1" in proc.stdout and "W OK" in proc.stdout, proc.stdout[-2000:]
+    assert "CALLS 1 GRAD [[2.0, 2.0, 2.0, 2.0]] [2.0]" in proc.stdout, proc.stdout[-2000:]
     t = Trace(out)
     assert not any("whole call" in w for w in t.manifest.warnings), t.manifest.warnings
     calls = {c["callable"]: c for c in json.loads((out / "profile.json").read_text())["calls"]}
-    assert set(calls) == {"advance", "update"}, calls
+    assert set(calls) == {"advance", "update", "train"}, calls
     assert all("not_measured" not in c for c in calls.values()), calls
     assert calls["advance"]["restored"] == ["cache", "pos"], calls["advance"]
     assert len(calls["update"]["restored"]) == 2, calls["update"]  # weight and bias
-    assert {v.callable for v in call_verdicts(t)} == {"advance", "update"}
+    assert set(calls["train"]["restored"]) == {"Linear.calls", "Linear.weight.grad",
+                                               "Linear.bias.grad"}, calls["train"]
+    assert {v.callable for v in call_verdicts(t)} == {"advance", "update", "train"}

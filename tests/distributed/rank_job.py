@@ -32,6 +32,9 @@
          left unused, no_sync for the first step, gradient_as_bucket_view, bfloat16 parameters,
          two models trained by one loss, and (torch >= 2.13) batched_grad_copy, alone and with
          gradient_as_bucket_view; run on 3 ranks (a divisor that is not a power of two)
+  budget every rank compiles one function issuing a functional all_reduce; rank 1 alone has no
+         memory budget for the whole call's copies (``--profile``): every rank must skip the
+         timed calls (whose all_reduces pair up), or rank 0 waits forever in them
   hang   after compiling, rank 0 broadcasts then all-reduces, rank 1 the other way round: both
          wait forever (until ``--timeout`` ends the job)
 """
@@ -89,6 +92,23 @@ def functional(odd: bool) -> None:
 
     out = h(torch.ones(4, 3))
     assert out.shape == (4, 3), out
+
+
+def budget(rank: int) -> None:
+    import os
+
+    import torch.distributed._functional_collectives as funcol
+
+    if rank == 1:  # read by the capture where it decides to time the call: rank 1 alone skips
+        os.environ["TUIDEBUG_TESTING_COPY_BUDGET"] = "0"
+    world = dist.group.WORLD
+
+    @torch.compile
+    def step(x):
+        return funcol.all_reduce(torch.sin(x), "sum", world) * 2
+
+    out = step(torch.ones(4))
+    print(f"rank {rank}: budget {out.sum().item():.4f}", flush=True)
 
 
 def ddp(rank: int) -> None:
@@ -246,6 +266,10 @@ def main() -> None:
 
     if mode == "collectives":
         collectives(rank)
+    if mode == "budget":
+        budget(rank)
+        _teardown()
+        return
     if mode.startswith("funcol"):
         functional(mode == "funcol_odd" and odd)
         _teardown()

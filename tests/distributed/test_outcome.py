@@ -94,3 +94,33 @@ def test_a_rank_exits_with_the_scripts_own_code(tmp_path: Path, body: str, code:
     assert untraced.stdout == proc.stdout
     m = json.loads((tmp_path / "t" / "manifest.json").read_text())
     assert m["status"] == "ok" and (m.get("script_error") or m.get("script_exit_code")), m
+
+
+@pytest.mark.slow
+def test_a_rank_without_memory_for_the_copies_makes_every_rank_skip_the_timing(
+        tmp_path: Path) -> None:
+    """``--profile`` times each compiled callable's whole call in a fixed number of rounds on
+    every rank, so that the collectives inside pair up. A rank that could not make the copies
+    the re-runs need (its budget: 0 bytes, rank 1 only) stopped alone, and the others waited
+    forever in the timed calls' all_reduce. Now the ranks agree: every rank's entry says
+    not_measured (rank 1 why, rank 0 that rank 1 could not), and the job ends as untraced."""
+    plain = plain_job("budget")
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    lines = sorted(re.findall(r"rank \d: budget -?\d+\.\d+", plain.stdout))
+    assert len(lines) == 2, plain.stdout
+    job = tmp_path / "budget"
+    env = dict(os.environ, PYTHONPATH=pythonpath())
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK"):
+        env.pop(name, None)
+    cmd = [sys.executable, "-m", "tuidebug.cli", "trace", "--nproc-per-node", "2", "--profile",
+           "3", "--timeout", "300", "-o", str(job), str(Path(__file__).parent / "rank_job.py"),
+           "budget"]
+    traced = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert traced.returncode == 0, traced.stderr[-3000:]
+    assert sorted(re.findall(r"rank \d: budget -?\d+\.\d+", traced.stdout)) == lines
+    said = {}
+    for r in (0, 1):
+        (call,) = json.loads((job / f"rank_{r}" / "profile.json").read_text())["calls"]
+        said[r] = call.get("not_measured", "")
+    assert "over the budget of 0" in said[1], said
+    assert said[0].startswith("rank 1 could not time the call (it had not the memory"), said

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from tuidebug.compiler import compat
+from tuidebug.compiler.capture.side_state import SideState
 
 
 def leaf(x: Any, copies: dict[int, Any] | None = None) -> Any:
@@ -113,21 +114,34 @@ class Rewound:
     buffer the call leaves alone keeps its version (the user's own call may have saved it for
     its backward: see ``restore``)."""
 
-    def __init__(self, kept: list[tuple[str, torch.Tensor, torch.Tensor]]) -> None:
+    def __init__(self, kept: list[tuple[str, torch.Tensor, torch.Tensor]],
+                 side: SideState | None = None) -> None:
+        """``side``: the attributes and gradients the call reaches (``side_state``)."""
         self._kept = [(name, t, saved, compat.version_counter(t)) for name, t, saved in kept]
+        self.side = side
         self.written: list[tuple[str, torch.Tensor, torch.Tensor]] = []
         self.learnt = False
 
     def learn(self) -> None:
-        """Take the tensors the run since this was made wrote (before any ``restore``)."""
+        """Take the tensors the run since this was made wrote (before any ``restore``), and
+        the attributes and gradients it changed."""
         self.learnt = True
         self.written = [(name, t, saved) for name, t, saved, v in self._kept
                         if compat.version_counter(t) != v or not _same(t, saved)]
+        if self.side is not None:
+            self.side.learn()
+
+    def writes(self) -> bool:
+        """Whether the run ``learn`` saw changed anything that is put back."""
+        return bool(self.written or self.names())
 
     def names(self) -> list[str]:
-        return [name for name, _, _ in self.written]
+        side = self.side.names() if self.side is not None else []
+        return [name for name, _, _ in self.written] + side
 
     def restore(self) -> None:
+        if self.side is not None:
+            self.side.restore()
         with torch.no_grad():
             for _, t, saved in self.written:
                 if t.is_inference():  # written as the call wrote it (inference_mode(False)
@@ -137,13 +151,13 @@ class Rewound:
                     t.copy_(saved)
 
 
-def written_state(wrote: list[tuple[str, Any]], args: Any, kwargs: Any,
-                  owner: torch.nn.Module | None) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
-    """The program's own tensors the compiled graphs write in place that the call does not
-    take as arguments nor hold as the module's buffers (a global position and cache, the
-    parameters and state an optimizer step updates), each with a copy of what it holds now:
-    re-run, the call writes into them, the user's own, and they must be put back. ``wrote``:
-    the graphs' ``(name, weak reference)`` (``GraphState.wrote``)."""
+def program_tensors(wrote: list[tuple[str, Any]], args: Any, kwargs: Any,
+                    owner: torch.nn.Module | None) -> list[tuple[str, torch.Tensor]]:
+    """The program's own tensors the call's compiled graphs write in place that the call does
+    not take as arguments nor hold as the module's buffers (a global position and cache, the
+    parameters and state an optimizer step updates): re-run, the call writes into them, the
+    user's own, and they must be put back. ``wrote``: the call's graphs' ``(name, weak
+    reference)`` (``GraphState.wrote``). Nothing is copied yet (``written_state``)."""
     skip = {id(v) for v in [*(args or ()), *(kwargs or {}).values()]
             if isinstance(v, torch.Tensor)}
     if owner is not None:
@@ -153,13 +167,20 @@ def written_state(wrote: list[tuple[str, Any]], args: Any, kwargs: Any,
         t = ref()
         if isinstance(t, torch.Tensor) and id(t) not in skip:
             skip.add(id(t))
-            out.append((name, t, t.detach().clone()))
+            out.append((name, t))
     return out
+
+
+def written_state(named: list[tuple[str, torch.Tensor]]
+                  ) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
+    """``program_tensors``, each with a copy of what it holds now."""
+    return [(name, t, t.detach().clone()) for name, t in named]
 
 
 def rewound(args: Any, kwargs: Any, copies: dict[int, Any], owner: torch.nn.Module | None,
             saved: list[tuple[torch.Tensor, torch.Tensor]],
-            state: list[tuple[str, torch.Tensor, torch.Tensor]]) -> Rewound:
+            state: list[tuple[str, torch.Tensor, torch.Tensor]],
+            side: SideState | None = None) -> Rewound:
     """What the re-runs may write, with what it held when the user's call returned: each
     tensor argument's copy (put back from the user's own tensor, which the re-runs never
     touch: no third copy of a large input), the module's buffers (``saved``) and the other
@@ -174,7 +195,7 @@ def rewound(args: Any, kwargs: Any, copies: dict[int, Any], owner: torch.nn.Modu
             kept.append((name, copies[id(value)], value))
     names = [f"buffer {n}" for n, _ in owner.named_buffers()] if owner is not None else []
     kept += [(name, b, copy) for name, (b, copy) in zip(names, saved)]
-    return Rewound(kept + state)
+    return Rewound(kept + state, side)
 
 
 def raised_again(error: Exception, rewound: Rewound) -> str:
@@ -189,7 +210,7 @@ def raised_again(error: Exception, rewound: Rewound) -> str:
                 "cache, may not run again from where the user's call left it); the graphs' "
                 "own times are measured on copies")
     put_back = (f"what it writes in place ({', '.join(rewound.names())}) put back before each"
-                if rewound.written else "it wrote none of its tensor arguments, the module's "
+                if rewound.writes() else "it wrote none of its tensor arguments, the module's "
                 "buffers or the tensors its graphs write")
     return (f"run again on copies of its arguments ({put_back}), the call raised {raised}: it "
             "depends on state the timing does not put back (a Python attribute or number it "

@@ -46,13 +46,15 @@ from tuidebug.compiler.capture.state import Concern
 class CompiledCall:
     """One user's call of a compiled callable that returned: ``compiled`` what torch.compile
     returned, ``eager`` what it was given, ``args``/``kwargs`` the call's, ``out`` what it
-    returned."""
+    returned, ``since`` this thread's count of graph calls when it began
+    (``ThreadState.last_called``: the graphs it ran are those called since)."""
 
     compiled: Any
     eager: Any
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     out: Any
+    since: int = 0
 
 
 # a listener returns True when it needs no further call of that compiled callable (until woken)
@@ -135,8 +137,9 @@ class CompiledCalls(Concern):
         if isinstance(result, torch.nn.Module):
             self._keep_module(result, model)
             return result
-        return compat.stand_in(result, lambda args, kwargs, out: self._tell(
-            result, model, args, kwargs, out))
+        return compat.stand_in(result, lambda: self.session.tls.wrapped_calls,
+                               lambda args, kwargs, out, since: self._tell(
+                                   result, model, args, kwargs, out, since))
 
     def _wrap_module_call(self, orig: Callable[..., Any]) -> Callable[..., Any]:
         calls = self
@@ -148,20 +151,21 @@ class CompiledCalls(Concern):
             if model is None:
                 return orig(mod, *args, **kwargs)
             tls.watched_calls += 1
+            since = tls.wrapped_calls
             out = orig(mod, *args, **kwargs)
-            calls._tell(mod, model, args, kwargs, out)  # not a listener's own calls
+            calls._tell(mod, model, args, kwargs, out, since)  # not a listener's own calls
             return out
         return functools.wraps(orig)(__call__)
 
     # -- telling ---------------------------------------------------------------------------------
     def _tell(self, compiled: Any, eager: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-              out: Any) -> None:
+              out: Any, since: int = 0) -> None:
         key = id(compiled)
         if (self._done.get(key) == self._wakes or self._telling.depth
                 or self.session.tls.bare or torch.compiler.is_compiling()):
             return
         wakes = self._wakes  # a listener that wakes while it is told hears the next call
-        call = CompiledCall(compiled, eager, args, dict(kwargs), out)
+        call = CompiledCall(compiled, eager, args, dict(kwargs), out, since)
         self._telling.depth += 1
         try:
             done = True

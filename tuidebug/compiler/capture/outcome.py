@@ -79,6 +79,7 @@ class Outcome(Concern):
             if tls.bare and not first[0]:  # this thread's timed calls: as untraced
                 return checked(*args)
             tls.wrapped_calls += 1
+            tls.last_called[gs.graph_id] = tls.wrapped_calls
             with s.as_current(gs):
                 try:
                     clock = s.call_clock

@@ -149,6 +149,9 @@ class ThreadState(threading.local):
         self.bare = False
         self.wrapped_calls = 0  # this thread's compiled graph calls through the capture's wrapper
         self.watched_calls = 0  # this thread's compiled modules' calls through the watch
+        # per graph id, ``wrapped_calls`` at its last call on this thread: the graphs a call
+        # ran are those called since the count it started at (``CompiledCall.since``)
+        self.last_called: dict[str, int] = {}
 
 
 class Concern:

@@ -33,14 +33,18 @@ the module's buffers are as they were after the call. What the call writes in pl
 arguments' copies, the module's buffers: a position it advances into a cache) is put back
 before each run, unclocked (``call_state.Rewound``): each run starts where the user's call
 left off, as the graphs' own profiles start where it began (``accuracy.restorer``); a call that
-raises when run again is not timed, and its entry says why (``not_measured``).
+raises when run again is not timed, and its entry says why (``not_measured``). The tensors put
+back are those the call's own graphs write, copied only within a memory budget
+(``copy_budget``); the plain Python values and gradients of what the call reaches are put back
+too (``side_state``); on a job of several ranks, whether the call is timed is every rank's
+decision (``copy_budget.agreed``).
 """
 
 from __future__ import annotations
 
 import time
 import weakref
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -48,10 +52,14 @@ from tuidebug.compiler import accuracy, compat, fair_timing
 from tuidebug.compiler.capture import profile
 from tuidebug.compiler.capture.call_parts import BACKWARD, Clocked, Run, parts, shares
 from tuidebug.compiler.capture.call_state import (
-    Rewound, buffers, leaf, raised_again, restore, rewound, state_holders, written_state)
+    Rewound, buffers, leaf, program_tensors, raised_again, restore, rewound, state_holders,
+    written_state)
+from tuidebug.compiler.capture.copy_budget import agreed, over_budget
+from tuidebug.compiler.capture.side_state import (
+    SideState, namespaces, parameters, reachable_modules, reachable_optimizers)
+from tuidebug.compiler.capture.call_step import RunRaised, Step
 from tuidebug.compiler.capture.compiled_calls import CompiledCall, CompiledCalls
 from tuidebug.compiler.capture.quiet import quiet_thread
-from tuidebug.compiler.gradients import seeded, tensors
 from tuidebug.machine import load1
 from tuidebug.compiler.capture.state import CallMarks, Concern
 from tuidebug.trace.queries.verdict import ratio_interval, spread
@@ -109,10 +117,28 @@ class WholeCall(Concern):
                     "are measured on copies")})
             self.session.guarded("the profile", self.prof.write)
             return True
+        # the program's other tensors this call's graphs write (a global cache, an optimizer's
+        # state): the graphs it ran, not every graph of the session
+        tls = self.session.tls
+        ran = [g for g in list(self.session.graphs.values())
+               if tls.last_called.get(g.graph_id, 0) > call.since]
+        named = program_tensors([w for g in ran for w in g.wrote], call.args, call.kwargs, owner)
+        modules = reachable_modules(call.eager, owner, call.args, call.kwargs)
+        params = parameters(modules, reachable_optimizers(call.eager))
+        short = agreed(over_budget(  # every rank decides alike: the copies made, or none
+            [*[t for _, t in named], *(owner.buffers() if owner is not None else ()),
+             *call.args, *call.kwargs.values(), *[p.grad for _, p in params]]),
+            "it had not the memory for copies of what the call writes")
+        if short:
+            self.prof.data.setdefault("calls", []).append({
+                "callable": name, "not_measured": f"{short}; the graphs' own times are measured "
+                "on copies"})
+            self.session.guarded("the profile", self.prof.write)
+            return True
         saved = buffers(owner)
-        # the program's other tensors the graphs write (a global cache, an optimizer's state)
-        state = written_state([w for g in list(self.session.graphs.values()) for w in g.wrote],
-                              call.args, call.kwargs, owner)
+        state = written_state(named)
+        tracked = {id(t) for _, t in named}
+        side = SideState(namespaces(call.eager, modules), params, tracked)
         self.busy = True
         rng = accuracy._rng_state()
         try:
@@ -121,22 +147,27 @@ class WholeCall(Concern):
             with quiet_thread():
                 entry = self.session.guarded("the whole call", lambda: self._measure(
                     name, call.compiled, call.eager, call.args, call.kwargs, owner, saved,
-                    state))
+                    state, side))
             if entry:
                 self.prof.data.setdefault("calls", []).append(entry)
                 self.session.guarded("the profile", self.prof.write)
         finally:
             restore(saved + [(t, copy) for _, t, copy in state])
+            side.learn()  # all the re-runs changed of what the call reaches, put back
+            side.restore()
             accuracy._set_rng_state(rng)
             self.busy = False
         return True
 
     def _measure(self, name: str, compiled: Any, eager: Any, args: Any, kwargs: Any,
                  owner: torch.nn.Module | None, saved: list[tuple[torch.Tensor, torch.Tensor]],
-                 state: list[tuple[str, torch.Tensor, torch.Tensor]]) -> dict[str, Any]:
+                 state: list[tuple[str, torch.Tensor, torch.Tensor]],
+                 side: SideState) -> dict[str, Any]:
         """The whole call measured (``saved``: the module's buffers as the call left them;
-        ``state``: the program's other tensors its graphs write, ``written_state``); where the
-        call raises when run again, the entry says so and why (``not_measured``)."""
+        ``state``: the program's other tensors its graphs write, ``written_state``; ``side``:
+        the attributes and gradients it reaches); where the call raises when run again, or
+        writes what cannot be put back, the entry says so and why (``not_measured``), on every
+        rank alike."""
         grad_on = torch.is_grad_enabled()
         copies: dict[int, Any] = {}  # one tensor passed twice stays one tensor
         leaves = [leaf(a, copies) for a in args]
@@ -145,29 +176,54 @@ class WholeCall(Concern):
                and x.requires_grad]
         if owner is not None:
             wrt += [p for p in owner.parameters() if p.requires_grad]
-        put = rewound(args, kwargs, copies, owner, saved, state)
+        put = rewound(args, kwargs, copies, owner, saved, state, side)
         # the timed calls: torch's own __call__ of a compiled module, not the capture's watch
         direct = self.session.concern(CompiledCalls).unwatched(compiled)
-        c_step = _Step(lambda: direct(*leaves, **kw), wrt, grad_on)
+        c_step = Step(lambda: direct(*leaves, **kw), wrt, grad_on)
+        why: str | None = None
+        training = False
         try:
             training = c_step.training()
             put.learn()  # what that call wrote: put back before each call from now on
+            why = self._unrestorable(side)
+        except RunRaised as e:
+            why = raised_again(e.error, put)
+        why = agreed(why, "its re-run raised, or wrote what cannot be put back")
+        if why:
+            return {"callable": name, "not_measured": why}
+        try:
             return self._timed(name, compiled, eager, leaves, kw, wrt, grad_on, c_step,
                                training, put)
-        except _RunRaised as e:
+        except RunRaised as e:
             return {"callable": name, "not_measured": raised_again(e.error, put)}
 
+    def _unrestorable(self, side: SideState) -> str | None:
+        """Why the call cannot be re-run: it wrote parameters outside its compiled graphs (a
+        graph break, ``torch.compiler.disable``-d code), of which no copy is kept; the one
+        re-run that found it changed them, and the trace's warnings say so."""
+        if not side.unrestorable:
+            return None
+        names = ", ".join(side.unrestorable[:8]) + (" …" if len(side.unrestorable) > 8 else "")
+        if self.session.writer is not None:
+            self.session.writer.warn(
+                f"timing the whole call re-ran it once, and it wrote parameters ({names}) "
+                "outside its compiled graphs: they could not be put back, and the program "
+                "goes on with them as two calls left them")
+        return (f"run again, the call wrote parameters ({names}) outside its compiled graphs "
+                "(a graph break, torch.compiler.disable'd code), which cannot be put back "
+                "before each re-run; the graphs' own times are measured on copies")
+
     def _timed(self, name: str, compiled: Any, eager: Any, leaves: list[Any],
-               kw: dict[str, Any], wrt: list[torch.Tensor], grad_on: bool, c_step: "_Step",
+               kw: dict[str, Any], wrt: list[torch.Tensor], grad_on: bool, c_step: Step,
                training: bool, rewound: Rewound) -> dict[str, Any]:
-        put_back = rewound.restore if rewound.written else None
+        put_back = rewound.restore if rewound.writes() else None
         # the same call as the learning one: whether it trains is known (a forward of its own
         # to ask, at its first run, was a second forward with no put-back between: a position
         # one slot from its cache's end ran past it)
-        e_step = _Step(lambda: eager(*leaves, **kw), wrt, grad_on, c_step.grads, training)
+        e_step = Step(lambda: eager(*leaves, **kw), wrt, grad_on, c_step.grads, training)
         # the clocked calls: as the user's, through the watch (counted in instrumentation);
         # the same call as the timed one: no forward of its own to ask whether it trains
-        c_clocked = _Step(lambda: compiled(*leaves, **kw), wrt, grad_on, c_step.grads, training)
+        c_clocked = Step(lambda: compiled(*leaves, **kw), wrt, grad_on, c_step.grads, training)
         machine = fair_timing.free_threads() if self.machine is None else self.machine
         load_before = load1()
         # the timed calls run under the same instrumentation on both sides: none. No clock
@@ -214,7 +270,7 @@ class WholeCall(Concern):
             "ratio": r.value, "ratio_low": r.low, "ratio_high": r.high,
             "times": {"compiled_s": [round(t, 9) for t in tc],
                       "eager_s": [round(t, 9) for t in te]}}
-        if rewound.written:
+        if rewound.writes():
             entry["restored"] = rewound.names()
         # further clocked calls, alternating with eager ones as the timed calls did
         # (each primed by the same call unclocked: through the watch, with no mark)
@@ -238,7 +294,7 @@ class WholeCall(Concern):
                                      "wall": spread([w for w, _ in runs]).as_json()}
         return entry
 
-    def _clocked_call(self, step: "_Step", marks: CallMarks) -> "Clocked":
+    def _clocked_call(self, step: Step, marks: CallMarks) -> "Clocked":
         """One call of ``step`` with each compiled graph's start and end marked, and its wall
         time on the host's clock (as the timing measures a call: from a synchronized device to
         a synchronized device)."""
@@ -300,72 +356,6 @@ class WholeCall(Concern):
         """The backward graphs of compile ``cid`` (of every compile: None)."""
         return [g.graph_id for g in list(self.session.graphs.values()) if g.kind == "backward"
                 and (cid is None or g.compile_id == cid)]
-
-
-class _RunRaised(Exception):
-    """The user's call raised when run again (``error``): not tuidebug's own failure."""
-
-    def __init__(self, error: Exception) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-class _Step:
-    """One call as the user's ran: under the grad mode it had; a training call (outputs that
-    require grad) also runs ``autograd.grad`` of them with respect to ``wrt``."""
-
-    def __init__(self, forward: Callable[[], Any], wrt: list[torch.Tensor], grad_on: bool,
-                 grads: list[torch.Tensor] | None = None, training: bool | None = None):
-        """``training``: whether the call is a training step, where it is known (the same call
-        as another step's: no forward of its own to ask); ``grads``: the seeded output
-        gradients."""
-        self.forward = forward
-        self.wrt = wrt
-        self.grad_on = grad_on
-        self.grads = grads
-        self._training = training
-
-    def training(self) -> bool:
-        if self._training is None:
-            with torch.set_grad_enabled(self.grad_on):
-                outs = [o for o in tensors(self._forward()) if o.requires_grad]
-            self._training = bool(outs and self.wrt and self.grad_on)
-            if self._training:
-                self.grads = seeded(outs)
-        return self._training
-
-    def run(self) -> Any:
-        with torch.set_grad_enabled(self.grad_on):
-            out = self._forward()
-            if self.training():
-                return self._backward(out)
-            return out
-
-    def run_split(self, clock: Any) -> tuple[int, int]:
-        """One run, as ``run``, with ``clock`` marked (``compat.CallClock``: nothing waits for
-        the device) where the forward ended and where the call ended (one mark when no
-        backward runs)."""
-        with torch.set_grad_enabled(self.grad_on):
-            out = self._forward()
-            fwd_end = clock.mark()
-            if not self.training():
-                return fwd_end, fwd_end
-            self._backward(out)
-            return fwd_end, clock.mark()
-
-    def _forward(self) -> Any:
-        try:
-            return self.forward()
-        except Exception as e:  # the user's call: said as its own (``_RunRaised``)
-            raise _RunRaised(e) from e
-
-    def _backward(self, out: Any) -> Any:
-        outs = [o for o in tensors(out) if o.requires_grad]
-        try:
-            return torch.autograd.grad(outs, self.wrt, grad_outputs=self.grads,
-                                       allow_unused=True)
-        except Exception as e:
-            raise _RunRaised(e) from e
 
 
 def _module_of(model: Any) -> torch.nn.Module | None:

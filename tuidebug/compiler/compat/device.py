@@ -155,3 +155,15 @@ def _datasheet(name: str) -> Any:
         if info is not None and getattr(info, "tops", None) and getattr(info, "dram_bw_gbs", 0):
             return info
     return None
+
+
+def free_device_bytes() -> int | None:
+    """The bytes free on the current CUDA device (``torch.cuda.mem_get_info``); None on the
+    CPU, or where this torch cannot tell."""
+    if device_kind() != "cuda":
+        return None
+    try:
+        free, _total = torch.cuda.mem_get_info()
+    except (AttributeError, RuntimeError):
+        return None
+    return int(free)

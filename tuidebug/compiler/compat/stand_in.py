@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any, Callable
 
 
-def stand_in(result: Callable[..., Any],
-             returned: Callable[[tuple[Any, ...], dict[str, Any], Any], None]
+def stand_in(result: Callable[..., Any], before: Callable[[], Any],
+             returned: Callable[[tuple[Any, ...], dict[str, Any], Any, Any], None]
              ) -> Callable[..., Any]:
-    """A function calling ``result`` that hands ``returned(args, kwargs, out)`` each call, with
+    """A function calling ``result`` that hands ``returned(args, kwargs, out, before())`` each
+    call (``before()`` taken as the call begins), with
     ``result``'s attributes (its name, doc, module and ``__dict__``: ``__wrapped__``, Dynamo's
     ``_torchdynamo_orig_callable`` and ``_torchdynamo_inline``). Dynamo follows
     ``_torchdynamo_orig_callable`` only from a function whose ``_torchdynamo_wrapper_id`` is its
@@ -18,8 +19,9 @@ def stand_in(result: Callable[..., Any],
     call of it that Dynamo traces inlines ``_torchdynamo_inline`` (the original), never this
     function."""
     def call(*args: Any, **kwargs: Any) -> Any:
+        began = before()
         out = result(*args, **kwargs)
-        returned(args, kwargs, out)
+        returned(args, kwargs, out, began)
         return out
     for name in ("__module__", "__name__", "__qualname__", "__doc__"):
         try:
