@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 from tests.conftest import ROOT
 
@@ -195,19 +196,27 @@ def private_tensor_attributes(source: str) -> list[tuple[int, str]]:
                    if isinstance(node, ast.Attribute) and node.attr in PRIVATE_TENSOR_ATTRS})
 
 
-def test_private_tensor_attributes_are_read_only_in_compat() -> None:
-    """``t._version`` (the whole call's put-back read it in capture/call_state.py) goes through
-    ``compat.version_counter``, feature-detected."""
-    assert private_tensor_attributes("v = t._version\nok = t.version\n") == [(1, "_version")]
+def _outside_compat(paths: list[Path], scan: Callable[[str], list[tuple[int, str]]]
+                    ) -> tuple[dict[str, list[tuple[int, str]]], int]:
+    """What ``scan`` finds in each of ``paths`` outside compat (its first five, per file), and
+    how many files were scanned."""
     offenders, scanned = {}, 0
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in paths:
         rel = path.relative_to(ROOT).as_posix()
         if _in_compat(rel):
             continue
         scanned += 1
-        hits = private_tensor_attributes(path.read_text(encoding="utf-8"))
+        hits = scan(path.read_text(encoding="utf-8"))
         if hits:
             offenders[rel] = hits[:5]
+    return offenders, scanned
+
+
+def test_private_tensor_attributes_are_read_only_in_compat() -> None:
+    """``t._version`` (the whole call's put-back read it in capture/call_state.py) goes through
+    ``compat.version_counter``, feature-detected."""
+    assert private_tensor_attributes("v = t._version\nok = t.version\n") == [(1, "_version")]
+    offenders, scanned = _outside_compat(sorted(PACKAGE.rglob("*.py")), private_tensor_attributes)
     assert scanned > 100
     assert not offenders, f"private tensor attributes outside {COMPAT}: {offenders}"
 
@@ -230,17 +239,9 @@ def internal_name_strings(source: str) -> list[tuple[int, str]]:
 def test_torch_internal_names_are_matched_only_in_compat() -> None:
     sample = '"""L[\'x\'] in a docstring"""\nok = "L[\'x\']._modules[\'a\']"\n'
     assert internal_name_strings(sample) == [(2, "._modules["), (2, "L['")]
-    offenders = {}
-    scanned = 0
-    for layer in ("compiler", "minify"):
-        for path in sorted((PACKAGE / layer).rglob("*.py")):
-            rel = path.relative_to(ROOT).as_posix()
-            if _in_compat(rel) or path.name == "repro_template.py":  # the repro's own code
-                continue
-            scanned += 1
-            hits = internal_name_strings(path.read_text(encoding="utf-8"))
-            if hits:
-                offenders[rel] = hits[:5]
+    paths = [p for layer in ("compiler", "minify") for p in sorted((PACKAGE / layer).rglob("*.py"))
+             if p.name != "repro_template.py"]  # the repro's own code
+    offenders, scanned = _outside_compat(paths, internal_name_strings)
     assert scanned > 20
     assert not offenders, f"torch-internal names matched outside {COMPAT}: {offenders}"
 
