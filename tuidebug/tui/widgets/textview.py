@@ -278,11 +278,13 @@ class TextView(ScrollView, can_focus=True):
     _drawn_match: Style | None = None
 
     _styles: dict[str, Style] | None = None
+    _on_base: dict[Style | None, Style] = {}  # a segment's style over the view's (per change)
 
     def _style(self, name: str) -> Style:
         """Resolved styles, computed once per style change (``rich_style`` is not cheap)."""
         if self._styles is None:
             base = self.rich_style
+            self._on_base = {None: base}
             self._styles = {"base": base}
             for part in ("cursor", "match", "gutter", "placeholder"):
                 self._styles[part] = base + self.get_component_rich_style(f"textview--{part}")
@@ -349,9 +351,12 @@ class TextView(ScrollView, can_focus=True):
         # background over everything on its line
         over = Style(bgcolor=line_style.bgcolor) if is_cursor else None
         segments = [Segment(f"{i + 1:>{gw - 1}} ", self._style("gutter"))] if gw else []
+        on_base = self._on_base  # (Style's + is cached too, but slower than a dict)
         for text, style, _ in body._segments:
-            style = base + style if style is not None else base
-            segments.append(Segment(text, style + over if over is not None else style))
+            styled = on_base.get(style)
+            if styled is None:
+                styled = on_base[style] = base + style
+            segments.append(Segment(text, styled + over if over is not None else styled))
         pad = width - gw - body.cell_length
         if pad > 0:
             segments.append(Segment(" " * pad, line_style + over if over is not None
