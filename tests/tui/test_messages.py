@@ -143,3 +143,56 @@ async def test_the_wrapper_is_highlighted_once_for_every_extern_call(open_ui,
                  and (type(m) is CodeScreen.DocHighlighted or m.data.highlighted is not None)]
         assert [k for k, _ in shown] == externs[:2]
         assert shown[0][1] is shown[1][1]  # the same highlighted wrapper, not lexed twice
+
+
+async def test_an_extern_call_is_shown_at_once_from_the_wrapper_shown(
+        open_ui, transformer_trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the wrapper is shown highlighted (here whole: a long wrapper's path, QUICK_LINES
+    0), an extern call selected next is shown at once from its lines — no read in a worker,
+    no ``DocRead`` — at the call's line; and a read still running for the kernel selected
+    before it is cancelled, its result (if it comes) not shown."""
+    from tuidebug.tui.widgets.lists import PickList
+
+    monkeypatch.setattr(code_screen, "QUICK_LINES", 0)
+    seen = Recorder()
+    async with open_ui(transformer_trace, message_hook=seen) as ui:
+        await ui.press("4")
+        screen = ui.app.screen
+        assert isinstance(screen, CodeScreen) and screen.graph is not None
+        g = screen.graph
+        lst = screen.query_one(PickList)
+        lst.focus()
+        lst.highlighted = 0
+        await ui.settle()
+        wrapper = screen.query_one("#code-view", TextView).source
+        assert isinstance(wrapper, Highlighted) and wrapper.lexed() == len(wrapper)
+        externs = [i for i in range(lst.option_count)
+                   if (k := screen.kernels.get(str(lst.get_option_at_index(i).id))) is not None
+                   and k.kind == "extern"]
+        kernels = [i for i in range(lst.option_count)
+                   if (k := screen.kernels.get(str(lst.get_option_at_index(i).id))) is not None
+                   and k.kind != "extern"]
+        assert len(externs) >= 3 and kernels
+        seen.messages.clear()
+        view = screen.query_one("#code-view", TextView)
+        for i in externs[:3]:
+            lst.highlighted = i
+            await ui.settle()
+            name = str(lst.get_option_at_index(i).id)
+            doc = code_screen.read_code(g, name, screen.kernels)
+            assert view.source is wrapper and view.cursor == doc.cursor, name
+            assert f"{name}: extern call, wrapper.py line {doc.cursor + 1}" in ui.text()
+        assert seen.of(CodeScreen.DocRead) == [], "shown at once, not read in a worker"
+        # a kernel selected, then an extern call before the kernel's read is shown
+        lst.highlighted = kernels[0]
+        lst.highlighted = externs[0]
+        await ui.settle()
+        name = str(lst.get_option_at_index(externs[0]).id)
+        assert screen.shown_key == (g.id, name) and view.source is wrapper
+        assert view.cursor == code_screen.read_code(g, name, screen.kernels).cursor
+        # the kernel's read, had it finished late: not shown
+        kernel = str(lst.get_option_at_index(kernels[0]).id)
+        screen.post_message(CodeScreen.DocRead(
+            (g.id, kernel), code_screen.read_code(g, kernel, screen.kernels)))
+        await ui.settle()
+        assert view.source is wrapper and f"{name}: extern call" in ui.text()

@@ -74,11 +74,18 @@ def read_code(g: GraphRecord, item: str, kernels: dict[str, provenance.KernelInf
             code, k.kind, g.wrapper_code(), k.name))
         return CodeDoc(code, k.file, 0,
                        f"{k.file}  ({k.kind}, {code.count(chr(10))} lines)  sizes: {sizes}")
-    code = g.wrapper_code()
-    if code is None:
+    return extern_call(k, g.wrapper_code())
+
+
+def extern_call(k: provenance.KernelInfo, wrapper: str | None,
+                highlighted: Highlighted | None = None) -> CodeDoc:
+    """An extern call: the wrapper (``highlighted``, where its lines are made already) at the
+    call's line."""
+    if wrapper is None:
         return CodeDoc(None, "", 0, f"{k.name}: extern call; the wrapper was not recorded")
     line = max(0, (k.wrapper_line or 1) - 1)
-    return CodeDoc(code, "wrapper.py", line, f"{k.name}: extern call, wrapper.py line {line + 1}")
+    return CodeDoc(wrapper, "wrapper.py", line, f"{k.name}: extern call, wrapper.py line {line + 1}",
+                   highlighted)
 
 
 def read_source(trace: Trace, path: str, line: int,
@@ -203,6 +210,8 @@ class CodeScreen(TraceScreen):
         self._goto_line: tuple[Any, int] | None = None  # (key, 1-based line) once shown
         self.shown_key: Any = None
         self._highlighted: dict[tuple[Any, str, int], Highlighted] = {}  # oldest first
+        # the wrapper shown last, highlighted, with its graph: an extern call shown at once
+        self._wrapper: tuple[GraphRecord, str, Highlighted] | None = None
         # workers look up and add (a cancelled exclusive worker runs on until it checks)
         self._highlighted_lock = threading.Lock()
 
@@ -254,14 +263,44 @@ class CodeScreen(TraceScreen):
         g, item = self.graph, event.option.id
         if g is None or item is None:
             return
-        self.set_text("#code-title", Text("reading…", style="dim"))
         kernels = self.kernels
-        self.load_doc((g.id, item), lambda: read_code(g, item, kernels))
+        at_once = self._extern_at_once(g, item)
+        if at_once is not None:
+            self.workers.cancel_group(self, "load-code")  # a read for the kernel before
+            self.shown_key = (g.id, item)
+            self._show_doc((g.id, item), at_once)
+        else:
+            self.set_text("#code-title", Text("reading…", style="dim"))
+            self.load_doc((g.id, item), lambda: read_code(g, item, kernels))
         wrong = [n for n in self.numerics.nodes.values() if n.kernel == item and not n.ok]
         wrong.sort(key=lambda n: not n.first)
         prov = ProvenanceLines(kernels.get(item), self.numerics.kernels.get(item), wrong)
         # a kernel judged wrong: the cursor on the user line that went wrong (enter: open it)
         self.query_one("#provenance", TextView).set_source(prov, cursor=prov.wrong_line or 0)
+
+    def _extern_at_once(self, g: GraphRecord, item: str) -> CodeDoc | None:
+        """An extern call of the graph whose wrapper was shown last, highlighted down to the
+        call's screenful: its doc, made here (the wrapper is not read again, nothing is lexed;
+        a worker, its messages and a frame of their own were most of such a Down)."""
+        k = self.kernels.get(item)
+        held = self._wrapper
+        if k is None or k.file or k.kind != "extern" or held is None or held[0] is not g:
+            return None
+        doc = extern_call(k, held[1], held[2])
+        if held[2].lexed() < min(doc.cursor + CHUNK, len(held[2])):
+            return None
+        return doc
+
+    def _held_wrapper(self, key: Any, lines: Any) -> None:
+        """Keep the wrapper's highlighted lines shown for ``key`` (the wrapper or an extern
+        call of the graph shown) for the extern calls selected next."""
+        g = self.graph
+        if g is None or not isinstance(lines, Highlighted) or not isinstance(key, tuple) \
+                or len(key) != 2 or key[0] != g.id:
+            return
+        k = self.kernels.get(key[1])
+        if key[1] == WRAPPER or (k is not None and not k.file and k.kind == "extern"):
+            self._wrapper = (g, lines.code, lines)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
@@ -330,6 +369,7 @@ class CodeScreen(TraceScreen):
             return  # a late result for something no longer selected
         view = self.query_one("#code-view", TextView)
         self._watch_lexing(message.key, message.data)
+        self._held_wrapper(message.key, message.data)
         view.set_source(message.data, cursor=view.cursor, keep_scroll=True)
         view.set_query(self.search_query)
         self._apply_goto_line()
@@ -337,9 +377,12 @@ class CodeScreen(TraceScreen):
     def on_code_screen_doc_read(self, message: CodeScreen.DocRead) -> None:
         if message.key != self.shown_key:
             return  # a late result for something no longer selected
+        self._show_doc(message.key, message.data)
+
+    def _show_doc(self, key: Any, doc: CodeDoc) -> None:
         view = self.query_one("#code-view", TextView)
-        doc = message.data
-        self._watch_lexing(message.key, doc.highlighted)
+        self._watch_lexing(key, doc.highlighted)
+        self._held_wrapper(key, doc.highlighted)
         view.set_source(doc.highlighted or TextLines(doc.code or ""), cursor=doc.cursor,
                         placeholder="(not available)" if doc.code is None else "(empty)")
         view.set_query(self.search_query)

@@ -47,6 +47,7 @@ class Highlighted:
         from pygments.lexers import CppLexer, PythonLexer
         from rich.syntax import PygmentsSyntaxTheme
 
+        self.code = code  # the text as given
         text = _normalized(code)
         plain = text.split("\n")
         if not plain[-1]:
