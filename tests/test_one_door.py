@@ -230,3 +230,21 @@ def copied_log(src: Path, tmp_path: Path) -> Path:
         if f.is_file():
             shutil.copy2(f, dst / f.name)
     return dst
+
+
+def test_a_rank_folder_named_itself_knows_its_job(tmp_path: Path) -> None:
+    """``tuidebug trace --nproc-per-node`` prints each rank's folder (``rank 1: ok →
+    JOB/rank_1``); opened by that path, the TUI showed the rank as a lone trace, titled
+    ``rank_1``, with no ranks screen. ``job_of`` finds its job; a trace elsewhere has none."""
+    from tests.trace.test_rank_reasons import DDP_BREAK, _rank
+    from tuidebug.trace.open import job_of
+
+    job = tmp_path / "job"
+    _rank(job, 0, {"0/0": [DDP_BREAK]})
+    _rank(job, 1, {"0/0": [DDP_BREAK]})
+    assert job_of(job / "rank_1") == job.resolve()
+    assert open_input(job / "rank_1").job is None  # info on it is that rank's trace alone
+    lone = tmp_path / "lone" / "rank_0"
+    lone.parent.mkdir()
+    shutil.copytree(job / "rank_0", lone)
+    assert job_of(lone) is None

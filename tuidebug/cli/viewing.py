@@ -13,7 +13,7 @@ from typing import Any
 
 from tuidebug.cli.output import console, note
 from tuidebug.errors import CliError
-from tuidebug.trace.open import ACCEPTED, Opened, open_input, trace_dir
+from tuidebug.trace.open import ACCEPTED, Opened, job_of, open_input, trace_dir
 
 TRACE_HELP = ACCEPTED
 RANK_HELP = ("for a job directory (tuidebug trace --nproc-per-node) or a multi-rank TORCH_TRACE "
@@ -76,9 +76,9 @@ def cmd_info(ns: argparse.Namespace) -> int:
 
 # -- open -----------------------------------------------------------------------------------------
 
-def open_trace(path: Path, job: Path | None = None) -> int:
+def open_trace(path: Path, job: Path | None = None, start: str | None = None) -> int:
     """Open the trace folder ``path`` in the terminal UI (a rank of ``job``: on the ranks
-    screen); returns the app's exit code."""
+    screen, unless ``start`` names another); returns the app's exit code."""
     from tuidebug.trace.format.reader import Trace
 
     trace = Trace(path)
@@ -86,7 +86,7 @@ def open_trace(path: Path, job: Path | None = None) -> int:
         from tuidebug.tui.app import run_app
     except ImportError as e:
         raise CliError(f"the terminal UI is not available: {e}") from e
-    return run_app(trace, job=job)
+    return run_app(trace, job=job, start=start)
 
 
 def open_arguments(p: argparse.ArgumentParser) -> None:
@@ -103,6 +103,14 @@ def open_path(path: Path, rank: int | None = None) -> int:
     opened = open_input(path, rank, on_note=note)
     if opened.job is not None:
         say_job_rank(opened)
+    elif opened.trace is not None and (job := job_of(opened.trace)) is not None:
+        # a rank's folder named itself (as `trace --nproc-per-node` prints it): that rank, with
+        # its job's ranks screen a key away
+        from tuidebug.trace.jobs.job import rank_of
+
+        print(f"[tuidebug] {path} is rank {rank_of(job, opened.trace)} of the distributed job "
+              f"{job} (R: its ranks screen)", file=sys.stderr)
+        return open_trace(opened.trace, job=job, start="overview")
     return open_trace(opened.one_trace(), job=opened.job.resolve() if opened.job else None)
 
 

@@ -140,6 +140,15 @@ def _is_job(path: Path) -> bool:
     return is_job_dir(path)
 
 
+def job_of(trace: Path) -> Path | None:
+    """The job folder a trace folder is a rank of (``JOB/rank_<r>``: the path ``tuidebug trace
+    --nproc-per-node`` prints for each rank), or None."""
+    from tuidebug.trace.jobs.job import is_job_dir, rank_of
+
+    parent = trace.resolve().parent
+    return parent if is_job_dir(parent) and rank_of(parent, trace) is not None else None
+
+
 def _job_rank(named: str | os.PathLike[str], job: Path, rank: int | None, kind: Kind) -> Opened:
     """The trace of ``rank`` in ``job`` (None: the lowest rank with one)."""
     from tuidebug.trace.jobs.job import rank_dirs, rank_trace

@@ -437,9 +437,10 @@ class TuidebugApp(App[int]):
             screen.goto_kernel(message.kernel, line=message.line)
 
 
-def run_app(trace: Trace, job: Path | None = None) -> int:
-    """Open ``trace`` in the terminal UI (a rank of distributed ``job``: on the ranks screen);
-    returns the exit code."""
-    app = TuidebugApp(trace, job=job, start="ranks" if job is not None else "overview")
+def run_app(trace: Trace, job: Path | None = None, start: str | None = None) -> int:
+    """Open ``trace`` in the terminal UI (a rank of distributed ``job``: on the ranks screen,
+    unless ``start`` names another); returns the exit code."""
+    app = TuidebugApp(trace, job=job,
+                      start=start or ("ranks" if job is not None else "overview"))
     app.run()
     return int(app.return_code or 0)
