@@ -244,7 +244,7 @@ def test_a_rank_folder_named_itself_knows_its_job(tmp_path: Path) -> None:
     _rank(job, 1, {"0/0": [DDP_BREAK]})
     assert job_of(job / "rank_1") == job.resolve()
     assert open_input(job / "rank_1").job is None  # info on it is that rank's trace alone
-    lone = tmp_path / "lone" / "rank_0"
+    lone = tmp_path / "lone" / "trace"  # a trace not named as a rank: in no job
     lone.parent.mkdir()
     shutil.copytree(job / "rank_0", lone)
     assert job_of(lone) is None
