@@ -14,7 +14,6 @@ from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.geometry import Region, Spacing
 from textual.widgets import DataTable, Static
 
 from tuidebug.trace.jobs.job import rank_of, rank_trace
@@ -166,10 +165,11 @@ class RanksScreen(TraceScreen):
         widths = [c.get_render_width(table) for c in table.ordered_columns]
         if index >= len(widths):
             return
-        fixed = sum(widths[:FIXED])
-        region = Region(sum(widths[:index]), int(table.scroll_y), widths[index], 1)
-        table.scroll_to_region(region, animate=False, spacing=Spacing(0, 0, 0, fixed),
-                               force=True)
+        room = table.scrollable_content_region.width - sum(widths[:FIXED])
+        first = FIXED  # the first column after the fixed ones, whole: no cut cell beside them
+        while first < index and sum(widths[first:index + 1]) > room:
+            first += 1
+        table.scroll_to(x=sum(widths[FIXED:first]), animate=False, force=True)
 
     def open_rank(self) -> int | None:
         """The rank whose trace the app shows."""
