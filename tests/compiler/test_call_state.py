@@ -11,7 +11,7 @@ import torch
 
 from tuidebug.compiler.capture.call_state import (
     buffers, leaf, program_tensors, raised_again, restore, rewound, written_state)
-from tuidebug.compiler.capture.copy_budget import BUDGET_ENV, agreed, over_budget
+from tuidebug.compiler.capture.copy_budget import BUDGET_ENV, agreed, communicates, over_budget
 from tuidebug.compiler.capture.side_state import (
     SideState, namespaces, parameters, reachable_modules, reachable_optimizers)
 
@@ -201,4 +201,6 @@ def test_the_copies_are_made_only_within_the_budget(monkeypatch) -> None:
     said = over_budget([t, torch.zeros(1)])
     assert said is not None and "over the budget of 0.0 MiB" in said, said
     assert over_budget([t], extra=1) is not None
-    assert agreed(said, "why") == said and agreed(None, "why") is None
+    assert agreed(said, "why", True) == said and agreed(None, "why", True) is None
+    # only a call that communicates is every rank's: one only rank 0 makes is its own
+    assert communicates(True, []) and not communicates(False, [torch.nn.Linear(2, 2)])

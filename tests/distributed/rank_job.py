@@ -34,7 +34,8 @@
          gradient_as_bucket_view; run on 3 ranks (a divisor that is not a power of two)
   budget every rank compiles one function issuing a functional all_reduce; rank 1 alone has no
          memory budget for the whole call's copies (``--profile``): every rank must skip the
-         timed calls (whose all_reduces pair up), or rank 0 waits forever in them
+         timed calls (whose all_reduces pair up), or rank 0 waits forever in them; then rank 0
+         alone calls a compiled function issuing none (timed by rank 0 alone: no rank waits)
   hang   after compiling, rank 0 broadcasts then all-reduces, rank 1 the other way round: both
          wait forever (until ``--timeout`` ends the job)
 """
@@ -109,6 +110,13 @@ def budget(rank: int) -> None:
 
     out = step(torch.ones(4))
     print(f"rank {rank}: budget {out.sum().item():.4f}", flush=True)
+    if rank == 0:  # a callable rank 0 alone calls, with no collective: timed by rank 0 alone
+
+        @torch.compile
+        def solo(x):
+            return torch.cos(x) + 1
+
+        print(f"rank 0: solo {solo(torch.ones(3)).sum().item():.4f}", flush=True)
 
 
 def ddp(rank: int) -> None:

@@ -118,13 +118,22 @@ def test_a_rank_without_memory_for_the_copies_makes_every_rank_skip_the_timing(
     traced = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert traced.returncode == 0, traced.stderr[-3000:]
     assert sorted(re.findall(r"rank \d: budget -?\d+\.\d+", traced.stdout)) == lines
+    assert "rank 0: solo" in traced.stdout, traced.stdout[-2000:]
     said = {}
     for r in (0, 1):
-        (call,) = json.loads((job / f"rank_{r}" / "profile.json").read_text())["calls"]
+        calls = {c["callable"]: c for c in json.loads(
+            (job / f"rank_{r}" / "profile.json").read_text())["calls"]}
+        call = calls["budget.<locals>.step"]
         said[r] = call.get("not_measured", "")
         # with rank 1 alone skipping, rank 0's timed all_reduce failed ("Connection closed by
         # peer" once rank 1 left; a hang while it lives): its trace said the graph failed
         manifest = json.loads((job / f"rank_{r}" / "manifest.json").read_text())
         assert manifest.get("error") is None, (r, manifest["error"])
+        assert not any("whole call" in w for w in manifest.get("warnings", [])), manifest
+    # a callable rank 0 alone makes, communicating with no rank, is not agreed on: no rank
+    # waits for it (an agreement there left rank 0 waiting for a rank that never asks)
+    solo = {c["callable"]: c for c in json.loads(
+        (job / "rank_0" / "profile.json").read_text())["calls"]}["budget.<locals>.solo"]
+    assert "not_measured" not in solo and solo["rounds"] >= 10, solo
     assert "over the budget of 0" in said[1], said
     assert said[0].startswith("rank 1 could not time the call (it had not the memory"), said

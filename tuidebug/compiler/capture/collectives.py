@@ -69,6 +69,7 @@ class Collectives(Concern):
         # graph id -> {wrapper line: (index, user line)} of the collectives its wrapper issues
         self._issued: dict[str, dict[int, tuple[int, str | None]]] = {}
         self._files: dict[str, str] = {}  # a loaded wrapper module's file -> its graph id
+        self._communicating: set[str] = set()  # the graphs that issue a collective
 
     def install(self, p: compat.Patcher) -> None:
         p.wrap(compat.POST_GRAD_PASSES, self._wrap_post_grad)
@@ -120,6 +121,7 @@ class Collectives(Concern):
             self._set_bucket(gs, ddp)
         fx = self._fx.pop(gs.graph_id, None)
         if fx:
+            self._communicating.add(gs.graph_id)
             self.session.guarded("the collectives", lambda: self._write(gs, fx))
 
     def _write(self, gs: GraphState, fx: list[dict[str, Any]]) -> None:
@@ -150,6 +152,10 @@ class Collectives(Concern):
         self._issued[gs.graph_id] = {
             e["wrapper_line"]: (e["index"], _line(e.get("user_source")))
             for e in entries if isinstance(e.get("wrapper_line"), int)}
+
+    def issues_collectives(self, graph_id: str) -> bool:
+        """Whether graph ``graph_id`` issues a collective (or waits for one)."""
+        return graph_id in self._communicating
 
     def where(self, filename: str, line: int) -> dict[str, Any] | None:
         """A collective issued at ``filename:line`` by a compiled graph's wrapper: ``graph``,

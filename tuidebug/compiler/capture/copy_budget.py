@@ -45,13 +45,30 @@ def over_budget(tensors: Iterable[Any], extra: int = 0) -> str | None:
     return None
 
 
-def agreed(reason: str | None, what: str) -> str | None:
-    """``reason`` where this rank cannot time the call; on a job of several ranks, also where
-    another rank cannot (``what`` says why such a rank cannot; every rank asks at the same
-    point of the same callable's measure: one all-reduce of the default group), so that all
-    skip the timed calls or none does."""
+def communicates(issuing: bool, modules: list[Any]) -> bool:
+    """Whether the timed calls of a call communicate with other ranks: its compiled graphs
+    issue collectives (``issuing``), or it runs a DistributedDataParallel or FSDP module
+    (their eager code broadcasts buffers, reduces gradients). Only then does every rank make
+    the call, and only then must the ranks agree (``agreed``): a callable only rank 0 calls
+    (an evaluation, a sample) is timed by rank 0 alone."""
+    if issuing:
+        return True
+    kinds = [torch.nn.parallel.DistributedDataParallel]
+    fsdp = getattr(torch.distributed, "fsdp", None) if torch.distributed.is_available() else None
+    kinds += [k for k in (getattr(fsdp, "FullyShardedDataParallel", None),
+                          getattr(fsdp, "FSDPModule", None)) if isinstance(k, type)]
+    return any(isinstance(m, tuple(kinds)) for m in modules)
+
+
+def agreed(reason: str | None, what: str, together: bool) -> str | None:
+    """``reason`` where this rank cannot time the call; where the call communicates
+    (``together``: ``communicates``) on a job of several ranks, also where another rank cannot
+    (``what`` says why such a rank cannot; every rank asks at the same point of the same
+    callable's measure: one all-reduce of the default group), so that all skip the timed
+    calls or none does."""
     dist = torch.distributed
-    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
+    if not together or not (dist.is_available() and dist.is_initialized()) \
+            or dist.get_world_size() < 2:
         return reason
     backend = str(dist.get_backend())
     device = (torch.device("cuda", torch.cuda.current_device())

@@ -54,7 +54,8 @@ from tuidebug.compiler.capture.call_parts import BACKWARD, Clocked, Run, parts, 
 from tuidebug.compiler.capture.call_state import (
     Rewound, buffers, leaf, program_tensors, raised_again, restore, rewound, state_holders,
     written_state)
-from tuidebug.compiler.capture.copy_budget import agreed, over_budget
+from tuidebug.compiler.capture.collectives import Collectives
+from tuidebug.compiler.capture.copy_budget import agreed, communicates, over_budget
 from tuidebug.compiler.capture.side_state import (
     SideState, namespaces, parameters, reachable_modules, reachable_optimizers)
 from tuidebug.compiler.capture.call_step import RunRaised, Step
@@ -125,10 +126,12 @@ class WholeCall(Concern):
         named = program_tensors([w for g in ran for w in g.wrote], call.args, call.kwargs, owner)
         modules = reachable_modules(call.eager, owner, call.args, call.kwargs)
         params = parameters(modules, reachable_optimizers(call.eager))
+        together = communicates(any(self.session.concern(Collectives).issues_collectives(
+            g.graph_id) for g in ran), modules)
         short = agreed(over_budget(  # every rank decides alike: the copies made, or none
             [*[t for _, t in named], *(owner.buffers() if owner is not None else ()),
              *call.args, *call.kwargs.values(), *[p.grad for _, p in params]]),
-            "it had not the memory for copies of what the call writes")
+            "it had not the memory for copies of what the call writes", together)
         if short:
             self.prof.data.setdefault("calls", []).append({
                 "callable": name, "not_measured": f"{short}; the graphs' own times are measured "
@@ -147,7 +150,7 @@ class WholeCall(Concern):
             with quiet_thread():
                 entry = self.session.guarded("the whole call", lambda: self._measure(
                     name, call.compiled, call.eager, call.args, call.kwargs, owner, saved,
-                    state, side))
+                    state, side, together))
             if entry:
                 self.prof.data.setdefault("calls", []).append(entry)
                 self.session.guarded("the profile", self.prof.write)
@@ -162,12 +165,12 @@ class WholeCall(Concern):
     def _measure(self, name: str, compiled: Any, eager: Any, args: Any, kwargs: Any,
                  owner: torch.nn.Module | None, saved: list[tuple[torch.Tensor, torch.Tensor]],
                  state: list[tuple[str, torch.Tensor, torch.Tensor]],
-                 side: SideState) -> dict[str, Any]:
+                 side: SideState, together: bool) -> dict[str, Any]:
         """The whole call measured (``saved``: the module's buffers as the call left them;
         ``state``: the program's other tensors its graphs write, ``written_state``; ``side``:
         the attributes and gradients it reaches); where the call raises when run again, or
         writes what cannot be put back, the entry says so and why (``not_measured``), on every
-        rank alike."""
+        rank alike where it communicates (``together``)."""
         grad_on = torch.is_grad_enabled()
         copies: dict[int, Any] = {}  # one tensor passed twice stays one tensor
         leaves = [leaf(a, copies) for a in args]
@@ -188,7 +191,7 @@ class WholeCall(Concern):
             why = self._unrestorable(side)
         except RunRaised as e:
             why = raised_again(e.error, put)
-        why = agreed(why, "its re-run raised, or wrote what cannot be put back")
+        why = agreed(why, "its re-run raised, or wrote what cannot be put back", together)
         if why:
             return {"callable": name, "not_measured": why}
         try:
