@@ -88,3 +88,19 @@ def test_numerics_command_classifies_the_bf16_relu_bug_as_a_wrong_kernel(tmp_pat
     assert casts["flag"] == "emulate_precision_casts" and casts["outcome"] == "stays", casts
     assert random["outcome"] == "not run", random
     print("numerics:", json.dumps(c, indent=1))
+
+
+def test_an_embedding_gradient_accumulated_by_a_later_kernel_is_no_divergence(
+        tmp_path: Path) -> None:
+    """On the CPU a tiny BERT's bf16 step named the kernel that only zero-fills the embedding's
+    gradient 'a wrong kernel' (its buffer judged before the kernel that accumulates into it
+    ran); the Triton kernels' signatures say which arguments they write the same way."""
+    script = Path(__file__).resolve().parent / "scripts" / "embedding_step.py"
+    proc = subprocess.run([sys.executable, "-m", "tuidebug.cli", "trace", "--numerics", "-o",
+                           str(tmp_path / "emb"), str(script)],
+                          env=dict(os.environ, PYTHONPATH=pythonpath()), capture_output=True,
+                          text=True, cwd=ROOT, timeout=900)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    entries = _summary(tmp_path / "emb")["numerics"].values()
+    kernels = [k for e in entries for k in e["kernels"]]
+    assert kernels and all(e["first"] is None for e in entries), entries
