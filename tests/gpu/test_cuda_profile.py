@@ -279,3 +279,25 @@ def test_a_graph_that_writes_its_inputs_is_profiled_on_its_own_kernels(tmp_path:
     assert "not_measured" not in call, call["not_measured"]
     assert call["device"] == "cuda" and call["restored"] == ["argument 2", "argument 3"], call
     assert call["compiled"]["median_s"] > 0 and call["ledger"], call
+
+
+def test_copies_over_half_the_free_device_memory_are_not_made() -> None:
+    """The whole call's copies are compared with the device's free memory
+    (``compat.free_device_bytes``, around ``torch.cuda.mem_get_info``): a tensor as large as
+    60% of what is free is not copied (the copy would need more than half of what is left),
+    a small one is, and a host tensor is not counted against the device."""
+    import torch
+
+    from tuidebug.compiler import compat
+    from tuidebug.compiler.capture.copy_budget import over_budget
+
+    torch.zeros(1, device="cuda")  # CUDA in use: the device the capture measures
+    free = compat.free_device_bytes()
+    assert free is not None and free > 2**30, free
+    big = torch.empty(int(free * 0.6) // 4, dtype=torch.float32, device="cuda")
+    said = over_budget([big])
+    assert said is not None and "of device memory" in said and "free" in said, said
+    assert over_budget([torch.ones(1024, device="cuda")]) is None
+    host = torch.empty(int(free * 0.6) // 4 // 64, dtype=torch.float32)
+    assert over_budget([host]) is None  # host tensors: not the device's budget
+    del big
