@@ -442,6 +442,30 @@ async def test_compare_screen_is_drawn_again_at_a_new_width(
         assert narrow < wide, (narrow, wide)
 
 
+async def test_compare_view_shows_no_horizontal_scrollbar_and_every_row(
+        open_ui, transformer_trace: Path, mlp_trace: Path) -> None:
+    """The comparison's tables are drawn to the width the view has: no horizontal scrollbar
+    (it was always shown, one column wide, over the view's last row), and at the end the last
+    line is painted on the view's last row."""
+    async with open_ui(transformer_trace) as ui:
+        ui.app.compare_with = mlp_trace
+        await ui.press("8")
+        screen = ui.app.screen
+        assert await ui.wait_for(lambda: screen.complete, 60)
+        await ui.settle()
+        view = screen.query_one("#compare-view")
+        assert view.line_count > view.size.height, view.line_count  # it scrolls down
+        widest = max(len(ln) for ln in ui.lines("#compare-view"))
+        assert widest == screen._drawn_width == view.scrollable_content_region.width, widest
+        assert not view.show_horizontal_scrollbar
+        assert view.scrollable_content_region.height == view.size.height
+        await ui.press("end")
+        bottom = view.region.y + view.region.height - 1
+        painted = ui.text().splitlines()[bottom]
+        last = ui.lines("#compare-view")[-1]
+        assert last.strip() and painted.startswith(last), (painted, last)
+
+
 async def test_o_then_8_reads_neither_trace_again(open_ui, mlp_trace: Path,
                                                   copy_trace) -> None:
     """``o`` opens the compared trace as it was read for the comparison, and 8 then compares

@@ -179,3 +179,23 @@ async def test_right_scrolls_a_view_without_a_horizontal_scrollbar() -> None:
         await pilot.press("left")
         await pilot.pause()
         assert view.scroll_offset.x == 0
+
+
+async def test_lines_as_wide_as_line_width_show_no_horizontal_scrollbar() -> None:
+    """Lines drawn to ``line_width`` (the screens' tables) fit the view: no horizontal
+    scrollbar over its last row, every row a line; a line one column wider scrolls sideways."""
+    app = _OneView()
+    async with app.run_test(size=(80, 20)) as pilot:
+        view = app.query_one("#v", TextView)
+        view.set_source(TextLines([""] * 50))
+        width = view.line_width(10)
+        assert width == 80 - 2 - len("50 "), width  # the vertical scrollbar's and the numbers'
+        view.set_source(TextLines([f"{i:<{width - 1}}|" for i in range(50)]))
+        await pilot.pause()
+        await pilot.pause()
+        assert view.show_vertical_scrollbar and not view.show_horizontal_scrollbar
+        assert view.scrollable_content_region.height == view.size.height == 20
+        view.set_source(TextLines(["x" * (width + 1)] * 50))
+        await pilot.pause()
+        await pilot.pause()
+        assert view.show_horizontal_scrollbar

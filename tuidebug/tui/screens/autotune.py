@@ -170,7 +170,7 @@ class AutotuneScreen(TraceScreen):
 
     def _empty(self, message: str) -> None:
         view = self.query_one(TextView)
-        width = max(40, (view.size.width or 80) - 2)
+        width = view.line_width(40)
         view.set_source(RichLines(to_lines(self.app.console, [Text(message)], width)))
         self.set_text("#choices-title", "no autotuning")
 
@@ -181,7 +181,7 @@ class AutotuneScreen(TraceScreen):
             return
         e = self.entries[i]
         view = self.query_one(TextView)
-        width = max(60, (view.size.width or 100) - 2)
+        width = view.line_width()
         view.set_source(RichLines(to_lines(self.app.console, choices_table(e), width)))
         view.set_query(self.search_query)
         self.set_text("#choices-title",

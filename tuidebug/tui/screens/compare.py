@@ -216,8 +216,7 @@ class CompareScreen(TraceScreen):
             view.focus()
 
     def _width(self) -> int:
-        view = self.query_one(TextView)
-        return max(60, (view.size.width or self.app.size.width) - 2)
+        return self.query_one(TextView).line_width()
 
     def _show(self, lines: list[Text], width: int, keep: bool,
               drawn: list[Drawing] | None = None) -> None:

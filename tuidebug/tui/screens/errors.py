@@ -352,7 +352,7 @@ class ErrorsScreen(TraceScreen):
 
     def _render_lines(self, keep: bool) -> None:
         view = self.query_one(TextView)
-        width = max(60, (view.size.width or self.app.size.width) - 2)
+        width = view.line_width()
         lines = to_lines(self.app.console, self.task_items, width) if self.task_items else []
         self._task_lines = len(lines)
         lines += to_lines(self.app.console, self._items, width)

@@ -307,7 +307,7 @@ class OverviewScreen(TraceScreen):
         return self.query_one(TextView).line_count > 0
 
     def _width(self) -> int:
-        return max(60, (self.query_one(TextView).size.width or self.app.size.width) - 2)
+        return self.query_one(TextView).line_width()
 
     def on_overview_screen_summary_read(self, message: OverviewScreen.SummaryRead) -> None:
         self._renderables = message.data.items

@@ -114,7 +114,7 @@ class ProfileScreen(TraceScreen):
         if self.view is None:
             self.set_text("#profile-totals", "not profiled")
             self.set_text("#profile-title", "")
-            width = max(40, (empty.size.width or 80) - 2)
+            width = empty.line_width(40)
             empty.set_source(RichLines(to_lines(self.app.console, [Text(NOT_PROFILED)], width)))
             return
         self.query_one("#profile-totals", Label).update(whole_text(self.view))

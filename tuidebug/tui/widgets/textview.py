@@ -229,7 +229,10 @@ class TextView(ScrollView, can_focus=True):
             width = max(map(len, map(self.source.plain, range(n))), default=0)
         if n == 0 and self.placeholder:
             width = len(self.placeholder)
-        size = Size(width + self._gutter_width + 1, max(n, 1))
+        # as wide as the widest line, not a column more: a line drawn to the view's whole
+        # width (``line_width``) scrolls nothing sideways (one more column showed a horizontal
+        # scrollbar over the view's last row, on every screen drawing tables to its width)
+        size = Size(width + self._gutter_width, max(n, 1))
         if size == self.virtual_size:
             return
         styles = self.styles
@@ -245,6 +248,16 @@ class TextView(ScrollView, can_focus=True):
         self._scroll_update(size)
         if repaint:
             self.refresh()
+
+    def line_width(self, least: int = 60) -> int:
+        """The columns a line has in this view (``least`` at fewest): its width less the
+        vertical scrollbar's, which shows once its lines are more than its rows, and the line
+        numbers' (the app's width before the view is laid out). Lines drawn to this width
+        (tables, panels: ``render.to_lines``) never scroll sideways."""
+        styles = self.styles
+        bar = 0 if styles.overflow_y == "hidden" else styles.scrollbar_size_vertical
+        width = self.size.width or self.app.size.width
+        return max(least, width - bar - self._gutter_width)
 
     @property
     def line_count(self) -> int:
