@@ -130,11 +130,9 @@ def run_in_session(session: Any, script: str, args: list[str],
     sys.path.insert(0, os.path.dirname(script))
     script_exc: BaseException | None = None
     exit_code = 0
-    if overrides:  # entered after the capture's own patches, so a --set always wins
+    if overrides:  # applied after the capture's own changes, so a --set always wins
         writer.update(config_overrides=overrides)
-    patch = compat.inductor_config_patch(overrides) if overrides else None
-    if patch is not None:
-        patch.__enter__()
+        session.set_config(overrides)
     tried = None
     if apply:
         writer.update(applied=apply)
@@ -163,11 +161,6 @@ def run_in_session(session: Any, script: str, args: list[str],
         if exit_code:
             writer.update(script_exit_code=exit_code)
         session.stop(script_exc)
-        if patch is not None:
-            try:
-                patch.__exit__(None, None, None)
-            except Exception:
-                pass
     if writer.write_error:
         print(f"tuidebug: error: the trace in {session.out_dir} could not be written "
               f"completely ({writer.write_error}; disk full or read-only?); what was written "

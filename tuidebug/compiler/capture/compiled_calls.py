@@ -91,11 +91,13 @@ class CompiledCalls(Concern):
         """A listener needs calls again, of every compiled callable."""
         self._wakes += 1
 
+    def install_at_start(self, p: compat.Patcher) -> None:
+        if self.session.check_accuracy:  # both listeners need the eager check
+            p.wrap(compat.TORCH_COMPILE, self._wrap_compile)  # public: imports nothing
+
     def install(self, p: compat.Patcher) -> None:
-        if not self.session.check_accuracy:  # both listeners need the eager check
-            return
-        p.wrap(compat.TORCH_COMPILE, self._wrap_compile)
-        p.wrap(compat.OPTIMIZED_MODULE_CALL, self._wrap_module_call)
+        if self.session.check_accuracy:
+            p.wrap(compat.OPTIMIZED_MODULE_CALL, self._wrap_module_call)
 
     def unwatched(self, compiled: Any) -> Callable[..., Any]:
         """``compiled`` (what torch.compile returned) called as without tuidebug: a module

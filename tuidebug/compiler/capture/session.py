@@ -93,7 +93,10 @@ class CaptureSession:
         self.errors: list[ErrorRecord] = []
         self.concerns: list[Concern] = [c(self) for c in CONCERNS]
         self._patcher: compat.Patcher | None = None
-        self._config_ctx: Any = None
+        self._config_ctx: contextlib.ExitStack | None = None
+        self._first: compat.FirstCompile | None = None  # the triggers at the compiler's entries
+        self._installed = False  # the concerns' hooks (reach_compiler)
+        self._waiting: list[Callable[[], None]] = []  # config changes waiting for their module
         self._anon = 0
         # while --profile clocks a whole call: each compiled graph's (graph id, compile id,
         # start mark, end mark) is appended (outcome.Outcome.wrap_runtime)
@@ -108,11 +111,15 @@ class CaptureSession:
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> "CaptureSession":
+        """Start recording: the trace begins, and what must see the script from its first line
+        (its torch.compile calls, the config modules as they load) is in place. Dynamo and
+        Inductor are hooked only when the script first reaches them (``compat.FirstCompile``,
+        ``reach_compiler``): a script that never compiles loads no more of torch than
+        without tuidebug."""
         _check_empty(self.out_dir)
         self.writer = TraceWriter(self.out_dir, command=self.command, versions={
-            "torch": compat.TORCH_VERSION, "triton": compat.triton_version(),
+            "torch": compat.TORCH_VERSION, "triton": compat.triton_version(load=False),
             "cuda": torch.version.cuda})
-        compat.import_inductor()
         patches = dict(config.TUIDEBUG_CONFIG)
         caches_off = {} if self.use_cache else compat.caches_off(self.user_sets)
         recorded = dict(patches, **caches_off)
@@ -120,21 +127,51 @@ class CaptureSession:
                            accuracy_tol=self.accuracy_tol, profile_runs=self.profile_runs,
                            numerics=self.numerics)
         self._config_ctx = contextlib.ExitStack()
-        self._config_ctx.enter_context(compat.inductor_config_patch(patches))
-        if caches_off:
-            self._config_ctx.enter_context(compat.caches_off_patch(caches_off))
         self._patcher = compat.Patcher(self.writer.not_available)
+        self._first = compat.FirstCompile(self.reach_compiler).watch()  # before what wraps an
+        # entry at start: a wrapper of the script's torch.compile calls sees the first one
+        self.set_config(patches)
+        self.set_config(caches_off, known_only=True)
         for c in self.concerns:
-            c.install(self._patcher)
+            c.install_at_start(self._patcher)
         return self
+
+    def set_config(self, changes: Mapping[str, Any], *, known_only: bool = False) -> None:
+        """Compiler config changes in force during the capture (undone at ``stop``), each
+        applied as soon as its config module is loaded: before the script can read or set
+        a flag, as if applied before the script ran. Keys: an Inductor flag, or
+        ``dynamo.NAME`` / ``functorch.NAME`` (``compat.CACHES_OFF``). ``known_only``: a flag
+        this torch lacks is left out. A ``--set`` comes after tuidebug's own, so it wins."""
+        assert self._config_ctx is not None
+        self._waiting += compat.patch_when_loaded(
+            changes, self._config_ctx, lambda apply: self.guarded("a compiler config change",
+                                                                  apply),
+            known_only=known_only)
+
+    def reach_compiler(self) -> None:
+        """The script reached torch's compiler (its first torch.compile call, Dynamo context
+        or Inductor compile): every concern installs its hooks, before the call goes on."""
+        assert self.writer is not None and self._patcher is not None
+        self._installed = True
+        compat.import_inductor()
+        for c in self.concerns:
+            self.guarded(f"the hooks of {type(c).__name__}", lambda c=c: c.install(self._patcher))
+        triton = compat.triton_version()
+        if triton != self.writer.manifest["versions"].get("triton"):
+            self.writer.update(versions={**self.writer.manifest["versions"], "triton": triton})
 
     def stop(self, exc: BaseException | None = None) -> None:
         assert self.writer is not None
         try:
+            for cancel in self._waiting:
+                cancel()
             if self._patcher:
                 self._patcher.restore()
-            for c in self.concerns:
-                c.uninstall()
+            if self._first is not None:
+                self._first.cancel()
+            if self._installed:
+                for c in self.concerns:
+                    c.uninstall()
             if self._config_ctx is not None:
                 self._config_ctx.__exit__(None, None, None)
         finally:

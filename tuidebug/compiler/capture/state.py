@@ -159,7 +159,8 @@ class Concern:
 
     A concern is a module of ``tuidebug.compiler.capture`` with one subclass of this, listed in
     ``session.CONCERNS``: adding one is adding a module and a line there. ``install`` wraps its
-    hook points (named in ``compat``) with the session's patcher; the other methods are called
+    hook points (named in ``compat``) with the session's patcher, once the script reaches the
+    compiler (``install_at_start``: what must be in place before the script runs); the other methods are called
     at points of the capture's life and do nothing unless overridden. A hook records through
     ``session.guarded`` (a failure to record never breaks the user's compile) and asks
     ``compat`` what an Inductor call was about (plain data), never Inductor's objects.
@@ -168,8 +169,14 @@ class Concern:
     def __init__(self, session: "CaptureSession") -> None:
         self.session = session
 
+    def install_at_start(self, patcher: "compat.Patcher") -> None:
+        """Wrap what must see the script from its first line (public torch only: nothing here
+        may import Dynamo or Inductor)."""
+
     def install(self, patcher: "compat.Patcher") -> None:
-        """Wrap this concern's hook points (a missing one becomes a capture warning)."""
+        """Wrap this concern's hook points (a missing one becomes a capture warning): called
+        when the script first reaches the compiler (``CaptureSession.reach_compiler``), before
+        anything compiles."""
 
     def uninstall(self) -> None:
         """Remove what the patcher does not restore itself (log handlers, feedback savers)."""

@@ -22,7 +22,8 @@ without editing it), ``bisector``, ``numerics`` (what Inductor lowered, the valu
 ``compiled_backward`` (the autograd node a compiled graph's backward runs in),
 ``source_names`` (Dynamo's names for a graph's inputs and modules, read as the user's paths),
 ``schemas`` (which arguments an operator writes, from its schema), ``versions`` (a tensor's
-version counter).
+version counter), ``after_import`` (a post-import hook), ``first_compile`` (where a script
+first reaches the compiler; config changes applied as each config module loads).
 Every name is importable from ``tuidebug.compiler.compat``; call them through it (a test or the
 warm-up may replace one there).
 """
@@ -107,3 +108,7 @@ from tuidebug.compiler.compat.compiled_collectives import (  # noqa: F401
 )
 from tuidebug.compiler.compat.schemas import WrittenArgument, written_arguments  # noqa: F401
 from tuidebug.compiler.compat.versions import version_counter  # noqa: F401
+from tuidebug.compiler.compat.after_import import after_import  # noqa: F401
+from tuidebug.compiler.compat.first_compile import (  # noqa: F401
+    COMPILER_ENTRIES, FirstCompile, patch_when_loaded,
+)

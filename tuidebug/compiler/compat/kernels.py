@@ -202,7 +202,18 @@ class KernelCallTimer:
         self.close()
 
 
-def triton_version() -> str | None:
+def triton_version(*, load: bool = True) -> str | None:
+    """Triton's version (None without it). ``load=False``: without importing it where it is not
+    loaded yet (its installed distribution's version, which a nightly's pytorch-triton lacks)."""
+    import sys
+
+    if not load and "triton" not in sys.modules:
+        from importlib import metadata
+
+        try:
+            return metadata.version("triton")
+        except Exception:
+            return None
     try:
         import triton  # type: ignore[import-not-found]
 

@@ -1,0 +1,150 @@
+"""Where a script first reaches torch's compiler, and the compiler's config modules as they load:
+what lets capture set up Dynamo and Inductor only once the script itself uses them. Importing
+them costs seconds (``torch._dynamo`` loads half of ``torch._inductor``); a script that never
+compiles, or fails before its first compile, should not pay for it.
+
+``FirstCompile`` puts a trigger on each of ``COMPILER_ENTRIES`` (on the module's attribute,
+right after the module loads: ``after_import``): the first call of any runs ``reach`` (capture
+installs its hooks), then goes on as the call would have, through those hooks.
+``patch_when_loaded`` applies config changes to each config module right after its own code
+ran, before the script can read or set a flag.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Callable, Mapping
+
+from tuidebug.compiler.compat.after_import import after_import
+
+# Where a compile starts, as (module, attribute): torch.compile (and what calls it: a module's
+# compile(), the decorator); every Dynamo context that compiles (torch._dynamo.optimize,
+# optimize_assert, export — and torch.compile's own, after it); Inductor called directly.
+COMPILER_ENTRIES = (
+    ("torch", "compile"),
+    ("torch._dynamo.eval_frame", "OptimizeContext.__init__"),
+    ("torch._inductor.compile_fx", "compile_fx"),
+)
+
+# The config modules a capture's settings go to, by the prefix of a setting's key (as
+# inductor.CACHES_OFF writes them); any other key is an Inductor flag.
+_CONFIG_MODULES = {"functorch": "torch._functorch.config", "dynamo": "torch._dynamo.config"}
+INDUCTOR_CONFIG = "torch._inductor.config"
+
+
+class FirstCompile:
+    """Triggers on ``COMPILER_ENTRIES``: ``reach()`` runs once, at the first call of any (other
+    threads calling one meanwhile wait until it is done). ``cancel()`` takes them off."""
+
+    def __init__(self, reach: Callable[[], None]) -> None:
+        self._reach = reach
+        self._lock = threading.RLock()
+        self.reached = False  # reach() has started (in the thread holding the lock)
+        self.done = False  # and ended: another thread's first call waits for it
+        self._cancels: list[Callable[[], None]] = []
+        # (owner, name, original, trigger, the owner's own attribute or only inherited)
+        self._armed: list[tuple[Any, str, Any, Any, bool]] = []
+        self._off: set[Any] = set()  # triggers taken off their attribute
+
+    def watch(self) -> "FirstCompile":
+        for module, attribute in COMPILER_ENTRIES:
+            self._cancels.append(after_import(
+                module, lambda mod, attribute=attribute: self._arm(mod, attribute)))
+        return self
+
+    def _arm(self, module: Any, attribute: str) -> None:
+        with self._lock:
+            if self.reached:  # loaded by capture's own install, or after it
+                return
+            *path, name = attribute.split(".")
+            owner = module
+            for part in path:
+                owner = getattr(owner, part, None)
+            original = getattr(owner, name, None) if owner is not None else None
+            if not callable(original):
+                return  # this torch has no such entry: the others still reach the compiler
+            own = name in getattr(owner, "__dict__", {})
+            trigger = self._trigger(owner, name, original)
+            self._armed.append((owner, name, original, trigger, own))
+            setattr(owner, name, trigger)
+
+    def _trigger(self, owner: Any, name: str, original: Any) -> Callable[..., Any]:
+        first = self
+
+        def first_call(*args: Any, **kwargs: Any) -> Any:
+            if not first.done:
+                first.fire()
+            if first_call in first._off:  # as a call of the attribute: through what reach()
+                return getattr(owner, name)(*args, **kwargs)  # (or the script) wrapped on it
+            return original(*args, **kwargs)
+
+        try:
+            first_call.__wrapped__ = original  # type: ignore[attr-defined]
+            first_call.__name__ = getattr(original, "__name__", name)
+            first_call.__qualname__ = getattr(original, "__qualname__", name)
+            first_call.__doc__ = getattr(original, "__doc__", None)
+        except (AttributeError, TypeError):
+            pass
+        return first_call
+
+    def fire(self) -> None:
+        """Run ``reach`` once, the triggers taken off first (so that what it wraps on an entry
+        wraps the original)."""
+        with self._lock:
+            if self.reached:
+                return
+            self.reached = True
+            try:
+                self._disarm()
+                self._reach()
+            finally:
+                self.done = True
+
+    def _disarm(self) -> None:
+        """Put back each entry whose attribute is still its trigger (a trigger wrapped since, by
+        capture or the script, stays there: it calls the original, after ``reach``)."""
+        for cancel in self._cancels:
+            cancel()
+        self._cancels = []
+        for owner, name, original, trigger, own in reversed(self._armed):
+            if owner.__dict__.get(name) is trigger:
+                if own:
+                    setattr(owner, name, original)
+                else:
+                    delattr(owner, name)
+                self._off.add(trigger)
+
+    def cancel(self) -> None:
+        """Take the triggers off (those wrapped since stay, calling their original)."""
+        with self._lock:
+            self._disarm()
+
+
+def config_modules(settings: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """``settings`` (keys as inductor.CACHES_OFF's: ``functorch.NAME``, ``dynamo.NAME``, any
+    other an Inductor flag) by the config module each goes to."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, value in settings.items():
+        prefix, _, name = key.partition(".")
+        module = _CONFIG_MODULES.get(prefix)
+        out.setdefault(module or INDUCTOR_CONFIG, {})[name if module else key] = value
+    return out
+
+
+def patch_when_loaded(settings: Mapping[str, Any], stack: contextlib.ExitStack,
+                      guard: Callable[[Callable[[], Any]], Any], *,
+                      known_only: bool = False) -> list[Callable[[], None]]:
+    """Apply ``settings`` (``config_modules``' keys) to each config module once it is imported
+    (at once where it is loaded), each patch entered on ``stack``; ``guard`` runs each (a
+    failure must not break the script's import). ``known_only``: a flag this torch lacks is
+    left out, instead of failing. Returns the cancels of the hooks still waiting."""
+    def apply(module: Any, flags: dict[str, Any]) -> None:
+        if known_only:
+            flags = {k: v for k, v in flags.items()
+                     if k in getattr(module, "_config", {}) or hasattr(module, k)}
+        if flags:
+            guard(lambda: stack.enter_context(module.patch(flags)))
+
+    return [after_import(name, lambda module, flags=flags: apply(module, flags))
+            for name, flags in config_modules(settings).items()]
