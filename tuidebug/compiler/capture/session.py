@@ -95,7 +95,6 @@ class CaptureSession:
         self._patcher: compat.Patcher | None = None
         self._config_ctx: contextlib.ExitStack | None = None
         self._first: compat.FirstCompile | None = None  # the triggers at the compiler's entries
-        self._installed = False  # the concerns' hooks (reach_compiler)
         self._waiting: list[Callable[[], None]] = []  # config changes waiting for their module
         self._anon = 0
         # while --profile clocks a whole call: each compiled graph's (graph id, compile id,
@@ -152,7 +151,6 @@ class CaptureSession:
         """The script reached torch's compiler (its first torch.compile call, Dynamo context
         or Inductor compile): every concern installs its hooks, before the call goes on."""
         assert self.writer is not None and self._patcher is not None
-        self._installed = True
         compat.import_inductor()
         for c in self.concerns:
             self.guarded(f"the hooks of {type(c).__name__}", lambda c=c: c.install(self._patcher))
@@ -169,9 +167,8 @@ class CaptureSession:
                 self._patcher.restore()
             if self._first is not None:
                 self._first.cancel()
-            if self._installed:
-                for c in self.concerns:
-                    c.uninstall()
+            for c in self.concerns:  # each undoes what it did, whichever install ran
+                c.uninstall()
             if self._config_ctx is not None:
                 self._config_ctx.__exit__(None, None, None)
         finally:

@@ -179,7 +179,9 @@ class Concern:
         anything compiles."""
 
     def uninstall(self) -> None:
-        """Remove what the patcher does not restore itself (log handlers, feedback savers)."""
+        """Remove what the patcher does not restore itself (log handlers, feedback savers);
+        called at the capture's end whether or not ``install`` ran (the script may never have
+        reached the compiler)."""
 
     def graph_failed(self, gs: GraphState) -> None:
         """``gs`` failed: write what it kept back (its meta.json is written next)."""

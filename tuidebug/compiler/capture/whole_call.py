@@ -81,11 +81,12 @@ class WholeCall(Concern):
     def prof(self) -> profile.Profile:
         return self.session.concern(profile.Profile)
 
-    def install(self, p: compat.Patcher) -> None:
+    def install_at_start(self, p: compat.Patcher) -> None:
         if not self.prof.enabled:
             return
         # Inductor's C++ kernels keep the thread count of their compile (``#pragma omp parallel
-        # num_threads(N)``): the threads are chosen before anything compiles
+        # num_threads(N)``): the threads are chosen before anything compiles, and before the
+        # script runs (a count the script sets itself wins)
         self.machine = fair_timing.free_threads()
         self._threads = fair_timing.threads(self.machine.threads)
         self._threads.__enter__()

@@ -1,8 +1,9 @@
 """Every use of a private torch API in tuidebug lives in this package, feature-detected.
 
-Torch internals move between releases. Each hook point is looked up by name when capture starts;
-one that the installed torch lacks is reported as "not available in torch X" (a capture warning)
-instead of crashing, and the rest of the capture goes on. What a hooked call was about reaches
+Torch internals move between releases. Each hook point is looked up by name when the traced
+script first reaches the compiler (``first_compile``); one that the installed torch lacks is
+reported as "not available in torch X" (a capture warning) instead of crashing, and the rest of
+the capture goes on. What a hooked call was about reaches
 capture as plain data (``hooks``): a signature that moves between torch releases is handled
 here, not in capture. The compiler bisector (``tuidebug bisect``, its minify workers) is looked
 up when a bisection starts; without it, it is that command which stops with "not available in
