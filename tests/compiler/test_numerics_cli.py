@@ -344,7 +344,7 @@ def test_a_rank_of_a_job_that_cannot_run_alone_is_told(tmp_path: Path) -> None:
     """``tuidebug numerics JOB/rank_0`` re-runs the rank's script alone; a torchrun script then
     raises in init_process_group. It said only 'no compiled graph ran (exit code 11 …)': the
     script's error and that the trace is a rank of a job run alone are said."""
-    from tuidebug.compiler.numerics_rerun import _why_not_ran
+    from tuidebug.compiler.advise import why_not_ran
     from tuidebug.trace.format.manifest import ScriptError
 
     job = tmp_path / "job"
@@ -355,9 +355,36 @@ def test_a_rank_of_a_job_that_cannot_run_alone_is_told(tmp_path: Path) -> None:
         "ValueError", "Error initializing torch.distributed using env:// rendezvous: "
         "environment variable RANK expected, but not set", "").to_json())
     made.finish("ok")
-    said = _why_not_ran(rank, Trace(tmp_path / "made"))
+    said = why_not_ran(rank, Trace(tmp_path / "made"))
     assert said == (": the script raised ValueError: Error initializing torch.distributed using "
                     "env:// rendezvous: environment variable RANK expected, but not set — "
-                    f"{rank} is rank 0 of a distributed job, and numerics runs its script "
+                    f"{rank} is rank 0 of a distributed job, and tuidebug re-runs its script "
                     "alone, as one process, without torchrun"), said
-    assert _why_not_ran(tmp_path / "made", Trace(tmp_path / "made")).endswith("but not set")
+    assert why_not_ran(tmp_path / "made", Trace(tmp_path / "made")).endswith("but not set")
+
+
+@pytest.mark.slow
+def test_advise_try_stops_when_the_script_as_traced_compiles_nothing(tmp_path: Path) -> None:
+    """``advise JOB/rank_1 --try`` re-ran a torchrun script alone: every run raised in
+    init_process_group, and the table read 'as traced: 0 compiles' then 'none of the 6
+    suggestions tried removed a compile or a graph break' — a comparison of runs that never
+    compiled. The baseline that compiled nothing stops it, with the script's error and the
+    rank."""
+    from tuidebug.compiler.advise import try_all
+    from tuidebug.errors import RecompileError
+    from tuidebug.trace.queries.advice import Apply, Suggestion
+
+    script = tmp_path / "train.py"
+    script.write_text("raise ValueError('environment variable RANK expected, but not set')\n")
+    job = tmp_path / "job"
+    rank = _trace(job / "rank_1", ["tuidebug", "trace", str(script)])
+    (job / "job").mkdir()
+    tries = [Suggestion("dynamic=True", "compile with dynamic=True", "why", "recompiles",
+                        Apply(compile_kwargs={"dynamic": True}))]
+    with pytest.raises(RecompileError) as e:
+        try_all(rank, tries, tmp_path / "advise", timeout=600)
+    said = str(e.value)
+    assert "compiled nothing: the script raised ValueError: environment variable RANK expected" \
+        in said and "is rank 1 of a distributed job" in said and "no suggestion was tried" \
+        in said, said
+    assert not (tmp_path / "advise" / "try-1").exists()

@@ -22,6 +22,7 @@ from tuidebug.errors import RecompileError
 from tuidebug.trace.format import schema
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.format.writer import write_advice
+from tuidebug.trace.jobs.job import is_job_dir, rank_of
 from tuidebug.trace.queries.advice import Apply, Counts, Suggestion, Tried, counts, rank
 
 
@@ -70,6 +71,23 @@ def run_once(trace: Path, out: Path, apply: Apply | None, timeout: float | None 
                wall_s=time.perf_counter() - started)
 
 
+def why_not_ran(trace: Path, made: Trace) -> str:
+    """What a re-run's own trace (``made``) says of why it ran no compiled graph: the script's
+    error, and that ``trace`` is a rank of a distributed job (re-run alone, as one process);
+    "" when it says nothing."""
+    se = made.manifest.script_error
+    said = ""
+    if se is not None:
+        first = (str(se.message or "").strip().splitlines() or [""])[0][:300]
+        said = f": the script raised {se.type}: {first}"
+    root = trace.resolve().parent
+    rank = rank_of(root, trace) if is_job_dir(root) else None
+    if rank is not None:
+        said += (f" — {trace} is rank {rank} of a distributed job, and tuidebug re-runs its "
+                 "script alone, as one process, without torchrun")
+    return said
+
+
 def _counts(run: Run) -> Counts:
     if not (run.out / schema.MANIFEST).is_file():
         return Counts(0, 0, 0, run.wall_s, f"wrote no trace (exit code {run.code})")
@@ -86,7 +104,13 @@ def try_all(trace: Path, suggestions: list[Suggestion], out_root: Path, *,
         raise RecompileError("no suggestion here can be tried without editing the script")
     out_root.mkdir(parents=True, exist_ok=True)
     progress("running the script as traced")
-    base = _counts(run_once(trace, out_root / "as-traced", None, timeout))
+    first = run_once(trace, out_root / "as-traced", None, timeout)
+    base = _counts(first)
+    if base.status != "ok" and not base.compiles:  # nothing to compare the tries with
+        said = (why_not_ran(trace, Trace(first.out)) if (first.out / schema.MANIFEST).is_file()
+                else f" (exit code {first.code})")
+        raise RecompileError(f"the script, run again as traced, compiled nothing{said}; no "
+                             f"suggestion was tried (its output is in {first.out}.log)")
     tried = []
     for i, s in enumerate(tries, 1):
         progress(f"trying {s.id} ({i} of {len(tries)})")

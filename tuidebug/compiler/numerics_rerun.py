@@ -17,13 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from tuidebug.compiler.advise import run_once
+from tuidebug.compiler.advise import run_once, why_not_ran
 from tuidebug.compiler.consent import Plan, origin_notes
 from tuidebug.compiler.recompile import read_manifest, trace_source
 from tuidebug.errors import NotJudged, RecompileError
 from tuidebug.trace.format import schema
 from tuidebug.trace.format.reader import Trace
-from tuidebug.trace.jobs.job import is_job_dir, rank_of
 from tuidebug.trace.format.writer import write_numerics
 from tuidebug.trace.queries.numerics_classes import CONTROL, FLAGS, RANDOM, RANDOM_CONTROL, \
     Classified, against, classify, control_needed, random_control_needed, reruns_needed
@@ -80,22 +79,6 @@ def _unavailable(flags: list[str]) -> dict[str, str]:
     return out
 
 
-def _why_not_ran(trace: Path, made: Trace) -> str:
-    """What the run's own trace says of why it ran no compiled graph: the script's error, and
-    that the trace is a rank of a distributed job (re-run alone, as one process)."""
-    se = made.manifest.script_error
-    said = ""
-    if se is not None:
-        first = (str(se.message or "").strip().splitlines() or [""])[0][:300]
-        said = f": the script raised {se.type}: {first}"
-    root = trace.resolve().parent
-    rank = rank_of(root, trace) if is_job_dir(root) else None
-    if rank is not None:
-        said += (f" — {trace} is rank {rank} of a distributed job, and numerics runs its "
-                 "script alone, as one process, without torchrun")
-    return said
-
-
 def _empty(out: Path) -> None:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise RecompileError(f"{out} exists and is not empty; choose another with -o")
@@ -121,7 +104,7 @@ def run(trace: Path, out: Path, *, allowed: Mapping[str, Any] | None = None,
     if not made.runtime.get("checks"):
         raise NotJudged(
             f"the run recorded no accuracy check in {out}: no compiled graph ran"
-            f"{_why_not_ran(trace, made)} (its output is in "
+            f"{why_not_ran(trace, made)} (its output is in "
             f"{out.parent / (out.name + '.log')})")
     needed = reruns_needed(made)
     unavailable = _unavailable(sorted(needed))
