@@ -17,6 +17,7 @@ import threading
 from typing import Any, Callable, Mapping
 
 from tuidebug.compiler.compat.after_import import after_import
+from tuidebug.compiler.compat.inductor import config_modules, config_patch
 
 # Where a compile starts, as (module, attribute): torch.compile (and what calls it: a module's
 # compile(), the decorator); every Dynamo context that compiles (torch._dynamo.optimize,
@@ -26,11 +27,6 @@ COMPILER_ENTRIES = (
     ("torch._dynamo.eval_frame", "OptimizeContext.__init__"),
     ("torch._inductor.compile_fx", "compile_fx"),
 )
-
-# The config modules a capture's settings go to, by the prefix of a setting's key (as
-# inductor.CACHES_OFF writes them); any other key is an Inductor flag.
-_CONFIG_MODULES = {"functorch": "torch._functorch.config", "dynamo": "torch._dynamo.config"}
-INDUCTOR_CONFIG = "torch._inductor.config"
 
 
 class FirstCompile:
@@ -121,30 +117,19 @@ class FirstCompile:
             self._disarm()
 
 
-def config_modules(settings: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """``settings`` (keys as inductor.CACHES_OFF's: ``functorch.NAME``, ``dynamo.NAME``, any
-    other an Inductor flag) by the config module each goes to."""
-    out: dict[str, dict[str, Any]] = {}
-    for key, value in settings.items():
-        prefix, _, name = key.partition(".")
-        module = _CONFIG_MODULES.get(prefix)
-        out.setdefault(module or INDUCTOR_CONFIG, {})[name if module else key] = value
-    return out
-
-
 def patch_when_loaded(settings: Mapping[str, Any], stack: contextlib.ExitStack,
                       guard: Callable[[Callable[[], Any]], Any], *,
                       known_only: bool = False) -> list[Callable[[], None]]:
-    """Apply ``settings`` (``config_modules``' keys) to each config module once it is imported
+    """Apply ``settings`` (keys as ``inductor.CACHES_OFF``'s) to each config module once it is imported
     (at once where it is loaded), each patch entered on ``stack``; ``guard`` runs each (a
     failure must not break the script's import). ``known_only``: a flag this torch lacks is
     left out, instead of failing. Returns the cancels of the hooks still waiting."""
     def apply(module: Any, flags: dict[str, Any]) -> None:
-        if known_only:
-            flags = {k: v for k, v in flags.items()
-                     if k in getattr(module, "_config", {}) or hasattr(module, k)}
-        if flags:
-            guard(lambda: stack.enter_context(module.patch(flags)))
+        def enter() -> None:
+            patch = config_patch(module, flags, known_only=known_only)
+            if patch is not None:
+                stack.enter_context(patch)
+        guard(enter)
 
     return [after_import(name, lambda module, flags=flags: apply(module, flags))
             for name, flags in config_modules(settings).items()]

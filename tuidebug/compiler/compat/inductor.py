@@ -64,18 +64,39 @@ def caches_off_patch(settings: Mapping[str, Any] | None = None) -> Any:
     """A context manager applying ``settings`` (default: all of CACHES_OFF; keys as there) to
     the configs this torch has."""
     import contextlib
-
-    import torch._dynamo.config as dynamo_config
-    import torch._functorch.config as functorch_config
-    from torch._inductor import config as inductor_config
+    import importlib
 
     stack = contextlib.ExitStack()
-    for key, value in (CACHES_OFF if settings is None else settings).items():
-        module, _, name = key.rpartition(".")
-        cfg = {"functorch": functorch_config, "dynamo": dynamo_config}.get(module, inductor_config)
-        if name in getattr(cfg, "_config", {}) or hasattr(cfg, name):
-            stack.enter_context(cfg.patch({name: value}))
+    for name, flags in config_modules(CACHES_OFF if settings is None else settings).items():
+        patch = config_patch(importlib.import_module(name), flags, known_only=True)
+        if patch is not None:
+            stack.enter_context(patch)
     return stack
+
+
+# The config modules a setting goes to, by its key's prefix (as CACHES_OFF's keys name them):
+# ``functorch.NAME``, ``dynamo.NAME``; any other key is an Inductor flag.
+CONFIG_MODULES = {"functorch": "torch._functorch.config", "dynamo": "torch._dynamo.config"}
+INDUCTOR_CONFIG = "torch._inductor.config"
+
+
+def config_modules(settings: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """``settings`` (keys as CACHES_OFF's) by the config module each goes to, as its flags."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, value in settings.items():
+        prefix, _, name = key.partition(".")
+        module = CONFIG_MODULES.get(prefix)
+        out.setdefault(module or INDUCTOR_CONFIG, {})[name if module else key] = value
+    return out
+
+
+def config_patch(module: Any, flags: Mapping[str, Any], *, known_only: bool = False) -> Any:
+    """``flags`` patched on config module ``module`` (a context manager), or None when there
+    is nothing to patch. ``known_only``: a flag this torch lacks is left out."""
+    if known_only:
+        flags = {k: v for k, v in flags.items()
+                 if k in getattr(module, "_config", {}) or hasattr(module, k)}
+    return module.patch(dict(flags)) if flags else None
 
 
 def counters_snapshot() -> dict[str, dict[str, int]]:
