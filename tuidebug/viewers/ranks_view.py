@@ -147,9 +147,22 @@ def _divergence_lines(d: dict[str, Any] | None,
 def stopped_text(waits: dict[str, Any]) -> str:
     """What a job that stopped with no mismatch of collectives found says above where each
     rank is."""
+    if not waits.get("hung"):  # no rank timed out: stopped when another ended (one raised)
+        return ("no rank timed out: the ranks were stopped when another ended; where each "
+                "rank was:")
     if waits.get("waiting"):
         return "ranks stopped while in collectives"
     return "ranks stopped, none in a collective the progress log records; where each rank is:"
+
+
+def wait_headings(waits: dict[str, Any]) -> tuple[str, str, list[str]]:
+    """The label, its style and the headings said above where each unfinished rank is:
+    ``hung:`` in red only when some rank ran out of time; a job whose ranks were stopped
+    because one ended (raised) is no hang."""
+    texts = [m["text"] for m in waits["mismatches"]] or [stopped_text(waits)]
+    if waits.get("hung"):
+        return "hung: ", "bold red", texts
+    return "stopped: ", "bold", texts
 
 
 def note_line(n: dict[str, Any], job: str = "JOB") -> str:
@@ -227,8 +240,9 @@ def render_job(report: dict[str, Any], console: Console) -> None:
                                                                    or "nothing"), "dim"))
     waits = report.get("waits")
     if waits:
-        for m in waits["mismatches"] or [{"text": stopped_text(waits)}]:
-            console.print(Text("hung: ", style="bold red") + inert_text(m["text"], "bold red"))
+        label, style, texts = wait_headings(waits)
+        for text in texts:
+            console.print(Text(label, style=style) + inert_text(text, style))
         for line in waits["lines"]:
             console.print(inert_text(f"  {line}"))
     judged = report.get("compile_time") or {}

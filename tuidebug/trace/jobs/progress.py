@@ -330,11 +330,13 @@ def waits(ranks: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Who waits for whom, from the ``progress`` of the ranks that did not finish (status
     ``timed_out``, ``killed``, ``running``): per group, the ranks in a collective and what they
     wait for; where each of them is (``lines``), also when none is in a collective the log
-    records. None when every rank finished."""
+    records; ``hung``: some rank ran out of time (``timed_out``) — ranks ``killed`` because
+    another rank ended (one raised) did not hang. None when every rank finished."""
     stuck = [r for r in ranks if r.get("status") in ("timed_out", "killed", "running", "unknown")
              and r.get("progress")]
     if not stuck:
         return None
+    hung = any(r.get("status") == "timed_out" for r in ranks)
     lines, mismatches = [], []
     waiting: dict[str, dict[int, dict[str, Any]]] = {}
     for r in stuck:
@@ -372,7 +374,8 @@ def waits(ranks: list[dict[str, Any]]) -> dict[str, Any] | None:
                 continue
             lines.append(f"rank {r['rank']} is in no collective: {where}{done}")
     if not waiting:  # where each rank is, even when none is in a collective the log records
-        return _issued_ahead(stuck, lines) or {"lines": lines, "mismatches": [], "waiting": {}}
+        found = _issued_ahead(stuck, lines) or {"lines": lines, "mismatches": [], "waiting": {}}
+        return {**found, "hung": hung}
     for group, per in waiting.items():
         seqs = {c["seq"] for c in per.values()}
         members = next((c["members"] for c in per.values() if c.get("members")), None)
@@ -399,5 +402,5 @@ def waits(ranks: list[dict[str, Any]]) -> dict[str, Any] | None:
                 "text": f"rank(s) {', '.join(map(str, ahead))} wait in collective #{top} of "
                         f"group {group} for rank(s) {', '.join(map(str, late))}, which did not "
                         "reach it"})
-    return {"lines": lines, "mismatches": mismatches,
+    return {"lines": lines, "mismatches": mismatches, "hung": hung,
             "waiting": {g: {str(rk): c for rk, c in per.items()} for g, per in waiting.items()}}

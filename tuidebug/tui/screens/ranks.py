@@ -23,7 +23,7 @@ from tuidebug.tui.messages import Read
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.inert import inert_text
 from tuidebug.viewers.info import STATUS_STYLE
-from tuidebug.viewers.ranks_view import divergence_lines, stopped_text
+from tuidebug.viewers.ranks_view import divergence_lines, wait_headings
 
 DIVERGING = "bold white on red"
 FIXED = 3  # the columns before the compiles: rank, status, group
@@ -141,10 +141,10 @@ class RanksScreen(TraceScreen):
             detail.append("\n")
             detail.append_text(inert_text(line))
         waits = report.get("waits")
-        for m in (waits or {}).get("mismatches") or ([{"text": stopped_text(waits)}]
-                                                      if waits else []):
-            detail.append("\nhung: ", style="bold red")
-            detail.append_text(inert_text(m["text"]))
+        label, style, texts = wait_headings(waits) if waits else ("", "", [])
+        for text in texts:
+            detail.append(f"\n{label}", style=style)
+            detail.append_text(inert_text(text))
         for line in (waits or {}).get("lines") or []:
             detail.append("\n  ")
             detail.append_text(inert_text(line))
