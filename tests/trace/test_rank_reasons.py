@@ -100,3 +100,44 @@ def test_a_rank_that_took_another_branch_is_told_by_the_break_it_resumed_after(
     assert divergence_lines(d)[1:] == [
         "  resumed after the graph break at train.py:19: Data-dependent branching",
         "    rank(s) 0 resumed there too, in other code (another branch taken)"]
+
+
+def test_a_recompile_of_resumed_code_is_no_other_branch(tmp_path: Path) -> None:
+    """Rank 1 alone recompiles the resume function (``5/1``, a size guard): both ranks resumed
+    after the break in the same code; no "another branch taken" above its recompile reason."""
+    job = tmp_path / "job"
+    resume = "torch_dynamo_resume_in_forward_at_19"
+    _rank(job, 0, {"4/0": [BRANCH_BREAK], "5/0": []}, {"4/0": "forward", "5/0": resume})
+    _rank(job, 1, {"4/0": [BRANCH_BREAK], "5/0": [], "5/1": []},
+          {"4/0": "forward", "5/0": resume, "5/1": resume})
+    d = analyze_job(job)["divergence"]
+    assert d["compile_id"] == "5/1" and d["diverging_ranks"] == [1], d
+    after = d["reason"]["resumed_after"]
+    assert (after["other_path"], after["other_resumed"]) == (False, True), after
+    lines = divergence_lines(d)
+    assert lines[2:5] == [
+        "  resumed after the graph break at train.py:19: Data-dependent branching",
+        "    rank(s) 0 resumed there too",
+        "  recompiled: 0/0: tensor 'args[0]' size mismatch at index 1. expected 8, actual 12"], \
+        lines
+    assert not any("another branch" in ln for ln in lines), lines
+
+
+def test_a_restart_is_dropped_only_for_a_break_at_its_own_line(tmp_path: Path) -> None:
+    """A restart reason whose words match a break the other rank took elsewhere (the same
+    Tensor.item() break at another line) is still why this rank compiled."""
+    job = tmp_path / "job"
+    there = ITEM_BREAK.replace("train.py:21", "train.py:50")
+    _rank(job, 0, {"0/0": [there]})
+    w = TraceWriter(job / "rank_1", command=["test"])
+    for cid, restarts in (("0/0", []), ("1/0", [ITEM_BREAK])):
+        w.add_compile(cid, {"graphs": []})
+        w.write_compile(cid, {"dynamo_graph_break_reason": [there] if cid == "0/0" else [],
+                              "metrics": {"co_name": "f", "co_filename": "/job/train.py",
+                                          "co_firstlineno": 18, "restart_reasons": restarts}})
+    finish_rank(w, job, 1)
+    d = analyze_job(job)["divergence"]
+    assert d["compile_id"] == "1/0" and d["diverging_ranks"] == [1], d
+    got = d["reason"]["restart_reasons"]
+    assert [(s["where"], s["summary"]) for s in got] == [
+        ("/job/train.py:21", "Unsupported Tensor.item() call with capture_scalar_outputs=False")], got

@@ -103,6 +103,7 @@ def _divergence_lines(d: dict[str, Any] | None,
                          f"{after.get('summary')}")
             lines.append(f"    rank(s) {off} resumed there too, in other code (another branch "
                          "taken)" if after.get("other_path")
+                         else f"    rank(s) {off} resumed there too" if after.get("other_resumed")
                          else f"    rank(s) {off} never resumed there")
         for x in r.get("recompile_reasons") or []:  # whole, each of its lines on a line
             parts = str(x).splitlines() or [""]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tuidebug.trace.format.reader import Trace
-from tuidebug.trace.queries.attempts import restarts as restarted_attempts
+from tuidebug.trace.queries.attempts import first_attempt, restarts as restarted_attempts
 from tuidebug.trace.queries.graph_breaks import resume_point
 from tuidebug.trace.queries.recompiles import reasons_of
 
@@ -64,23 +64,38 @@ def why_only_here(t: Trace, cid: str, other: Trace) -> dict[str, Any]:
     breaks = [b for p in before for b in mine.get(p, []) if b not in theirs.get(p, [])]
     taken = {_key(b) for bs in theirs.values() for b in bs}  # breaks the other rank took too
     breaks += [b for p in [cid, *attempts] for b in mine.get(p, []) if _key(b) not in taken]
+    said_anywhere = {said for _, said in taken}
+    # a restart reason the other rank's breaks share is no reason: the same line and words
+    # where its line is known, the words alone only where it is not
     restarts = [s for s in map(short_reason, map(str, m.get("restart_reasons") or []))
-                if s["summary"] not in {said for _, said in taken}]
+                if (_key(s) not in taken if s["where"] else s["summary"] not in said_anywhere)]
     shapes = t.compile_shapes_brief(cid).get("recompile") or {}
     called = shapes.get("called_at") if isinstance(shapes, dict) else None
-    return {"recompile_reasons": reasons_of(c),
+    recompiled = reasons_of(c)
+    return {"recompile_reasons": recompiled,
             "graph_break_reasons": breaks, "restart_reasons": restarts,
             "function": m.get("co_name"), "file": m.get("co_filename"),
             "line": m.get("co_firstlineno"),
             "called_at": called if isinstance(called, dict) and called.get("line") else None,
-            "resumed_after": _resumed_after(m, [p for p in before if p in mine], mine, other)}
+            "resumed_after": _resumed_after(m, [p for p in before if p in mine], mine, other,
+                                            None if recompiled else _new_frame(cid))}
+
+
+def _new_frame(cid: str) -> str | None:
+    """The frame id of compile ``cid`` when it is a frame's first compile (``13/0``, ``13/0_1``:
+    a code object Dynamo had not compiled); None for a recompile (``5/1``)."""
+    frame, _, count = first_attempt(cid).rpartition("/")
+    return frame if frame and count == "0" else None
 
 
 def _resumed_after(m: dict[str, Any], before: list[str], mine: dict[str, list[dict[str, Any]]],
-                   other: Trace) -> dict[str, Any] | None:
+                   other: Trace, frame: str | None) -> dict[str, Any] | None:
     """For a resume function's compile (metrics ``m``): the last graph break before it at the
-    line it resumes from, and ``other_path`` (the other rank compiled a resume function of that
-    name and file: it resumed after the same break, into other code)."""
+    line it resumes from; ``other_resumed``: the other rank compiled a resume function of that
+    name and file; ``other_path``: it did so in other code (another branch taken) — said only
+    of a frame's first compile (``frame``, None for a recompile: the same code recompiled,
+    its reasons say why), and only when the other rank's resume functions of that name are
+    other frames (other code objects) than this one."""
     point = resume_point(str(m.get("co_name") or ""))
     file = str(m.get("co_filename") or "")
     if point is None or not file:
@@ -89,7 +104,9 @@ def _resumed_after(m: dict[str, Any], before: list[str], mine: dict[str, list[di
     found = next((b for p in reversed(before) for b in mine[p] if b.get("where") == at), None)
     if found is None:
         return None
-    resumed = any((o.get("metrics") or {}).get("co_name") == m.get("co_name")
-                  and (o.get("metrics") or {}).get("co_filename") == file
-                  for o in other.compiles.values())
-    return {**found, "where": f"{Path(file).name}:{point[1]}", "other_path": resumed}
+    frames = {first_attempt(oid).rpartition("/")[0] for oid, o in other.compiles.items()
+              if (o.get("metrics") or {}).get("co_name") == m.get("co_name")
+              and (o.get("metrics") or {}).get("co_filename") == file}
+    return {**found, "where": f"{Path(file).name}:{point[1]}", "other_resumed": bool(frames),
+            "other_path": frame is not None and bool(frames) and frame not in frames}
+
