@@ -160,8 +160,16 @@ def test_values_left_out_of_the_rmse_are_said_and_a_lost_infinity_fails() -> Non
                        torch.tensor([inf, 1.0]).double())
     assert not lost["close"] and lost["rule"] == "non-finite", lost
     assert "eager and float64 are both infinite and compiled is not" in lost["detail"]
-    # a NaN eager and float64 share leaves compiled unjudged there, as same() does
+    # a NaN eager and float64 share that compiled drops fails (a NaN-propagation bug hidden
+    # otherwise), with float64 or without, in float32 and bfloat16 (the cosine's path)
     nan = float("nan")
-    both = judge.judge(torch.tensor([5.0, 1.0]), torch.tensor([nan, 1.0]),
-                       torch.tensor([nan, 1.0]).double())
-    assert both["close"], both
+    for dtype in (torch.float32, torch.bfloat16):
+        a, e = torch.tensor([5.0, 1.0], dtype=dtype), torch.tensor([nan, 1.0], dtype=dtype)
+        for fp64, said in ((torch.tensor([nan, 1.0]).double(), "eager and float64 are both"),
+                           (None, "eager is")):
+            both = judge.judge(a, e, fp64, why_no_fp64="" if fp64 is not None else "skipped")
+            assert not both["close"] and both["rule"] == "non-finite", (dtype, both)
+            assert f"1 value(s) where {said} NaN and compiled is not" in both["detail"], both
+        # a NaN the three share still matches
+        kept = judge.judge(e, e, torch.tensor([nan, 1.0]).double())
+        assert kept["close"], (dtype, kept)
