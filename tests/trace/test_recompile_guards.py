@@ -343,15 +343,17 @@ def test_a_restarted_recompile_is_judged_by_the_attempt_that_made_its_graph(
     assert "0/1: dimension 0 of x changed (4 → 8); this compile made it dynamic" in dyn.why, dyn
 
 
-def _loss_frame(root: Path, guard: str = "labels") -> Trace:
+def _loss_frame(root: Path, guard: str = "labels", fn: str = "ForCausalLMLoss",
+                code: str = "out = self.m(input_ids=ids, labels=ids)") -> Trace:
     """transformers' ``ForCausalLMLoss(logits, labels)`` (a library file) recompiled for a
     longer batch: the model made both sizes symbols; the user's line passed ``labels=`` to
-    the model, which computed ``logits`` itself."""
+    the model, which computed ``logits`` itself. (``fn``, ``code``: another library function
+    and the user's line calling it.)"""
     w = TraceWriter(root, command=["tuidebug", "trace", "ddp_hf.py"])
     loss = "/venv/lib/python3.11/site-packages/transformers/loss/loss_utils.py"
     reasons = [f"8/0: tensor '{guard}' size mismatch at index 1. expected 8, actual 12"]
     for cid, rs in {"8/0": [], "8/1": reasons}.items():
-        w.write_compile(cid, {"graphs": [], "metrics": {"co_name": "ForCausalLMLoss",
+        w.write_compile(cid, {"graphs": [], "metrics": {"co_name": fn,
                                                         "co_filename": loss,
                                                         "co_firstlineno": 51},
                               **({"recompile_reasons": rs} if rs else {})})
@@ -361,7 +363,7 @@ def _loss_frame(root: Path, guard: str = "labels") -> Trace:
             {"name": "s3", "source": "L['logits'].size()[1]", "kind": "backed", "hint": 12}],
             "recompile": {"reasons": rs, "values": {}, "called_at": {
                 "file": "/job/ddp_hf.py", "line": 19, "fn": "forward",
-                "code": "out = self.m(input_ids=ids, labels=ids)"}} if rs else {}})
+                "code": code}} if rs else {}})
     w.finish("ok")
     return Trace(root)
 
@@ -383,5 +385,32 @@ def test_a_library_frame_is_marked_only_by_what_the_user_passes(tmp_path: Path) 
     said = explain_compile(t, "8/1")["suggestion"]
     assert "maybe_mark_dynamic(t, 1) on the tensor t you pass as labels=" in said, said
     said = explain_compile(_loss_frame(tmp_path / "logits", "logits"), "8/1")["suggestion"]
+    assert "maybe_mark_dynamic" not in said and "'logits' is not an input you pass yourself" \
+        in said, said
+
+
+def test_a_library_frame_called_positionally_is_marked_by_what_the_user_passes(
+        tmp_path: Path) -> None:
+    """A library module called with a positional argument (``out = model(images)`` into its
+    ``forward(self, labels)``): the tensor is the user's, named as they pass it — it read
+    "'labels' is not an input you pass yourself" and dropped maybe_mark_dynamic. An
+    assignment target of that name is no keyword (``labels = model(labels)`` read "the tensor
+    t you pass as labels="). A loss the model calls itself, the user's line calling the model
+    positionally, still takes no tensor of the user's."""
+    from tuidebug.trace.queries.recompiles import explain_compile
+
+    said = explain_compile(_loss_frame(tmp_path / "a", fn="forward",
+                                       code="out = model(images)"), "8/1")["suggestion"]
+    assert "torch._dynamo.maybe_mark_dynamic(images, 1)" in said, said
+    assert "not an input you pass yourself" not in said, said
+    said = explain_compile(_loss_frame(tmp_path / "b", fn="forward",
+                                       code="labels = model(labels)"), "8/1")["suggestion"]
+    assert "torch._dynamo.maybe_mark_dynamic(labels, 1)" in said, said
+    assert "you pass as labels=" not in said, said
+    said = explain_compile(_loss_frame(tmp_path / "c", fn="forward",
+                                       code="out = model(images, mask)"), "8/1")["suggestion"]
+    assert "maybe_mark_dynamic(t, 1) on the tensor t you pass for labels" in said, said
+    said = explain_compile(_loss_frame(tmp_path / "d", "logits", code="out = self.m(ids, labels=ids)"),
+                           "8/1")["suggestion"]
     assert "maybe_mark_dynamic" not in said and "'logits' is not an input you pass yourself" \
         in said, said

@@ -16,7 +16,7 @@ from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.attempts import first_attempt, held_shapes
 from tuidebug.trace.queries.break_diff import break_ident
 from tuidebug.trace.queries.frames import is_own
-from tuidebug.trace.queries.held import as_passed, frame_file, held_by_user
+from tuidebug.trace.queries.held import as_passed, frame_of, held_by_user
 from tuidebug.trace.queries.graph_breaks import trace_breaks
 from tuidebug.trace.queries.marked_dynamic import input_name, marked_advice
 from tuidebug.trace.queries.recompile_constants import specialized_sources, symbolic_sources
@@ -293,7 +293,7 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
         out.setdefault("dynamic=True", Suggestion(
             "dynamic=True", "compile with torch.compile(..., dynamic=True)", why, "recompiles",
             Apply(compile_kwargs={"dynamic": True})))
-        frame = frame_file(trace, cid)
+        frame = frame_of(trace, cid)
         if not held_by_user(frame, rec.get("called_at"), name):
             pass  # a library's own call (a loss given the model's logits): dynamic=True above
         elif USER_INPUT.match(name) and not rec.get("resumed"):

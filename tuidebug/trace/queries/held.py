@@ -5,7 +5,9 @@ ids)``) is "the tensor t you pass as input_ids=". No torch."""
 
 from __future__ import annotations
 
+import ast
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from tuidebug.trace.format.reader import Trace
@@ -33,35 +35,98 @@ def held_as(name: str) -> tuple[str, str]:
     return name, ""
 
 
-def held_by_user(frame_file: str | None, called: Any, name: str) -> bool:
+@dataclass(frozen=True)
+class Frame:
+    """A compiled frame: its file and function (``co_filename``, ``co_name``)."""
+    file: str
+    name: str
+
+
+@dataclass(frozen=True)
+class CallArgs:
+    """What the user's line passes (``out = model(images, mask=m)``): the call the statement
+    makes (the outermost), its callee's last name (``model``) and positional arguments as
+    written (``["images"]``), and every keyword any call of the line passes (``{"mask"}``:
+    passed on by keyword to the frames it calls)."""
+    callee: str
+    positional: tuple[str, ...]
+    keywords: frozenset[str]
+
+    def calls(self, frame: Frame) -> bool:
+        """Whether the statement's call is the frame's own: a function of its name, or a
+        module (``model(x)`` runs ``forward``)."""
+        return frame.name in (self.callee, "forward")
+
+
+def call_args(code: str) -> CallArgs | None:
+    """The arguments the user's line ``code`` passes, read by Python's parser (never run);
+    None when the line is not a whole statement (a call whose arguments go on over lines)."""
+    try:
+        tree = ast.parse(code.strip())
+    except (SyntaxError, ValueError):
+        return None
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]  # breadth first: outermost
+    if not calls:
+        return None
+    func = calls[0].func
+    callee = func.id if isinstance(func, ast.Name) else \
+        func.attr if isinstance(func, ast.Attribute) else ""
+    return CallArgs(callee, tuple(ast.unparse(a) for a in calls[0].args),
+                    frozenset(k.arg for c in calls for k in c.keywords if k.arg))
+
+
+def _word(name: str) -> str:
+    key = _KWARG.fullmatch(name)
+    return key["key"] if key else name
+
+
+def held_by_user(frame: Frame | None, called: Any, name: str) -> bool:
     """Whether the user holds the tensor a compiled frame calls ``name`` (``x``,
     ``kwargs['input_ids']``): the frame is their own code, or the line of theirs whose call
-    recompiled (``called``: ``{file, line, code}``) names it, as a variable or a keyword
-    (``self.m(input_ids=ids)``). A frame of a library called from inside the library (a loss
-    function given the model's ``logits``) takes tensors the user never holds."""
-    if frame_file is None or is_own(str(frame_file)) or not isinstance(called, dict) \
+    recompiled (``called``: ``{file, line, code}``) passes it — by keyword in its argument
+    list (``self.m(input_ids=ids)``), or positionally to the frame's own call (``out =
+    model(images)`` into ``forward(self, x)``: which position is ``x`` is not recorded, so
+    any). A frame of a library called from inside the library (a loss function given the
+    model's ``logits``, the user's line passing only keywords) takes tensors the user never
+    holds. A line that is no whole statement says nothing: held."""
+    if frame is None or is_own(frame.file) or not isinstance(called, dict) \
             or POSITIONAL.match(name):  # Dynamo's inner(*args): the user's call
         return True
-    key = _KWARG.fullmatch(name)
-    word = key["key"] if key else name
-    return re.search(rf"\b{re.escape(word)}\b", str(called.get("code") or "")) is not None
+    passed = call_args(str(called.get("code") or ""))
+    return passed is None or _word(name) in passed.keywords or \
+        (bool(passed.positional) and passed.calls(frame))
 
 
-def as_passed(frame: str | None, called: Any, name: str) -> tuple[str, str]:
+def as_passed(frame: Frame | None, called: Any, name: str) -> tuple[str, str]:
     """``held_as``, but a library frame's parameter the user's call passes by keyword
-    (``self.m(input_ids=ids)`` into GPT-2's forward) is the tensor they pass as ``name=``, not a
-    variable of theirs named ``name``."""
-    code = str(called.get("code") or "") if isinstance(called, dict) else ""
-    if frame and not is_own(frame) and re.fullmatch(r"[A-Za-z_]\w*", name) and \
-            re.search(rf"\b{name}\s*=", code):
-        return "t", f" on the tensor t you pass as {name}="
+    (``self.m(input_ids=ids)`` into GPT-2's forward) is the tensor they pass as ``name=``, and
+    one it passes positionally is the argument they pass (``images`` of ``model(images)``, the
+    one argument; else "the tensor t you pass for x"), not a variable of theirs named
+    ``name``."""
+    passed = call_args(str(called.get("code") or "")) if isinstance(called, dict) else None
+    if frame is None or is_own(frame.file) or passed is None or POSITIONAL.match(name):
+        return held_as(name)
+    word = _word(name)
+    if word in passed.keywords:
+        return "t", f" on the tensor t you pass as {word}="
+    if not passed.calls(frame):
+        return held_as(name)
+    if len(passed.positional) == 1 and re.fullmatch(r"[A-Za-z_][\w.]*", passed.positional[0]):
+        return passed.positional[0], ""
+    if passed.positional:
+        return "t", f" on the tensor t you pass for {word}"
     return held_as(name)
 
 
-def frame_file(trace: Trace, cid: str) -> str | None:
-    """The file of compile ``cid``'s frame (its finished attempt's, for one that restarted)."""
-    for c in (trace.compiles.get(cid), trace.compiles.get(final_attempt(trace.compiles, cid))):
-        file = ((c or {}).get("metrics") or {}).get("co_filename")
-        if file:
-            return str(file)
+def frame_of(trace: Trace, cid: str) -> Frame | None:
+    """The frame of compile ``cid`` (its finished attempt's, for one that restarted)."""
+    return frame_in(*((c or {}).get("metrics") for c in (
+        trace.compiles.get(cid), trace.compiles.get(final_attempt(trace.compiles, cid)))))
+
+
+def frame_in(*metrics: Any) -> Frame | None:
+    """The frame the first of ``metrics`` (a compile's) that names a file names."""
+    for m in metrics:
+        if isinstance(m, dict) and m.get("co_filename"):
+            return Frame(str(m["co_filename"]), str(m.get("co_name") or ""))
     return None

@@ -15,7 +15,8 @@ from typing import Any
 from tuidebug.trace.format import safefile
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries import attempts
-from tuidebug.trace.queries.held import POSITIONAL, as_passed, held_as, held_by_user  # noqa: F401
+from tuidebug.trace.queries.held import (  # noqa: F401
+    POSITIONAL, Frame, as_passed, frame_in, held_as, held_by_user)
 from tuidebug.trace.queries.recompile_constants import (
     CONSTANT, Specialized, carried, constant_advice, specialized_sources, symbolic_sources)
 
@@ -150,7 +151,7 @@ def guard_of(text: str) -> tuple[str, dict[str, Any] | None]:
 def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | None = None,
                resumed: bool = False, seen: dict[str, str] | None = None,
                specialized: dict[str, Specialized] | None = None,
-               wider: list[tuple[str, str]] | None = None, frame_file: str | None = None,
+               wider: list[tuple[str, str]] | None = None, frame: Frame | None = None,
                called: Any = None) -> tuple[str, str | None, Any, Any]:
     """What would avoid a recompile whose failed guard says ``text``: (suggestion, the input
     source it is about, the value it expected, the value that failed it). ``symbolic_sources``:
@@ -161,7 +162,7 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
     a guard on a range does not say the size that left it. ``specialized``: the sources this
     compile specialized (``recompile_constants.specialized_sources``). ``wider``: the other
     compiles whose guard on the same size failed too, with the size they held (not 0 or 1).
-    ``frame_file``, ``called``: the compiled frame's file and the user's line whose call
+    ``frame``, ``called``: the compiled frame (file, function) and the user's line whose call
     recompiled — a library frame's input the user's call does not name is not theirs to mark
     (``held.held_by_user``), and one it passes by keyword is "the tensor t you pass as x="."""
     m = _TENSOR.search(text)
@@ -171,9 +172,9 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
         symbolic = None if symbolic_sources is None else source in symbolic_sources
         pos = POSITIONAL.match(name)
         top = bool(USER_INPUT.match(name) or pos) and not resumed and \
-            held_by_user(frame_file, called, name)
+            held_by_user(frame, called, name)
         # what the user calls it: its name, or ``t`` for the tensor passed positionally
-        arg, on = as_passed(frame_file, called, name)
+        arg, on = as_passed(frame, called, name)
         if m["what"] == "stride":
             return ((f"the memory layout of {name!r} changed (a transposed or sliced input): "
                      f"pass {arg}.contiguous(){on}, or keep one layout across calls") if top else
@@ -363,10 +364,9 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
     seen = {f"{_local(t['name'])}.{t['what']}()[{t['index']}]": t["actual"]
             for t in (_TENSOR.search(x) for _, x in parsed) if t}
     wider = _wider(parsed, (of, text))
-    file = metrics.get("co_filename") or (finished.get("metrics") or {}).get("co_filename")
     advice, source, expected, actual = suggestion(
         text, config, symbolic, resumed, seen, specialized_sources(held),
-        wider, file, recorded.get("called_at")) if text else ("", None, None, None)
+        wider, frame_in(metrics, finished.get("metrics")), recorded.get("called_at")) if text else ("", None, None, None)
     values = recorded.get("values") if isinstance(recorded.get("values"), dict) else {}
     failing = values.get(source) if source else None
     if failing is None and actual is None and source:
