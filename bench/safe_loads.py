@@ -11,7 +11,8 @@ the 24-layer trace ``bench/tui_open.py`` makes). ``--log``: a TORCH_TRACE log im
 headers, metadata, payloads); then each recorded input is read by both versions.
 
 Each file (and the log's inputs, all together) is read ``--runs`` times by each version,
-old and new alternating; reported: thread CPU milliseconds as median [min–max] for each, the
+old and new alternating, the garbage collector run before each read and off during it (a
+collection inside a read of a big file was most of the spread); reported: thread CPU milliseconds as median [min–max] for each, the
 new/old ratio per alternating pair as median [min–max], and the load average before and after.
 Both versions' values are compared (equal, or both refused) before anything is timed.
 """
@@ -19,6 +20,7 @@ Both versions' values are compared (equal, or both refused) before anything is t
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import sys
 import tempfile
@@ -63,9 +65,12 @@ def _compare(name: str, old: Callable[[], Any], new: Callable[[], Any], runs: in
     for i in range(runs):
         order = (("old", old), ("new", new)) if i % 2 == 0 else (("new", new), ("old", old))
         for label, read in order:
+            gc.collect()  # the last read's values freed, none collected during this one
+            gc.disable()
             t0 = time.thread_time()
             _outcome(read)
             times[label].append((time.thread_time() - t0) * 1e3)
+            gc.enable()
     ratios = [n / o for n, o in zip(times["new"], times["old"]) if o > 0]
     print(f"{name}\n  old {spread(times['old'])} ms   new {spread(times['new'])} ms   "
           f"new/old {spread(ratios)}  ({runs} runs each)", flush=True)
