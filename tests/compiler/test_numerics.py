@@ -371,3 +371,65 @@ def test_random_numbers_are_classified_not_flagged(numerics_traces) -> None:
     (rerun,) = Trace(random["trace"]).runtime["checks"].values()
     judged = [k for g in rerun["numerics"]["graphs"] for k in g["kernels"]]
     assert judged and not any(k.get("classified") for k in judged), judged  # judged, not excused
+
+
+# in-place ATen fallbacks Inductor emits (deterministic mode, bool indices, integer
+# accumulation, scale_grad_by_freq): a buffer a kernel zeroed, then written by index_put_ /
+# scatter_reduce_ (their first argument), is not that kernel's value; a buffer two kernels write
+# in turn is judged after the second, the first named with it
+INPLACE = """
+triton_poi_fused_zeros_0 = async_compile.triton('triton_poi_fused_zeros_0', '''
+def triton_poi_fused_zeros_0(out_ptr0, out_ptr1, out_ptr2, xnumel, XBLOCK : tl.constexpr):
+''', device_str='cuda')
+triton_poi_fused_add_1 = async_compile.triton('triton_poi_fused_add_1', '''
+def triton_poi_fused_add_1(in_out_ptr0, in_ptr0, xnumel, XBLOCK : tl.constexpr):
+''', device_str='cuda')
+
+def call(self, args):
+        primals_1, idx, vals = args
+        buf0 = empty_strided_cuda((8, 4), (4, 1), torch.float32)
+        triton_poi_fused_zeros_0.run(buf0, buf1, buf2, 32, stream=stream0)
+        aten.index_put_(buf0, [idx], vals, True)
+        aten.scatter_reduce_.two(buf1,0,idx,vals, reduce='sum', include_self=True)
+        triton_poi_fused_add_1.run(buf2, primals_1, 32, stream=stream0)
+        return (buf0, buf1, buf2)
+"""
+
+
+def test_an_in_place_aten_fallback_writes_its_first_argument() -> None:
+    """wrapper_writes counted only generated kernels and out= externs as writing a buffer
+    again: a buffer zeroed by a kernel, then accumulated into by ``aten.index_put_`` (or
+    ``aten.scatter_reduce_.two``), was judged as the zeroing kernel's (the false 'wrong
+    kernel' this module fixed for Triton). And a buffer two kernels write is judged after the
+    second with the first named (``also_written_by``), so a wrong first writer is not reported
+    as the second's fault without saying so."""
+    from tuidebug.compiler.wrapper_writes import extern_writes
+
+    assert extern_writes("aten.index_put_(buf0, [idx], vals, True)") == [("aten.index_put_",
+                                                                           "buf0")]
+    assert extern_writes("aten.mm(buf0, buf1)") == []  # not in place: writes no argument
+    sites = call_sites(INPLACE, {"triton_poi_fused_zeros_0", "triton_poi_fused_add_1"})
+    assert [(s.kernel, [s.args[i] for i in s.writes], s.also_written_by) for s in sites] == [
+        ("triton_poi_fused_zeros_0", [], {}),
+        ("triton_poi_fused_add_1", ["buf2"], {0: ["triton_poi_fused_zeros_0"]})]
+    # ACCUMULATE: buf127 zeroed by the C++ kernel, accumulated into by the Triton one
+    sites = call_sites(ACCUMULATE, {"cpp_fused_embedding_dense_backward_1", "cpp_fused_sum_3",
+                                    "triton_poi_fused_index_put_2"})
+    assert sites[2].also_written_by == {2: ["cpp_fused_embedding_dense_backward_1"]}, sites[2]
+
+
+def test_a_buffer_written_before_is_said_with_the_first_diverging_kernel() -> None:
+    from tuidebug.trace.queries.numerics_classes import _shared
+    from tuidebug.viewers.numerics_view import numerics_lines
+
+    buf = {"buffer": "buf2", "node": "add", "ok": False, "rule": "rmse-fp64",
+           "also_written_by": ["triton_poi_fused_zeros_0"]}
+    first = {"graph": "0_0-forward", "kind": "forward", "kernel": "triton_poi_fused_add_1",
+             "call": 0, "judged": 2, "buffers": [buf]}
+    text = "\n".join(str(getattr(x, "plain", x)) for x in numerics_lines({"first": first}))
+    assert "also written before by triton_poi_fused_zeros_0 (judged only after this kernel: " \
+           "the wrong value may come from there)" in text, text
+    said = _shared({"first": first})
+    assert said == ("; buf2 was written before by triton_poi_fused_zeros_0 (judged only after "
+                    "this kernel: the wrong value may come from there)"), said
+    assert _shared({"first": {**first, "buffers": [{**buf, "also_written_by": []}]}}) == ""

@@ -12,7 +12,9 @@ kernel before it matched), its outputs are not.
 
 Extern kernels (``extern_kernels.mm``, ATen fallbacks) are not recorded: a buffer they write is
 judged where a generated kernel first reads it, under that kernel's name, so a wrong extern
-kernel is not told apart from its first reader.
+kernel is not told apart from its first reader. A buffer several kernels write (one zeroes it,
+a later one accumulates) is judged after the last, the others named with it
+(``also_written_by``).
 """
 
 from __future__ import annotations
@@ -96,6 +98,9 @@ def _judge_graph(g: LoweredGraph, inputs: list[Any], calls: list[tuple[str, dict
                 continue
             entry = _judge_buffer(buf, node, value, eager[node], wide.get(node), tol, why)
             if entry is not None:
+                earlier = site.also_written_by.get(pos) if site is not None else None
+                if earlier:  # a wrong value here may be one of theirs: said with it
+                    entry["also_written_by"] = earlier
                 buffers.append(entry)
         kernel = {"kernel": name, "call": n, "buffers": buffers,
                   "ok": all(b["ok"] for b in buffers),

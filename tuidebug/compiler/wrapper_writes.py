@@ -10,7 +10,11 @@ writes it; a name seen before is an input — unless the kernel's own signature,
 that argument: then a later kernel writes the buffer again (``embedding_dense_backward``: one
 kernel fills it with zeros, a later one accumulates into it) and its value is final only after
 the last call that writes it, where it is recorded; an extern call that writes it again
-(``out=buf5``) leaves it recorded nowhere. No torch: text only.
+(``out=buf5``, or the first argument of an in-place ATen fallback: ``aten.index_put_(buf0, …)``,
+``aten.scatter_reduce_.two(buf0, …)``, which Inductor emits for deterministic mode, bool
+indices, integer accumulation…) leaves it recorded nowhere. Where it is recorded, the calls
+that wrote it before are named beside it (``also_written_by``): a wrong value there may be
+theirs. No torch: text only.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from tuidebug.trace.format.kernels import split_args
 _CALL = re.compile(r"^([A-Za-z_]\w*)(?:\.run)?\((.*)\)\s*$")
 _BUF = re.compile(r"\bbuf\d+\b")
 _OUT = re.compile(r"\bout=(buf\d+)\b")
+# an in-place ATen call (a fallback kernel): it writes its first argument
+_INPLACE = re.compile(r"^(?:\w+ = )?((?:torch\.ops\.)?aten\.\w*[^_\W]_)(?:\.\w+)?\((.*)\)\s*$")
 _START = re.compile(r"^\s*def (?:call|partition_\d+)\(")
 _CPP = re.compile(r"^(\w+) = async_compile\.cpp_pybinding\(\[([^\]]*)\]")
 _TRITON = re.compile(r"^(\w+) = async_compile\.triton\(")
@@ -37,6 +43,8 @@ class CallSite:
     kernel: str
     args: list[str]
     writes: list[int] = field(default_factory=list)
+    # per position written: the calls that wrote that buffer before (kernels, extern calls)
+    also_written_by: dict[int, list[str]] = field(default_factory=dict)
 
 
 def written_params(source: str) -> dict[str, set[int]]:
@@ -67,6 +75,7 @@ def call_sites(source: str, kernels: set[str]) -> list[CallSite]:
     written = written_params(source)
     sites: list[CallSite] = []
     last: dict[str, tuple[CallSite, int] | None] = {}  # buffer -> where it was last written
+    writers: dict[str, list[str]] = {}  # buffer -> the calls that wrote it, in order
     seen: set[str] = set()
     started = False
     for line in source.splitlines():
@@ -86,14 +95,31 @@ def call_sites(source: str, kernels: set[str]) -> list[CallSite]:
                                                             and i in written.get(site.kernel, ()))):
                     _moved(last.get(a))
                     site.writes.append(i)
+                    if writers.get(a):
+                        site.also_written_by[i] = list(writers[a])
+                    writers.setdefault(a, []).append(site.kernel)
                     last[a] = (site, i)
         else:  # an extern call writing a buffer a kernel wrote: its value is not that kernel's
-            for a in _OUT.findall(text):
+            for callee, a in extern_writes(text):
                 if a in last:
                     _moved(last[a])
                     last[a] = None
+                writers.setdefault(a, []).append(callee)
         seen.update(_BUF.findall(text))
     return sites
+
+
+def extern_writes(text: str) -> list[tuple[str, str]]:
+    """The buffers a wrapper line that calls no generated kernel writes, with the call:
+    ``out=buf5`` (``extern_kernels.mm``), and the first argument of an in-place ATen call
+    (``aten.index_put_(buf0, [buf1], buf2, True)``: ``("aten.index_put_", "buf0")``)."""
+    inplace = _INPLACE.match(text)
+    if inplace:
+        first = (split_args(inplace.group(2)) or [""])[0]
+        buf = _BUF.search(first)
+        return [(inplace.group(1), buf.group(0))] if buf else []
+    callee = text.split("(", 1)[0].split("=")[-1].strip() if "(" in text else ""
+    return [(callee or "an extern call", a) for a in _OUT.findall(text)]
 
 
 def _moved(at: tuple[CallSite, int] | None) -> None:

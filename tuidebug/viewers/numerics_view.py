@@ -175,6 +175,11 @@ def _first_lines(entry: dict[str, Any]) -> list[RenderableType]:
             f"{_range(b.get('eager_range'))}"))
         if b.get("source"):
             out.append(inert_text(f"        {_line(b.get('source'))}", "dim"))
+        if b.get("also_written_by"):
+            out.append(inert_text(
+                f"        also written before by {', '.join(map(str, b['also_written_by']))} "
+                f"(judged only after this kernel: the wrong value may come from there)",
+                "yellow"))
     if first.get("fx_nodes"):
         out.append(inert_text(f"      its FX nodes: {', '.join(map(str, first['fx_nodes']))}",
                               "dim"))

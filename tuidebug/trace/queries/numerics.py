@@ -27,6 +27,8 @@ class WrongBuffer:
     value_range: list[float] | None
     eager_range: list[float] | None
     source: dict[str, Any] | None  # the node's user line: {file, line, fn, code}
+    # the calls that wrote the buffer before this kernel (a wrong value may be theirs)
+    also_written_by: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -90,7 +92,9 @@ def first_divergence(trace: Trace, compile_id: str,
             _num(b.get("err_eager")), str(b.get("rule") or ""), str(b.get("detail") or ""),
             b.get("range") if isinstance(b.get("range"), list) else None,
             b.get("eager_range") if isinstance(b.get("eager_range"), list) else None,
-            _node_source(trace, graph, node)))
+            _node_source(trace, graph, node),
+            [str(k) for k in b.get("also_written_by") or [] if isinstance(k, str)]
+            if isinstance(b.get("also_written_by"), list) else []))
     try:
         info = next((k for k in kernel_infos(trace.graph(graph)) if k.name == kernel), None)
     except KeyError:  # no such graph in the trace

@@ -138,6 +138,20 @@ def against(given: Trace, classes: list[Classified]) -> list[Classified]:
     return out
 
 
+def _shared(report: dict[str, Any]) -> str:
+    """What the first diverging kernel's wrong buffers say of the calls that wrote them before
+    (a buffer judged after the last of several writers: the wrong value may be an earlier
+    one's), as a clause of the verdict's why."""
+    first = report.get("first") if isinstance(report.get("first"), dict) else {}
+    said = [f"{b.get('buffer')} was written before by "
+            f"{', '.join(map(str, b['also_written_by']))}"
+            for b in first.get("buffers") or [] if isinstance(b, dict)
+            and b.get("ok") is False and isinstance(b.get("also_written_by"), list)
+            and b["also_written_by"]]
+    return (f"; {'; '.join(said)} (judged only after this kernel: the wrong value may come "
+            "from there)") if said else ""
+
+
 def _verdict(cid: str, report: dict[str, Any], kernel: str | None, randomish: int,
              reruns: list[Rerun]) -> Classified:
     by = {r.flag: r for r in reruns}
@@ -173,7 +187,7 @@ def _verdict(cid: str, report: dict[str, Any], kernel: str | None, randomish: in
         unknown = [r for r in reruns if r.outcome == "not available"]
         why = (f"the difference stays with {' and with '.join(stays)}" if stays else
                "neither precision casts nor random numbers can explain it") + \
-            f"; the control run saw it again: {control.detail}"
+            f"; the control run saw it again: {control.detail}" + _shared(report)
         if unknown:
             return Classified(cid, kernel, WRONG_KERNEL + " (unless " + " or ".join(
                 r.flag.replace("_", " ") for r in unknown) + ", which could not be tried)",
