@@ -234,7 +234,9 @@ def finding_lines(d: dict[str, Any]) -> list[str]:
     if s["kernels"]["a"] != s["kernels"]["b"] or any(kc[k] for k in ("changed", "added", "removed")):
         lines.append(f"kernels: {_arrow(s['kernels'])} ({kc['changed']} changed, "
                      f"{kc['added']} added, {kc['removed']} removed, {kc['unchanged']} unchanged)")
-        threads = threads_line(d.get("machine"))
+        threads = threads_line(d.get("machine"), sum(
+            1 for g in d["graphs"] for k in g["kernels"]
+            if k["status"] == "changed" and k.get("kind") == "cpp"))
         if threads:  # the code differs for the thread count --profile chose, not for a change
             lines.append(threads)
     if s["extern_calls"]["a"] != s["extern_calls"]["b"]:

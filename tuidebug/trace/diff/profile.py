@@ -100,22 +100,23 @@ def machine(t: Trace) -> dict[str, Any] | None:
     return m if isinstance(m, dict) else None
 
 
-def threads_line(machines: dict[str, Any] | None) -> str | None:
+def threads_line(machines: dict[str, Any] | None, cpp_changed: int) -> str | None:
     """Two profiled traces compiled for other thread counts (``machines``: ``machine`` of each,
     ``{"a", "b"}``): Inductor's C++ kernels are generated for the count (``#pragma omp
     parallel``), so identical code traced twice differs there. None when the counts agree or
-    are not known."""
+    are not known, or when no C++ kernel's code changed (``cpp_changed``: Triton and other
+    device kernels do not depend on torch's CPU threads)."""
     ma, mb = (machines or {}).get("a"), (machines or {}).get("b")
     ta, tb = ((m or {}).get("threads") for m in (ma, mb))
-    if not isinstance(ta, int) or not isinstance(tb, int) or ta == tb:
+    if not isinstance(ta, int) or not isinstance(tb, int) or ta == tb or cpp_changed <= 0:
         return None
     load = [(m or {}).get("load1") for m in (ma, mb)]
     said = (f" (load {load[0]} → {load[1]})"
             if all(isinstance(x, (int, float)) for x in load) else "")
     return (f"threads: A compiled and timed with {ta}, B with {tb} — --profile sets torch's "
             f"threads to the cores free when the script starts{said}, and Inductor generates "
-            "its C++ kernels for that count (#pragma omp parallel): kernels whose code differs "
-            "may differ for that alone, not for a change of yours")
+            f"its C++ kernels for that count (#pragma omp parallel): the {cpp_changed} changed "
+            "C++ kernel(s) may differ for that alone, not for a change of yours")
 
 
 def calls_same(va: dict[str, Any] | None, vb: dict[str, Any] | None) -> bool | None:
