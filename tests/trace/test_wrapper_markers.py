@@ -58,6 +58,40 @@ def test_a_graph_one_side_only_has_is_not_counted_against_nothing(tmp_path) -> N
     d = diff_traces(tmp_path / "a", tmp_path / "b")
     lines = "\n".join(d["lines"])
     assert "graphs only in A: none; only in B: 0_1-inference" in lines, lines
-    assert "wrapper " not in lines, lines
+    assert not any(ln.startswith("wrapper ") for ln in d["lines"]), lines
     assert all(v["a"] == v["b"] for v in d["summary"]["wrapper_markers"].values()), \
         d["summary"]["wrapper_markers"]
+
+
+def test_markers_over_the_graphs_both_have_say_what_they_left_out(tmp_path) -> None:
+    """Markers count only the graphs both traces have; kernels, extern calls and FX nodes count
+    every graph. With a graph on one side only, a marker that differs says the graphs it left
+    out, and the line naming those graphs says which totals count them (one rule, said)."""
+    from tuidebug.trace.diff import diff_traces
+    from tuidebug.trace.format import schema
+    from tuidebug.trace.format.writer import TraceWriter
+
+    def code(asserts: int) -> str:
+        return ("def call(args):\n" + "    assert_size_stride(arg0_1, (4, ), (1, ))\n" * asserts
+                + "    extern_kernels.mm(arg0_1, arg0_1, out=buf0)\n    return (buf0, )\n")
+
+    for name, graphs in (("a", {"0_0-inference": 1}),
+                         ("b", {"0_0-inference": 2, "0_1-inference": 1})):
+        w = TraceWriter(tmp_path / name, command=["x.py"])
+        for gid, asserts in graphs.items():
+            cid = gid.split("-")[0].replace("_", "/")
+            w.add_compile(cid, {"graphs": [gid]})
+            w.add_graph(gid, kind="inference", compile_id=cid)
+            g = w.graph(gid)
+            index = g.write_output_code(code(asserts))
+            g.write_meta(kind="inference", compile_id=cid, status="ok", stages=[],
+                         phase_starts={}, kernels=len(index), fusion={})
+            w.set_graph_status(gid, "ok")
+        w.finish(schema.STATUS_OK)
+    lines = diff_traces(tmp_path / "a", tmp_path / "b")["lines"]
+    (marker,) = [ln for ln in lines if ln.startswith("wrapper assert_size_stride")]
+    assert marker == ("wrapper assert_size_stride: 1 → 2 (over the graphs both traces have: 1 "
+                      "graph(s) only one has left out)"), lines
+    (only,) = [ln for ln in lines if ln.startswith("graphs only in A")]
+    assert only.endswith("(counted in the kernel, extern call, node and fusion totals; not in "
+                         "the wrapper markers, compared over the graphs both have)"), only

@@ -259,10 +259,13 @@ def finding_lines(d: dict[str, Any]) -> list[str]:
                          for p in g["passes"]})
         lines.append(f"passes with a different effect: {', '.join(names[:8])}"
                      + (" …" if len(names) > 8 else ""))
+    one_sided = len(s["graphs_only_a"]) + len(s["graphs_only_b"])
     for k, v in s["wrapper_markers"].items():
         if v["a"] == v["b"]:  # one graph's more, another's fewer: the same in all
             continue
-        lines.append(f"wrapper {k}: {_arrow(v)}")
+        lines.append(f"wrapper {k}: {_arrow(v)}" + (
+            f" (over the graphs both traces have: {one_sided} graph(s) only one has left out)"
+            if one_sided else ""))
     for n, v in s["cache"].items():
         if v["a"] != v["b"]:
             lines.append(f"{n}: {_arrow(v)}")
@@ -270,7 +273,9 @@ def finding_lines(d: dict[str, Any]) -> list[str]:
         lines.append(f"matches eager: {_arrow(s['accuracy_close'])}")
     if s["graphs_only_a"] or s["graphs_only_b"]:
         lines.append(f"graphs only in A: {', '.join(s['graphs_only_a']) or 'none'}; "
-                     f"only in B: {', '.join(s['graphs_only_b']) or 'none'}")
+                     f"only in B: {', '.join(s['graphs_only_b']) or 'none'} (counted in the "
+                     "kernel, extern call, node and fusion totals; not in the wrapper markers, "
+                     "compared over the graphs both have)")
     compile_line = _compile_time_line(d, s, same=not lines)
     if compile_line:
         lines.append(compile_line)
