@@ -395,3 +395,34 @@ def test_a_frame_after_one_without_code_is_read(tmp_path: Path) -> None:
     [b] = trace_breaks(Trace(tmp_path / "ddp"))["0/0"]
     assert b.user_line.line == 36 and b.advice, b
     assert [a.id for a in suggestions(Trace(tmp_path / "ddp"))] == []
+
+
+def test_only_a_break_in_ddps_code_loses_its_advice(tmp_path: Path) -> None:
+    """advise dropped the advice of any break whose site's path held '/torch/': a break in
+    torch/utils/checkpoint.py, or anywhere in a user's project under a folder named torch/,
+    lost its advice. Only DDP's own code (torch/nn/parallel/, its C++ logger call) does."""
+    from tuidebug.trace.queries.advice import suggestions
+
+    site_pkgs = "/venv/lib/python3.11/site-packages"
+    kept = []
+    for name, site in (("ddp", f"{site_pkgs}/torch/nn/parallel/distributed.py"),
+                       ("checkpoint", f"{site_pkgs}/torch/utils/checkpoint.py"),
+                       ("project", "/home/u/torch/proj/blocks.py")):
+        stack = ('  File "/job/train.py", line 36, in <module>\n'
+                 '    loss = step(ids)\n'
+                 f'  File "{site}", line 1757, in forward\n'
+                 '    self.logger.set_runtime_stats_and_log()\n')
+        reason = (f"Graph break in user code at {site}:1757\n"
+                  "Graph Break Reason: Unsupported method call\n  Explanation: Dynamo does "
+                  "not know how to trace method `set_runtime_stats_and_log` of class "
+                  f"`Logger`\n\nUser code traceback:\n{stack}")
+        w = TraceWriter(tmp_path / name, command=["train.py"])
+        w.write_compile("0/0", {"graphs": [], "dynamo_graph_break_reason": [reason],
+                                "metrics": {"co_name": "step", "co_firstlineno": 30,
+                                            "co_filename": "/job/train.py"}})
+        w.add_compile("0/0", {"graphs": []})
+        w.finish("ok")
+        [b] = trace_breaks(Trace(tmp_path / name))["0/0"]
+        assert b.advice and b.user_line.line == 36 and b.site.file == site, b
+        kept.append([a.id for a in suggestions(Trace(tmp_path / name))])
+    assert kept == [[], ["break at train.py:36"], ["break at train.py:36"]], kept

@@ -22,7 +22,8 @@ from tuidebug.errors import RecompileError
 from tuidebug.trace.format import schema
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.format.writer import write_advice
-from tuidebug.trace.jobs.job import is_job_dir, rank_of
+from tuidebug.trace.jobs.job import rank_of
+from tuidebug.trace.open import job_of
 from tuidebug.trace.queries.advice import Apply, Counts, Suggestion, Tried, counts, rank
 
 
@@ -80,8 +81,8 @@ def why_not_ran(trace: Path, made: Trace) -> str:
     if se is not None:
         first = (str(se.message or "").strip().splitlines() or [""])[0][:300]
         said = f": the script raised {se.type}: {first}"
-    root = trace.resolve().parent
-    rank = rank_of(root, trace) if is_job_dir(root) else None
+    root = job_of(trace)
+    rank = rank_of(root, trace) if root is not None else None
     if rank is not None:
         said += (f" — {trace} is rank {rank} of a distributed job, and tuidebug re-runs its "
                  "script alone, as one process, without torchrun")

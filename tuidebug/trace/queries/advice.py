@@ -448,12 +448,16 @@ def break_advice(trace: Trace) -> list[Suggestion]:
                 if at not in s.why:
                     out[knob] = Suggestion(s.id, s.text, f"{s.why}; {at}", s.about, s.apply)
             elif b.advice and b.user_line and is_own(b.user_line.file) and not (
-                    b.site and "/torch/" in b.site.file.replace("\\", "/")):
-                # the user's line, and the break not in torch's own code (DDP's forward logs
-                # through its C++ logger: no change of the user's makes that go)
+                    b.site and _DDP in b.site.file.replace("\\", "/")):
+                # the user's line, and the break not in DDP's own code (its forward logs
+                # through its C++ logger: no change of the user's makes that go); a break in
+                # other torch code (torch/utils/checkpoint.py) keeps its advice
                 out.setdefault(f"break at {at}", Suggestion(f"break at {at}", b.advice, why,
                                                             "graph breaks", None))
     return list(out.values())
+
+
+_DDP = "/torch/nn/parallel/"  # DistributedDataParallel's forward
 
 
 def suggestions(trace: Trace) -> list[Suggestion]:
