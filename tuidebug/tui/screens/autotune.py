@@ -6,6 +6,7 @@ from typing import Any
 
 from rich.table import Table
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, OptionList
@@ -169,10 +170,26 @@ class AutotuneScreen(TraceScreen):
         lst.focus()
 
     def _empty(self, message: str) -> None:
-        view = self.query_one(TextView)
-        width = view.line_width(40)
-        view.set_source(RichLines(to_lines(self.app.console, [Text(message)], width)))
+        self._draw([Text(message)], 40)
         self.set_text("#choices-title", "no autotuning")
+
+    _drawn: tuple[list[Any], int, int] | None = None  # what the view shows: items, least, width
+
+    def _draw(self, items: list[Any], least: int = 60, *, keep: bool = False) -> None:
+        """``items`` drawn to the view's width (again when its width changes: a screen built
+        ahead draws before it is laid out, at the app's width)."""
+        view = self.query_one(TextView)
+        width = view.line_width(least)
+        self._drawn = (items, least, width)
+        view.set_source(RichLines(to_lines(self.app.console, items, width)),
+                        cursor=view.cursor if keep else 0, keep_scroll=keep)
+        view.set_query(self.search_query)
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self._drawn is not None:
+            items, least, width = self._drawn
+            if self.query_one(TextView).line_width(least) != width:
+                self._draw(items, least, keep=True)
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         event.stop()
@@ -180,9 +197,6 @@ class AutotuneScreen(TraceScreen):
         if not 0 <= i < len(self.entries):
             return
         e = self.entries[i]
-        view = self.query_one(TextView)
-        width = view.line_width()
-        view.set_source(RichLines(to_lines(self.app.console, choices_table(e), width)))
-        view.set_query(self.search_query)
+        self._draw(choices_table(e))
         self.set_text("#choices-title",
             f"{e.get('op')}: {len(e.get('choices') or [])} choices")
