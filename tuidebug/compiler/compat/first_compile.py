@@ -80,6 +80,7 @@ class FirstCompile:
             first_call.__name__ = getattr(original, "__name__", name)
             first_call.__qualname__ = getattr(original, "__qualname__", name)
             first_call.__doc__ = getattr(original, "__doc__", None)
+            first_call.__module__ = getattr(original, "__module__", first_call.__module__)
         except (AttributeError, TypeError):
             pass
         return first_call
