@@ -1,8 +1,10 @@
-"""config.json: the Inductor config in force for the capture's first compile."""
+"""config.json: the Inductor config in force for the capture's first compile; ``Changes``: the
+compiler config changes in force during a capture."""
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from typing import Any, Callable, Mapping
 
 from tuidebug.compiler import compat
 from tuidebug.compiler.capture.state import Concern
@@ -48,3 +50,40 @@ def _jsonish(v: Any) -> Any:
     if isinstance(v, dict):
         return {str(k): _jsonish(x) for k, x in v.items()}
     return repr(v)
+
+
+class Changes:
+    """Compiler config changes in force until ``close()``, each set as soon as its config
+    module is loaded (``compat.set_when_loaded``), in the thread that loads it: torch's config
+    values are per thread (torch 2.13 on), so the changes reach the thread that imports the
+    compiler (the script's main thread, almost always: as when they were set at the capture's
+    start) and are put back by ``close()`` in that thread (another thread's values cannot be
+    reached from it: they stay, as that thread's own)."""
+
+    def __init__(self, guard: Callable[[Callable[[], Any]], Any]) -> None:
+        self._guard = guard  # a failure must not break the script's import
+        self._lock = threading.Lock()
+        self._applied: list[tuple[int, Callable[[], None]]] = []  # (thread, put back)
+        self._waiting: list[Callable[[], None]] = []
+
+    def set(self, changes: Mapping[str, Any], *, known_only: bool = False) -> None:
+        """``changes`` (keys as ``compat.CACHES_OFF``'s) in force from their module's load;
+        ``known_only``: a flag this torch lacks is left out."""
+        self._waiting += compat.set_when_loaded(changes, self._keep, self._guard,
+                                                known_only=known_only)
+
+    def _keep(self, put_back: Callable[[], None]) -> None:
+        with self._lock:
+            self._applied.append((threading.get_ident(), put_back))
+
+    def close(self) -> None:
+        """Every change this thread made put back, the last first; none made from now on."""
+        for cancel in self._waiting:
+            cancel()
+        self._waiting = []
+        with self._lock:
+            applied, self._applied = self._applied, []
+        me = threading.get_ident()
+        for thread, put_back in reversed(applied):
+            if thread == me:
+                self._guard(put_back)

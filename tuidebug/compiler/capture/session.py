@@ -93,9 +93,8 @@ class CaptureSession:
         self.errors: list[ErrorRecord] = []
         self.concerns: list[Concern] = [c(self) for c in CONCERNS]
         self._patcher: compat.Patcher | None = None
-        self._config_ctx: contextlib.ExitStack | None = None
+        self._config: config.Changes | None = None  # compiler config changes in force
         self._first: compat.FirstCompile | None = None  # the triggers at the compiler's entries
-        self._waiting: list[Callable[[], None]] = []  # config changes waiting for their module
         self._anon = 0
         # while --profile clocks a whole call: each compiled graph's (graph id, compile id,
         # start mark, end mark) is appended (outcome.Outcome.wrap_runtime)
@@ -125,7 +124,8 @@ class CaptureSession:
         self.writer.update(tuidebug_config=recorded, check_accuracy=self.check_accuracy,
                            accuracy_tol=self.accuracy_tol, profile_runs=self.profile_runs,
                            numerics=self.numerics)
-        self._config_ctx = contextlib.ExitStack()
+        self._config = config.Changes(
+            lambda apply: self.guarded("a compiler config change", apply))
         self._patcher = compat.Patcher(self.writer.not_available)
         self._first = compat.FirstCompile(self.reach_compiler).watch()  # before what wraps an
         # entry at start: a wrapper of the script's torch.compile calls sees the first one
@@ -141,11 +141,8 @@ class CaptureSession:
         a flag, as if applied before the script ran. Keys: an Inductor flag, or
         ``dynamo.NAME`` / ``functorch.NAME`` (``compat.CACHES_OFF``). ``known_only``: a flag
         this torch lacks is left out. A ``--set`` comes after tuidebug's own, so it wins."""
-        assert self._config_ctx is not None
-        self._waiting += compat.patch_when_loaded(
-            changes, self._config_ctx, lambda apply: self.guarded("a compiler config change",
-                                                                  apply),
-            known_only=known_only)
+        assert self._config is not None
+        self._config.set(changes, known_only=known_only)
 
     def reach_compiler(self) -> None:
         """The script reached torch's compiler (its first torch.compile call, Dynamo context
@@ -161,16 +158,14 @@ class CaptureSession:
     def stop(self, exc: BaseException | None = None) -> None:
         assert self.writer is not None
         try:
-            for cancel in self._waiting:
-                cancel()
             if self._patcher:
                 self._patcher.restore()
             if self._first is not None:
                 self._first.cancel()
             for c in self.concerns:  # each undoes what it did, whichever install ran
                 c.uninstall()
-            if self._config_ctx is not None:
-                self._config_ctx.__exit__(None, None, None)
+            if self._config is not None:
+                self._config.close()
         finally:
             for gs in list(self.graphs.values()):
                 if gs.status != "restarted":

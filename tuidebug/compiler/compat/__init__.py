@@ -49,8 +49,8 @@ from tuidebug.compiler.compat.hooks import (  # noqa: F401
 )
 from tuidebug.compiler.compat.inductor import (  # noqa: F401
     inductor_config_values, inductor_config_value, inductor_config_defaults,
-    inductor_config_patch, CACHES_OFF,
-    caches_off, caches_off_patch, counters_snapshot, add_autotune_feedback, choice_info,
+    inductor_config_patch, CACHES_OFF, caches_off, caches_off_patch, set_flags,
+    counters_snapshot, add_autotune_feedback, choice_info,
     ir_node_size, scheduler_node_json, scheduler_node_text, kernel_provenance_args,
 )
 from tuidebug.compiler.compat.kernels import (  # noqa: F401
@@ -111,5 +111,5 @@ from tuidebug.compiler.compat.schemas import WrittenArgument, written_arguments 
 from tuidebug.compiler.compat.versions import version_counter  # noqa: F401
 from tuidebug.compiler.compat.after_import import after_import  # noqa: F401
 from tuidebug.compiler.compat.first_compile import (  # noqa: F401
-    COMPILER_ENTRIES, FirstCompile, patch_when_loaded,
+    COMPILER_ENTRIES, FirstCompile, set_when_loaded,
 )

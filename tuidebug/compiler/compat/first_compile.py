@@ -6,18 +6,17 @@ compiles, or fails before its first compile, should not pay for it.
 ``FirstCompile`` puts a trigger on each of ``COMPILER_ENTRIES`` (on the module's attribute,
 right after the module loads: ``after_import``): the first call of any runs ``reach`` (capture
 installs its hooks), then goes on as the call would have, through those hooks.
-``patch_when_loaded`` applies config changes to each config module right after its own code
-ran, before the script can read or set a flag.
+``set_when_loaded`` sets config flags on each config module right after its own code ran,
+before the script can read or set one.
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from typing import Any, Callable, Mapping
 
 from tuidebug.compiler.compat.after_import import after_import
-from tuidebug.compiler.compat.inductor import config_modules, config_patch
+from tuidebug.compiler.compat.inductor import config_modules, set_flags
 
 # Where a compile starts, as (module, attribute): torch.compile (and what calls it: a module's
 # compile(), the decorator); every Dynamo context that compiles (torch._dynamo.optimize,
@@ -118,19 +117,16 @@ class FirstCompile:
             self._disarm()
 
 
-def patch_when_loaded(settings: Mapping[str, Any], stack: contextlib.ExitStack,
-                      guard: Callable[[Callable[[], Any]], Any], *,
-                      known_only: bool = False) -> list[Callable[[], None]]:
-    """Apply ``settings`` (keys as ``inductor.CACHES_OFF``'s) to each config module once it is imported
-    (at once where it is loaded), each patch entered on ``stack``; ``guard`` runs each (a
-    failure must not break the script's import). ``known_only``: a flag this torch lacks is
-    left out, instead of failing. Returns the cancels of the hooks still waiting."""
+def set_when_loaded(settings: Mapping[str, Any], applied: Callable[[Callable[[], None]], None],
+                    guard: Callable[[Callable[[], Any]], Any], *,
+                    known_only: bool = False) -> list[Callable[[], None]]:
+    """Set ``settings`` (keys as ``inductor.CACHES_OFF``'s) on each config module once it is
+    imported (at once where it is loaded), in the importing thread (``inductor.set_flags``);
+    ``applied`` is given what puts each module's values back. ``guard`` runs each (a failure
+    must not break the script's import). ``known_only``: a flag this torch lacks is left out,
+    instead of failing. Returns the cancels of the hooks still waiting."""
     def apply(module: Any, flags: dict[str, Any]) -> None:
-        def enter() -> None:
-            patch = config_patch(module, flags, known_only=known_only)
-            if patch is not None:
-                stack.enter_context(patch)
-        guard(enter)
+        guard(lambda: applied(set_flags(module, flags, known_only=known_only)))
 
     return [after_import(name, lambda module, flags=flags: apply(module, flags))
             for name, flags in config_modules(settings).items()]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+import contextlib
+import importlib
+from typing import Any, Callable, Iterator, Mapping
 
 from tuidebug.compiler.compat.lookup import NotAvailable
 
@@ -60,18 +62,17 @@ def caches_off(user_sets: Mapping[str, Any] | None = None) -> dict[str, Any]:
     return {k: v for k, v in CACHES_OFF.items() if k not in left}
 
 
-def caches_off_patch(settings: Mapping[str, Any] | None = None) -> Any:
-    """A context manager applying ``settings`` (default: all of CACHES_OFF; keys as there) to
-    the configs this torch has."""
-    import contextlib
-    import importlib
-
-    stack = contextlib.ExitStack()
-    for name, flags in config_modules(CACHES_OFF if settings is None else settings).items():
-        patch = config_patch(importlib.import_module(name), flags, known_only=True)
-        if patch is not None:
-            stack.enter_context(patch)
-    return stack
+@contextlib.contextmanager
+def caches_off_patch(settings: Mapping[str, Any] | None = None) -> Iterator[None]:
+    """``settings`` (default: all of CACHES_OFF; keys as there) in force in this thread inside
+    the block, on the configs this torch has."""
+    undo = [set_flags(importlib.import_module(name), flags, known_only=True)
+            for name, flags in config_modules(CACHES_OFF if settings is None else settings).items()]
+    try:
+        yield
+    finally:
+        for put_back in reversed(undo):
+            put_back()
 
 
 # The config modules a setting goes to, by its key's prefix (as CACHES_OFF's keys name them):
@@ -90,13 +91,23 @@ def config_modules(settings: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def config_patch(module: Any, flags: Mapping[str, Any], *, known_only: bool = False) -> Any:
-    """``flags`` patched on config module ``module`` (a context manager), or None when there
-    is nothing to patch. ``known_only``: a flag this torch lacks is left out."""
+def set_flags(module: Any, flags: Mapping[str, Any], *,
+              known_only: bool = False) -> Callable[[], None]:
+    """Set ``flags`` on config module ``module``; returns what puts back the values they had.
+    Since torch 2.13 a config value is per thread (a context variable per flag, which a new
+    thread starts without): both take effect in the calling thread. ``known_only``: a flag
+    this torch lacks is left out (else it raises AttributeError, nothing set)."""
     if known_only:
         flags = {k: v for k, v in flags.items()
                  if k in getattr(module, "_config", {}) or hasattr(module, k)}
-    return module.patch(dict(flags)) if flags else None
+    prior = {k: getattr(module, k) for k in flags}
+    for k, v in flags.items():
+        setattr(module, k, v)
+
+    def put_back() -> None:
+        for k, v in prior.items():
+            setattr(module, k, v)
+    return put_back
 
 
 def counters_snapshot() -> dict[str, dict[str, int]]:
