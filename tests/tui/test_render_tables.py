@@ -172,3 +172,46 @@ async def test_lines_drawn_from_their_segments_are_drawn_as_from_their_text() ->
             shown.append(rows)
         assert shown[0] == shown[1]
         assert any("a link" in "".join(ch for ch, _ in row) for row in shown[1][0])
+
+
+def _hard_tables() -> list[Table]:
+    """Padding-0 grids (``Table.grid()``, as the error site's) squeezed until columns have no
+    room left, and cells of wide characters (CJK, emoji: two cells each) in no-wrap, wrapping
+    and folding columns."""
+    grid = Table.grid()
+    for i in range(30):
+        grid.add_column(no_wrap=i % 3 == 0)
+    grid.add_row(*(f"c{i}" * (i % 4 + 1) for i in range(30)))
+    grid.add_row(*("x" for _ in range(30)))
+    spaced = Table.grid(padding=(0, 1))
+    for _ in range(25):
+        spaced.add_column()
+    spaced.add_row(*(f"word {i} more" for i in range(25)))
+    wide = Table(title="宽字符", show_edge=False)
+    wide.add_column("名前", no_wrap=True)
+    wide.add_column("説明")
+    wide.add_column("fold", overflow="fold")
+    for i in range(4):
+        wide.add_row("カーネル" * (i + 1), "融合された演算 の 説明 " * (i + 1),
+                     "🚀🔥✨" * (i + 2) + "é" * i)
+    emoji = Table.grid(padding=(0, 0))
+    for _ in range(12):
+        emoji.add_column()
+    emoji.add_row(*("🚀🔥" * (i % 3 + 1) + "漢字" for i in range(12)))
+    return [grid, spaced, wide, emoji]
+
+
+def test_squeezed_grids_and_wide_characters_are_drawn_as_rich_draws_them() -> None:
+    """A column rich squeezes to no room (padding 0) is drawn as rich draws it (rich gives it
+    one cell: held at 0, it was drawn otherwise); cells of wide characters drawn as rich draws
+    them, at many widths."""
+    console = _console()
+    checked = 0
+    for width in range(40, 131, 3):
+        for table in _hard_tables():
+            expected = _as_rich_draws(console, table, width)
+            got = [(t.plain, [(s.start, s.end, str(s.style)) for s in t.spans])
+                   for t in to_lines(console, [table], width)]
+            assert got == expected, (width, table.title, len(table.columns))
+            checked += 1
+    assert checked == 31 * 4

@@ -107,8 +107,11 @@ def _measured(table: Table, widths: list[int] | None) -> Table:
         held = [w - table._get_padding_width(c._index) for c, w in zip(table.columns, widths)]
     except Exception:  # rich's private layout changed: rich measures it as it renders
         return table
-    if min(held, default=0) < 0:
-        return table  # a column narrower than its padding: rich measures it otherwise
+    if min(held, default=1) < 1:
+        # a column with no room inside its padding: rich draws one held at 0 otherwise than
+        # it draws one it squeezed there itself (a cell of it, padding 0: Table.grid()), so
+        # rich measures it as it renders
+        return table
     columns = [replace(c, width=w) for c, w in zip(table.columns, held)]
     held = copy.copy(table)
     held.columns = columns
