@@ -199,3 +199,30 @@ async def test_lines_as_wide_as_line_width_show_no_horizontal_scrollbar() -> Non
         await pilot.pause()
         await pilot.pause()
         assert view.show_horizontal_scrollbar
+
+
+async def test_the_end_of_a_line_of_wide_characters_scrolls_into_view() -> None:
+    """A CJK or emoji character takes two columns: the view is as wide as its widest line's
+    cells (its length was used: the last half of such a line could not be scrolled to), for
+    plain lines, drawn tables' lines and highlighted code."""
+    from rich.text import Text
+
+    from tuidebug.tui.widgets.highlight import Highlighted
+    from tuidebug.tui.widgets.textview import RichLines
+
+    wide = "漢字" * 60 + "🚀🔥" * 20 + "|END"
+    sources = [TextLines(["short", wide]), RichLines([Text("short"), Text(wide)]),
+               Highlighted(f"x = 1\ny = '{wide}'\n", "k.py")]
+    app = _OneView()
+    async with app.run_test(size=(80, 20)) as pilot:
+        view = app.query_one("#v", TextView)
+        view.focus()
+        for source in sources:
+            view.set_source(source)
+            await pilot.pause()
+            assert view.virtual_size.width >= 2 * 120 + 2 * 40 + 4, type(source).__name__
+            for _ in range(80):  # → as far as it goes
+                await pilot.press("right")
+            await pilot.pause()
+            shown = "".join(seg.text for seg in view.render_line(1))
+            assert "|END" in shown, (type(source).__name__, shown)

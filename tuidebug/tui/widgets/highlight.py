@@ -17,6 +17,7 @@ from rich.style import Style
 from rich.text import Text
 
 from tuidebug.inert import has_unsafe
+from tuidebug.tui.widgets.cells import widest
 
 THEME = "monokai"
 CHUNK = 64  # lines lexed past the one asked for (a page of the view, and some)
@@ -77,9 +78,9 @@ class Highlighted:
         return self._plain[i]
 
     def max_width(self) -> int:
-        """The longest line's length (the view's width, without asking every line)."""
+        """The widest line's columns (the view's width, without asking every line)."""
         if self._width is None:
-            self._width = max(map(len, self._plain), default=0)
+            self._width = widest(self._plain)
         return self._width
 
     def segments(self, i: int) -> list[Segment] | None:

@@ -24,13 +24,14 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from tuidebug.inert import has_unsafe, inert, inert_rich
+from tuidebug.tui.widgets.cells import widest
 
 CACHE_LINES = 4000
 
 
 class LineSource(Protocol):
     """Lines for a ``TextView``: ``plain(i)`` is ``rich(i).plain`` (what search reads is what
-    is drawn). A source may also have ``max_width()``, its widest line's length, where it knows
+    is drawn). A source may also have ``max_width()``, its widest line's columns, where it knows
     it without making every line's text, and ``line_key(i)``: a hashable value equal for two
     lines (of this source or another) exactly when they draw the same — a line drawn once is
     then not drawn again when the view shows another source holding it (the pass stepper's
@@ -68,6 +69,12 @@ class TextLines:
                 lines.pop()
         self.lines = [_cut(ln) for ln in lines]
         self.styler = styler
+        self._width: int | None = None
+
+    def max_width(self) -> int:
+        if self._width is None:  # measured once (a view resized, a source shown again)
+            self._width = widest(self.lines)
+        return self._width
 
     def __len__(self) -> int:
         return len(self.lines)
@@ -89,6 +96,12 @@ class RichLines:
         self.lines = list(lines)
         self._plain = [t.plain for t in self.lines]
         self._drawn = drawn if drawn is not None and len(drawn) == len(self.lines) else None
+        self._width: int | None = None
+
+    def max_width(self) -> int:
+        if self._width is None:
+            self._width = widest(self._plain)
+        return self._width
 
     def segments(self, i: int) -> list[Segment] | None:
         return self._drawn[i] if self._drawn is not None else None
@@ -226,7 +239,7 @@ class TextView(ScrollView, can_focus=True):
         if known is not None:
             width = known()
         else:
-            width = max(map(len, map(self.source.plain, range(n))), default=0)
+            width = widest(map(self.source.plain, range(n)))
         if n == 0 and self.placeholder:
             width = len(self.placeholder)
         # as wide as the widest line, not a column more: a line drawn to the view's whole
