@@ -11,6 +11,7 @@ from textual.visual import RenderOptions, Visual
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from tuidebug.tui.widgets.scrollbars import SteadyScrollbars
 from tuidebug.viewers.fitted import Row  # noqa: F401  (the lists' rows; the screens import it here)
 
 
@@ -42,7 +43,7 @@ def _plain(prompt: object) -> str:
     return plain if isinstance(plain, str) else str(prompt)
 
 
-class PickList(OptionList):
+class PickList(SteadyScrollbars, OptionList):
     """An ``OptionList`` that the screen's search (``/``) can move through.
 
     Every row is one line: a long prompt ends in an ellipsis instead of wrapping (Textual's

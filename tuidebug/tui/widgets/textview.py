@@ -25,6 +25,7 @@ from textual.strip import Strip
 
 from tuidebug.inert import has_unsafe, inert, inert_rich
 from tuidebug.tui.widgets.cells import widest
+from tuidebug.tui.widgets.scrollbars import SteadyScrollbars
 
 CACHE_LINES = 4000
 
@@ -119,7 +120,7 @@ class RichLines:
 EMPTY = TextLines([])
 
 
-class TextView(ScrollView, can_focus=True):
+class TextView(SteadyScrollbars, ScrollView, can_focus=True):
     """Virtual-scrolling lines with a cursor, search highlights and a gutter."""
 
     BINDINGS = [
