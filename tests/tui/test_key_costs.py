@@ -408,6 +408,7 @@ async def test_down_through_the_kernels_shows_each_and_lays_nothing_out(
         code = screen.query_one("#code-view", TextView)
         provenance = screen.query_one("#provenance", TextView)
         kinds, sizes = set(), set()
+        cuts = 0
         for _ in range(lst.option_count - 1):
             await ui.press("down")
             assert lst.highlighted_option is not None
@@ -423,6 +424,13 @@ async def test_down_through_the_kernels_shows_each_and_lays_nothing_out(
                        len(provenance.source) > provenance.scrollable_content_region.height,
                        max(map(len, map(provenance.source.plain, range(len(provenance.source)))))
                        > provenance.scrollable_content_region.width))
+            room = provenance.scrollable_content_region.width
+            for y in range(min(len(provenance.source), provenance.scrollable_content_region.height)):
+                row = "".join(seg.text for seg in provenance.render_line(y)).rstrip()
+                cut = len(provenance.source.plain(provenance.scroll_offset.y + y)) > room
+                assert row.endswith("…") == cut, (item, y, row)  # a cut line says so
+                cuts += cut
         assert {"extern", "cpp"} <= kinds or len(kinds) >= 2, kinds
         assert len(sizes) >= 2, "kernels of other widths or lengths than the one before"
+        assert cuts, "a provenance line cut at the pane's edge"
         assert layouts == [], f"Down laid the screen out {len(layouts)} times"

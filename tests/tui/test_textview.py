@@ -226,3 +226,23 @@ async def test_the_end_of_a_line_of_wide_characters_scrolls_into_view() -> None:
             await pilot.pause()
             shown = "".join(seg.text for seg in view.render_line(1))
             assert "|END" in shown, (type(source).__name__, shown)
+
+
+async def test_a_line_cut_by_a_view_without_a_horizontal_scrollbar_ends_in_an_ellipsis() -> None:
+    """The code screen's provenance has no horizontal scrollbar: a line running past its right
+    edge shows ``…`` in its last column (nothing said there was more); scrolled to its end with
+    →, the line shows whole, and a line that fits is never marked."""
+    app = _NoHorizontalBar()
+    async with app.run_test(size=(80, 20)) as pilot:
+        view = app.query_one("#v", TextView)
+        view.focus()
+        await pilot.pause()
+        width = view.scrollable_content_region.width
+        rows = ["".join(seg.text for seg in view.render_line(y)) for y in range(2)]
+        assert rows[0] == "x" * (width - 1) + "…", rows[0]
+        assert rows[1].rstrip() == "short"
+        for _ in range(300 // 8 + 1):
+            await pilot.press("right")
+        await pilot.pause()
+        assert view.scroll_offset.x == 300 - width
+        assert "".join(seg.text for seg in view.render_line(0)) == "x" * width

@@ -191,7 +191,8 @@ class CodeScreen(TraceScreen):
     # the views' scrollbars stay as they are from kernel to kernel: one whose code or provenance
     # was wider or longer than the last showed a scrollbar or hid one, and the screen was laid
     # out again (20 ms, in one Down of five in the kernel list). The provenance has no
-    # horizontal one (it would take one of its 8 lines): ← and → scroll it
+    # horizontal one (it would take one of its 8 lines): ← and → scroll it, and a line cut at
+    # its right edge ends in … (TextView.render_line)
     BINDINGS = keymap.bindings("code")
     DEFAULT_CSS = """
     CodeScreen #kernels-pane { width: 34%; min-width: 30; max-width: 56;

@@ -370,7 +370,12 @@ class TextView(SteadyScrollbars, ScrollView, can_focus=True):
         if i >= n:
             return Strip.blank(width, base)
         gw = self._gutter_width
-        body = self._line_strip(i).crop(scroll_x, scroll_x + width - gw)
+        line = self._line_strip(i)
+        room = width - gw
+        body = line.crop(scroll_x, scroll_x + room)
+        if line.cell_length > scroll_x + room > scroll_x + 1 and self.styles.overflow_x == "hidden":
+            # no horizontal scrollbar tells of more to the right: its last column does
+            body = Strip([*body.crop(0, room - 1)._segments, Segment("…", self._style("gutter"))])
         is_cursor = self.show_cursor and i == self.cursor
         line_style = self._style("cursor") if is_cursor else base
         # one strip made per line (Textual's crop, apply_style, extend and join make one each):
