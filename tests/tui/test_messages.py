@@ -150,10 +150,22 @@ async def test_an_extern_call_is_shown_at_once_from_the_wrapper_shown(
     """Once the wrapper is shown highlighted (here whole: a long wrapper's path, QUICK_LINES
     0), an extern call selected next is shown at once from its lines — no read in a worker,
     no ``DocRead`` — at the call's line; and a read still running for the kernel selected
-    before it is cancelled, its result (if it comes) not shown."""
+    before it is cancelled: its worker is (held inside its read until then), and it posts
+    nothing once let go."""
+    import threading
+
     from tuidebug.tui.widgets.lists import PickList
 
     monkeypatch.setattr(code_screen, "QUICK_LINES", 0)
+    real_read = code_screen.read_code
+    held, started, let_go = "", threading.Event(), threading.Event()
+
+    def read_code(g: Any, item: str, kernels: Any) -> Any:  # the kernel's read: held
+        if item == held:
+            started.set()
+            let_go.wait(30)
+        return real_read(g, item, kernels)
+    monkeypatch.setattr(code_screen, "read_code", read_code)
     seen = Recorder()
     async with open_ui(transformer_trace, message_hook=seen) as ui:
         await ui.press("4")
@@ -183,16 +195,22 @@ async def test_an_extern_call_is_shown_at_once_from_the_wrapper_shown(
             assert view.source is wrapper and view.cursor == doc.cursor, name
             assert f"{name}: extern call, wrapper.py line {doc.cursor + 1}" in ui.text()
         assert seen.of(CodeScreen.DocRead) == [], "shown at once, not read in a worker"
-        # a kernel selected, then an extern call before the kernel's read is shown
-        lst.highlighted = kernels[0]
-        lst.highlighted = externs[0]
-        await ui.settle()
-        name = str(lst.get_option_at_index(externs[0]).id)
-        assert screen.shown_key == (g.id, name) and view.source is wrapper
-        assert view.cursor == code_screen.read_code(g, name, screen.kernels).cursor
-        # the kernel's read, had it finished late: not shown
+        # a kernel selected, then an extern call while the kernel's read is still running
         kernel = str(lst.get_option_at_index(kernels[0]).id)
-        screen.post_message(CodeScreen.DocRead(
-            (g.id, kernel), code_screen.read_code(g, kernel, screen.kernels)))
+        held = kernel
+        lst.highlighted = kernels[0]
+        assert await ui.wait_for(started.is_set, 30, poll=0.01), "the kernel's read started"
+        reading = [w for w in ui.app.workers if w.group == "load-code" and w.node is screen
+                   and not w.is_finished]
+        assert len(reading) == 1, reading
+        name = str(lst.get_option_at_index(externs[0]).id)
+        lst.highlighted = externs[0]
+        assert await ui.wait_for(lambda: screen.shown_key == (g.id, name), 30, poll=0.01)
+        assert reading[0].is_cancelled, "the kernel's read cancelled when the call was shown"
+        let_go.set()
         await ui.settle()
-        assert view.source is wrapper and f"{name}: extern call" in ui.text()
+        assert view.source is wrapper
+        assert view.cursor == real_read(g, name, screen.kernels).cursor
+        assert [m for m in seen.of(CodeScreen.DocRead) if m.key == (g.id, kernel)] == [], \
+            "the cancelled read posted what it read"
+        assert f"{name}: extern call" in ui.text()
