@@ -127,7 +127,7 @@ class CaptureSession:
         self._config = config.Changes(
             lambda apply: self.guarded("a compiler config change", apply))
         self._patcher = compat.Patcher(self.writer.not_available)
-        self._first = compat.FirstCompile(self.reach_compiler).watch()  # before what wraps an
+        self._first = compat.FirstCompile(self.reach_compiler, self._reach_failed).watch()  # before what wraps an
         # entry at start: a wrapper of the script's torch.compile calls sees the first one
         self.set_config(patches)
         self.set_config(caches_off, known_only=True)
@@ -148,12 +148,23 @@ class CaptureSession:
         """The script reached torch's compiler (its first torch.compile call, Dynamo context
         or Inductor compile): every concern installs its hooks, before the call goes on."""
         assert self.writer is not None and self._patcher is not None
-        compat.import_inductor()
+        if not self.guarded("any compile: the compiler's modules failed to import",
+                            _imported(compat.import_inductor)):
+            return  # the user's compile goes on (and fails, or not) as it would untraced
         for c in self.concerns:
             self.guarded(f"the hooks of {type(c).__name__}", lambda c=c: c.install(self._patcher))
+        self.guarded("the Triton version", self._record_triton)
+
+    def _record_triton(self) -> None:
+        assert self.writer is not None
         triton = compat.triton_version()
         if triton != self.writer.manifest["versions"].get("triton"):
             self.writer.update(versions={**self.writer.manifest["versions"], "triton": triton})
+
+    def _reach_failed(self, e: Exception) -> None:
+        """An error in ``reach_compiler`` (outside what ``guarded`` ran): a trace warning."""
+        if self.writer:
+            self.writer.warn(f"capture could not hook the compiler: {type(e).__name__}: {e}")
 
     def stop(self, exc: BaseException | None = None) -> None:
         assert self.writer is not None
@@ -303,6 +314,14 @@ class CaptureSession:
         self.write_meta(gs)
         assert self.writer is not None
         self.writer.set_graph_status(gs.graph_id, gs.status)
+
+
+def _imported(load: Callable[[], None]) -> Callable[[], bool]:
+    """``load`` as a ``guarded`` function: True once it ran (``guarded`` gives None on error)."""
+    def run() -> bool:
+        load()
+        return True
+    return run
 
 
 def _check_empty(out_dir: Path) -> None:

@@ -32,8 +32,10 @@ class FirstCompile:
     """Triggers on ``COMPILER_ENTRIES``: ``reach()`` runs once, at the first call of any (other
     threads calling one meanwhile wait until it is done). ``cancel()`` takes them off."""
 
-    def __init__(self, reach: Callable[[], None]) -> None:
+    def __init__(self, reach: Callable[[], None],
+                 failed: Callable[[Exception], None] = lambda e: None) -> None:
         self._reach = reach
+        self._failed = failed  # told of an error in reach(): the user's call goes on all the same
         self._lock = threading.RLock()
         self.reached = False  # reach() has started (in the thread holding the lock)
         self.done = False  # and ended: another thread's first call waits for it
@@ -86,7 +88,7 @@ class FirstCompile:
 
     def fire(self) -> None:
         """Run ``reach`` once, the triggers taken off first (so that what it wraps on an entry
-        wraps the original)."""
+        wraps the original). An error in it goes to ``failed``, never into the user's call."""
         with self._lock:
             if self.reached:
                 return
@@ -94,6 +96,8 @@ class FirstCompile:
             try:
                 self._disarm()
                 self._reach()
+            except Exception as e:
+                self._failed(e)
             finally:
                 self.done = True
 
