@@ -5,6 +5,7 @@ trace says what capture could not do."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -32,3 +33,49 @@ def test_a_failing_compiler_import_never_breaks_the_users_compile(
     assert out.tolist() == [2.0, 2.0]
     warnings = Trace(tmp_path / "t").manifest.warnings
     assert any("failed to import" in w and "simulated" in w for w in warnings), warnings
+
+
+def _config_now() -> tuple[object, object]:
+    import torch._inductor.config as c
+    return (c.fx_graph_cache, c.trace.provenance_tracking_level)
+
+
+def test_config_reaches_the_thread_that_first_compiles(tmp_path: Path) -> None:
+    """The first torch.compile on a long-lived worker thread (the config modules loaded, and
+    set, in the starting thread before): the worker compiles with the capture's config (caches
+    off, provenance on; it had the defaults before), the starting thread's values are put back,
+    and where torch's config is per thread the worker's, which only it can put back, are said in
+    a warning."""
+    import queue
+    import threading
+
+    import torch._inductor.config as c
+
+    jobs: queue.Queue[Any] = queue.Queue()
+    res: queue.Queue[Any] = queue.Queue()
+
+    def worker() -> None:
+        while (fn := jobs.get()) is not None:
+            res.put(fn())
+
+    def on_worker(fn: Any) -> Any:
+        jobs.put(fn)
+        return res.get(timeout=300)
+
+    thread = threading.Thread(target=worker, daemon=True)
+    thread.start()
+    torch._dynamo.reset()
+    before = _config_now()
+    try:
+        with capture(tmp_path / "t", check_accuracy=False):
+            on_worker(lambda: torch.compile(lambda x: x + 1, backend="eager")(torch.ones(2)))
+            inside = on_worker(_config_now)
+        after_main = _config_now()
+    finally:
+        jobs.put(None)
+        thread.join(timeout=60)
+    assert inside == (False, 1)
+    assert after_main == before
+    warnings = Trace(tmp_path / "t").manifest.warnings
+    left = [w for w in warnings if "stay in force in 1 other thread" in w]
+    assert bool(left) == compat.config_per_thread(c), warnings

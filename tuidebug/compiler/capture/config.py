@@ -54,36 +54,67 @@ def _jsonish(v: Any) -> Any:
 
 class Changes:
     """Compiler config changes in force until ``close()``, each set as soon as its config
-    module is loaded (``compat.set_when_loaded``), in the thread that loads it: torch's config
-    values are per thread (torch 2.13 on), so the changes reach the thread that imports the
-    compiler (the script's main thread, almost always: as when they were set at the capture's
-    start) and are put back by ``close()`` in that thread (another thread's values cannot be
-    reached from it: they stay, as that thread's own)."""
+    module is loaded (``compat.set_when_loaded``), in the thread that loads it (the capture's
+    starting thread where the module is loaded when the capture starts), and at ``reach()`` in
+    the thread that first reaches the compiler: torch's config values are per thread (torch
+    2.13 on). ``close()`` puts back every change made in its own thread, and, where values are
+    not per thread, every other; a change left in another thread's values (only that thread
+    can put it back) is said in a trace warning."""
 
-    def __init__(self, guard: Callable[[Callable[[], Any]], Any]) -> None:
+    def __init__(self, guard: Callable[[Callable[[], Any]], Any],
+                 warn: Callable[[str], None]) -> None:
         self._guard = guard  # a failure must not break the script's import
+        self._warn = warn
         self._lock = threading.Lock()
-        self._applied: list[tuple[int, Callable[[], None]]] = []  # (thread, put back)
+        self._settings: list[tuple[Mapping[str, Any], bool]] = []
+        # (setting, module name, thread or None where values are not per thread) set -> put back
+        self._applied: dict[tuple[int, str, int | None], Callable[[], None]] = {}
         self._waiting: list[Callable[[], None]] = []
 
     def set(self, changes: Mapping[str, Any], *, known_only: bool = False) -> None:
         """``changes`` (keys as ``compat.CACHES_OFF``'s) in force from their module's load;
         ``known_only``: a flag this torch lacks is left out."""
-        self._waiting += compat.set_when_loaded(changes, self._keep, self._guard,
-                                                known_only=known_only)
+        index = len(self._settings)
+        self._settings.append((dict(changes), known_only))
+        self._waiting += compat.set_when_loaded(
+            changes, lambda name, module, put_back: self._keep(index, name, module, put_back),
+            self._guard, known_only=known_only)
 
-    def _keep(self, put_back: Callable[[], None]) -> None:
+    def _key(self, index: int, name: str, module: Any) -> tuple[int, str, int | None]:
+        per_thread = compat.config_per_thread(module)
+        return (index, name, threading.get_ident() if per_thread else None)
+
+    def _keep(self, index: int, name: str, module: Any, put_back: Callable[[], None]) -> None:
         with self._lock:
-            self._applied.append((threading.get_ident(), put_back))
+            self._applied.setdefault(self._key(index, name, module), put_back)
+
+    def reach(self) -> None:
+        """This thread reached the compiler: every change not yet made in its values is made
+        (a module loaded in another thread set that thread's only)."""
+        for index, (changes, known_only) in enumerate(self._settings):
+            for name, module, flags in compat.loaded_config_modules(changes):
+                with self._lock:
+                    if self._key(index, name, module) in self._applied:
+                        continue  # made here (the script may have set its own flags since)
+                self._guard(lambda index=index, name=name, module=module, flags=flags: self._keep(
+                    index, name, module, compat.set_flags(module, flags, known_only=known_only)))
 
     def close(self) -> None:
-        """Every change this thread made put back, the last first; none made from now on."""
+        """Every change put back that this thread can, the last first; none made from now on."""
         for cancel in self._waiting:
             cancel()
         self._waiting = []
         with self._lock:
-            applied, self._applied = self._applied, []
+            applied, self._applied = list(self._applied.items()), {}
         me = threading.get_ident()
-        for thread, put_back in reversed(applied):
-            if thread == me:
+        others: set[int] = set()
+        for (_, _, thread), put_back in reversed(applied):
+            if thread is None or thread == me:
                 self._guard(put_back)
+            else:
+                others.add(thread)
+        if others:
+            self._warn(f"the capture's compiler config changes (caches off, provenance on, "
+                       f"--set) stay in force in {len(others)} other thread(s) that loaded or "
+                       "first reached the compiler: torch's config is per thread, and only that "
+                       "thread can put its values back")

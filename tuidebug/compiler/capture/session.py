@@ -125,7 +125,7 @@ class CaptureSession:
                            accuracy_tol=self.accuracy_tol, profile_runs=self.profile_runs,
                            numerics=self.numerics)
         self._config = config.Changes(
-            lambda apply: self.guarded("a compiler config change", apply))
+            lambda apply: self.guarded("a compiler config change", apply), self.writer.warn)
         self._patcher = compat.Patcher(self.writer.not_available)
         self._first = compat.FirstCompile(self.reach_compiler, self._reach_failed).watch()  # before what wraps an
         # entry at start: a wrapper of the script's torch.compile calls sees the first one
@@ -151,6 +151,8 @@ class CaptureSession:
         if not self.guarded("any compile: the compiler's modules failed to import",
                             _imported(compat.import_inductor)):
             return  # the user's compile goes on (and fails, or not) as it would untraced
+        assert self._config is not None
+        self._config.reach()  # this thread's config values: it may not be the starting thread
         for c in self.concerns:
             self.guarded(f"the hooks of {type(c).__name__}", lambda c=c: c.install(self._patcher))
         self.guarded("the Triton version", self._record_triton)

@@ -121,16 +121,17 @@ class FirstCompile:
             self._disarm()
 
 
-def set_when_loaded(settings: Mapping[str, Any], applied: Callable[[Callable[[], None]], None],
+def set_when_loaded(settings: Mapping[str, Any],
+                    applied: Callable[[str, Any, Callable[[], None]], None],
                     guard: Callable[[Callable[[], Any]], Any], *,
                     known_only: bool = False) -> list[Callable[[], None]]:
     """Set ``settings`` (keys as ``inductor.CACHES_OFF``'s) on each config module once it is
     imported (at once where it is loaded), in the importing thread (``inductor.set_flags``);
-    ``applied`` is given what puts each module's values back. ``guard`` runs each (a failure
-    must not break the script's import). ``known_only``: a flag this torch lacks is left out,
-    instead of failing. Returns the cancels of the hooks still waiting."""
-    def apply(module: Any, flags: dict[str, Any]) -> None:
-        guard(lambda: applied(set_flags(module, flags, known_only=known_only)))
+    ``applied`` is given the module's name, the module and what puts its values back. ``guard``
+    runs each (a failure must not break the script's import). ``known_only``: a flag this torch
+    lacks is left out, instead of failing. Returns the cancels of the hooks still waiting."""
+    def apply(name: str, module: Any, flags: dict[str, Any]) -> None:
+        guard(lambda: applied(name, module, set_flags(module, flags, known_only=known_only)))
 
-    return [after_import(name, lambda module, flags=flags: apply(module, flags))
+    return [after_import(name, lambda module, name=name, flags=flags: apply(name, module, flags))
             for name, flags in config_modules(settings).items()]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import importlib
+import sys
 from typing import Any, Callable, Iterator, Mapping
 
 from tuidebug.compiler.compat.lookup import NotAvailable
@@ -108,6 +110,21 @@ def set_flags(module: Any, flags: Mapping[str, Any], *,
         for k, v in prior.items():
             setattr(module, k, v)
     return put_back
+
+
+def config_per_thread(module: Any) -> bool:
+    """Whether config module ``module``'s values are per thread (torch 2.13 on: a context
+    variable per flag): a value set in one thread is seen, and can be put back, only there."""
+    entries = getattr(module, "_config", None) or {}
+    entry = next(iter(entries.values()), None)
+    return isinstance(getattr(entry, "user_override", None), contextvars.ContextVar)
+
+
+def loaded_config_modules(settings: Mapping[str, Any]) -> list[tuple[str, Any, dict[str, Any]]]:
+    """``settings`` (keys as CACHES_OFF's) as (module name, module, flags) for each config module
+    already loaded (none is imported)."""
+    return [(name, sys.modules[name], flags) for name, flags in config_modules(settings).items()
+            if name in sys.modules]
 
 
 def counters_snapshot() -> dict[str, dict[str, int]]:
