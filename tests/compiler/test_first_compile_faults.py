@@ -79,3 +79,28 @@ def test_config_reaches_the_thread_that_first_compiles(tmp_path: Path) -> None:
     warnings = Trace(tmp_path / "t").manifest.warnings
     left = [w for w in warnings if "stay in force in 1 other thread" in w]
     assert bool(left) == compat.config_per_thread(c), warnings
+
+
+def test_a_set_flag_this_torch_lacks_fails_before_the_script_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A --set of a flag this torch has not (beside one it has): the run fails before the
+    script runs, saying which flag, and the manifest records no override. Before, every flag of
+    that module was silently left unset (a trace warning) while the manifest recorded both, and
+    the script ran."""
+    from tuidebug.compiler.capture import CaptureSession
+    from tuidebug.compiler.run_script import run_in_session
+
+    ran = tmp_path / "ran"
+    script = tmp_path / "s.py"
+    script.write_text(f"open({str(ran)!r}, 'w').close()\n")
+    monkeypatch.setattr("sys.argv", list(__import__("sys").argv))
+    monkeypatch.setattr("sys.path", list(__import__("sys").path))
+    session = CaptureSession(tmp_path / "t", check_accuracy=False).start()
+    code = run_in_session(session, str(script), [],
+                          {"max_fusion_size": 8, "no_such_flag_in_any_torch": 1})
+    assert code != 0
+    assert not ran.exists()
+    m = Trace(tmp_path / "t").manifest
+    assert m.config_overrides == {}
+    assert m.script_error is not None and "no_such_flag_in_any_torch" in m.script_error.message
+    assert "max_fusion_size" not in m.script_error.message

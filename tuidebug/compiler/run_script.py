@@ -25,6 +25,7 @@ import sys
 import traceback
 from typing import Any
 
+from tuidebug.errors import UnknownFlag
 from tuidebug.trace.format.manifest import ScriptError
 
 EXIT_OK, EXIT_COMPILE_FAILED, EXIT_RAISED_EARLY, EXIT_NO_COMPILE, EXIT_RAISED_LATE = 0, 10, 11, 12, 13
@@ -130,7 +131,10 @@ def run_in_session(session: Any, script: str, args: list[str],
     sys.path.insert(0, os.path.dirname(script))
     script_exc: BaseException | None = None
     exit_code = 0
-    if overrides:  # applied after the capture's own changes, so a --set always wins
+    # a flag this torch lacks fails the run before the script runs (set_flags would leave out
+    # every flag of its module, while the manifest said they were set)
+    missing = compat.missing_flags(overrides) if overrides else []
+    if overrides and not missing:  # applied after the capture's own changes: a --set wins
         writer.update(config_overrides=overrides)
         session.set_config(overrides)
     tried = None
@@ -141,6 +145,9 @@ def run_in_session(session: Any, script: str, args: list[str],
                                [str(s) for s in apply.get("dynamic_sources") or []],
                                apply.get("static_cache_len"))
     try:
+        if missing:
+            raise UnknownFlag(f"--set {', '.join(missing)}: torch {compat.TORCH_VERSION} has no "
+                              "such config flag; nothing was set and the script was not run")
         with tried if tried is not None else contextlib.nullcontext():
             runpy.run_path(script, run_name="__main__")
     except SystemExit as e:

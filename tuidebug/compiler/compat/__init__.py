@@ -50,7 +50,7 @@ from tuidebug.compiler.compat.hooks import (  # noqa: F401
 from tuidebug.compiler.compat.inductor import (  # noqa: F401
     inductor_config_values, inductor_config_value, inductor_config_defaults,
     inductor_config_patch, CACHES_OFF, caches_off, caches_off_patch, set_flags,
-    config_per_thread, loaded_config_modules,
+    config_per_thread, loaded_config_modules, missing_flags,
     counters_snapshot, add_autotune_feedback, choice_info,
     ir_node_size, scheduler_node_json, scheduler_node_text, kernel_provenance_args,
 )

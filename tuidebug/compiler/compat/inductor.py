@@ -112,6 +112,20 @@ def set_flags(module: Any, flags: Mapping[str, Any], *,
     return put_back
 
 
+def missing_flags(settings: Mapping[str, Any]) -> list[str]:
+    """The keys of ``settings`` (as CACHES_OFF's) that this torch has no flag for (their config
+    modules are imported to know)."""
+    missing = []
+    for key in settings:
+        prefix, _, name = key.partition(".")
+        module_name = CONFIG_MODULES.get(prefix)
+        flag = name if module_name else key
+        module = importlib.import_module(module_name or INDUCTOR_CONFIG)
+        if flag not in (getattr(module, "_config", None) or {}) and not hasattr(module, flag):
+            missing.append(key)
+    return missing
+
+
 def config_per_thread(module: Any) -> bool:
     """Whether config module ``module``'s values are per thread (torch 2.13 on: a context
     variable per flag): a value set in one thread is seen, and can be put back, only there."""
