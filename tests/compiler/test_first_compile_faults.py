@@ -42,8 +42,9 @@ def _config_now() -> tuple[object, object]:
 
 def test_config_reaches_the_thread_that_first_compiles(tmp_path: Path) -> None:
     """The first torch.compile on a long-lived worker thread (the config modules loaded, and
-    set, in the starting thread before): the worker compiles with the capture's config (caches
-    off, provenance on; it had the defaults before), the starting thread's values are put back,
+    set, in the starting thread before; Dynamo loaded, so the compiler is hooked at the start):
+    the worker's Inductor compile runs with the capture's config (caches off, provenance on; it
+    had the defaults before), the starting thread's values are put back,
     and where torch's config is per thread the worker's, which only it can put back, are said in
     a warning."""
     import queue
@@ -68,7 +69,7 @@ def test_config_reaches_the_thread_that_first_compiles(tmp_path: Path) -> None:
     before = _config_now()
     try:
         with capture(tmp_path / "t", check_accuracy=False):
-            on_worker(lambda: torch.compile(lambda x: x + 1, backend="eager")(torch.ones(2)))
+            on_worker(lambda: torch.compile(lambda x: x + 1)(torch.ones(2)))
             inside = on_worker(_config_now)
         after_main = _config_now()
     finally:
@@ -104,3 +105,23 @@ def test_a_set_flag_this_torch_lacks_fails_before_the_script_runs(
     assert m.config_overrides == {}
     assert m.script_error is not None and "no_such_flag_in_any_torch" in m.script_error.message
     assert "max_fusion_size" not in m.script_error.message
+
+
+def _before(x: torch.Tensor) -> torch.Tensor:
+    return torch.relu(x) * 3
+
+
+def test_a_non_inductor_compile_made_before_the_capture_is_hooked(tmp_path: Path) -> None:
+    """``g = torch.compile(f, backend="aot_eager")`` before the capture, its first call inside:
+    Dynamo is loaded, so the capture hooks the compiler at its start and records the frame
+    (no graph for Inductor); before, nothing hooked it and the trace said, falsely, that it had
+    been compiled before the capture started."""
+    g = torch.compile(_before, backend="aot_eager")
+    with capture(tmp_path / "t", check_accuracy=False):
+        out = g(torch.ones(2))
+    assert out.tolist() == [3.0, 3.0]
+    t = Trace(tmp_path / "t")
+    warnings = " ".join(t.manifest.warnings)
+    assert "compiled before the capture started" not in warnings, warnings
+    assert "a backend other than Inductor" in warnings, warnings
+    assert t.compiles, "Dynamo's frame is recorded"

@@ -51,6 +51,7 @@ class Graphs(Concern):
                     # (max-autotune, …): the config in force for this compile
                     self._write_config()
                     return orig(*args, **kwargs)
+                s.config_here()  # this thread may be compiling for the first time
                 gm, example_inputs = compat.compile_fx_call(args, kwargs)
                 gs = s.guarded("the Dynamo graph", lambda: self._begin_compile(gm, example_inputs))
                 results = s.concern(outcome.Outcome)

@@ -133,6 +133,7 @@ class CaptureSession:
         self.set_config(caches_off, known_only=True)
         for c in self.concerns:
             c.install_at_start(self._patcher)
+        self._first.fire_if_loaded()
         return self
 
     def set_config(self, changes: Mapping[str, Any], *, known_only: bool = False) -> None:
@@ -151,11 +152,17 @@ class CaptureSession:
         if not self.guarded("any compile: the compiler's modules failed to import",
                             _imported(compat.import_inductor)):
             return  # the user's compile goes on (and fails, or not) as it would untraced
-        assert self._config is not None
-        self._config.reach()  # this thread's config values: it may not be the starting thread
+        self.config_here()
         for c in self.concerns:
             self.guarded(f"the hooks of {type(c).__name__}", lambda c=c: c.install(self._patcher))
         self.guarded("the Triton version", self._record_triton)
+
+    def config_here(self) -> None:
+        """The capture's config changes made in this thread's values where not yet (torch's
+        config is per thread: a thread other than the one that loaded the config modules
+        compiles with the defaults otherwise). At the first compile, and at each compile_fx."""
+        if self._config is not None:
+            self.guarded("the config changes in this thread", self._config.reach)
 
     def _record_triton(self) -> None:
         assert self.writer is not None

@@ -12,6 +12,7 @@ before the script can read or set one.
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any, Callable, Mapping
 
@@ -49,6 +50,13 @@ class FirstCompile:
             self._cancels.append(after_import(
                 module, lambda mod, attribute=attribute: self._arm(mod, attribute)))
         return self
+
+    def fire_if_loaded(self) -> None:
+        """``fire`` now where Dynamo is loaded already (its import cost paid): a callable the
+        script compiled before may make its first compile without passing an entry (a
+        non-Inductor backend's ``torch.compile`` result, called first inside the capture)."""
+        if COMPILER_ENTRIES[1][0] in sys.modules:
+            self.fire()
 
     def _arm(self, module: Any, attribute: str) -> None:
         with self._lock:
