@@ -125,3 +125,35 @@ def test_a_non_inductor_compile_made_before_the_capture_is_hooked(tmp_path: Path
     assert "compiled before the capture started" not in warnings, warnings
     assert "a backend other than Inductor" in warnings, warnings
     assert t.compiles, "Dynamo's frame is recorded"
+
+
+def test_a_trigger_kept_and_wrapped_later_does_not_recurse(tmp_path: Path) -> None:
+    """A library keeps torch.compile (the trigger) before the first compile and later puts its
+    own wrapper of it on torch.compile: a call ends at the original (it bounced between the two
+    until RecursionError before). The wrapper runs twice: from the user's call, and from the
+    trigger's call of the attribute (through what capture wrapped there), which then goes on
+    to the original."""
+    import torch._dynamo.eval_frame  # noqa: F401  (loaded: the capture hooks at its start)
+
+    sys_modules = __import__("sys").modules
+    dynamo = sys_modules.pop("torch._dynamo.eval_frame")  # as a fresh script: not loaded yet
+    try:
+        with capture(tmp_path / "t", check_accuracy=False):
+            saved = torch.compile  # the trigger
+            calls: list[int] = []
+
+            def wrapper(*a: Any, **k: Any) -> Any:
+                calls.append(1)
+                return saved(*a, **k)
+
+            sys_modules["torch._dynamo.eval_frame"] = dynamo
+            torch.compile(lambda x: x + 1, backend="eager")(torch.ones(2))  # the first
+            torch.compile = wrapper
+            try:
+                g = torch.compile(lambda x: x * 2, backend="eager")
+            finally:
+                torch.compile = saved
+            assert g(torch.ones(2)).tolist() == [2.0, 2.0]
+    finally:
+        sys_modules["torch._dynamo.eval_frame"] = dynamo
+    assert calls == [1, 1]

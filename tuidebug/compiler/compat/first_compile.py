@@ -44,6 +44,7 @@ class FirstCompile:
         # (owner, name, original, trigger, the owner's own attribute or only inherited)
         self._armed: list[tuple[Any, str, Any, Any, bool]] = []
         self._off: set[Any] = set()  # triggers taken off their attribute
+        self._through = threading.local()  # on: this thread calls an entry from its trigger
 
     def watch(self) -> "FirstCompile":
         for module, attribute in COMPILER_ENTRIES:
@@ -80,8 +81,15 @@ class FirstCompile:
         def first_call(*args: Any, **kwargs: Any) -> Any:
             if not first.done:
                 first.fire()
-            if first_call in first._off:  # as a call of the attribute: through what reach()
-                return getattr(owner, name)(*args, **kwargs)  # (or the script) wrapped on it
+            if first_call in first._off and not getattr(first._through, "on", False):
+                # as a call of the attribute: through what reach() (or the script) wrapped on
+                # it; a wrapper that calls this trigger (kept before it was taken off) comes
+                # back here, and goes on to the original
+                first._through.on = True
+                try:
+                    return getattr(owner, name)(*args, **kwargs)
+                finally:
+                    first._through.on = False
             return original(*args, **kwargs)
 
         try:
