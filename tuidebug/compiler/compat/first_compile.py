@@ -49,7 +49,8 @@ class FirstCompile:
     def watch(self) -> "FirstCompile":
         for module, attribute in COMPILER_ENTRIES:
             self._cancels.append(after_import(
-                module, lambda mod, attribute=attribute: self._arm(mod, attribute)))
+                module, lambda mod, attribute=attribute: self._arm(mod, attribute),
+                self._failed))
         return self
 
     def fire_if_loaded(self) -> None:
@@ -149,5 +150,11 @@ def set_when_loaded(settings: Mapping[str, Any],
     def apply(name: str, module: Any, flags: dict[str, Any]) -> None:
         guard(lambda: applied(name, module, set_flags(module, flags, known_only=known_only)))
 
-    return [after_import(name, lambda module, name=name, flags=flags: apply(name, module, flags))
+    def failed(error: Exception) -> None:
+        def fail() -> None:
+            raise error
+        guard(fail)
+
+    return [after_import(name, lambda module, name=name, flags=flags: apply(name, module, flags),
+                         failed)
             for name, flags in config_modules(settings).items()]
