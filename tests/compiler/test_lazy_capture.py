@@ -101,8 +101,28 @@ def test_a_script_reaching_the_compiler_its_own_way(tmp_path: Path) -> None:
     assert "trace.provenance_tracking_level" in config["set_by_tuidebug"], changed
     compile_ = t.compiles[g.compile_id]
     assert compile_.get("guards"), compile_  # Dynamo's structured events heard
-    assert not t.manifest.not_available, t.manifest.not_available
+    # what the capture found missing is truly missing in this torch (torch 2.11 has no
+    # CatchErrorsWrapper._handle_skip): hooks installed late must find what exists
+    for entry in t.manifest.not_available:
+        assert not _resolves(entry.split(" is not available")[0]), entry
 
+
+
+def _resolves(dotted: str) -> bool:
+    """Whether ``dotted`` (``pkg.module.Class.attr``) names something in this torch."""
+    import importlib
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for name in parts[i:]:
+            if not hasattr(obj, name):
+                return False
+            obj = getattr(obj, name)
+        return True
+    return False
 
 def test_a_hook_runs_when_its_module_is_imported(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
