@@ -414,3 +414,16 @@ def test_a_library_frame_called_positionally_is_marked_by_what_the_user_passes(
                            "8/1")["suggestion"]
     assert "maybe_mark_dynamic" not in said and "'logits' is not an input you pass yourself" \
         in said, said
+
+
+def test_a_users_line_too_deep_or_long_to_parse_gives_no_arguments_not_a_crash() -> None:
+    """The user's line comes from a trace: a generated line of many terms makes Python's parser
+    (and ``ast.unparse``) recurse past its limit; the advice reads no arguments from it
+    rather than crashing (before: RecursionError out of advice and the recompile view)."""
+    from tuidebug.trace.queries.held import MAX_LINE, call_args
+    deep = "out = model(" + "+".join(["a"] * 500) + ")"
+    assert len(deep) <= MAX_LINE
+    assert call_args(deep) is None
+    assert call_args("out = model(" + "+".join(["a"] * 20_000) + ")") is None
+    plain = call_args("out = model(images, labels=y)")
+    assert plain is not None and plain.positional == ("images",) and "labels" in plain.keywords

@@ -58,21 +58,29 @@ class CallArgs:
         return frame.name in (self.callee, "forward")
 
 
+MAX_LINE = 2_000  # characters of a user's line read for its call's arguments
+
+
 def call_args(code: str) -> CallArgs | None:
     """The arguments the user's line ``code`` passes, read by Python's parser (never run);
-    None when the line is not a whole statement (a call whose arguments go on over lines)."""
+    None when the line is not a whole statement (a call whose arguments go on over lines), or
+    too long or too deeply nested to read (the line comes from a trace: a generated or crafted
+    line must not crash the advice; the parser recurses per nested term)."""
+    code = code.strip()
+    if len(code) > MAX_LINE:
+        return None
     try:
-        tree = ast.parse(code.strip())
-    except (SyntaxError, ValueError):
+        tree = ast.parse(code)
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]  # breadth first
+        if not calls:
+            return None
+        func = calls[0].func
+        callee = func.id if isinstance(func, ast.Name) else \
+            func.attr if isinstance(func, ast.Attribute) else ""
+        return CallArgs(callee, tuple(ast.unparse(a) for a in calls[0].args),
+                        frozenset(k.arg for c in calls for k in c.keywords if k.arg))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]  # breadth first: outermost
-    if not calls:
-        return None
-    func = calls[0].func
-    callee = func.id if isinstance(func, ast.Name) else \
-        func.attr if isinstance(func, ast.Attribute) else ""
-    return CallArgs(callee, tuple(ast.unparse(a) for a in calls[0].args),
-                    frozenset(k.arg for c in calls for k in c.keywords if k.arg))
 
 
 def _word(name: str) -> str:
