@@ -194,7 +194,12 @@ def test_max_autotune_gemm_backends(worker: RecompileWorker, demo_dir: Path) -> 
     res = run("max_autotune_gemm_backends", worker, demo_dir)
     ops = ev(res, "autotuned_ops")
     assert ops[0] > 0 and ops[1] == 0  # ATEN alone: one choice, nothing to tune
-    assert ev(res, "extern_calls")[1] > ev(res, "extern_calls")[0]
+    choices = ev(res, "autotune_choices")
+    assert choices[0] > ops[0] and not choices[1]  # more than one backend to choose from
+    # ATEN alone: every GEMM an extern call; with the others, which wins is timed on this
+    # machine (ATEN may win them all: CI saw 4 and 4), so never fewer
+    externs = ev(res, "extern_calls")
+    assert externs[1] > 0 and externs[1] >= externs[0]
 
 
 def test_size_asserts(worker: RecompileWorker, demo_dir: Path) -> None:

@@ -420,10 +420,18 @@ def test_a_users_line_too_deep_or_long_to_parse_gives_no_arguments_not_a_crash()
     """The user's line comes from a trace: a generated line of many terms makes Python's parser
     (and ``ast.unparse``) recurse past its limit; the advice reads no arguments from it
     rather than crashing (before: RecursionError out of advice and the recompile view)."""
+    import sys
+
     from tuidebug.trace.queries.held import MAX_LINE, call_args
     deep = "out = model(" + "+".join(["a"] * 500) + ")"
     assert len(deep) <= MAX_LINE
-    assert call_args(deep) is None
+    limit = sys.getrecursionlimit()
+    try:  # whatever the process's limit: torch raises it (CI read the 500 terms, once)
+        for raised in (limit, 20_000):
+            sys.setrecursionlimit(raised)
+            assert call_args(deep) is None
+    finally:
+        sys.setrecursionlimit(limit)
     assert call_args("out = model(" + "+".join(["a"] * 20_000) + ")") is None
     plain = call_args("out = model(images, labels=y)")
     assert plain is not None and plain.positional == ("images",) and "labels" in plain.keywords

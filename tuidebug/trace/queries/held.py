@@ -59,6 +59,18 @@ class CallArgs:
 
 
 MAX_LINE = 2_000  # characters of a user's line read for its call's arguments
+MAX_DEPTH = 100  # nesting of a user's line read for its call's arguments
+
+
+def _depth(tree: ast.AST) -> int:
+    """How deeply ``tree`` nests, counted without recursing (``ast.unparse`` recurses per
+    level, and how far it gets depends on the process's recursion limit: torch raises it)."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
 
 
 def call_args(code: str) -> CallArgs | None:
@@ -71,6 +83,8 @@ def call_args(code: str) -> CallArgs | None:
         return None
     try:
         tree = ast.parse(code)
+        if _depth(tree) > MAX_DEPTH:
+            return None
         calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]  # breadth first
         if not calls:
             return None
