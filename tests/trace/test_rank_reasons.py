@@ -26,18 +26,23 @@ CALLED = {"file": "/job/train.py", "line": 36, "fn": "<module>", "code": "loss =
 
 
 def _rank(job: Path, rank: int, compiles: dict[str, list[str]],
-          functions: dict[str, str] | None = None) -> None:
+          functions: dict[str, str] | None = None,
+          first_lines: dict[str, int | None] | None = None) -> None:
     """Rank ``rank`` of ``job``: each compile ``{id: [its graph breaks]}``, no graph, of
-    torch's ``inner`` or of ``functions[id]`` in the user's ``/job/train.py``; a recompile
-    (``0/1``) records its reason and the line whose call recompiled."""
+    torch's ``inner`` or of ``functions[id]`` in the user's ``/job/train.py`` (first line 18,
+    or ``first_lines[id]``; None: not recorded, as an old trace); a recompile (``0/1``)
+    records its reason and the line whose call recompiled."""
     w = TraceWriter(job / f"rank_{rank}", command=["test"])
     for cid, breaks in compiles.items():
         fn = (functions or {}).get(cid)
-        detail: dict[str, object] = {"dynamo_graph_break_reason": breaks,
-                                     "metrics": {"co_name": fn or "inner",
-                                                 "co_filename": "/job/train.py" if fn
-                                                 else "/torch/external_utils.py",
-                                                 "co_firstlineno": 18 if fn else 67}}
+        metrics: dict[str, object] = {"co_name": fn or "inner",
+                                      "co_filename": "/job/train.py" if fn
+                                      else "/torch/external_utils.py",
+                                      "co_firstlineno": (first_lines or {}).get(
+                                          cid, 18 if fn else 67)}
+        if metrics["co_firstlineno"] is None:
+            del metrics["co_firstlineno"]
+        detail: dict[str, object] = {"dynamo_graph_break_reason": breaks, "metrics": metrics}
         if not cid.endswith("/0"):
             detail["recompile_reasons"] = ["0/0: tensor 'args[0]' size mismatch at index 1. "
                                            "expected 8, actual 12"]
@@ -78,38 +83,92 @@ LOGGER_BREAK = ("Graph break in user code at /lib/modeling_utils.py:4769\n"
                 "function call, e.g. f(x, y):\n\nlogging.Logger method not supported\n")
 
 
+RESUME = "torch_dynamo_resume_in_forward_at_19"
+
+
 def test_a_rank_that_took_another_branch_is_told_by_the_break_it_resumed_after(
         tmp_path: Path) -> None:
     """Rank 1 alone has a 0 in its batch: ``if (ids == 0).any():`` breaks the graph on both
-    ranks, and each resumes in the code of the branch it took (two resume functions of one
-    name). The divergence is the break at train.py:19 that both resumed after, not the
-    library's logger break both took further on."""
+    ranks, and each resumes in the code of the branch it took (Dynamo makes a resume function
+    per way out, all of one name and first line). Rank 1 compiled two of them (frames 5 and
+    13: two code objects in one process), rank 0 one: rank 1 ran code rank 0 never did. The
+    divergence is the break at train.py:19 that both resumed after, not the library's logger
+    break both took further on."""
     job = tmp_path / "job"
-    resume = "torch_dynamo_resume_in_forward_at_19"
     _rank(job, 0, {"4/0": [BRANCH_BREAK], "5/0": [LOGGER_BREAK]},
-          {"4/0": "forward", "5/0": resume})
+          {"4/0": "forward", "5/0": RESUME})
     _rank(job, 1, {"4/0": [BRANCH_BREAK], "5/0": [LOGGER_BREAK], "13/0": [LOGGER_BREAK]},
-          {"4/0": "forward", "5/0": resume, "13/0": resume})
+          {"4/0": "forward", "5/0": RESUME, "13/0": RESUME})
     d = analyze_job(job)["divergence"]
     assert d["compile_id"] == "13/0" and d["diverging_ranks"] == [1], d
     r = d["reason"]
     assert r["graph_break_reasons"] == [] and r["restart_reasons"] == [], r
     after = r["resumed_after"]
-    assert (after["where"], after["summary"], after["other_path"]) == (
-        "train.py:19", "Data-dependent branching", True), after
+    assert (after["where"], after["summary"], after["other_path"], after["code_objects"]) == (
+        "train.py:19", "Data-dependent branching", True, [2, 1]), after
     assert divergence_lines(d)[1:] == [
         "  resumed after the graph break at train.py:19: Data-dependent branching",
-        "    rank(s) 0 resumed there too, in other code (another branch taken)"]
+        "    rank(s) 0 resumed there too, in other code (another branch taken): rank(s) 1 "
+        "compiled 2 resume functions there, rank(s) 0 1"]
+
+
+def test_the_same_code_under_other_frame_ids_is_no_other_branch(tmp_path: Path) -> None:
+    """Frame ids are numbered per process, in the order each rank first compiled a code object:
+    rank 1 compiled a helper first (its frame 5) and the one resume function later (frame 13);
+    rank 0 compiled that resume function as frame 5. Same code (file, name, first line), one
+    code object each: no "another branch" (it was said before, frame 13 not being rank 0's
+    frame 5)."""
+    job = tmp_path / "job"
+    _rank(job, 0, {"4/0": [BRANCH_BREAK], "5/0": [LOGGER_BREAK]},
+          {"4/0": "forward", "5/0": RESUME})
+    _rank(job, 1, {"4/0": [BRANCH_BREAK], "5/0": [], "13/0": [LOGGER_BREAK]},
+          {"4/0": "forward", "5/0": "helper", "13/0": RESUME})
+    d = analyze_job(job)["divergence"]
+    assert d["compile_id"] == "13/0" and d["diverging_ranks"] == [1], d
+    after = d["reason"]["resumed_after"]
+    assert (after["other_resumed"], after["other_path"]) == (True, False), after
+    lines = divergence_lines(d)
+    assert lines[-1] == "    rank(s) 0 resumed there too", lines
+    assert not any("another branch" in ln for ln in lines), lines
+
+
+def test_code_with_another_first_line_is_other_code(tmp_path: Path) -> None:
+    """Rank 0's function of that name starts at another line: other code, said with its line."""
+    job = tmp_path / "job"
+    _rank(job, 0, {"4/0": [BRANCH_BREAK], "5/0": [LOGGER_BREAK]},
+          {"4/0": "forward", "5/0": RESUME}, {"5/0": 40})
+    _rank(job, 1, {"4/0": [BRANCH_BREAK], "5/0": [], "13/0": [LOGGER_BREAK]},
+          {"4/0": "forward", "5/0": "helper", "13/0": RESUME}, {"13/0": 19})
+    after = analyze_job(job)["divergence"]["reason"]["resumed_after"]
+    assert (after["other_path"], after["other_lines"]) == (True, [40]), after
+
+
+def test_a_trace_without_first_lines_says_less(tmp_path: Path) -> None:
+    """An old trace records no first line: the code is compared by file and name, so another
+    first line on the other rank claims nothing; two code objects against one still do."""
+    job = tmp_path / "job"
+    _rank(job, 0, {"4/0": [BRANCH_BREAK], "5/0": [LOGGER_BREAK]},
+          {"4/0": "forward", "5/0": RESUME}, {"5/0": None})
+    _rank(job, 1, {"4/0": [BRANCH_BREAK], "5/0": [], "13/0": [LOGGER_BREAK]},
+          {"4/0": "forward", "5/0": "helper", "13/0": RESUME}, {"13/0": 40})
+    after = analyze_job(job)["divergence"]["reason"]["resumed_after"]
+    assert (after["other_resumed"], after["other_path"]) == (True, False), after
+    job2 = tmp_path / "job2"
+    _rank(job2, 0, {"4/0": [BRANCH_BREAK], "5/0": [LOGGER_BREAK]},
+          {"4/0": "forward", "5/0": RESUME}, {"5/0": None})
+    _rank(job2, 1, {"4/0": [BRANCH_BREAK], "5/0": [LOGGER_BREAK], "13/0": [LOGGER_BREAK]},
+          {"4/0": "forward", "5/0": RESUME, "13/0": RESUME}, {"5/0": None, "13/0": None})
+    after = analyze_job(job2)["divergence"]["reason"]["resumed_after"]
+    assert (after["other_path"], after["code_objects"]) == (True, [2, 1]), after
 
 
 def test_a_recompile_of_resumed_code_is_no_other_branch(tmp_path: Path) -> None:
     """Rank 1 alone recompiles the resume function (``5/1``, a size guard): both ranks resumed
     after the break in the same code; no "another branch taken" above its recompile reason."""
     job = tmp_path / "job"
-    resume = "torch_dynamo_resume_in_forward_at_19"
-    _rank(job, 0, {"4/0": [BRANCH_BREAK], "5/0": []}, {"4/0": "forward", "5/0": resume})
+    _rank(job, 0, {"4/0": [BRANCH_BREAK], "5/0": []}, {"4/0": "forward", "5/0": RESUME})
     _rank(job, 1, {"4/0": [BRANCH_BREAK], "5/0": [], "5/1": []},
-          {"4/0": "forward", "5/0": resume, "5/1": resume})
+          {"4/0": "forward", "5/0": RESUME, "5/1": RESUME})
     d = analyze_job(job)["divergence"]
     assert d["compile_id"] == "5/1" and d["diverging_ranks"] == [1], d
     after = d["reason"]["resumed_after"]

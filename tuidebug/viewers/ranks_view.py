@@ -101,10 +101,7 @@ def _divergence_lines(d: dict[str, Any] | None,
         if isinstance(after, dict):
             lines.append(f"  resumed after the graph break at {after.get('where')}: "
                          f"{after.get('summary')}")
-            lines.append(f"    rank(s) {off} resumed there too, in other code (another branch "
-                         "taken)" if after.get("other_path")
-                         else f"    rank(s) {off} resumed there too" if after.get("other_resumed")
-                         else f"    rank(s) {off} never resumed there")
+            lines.append(_resumed_line(after, on, off))
         for x in r.get("recompile_reasons") or []:  # whole, each of its lines on a line
             parts = str(x).splitlines() or [""]
             lines.append(f"  recompiled: {parts[0]}")
@@ -143,6 +140,23 @@ def _divergence_lines(d: dict[str, Any] | None,
         return [f"graph {d['graph']}: {d['statuses'][0]} on ranks {ref}, "
                 f"{d['statuses'][1]} on ranks {odd}"]
     return [f"{kind} (ranks {ref} vs {odd})"]
+
+
+def _resumed_line(after: dict[str, Any], on: str, off: str) -> str:
+    """Whether the other ranks resumed after that break too, and in other code only where the
+    traces show it (never by Dynamo's frame ids: each process numbers its own)."""
+    if not after.get("other_resumed"):
+        return f"    rank(s) {off} never resumed there"
+    if not after.get("other_path"):
+        return f"    rank(s) {off} resumed there too"
+    counts = after.get("code_objects")
+    if isinstance(counts, list) and len(counts) == 2:
+        return (f"    rank(s) {off} resumed there too, in other code (another branch taken): "
+                f"rank(s) {on} compiled {counts[0]} resume functions there, rank(s) {off} "
+                f"{counts[1]}")
+    lines = ", ".join(map(str, after.get("other_lines") or []))
+    return (f"    rank(s) {off} resumed there too, in other code (another branch taken): "
+            f"theirs starts at line {lines}")
 
 
 def stopped_text(waits: dict[str, Any]) -> str:

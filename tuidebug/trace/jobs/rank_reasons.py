@@ -77,7 +77,7 @@ def why_only_here(t: Trace, cid: str, other: Trace) -> dict[str, Any]:
             "function": m.get("co_name"), "file": m.get("co_filename"),
             "line": m.get("co_firstlineno"),
             "called_at": called if isinstance(called, dict) and called.get("line") else None,
-            "resumed_after": _resumed_after(m, [p for p in before if p in mine], mine, other,
+            "resumed_after": _resumed_after(m, [p for p in before if p in mine], mine, t, other,
                                             None if recompiled else _new_frame(cid))}
 
 
@@ -88,14 +88,40 @@ def _new_frame(cid: str) -> str | None:
     return frame if frame and count == "0" else None
 
 
+def _code(m: dict[str, Any]) -> tuple[str, str, int | None]:
+    """A compiled function as two ranks compare it: its file, name and first line (Dynamo's
+    frame ids are per process, numbered in the order each rank first compiled a code object:
+    never compared across ranks); the first line None where the trace does not record it."""
+    line = m.get("co_firstlineno")
+    return (str(m.get("co_filename") or ""), str(m.get("co_name") or ""),
+            line if type(line) is int else None)
+
+
+def _frames_of(t: Trace, name: Any, file: str) -> dict[tuple[str, str, int | None], set[str]]:
+    """Per code (file, name, first line), the frame ids of trace ``t`` under which a function
+    named ``name`` in ``file`` was compiled: within one process a frame id is one code object."""
+    out: dict[tuple[str, str, int | None], set[str]] = {}
+    for cid, c in t.compiles.items():
+        m = c.get("metrics") or {}
+        if m.get("co_name") == name and m.get("co_filename") == file:
+            out.setdefault(_code(m), set()).add(first_attempt(cid).rpartition("/")[0])
+    return out
+
+
 def _resumed_after(m: dict[str, Any], before: list[str], mine: dict[str, list[dict[str, Any]]],
-                   other: Trace, frame: str | None) -> dict[str, Any] | None:
-    """For a resume function's compile (metrics ``m``): the last graph break before it at the
-    line it resumes from; ``other_resumed``: the other rank compiled a resume function of that
-    name and file; ``other_path``: it did so in other code (another branch taken) — said only
-    of a frame's first compile (``frame``, None for a recompile: the same code recompiled,
-    its reasons say why), and only when the other rank's resume functions of that name are
-    other frames (other code objects) than this one."""
+                   t: Trace, other: Trace, frame: str | None) -> dict[str, Any] | None:
+    """For a resume function's compile (metrics ``m``, in rank trace ``t``): the last graph
+    break before it at the line it resumes from; ``other_resumed``: the other rank compiled a
+    resume function of that name and file; ``other_path``: this one is code the other rank
+    never compiled (another branch taken) — said only of a frame's first compile (``frame``,
+    None for a recompile: the same code recompiled, its reasons say why), and only on what
+    each trace shows of itself: the other rank's functions of that name have another first
+    line (``other_lines``), or this rank compiled more code objects of that name and first
+    line than the other did (``code_objects``: [this rank's, the other's]; Dynamo makes a
+    resume function per way out of the break — both arms of an ``if`` on data — all of one
+    name and first line). Frame ids are never compared across ranks (each process numbers
+    its own). A trace without first lines compares file and name only, and claims no other
+    code on a first line."""
     point = resume_point(str(m.get("co_name") or ""))
     file = str(m.get("co_filename") or "")
     if point is None or not file:
@@ -104,9 +130,17 @@ def _resumed_after(m: dict[str, Any], before: list[str], mine: dict[str, list[di
     found = next((b for p in reversed(before) for b in mine[p] if b.get("where") == at), None)
     if found is None:
         return None
-    frames = {first_attempt(oid).rpartition("/")[0] for oid, o in other.compiles.items()
-              if (o.get("metrics") or {}).get("co_name") == m.get("co_name")
-              and (o.get("metrics") or {}).get("co_filename") == file}
-    return {**found, "where": f"{Path(file).name}:{point[1]}", "other_resumed": bool(frames),
-            "other_path": frame is not None and bool(frames) and frame not in frames}
-
+    theirs, ours = _frames_of(other, m.get("co_name"), file), _frames_of(t, m.get("co_name"), file)
+    code = _code(m)
+    lines_known = code[2] is not None and all(k[2] is not None for k in theirs)
+    other_lines = sorted({k[2] for k in theirs if k[2] is not None}) \
+        if lines_known and theirs and code not in theirs else []
+    # compared by file and name where a trace lacks first lines: never "other code" by a line
+    key = code if lines_known else code[:2]
+    n_ours = len({f for k, fs in ours.items() if (k if lines_known else k[:2]) == key for f in fs})
+    n_theirs = len({f for k, fs in theirs.items() if (k if lines_known else k[:2]) == key
+                    for f in fs})
+    more = n_ours > n_theirs > 0
+    return {**found, "where": f"{Path(file).name}:{point[1]}", "other_resumed": bool(theirs),
+            "other_path": frame is not None and bool(theirs) and (bool(other_lines) or more),
+            "other_lines": other_lines, "code_objects": [n_ours, n_theirs] if more else None}
