@@ -237,3 +237,33 @@ def test_a_recompile_records_the_value_of_a_local_named_bare() -> None:
     # None: not a value recorded (the failed guard then says only what it was)
     none = recompile_call((None, frame_of(None, 3)), {}, ["0/0: flag == True"])
     assert none["values"] == {}, none
+
+
+def test_the_capture_records_whether_the_users_line_calls_the_frame_itself(
+        tmp_path: Path) -> None:
+    """``called_at["direct"]``, read from real stacks: a call through nn.Module's
+    ``__call__`` alone is the line's own call; one through a library's frame (a file under
+    site-packages, as an installed package's) is not."""
+    import functools
+    import importlib.util
+
+    import torch
+
+    from tuidebug.compiler.compat.shapes import recompile_call
+
+    lib = tmp_path / "site-packages" / "lib_calls.py"
+    lib.parent.mkdir()
+    lib.write_text("def call(f, *args):\n    return f(*args)\n")
+    spec = importlib.util.spec_from_file_location("lib_calls", lib)
+    assert spec is not None and spec.loader is not None
+    lib_calls = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lib_calls)
+    module = torch.nn.Module()
+    # the module's forward reads the stack as Dynamo's hook does (the hook's frames, then the
+    # callers); tuidebug's own frames pass the call on
+    module.forward = functools.partial(recompile_call, (None, None), {})  # type: ignore
+    here = sys._getframe().f_code.co_name
+    direct = module([])["called_at"]  # this line calls the module
+    assert direct is not None and direct["fn"] == here and direct["direct"] is True, direct
+    inner = lib_calls.call(module, [])["called_at"]  # this line calls the library
+    assert inner is not None and inner["fn"] == here and inner["direct"] is False, inner

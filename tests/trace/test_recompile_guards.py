@@ -344,11 +344,13 @@ def test_a_restarted_recompile_is_judged_by_the_attempt_that_made_its_graph(
 
 
 def _loss_frame(root: Path, guard: str = "labels", fn: str = "ForCausalLMLoss",
-                code: str = "out = self.m(input_ids=ids, labels=ids)") -> Trace:
+                code: str = "out = self.m(input_ids=ids, labels=ids)",
+                direct: bool | None = None) -> Trace:
     """transformers' ``ForCausalLMLoss(logits, labels)`` (a library file) recompiled for a
     longer batch: the model made both sizes symbols; the user's line passed ``labels=`` to
     the model, which computed ``logits`` itself. (``fn``, ``code``: another library function
-    and the user's line calling it.)"""
+    and the user's line calling it; ``direct``: the capture's ``called_at["direct"]``, None:
+    not recorded.)"""
     w = TraceWriter(root, command=["tuidebug", "trace", "ddp_hf.py"])
     loss = "/venv/lib/python3.11/site-packages/transformers/loss/loss_utils.py"
     reasons = [f"8/0: tensor '{guard}' size mismatch at index 1. expected 8, actual 12"]
@@ -362,8 +364,8 @@ def _loss_frame(root: Path, guard: str = "labels", fn: str = "ForCausalLMLoss",
             {"name": "s38", "source": "L['labels'].size()[1]", "kind": "backed", "hint": 12},
             {"name": "s3", "source": "L['logits'].size()[1]", "kind": "backed", "hint": 12}],
             "recompile": {"reasons": rs, "values": {}, "called_at": {
-                "file": "/job/ddp_hf.py", "line": 19, "fn": "forward",
-                "code": code}} if rs else {}})
+                "file": "/job/ddp_hf.py", "line": 19, "fn": "forward", "code": code,
+                **({} if direct is None else {"direct": direct})}} if rs else {}})
     w.finish("ok")
     return Trace(root)
 
@@ -399,21 +401,48 @@ def test_a_library_frame_called_positionally_is_marked_by_what_the_user_passes(
     positionally, still takes no tensor of the user's."""
     from tuidebug.trace.queries.recompiles import explain_compile
 
-    said = explain_compile(_loss_frame(tmp_path / "a", fn="forward",
-                                       code="out = model(images)"), "8/1")["suggestion"]
+    said = explain_compile(_loss_frame(tmp_path / "a", fn="forward", code="out = model(images)",
+                                       direct=True), "8/1")["suggestion"]
     assert "torch._dynamo.maybe_mark_dynamic(images, 1)" in said, said
     assert "not an input you pass yourself" not in said, said
     said = explain_compile(_loss_frame(tmp_path / "b", fn="forward",
-                                       code="labels = model(labels)"), "8/1")["suggestion"]
+                                       code="labels = model(labels)", direct=True),
+                           "8/1")["suggestion"]
     assert "torch._dynamo.maybe_mark_dynamic(labels, 1)" in said, said
     assert "you pass as labels=" not in said, said
     said = explain_compile(_loss_frame(tmp_path / "c", fn="forward",
-                                       code="out = model(images, mask)"), "8/1")["suggestion"]
+                                       code="out = model(images, mask)", direct=True),
+                           "8/1")["suggestion"]
     assert "maybe_mark_dynamic(t, 1) on the tensor t you pass for labels" in said, said
     said = explain_compile(_loss_frame(tmp_path / "d", "logits", code="out = self.m(ids, labels=ids)"),
                            "8/1")["suggestion"]
     assert "maybe_mark_dynamic" not in said and "'logits' is not an input you pass yourself" \
         in said, said
+
+
+def test_a_library_forward_the_users_line_does_not_call_is_not_theirs_to_mark(
+        tmp_path: Path) -> None:
+    """``out = model(images)`` runs the model, whose forward calls a submodule's: when that
+    inner library ``forward`` recompiled, advice offered ``maybe_mark_dynamic(images, 1)`` — a
+    call on the user's tensor for the submodule's input ``labels`` (any library frame named
+    forward counted as the line's own call). Only the frame the line's call runs counts: the
+    capture records whether anything but a module's ``__call__`` and torch.compile's wrappers
+    stood between (``direct``); a trace without that record leaves it unknown — no such
+    advice, and no claim that the tensor is not the user's."""
+    from tuidebug.trace.queries.recompiles import explain_compile
+
+    for direct, claim in ((False, "'labels' is not an input you pass yourself"),
+                          (None, "whether you pass 'labels' yourself is not recorded")):
+        t = _loss_frame(tmp_path / str(direct), fn="forward", code="out = model(images)",
+                        direct=direct)
+        said = explain_compile(t, "8/1")["suggestion"]
+        assert "maybe_mark_dynamic" not in said and claim in said, said
+        ids = [s.id for s in recompile_advice(t)]
+        assert "dynamic=True" in ids and not any(i.startswith("mark_dynamic") for i in ids), ids
+    # a function the line calls by name is its own call, recorded or not
+    t = _loss_frame(tmp_path / "fn", fn="model", code="out = model(images)")
+    (mark,) = [s for s in recompile_advice(t) if s.id.startswith("mark_dynamic")]
+    assert "torch._dynamo.maybe_mark_dynamic(images, 1)" in mark.text, mark.text
 
 
 def test_a_users_line_too_deep_or_long_to_parse_gives_no_arguments_not_a_crash() -> None:

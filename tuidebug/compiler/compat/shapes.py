@@ -180,11 +180,31 @@ def recompile_call(args: tuple[Any, ...], kwargs: Mapping[str, Any],
 _NOT_OWN_CODE = ("/site-packages/", "/dist-packages/", "/lib/python")
 
 
+def _passing_on() -> tuple[str, ...]:
+    """The files of the frames between a user's call and the frame it runs that pass the
+    call's arguments on unchanged: nn.Module's ``__call__``, torch.compile's wrappers (Dynamo's
+    own frames, above the frame being compiled, too), DDP's and FSDP's forward, torch's
+    decorators (``no_grad``, ``autocast``), and tuidebug's own (the capture's hooks)."""
+    import os
+
+    torch_dir, tuidebug_dir = _NOT_USER
+    return (tuidebug_dir, *(torch_dir + p.replace("/", os.sep) for p in (
+        "_dynamo/", "_compile.py", "nn/modules/module.py", "nn/parallel/distributed.py",
+        "distributed/fsdp/", "utils/_contextlib.py", "amp/autocast_mode.py")))
+
+
+_PASSING_ON = _passing_on()
+
+
 def called_at(frame: Any) -> dict[str, Any] | None:
     """The line of the user's own code that called the frame Dynamo is compiling: the
     innermost frame of the user's on the stack now (Dynamo decides while the frame is about to
     run, its callers below), or the compiled frame's own ``f_back`` chain where the stack does
-    not reach it: ``{file, line, fn, code}``; None when no caller is the user's."""
+    not reach it: ``{file, line, fn, code, direct}``; None when no caller is the user's.
+    ``direct``: only frames that pass the call on (``_PASSING_ON``: a module's ``__call__``,
+    torch.compile's wrappers) stand between that line and the compiled frame — the frame is
+    the one the line's call runs (``model(x)`` into the model's forward), not one a library
+    called from inside (a submodule's forward, given what the library computed)."""
     import linecache
     import sys
 
@@ -193,6 +213,7 @@ def called_at(frame: Any) -> dict[str, Any] | None:
 
 
 def _first_own(f: Any, linecache: Any) -> dict[str, Any] | None:
+    direct = True
     for _ in range(400):
         if f is None:
             return None
@@ -201,7 +222,9 @@ def _first_own(f: Any, linecache: Any) -> dict[str, Any] | None:
         if not (name.startswith("<") or any(p in name for p in _NOT_USER)
                 or any(p in name for p in _NOT_OWN_CODE)):
             return {"file": code.co_filename, "line": f.f_lineno, "fn": code.co_name,
-                    "code": linecache.getline(code.co_filename, f.f_lineno).strip() or None}
+                    "code": linecache.getline(code.co_filename, f.f_lineno).strip() or None,
+                    "direct": direct}
+        direct = direct and any(code.co_filename.startswith(p) for p in _PASSING_ON)
         f = f.f_back
     return None
 

@@ -16,7 +16,7 @@ from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.attempts import first_attempt, held_shapes
 from tuidebug.trace.queries.break_diff import break_ident
 from tuidebug.trace.queries.frames import is_own
-from tuidebug.trace.queries.held import as_passed, frame_of, held_by_user
+from tuidebug.trace.queries.held import Held, as_passed, frame_of, held_by_user
 from tuidebug.trace.queries.graph_breaks import trace_breaks
 from tuidebug.trace.queries.marked_dynamic import input_name, marked_advice
 from tuidebug.trace.queries.recompile_constants import specialized_sources, symbolic_sources
@@ -294,12 +294,13 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
             "dynamic=True", "compile with torch.compile(..., dynamic=True)", why, "recompiles",
             Apply(compile_kwargs={"dynamic": True})))
         frame = frame_of(trace, cid)
-        if not held_by_user(frame, rec.get("called_at"), name):
-            pass  # a library's own call (a loss given the model's logits): dynamic=True above
+        if held_by_user(frame, rec.get("called_at"), name) is not Held.YES:
+            pass  # a library's own call (a loss given the model's logits), or not known to be
+            # the user's (a library's forward their line may not call): dynamic=True above
         elif USER_INPUT.match(name) and not rec.get("resumed"):
             dims = [(s, i) for s, i in _made_dynamic_with(trace, cid, rec.get("previous"),
                                                            src, index)
-                    if held_by_user(frame, rec.get("called_at"), input_name(s))]
+                    if held_by_user(frame, rec.get("called_at"), input_name(s)) is Held.YES]
             also = [f"dimension {i} of {input_name(s)}" for s, i in dims[1:]]
             said = [as_passed(frame, rec.get("called_at"), input_name(s)) for s, _ in dims]
             calls = "; ".join(f"torch._dynamo.maybe_mark_dynamic({n}, {i}){words}"

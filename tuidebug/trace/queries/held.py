@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from tuidebug.trace.format.reader import Trace
@@ -42,6 +43,15 @@ class Frame:
     name: str
 
 
+class Held(str, Enum):
+    """Whether the user holds a tensor of a compiled frame: ``UNKNOWN`` where the trace cannot
+    say (a library's ``forward`` that the user's line may or may not call itself: a trace
+    made before the capture recorded which)."""
+    YES = "yes"
+    NO = "no"
+    UNKNOWN = "unknown"
+
+
 @dataclass(frozen=True)
 class CallArgs:
     """What the user's line passes (``out = model(images, mask=m)``): the call the statement
@@ -52,10 +62,20 @@ class CallArgs:
     positional: tuple[str, ...]
     keywords: frozenset[str]
 
-    def calls(self, frame: Frame) -> bool:
-        """Whether the statement's call is the frame's own: a function of its name, or a
-        module (``model(x)`` runs ``forward``)."""
-        return frame.name in (self.callee, "forward")
+    def calls(self, frame: Frame, called: dict[str, Any]) -> Held:
+        """Whether the statement's call runs the frame itself: a function of its name, or
+        the forward of the module it calls (``model(x)``). ``called["direct"]`` (the capture's
+        ``called_at``): whether only frames that pass the call on (a module's ``__call__``,
+        torch.compile's wrappers) stood between the line and the frame — a library's inner
+        ``forward`` (a submodule given what the library computed) is not the line's call.
+        Not recorded (an older trace): a function named as the line calls it is; a
+        ``forward`` is not known to be."""
+        direct = called.get("direct")
+        if direct is False or frame.name not in (self.callee, "forward"):
+            return Held.NO
+        if direct is True or frame.name == self.callee:
+            return Held.YES
+        return Held.UNKNOWN
 
 
 MAX_LINE = 2_000  # characters of a user's line read for its call's arguments
@@ -102,36 +122,40 @@ def _word(name: str) -> str:
     return key["key"] if key else name
 
 
-def held_by_user(frame: Frame | None, called: Any, name: str) -> bool:
+def held_by_user(frame: Frame | None, called: Any, name: str) -> Held:
     """Whether the user holds the tensor a compiled frame calls ``name`` (``x``,
     ``kwargs['input_ids']``): the frame is their own code, or the line of theirs whose call
-    recompiled (``called``: ``{file, line, code}``) passes it — by keyword in its argument
-    list (``self.m(input_ids=ids)``), or positionally to the frame's own call (``out =
-    model(images)`` into ``forward(self, x)``: which position is ``x`` is not recorded, so
-    any). A frame of a library called from inside the library (a loss function given the
-    model's ``logits``, the user's line passing only keywords) takes tensors the user never
-    holds. A line that is no whole statement says nothing: held."""
+    recompiled (``called``: ``{file, line, code, direct}``) passes it — by keyword in its
+    argument list (``self.m(input_ids=ids)``), or positionally to the frame's own call (``out =
+    model(images)`` into the model's ``forward(self, x)``: which position is ``x`` is not
+    recorded, so any; ``CallArgs.calls``). A frame of a library called from inside the library
+    (a loss function given the model's ``logits``, a submodule's ``forward`` given what the
+    model computed) takes tensors the user never holds; where the trace does not say whether
+    the line calls the frame itself, ``UNKNOWN``. A line that is no whole statement says
+    nothing: held."""
     if frame is None or is_own(frame.file) or not isinstance(called, dict) \
             or POSITIONAL.match(name):  # Dynamo's inner(*args): the user's call
-        return True
+        return Held.YES
     passed = call_args(str(called.get("code") or ""))
-    return passed is None or _word(name) in passed.keywords or \
-        (bool(passed.positional) and passed.calls(frame))
+    if passed is None or _word(name) in passed.keywords:
+        return Held.YES
+    return passed.calls(frame, called) if passed.positional else Held.NO
 
 
 def as_passed(frame: Frame | None, called: Any, name: str) -> tuple[str, str]:
     """``held_as``, but a library frame's parameter the user's call passes by keyword
     (``self.m(input_ids=ids)`` into GPT-2's forward) is the tensor they pass as ``name=``, and
-    one it passes positionally is the argument they pass (``images`` of ``model(images)``, the
-    one argument; else "the tensor t you pass for x"), not a variable of theirs named
-    ``name``."""
+    one it passes positionally to the frame's own call is the argument they pass (``images``
+    of ``model(images)``, the one argument; else "the tensor t you pass for x"), not a
+    variable of theirs named ``name``."""
     passed = call_args(str(called.get("code") or "")) if isinstance(called, dict) else None
     if frame is None or is_own(frame.file) or passed is None or POSITIONAL.match(name):
         return held_as(name)
+    assert isinstance(called, dict)
     word = _word(name)
     if word in passed.keywords:
         return "t", f" on the tensor t you pass as {word}="
-    if not passed.calls(frame):
+    if passed.calls(frame, called) is not Held.YES:
         return held_as(name)
     if len(passed.positional) == 1 and re.fullmatch(r"[A-Za-z_][\w.]*", passed.positional[0]):
         return passed.positional[0], ""

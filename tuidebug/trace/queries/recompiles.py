@@ -16,7 +16,7 @@ from tuidebug.trace.format import safefile
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries import attempts
 from tuidebug.trace.queries.held import (  # noqa: F401
-    POSITIONAL, Frame, as_passed, frame_in, held_as, held_by_user)
+    POSITIONAL, Frame, Held, as_passed, frame_in, held_as, held_by_user)
 from tuidebug.trace.queries.recompile_constants import (
     CONSTANT, Specialized, carried, constant_advice, specialized_sources, symbolic_sources)
 
@@ -171,15 +171,21 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
         source = f"{_local(name)}.{m['what']}()[{index}]"
         symbolic = None if symbolic_sources is None else source in symbolic_sources
         pos = POSITIONAL.match(name)
-        top = bool(USER_INPUT.match(name) or pos) and not resumed and \
-            held_by_user(frame, called, name)
+        held = held_by_user(frame, called, name) if (USER_INPUT.match(name) or pos) \
+            and not resumed else Held.NO
+        top = held is Held.YES
+        # said of an input not known to be the user's: not theirs, or not known
+        theirs = (f"{name!r} is not an input you pass yourself" if held is Held.NO else
+                  f"whether you pass {name!r} yourself is not recorded: it is an input of a "
+                  f"library's {frame.name if frame else 'frame'}, which your line may not "
+                  "call itself")
         # what the user calls it: its name, or ``t`` for the tensor passed positionally
         arg, on = as_passed(frame, called, name)
         if m["what"] == "stride":
             return ((f"the memory layout of {name!r} changed (a transposed or sliced input): "
                      f"pass {arg}.contiguous(){on}, or keep one layout across calls") if top else
                     (f"the strides of {name!r} changed (they follow a dimension that changed "
-                     f"size; it is not an input you pass yourself): torch.compile(dynamic=True) "
+                     f"size; {theirs}): torch.compile(dynamic=True) "
                      f"makes sizes and strides symbolic" + ("; a static KV cache keeps them fixed"
                                                            if CACHE_TENSOR.search(name) else "")),
                     source, m["expected"], m["actual"])
@@ -243,13 +249,12 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                     f"{on} (or mark_dynamic) before the first call, or use "
                     f"torch.compile(dynamic=True)" if top else
                     f"to stop it recompiling as it grows, use a static KV cache, whose length "
-                    f"stays fixed, or torch.compile(dynamic=True) ({name!r} is not an input "
-                    f"you pass yourself); `tuidebug advise TRACE --try` measures each"
+                    f"stays fixed, or torch.compile(dynamic=True) ({theirs}); "
+                    f"`tuidebug advise TRACE --try` measures each"
                     if CACHE_TENSOR.search(name) else
                     f"to compile once, use torch.compile(dynamic=True) ({carried(name)})"
                     if resumed else
-                    f"to compile once, use torch.compile(dynamic=True) ({name!r} is not an "
-                    f"input you pass yourself)")
+                    f"to compile once, use torch.compile(dynamic=True) ({theirs})")
             grows = (m["expected"].isdigit() and m["actual"].isdigit()
                      and int(m["actual"]) == int(m["expected"]) + 1)
             advice = (f"dimension {index} of {name!r} changed size"
