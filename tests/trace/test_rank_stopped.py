@@ -79,6 +79,6 @@ def test_a_rank_that_raised_is_no_hang(tmp_path: Path) -> None:
     assert len(w["lines"]) == 1 and w["lines"][0].startswith("rank 0 is at train.py:42"), w
     label, style, texts = wait_headings(w)
     assert label == "stopped: " and "red" not in style, (label, style)
-    assert texts == ["no rank timed out: the ranks were stopped when another ended; where "
-                     "each rank was:"], texts
+    assert texts == ["rank 1 failed; rank(s) 0 stopped by the launcher when another rank "
+                     "ended; where each rank was:"], texts
     assert not any("hung" in t for t in texts), texts

@@ -162,21 +162,45 @@ def _resumed_line(after: dict[str, Any], on: str, off: str) -> str:
 def stopped_text(waits: dict[str, Any]) -> str:
     """What a job that stopped with no mismatch of collectives found says above where each
     rank is."""
-    if not waits.get("hung"):  # no rank timed out: stopped when another ended (one raised)
-        return ("no rank timed out: the ranks were stopped when another ended; where each "
-                "rank was:")
-    if waits.get("waiting"):
-        return "ranks stopped while in collectives"
-    return "ranks stopped, none in a collective the progress log records; where each rank is:"
+    if waits.get("hung") and not _ended(waits, "collective_timeout"):  # --timeout
+        if waits.get("waiting"):
+            return "ranks stopped while in collectives"
+        return "ranks stopped, none in a collective the progress log records; where each rank is:"
+    return "; ".join(_end_texts(waits)) + "; where each rank was:"
+
+
+def _ended(waits: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [e for e in waits.get("ends") or [] if isinstance(e, dict) and e.get("kind") == kind]
+
+
+def _end_texts(waits: dict[str, Any]) -> list[str]:
+    """How the ranks ended, as each rank's record and error say: a collective that timed out,
+    a rank that raised, ranks stopped by the launcher, records left running, ranks with no
+    record (never "no rank timed out": a rank the NCCL watchdog aborted may have said
+    nothing)."""
+    texts = [str(e.get("text") or "") for e in waits.get("ends") or []
+             if isinstance(e, dict) and e.get("kind") != "timed_out"]
+    return [t for t in texts if t] or ["how the ranks ended is not recorded"]
 
 
 def wait_headings(waits: dict[str, Any]) -> tuple[str, str, list[str]]:
     """The label, its style and the headings said above where each unfinished rank is:
-    ``hung:`` in red only when some rank ran out of time; a job whose ranks were stopped
-    because one ended (raised) is no hang."""
-    texts = [m["text"] for m in waits["mismatches"]] or [stopped_text(waits)]
+    ``hung:`` in red only when some rank ran out of time (``--timeout``, or a collective
+    timed out: its error says so); ``interrupted:`` when ranks left their records running with
+    no end (Ctrl-C); else ``stopped:`` — a job whose ranks were stopped because one raised is
+    no hang. With a mismatch of collectives found, how the ranks ended comes first (but for
+    ``--timeout``, which the label says)."""
+    mismatches = [m["text"] for m in waits["mismatches"]]
+    if not mismatches:
+        texts = [stopped_text(waits)]
+    elif waits.get("hung") and not _ended(waits, "collective_timeout"):
+        texts = mismatches
+    else:
+        texts = ["; ".join(_end_texts(waits))] + mismatches
     if waits.get("hung"):
         return "hung: ", "bold red", texts
+    if _ended(waits, "interrupted"):
+        return "interrupted: ", "bold yellow", texts
     return "stopped: ", "bold", texts
 
 

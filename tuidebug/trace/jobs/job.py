@@ -206,7 +206,8 @@ def assemble(root: Path, *, launcher: str | None = None) -> dict[str, Any]:
     seen = {r["rank"] for r in records}
     for r in _rank_dirs(root, problems):
         if r not in seen:  # a trace whose record is missing (copied by hand, or never written)
-            records.append({"rank": r, "status": "unknown", "trace": rank_dir(root, r).name})
+            records.append({"rank": r, "status": "unknown", "trace": rank_dir(root, r).name,
+                            "no_record": True})
     records.sort(key=lambda r: r["rank"])
     worlds = {r["world_size"] for r in records if isinstance(r.get("world_size"), int)}
     world = max(worlds) if worlds else len(records)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tuidebug.trace.jobs.ddp_steps import number_step, step_said
+from tuidebug.trace.jobs.ends import ENDED, ends, timed_out_collective
 from tuidebug.trace.jobs import job as joblayout
 from tuidebug.trace.format import safefile
 from tuidebug.trace.format.manifest import Manifest
@@ -326,17 +327,22 @@ def _issued_ahead(stuck: list[dict[str, Any]], lines: list[str]) -> dict[str, An
     return {"lines": lines, "mismatches": mismatches, "waiting": {}} if mismatches else None
 
 
-def waits(ranks: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Who waits for whom, from the ``progress`` of the ranks that did not finish (status
-    ``timed_out``, ``killed``, ``running``): per group, the ranks in a collective and what they
-    wait for; where each of them is (``lines``), also when none is in a collective the log
-    records; ``hung``: some rank ran out of time (``timed_out``) — ranks ``killed`` because
-    another rank ended (one raised) did not hang. None when every rank finished."""
-    stuck = [r for r in ranks if r.get("status") in ("timed_out", "killed", "running", "unknown")
+def waits(ranks: list[dict[str, Any]], missing: list[int] | None = None) -> dict[str, Any] | None:
+    """Who waits for whom, from the ``progress`` of the ranks that did not finish (any status
+    but ``ok``, ``failed``, ``script_failed``) and of those that failed because a collective
+    timed out: per group, the ranks in a collective and what they wait for; where each of them
+    is (``lines``), also when none is in a collective the log records; ``ends``: how the ranks
+    ended, as far as is known (``ends.py``; ``missing``: ranks with no record); ``hung``: some
+    rank ran out of time — ``--timeout``, or its error says a collective timed out (the NCCL
+    watchdog) — not ranks ``killed`` because another rank raised, nor ranks interrupted. None
+    when every rank finished."""
+    stuck = [r for r in ranks if (r.get("status") not in ENDED or timed_out_collective(r))
              and r.get("progress")]
     if not stuck:
         return None
-    hung = any(r.get("status") == "timed_out" for r in ranks)
+    found_ends = ends(ranks, missing or [])
+    hung = any(e.kind in ("timed_out", "collective_timeout") for e in found_ends)
+    said = {"ends": [e.to_json() for e in found_ends]}
     lines, mismatches = [], []
     waiting: dict[str, dict[int, dict[str, Any]]] = {}
     for r in stuck:
@@ -373,9 +379,14 @@ def waits(ranks: list[dict[str, Any]]) -> dict[str, Any] | None:
                              f"{where}{done}")
                 continue
             lines.append(f"rank {r['rank']} is in no collective: {where}{done}")
+    unknown = next((e.ranks for e in found_ends if e.kind == "unknown"), [])
+    if unknown:  # no record: where they were is not known, and never guessed
+        shown = ", ".join(map(str, unknown[:20])) + (f" and {len(unknown) - 20} more"
+                                                     if len(unknown) > 20 else "")
+        lines.append(f"rank(s) {shown}: no record; where they were is not known")
     if not waiting:  # where each rank is, even when none is in a collective the log records
         found = _issued_ahead(stuck, lines) or {"lines": lines, "mismatches": [], "waiting": {}}
-        return {**found, "hung": hung}
+        return {**found, "hung": hung, **said}
     for group, per in waiting.items():
         seqs = {c["seq"] for c in per.values()}
         members = next((c["members"] for c in per.values() if c.get("members")), None)
@@ -402,5 +413,5 @@ def waits(ranks: list[dict[str, Any]]) -> dict[str, Any] | None:
                 "text": f"rank(s) {', '.join(map(str, ahead))} wait in collective #{top} of "
                         f"group {group} for rank(s) {', '.join(map(str, late))}, which did not "
                         "reach it"})
-    return {"lines": lines, "mismatches": mismatches, "hung": hung,
+    return {"lines": lines, "mismatches": mismatches, "hung": hung, **said,
             "waiting": {g: {str(rk): c for rk, c in per.items()} for g, per in waiting.items()}}

@@ -43,6 +43,7 @@ from tuidebug.trace.queries import collectives as coll
 from tuidebug.trace.jobs import job as joblayout
 from tuidebug.trace.jobs import progress as rank_progress
 from tuidebug.trace.jobs import rank_digest, rank_groups
+from tuidebug.trace.jobs.ends import ENDED, timed_out_collective
 from tuidebug.trace.jobs.rank_reasons import why_only_here
 from tuidebug.trace.jobs.rank_digest import (UNREAD, Hashes, RankDigest, RankPrint,
                                              normalise_text)
@@ -296,12 +297,19 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
         row = {"rank": r, "hostname": rec.get("hostname"), "node_rank": rec.get("node_rank"),
                "local_rank": rec.get("local_rank"), "status": rec.get("status"),
                "exit_code": rec.get("exit_code"), "trace": rec.get("trace")}
+        if rec.get("no_record"):  # a trace folder without a record: how it ended is not known
+            row["no_record"] = True
         if dg is not None:
             digests[r] = dg
             row.update(status=dg.status if rec.get("status") in (None, "unknown") else row["status"],
                        compiles=len(dg.print["compiles"]), graphs=dg.graphs,
-                       compile_time_s=round(sum(dg.compile_seconds.values()), 6))
-        if row["status"] not in ("ok", "failed", "script_failed"):  # ended before it finished
+                       compile_time_s=round(sum(dg.compile_seconds.values()), 6),
+                       trace_status=dg.status)
+            err = dg.manifest.script_error or dg.manifest.error
+            if err is not None and (err.type or err.message):
+                row["error"] = {"type": err.type, "message": (err.message or "")[:2000]}
+        # ended before it finished, or failed because a collective timed out: where it was
+        if row["status"] not in ENDED or timed_out_collective(row):
             row["progress"] = rank_progress.rank_progress(root, r, dg.manifest if dg else None)
         ranks.append(row)
     # a file refused on some rank is compared on none (UNREAD in every rank's key), unless the
@@ -348,4 +356,4 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
             "divergence": divergence, "notes": notes,
             "compile_time": judge_skew(_same_cache_seconds(digests)).to_json(),
             "problems": list(job.get("problems") or []),  # what of the job folder was not read
-            "waits": rank_progress.waits(ranks)}
+            "waits": rank_progress.waits(ranks, job["missing_ranks"])}

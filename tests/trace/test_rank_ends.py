@@ -1,0 +1,151 @@
+"""How the ranks of a job that did not finish ended, said as what is known (``trace/jobs/ends.py``):
+a collective that timed out (the NCCL watchdog's error on one rank, the others stopped by the
+launcher) is a hang, named from that rank's error; records left ``running`` with no end are
+an interrupted job (Ctrl-C), not ranks "stopped when another ended"; a rank with no record is
+not known. ``info`` said "stopped: no rank timed out: the ranks were stopped when another
+ended" for all three. Rank traces, records and progress logs written as a job writes them (the
+torch-free writer; no torch)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tuidebug.trace.format import schema
+from tuidebug.trace.format.manifest import ScriptError
+from tuidebug.trace.format.writer import TraceWriter
+from tuidebug.trace.jobs.progress import progress_path
+from tuidebug.trace.jobs.ranks import analyze_job
+from tuidebug.viewers.ranks_view import wait_headings
+
+WATCHDOG = ("[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, "
+            "OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=600000) ran for 600071 "
+            "milliseconds before timing out.")
+
+
+def _collectives(job: Path, rank: int, seqs: list[int], waiting: bool) -> None:
+    """Rank ``rank``'s progress log: all_reduce #n of the default group for each of ``seqs``,
+    each done but the last when ``waiting``."""
+    log = progress_path(job, rank)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    events: list[dict] = [{"event": "start", "t": 1.0}]
+    for n in seqs:
+        events.append({"event": "collective", "op": "all_reduce", "group": "default", "seq": n,
+                       "line": "train.py:40", "t": 2.0})
+        if not (waiting and n == seqs[-1]):
+            events.append({"event": "done", "group": "default", "seq": n, "t": 2.1})
+    log.write_text("".join(json.dumps(e) + "\n" for e in events))
+
+
+def _rank(job: Path, rank: int, status: str | None, *, world: int = 2,
+          error: ScriptError | None = None, writer_pid: int | None = None,
+          finished: bool = True) -> None:
+    """Rank ``rank``'s trace (finished ``failed`` with ``error``, else left running: its writer
+    ``writer_pid``) and its record (``status``; None: no record)."""
+    w = TraceWriter(job / f"rank_{rank}", command=["train.py"])
+    if error is not None:
+        w.update(script_error=error.to_json())
+        w.finish(schema.STATUS_OK)  # the compile was fine: the script raised (script_failed)
+    elif writer_pid is not None:
+        w.update(pid=writer_pid)
+    else:
+        w.finish(schema.STATUS_OK)
+    if status is None:
+        return
+    record = {"rank": rank, "world_size": world, "status": status, "trace": f"rank_{rank}",
+              "started_at": 1.0}
+    if finished:
+        record["finished_at"] = 9.0
+    (job / "job").mkdir(parents=True, exist_ok=True)
+    (job / "job" / f"rank_{rank}.json").write_text(json.dumps(record))
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_a_collective_the_watchdog_timed_out_is_a_hang_named_from_the_error(
+        tmp_path: Path) -> None:
+    """Rank 1's all_reduce #2 ran past the process group's timeout: the NCCL watchdog raised
+    DistBackendError on it, and torchrun stopped rank 0, which never reached #2."""
+    job = tmp_path / "job"
+    _rank(job, 0, "killed")
+    _collectives(job, 0, [1], waiting=False)
+    _rank(job, 1, "script_failed", error=ScriptError("DistBackendError", WATCHDOG))
+    _collectives(job, 1, [1, 2], waiting=True)
+    w = analyze_job(job)["waits"]
+    assert w is not None and w["hung"], w
+    assert [(e["kind"], e["ranks"]) for e in w["ends"]] == [
+        ("collective_timeout", [1]), ("killed", [0])], w["ends"]
+    label, style, texts = wait_headings(w)
+    assert (label, style) == ("hung: ", "bold red")
+    assert texts[0].startswith(
+        "rank 1's collective ALLREDUCE #2 timed out (the process group's timeout, the NCCL "
+        "watchdog's): DistBackendError: [Rank 1] Watchdog caught collective operation timeout:"
+    ), texts
+    assert "rank(s) 0 stopped by the launcher when another rank ended" in texts[0], texts
+    assert texts[1] == ("rank(s) 1 wait in collective #2 of group default for rank(s) 0, which "
+                        "did not reach it"), texts
+    assert any(ln.startswith("rank 1 waits in all_reduce #2") for ln in w["lines"]), w["lines"]
+    assert not any("no rank timed out" in t for t in texts), texts
+
+
+def test_an_ordinary_error_is_no_hang(tmp_path: Path) -> None:
+    """Rank 1 raised a ValueError: said with its error, under ``stopped:``, no hang."""
+    job = tmp_path / "job"
+    _rank(job, 0, "killed")
+    _collectives(job, 0, [1], waiting=True)
+    _rank(job, 1, "script_failed", error=ScriptError("ValueError", "bad batch\nmore"))
+    w = analyze_job(job)["waits"]
+    assert w is not None and not w["hung"], w
+    label, _, texts = wait_headings(w)
+    assert label == "stopped: " and texts[0] == (
+        "rank 1 script_failed: ValueError: bad batch; rank(s) 0 stopped by the launcher when "
+        "another rank ended; where each rank was:"), texts
+
+
+def test_records_left_running_are_an_interrupted_job(tmp_path: Path) -> None:
+    """Ctrl-C ends ``tuidebug trace`` and torchrun before either writes an end: both records
+    say ``running`` and no rank ran out of time nor was stopped by another's end. A rank whose
+    trace's writer is alive still runs."""
+    job = tmp_path / "job"
+    _rank(job, 0, "running", writer_pid=_dead_pid(), finished=False)
+    _collectives(job, 0, [1], waiting=True)
+    _rank(job, 1, "running", writer_pid=_dead_pid(), finished=False)
+    _collectives(job, 1, [1], waiting=True)
+    w = analyze_job(job)["waits"]
+    assert w is not None and not w["hung"], w
+    label, style, texts = wait_headings(w)
+    assert (label, style) == ("interrupted: ", "bold yellow"), (label, style)
+    assert texts == ["rank(s) 0, 1 left their records running, with no end: the job was "
+                     "interrupted (Ctrl-C) or killed before it could say how it ended; where "
+                     "each rank was:"], texts
+    live = tmp_path / "live"
+    _rank(live, 0, "running", writer_pid=os.getpid(), finished=False)
+    _collectives(live, 0, [1], waiting=True)
+    _rank(live, 1, "running", writer_pid=_dead_pid(), finished=False)
+    _collectives(live, 1, [1], waiting=True)
+    ends = analyze_job(live)["waits"]["ends"]
+    assert [(e["kind"], e["ranks"]) for e in ends] == [("interrupted", [1]), ("running", [0])]
+
+
+def test_a_rank_with_no_record_is_not_known(tmp_path: Path) -> None:
+    """A world of 3 with records of ranks 0 and 1 only: rank 2 is neither said stopped nor
+    placed; it is said not known."""
+    job = tmp_path / "job"
+    _rank(job, 0, "killed", world=3)
+    _collectives(job, 0, [1], waiting=True)
+    _rank(job, 1, "script_failed", world=3, error=ScriptError("ValueError", "bad batch"))
+    w = analyze_job(job)["waits"]
+    assert w is not None and not w["hung"]
+    assert ("unknown", [2]) in [(e["kind"], e["ranks"]) for e in w["ends"]], w["ends"]
+    assert "rank(s) 2: no record; where they were is not known" in w["lines"], w["lines"]
+    label, _, texts = wait_headings(w)
+    assert label == "stopped: " and texts[0].endswith(
+        "nothing is known of how rank(s) 2 ended (no record); where each rank was:"), texts
+    assert not any("no rank timed out" in t for t in texts), texts
