@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import statistics
+import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,16 @@ from tuidebug.trace.queries.summary import trace_summary
 pytestmark = pytest.mark.slow
 LAYERS = 3
 
+# Each trace costs about 10 s of CPU (importing torch and Inductor is 6 of them), so this file
+# traces two programs, once each, and every test reads the one it needs: ``item_trace``
+# (examples/item_per_layer.py) and ``calls_trace``, one script made of the snippets below
+# (CALLS), each compiling functions of its own names, whose whole calls are timed one by one.
+# To add a test: write its snippet as a constant (names no other snippet uses), append it to
+# CALLS, and read what it needs from ``calls_trace`` by its callable (``_verdict``) or its
+# Dynamo frame (``_frame_ids``, ``_frame_graphs``) — not by position in the trace. A test that
+# needs options of its own (not ``--profile 3``) or a process of its own traces its own script
+# (``trace_script``).
+
 
 @pytest.fixture(scope="module")
 def item_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -27,6 +39,57 @@ def item_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@dataclass(frozen=True)
+class Traced:
+    """``calls_trace``: the trace folder and the finished ``tuidebug trace`` process."""
+
+    out: Path
+    proc: subprocess.CompletedProcess[str]
+
+
+@pytest.fixture(scope="module")
+def calls_trace(tmp_path_factory: pytest.TempPathFactory) -> Traced:
+    """The snippets of CALLS as one script, traced with ``--profile 3``."""
+    out, proc = trace_script(tmp_path_factory.mktemp("whole"), "calls", "\n\n".join(CALLS),
+                             "--profile", "3")
+    return Traced(out, proc)
+
+
+def _verdict(t: Trace, callable_name: str):
+    """The whole-call verdict of ``callable_name`` (exactly one)."""
+    found = [v for v in call_verdicts(t) if v.callable == callable_name]
+    assert len(found) == 1, [v.callable for v in call_verdicts(t)]
+    return found[0]
+
+
+def _call(root: Path, callable_name: str) -> dict:
+    """profile.json's entry for the whole call of ``callable_name`` (exactly one)."""
+    found = [c for c in json.loads((root / "profile.json").read_text())["calls"]
+             if c["callable"] == callable_name]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def _frame_ids(t: Trace, co_name: str) -> list[str]:
+    """The compile ids (``F/N``, ``F/N_attempt``) of the one frame Dynamo compiled for the
+    function ``co_name``, in order: ``["F/0"]`` when it compiled once."""
+    frames = {c["id"].split("/")[0] for c in t.manifest.compiles
+              if (c.get("summary") or {}).get("co_name") == co_name}
+    assert len(frames) == 1, (co_name, t.manifest.compiles)
+    return [c["id"] for c in t.manifest.compiles if c["id"].split("/")[0] in frames]
+
+
+def _frame_graphs(t: Trace, co_name: str):
+    """The graphs compiled for the function ``co_name`` and the rest of it after its graph
+    breaks (Dynamo's resume functions, ``torch_dynamo_resume_in_<co_name>_at_<line>``)."""
+    def ours(name: str | None) -> bool:
+        return name == co_name or (name or "").startswith(f"torch_dynamo_resume_in_{co_name}_at")
+    ids = {c["id"] for c in t.manifest.compiles if ours((c.get("summary") or {}).get("co_name"))}
+    found = [g for g in t.graphs if g.compile_id in ids]
+    assert found, (co_name, [g.id for g in t.graphs])
+    return found
+
+
 def _parts_add_up(v, root: Path) -> None:
     """The ledger is each marked part's mean share of the clocked calls' wall time, scaled to
     the timed calls' median (profile.json); ``other`` is that median less the parts. So the
@@ -35,7 +98,7 @@ def _parts_add_up(v, root: Path) -> None:
     85% (under load 10 a training step's clocked calls left 10.9% unmarked). A part missing
     from the marks (a graph, the backward) is folded into its neighbour, so this does not find
     it: each caller asserts the ledger's rows (its graphs, islands and backward parts)."""
-    (raw,) = json.loads((root / "profile.json").read_text())["calls"]
+    raw = _call(root, v.callable)
     whole = statistics.median(raw["times"]["compiled_s"])
     assert len(raw["times"]["compiled_s"]) == v.rounds >= 10
     assert v.ledger, "no ledger"
@@ -113,21 +176,20 @@ def test_a_training_step_is_timed_forward_and_backward(profiled_training_trace: 
         assert v.outcome == "same" and v.text.startswith("no measurable difference")
 
 
-def test_model_compile_in_place_is_measured_as_the_module(tmp_path: Path) -> None:
+MODULE_COMPILE = (Path(__file__).parents[1] / "fixtures" / "module_compile.py").read_text()
+
+
+def test_model_compile_in_place_is_measured_as_the_module(calls_trace: Traced) -> None:
     """``model.compile()`` compiles the module's ``_call_impl`` in place: measured as the
     module (its name; its parameters make the call a training step), like torch.compile(model).
     Its forward breaks once: the backward is split into the two compiled backward graphs and
     the eager backward between them, attributed to that break, not one lump."""
-    out = tmp_path / "module_compile"
-    proc = trace_example(out, str(Path(__file__).parents[1] / "fixtures" / "module_compile.py"),
-                         extra=["--profile", "3"])
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    out, proc = calls_trace.out, calls_trace.proc
     assert "MODULE_COMPILE ok" in proc.stdout
-    (v,) = call_verdicts(Trace(out))
-    assert v.callable == "Tiny", v.callable
+    t = Trace(out)
+    v = _verdict(t, "Tiny")
     assert v.training, "the module's parameters require grad: a training step"
     _parts_add_up(v, out)
-    t = Trace(out)
     kinds = {g.id: g.kind for g in t.graphs}
     fwd = [p for p in v.ledger if p.part == "graph" and p.phase == "fwd"]
     bwd = [p for p in v.ledger if p.phase == "bwd"]
@@ -141,7 +203,7 @@ def test_model_compile_in_place_is_measured_as_the_module(tmp_path: Path) -> Non
     assert bwd[0].reason and "autograd engine" in bwd[0].reason
     # the hooks that mark each compiled backward fired in the clocked calls only: the timed
     # compiled calls paid for none, as the eager calls they alternate with pay for none
-    (call,) = json.loads((out / "profile.json").read_text())["calls"]
+    call = _call(out, "Tiny")
     inst = call["instrumentation"]
     assert inst["timed"] == {"graph_marks": 0, "backward_hooks": 0, "wrapped_graph_calls": 0,
                              "watched_module_calls": 0}, inst
@@ -150,11 +212,11 @@ def test_model_compile_in_place_is_measured_as_the_module(tmp_path: Path) -> Non
     assert inst["clocked"]["graph_marks"] == 2 * 2 * n, inst  # (the ledger's calls alone)
 
 
-PRINTS = '''import torch
+PRINTS = """import torch
 
 
 @torch.compile
-def step(x):
+def printing_step(x):
     print("STEP CALLED")  # the user's own output, from inside the compiled function
     m = (x * 2).sum().item()  # a break: the rest holds no tensor, Dynamo leaves it to eager
     s = 0.0
@@ -163,16 +225,16 @@ def step(x):
     return s
 
 
-print("result", step(torch.ones(4)))
-'''
+print("result", printing_step(torch.ones(4)))
+"""
 
 
-def test_the_timed_calls_print_nothing_to_the_users_output(tmp_path: Path) -> None:
+def test_the_timed_calls_print_nothing_to_the_users_output(calls_trace: Traced) -> None:
     """The whole call is timed over hundreds of calls of the user's function; what that function
     prints is the user's output once, as without tuidebug, not once per timed call (a
     transformers model printing a value after ``.item()`` printed it 491 times)."""
-    out, proc = trace_script(tmp_path, "prints", PRINTS, "--profile", "3")
-    (v,) = call_verdicts(Trace(out))
+    out, proc = calls_trace.out, calls_trace.proc
+    v = _verdict(Trace(out), "printing_step")
     assert v.rounds >= 10  # the function was called many more times than once
     lines = proc.stdout.splitlines()  # (info's summary after it quotes the line's code)
     assert lines.count("STEP CALLED") == 1, proc.stdout[-2000:]
@@ -185,112 +247,108 @@ def test_the_timed_calls_print_nothing_to_the_users_output(tmp_path: Path) -> No
     assert "STEP CALLED" not in proc.stderr.splitlines()
 
 
-INFERENCE = '''import torch
+INFERENCE = """import torch
 
 
 @torch.compile
-def f(x):
+def inference_f(x):
     return (x * 2).sin()
 
 
 x = torch.randn(8)  # made outside inference mode: a normal tensor
 with torch.inference_mode():
-    print("sum", round(float(f(x).sum()), 4))
-'''
+    print("sum", round(float(inference_f(x).sum()), 4))
+"""
 
 
-def test_timing_a_call_under_inference_mode_compiles_nothing_more(tmp_path: Path) -> None:
+def test_timing_a_call_under_inference_mode_compiles_nothing_more(calls_trace: Traced) -> None:
     """A call made under ``torch.inference_mode()`` with tensors made outside it: the timed
     calls' copies of the arguments were made where the call returned, in inference mode, so
     they were inference tensors, failed Dynamo's dispatch-key guard and compiled the function
     a second time (TORCH_LOGS=recompiles without tuidebug: one compile). Now one compile."""
-    script = tmp_path / "inference.py"
-    script.write_text(INFERENCE)
-    out = tmp_path / "inference"
-    proc = trace_example(out, str(script), extra=["--profile", "1"])
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    t = Trace(out)
-    assert [c["id"] for c in t.manifest.compiles] == ["0/0"], t.manifest.compiles
-    (v,) = call_verdicts(t)
+    t = Trace(calls_trace.out)
+    (cid,) = _frame_ids(t, "inference_f")
+    assert cid.endswith("/0"), cid
+    v = _verdict(t, "inference_f")
     assert v.rounds >= 10
 
 
-VIEW_OF_EARLIER = '''import torch
+VIEW_OF_EARLIER = """import torch
 
 
 @torch.compile
-def step(x):
+def view_step(x):
     y = (x * 2).sin()
     torch._dynamo.graph_break()
     return y.t()  # the second graph returns a view of its input, which the first graph made
 
 
-step(torch.randn(3, 4, requires_grad=True))
+view_step(torch.randn(3, 4, requires_grad=True))
 print("VIEW ok")
-'''
+"""
 
 
 def test_a_graph_returning_a_view_of_an_earlier_graphs_output_times_no_backward(
-        tmp_path: Path) -> None:
+        calls_trace: Traced) -> None:
     """The graph after the break returns only a view of its input (the first graph's output):
     its output leads to the first graph's compiled backward node, which was hooked for both
     graphs — the one backward timed twice, once as the second compile's. Now one backward graph,
     the first compile's, hooked once per clocked call."""
-    script = tmp_path / "view_of_earlier.py"
-    script.write_text(VIEW_OF_EARLIER)
-    out = tmp_path / "view_of_earlier"
-    proc = trace_example(out, str(script), extra=["--profile", "3"])
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    out, proc = calls_trace.out, calls_trace.proc
     assert "VIEW ok" in proc.stdout
     t = Trace(out)
-    assert len({g.compile_id for g in t.graphs}) >= 2, [g.id for g in t.graphs]  # broke once
-    (v,) = call_verdicts(t)
+    ours = _frame_graphs(t, "view_step")
+    assert len({g.compile_id for g in ours}) >= 2, [g.id for g in ours]  # broke once
+    v = _verdict(t, "view_step")
     assert v.training
     back = [p for p in v.ledger if p.phase == "bwd" and p.part == "graph"]
     kinds = {g.id: (g.kind, g.compile_id) for g in t.graphs}
     assert len(back) == 1, [p.as_json() for p in v.ledger]
     kind, cid = kinds.get(back[0].graph or "", ("", ""))
-    assert kind == "backward" and cid.split("/")[0] == "0", (back, kinds)  # the first frame's
+    first = _frame_ids(t, "view_step")[0].split("/")[0]
+    assert kind == "backward" and cid.split("/")[0] == first, (back, kinds)  # the first frame's
     missing = json.loads((out / "manifest.json").read_text()).get("not_available") or []
     assert not [x for x in missing if "backward" in str(x)], missing
-    (call,) = json.loads((out / "profile.json").read_text())["calls"]
+    call = _call(out, "view_step")
     n = call["ledger_calls"]["n"]
     hooks = call["instrumentation"]["clocked"]["backward_hooks"]  # pre and post, one graph
     assert 0 < 2 * n == hooks, (hooks, n)  # the ledger's calls alone (not the warm-up call)
 
 
-REDUCE_OVERHEAD = '''import torch
+REDUCE_OVERHEAD = """import torch
 
 
-def f(x):
+def ro_f(x):
     return torch.relu(x * 2 + 1).sum(dim=1)
 
 
-cf = torch.compile(f, mode="reduce-overhead")
-print("out", cf(torch.ones(8, 16)).shape)
-'''
+ro_cf = torch.compile(ro_f, mode="reduce-overhead")
+print("out", ro_cf(torch.ones(8, 16)).shape)
+"""
 
 
-def test_reduce_overhead_on_the_cpu_replays_no_cuda_graph(tmp_path: Path) -> None:
+def test_reduce_overhead_on_the_cpu_replays_no_cuda_graph(calls_trace: Traced) -> None:
     """``mode="reduce-overhead"`` on the CPU: Inductor asks for CUDA graphs and captures none
     (a CPU graph; it logs no skip for it). The ledger named the graph "CUDA graph", the profile
     said "(…, CUDA graphs)" and the kernels went untimed ("not timed: under CUDA graphs the
     kernels are replayed without Python calls")."""
-    out, _ = trace_script(tmp_path, "ro", REDUCE_OVERHEAD, "--profile", "3")
-    (v,) = call_verdicts(Trace(out))
+    out = calls_trace.out
+    t = Trace(out)
+    v = _verdict(t, "ro_f")
     parts = [p.part for p in v.ledger]
     assert "graph" in parts and "cudagraph" not in parts, [p.as_json() for p in v.ledger]
     prof = json.loads((out / "profile.json").read_text())
     assert prof["compiles"] and not any(c.get("cudagraphs") for c in prof["compiles"].values())
-    (timings,) = list(out.glob("graphs/*/code/timings.json"))
-    t = json.loads(timings.read_text())
-    assert t["run"].get("runs", 0) > 0, t["run"]
-    assert t["kernels"] and all(k.get("run_s") for k in t["kernels"].values()), t
-    s = trace_summary(Trace(out))
-    assert s["graphs"][0]["cudagraphs"] == "requested, but no CUDA kernels", s["graphs"][0]
+    (graph,) = _frame_graphs(t, "ro_f")
+    (timings,) = list(out.glob(f"graphs/{graph.id}/code/timings.json"))
+    tm = json.loads(timings.read_text())
+    assert tm["run"].get("runs", 0) > 0, tm["run"]
+    assert tm["kernels"] and all(k.get("run_s") for k in tm["kernels"].values()), tm
+    (row,) = [g for g in trace_summary(t)["graphs"] if g["id"] == graph.id]
+    assert row["cudagraphs"] == "requested, but no CUDA kernels", row
 
 
-CACHE_STATE = '''import torch
+CACHE_STATE = """import torch
 
 
 class Cache:  # transformers' StaticLayer: a length advanced in place at each call
@@ -298,7 +356,7 @@ class Cache:  # transformers' StaticLayer: a length advanced in place at each ca
         self.length = torch.tensor(0)
 
 
-def f(x, cache):
+def cache_f(x, cache):
     length = cache.length.to(x.device)
     pos = torch.arange(x.shape[0]) + length
     length.add_(x.shape[0])
@@ -306,31 +364,32 @@ def f(x, cache):
     return x * 2 + pos
 
 
-cf = torch.compile(f)
+cache_cf = torch.compile(cache_f)
 cache = Cache()
 for _ in range(2):
-    out = cf(torch.ones(4), cache)
+    out = cache_cf(torch.ones(4), cache)
 print("STATE", cache.length.item(), out.tolist())
-'''
+"""
 
 
-def test_a_call_given_state_it_changes_is_not_re_run_to_time_it(tmp_path: Path) -> None:
+def test_a_call_given_state_it_changes_is_not_re_run_to_time_it(calls_trace: Traced) -> None:
     """Qwen2 ``generate(cache_implementation="static")`` under ``--profile``: the whole call
     was re-run hundreds of times on the user's StaticCache (an argument that is no tensor, so
     not copied), advancing it past its end: the script failed ("index out of bounds") where it
     runs untraced. An argument holding tensors is not re-run: the whole call is not measured,
     says why, and the program sees the state it would untraced."""
-    out, proc = trace_script(tmp_path, "state", CACHE_STATE, "--profile", "3")
+    out, proc = calls_trace.out, calls_trace.proc
     assert "STATE 8 [6.0, 7.0, 8.0, 9.0]" in proc.stdout, proc.stdout[-2000:]
-    assert call_verdicts(Trace(out)) == []
-    (call,) = json.loads((out / "profile.json").read_text())["calls"]
-    assert call["callable"] == "f" and "argument 1 (Cache)" in call["not_measured"], call
-    s = trace_summary(Trace(out))
-    assert any("whole call of f not measured: argument 1 (Cache)" in n
+    t = Trace(out)
+    assert "cache_f" not in [v.callable for v in call_verdicts(t)]
+    call = _call(out, "cache_f")
+    assert "argument 1 (Cache)" in call["not_measured"], call
+    s = trace_summary(t)
+    assert any("whole call of cache_f not measured: argument 1 (Cache)" in n
                for n in s["profile"]["notes"]), s["profile"]["notes"]
 
 
-BUFFER_IN_BACKWARD = '''import torch
+BUFFER_IN_BACKWARD = """import torch
 
 
 class Scaled(torch.nn.Module):  # Llama's rotary inv_freq: a buffer the backward needs
@@ -347,50 +406,52 @@ m = Scaled()
 loss = torch.compile(m)(torch.randn(4, 8))
 loss.backward()  # the graph saved self.scale at the version it had in the call
 print("BACKWARD OK", m.lin.weight.grad.shape)
-'''
+"""
 
 
 def test_the_users_backward_after_the_timed_calls_finds_its_buffers_as_saved(
-        tmp_path: Path) -> None:
+        calls_trace: Traced) -> None:
     """A Llama training step under ``--profile``: the script's ``loss.backward()`` raised "one
     of the variables needed for gradient computation has been modified by an inplace
     operation: [torch.FloatTensor [8]] is at version 2" (the rotary inv_freq buffer). The
     module's buffers were put back after the timed calls by copying into every one of them,
     which bumps each buffer's version: the user's graph had saved it for its backward. Only a
     buffer the timed calls changed is put back."""
-    out, proc = trace_script(tmp_path, "scaled", BUFFER_IN_BACKWARD, "--profile", "3")
+    out, proc = calls_trace.out, calls_trace.proc
     assert "BACKWARD OK" in proc.stdout, proc.stderr[-3000:]
-    (v,) = call_verdicts(Trace(out))
+    v = _verdict(Trace(out), "Scaled")
     assert v.training and v.rounds >= 10
 
 
-SAME_TENSOR_TWICE = '''import torch
+SAME_TENSOR_TWICE = """import torch
 
 
-def f(input_ids, labels):  # transformers' model(input_ids=ids, labels=ids)
+def twice_f(input_ids, labels):  # transformers' model(input_ids=ids, labels=ids)
     return (input_ids.float() * 2 - labels.float()).sum()
 
 
-cf = torch.compile(f)
+twice_cf = torch.compile(twice_f)
 ids = torch.arange(12).reshape(2, 6)
-print("OUT", cf(ids, ids).item())
-'''
+print("OUT", twice_cf(ids, ids).item())
+"""
 
 
-def test_one_tensor_passed_twice_stays_one_tensor_in_the_timed_calls(tmp_path: Path) -> None:
+def test_one_tensor_passed_twice_stays_one_tensor_in_the_timed_calls(
+        calls_trace: Traced) -> None:
     """A Llama training step called as ``model(input_ids=ids, labels=ids)``: the timed calls
     passed a copy of each argument, two tensors where the user passed one; Dynamo guards on
     that (``kwargs['input_ids'] is kwargs['labels']``) and compiled once more (0/1, a compile
     the program never makes), then timed that compile. The copies keep the call's aliasing."""
-    out, proc = trace_script(tmp_path, "twice", SAME_TENSOR_TWICE, "--profile", "3")
+    out, proc = calls_trace.out, calls_trace.proc
     assert "OUT 66.0" in proc.stdout, proc.stdout[-2000:]
     t = Trace(out)
-    assert list(t.compiles) == ["0/0"], list(t.compiles)
-    (v,) = call_verdicts(t)
+    (cid,) = _frame_ids(t, "twice_f")
+    assert cid.endswith("/0") and cid in t.compiles, (cid, list(t.compiles))
+    v = _verdict(t, "twice_f")
     assert v.rounds >= 10
 
 
-PROGRAM_STATE = '''import torch
+PROGRAM_STATE = """import torch
 
 torch.manual_seed(0)
 cache = torch.zeros(4, 4)
@@ -431,10 +492,10 @@ train(torch.ones(2, 4))
 print("POS", int(pos), "ROWS", int((cache != 0).any(1).sum()))
 print("W", "OK" if torch.equal(model.weight.detach(), expected) else "CHANGED")
 print("CALLS", counted.calls, "GRAD", counted.weight.grad.tolist(), counted.bias.grad.tolist())
-'''
+"""
 
 
-def test_the_programs_own_tensors_the_graphs_write_are_put_back(tmp_path: Path) -> None:
+def test_the_programs_own_tensors_the_graphs_write_are_put_back(calls_trace: Traced) -> None:
     """The whole call re-runs the call hundreds of times: a function writing a global cache at
     a global position ran it past its end (the script went on with POS 4, not 1), and a
     compiled ``opt.step()`` applied the step to the user's parameters each time (their
@@ -443,16 +504,24 @@ def test_the_programs_own_tensors_the_graphs_write_are_put_back(tmp_path: Path) 
     untraced, and both calls are timed. A Python attribute Dynamo advances at every call and
     the ``.grad`` a ``loss.backward()`` inside the callable accumulates into are put back too
     (before: CALLS and GRAD of every re-run)."""
-    out, proc = trace_script(tmp_path, "program", PROGRAM_STATE, "--profile", "3")
+    out, proc = calls_trace.out, calls_trace.proc
     assert "POS 1 ROWS 1" in proc.stdout and "W OK" in proc.stdout, proc.stdout[-2000:]
     assert "CALLS 1 GRAD [[2.0, 2.0, 2.0, 2.0]] [2.0]" in proc.stdout, proc.stdout[-2000:]
     t = Trace(out)
     assert not any("whole call" in w for w in t.manifest.warnings), t.manifest.warnings
     calls = {c["callable"]: c for c in json.loads((out / "profile.json").read_text())["calls"]}
-    assert set(calls) == {"advance", "update", "train"}, calls
-    assert all("not_measured" not in c for c in calls.values()), calls
-    assert calls["advance"]["restored"] == ["cache", "pos"], calls["advance"]
-    assert len(calls["update"]["restored"]) == 2, calls["update"]  # weight and bias
-    assert set(calls["train"]["restored"]) == {"Linear.calls", "Linear.weight.grad",
-                                               "Linear.bias.grad"}, calls["train"]
-    assert {v.callable for v in call_verdicts(t)} == {"advance", "update", "train"}
+    assert set(calls) == CALLABLES, calls  # every whole call of the script, and no other
+    ours = {name: calls[name] for name in ("advance", "update", "train")}
+    assert all("not_measured" not in c for c in ours.values()), ours
+    assert ours["advance"]["restored"] == ["cache", "pos"], ours["advance"]
+    assert len(ours["update"]["restored"]) == 2, ours["update"]  # weight and bias
+    assert set(ours["train"]["restored"]) == {"Linear.calls", "Linear.weight.grad",
+                                              "Linear.bias.grad"}, ours["train"]
+    assert {"advance", "update", "train"} <= {v.callable for v in call_verdicts(t)}
+
+
+# the script ``calls_trace`` traces, and the whole calls its snippets make
+CALLS = [MODULE_COMPILE, PRINTS, INFERENCE, VIEW_OF_EARLIER, REDUCE_OVERHEAD, CACHE_STATE,
+         BUFFER_IN_BACKWARD, SAME_TENSOR_TWICE, PROGRAM_STATE]
+CALLABLES = {"Tiny", "printing_step", "inference_f", "view_step", "ro_f", "cache_f", "Scaled",
+             "twice_f", "advance", "update", "train"}
