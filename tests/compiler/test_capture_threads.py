@@ -112,3 +112,58 @@ def test_a_listener_done_with_a_callable_is_not_told_until_woken(tmp_path: Path)
         m(x)
         m(x)
         assert len(told) == n + 1
+
+
+def _scalar(x: torch.Tensor) -> torch.Tensor:
+    return x * x.sum().item()  # a graph break unless capture_scalar_outputs
+
+
+def test_a_set_flag_reaches_every_thread_that_compiles(tmp_path: Path) -> None:
+    """A --set of a Dynamo flag (capture_scalar_outputs: ``.item()`` in the graph, no break)
+    is in force in each thread that compiles, not only the one that first reached the
+    compiler: torch's config is per thread (2.13 on). Before, a later thread traced with the
+    defaults (the changes reached it at Inductor's compile_fx only, after Dynamo), and a
+    thread given a dead thread's ident (Python reuses them) was taken for it: its changes
+    counted as made, none made. Each thread's own function (Dynamo's cache is per code)."""
+    import torch._dynamo.config as dynamo_config
+
+    def compiled_in_a_thread(ident: int | None = None) -> tuple[int, int, bool]:
+        """(the thread's ident, the graphs its compile made, the flag as it saw it) — for a
+        thread of ident ``ident``, else (ident, -1, False) without compiling."""
+        got: list[tuple[int, int, bool]] = []
+
+        def run() -> None:
+            me = threading.get_ident()
+            if ident is not None and me != ident:
+                got.append((me, -1, False))
+                return
+            graphs: list[Any] = []
+
+            def backend(gm: Any, example_inputs: Any) -> Any:
+                graphs.append(gm)
+                return gm.forward
+            # a code of its own: compiled anew, not found in another thread's cache
+            code = _scalar.__code__.replace(co_name=f"scalar_{len(seen)}")
+            fn = type(_scalar)(code, _scalar.__globals__)
+            torch.compile(fn, backend=backend)(torch.ones(3))
+            got.append((me, len(graphs), bool(dynamo_config.capture_scalar_outputs)))
+        t = threading.Thread(target=run)
+        t.start()
+        t.join(300)
+        assert not t.is_alive() and got
+        return got[0]
+
+    assert compat.config_per_thread(dynamo_config)  # torch 2.13's config (the pin)
+    torch._dynamo.reset()
+    seen: list[tuple[int, int, bool]] = []
+    with capture(tmp_path / "t", check_accuracy=False) as s:
+        s.set_config({"dynamo.capture_scalar_outputs": True})  # as `trace --set` does
+        seen.append(compiled_in_a_thread())
+        first = seen[0][0]
+        for _ in range(50):  # a thread that Python gives the ended one's ident
+            if (again := compiled_in_a_thread(first))[1] >= 0:
+                seen.append(again)
+                break
+        else:
+            pytest.skip("Python reused no thread ident in 50 threads")
+    assert seen == [(first, 1, True), (first, 1, True)], seen

@@ -3,6 +3,7 @@ compiler config changes in force during a capture."""
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from typing import Any, Callable, Mapping
 
@@ -56,10 +57,15 @@ class Changes:
     """Compiler config changes in force until ``close()``, each set as soon as its config
     module is loaded (``compat.set_when_loaded``), in the thread that loads it (the capture's
     starting thread where the module is loaded when the capture starts), and at ``reach()`` in
-    the thread that first reaches the compiler: torch's config values are per thread (torch
-    2.13 on). ``close()`` puts back every change made in its own thread, and, where values are
-    not per thread, every other; a change left in another thread's values (only that thread
-    can put it back) is said in a trace warning."""
+    each thread that compiles: torch's config values are per thread (torch 2.13 on: a context
+    variable per flag, which a new thread starts without). ``close()`` puts back every change
+    made in its own thread, and, where values are not per thread, every other; a change left
+    in another thread's values (only that thread can put it back) is said in a trace warning.
+
+    Where a change was made is marked by a context variable of this object's, set in the
+    values it was made in: a thread starts without it, as it starts without torch's values (a
+    thread's ident, reused by Python once a thread ends, took a new thread for the dead one,
+    its changes made)."""
 
     def __init__(self, guard: Callable[[Callable[[], Any]], Any],
                  warn: Callable[[str], None]) -> None:
@@ -67,9 +73,12 @@ class Changes:
         self._warn = warn
         self._lock = threading.Lock()
         self._settings: list[tuple[Mapping[str, Any], bool]] = []
-        # (setting, module name, thread or None where values are not per thread) set -> put back
-        self._applied: dict[tuple[int, str, int | None], Callable[[], None]] = {}
+        # (setting, module name, the values' mark or None where values are not per thread)
+        # set -> put back
+        self._applied: dict[tuple[int, str, object | None], Callable[[], None]] = {}
         self._waiting: list[Callable[[], None]] = []
+        self._mark: contextvars.ContextVar[object] = contextvars.ContextVar(
+            "tuidebug_config_changes")
 
     def set(self, changes: Mapping[str, Any], *, known_only: bool = False) -> None:
         """``changes`` (keys as ``compat.CACHES_OFF``'s) in force from their module's load;
@@ -80,9 +89,17 @@ class Changes:
             changes, lambda name, module, put_back: self._keep(index, name, module, put_back),
             self._guard, known_only=known_only)
 
-    def _key(self, index: int, name: str, module: Any) -> tuple[int, str, int | None]:
+    def _here(self) -> object:
+        """The mark of the values this thread sees (made where it has none yet)."""
+        mark = self._mark.get(None)
+        if mark is None:
+            mark = object()
+            self._mark.set(mark)
+        return mark
+
+    def _key(self, index: int, name: str, module: Any) -> tuple[int, str, object | None]:
         per_thread = compat.config_per_thread(module)
-        return (index, name, threading.get_ident() if per_thread else None)
+        return (index, name, self._here() if per_thread else None)
 
     def _keep(self, index: int, name: str, module: Any, put_back: Callable[[], None]) -> None:
         with self._lock:
@@ -106,13 +123,13 @@ class Changes:
         self._waiting = []
         with self._lock:
             applied, self._applied = list(self._applied.items()), {}
-        me = threading.get_ident()
+        me = self._here()
         others: set[int] = set()
-        for (_, _, thread), put_back in reversed(applied):
-            if thread is None or thread == me:
+        for (_, _, mark), put_back in reversed(applied):
+            if mark is None or mark is me:
                 self._guard(put_back)
             else:
-                others.add(thread)
+                others.add(id(mark))
         if others:
             self._warn(f"the capture's compiler config changes (caches off, provenance on, "
                        f"--set) stay in force in {len(others)} other thread(s) that loaded or "

@@ -49,6 +49,10 @@ class Events(Concern):
         cid, data = event.compile_id, event.data
         if event.kind == "dynamo_start":
             s.phase("dynamo")
+            # in the compiling thread, before Dynamo traces: one other than the thread that
+            # first reached the compiler would trace with torch's defaults (the config is per
+            # thread), a --set of a Dynamo flag left out, until Inductor's compile_fx
+            s.config_here()
         elif event.kind == "output_code":
             s.concern(kernels.Kernels).on_output_code(data, s.current())
         elif event.kind in ("metrics", "backward_metrics"):
