@@ -107,6 +107,32 @@ def test_a_set_flag_this_torch_lacks_fails_before_the_script_runs(
     assert "max_fusion_size" not in m.script_error.message
 
 
+def test_an_error_in_the_set_flags_lookup_still_finishes_the_trace(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """compat.missing_flags raising (a broken Inductor install; here a real bad --set: a key
+    that is not a name, on which the lookup itself raises AttributeError) before the script
+    runs: the trace is finished, the error recorded as the run's, the script not run. Before,
+    the lookup ran outside what finishes the trace: the manifest stayed 'running'."""
+    from tuidebug.compiler.capture import CaptureSession
+    from tuidebug.compiler.run_script import run_in_session
+    from tuidebug.trace.format import schema
+
+    ran = tmp_path / "ran"
+    script = tmp_path / "s.py"
+    script.write_text(f"open({str(ran)!r}, 'w').close()\n")
+    monkeypatch.setattr("sys.argv", list(__import__("sys").argv))
+    monkeypatch.setattr("sys.path", list(__import__("sys").path))
+    session = CaptureSession(tmp_path / "t", check_accuracy=False).start()
+    with pytest.raises(AttributeError):  # the lookup does raise on it
+        compat.missing_flags({1: True})
+    code = run_in_session(session, str(script), [], {1: True})  # type: ignore[dict-item]
+    assert code != 0 and not ran.exists()
+    m = Trace(tmp_path / "t").manifest
+    assert m.status != schema.STATUS_RUNNING, m.status
+    assert m.script_error is not None and m.script_error.type == "AttributeError", m.script_error
+    assert m.config_overrides == {}
+
+
 def _before(x: torch.Tensor) -> torch.Tensor:
     return torch.relu(x) * 3
 

@@ -131,23 +131,24 @@ def run_in_session(session: Any, script: str, args: list[str],
     sys.path.insert(0, os.path.dirname(script))
     script_exc: BaseException | None = None
     exit_code = 0
-    # a flag this torch lacks fails the run before the script runs (set_flags would leave out
-    # every flag of its module, while the manifest said they were set)
-    missing = compat.missing_flags(overrides) if overrides else []
-    if overrides and not missing:  # applied after the capture's own changes: a --set wins
-        writer.update(config_overrides=overrides)
-        session.set_config(overrides)
-    tried = None
-    if apply:
-        writer.update(applied=apply)
-        tried = compat.applied(dict(apply.get("config") or {}),
-                               dict(apply.get("compile_kwargs") or {}),
-                               [str(s) for s in apply.get("dynamic_sources") or []],
-                               apply.get("static_cache_len"))
-    try:
+    try:  # what comes before the script too: an error there (a broken Inductor install
+        # raising in missing_flags) ends the trace as the script's own would, not 'running'
+        # a flag this torch lacks fails the run before the script runs (set_flags would leave
+        # out every flag of its module, while the manifest said they were set)
+        missing = compat.missing_flags(overrides) if overrides else []
         if missing:
             raise UnknownFlag(f"--set {', '.join(missing)}: torch {compat.TORCH_VERSION} has no "
                               "such config flag; nothing was set and the script was not run")
+        if overrides:  # applied after the capture's own changes: a --set wins
+            writer.update(config_overrides=overrides)
+            session.set_config(overrides)
+        tried = None
+        if apply:
+            writer.update(applied=apply)
+            tried = compat.applied(dict(apply.get("config") or {}),
+                                   dict(apply.get("compile_kwargs") or {}),
+                                   [str(s) for s in apply.get("dynamic_sources") or []],
+                                   apply.get("static_cache_len"))
         with tried if tried is not None else contextlib.nullcontext():
             runpy.run_path(script, run_name="__main__")
     except SystemExit as e:
