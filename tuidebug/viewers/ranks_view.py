@@ -204,6 +204,15 @@ def wait_headings(waits: dict[str, Any]) -> tuple[str, str, list[str]]:
     return "stopped: ", "bold", texts
 
 
+def slow_rank_lines(slow: list[dict[str, Any]] | None) -> list[str]:
+    """A rank far slower than every other (outside their spread), and where its time went."""
+    out: list[str] = []
+    for x in slow or []:
+        out.append(f"slow rank: {x.get('text')}")
+        out += [f"  {w}" for w in x.get("where") or []]
+    return out
+
+
 def note_line(n: dict[str, Any], job: str = "JOB") -> str:
     """A difference between ranks that is no divergence, in one line."""
     if n.get("kind") == "code":
@@ -288,6 +297,8 @@ def render_job(report: dict[str, Any], console: Console) -> None:
     if judged.get("text"):  # over every compile the ranks share: never a slow rank on one sample
         console.print(inert_text(f"compile time: {judged['text']}",
                                  "yellow" if judged.get("slow") else "dim"))
+    for line in slow_rank_lines(report.get("slow_ranks")):
+        console.print(inert_text(line, "yellow" if not line.startswith(" ") else ""))
     problems = report.get("problems") or []
     if problems:
         console.print(Text(f"problems reading the job folder ({len(problems)})", style="bold"))

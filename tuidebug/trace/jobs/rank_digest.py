@@ -137,6 +137,7 @@ class RankDigest:
     status: str  # the trace's status now (a ``running`` one whose writer is gone: crashed)
     print: RankPrint
     compile_seconds: dict[str, float] = field(default_factory=dict)  # per compile id
+    inductor_seconds: dict[str, float] = field(default_factory=dict)  # of it, Inductor's
 
     @property
     def graphs(self) -> int:
@@ -332,6 +333,7 @@ def read_rank(rank: int, trace_dir: Path, hashes: Hashes) -> RankDigest:
             by_compile.setdefault(g.compile_id, []).append(g)
     compiles: list[CompilePrint] = []
     seconds: dict[str, float] = {}
+    inductor: dict[str, float] = {}
     unread: dict[str, str] = {}
     for c in m.compiles:
         cid = c.get("id")
@@ -348,6 +350,9 @@ def read_rank(rank: int, trace_dir: Path, hashes: Hashes) -> RankDigest:
                                     .get("entire_frame_compile_time_s"))
         if s is not None:
             seconds[cid] = float(s)
+            ind = safefile.number(summary.get("inductor_compile_time_s"))
+            if ind is not None and 0 <= ind <= s:
+                inductor[cid] = float(ind)
         compiles.append({"id": cid, "cache": cache,
                          "graphs": [graph_print(trace_dir, g, hashes, unread)
                                     for g in by_compile.get(cid, [])]})
@@ -359,5 +364,5 @@ def read_rank(rank: int, trace_dir: Path, hashes: Hashes) -> RankDigest:
                                     "why": why} for p, why in sorted(unread.items())]
                         + [{"file": f"{schema.GRAPHS_DIR}/{g.id!r}", "why": UNSAFE_ID}
                            for g in entries if not is_safe_name(g.id)]}
-    return RankDigest(rank, m, live_status(m), whole, seconds)
+    return RankDigest(rank, m, live_status(m), whole, seconds, inductor)
 

@@ -35,6 +35,7 @@ why, and it makes no divergence.
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -47,7 +48,7 @@ from tuidebug.trace.jobs.ends import ENDED, timed_out_collective
 from tuidebug.trace.jobs.rank_reasons import why_only_here
 from tuidebug.trace.jobs.rank_digest import (UNREAD, Hashes, RankDigest, RankPrint,
                                              normalise_text)
-from tuidebug.trace.jobs.skew import judge_skew
+from tuidebug.trace.jobs.skew import judge_skew, slow_ranks
 from tuidebug.trace.format.graph import node_line
 from tuidebug.trace.format.layout import diff_fingerprints
 from tuidebug.trace.format.reader import GraphRecord, Trace
@@ -262,6 +263,19 @@ def _same_cache_seconds(digests: dict[int, RankDigest]) -> dict[int, dict[str, f
             for r, d in digests.items()}
 
 
+def _run_seconds(records: list[dict[str, Any]]) -> dict[int, float]:
+    """Per rank that finished ``ok``, its seconds from its record's start to
+    its end; a rank whose record lacks either, or gives no sane span, is left out."""
+    out: dict[int, float] = {}
+    for rec in records:
+        start, end = rec.get("started_at"), rec.get("finished_at")
+        if rec.get("status") == "ok" and all(
+                type(x) in (int, float) and math.isfinite(x) for x in (start, end)) \
+                and 0 < end - start < 1e7:
+            out[int(rec["rank"])] = float(end - start)
+    return out
+
+
 def _not_compared(digests: dict[int, RankDigest]) -> list[dict[str, Any]]:
     """The files of the ranks' traces that were not read to be compared: ``{file, ranks,
     reasons}`` per file, ``reasons`` ``[{why, ranks}]`` (one file over the cap on two ranks
@@ -348,12 +362,16 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
         notes.append({"kind": "no_graph", "ranks": no_graph,
                       "compiles": {str(r): len(digests[r].print["compiles"]) for r in no_graph}})
     missing = [r["rank"] for r in ranks if r["rank"] not in digests] + job["missing_ranks"]
+    same_cache = _same_cache_seconds(digests)
     if divergence is None and (missing or not digests):  # no trace at all never "agrees"
         divergence = {"kind": "no_trace", "ranks": sorted(missing)}
     return {"job": str(root), "world_size": job["world_size"], "launcher": job.get("launcher"),
             "nodes": job["nodes"], "ranks": ranks,
             "groups": [{"hash": h, "ranks": rs} for h, rs in ordered],
             "divergence": divergence, "notes": notes,
-            "compile_time": judge_skew(_same_cache_seconds(digests)).to_json(),
+            "compile_time": judge_skew(same_cache).to_json(),
+            "slow_ranks": [x.to_json() for x in slow_ranks(
+                same_cache, {r: d.inductor_seconds for r, d in digests.items()},
+                _run_seconds(job["ranks"]))],
             "problems": list(job.get("problems") or []),  # what of the job folder was not read
             "waits": rank_progress.waits(ranks, job["missing_ranks"])}

@@ -5,7 +5,14 @@ varies (other ranks compile beside it; a cache may be warm for one rank only). A
 slower only when it was slower than the fastest rank in every compile the ranks share, each time
 by more than what noise explains (``NOISE_RATIO`` and ``NOISE_S``). With one shared compile the
 verdict shows the times and says it is one sample: it never calls a rank slower (one number per
-rank measures no noise). Pure data: no torch.
+rank measures no noise).
+
+With three ranks or more, the other ranks' spread is a measure of noise: a rank whose compile
+time (over the compiles every rank made alike) or whole run (its record's start to end) lies
+above every other's by more than their spread, ``NOISE_S`` and ``NOISE_RATIO`` is named
+(``slow_ranks``), with where the time went as far as the trace records it: the compiles that
+took longest beyond the others, each split into Inductor's part and what came before it; for a
+run, whether its compiles account for it. Pure data: no torch.
 """
 
 from __future__ import annotations
@@ -82,3 +89,101 @@ def _text(shared: dict[str, dict[int, float]], slow: list[int],
     worst = max(spread, key=lambda c: spread[c])
     return (f"no rank slower in all {n} compiles the ranks share, beyond noise (largest "
             f"spread {_s(spread[worst])} on {worst})")
+
+
+@dataclass
+class SlowRank:
+    """One rank that took far longer than every other, outside their spread: ``what``
+    (``compile``: its compile time over the compiles every rank made alike; ``run``: its whole
+    run, from its record's start to its end), its ``seconds``, the others' ``lo`` and ``hi``
+    (over ``others`` ranks), ``where`` (what the trace records of where the time went) and
+    ``text`` (one line)."""
+
+    rank: int
+    what: str
+    seconds: float
+    lo: float
+    hi: float
+    others: int
+    where: list[str] = field(default_factory=list)
+    text: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rank": self.rank, "what": self.what, "seconds": round(self.seconds, 6),
+                "others": [round(self.lo, 6), round(self.hi, 6)], "other_ranks": self.others,
+                "where": self.where, "text": self.text}
+
+
+def _outlier(values: dict[int, float]) -> tuple[int, float, float] | None:
+    """The one rank whose value lies above every other's by more than noise: more than the
+    others' own spread and ``NOISE_S``, and more than ``NOISE_RATIO`` times their largest.
+    Needs three ranks or more (two others give a spread); None when there is none."""
+    if len(values) < 3:
+        return None
+    top = max(values, key=lambda r: values[r])
+    rest = [v for r, v in values.items() if r != top]
+    lo, hi = min(rest), max(rest)
+    v = values[top]
+    if v - hi > max(NOISE_S, hi - lo) and v > NOISE_RATIO * hi:
+        return top, lo, hi
+    return None
+
+
+def _range(lo: float, hi: float) -> str:
+    return _s(lo) if _s(lo) == _s(hi) else f"{_s(lo)}–{_s(hi)}"
+
+
+def slow_ranks(times: dict[int, dict[str, float]], inductor: dict[int, dict[str, float]],
+               runs: dict[int, float]) -> list[SlowRank]:
+    """A rank far slower than every other rank: in compiling (``times``: per rank, per compile
+    id, its seconds; judged over the compiles every rank made, with what of each compile was
+    Inductor's from ``inductor``), or in its whole run (``runs``: per rank that finished, its
+    seconds from start to end). Judged against the other ranks' spread (``_outlier``): with
+    two ranks there is none, and nothing is said."""
+    out: list[SlowRank] = []
+    shared = set.intersection(*(set(c) for c in times.values())) if times else set()
+    shared = {cid for cid in shared if all(times[r][cid] > 0 for r in times)}
+    totals = {r: sum(times[r][cid] for cid in shared) for r in times} if shared else {}
+    found = _outlier(totals)
+    if found:
+        r, lo, hi = found
+        where = []
+        def excess(cid: str) -> float:
+            return times[r][cid] - max(times[o][cid] for o in times if o != r)
+
+        for cid in sorted(shared, key=excess, reverse=True)[:3]:
+            if excess(cid) <= NOISE_S:
+                break
+            others = [times[o][cid] for o in times if o != r]
+            line = f"compile {cid}: {_s(times[r][cid])} vs {_range(min(others), max(others))}"
+            ind = [x for o in times if o != r if (x := inductor.get(o, {}).get(cid)) is not None]
+            mine = inductor.get(r, {}).get(cid)
+            if mine is not None and len(ind) == len(others):
+                before = [t - i for t, i in zip(others, ind)]
+                line += (f" — Inductor {_s(mine)} vs {_range(min(ind), max(ind))}, before it "
+                         f"(Dynamo, AOTAutograd) {_s(times[r][cid] - mine)} vs "
+                         f"{_range(min(before), max(before))}")
+            where.append(line)
+        out.append(SlowRank(r, "compile", totals[r], lo, hi, len(totals) - 1, where,
+                            f"rank {r} compiled for {_s(totals[r])}, outside the other "
+                            f"{len(totals) - 1} ranks' {_range(lo, hi)} (over the {len(shared)} "
+                            "compiles every rank made alike)"))
+    found = _outlier(runs)
+    if found:
+        r, lo, hi = found
+        excess = runs[r] - hi
+        rest = [v for o, v in totals.items() if o != r]
+        more = totals[r] - max(rest) if r in totals and rest else None
+        if more is None:
+            where = ["the trace times no compile of every rank to split it by"]
+        elif more >= excess / 2:
+            where = [f"mostly compiling: its compiles took {_s(totals[r])}, the others "
+                     f"{_range(min(rest), max(rest))}"]
+        else:
+            where = [f"not mostly compiling: its compiles took {_s(totals[r])}, the others "
+                     f"{_range(min(rest), max(rest))}; the rest went into running the script "
+                     "(the trace times it no finer)"]
+        out.append(SlowRank(r, "run", runs[r], lo, hi, len(runs) - 1, where,
+                            f"rank {r} ran for {_s(runs[r])}, outside the other {len(runs) - 1} "
+                            f"ranks' {_range(lo, hi)}"))
+    return out

@@ -23,7 +23,7 @@ from tuidebug.tui.messages import Read
 from tuidebug.tui.screens.base import TraceScreen
 from tuidebug.inert import inert_text
 from tuidebug.viewers.info import STATUS_STYLE
-from tuidebug.viewers.ranks_view import divergence_lines, wait_headings
+from tuidebug.viewers.ranks_view import divergence_lines, slow_rank_lines, wait_headings
 
 DIVERGING = "bold white on red"
 FIXED = 3  # the columns before the compiles: rank, status, group
@@ -148,6 +148,9 @@ class RanksScreen(TraceScreen):
         for line in (waits or {}).get("lines") or []:
             detail.append("\n  ")
             detail.append_text(inert_text(line))
+        for line in slow_rank_lines(report.get("slow_ranks")):
+            detail.append("\n")
+            detail.append_text(inert_text(line, "" if line.startswith(" ") else "yellow"))
         detail.append(f"\n{LEGEND}", style="dim")
         detail.append("\nenter: diff the open rank against the selected one   o: open the "
                       "selected rank", style="dim")

@@ -1,0 +1,70 @@
+"""A rank that finished far later than every other is named, with where its time went — only
+beyond noise: outside the other ranks' spread (``trace/jobs/skew.py`` ``slow_ranks``). ``ranks``
+said nothing of a rank that took three times as long once every rank had finished. Jobs written
+with the torch-free writer (records with their start and end, compile summaries)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tuidebug.trace.format import schema
+from tuidebug.trace.format.writer import TraceWriter
+from tuidebug.trace.jobs.ranks import analyze_job
+from tuidebug.trace.jobs.skew import slow_ranks
+from tuidebug.viewers.ranks_view import slow_rank_lines
+
+
+def _job(root: Path, compiles: dict[int, dict[str, tuple[float, float]]],
+         runs: dict[int, float]) -> Path:
+    """Ranks that finished ok: per rank, per compile id (entire, Inductor) seconds, and its run
+    from start to end."""
+    for rank, cs in compiles.items():
+        w = TraceWriter(root / f"rank_{rank}", command=["train.py"])
+        for cid, (entire, ind) in cs.items():
+            w.add_compile(cid, {"graphs": [], "summary": {
+                "co_name": "f", "co_filename": "/job/train.py", "co_firstlineno": 3,
+                "entire_frame_compile_time_s": entire, "inductor_compile_time_s": ind,
+                "cache": {}}})
+        w.finish(schema.STATUS_OK)
+        (root / "job").mkdir(parents=True, exist_ok=True)
+        (root / "job" / f"rank_{rank}.json").write_text(json.dumps(
+            {"rank": rank, "world_size": len(compiles), "status": "ok", "trace": f"rank_{rank}",
+             "started_at": 1000.0, "finished_at": 1000.0 + runs[rank]}))
+    return root
+
+
+def test_a_rank_that_compiled_far_longer_is_named_with_where(tmp_path: Path) -> None:
+    """Rank 2's compile 0/0 took 31 s against 10.1–10.6 s, Inductor's part most of it."""
+    compiles = {0: {"0/0": (10.1, 7.0), "1/0": (2.0, 1.0)},
+                1: {"0/0": (10.6, 7.3), "1/0": (2.1, 1.1)},
+                2: {"0/0": (31.0, 27.0), "1/0": (2.0, 1.0)},
+                3: {"0/0": (10.3, 7.1), "1/0": (2.2, 1.0)}}
+    report = analyze_job(_job(tmp_path / "job", compiles, {0: 40.0, 1: 41.0, 2: 62.0, 3: 40.5}))
+    slow = report["slow_ranks"]
+    assert [(x["rank"], x["what"]) for x in slow] == [(2, "compile"), (2, "run")], slow
+    lines = slow_rank_lines(slow)
+    assert lines == [
+        "slow rank: rank 2 compiled for 33.0 s, outside the other 3 ranks' 12.1 s–12.7 s (over "
+        "the 2 compiles every rank made alike)",
+        "  compile 0/0: 31.0 s vs 10.1 s–10.6 s — Inductor 27.0 s vs 7.00 s–7.30 s, before it "
+        "(Dynamo, AOTAutograd) 4.00 s vs 3.10 s–3.30 s",
+        "slow rank: rank 2 ran for 62.0 s, outside the other 3 ranks' 40.0 s–41.0 s",
+        "  mostly compiling: its compiles took 33.0 s, the others 12.1 s–12.7 s"], lines
+
+
+def test_a_rank_that_ran_longer_not_compiling_is_said_so(tmp_path: Path) -> None:
+    compiles = {r: {"0/0": (10.0 + r / 10, 7.0)} for r in range(3)}
+    slow = analyze_job(_job(tmp_path / "job", compiles, {0: 40.0, 1: 95.0, 2: 41.0}))["slow_ranks"]
+    assert [(x["rank"], x["what"]) for x in slow] == [(1, "run")], slow
+    assert slow[0]["where"][0].startswith("not mostly compiling: its compiles took 10.1 s"), slow
+
+
+def test_inside_the_others_spread_or_with_two_ranks_nothing_is_said() -> None:
+    # rank 2 the slowest, but the others differ as much among themselves: noise
+    wide = {0: {"0/0": 10.0}, 1: {"0/0": 20.0}, 2: {"0/0": 26.0}}
+    assert slow_ranks(wide, {}, {0: 40.0, 1: 80.0, 2: 101.0}) == []
+    # only a little above a tight spread (under NOISE_RATIO): noise
+    assert slow_ranks({0: {"0/0": 10.0}, 1: {"0/0": 10.2}, 2: {"0/0": 11.5}}, {}, {}) == []
+    # two ranks: one number each measures no noise, however far apart
+    assert slow_ranks({0: {"0/0": 10.0}, 1: {"0/0": 31.0}}, {}, {0: 40.0, 1: 90.0}) == []
