@@ -12,7 +12,7 @@ from rich.control import strip_control_codes
 from rich.measure import Measurement
 from rich.segment import Segment
 from rich.table import Table
-from rich.text import Text
+from rich.text import Span, Text
 
 from tuidebug.inert import inert_rich
 
@@ -163,15 +163,21 @@ def _line(line: list[Segment]) -> tuple[Text, Drawing]:
     """One rendered line as a ``Text`` (control segments out, control codes stripped as
     ``Text.append`` does, trailing white space dropped, made inert), and as the segments it
     renders to (None where ``inert_rich`` changed it)."""
-    t = Text()
     kept: list[Segment] = []
-    for seg in line:
-        if seg.control:
+    texts: list[str] = []
+    spans: list[Span] = []
+    at = 0
+    for seg in line:  # as Text.append(seg.text, seg.style) would, each stripped once
+        if seg.control or not seg.text:
             continue
-        t.append(seg.text, seg.style)
         shown = strip_control_codes(seg.text)
+        if seg.style:
+            spans.append(Span(at, at + len(shown), seg.style))
         if shown:
+            texts.append(shown)
             kept.append(Segment(shown, seg.style))
+            at += len(shown)
+    t = Text("".join(texts), spans=spans)
     t.rstrip()
     safe = inert_rich(t)
     if safe is not t:
@@ -207,10 +213,13 @@ def render_in_worker(like: Console, items: list[RenderableType], width: int) -> 
 def thread_console(like: Console) -> Console:
     """A console to render with in a worker thread, drawing as ``like`` (the app's) does:
     ``to_lines`` changes its console's settings while it renders, so two threads never share
-    one (the UI thread keeps the app's)."""
+    one (the UI thread keeps the app's). A ``CellConsole``: a table's one-line cells drawn
+    without rich's layers, to the same segments."""
     import io
 
-    return Console(file=io.StringIO(), width=like.width, height=like.height,
+    from tuidebug.tui.widgets.cell_console import CellConsole
+
+    return CellConsole(file=io.StringIO(), width=like.width, height=like.height,
                    color_system=like.color_system, force_terminal=True, legacy_windows=False)
 
 
