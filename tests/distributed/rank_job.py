@@ -38,6 +38,8 @@
          alone calls a compiled function issuing none (timed by rank 0 alone: no rank waits)
   hang   after compiling, rank 0 broadcasts then all-reduces, rank 1 the other way round: both
          wait forever (until ``--timeout`` ends the job)
+  block  nothing compiled: rank 0 all-reduces, rank 1 sleeps (prints BLOCKED first): rank 0 waits
+         in the all_reduce until the job is interrupted (Ctrl-C)
 """
 
 import sys
@@ -255,6 +257,14 @@ def main() -> None:
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     odd = rank == 1
+    if mode == "block":
+        if odd:
+            print("BLOCKED", flush=True)
+            import time
+
+            time.sleep(3600)
+        dist.all_reduce(torch.ones(1))  # BLOCK rank 0
+        return  # never reached by rank 0 within the test
     if mode == "chang":
         compiled_hang(rank)
         return  # never reached: the job hangs

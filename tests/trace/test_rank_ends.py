@@ -134,6 +134,26 @@ def test_records_left_running_are_an_interrupted_job(tmp_path: Path) -> None:
     assert [(e["kind"], e["ranks"]) for e in ends] == [("interrupted", [1]), ("running", [0])]
 
 
+def test_ranks_that_ended_on_sigint_are_interrupted(tmp_path: Path) -> None:
+    """Ctrl-C that reaches the scripts: each rank ends on SIGINT (exit code -2, a
+    KeyboardInterrupt its trace records) and writes its end: interrupted, with where it was."""
+    job = tmp_path / "job"
+    for rank in (0, 1):
+        _rank(job, rank, "script_failed", error=ScriptError("KeyboardInterrupt", ""))
+        rec = json.loads((job / "job" / f"rank_{rank}.json").read_text())
+        (job / "job" / f"rank_{rank}.json").write_text(json.dumps({**rec, "exit_code": -2}))
+    _collectives(job, 0, [1], waiting=True)
+    w = analyze_job(job)["waits"]
+    assert w is not None and not w["hung"], w
+    assert [(e["kind"], e["ranks"]) for e in w["ends"]] == [("interrupted", [0, 1])], w
+    label, _, texts = wait_headings(w)
+    assert label == "interrupted: " and texts == [
+        "rank(s) 0, 1 interrupted (SIGINT: Ctrl-C, or the launcher passing it on)",
+        "rank(s) 0 wait in collective #1 of group default for rank(s) 1, which did not reach "
+        "it"], texts
+    assert w["lines"][0].startswith("rank 0 waits in all_reduce #1"), w["lines"]
+
+
 def test_a_rank_with_no_record_is_not_known(tmp_path: Path) -> None:
     """A world of 3 with records of ranks 0 and 1 only: rank 2 is neither said stopped nor
     placed; it is said not known."""

@@ -179,10 +179,13 @@ class RankProgress:
             rp.record(lambda: rp.collective_event(op, group, members, seq, asyn))
             rp.tls.depth = 1
             try:
-                return orig(*args, **kwargs)
+                result = orig(*args, **kwargs)
             finally:
                 rp.tls.depth = 0
-                rp.record(lambda: rp.done_event(group, seq))
+            # no done for a call that raised (Ctrl-C, a timeout): it never completed, and the
+            # log keeps the rank in it
+            rp.record(lambda: rp.done_event(group, seq))
+            return result
 
         collective.__wrapped__ = orig  # type: ignore[attr-defined]
         collective.__name__ = getattr(orig, "__name__", op)
@@ -257,7 +260,7 @@ class RankProgress:
                 result = orig(*args, **kwargs)
             finally:
                 rp.tls.depth = 0
-                rp.record(lambda: rp.done_event(group, seq))
+            rp.record(lambda: rp.done_event(group, seq))  # not for a call that raised
             try:
                 for r in (result if isinstance(result, (list, tuple)) else [result]):
                     rp._pending[id(r)] = (weakref.ref(r), group, seq)

@@ -10,9 +10,10 @@ A job stops for one of a few reasons, and each is said as what is known, never a
   timeout ended (the launcher then stops the other ranks);
 - ``raised``: a rank failed on an error of another kind (the launcher stops the others);
 - ``killed``: stopped by the launcher when another rank ended;
-- ``interrupted``: its record was left ``running``, with no end (Ctrl-C stops ``tuidebug
-  trace`` and torchrun before they write one), or the rank still runs (its trace's writer is
-  alive on this host);
+- ``interrupted``: ended on SIGINT (Ctrl-C: its exit code -2, or a KeyboardInterrupt), or its
+  record was left ``running`` with no end (a rank blocked where SIGINT cannot reach Python is
+  killed by the launcher before it writes one) — or, its trace's writer alive on this host,
+  ``running``: it still runs;
 - ``unknown``: no record of the rank (a world size larger than the records, or a trace
   folder without a record): nothing is known of how it ended;
 - ``other``: a record with another status (``crashed``, ``unreadable``): said as it is.
@@ -79,6 +80,19 @@ def timed_out_collective(row: dict[str, Any]) -> bool:
         and err.collective_timeout()
 
 
+def interrupted(row: dict[str, Any]) -> bool:
+    """A rank that ended on SIGINT (Ctrl-C, or its launcher passing one on): its exit code
+    says so, or its error is a KeyboardInterrupt."""
+    err = rank_error(row)
+    return row.get("exit_code") == -2 or (err is not None and err.type == "KeyboardInterrupt")
+
+
+def where_it_was(row: dict[str, Any]) -> bool:
+    """Whether where the rank was when it ended is worth saying: it did not finish, or it
+    failed because a collective timed out, or it was interrupted."""
+    return row.get("status") not in ENDED or timed_out_collective(row) or interrupted(row)
+
+
 def _r(ranks: list[int]) -> str:
     return ", ".join(map(str, sorted(ranks)))
 
@@ -92,6 +106,7 @@ def ends(ranks: list[dict[str, Any]], missing: list[int]) -> list[End]:
         kind = ("unknown" if row.get("no_record") else
                 "timed_out" if st in ("timed_out", "stopped") else
                 "collective_timeout" if timed_out_collective(row) else
+                "sigint" if interrupted(row) else
                 "raised" if st in ("failed", "script_failed") else
                 "killed" if st == "killed" else
                 "interrupted" if st == "running" else
@@ -113,6 +128,10 @@ def ends(ranks: list[dict[str, Any]], missing: list[int]) -> list[End]:
         err = rank_error(row)
         out.append(End("raised", [row["rank"]], f"rank {row['rank']} {row['status']}"
                        + (f": {err.text()}" if err else "")))
+    if "sigint" in by:
+        rs = [r["rank"] for r in by["sigint"]]
+        out.append(End("interrupted", rs, f"rank(s) {_r(rs)} interrupted (SIGINT: Ctrl-C, or "
+                                          "the launcher passing it on)"))
     if "killed" in by:
         rs = [r["rank"] for r in by["killed"]]
         out.append(End("killed", rs, f"rank(s) {_r(rs)} stopped by the launcher when another "

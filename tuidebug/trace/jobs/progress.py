@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tuidebug.trace.jobs.ddp_steps import number_step, step_said
-from tuidebug.trace.jobs.ends import ENDED, ends, timed_out_collective
+from tuidebug.trace.jobs.ends import ends, where_it_was
 from tuidebug.trace.jobs import job as joblayout
 from tuidebug.trace.format import safefile
 from tuidebug.trace.format.manifest import Manifest
@@ -330,13 +330,13 @@ def _issued_ahead(stuck: list[dict[str, Any]], lines: list[str]) -> dict[str, An
 def waits(ranks: list[dict[str, Any]], missing: list[int] | None = None) -> dict[str, Any] | None:
     """Who waits for whom, from the ``progress`` of the ranks that did not finish (any status
     but ``ok``, ``failed``, ``script_failed``) and of those that failed because a collective
-    timed out: per group, the ranks in a collective and what they wait for; where each of them
+    timed out or were interrupted (``ends.where_it_was``): per group, the ranks in a collective and what they wait for; where each of them
     is (``lines``), also when none is in a collective the log records; ``ends``: how the ranks
     ended, as far as is known (``ends.py``; ``missing``: ranks with no record); ``hung``: some
     rank ran out of time — ``--timeout``, or its error says a collective timed out (the NCCL
     watchdog) — not ranks ``killed`` because another rank raised, nor ranks interrupted. None
     when every rank finished."""
-    stuck = [r for r in ranks if (r.get("status") not in ENDED or timed_out_collective(r))
+    stuck = [r for r in ranks if where_it_was(r)
              and r.get("progress")]
     if not stuck:
         return None

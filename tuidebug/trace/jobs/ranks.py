@@ -44,7 +44,7 @@ from tuidebug.trace.queries import collectives as coll
 from tuidebug.trace.jobs import job as joblayout
 from tuidebug.trace.jobs import progress as rank_progress
 from tuidebug.trace.jobs import rank_digest, rank_groups
-from tuidebug.trace.jobs.ends import ENDED, timed_out_collective
+from tuidebug.trace.jobs.ends import where_it_was
 from tuidebug.trace.jobs.rank_reasons import why_only_here
 from tuidebug.trace.jobs.rank_digest import (UNREAD, Hashes, RankDigest, RankPrint,
                                              normalise_text)
@@ -323,7 +323,7 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
             if err is not None and (err.type or err.message):
                 row["error"] = {"type": err.type, "message": (err.message or "")[:2000]}
         # ended before it finished, or failed because a collective timed out: where it was
-        if row["status"] not in ENDED or timed_out_collective(row):
+        if where_it_was(row):
             row["progress"] = rank_progress.rank_progress(root, r, dg.manifest if dg else None)
         ranks.append(row)
     # a file refused on some rank is compared on none (UNREAD in every rank's key), unless the
