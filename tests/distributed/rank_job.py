@@ -40,6 +40,8 @@
          wait forever (until ``--timeout`` ends the job)
   block  nothing compiled: rank 0 all-reduces, rank 1 sleeps (prints BLOCKED first): rank 0 waits
          in the all_reduce until the job is interrupted (Ctrl-C)
+  ctimeout  nothing compiled: rank 0 all-reduces on a group whose timeout is 5 s, rank 1 sleeps:
+         rank 0's collective times out (gloo's "Timed out waiting …"), torchrun stops rank 1
 """
 
 import sys
@@ -257,6 +259,16 @@ def main() -> None:
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     odd = rank == 1
+    if mode == "ctimeout":
+        from datetime import timedelta
+
+        group = dist.new_group(timeout=timedelta(seconds=5))
+        if odd:
+            import time
+
+            time.sleep(600)
+        dist.all_reduce(torch.ones(1), group=group)  # CTIMEOUT rank 0
+        return  # never reached: rank 0's collective times out
     if mode == "block":
         if odd:
             print("BLOCKED", flush=True)

@@ -85,8 +85,8 @@ def test_a_collective_the_watchdog_timed_out_is_a_hang_named_from_the_error(
     label, style, texts = wait_headings(w)
     assert (label, style) == ("hung: ", "bold red")
     assert texts[0].startswith(
-        "rank 1's collective ALLREDUCE #2 timed out (the process group's timeout, the NCCL "
-        "watchdog's): DistBackendError: [Rank 1] Watchdog caught collective operation timeout:"
+        "rank 1's collective ALLREDUCE #2 timed out (the NCCL watchdog): DistBackendError: "
+        "[Rank 1] Watchdog caught collective operation timeout:"
     ), texts
     assert "rank(s) 0 stopped by the launcher when another rank ended" in texts[0], texts
     assert texts[1] == ("rank(s) 1 wait in collective #2 of group default for rank(s) 0, which "

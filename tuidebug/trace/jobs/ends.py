@@ -46,6 +46,9 @@ class RankError:
     def collective_timeout(self) -> bool:
         return bool(_TIMEOUT_RE.search(f"{self.type or ''}: {self.message or ''}"))
 
+    def watchdog(self) -> bool:
+        return "watchdog" in (self.message or "").lower()
+
     def work(self) -> str | None:
         """The timed-out collective as the NCCL watchdog names it: ``ALLREDUCE #5``."""
         m = _WORK_RE.search(self.message or "")
@@ -121,9 +124,10 @@ def ends(ranks: list[dict[str, Any]], missing: list[int]) -> list[End]:
     for row in by.get("collective_timeout", []):
         err = rank_error(row) or RankError()
         work = err.work()
+        by_whom = "the NCCL watchdog" if err.watchdog() else "the process group's timeout"
         out.append(End("collective_timeout", [row["rank"]],
                        f"rank {row['rank']}'s collective{' ' + work if work else ''} timed out "
-                       f"(the process group's timeout, the NCCL watchdog's): {err.text()}"))
+                       f"({by_whom}): {err.text()}"))
     for row in by.get("raised", []):
         err = rank_error(row)
         out.append(End("raised", [row["rank"]], f"rank {row['rank']} {row['status']}"
