@@ -109,6 +109,23 @@ def test_an_ordinary_error_is_no_hang(tmp_path: Path) -> None:
         "another rank ended; where each rank was:"), texts
 
 
+def test_a_rank_ended_by_a_signal_is_no_raise(tmp_path: Path) -> None:
+    """torchrun's SIGTERM reached rank 0's script before its tuidebug wrote ``killed``: the
+    record says script_failed with exit code -15; it did not raise."""
+    job = tmp_path / "job"
+    _rank(job, 0, "script_failed")
+    rec = json.loads((job / "job" / "rank_0.json").read_text())
+    (job / "job" / "rank_0.json").write_text(json.dumps({**rec, "exit_code": -15}))
+    _collectives(job, 0, [1], waiting=True)
+    _rank(job, 1, "script_failed", error=ScriptError("ValueError", "bad batch"))
+    w = analyze_job(job)["waits"]
+    assert w is not None and not w["hung"], w
+    assert [(e["kind"], e["ranks"], e["text"]) for e in w["ends"]] == [
+        ("raised", [1], "rank 1 script_failed: ValueError: bad batch"),
+        ("killed", [0], "rank 0 ended by SIGTERM (the launcher stops every rank when one ends)")
+    ], w["ends"]
+
+
 def test_records_left_running_are_an_interrupted_job(tmp_path: Path) -> None:
     """Ctrl-C ends ``tuidebug trace`` and torchrun before either writes an end: both records
     say ``running`` and no rank ran out of time nor was stopped by another's end. A rank whose

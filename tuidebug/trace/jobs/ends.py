@@ -9,7 +9,8 @@ A job stops for one of a few reasons, and each is said as what is known, never a
   gloo's ``Timed out waiting 5000ms for recv operation`` — a hang that the process group's
   timeout ended (the launcher then stops the other ranks);
 - ``raised``: a rank failed on an error of another kind (the launcher stops the others);
-- ``killed``: stopped by the launcher when another rank ended;
+- ``killed``: stopped by the launcher when another rank ended (its record says so), or its
+  script died of a signal (its exit code: SIGTERM, SIGKILL, SIGABRT…);
 - ``interrupted``: ended on SIGINT (Ctrl-C: its exit code -2, or a KeyboardInterrupt), or its
   record was left ``running`` with no end (a rank blocked where SIGINT cannot reach Python is
   killed by the launcher before it writes one) — or, its trace's writer alive on this host,
@@ -90,10 +91,20 @@ def interrupted(row: dict[str, Any]) -> bool:
     return row.get("exit_code") == -2 or (err is not None and err.type == "KeyboardInterrupt")
 
 
+_SIGNALS = {9: "SIGKILL", 15: "SIGTERM", 6: "SIGABRT", 11: "SIGSEGV", 1: "SIGHUP"}
+
+
+def _signal(row: dict[str, Any]) -> int | None:
+    """The signal a rank's script died of (its exit code, negative), SIGINT aside."""
+    code = row.get("exit_code")
+    return -code if type(code) is int and code < 0 and code != -2 else None
+
+
 def where_it_was(row: dict[str, Any]) -> bool:
     """Whether where the rank was when it ended is worth saying: it did not finish, or it
-    failed because a collective timed out, or it was interrupted."""
-    return row.get("status") not in ENDED or timed_out_collective(row) or interrupted(row)
+    failed because a collective timed out, or it was interrupted or died of a signal."""
+    return (row.get("status") not in ENDED or timed_out_collective(row) or interrupted(row)
+            or _signal(row) is not None)
 
 
 def _r(ranks: list[int]) -> str:
@@ -110,6 +121,7 @@ def ends(ranks: list[dict[str, Any]], missing: list[int]) -> list[End]:
                 "timed_out" if st in ("timed_out", "stopped") else
                 "collective_timeout" if timed_out_collective(row) else
                 "sigint" if interrupted(row) else
+                "signal" if _signal(row) else
                 "raised" if st in ("failed", "script_failed") else
                 "killed" if st == "killed" else
                 "interrupted" if st == "running" else
@@ -136,6 +148,12 @@ def ends(ranks: list[dict[str, Any]], missing: list[int]) -> list[End]:
         rs = [r["rank"] for r in by["sigint"]]
         out.append(End("interrupted", rs, f"rank(s) {_r(rs)} interrupted (SIGINT: Ctrl-C, or "
                                           "the launcher passing it on)"))
+    for row in by.get("signal", []):
+        n = _signal(row)
+        name = _SIGNALS.get(n or 0, f"signal {n}")
+        out.append(End("killed", [row["rank"]], f"rank {row['rank']} ended by {name}"
+                       + (" (the launcher stops every rank when one ends)"
+                          if n in (9, 15) else "")))
     if "killed" in by:
         rs = [r["rank"] for r in by["killed"]]
         out.append(End("killed", rs, f"rank(s) {_r(rs)} stopped by the launcher when another "
