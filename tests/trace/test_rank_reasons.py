@@ -108,8 +108,8 @@ def test_a_rank_that_took_another_branch_is_told_by_the_break_it_resumed_after(
         "train.py:19", "Data-dependent branching", True, [2, 1]), after
     assert divergence_lines(d)[1:] == [
         "  resumed after the graph break at train.py:19: Data-dependent branching",
-        "    rank(s) 0 resumed there too, in other code (another branch taken): rank(s) 1 "
-        "compiled 2 resume functions there, rank(s) 0 1"]
+        "    rank(s) 0 resumed there too, in other code (another branch taken, or another call "
+        "path to it): rank(s) 1 compiled 2 resume functions there, rank(s) 0 1"]
 
 
 def test_the_same_code_under_other_frame_ids_is_no_other_branch(tmp_path: Path) -> None:

@@ -151,11 +151,11 @@ def _resumed_line(after: dict[str, Any], on: str, off: str) -> str:
         return f"    rank(s) {off} resumed there too"
     counts = after.get("code_objects")
     if isinstance(counts, list) and len(counts) == 2:
-        return (f"    rank(s) {off} resumed there too, in other code (another branch taken): "
+        return (f"    rank(s) {off} resumed there too, in other code (another branch taken, or another call path to it): "
                 f"rank(s) {on} compiled {counts[0]} resume functions there, rank(s) {off} "
                 f"{counts[1]}")
     lines = ", ".join(map(str, after.get("other_lines") or []))
-    return (f"    rank(s) {off} resumed there too, in other code (another branch taken): "
+    return (f"    rank(s) {off} resumed there too, in other code (another branch taken, or another call path to it): "
             f"theirs starts at line {lines}")
 
 

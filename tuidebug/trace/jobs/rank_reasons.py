@@ -113,15 +113,15 @@ def _resumed_after(m: dict[str, Any], before: list[str], mine: dict[str, list[di
     """For a resume function's compile (metrics ``m``, in rank trace ``t``): the last graph
     break before it at the line it resumes from; ``other_resumed``: the other rank compiled a
     resume function of that name and file; ``other_path``: this one is code the other rank
-    never compiled (another branch taken) — said only of a frame's first compile (``frame``,
+    never compiled (another branch taken, or another call path) — said only of a frame's first compile (``frame``,
     None for a recompile: the same code recompiled, its reasons say why), and only on what
     each trace shows of itself: the other rank's functions of that name have another first
     line (``other_lines``), or this rank compiled more code objects of that name and first
     line than the other did (``code_objects``: [this rank's, the other's]; Dynamo makes a
-    resume function per way out of the break — both arms of an ``if`` on data — all of one
-    name and first line). Frame ids are never compared across ranks (each process numbers
-    its own). A trace without first lines compares file and name only, and claims no other
-    code on a first line."""
+    resume function per way out of the break — both arms of an ``if`` on data — and per
+    call path to it, all of one name and first line). Frame ids are never compared across
+    ranks (each process numbers its own). A trace without first lines compares file and name
+    only, and claims no other code on a first line."""
     point = resume_point(str(m.get("co_name") or ""))
     file = str(m.get("co_filename") or "")
     if point is None or not file:
