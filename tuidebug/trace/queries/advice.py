@@ -218,6 +218,41 @@ def _has_symbol(trace: Trace, cid: str, source: str) -> bool:
     return source in (symbolic_sources(held_shapes(trace, cid)) or set())
 
 
+def _oblivious_why(trace: Trace, cid: str, rec: dict[str, Any], name: str, index: int
+                   ) -> str | None:
+    """Why ``backed_size_oblivious`` (sizes 0 and 1 not specialized) may avoid recompile
+    ``cid`` on a size that is 0 or 1 on one side; None where the trace shows it cannot. The flag
+    changes only how a size the compile before made dynamic is held: a 0 or 1 left a range
+    that compile held as a symbol (``2 <= s``), or that compile made the size dynamic (it
+    recompiled on it: automatic dynamic; an earlier compile held another size; dynamic=True)
+    and specialized the 0 or 1 it saw. A size it held fixed (``size mismatch … expected 6``,
+    as a first compile holds every size) fails its guard whatever the flag (checked on torch
+    2.13: a prefill then one-token decode steps, and BART's generate(), compile as often
+    with it; 5, 1, then 7 compiles twice with it, three times without)."""
+    actual, expected, prev = str(rec.get("failing_value")), rec.get("expected"), \
+        rec.get("previous")
+    if "size mismatch" not in str(rec.get("failed_guard") or ""):
+        if actual not in ("0", "1"):
+            return None
+        return (f"{cid}: dimension {index} of {name} became {actual}, below the range "
+                f"({expected}) the compile before held it dynamic in: sizes 0 and 1 are "
+                "always specialized, so this is a compile of its own; marking that "
+                "dimension dynamic does not change it")
+    if str(expected) not in ("0", "1") or not prev:
+        return None
+    before = explain_compile(trace, prev) or {}
+    made = ("dynamic=True" if compile_config(trace.compiles, prev).get(
+        "assume_static_by_default") is False else
+        "it recompiled on it" if before.get("source") == rec.get("source") else
+        "an earlier compile held another size" if rec.get("wider") else None)
+    if made is None:
+        return None
+    return (f"{cid}: dimension {index} of {name} was {expected} in {prev}, which made it "
+            f"dynamic ({made}) but specialized the {expected} (sizes 0 and 1 are always "
+            f"specialized), so {actual} compiled again; with the flag {prev} holds it as a "
+            f"symbol, which may serve {actual}")
+
+
 def recompile_advice(trace: Trace) -> list[Suggestion]:
     """Suggestions for the trace's recompiles, each checked against what the compiles show."""
     out: dict[str, Suggestion] = {}
@@ -248,10 +283,18 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
         actual = str(rec.get("failing_value"))
         expected = str(rec.get("expected"))
         wider = [w for w in rec.get("wider") or [] if isinstance(w, dict)]
+        fixed = specialized_sources(held_shapes(trace, cid)).get(str(rec.get("source")))
+        oblivious = None if fixed is not None and actual not in ("0", "1") else \
+            _oblivious_why(trace, cid, rec, name, index)
+        if oblivious:
+            out.setdefault("backed_size_oblivious", Suggestion(
+                "backed_size_oblivious",
+                "try torch.fx.experimental._config.backed_size_oblivious = True (sizes 0 and 1 "
+                "then need not be specialized)", oblivious, "recompiles",
+                Apply(config={"fx.backed_size_oblivious": True})))
         if expected in ("0", "1") and actual not in ("0", "1") and wider:
             # an earlier compile held another size: dynamic there may serve this one
             expected = f"{wider[-1].get('size')} in {wider[-1].get('compile')}"
-        fixed = specialized_sources(held_shapes(trace, cid)).get(str(rec.get("source")))
         if fixed is not None and actual not in ("0", "1"):
             # the code needs the size (a loop over range(x.shape[0])): each size compiles once,
             # marked dynamic or not, whatever the compile before held (a 1 included: so
@@ -266,25 +309,13 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
             continue
         if actual in ("0", "1") or expected in ("0", "1"):
             # a size 0 or 1 on either side is specialized: marking it dynamic cannot avoid
-            # this compile; a static cache (its length fixed) or size-oblivious sizes may
+            # this compile; a static cache (its length fixed) may, and size-oblivious sizes
+            # where the compile before held the size dynamic (``_oblivious_why``)
             if expected in ("0", "1") and CACHE_TENSOR.search(name):
                 cache = _cache_advice(name, index, f"{cid}: dimension {index} of {name} "
                                       f"changed ({expected} → {actual})",
                                       _grows_by_one(expected, actual))
                 out.setdefault(cache.id, cache)
-            out.setdefault("backed_size_oblivious", Suggestion(
-                "backed_size_oblivious",
-                "try torch.fx.experimental._config.backed_size_oblivious = True (sizes 0 and 1 "
-                "then need not be specialized)",
-                (f"{cid}: dimension {index} of {name} became {actual} (was "
-                 f"{rec.get('expected')}): sizes 0 and 1 are always specialized, so this is a "
-                 "compile of its own (a one-token decode step after a longer prefill); marking "
-                 "that dimension dynamic does not change it" if actual in ("0", "1") else
-                 f"{cid}: dimension {index} of {name} was {expected} in the compile before "
-                 f"(sizes 0 and 1 are always specialized), so its first other size ({actual}) "
-                 "compiles again; marking that dimension dynamic does not change it"),
-                "recompiles",
-                Apply(config={"fx.backed_size_oblivious": True})))
             continue
         symbolic = _has_symbol(trace, cid, str(rec.get("source")))
         why = (f"{cid}: dimension {index} of {name} changed ({expected} → {actual})"

@@ -193,8 +193,10 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
             advice = (f"dimension {index} of {name!r} is {m['actual']} now (it was "
                       f"{m['expected']}): sizes 0 and 1 are always specialized, so this is a "
                       f"compile of its own (a one-token decode step after a longer prefill), "
-                      f"and marking the dimension dynamic does not change that; "
-                      f"`tuidebug advise TRACE --try` tries what may")
+                      f"and marking the dimension dynamic does not change that"
+                      + (f", nor does backed_size_oblivious: the compile before held "
+                         f"{m['expected']} as a fixed size" if m["expected"] not in ("0", "1")
+                         else ""))
         elif (specialized or {}).get(source) is not None:
             # a symbol the code needs the value of (``range(x.shape[0])``): Dynamo fixes it,
             # whatever is marked dynamic or an earlier compile held, so it is checked before
