@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import weakref
 
+import pytest
 import torch
 
 from tuidebug.compiler.capture.call_state import (
     buffers, leaf, program_tensors, raised_again, restore, rewound, written_state)
-from tuidebug.compiler.capture.copy_budget import BUDGET_ENV, agreed, communicates, over_budget
-from tuidebug.compiler.capture.side_state import (
-    SideState, namespaces, parameters, reachable_modules, reachable_optimizers)
+from tuidebug.compiler.capture.agreement import (
+    Contained, agreed, agreement_device, communicates)
+from tuidebug.compiler.capture.call_step import RunRaised
+from tuidebug.compiler.capture.copy_budget import BUDGET_ENV, over_budget
+from tuidebug.compiler.capture.reach import reach
+from tuidebug.compiler.capture.side_state import SideState, optimizer_tensors, parameters
 
 
 def test_an_eager_batchnorm_in_training_keeps_its_statistics() -> None:
@@ -155,11 +159,11 @@ def test_attributes_and_gradients_a_re_run_changes_are_put_back() -> None:
     assert COUNTED.fc.bias.grad is not None
     COUNTED.fc.bias.grad = None  # the bias without a gradient: put back as None
     COUNTED.note = "fresh"
-    modules = reachable_modules(_train_step, None, (x,), {})
-    assert COUNTED in modules and COUNTED.fc in modules
-    params = parameters(modules, reachable_optimizers(_train_step))
+    reached = reach(_train_step, None, (x,), {})
+    assert COUNTED in reached.modules and COUNTED.fc in reached.modules
+    params = parameters(reached.modules, reached.optimizers)
     assert len(params) == 2, params
-    side = SideState(namespaces(_train_step, modules), params, set())
+    side = SideState(reached.spaces, params, set())
     put = rewound((x,), {}, {}, None, [], [], side)
     before = (COUNTED.calls, STEPS)
     _train_step(x)  # the learning re-run
@@ -180,8 +184,7 @@ def test_attributes_and_gradients_a_re_run_changes_are_put_back() -> None:
 def test_a_parameter_written_outside_the_graphs_cannot_be_put_back() -> None:
     """An eager ``opt.step()`` (a graph break, disabled code) writes the parameters, of which
     no copy is kept: told, by name; a parameter the graphs write (tracked) is not."""
-    modules = reachable_modules(_train_step, None, (), {})
-    params = parameters(modules, [])
+    params = parameters(reach(_train_step, None, (), {}).modules, [])
     tracked = {id(COUNTED.fc.bias)}
     side = SideState([], params, tracked)
     _train_step(torch.ones(2, 3))
@@ -204,3 +207,107 @@ def test_the_copies_are_made_only_within_the_budget(monkeypatch) -> None:
     assert agreed(said, "why", True) == said and agreed(None, "why", True) is None
     # only a call that communicates is every rank's: one only rank 0 makes is its own
     assert communicates(True, []) and not communicates(False, [torch.nn.Linear(2, 2)])
+
+
+class Trainer:
+    """A plain object holding what its step changes: the model, heads in a dict, the
+    optimizer and a count, as attributes."""
+
+    def __init__(self) -> None:
+        self.model = torch.nn.Linear(3, 2)
+        self.heads = {"out": torch.nn.Linear(2, 1)}
+        self.opt = torch.optim.SGD([*self.model.parameters(),
+                                    *self.heads["out"].parameters()], lr=0.5, momentum=0.9)
+        self.steps = 0
+
+    def step(self, x: torch.Tensor) -> torch.Tensor:
+        self.steps += 1
+        loss = self.heads["out"](self.model(x)).sum()
+        loss.backward()
+        self.opt.step()
+        return loss.detach()
+
+
+def test_what_a_bound_method_reaches_is_found_through_its_object() -> None:
+    """``torch.compile(trainer.step)``: the modules, optimizer and count live in a plain
+    object's attributes and a dict. Looked for only in the owner, the arguments, the closure
+    and the named globals, none was found: each re-run accumulated into ``.grad``, stepped the
+    optimizer and counted. The walk goes through the method's ``__self__``, its attributes
+    and containers; each gradient, count and the optimizer's parameters and momentum are put
+    back."""
+    trainer = Trainer()
+    x = torch.ones(4, 3)
+    trainer.step(x)  # the user's call
+    reached = reach(trainer.step, None, (x,), {})
+    assert reached.cut is None
+    assert trainer.model in reached.modules and trainer.heads["out"] in reached.modules
+    assert reached.optimizers == [trainer.opt]
+    params = parameters(reached.modules, reached.optimizers)
+    assert len(params) == 4, params
+    written = optimizer_tensors(reached.optimizers, params)
+    names = [n for n, _ in written]
+    assert names[:4] == ["Linear.weight", "Linear.bias", "Linear.weight", "Linear.bias"], names
+    assert names[4:] == [f"SGD momentum_buffer of {n}" for n in names[:4]], names
+    before = {n: t.clone() for n, t in [*trainer.model.named_parameters()]}
+    grad = trainer.model.weight.grad.clone()
+    momentum = trainer.opt.state[trainer.model.weight]["momentum_buffer"].clone()
+    state = written_state(program_tensors(
+        [(n, weakref.ref(t)) for n, t in written], (x,), {}, None))
+    side = SideState(reached.spaces, params, {id(t) for _, t, _ in state})
+    put = rewound((x,), {}, {}, None, [], state, side)
+    trainer.step(x)  # the learning re-run
+    put.learn()
+    assert "Trainer.steps" in put.names() and "Linear.weight.grad" in put.names(), put.names()
+    assert side.unrestorable == [] and side.why() is None
+    for _ in range(3):
+        put.restore()
+        trainer.step(x)
+    put.restore()
+    assert trainer.steps == 1
+    assert torch.equal(trainer.model.weight.grad, grad)
+    assert torch.equal(trainer.opt.state[trainer.model.weight]["momentum_buffer"], momentum)
+    for n, p in trainer.model.named_parameters():  # as the user's one step left them
+        assert torch.equal(p, before[n]), n
+
+
+def test_a_walk_cut_short_by_its_bound_says_so() -> None:
+    """What the call reaches is walked at most ``limit`` objects deep: cut short, the reason
+    (the whole call is then not timed); within it, none."""
+    data = [[i] for i in range(100)]  # 201 objects: the list, its lists and their numbers
+
+    def step(x: torch.Tensor) -> torch.Tensor:
+        return x + len(data)
+
+    assert reach(step, None, (torch.ones(1),), {}).cut is None
+    cut = reach(step, None, (torch.ones(1),), {}, limit=50).cut
+    assert cut is not None and "more than 50 objects" in cut, cut
+
+
+def test_the_agreement_is_on_the_calls_device_and_a_raising_call_is_kept() -> None:
+    """``torch.cuda.current_device()`` is device 0 in a rank that never called set_device:
+    NCCL's flags go on the device of the call's own tensors; gloo's on the CPU. On a job whose
+    ranks time a call together, a call raising on one rank is kept and the rounds go on (the
+    others would wait forever in its collectives); alone, it raises."""
+    cpu, dev1 = torch.device("cpu"), torch.device("cuda", 1)
+    assert agreement_device("nccl", [cpu, dev1]) == dev1
+    assert agreement_device("cpu:gloo,cuda:nccl", [dev1]) == cpu
+    assert agreement_device("gloo", [dev1]) == cpu
+    calls: list[int] = []
+
+    def flaky() -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise RunRaised(ValueError("the second call"))
+
+    keep = Contained(True)
+    for _ in range(4):
+        keep(flaky)()
+    assert len(calls) == 4 and isinstance(keep.error, RunRaised)
+    why = keep.why(rewound((), {}, {}, None, [], []))
+    assert why is not None and "ValueError: the second call" in why, why
+    alone = Contained(False)
+    calls.clear()
+    with pytest.raises(RunRaised):
+        for _ in range(4):
+            alone(flaky)()
+    assert len(calls) == 2 and alone.why(rewound((), {}, {}, None, [], [])) is None

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from tuidebug.compiler import compat
+from tuidebug.compiler.capture.reach import Walk
 from tuidebug.compiler.capture.side_state import SideState
 
 
@@ -35,31 +36,12 @@ def leaf(x: Any, copies: dict[int, Any] | None = None) -> Any:
 
 def _holds_tensors(value: Any, limit: int = 5000) -> bool:
     """Whether an object (not a tensor, a number or a string) holds tensors among its
-    attributes, or in lists, tuples and dicts of them, at any depth: transformers'
-    ``EncoderDecoderCache`` (Whisper, T5, BART) holds its keys four levels down (cache →
-    ``self_attention_cache`` → ``layers`` → layer → ``keys``). Each object is looked at once
-    (``seen``), and at most ``limit`` of them, walked without recursion."""
-    seen: set[int] = set()
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack and len(seen) < limit:
-        item, depth = stack.pop()
-        if id(item) in seen:
-            continue
-        seen.add(id(item))
-        if isinstance(item, torch.Tensor):
-            if depth > 0:
-                return True
-            continue
-        if isinstance(item, (list, tuple)):
-            items: Any = item
-        elif isinstance(item, dict):
-            items = item.values()
-        elif hasattr(item, "__dict__") and not isinstance(item, (type, torch.nn.Module)):
-            items = vars(item).values()
-        else:
-            continue
-        stack.extend((v, depth + 1) for v in items)
-    return False
+    attributes, or in lists, tuples and dicts of them, at any depth (``reach.Walk``, not into
+    modules): transformers' ``EncoderDecoderCache`` (Whisper, T5, BART) holds its keys four
+    levels down (cache → ``self_attention_cache`` → ``layers`` → layer → ``keys``). At most
+    ``limit`` objects are looked at."""
+    return any(depth > 0 and isinstance(item, torch.Tensor)
+               for item, depth in Walk([value], limit, modules=False))
 
 
 def state_holders(args: Any, kwargs: Any) -> list[str]:

@@ -1,62 +1,25 @@
 """What a re-run of the user's call changes that its compiled graphs do not tell
-(``call_state.Rewound`` puts back what they write): the plain Python attributes of the modules
-the call reaches (``self.calls += 1`` in a compiled forward: Dynamo applies it at every call),
-the ``.grad`` of their parameters (a ``loss.backward()`` inside the compiled callable
-accumulates into it at every call), and their parameters written outside the graphs (a graph
-break, ``torch.compiler.disable``-d code). Taken before the first re-run (``SideState``),
-checked after it (``learn``): attributes and gradients are put back before each later run and
-after the last; a parameter written outside the graphs cannot be (no copy of it is kept), and
-the whole call is then not timed (``unrestorable``)."""
+(``call_state.Rewound`` puts back what they write), of what the call reaches (``reach``): the
+plain Python attributes of its modules and other objects (``self.calls += 1`` in a compiled
+forward: Dynamo applies it at every call; a ``Trainer``'s step count), the ``.grad`` of their
+parameters (a ``loss.backward()`` inside the compiled callable accumulates into it at every
+call), and their parameters written outside the graphs (a graph break,
+``torch.compiler.disable``-d code). Taken before the first re-run (``SideState``), checked
+after it (``learn``): attributes and gradients are put back before each later run and after
+the last. The parameters and state of the optimizers the call reaches are copied before the
+first re-run and put back as the graphs' writes are (``optimizer_tensors``: an eager
+``opt.step()`` would otherwise step them once more at every re-run); any other parameter
+written outside the graphs cannot be (no copy of it is kept): it is named (``unrestorable``),
+and the whole call is then not timed."""
 
 from __future__ import annotations
 
-import types
 from typing import Any
 
 import torch
 
 from tuidebug.compiler import compat
-
-PLAIN = (int, float, bool, str, type(None))
-# where plain values live: (label, namespace, the names looked at there; None: all)
-Space = tuple[str, dict[str, Any], "list[str] | None"]
-
-
-def reachable_modules(eager: Any, owner: torch.nn.Module | None, args: Any,
-                      kwargs: Any) -> list[torch.nn.Module]:
-    """The modules a call reaches: the compiled module, else those among the call's arguments,
-    the function's closure and the globals its code names (a training step's ``model``); each
-    once, with its submodules."""
-    found: list[Any] = [owner] if owner is not None else []
-    found += [*(args or ()), *(kwargs or {}).values()]
-    fn = getattr(eager, "__func__", eager)
-    if isinstance(fn, types.FunctionType):
-        found += [c.cell_contents for c in fn.__closure__ or () if _filled(c)]
-        found += [fn.__globals__[n] for n in fn.__code__.co_names if n in fn.__globals__]
-    out: dict[int, torch.nn.Module] = {}
-    for m in found:
-        if isinstance(m, torch.nn.Module):
-            for sub in m.modules():
-                out.setdefault(id(sub), sub)
-    return list(out.values())
-
-
-def reachable_optimizers(eager: Any) -> list[torch.optim.Optimizer]:
-    """The optimizers a compiled function's closure or named globals hold (``opt.step()``)."""
-    fn = getattr(eager, "__func__", eager)
-    if not isinstance(fn, types.FunctionType):
-        return []
-    found = [c.cell_contents for c in fn.__closure__ or () if _filled(c)]
-    found += [fn.__globals__[n] for n in fn.__code__.co_names if n in fn.__globals__]
-    return [o for o in found if isinstance(o, torch.optim.Optimizer)]
-
-
-def _filled(cell: Any) -> bool:
-    try:
-        cell.cell_contents
-    except ValueError:  # an empty cell
-        return False
-    return True
+from tuidebug.compiler.capture.reach import PLAIN, Space
 
 
 def parameters(modules: list[torch.nn.Module], optimizers: list[Any]) -> list[tuple[str, Any]]:
@@ -72,6 +35,27 @@ def parameters(modules: list[torch.nn.Module], optimizers: list[Any]) -> list[tu
     return list(out.values())
 
 
+def optimizer_tensors(optimizers: list[Any], params: list[tuple[str, Any]]
+                      ) -> list[tuple[str, torch.Tensor]]:
+    """The parameters and state tensors (momentum, ``exp_avg``, ``step``) of ``optimizers``,
+    named (a parameter by its name among ``params``), each once: what an optimizer step
+    writes, in the graphs or outside them."""
+    names = {id(p): n for n, p in params}
+    out: dict[int, tuple[str, torch.Tensor]] = {}
+    for opt in optimizers:
+        kind = type(opt).__name__
+        for g in opt.param_groups:
+            for i, p in enumerate(g.get("params", [])):
+                if isinstance(p, torch.Tensor):
+                    out.setdefault(id(p), (names.get(id(p), f"{kind} parameter {i}"), p))
+        for p, state in dict.items(opt.state):
+            for key, t in (state.items() if isinstance(state, dict) else ()):
+                if isinstance(t, torch.Tensor):
+                    owner = names.get(id(p), f"{kind} parameter")
+                    out.setdefault(id(t), (f"{kind} {key} of {owner}", t))
+    return list(out.values())
+
+
 class SideState:
     """The plain attributes, gradients and parameter versions of what the call reaches, as
     the user's call left them; ``learn`` after one re-run, ``restore`` before each later one
@@ -79,7 +63,7 @@ class SideState:
 
     def __init__(self, spaces: list[Space], params: list[tuple[str, Any]],
                  tracked: set[int]) -> None:
-        """``spaces``: ``(label, namespace, names)`` (``namespaces``);
+        """``spaces``: ``(label, namespace, names)`` (``reach.Reached.spaces``);
         ``tracked``: the ids of tensors ``Rewound`` puts back (a parameter the graphs write,
         an optimizer step's: not untracked)."""
         self._attrs = [(label, ns, k, ns[k]) for label, ns, names in spaces
@@ -104,6 +88,21 @@ class SideState:
                       if p.grad is not g or (g is not None and not torch.equal(g, c))]
         self.unrestorable = [n for n, p, v in self._params if compat.version_counter(p) != v]
 
+    def listed(self) -> str:
+        """The parameters a re-run wrote that cannot be put back, named (the first 8)."""
+        names = self.unrestorable
+        return ", ".join(names[:8]) + (" …" if len(names) > 8 else "")
+
+    def why(self) -> str | None:
+        """Why the call cannot be re-run: it wrote parameters outside its compiled graphs (a
+        graph break, ``torch.compiler.disable``-d code) that are no optimizer's it reaches, of
+        which no copy is kept."""
+        if not self.unrestorable:
+            return None
+        return (f"run again, the call wrote parameters ({self.listed()}) outside its compiled "
+                "graphs (a graph break, torch.compiler.disable'd code), which cannot be put "
+                "back before each re-run; the graphs' own times are measured on copies")
+
     def names(self) -> list[str]:
         return ([f"{label}.{k}" for label, _, k, _ in self.attributes]
                 + [f"{n}.grad" for n, _, _, _ in self.grads])
@@ -119,16 +118,6 @@ class SideState:
                     p.grad = g
                 if g is not None:
                     g.copy_(c)
-
-
-def namespaces(eager: Any, modules: list[torch.nn.Module]) -> list[Space]:
-    """Where a re-run may write plain values: each module's attributes (all of them), and the
-    globals a compiled function's code names (``STEP += 1``)."""
-    out: list[Space] = [(type(m).__name__, vars(m), None) for m in modules]
-    fn = getattr(eager, "__func__", eager)
-    if isinstance(fn, types.FunctionType):
-        out.append(("global", fn.__globals__, sorted(set(fn.__code__.co_names))))
-    return out
 
 
 def _same(now: Any, was: Any) -> bool:

@@ -34,10 +34,11 @@ arguments' copies, the module's buffers: a position it advances into a cache) is
 before each run, unclocked (``call_state.Rewound``): each run starts where the user's call
 left off, as the graphs' own profiles start where it began (``accuracy.restorer``); a call that
 raises when run again is not timed, and its entry says why (``not_measured``). The tensors put
-back are those the call's own graphs write, copied only within a memory budget
-(``copy_budget``); the plain Python values and gradients of what the call reaches are put back
-too (``side_state``); on a job of several ranks, whether the call is timed is every rank's
-decision (``copy_budget.agreed``).
+back are those the call's own graphs write and those of the optimizers it reaches, copied
+only within a memory budget (``copy_budget``); the plain Python values and gradients of what
+the call reaches (``reach``: one bounded walk) are put back too (``side_state``); on a job of
+several ranks, whether the call is timed is every rank's decision, and so is whether every
+timed call went through (``agreement``).
 """
 
 from __future__ import annotations
@@ -55,9 +56,10 @@ from tuidebug.compiler.capture.call_state import (
     Rewound, buffers, leaf, program_tensors, raised_again, restore, rewound, state_holders,
     written_state)
 from tuidebug.compiler.capture.collectives import Collectives
-from tuidebug.compiler.capture.copy_budget import agreed, communicates, over_budget
-from tuidebug.compiler.capture.side_state import (
-    SideState, namespaces, parameters, reachable_modules, reachable_optimizers)
+from tuidebug.compiler.capture.agreement import Contained, agreed, communicates, world_size
+from tuidebug.compiler.capture.copy_budget import over_budget
+from tuidebug.compiler.capture.reach import reach
+from tuidebug.compiler.capture.side_state import SideState, optimizer_tensors, parameters
 from tuidebug.compiler.capture.call_step import RunRaised, Step
 from tuidebug.compiler.capture.compiled_calls import CompiledCall, CompiledCalls
 from tuidebug.compiler.capture.quiet import quiet_thread
@@ -124,15 +126,22 @@ class WholeCall(Concern):
         tls = self.session.tls
         ran = [g for g in list(self.session.graphs.values())
                if tls.last_called.get(g.graph_id, 0) > call.since]
-        named = program_tensors([w for g in ran for w in g.wrote], call.args, call.kwargs, owner)
-        modules = reachable_modules(call.eager, owner, call.args, call.kwargs)
-        params = parameters(modules, reachable_optimizers(call.eager))
+        reached = reach(call.eager, owner, call.args, call.kwargs)
+        params = parameters(reached.modules, reached.optimizers)
+        # and what the optimizers it reaches write, in the graphs or outside them (an eager
+        # opt.step() after a graph break: put back, not stepped once more by each re-run)
+        named = program_tensors([*[w for g in ran for w in g.wrote], *[
+            (n, weakref.ref(t)) for n, t in optimizer_tensors(reached.optimizers, params)]],
+            call.args, call.kwargs, owner)
         together = communicates(any(self.session.concern(Collectives).issues_collectives(
-            g.graph_id) for g in ran), modules)
-        short = agreed(over_budget(  # every rank decides alike: the copies made, or none
-            [*[t for _, t in named], *(owner.buffers() if owner is not None else ()),
-             *call.args, *call.kwargs.values(), *[p.grad for _, p in params]]),
-            "it had not the memory for copies of what the call writes", together)
+            g.graph_id) for g in ran), reached.modules)
+        mine = [*[t for _, t in named], *(owner.buffers() if owner is not None else ()),
+                *call.args, *call.kwargs.values(), *[p.grad for _, p in params]]
+        devices = list({t.device: None for t in mine if isinstance(t, torch.Tensor)})
+        short = agreed(  # every rank decides alike: the copies made, or none
+            reached.cut or over_budget(mine), "what the call reaches was more than the walk "
+            "looks at, or it had not the memory for copies of what the call writes",
+            together, devices)
         if short:
             self.prof.data.setdefault("calls", []).append({
                 "callable": name, "not_measured": f"{short}; the graphs' own times are measured "
@@ -142,7 +151,7 @@ class WholeCall(Concern):
         saved = buffers(owner)
         state = written_state(named)
         tracked = {id(t) for _, t in named}
-        side = SideState(namespaces(call.eager, modules), params, tracked)
+        side = SideState(reached.spaces, params, tracked)
         self.busy = True
         rng = accuracy._rng_state()
         try:
@@ -151,7 +160,7 @@ class WholeCall(Concern):
             with quiet_thread():
                 entry = self.session.guarded("the whole call", lambda: self._measure(
                     name, call.compiled, call.eager, call.args, call.kwargs, owner, saved,
-                    state, side, together))
+                    state, side, together, devices))
             if entry:
                 self.prof.data.setdefault("calls", []).append(entry)
                 self.session.guarded("the profile", self.prof.write)
@@ -159,6 +168,7 @@ class WholeCall(Concern):
             restore(saved + [(t, copy) for _, t, copy in state])
             side.learn()  # all the re-runs changed of what the call reaches, put back
             side.restore()
+            self._unrestorable(side)  # in every path: timed, not, or raised
             accuracy._set_rng_state(rng)
             self.busy = False
         return True
@@ -166,7 +176,8 @@ class WholeCall(Concern):
     def _measure(self, name: str, compiled: Any, eager: Any, args: Any, kwargs: Any,
                  owner: torch.nn.Module | None, saved: list[tuple[torch.Tensor, torch.Tensor]],
                  state: list[tuple[str, torch.Tensor, torch.Tensor]],
-                 side: SideState, together: bool) -> dict[str, Any]:
+                 side: SideState, together: bool, devices: list[torch.device]
+                 ) -> dict[str, Any]:
         """The whole call measured (``saved``: the module's buffers as the call left them;
         ``state``: the program's other tensors its graphs write, ``written_state``; ``side``:
         the attributes and gradients it reaches); where the call raises when run again, or
@@ -189,37 +200,35 @@ class WholeCall(Concern):
         try:
             training = c_step.training()
             put.learn()  # what that call wrote: put back before each call from now on
-            why = self._unrestorable(side)
+            why = side.why()
         except RunRaised as e:
             why = raised_again(e.error, put)
-        why = agreed(why, "its re-run raised, or wrote what cannot be put back", together)
+        why = agreed(why, "its re-run raised, or wrote what cannot be put back", together,
+                     devices)
         if why:
             return {"callable": name, "not_measured": why}
         try:
             return self._timed(name, compiled, eager, leaves, kw, wrt, grad_on, c_step,
-                               training, put)
+                               training, put, together, devices)
         except RunRaised as e:
             return {"callable": name, "not_measured": raised_again(e.error, put)}
 
-    def _unrestorable(self, side: SideState) -> str | None:
-        """Why the call cannot be re-run: it wrote parameters outside its compiled graphs (a
-        graph break, ``torch.compiler.disable``-d code), of which no copy is kept; the one
-        re-run that found it changed them, and the trace's warnings say so."""
-        if not side.unrestorable:
-            return None
-        names = ", ".join(side.unrestorable[:8]) + (" …" if len(side.unrestorable) > 8 else "")
-        if self.session.writer is not None:
+    def _unrestorable(self, side: SideState) -> None:
+        """The trace's warning, after the last re-run whatever its end (timed, not measured,
+        raised): the parameters a re-run wrote outside the compiled graphs that are not an
+        optimizer's the call reaches, of which no copy was kept."""
+        if side.unrestorable and self.session.writer is not None:
             self.session.writer.warn(
-                f"timing the whole call re-ran it once, and it wrote parameters ({names}) "
-                "outside its compiled graphs: they could not be put back, and the program "
-                "goes on with them as two calls left them")
-        return (f"run again, the call wrote parameters ({names}) outside its compiled graphs "
-                "(a graph break, torch.compiler.disable'd code), which cannot be put back "
-                "before each re-run; the graphs' own times are measured on copies")
+                f"timing the whole call re-ran it, and the re-run wrote parameters "
+                f"({side.listed()}) outside its compiled graphs (a graph break, "
+                "torch.compiler.disable'd code) that are no optimizer's the call reaches: no "
+                "copy of them was kept, and the program goes on with them as the re-run left "
+                "them")
 
     def _timed(self, name: str, compiled: Any, eager: Any, leaves: list[Any],
                kw: dict[str, Any], wrt: list[torch.Tensor], grad_on: bool, c_step: Step,
-               training: bool, rewound: Rewound) -> dict[str, Any]:
+               training: bool, rewound: Rewound, together: bool,
+               devices: list[torch.device]) -> dict[str, Any]:
         put_back = rewound.restore if rewound.writes() else None
         # the same call as the learning one: whether it trains is known (a forward of its own
         # to ask, at its first run, was a second forward with no put-back between: a position
@@ -247,17 +256,24 @@ class WholeCall(Concern):
                             "wrapped_graph_calls": tls.wrapped_calls - w,
                             "watched_module_calls": tls.watched_calls - h})
         rounds = max(self.prof.runs, fair_timing.MIN_ROUNDS)
-        ranks = _ranks()
+        ranks = world_size()
         before = marks.counts()
         wrapped, hooked = tls.wrapped_calls, tls.watched_calls
+        # where the ranks time the call together, a call raising on this rank alone is kept
+        # and the rounds made to their end: the ranks agree after them (a rank leaving early
+        # left the others waiting forever in the calls' collectives)
+        keep = Contained(together and ranks > 1)
         with self.session.bare():  # no hook or wrapper of the capture's in the timed calls
             if ranks > 1:  # every rank must make the same calls (their collectives pair up):
                 tc, te = fair_timing.interleaved(  # a fixed number of rounds, not adaptive
-                    c_step.run, e_step.run, min_rounds=rounds, max_rounds=rounds,
+                    keep(c_step.run), keep(e_step.run), min_rounds=rounds, max_rounds=rounds,
                     cap_s=float("inf"), before=put_back)
             else:
                 tc, te = fair_timing.interleaved(c_step.run, e_step.run, min_rounds=rounds,
                                                  before=put_back)
+        why = agreed(keep.why(rewound), "a timed call of it raised", together, devices)
+        if why:
+            return {"callable": name, "not_measured": why}
         wrapped, hooked = tls.wrapped_calls - wrapped, tls.watched_calls - hooked
         timed = marks.counts()
         load_after = load1()
@@ -278,10 +294,13 @@ class WholeCall(Concern):
             entry["restored"] = rewound.names()
         # further clocked calls, alternating with eager ones as the timed calls did
         # (each primed by the same call unclocked: through the watch, with no mark)
-        fair_timing.interleaved(run_clocked, e_step.run, min_rounds=LEDGER_CALLS,
+        fair_timing.interleaved(keep(run_clocked), keep(e_step.run), min_rounds=LEDGER_CALLS,
                                 max_rounds=LEDGER_CALLS, warmup=1, cap_s=float(
                                     "inf") if ranks > 1 else LEDGER_CAP_S,
-                                prime=(c_clocked.run, e_step.run), before=put_back)
+                                prime=(keep(c_clocked.run), keep(e_step.run)), before=put_back)
+        why = agreed(keep.why(rewound), "a clocked call of it raised", together, devices)
+        if why:
+            return {"callable": name, "not_measured": why}
         clocked, counted = clocked[1:], counted[1:]  # the warm-up's call is not a ledger's
         entry["instrumentation"] = {  # what tuidebug's own marks did in each kind of call
             "timed": {**{k: timed[k] - before[k] for k in before},
@@ -369,11 +388,3 @@ def _module_of(model: Any) -> torch.nn.Module | None:
         return model
     owner = getattr(model, "__self__", None)
     return owner if isinstance(owner, torch.nn.Module) else None
-
-
-def _ranks() -> int:
-    """The world size of an initialized process group (1 without one)."""
-    dist = torch.distributed
-    if dist.is_available() and dist.is_initialized():
-        return int(dist.get_world_size())
-    return 1

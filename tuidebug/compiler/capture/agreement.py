@@ -1,0 +1,113 @@
+"""Every rank's decision on the whole call's timing (``whole_call``), where the call
+communicates with the other ranks: the timed calls run a fixed number of rounds on every rank
+so that their collectives pair up, and a rank that skipped them, or left them early, while the
+others entered them left those waiting forever. The ranks agree whether to time the call
+(what the call reaches could be walked, the copies fit: ``agreed``), whether its learning
+re-run went through, and, after the fixed rounds, whether every call of them did: a call that
+raises on one rank is kept (``Contained``), that rank makes the rest of its calls as the others
+do, and then every rank says not measured, with the reason."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+import torch
+
+from tuidebug.compiler.capture.call_state import Rewound, raised_again
+from tuidebug.compiler.capture.call_step import RunRaised
+
+
+def communicates(issuing: bool, modules: list[Any]) -> bool:
+    """Whether the timed calls of a call communicate with other ranks: its compiled graphs
+    issue collectives (``issuing``), or it runs a DistributedDataParallel or FSDP module
+    (their eager code broadcasts buffers, reduces gradients). Only then does every rank make
+    the call, and only then must the ranks agree (``agreed``): a callable only rank 0 calls
+    (an evaluation, a sample) is timed by rank 0 alone."""
+    if issuing:
+        return True
+    kinds = [torch.nn.parallel.DistributedDataParallel]
+    fsdp = getattr(torch.distributed, "fsdp", None) if torch.distributed.is_available() else None
+    kinds += [k for k in (getattr(fsdp, "FullyShardedDataParallel", None),
+                          getattr(fsdp, "FSDPModule", None)) if isinstance(k, type)]
+    return any(isinstance(m, tuple(kinds)) for m in modules)
+
+
+def world_size() -> int:
+    """The world size of an initialized process group (1 without one)."""
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return int(dist.get_world_size())
+    return 1
+
+
+def agreement_device(backend: str, devices: Iterable[torch.device]) -> torch.device:
+    """Where the agreement's flags live: the CPU where the default group's backend takes CPU
+    tensors (gloo, a ``cpu:gloo,cuda:nccl`` group), else the device of the call's own tensors
+    (``devices``): NCCL reduces on the device a tensor is on, and
+    ``torch.cuda.current_device()`` is device 0 in a rank that never called ``set_device``
+    while its tensors are on ``cuda:LOCAL_RANK``; the current CUDA device only where the call
+    has no tensor off the CPU."""
+    if "gloo" in backend or "mpi" in backend:
+        return torch.device("cpu")
+    for d in devices:
+        if d.type != "cpu":
+            return d
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def agreed(reason: str | None, what: str, together: bool,
+           devices: Iterable[torch.device] = ()) -> str | None:
+    """``reason`` where this rank cannot time the call; where the call communicates
+    (``together``: ``communicates``) on a job of several ranks, also where another rank cannot
+    (``what`` says why such a rank cannot; every rank asks at the same point of the same
+    callable's measure: one all-reduce of the default group, on ``agreement_device`` of the
+    call's tensors' ``devices``), so that all skip the timed calls or none does."""
+    dist = torch.distributed
+    if not together or world_size() < 2:
+        return reason
+    device = agreement_device(str(dist.get_backend()), devices)
+    flags = torch.zeros(dist.get_world_size(), dtype=torch.int32, device=device)
+    flags[dist.get_rank()] = 1 if reason else 0
+    dist.all_reduce(flags)
+    short = [r for r, f in enumerate(flags.tolist()) if f]
+    if reason or not short:
+        return reason
+    return (f"rank{'s' if len(short) > 1 else ''} {', '.join(map(str, short))} could not time "
+            f"the call ({what}); every rank skips the timed calls, whose collectives pair up")
+
+
+class Contained:
+    """The calls of a fixed number of rounds made on every rank alike (``on``: the call
+    communicates on a job of several ranks): a call that raises is kept (the first error),
+    not raised, and the rank goes on with the rest of its calls, whose collectives pair with
+    the other ranks' (a call that raises before its own collectives leaves them unpaired all
+    the same: nothing can pair those). Off, a call raises as it does."""
+
+    def __init__(self, on: bool) -> None:
+        self.on = on
+        self.error: Exception | None = None
+
+    def __call__(self, fn: Callable[[], Any]) -> Callable[[], Any]:
+        if not self.on:
+            return fn
+
+        def run() -> Any:
+            try:
+                return fn()
+            except Exception as e:  # kept until every rank has made its calls
+                if self.error is None:
+                    self.error = e
+                return None
+        return run
+
+    def why(self, rewound: Rewound) -> str | None:
+        """Why the calls kept cannot be timed: the first that raised, said as
+        ``raised_again`` says it (tuidebug's own failure, as its type and message)."""
+        e = self.error
+        if e is None:
+            return None
+        if isinstance(e, RunRaised):
+            return raised_again(e.error, rewound)
+        return f"timing the call failed: {type(e).__name__}: {str(e)[:300]}"
