@@ -35,7 +35,10 @@
   budget every rank compiles one function issuing a functional all_reduce; rank 1 alone has no
          memory budget for the whole call's copies (``--profile``): every rank must skip the
          timed calls (whose all_reduces pair up), or rank 0 waits forever in them; then rank 0
-         alone calls a compiled function issuing none (timed by rank 0 alone: no rank waits)
+         alone calls a compiled function issuing none (timed by rank 0 alone: no rank waits);
+         then every rank calls ``flaky`` (an all_reduce, then eager code that raises on rank 1
+         at its fourth call: in the whole call's timed rounds, never untraced): every rank must
+         make its rounds and then agree, or rank 0 waits in rounds rank 1 left
   hang   after compiling, rank 0 broadcasts then all-reduces, rank 1 the other way round: both
          wait forever (until ``--timeout`` ends the job)
   block  nothing compiled: rank 0 all-reduces, rank 1 sleeps (prints BLOCKED first): rank 0 waits
@@ -121,6 +124,23 @@ def budget(rank: int) -> None:
             return torch.cos(x) + 1
 
         print(f"rank 0: solo {solo(torch.ones(3)).sum().item():.4f}", flush=True)
+    if rank == 1:  # the next callable within the budget: rank 1 times it with rank 0
+        os.environ.pop("TUIDEBUG_TESTING_COPY_BUDGET")
+    calls = [0]
+
+    @torch.compiler.disable
+    def tick():  # rank 1's fourth call raises: untraced, never (one call)
+        calls[0] += 1
+        if rank == 1 and calls[0] == 4:
+            raise RuntimeError("rank 1 fails its fourth call")
+
+    @torch.compile
+    def flaky(x):
+        y = funcol.all_reduce(torch.cos(x), "sum", world) + 1
+        tick()  # after the collective: the ranks' collectives still pair up
+        return y
+
+    print(f"rank {rank}: flaky {flaky(torch.ones(4)).sum().item():.4f}", flush=True)
 
 
 def ddp(rank: int) -> None:

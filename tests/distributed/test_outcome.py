@@ -96,19 +96,15 @@ def test_a_rank_exits_with_the_scripts_own_code(tmp_path: Path, body: str, code:
     assert m["status"] == "ok" and (m.get("script_error") or m.get("script_exit_code")), m
 
 
-@pytest.mark.slow
-def test_a_rank_without_memory_for_the_copies_makes_every_rank_skip_the_timing(
-        tmp_path: Path) -> None:
-    """``--profile`` times each compiled callable's whole call in a fixed number of rounds on
-    every rank, so that the collectives inside pair up. A rank that could not make the copies
-    the re-runs need (its budget: 0 bytes, rank 1 only) stopped alone, and the others waited
-    forever in the timed calls' all_reduce. Now the ranks agree: every rank's entry says
-    not_measured (rank 1 why, rank 0 that rank 1 could not), and the job ends as untraced."""
+@pytest.fixture(scope="module")
+def budget_job(tmp_path_factory: pytest.TempPathFactory
+               ) -> tuple[Path, list[str], subprocess.CompletedProcess[str]]:
+    """``rank_job.py budget`` untraced (its lines) and traced with ``--profile``."""
     plain = plain_job("budget")
     assert plain.returncode == 0, plain.stderr[-3000:]
-    lines = sorted(re.findall(r"rank \d: budget -?\d+\.\d+", plain.stdout))
-    assert len(lines) == 2, plain.stdout
-    job = tmp_path / "budget"
+    lines = sorted(re.findall(r"rank \d: \w+ -?\d+\.\d+", plain.stdout))
+    assert len(lines) == 5, plain.stdout  # budget and flaky on each rank, solo on rank 0
+    job = tmp_path_factory.mktemp("budget") / "budget"
     env = dict(os.environ, PYTHONPATH=pythonpath())
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK"):
         env.pop(name, None)
@@ -116,14 +112,28 @@ def test_a_rank_without_memory_for_the_copies_makes_every_rank_skip_the_timing(
            "3", "--timeout", "300", "-o", str(job), str(Path(__file__).parent / "rank_job.py"),
            "budget"]
     traced = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    return job, lines, traced
+
+
+def _calls(job: Path, rank: int) -> dict[str, dict]:
+    return {c["callable"]: c for c in json.loads(
+        (job / f"rank_{rank}" / "profile.json").read_text())["calls"]}
+
+
+@pytest.mark.slow
+def test_a_rank_without_memory_for_the_copies_makes_every_rank_skip_the_timing(
+        budget_job: tuple[Path, list[str], subprocess.CompletedProcess[str]]) -> None:
+    """``--profile`` times each compiled callable's whole call in a fixed number of rounds on
+    every rank, so that the collectives inside pair up. A rank that could not make the copies
+    the re-runs need (its budget: 0 bytes, rank 1 only) stopped alone, and the others waited
+    forever in the timed calls' all_reduce. Now the ranks agree: every rank's entry says
+    not_measured (rank 1 why, rank 0 that rank 1 could not), and the job ends as untraced."""
+    job, lines, traced = budget_job
     assert traced.returncode == 0, traced.stderr[-3000:]
-    assert sorted(re.findall(r"rank \d: budget -?\d+\.\d+", traced.stdout)) == lines
-    assert "rank 0: solo" in traced.stdout, traced.stdout[-2000:]
+    assert sorted(re.findall(r"rank \d: \w+ -?\d+\.\d+", traced.stdout)) == lines
     said = {}
     for r in (0, 1):
-        calls = {c["callable"]: c for c in json.loads(
-            (job / f"rank_{r}" / "profile.json").read_text())["calls"]}
-        call = calls["budget.<locals>.step"]
+        call = _calls(job, r)["budget.<locals>.step"]
         said[r] = call.get("not_measured", "")
         # with rank 1 alone skipping, rank 0's timed all_reduce failed ("Connection closed by
         # peer" once rank 1 left; a hang while it lives): its trace said the graph failed
@@ -132,8 +142,26 @@ def test_a_rank_without_memory_for_the_copies_makes_every_rank_skip_the_timing(
         assert not any("whole call" in w for w in manifest.get("warnings", [])), manifest
     # a callable rank 0 alone makes, communicating with no rank, is not agreed on: no rank
     # waits for it (an agreement there left rank 0 waiting for a rank that never asks)
-    solo = {c["callable"]: c for c in json.loads(
-        (job / "rank_0" / "profile.json").read_text())["calls"]}["budget.<locals>.solo"]
+    solo = _calls(job, 0)["budget.<locals>.solo"]
     assert "not_measured" not in solo and solo["rounds"] >= 10, solo
     assert "over the budget of 0" in said[1], said
-    assert said[0].startswith("rank 1 could not time the call (it had not the memory"), said
+    assert said[0].startswith("rank 1 could not time the call (what the call reaches was more "
+                              "than the walk looks at, or it had not the memory"), said
+
+
+@pytest.mark.slow
+def test_a_rank_whose_timed_call_raises_leaves_no_rank_waiting(
+        budget_job: tuple[Path, list[str], subprocess.CompletedProcess[str]]) -> None:
+    """``flaky`` raises on rank 1 at its fourth call: the user's call is its first, the
+    learning re-run its second, and the fourth is in the timed rounds' warm-up. Rank 1 then
+    returned not_measured and went on with the script while rank 0 went on with its rounds,
+    waiting in their all_reduce for a rank that had left (a hang, or "Connection closed by
+    peer" once rank 1 exited). Now the rank that raised makes the rest of the fixed rounds,
+    and the ranks agree after them: both entries say not_measured (rank 1 why, rank 0 that
+    rank 1 could not), and the job ends as untraced."""
+    job, lines, traced = budget_job
+    assert traced.returncode == 0, traced.stderr[-3000:]
+    assert sorted(re.findall(r"rank \d: \w+ -?\d+\.\d+", traced.stdout)) == lines
+    said = {r: _calls(job, r)["budget.<locals>.flaky"].get("not_measured", "") for r in (0, 1)}
+    assert "RuntimeError: rank 1 fails its fourth call" in said[1], said
+    assert said[0].startswith("rank 1 could not time the call (a timed call of it raised)"), said
