@@ -68,3 +68,49 @@ def test_inside_the_others_spread_or_with_two_ranks_nothing_is_said() -> None:
     assert slow_ranks({0: {"0/0": 10.0}, 1: {"0/0": 10.2}, 2: {"0/0": 11.5}}, {}, {}) == []
     # two ranks: one number each measures no noise, however far apart
     assert slow_ranks({0: {"0/0": 10.0}, 1: {"0/0": 31.0}}, {}, {0: 40.0, 1: 90.0}) == []
+
+
+def _log(job: Path, rank: int, times: list[float]) -> None:
+    """Rank ``rank``'s progress log: all_reduce #n of the default group issued at ``times[n-1]``
+    (from train.py:40), each done."""
+    from tuidebug.trace.jobs.progress import progress_path
+
+    log = progress_path(job, rank)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    events: list[dict] = [{"event": "start", "t": 0.0}]
+    for n, t in enumerate(times, 1):
+        events += [{"event": "collective", "op": "all_reduce", "group": "default", "seq": n,
+                    "line": "train.py:40", "t": t},
+                   {"event": "done", "group": "default", "seq": n, "t": t + 1.0}]
+    log.write_text("".join(json.dumps(e) + "\n" for e in events))
+
+
+def test_the_rank_the_others_wait_for_at_every_step_is_named(tmp_path: Path) -> None:
+    """Rank 1 reaches each of the 4 all_reduces 0.8–2.0 s after the others (its steps are
+    slower; the compiles alike): the others waited for it, and where most is said."""
+    compiles = {r: {"0/0": (10.0, 7.0)} for r in range(3)}
+    job = _job(tmp_path / "job", compiles, {0: 40.0, 1: 41.0, 2: 40.5})
+    base = [1.0, 3.0, 5.0, 7.0]
+    _log(job, 0, base)
+    _log(job, 2, [t + 0.05 for t in base])
+    _log(job, 1, [t + d for t, d in zip(base, (0.8, 0.9, 2.0, 1.0))])
+    late = analyze_job(job)["late_rank"]
+    assert late is not None and late["rank"] == 1 and late["collectives"] == 4, late
+    lines = slow_rank_lines([], late)
+    assert lines[0] == ("slow rank: the other ranks waited for rank 1 at all 4 collectives they "
+                        "all issued, 750 ms–1.95 s each (4.50 s in all): its time went into its "
+                        "own work before each"), lines
+    assert lines[1] == "  all_reduce #3 of group default (train.py:40): 1.95 s after the others"
+
+
+def test_a_rank_late_only_sometimes_or_inside_noise_is_not_named(tmp_path: Path) -> None:
+    compiles = {r: {"0/0": (10.0, 7.0)} for r in range(2)}
+    base = [1.0, 3.0, 5.0, 7.0]
+    once = _job(tmp_path / "once", compiles, {0: 40.0, 1: 41.0})
+    _log(once, 0, base)
+    _log(once, 1, [t + d for t, d in zip(base, (0.8, 0.9, -0.1, 1.0))])  # first at #3
+    assert analyze_job(once)["late_rank"] is None
+    small = _job(tmp_path / "small", compiles, {0: 40.0, 1: 41.0})
+    _log(small, 0, base)
+    _log(small, 1, [t + 0.3 for t in base])  # always last, by less than NOISE_S
+    assert analyze_job(small)["late_rank"] is None

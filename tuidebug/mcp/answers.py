@@ -221,7 +221,8 @@ def divergence_answer(o: Opened1) -> Answer:
     data = {"world_size": report["world_size"], "divergence": d,
             "groups": report["groups"][:20], "notes": report["notes"][:20],
             "waits": report["waits"], "compile_time": report["compile_time"],
-            "slow_ranks": report["slow_ranks"], "problems": report["problems"]}
+            "slow_ranks": report["slow_ranks"], "late_rank": report["late_rank"],
+            "problems": report["problems"]}
     sentence = ("the ranks agree" if d is None else
                 "no trace of some ranks (data.divergence.ranks)" if d.get("kind") == "no_trace"
                 else f"the ranks part: the first divergence is of kind "

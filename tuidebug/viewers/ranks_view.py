@@ -204,10 +204,12 @@ def wait_headings(waits: dict[str, Any]) -> tuple[str, str, list[str]]:
     return "stopped: ", "bold", texts
 
 
-def slow_rank_lines(slow: list[dict[str, Any]] | None) -> list[str]:
-    """A rank far slower than every other (outside their spread), and where its time went."""
+def slow_rank_lines(slow: list[dict[str, Any]] | None,
+                    late: dict[str, Any] | None = None) -> list[str]:
+    """A rank far slower than every other (outside their spread), and where its time went; the
+    rank the others waited for at every collective (``late``)."""
     out: list[str] = []
-    for x in slow or []:
+    for x in [*(slow or []), *([late] if isinstance(late, dict) else [])]:
         out.append(f"slow rank: {x.get('text')}")
         out += [f"  {w}" for w in x.get("where") or []]
     return out
@@ -297,7 +299,7 @@ def render_job(report: dict[str, Any], console: Console) -> None:
     if judged.get("text"):  # over every compile the ranks share: never a slow rank on one sample
         console.print(inert_text(f"compile time: {judged['text']}",
                                  "yellow" if judged.get("slow") else "dim"))
-    for line in slow_rank_lines(report.get("slow_ranks")):
+    for line in slow_rank_lines(report.get("slow_ranks"), report.get("late_rank")):
         console.print(inert_text(line, "yellow" if not line.startswith(" ") else ""))
     problems = report.get("problems") or []
     if problems:

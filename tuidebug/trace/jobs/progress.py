@@ -65,7 +65,7 @@ class ProgressLog:
             pass
 
 
-def _events(path: Path) -> list[dict[str, Any]]:
+def events(path: Path) -> list[dict[str, Any]]:
     """The events of a progress log: a regular file inside the job folder (not a link, a FIFO
     or a folder), its last TAIL_BYTES, each line parsed with bounded nesting."""
     if path.parent.is_symlink():  # job/ itself a link: a path out of the job folder
@@ -165,7 +165,7 @@ def last_collective(path: Path) -> dict[str, Any] | None:
     waiting_in: dict[str, Any] | None = None
     steps: dict[str, int] = {}  # per group: the DDP step its last bucket belongs to
     prev: dict[str, dict[str, Any]] = {}  # per group: its last DDP bucket
-    for ev in _events(path):
+    for ev in events(path):
         kind = ev.get("event")
         if kind == "start":  # a new attempt (torchrun --max-restarts): numbered anew
             last, reached, seen, waiting_in, steps, prev = None, {}, {}, None, {}, {}

@@ -48,6 +48,7 @@ from tuidebug.trace.jobs.ends import where_it_was
 from tuidebug.trace.jobs.rank_reasons import why_only_here
 from tuidebug.trace.jobs.rank_digest import (UNREAD, Hashes, RankDigest, RankPrint,
                                              normalise_text)
+from tuidebug.trace.jobs.lateness import late_rank
 from tuidebug.trace.jobs.skew import judge_skew, slow_ranks
 from tuidebug.trace.format.graph import node_line
 from tuidebug.trace.format.layout import diff_fingerprints
@@ -363,6 +364,9 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
                       "compiles": {str(r): len(digests[r].print["compiles"]) for r in no_graph}})
     missing = [r["rank"] for r in ranks if r["rank"] not in digests] + job["missing_ranks"]
     same_cache = _same_cache_seconds(digests)
+    # the rank the others waited for, step after step: judged once every rank ended ok
+    late = late_rank(root, ranks) if ranks and all(r.get("status") == "ok" for r in ranks) \
+        else None
     if divergence is None and (missing or not digests):  # no trace at all never "agrees"
         divergence = {"kind": "no_trace", "ranks": sorted(missing)}
     return {"job": str(root), "world_size": job["world_size"], "launcher": job.get("launcher"),
@@ -373,5 +377,6 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
             "slow_ranks": [x.to_json() for x in slow_ranks(
                 same_cache, {r: d.inductor_seconds for r, d in digests.items()},
                 _run_seconds(job["ranks"]))],
+            "late_rank": late.to_json() if late else None,
             "problems": list(job.get("problems") or []),  # what of the job folder was not read
             "waits": rank_progress.waits(ranks, job["missing_ranks"])}

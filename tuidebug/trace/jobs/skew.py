@@ -129,7 +129,8 @@ def _outlier(values: dict[int, float]) -> tuple[int, float, float] | None:
     return None
 
 
-def _range(lo: float, hi: float) -> str:
+def span(lo: float, hi: float) -> str:
+    """``10.1 s–10.6 s``; one duration where both read the same."""
     return _s(lo) if _s(lo) == _s(hi) else f"{_s(lo)}–{_s(hi)}"
 
 
@@ -155,18 +156,18 @@ def slow_ranks(times: dict[int, dict[str, float]], inductor: dict[int, dict[str,
             if excess(cid) <= NOISE_S:
                 break
             others = [times[o][cid] for o in times if o != r]
-            line = f"compile {cid}: {_s(times[r][cid])} vs {_range(min(others), max(others))}"
+            line = f"compile {cid}: {_s(times[r][cid])} vs {span(min(others), max(others))}"
             ind = [x for o in times if o != r if (x := inductor.get(o, {}).get(cid)) is not None]
             mine = inductor.get(r, {}).get(cid)
             if mine is not None and len(ind) == len(others):
                 before = [t - i for t, i in zip(others, ind)]
-                line += (f" — Inductor {_s(mine)} vs {_range(min(ind), max(ind))}, before it "
+                line += (f" — Inductor {_s(mine)} vs {span(min(ind), max(ind))}, before it "
                          f"(Dynamo, AOTAutograd) {_s(times[r][cid] - mine)} vs "
-                         f"{_range(min(before), max(before))}")
+                         f"{span(min(before), max(before))}")
             where.append(line)
         out.append(SlowRank(r, "compile", totals[r], lo, hi, len(totals) - 1, where,
                             f"rank {r} compiled for {_s(totals[r])}, outside the other "
-                            f"{len(totals) - 1} ranks' {_range(lo, hi)} (over the {len(shared)} "
+                            f"{len(totals) - 1} ranks' {span(lo, hi)} (over the {len(shared)} "
                             "compiles every rank made alike)"))
     found = _outlier(runs)
     if found:
@@ -178,12 +179,12 @@ def slow_ranks(times: dict[int, dict[str, float]], inductor: dict[int, dict[str,
             where = ["the trace times no compile of every rank to split it by"]
         elif more >= excess / 2:
             where = [f"mostly compiling: its compiles took {_s(totals[r])}, the others "
-                     f"{_range(min(rest), max(rest))}"]
+                     f"{span(min(rest), max(rest))}"]
         else:
             where = [f"not mostly compiling: its compiles took {_s(totals[r])}, the others "
-                     f"{_range(min(rest), max(rest))}; the rest went into running the script "
+                     f"{span(min(rest), max(rest))}; the rest went into running the script "
                      "(the trace times it no finer)"]
         out.append(SlowRank(r, "run", runs[r], lo, hi, len(runs) - 1, where,
                             f"rank {r} ran for {_s(runs[r])}, outside the other {len(runs) - 1} "
-                            f"ranks' {_range(lo, hi)}"))
+                            f"ranks' {span(lo, hi)}"))
     return out

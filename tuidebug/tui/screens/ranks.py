@@ -148,7 +148,7 @@ class RanksScreen(TraceScreen):
         for line in (waits or {}).get("lines") or []:
             detail.append("\n  ")
             detail.append_text(inert_text(line))
-        for line in slow_rank_lines(report.get("slow_ranks")):
+        for line in slow_rank_lines(report.get("slow_ranks"), report.get("late_rank")):
             detail.append("\n")
             detail.append_text(inert_text(line, "" if line.startswith(" ") else "yellow"))
         detail.append(f"\n{LEGEND}", style="dim")
