@@ -95,6 +95,29 @@ def test_a_collective_the_watchdog_timed_out_is_a_hang_named_from_the_error(
     assert not any("no rank timed out" in t for t in texts), texts
 
 
+def test_a_rank_the_watchdog_aborted_is_named_from_its_last_words(tmp_path: Path) -> None:
+    """The NCCL watchdog's default (TORCH_NCCL_ASYNC_ERROR_HANDLING=3) tears the process down:
+    SIGABRT, no Python exception in the trace; the rank's last lines (its record's
+    ``last_words``, from its stderr) name the timed-out collective."""
+    job = tmp_path / "job"
+    _rank(job, 0, "killed")
+    _collectives(job, 0, [1, 2, 3], waiting=True)
+    _rank(job, 1, "script_failed")
+    rec = json.loads((job / "job" / "rank_1.json").read_text())
+    said = ("[rank1]:[E1127 06:40:01.1 watchdog.cpp:288] [PG ID 0 PG GUID 0(default_pg) Rank 1] "
+            "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, "
+            "NumelIn=1, NumelOut=1, Timeout(ms)=10000) ran for 10043 milliseconds before timing out.")
+    (job / "job" / "rank_1.json").write_text(json.dumps(
+        {**rec, "exit_code": -6, "last_words": ["a line of the script", said]}))
+    _collectives(job, 1, [1, 2], waiting=False)
+    w = analyze_job(job)["waits"]
+    assert w is not None and w["hung"], w
+    assert [(e["kind"], e["ranks"]) for e in w["ends"]] == [
+        ("collective_timeout", [1]), ("killed", [0])], w["ends"]
+    assert w["ends"][0]["text"].startswith(
+        "rank 1's collective ALLREDUCE #3 timed out (the NCCL watchdog): [rank1]:"), w["ends"]
+
+
 def test_an_ordinary_error_is_no_hang(tmp_path: Path) -> None:
     """Rank 1 raised a ValueError: said with its error, under ``stopped:``, no hang."""
     job = tmp_path / "job"

@@ -278,7 +278,7 @@ def trace_rank(ns: argparse.Namespace, where: dict[str, Any]) -> int:
     job.write_record(root, record)
     from tuidebug.trace.jobs.progress import progress_path
 
-    code, out, _ = run_trace(ns.script, ns.args, job.rank_dir(root, rank),
+    code, out, last = run_trace(ns.script, ns.args, job.rank_dir(root, rank),
                              check=not ns.no_check, use_cache=ns.use_cache, sets=ns.set,
                              accuracy_tol=ns.accuracy_tol, quiet=rank != 0,
                              profile=ns.profile, progress=progress_path(root, rank),
@@ -292,6 +292,8 @@ def trace_rank(ns: argparse.Namespace, where: dict[str, Any]) -> int:
         except Exception:  # noqa: BLE001 - an unreadable trace is reported as such
             status = "unreadable"
     record.update(status=status, exit_code=code, finished_at=time.time())
+    if code != 0 and last:  # what the rank said last: a process the NCCL watchdog aborted
+        record["last_words"] = [line[:500] for line in last[-5:]]  # (SIGABRT) raised nothing
     if graphs == 0:
         record["note"] = NO_GRAPH
     job.write_record(root, record)

@@ -45,7 +45,7 @@ class RankError:
         return ": ".join(x for x in (self.type, first[0][:300] if first else "") if x) or "?"
 
     def collective_timeout(self) -> bool:
-        return bool(_TIMEOUT_RE.search(f"{self.type or ''}: {self.message or ''}"))
+        return collective_timeout_text(f"{self.type or ''}: {self.message or ''}")
 
     def watchdog(self) -> bool:
         return "watchdog" in (self.message or "").lower()
@@ -77,11 +77,19 @@ def rank_error(row: dict[str, Any]) -> RankError | None:
                      e.get("message") if isinstance(e.get("message"), str) else None)
 
 
+def collective_timeout_text(text: str) -> bool:
+    """Does ``text`` (an error, a line the rank wrote) say a collective timed out?"""
+    return bool(_TIMEOUT_RE.search(text))
+
+
 def timed_out_collective(row: dict[str, Any]) -> bool:
-    """A rank that failed because one of its collectives timed out (its error says so)."""
+    """A rank that ended because one of its collectives timed out: its error says so (the
+    exception its trace recorded, or — a process the NCCL watchdog aborted raises none — the
+    last lines it wrote, its record's ``last_words``)."""
     err = rank_error(row)
-    return row.get("status") in ("failed", "script_failed") and err is not None \
-        and err.collective_timeout()
+    ended = row.get("status") in ("failed", "script_failed") or row.get("exit_code") not in (
+        None, 0)
+    return ended and err is not None and err.collective_timeout()
 
 
 def interrupted(row: dict[str, Any]) -> bool:

@@ -137,6 +137,11 @@ def _checked(data: dict[str, Any], rel: str, problems: list[str] | None) -> dict
         if out.get(key) is not None and not isinstance(out[key], str):
             bad.append(key)
             out.pop(key)
+    words = out.get("last_words")
+    if words is not None and not (isinstance(words, list) and len(words) <= 20
+                                  and all(isinstance(w, str) and len(w) <= 2000 for w in words)):
+        bad.append("last_words")
+        out.pop("last_words")
     if bad and problems is not None:
         problems.append(f"{rel}: {', '.join(bad)} of the wrong type or out of range; ignored")
     return out

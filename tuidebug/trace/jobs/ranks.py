@@ -44,7 +44,7 @@ from tuidebug.trace.queries import collectives as coll
 from tuidebug.trace.jobs import job as joblayout
 from tuidebug.trace.jobs import progress as rank_progress
 from tuidebug.trace.jobs import rank_digest, rank_groups
-from tuidebug.trace.jobs.ends import where_it_was
+from tuidebug.trace.jobs.ends import collective_timeout_text, where_it_was
 from tuidebug.trace.jobs.rank_reasons import why_only_here
 from tuidebug.trace.jobs.rank_digest import (UNREAD, Hashes, RankDigest, RankPrint,
                                              normalise_text)
@@ -323,6 +323,10 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
             err = dg.manifest.script_error or dg.manifest.error
             if err is not None and (err.type or err.message):
                 row["error"] = {"type": err.type, "message": (err.message or "")[:2000]}
+        words = rec.get("last_words")
+        said = next((w for w in reversed(words or []) if collective_timeout_text(w)), None)
+        if "error" not in row and said:  # no exception recorded (the watchdog aborted it)
+            row["error"] = {"type": None, "message": said}
         # ended before it finished, or failed because a collective timed out: where it was
         if where_it_was(row):
             row["progress"] = rank_progress.rank_progress(root, r, dg.manifest if dg else None)
