@@ -90,6 +90,9 @@ def test_a_collective_that_timed_out_is_a_hang_named_from_the_error(tmp_path: Pa
     assert proc.returncode == 1, proc.stderr[-3000:]
     report = json.loads(_cli("info", "--json", str(job)).stdout)
     assert [r["status"] for r in report["ranks"]] == ["script_failed", "killed"], report["ranks"]
+    # what rank 0 wrote last is kept in its record (read where a rank raised nothing)
+    words = json.loads((job / "job" / "rank_0.json").read_text()).get("last_words") or []
+    assert any("Timed out waiting 5000ms" in w for w in words), words
     w = report["waits"]
     assert w is not None and w["hung"], w
     assert [(e["kind"], e["ranks"]) for e in w["ends"]] == [
