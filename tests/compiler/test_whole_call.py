@@ -589,6 +589,15 @@ def eager_step(x):
 
 
 eager_step(torch.ones(2, 4))
+many = [[i] for i in range(30_000)]  # 60,000 objects the function reaches: past the walk's bound
+
+
+@torch.compile
+def reaches_many(x):
+    return x + len(many)
+
+
+reaches_many(torch.ones(2))
 print("NET", eager_net.weight.tolist(), eager_net.bias.tolist(), eager_net.weight.grad.tolist(),
       eager_net.bias.grad.tolist())
 """
@@ -619,10 +628,14 @@ def test_state_held_by_a_plain_object_or_stepped_outside_the_graphs_is_put_back(
     warned = [w for w in Trace(out).manifest.warnings if "whole call" in w]
     assert len(warned) == 1 and "(Scale.weight)" in warned[0], warned
     assert "Linear" not in warned[0], warned  # the optimizer's: put back, not named
+    # what a call reaches past the walk's bound is not seen: the call is not re-run on it
+    cut = _call(out, "reaches_many")["not_measured"]
+    assert "is more than 50,000 objects" in cut, cut
 
 
 # the script ``calls_trace`` traces, and the whole calls its snippets make
 CALLS = [MODULE_COMPILE, PRINTS, INFERENCE, VIEW_OF_EARLIER, REDUCE_OVERHEAD, CACHE_STATE,
          BUFFER_IN_BACKWARD, SAME_TENSOR_TWICE, PROGRAM_STATE, REACHED_STATE]
 CALLABLES = {"Tiny", "printing_step", "inference_f", "view_step", "ro_f", "cache_f", "Scaled",
-             "twice_f", "advance", "update", "train", "Trainer.step", "eager_step"}
+             "twice_f", "advance", "update", "train", "Trainer.step", "eager_step",
+             "reaches_many"}
