@@ -426,3 +426,62 @@ def test_only_a_break_in_ddps_code_loses_its_advice(tmp_path: Path) -> None:
         assert b.advice and b.user_line.line == 36 and b.site.file == site, b
         kept.append([a.id for a in suggestions(Trace(tmp_path / name))])
     assert kept == [[], ["break at train.py:36"], ["break at train.py:36"]], kept
+
+
+def test_a_graph_break_torch_calls_itself_is_no_call_of_yours_to_remove(tmp_path: Path) -> None:
+    """``torch.compile`` of a function calling ``opt.step()`` (AdamW, an LR scheduler; torch
+    2.13's words): torch's optimizer calls ``torch._dynamo.graph_break()`` around every step
+    (``_use_grad``, torch/optim/optimizer.py). info said "fix: Remove the
+    `torch._dynamo.graph_break()` call." — Dynamo's hint, about a call the user cannot remove.
+    A graph_break() in the user's own file (or a folder of theirs named torch/) keeps it."""
+    from tuidebug.trace.queries.advice import break_advice
+    from tuidebug.viewers.breaks_view import break_notes
+
+    optim = "/venv/lib/python3.11/site-packages/torch/optim/optimizer.py"
+    mine, project = "/job/train.py", "/home/u/torch/proj/blocks.py"
+    w = TraceWriter(tmp_path / "t", command=["train.py"])
+    for n, site in enumerate((optim, mine, project)):
+        stack = ('  File "/job/train.py", line 12, in opt_step\n    opt.step()\n'
+                 + (f'  File "{site}", line 79, in _use_grad\n'
+                    '    torch._dynamo.graph_break()\n' if site != mine else ""))
+        line = 12 if site == mine else 79
+        reason = (f"Graph break in user code at {site}:{line}\nGraph Break Reason: Encountered "
+                  "graph break when attempting to trace CALL_FUNCTION_EX: a variadic function "
+                  "call, e.g. f(*args):\n\nCall to `torch._dynamo.graph_break()`\n  "
+                  "Explanation: User-inserted graph break. Message: None\n  Hint: Remove the "
+                  "`torch._dynamo.graph_break()` call.\n\n  Developer debug context: Called "
+                  "`torch._dynamo.graph_break()` with args `[]`, kwargs `{}`\n\nUser code "
+                  f"traceback:\n{stack}")
+        w.write_compile(f"{n}/0", {"graphs": [], "dynamo_graph_break_reason": [reason],
+                                   "metrics": {"co_name": "opt_step", "co_firstlineno": 10,
+                                               "co_filename": "/job/train.py"}})
+        w.add_compile(f"{n}/0", {"graphs": []})
+    w.finish("ok")
+    t = Trace(tmp_path / "t")
+    breaks = {b.compile_id: b for bs in trace_breaks(t).values() for b in bs}
+    assert sorted(breaks) == ["0/0", "1/0", "2/0"], breaks
+    torchs = breaks["0/0"]
+    assert torchs.torchs_own and torchs.user_line.line == 12, torchs
+    assert "Remove" not in torchs.advice, torchs.advice
+    assert torchs.advice.startswith("nothing in your code: torch itself calls "
+                                    "torch._dynamo.graph_break() there (torch/optim/"
+                                    "optimizer.py:79, in _use_grad)"), torchs.advice
+    for cid in ("1/0", "2/0"):  # the user's own call, in their file or their torch/ folder
+        assert not breaks[cid].torchs_own
+        assert breaks[cid].advice == "Remove the `torch._dynamo.graph_break()` call.", breaks[cid]
+    # one cause, each distinct fix said (the user's and torch's)
+    text = " ".join(str(x) for x in break_notes("3 graph breaks",
+                                                [b.to_json() for b in breaks.values()]))
+    assert text.count("fix: ") == 2 and "fix: nothing in your code" in text, text
+    # advise offers removing the user's own calls only (torch's is met at train.py:12 too)
+    offered = {s.id: s.text for s in break_advice(t)}
+    assert offered == {"break at train.py:12": "Remove the `torch._dynamo.graph_break()` call."}
+    one = TraceWriter(tmp_path / "one", command=["train.py"])  # torch's alone: nothing offered
+    one.write_compile("0/0", {"graphs": [], "metrics": {"co_name": "opt_step",
+                                                        "co_filename": "/job/train.py"},
+                              "dynamo_graph_break_reason": list(t.compiles["0/0"][
+                                  "dynamo_graph_break_reason"])})
+    one.add_compile("0/0", {"graphs": []})
+    one.finish("ok")
+    assert len(trace_breaks(Trace(tmp_path / "one"))["0/0"]) == 1
+    assert break_advice(Trace(tmp_path / "one")) == []

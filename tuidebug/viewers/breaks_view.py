@@ -62,8 +62,10 @@ def break_notes(headline: str, breaks: list[dict[str, Any]]) -> list[Text]:
                                if frame and frame != site else "", "dim")))
         if len(bs) > MAX_PER_CAUSE:
             out.append(inert_text(f"    … {len(bs) - MAX_PER_CAUSE} more", "dim"))
-        if first.get("advice"):
-            out.append(Text.assemble(("    fix: ", "green"), inert_text(str(first["advice"]))))
+        # one line per distinct advice: a graph_break() of the user's and one torch calls
+        # itself share a cause, not what to do
+        for advice in dict.fromkeys(str(b["advice"]) for b in bs if b.get("advice")):
+            out.append(Text.assemble(("    fix: ", "green"), inert_text(advice)))
     if len(by_key) > MAX_CAUSES:
         out.append(inert_text(f"  … {len(by_key) - MAX_CAUSES} more causes "
                               "(tuidebug info --json lists them all)", "dim"))

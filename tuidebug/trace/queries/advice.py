@@ -479,10 +479,11 @@ def break_advice(trace: Trace) -> list[Suggestion]:
                     Apply(config={f"dynamo.{knob}": True})))
                 if at not in s.why:
                     out[knob] = Suggestion(s.id, s.text, f"{s.why}; {at}", s.about, s.apply)
-            elif b.advice and b.user_line and is_own(b.user_line.file) and not (
-                    b.site and _DDP in b.site.file.replace("\\", "/")):
+            elif b.advice and b.user_line and is_own(b.user_line.file) and not b.torchs_own \
+                    and not (b.site and _DDP in b.site.file.replace("\\", "/")):
                 # the user's line, and the break not in DDP's own code (its forward logs
-                # through its C++ logger: no change of the user's makes that go); a break in
+                # through its C++ logger: no change of the user's makes that go) nor a
+                # graph_break() torch calls itself (around an optimizer step); a break in
                 # other torch code (torch/utils/checkpoint.py) keeps its advice
                 out.setdefault(f"break at {at}", Suggestion(f"break at {at}", b.advice, why,
                                                             "graph breaks", None))

@@ -77,6 +77,12 @@ class GraphBreak:
     advice: str | None = None
 
     @property
+    def torchs_own(self) -> bool:
+        """A ``torch._dynamo.graph_break()`` that torch's own code calls (around every optimizer
+        step, ``torch/optim/optimizer.py``): no call of the user's to remove."""
+        return _torchs_own(self.cause, self.site)
+
+    @property
     def key(self) -> str:
         """The cause a break is grouped by: its type and the first sentence of its explanation
         (a data-dependent branch's explanation goes on with the branch's own code)."""
@@ -273,6 +279,29 @@ _ADVICE = (
 _NOT_ACTIONABLE = re.compile(r"report an issue|fundamental|Dynamo developer", re.I)
 
 
+# a graph break asked for by a call (Dynamo's graph-break type for it)
+_BREAK_CALL = re.compile(r"Call to `torch\._dynamo\.graph_break\(\)`")
+
+
+# torch as installed (a folder of the user's named torch/ is not it)
+_INSTALLED_TORCH = re.compile(r"/(?:site|dist)-packages/torch/")
+
+
+def _torchs_own(cause: str, site: SourceLine | None) -> bool:
+    return bool(site and _BREAK_CALL.search(cause)
+                and _INSTALLED_TORCH.search(site.file.replace("\\", "/")))
+
+
+def _torchs_own_advice(site: SourceLine) -> str:
+    """What to do about a ``graph_break()`` torch calls itself: nothing in the user's code."""
+    path = site.file.replace("\\", "/")
+    path = "torch/" + _INSTALLED_TORCH.split(path, 1)[-1]
+    return (f"nothing in your code: torch itself calls torch._dynamo.graph_break() there "
+            f"({path}:{site.line}, in {site.fn}), on purpose"
+            + (" (around every optimizer step, so that the step is compiled without grad, "
+               "as a graph of its own)" if path.startswith("torch/optim/") else ""))
+
+
 def _advice(cause: str, explanation: str | None, hints: list[str]) -> str | None:
     text = f"{cause} {explanation or ''}"
     # the logging knob Dynamo's hint names (ignore_logging_functions for a Logger method)
@@ -314,7 +343,8 @@ def parse(cid: str, reason: str, place: dict[str, Any],
                       hints=hints, gb_id=gb_id, site=site, user_line=user_line,
                       frame_line=frame_line, stack=user[-MAX_STACK:], resumed_in=resumed,
                       eager=_eager(site, frame_line, frame, resumed, _NO_RESUME not in reason),
-                      advice=_advice(cause, explanation, hints))
+                      advice=_torchs_own_advice(site) if site and _torchs_own(cause, site)
+                      else _advice(cause, explanation, hints))
 
 
 def compile_breaks(cid: str, reasons: list[str], places: dict[str, dict[str, Any]]
