@@ -485,3 +485,43 @@ def test_a_graph_break_torch_calls_itself_is_no_call_of_yours_to_remove(tmp_path
     one.finish("ok")
     assert len(trace_breaks(Trace(tmp_path / "one"))["0/0"]) == 1
     assert break_advice(Trace(tmp_path / "one")) == []
+
+
+def test_a_call_of_a_function_torch_skips_is_not_moved_out_of_the_compiled_function(
+        tmp_path: Path) -> None:
+    """The same opt_step() with an LR scheduler (torch 2.13's words): the scheduler wraps
+    ``opt.step`` in torch/optim/lr_scheduler.py, a file Dynamo skips, and info and advise said
+    "call it outside the compiled function" — while the trace showed the frames it called
+    compiled (the optimizer's wrapper and Adam's step, 6/0 and 7/0): moved out, they run
+    eagerly. A function of the user's own that Dynamo skips keeps that advice."""
+    from tuidebug.trace.queries.advice import break_advice
+
+    def reason(fn: str, file: str) -> str:
+        return ("Graph break in user code at /job/train.py:12\nGraph Break Reason: Encountered "
+                "graph break when attempting to trace CALL: a function call, e.g. f(x, y):\n\n"
+                "Attempted to call function marked as skipped\n  Explanation: Dynamo "
+                f"developers have intentionally marked that the function `{fn}` in file "
+                f"`{file}` should not be traced.\n  Hint: Avoid calling the function `{fn}`.\n"
+                "  Hint: Please file an issue to PyTorch.\n\n  Developer debug context: "
+                f"module: x, qualname: {fn}, skip reason: file is force-skipped ({file})\n\n"
+                "User code traceback:\n  File \"/job/train.py\", line 12, in opt_step\n"
+                "    opt.step()\n")
+
+    sched = "/venv/lib/python3.11/site-packages/torch/optim/lr_scheduler.py"
+    for name, fn, file in (("torch", "Adam.step", sched),
+                           ("mine", "MyOpt.step", "/home/u/torch/myopt.py")):
+        w = TraceWriter(tmp_path / name, command=["train.py"])
+        w.write_compile("5/0", {"graphs": [], "dynamo_graph_break_reason": [reason(fn, file)],
+                                "metrics": {"co_name": "opt_step", "co_firstlineno": 10,
+                                            "co_filename": "/job/train.py"}})
+        w.add_compile("5/0", {"graphs": []})
+        w.finish("ok")
+    [b] = trace_breaks(Trace(tmp_path / "torch"))["5/0"]
+    assert b.torchs_own and b.user_line.line == 12, b
+    assert b.advice.startswith("torch skips Adam.step on purpose (its file, "
+                               "torch/optim/lr_scheduler.py, is not traced)"), b.advice
+    assert "gains nothing" in b.advice and "call it outside" not in b.advice, b.advice
+    assert break_advice(Trace(tmp_path / "torch")) == []
+    [mine] = trace_breaks(Trace(tmp_path / "mine"))["5/0"]
+    assert not mine.torchs_own and "call it outside the compiled function" in mine.advice
+    assert [s.id for s in break_advice(Trace(tmp_path / "mine"))] == ["break at train.py:12"]

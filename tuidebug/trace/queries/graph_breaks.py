@@ -78,9 +78,11 @@ class GraphBreak:
 
     @property
     def torchs_own(self) -> bool:
-        """A ``torch._dynamo.graph_break()`` that torch's own code calls (around every optimizer
-        step, ``torch/optim/optimizer.py``): no call of the user's to remove."""
-        return _torchs_own(self.cause, self.site)
+        """A break torch makes on purpose, no change of the user's: a
+        ``torch._dynamo.graph_break()`` that torch's own code calls (around every optimizer
+        step, ``torch/optim/optimizer.py``), or a call of a function whose file in torch Dynamo
+        skips (``Adam.step`` as an LR scheduler wraps it, ``torch/optim/lr_scheduler.py``)."""
+        return _torchs_own(self.cause, self.explanation, self.site) is not None
 
     @property
     def key(self) -> str:
@@ -287,19 +289,31 @@ _BREAK_CALL = re.compile(r"Call to `torch\._dynamo\.graph_break\(\)`")
 _INSTALLED_TORCH = re.compile(r"/(?:site|dist)-packages/torch/")
 
 
-def _torchs_own(cause: str, site: SourceLine | None) -> bool:
-    return bool(site and _BREAK_CALL.search(cause)
-                and _INSTALLED_TORCH.search(site.file.replace("\\", "/")))
+# a call of a function Dynamo skips, as it names the function and its file
+_SKIPPED = re.compile(r"marked as skipped")
+_SKIPPED_FN = re.compile(r"the function `(?P<fn>[^`\n]+)` in file `(?P<file>[^`\n]+)`")
 
 
-def _torchs_own_advice(site: SourceLine) -> str:
-    """What to do about a ``graph_break()`` torch calls itself: nothing in the user's code."""
-    path = site.file.replace("\\", "/")
-    path = "torch/" + _INSTALLED_TORCH.split(path, 1)[-1]
-    return (f"nothing in your code: torch itself calls torch._dynamo.graph_break() there "
-            f"({path}:{site.line}, in {site.fn}), on purpose"
-            + (" (around every optimizer step, so that the step is compiled without grad, "
-               "as a graph of its own)" if path.startswith("torch/optim/") else ""))
+def _torch_path(file: str) -> str | None:
+    """``torch/optim/optimizer.py`` for a file of torch as installed, else None."""
+    parts = _INSTALLED_TORCH.split(file.replace("\\", "/"), 1)
+    return "torch/" + parts[1] if len(parts) == 2 else None
+
+
+def _torchs_own(cause: str, explanation: str | None, site: SourceLine | None) -> str | None:
+    """What to do about a break torch makes on purpose (``GraphBreak.torchs_own``): nothing in
+    the user's code, said with the place in torch; None for any other break."""
+    if _BREAK_CALL.search(cause) and site and (path := _torch_path(site.file)):
+        return (f"nothing in your code: torch itself calls torch._dynamo.graph_break() there "
+                f"({path}:{site.line}, in {site.fn}), on purpose"
+                + (" (around every optimizer step, so that the step is compiled without grad, "
+                   "as a graph of its own)" if path.startswith("torch/optim/") else ""))
+    m = _SKIPPED_FN.search(explanation or "") if _SKIPPED.search(cause) else None
+    if m and (path := _torch_path(m["file"])):
+        return (f"torch skips {m['fn']} on purpose (its file, {path}, is not traced): it runs "
+                f"eagerly wherever it is called, and the functions it calls are still compiled "
+                f"as frames of their own where Dynamo can, so calling it outside the compiled "
+                f"function gains nothing (it would leave those uncompiled)")
 
 
 def _advice(cause: str, explanation: str | None, hints: list[str]) -> str | None:
@@ -343,8 +357,8 @@ def parse(cid: str, reason: str, place: dict[str, Any],
                       hints=hints, gb_id=gb_id, site=site, user_line=user_line,
                       frame_line=frame_line, stack=user[-MAX_STACK:], resumed_in=resumed,
                       eager=_eager(site, frame_line, frame, resumed, _NO_RESUME not in reason),
-                      advice=_torchs_own_advice(site) if site and _torchs_own(cause, site)
-                      else _advice(cause, explanation, hints))
+                      advice=_torchs_own(cause, explanation, site)
+                      or _advice(cause, explanation, hints))
 
 
 def compile_breaks(cid: str, reasons: list[str], places: dict[str, dict[str, Any]]
