@@ -13,6 +13,7 @@ from typing import Any
 
 from tuidebug.cli.output import console, note
 from tuidebug.errors import CliError
+from tuidebug.trace.format.written import Written
 from tuidebug.trace.open import ACCEPTED, Opened, job_of, open_input, trace_dir
 
 TRACE_HELP = ACCEPTED
@@ -34,22 +35,23 @@ def cmd_import(ns: argparse.Namespace) -> int:
         job = import_job(Path(ns.source), Path(ns.output))
         print(f"[tuidebug] imported every rank of {ns.source} → {job}", file=sys.stderr)
         return print_job_info(job, as_json=False)
-    out = import_path(Path(ns.source), Path(ns.output), rank=ns.rank)
+    written = Written()  # the summary is built from what the import wrote, not read back
+    out = import_path(Path(ns.source), Path(ns.output), rank=ns.rank, written=written)
     print(f"[tuidebug] imported {ns.source} → {out}", file=sys.stderr)
-    return print_info(Path(out), as_json=False)
+    return print_info(Path(out), as_json=False, written=written)
 
 
 # -- info -----------------------------------------------------------------------------------------
 
-def print_info(path: Path, *, as_json: bool) -> int:
+def print_info(path: Path, *, as_json: bool, written: Written | None = None) -> int:
     """Print the summary of the trace folder ``path`` (a table, or JSON); 0 when its status is
-    ok, else 1."""
+    ok, else 1. ``written``: what its writer wrote in this process (read from memory)."""
     from tuidebug.trace.format.reader import Trace
     from tuidebug.trace.format.safefile import strict_dumps
     from tuidebug.trace.queries.summary import trace_summary
 
     # the table shows no kernel's sizes: not read for it
-    summary = trace_summary(Trace(path), kernel_sizes=as_json)  # TraceError: printed by main
+    summary = trace_summary(Trace(path, written=written), kernel_sizes=as_json)  # TraceError: printed by main
     if as_json:
         print(strict_dumps(summary, indent=1, default=str))
     else:

@@ -22,6 +22,7 @@ from tuidebug.trace.format.graph_meta import NO_CHANGES, GraphMeta, StageInfo, n
 from tuidebug.trace.format.kernel_entry import KernelEntry
 from tuidebug.trace.format.manifest import GraphEntry
 from tuidebug.trace.format.tracefiles import MAX_TEXT_BYTES, TraceFiles
+from tuidebug.trace.format.written import PEEK_BYTES
 
 if TYPE_CHECKING:
     from tuidebug.trace.format.reader import Trace
@@ -295,6 +296,11 @@ class GraphRecord:
                 continue
             if layout.is_fx_text(file):
                 continue  # a printed graph: what is wrong with it is told when it is read
+            kept = self._f.written(path)  # written whole by this process: its end is known
+            if kept is not None:
+                if not kept.tail.rstrip().endswith(b"}"):
+                    self._f.problem(path, "cut short (not a complete JSON object); not read")
+                continue
             # a snapshot's node count comes from the stage list (not parsed here): its last
             # bytes tell a file cut short (a JSON object ends with "}"); one stored compressed
             # (NAME.gz, format 2) is peeked at too: its head and its last bytes of content,
@@ -316,24 +322,29 @@ class GraphRecord:
                 self._f.problem(path, "cut short (not a complete JSON object); not read")
         for rel in [k.file for k in self.kernels if k.file] + [schema.WRAPPER]:
             path = self.dir / rel
-            try:
-                real = self._f.confine(path)
-            except safefile.Refused as e:
-                self._f.problem(path, str(e))
-                continue
-            if not os.path.lexists(real):
-                if rel != schema.WRAPPER or self.kernels:
-                    self._f.problem(path, "missing")
-                continue
-            try:
-                head, size = safefile.read_bytes(real, 8192, truncate=True)
-            except safefile.Refused as e:
-                self._f.problem(path, str(e))
-                continue
-            except OSError as e:
-                self._f.problem(path, f"unreadable ({e.strerror or e})")
-                continue
-            if b"\x00" in head:
+            kept = self._f.written(path)
+            if kept is not None:  # written whole by this process: its head and size known
+                binary, size = kept.binary, kept.size
+            else:
+                try:
+                    real = self._f.confine(path)
+                except safefile.Refused as e:
+                    self._f.problem(path, str(e))
+                    continue
+                if not os.path.lexists(real):
+                    if rel != schema.WRAPPER or self.kernels:
+                        self._f.problem(path, "missing")
+                    continue
+                try:
+                    head, size = safefile.read_bytes(real, PEEK_BYTES, truncate=True)
+                except safefile.Refused as e:
+                    self._f.problem(path, str(e))
+                    continue
+                except OSError as e:
+                    self._f.problem(path, f"unreadable ({e.strerror or e})")
+                    continue
+                binary = b"\x00" in head
+            if binary:
                 self._f.problem(path, "binary content; not shown")
             elif size > MAX_TEXT_BYTES:
                 self._f.problem(path, f"{size} bytes; only the first {MAX_TEXT_BYTES} are shown")

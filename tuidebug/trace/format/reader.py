@@ -21,6 +21,7 @@ from tuidebug.trace.format.graph_meta import GraphMeta, StageInfo
 from tuidebug.trace.format.graph_record import GraphRecord
 from tuidebug.trace.format.manifest import GraphEntry, Manifest, is_safe_name, live_status
 from tuidebug.trace.format.tracefiles import Problem, TraceFiles
+from tuidebug.trace.format.written import Written
 
 __all__ = ["GraphMeta", "GraphRecord", "Problem", "StageInfo", "Trace", "TraceError"]
 
@@ -28,13 +29,16 @@ __all__ = ["GraphMeta", "GraphRecord", "Problem", "StageInfo", "Trace", "TraceEr
 class Trace:
     """A trace directory opened for reading."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, written: Written | None = None) -> None:
+        """``written``: what this trace's writer wrote in this process (``format/written.py``):
+        those JSON documents are read from memory, not from the files (``tuidebug import``'s
+        summary of the trace it has just written)."""
         self.root = Path(path)
         if not self.root.exists():
             raise TraceError(f"no such trace: {self.root}")
         if not self.root.is_dir():
             raise TraceError(f"not a trace directory: {self.root}")
-        self._files = TraceFiles(self.root)
+        self._files = TraceFiles(self.root, written)
         manifest_path = self.root / schema.MANIFEST
         if not manifest_path.exists():
             if not (self.root / schema.GRAPHS_DIR).is_dir():

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tuidebug.trace.format import compressed, safefile, shapes
+from tuidebug.trace.format.written import Written, WrittenFile
 
 MAX_TEXT_BYTES = 4 * 1024 * 1024  # larger files are shown truncated, with a notice
 
@@ -32,8 +33,11 @@ class TraceFiles:
     trace root, only regular files are read, each within its size cap (``safefile``), and each
     JSON file is checked against its documented shape (``shapes``)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, written: Written | None = None) -> None:
+        """``written``: what this trace's writer wrote in this process (``written.py``), read
+        from memory instead of the files."""
         self.root = root
+        self._written = written
         self.problems: list[Problem] = []
         self._seen: set[tuple[str, str]] = set()
         self._real_root: Path | None = None
@@ -58,8 +62,29 @@ class TraceFiles:
             self._seen.add((p.file, p.message))
             self.problems.append(p)
 
+    def written(self, path: Path) -> WrittenFile | None:
+        """The file this trace's writer wrote whole at ``path`` in this process, if it did."""
+        if self._written is None:
+            return None
+        try:
+            return self._written.file(path.relative_to(self.root).as_posix())
+        except ValueError:
+            return None
+
+    def _written_json(self, path: Path) -> bytes | None:
+        if self._written is None:
+            return None
+        try:
+            data = self._written.json_bytes(path.relative_to(self.root).as_posix())
+        except ValueError:
+            return None
+        # over the cap: read from the file, which refuses it as for any reader
+        return data if data is not None and len(data) <= safefile.MAX_JSON_BYTES else None
+
     def exists(self, path: Path) -> bool:
         """``path`` is a regular file inside the trace (a path leading out is reported)."""
+        if self.written(path) is not None:
+            return True
         try:
             real = self.confine(path)
         except safefile.Refused as e:
@@ -109,13 +134,18 @@ class TraceFiles:
 
     def json(self, path: Path, default: Any = None, *, required: bool = False,
              kind: str | None = None) -> Any:
-        found = self._located(path)
-        if found is None:
+        kept = self._written_json(path)
+        found = self._located(path) if kept is None else None
+        if kept is None and found is None:
             if required and self.missing(path):
                 self.problem(path, "missing")
             return default
         try:
-            data, _ = self._read(found, safefile.MAX_JSON_BYTES)
+            if kept is not None:
+                data = kept
+            else:
+                assert found is not None
+                data, _ = self._read(found, safefile.MAX_JSON_BYTES)
             value = safefile.loads(data)
         except safefile.Refused as e:
             self.problem(path, str(e))

@@ -24,6 +24,7 @@ from tuidebug.trace.format import atomic, compressed, layout, schema
 from tuidebug.trace.format.error_record import ErrorRecord
 from tuidebug.trace.format.graph_meta import StageEntry
 from tuidebug.trace.format.kernel_entry import KernelEntry
+from tuidebug.trace.format.written import Written
 
 
 def _user() -> str | None:
@@ -39,8 +40,12 @@ class TraceWriter:
     """Owns one trace directory. Thread-safe: compiles can happen on several threads."""
 
     def __init__(self, root: str | os.PathLike[str], *, command: list[str] | None = None,
-                 versions: dict[str, Any] | None = None) -> None:
+                 versions: dict[str, Any] | None = None, written: Written | None = None
+                 ) -> None:
+        """``written``: where to keep what is written, for a reader of this trace in this
+        process (``Trace(..., written=)``: ``tuidebug import``'s summary)."""
         self.root = Path(root)
+        self.written = written
         self._lock = threading.RLock()
         self.write_error: str | None = None  # set when the disk refused a write
         # told each new (phase, graph id), after the manifest records it (a recompile job
@@ -93,8 +98,7 @@ class TraceWriter:
 
     def flush(self) -> None:
         with self._lock:
-            self._safely(self.root / schema.MANIFEST, atomic.write_json,
-                         self.root / schema.MANIFEST, self.manifest)
+            self.write_json(self.root / schema.MANIFEST, self.manifest)
 
     def update(self, **fields: Any) -> None:
         with self._lock:
@@ -174,20 +178,40 @@ class TraceWriter:
                    packed: bool = False) -> None:
         """``packed``: stored compressed as ``<path>.gz`` (``compressed``): what the reader
         reads as ``path``."""
-        if packed:
-            self.write_text(path, atomic.compact_json(data) + "\n", packed=True)
-            return
-        self._safely(path, lambda: atomic.write_json(path, data, compact=compact))
+        self._write(path, atomic.json_text(data, compact=compact or packed), packed=packed,
+                    is_json=True)
 
     def write_text(self, path: Path, text: str, *, packed: bool = False) -> None:
+        self._write(path, text, packed=packed, is_json=False)
+
+    def _write(self, path: Path, text: str, *, packed: bool, is_json: bool) -> None:
+        data = text.encode("utf-8", "surrogateescape")
         if packed:
-            self._safely(path, _write_packed, path, text)
-            return
-        self._safely(path, atomic.write_text, path, text)
+            self._safely(path, _write_packed, path, data)
+        else:
+            self._safely(path, atomic.write_bytes, path, data)
+        if self.written is not None:
+            rel = self._rel(path)
+            if rel is None:
+                return
+            if self.write_error is None:
+                self.written.keep(rel, data, is_json=is_json)
+            else:
+                self.written.forget(rel)
+
+    def _rel(self, path: Path) -> str | None:
+        """``path`` relative to the trace root, as ``Written`` keys it."""
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return None
 
     def append(self, path: Path, record: Any) -> None:
         with self._lock:
             self._safely(path, atomic.append_jsonl, path, record)
+            rel = self._rel(path) if self.written is not None else None
+            if self.written is not None and rel is not None:
+                self.written.forget(rel)
 
     # -- trace-level files ----------------------------------------------------------------------
     def graph(self, graph_id: str) -> "GraphWriter":
@@ -231,11 +255,10 @@ class TraceWriter:
                         {"id": compile_id, "lookups": lookups}, compact=True)
 
 
-def _write_packed(path: Path, text: str) -> None:
-    """``text`` compressed into ``<path>.gz``; a ``path`` left from an earlier write goes (the
+def _write_packed(path: Path, data: bytes) -> None:
+    """``data`` compressed into ``<path>.gz``; a ``path`` left from an earlier write goes (the
     reader would read it first)."""
-    atomic.write_bytes(path.with_name(compressed.packed_name(path.name)),
-                       compressed.pack(text.encode("utf-8", "surrogateescape")))
+    atomic.write_bytes(path.with_name(compressed.packed_name(path.name)), compressed.pack(data))
     try:
         os.unlink(path)
     except FileNotFoundError:

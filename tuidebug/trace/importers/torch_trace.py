@@ -34,6 +34,7 @@ from tuidebug.trace.importers.shapes_log import shapes_from_log
 from tuidebug.trace.importers.timings import Timings
 from tuidebug.trace.format.error_record import ErrorRecord
 from tuidebug.trace.format.writer import TraceWriter
+from tuidebug.trace.format.written import Written
 
 __all__ = ["ImportedGraph", "TorchTraceImporter", "MISSING_ALWAYS", "MISSING_PROVENANCE"]
 
@@ -60,8 +61,10 @@ class TorchTraceImporter:
                  source: str | os.PathLike[str] | None = None, kind: str = "torch_trace",
                  ranks: list[int] | None = None,
                  on_progress: Callable[[str], None] | None = None,
-                 cache_key: str | None = None, parse_graphs: bool = False) -> None:
+                 cache_key: str | None = None, parse_graphs: bool = False,
+                 written: Written | None = None) -> None:
         self.log = Path(log) if log is not None else None
+        self.written = written  # what the writer writes, kept for a reader in this process
         # parse every printed graph now (JSON snapshots); by default an intact one is kept as
         # text and parsed when it is opened
         self.parse_graphs = parse_graphs
@@ -117,7 +120,7 @@ class TorchTraceImporter:
         self.warnings += self.scan.warnings
         self.book.segs = segments.segment(self.scan.records)
         last = self._last_records()
-        self.writer = TraceWriter(self.out, command=[], versions={})
+        self.writer = TraceWriter(self.out, command=[], versions={}, written=self.written)
         self.writer.manifest.update(pid=None, host=None, cwd=None)
         if self.log is not None:
             last_flush = 0.0

@@ -1,0 +1,63 @@
+"""What a ``TraceWriter`` wrote in this process, kept for a reader of the same trace.
+
+``tuidebug import`` prints the summary of the trace it has just written: read back from disk,
+every JSON document was read, decompressed and confined again, and every code file and
+snapshot peeked at for damage — a fifth of the summary's time on a large import. A reader
+given the ``Written`` of its trace's writer takes each JSON document the writer wrote from
+memory (its text as written, before compression: then parsed and checked against its shape
+as a file would be, so the reader sees exactly what a reader of the files sees) and knows
+each other file it wrote whole (its size, and whether its head holds a NUL byte: what the
+reader's integrity check peeks at). A file written since by anything else, or appended to,
+is read from disk. Keys: paths relative to the trace root, as ``/``-joined text.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+PEEK_BYTES = 8192  # the head the reader's integrity check looks at for a NUL byte
+TAIL_BYTES = 64  # the end it looks at for a JSON object cut short
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    """A file the writer wrote whole: its size in bytes (as stored uncompressed), whether its
+    first ``PEEK_BYTES`` hold a NUL byte, and its last ``TAIL_BYTES``."""
+    size: int
+    binary: bool
+    tail: bytes
+
+
+class Written:
+    """The JSON documents and files one writer wrote (the last write of each path)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._json: dict[str, bytes] = {}
+        self._files: dict[str, WrittenFile] = {}
+
+    def keep(self, rel: str, data: bytes, *, is_json: bool) -> None:
+        """``rel`` now holds ``data`` (uncompressed), written whole; ``is_json``: a JSON
+        document a reader may take from here."""
+        with self._lock:
+            self._files[rel] = WrittenFile(len(data), b"\x00" in data[:PEEK_BYTES],
+                                           data[-TAIL_BYTES:])
+            if is_json:
+                self._json[rel] = data
+            else:
+                self._json.pop(rel, None)
+
+    def forget(self, rel: str) -> None:
+        """``rel`` changed in a way not kept (appended to, or a write that failed)."""
+        with self._lock:
+            self._json.pop(rel, None)
+            self._files.pop(rel, None)
+
+    def json_bytes(self, rel: str) -> bytes | None:
+        """The JSON document the writer wrote at ``rel``; None when it wrote none there."""
+        return self._json.get(rel)
+
+    def file(self, rel: str) -> WrittenFile | None:
+        """The file the writer wrote whole at ``rel``; None when it wrote none there."""
+        return self._files.get(rel)
