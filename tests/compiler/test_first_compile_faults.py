@@ -82,12 +82,10 @@ def test_config_reaches_the_thread_that_first_compiles(tmp_path: Path) -> None:
     assert bool(left) == compat.config_per_thread(c), warnings
 
 
-def test_a_set_flag_this_torch_lacks_fails_before_the_script_runs(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A --set of a flag this torch has not (beside one it has): the run fails before the
-    script runs, saying which flag, and the manifest records no override. Before, every flag of
-    that module was silently left unset (a trace warning) while the manifest recorded both, and
-    the script ran."""
+def _run_with_sets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                   overrides: dict[Any, Any]) -> tuple[int, bool]:
+    """A script that marks that it ran, run by run_script in a capture (trace ``t``) with the
+    ``--set`` flags ``overrides``: (the exit code, whether the script ran)."""
     from tuidebug.compiler.capture import CaptureSession
     from tuidebug.compiler.run_script import run_in_session
 
@@ -97,10 +95,20 @@ def test_a_set_flag_this_torch_lacks_fails_before_the_script_runs(
     monkeypatch.setattr("sys.argv", list(__import__("sys").argv))
     monkeypatch.setattr("sys.path", list(__import__("sys").path))
     session = CaptureSession(tmp_path / "t", check_accuracy=False).start()
-    code = run_in_session(session, str(script), [],
-                          {"max_fusion_size": 8, "no_such_flag_in_any_torch": 1})
+    code = run_in_session(session, str(script), [], overrides)
+    return code, ran.exists()
+
+
+def test_a_set_flag_this_torch_lacks_fails_before_the_script_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A --set of a flag this torch has not (beside one it has): the run fails before the
+    script runs, saying which flag, and the manifest records no override. Before, every flag of
+    that module was silently left unset (a trace warning) while the manifest recorded both, and
+    the script ran."""
+    code, ran = _run_with_sets(tmp_path, monkeypatch,
+                               {"max_fusion_size": 8, "no_such_flag_in_any_torch": 1})
     assert code != 0
-    assert not ran.exists()
+    assert not ran
     m = Trace(tmp_path / "t").manifest
     assert m.config_overrides == {}
     assert m.script_error is not None and "no_such_flag_in_any_torch" in m.script_error.message
@@ -113,20 +121,12 @@ def test_an_error_in_the_set_flags_lookup_still_finishes_the_trace(
     that is not a name, on which the lookup itself raises AttributeError) before the script
     runs: the trace is finished, the error recorded as the run's, the script not run. Before,
     the lookup ran outside what finishes the trace: the manifest stayed 'running'."""
-    from tuidebug.compiler.capture import CaptureSession
-    from tuidebug.compiler.run_script import run_in_session
     from tuidebug.trace.format import schema
 
-    ran = tmp_path / "ran"
-    script = tmp_path / "s.py"
-    script.write_text(f"open({str(ran)!r}, 'w').close()\n")
-    monkeypatch.setattr("sys.argv", list(__import__("sys").argv))
-    monkeypatch.setattr("sys.path", list(__import__("sys").path))
-    session = CaptureSession(tmp_path / "t", check_accuracy=False).start()
     with pytest.raises(AttributeError):  # the lookup does raise on it
         compat.missing_flags({1: True})
-    code = run_in_session(session, str(script), [], {1: True})  # type: ignore[dict-item]
-    assert code != 0 and not ran.exists()
+    code, ran = _run_with_sets(tmp_path, monkeypatch, {1: True})
+    assert code != 0 and not ran
     m = Trace(tmp_path / "t").manifest
     assert m.status != schema.STATUS_RUNNING, m.status
     assert m.script_error is not None and m.script_error.type == "AttributeError", m.script_error
