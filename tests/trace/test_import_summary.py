@@ -29,7 +29,7 @@ def test_the_import_summary_is_the_files_summary_from_memory(
             out, written = tmp_path / f"{name}-{log.stem}", Written()
             importers.import_path(log, out, written=written)
             kept = [p for p in out.rglob("*.json*")
-                    if written.json_bytes(p.relative_to(out).as_posix().removesuffix(".gz"))]
+                    if written.document(p.relative_to(out).as_posix().removesuffix(".gz"))]
             assert kept, name
             for sizes in (False, True):
                 mem, disk = Trace(out, written=written), Trace(out)
@@ -51,9 +51,9 @@ def test_what_the_import_wrote_is_read_from_memory_not_the_files(
     before = _summary(Trace(out, written=written), kernel_sizes=False)
     assert before["config_changed"] != ["max_autotune"], before["config_changed"]
     config = out / schema.CONFIG
-    assert written.json_bytes(schema.CONFIG) is not None
+    assert written.document(schema.CONFIG) is not None
     config.write_text(json.dumps({"values": {}, "changed": {"max_autotune": {
         "value": True, "default": False}}, "set_by_tuidebug": []}))
     assert _summary(Trace(out, written=written), kernel_sizes=False) == before
     assert _summary(Trace(out), kernel_sizes=False)["config_changed"] == ["max_autotune"]
-    assert written.json_bytes(schema.ADVICE) is None
+    assert written.document(schema.ADVICE) is None

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tuidebug.trace.format import compressed, safefile, shapes
-from tuidebug.trace.format.written import Written, WrittenFile
+from tuidebug.trace.format.written import Document, Written, WrittenFile
 
 MAX_TEXT_BYTES = 4 * 1024 * 1024  # larger files are shown truncated, with a notice
 
@@ -71,15 +71,16 @@ class TraceFiles:
         except ValueError:
             return None
 
-    def _written_json(self, path: Path) -> bytes | None:
+    def _written_json(self, path: Path) -> Document | None:
         if self._written is None:
             return None
         try:
-            data = self._written.json_bytes(path.relative_to(self.root).as_posix())
+            kept = self._written.document(path.relative_to(self.root).as_posix())
         except ValueError:
             return None
-        # over the cap: read from the file, which refuses it as for any reader
-        return data if data is not None and len(data) <= safefile.MAX_JSON_BYTES else None
+        if kept is not None and not kept.packed and len(kept.data) > safefile.MAX_JSON_BYTES:
+            return None  # read from its file, which refuses it as for any reader
+        return kept
 
     def exists(self, path: Path) -> bool:
         """``path`` is a regular file inside the trace (a path leading out is reported)."""
@@ -141,8 +142,9 @@ class TraceFiles:
                 self.problem(path, "missing")
             return default
         try:
-            if kept is not None:
-                data = kept
+            if kept is not None:  # as its file would be read: within the cap, inflated
+                data = compressed.inflate(kept.data, safefile.MAX_JSON_BYTES)[0] \
+                    if kept.packed else kept.data
             else:
                 assert found is not None
                 data, _ = self._read(found, safefile.MAX_JSON_BYTES)

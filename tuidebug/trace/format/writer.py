@@ -186,8 +186,9 @@ class TraceWriter:
 
     def _write(self, path: Path, text: str, *, packed: bool, is_json: bool) -> None:
         data = text.encode("utf-8", "surrogateescape")
-        if packed:
-            self._safely(path, _write_packed, path, data)
+        stored = compressed.pack(data) if packed else None
+        if stored is not None:
+            self._safely(path, _write_packed, path, stored)
         else:
             self._safely(path, atomic.write_bytes, path, data)
         if self.written is not None:
@@ -195,7 +196,7 @@ class TraceWriter:
             if rel is None:
                 return
             if self.write_error is None:
-                self.written.keep(rel, data, is_json=is_json)
+                self.written.keep(rel, data, is_json=is_json, packed=stored)
             else:
                 self.written.forget(rel)
 
@@ -255,10 +256,10 @@ class TraceWriter:
                         {"id": compile_id, "lookups": lookups}, compact=True)
 
 
-def _write_packed(path: Path, data: bytes) -> None:
-    """``data`` compressed into ``<path>.gz``; a ``path`` left from an earlier write goes (the
-    reader would read it first)."""
-    atomic.write_bytes(path.with_name(compressed.packed_name(path.name)), compressed.pack(data))
+def _write_packed(path: Path, stored: bytes) -> None:
+    """``stored`` (compressed: ``compressed.pack``) as ``<path>.gz``; a ``path`` left from an
+    earlier write goes (the reader would read it first)."""
+    atomic.write_bytes(path.with_name(compressed.packed_name(path.name)), stored)
     try:
         os.unlink(path)
     except FileNotFoundError:

@@ -4,8 +4,8 @@
 every JSON document was read, decompressed and confined again, and every code file and
 snapshot peeked at for damage — a fifth of the summary's time on a large import. A reader
 given the ``Written`` of its trace's writer takes each JSON document the writer wrote from
-memory (its text as written, before compression: then parsed and checked against its shape
-as a file would be, so the reader sees exactly what a reader of the files sees) and knows
+memory (its bytes as stored, a compressed one inflated: then parsed and checked against its
+shape as a file would be, so the reader sees exactly what a reader of the files sees) and knows
 each other file it wrote whole (its size, and whether its head holds a NUL byte: what the
 reader's integrity check peeks at). A file written since by anything else, or appended to,
 is read from disk. Keys: paths relative to the trace root, as ``/``-joined text.
@@ -29,22 +29,33 @@ class WrittenFile:
     tail: bytes
 
 
+@dataclass(frozen=True)
+class Document:
+    """A JSON document as the writer stored it: its bytes, compressed where ``packed`` (a
+    ``NAME.gz`` of format 2: kept as stored, a fraction of the text, inflated when read)."""
+    data: bytes
+    packed: bool
+
+
 class Written:
     """The JSON documents and files one writer wrote (the last write of each path)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._json: dict[str, bytes] = {}
+        self._json: dict[str, Document] = {}
         self._files: dict[str, WrittenFile] = {}
 
-    def keep(self, rel: str, data: bytes, *, is_json: bool) -> None:
-        """``rel`` now holds ``data`` (uncompressed), written whole; ``is_json``: a JSON
-        document a reader may take from here."""
+    def keep(self, rel: str, data: bytes, *, is_json: bool, packed: bytes | None = None
+             ) -> None:
+        """``rel`` now holds ``data`` (its content, uncompressed), written whole (as
+        ``packed``, its compressed bytes, where stored so); ``is_json``: a JSON document a
+        reader may take from here."""
         with self._lock:
             self._files[rel] = WrittenFile(len(data), b"\x00" in data[:PEEK_BYTES],
                                            data[-TAIL_BYTES:])
             if is_json:
-                self._json[rel] = data
+                self._json[rel] = Document(data, False) if packed is None else \
+                    Document(packed, True)
             else:
                 self._json.pop(rel, None)
 
@@ -54,7 +65,7 @@ class Written:
             self._json.pop(rel, None)
             self._files.pop(rel, None)
 
-    def json_bytes(self, rel: str) -> bytes | None:
+    def document(self, rel: str) -> Document | None:
         """The JSON document the writer wrote at ``rel``; None when it wrote none there."""
         return self._json.get(rel)
 
