@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -16,7 +17,7 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from tuidebug.trace.format.reader import GraphRecord, Trace
-from tuidebug.tui import keymap
+from tuidebug.tui import compositor, keymap
 from tuidebug.tui.heap import reading
 from tuidebug.tui.messages import Read, SvgExported
 from tuidebug.tui.prebuild import style_key, sync_css_count
@@ -26,6 +27,16 @@ from tuidebug.tui.widgets.textview import TextView
 from tuidebug.inert import inert_content
 
 REPEAT_S = 0.25  # a load started within this of the last one is a repeat (a key held down)
+
+
+def _what_draws(content: Any) -> tuple[object, ...] | None:
+    """A value equal for two texts exactly when they draw the same (None: not known)."""
+    if isinstance(content, str):
+        return (str, content)
+    if isinstance(content, Text):
+        return (Text, content.plain, tuple(content.spans), content.style, content.justify,
+                content.overflow, content.no_wrap, content.end, content.tab_size)
+    return None
 
 
 class TraceScreen(Screen):
@@ -40,12 +51,14 @@ class TraceScreen(Screen):
 
     def __init__(self) -> None:
         super().__init__()
+        compositor.install(self)  # widgets hidden behind others are not drawn at each update
         sync_css_count(self)  # styled as it mounts: no stylesheet re-read when shown
         self.shown_graph: str | None = None
         self.search_query = ""
         self._search_target: Widget | None = None
         self._last_load: dict[str, float] = {}  # message name -> when its last load started
         self.styled_as: tuple[object, ...] | None = None  # prebuild.style_key when last styled
+        self._texts_set: dict[str, tuple[object, Any]] = {}  # set_text: selector -> last set
 
     @property
     def trace(self) -> Trace:
@@ -105,8 +118,18 @@ class TraceScreen(Screen):
         """Show ``g`` (load lazily, in workers)."""
 
     def set_text(self, selector: str, content: Any) -> None:
-        """Update a fixed-size label without a relayout of the whole screen."""
-        self.query_one(selector, Static).update(inert_content(content), layout=False)
+        """Update a fixed-size label without a relayout of the whole screen; the same text
+        again is not drawn again (the node detail of the same node, a step of the pass
+        stepper over a pass that changed nothing)."""
+        widget = self.query_one(selector, Static)
+        shown = _what_draws(content)
+        last = self._texts_set.get(selector)  # (what it draws, the content given to it)
+        if shown is not None and last is not None and last[0] == shown \
+                and widget.content is last[1]:  # (not updated by other code since)
+            return
+        inert = inert_content(content)
+        widget.update(inert, layout=False)
+        self._texts_set[selector] = (shown, inert)
 
     # -- workers -------------------------------------------------------------------------------
 

@@ -98,7 +98,9 @@ class GraphLines:
         """The widest line's length (what ``TextView`` scrolls across)."""
         if not self.lines:
             return 0
-        tails = (len(self._tail(ln)) for ln in self.lines if ln.node in self.judged)
+        judged = self.judged  # (none judged: no walk over every line for its tail)
+        tails = (len(self._tail(ln)) for ln in self.lines if ln.node in judged) if judged \
+            else ()
         text = self.view.text_width() if self.lines is self.view.lines \
             else max(map(len, (ln.text for ln in self.lines)))
         return 2 + text + max(tails, default=0)

@@ -187,21 +187,58 @@ class TextView(SteadyScrollbars, ScrollView, can_focus=True):
     def set_source(self, source: LineSource, *, cursor: int = 0, keep_scroll: bool = False,
                    placeholder: str | None = None) -> None:
         same = source is self.source  # (the code screen's extern calls: the wrapper at each)
+        key = getattr(source, "line_key", None)
+        shown = self._rows_shown() if key is not None and self._line_key is not None else None
         self.source = source
         if placeholder is not None:
             self.placeholder = placeholder
-        key = getattr(source, "line_key", None)
         if not same and (key is None or self._line_key is None):
             self._cache.clear()  # strips by index are another source's lines
         self._line_key = key
-        self._update_size()
+        self._update_size(repaint=False)
         self.set_reactive(TextView.cursor, max(0, min(cursor, len(source) - 1)))
-        if not keep_scroll:
-            self.scroll_to(0, 0, animate=False, immediate=True)
-        if cursor:
-            self.scroll_cursor_visible(center=True)
-        self.refresh()
+        if keep_scroll:
+            if cursor:
+                self.scroll_cursor_visible(center=True)
+        else:  # one scroll, straight to where the cursor shows (a scroll repaints the view)
+            self._scroll_to_line(self.cursor if cursor else 0)
+        self._repaint_changed(shown)
         self.post_message(self.CursorMoved(self, self.cursor))
+
+    def _rows_shown(self) -> tuple[object, ...]:
+        """What each row of the view draws (by ``line_key``), where it is scrolled, and as
+        wide: two equal are painted the same."""
+        n, top = len(self.source), self.scroll_offset.y
+        key, gutter = self._line_key, self._gutter_width
+        assert key is not None
+        rows = [(key(i), self.show_cursor and i == self.cursor, i if gutter else None)
+                if i < n else None for i in range(top, top + self.size.height)]
+        return (self.scroll_offset, self.size, gutter, n == 0 and self.placeholder, *rows)
+
+    def _repaint_changed(self, shown: tuple[object, ...] | None) -> None:
+        """Repaint the rows that draw otherwise than ``shown`` (``_rows_shown`` before the
+        source changed; None: all of them). The pass stepper's next stage is mostly the same
+        graph, lines and scroll: a pass that changed nothing repaints no row of it."""
+        if shown is None or self._line_key is None:
+            self.refresh()
+            return
+        now = self._rows_shown()
+        if now[:4] != shown[:4]:
+            self.refresh()
+            return
+        width = self.size.width
+        for y, (was, row) in enumerate(zip(shown[4:], now[4:])):
+            if was != row:
+                self.refresh(Region(0, y, width, 1))
+
+    def _scroll_to_line(self, line: int) -> None:
+        """Scroll to the top, or, where ``line`` is below the first screenful, to ``line`` in
+        the middle of the view (as ``scroll_cursor_visible(center=True)`` from the top)."""
+        height = max(1, self.scrollable_content_region.height or self.size.height)
+        y = 0 if line < height else max(0, line - height // 2)
+        self.scroll_to(0, y, animate=False, immediate=True)
+        if line:
+            self.scroll_cursor_visible(center=True)  # clamped short of it: once more after layout
 
     def extend_source(self, source: LineSource) -> None:
         """Show ``source``, whose first lines are the lines shown now, the same (the rest of a
