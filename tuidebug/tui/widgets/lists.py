@@ -81,6 +81,27 @@ class PickList(SteadyScrollbars, OptionList):
         height = self._heights.get(index, 1)
         self.refresh(Region(0, y - self.scroll_offset.y, self.size.width, height))
 
+    def scroll_to_highlight(self, top: bool = False) -> None:
+        """Bring the highlighted row into sight: where it went out of sight, to the middle of
+        the list (Textual scrolls it just to the edge, so each further step scrolled again,
+        and a scroll draws every visible row again: on the 24-layer trace's stage list, half
+        the steps of the pass stepper drew 42 rows instead of two)."""
+        highlighted = self.highlighted
+        height = self.scrollable_content_region.height
+        if top or highlighted is None or not self.is_mounted or not height:
+            super().scroll_to_highlight(top)
+            return
+        self._update_lines()
+        y = self._index_to_line.get(highlighted)
+        if y is None:
+            return
+        rows = self._heights.get(highlighted, 1)
+        first = self.scroll_offset.y
+        if first <= y and y + rows <= first + height:
+            return  # in sight already
+        self.scroll_to_region(Region(0, y, self.scrollable_content_region.width, rows),
+                              force=True, animate=False, center=True, immediate=True)
+
     def _get_visual(self, option: Option) -> Visual:
         visual = super()._get_visual(option)
         if not isinstance(visual, OneLine):  # kept on the option, as Textual keeps its own
