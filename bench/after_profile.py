@@ -78,7 +78,7 @@ def main() -> None:
         len(list(prof.events()))
     elif a.session == "tuidebug":
         from tuidebug.compiler.compat.profiling import profiled
-        profiled(both, 5, ("tuidebug",))
+        profiled(both, 5, ("tuidebug",), torch.device(a.device))
     timing("after")
 
 

@@ -19,6 +19,8 @@ from tuidebug.compiler.capture.copy_budget import BUDGET_ENV, over_budget
 from tuidebug.compiler.capture.reach import reach
 from tuidebug.compiler.capture.side_state import SideState, optimizer_tensors, parameters
 
+CPU = torch.device("cpu")
+
 
 def test_an_eager_batchnorm_in_training_keeps_its_statistics() -> None:
     """Eager BatchNorm updates its running mean and variance in place without moving their
@@ -198,13 +200,13 @@ def test_the_copies_are_made_only_within_the_budget(monkeypatch) -> None:
     re-run writes, with no limit (Adam: three times the parameters' bytes). Over the budget,
     the reason; one process agrees with itself."""
     t = torch.zeros(256)  # 1 KiB
-    assert over_budget([t, t]) is None  # the CPU: no device budget
+    assert over_budget([t, t], CPU) is None  # the CPU: no device budget
     monkeypatch.setenv(BUDGET_ENV, "1024")
-    assert over_budget([t, t]) is None  # one tensor twice is one copy
-    said = over_budget([t, torch.zeros(1)])
+    assert over_budget([t, t], CPU) is None  # one tensor twice is one copy
+    said = over_budget([t, torch.zeros(1)], CPU)
     assert said is not None and "over the budget of 0.0 MiB" in said, said
-    assert over_budget([t], extra=1) is not None
-    assert agreed(said, "why", True) == said and agreed(None, "why", True) is None
+    assert over_budget([t], CPU, extra=1) is not None
+    assert agreed(said, "why", True, CPU) == said and agreed(None, "why", True, CPU) is None
     # only a call that communicates is every rank's: one only rank 0 makes is its own
     assert communicates(True, []) and not communicates(False, [torch.nn.Linear(2, 2)])
 
@@ -289,9 +291,9 @@ def test_the_agreement_is_on_the_calls_device_and_a_raising_call_is_kept() -> No
     ranks time a call together, a call raising on one rank is kept and the rounds go on (the
     others would wait forever in its collectives); alone, it raises."""
     cpu, dev1 = torch.device("cpu"), torch.device("cuda", 1)
-    assert agreement_device("nccl", [cpu, dev1]) == dev1
-    assert agreement_device("cpu:gloo,cuda:nccl", [dev1]) == cpu
-    assert agreement_device("gloo", [dev1]) == cpu
+    assert agreement_device("nccl", dev1) == dev1
+    assert agreement_device("cpu:gloo,cuda:nccl", dev1) == cpu
+    assert agreement_device("gloo", dev1) == cpu
     calls: list[int] = []
 
     def flaky() -> None:

@@ -10,6 +10,8 @@ import time
 import torch
 
 from tuidebug.compiler import fair_timing
+
+CPU = torch.device("cpu")
 from tuidebug.trace.queries.verdict import FASTER, SAME, compare
 
 
@@ -23,14 +25,14 @@ def test_a_real_gap_is_faster_and_the_same_work_is_no_difference() -> None:
     order: list[str] = []
     slow, fast = _sleep(0.004), _sleep(0.001)
     a, b = fair_timing.interleaved(lambda: (order.append("a"), slow()),
-                                   lambda: (order.append("b"), fast()),
+                                   lambda: (order.append("b"), fast()), device=CPU,
                                    min_rounds=20, cap_s=3.0, warmup=1)
     assert len(a) == len(b) >= 5
     timed = order[2:]  # after the warm-up: a a b b, then b b a a, …: each clocked call primed
     assert timed[:8] == ["a", "a", "b", "b", "b", "b", "a", "a"]
     v = compare(a, b)
     assert v.outcome == FASTER and v.ratio > 1.5, v
-    same_a, same_b = fair_timing.interleaved(_sleep(0.002), _sleep(0.002), min_rounds=30,
+    same_a, same_b = fair_timing.interleaved(_sleep(0.002), _sleep(0.002), device=CPU, min_rounds=30,
                                              cap_s=3.0, warmup=1)
     assert compare(same_a, same_b, band=0.05).outcome == SAME
 
@@ -54,7 +56,7 @@ def test_each_clocked_call_follows_a_call_of_its_own() -> None:
     clocked call comes right after an unclocked one of the same callable (or of its ``prime``),
     as in a loop of its own."""
     log: list[tuple[str, bool]] = []
-    a, b = fair_timing.interleaved(_Calls(log, "a"), _Calls(log, "b"), min_rounds=12,
+    a, b = fair_timing.interleaved(_Calls(log, "a"), _Calls(log, "b"), device=CPU, min_rounds=12,
                                    max_rounds=12, warmup=1)
     assert len(a) == len(b) == 12
     clocked = [i for i, (_, c) in enumerate(log) if c]
@@ -64,7 +66,7 @@ def test_each_clocked_call_follows_a_call_of_its_own() -> None:
     # the order still swaps every round: a first in even rounds, b in odd ones
     assert [log[i][0] for i in clocked[:4]] == ["a", "b", "b", "a"]
     log.clear()
-    fair_timing.interleaved(_Calls(log, "a"), _Calls(log, "b"), min_rounds=4, max_rounds=4,
+    fair_timing.interleaved(_Calls(log, "a"), _Calls(log, "b"), device=CPU, min_rounds=4, max_rounds=4,
                             warmup=0, prime=(_Calls(log, "pa"), _Calls(log, "pb")))
     clocked = [i for i, (_, c) in enumerate(log) if c]
     assert len(clocked) == 8
@@ -77,7 +79,7 @@ def test_what_puts_back_the_state_runs_before_every_call_unclocked() -> None:
     either callable — warm-up, priming and clocked — and is never clocked: a clocked call
     still comes right after its own kind's call, with only ``before`` between them."""
     log: list[tuple[str, bool]] = []
-    fair_timing.interleaved(_Calls(log, "a"), _Calls(log, "b"), min_rounds=4, max_rounds=4,
+    fair_timing.interleaved(_Calls(log, "a"), _Calls(log, "b"), device=CPU, min_rounds=4, max_rounds=4,
                             warmup=1, before=_Calls(log, "r"))
     calls = [i for i, (name, _) in enumerate(log) if name != "r"]
     assert len(calls) == 2 + 4 * 4  # warm-up a, b; per round a primed, a, b primed, b
@@ -111,7 +113,7 @@ def test_the_time_cap_is_charged_only_the_clocked_calls() -> None:
         time.sleep(0.04)
 
     cap = 0.15
-    ta, tb = fair_timing.interleaved(call, call, min_rounds=1, cap_s=cap, warmup=0,
+    ta, tb = fair_timing.interleaved(call, call, device=CPU, min_rounds=1, cap_s=cap, warmup=0,
                                      prime=(prime, prime))
     assert len(ta) == len(tb) >= 2
     clocked = sum(ta) + sum(tb)

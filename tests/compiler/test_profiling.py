@@ -32,7 +32,7 @@ def test_eager_backward_is_attributed_to_the_node_that_created_it() -> None:
         torch.autograd.grad([out], wrt, grad_outputs=[torch.ones_like(out)])
 
     runs = 3
-    prof = compat.profiled(backward, runs, (PREFIX,), before_run=forward, backward_of=PREFIX)
+    prof = compat.profiled(backward, runs, (PREFIX,), torch.device("cpu"), before_run=forward, backward_of=PREFIX)
     assert prof["backward_from"] == "sequence_nr"
     back = prof["backward"]
     # Linear: AddmmBackward0 and TBackward0 (the weight's transpose); GELU; LayerNorm
@@ -63,7 +63,7 @@ def test_what_runs_before_each_run_is_not_counted() -> None:
             cache.mul_(x)
 
     runs = 4
-    prof = compat.profiled(run, runs, (PREFIX,), before_run=restore)
+    prof = compat.profiled(run, runs, (PREFIX,), torch.device("cpu"), before_run=restore)
     assert set(prof["ranges"]) == {PREFIX + "run"}, prof["ranges"]
     assert prof["ranges"][PREFIX + "run"]["count"] == 1
     assert prof["device_kernels"] == {}  # the CPU: no device, nothing of the restore either

@@ -292,12 +292,13 @@ def test_copies_over_half_the_free_device_memory_are_not_made() -> None:
     from tuidebug.compiler.capture.copy_budget import over_budget
 
     torch.zeros(1, device="cuda")  # CUDA in use: the device the capture measures
-    free = compat.free_device_bytes()
+    cuda = torch.device("cuda", torch.cuda.current_device())
+    free = compat.free_device_bytes(cuda)
     assert free is not None and free > 2**30, free
     big = torch.empty(int(free * 0.6) // 4, dtype=torch.float32, device="cuda")
-    said = over_budget([big])
+    said = over_budget([big], cuda)
     assert said is not None and "of device memory" in said and "free" in said, said
-    assert over_budget([torch.ones(1024, device="cuda")]) is None
+    assert over_budget([torch.ones(1024, device="cuda")], cuda) is None
     host = torch.empty(int(free * 0.6) // 4 // 64, dtype=torch.float32)
-    assert over_budget([host]) is None  # host tensors: not the device's budget
+    assert over_budget([host], cuda) is None  # host tensors: not the device's budget
     del big

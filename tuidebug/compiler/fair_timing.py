@@ -82,15 +82,16 @@ def threads(n: int) -> Iterator[None]:
             torch.set_num_threads(have)
 
 
-def _clocked(fn: Callable[[], Any]) -> float:
-    compat.synchronize()
+def _clocked(fn: Callable[[], Any], device: torch.device) -> float:
+    compat.synchronize(device)
     t0 = time.perf_counter()
     fn()
-    compat.synchronize()
+    compat.synchronize(device)
     return time.perf_counter() - t0
 
 
-def interleaved(a: Callable[[], Any], b: Callable[[], Any], *, min_rounds: int = MIN_ROUNDS,
+def interleaved(a: Callable[[], Any], b: Callable[[], Any], *, device: torch.device,
+                min_rounds: int = MIN_ROUNDS,
                 cap_s: float = CAP_S, max_rounds: int = MAX_ROUNDS, warmup: int = WARMUP,
                 prime: tuple[Callable[[], Any], Callable[[], Any]] | None = None,
                 before: Callable[[], Any] | None = None,
@@ -104,7 +105,8 @@ def interleaved(a: Callable[[], Any], b: Callable[[], Any], *, min_rounds: int =
     calls are not charged: the rounds are as many as unprimed ones would be, the wall time up
     to about twice the cap); never past ``max_rounds``. ``before``: called, unclocked, before
     every call of either (warm-up, priming and clocked): what puts back the state a call
-    writes in place."""
+    writes in place. Each clocked call waits for ``device`` (the device the calls run on:
+    ``compat.call_device``) before and after it."""
     pa, pb = prime if prime is not None else (a, b)
     ready = before if before is not None else _nothing
     for _ in range(warmup):
@@ -120,7 +122,7 @@ def interleaved(a: Callable[[], Any], b: Callable[[], Any], *, min_rounds: int =
             ready()
             primer()
             ready()
-            times.append(_clocked(fn))
+            times.append(_clocked(fn, device))
         n = i + 1
         spent = sum(ta) + sum(tb)  # clocked time only
         if spent >= cap_s and n >= min(min_rounds, MIN_ROUNDS_AT_CAP):

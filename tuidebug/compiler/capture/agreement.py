@@ -9,7 +9,7 @@ do, and then every rank says not measured, with the reason."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 import torch
 
@@ -40,35 +40,29 @@ def world_size() -> int:
     return 1
 
 
-def agreement_device(backend: str, devices: Iterable[torch.device]) -> torch.device:
+def agreement_device(backend: str, device: torch.device) -> torch.device:
     """Where the agreement's flags live: the CPU where the default group's backend takes CPU
-    tensors (gloo, a ``cpu:gloo,cuda:nccl`` group), else the device of the call's own tensors
-    (``devices``): NCCL reduces on the device a tensor is on, and
-    ``torch.cuda.current_device()`` is device 0 in a rank that never called ``set_device``
-    while its tensors are on ``cuda:LOCAL_RANK``; the current CUDA device only where the call
-    has no tensor off the CPU."""
+    tensors (gloo, a ``cpu:gloo,cuda:nccl`` group), else ``device``, the one the call runs on
+    (``compat.call_device`` of its own tensors): NCCL reduces on the device a tensor is on,
+    and ``torch.cuda.current_device()`` is device 0 in a rank that never called
+    ``set_device`` while its tensors are on ``cuda:LOCAL_RANK``."""
     if "gloo" in backend or "mpi" in backend:
         return torch.device("cpu")
-    for d in devices:
-        if d.type != "cpu":
-            return d
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        return torch.device("cuda", torch.cuda.current_device())
-    return torch.device("cpu")
+    return device
 
 
 def agreed(reason: str | None, what: str, together: bool,
-           devices: Iterable[torch.device] = ()) -> str | None:
+           device: torch.device) -> str | None:
     """``reason`` where this rank cannot time the call; where the call communicates
     (``together``: ``communicates``) on a job of several ranks, also where another rank cannot
     (``what`` says why such a rank cannot; every rank asks at the same point of the same
-    callable's measure: one all-reduce of the default group, on ``agreement_device`` of the
-    call's tensors' ``devices``), so that all skip the timed calls or none does."""
+    callable's measure: one all-reduce of the default group, on the ``agreement_device`` of
+    the call's ``device``), so that all skip the timed calls or none does."""
     dist = torch.distributed
     if not together or world_size() < 2:
         return reason
-    device = agreement_device(str(dist.get_backend()), devices)
-    flags = torch.zeros(dist.get_world_size(), dtype=torch.int32, device=device)
+    flags = torch.zeros(dist.get_world_size(), dtype=torch.int32,
+                        device=agreement_device(str(dist.get_backend()), device))
     flags[dist.get_rank()] = 1 if reason else 0
     dist.all_reduce(flags)
     short = [r for r, f in enumerate(flags.tolist()) if f]

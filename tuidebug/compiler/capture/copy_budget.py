@@ -2,7 +2,7 @@
 tensor arguments, the module's buffers, the program's tensors its graphs write (an Adam step's
 parameters, ``exp_avg`` and ``exp_avg_sq``: three times the parameters' bytes) and the
 gradients it accumulates into. Copies of device tensors over half the device's free memory
-(``compat.free_device_bytes``; the re-runs need room for their own work) are not made: the call
+(``compat.free_device_bytes`` of the call's device; the re-runs need room for their own work) are not made: the call
 is not timed (``not_measured``). On a job of several ranks the decision is every rank's
 (``agreement.agreed``)."""
 
@@ -20,26 +20,26 @@ SHARE = 0.5  # of the device's free memory, at most, for the copies
 BUDGET_ENV = "TUIDEBUG_TESTING_COPY_BUDGET"
 
 
-def over_budget(tensors: Iterable[Any], extra: int = 0) -> str | None:
-    """Why copies of ``tensors`` (each once) and ``extra`` more bytes on the device do not fit,
-    or None where they do."""
+def over_budget(tensors: Iterable[Any], device: torch.device, extra: int = 0) -> str | None:
+    """Why copies of ``tensors`` (each once) and ``extra`` more bytes on ``device`` (the device
+    the call runs on: ``compat.call_device``) do not fit, or None where they do."""
     seen: set[int] = set()
-    device = every = extra
+    on_device = every = extra
     for t in tensors:
         if isinstance(t, torch.Tensor) and id(t) not in seen:
             seen.add(id(t))
             every += t.nbytes
-            device += t.nbytes if t.device.type != "cpu" else 0
+            on_device += t.nbytes if t.device.type != "cpu" else 0
     told = os.environ.get(BUDGET_ENV)
     if told is not None and told.strip().isdigit():
         if every > int(told):
             return (f"copies of what the call writes would take {_size(every)}, over the "
                     f"budget of {_size(int(told))} ({BUDGET_ENV})")
         return None
-    free = compat.free_device_bytes()
-    if free is not None and device > SHARE * free:
-        return (f"copies of what the call writes would take {_size(device)} of device memory, "
-                f"{_size(free)} free (at most {SHARE:.0%} of it is taken)")
+    free = compat.free_device_bytes(device)
+    if free is not None and on_device > SHARE * free:
+        return (f"copies of what the call writes would take {_size(on_device)} of device "
+                f"memory, {_size(free)} free (at most {SHARE:.0%} of it is taken)")
     return None
 
 

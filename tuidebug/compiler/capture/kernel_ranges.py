@@ -10,6 +10,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import torch
+
 from tuidebug.compiler import compat
 from tuidebug.compiler.capture.state import GraphState
 from tuidebug.trace.format.kernel_entry import KernelEntry
@@ -68,17 +70,17 @@ def kernel_units(graphs: list[GraphState]) -> KernelUnits:
     return out
 
 
-def measure(ku: KernelUnits, fn: Callable[[], Any], runs: int,
+def measure(ku: KernelUnits, fn: Callable[[], Any], runs: int, device: torch.device,
             before_run: Callable[[], None] | None = None) -> tuple[dict[str, Any], dict[str, int]]:
     """``fn`` run ``runs`` times under the profiler with every kernel call in its range
-    (``before_run``, unclocked, before each): the profiler's data and each Triton call's
-    argument bytes."""
+    (``before_run``, unclocked, before each; ``device``: the one ``fn`` runs on): the
+    profiler's data and each Triton call's argument bytes."""
     with ku.ranges() as ranges:
         def before() -> None:
             ranges.new_run()
             if before_run is not None:
                 before_run()
-        prof = compat.profiled(fn, runs, (KERNEL_PREFIX,), before_run=before)
+        prof = compat.profiled(fn, runs, (KERNEL_PREFIX,), device, before_run=before)
         return prof, dict(ranges.bytes)
 
 

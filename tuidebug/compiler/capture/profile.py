@@ -74,9 +74,11 @@ class Profile(Concern):
 
             def run() -> Any:
                 return grad.run(leaves)
+        # the device the graph runs on, from its own tensors (not the current CUDA device)
+        device = compat.call_device([*inputs, *gm.parameters(), *gm.buffers()])
         with torch.set_grad_enabled(mode == "grad"):
-            compiled = self._compiled(graphs, run, restore)
-            eager = self._eager(gm, eager_inputs, restore)
+            compiled = self._compiled(graphs, run, restore, device)
+            eager = self._eager(gm, eager_inputs, restore, device)
         frame = s.frame_graph.get(cid)
         entry = {"graphs": [g.graph_id for g in graphs],
                  "eager_graph": frame.graph_id if frame is not None else graphs[0].graph_id,
@@ -90,7 +92,8 @@ class Profile(Concern):
         if grad is not None:
             s.progress(f"profiling compile {cid}: its backward, compiled and eager")
             backward = profile_backward.profile_backward(
-                s, cid, piece, gm, grad, inputs, self.runs, WARMUP, NODE_PREFIX, restore=restore)
+                s, cid, piece, gm, grad, inputs, self.runs, WARMUP, NODE_PREFIX, restore=restore,
+                device=device)
             if "kernels" in backward:
                 entry["backward"] = backward
             else:
@@ -98,21 +101,22 @@ class Profile(Concern):
             self.write()
 
     def _compiled(self, graphs: list[GraphState], again: Callable[[], Any],
-                  restore: Callable[[], None]) -> dict[str, Any]:
+                  restore: Callable[[], None], device: torch.device) -> dict[str, Any]:
         ku = kernel_units(graphs)
         for _ in range(WARMUP):
             restore()
             again()
-        timed = compat.wall_times(again, self.runs, before_run=restore)
-        prof, sizes = measure(ku, again, self.runs, before_run=restore)
+        timed = compat.wall_times(again, self.runs, device, before_run=restore)
+        prof, sizes = measure(ku, again, self.runs, device, before_run=restore)
         restore()
         return {"activities": prof["activities"], "device_peak": compat.device_peaks(),
                 "compiled": {**walls(timed), "profiled_wall_s": seconds(prof["wall_us"]),
-                             "peak_memory_bytes": compat.peak_memory(again)},
+                             "peak_memory_bytes": compat.peak_memory(again, device)},
                 "kernels": kernel_rows(ku, prof, sizes),
                 "device_kernels": device_kernel_rows(prof)}
 
-    def _eager(self, gm: Any, inputs: list[Any], restore: Callable[[], None]) -> dict[str, Any]:
+    def _eager(self, gm: Any, inputs: list[Any], restore: Callable[[], None],
+               device: torch.device) -> dict[str, Any]:
         def plain() -> Any:
             return gm(*inputs)
         interp = compat.NodeRanges(gm, NODE_PREFIX)
@@ -122,9 +126,9 @@ class Profile(Concern):
         for _ in range(WARMUP):
             restore()
             plain()
-        timed = compat.wall_times(plain, self.runs, before_run=restore)
-        prof = compat.profiled(by_node, self.runs, (NODE_PREFIX,), before_run=restore)
+        timed = compat.wall_times(plain, self.runs, device, before_run=restore)
+        prof = compat.profiled(by_node, self.runs, (NODE_PREFIX,), device, before_run=restore)
         restore()
         return {"totals": {**walls(timed), "profiled_wall_s": seconds(prof["wall_us"]),
-                           "peak_memory_bytes": compat.peak_memory(plain)},
+                           "peak_memory_bytes": compat.peak_memory(plain, device)},
                 "eager_nodes": node_rows(prof["ranges"], NODE_PREFIX)}

@@ -36,15 +36,17 @@ NOT_PROFILED = "the backward graph was not profiled: "
 
 def profile_backward(s: Any, cid: str, piece: int, gm: Any, grad: GradCall, inputs: list[Any],
                      runs: int, warmup: int, node_prefix: str, *,
-                     restore: Callable[[], None]) -> dict[str, Any]:
+                     restore: Callable[[], None], device: torch.device) -> dict[str, Any]:
     """The ``backward`` section of compile ``cid``'s profile, or ``{"note": why not}``;
-    ``restore`` puts the inputs the graph writes back before each forward, and at the end."""
+    ``restore`` puts the inputs the graph writes back before each forward, and at the end;
+    ``device``: the one the graph runs on (``compat.call_device``)."""
     if compat.compiled_autograd_on():
         return {"note": f"{NOT_PROFILED}compiled autograd is on: a backward run by the profile "
                         "would be compiled by Dynamo as a graph of its own"}
     try:
         with torch.enable_grad():
-            return _profile(s, cid, piece, gm, grad, inputs, runs, warmup, node_prefix, restore)
+            return _profile(s, cid, piece, gm, grad, inputs, runs, warmup, node_prefix, restore,
+                            device)
     except Exception as e:  # measuring is a bonus: the user's call goes on
         return {"note": f"{NOT_PROFILED}it failed: {_why(e)}"}
     finally:
@@ -80,7 +82,7 @@ class _Step:
 
 def _profile(s: Any, cid: str, piece: int, gm: Any, grad: GradCall, inputs: list[Any],
              runs: int, warmup: int, node_prefix: str,
-             restore: Callable[[], None]) -> dict[str, Any]:
+             restore: Callable[[], None], device: torch.device) -> dict[str, Any]:
     leaves = grad_leaves(inputs, grad)
     params = list(dict.fromkeys(p for p in gm.parameters() if p.requires_grad))
     wrt = [x for x, flag in zip(leaves, grad.requires_grad) if flag] + params
@@ -96,10 +98,10 @@ def _profile(s: Any, cid: str, piece: int, gm: Any, grad: GradCall, inputs: list
     if not graphs:
         return {"note": f"{NOT_PROFILED}no compiled backward graph of compile {cid} ran"}
     ku = kernel_units(graphs)
-    timed = compat.wall_times(compiled.backward, runs, before_run=compiled.forward)
-    prof, sizes = measure(ku, compiled.backward, runs, before_run=compiled.forward)
+    timed = compat.wall_times(compiled.backward, runs, device, before_run=compiled.forward)
+    prof, sizes = measure(ku, compiled.backward, runs, device, before_run=compiled.forward)
     compiled.forward()
-    peak = compat.peak_memory(compiled.backward)
+    peak = compat.peak_memory(compiled.backward, device)
     out: dict[str, Any] = {
         "graphs": [g.graph_id for g in graphs],
         "compiled_by_profile": any(g.graph_id not in before for g in graphs),
@@ -108,7 +110,8 @@ def _profile(s: Any, cid: str, piece: int, gm: Any, grad: GradCall, inputs: list
         "kernels": kernel_rows(ku, prof, sizes, only_called=True),
         "device_kernels": device_kernel_rows(prof)}
     try:
-        out.update(_eager(gm, leaves, wrt, compiled.grads, runs, warmup, node_prefix, restore))
+        out.update(_eager(gm, leaves, wrt, compiled.grads, runs, warmup, node_prefix, restore,
+                          device))
     except Exception as e:  # the compiled backward's measurements stand
         out["note"] = f"the eager backward was not profiled: it failed: {_why(e)}"
     return out
@@ -120,23 +123,25 @@ def _why(e: Exception) -> str:
 
 
 def _eager(gm: Any, leaves: list[Any], wrt: list[torch.Tensor], grads: Any, runs: int,
-           warmup: int, node_prefix: str, restore: Callable[[], None]) -> dict[str, Any]:
+           warmup: int, node_prefix: str, restore: Callable[[], None],
+           device: torch.device) -> dict[str, Any]:
     """The eager graph's backward: its wall time per call, and per FX node the time of the
     backward functions that node's ops created."""
     plain = _Step(lambda: gm(*leaves), wrt, restore)
     plain.grads = grads
     for _ in range(warmup):
         plain.both()
-    timed = compat.wall_times(plain.backward, runs, before_run=plain.forward)
+    timed = compat.wall_times(plain.backward, runs, device, before_run=plain.forward)
     interp = compat.NodeRanges(gm, node_prefix)
     by_node = _Step(lambda: interp.run(*leaves), wrt, restore)
     by_node.grads = grads
-    prof = compat.profiled(by_node.backward, runs, (node_prefix,), before_run=by_node.forward,
+    prof = compat.profiled(by_node.backward, runs, (node_prefix,), device,
+                           before_run=by_node.forward,
                            backward_of=node_prefix)
     plain.forward()
     out: dict[str, Any] = {
         "eager": {**walls(timed), "profiled_wall_s": seconds(prof["wall_us"]),
-                  "peak_memory_bytes": compat.peak_memory(plain.backward)},
+                  "peak_memory_bytes": compat.peak_memory(plain.backward, device)},
         "eager_nodes": node_rows(prof.get("backward") or {}, node_prefix),
         "eager_nodes_from": prof.get("backward_from")}
     other = prof.get("backward_other")

@@ -137,11 +137,13 @@ class WholeCall(Concern):
             g.graph_id) for g in ran), reached.modules)
         mine = [*[t for _, t in named], *(owner.buffers() if owner is not None else ()),
                 *call.args, *call.kwargs.values(), *[p.grad for _, p in params]]
-        devices = list({t.device: None for t in mine if isinstance(t, torch.Tensor)})
+        # the device the call runs on, found once: its own tensors' (its parameters' too), not
+        # the current CUDA device (cuda:0 in a rank that never called set_device)
+        device = compat.call_device([*mine, *[p for _, p in params]])
         short = agreed(  # every rank decides alike: the copies made, or none
-            reached.cut or over_budget(mine), "what the call reaches was more than the walk "
-            "looks at, or it had not the memory for copies of what the call writes",
-            together, devices)
+            reached.cut or over_budget(mine, device), "what the call reaches was more than "
+            "the walk looks at, or it had not the memory for copies of what the call writes",
+            together, device)
         if short:
             self.prof.data.setdefault("calls", []).append({
                 "callable": name, "not_measured": f"{short}; the graphs' own times are measured "
@@ -160,7 +162,7 @@ class WholeCall(Concern):
             with quiet_thread():
                 entry = self.session.guarded("the whole call", lambda: self._measure(
                     name, call.compiled, call.eager, call.args, call.kwargs, owner, saved,
-                    state, side, together, devices))
+                    state, side, together, device))
             if entry:
                 self.prof.data.setdefault("calls", []).append(entry)
                 self.session.guarded("the profile", self.prof.write)
@@ -176,7 +178,7 @@ class WholeCall(Concern):
     def _measure(self, name: str, compiled: Any, eager: Any, args: Any, kwargs: Any,
                  owner: torch.nn.Module | None, saved: list[tuple[torch.Tensor, torch.Tensor]],
                  state: list[tuple[str, torch.Tensor, torch.Tensor]],
-                 side: SideState, together: bool, devices: list[torch.device]
+                 side: SideState, together: bool, device: torch.device
                  ) -> dict[str, Any]:
         """The whole call measured (``saved``: the module's buffers as the call left them;
         ``state``: the program's other tensors its graphs write, ``written_state``; ``side``:
@@ -204,12 +206,12 @@ class WholeCall(Concern):
         except RunRaised as e:
             why = raised_again(e.error, put)
         why = agreed(why, "its re-run raised, or wrote what cannot be put back", together,
-                     devices)
+                     device)
         if why:
             return {"callable": name, "not_measured": why}
         try:
             return self._timed(name, compiled, eager, leaves, kw, wrt, grad_on, c_step,
-                               training, put, together, devices)
+                               training, put, together, device)
         except RunRaised as e:
             return {"callable": name, "not_measured": raised_again(e.error, put)}
 
@@ -228,7 +230,7 @@ class WholeCall(Concern):
     def _timed(self, name: str, compiled: Any, eager: Any, leaves: list[Any],
                kw: dict[str, Any], wrt: list[torch.Tensor], grad_on: bool, c_step: Step,
                training: bool, rewound: Rewound, together: bool,
-               devices: list[torch.device]) -> dict[str, Any]:
+               device: torch.device) -> dict[str, Any]:
         put_back = rewound.restore if rewound.writes() else None
         # the same call as the learning one: whether it trains is known (a forward of its own
         # to ask, at its first run, was a second forward with no put-back between: a position
@@ -243,7 +245,7 @@ class WholeCall(Concern):
         # mark around a compiled graph, no hook on its backward's autograd node (the eager
         # calls have neither: timing the compiled calls with them biased the verdict toward
         # "slower"). The ledger's marks are taken in further calls, after the timed ones.
-        marks = CallMarks(compat.CallClock())
+        marks = CallMarks(compat.CallClock(device))
         clocked: list[Clocked] = []
         tls = self.session.tls  # this thread's calls: another's meanwhile are traced as ever
         counted: list[dict[str, int]] = []  # per clocked call: what its instrumentation did
@@ -266,12 +268,12 @@ class WholeCall(Concern):
         with self.session.bare():  # no hook or wrapper of the capture's in the timed calls
             if ranks > 1:  # every rank must make the same calls (their collectives pair up):
                 tc, te = fair_timing.interleaved(  # a fixed number of rounds, not adaptive
-                    keep(c_step.run), keep(e_step.run), min_rounds=rounds, max_rounds=rounds,
-                    cap_s=float("inf"), before=put_back)
+                    keep(c_step.run), keep(e_step.run), device=device, min_rounds=rounds,
+                    max_rounds=rounds, cap_s=float("inf"), before=put_back)
             else:
-                tc, te = fair_timing.interleaved(c_step.run, e_step.run, min_rounds=rounds,
-                                                 before=put_back)
-        why = agreed(keep.why(rewound), "a timed call of it raised", together, devices)
+                tc, te = fair_timing.interleaved(c_step.run, e_step.run, device=device,
+                                                 min_rounds=rounds, before=put_back)
+        why = agreed(keep.why(rewound), "a timed call of it raised", together, device)
         if why:
             return {"callable": name, "not_measured": why}
         wrapped, hooked = tls.wrapped_calls - wrapped, tls.watched_calls - hooked
@@ -281,7 +283,8 @@ class WholeCall(Concern):
         comp = spread(tc)
         entry: dict[str, Any] = {
             "callable": name, "training": training, "rounds": len(tc),
-            "device": compat.device_kind(), "threads": torch.get_num_threads(),
+            "device": "cuda" if device.type == "cuda" else "cpu",
+            "threads": torch.get_num_threads(),
             "machine": {**machine.as_json(), "load1_during": [round(load_before, 2),
                                                               round(load_after, 2)],
                         "oversubscribed": machine.oversubscribed or max(
@@ -294,11 +297,12 @@ class WholeCall(Concern):
             entry["restored"] = rewound.names()
         # further clocked calls, alternating with eager ones as the timed calls did
         # (each primed by the same call unclocked: through the watch, with no mark)
-        fair_timing.interleaved(keep(run_clocked), keep(e_step.run), min_rounds=LEDGER_CALLS,
+        fair_timing.interleaved(keep(run_clocked), keep(e_step.run), device=device,
+                                min_rounds=LEDGER_CALLS,
                                 max_rounds=LEDGER_CALLS, warmup=1, cap_s=float(
                                     "inf") if ranks > 1 else LEDGER_CAP_S,
                                 prime=(keep(c_clocked.run), keep(e_step.run)), before=put_back)
-        why = agreed(keep.why(rewound), "a clocked call of it raised", together, devices)
+        why = agreed(keep.why(rewound), "a clocked call of it raised", together, device)
         if why:
             return {"callable": name, "not_measured": why}
         clocked, counted = clocked[1:], counted[1:]  # the warm-up's call is not a ledger's
@@ -325,11 +329,12 @@ class WholeCall(Concern):
         marks.reset(backward=step.training())
         s.call_clock = marks
         try:
-            compat.synchronize()
+            compat.synchronize(marks.clock.device)
             h0 = time.perf_counter()
             marks.clock.mark()
             fwd_end, end = step.run_split(marks.clock)
-            compat.synchronize()  # every mark reached (on a GPU: events read after this)
+            # every mark reached (on a GPU: events read after this)
+            compat.synchronize(marks.clock.device)
             wall = time.perf_counter() - h0
         finally:
             s.call_clock = None

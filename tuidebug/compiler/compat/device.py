@@ -1,11 +1,18 @@
-"""The device a compiled graph runs on, measured: which it is, synchronizing with it, a call's
-clock marks (CallClock: CUDA events made once), wall times and peak memory of calls, and the
-device's peak bandwidth and FLOP/s (Inductor's datasheet table, Triton's estimate)."""
+"""The device a compiled graph runs on, measured: which it is (``call_device``: from the call's
+own tensors), synchronizing with it, a call's clock marks (CallClock: CUDA events made once),
+wall times and peak memory of calls, its free memory, and the device's peak bandwidth and
+FLOP/s (Inductor's datasheet table, Triton's estimate).
+
+Every measure of a call takes the device the call runs on (``call_device``), never the
+current CUDA device: a rank of a multi-GPU job that never calls ``torch.cuda.set_device`` but
+puts its model and inputs on ``cuda:LOCAL_RANK`` has ``cuda:0`` current; synchronizing and
+recording events there timed GPU 0, not the kernels of the call. The current device is not
+switched around the call either: the user's code runs as it did."""
 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import torch
 
@@ -15,22 +22,38 @@ def device_kind() -> str:
     return "cuda" if torch.cuda.is_available() and torch.cuda.is_initialized() else "cpu"
 
 
-def synchronize() -> None:
+def call_device(tensors: Iterable[Any]) -> torch.device:
+    """The device a call runs on, from its own ``tensors`` (its arguments, parameters, buffers;
+    what is not a tensor is passed over): the first one's off the CPU; where none is, the
+    current CUDA device when CUDA is in use in this process (the call may reach device tensors
+    through what it names), else the CPU."""
+    for t in tensors:
+        if isinstance(t, torch.Tensor) and t.device.type != "cpu":
+            return t.device
     if device_kind() == "cuda":
-        torch.cuda.synchronize()
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the work queued on ``device`` (a CUDA device; nothing to wait for elsewhere)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 class CallClock:
     """Marks of one call's timeline, taken without waiting, from a pool made once: on a GPU
     CUDA events (made up front: an event made per mark costs host time inside the call it
     clocks, which made the clocked calls slower than the unclocked ones they split), recorded on
-    the current stream and read on the device's own timeline; on the CPU the host's clock.
+    ``device``'s current stream (the device the call runs on: ``call_device``) and read on its
+    own timeline; on any other device the host's clock.
 
     ``reset`` before a call, ``mark`` at each point (its index), ``synchronize``, then
     ``seconds``: each mark's time after the first. The marks of one call partition its time."""
 
-    def __init__(self, size: int = 64) -> None:
-        self.cuda = device_kind() == "cuda"
+    def __init__(self, device: torch.device, size: int = 64) -> None:
+        self.device = device
+        self.cuda = device.type == "cuda"
         self._events = [torch.cuda.Event(enable_timing=True) for _ in range(size)] \
             if self.cuda else []
         self._host: list[float] = []
@@ -45,7 +68,7 @@ class CallClock:
         if self.cuda:
             if i == len(self._events):  # more marks than the pool: grown once, kept
                 self._events.append(torch.cuda.Event(enable_timing=True))
-            self._events[i].record()
+            self._events[i].record(torch.cuda.current_stream(self.device))
         else:
             self._host.append(time.perf_counter())
         self.n = i + 1
@@ -63,32 +86,32 @@ class CallClock:
         return [t - t0 for t in self._host[:self.n]]
 
 
-def wall_times(fn: Callable[[], Any], runs: int,
+def wall_times(fn: Callable[[], Any], runs: int, device: torch.device,
                before_run: Callable[[], None] | None = None) -> list[float]:
-    """Seconds of each of ``runs`` calls of ``fn``, device-synchronized around each
+    """Seconds of each of ``runs`` calls of ``fn``, ``device`` synchronized around each
     (``before_run``, unclocked, before each)."""
     out = []
     for _ in range(runs):
         if before_run is not None:
             before_run()
-        synchronize()
+        synchronize(device)
         t0 = time.perf_counter()
         fn()
-        synchronize()
+        synchronize(device)
         out.append(time.perf_counter() - t0)
     return out
 
 
-def peak_memory(fn: Callable[[], Any]) -> int | None:
-    """Peak bytes of device memory allocated during one call of ``fn`` (None on the CPU)."""
-    if device_kind() != "cuda":
+def peak_memory(fn: Callable[[], Any], device: torch.device) -> int | None:
+    """Peak bytes of ``device``'s memory allocated during one call of ``fn`` (None off CUDA)."""
+    if device.type != "cuda":
         return None
-    synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    base = torch.cuda.memory_allocated()
+    synchronize(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    base = torch.cuda.memory_allocated(device)
     fn()
-    synchronize()
-    return int(torch.cuda.max_memory_allocated() - base)
+    synchronize(device)
+    return int(torch.cuda.max_memory_allocated(device) - base)
 
 
 def triton_kernel_estimates(kernel: Any) -> dict[str, float]:
@@ -157,13 +180,13 @@ def _datasheet(name: str) -> Any:
     return None
 
 
-def free_device_bytes() -> int | None:
-    """The bytes free on the current CUDA device (``torch.cuda.mem_get_info``); None on the
-    CPU, or where this torch cannot tell."""
-    if device_kind() != "cuda":
+def free_device_bytes(device: torch.device) -> int | None:
+    """The bytes free on CUDA device ``device`` (``torch.cuda.mem_get_info``); None off CUDA,
+    or where this torch cannot tell."""
+    if device.type != "cuda":
         return None
     try:
-        free, _total = torch.cuda.mem_get_info()
+        free, _total = torch.cuda.mem_get_info(device)
     except (AttributeError, RuntimeError):
         return None
     return int(free)

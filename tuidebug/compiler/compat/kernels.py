@@ -115,6 +115,9 @@ def is_triton_kernel(obj: Any) -> bool:
 
 
 def _synchronize() -> None:
+    """Wait for the current CUDA device: a kernel of a wrapper module is called inside the
+    wrapper's device guard (Inductor's ``with torch.cuda._DeviceGuard(i)``: the kernel's own
+    device is current there, whatever the user's current device is)."""
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         torch.cuda.synchronize()
 

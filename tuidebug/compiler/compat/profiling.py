@@ -210,7 +210,7 @@ def cupti_released(on_cuda: bool) -> Iterator[None]:
             del os.environ["TEARDOWN_CUPTI"]
 
 
-def profiled(fn: Callable[[], Any], runs: int, prefixes: tuple[str, ...],
+def profiled(fn: Callable[[], Any], runs: int, prefixes: tuple[str, ...], device: torch.device,
              before_run: Callable[[], None] | None = None,
              backward_of: str | None = None) -> dict[str, Any]:
     """Run ``fn`` ``runs`` times under ``torch.profiler``: plain data with per-run totals.
@@ -238,7 +238,7 @@ def profiled(fn: Callable[[], Any], runs: int, prefixes: tuple[str, ...],
         acts.append(ProfilerActivity.CUDA)
     before = _unclocked(before_run) if before_run is not None else None
     with cupti_released(on_cuda), profile(activities=acts) as prof:
-        walls = wall_times(fn, runs, before)
+        walls = wall_times(fn, runs, device, before)
     events = list(prof.events())
     uncounted = _unclocked_kernels(events)
     ranges: dict[str, dict[str, list[float]]] = {}
