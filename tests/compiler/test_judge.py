@@ -173,3 +173,34 @@ def test_values_left_out_of_the_rmse_are_said_and_a_lost_infinity_fails() -> Non
         # a NaN the three share still matches
         kept = judge.judge(e, e, torch.tensor([nan, 1.0]).double())
         assert kept["close"], (dtype, kept)
+
+
+def test_an_output_the_float64_run_gives_in_another_dtype_says_why_it_has_no_reference(
+        ) -> None:
+    """transformers' loss (ForCausalLMLoss: ``logits.float()`` before cross_entropy, a GPT-2
+    training step): the float64 re-run gives the loss as float32, so it has no float64
+    reference — info read "(rule allclose; reference float64)" with "—" for both errors and no
+    reason, and a loss beyond allclose fell to allclose-eager without saying why."""
+    from tuidebug.viewers.summary_text import accuracy_verdict
+
+    logits = torch.randn(64, 100)
+    labels = torch.randint(0, 100, (64,))
+
+    def loss(x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.cross_entropy(x.float(), labels)
+
+    eager = loss(logits)
+    fp64 = loss(logits.double())  # the graph's cast: float32 again
+    assert fp64.dtype == torch.float32
+    ok = judge.judge(eager + 1e-7, eager, fp64)
+    (o,) = ok["outputs"]
+    assert ok["close"] and o["err_compiled"] is None
+    assert o["no_fp64"] == "the float64 run gave it as float32: the graph casts it", o
+    bad = judge.judge(eager + 3e-3, eager, fp64)  # beyond allclose: 10 x tol of eager decides
+    assert bad["rule"] == "allclose-eager" and "the graph casts it" in bad["detail"], bad
+    said = accuracy_verdict({**ok, "reference": "float64",
+                             "outputs": [{**o, "name": "loss"}]})[1]
+    assert said.endswith("; no float64 reference for loss: the float64 run gave it as "
+                         "float32: the graph casts it"), said
+    assert "no float64 reference" not in accuracy_verdict(
+        judge.judge(logits + 1e-7, logits, logits.double()))[1]

@@ -96,6 +96,14 @@ def judge_output(actual, eager, fp64, tol=None, why_no_fp64=""):
             fp64.dtype in (torch.float64, torch.complex128):
         r = fp64.detach().cpu()
         r = torch.view_as_real(r) if r.is_complex() else r
+    elif isinstance(fp64, torch.Tensor):
+        # the float64 run computed this output otherwise: a graph that casts (a loss's
+        # ``logits.float()``) gives it in the dtype it casts to, no float64 reference for it
+        why_no_fp64 = why_no_fp64 or (
+            f"the float64 run gave it as {str(fp64.dtype).replace('torch.', '')}: the graph "
+            "casts it" if fp64.shape == actual.shape else
+            f"the float64 run gave it the shape {list(fp64.shape)}")
+        entry["no_fp64"] = why_no_fp64
     both_nan = a.isnan() & e.isnan()
     diff = torch.where(both_nan, torch.zeros_like(a), (a - e).abs())
     diff = diff.nan_to_num(nan=math.inf)

@@ -75,6 +75,16 @@ def accuracy_verdict(check: dict[str, Any]) -> tuple[str, str]:
     if check.get("rule"):
         why = f"{why} (rule {check['rule']}" + (f"; reference {check['reference']}"
                                                 if check.get("reference") else "") + ")"
+        # outputs the float64 run gave in another dtype (a graph that casts): said, so the
+        # reference is not taken to cover them
+        grads = check.get("gradients") if isinstance(check.get("gradients"), dict) else {}
+        apart = [o for o in (check.get("outputs") or []) + (grads.get("outputs") or [])
+                 if isinstance(o, dict) and o.get("no_fp64")]
+        if apart:
+            names = ", ".join(str(o.get("name") or f"output {o.get('index', '?')}")
+                              for o in apart[:3]) + (f" and {len(apart) - 3} more"
+                                                     if len(apart) > 3 else "")
+            why = f"{why}; no float64 reference for {names}: {apart[0]['no_fp64']}"
     elif check.get("max_abs") is not None:  # a trace from before the judge
         why = f"max abs err {_num(check.get('max_abs'))}, max rel err {_num(check.get('max_rel'))}"
     grads = check.get("gradients")
