@@ -447,6 +447,34 @@ def test_a_library_forward_the_users_line_does_not_call_is_not_theirs_to_mark(
     assert "torch._dynamo.maybe_mark_dynamic(images, 1)" in mark.text, mark.text
 
 
+def test_a_call_over_lines_is_the_users_only_where_the_capture_says_so(tmp_path: Path) -> None:
+    """``outputs = model(`` (its arguments on the lines below: no whole statement, so no
+    arguments read) counted as held whatever the capture recorded: an inner library
+    ``forward`` that recompiled (``direct`` false) got ``maybe_mark_dynamic(labels, 1)``, a
+    call on a tensor the user never holds (and a parameter name of the library's, not a
+    variable of theirs). ``direct`` decides: false, not theirs; not recorded, not known; true,
+    the tensor they pass for it."""
+    from tuidebug.trace.queries.recompiles import explain_compile
+
+    seen = 0
+    for direct, claim in ((False, "'labels' is not an input you pass yourself"),
+                          (None, "whether you pass 'labels' yourself is not recorded")):
+        for code in ("outputs = model(", "out = model.generate("):
+            t = _loss_frame(tmp_path / f"{direct}{seen}", fn="forward", code=code,
+                            direct=direct)
+            said = explain_compile(t, "8/1")["suggestion"]
+            assert "maybe_mark_dynamic" not in said and claim in said, said
+            ids = [s.id for s in recompile_advice(t)]
+            assert "dynamic=True" in ids and not any(i.startswith("mark_dynamic")
+                                                     for i in ids), ids
+            seen += 1
+    assert seen == 4
+    t = _loss_frame(tmp_path / "direct", fn="forward", code="outputs = model(", direct=True)
+    (mark,) = [s for s in recompile_advice(t) if s.id.startswith("mark_dynamic")]
+    assert "torch._dynamo.maybe_mark_dynamic(t, 1) on the tensor t you pass for labels" in \
+        mark.text, mark.text
+
+
 def test_a_users_line_too_deep_or_long_to_parse_gives_no_arguments_not_a_crash() -> None:
     """The user's line comes from a trace: a generated line of many terms makes Python's parser
     (and ``ast.unparse``) recurse past its limit; the advice reads no arguments from it

@@ -131,13 +131,18 @@ def held_by_user(frame: Frame | None, called: Any, name: str) -> Held:
     recorded, so any; ``CallArgs.calls``). A frame of a library called from inside the library
     (a loss function given the model's ``logits``, a submodule's ``forward`` given what the
     model computed) takes tensors the user never holds; where the trace does not say whether
-    the line calls the frame itself, ``UNKNOWN``. A line that is no whole statement says
-    nothing: held."""
+    the line calls the frame itself, ``UNKNOWN``. A line that is no whole statement (``outputs
+    = model(`` with its arguments on the lines below) names no arguments: the capture's
+    ``direct`` says (the line's own call: held; a frame the library called from inside: not;
+    not recorded: not known)."""
     if frame is None or is_own(frame.file) or not isinstance(called, dict) \
             or POSITIONAL.match(name):  # Dynamo's inner(*args): the user's call
         return Held.YES
     passed = call_args(str(called.get("code") or ""))
-    if passed is None or _word(name) in passed.keywords:
+    if passed is None:
+        direct = called.get("direct")
+        return Held.YES if direct is True else Held.NO if direct is False else Held.UNKNOWN
+    if _word(name) in passed.keywords:
         return Held.YES
     return passed.calls(frame, called) if passed.positional else Held.NO
 
@@ -147,12 +152,16 @@ def as_passed(frame: Frame | None, called: Any, name: str) -> tuple[str, str]:
     (``self.m(input_ids=ids)`` into GPT-2's forward) is the tensor they pass as ``name=``, and
     one it passes positionally to the frame's own call is the argument they pass (``images``
     of ``model(images)``, the one argument; else "the tensor t you pass for x"), not a
-    variable of theirs named ``name``."""
-    passed = call_args(str(called.get("code") or "")) if isinstance(called, dict) else None
-    if frame is None or is_own(frame.file) or passed is None or POSITIONAL.match(name):
+    variable of theirs named ``name``; a call over lines, whose arguments are not read, passes
+    "the tensor t you pass for x"."""
+    if frame is None or is_own(frame.file) or not isinstance(called, dict) \
+            or POSITIONAL.match(name):
         return held_as(name)
-    assert isinstance(called, dict)
+    passed = call_args(str(called.get("code") or ""))
     word = _word(name)
+    if passed is None:
+        return held_as(name) if _KWARG.fullmatch(name) else \
+            ("t", f" on the tensor t you pass for {word}")
     if word in passed.keywords:
         return "t", f" on the tensor t you pass as {word}="
     if passed.calls(frame, called) is not Held.YES:
