@@ -205,6 +205,23 @@ def test_a_break_inside_a_library_that_cannot_be_resumed(tmp_path: Path) -> None
     assert b.eager.startswith("Dynamo could not resume after the break"), b.eager
     assert "ignore_logging_functions" in (b.advice or ""), b.advice
     assert b.gb_id == "gb0291"
+    # the exact entry (checked on torch 2.13: with it, a GPT-2 training step compiles with no
+    # graph break), and no "log outside the compiled function": the call is transformers'
+    assert b.advice == ("torch._dynamo.config.ignore_logging_functions.add("
+                        "logging.Logger.warning_once) before the first call (Dynamo then drops "
+                        "the log call): the log call is the library's (modeling_utils.py:4769), "
+                        "not yours to move"), b.advice
+    own = reason.replace(f"{lib}/modeling_utils.py", user).replace(
+        "logger.warning_once(", "log.info(")  # the user's own logger call keeps "move it"
+    w = TraceWriter(tmp_path / "own", command=["train.py"])
+    w.write_compile("0/0", {"graphs": [], "metrics": {"co_name": "train", "co_filename": user},
+                            "dynamo_graph_break_reason": [own]})
+    w.add_compile("0/0", {"graphs": []})
+    w.finish("ok")
+    (b,) = [b for bs in trace_breaks(Trace(tmp_path / "own")).values() for b in bs]
+    assert b.advice == ("log outside the compiled function, or torch._dynamo.config."
+                        "ignore_logging_functions.add(logging.Logger.info) before the first call"
+                        " (Dynamo then drops the log call)"), b.advice
 
 
 def test_advise_does_not_count_a_break_met_in_fewer_compiles_as_removed(tmp_path: Path) -> None:

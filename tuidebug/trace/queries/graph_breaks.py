@@ -316,6 +316,25 @@ def _torchs_own(cause: str, explanation: str | None, site: SourceLine | None) ->
                 f"function gains nothing (it would leave those uncompiled)")
 
 
+# a Logger method Dynamo cannot trace, and the method as the break's line calls it
+_LOGGER_METHOD = re.compile(r"logging\.Logger method")
+_CALLED_METHOD = re.compile(r"\.(?P<method>[A-Za-z_]\w*)\s*\(")
+
+
+def _logger_advice(cause: str, site: SourceLine | None) -> str | None:
+    """A Logger method's call (``logger.warning_once(`` in transformers' loss): the exact
+    ``ignore_logging_functions`` entry that drops it (Dynamo matches the method's function,
+    ``logging.Logger.warning_once``); a library's call is not the user's to move."""
+    m = _CALLED_METHOD.search(site.code) if site and _LOGGER_METHOD.search(cause) else None
+    if m is None or site is None:
+        return None
+    add = (f"torch._dynamo.config.ignore_logging_functions.add(logging.Logger.{m['method']}) "
+           "before the first call (Dynamo then drops the log call)")
+    if any(p in site.file.replace("\\", "/") for p in _LIBRARY):
+        return f"{add}: the log call is the library's ({_short(site)}), not yours to move"
+    return f"log outside the compiled function, or {add}"
+
+
 def _advice(cause: str, explanation: str | None, hints: list[str]) -> str | None:
     text = f"{cause} {explanation or ''}"
     # the logging knob Dynamo's hint names (ignore_logging_functions for a Logger method)
@@ -358,7 +377,7 @@ def parse(cid: str, reason: str, place: dict[str, Any],
                       frame_line=frame_line, stack=user[-MAX_STACK:], resumed_in=resumed,
                       eager=_eager(site, frame_line, frame, resumed, _NO_RESUME not in reason),
                       advice=_torchs_own(cause, explanation, site)
-                      or _advice(cause, explanation, hints))
+                      or _logger_advice(cause, site) or _advice(cause, explanation, hints))
 
 
 def compile_breaks(cid: str, reasons: list[str], places: dict[str, dict[str, Any]]
