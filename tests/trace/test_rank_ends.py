@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
+
+from tests.fixtures.make_traces import pythonpath
+
 from tuidebug.trace.format import schema
+from tuidebug.trace.format.error_record import ErrorRecord
 from tuidebug.trace.format.manifest import ScriptError
 from tuidebug.trace.format.writer import TraceWriter
 from tuidebug.trace.jobs.progress import progress_path
@@ -42,11 +49,15 @@ def _collectives(job: Path, rank: int, seqs: list[int], waiting: bool) -> None:
 
 def _rank(job: Path, rank: int, status: str | None, *, world: int = 2,
           error: ScriptError | None = None, writer_pid: int | None = None,
-          finished: bool = True) -> None:
+          finished: bool | float = True, host: str | None = None,
+          compile_error: ErrorRecord | None = None, **extra: object) -> None:
     """Rank ``rank``'s trace (finished ``failed`` with ``error``, else left running: its writer
-    ``writer_pid``) and its record (``status``; None: no record)."""
+    ``writer_pid``) and its record (``status``; None: no record; ``finished``: its end, 9.0
+    when True; ``host``: its host; ``extra``: more of its fields)."""
     w = TraceWriter(job / f"rank_{rank}", command=["train.py"])
-    if error is not None:
+    if compile_error is not None:  # a compile failed earlier (the script ran on)
+        w.finish(schema.STATUS_FAILED, compile_error)
+    elif error is not None:
         w.update(script_error=error.to_json())
         w.finish(schema.STATUS_OK)  # the compile was fine: the script raised (script_failed)
     elif writer_pid is not None:
@@ -56,9 +67,11 @@ def _rank(job: Path, rank: int, status: str | None, *, world: int = 2,
     if status is None:
         return
     record = {"rank": rank, "world_size": world, "status": status, "trace": f"rank_{rank}",
-              "started_at": 1.0}
-    if finished:
-        record["finished_at"] = 9.0
+              "started_at": 1.0, **extra}
+    if host is not None:
+        record["hostname"] = host
+    if finished is not False:
+        record["finished_at"] = 9.0 if finished is True else finished
     (job / "job").mkdir(parents=True, exist_ok=True)
     (job / "job" / f"rank_{rank}.json").write_text(json.dumps(record))
 
@@ -85,9 +98,10 @@ def test_a_collective_the_watchdog_timed_out_is_a_hang_named_from_the_error(
     label, style, texts = wait_headings(w)
     assert (label, style) == ("hung: ", "bold red")
     assert texts[0].startswith(
-        "rank 1's collective ALLREDUCE #2 timed out (the NCCL watchdog): DistBackendError: "
-        "[Rank 1] Watchdog caught collective operation timeout:"
+        "rank 1's collective timed out (ALLREDUCE, NCCL SeqNum=2; the NCCL watchdog): "
+        "DistBackendError: [Rank 1] Watchdog caught collective operation timeout:"
     ), texts
+    assert "ALLREDUCE #2" not in texts[0], texts  # NCCL's count is not tuidebug's numbering
     assert "rank(s) 0 stopped by the launcher when another rank ended" in texts[0], texts
     assert texts[1] == ("rank(s) 1 wait in collective #2 of group default for rank(s) 0, which "
                         "did not reach it"), texts
@@ -115,7 +129,8 @@ def test_a_rank_the_watchdog_aborted_is_named_from_its_last_words(tmp_path: Path
     assert [(e["kind"], e["ranks"]) for e in w["ends"]] == [
         ("collective_timeout", [1]), ("killed", [0])], w["ends"]
     assert w["ends"][0]["text"].startswith(
-        "rank 1's collective ALLREDUCE #3 timed out (the NCCL watchdog): [rank1]:"), w["ends"]
+        "rank 1's collective timed out (ALLREDUCE, NCCL SeqNum=3; the NCCL watchdog): "
+        "[rank1]:"), w["ends"]
 
 
 def test_an_ordinary_error_is_no_hang(tmp_path: Path) -> None:
@@ -132,13 +147,35 @@ def test_an_ordinary_error_is_no_hang(tmp_path: Path) -> None:
         "another rank ended; where each rank was:"), texts
 
 
-def test_a_rank_ended_by_a_signal_is_no_raise(tmp_path: Path) -> None:
-    """torchrun's SIGTERM reached rank 0's script before its tuidebug wrote ``killed``: the
-    record says script_failed with exit code -15; it did not raise."""
+@pytest.mark.slow
+def test_a_rank_torchrun_stops_with_sigterm_writes_killed_and_dies_of_it(tmp_path: Path) -> None:
+    """A rank's ``tuidebug trace`` under a launcher, its process group sent SIGTERM as torchrun
+    stops the survivors when another rank failed (``os.killpg``): it writes its record
+    ``killed`` (exit code -15) and dies of SIGTERM, as the rank would untraced. Before, it had
+    no handler: the record stayed ``running`` and the job read "interrupted (Ctrl-C)"."""
     job = tmp_path / "job"
-    _rank(job, 0, "script_failed")
+    marker = tmp_path / "running"
+    script = tmp_path / "train.py"
+    script.write_text(f"import pathlib, time\npathlib.Path({str(marker)!r}).write_text('x')\n"
+                      "time.sleep(120)\n")
+    env = dict(os.environ, PYTHONPATH=pythonpath(), RANK="0", WORLD_SIZE="2", LOCAL_RANK="0")
+    p = subprocess.Popen([sys.executable, "-m", "tuidebug.cli", "trace", "--no-check", "-o",
+                          str(job), str(script)], env=env, start_new_session=True,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not marker.exists() and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert marker.exists(), p.stderr.read() if p.poll() is not None else "no start"
+        os.killpg(p.pid, signal.SIGTERM)  # as torchrun's SubprocessHandler.close does
+        assert p.wait(timeout=60) == -signal.SIGTERM  # the job's outcome unchanged
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+        p.stderr.close()
     rec = json.loads((job / "job" / "rank_0.json").read_text())
-    (job / "job" / "rank_0.json").write_text(json.dumps({**rec, "exit_code": -15}))
+    assert (rec["status"], rec["exit_code"], rec["ended_by"]) == ("killed", -15, "SIGTERM"), rec
     _collectives(job, 0, [1], waiting=True)
     _rank(job, 1, "script_failed", error=ScriptError("ValueError", "bad batch"))
     w = analyze_job(job)["waits"]
@@ -147,6 +184,93 @@ def test_a_rank_ended_by_a_signal_is_no_raise(tmp_path: Path) -> None:
         ("raised", [1], "rank 1 script_failed: ValueError: bad batch"),
         ("killed", [0], "rank 0 ended by SIGTERM (the launcher stops every rank when one ends)")
     ], w["ends"]
+    assert wait_headings(w)[0] == "stopped: "
+
+
+def test_a_record_left_running_while_another_rank_raised_is_no_interrupt(
+        tmp_path: Path) -> None:
+    """Rank 0's record was left ``running`` (SIGKILL, or a tuidebug before the SIGTERM
+    handler) while rank 1 raised: the launcher stopped it, said under ``stopped:``, never
+    "interrupted (Ctrl-C)". A ``running`` record of another host is not known from here."""
+    job = tmp_path / "job"
+    _rank(job, 0, "running", writer_pid=_dead_pid(), finished=False)
+    _collectives(job, 0, [1], waiting=True)
+    _rank(job, 1, "script_failed", error=ScriptError("ValueError", "bad batch"))
+    w = analyze_job(job)["waits"]
+    assert w is not None and not w["hung"], w
+    assert [(e["kind"], e["ranks"]) for e in w["ends"]] == [("raised", [1]), ("killed", [0])]
+    label, _, texts = wait_headings(w)
+    assert label == "stopped: ", (label, texts)
+    assert "interrupted" not in texts[0] and "rank(s) 0 left their records running, with no " \
+        "end: stopped before they could say how" in texts[0], texts
+    far = tmp_path / "far"
+    _rank(far, 0, "running", writer_pid=_dead_pid(), finished=False, host="node-b.invalid")
+    _collectives(far, 0, [1], waiting=True)
+    _rank(far, 1, "running", writer_pid=_dead_pid(), finished=False)
+    _collectives(far, 1, [1], waiting=True)
+    ends = analyze_job(far)["waits"]["ends"]
+    assert [(e["kind"], e["ranks"]) for e in ends] == [("interrupted", [1]),
+                                                       ("not_known_here", [0])], ends
+    assert ends[1]["text"] == ("rank(s) 0 on another host (node-b.invalid): their records say "
+                               "running; whether they still run, or how they ended, is not "
+                               "known from this host"), ends
+
+
+def test_a_compile_error_does_not_hide_the_watchdog_abort(tmp_path: Path) -> None:
+    """Rank 1's compile failed earlier (an accuracy mismatch; the script ran on), then the NCCL
+    watchdog aborted it (SIGABRT, its last words): a hang, named from those words — not "ended
+    by SIGABRT" with the compile's error."""
+    job = tmp_path / "job"
+    _rank(job, 0, "killed")
+    _collectives(job, 0, [1, 2, 3], waiting=True)
+    said = ("[rank1]:[E1127 06:40:01.1 watchdog.cpp:288] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+            "Timeout(ms)=10000) ran for 10043 milliseconds before timing out.")
+    _rank(job, 1, "failed", compile_error=ErrorRecord(phase="accuracy", type="AccuracyError",
+                                                      message="outputs differ", graph="0_0"),
+          exit_code=-6, last_words=["a line", said])
+    _collectives(job, 1, [1, 2], waiting=False)
+    report = analyze_job(job)
+    w = report["waits"]
+    assert w is not None and w["hung"], w
+    assert [(e["kind"], e["ranks"]) for e in w["ends"]] == [
+        ("collective_timeout", [1]), ("killed", [0])], w["ends"]
+    assert report["ranks"][1]["error"]["message"] == said
+
+
+def test_timeouts_after_a_rank_raised_are_no_hang(tmp_path: Path) -> None:
+    """Rank 0 raised a ValueError; ranks 1 and 2, left waiting for it, reached the NCCL
+    watchdog's timeout: ``stopped:``, rank 0 first, the others said to have timed out waiting
+    after it ended — not ``hung:`` with the timeouts ahead of the rank that raised."""
+    job = tmp_path / "job"
+    _rank(job, 0, "script_failed", world=3, error=ScriptError("ValueError", "bad batch"),
+          finished=5.0, host="h")
+    _collectives(job, 0, [1], waiting=False)
+    for r in (1, 2):
+        _rank(job, r, "script_failed", world=3, finished=700.0, host="h",
+              error=ScriptError("DistBackendError", WATCHDOG))
+        _collectives(job, r, [1, 2], waiting=True)
+    w = analyze_job(job)["waits"]
+    assert w is not None and not w["hung"], w
+    assert [(e["kind"], e["ranks"]) for e in w["ends"]] == [
+        ("raised", [0]), ("timeout_after_raise", [1]), ("timeout_after_raise", [2])], w["ends"]
+    assert w["ends"][1]["text"].startswith(
+        "rank 1's collective then timed out (ALLREDUCE, NCCL SeqNum=2; the NCCL watchdog), "
+        "waiting for rank(s) 0, which had ended: DistBackendError:"), w["ends"]
+    label, _, texts = wait_headings(w)
+    assert label == "stopped: " and texts[0].startswith(
+        "rank 0 script_failed: ValueError: bad batch; rank 1's collective then timed out"), texts
+    # on one host, a raise that came after the timeouts (the clock says so), or one a dead peer
+    # causes, is no first cause: the hang stands
+    for rank0, end in ((ScriptError("ValueError", "bad batch"), 900.0),
+                       (ScriptError("RuntimeError", "Connection closed by peer"), 5.0)):
+        other = tmp_path / f"other{end}"
+        _rank(other, 0, "script_failed", world=2, error=rank0, finished=end, host="h")
+        _rank(other, 1, "script_failed", world=2, finished=700.0, host="h",
+              error=ScriptError("DistBackendError", WATCHDOG))
+        _collectives(other, 1, [1, 2], waiting=True)
+        w = analyze_job(other)["waits"]
+        assert w["hung"] and w["ends"][0]["kind"] == "collective_timeout", w["ends"]
 
 
 def test_records_left_running_are_an_interrupted_job(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -188,8 +189,6 @@ def _dump_stacks(root: Path, wait: float = 5.0) -> None:
     """Before a hung job is ended: ask each running rank of this node for its Python stacks
     (SIGUSR1 to its capture child, which dumps every thread to ``job/rank_<r>.stacks.txt``)
     and wait up to ``wait`` seconds for them."""
-    import signal
-
     from tuidebug.trace.jobs import job
     from tuidebug.trace.jobs.progress import progress_path, stacks_path
 
@@ -241,7 +240,9 @@ def _close_records(root: Path, timed_out: bool = False) -> None:
 
     host = socket.gethostname()
     for rec in job.read_job(root)["ranks"]:
-        if (rec.get("status") == "running" and rec.get("hostname") == host
+        # a rank --timeout stopped wrote ``killed`` itself on torchrun's SIGTERM
+        termed = timed_out and rec.get("status") == "killed" and rec.get("ended_by") == "SIGTERM"
+        if ((rec.get("status") == "running" or termed) and rec.get("hostname") == host
                 and not _alive(rec.get("pid"))):  # another launcher's rank on this host runs on
             if timed_out:
                 job.mark_stopped(root, rec["rank"], "tuidebug trace --timeout: the job ran too "
@@ -251,6 +252,26 @@ def _close_records(root: Path, timed_out: bool = False) -> None:
                                     "note": "stopped by --timeout (the job ran too long)"
                                     if timed_out else "ended before it finished (torchrun "
                                     "stops every rank when one fails)"})
+
+
+def _record_sigterm(root: Path, record: dict[str, Any]) -> None:
+    """Until this rank's end is written: on SIGTERM (a launcher stopping every rank when one
+    ended: torchrun's ``os.killpg``, which reaches the capture child as well), write the record
+    ``killed`` (``exit_code`` -15, ``ended_by`` SIGTERM), then die of SIGTERM as the rank would
+    untraced: the job's outcome is unchanged. Without it the record stayed ``running``."""
+    from tuidebug.trace.jobs import job
+
+    def handler(signum: int, frame: Any) -> None:
+        try:
+            job.write_record(root, {**record, "status": "killed", "exit_code": -signum,
+                                    "ended_by": proc.signal_name(signum),
+                                    "finished_at": time.time(),
+                                    "note": "ended by SIGTERM before it finished (a launcher "
+                                            "stops every rank when one ends)"})
+        finally:
+            proc.die_of(signum)
+
+    signal.signal(signal.SIGTERM, handler)
 
 
 NO_GRAPH = "no Inductor graph was compiled (the trace's warnings say why); not a failure"
@@ -278,6 +299,8 @@ def trace_rank(ns: argparse.Namespace, where: dict[str, Any]) -> int:
     job.write_record(root, record)
     from tuidebug.trace.jobs.progress import progress_path
 
+    _record_sigterm(root, record)
+
     code, out, last = run_trace(ns.script, ns.args, job.rank_dir(root, rank),
                              check=not ns.no_check, use_cache=ns.use_cache, sets=ns.set,
                              accuracy_tol=ns.accuracy_tol, quiet=rank != 0,
@@ -297,6 +320,7 @@ def trace_rank(ns: argparse.Namespace, where: dict[str, Any]) -> int:
     if graphs == 0:
         record["note"] = NO_GRAPH
     job.write_record(root, record)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # its end is written
     job.write_job(root)
     said = f"; {NO_GRAPH}" if graphs == 0 else ""
     print(f"[tuidebug] rank {rank}: {status}{said} → {out}", file=sys.stderr, flush=True)

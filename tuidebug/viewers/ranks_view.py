@@ -186,9 +186,11 @@ def _end_texts(waits: dict[str, Any]) -> list[str]:
 def wait_headings(waits: dict[str, Any]) -> tuple[str, str, list[str]]:
     """The label, its style and the headings said above where each unfinished rank is:
     ``hung:`` in red only when some rank ran out of time (``--timeout``, or a collective
-    timed out: its error says so); ``interrupted:`` when ranks left their records running with
-    no end (Ctrl-C); else ``stopped:`` — a job whose ranks were stopped because one raised is
-    no hang. With a mismatch of collectives found, how the ranks ended comes first (but for
+    timed out: its error says so, and no rank raised before it); ``interrupted:`` when ranks
+    ended on SIGINT or left their records running with no other rank's end to explain it
+    (Ctrl-C), and none raised; else ``stopped:`` — a job whose ranks were stopped because one
+    raised is no hang, nor are collectives that timed out waiting for a rank that raised.
+    With a mismatch of collectives found, how the ranks ended comes first (but for
     ``--timeout``, which the label says)."""
     mismatches = [m["text"] for m in waits["mismatches"]]
     if not mismatches:
@@ -199,7 +201,7 @@ def wait_headings(waits: dict[str, Any]) -> tuple[str, str, list[str]]:
         texts = ["; ".join(_end_texts(waits))] + mismatches
     if waits.get("hung"):
         return "hung: ", "bold red", texts
-    if _ended(waits, "interrupted"):
+    if _ended(waits, "interrupted") and not _ended(waits, "raised"):  # one raised: stopped
         return "interrupted: ", "bold yellow", texts
     return "stopped: ", "bold", texts
 

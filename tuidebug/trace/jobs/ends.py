@@ -5,16 +5,24 @@ A job stops for one of a few reasons, and each is said as what is known, never a
 
 - ``timed_out``: ``tuidebug trace --timeout`` stopped it (a hang);
 - ``collective_timeout``: a rank's own error says a collective timed out — the NCCL watchdog
-  (``Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, …)``),
-  gloo's ``Timed out waiting 5000ms for recv operation`` — a hang that the process group's
-  timeout ended (the launcher then stops the other ranks);
+  (``Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, …)``,
+  said as ``ALLREDUCE, NCCL SeqNum=5``: NCCL counts collectives tuidebug never logs, so its
+  number is not tuidebug's), gloo's ``Timed out waiting 5000ms for recv operation`` — a hang
+  that the process group's timeout ended (the launcher then stops the other ranks);
 - ``raised``: a rank failed on an error of another kind (the launcher stops the others);
-- ``killed``: stopped by the launcher when another rank ended (its record says so), or its
-  script died of a signal (its exit code: SIGTERM, SIGKILL, SIGABRT…);
+- ``timeout_after_raise``: a rank's collective timed out while another rank had raised an
+  error of another kind: it was left waiting for a rank that had ended (no hang). Said so only
+  where the raise can have come first: its error is not one a dead peer causes (``Connection
+  closed by peer``…) and, both ranks' records on one host (one clock), it ended first;
+- ``killed``: stopped by the launcher when another rank ended (its record says so: the rank's
+  ``tuidebug trace`` writes ``killed`` on SIGTERM), or its script died of a signal (its exit
+  code: SIGTERM, SIGKILL, SIGABRT…), or its record was left ``running`` while another rank
+  ended (SIGKILL leaves no end);
 - ``interrupted``: ended on SIGINT (Ctrl-C: its exit code -2, or a KeyboardInterrupt), or its
-  record was left ``running`` with no end (a rank blocked where SIGINT cannot reach Python is
-  killed by the launcher before it writes one) — or, its trace's writer alive on this host,
-  ``running``: it still runs;
+  record was left ``running`` with no end and no other rank's end explains it — or, its trace's
+  writer alive on this host, ``running``: it still runs;
+- ``not_known_here``: a record left ``running`` on another host: whether that rank runs on or
+  how it ended cannot be told from this one;
 - ``unknown``: no record of the rank (a world size larger than the records, or a trace
   folder without a record): nothing is known of how it ended;
 - ``other``: a record with another status (``crashed``, ``unreadable``): said as it is.
@@ -23,6 +31,7 @@ A job stops for one of a few reasons, and each is said as what is known, never a
 from __future__ import annotations
 
 import re
+import socket
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -30,6 +39,9 @@ from typing import Any
 _TIMEOUT_RE = re.compile(r"Watchdog caught collective operation timeout|collective operation "
                          r"timeout|Timed out waiting \d+ ?ms for \w+ operation", re.I)
 _WORK_RE = re.compile(r"SeqNum=(\d+), OpType=(\w+)")
+# an error a rank raises because a peer went away (it ended): a consequence, never a first cause
+_PEER_GONE_RE = re.compile(r"Connection (closed|reset) by peer|Broken pipe|communicator was "
+                           r"aborted|ProcessGroup\w* is aborted|peer (closed|went away)", re.I)
 ENDED = ("ok", "failed", "script_failed")
 
 
@@ -51,9 +63,14 @@ class RankError:
         return "watchdog" in (self.message or "").lower()
 
     def work(self) -> str | None:
-        """The timed-out collective as the NCCL watchdog names it: ``ALLREDUCE #5``."""
+        """The timed-out collective as the NCCL watchdog names it: ``ALLREDUCE, NCCL
+        SeqNum=5`` (NCCL's own count, which includes collectives tuidebug never logs: not the
+        ``#n`` of the progress log)."""
         m = _WORK_RE.search(self.message or "")
-        return f"{m.group(2)} #{m.group(1)}" if m else None
+        return f"{m.group(2)}, NCCL SeqNum={m.group(1)}" if m else None
+
+    def peer_gone(self) -> bool:
+        return bool(_PEER_GONE_RE.search(f"{self.type or ''}: {self.message or ''}"))
 
 
 @dataclass
@@ -119,21 +136,47 @@ def _r(ranks: list[int]) -> str:
     return ", ".join(map(str, sorted(ranks)))
 
 
-def ends(ranks: list[dict[str, Any]], missing: list[int]) -> list[End]:
+def _raised_first(raised: list[dict[str, Any]], timeouts: list[dict[str, Any]]) -> bool:
+    """Whether the ranks whose collectives timed out can have been left waiting for ranks that
+    raised (``timeout_after_raise``): some raise is not one a dead peer causes, and where every
+    record is of one host (one clock) and says when it ended, such a raise ended first. Records
+    of several hosts are never ordered by their times."""
+    first = [r for r in raised if not (rank_error(r) or RankError()).peer_gone()]
+    if not first or not timeouts:
+        return False
+    rows = first + timeouts
+    ends_at = [r.get("finished_at") for r in rows]
+    if len({r.get("hostname") for r in rows}) != 1 or not all(
+            type(t) in (int, float) for t in ends_at):
+        return True  # no one clock: the times tell nothing either way
+    return min(r["finished_at"] for r in first) <= min(r["finished_at"] for r in timeouts)
+
+
+def _kind(row: dict[str, Any], host: str) -> str | None:
+    st = row.get("status")
+    return ("unknown" if row.get("no_record") else
+            "timed_out" if st in ("timed_out", "stopped") else
+            "collective_timeout" if timed_out_collective(row) else
+            "sigint" if interrupted(row) else
+            "signal" if _signal(row) else
+            "raised" if st in ("failed", "script_failed") else
+            "killed" if st == "killed" else
+            ("running" if row.get("trace_status") == "running" else
+             "not_known_here" if isinstance(row.get("hostname"), str)
+             and row["hostname"] != host else "left_running") if st == "running" else
+            None if st == "ok" else "other")
+
+
+def ends(ranks: list[dict[str, Any]], missing: list[int],
+         host: str | None = None) -> list[End]:
     """How the ranks (``analyze_job``'s rows) that did not finish ended, and the ranks with no
-    record (``missing``): one :class:`End` per kind found, in the order of the module's list."""
+    record (``missing``): one :class:`End` per kind found, in the order of the module's list
+    (a rank that raised first when the others' collectives timed out after it). ``host``: the
+    host reading (a record left ``running`` elsewhere is not known from here)."""
+    host = socket.gethostname() if host is None else host
     by: dict[str, list[dict[str, Any]]] = {}
     for row in ranks:
-        st = row.get("status")
-        kind = ("unknown" if row.get("no_record") else
-                "timed_out" if st in ("timed_out", "stopped") else
-                "collective_timeout" if timed_out_collective(row) else
-                "sigint" if interrupted(row) else
-                "signal" if _signal(row) else
-                "raised" if st in ("failed", "script_failed") else
-                "killed" if st == "killed" else
-                "interrupted" if st == "running" else
-                None if st == "ok" else "other")
+        kind = _kind(row, host)
         if kind:
             by.setdefault(kind, []).append(row)
     out: list[End] = []
@@ -141,41 +184,70 @@ def ends(ranks: list[dict[str, Any]], missing: list[int]) -> list[End]:
         rs = [r["rank"] for r in by["timed_out"]]
         out.append(End("timed_out", rs, f"rank(s) {_r(rs)} stopped by tuidebug trace --timeout "
                                         "(the job ran too long)"))
+    after = _raised_first(by.get("raised", []), by.get("collective_timeout", []))
+    raisers = _r([r["rank"] for r in by.get("raised", [])
+                  if not (rank_error(r) or RankError()).peer_gone()])
+    timeouts = []
     for row in by.get("collective_timeout", []):
         err = rank_error(row) or RankError()
         work = err.work()
         by_whom = "the NCCL watchdog" if err.watchdog() else "the process group's timeout"
-        out.append(End("collective_timeout", [row["rank"]],
-                       f"rank {row['rank']}'s collective{' ' + work if work else ''} timed out "
-                       f"({by_whom}): {err.text()}"))
+        if after:
+            timeouts.append(End("timeout_after_raise", [row["rank"]],
+                                f"rank {row['rank']}'s collective then timed out "
+                                f"({work + '; ' if work else ''}{by_whom}), waiting for rank(s) "
+                                f"{raisers}, which had ended: {err.text()}"))
+        else:
+            timeouts.append(End("collective_timeout", [row["rank"]],
+                                f"rank {row['rank']}'s collective timed out "
+                                f"({work + '; ' if work else ''}{by_whom}): {err.text()}"))
+    if not after:
+        out += timeouts
     for row in by.get("raised", []):
         err = rank_error(row)
         out.append(End("raised", [row["rank"]], f"rank {row['rank']} {row['status']}"
                        + (f": {err.text()}" if err else "")))
+    if after:
+        out += timeouts
     if "sigint" in by:
         rs = [r["rank"] for r in by["sigint"]]
         out.append(End("interrupted", rs, f"rank(s) {_r(rs)} interrupted (SIGINT: Ctrl-C, or "
                                           "the launcher passing it on)"))
+    # another rank's end is why the launcher stopped the rest; with none, it came from outside
+    other_end = any(k in by for k in ("timed_out", "collective_timeout", "raised", "other"))
     for row in by.get("signal", []):
         n = _signal(row)
         name = _SIGNALS.get(n or 0, f"signal {n}")
+        why = ("the launcher stops every rank when one ends" if other_end else
+               "no rank ended otherwise: the job was stopped from outside, such as its "
+               "launcher or a scheduler")
         out.append(End("killed", [row["rank"]], f"rank {row['rank']} ended by {name}"
-                       + (" (the launcher stops every rank when one ends)"
-                          if n in (9, 15) else "")))
+                       + (f" ({why})" if n in (9, 15) else "")))
     if "killed" in by:
         rs = [r["rank"] for r in by["killed"]]
         out.append(End("killed", rs, f"rank(s) {_r(rs)} stopped by the launcher when another "
                                      "rank ended"))
-    if "interrupted" in by:
-        live = [r["rank"] for r in by["interrupted"] if r.get("trace_status") == "running"]
-        gone = [r["rank"] for r in by["interrupted"] if r["rank"] not in live]
-        if gone:
+    if "left_running" in by:
+        gone = [r["rank"] for r in by["left_running"]]
+        # another rank's end (a raise, a timeout, a signal) is why the launcher stopped these
+        if other_end or "signal" in by or "killed" in by:
+            out.append(End("killed", gone, f"rank(s) {_r(gone)} left their records running, "
+                           "with no end: stopped before they could say how (the launcher "
+                           "stops every rank when one ends)"))
+        else:
             out.append(End("interrupted", gone, f"rank(s) {_r(gone)} left their records "
                            "running, with no end: the job was interrupted (Ctrl-C) or killed "
                            "before it could say how it ended"))
-        if live:
-            out.append(End("running", live, f"rank(s) {_r(live)} still running (each trace's "
-                                            "writer is alive)"))
+    if "running" in by:
+        live = [r["rank"] for r in by["running"]]
+        out.append(End("running", live, f"rank(s) {_r(live)} still running (each trace's "
+                                        "writer is alive)"))
+    if "not_known_here" in by:
+        rs = [r["rank"] for r in by["not_known_here"]]
+        hosts = ", ".join(sorted({str(r["hostname"])[:100] for r in by["not_known_here"]}))
+        out.append(End("not_known_here", rs, f"rank(s) {_r(rs)} on another host ({hosts}): "
+                       "their records say running; whether they still run, or how they ended, "
+                       "is not known from this host"))
     for row in by.get("other", []):
         out.append(End("other", [row["rank"]], f"rank {row['rank']} ended "
                                                f"{row.get('status') or 'unknown'}"))

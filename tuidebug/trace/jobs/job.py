@@ -37,7 +37,8 @@ _RECORD_RE = re.compile(r"^rank_(\d+)\.json$")
 MAX_RECORD_BYTES = 1024 * 1024  # one rank's record, or job.json
 MAX_WORLD_SIZE = 1 << 20  # a larger world size in a record is not believed
 _INT_FIELDS = ("world_size", "local_rank", "node_rank", "exit_code")
-_STR_FIELDS = ("hostname", "launcher", "status", "run_id", "trace", "launched_by")
+_STR_FIELDS = ("hostname", "launcher", "status", "run_id", "trace", "launched_by",
+               "ended_by")
 
 
 def rank_dir(root: Path, rank: int) -> Path:

@@ -264,6 +264,22 @@ def _same_cache_seconds(digests: dict[int, RankDigest]) -> dict[int, dict[str, f
             for r, d in digests.items()}
 
 
+def _how_it_ended(dg: RankDigest | None, words: Any) -> dict[str, Any] | None:
+    """The error that ended a rank: its script's exception; else a line it wrote last that
+    says a collective timed out (the NCCL watchdog aborts the process: no exception recorded);
+    else a compile's error — which is not how the process ended, so it never hides the other
+    two (a rank whose compile failed earlier, then aborted by the watchdog, hung)."""
+    def of(err: Any) -> dict[str, Any] | None:
+        return ({"type": err.type, "message": (err.message or "")[:2000]}
+                if err is not None and (err.type or err.message) else None)
+
+    said = next((w for w in reversed(words or []) if collective_timeout_text(w)), None)
+    m = dg.manifest if dg is not None else None
+    return (of(m.script_error if m else None)
+            or ({"type": None, "message": said} if said else None)
+            or of(m.error if m else None))
+
+
 def _run_seconds(records: list[dict[str, Any]]) -> dict[int, float]:
     """Per rank that finished ``ok``, its seconds from its record's start to
     its end; a rank whose record lacks either, or gives no sane span, is left out."""
@@ -311,7 +327,8 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
         dg = rank_digest.read_rank(r, d, hashes) if d is not None else None
         row = {"rank": r, "hostname": rec.get("hostname"), "node_rank": rec.get("node_rank"),
                "local_rank": rec.get("local_rank"), "status": rec.get("status"),
-               "exit_code": rec.get("exit_code"), "trace": rec.get("trace")}
+               "exit_code": rec.get("exit_code"), "trace": rec.get("trace"),
+               "finished_at": rec.get("finished_at")}
         if rec.get("no_record"):  # a trace folder without a record: how it ended is not known
             row["no_record"] = True
         if dg is not None:
@@ -320,13 +337,9 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
                        compiles=len(dg.print["compiles"]), graphs=dg.graphs,
                        compile_time_s=round(sum(dg.compile_seconds.values()), 6),
                        trace_status=dg.status)
-            err = dg.manifest.script_error or dg.manifest.error
-            if err is not None and (err.type or err.message):
-                row["error"] = {"type": err.type, "message": (err.message or "")[:2000]}
-        words = rec.get("last_words")
-        said = next((w for w in reversed(words or []) if collective_timeout_text(w)), None)
-        if "error" not in row and said:  # no exception recorded (the watchdog aborted it)
-            row["error"] = {"type": None, "message": said}
+        row["error"] = _how_it_ended(dg, rec.get("last_words"))
+        if row["error"] is None:
+            del row["error"]
         # ended before it finished, or failed because a collective timed out: where it was
         if where_it_was(row):
             row["progress"] = rank_progress.rank_progress(root, r, dg.manifest if dg else None)
