@@ -504,41 +504,74 @@ def test_a_graph_break_torch_calls_itself_is_no_call_of_yours_to_remove(tmp_path
     assert break_advice(Trace(tmp_path / "one")) == []
 
 
+def _skipped_call(root: Path, fn: str, file: str,
+                  then: list[tuple[str, str, str]]) -> Trace:
+    """opt_step() (/job/train.py:10) breaking at its line 12, ``opt.step()``, on a call of
+    ``fn`` in ``file`` that Dynamo skips (torch 2.13's words); the frames compiled after it
+    (``then``: compile id, function, file), in that order."""
+    reason = ("Graph break in user code at /job/train.py:12\nGraph Break Reason: Encountered "
+              "graph break when attempting to trace CALL: a function call, e.g. f(x, y):\n\n"
+              "Attempted to call function marked as skipped\n  Explanation: Dynamo "
+              f"developers have intentionally marked that the function `{fn}` in file "
+              f"`{file}` should not be traced.\n  Hint: Avoid calling the function `{fn}`.\n"
+              "  Hint: Please file an issue to PyTorch.\n\n  Developer debug context: "
+              f"module: x, qualname: {fn}, skip reason: file is force-skipped ({file})\n\n"
+              "User code traceback:\n  File \"/job/train.py\", line 12, in opt_step\n"
+              "    opt.step()\n")
+    w = TraceWriter(root, command=["train.py"])
+    for cid, name, where in [("5/0", "opt_step", "/job/train.py"), *then]:
+        w.write_compile(cid, {"graphs": [], "metrics": {
+            "co_name": name, "co_firstlineno": 12 if name.startswith("torch_dynamo") else 10,
+            "co_filename": where}, **({"dynamo_graph_break_reason": [reason]}
+                                      if name == "opt_step" else {})})
+        w.add_compile(cid, {"graphs": []})
+    w.finish("ok")
+    return Trace(root)
+
+
+RESUME = "torch_dynamo_resume_in_opt_step_at_12"
+
+
 def test_a_call_of_a_function_torch_skips_is_not_moved_out_of_the_compiled_function(
         tmp_path: Path) -> None:
     """The same opt_step() with an LR scheduler (torch 2.13's words): the scheduler wraps
     ``opt.step`` in torch/optim/lr_scheduler.py, a file Dynamo skips, and info and advise said
     "call it outside the compiled function" — while the trace showed the frames it called
-    compiled (the optimizer's wrapper and Adam's step, 6/0 and 7/0): moved out, they run
-    eagerly. A function of the user's own that Dynamo skips keeps that advice."""
+    compiled (the optimizer's wrapper and Adam's step, 6/0 and 7/0, before the resume 8/0):
+    moved out, they run eagerly. Said only where the trace shows such frames: a skipped torch
+    helper that entered none keeps "call it outside" (moved out, its break goes), and so does
+    a function of the user's own that Dynamo skips."""
     from tuidebug.trace.queries.advice import break_advice
 
-    def reason(fn: str, file: str) -> str:
-        return ("Graph break in user code at /job/train.py:12\nGraph Break Reason: Encountered "
-                "graph break when attempting to trace CALL: a function call, e.g. f(x, y):\n\n"
-                "Attempted to call function marked as skipped\n  Explanation: Dynamo "
-                f"developers have intentionally marked that the function `{fn}` in file "
-                f"`{file}` should not be traced.\n  Hint: Avoid calling the function `{fn}`.\n"
-                "  Hint: Please file an issue to PyTorch.\n\n  Developer debug context: "
-                f"module: x, qualname: {fn}, skip reason: file is force-skipped ({file})\n\n"
-                "User code traceback:\n  File \"/job/train.py\", line 12, in opt_step\n"
-                "    opt.step()\n")
-
-    sched = "/venv/lib/python3.11/site-packages/torch/optim/lr_scheduler.py"
-    for name, fn, file in (("torch", "Adam.step", sched),
-                           ("mine", "MyOpt.step", "/home/u/torch/myopt.py")):
-        w = TraceWriter(tmp_path / name, command=["train.py"])
-        w.write_compile("5/0", {"graphs": [], "dynamo_graph_break_reason": [reason(fn, file)],
-                                "metrics": {"co_name": "opt_step", "co_firstlineno": 10,
-                                            "co_filename": "/job/train.py"}})
-        w.add_compile("5/0", {"graphs": []})
-        w.finish("ok")
-    [b] = trace_breaks(Trace(tmp_path / "torch"))["5/0"]
-    assert b.torchs_own and b.user_line.line == 12, b
-    assert b.advice.startswith("torch skips Adam.step on purpose (its file, "
-                               "torch/optim/lr_scheduler.py, is not traced)"), b.advice
-    assert "gains nothing" in b.advice and "call it outside" not in b.advice, b.advice
-    assert break_advice(Trace(tmp_path / "torch")) == []
-    [mine] = trace_breaks(Trace(tmp_path / "mine"))["5/0"]
+    torch = "/venv/lib/python3.11/site-packages/torch/"
+    sched = torch + "optim/lr_scheduler.py"
+    t = _skipped_call(tmp_path / "torch", "Adam.step", sched, [
+        ("6/0", "wrapper", torch + "optim/optimizer.py"), ("7/0", "step", torch + "optim/adam.py"),
+        ("8/0", RESUME, "/job/train.py"),
+        # the next step's recompile meets the call again: those frames are compiled already
+        ("5/1", "opt_step", "/job/train.py")])
+    per = trace_breaks(t)
+    assert set(per) == {"5/0", "5/1"}, per
+    for b in (*per["5/0"], *per["5/1"]):
+        assert b.torchs_own and b.user_line.line == 12 and b.entered == ("6/0", "7/0"), b
+        assert b.advice.startswith("torch skips Adam.step on purpose (its file, "
+                                   "torch/optim/lr_scheduler.py, is not traced)"), b.advice
+        assert "compiled as frames of their own (6/0, 7/0)" in b.advice, b.advice
+        assert "gains nothing" in b.advice and "call it outside" not in b.advice, b.advice
+    assert break_advice(t) == []
+    # a torch helper called in a forward, skipped, entering no compiled frame: moved out of
+    # the compiled function, its break goes
+    helper = _skipped_call(tmp_path / "helper", "clip_grad_norm_",
+                           torch + "nn/utils/clip_grad.py", [("6/0", RESUME, "/job/train.py"),
+                                                             ("7/0", "later", torch + "x.py")])
+    [b] = trace_breaks(helper)["5/0"]
+    assert not b.torchs_own and not b.entered, b
+    assert "call it outside the compiled function" in b.advice, b.advice
+    assert [s.id for s in break_advice(helper)] == ["break at train.py:12"]
+    # no resume compiled: what compiled after may be any code's, so nothing is shown
+    [b] = trace_breaks(_skipped_call(tmp_path / "open", "Adam.step", sched, [
+        ("6/0", "wrapper", torch + "optim/optimizer.py")]))["5/0"]
+    assert not b.torchs_own and "call it outside the compiled function" in b.advice, b
+    [mine] = trace_breaks(_skipped_call(tmp_path / "mine", "MyOpt.step", "/home/u/torch/my.py", [
+        ("6/0", "step", "/home/u/torch/inner.py"), ("7/0", RESUME, "/job/train.py")]))["5/0"]
     assert not mine.torchs_own and "call it outside the compiled function" in mine.advice
-    assert [s.id for s in break_advice(Trace(tmp_path / "mine"))] == ["break at train.py:12"]

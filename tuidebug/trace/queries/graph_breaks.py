@@ -10,11 +10,12 @@ is evaluated, no file it names is opened."""
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.attempts import first_attempt
+from tuidebug.trace.queries.resumes import base_fn, entered_at_break, resumed_in
 
 MAX_BREAKS = 500  # per trace: a longer list is cut (its count is kept)
 MAX_TEXT = 600  # characters kept of an explanation or a hint
@@ -25,7 +26,6 @@ _AT = re.compile(r"Graph break (?:in user code )?at (?P<file>.+?):(?P<line>\d+)\
 # next frame (a frame without code, ``<frozen runpy>``, took the frame after it as its code)
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"\n]+)", line (?P<line>\d+), in (?P<fn>[^\n]+)\n'
                     r'(?:(?P<code>[ \t]+(?=[^ \t\n])(?!File ")[^\n]*\S[^\n]*)(?:\n|$))?', re.M)
-_RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
 _GB_ID = re.compile(r"/gb/(?P<id>gb\d+)\.html")
 # Dynamo's preamble before the graph-break type: the instruction it was tracing, or that the
 # break cannot be resumed from (then the rest of the function runs eagerly)
@@ -75,14 +75,20 @@ class GraphBreak:
     resumed_in: str | None
     eager: str
     advice: str | None = None
+    # compiles of frames the call at the break entered, run eagerly (``resumes.entered_at_break``;
+    # for a call of a function torch skips, those of any of its calls): kept for such a call only
+    entered: tuple[str, ...] = ()
 
     @property
     def torchs_own(self) -> bool:
         """A break torch makes on purpose, no change of the user's: a
         ``torch._dynamo.graph_break()`` that torch's own code calls (around every optimizer
         step, ``torch/optim/optimizer.py``), or a call of a function whose file in torch Dynamo
-        skips (``Adam.step`` as an LR scheduler wraps it, ``torch/optim/lr_scheduler.py``)."""
-        return _torchs_own(self.cause, self.explanation, self.site) is not None
+        skips where the trace shows the frames it called compiled of their own (``Adam.step``
+        as an LR scheduler wraps it, ``torch/optim/lr_scheduler.py``, calling the optimizer's):
+        out of the compiled function, those would run eagerly. A skipped torch helper that
+        entered no compiled frame keeps the advice to call it outside."""
+        return _torchs_own(self.cause, self.explanation, self.site, self.entered) is not None
 
     @property
     def key(self) -> str:
@@ -181,55 +187,6 @@ def dynamo_message(reason: str) -> str:
     return f"{cause}: {explanation}" if explanation else cause
 
 
-def resume_point(fn: str | None) -> tuple[str, int] | None:
-    """Where a resume function resumes (``torch_dynamo_resume_in_step_at_11``: ``("step",
-    11)``, the line of the graph break it resumes after); None for any other function."""
-    m = _RESUME.match(fn or "")
-    return (m["fn"], int(m["line"])) if m else None
-
-
-def _base_fn(fn: str | None) -> str | None:
-    """``step`` for ``step`` and for its resume functions (``torch_dynamo_resume_in_step_at_11``)."""
-    if not fn:
-        return None
-    m = _RESUME.match(fn)
-    return _base_fn(m["fn"]) if m else fn
-
-
-def _resumed_in(places: dict[str, dict[str, Any]], cid: str, frame: SourceLine | None,
-                base: str | None) -> str | None:
-    """The compile of the resume function Dynamo made for the code after ``frame``'s line:
-    of that function's frame (the first frame after ``cid``'s that resumes there), the compile
-    made right after ``cid`` (before its frame compiles again: ``0/1``'s break resumes in
-    ``1/1``, not ``1/0``), else, its guards holding, the latest one before (Dynamo tries its
-    newest compile first). ``places`` is in compile order."""
-    if frame is None or base is None:
-        return None
-    number = _frame_number(cid)
-    resumes = [other for other, p in places.items()
-               if (m := _RESUME.match(str(p.get("function") or ""))) is not None
-               and int(m["line"]) == frame.line and _base_fn(m["fn"]) == base
-               and str(p.get("file") or "") == frame.file and _frame_number(other) > number]
-    if not resumes:
-        return None
-    first = min(_frame_number(o) for o in resumes)
-    mine = [o for o in resumes if _frame_number(o) == first]
-    order = list(places)
-    pos = {c: i for i, c in enumerate(order)}
-    at = pos.get(cid, -1)
-    attempt = first_attempt(cid)
-    end = next((pos[o] for o in order[at + 1:] if _frame_number(o) == number
-                and first_attempt(o) != attempt), len(order))  # its frame again
-    after = [o for o in mine if at < pos[o] < end]
-    before = [o for o in mine if pos[o] < at]
-    return after[0] if after else (before[-1] if before else mine[0])
-
-
-def _frame_number(cid: str) -> int:
-    m = re.match(r"!?(?:\d+/)?(\d+)/", cid)
-    return int(m.group(1)) if m else -1
-
-
 def _eager(site: SourceLine | None, frame_line: SourceLine | None, frame: str | None,
            resumed: str | None, resumable: bool = True) -> str:
     def at(s: SourceLine) -> str:
@@ -243,7 +200,7 @@ def _eager(site: SourceLine | None, frame_line: SourceLine | None, frame: str | 
     if site is not None and frame_line is not None and (site.file, site.line) != (
             frame_line.file, frame_line.line):
         text += f" (the whole call: the break is inside {site.fn}, at {_short(site)})"
-    name = _base_fn(frame) or "the function"
+    name = base_fn(frame) or "the function"
     if not resumable:
         return (f"Dynamo could not resume after the break: it compiled {name} up to the last "
                 f"point it could resume from and ran the rest of it eagerly (from {at(here)})")
@@ -300,20 +257,33 @@ def _torch_path(file: str) -> str | None:
     return "torch/" + parts[1] if len(parts) == 2 else None
 
 
-def _torchs_own(cause: str, explanation: str | None, site: SourceLine | None) -> str | None:
+def _skipped_torch(cause: str, explanation: str | None) -> tuple[str, str] | None:
+    """(the function, its file as ``torch/...``) of a call of a function in installed torch
+    that Dynamo skips; None for any other break."""
+    m = _SKIPPED_FN.search(explanation or "") if _SKIPPED.search(cause) else None
+    path = _torch_path(m["file"]) if m else None
+    return (m["fn"], path) if m and path else None
+
+
+def _torchs_own(cause: str, explanation: str | None, site: SourceLine | None,
+                entered: tuple[str, ...] = ()) -> str | None:
     """What to do about a break torch makes on purpose (``GraphBreak.torchs_own``): nothing in
-    the user's code, said with the place in torch; None for any other break."""
+    the user's code, said with the place in torch; None for any other break, and for a call of
+    a skipped torch function that ``entered`` no compiled frame."""
     if _BREAK_CALL.search(cause) and site and (path := _torch_path(site.file)):
         return (f"nothing in your code: torch itself calls torch._dynamo.graph_break() there "
                 f"({path}:{site.line}, in {site.fn}), on purpose"
                 + (" (around every optimizer step, so that the step is compiled without grad, "
                    "as a graph of its own)" if path.startswith("torch/optim/") else ""))
-    m = _SKIPPED_FN.search(explanation or "") if _SKIPPED.search(cause) else None
-    if m and (path := _torch_path(m["file"])):
-        return (f"torch skips {m['fn']} on purpose (its file, {path}, is not traced): it runs "
-                f"eagerly wherever it is called, and the functions it calls are still compiled "
-                f"as frames of their own where Dynamo can, so calling it outside the compiled "
+    skipped = _skipped_torch(cause, explanation) if entered else None
+    if skipped:
+        shown = ", ".join(entered[:4]) + (f" and {len(entered) - 4} more" if len(entered) > 4
+                                          else "")
+        return (f"torch skips {skipped[0]} on purpose (its file, {skipped[1]}, is not traced): "
+                f"it runs eagerly wherever it is called, and the functions it called were "
+                f"compiled as frames of their own ({shown}), so calling it outside the compiled "
                 f"function gains nothing (it would leave those uncompiled)")
+    return None
 
 
 # a Logger method Dynamo cannot trace, and the method as the break's line calls it
@@ -368,15 +338,18 @@ def parse(cid: str, reason: str, place: dict[str, Any],
     own = [f for f in user if not any(p in f.file.replace("\\", "/") for p in _LIBRARY)]
     user_line = own[-1] if own else (user[-1] if user else site)
     frame = place.get("function")
-    base = _base_fn(frame)
+    base = base_fn(frame)
     in_frame = [f for f in frames if f.fn == base or f.fn == frame]
     frame_line = in_frame[-1] if in_frame else None
-    resumed = _resumed_in(places, cid, frame_line, base)
+    resumed = resumed_in(places, cid, frame_line.file, frame_line.line, base) if frame_line \
+        else None
+    entered = entered_at_break(places, cid, resumed) if _skipped_torch(cause, explanation) \
+        else ()
     return GraphBreak(compile_id=cid, frame=frame, cause=cause, explanation=explanation,
                       hints=hints, gb_id=gb_id, site=site, user_line=user_line,
                       frame_line=frame_line, stack=user[-MAX_STACK:], resumed_in=resumed,
                       eager=_eager(site, frame_line, frame, resumed, _NO_RESUME not in reason),
-                      advice=_torchs_own(cause, explanation, site)
+                      entered=entered, advice=_torchs_own(cause, explanation, site, entered)
                       or _logger_advice(cause, site) or _advice(cause, explanation, hints))
 
 
@@ -441,4 +414,20 @@ def trace_breaks(trace: Trace) -> dict[str, list[GraphBreak]]:
                 bs.append(b)
         if bs:
             out[cid] = bs
-    return out
+    return _share_entered(out)
+
+
+def _share_entered(breaks: dict[str, list[GraphBreak]]) -> dict[str, list[GraphBreak]]:
+    """Every call of a skipped torch function shows the compiled frames one of its calls
+    entered: a call met again (a recompile's) finds them compiled already, and enters none."""
+    shown: dict[tuple[str, str], tuple[str, ...]] = {}
+    for bs in breaks.values():
+        for b in bs:
+            if b.entered and (fn := _skipped_torch(b.cause, b.explanation)):
+                shown.setdefault(fn, b.entered)
+
+    def share(b: GraphBreak) -> GraphBreak:
+        entered = shown.get(_skipped_torch(b.cause, b.explanation) or ("", ""), ())
+        return b if b.entered or not entered else replace(
+            b, entered=entered, advice=_torchs_own(b.cause, b.explanation, b.site, entered))
+    return {cid: [share(b) for b in bs] for cid, bs in breaks.items()} if shown else breaks
