@@ -70,47 +70,97 @@ def test_inside_the_others_spread_or_with_two_ranks_nothing_is_said() -> None:
     assert slow_ranks({0: {"0/0": 10.0}, 1: {"0/0": 31.0}}, {}, {0: 40.0, 1: 90.0}) == []
 
 
-def _log(job: Path, rank: int, times: list[float]) -> None:
-    """Rank ``rank``'s progress log: all_reduce #n of the default group issued at ``times[n-1]``
-    (from train.py:40), each done."""
+def _write_log(job: Path, rank: int, events: list[dict]) -> None:
     from tuidebug.trace.jobs.progress import progress_path
 
     log = progress_path(job, rank)
     log.parent.mkdir(parents=True, exist_ok=True)
-    events: list[dict] = [{"event": "start", "t": 0.0}]
-    for n, t in enumerate(times, 1):
-        events += [{"event": "collective", "op": "all_reduce", "group": "default", "seq": n,
-                    "line": "train.py:40", "t": t},
-                   {"event": "done", "group": "default", "seq": n, "t": t + 1.0}]
+    events = [{"event": "start", "t": 0.0}] + sorted(events, key=lambda e: e["t"])
     log.write_text("".join(json.dumps(e) + "\n" for e in events))
 
 
+def _steps(job: Path, work: dict[int, list[float]], blocking: bool = True) -> None:
+    """Progress logs of ranks that each do ``work[rank][n-1]`` seconds of their own work, then
+    issue all_reduce #n (train.py:40): as a blocking collective returns, every rank leaves it
+    when the last one issued it (``blocking``); NCCL's returns at once (its wait is on the GPU)
+    and the ranks go on apart."""
+    at = {r: 0.0 for r in work}
+    logs: dict[int, list[dict]] = {r: [] for r in work}
+    for n in range(1, len(next(iter(work.values()))) + 1):
+        issued = {r: at[r] + work[r][n - 1] for r in work}
+        for r, t in issued.items():
+            done = max(issued.values()) + 0.01 if blocking else t + 0.001
+            logs[r] += [{"event": "collective", "op": "all_reduce", "group": "default", "seq": n,
+                         "line": "train.py:40", "t": t},
+                        {"event": "done", "group": "default", "seq": n, "t": done}]
+            at[r] = done
+    for r, evs in logs.items():
+        _write_log(job, r, evs)
+
+
 def test_the_rank_the_others_wait_for_at_every_step_is_named(tmp_path: Path) -> None:
-    """Rank 1 reaches each of the 4 all_reduces 0.8–2.0 s after the others (its steps are
-    slower; the compiles alike): the others waited for it, and where most is said."""
+    """Rank 1's own work before each of the 4 all_reduces takes 0.8–2.0 s longer (its steps are
+    slower; the compiles alike): the others waited for it in each, and where most is said. An
+    all_reduce that returns at once (NCCL: the wait is the GPU's) shows no waiting: no verdict."""
     compiles = {r: {"0/0": (10.0, 7.0)} for r in range(3)}
     job = _job(tmp_path / "job", compiles, {0: 40.0, 1: 41.0, 2: 40.5})
-    base = [1.0, 3.0, 5.0, 7.0]
-    _log(job, 0, base)
-    _log(job, 2, [t + 0.05 for t in base])
-    _log(job, 1, [t + d for t, d in zip(base, (0.8, 0.9, 2.0, 1.0))])
+    work = {0: [1.0, 2.0, 2.0, 2.0], 2: [1.05, 2.0, 2.0, 2.0],
+            1: [1.0 + 0.8, 2.0 + 0.9, 2.0 + 2.0, 2.0 + 1.0]}
+    _steps(job, work)
     late = analyze_job(job)["late_rank"]
     assert late is not None and late["rank"] == 1 and late["collectives"] == 4, late
+    assert abs(late["total_s"] - 4.65) < 1e-6, late  # 0.75 + 0.9 + 2.0 + 1.0, each once
     lines = slow_rank_lines([], late)
     assert lines[0] == ("slow rank: the other ranks waited for rank 1 at all 4 collectives they "
-                        "all issued, 750 ms–1.95 s each (4.50 s in all): its time went into its "
-                        "own work before each"), lines
-    assert lines[1] == "  all_reduce #3 of group default (train.py:40): 1.95 s after the others"
+                        "all issued and waited in, 750 ms–2.00 s each; its own work between "
+                        "collectives took 4.65 s longer than theirs in all"), lines
+    assert lines[1] == ("  all_reduce #3 of group default (train.py:40): 2.00 s after the "
+                        "others, 2.00 s of it gained in its own work since its previous "
+                        "collective"), lines
+    nccl = _job(tmp_path / "nccl", compiles, {0: 40.0, 1: 41.0, 2: 40.5})
+    _steps(nccl, work, blocking=False)
+    assert analyze_job(nccl)["late_rank"] is None
+
+
+def test_a_ddp_steps_lag_is_counted_once_not_per_bucket(tmp_path: Path) -> None:
+    """DDP: each step's backward issues 4 bucket all-reduces 0.1 s apart (asynchronous; each
+    ``done`` when it completed, once every rank issued it) and waits for them all before the
+    next step. Rank 1's forward takes 1 s longer: it was last at all 12 buckets, the others
+    waited ~1 s at each, but it lost 1 s per step — 3 s in all, not 12."""
+    compiles = {r: {"0/0": (10.0, 7.0)} for r in range(3)}
+    job = _job(tmp_path / "job", compiles, {0: 40.0, 1: 41.0, 2: 40.5})
+    at = {r: 0.0 for r in range(3)}
+    logs: dict[int, list[dict]] = {r: [] for r in range(3)}
+    seq = 0
+    for _step in range(3):
+        issued = {}
+        for b in range(4):
+            seq += 1
+            for r in range(3):
+                t = at[r] + (2.0 if r != 1 else 3.0) + 0.1 * b + 0.01 * r * (b == 0)
+                issued[(r, seq)] = t
+                logs[r].append({"event": "collective", "op": "all_reduce", "group": "default",
+                                "seq": seq, "line": "train.py:50", "async": True, "t": t,
+                                "ddp": {"bucket": b, "last": b == 3}})
+            done = max(issued[(r, seq)] for r in range(3)) + 0.01
+            for r in range(3):
+                logs[r].append({"event": "done", "group": "default", "seq": seq, "t": done})
+        for r in range(3):
+            at[r] = done
+    for r, evs in logs.items():
+        _write_log(job, r, evs)
+    late = analyze_job(job)["late_rank"]
+    assert late is not None and late["rank"] == 1 and late["collectives"] == 12, late
+    assert 2.9 < late["total_s"] < 3.1, late  # one lag a step, not one a bucket (12 s)
+    assert len(late["where"]) == 3 and all(" #1 " in w or " #5 " in w or " #9 " in w
+                                           for w in late["where"]), late["where"]
 
 
 def test_a_rank_late_only_sometimes_or_inside_noise_is_not_named(tmp_path: Path) -> None:
     compiles = {r: {"0/0": (10.0, 7.0)} for r in range(2)}
-    base = [1.0, 3.0, 5.0, 7.0]
     once = _job(tmp_path / "once", compiles, {0: 40.0, 1: 41.0})
-    _log(once, 0, base)
-    _log(once, 1, [t + d for t, d in zip(base, (0.8, 0.9, -0.1, 1.0))])  # first at #3
+    _steps(once, {0: [1.0, 2.0, 2.0, 2.0], 1: [1.8, 2.9, 1.9, 3.0]})  # first at #3
     assert analyze_job(once)["late_rank"] is None
     small = _job(tmp_path / "small", compiles, {0: 40.0, 1: 41.0})
-    _log(small, 0, base)
-    _log(small, 1, [t + 0.3 for t in base])  # always last, by less than NOISE_S
+    _steps(small, {0: [1.0, 2.0, 2.0, 2.0], 1: [1.3, 2.3, 2.3, 2.3]})  # by less than NOISE_S
     assert analyze_job(small)["late_rank"] is None
