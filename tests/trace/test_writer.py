@@ -123,3 +123,42 @@ def test_a_snapshot_is_written_as_given_and_its_nodes_keyed_once(tmp_path: Path)
     assert back(other)["nodes"] == []
     assert back(g.write_stage(3, "bare", {"nodes": [1]})) == {"nodes": [1]}
     assert back(g.write_stage(4, "none", {"stage": "s"})) == {"stage": "s"}
+
+
+def test_after_a_refused_write_nothing_is_encoded_or_kept(tmp_path: Path) -> None:
+    """Once the disk refused a write, capture has stopped: a later write built its whole JSON
+    text (and compressed it) in the user's process for nothing. Now nothing of it is built,
+    and nothing of it kept for a reader in this process (an earlier document of the same path
+    is forgotten: read from disk, where the earlier file stays whole)."""
+    from tuidebug.trace.format.written import Written
+
+    class Counted:
+        """Encoded through the writer's fallback (``repr``): counts its encodings."""
+        times = 0
+
+        def __repr__(self) -> str:
+            Counted.times += 1
+            return "counted"
+
+    kept = Written()
+    w = TraceWriter(tmp_path / "t", command=["test"], written=kept)
+    w.write_compile("0/0", {"graphs": [], "x": Counted()})
+    assert Counted.times == 1 and kept.document("compiles/0_0.json") is not None
+    (tmp_path / "t" / "sub").write_text("a file where the writer needs a directory")
+    w.write_json(w.path("sub", "a.json"), {"x": Counted()})  # refused by the real disk
+    assert w.write_error is not None and "a.json" in w.write_error
+    assert Counted.times == 2 and kept.document("sub/a.json") is None
+    writes = [lambda: w.write_compile("0/1", {"graphs": [], "x": Counted()}),
+              lambda: w.write_compile("0/0", {"graphs": [], "x": Counted()}),
+              lambda: w.write_json(w.path("config.json"), {"x": Counted()}, compact=True),
+              lambda: w.write_text(w.path("notes.txt"), "text", packed=True),
+              w.flush]
+    for write in writes:
+        write()
+    assert Counted.times == 2, Counted.times  # none of the five writes was encoded
+    for rel in ("compiles/0_0.json", "compiles/0_1.json", "config.json", "notes.txt",
+                schema.MANIFEST):
+        assert kept.document(rel) is None and kept.file(rel) is None, rel
+    # the disk holds what was written before the refusal
+    assert json.loads(compressed.read_bytes(tmp_path / "t" / "compiles" / "0_0.json", 1 << 20)
+                      )["x"] == "counted"

@@ -178,13 +178,28 @@ class TraceWriter:
                    packed: bool = False) -> None:
         """``packed``: stored compressed as ``<path>.gz`` (``compressed``): what the reader
         reads as ``path``."""
+        if self._stopped(path):
+            return
         self._write(path, atomic.json_text(data, compact=compact or packed), packed=packed,
                     is_json=True)
 
     def write_text(self, path: Path, text: str, *, packed: bool = False) -> None:
         self._write(path, text, packed=packed, is_json=False)
 
+    def _stopped(self, path: Path) -> bool:
+        """Capture stopped at a failed write (``write_error``): ``path`` is not written, so
+        nothing of it is built (its JSON text, its compression: in the user's process, for
+        nothing) nor kept; what was kept of it before is forgotten (read from disk)."""
+        if self.write_error is None:
+            return False
+        rel = self._rel(path) if self.written is not None else None
+        if self.written is not None and rel is not None:
+            self.written.forget(rel)
+        return True
+
     def _write(self, path: Path, text: str, *, packed: bool, is_json: bool) -> None:
+        if self._stopped(path):
+            return
         data = text.encode("utf-8", "surrogateescape")
         stored = compressed.pack(data) if packed else None
         if stored is not None:
