@@ -494,3 +494,33 @@ def test_a_users_line_too_deep_or_long_to_parse_gives_no_arguments_not_a_crash()
     assert call_args("out = model(" + "+".join(["a"] * 20_000) + ")") is None
     plain = call_args("out = model(images, labels=y)")
     assert plain is not None and plain.positional == ("images",) and "labels" in plain.keywords
+
+
+def test_a_call_with_another_number_of_keywords_is_explained(tmp_path: Path) -> None:
+    """transformers' generate(cache_implementation="static") twice (prompts of 6 then 9
+    tokens; torch 2.13's words): the prompt and each new token call forward with other
+    keywords, so Dynamo's guard ``len(kwargs) == 6`` fails; info said "read the failed guard".
+    The second prompt's recompile also failed 0/0's size guard, which is said with it."""
+    from tuidebug.trace.queries.recompiles import explain
+
+    count = ("len(kwargs) == {n}                                         # output = func(self,"
+             " *args, **kwargs)  # transformers/utils/generic.py:943 in wrapper\nUser stack "
+             "trace:\n  File \"/v/site-packages/transformers/utils/generic.py\", line 943, in "
+             "wrapper\n    output = func(self, *args, **kwargs)")
+    t = _one_frame(tmp_path / "t", {
+        "0/0": [], "0/1": ["0/0: " + count.format(n=6)],
+        "0/2": ["0/1: " + count.format(n=7), "0/0: tensor 'kwargs['input_ids']' size mismatch "
+                                             "at index 1. expected 6, actual 9"]})
+    one = explain("0/1", t.compiles, t.compile_shapes_brief("0/1"))
+    assert one is not None and one["failed_guard"] == "len(kwargs) == 6", one
+    said = one["suggestion"]
+    assert said.startswith("this call passes another number of keyword arguments than the "
+                           "compile before was made for (6): each set of keywords is compiled "
+                           "once"), said
+    assert "read the failed guard" not in said and "another compile's guard" not in said, said
+    two = explain("0/2", t.compiles, t.compile_shapes_brief("0/2"))
+    assert two is not None and two["failed_guard"] == "len(kwargs) == 7", two
+    assert two["suggestion"].endswith("; another compile's guard failed too, 0/0's: tensor "
+                                      "'kwargs['input_ids']' size mismatch at index 1. "
+                                      "expected 6, actual 9"), two["suggestion"]
+    assert recompile_advice(t) == []  # nothing to try: the keywords are generate()'s

@@ -37,6 +37,8 @@ _NAME_HEAD = re.compile(r"^(?P<head>[A-Za-z_]\w*)(?P<rest>.*)$", re.S)
 # .size()[1]`` (torch 2.13 names the local)
 _SIZE_SOURCE = re.compile(r"(?P<name>(?:L\['[^'\]]+'\]|\b[A-Za-z_]\w*)(?:\.\w+|\[[^\]\n]*\])*?)"
                           r"\.(?P<what>size|stride)\(\)\[(?P<index>\d+)\]")
+# the number of keyword arguments a compile was made for: ``len(kwargs) == 6``
+_KWARGS_COUNT = re.compile(r"len\((?:L\['kwargs'\]|kwargs)\) == (?P<n>\d+)")
 # the range a dynamic compile holds for a size: ``2 <= kwargs['input_ids'].size()[1] <= 64``
 _RANGE = re.compile(r"(?:(?P<lo>-?\d+) <= )?(?P<src>.+?\.(?:size|stride)\(\)\[\d+\])"
                     r"(?: <= (?P<hi>-?\d+))?")
@@ -291,6 +293,13 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                 f"checked it) and the compile holds only for the sizes seen; avoid Python "
                 f"branches on sizes (use torch._check for facts), or mark it dynamic with "
                 f"torch._dynamo.mark_dynamic", source, None, None)
+    m = _KWARGS_COUNT.fullmatch(guard_of(text)[0])
+    if m:
+        return (f"this call passes another number of keyword arguments than the compile before "
+                f"was made for ({m['n']}): each set of keywords is compiled once, whatever is "
+                f"dynamic (a caller such as generate() passes other keywords for the prompt "
+                f"than for each new token); pass the same keywords every call to avoid it",
+                None, m["n"], None)
     if "___check_obj_id" in text or "ID_MATCH" in text or "___check_type_id" in text:
         return ("an object passed in is not the one compiled for (a new module instance, "
                 "function or type): reuse one object across calls", None, None, None)
@@ -381,6 +390,14 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
         failing = next((sym.get("hint") for sym in symbols if sym.get("source") == source
                         and sym.get("hint") is not None), None)
     guard, guard_at = guard_of(text) if text else ("", None)
+    if advice and _KWARGS_COUNT.fullmatch(guard):
+        # the compile before was made for other keywords (generate()'s prompt, then each new
+        # token): the latest guard of another kind that failed (a size of the calls made with
+        # these keywords, say) is said too
+        same = next(((c, guard_of(t)[0]) for c, t in parsed
+                     if c and not _KWARGS_COUNT.fullmatch(guard_of(t)[0])), None)
+        if same:
+            advice += f"; another compile's guard failed too, {same[0]}'s: {same[1]}"
     called = recorded.get("called_at")
     out = {"previous": prev, "guard_of": of, "failed_guard": guard or None,
            "guard_at": guard_at, "source": source, "expected": expected,
