@@ -162,3 +162,31 @@ def test_after_a_refused_write_nothing_is_encoded_or_kept(tmp_path: Path) -> Non
     # the disk holds what was written before the refusal
     assert json.loads(compressed.read_bytes(tmp_path / "t" / "compiles" / "0_0.json", 1 << 20)
                       )["x"] == "counted"
+
+
+def test_a_document_over_the_json_cap_is_not_kept_in_memory(tmp_path: Path) -> None:
+    """Every JSON document an import wrote was kept in memory for the process's life, one over
+    the reader's cap too (64 MiB of text), which no reader takes from memory: now only its
+    size, head and tail are kept, plain or compressed, and a reader given what was written
+    refuses it from its file as a reader of the files does."""
+    from tuidebug.trace.format import safefile
+    from tuidebug.trace.format.written import Written
+
+    kept = Written()
+    root = tmp_path / "t"
+    w = TraceWriter(root, command=["test"], written=kept)
+    w.write_json(w.path(schema.CONFIG), {"values": {"pad": "x" * safefile.MAX_JSON_BYTES}})
+    w.write_compile("0/0", {"graphs": [], "pad": "y" * safefile.MAX_JSON_BYTES})
+    w.add_compile("0/0", {"graphs": []})
+    w.write_runtime({"checks": {}})  # a document under the cap is kept
+    w.finish("ok")
+    for rel in (schema.CONFIG, "compiles/0_0.json"):
+        f = kept.file(rel)
+        assert f is not None and f.size > safefile.MAX_JSON_BYTES, (rel, f)
+        assert kept.document(rel) is None, rel
+    assert kept.document(schema.RUNTIME) is not None
+    for t in (Trace(root, written=kept), Trace(root)):
+        assert t.config == {} and t.runtime == {"checks": {}}
+        assert "pad" not in (t.compiles.get("0/0") or {})
+        assert sorted(p.file for p in t.problems if "-byte limit for this file" in p.message
+                      ) == ["compiles/0_0.json", schema.CONFIG], t.problems

@@ -78,9 +78,7 @@ class TraceFiles:
             kept = self._written.document(path.relative_to(self.root).as_posix())
         except ValueError:
             return None
-        if kept is not None and not kept.packed and len(kept.data) > safefile.MAX_JSON_BYTES:
-            return None  # read from its file, which refuses it as for any reader
-        return kept
+        return kept  # none over the cap: read from its file, which refuses it as ever
 
     def exists(self, path: Path) -> bool:
         """``path`` is a regular file inside the trace (a path leading out is reported)."""

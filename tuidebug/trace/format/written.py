@@ -16,6 +16,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from tuidebug.trace.format.safefile import MAX_JSON_BYTES
+
 PEEK_BYTES = 8192  # the head the reader's integrity check looks at for a NUL byte
 TAIL_BYTES = 64  # the end it looks at for a JSON object cut short
 
@@ -49,11 +51,13 @@ class Written:
              ) -> None:
         """``rel`` now holds ``data`` (its content, uncompressed), written whole (as
         ``packed``, its compressed bytes, where stored so); ``is_json``: a JSON document a
-        reader may take from here."""
+        reader may take from here. A document over the reader's cap (``MAX_JSON_BYTES``) is
+        not kept (only its ``WrittenFile``): a reader refuses it from its file as ever, and
+        its bytes would stay in memory for the process's life for nothing."""
         with self._lock:
             self._files[rel] = WrittenFile(len(data), b"\x00" in data[:PEEK_BYTES],
                                            data[-TAIL_BYTES:])
-            if is_json:
+            if is_json and len(data) <= MAX_JSON_BYTES:
                 self._json[rel] = Document(data, False) if packed is None else \
                     Document(packed, True)
             else:
