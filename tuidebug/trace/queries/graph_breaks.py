@@ -16,6 +16,7 @@ from typing import Any
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.attempts import first_attempt
 from tuidebug.trace.queries.resumes import base_fn, entered_at_break, resumed_in
+from tuidebug.trace.queries.torchs_own import skipped_torch, torchs_own_advice
 
 MAX_BREAKS = 500  # per trace: a longer list is cut (its count is kept)
 MAX_TEXT = 600  # characters kept of an explanation or a hint
@@ -88,7 +89,7 @@ class GraphBreak:
         as an LR scheduler wraps it, ``torch/optim/lr_scheduler.py``, calling the optimizer's):
         out of the compiled function, those would run eagerly. A skipped torch helper that
         entered no compiled frame keeps the advice to call it outside."""
-        return _torchs_own(self.cause, self.explanation, self.site, self.entered) is not None
+        return torchs_own_advice(self.cause, self.explanation, self.site, self.entered) is not None
 
     @property
     def key(self) -> str:
@@ -238,54 +239,6 @@ _ADVICE = (
 _NOT_ACTIONABLE = re.compile(r"report an issue|fundamental|Dynamo developer", re.I)
 
 
-# a graph break asked for by a call (Dynamo's graph-break type for it)
-_BREAK_CALL = re.compile(r"Call to `torch\._dynamo\.graph_break\(\)`")
-
-
-# torch as installed (a folder of the user's named torch/ is not it)
-_INSTALLED_TORCH = re.compile(r"/(?:site|dist)-packages/torch/")
-
-
-# a call of a function Dynamo skips, as it names the function and its file
-_SKIPPED = re.compile(r"marked as skipped")
-_SKIPPED_FN = re.compile(r"the function `(?P<fn>[^`\n]+)` in file `(?P<file>[^`\n]+)`")
-
-
-def _torch_path(file: str) -> str | None:
-    """``torch/optim/optimizer.py`` for a file of torch as installed, else None."""
-    parts = _INSTALLED_TORCH.split(file.replace("\\", "/"), 1)
-    return "torch/" + parts[1] if len(parts) == 2 else None
-
-
-def _skipped_torch(cause: str, explanation: str | None) -> tuple[str, str] | None:
-    """(the function, its file as ``torch/...``) of a call of a function in installed torch
-    that Dynamo skips; None for any other break."""
-    m = _SKIPPED_FN.search(explanation or "") if _SKIPPED.search(cause) else None
-    path = _torch_path(m["file"]) if m else None
-    return (m["fn"], path) if m and path else None
-
-
-def _torchs_own(cause: str, explanation: str | None, site: SourceLine | None,
-                entered: tuple[str, ...] = ()) -> str | None:
-    """What to do about a break torch makes on purpose (``GraphBreak.torchs_own``): nothing in
-    the user's code, said with the place in torch; None for any other break, and for a call of
-    a skipped torch function that ``entered`` no compiled frame."""
-    if _BREAK_CALL.search(cause) and site and (path := _torch_path(site.file)):
-        return (f"nothing in your code: torch itself calls torch._dynamo.graph_break() there "
-                f"({path}:{site.line}, in {site.fn}), on purpose"
-                + (" (around every optimizer step, so that the step is compiled without grad, "
-                   "as a graph of its own)" if path.startswith("torch/optim/") else ""))
-    skipped = _skipped_torch(cause, explanation) if entered else None
-    if skipped:
-        shown = ", ".join(entered[:4]) + (f" and {len(entered) - 4} more" if len(entered) > 4
-                                          else "")
-        return (f"torch skips {skipped[0]} on purpose (its file, {skipped[1]}, is not traced): "
-                f"it runs eagerly wherever it is called, and the functions it called were "
-                f"compiled as frames of their own ({shown}), so calling it outside the compiled "
-                f"function gains nothing (it would leave those uncompiled)")
-    return None
-
-
 # a Logger method Dynamo cannot trace, and the method as the break's line calls it
 _LOGGER_METHOD = re.compile(r"logging\.Logger method")
 _CALLED_METHOD = re.compile(r"\.(?P<method>[A-Za-z_]\w*)\s*\(")
@@ -343,13 +296,13 @@ def parse(cid: str, reason: str, place: dict[str, Any],
     frame_line = in_frame[-1] if in_frame else None
     resumed = resumed_in(places, cid, frame_line.file, frame_line.line, base) if frame_line \
         else None
-    entered = entered_at_break(places, cid, resumed) if _skipped_torch(cause, explanation) \
+    entered = entered_at_break(places, cid, resumed) if skipped_torch(cause, explanation) \
         else ()
     return GraphBreak(compile_id=cid, frame=frame, cause=cause, explanation=explanation,
                       hints=hints, gb_id=gb_id, site=site, user_line=user_line,
                       frame_line=frame_line, stack=user[-MAX_STACK:], resumed_in=resumed,
                       eager=_eager(site, frame_line, frame, resumed, _NO_RESUME not in reason),
-                      entered=entered, advice=_torchs_own(cause, explanation, site, entered)
+                      entered=entered, advice=torchs_own_advice(cause, explanation, site, entered)
                       or _logger_advice(cause, site) or _advice(cause, explanation, hints))
 
 
@@ -423,11 +376,11 @@ def _share_entered(breaks: dict[str, list[GraphBreak]]) -> dict[str, list[GraphB
     shown: dict[tuple[str, str], tuple[str, ...]] = {}
     for bs in breaks.values():
         for b in bs:
-            if b.entered and (fn := _skipped_torch(b.cause, b.explanation)):
+            if b.entered and (fn := skipped_torch(b.cause, b.explanation)):
                 shown.setdefault(fn, b.entered)
 
     def share(b: GraphBreak) -> GraphBreak:
-        entered = shown.get(_skipped_torch(b.cause, b.explanation) or ("", ""), ())
+        entered = shown.get(skipped_torch(b.cause, b.explanation) or ("", ""), ())
         return b if b.entered or not entered else replace(
-            b, entered=entered, advice=_torchs_own(b.cause, b.explanation, b.site, entered))
+            b, entered=entered, advice=torchs_own_advice(b.cause, b.explanation, b.site, entered))
     return {cid: [share(b) for b in bs] for cid, bs in breaks.items()} if shown else breaks
