@@ -1,7 +1,9 @@
 """A rank that finished far later than every other is named, with where its time went — only
 beyond noise: outside the other ranks' spread (``trace/jobs/skew.py`` ``slow_ranks``). ``ranks``
-said nothing of a rank that took three times as long once every rank had finished. Jobs written
-with the torch-free writer (records with their start and end, compile summaries)."""
+said nothing of a rank that took three times as long once every rank had finished. A run is
+timed from the rank's first collective's return (before it, ranks wait for each other to
+start), compiles matched by function, never by frame id. Jobs written with the torch-free
+writer (records with their start and end, compile summaries, progress logs)."""
 
 from __future__ import annotations
 
@@ -15,27 +17,46 @@ from tuidebug.trace.jobs.skew import slow_ranks
 from tuidebug.viewers.ranks_view import slow_rank_lines
 
 
+def _write_log(job: Path, rank: int, events: list[dict]) -> None:
+    from tuidebug.trace.jobs.progress import progress_path
+
+    log = progress_path(job, rank)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    events = [{"event": "start", "t": 0.0}] + sorted(events, key=lambda e: e["t"])
+    log.write_text("".join(json.dumps(e) + "\n" for e in events))
+
+
 def _job(root: Path, compiles: dict[int, dict[str, tuple[float, float]]],
-         runs: dict[int, float]) -> Path:
-    """Ranks that finished ok: per rank, per compile id (entire, Inductor) seconds, and its run
-    from start to end."""
+         runs: dict[int, float], *, names: dict[int, dict[str, str]] | None = None,
+         waited: dict[int, float] | None = None, logs: bool = True) -> Path:
+    """Ranks that finished ok: per rank, per compile id (entire, Inductor) seconds of the
+    function ``names[rank][id]`` (default ``f<frame>``), and its run from its first
+    collective's return (at 1005.0, in its progress log unless not ``logs``) to its end; it
+    started ``waited[rank]`` seconds before that return (5 s by default)."""
     for rank, cs in compiles.items():
         w = TraceWriter(root / f"rank_{rank}", command=["train.py"])
         for cid, (entire, ind) in cs.items():
+            name = (names or {}).get(rank, {}).get(cid, f"f{cid.split('/')[0]}")
             w.add_compile(cid, {"graphs": [], "summary": {
-                "co_name": "f", "co_filename": "/job/train.py", "co_firstlineno": 3,
+                "co_name": name, "co_filename": "/job/train.py", "co_firstlineno": 3,
                 "entire_frame_compile_time_s": entire, "inductor_compile_time_s": ind,
                 "cache": {}}})
         w.finish(schema.STATUS_OK)
         (root / "job").mkdir(parents=True, exist_ok=True)
         (root / "job" / f"rank_{rank}.json").write_text(json.dumps(
             {"rank": rank, "world_size": len(compiles), "status": "ok", "trace": f"rank_{rank}",
-             "started_at": 1000.0, "finished_at": 1000.0 + runs[rank]}))
+             "started_at": 1005.0 - (waited or {}).get(rank, 5.0),
+             "finished_at": 1005.0 + runs[rank]}))
+        if logs:
+            _write_log(root, rank, [
+                {"event": "collective", "op": "barrier", "group": "default", "seq": 1,
+                 "line": "train.py:10", "t": 1004.0},
+                {"event": "done", "group": "default", "seq": 1, "t": 1005.0}])
     return root
 
 
 def test_a_rank_that_compiled_far_longer_is_named_with_where(tmp_path: Path) -> None:
-    """Rank 2's compile 0/0 took 31 s against 10.1–10.6 s, Inductor's part most of it."""
+    """Rank 2's compile of f0 took 31 s against 10.1–10.6 s, Inductor's part most of it."""
     compiles = {0: {"0/0": (10.1, 7.0), "1/0": (2.0, 1.0)},
                 1: {"0/0": (10.6, 7.3), "1/0": (2.1, 1.1)},
                 2: {"0/0": (31.0, 27.0), "1/0": (2.0, 1.0)},
@@ -47,17 +68,48 @@ def test_a_rank_that_compiled_far_longer_is_named_with_where(tmp_path: Path) -> 
     assert lines == [
         "slow rank: rank 2 compiled for 33.0 s, outside the other 3 ranks' 12.1 s–12.7 s (over "
         "the 2 compiles every rank made alike)",
-        "  compile 0/0: 31.0 s vs 10.1 s–10.6 s — Inductor 27.0 s vs 7.00 s–7.30 s, before it "
-        "(Dynamo, AOTAutograd) 4.00 s vs 3.10 s–3.30 s",
-        "slow rank: rank 2 ran for 62.0 s, outside the other 3 ranks' 40.0 s–41.0 s",
-        "  mostly compiling: its compiles took 33.0 s, the others 12.1 s–12.7 s"], lines
+        "  compile of f0 (/job/train.py:3): 31.0 s vs 10.1 s–10.6 s — Inductor 27.0 s vs "
+        "7.00 s–7.30 s, before it (Dynamo, AOTAutograd) 4.00 s vs 3.10 s–3.30 s",
+        "slow rank: rank 2 ran for 62.0 s from its first collective's return to its end, "
+        "outside the other 3 ranks' 40.0 s–41.0 s",
+        "  its compiles took 33.0 s, the others' 12.1 s–12.7 s; the trace times its run no "
+        "finer"], lines
 
 
 def test_a_rank_that_ran_longer_not_compiling_is_said_so(tmp_path: Path) -> None:
     compiles = {r: {"0/0": (10.0 + r / 10, 7.0)} for r in range(3)}
     slow = analyze_job(_job(tmp_path / "job", compiles, {0: 40.0, 1: 95.0, 2: 41.0}))["slow_ranks"]
     assert [(x["rank"], x["what"]) for x in slow] == [(1, "run")], slow
-    assert slow[0]["where"][0].startswith("not mostly compiling: its compiles took 10.1 s"), slow
+    assert slow[0]["where"] == ["its compiles took 10.1 s, the others' 10.0 s–10.2 s; the trace "
+                                "times its run no finer"], slow
+
+
+def test_a_rank_that_started_first_and_waited_is_not_slow(tmp_path: Path) -> None:
+    """Rank 0 started 60 s before the others and waited for them in init_process_group: from
+    its record's start it 'ran' far longer, from its first collective's return no longer. With
+    no progress log the run is not timed at all."""
+    compiles = {r: {"0/0": (10.0, 7.0)} for r in range(3)}
+    runs = {0: 40.0, 1: 41.0, 2: 40.5}
+    waited = _job(tmp_path / "job", compiles, runs, waited={0: 65.0, 1: 5.0, 2: 5.5})
+    assert analyze_job(waited)["slow_ranks"] == []
+    quiet = _job(tmp_path / "quiet", compiles, {0: 40.0, 1: 95.0, 2: 41.0}, logs=False)
+    assert analyze_job(quiet)["slow_ranks"] == []  # no first return: its run not timed
+
+
+def test_compiles_are_matched_by_function_never_by_id(tmp_path: Path) -> None:
+    """Rank 2 compiled a function of its own (h, 25 s) first: its frame ids are shifted (its
+    0/0 is h, its 1/0 the others' 0/0). Matched by id it was 'slower in every compile the
+    ranks share' (25 s vs 10 s, 10 s vs 2 s); by function, f and g took it as long as the
+    others."""
+    compiles = {r: {"0/0": (10.0 + r / 10, 7.0), "1/0": (2.0 + r / 20, 1.0)} for r in (0, 1, 3)}
+    compiles[2] = {"0/0": (25.0, 20.0), "1/0": (10.2, 7.0), "2/0": (2.1, 1.0)}
+    names = {r: {"0/0": "f", "1/0": "g"} for r in (0, 1, 3)}
+    names[2] = {"0/0": "h", "1/0": "f", "2/0": "g"}
+    report = analyze_job(_job(tmp_path / "job", compiles, {r: 40.0 + r / 10 for r in range(4)},
+                              names=names))
+    assert report["slow_ranks"] == [], report["slow_ranks"]
+    assert report["compile_time"]["slow"] == [], report["compile_time"]
+    assert report["compile_time"]["samples"] == 2, report["compile_time"]
 
 
 def test_inside_the_others_spread_or_with_two_ranks_nothing_is_said() -> None:
@@ -68,15 +120,6 @@ def test_inside_the_others_spread_or_with_two_ranks_nothing_is_said() -> None:
     assert slow_ranks({0: {"0/0": 10.0}, 1: {"0/0": 10.2}, 2: {"0/0": 11.5}}, {}, {}) == []
     # two ranks: one number each measures no noise, however far apart
     assert slow_ranks({0: {"0/0": 10.0}, 1: {"0/0": 31.0}}, {}, {0: 40.0, 1: 90.0}) == []
-
-
-def _write_log(job: Path, rank: int, events: list[dict]) -> None:
-    from tuidebug.trace.jobs.progress import progress_path
-
-    log = progress_path(job, rank)
-    log.parent.mkdir(parents=True, exist_ok=True)
-    events = [{"event": "start", "t": 0.0}] + sorted(events, key=lambda e: e["t"])
-    log.write_text("".join(json.dumps(e) + "\n" for e in events))
 
 
 def _steps(job: Path, work: dict[int, list[float]], blocking: bool = True) -> None:

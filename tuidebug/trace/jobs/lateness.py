@@ -92,6 +92,19 @@ def _arrivals(root: Path, rank: int) -> dict[tuple[str, int], _Arrival]:
     return out
 
 
+def first_return(root: Path, rank: int) -> float | None:
+    """When the rank's first collective returned (its last attempt's first ``done``): where
+    its run is timed from — before it, a rank waits for the others to start (its process
+    group's set-up, a first barrier); None when its log records none."""
+    first: float | None = None
+    for ev in events(progress_path(root, rank)):
+        if ev.get("event") == "start":
+            first = None
+        elif ev.get("event") == "done" and first is None:
+            first = _time(ev)
+    return first
+
+
 def late_rank(root: Path, ranks: list[dict[str, Any]]) -> LateRank | None:
     """The rank the others waited for at every collective they all issued and waited in
     (``ranks``: ``analyze_job``'s rows), or None."""

@@ -88,13 +88,37 @@ def _new_frame(cid: str) -> str | None:
     return frame if frame and count == "0" else None
 
 
-def _code(m: dict[str, Any]) -> tuple[str, str, int | None]:
+def code_key(m: dict[str, Any]) -> tuple[str, str, int | None]:
     """A compiled function as two ranks compare it: its file, name and first line (Dynamo's
     frame ids are per process, numbered in the order each rank first compiled a code object:
     never compared across ranks); the first line None where the trace does not record it."""
     line = m.get("co_firstlineno")
     return (str(m.get("co_filename") or ""), str(m.get("co_name") or ""),
             line if type(line) is int else None)
+
+
+def compile_keys(compiles: list[dict[str, Any]]) -> dict[str, str]:
+    """Per compile id of one rank (its manifest's ``compiles``, in order), the compile as
+    ranks compare it: its function (``code_key``: file, name, first line) and which of that
+    function's compiles on this rank it is — ``f (/job/train.py:3)``, ``… 2nd compile`` —
+    never its id (each process numbers its frames). A compile whose summary does not name
+    its function has no key: it is compared with no other rank's."""
+    out: dict[str, str] = {}
+    seen: dict[tuple[str, str, int | None], int] = {}
+    for c in compiles:
+        s = c.get("summary") if isinstance(c, dict) else None
+        if not isinstance(s, dict) or not isinstance(c.get("id"), str):
+            continue
+        file, name, line = code_key(s)
+        if not file or not name or line is None:
+            continue
+        n = seen[(file, name, line)] = seen.get((file, name, line), 0) + 1
+        out[c["id"]] = f"{name} ({file}:{line})" + (f", {_nth(n)} compile" if n > 1 else "")
+    return out
+
+
+def _nth(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
 def _frames_of(t: Trace, name: Any, file: str) -> dict[tuple[str, str, int | None], set[str]]:
@@ -104,7 +128,7 @@ def _frames_of(t: Trace, name: Any, file: str) -> dict[tuple[str, str, int | Non
     for cid, c in t.compiles.items():
         m = c.get("metrics") or {}
         if m.get("co_name") == name and m.get("co_filename") == file:
-            out.setdefault(_code(m), set()).add(first_attempt(cid).rpartition("/")[0])
+            out.setdefault(code_key(m), set()).add(first_attempt(cid).rpartition("/")[0])
     return out
 
 
@@ -131,7 +155,7 @@ def _resumed_after(m: dict[str, Any], before: list[str], mine: dict[str, list[di
     if found is None:
         return None
     theirs, ours = _frames_of(other, m.get("co_name"), file), _frames_of(t, m.get("co_name"), file)
-    code = _code(m)
+    code = code_key(m)
     lines_known = code[2] is not None and all(k[2] is not None for k in theirs)
     other_lines = sorted({k[2] for k in theirs if k[2] is not None}) \
         if lines_known and theirs and code not in theirs else []

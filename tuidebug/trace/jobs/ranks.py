@@ -45,10 +45,10 @@ from tuidebug.trace.jobs import job as joblayout
 from tuidebug.trace.jobs import progress as rank_progress
 from tuidebug.trace.jobs import rank_digest, rank_groups
 from tuidebug.trace.jobs.ends import collective_timeout_text, where_it_was
-from tuidebug.trace.jobs.rank_reasons import why_only_here
+from tuidebug.trace.jobs.rank_reasons import compile_keys, why_only_here
 from tuidebug.trace.jobs.rank_digest import (UNREAD, Hashes, RankDigest, RankPrint,
                                              normalise_text)
-from tuidebug.trace.jobs.lateness import late_rank
+from tuidebug.trace.jobs.lateness import first_return, late_rank
 from tuidebug.trace.jobs.skew import judge_skew, slow_ranks
 from tuidebug.trace.format.graph import node_line
 from tuidebug.trace.format.layout import diff_fingerprints
@@ -250,18 +250,26 @@ def _first_difference(ra: int, ta: Trace, fa: RankPrint,
     return pending
 
 
-def _same_cache_seconds(digests: dict[int, RankDigest]) -> dict[int, dict[str, float]]:
-    """Per rank, per compile id, its compile seconds: only the compiles every rank that made
-    them read from the caches alike (ranks of one node sharing a cache folder: one compiles, the
-    others read what it wrote, and are quicker for it, not for being faster)."""
+def _by_code(digests: dict[int, RankDigest]) -> tuple[dict[int, dict[str, float]],
+                                                     dict[int, dict[str, float]]]:
+    """Per rank, its compile seconds and Inductor's part of them, by the compile as ranks
+    compare it (``rank_reasons.compile_keys``: its function and which of its compiles; never
+    its id, which each process numbers its own way), and only the compiles every rank that
+    made them read from the caches alike (ranks of one node sharing a cache folder: one
+    compiles, the others read what it wrote, and are quicker for it, not for being faster)."""
+    keys = {r: compile_keys(d.manifest.compiles) for r, d in digests.items()}
     caches: dict[str, set[str]] = {}
-    for d in digests.values():
+    for r, d in digests.items():
         for c in d.print.get("compiles") or []:
-            caches.setdefault(str(c.get("id")), set()).add(
-                json.dumps(c.get("cache"), sort_keys=True, default=str))
-    return {r: {cid: sec for cid, sec in d.compile_seconds.items()
-                if len(caches.get(cid, ())) <= 1}
-            for r, d in digests.items()}
+            if (k := keys[r].get(str(c.get("id")))) is not None:
+                caches.setdefault(k, set()).add(json.dumps(c.get("cache"), sort_keys=True,
+                                                           default=str))
+    seconds = {r: {keys[r][cid]: sec for cid, sec in d.compile_seconds.items()
+                   if cid in keys[r] and len(caches.get(keys[r][cid], ())) <= 1}
+               for r, d in digests.items()}
+    inductor = {r: {keys[r][cid]: sec for cid, sec in d.inductor_seconds.items()
+                    if cid in keys[r]} for r, d in digests.items()}
+    return seconds, inductor
 
 
 def _how_it_ended(dg: RankDigest | None, words: Any) -> dict[str, Any] | None:
@@ -280,15 +288,18 @@ def _how_it_ended(dg: RankDigest | None, words: Any) -> dict[str, Any] | None:
             or of(m.error if m else None))
 
 
-def _run_seconds(records: list[dict[str, Any]]) -> dict[int, float]:
-    """Per rank that finished ``ok``, its seconds from its record's start to
-    its end; a rank whose record lacks either, or gives no sane span, is left out."""
+def _run_seconds(root: Path, records: list[dict[str, Any]]) -> dict[int, float]:
+    """Per rank that finished ``ok``, its seconds from its first collective's return (its
+    progress log; before it a rank waits for the others to start, so the first to start
+    would look slowest) to its record's end, both of its host's clock; a rank whose log or
+    record lacks either, or gives no sane span, is left out."""
     out: dict[int, float] = {}
     for rec in records:
-        start, end = rec.get("started_at"), rec.get("finished_at")
-        if rec.get("status") == "ok" and all(
-                type(x) in (int, float) and math.isfinite(x) for x in (start, end)) \
-                and 0 < end - start < 1e7:
+        end = rec.get("finished_at")
+        if rec.get("status") != "ok" or type(end) not in (int, float) or not math.isfinite(end):
+            continue
+        start = first_return(root, int(rec["rank"]))
+        if start is not None and 0 < end - start < 1e7:
             out[int(rec["rank"])] = float(end - start)
     return out
 
@@ -380,7 +391,7 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
         notes.append({"kind": "no_graph", "ranks": no_graph,
                       "compiles": {str(r): len(digests[r].print["compiles"]) for r in no_graph}})
     missing = [r["rank"] for r in ranks if r["rank"] not in digests] + job["missing_ranks"]
-    same_cache = _same_cache_seconds(digests)
+    same_cache, inductor = _by_code(digests)
     # the rank the others waited for, step after step: judged once every rank ended ok
     late = late_rank(root, ranks) if ranks and all(r.get("status") == "ok" for r in ranks) \
         else None
@@ -392,8 +403,7 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
             "divergence": divergence, "notes": notes,
             "compile_time": judge_skew(same_cache).to_json(),
             "slow_ranks": [x.to_json() for x in slow_ranks(
-                same_cache, {r: d.inductor_seconds for r, d in digests.items()},
-                _run_seconds(job["ranks"]))],
+                same_cache, inductor, _run_seconds(root, job["ranks"]))],
             "late_rank": late.to_json() if late else None,
             "problems": list(job.get("problems") or []),  # what of the job folder was not read
             "waits": rank_progress.waits(ranks, job["missing_ranks"])}

@@ -1,18 +1,22 @@
 """Is a rank slow to compile? Judged over every compile the ranks share, never on one sample.
 
-Each rank records one compile time per compile id: a single sample, on machines whose load
+Each rank records one compile time per compile: a single sample, on machines whose load
 varies (other ranks compile beside it; a cache may be warm for one rank only). A rank is called
 slower only when it was slower than the fastest rank in every compile the ranks share, each time
 by more than what noise explains (``NOISE_RATIO`` and ``NOISE_S``). With one shared compile the
 verdict shows the times and says it is one sample: it never calls a rank slower (one number per
 rank measures no noise).
 
+Compiles are matched across ranks by the function compiled and which of its compiles it is
+(``rank_reasons.compile_keys``), never by compile id: each process numbers its own frames.
+
 With three ranks or more, the other ranks' spread is a measure of noise: a rank whose compile
-time (over the compiles every rank made alike) or whole run (its record's start to end) lies
-above every other's by more than their spread, ``NOISE_S`` and ``NOISE_RATIO`` is named
-(``slow_ranks``), with where the time went as far as the trace records it: the compiles that
-took longest beyond the others, each split into Inductor's part and what came before it; for a
-run, whether its compiles account for it. Pure data: no torch.
+time (over the compiles every rank made alike) or run (from its first collective's return —
+before it, a rank waits for the others to start — to its record's end) lies above every
+other's by more than their spread, ``NOISE_S`` and ``NOISE_RATIO`` is named (``slow_ranks``),
+with what the trace records beside it: the compiles that took longest beyond the others, each
+split into Inductor's part and what came before it; for a run, its compiles beside the
+others' (no share of the run is claimed: when they ran is not recorded). Pure data: no torch.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ NOISE_S = 0.5          # and by more than half a second
 
 @dataclass
 class CompileSkew:
-    """The ranks' compile times judged: ``samples`` (compile ids seen on two ranks or more),
+    """The ranks' compile times judged: ``samples`` (compiles seen on two ranks or more),
     ``slow`` (the ranks called slower: slower than the fastest rank in every sample, beyond
     noise; [] when none), ``ratios`` (per slow rank, its smallest and largest time as a multiple
     of the fastest rank's), ``text`` (one line, for ``info``)."""
@@ -45,7 +49,8 @@ class CompileSkew:
 
 
 def judge_skew(times: dict[int, dict[str, float]]) -> CompileSkew:
-    """``times``: per rank, per compile id, its compile seconds. The compiles seen on two ranks
+    """``times``: per rank, per compile key (``rank_reasons.compile_keys``), its compile
+    seconds. The compiles seen on two ranks
     or more are the samples; per rank that appears in every sample, its time over the fastest
     rank's in each."""
     per: dict[str, dict[int, float]] = {}
@@ -78,7 +83,7 @@ def _text(shared: dict[str, dict[int, float]], slow: list[int],
     if one:
         ((cid, t),) = shared.items()
         hi, lo = max(t, key=lambda r: t[r]), min(t, key=lambda r: t[r])
-        return (f"one sample (compile {cid}): rank {hi} {_s(t[hi])} vs rank {lo} {_s(t[lo])} — "
+        return (f"one sample (the compile of {cid}): rank {hi} {_s(t[hi])} vs rank {lo} {_s(t[lo])} — "
                 "one compile time per rank cannot tell a slow rank from noise")
     n = len(shared)
     if slow:
@@ -88,14 +93,14 @@ def _text(shared: dict[str, dict[int, float]], slow: list[int],
     spread = {cid: max(t.values()) - min(t.values()) for cid, t in shared.items()}
     worst = max(spread, key=lambda c: spread[c])
     return (f"no rank slower in all {n} compiles the ranks share, beyond noise (largest "
-            f"spread {_s(spread[worst])} on {worst})")
+            f"spread {_s(spread[worst])}, on the compile of {worst})")
 
 
 @dataclass
 class SlowRank:
     """One rank that took far longer than every other, outside their spread: ``what``
-    (``compile``: its compile time over the compiles every rank made alike; ``run``: its whole
-    run, from its record's start to its end), its ``seconds``, the others' ``lo`` and ``hi``
+    (``compile``: its compile time over the compiles every rank made alike; ``run``: its run,
+    from its first collective's return to its record's end), its ``seconds``, the others' ``lo`` and ``hi``
     (over ``others`` ranks), ``where`` (what the trace records of where the time went) and
     ``text`` (one line)."""
 
@@ -137,9 +142,10 @@ def span(lo: float, hi: float) -> str:
 def slow_ranks(times: dict[int, dict[str, float]], inductor: dict[int, dict[str, float]],
                runs: dict[int, float]) -> list[SlowRank]:
     """A rank far slower than every other rank: in compiling (``times``: per rank, per compile
-    id, its seconds; judged over the compiles every rank made, with what of each compile was
-    Inductor's from ``inductor``), or in its whole run (``runs``: per rank that finished, its
-    seconds from start to end). Judged against the other ranks' spread (``_outlier``): with
+    key — the function and which of its compiles, never the id —, its seconds; judged over the
+    compiles every rank made, with what of each compile was Inductor's from ``inductor``), or
+    in its run (``runs``: per rank that finished, its seconds from its first collective's
+    return to its end). Judged against the other ranks' spread (``_outlier``): with
     two ranks there is none, and nothing is said."""
     out: list[SlowRank] = []
     shared = set.intersection(*(set(c) for c in times.values())) if times else set()
@@ -156,7 +162,7 @@ def slow_ranks(times: dict[int, dict[str, float]], inductor: dict[int, dict[str,
             if excess(cid) <= NOISE_S:
                 break
             others = [times[o][cid] for o in times if o != r]
-            line = f"compile {cid}: {_s(times[r][cid])} vs {span(min(others), max(others))}"
+            line = f"compile of {cid}: {_s(times[r][cid])} vs {span(min(others), max(others))}"
             ind = [x for o in times if o != r if (x := inductor.get(o, {}).get(cid)) is not None]
             mine = inductor.get(r, {}).get(cid)
             if mine is not None and len(ind) == len(others):
@@ -175,16 +181,13 @@ def slow_ranks(times: dict[int, dict[str, float]], inductor: dict[int, dict[str,
         excess = runs[r] - hi
         rest = [v for o, v in totals.items() if o != r]
         more = totals[r] - max(rest) if r in totals and rest else None
-        if more is None:
-            where = ["the trace times no compile of every rank to split it by"]
-        elif more >= excess / 2:
-            where = [f"mostly compiling: its compiles took {_s(totals[r])}, the others "
-                     f"{span(min(rest), max(rest))}"]
-        else:
-            where = [f"not mostly compiling: its compiles took {_s(totals[r])}, the others "
-                     f"{span(min(rest), max(rest))}; the rest went into running the script "
-                     "(the trace times it no finer)"]
+        # what the trace times: its compiles beside the others' (where they ran, before or
+        # after its first collective, is not recorded: no share of the run is claimed)
+        where = (["the trace times no compile of every rank to set beside it"] if more is None
+                 else [f"its compiles took {_s(totals[r])}, the others' "
+                       f"{span(min(rest), max(rest))}; the trace times its run no finer"])
         out.append(SlowRank(r, "run", runs[r], lo, hi, len(runs) - 1, where,
-                            f"rank {r} ran for {_s(runs[r])}, outside the other {len(runs) - 1} "
-                            f"ranks' {span(lo, hi)}"))
+                            f"rank {r} ran for {_s(runs[r])} from its first collective's return "
+                            f"to its end, outside the other {len(runs) - 1} ranks' "
+                            f"{span(lo, hi)}"))
     return out
