@@ -589,7 +589,7 @@ def eager_step(x):
 
 
 eager_step(torch.ones(2, 4))
-many = [[i] for i in range(30_000)]  # 60,000 objects the function reaches: past the walk's bound
+many = [[i] for i in range(60_000)]  # 60,001 lists the function reaches: past the walk's bound
 
 
 @torch.compile
@@ -633,9 +633,61 @@ def test_state_held_by_a_plain_object_or_stepped_outside_the_graphs_is_put_back(
     assert "is more than 50,000 objects" in cut, cut
 
 
+ADVANCED = """import torch
+
+sched_net = torch.nn.Linear(2, 1)
+sched_opt = torch.optim.SGD(sched_net.parameters(), lr=0.05)
+sched = torch.optim.lr_scheduler.ExponentialLR(sched_opt, gamma=0.5)
+
+
+class ScaleState:  # torch.amp.GradScaler's: a tensor held by a plain object
+    def __init__(self):
+        self._scale = torch.tensor(1024.0)
+
+
+scale_state = ScaleState()
+history = []
+steps_taken = 0
+
+
+def count_step():
+    global steps_taken
+    steps_taken += 1
+
+
+@torch.compile
+def scheduled_step(x):
+    loss = sched_net(x).sum()
+    loss.backward()
+    sched_opt.step()
+    sched.step()
+    scale_state._scale.mul_(2.0)
+    history.append(1)
+    count_step()
+    return loss.detach()
+
+
+scheduled_step(torch.ones(2, 2))
+print("ADVANCED", sched_opt.param_groups[0]["lr"], sched.last_epoch, scale_state._scale.item(),
+      len(history), steps_taken)
+"""
+
+
+def test_what_re_runs_advance_beyond_the_graphs_is_put_back(calls_trace: Traced) -> None:
+    """An LR scheduler stepped inside the call (its optimizer's ``group['lr']`` halved at
+    every re-run while ``last_epoch`` was put back: 0.05 -> 4.9e-5 after ten), a GradScaler's
+    tensor ``_scale`` on a plain object, a list appended to and a global a helper counts: each
+    was advanced by every re-run, neither put back nor told. Now the program ends as untraced
+    and the call is timed."""
+    out, proc = calls_trace.out, calls_trace.proc
+    assert "ADVANCED 0.025 1 2048.0 1 1" in proc.stdout, proc.stdout[-2000:]
+    call = _call(out, "scheduled_step")
+    assert "not_measured" not in call and call["rounds"] >= 10, call
+
+
 # the script ``calls_trace`` traces, and the whole calls its snippets make
 CALLS = [MODULE_COMPILE, PRINTS, INFERENCE, VIEW_OF_EARLIER, REDUCE_OVERHEAD, CACHE_STATE,
-         BUFFER_IN_BACKWARD, SAME_TENSOR_TWICE, PROGRAM_STATE, REACHED_STATE]
+         BUFFER_IN_BACKWARD, SAME_TENSOR_TWICE, PROGRAM_STATE, REACHED_STATE, ADVANCED]
 CALLABLES = {"Tiny", "printing_step", "inference_f", "view_step", "ro_f", "cache_f", "Scaled",
              "twice_f", "advance", "update", "train", "Trainer.step", "eager_step",
-             "reaches_many"}
+             "reaches_many", "scheduled_step"}

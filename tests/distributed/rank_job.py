@@ -38,7 +38,9 @@
          alone calls a compiled function issuing none (timed by rank 0 alone: no rank waits);
          then every rank calls ``flaky`` (an all_reduce, then eager code that raises on rank 1
          at its fourth call: in the whole call's timed rounds, never untraced): every rank must
-         make its rounds and then agree, or rank 0 waits in rounds rank 1 left
+         make its rounds and then agree, or rank 0 waits in rounds rank 1 left; then
+         ``eager_sum``, whose all_reduce is eager after a graph break (no graph issues one) and
+         which raises on rank 1 at its fourth call: the ranks must time it together all the same
   hang   after compiling, rank 0 broadcasts then all-reduces, rank 1 the other way round: both
          wait forever (until ``--timeout`` ends the job)
   block  nothing compiled: rank 0 all-reduces, rank 1 sleeps (prints BLOCKED first): rank 0 waits
@@ -141,6 +143,21 @@ def budget(rank: int) -> None:
         return y
 
     print(f"rank {rank}: flaky {flaky(torch.ones(4)).sum().item():.4f}", flush=True)
+    eager_calls = [0]
+
+    @torch.compiler.disable
+    def reduce_eagerly(y):  # a graph break: the all_reduce runs eagerly, in no graph
+        dist.all_reduce(y)
+        eager_calls[0] += 1
+        if rank == 1 and eager_calls[0] == 4:  # in the timed rounds' warm-up: never untraced
+            raise RuntimeError("rank 1 fails its fourth eager call")
+        return y
+
+    @torch.compile
+    def eager_sum(x):  # no collective in a graph
+        return reduce_eagerly(torch.sin(x) * 2) + 1
+
+    print(f"rank {rank}: eager {eager_sum(torch.ones(4)).sum().item():.4f}", flush=True)
 
 
 def ddp(rank: int) -> None:

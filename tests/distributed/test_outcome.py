@@ -103,7 +103,7 @@ def budget_job(tmp_path_factory: pytest.TempPathFactory
     plain = plain_job("budget")
     assert plain.returncode == 0, plain.stderr[-3000:]
     lines = sorted(re.findall(r"rank \d: \w+ -?\d+\.\d+", plain.stdout))
-    assert len(lines) == 5, plain.stdout  # budget and flaky on each rank, solo on rank 0
+    assert len(lines) == 7, plain.stdout  # budget, flaky, eager on each rank, solo on rank 0
     job = tmp_path_factory.mktemp("budget") / "budget"
     env = dict(os.environ, PYTHONPATH=pythonpath())
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK"):
@@ -164,4 +164,21 @@ def test_a_rank_whose_timed_call_raises_leaves_no_rank_waiting(
     assert sorted(re.findall(r"rank \d: \w+ -?\d+\.\d+", traced.stdout)) == lines
     said = {r: _calls(job, r)["budget.<locals>.flaky"].get("not_measured", "") for r in (0, 1)}
     assert "RuntimeError: rank 1 fails its fourth call" in said[1], said
+    assert said[0].startswith("rank 1 could not time the call (a timed call of it raised)"), said
+
+
+@pytest.mark.slow
+def test_an_eager_collective_makes_the_ranks_time_the_call_together(
+        budget_job: tuple[Path, list[str], subprocess.CompletedProcess[str]]) -> None:
+    """``eager_sum``'s all_reduce is eager, after a graph break: no compiled graph issues a
+    collective and no DDP module is called, so each rank timed the call alone, in rounds of
+    its own number, and rank 1, raising in them, left rank 0 waiting in their all_reduce.
+    Whether the ranks time a call together is now whether the user's call issued a collective
+    (counted while it ran): both make the fixed rounds and agree after them."""
+    job, lines, traced = budget_job
+    assert traced.returncode == 0, traced.stderr[-3000:]
+    assert sorted(re.findall(r"rank \d: \w+ -?\d+\.\d+", traced.stdout)) == lines
+    said = {r: _calls(job, r)["budget.<locals>.eager_sum"].get("not_measured", "")
+            for r in (0, 1)}
+    assert "RuntimeError: rank 1 fails its fourth eager call" in said[1], said
     assert said[0].startswith("rank 1 could not time the call (a timed call of it raised)"), said

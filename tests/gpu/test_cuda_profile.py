@@ -36,7 +36,10 @@ def test_triton_kernels_measured_on_the_device(cuda_profiled: Path) -> None:
     assert t.problems == []
     (c,) = t.profile["compiles"].values()
     assert c["device"] == "cuda" and "cuda" in c["activities"]
-    assert c["compiled"]["peak_memory_bytes"] > 0 and c["eager"]["peak_memory_bytes"] > 0
+    # read without resetting the user's peak statistics: null where the call stayed under
+    # the process's peak so far, else above what was allocated when it began
+    assert all(c[s]["peak_memory_bytes"] is None or c[s]["peak_memory_bytes"] > 0
+               for s in ("compiled", "eager")), c
     triton = [k for k in c["kernels"] if k["kind"] == "triton"]
     assert triton and all(k["device_s"] and k["device_s"] > 0 for k in triton)
     assert all(k["bytes"] > 0 for k in triton)
@@ -79,7 +82,8 @@ def test_the_backward_is_measured_on_the_device(cuda_profiled: Path) -> None:
     triton = [k for k in b["kernels"] if k["kind"] == "triton"]
     assert triton and all(k["device_s"] and k["device_s"] > 0 for k in triton)
     assert all(k["bytes"] > 0 for k in triton)
-    assert b["compiled"]["peak_memory_bytes"] > 0 and b["eager"]["peak_memory_bytes"] > 0
+    assert all(b[s]["peak_memory_bytes"] is None or b[s]["peak_memory_bytes"] > 0
+               for s in ("compiled", "eager")), b
     assert 0 < b["compiled"]["wall_min_s"] <= b["compiled"]["wall_s"]
     # the eager backward per FX node: the backward functions on the device thread, matched to
     # the forward ops by sequence_nr and fwd_thread; timed on the device as the kernels are

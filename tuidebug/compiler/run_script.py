@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             ranks = RankProgress(Path(ns.progress), session.writer.warn,
                                  session.concern(Collectives).where).install()
+            session.collectives = ranks.issued
             _dump_stacks_on_request(Path(ns.progress), session.writer.warn)
         except Exception as e:  # noqa: BLE001 - the rank runs on, its collectives not logged
             session.writer.warn(f"this rank's collectives are not logged to {ns.progress}: "

@@ -17,19 +17,29 @@ from tuidebug.compiler.capture.call_state import Rewound, raised_again
 from tuidebug.compiler.capture.call_step import RunRaised
 
 
-def communicates(issuing: bool, modules: list[Any]) -> bool:
-    """Whether the timed calls of a call communicate with other ranks: its compiled graphs
-    issue collectives (``issuing``), or it runs a DistributedDataParallel or FSDP module
-    (their eager code broadcasts buffers, reduces gradients). Only then does every rank make
-    the call, and only then must the ranks agree (``agreed``): a callable only rank 0 calls
-    (an evaluation, a sample) is timed by rank 0 alone."""
-    if issuing:
+def communicates(issued: int | None, issuing: bool, owner: Any) -> bool:
+    """Whether the timed calls of a call communicate with other ranks, so that every rank
+    makes them and must agree (``agreed``), decided alike on every rank whose call is alike:
+    on a job of several ranks, the user's call issued a collective (``issued``: counted by
+    ``rank_progress.RankProgress`` while it ran: an eager ``all_reduce`` of gradients, a
+    logging one after a graph break, a compiled graph's), or its compiled graphs issue some
+    (``issuing``), or the compiled module is a DistributedDataParallel or FSDP module (their
+    eager code broadcasts buffers); where nothing counted the call's collectives
+    (``issued`` None), in doubt, they agree (an all-reduce per agreement point). A callable
+    only rank 0 calls with no collective (an evaluation, a sample) is timed by rank 0 alone.
+    Not from the walk of what the call reaches: a walk cut short on one rank would make that
+    rank alone skip the agreement."""
+    if world_size() < 2:
+        return False
+    if issued is None or issued > 0 or issuing:
         return True
     kinds = [torch.nn.parallel.DistributedDataParallel]
     fsdp = getattr(torch.distributed, "fsdp", None) if torch.distributed.is_available() else None
     kinds += [k for k in (getattr(fsdp, "FullyShardedDataParallel", None),
                           getattr(fsdp, "FSDPModule", None)) if isinstance(k, type)]
-    return any(isinstance(m, tuple(kinds)) for m in modules)
+    if not issubclass(type(owner), torch.nn.Module):
+        return False
+    return any(issubclass(type(m), tuple(kinds)) for m in torch.nn.Module.modules(owner))
 
 
 def world_size() -> int:
@@ -70,6 +80,35 @@ def agreed(reason: str | None, what: str, together: bool,
         return reason
     return (f"rank{'s' if len(short) > 1 else ''} {', '.join(map(str, short))} could not time "
             f"the call ({what}); every rank skips the timed calls, whose collectives pair up")
+
+
+class Agreement:
+    """The ranks' agreement points of one call's measure, every one of them made on every
+    rank (``POINTS``: whether to time it, whether its learning re-run went through, whether the
+    timed rounds did, whether the clocked ones did), in order. A rank whose measure fails
+    between them (tuidebug's own error, a walk or a copy that raises) makes the next point
+    with that reason (``settle``): every rank stops there, none waits alone in a later one."""
+
+    POINTS = 4
+
+    def __init__(self, together: bool, device: torch.device) -> None:
+        self.together = together
+        self.device = device
+        self.made = 0
+        self.short: str | None = None  # the first reason any point agreed on
+
+    def __call__(self, reason: str | None, what: str) -> str | None:
+        self.made += 1
+        said = agreed(reason, what, self.together, self.device)
+        if said and self.short is None:
+            self.short = said
+        return said
+
+    def settle(self, reason: str) -> None:
+        """The next point made with ``reason`` (after a failure on this rank), where no point
+        has stopped the ranks yet."""
+        if self.short is None and self.made < self.POINTS:
+            self(reason, "timing it failed")
 
 
 class Contained:

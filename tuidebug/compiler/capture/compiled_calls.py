@@ -47,7 +47,9 @@ class CompiledCall:
     """One user's call of a compiled callable that returned: ``compiled`` what torch.compile
     returned, ``eager`` what it was given, ``args``/``kwargs`` the call's, ``out`` what it
     returned, ``since`` this thread's count of graph calls when it began
-    (``ThreadState.last_called``: the graphs it ran are those called since)."""
+    (``ThreadState.last_called``: the graphs it ran are those called since), ``collectives``
+    the collectives this process issued while it ran (None where none are counted:
+    ``CaptureSession.collectives``)."""
 
     compiled: Any
     eager: Any
@@ -55,6 +57,7 @@ class CompiledCall:
     kwargs: dict[str, Any]
     out: Any
     since: int = 0
+    collectives: int | None = None
 
 
 # a listener returns True when it needs no further call of that compiled callable (until woken)
@@ -139,9 +142,14 @@ class CompiledCalls(Concern):
         if isinstance(result, torch.nn.Module):
             self._keep_module(result, model)
             return result
-        return compat.stand_in(result, lambda: self.session.tls.wrapped_calls,
+        return compat.stand_in(result, self._began,
                                lambda args, kwargs, out, since: self._tell(
                                    result, model, args, kwargs, out, since))
+
+    def _began(self) -> tuple[int, int | None]:
+        """At a call's start: this thread's graph calls so far, this process's collectives."""
+        count = self.session.collectives
+        return self.session.tls.wrapped_calls, count() if count is not None else None
 
     def _wrap_module_call(self, orig: Callable[..., Any]) -> Callable[..., Any]:
         calls = self
@@ -153,7 +161,7 @@ class CompiledCalls(Concern):
             if model is None:
                 return orig(mod, *args, **kwargs)
             tls.watched_calls += 1
-            since = tls.wrapped_calls
+            since = calls._began()
             out = orig(mod, *args, **kwargs)
             calls._tell(mod, model, args, kwargs, out, since)  # not a listener's own calls
             return out
@@ -161,13 +169,15 @@ class CompiledCalls(Concern):
 
     # -- telling ---------------------------------------------------------------------------------
     def _tell(self, compiled: Any, eager: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-              out: Any, since: int = 0) -> None:
+              out: Any, since: tuple[int, int | None] = (0, None)) -> None:
         key = id(compiled)
         if (self._done.get(key) == self._wakes or self._telling.depth
                 or self.session.tls.bare or torch.compiler.is_compiling()):
             return
         wakes = self._wakes  # a listener that wakes while it is told hears the next call
-        call = CompiledCall(compiled, eager, args, dict(kwargs), out, since)
+        count, began = self.session.collectives, since[1]
+        issued = count() - began if count is not None and began is not None else None
+        call = CompiledCall(compiled, eager, args, dict(kwargs), out, since[0], issued)
         self._telling.depth += 1
         try:
             done = True

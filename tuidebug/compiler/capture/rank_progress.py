@@ -148,6 +148,12 @@ class RankProgress:
             head = self._done[group] = json.dumps({"event": "done", "group": group})[:-1]
         return f'{head}, "seq": {seq:d}, "t": {time.time()!r}}}'
 
+    def issued(self) -> int:
+        """The collectives this process issued so far (every group's, of every kind: classic,
+        compiled, DDP's buckets)."""
+        with self.lock:
+            return sum(self.seq.values())
+
     def record(self, event: Callable[[], str]) -> None:
         """Append ``event()``; a failure to make it is the log's loss, never the user's call's
         (nor does it hide the collective's own exception)."""

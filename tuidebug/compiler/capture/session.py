@@ -91,6 +91,9 @@ class CaptureSession:
         self.compiles: dict[str, dict[str, Any]] = {}
         self.stack_cache: dict[str, Any] = {}
         self.errors: list[ErrorRecord] = []
+        # a rank of a job: the collectives this process issued so far (RankProgress.issued);
+        # None where nothing counts them
+        self.collectives: Callable[[], int] | None = None
         self.concerns: list[Concern] = [c(self) for c in CONCERNS]
         self._patcher: compat.Patcher | None = None
         self._config: config.Changes | None = None  # compiler config changes in force

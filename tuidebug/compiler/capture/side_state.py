@@ -10,7 +10,16 @@ the last. The parameters and state of the optimizers the call reaches are copied
 first re-run and put back as the graphs' writes are (``optimizer_tensors``: an eager
 ``opt.step()`` would otherwise step them once more at every re-run); any other parameter
 written outside the graphs cannot be (no copy of it is kept): it is named (``unrestorable``),
-and the whole call is then not timed."""
+and the whole call is then not timed.
+
+What else a re-run advances is put back or told: the entries of each reached optimizer's
+``param_groups`` (an LR scheduler stepped inside the call changes ``lr`` at every call; a
+tensor ``lr`` is copied), tensor attributes of plain objects (a GradScaler's ``_scale`` and
+``_growth_tracker``: copied, ``space_tensors``), the lists, dicts and sets the call reaches
+(``HIST.append(loss)``: their items as they were, a shallow copy), the globals of the
+functions it names (``reach.functions_named``); any other tensor the walk met that a re-run
+wrote in place (its version counter moved), of which no copy is kept, is named as a parameter
+is (``unrestorable``)."""
 
 from __future__ import annotations
 
@@ -56,37 +65,76 @@ def optimizer_tensors(optimizers: list[Any], params: list[tuple[str, Any]]
     return list(out.values())
 
 
+def _kept(v: Any) -> bool:
+    """A value compared by what it is: a plain one, or a tuple of them (Adam's ``betas``)."""
+    return type(v) in PLAIN or (type(v) is tuple and all(type(x) in PLAIN for x in v))
+
+
+def space_tensors(spaces: list[Space], skip: set[int]) -> list[tuple[str, torch.Tensor]]:
+    """The tensors held directly in ``spaces`` (an attribute of a plain object, a group's
+    tensor ``lr``, a global), named, each once, but those of ``skip`` (parameters, what
+    ``Rewound`` puts back): copied before the first re-run (``SideState``), within the copies'
+    budget."""
+    out: dict[int, tuple[str, torch.Tensor]] = {}
+    for label, ns, names in spaces:
+        for k in (list(ns) if names is None else names):
+            v = ns.get(k)
+            if type(v) is not torch.nn.Parameter and isinstance(v, torch.Tensor) \
+                    and id(v) not in skip:
+                out.setdefault(id(v), (f"{label}.{k}", v))
+    return list(out.values())
+
+
 class SideState:
-    """The plain attributes, gradients and parameter versions of what the call reaches, as
-    the user's call left them; ``learn`` after one re-run, ``restore`` before each later one
-    and after the last."""
+    """The plain attributes, tensor attributes, containers, gradients and parameter versions
+    of what the call reaches, as the user's call left them; ``learn`` after one re-run,
+    ``restore`` before each later one and after the last."""
 
     def __init__(self, spaces: list[Space], params: list[tuple[str, Any]],
-                 tracked: set[int]) -> None:
+                 tracked: set[int], containers: list[Any] | None = None,
+                 tensors: list[torch.Tensor] | None = None) -> None:
         """``spaces``: ``(label, namespace, names)`` (``reach.Reached.spaces``);
         ``tracked``: the ids of tensors ``Rewound`` puts back (a parameter the graphs write,
-        an optimizer step's: not untracked)."""
+        an optimizer step's: not untracked); ``containers``: the lists, dicts and sets the
+        call reaches; ``tensors``: the other tensors it reaches (watched, not copied)."""
+        ids = {id(p) for _, p in params} | tracked
         self._attrs = [(label, ns, k, ns[k]) for label, ns, names in spaces
-                       for k in (list(ns) if names is None else names)
-                       if k in ns and isinstance(ns[k], PLAIN)]
+                       for k in (list(ns) if names is None else names) if k in ns]
+        copied = space_tensors(spaces, ids)
+        self._tensors = [(n, t, t.detach().clone(), compat.version_counter(t))
+                         for n, t in copied]
+        spaced = {id(ns) for _, ns, _ in spaces}
+        self._containers = [(c, _items(c)) for c in containers or () if id(c) not in spaced]
+        ids |= {id(t) for _, t in copied}
+        self._loose = [(f"a tensor of shape {tuple(t.shape)}", t, compat.version_counter(t))
+                       for t in tensors or () if id(t) not in ids]
         self._grads = [(n, p, p.grad, _copy(p.grad)) for n, p in params]
         self._params = [(n, p, compat.version_counter(p)) for n, p in params
                         if id(p) not in tracked]
         self.attributes: list[tuple[str, dict[str, Any], str, Any]] = []
+        self.tensors: list[tuple[str, torch.Tensor, torch.Tensor]] = []
+        self.containers: list[tuple[Any, Any]] = []
         self.grads: list[tuple[str, Any, Any, Any]] = []
         self.unrestorable: list[str] = []
 
     def nbytes(self) -> int:
-        """The bytes of the gradients' copies."""
-        return sum(c.nbytes for _, _, _, c in self._grads if c is not None)
+        """The bytes of the gradients' and tensor attributes' copies."""
+        return sum(c.nbytes for _, _, _, c in self._grads if c is not None) + sum(
+            c.nbytes for _, _, c, _ in self._tensors)
 
     def learn(self) -> None:
         """What the one re-run since this was made changed."""
         self.attributes = [(label, ns, k, v) for label, ns, k, v in self._attrs
                            if k not in ns or not _same(ns[k], v)]
+        self.tensors = [(n, t, c) for n, t, c, v in self._tensors
+                        if compat.version_counter(t) != v or not torch.equal(t, c)]
+        self.containers = [(c, items) for c, items in self._containers
+                           if not _same_items(c, _items(c), items)]
         self.grads = [(n, p, g, c) for n, p, g, c in self._grads
                       if p.grad is not g or (g is not None and not torch.equal(g, c))]
         self.unrestorable = [n for n, p, v in self._params if compat.version_counter(p) != v]
+        self.unrestorable += [n for n, t, v in self._loose
+                              if v is not None and compat.version_counter(t) != v]
 
     def listed(self) -> str:
         """The parameters a re-run wrote that cannot be put back, named (the first 8)."""
@@ -94,25 +142,34 @@ class SideState:
         return ", ".join(names[:8]) + (" …" if len(names) > 8 else "")
 
     def why(self) -> str | None:
-        """Why the call cannot be re-run: it wrote parameters outside its compiled graphs (a
-        graph break, ``torch.compiler.disable``-d code) that are no optimizer's it reaches, of
-        which no copy is kept."""
+        """Why the call cannot be re-run: it wrote parameters or other tensors it reaches
+        outside its compiled graphs (a graph break, ``torch.compiler.disable``-d code) that
+        are no optimizer's it reaches, of which no copy is kept."""
         if not self.unrestorable:
             return None
-        return (f"run again, the call wrote parameters ({self.listed()}) outside its compiled "
-                "graphs (a graph break, torch.compiler.disable'd code), which cannot be put "
-                "back before each re-run; the graphs' own times are measured on copies")
+        return (f"run again, the call wrote parameters or tensors it reaches ({self.listed()}) "
+                "outside its compiled graphs (a graph break, torch.compiler.disable'd code), "
+                "which cannot be put back before each re-run; the graphs' own times are "
+                "measured on copies")
 
     def names(self) -> list[str]:
         return ([f"{label}.{k}" for label, _, k, _ in self.attributes]
+                + [n for n, _, _ in self.tensors if n not in
+                   {f"{label}.{k}" for label, _, k, _ in self.attributes}]
+                + [f"{type(c).__name__} of {len(items)} items" for c, items in self.containers]
                 + [f"{n}.grad" for n, _, _, _ in self.grads])
 
     def restore(self) -> None:
-        """Put back what ``learn`` found changed: each attribute's value, each gradient as the
-        user's call left it (None where it had none)."""
+        """Put back what ``learn`` found changed: each attribute's value, each tensor
+        attribute's contents, each container's items, each gradient as the user's call left
+        it (None where it had none)."""
         for _, ns, k, v in self.attributes:
             ns[k] = v
+        for c, items in self.containers:
+            _put_items(c, items)
         with torch.no_grad():
+            for _, t, c in self.tensors:
+                t.copy_(c)
             for _, p, g, c in self.grads:
                 if p.grad is not g:
                     p.grad = g
@@ -121,7 +178,43 @@ class SideState:
 
 
 def _same(now: Any, was: Any) -> bool:
+    """A plain value equal to what it was; anything else the same object (an attribute
+    replaced: a scheduler's ``_last_lr``, a new tensor)."""
+    if not _kept(was):
+        return now is was
     return type(now) is type(was) and (now == was or (now != now and was != was))
+
+
+def _items(c: Any) -> list[Any]:
+    """A shallow copy of a container's items, through its base type's own methods (a dict's:
+    its (key, value) pairs)."""
+    if issubclass(type(c), dict):
+        return list(dict.items(c))
+    if issubclass(type(c), list):
+        return list.copy(c)
+    return list(set.__iter__(c))
+
+
+def _same_items(c: Any, now: list[Any], was: list[Any]) -> bool:
+    """The same items, each the same object (a set's in any order)."""
+    if len(now) != len(was):
+        return False
+    if issubclass(type(c), dict):
+        return all(a[0] is b[0] and a[1] is b[1] for a, b in zip(now, was))
+    if issubclass(type(c), list):
+        return all(a is b for a, b in zip(now, was))
+    return {id(x) for x in now} == {id(x) for x in was}
+
+
+def _put_items(c: Any, items: list[Any]) -> None:
+    if issubclass(type(c), dict):
+        dict.clear(c)
+        dict.update(c, items)
+    elif issubclass(type(c), list):
+        list.__setitem__(c, slice(None), items)
+    else:
+        set.clear(c)
+        set.update(c, items)
 
 
 def _copy(g: Any) -> Any:

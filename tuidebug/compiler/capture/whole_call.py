@@ -56,10 +56,11 @@ from tuidebug.compiler.capture.call_state import (
     Rewound, buffers, leaf, program_tensors, raised_again, restore, rewound, state_holders,
     written_state)
 from tuidebug.compiler.capture.collectives import Collectives
-from tuidebug.compiler.capture.agreement import Contained, agreed, communicates, world_size
+from tuidebug.compiler.capture.agreement import Agreement, Contained, communicates, world_size
 from tuidebug.compiler.capture.copy_budget import over_budget
 from tuidebug.compiler.capture.reach import reach
-from tuidebug.compiler.capture.side_state import SideState, optimizer_tensors, parameters
+from tuidebug.compiler.capture.side_state import (
+    SideState, optimizer_tensors, parameters, space_tensors)
 from tuidebug.compiler.capture.call_step import RunRaised, Step
 from tuidebug.compiler.capture.compiled_calls import CompiledCall, CompiledCalls
 from tuidebug.compiler.capture.quiet import quiet_thread
@@ -126,6 +127,51 @@ class WholeCall(Concern):
         tls = self.session.tls
         ran = [g for g in list(self.session.graphs.values())
                if tls.last_called.get(g.graph_id, 0) > call.since]
+        # whether every rank makes the timed calls and agrees on them: known before anything
+        # of this rank's alone (the walk, the copies) can fail or stop short
+        together = communicates(call.collectives, any(self.session.concern(
+            Collectives).issues_collectives(g.graph_id) for g in ran), owner)
+        agree = Agreement(together, compat.call_device(
+            [*call.args, *call.kwargs.values(), *(owner.parameters() if owner is not None
+                                                  else ())]))
+        side: SideState | None = None
+        saved: list[tuple[torch.Tensor, torch.Tensor]] = []
+        state: list[tuple[str, torch.Tensor, torch.Tensor]] = []
+        self.busy = True
+        rng = accuracy._rng_state()
+        try:
+            entry = self._prepared(call, name, owner, ran, agree)
+            if entry is None:
+                return True
+            side, saved, state = entry
+            self.session.progress(f"timing the whole call of {name}: compiled and eager, "
+                                  "interleaved")
+            with quiet_thread():
+                measured = self._measure(name, call.compiled, call.eager, call.args,
+                                         call.kwargs, owner, saved, state, side, agree)
+        except Exception as e:  # noqa: BLE001 - tuidebug's own failure: every rank told
+            said = f"timing the call failed: {type(e).__name__}: {str(e)[:300]}"
+            if agree.short is None:
+                agree.settle(said)
+            measured = {"callable": name, "not_measured": said}
+            if self.session.writer is not None:
+                self.session.writer.warn(f"capture could not record the whole call: {said}")
+        finally:
+            restore(saved + [(t, copy) for _, t, copy in state])
+            if side is not None:
+                side.learn()  # all the re-runs changed of what the call reaches, put back
+                side.restore()
+                self._unrestorable(side)  # in every path: timed, not, or raised
+            accuracy._set_rng_state(rng)
+            self.busy = False
+        self.prof.data.setdefault("calls", []).append(measured)
+        self.session.guarded("the profile", self.prof.write)
+        return True
+
+    def _prepared(self, call: CompiledCall, name: str, owner: torch.nn.Module | None,
+                  ran: list[Any], agree: Agreement) -> Any:
+        """What the call reaches, the copies its re-runs need, and the ranks' first agreement
+        (to time it or not); None where it is not timed (its entry written)."""
         reached = reach(call.eager, owner, call.args, call.kwargs)
         params = parameters(reached.modules, reached.optimizers)
         # and what the optimizers it reaches write, in the graphs or outside them (an eager
@@ -133,58 +179,37 @@ class WholeCall(Concern):
         named = program_tensors([*[w for g in ran for w in g.wrote], *[
             (n, weakref.ref(t)) for n, t in optimizer_tensors(reached.optimizers, params)]],
             call.args, call.kwargs, owner)
-        together = communicates(any(self.session.concern(Collectives).issues_collectives(
-            g.graph_id) for g in ran), reached.modules)
         mine = [*[t for _, t in named], *(owner.buffers() if owner is not None else ()),
                 *call.args, *call.kwargs.values(), *[p.grad for _, p in params]]
         # the device the call runs on, found once: its own tensors' (its parameters' too), not
         # the current CUDA device (cuda:0 in a rank that never called set_device)
-        device = compat.call_device([*mine, *[p for _, p in params]])
-        short = agreed(  # every rank decides alike: the copies made, or none
-            reached.cut or over_budget(mine, device), "what the call reaches was more than "
-            "the walk looks at, or it had not the memory for copies of what the call writes",
-            together, device)
+        agree.device = compat.call_device([*mine, *[p for _, p in params]])
+        tracked = {id(t) for _, t in named}
+        copied = space_tensors(reached.spaces, tracked | {id(p) for _, p in params})
+        short = agree(  # every rank decides alike: the copies made, or none
+            reached.cut or over_budget([*mine, *[t for _, t in copied]], agree.device),
+            "what the call reaches was more than the walk looks at, or it had not the memory "
+            "for copies of what the call writes")
         if short:
             self.prof.data.setdefault("calls", []).append({
                 "callable": name, "not_measured": f"{short}; the graphs' own times are measured "
                 "on copies"})
             self.session.guarded("the profile", self.prof.write)
-            return True
+            return None
         saved = buffers(owner)
         state = written_state(named)
-        tracked = {id(t) for _, t in named}
-        side = SideState(reached.spaces, params, tracked)
-        self.busy = True
-        rng = accuracy._rng_state()
-        try:
-            self.session.progress(f"timing the whole call of {name}: compiled and eager, "
-                                  "interleaved")
-            with quiet_thread():
-                entry = self.session.guarded("the whole call", lambda: self._measure(
-                    name, call.compiled, call.eager, call.args, call.kwargs, owner, saved,
-                    state, side, together, device))
-            if entry:
-                self.prof.data.setdefault("calls", []).append(entry)
-                self.session.guarded("the profile", self.prof.write)
-        finally:
-            restore(saved + [(t, copy) for _, t, copy in state])
-            side.learn()  # all the re-runs changed of what the call reaches, put back
-            side.restore()
-            self._unrestorable(side)  # in every path: timed, not, or raised
-            accuracy._set_rng_state(rng)
-            self.busy = False
-        return True
+        side = SideState(reached.spaces, params, tracked, reached.containers, reached.tensors)
+        return side, saved, state
 
     def _measure(self, name: str, compiled: Any, eager: Any, args: Any, kwargs: Any,
                  owner: torch.nn.Module | None, saved: list[tuple[torch.Tensor, torch.Tensor]],
                  state: list[tuple[str, torch.Tensor, torch.Tensor]],
-                 side: SideState, together: bool, device: torch.device
-                 ) -> dict[str, Any]:
+                 side: SideState, agree: Agreement) -> dict[str, Any]:
         """The whole call measured (``saved``: the module's buffers as the call left them;
         ``state``: the program's other tensors its graphs write, ``written_state``; ``side``:
         the attributes and gradients it reaches); where the call raises when run again, or
         writes what cannot be put back, the entry says so and why (``not_measured``), on every
-        rank alike where it communicates (``together``)."""
+        rank alike where it communicates (``agree``)."""
         grad_on = torch.is_grad_enabled()
         copies: dict[int, Any] = {}  # one tensor passed twice stays one tensor
         leaves = [leaf(a, copies) for a in args]
@@ -205,13 +230,12 @@ class WholeCall(Concern):
             why = side.why()
         except RunRaised as e:
             why = raised_again(e.error, put)
-        why = agreed(why, "its re-run raised, or wrote what cannot be put back", together,
-                     device)
+        why = agree(why, "its re-run raised, or wrote what cannot be put back")
         if why:
             return {"callable": name, "not_measured": why}
         try:
             return self._timed(name, compiled, eager, leaves, kw, wrt, grad_on, c_step,
-                               training, put, together, device)
+                               training, put, agree)
         except RunRaised as e:
             return {"callable": name, "not_measured": raised_again(e.error, put)}
 
@@ -221,16 +245,15 @@ class WholeCall(Concern):
         optimizer's the call reaches, of which no copy was kept."""
         if side.unrestorable and self.session.writer is not None:
             self.session.writer.warn(
-                f"timing the whole call re-ran it, and the re-run wrote parameters "
-                f"({side.listed()}) outside its compiled graphs (a graph break, "
+                f"timing the whole call re-ran it, and the re-run wrote parameters or tensors "
+                f"it reaches ({side.listed()}) outside its compiled graphs (a graph break, "
                 "torch.compiler.disable'd code) that are no optimizer's the call reaches: no "
                 "copy of them was kept, and the program goes on with them as the re-run left "
                 "them")
 
     def _timed(self, name: str, compiled: Any, eager: Any, leaves: list[Any],
                kw: dict[str, Any], wrt: list[torch.Tensor], grad_on: bool, c_step: Step,
-               training: bool, rewound: Rewound, together: bool,
-               device: torch.device) -> dict[str, Any]:
+               training: bool, rewound: Rewound, agree: Agreement) -> dict[str, Any]:
         put_back = rewound.restore if rewound.writes() else None
         # the same call as the learning one: whether it trains is known (a forward of its own
         # to ask, at its first run, was a second forward with no put-back between: a position
@@ -240,6 +263,7 @@ class WholeCall(Concern):
         # the same call as the timed one: no forward of its own to ask whether it trains
         c_clocked = Step(lambda: compiled(*leaves, **kw), wrt, grad_on, c_step.grads, training)
         machine = fair_timing.free_threads() if self.machine is None else self.machine
+        device, together = agree.device, agree.together
         load_before = load1()
         # the timed calls run under the same instrumentation on both sides: none. No clock
         # mark around a compiled graph, no hook on its backward's autograd node (the eager
@@ -273,7 +297,7 @@ class WholeCall(Concern):
             else:
                 tc, te = fair_timing.interleaved(c_step.run, e_step.run, device=device,
                                                  min_rounds=rounds, before=put_back)
-        why = agreed(keep.why(rewound), "a timed call of it raised", together, device)
+        why = agree(keep.why(rewound), "a timed call of it raised")
         if why:
             return {"callable": name, "not_measured": why}
         wrapped, hooked = tls.wrapped_calls - wrapped, tls.watched_calls - hooked
@@ -302,7 +326,7 @@ class WholeCall(Concern):
                                 max_rounds=LEDGER_CALLS, warmup=1, cap_s=float(
                                     "inf") if ranks > 1 else LEDGER_CAP_S,
                                 prime=(keep(c_clocked.run), keep(e_step.run)), before=put_back)
-        why = agreed(keep.why(rewound), "a clocked call of it raised", together, device)
+        why = agree(keep.why(rewound), "a clocked call of it raised")
         if why:
             return {"callable": name, "not_measured": why}
         clocked, counted = clocked[1:], counted[1:]  # the warm-up's call is not a ledger's

@@ -22,14 +22,26 @@ def device_kind() -> str:
     return "cuda" if torch.cuda.is_available() and torch.cuda.is_initialized() else "cpu"
 
 
-def call_device(tensors: Iterable[Any]) -> torch.device:
-    """The device a call runs on, from its own ``tensors`` (its arguments, parameters, buffers;
-    what is not a tensor is passed over): the first one's off the CPU; where none is, the
-    current CUDA device when CUDA is in use in this process (the call may reach device tensors
-    through what it names), else the CPU."""
+def call_devices(tensors: Iterable[Any]) -> list[torch.device]:
+    """The devices off the CPU of a call's own ``tensors`` (what is not a tensor is passed
+    over), each once: CUDA devices first, in the order met (a model spread over several GPUs:
+    ``device_map="auto"``), then any other (``meta``: no clock, no memory of its own)."""
+    seen: dict[torch.device, None] = {}
     for t in tensors:
         if isinstance(t, torch.Tensor) and t.device.type != "cpu":
-            return t.device
+            seen.setdefault(t.device, None)
+    return sorted(seen, key=lambda d: d.type != "cuda")  # stable: the order met within each
+
+
+def call_device(tensors: Iterable[Any]) -> torch.device:
+    """The device a call runs on, from its own ``tensors`` (its arguments, parameters, buffers):
+    the first CUDA device among them, else the first other device off the CPU (``meta``: a
+    meta tensor met before a CUDA one does not make a CUDA call timed on the host's clock);
+    where none is, the current CUDA device when CUDA is in use in this process (the call may
+    reach device tensors through what it names), else the CPU."""
+    found = call_devices(tensors)
+    if found:
+        return found[0]
     if device_kind() == "cuda":
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
@@ -103,15 +115,23 @@ def wall_times(fn: Callable[[], Any], runs: int, device: torch.device,
 
 
 def peak_memory(fn: Callable[[], Any], device: torch.device) -> int | None:
-    """Peak bytes of ``device``'s memory allocated during one call of ``fn`` (None off CUDA)."""
+    """Peak bytes of ``device``'s memory allocated during one call of ``fn``, above what was
+    allocated when it began (None off CUDA, or where it cannot be told). The device's peak
+    statistics are not reset: the user's program reads them (a script printing
+    ``torch.cuda.max_memory_allocated()`` at its end prints what it prints untraced). The
+    call's peak is read where it raised the process's peak so far; where it stayed under it,
+    it is not known (None)."""
     if device.type != "cuda":
         return None
     synchronize(device)
-    torch.cuda.reset_peak_memory_stats(device)
+    before = torch.cuda.max_memory_allocated(device)
     base = torch.cuda.memory_allocated(device)
     fn()
     synchronize(device)
-    return int(torch.cuda.max_memory_allocated(device) - base)
+    after = torch.cuda.max_memory_allocated(device)
+    if after <= before:  # under the process's peak so far: the call's own is not known
+        return None
+    return int(after - base)
 
 
 def triton_kernel_estimates(kernel: Any) -> dict[str, float]:

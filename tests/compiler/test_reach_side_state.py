@@ -1,0 +1,210 @@
+"""What a re-run of the whole call advances beyond its compiled graphs is put back or told
+(``reach`` finds it, ``side_state.SideState`` takes, learns and restores it), and the walk
+runs none of the user's code. Fast: the calls are plain eager Python (no compile)."""
+
+from __future__ import annotations
+
+import weakref
+
+import pytest
+import torch
+
+from tuidebug.compiler import compat
+from tuidebug.compiler.capture.agreement import Agreement, communicates
+from tuidebug.compiler.capture.reach import reach
+from tuidebug.compiler.capture.side_state import SideState, optimizer_tensors, parameters
+
+
+def _side(fn, *args) -> tuple[SideState, object]:
+    """The SideState of a call of ``fn`` as ``whole_call`` makes it (the optimizers' tensors
+    tracked: ``Rewound`` puts those back), and what the walk reached."""
+    reached = reach(fn, None, args, {})
+    assert reached.cut is None
+    params = parameters(reached.modules, reached.optimizers)
+    tracked = {id(t) for _, t in optimizer_tensors(reached.optimizers, params)}
+    return SideState(reached.spaces, params, tracked, reached.containers,
+                     reached.tensors), reached
+
+
+def _rerun(side: SideState, fn, *args, times: int = 10) -> None:
+    """One learning re-run, then ``times`` more each after a restore, then the last restore:
+    what the whole call does."""
+    fn(*args)
+    side.learn()
+    for _ in range(times):
+        side.restore()
+        fn(*args)
+    side.learn()
+    side.restore()
+
+
+NET = torch.nn.Linear(2, 1)
+SGD = torch.optim.SGD(NET.parameters(), lr=0.05)
+SCHED = torch.optim.lr_scheduler.ExponentialLR(SGD, gamma=0.5)
+
+
+def _scheduled_step(x: torch.Tensor) -> None:
+    SGD.zero_grad()
+    NET(x).sum().backward()
+    SGD.step()
+    SCHED.step()
+
+
+def test_an_lr_scheduler_stepped_in_the_call_leaves_the_lr_as_the_users_call_did() -> None:
+    """ExponentialLR(0.5) stepped inside the call: ``sched.last_epoch`` was put back but each
+    re-run halved ``group['lr']`` (10 re-runs: 0.05 -> 4.9e-5). The reached optimizer's
+    groups' entries but ``params`` are put back."""
+    x = torch.ones(1, 2)
+    _scheduled_step(x)  # the user's call
+    lr, epoch = SGD.param_groups[0]["lr"], SCHED.last_epoch
+    side, _ = _side(_scheduled_step, x)
+    _rerun(side, _scheduled_step, x)
+    assert (SGD.param_groups[0]["lr"], SCHED.last_epoch) == (lr, epoch) == (0.025, 1)
+    assert SCHED.get_last_lr() == [0.025]
+
+
+def test_a_tensor_lr_is_copied_and_put_back() -> None:
+    net = torch.nn.Linear(2, 1)
+    opt = torch.optim.Adam(net.parameters(), lr=torch.tensor(0.01))
+
+    def step() -> None:
+        opt.param_groups[0]["lr"].mul_(0.5)
+
+    step()
+    side, _ = _side(step)
+    _rerun(side, step)
+    assert opt.param_groups[0]["lr"].item() == pytest.approx(0.005)
+    assert any("param_groups[0].lr" in n for n in side.names()), side.names()
+
+
+class Scaler:  # torch.amp.GradScaler's state: tensors held by a plain object
+    def __init__(self) -> None:
+        self._scale = torch.tensor(1024.0)
+        self._growth_tracker = torch.tensor(0)
+
+
+SCALER = Scaler()
+HIST: list[float] = []
+STEP = 0
+
+
+def bump() -> None:
+    global STEP
+    STEP += 1
+
+
+def _advancing_step(x: torch.Tensor) -> None:
+    SCALER._scale.mul_(2.0)
+    SCALER._growth_tracker.add_(1)
+    HIST.append(float(x.sum()))
+    bump()
+
+
+def test_tensors_of_plain_objects_lists_and_helpers_globals_are_put_back() -> None:
+    """A GradScaler's ``_scale`` (1024 -> 8192 after the re-runs), a list appended to in place
+    and a global a helper writes (``global STEP`` in ``bump()``: the walk did not look into
+    called functions) were advanced by every re-run, neither put back nor told."""
+    x = torch.ones(2)
+    _advancing_step(x)  # the user's call
+    side, _ = _side(_advancing_step, x)
+    _rerun(side, _advancing_step, x)
+    assert SCALER._scale.item() == 2048.0 and SCALER._growth_tracker.item() == 1
+    assert HIST == [2.0] and STEP == 1
+    assert side.unrestorable == [] and side.why() is None
+
+
+BUFFERS = [torch.zeros(3)]
+
+
+def _writes_a_listed_tensor() -> None:
+    BUFFERS[0].add_(1)
+
+
+def test_a_tensor_written_in_place_that_is_not_copied_is_told() -> None:
+    """A tensor the walk meets in a list (no copy of it is kept) written in place by a
+    re-run: the call is not re-run (``why``), and the warning names it."""
+    _writes_a_listed_tensor()
+    side, reached = _side(_writes_a_listed_tensor)
+    assert any(t is BUFFERS[0] for t in reached.tensors)
+    _writes_a_listed_tensor()
+    side.learn()
+    assert side.unrestorable == ["a tensor of shape (3,)"], side.unrestorable
+    assert side.why() is not None and "a tensor of shape (3,)" in side.why()
+
+
+class Raising(list):
+    def __iter__(self):
+        raise RuntimeError("the walk ran the user's __iter__")
+
+
+class Lying:
+    @property
+    def __class__(self):  # a LocalProxy's: reading it runs user code
+        raise RuntimeError("the walk read __class__")
+
+
+class Target:
+    pass
+
+
+def test_the_walk_runs_none_of_the_users_code() -> None:
+    """``isinstance`` reads ``__class__`` (a dead ``weakref.proxy`` raises ReferenceError, a
+    LocalProxy runs code) and ``list(item)`` runs a subclass's ``__iter__``: the walk raised
+    out of the capture. Now every check is on ``type()`` and containers are read through
+    their base types."""
+    gone = Target()
+    proxy = weakref.proxy(gone)
+    del gone
+    with pytest.raises(ReferenceError):
+        isinstance(proxy, torch.nn.Module)  # what the walk did
+    inner = torch.nn.Linear(1, 1)
+    items = Raising([inner, Lying()])
+
+    def step(x):
+        return x
+
+    reached = reach(step, None, (proxy, items, Lying()), {})
+    assert reached.cut is None and inner in reached.modules
+
+
+LR_TABLE = [0.001 * i for i in range(60_000)]
+
+
+def _uses_a_table(x: torch.Tensor) -> torch.Tensor:
+    return x * LR_TABLE[3]
+
+
+def test_plain_values_do_not_count_towards_the_walks_bound() -> None:
+    """A 60,000-entry learning-rate table cut the walk (each float counted): the whole call
+    was not timed. Containers and objects are counted, plain values are not."""
+    assert reach(_uses_a_table, None, (torch.ones(1),), {}).cut is None
+    many = [[i] for i in range(60_000)]  # 60,001 containers: past the bound
+
+    def reaches_many(x):
+        return x + len(many)
+
+    assert reach(reaches_many, None, (torch.ones(1),), {}).cut is not None
+
+
+def test_the_agreement_settles_at_the_next_point_only() -> None:
+    """A failure of this rank's measure between agreement points is the next point's reason
+    (every rank stops there); one process has no rank to wait for."""
+    agree = Agreement(communicates(None, False, None), torch.device("cpu"))
+    assert agree.together is False  # one process
+    agree.settle("timing the call failed: X")
+    assert agree.made == 1 and agree.short == "timing the call failed: X"
+    agree.settle("again")
+    assert agree.made == 1
+
+
+def test_the_call_device_is_cuda_before_meta() -> None:
+    """A meta tensor met before the call's CUDA tensors made a CUDA call timed on the host's
+    clock: every device off the CPU is collected, CUDA first. Here (CPU): meta among CPU
+    tensors in any order; on a GPU also CUDA after meta."""
+    meta, host = torch.empty(2, device="meta"), torch.ones(2)
+    assert compat.call_devices([host, meta, host, meta]) == [torch.device("meta")]
+    assert compat.call_devices([host, 3, None]) == []
+    if torch.cuda.is_available():
+        gpu = torch.ones(2, device="cuda")
+        assert compat.call_device([meta, host, gpu]) == gpu.device
+        assert compat.call_devices([meta, gpu]) == [gpu.device, torch.device("meta")]
