@@ -35,27 +35,42 @@ def test_the_call_device_is_its_first_tensor_off_the_cpu() -> None:
     assert compat.call_device([]) == _where_no_tensor_is_off_the_cpu()
 
 
-def test_every_measure_takes_the_calls_device() -> None:
-    """On the CPU and on meta (no device clock, no device memory): host marks, nothing to
-    wait for, no free device memory or peak, the copies' budget unbounded by a device; the
-    clocked calls of ``fair_timing`` measured on the host's clock."""
-    from tuidebug.compiler.capture.copy_budget import over_budget
+def test_the_devices_of_a_call_are_every_one_off_the_cpu_cuda_first() -> None:
+    """A meta tensor met before a call's CUDA tensors made the call timed on the host's clock,
+    and a call over several devices was waited for on one only: every device off the CPU is
+    found, each once, CUDA first in the order met (here, on the CPU: meta among CPU tensors in
+    every order; tests/gpu/test_cuda_call_devices.py with CUDA)."""
+    host, meta = torch.ones(2), torch.empty(2, device="meta")
+    for order in ([host, meta], [meta, host], [host, meta, host, meta]):
+        assert compat.call_devices(order) == [META], order
+        assert compat.call_device(order) == META
+    assert compat.call_devices([host, 3, None]) == []
 
-    for device in (CPU, META):
-        clock = compat.CallClock(device)
-        assert clock.device == device and not clock.cuda
-        clock.reset()
-        clock.mark()
-        time.sleep(0.002)
-        clock.mark()
-        secs = clock.seconds()
-        assert len(secs) == 2 and secs[0] == 0.0 and secs[1] >= 0.002, secs
-        compat.synchronize(device)  # nothing queued: returns
-        assert compat.free_device_bytes(device) is None
-        assert compat.peak_memory(lambda: None, device) is None
-        walls = compat.wall_times(lambda: time.sleep(0.001), 3, device)
-        assert len(walls) == 3 and min(walls) >= 0.001, walls
-        assert over_budget([torch.empty(2**20, device=device)], device) is None
-        ta, tb = fair_timing.interleaved(lambda: time.sleep(0.002), lambda: None, device=device,
-                                         min_rounds=2, max_rounds=2, warmup=0)
-        assert len(ta) == len(tb) == 2 and min(ta) >= 0.002 > max(tb), (ta, tb)
+
+def test_every_clocked_call_waits_for_each_of_the_calls_devices(monkeypatch) -> None:
+    """The timing waits for the devices it is given, every one of them, around each clocked
+    call (fair_timing's rounds, wall_times): recorded by wrapping compat's own synchronize
+    (on the CPU and meta it waits for nothing; the GPU tests time real kernels)."""
+    from tuidebug.compiler.compat import device as device_mod
+
+    seen: list[object] = []
+    real = device_mod.synchronize
+
+    def recording(device):
+        seen.append(device)
+        real(device)
+
+    monkeypatch.setattr(compat, "synchronize", recording)
+    monkeypatch.setattr(device_mod, "synchronize", recording)
+    both = [META, CPU]
+    ta, tb = fair_timing.interleaved(lambda: time.sleep(0.002), lambda: None, device=both,
+                                     min_rounds=2, max_rounds=2, warmup=0)
+    assert len(ta) == len(tb) == 2 and min(ta) >= 0.002 > max(tb), (ta, tb)
+    assert seen == [both] * 8, seen  # before and after each of the 4 clocked calls
+    seen.clear()
+    walls = compat.wall_times(lambda: time.sleep(0.001), 3, META)
+    assert len(walls) == 3 and min(walls) >= 0.001 and seen == [META] * 6, (walls, seen)
+    real(both)  # a list of devices: each waited for (none of these queues work)
+    clock = compat.CallClock(META)
+    assert clock.device == META and not clock.cuda
+    assert compat.free_device_bytes(META) is None and compat.peak_memory(lambda: None, META) is None

@@ -82,7 +82,7 @@ def threads(n: int) -> Iterator[None]:
             torch.set_num_threads(have)
 
 
-def _clocked(fn: Callable[[], Any], device: torch.device) -> float:
+def _clocked(fn: Callable[[], Any], device: compat.Devices) -> float:
     compat.synchronize(device)
     t0 = time.perf_counter()
     fn()
@@ -90,7 +90,7 @@ def _clocked(fn: Callable[[], Any], device: torch.device) -> float:
     return time.perf_counter() - t0
 
 
-def interleaved(a: Callable[[], Any], b: Callable[[], Any], *, device: torch.device,
+def interleaved(a: Callable[[], Any], b: Callable[[], Any], *, device: compat.Devices,
                 min_rounds: int = MIN_ROUNDS,
                 cap_s: float = CAP_S, max_rounds: int = MAX_ROUNDS, warmup: int = WARMUP,
                 prime: tuple[Callable[[], Any], Callable[[], Any]] | None = None,
@@ -106,7 +106,8 @@ def interleaved(a: Callable[[], Any], b: Callable[[], Any], *, device: torch.dev
     to about twice the cap); never past ``max_rounds``. ``before``: called, unclocked, before
     every call of either (warm-up, priming and clocked): what puts back the state a call
     writes in place. Each clocked call waits for ``device`` (the device the calls run on:
-    ``compat.call_device``) before and after it."""
+    ``compat.call_device``; or each of the devices, ``compat.call_devices``) before and after
+    it."""
     pa, pb = prime if prime is not None else (a, b)
     ready = before if before is not None else _nothing
     for _ in range(warmup):

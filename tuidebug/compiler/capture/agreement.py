@@ -93,7 +93,8 @@ class Agreement:
 
     def __init__(self, together: bool, device: torch.device) -> None:
         self.together = together
-        self.device = device
+        self.device = device  # the call's (its flags' on NCCL: ``agreement_device``)
+        self.devices: list[torch.device] = [device]  # every one the call runs on
         self.made = 0
         self.short: str | None = None  # the first reason any point agreed on
 

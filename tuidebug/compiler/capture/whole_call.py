@@ -183,7 +183,11 @@ class WholeCall(Concern):
                 *call.args, *call.kwargs.values(), *[p.grad for _, p in params]]
         # the device the call runs on, found once: its own tensors' (its parameters' too), not
         # the current CUDA device (cuda:0 in a rank that never called set_device)
-        agree.device = compat.call_device([*mine, *[p for _, p in params]])
+        # (every one of them, where it runs on several: a model over two GPUs is waited for
+        # on each, its marks taken on the first)
+        own = [*mine, *[p for _, p in params]]
+        agree.device = compat.call_device(own)
+        agree.devices = compat.call_devices(own) or [agree.device]
         tracked = {id(t) for _, t in named}
         copied = space_tensors(reached.spaces, tracked | {id(p) for _, p in params})
         short = agree(  # every rank decides alike: the copies made, or none
@@ -263,7 +267,7 @@ class WholeCall(Concern):
         # the same call as the timed one: no forward of its own to ask whether it trains
         c_clocked = Step(lambda: compiled(*leaves, **kw), wrt, grad_on, c_step.grads, training)
         machine = fair_timing.free_threads() if self.machine is None else self.machine
-        device, together = agree.device, agree.together
+        device, devices, together = agree.device, agree.devices, agree.together
         load_before = load1()
         # the timed calls run under the same instrumentation on both sides: none. No clock
         # mark around a compiled graph, no hook on its backward's autograd node (the eager
@@ -276,7 +280,7 @@ class WholeCall(Concern):
 
         def run_clocked() -> None:
             w, h, m = tls.wrapped_calls, tls.watched_calls, marks.counts()
-            clocked.append(self._clocked_call(c_clocked, marks))
+            clocked.append(self._clocked_call(c_clocked, marks, devices))
             now = marks.counts()
             counted.append({**{k: now[k] - m[k] for k in now},
                             "wrapped_graph_calls": tls.wrapped_calls - w,
@@ -292,10 +296,10 @@ class WholeCall(Concern):
         with self.session.bare():  # no hook or wrapper of the capture's in the timed calls
             if ranks > 1:  # every rank must make the same calls (their collectives pair up):
                 tc, te = fair_timing.interleaved(  # a fixed number of rounds, not adaptive
-                    keep(c_step.run), keep(e_step.run), device=device, min_rounds=rounds,
+                    keep(c_step.run), keep(e_step.run), device=devices, min_rounds=rounds,
                     max_rounds=rounds, cap_s=float("inf"), before=put_back)
             else:
-                tc, te = fair_timing.interleaved(c_step.run, e_step.run, device=device,
+                tc, te = fair_timing.interleaved(c_step.run, e_step.run, device=devices,
                                                  min_rounds=rounds, before=put_back)
         why = agree(keep.why(rewound), "a timed call of it raised")
         if why:
@@ -321,7 +325,7 @@ class WholeCall(Concern):
             entry["restored"] = rewound.names()
         # further clocked calls, alternating with eager ones as the timed calls did
         # (each primed by the same call unclocked: through the watch, with no mark)
-        fair_timing.interleaved(keep(run_clocked), keep(e_step.run), device=device,
+        fair_timing.interleaved(keep(run_clocked), keep(e_step.run), device=devices,
                                 min_rounds=LEDGER_CALLS,
                                 max_rounds=LEDGER_CALLS, warmup=1, cap_s=float(
                                     "inf") if ranks > 1 else LEDGER_CAP_S,
@@ -345,20 +349,21 @@ class WholeCall(Concern):
                                      "wall": spread([w for w, _ in runs]).as_json()}
         return entry
 
-    def _clocked_call(self, step: Step, marks: CallMarks) -> "Clocked":
+    def _clocked_call(self, step: Step, marks: CallMarks, devices: compat.Devices
+                      ) -> "Clocked":
         """One call of ``step`` with each compiled graph's start and end marked, and its wall
         time on the host's clock (as the timing measures a call: from a synchronized device to
-        a synchronized device)."""
+        a synchronized device: each of ``devices``, those the call runs on)."""
         s = self.session
         marks.reset(backward=step.training())
         s.call_clock = marks
         try:
-            compat.synchronize(marks.clock.device)
+            compat.synchronize(devices)
             h0 = time.perf_counter()
             marks.clock.mark()
             fwd_end, end = step.run_split(marks.clock)
             # every mark reached (on a GPU: events read after this)
-            compat.synchronize(marks.clock.device)
+            compat.synchronize(devices)
             wall = time.perf_counter() - h0
         finally:
             s.call_clock = None

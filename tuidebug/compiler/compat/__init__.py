@@ -62,7 +62,7 @@ from tuidebug.compiler.compat.kernels import (  # noqa: F401
 )
 from tuidebug.compiler.compat.device import (  # noqa: F401
     device_kind, peak_memory, wall_times, device_peaks, triton_kernel_estimates, synchronize,
-    CallClock, free_device_bytes, call_device, call_devices,
+    CallClock, free_device_bytes, call_device, call_devices, Devices,
 )
 from tuidebug.compiler.compat.profiling import (  # noqa: F401
     KernelRanges, NodeRanges, profiled, compiled_autograd_on,

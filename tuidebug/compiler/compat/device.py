@@ -12,7 +12,7 @@ switched around the call either: the user's code runs as it did."""
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence, Union
 
 import torch
 
@@ -47,10 +47,16 @@ def call_device(tensors: Iterable[Any]) -> torch.device:
     return torch.device("cpu")
 
 
-def synchronize(device: torch.device) -> None:
-    """Wait for the work queued on ``device`` (a CUDA device; nothing to wait for elsewhere)."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+# one device, or every device a call runs on (``call_devices``: a model over several GPUs)
+Devices = Union[torch.device, Sequence[torch.device]]
+
+
+def synchronize(device: Devices) -> None:
+    """Wait for the work queued on ``device`` (a CUDA device; nothing to wait for elsewhere),
+    or on each of several devices (a call over several GPUs)."""
+    for d in ([device] if isinstance(device, torch.device) else device):
+        if d.type == "cuda":
+            torch.cuda.synchronize(d)
 
 
 class CallClock:
@@ -98,10 +104,10 @@ class CallClock:
         return [t - t0 for t in self._host[:self.n]]
 
 
-def wall_times(fn: Callable[[], Any], runs: int, device: torch.device,
+def wall_times(fn: Callable[[], Any], runs: int, device: Devices,
                before_run: Callable[[], None] | None = None) -> list[float]:
-    """Seconds of each of ``runs`` calls of ``fn``, ``device`` synchronized around each
-    (``before_run``, unclocked, before each)."""
+    """Seconds of each of ``runs`` calls of ``fn``, ``device`` (each of them, where several)
+    synchronized around each (``before_run``, unclocked, before each)."""
     out = []
     for _ in range(runs):
         if before_run is not None:
