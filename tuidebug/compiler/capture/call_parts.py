@@ -2,13 +2,14 @@
 graph, each compiled graph, each eager island between two graphs, after the forward the
 backward's graphs and islands, from the marks one clocked call took
 (``whole_call.WholeCall._clocked_call``), and each part's share of the clocked calls' wall time
-(:func:`shares`). No torch.
+(:func:`shares`), and the ledger made of them (:func:`ledger`). No torch.
 """
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from typing import Any
 
 BACKWARD = "(backward)"
 
@@ -87,3 +88,44 @@ def _backward_parts(c: Clocked) -> list[Piece]:
             out.append(("eager_island", "", bwd[i + 1][0], "bwd", bwd[i + 1][1] - b1))
     out.append(("eager_island", "", "", "bwd", sec[c.end] - bwd[-1][2]))
     return out
+
+
+def ledger(runs: list[Run], wall: float, graphs: list[Any]) -> list[dict[str, Any]]:
+    """The call's parts, as shares of the clocked calls' own wall time scaled to ``wall``
+    (the timed calls' median): per part, its mean share over the clocked calls of the usual
+    shape whose wall time is in the middle fifth (p40–p60). Shares, not seconds: a clocked
+    call may run slower or faster than the timed ones (its marks' own cost, the machine's
+    moment), yet splits its own time as they do. ``other`` is ``wall`` less the others:
+    the clocked calls' time that no mark covers (entering the call, the device's last
+    work's wait), as a share of theirs. ``graphs``: the session's (``GraphState``)."""
+    out: list[dict[str, Any]] = []
+    for (part, graph, cid, phase), secs in shares(runs, wall):
+        row: dict[str, Any] = {"part": part, "seconds": round(secs, 9)}
+        if graph:
+            row["graph"] = graph
+        if cid:
+            row["compile_id"] = cid
+        if phase == "bwd":
+            row["phase"] = "bwd"
+            if part == "graph":  # the compile's backward graph(s), or all of them
+                row["graph"] = ",".join(_backward_ids(
+                    graphs, None if graph == BACKWARD else cid)) or None
+        elif part == "graph":
+            row["reason"] = _skipped(graphs, graph)
+        out.append({k: v for k, v in row.items() if v is not None})
+    out.append({"part": "other", "seconds": round(wall - sum(p["seconds"] for p in out), 9)})
+    return out
+
+
+def _skipped(graphs: list[Any], graph: str) -> str | None:
+    """Why Inductor did not capture graph ``graph`` as a CUDA graph, when it was on."""
+    for g in graphs:
+        if g.graph_id == graph and g.cudagraphs.get("enabled") and g.cudagraphs.get("skipped"):
+            return f"CUDA graphs skipped: {str(g.cudagraphs['skipped'][0])[:200]}"
+    return None
+
+
+def _backward_ids(graphs: list[Any], cid: str | None) -> list[str]:
+    """The backward graphs of compile ``cid`` (of every compile: None)."""
+    return [g.graph_id for g in graphs if g.kind == "backward"
+            and (cid is None or g.compile_id == cid)]

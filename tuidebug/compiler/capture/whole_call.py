@@ -51,7 +51,7 @@ import torch
 
 from tuidebug.compiler import accuracy, compat, fair_timing
 from tuidebug.compiler.capture import profile
-from tuidebug.compiler.capture.call_parts import BACKWARD, Clocked, Run, parts, shares
+from tuidebug.compiler.capture.call_parts import Clocked, ledger, parts
 from tuidebug.compiler.capture.call_state import (
     Rewound, buffers, leaf, program_tensors, raised_again, restore, rewound, state_holders,
     written_state)
@@ -343,7 +343,7 @@ class WholeCall(Concern):
                         [*timed, "wrapped_graph_calls", "watched_module_calls"]}}
         cg = self._cudagraph_ids()
         runs = [(c.wall, parts(c, cg, training)) for c in clocked]
-        entry["ledger"] = self._ledger(runs, comp.median_s)
+        entry["ledger"] = ledger(runs, comp.median_s, list(self.session.graphs.values()))
         if runs:
             entry["ledger_calls"] = {"n": len(runs),
                                      "wall": spread([w for w, _ in runs]).as_json()}
@@ -370,49 +370,11 @@ class WholeCall(Concern):
         return Clocked(wall, marks.clock.seconds(), list(marks.graphs), fwd_end, end,
                         list(marks.backward or ()))
 
-    def _ledger(self, runs: list[Run], wall: float) -> list[dict[str, Any]]:
-        """The call's parts, as shares of the clocked calls' own wall time scaled to ``wall``
-        (the timed calls' median): per part, its mean share over the clocked calls of the usual
-        shape whose wall time is in the middle fifth (p40–p60). Shares, not seconds: a clocked
-        call may run slower or faster than the timed ones (its marks' own cost, the machine's
-        moment), yet splits its own time as they do. ``other`` is ``wall`` less the others:
-        the clocked calls' time that no mark covers (entering the call, the device's last
-        work's wait), as a share of theirs."""
-        out = []
-        for (part, graph, cid, phase), secs in shares(runs, wall):
-            row: dict[str, Any] = {"part": part, "seconds": round(secs, 9)}
-            if graph:
-                row["graph"] = graph
-            if cid:
-                row["compile_id"] = cid
-            if phase == "bwd":
-                row["phase"] = "bwd"
-                if part == "graph":  # the compile's backward graph(s), or all of them
-                    row["graph"] = ",".join(self._backward_ids(None if graph == BACKWARD
-                                                               else cid)) or None
-            elif part == "graph":
-                row["reason"] = self._skipped(graph)
-            out.append({k: v for k, v in row.items() if v is not None})
-        out.append({"part": "other", "seconds": round(wall - sum(p["seconds"] for p in out), 9)})
-        return out
-
     def _cudagraph_ids(self) -> set[str]:
         """The graphs replayed as CUDA graphs (on, and not skipped by Inductor)."""
         cuda = compat.device_kind() == "cuda"
         return {g.graph_id for g in list(self.session.graphs.values())
                 if g.replays_cuda_graphs(cuda)}
-
-    def _skipped(self, graph: str) -> str | None:
-        """Why Inductor did not capture graph ``graph`` as a CUDA graph, when it was on."""
-        for g in list(self.session.graphs.values()):
-            if g.graph_id == graph and g.cudagraphs.get("enabled") and g.cudagraphs.get("skipped"):
-                return f"CUDA graphs skipped: {str(g.cudagraphs['skipped'][0])[:200]}"
-        return None
-
-    def _backward_ids(self, cid: str | None) -> list[str]:
-        """The backward graphs of compile ``cid`` (of every compile: None)."""
-        return [g.graph_id for g in list(self.session.graphs.values()) if g.kind == "backward"
-                and (cid is None or g.compile_id == cid)]
 
 
 def _module_of(model: Any) -> torch.nn.Module | None:
