@@ -11,6 +11,7 @@ import torch
 
 from tuidebug.compiler import compat
 from tuidebug.compiler.capture.agreement import Agreement, communicates
+from tuidebug.compiler.capture.call_state import state_holders
 from tuidebug.compiler.capture.reach import reach
 from tuidebug.compiler.capture.side_state import SideState, optimizer_tensors, parameters
 
@@ -130,6 +131,37 @@ def test_a_tensor_written_in_place_that_is_not_copied_is_told() -> None:
     side.learn()
     assert side.unrestorable == ["a tensor of shape (3,)"], side.unrestorable
     assert side.why() is not None and "a tensor of shape (3,)" in side.why()
+    # a view of a tensor that is put back (a cache Rewound restores) moves with it: not told
+    reached = reach(_writes_a_listed_tensor, None, (), {})
+    params = parameters(reached.modules, reached.optimizers)
+    kept = SideState(reached.spaces, params, set(), reached.containers, reached.tensors,
+                     [BUFFERS[0].view(3)])
+    _writes_a_listed_tensor()
+    kept.learn()
+    assert kept.unrestorable == [], kept.unrestorable
+
+
+class Holder:
+    def __init__(self) -> None:
+        self.data = torch.zeros(2**19)  # 2 MiB: a dataset, say — not copied
+
+
+HOLDER = Holder()
+
+
+def _writes_a_large_attribute() -> None:
+    HOLDER.data.add_(1)
+
+
+def test_a_large_tensor_attribute_is_watched_not_copied() -> None:
+    """Copying every tensor a plain object holds could double a dataset in memory: a tensor
+    over ``SMALL`` is not copied, and where a re-run writes it, it is told."""
+    _writes_a_large_attribute()
+    side, _ = _side(_writes_a_large_attribute)
+    assert side.nbytes() == 0
+    _writes_a_large_attribute()
+    side.learn()
+    assert side.unrestorable == ["Holder.data"], side.unrestorable
 
 
 class Raising(list):
@@ -165,6 +197,8 @@ def test_the_walk_runs_none_of_the_users_code() -> None:
 
     reached = reach(step, None, (proxy, items, Lying()), {})
     assert reached.cut is None and inner in reached.modules
+    # the look for arguments holding tensors (a KV cache) is the same walk
+    assert state_holders((proxy, Lying(), items), {}) == []
 
 
 LR_TABLE = [0.001 * i for i in range(60_000)]

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from tuidebug.compiler import compat
-from tuidebug.compiler.capture.reach import Walk
+from tuidebug.compiler.capture.reach import Walk, kind_of
 from tuidebug.compiler.capture.side_state import SideState
 
 
@@ -40,7 +40,7 @@ def _holds_tensors(value: Any, limit: int = 5000) -> bool:
     modules): transformers' ``EncoderDecoderCache`` (Whisper, T5, BART) holds its keys four
     levels down (cache → ``self_attention_cache`` → ``layers`` → layer → ``keys``). At most
     ``limit`` objects are looked at."""
-    return any(depth > 0 and isinstance(item, torch.Tensor)
+    return any(depth > 0 and kind_of(item, torch.Tensor)
                for item, depth in Walk([value], limit, modules=False))
 
 
@@ -52,7 +52,7 @@ def state_holders(args: Any, kwargs: Any) -> list[str]:
     named = [(f"argument {i}", a) for i, a in enumerate(args or ())]
     named += [(str(k), v) for k, v in (kwargs or {}).items()]
     return [f"{n} ({type(v).__name__})" for n, v in named
-            if not isinstance(v, (torch.Tensor, list, tuple, Mapping)) and _holds_tensors(v)]
+            if not kind_of(v, torch.Tensor, list, tuple, Mapping) and _holds_tensors(v)]
 
 
 def buffers(model: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:

@@ -14,8 +14,8 @@ and the whole call is then not timed.
 
 What else a re-run advances is put back or told: the entries of each reached optimizer's
 ``param_groups`` (an LR scheduler stepped inside the call changes ``lr`` at every call; a
-tensor ``lr`` is copied), tensor attributes of plain objects (a GradScaler's ``_scale`` and
-``_growth_tracker``: copied, ``space_tensors``), the lists, dicts and sets the call reaches
+tensor ``lr`` is copied), small tensor attributes of plain objects (a GradScaler's ``_scale``
+and ``_growth_tracker``: copied, ``space_tensors``), the lists, dicts and sets the call reaches
 (``HIST.append(loss)``: their items as they were, a shallow copy), the globals of the
 functions it names (``reach.functions_named``); any other tensor the walk met that a re-run
 wrote in place (its version counter moved), of which no copy is kept, is named as a parameter
@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from tuidebug.compiler import compat
-from tuidebug.compiler.capture.reach import PLAIN, Space
+from tuidebug.compiler.capture.reach import PLAIN, Space, kind_of
 
 
 def parameters(modules: list[torch.nn.Module], optimizers: list[Any]) -> list[tuple[str, Any]]:
@@ -70,17 +70,21 @@ def _kept(v: Any) -> bool:
     return type(v) in PLAIN or (type(v) is tuple and all(type(x) in PLAIN for x in v))
 
 
+SMALL = 2**20  # bytes: a tensor held in a space up to this is copied, a larger one watched
+
+
 def space_tensors(spaces: list[Space], skip: set[int]) -> list[tuple[str, torch.Tensor]]:
-    """The tensors held directly in ``spaces`` (an attribute of a plain object, a group's
-    tensor ``lr``, a global), named, each once, but those of ``skip`` (parameters, what
-    ``Rewound`` puts back): copied before the first re-run (``SideState``), within the copies'
-    budget."""
+    """The small tensors (``SMALL``) held directly in ``spaces`` (a GradScaler's ``_scale``, a
+    group's tensor ``lr``, a step count), named, each once, but those of ``skip`` (parameters,
+    what ``Rewound`` puts back): copied before the first re-run (``SideState``), within the
+    copies' budget. A larger one (a dataset a global holds) is not copied: watched as any
+    other tensor the call reaches, told where a re-run writes it."""
     out: dict[int, tuple[str, torch.Tensor]] = {}
     for label, ns, names in spaces:
         for k in (list(ns) if names is None else names):
             v = ns.get(k)
-            if type(v) is not torch.nn.Parameter and isinstance(v, torch.Tensor) \
-                    and id(v) not in skip:
+            if type(v) is not torch.nn.Parameter and kind_of(v, torch.Tensor) \
+                    and id(v) not in skip and v.nbytes <= SMALL:
                 out.setdefault(id(v), (f"{label}.{k}", v))
     return list(out.values())
 
@@ -92,11 +96,14 @@ class SideState:
 
     def __init__(self, spaces: list[Space], params: list[tuple[str, Any]],
                  tracked: set[int], containers: list[Any] | None = None,
-                 tensors: list[torch.Tensor] | None = None) -> None:
+                 tensors: list[torch.Tensor] | None = None,
+                 kept: list[torch.Tensor] | None = None) -> None:
         """``spaces``: ``(label, namespace, names)`` (``reach.Reached.spaces``);
         ``tracked``: the ids of tensors ``Rewound`` puts back (a parameter the graphs write,
         an optimizer step's: not untracked); ``containers``: the lists, dicts and sets the
-        call reaches; ``tensors``: the other tensors it reaches (watched, not copied)."""
+        call reaches; ``tensors``: the other tensors it reaches (watched, not copied), but
+        those sharing memory with a tensor put back (``kept``: those ``Rewound`` puts back; a
+        view of a cache put back moves with it)."""
         ids = {id(p) for _, p in params} | tracked
         self._attrs = [(label, ns, k, ns[k]) for label, ns, names in spaces
                        for k in (list(ns) if names is None else names) if k in ns]
@@ -106,8 +113,13 @@ class SideState:
         spaced = {id(ns) for _, ns, _ in spaces}
         self._containers = [(c, _items(c)) for c in containers or () if id(c) not in spaced]
         ids |= {id(t) for _, t in copied}
-        self._loose = [(f"a tensor of shape {tuple(t.shape)}", t, compat.version_counter(t))
-                       for t in tensors or () if id(t) not in ids]
+        shared = {_storage(t) for t in [*(kept or ()), *(p for _, p in params),
+                                        *(t for _, t in copied)]} - {None}
+        where = {id(v): f"{label}.{k}" for label, ns, k, v in self._attrs
+                 if kind_of(v, torch.Tensor)}
+        self._loose = [(where.get(id(t), f"a tensor of shape {tuple(t.shape)}"), t,
+                        compat.version_counter(t))
+                       for t in tensors or () if id(t) not in ids and _storage(t) not in shared]
         self._grads = [(n, p, p.grad, _copy(p.grad)) for n, p in params]
         self._params = [(n, p, compat.version_counter(p)) for n, p in params
                         if id(p) not in tracked]
@@ -215,6 +227,15 @@ def _put_items(c: Any, items: list[Any]) -> None:
     else:
         set.clear(c)
         set.update(c, items)
+
+
+def _storage(t: Any) -> int | None:
+    """Where a tensor's memory is (its storage's address), None where it has none to tell (a
+    tensor subclass, meta)."""
+    try:
+        return int(t.untyped_storage().data_ptr()) or None
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def _copy(g: Any) -> Any:

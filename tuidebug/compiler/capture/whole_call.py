@@ -202,7 +202,8 @@ class WholeCall(Concern):
             return None
         saved = buffers(owner)
         state = written_state(named)
-        side = SideState(reached.spaces, params, tracked, reached.containers, reached.tensors)
+        side = SideState(reached.spaces, params, tracked, reached.containers, reached.tensors,
+                         [*(t for _, t in named), *(owner.buffers() if owner is not None else ())])
         return side, saved, state
 
     def _measure(self, name: str, compiled: Any, eager: Any, args: Any, kwargs: Any,
