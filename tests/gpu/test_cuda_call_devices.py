@@ -2,18 +2,21 @@
 the call's device is a CUDA one even where a ``meta`` tensor comes first, every CUDA device of
 a call spread over two GPUs is found (CUDA first, in the order met), and ``--profile`` leaves
 the user's CUDA peak statistics alone: a script printing ``torch.cuda.max_memory_allocated()``
-at its end prints what it prints untraced."""
+at its end prints what it prints untraced; a whole call over two GPUs is timed until both are
+done (2 GPUs: ``NCCL_NVLS_ENABLE=0 pytest -m gpu tests/gpu/test_cuda_call_devices.py``)."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import trace_script
+from tests.conftest import pythonpath, trace_script
 
 pytestmark = pytest.mark.gpu
 
@@ -66,3 +69,27 @@ def test_the_users_peak_statistics_are_not_reset(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     (traced,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("PEAK")]
     assert traced == untraced, (traced, untraced)
+
+
+def test_a_call_over_two_gpus_is_timed_until_both_are_done(tmp_path: Path) -> None:
+    """The call's arguments are on cuda:0 and its long matmul on cuda:1: waited for on cuda:0
+    alone, the whole call's time was the launches' (the cuda:1 kernel still running). Every
+    device of the call is waited for: compiled and eager medians cover that kernel."""
+    import torch
+
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 CUDA GPUs")
+    script = Path(__file__).parent / "scripts" / "two_gpu_call.py"
+    out = tmp_path / "two"
+    env = dict(os.environ, PYTHONPATH=pythonpath())
+    proc = subprocess.run([sys.executable, "-m", "tuidebug.cli", "trace", "--profile", "3",
+                           "-o", str(out), str(script)], env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (kernel,) = [float(s) for s in re.findall(r"two gpus: kernel (\d+\.\d+) s", proc.stdout)]
+    assert kernel > 5e-3, kernel  # long enough to tell from its launch
+    calls = {c["callable"]: c for c in json.loads((out / "profile.json").read_text())["calls"]}
+    call = calls["split"]
+    assert "not_measured" not in call and call["device"] == "cuda", call
+    assert call["compiled"]["median_s"] >= 0.9 * kernel, (kernel, call["compiled"])
+    assert call["eager"]["median_s"] >= 0.9 * kernel, (kernel, call["eager"])
