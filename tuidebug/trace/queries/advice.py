@@ -15,13 +15,15 @@ from typing import Any
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.attempts import first_attempt, held_shapes
 from tuidebug.trace.queries.break_diff import break_ident
+from tuidebug.trace.queries.changed_with import said as said_changes, unmarked_changes
 from tuidebug.trace.queries.frames import is_own
 from tuidebug.trace.queries.held import Held, as_passed, frame_of, held_by_user
 from tuidebug.trace.queries.graph_breaks import trace_breaks
 from tuidebug.trace.queries.marked_dynamic import input_name, marked_advice
 from tuidebug.trace.queries.recompile_constants import specialized_sources, symbolic_sources
-from tuidebug.trace.queries.recompiles import (CACHE_TENSOR, USER_INPUT, compile_config,
-                                                explain_compile)
+from tuidebug.trace.queries.recompiles import (CACHE_TENSOR, compile_config, explain_compile,
+                                                is_passed)
+from tuidebug.trace.queries.static_kv import is_static, static_words
 
 # transformers' KV cache by its Dynamo source: ``past_key_values.layers[0].keys`` (5.x),
 # ``past_key_values.key_cache[0]`` (4.x)
@@ -238,7 +240,9 @@ def _oblivious_why(trace: Trace, cid: str, rec: dict[str, Any], name: str, index
                 f"({expected}) the compile before held it dynamic in: sizes 0 and 1 are "
                 "always specialized, so this is a compile of its own; marking that "
                 "dimension dynamic does not change it")
-    if str(expected) not in ("0", "1") or not prev:
+    if str(expected) not in ("0", "1") or not prev or unmarked_changes(trace, cid, prev):
+        # the call changed another value the compile before held fixed (a static cache's
+        # max_cache_len): holding this size as a symbol there does not serve it
         return None
     before = explain_compile(trace, prev) or {}
     made = ("dynamic=True" if compile_config(trace.compiles, prev).get(
@@ -280,6 +284,7 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
             continue
         src, index = dim
         name = input_name(src)
+        static = _static_cache(trace, cid, rec.get("previous"))
         actual = str(rec.get("failing_value"))
         expected = str(rec.get("expected"))
         wider = [w for w in rec.get("wider") or [] if isinstance(w, dict)]
@@ -304,7 +309,7 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
                 cache = _cache_advice(name, index, f"{cid}: dimension {index} of {name} "
                                       f"changed ({expected} → {actual}) and the code "
                                       f"specialized it ({fixed.said()})",
-                                      _grows_by_one(expected, actual))
+                                      _grows_by_one(expected, actual), static)
                 out.setdefault(cache.id, cache)
             continue
         if actual in ("0", "1") or expected in ("0", "1"):
@@ -314,21 +319,30 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
             if expected in ("0", "1") and CACHE_TENSOR.search(name):
                 cache = _cache_advice(name, index, f"{cid}: dimension {index} of {name} "
                                       f"changed ({expected} → {actual})",
-                                      _grows_by_one(expected, actual))
+                                      _grows_by_one(expected, actual), static)
                 out.setdefault(cache.id, cache)
             continue
         symbolic = _has_symbol(trace, cid, str(rec.get("source")))
+        # what the same call changed besides, that no mark on the user's inputs covers
+        also = unmarked_changes(trace, cid, rec.get("previous"))
         why = (f"{cid}: dimension {index} of {name} changed ({expected} → {actual})"
                + ("; this compile made it dynamic (automatic dynamic), a compile more than "
-                  "needed" if symbolic else "; this compile did not make it dynamic"))
+                  "needed" if symbolic else "; this compile did not make it dynamic")
+               + (f"; the same call changed {said_changes(also)} too, which dynamic=True holds as "
+                  "symbols as well" if also else ""))
         out.setdefault("dynamic=True", Suggestion(
             "dynamic=True", "compile with torch.compile(..., dynamic=True)", why, "recompiles",
             Apply(compile_kwargs={"dynamic": True})))
         frame = frame_of(trace, cid)
-        if held_by_user(frame, rec.get("called_at"), name) is not Held.YES:
+        if also and static and any(a.endswith(".max_cache_len") for a in also):
+            # a new StaticCache of another length with each prompt: one length for all
+            out.setdefault("one max_cache_len", _one_length(why))
+        if also:
+            pass  # a mark on this input leaves the other change to recompile: dynamic=True
+        elif held_by_user(frame, rec.get("called_at"), name) is not Held.YES:
             pass  # a library's own call (a loss given the model's logits), or not known to be
             # the user's (a library's forward their line may not call): dynamic=True above
-        elif USER_INPUT.match(name) and not rec.get("resumed"):
+        elif is_passed(name) and not rec.get("resumed"):
             dims = [(s, i) for s, i in _made_dynamic_with(trace, cid, rec.get("previous"),
                                                            src, index)
                     if held_by_user(frame, rec.get("called_at"), input_name(s)) is Held.YES]
@@ -354,9 +368,15 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
                 "recompiles", Apply(dynamic_sources=[_siblings(src, index)])))
         if CACHE_TENSOR.search(name):
             grows = _grows_by_one(rec.get("expected"), actual)
-            cache = _cache_advice(name, index, why, grows)
+            cache = _cache_advice(name, index, why, grows, static)
             out.setdefault(cache.id, cache)
     return list(out.values())
+
+
+def _static_cache(trace: Trace, cid: str, prev: Any) -> bool:
+    """Whether compile ``cid`` or the one before held transformers' static KV cache."""
+    return any(is_static(trace.compiles.get(str(c)) or {}, (held_shapes(trace, str(c)),))
+               for c in (cid, prev) if c)
 
 
 def _number_advice(trace: Trace, cid: str, rec: dict[str, Any], number: str
@@ -408,7 +428,7 @@ def _made_dynamic_with(trace: Trace, cid: str, previous: Any, src: str, index: i
     before = set(dims(previous))
     out = [(src, index)]
     for d in dims(cid):
-        if d not in out and d not in before and USER_INPUT.match(input_name(d[0])):
+        if d not in out and d not in before and is_passed(input_name(d[0])):
             out.append(d)
     return out
 
@@ -418,11 +438,15 @@ def _grows_by_one(expected: Any, actual: Any) -> bool:
     return e.isdigit() and a.isdigit() and int(a) == int(e) + 1
 
 
-def _cache_advice(name: str, index: int, why: str, grows: bool) -> Suggestion:
+def _cache_advice(name: str, index: int, why: str, grows: bool, static: bool = False
+                  ) -> Suggestion:
     """A static KV cache for a cache whose length changed: transformers' (``past_key_values``
     with ``layers[i].keys`` or ``key_cache[i]``) tried by building its ``DynamicCache`` static
     (``Apply.static_cache_len``); a cache of the user's own is a code change, not tried."""
     step = "grows by one each step" if grows else "changes length from call to call"
+    if static:
+        # already a static cache: its length changed only as a cache of another max_cache_len
+        return _one_length(f"{why}; {static_words(name)}")
     if TRANSFORMERS_CACHE.search(name):
         return Suggestion(
             "static KV cache",
@@ -441,6 +465,16 @@ def _cache_advice(name: str, index: int, why: str, grows: bool) -> Suggestion:
         "place (index_copy_ or a slice assignment at a position held in a tensor) and pass "
         "the whole buffer with a mask or the filled length as a tensor: its size then stays "
         "fixed", f"{why}; {name} is a cache that {step}", "recompiles", None)
+
+
+def _one_length(why: str) -> Suggestion:
+    """For a static KV cache whose length changed: one length for every cache (a change to the
+    user's code, listed and not tried)."""
+    return Suggestion(
+        "one max_cache_len",
+        "build every StaticCache with one max_cache_len (the longest prompt plus the new "
+        "tokens), or reuse one and reset() it, so its keys and values keep one length",
+        why, "recompiles", None)
 
 
 def _siblings(source: str, index: int) -> str:

@@ -14,7 +14,8 @@ from typing import Any
 
 from tuidebug.trace.format import safefile
 from tuidebug.trace.format.reader import Trace
-from tuidebug.trace.queries import attempts
+from tuidebug.trace.queries import attempts, static_kv
+from tuidebug.trace.queries.changed_with import said, unmarked_changes
 from tuidebug.trace.queries.held import (  # noqa: F401
     POSITIONAL, Frame, Held, as_passed, frame_in, held_as, held_by_user)
 from tuidebug.trace.queries.recompile_constants import (
@@ -154,7 +155,8 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                resumed: bool = False, seen: dict[str, str] | None = None,
                specialized: dict[str, Specialized] | None = None,
                wider: list[tuple[str, str]] | None = None, frame: Frame | None = None,
-               called: Any = None) -> tuple[str, str | None, Any, Any]:
+               called: Any = None, static_cache: bool = False,
+               also: list[str] | None = None) -> tuple[str, str | None, Any, Any]:
     """What would avoid a recompile whose failed guard says ``text``: (suggestion, the input
     source it is about, the value it expected, the value that failed it). ``symbolic_sources``:
     the sources this compile holds as symbols, those it specialized again left out (None: not
@@ -166,16 +168,28 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
     compiles whose guard on the same size failed too, with the size they held (not 0 or 1).
     ``frame``, ``called``: the compiled frame (file, function) and the user's line whose call
     recompiled — a library frame's input the user's call does not name is not theirs to mark
-    (``held.held_by_user``), and one it passes by keyword is "the tensor t you pass as x="."""
+    (``held.held_by_user``), and one it passes by keyword is "the tensor t you pass as x=".
+    ``static_cache``: the compile held transformers' static KV cache (``static_kv``): a change
+    of its length is a cache of another ``max_cache_len``, never "use a static KV cache".
+    ``also``: the values the call changed too that a mark on the user's inputs cannot cover
+    (``changed_with.unmarked_changes``): marking the input is then not offered."""
     m = _TENSOR.search(text)
     if m:
         name, index = m["name"], m["index"]
         source = f"{_local(name)}.{m['what']}()[{index}]"
         symbolic = None if symbolic_sources is None else source in symbolic_sources
-        pos = POSITIONAL.match(name)
-        held = held_by_user(frame, called, name) if (USER_INPUT.match(name) or pos) \
-            and not resumed else Held.NO
-        top = held is Held.YES
+        held = held_by_user(frame, called, name) if is_passed(name) and not resumed else Held.NO
+        cache = CACHE_TENSOR.search(name) is not None
+        # a cache's length changed: a growing cache is what a static one avoids; a static
+        # cache's length changes only as a cache of another max_cache_len
+        cache_fix = ("" if not cache else
+                     f"; {static_kv.length_changed(name, m['expected'], m['actual'])}"
+                     if static_cache else "; a static KV cache, whose length stays fixed, avoids it")
+        # what the call changed besides: a mark on this input does not cover it
+        beside = (f"; the same call changed {said(also)} too (new symbols of this compile), "
+                  f"which marking {name!r} does not cover: a mark does not avoid this compile"
+                  if also else "")
+        top = held is Held.YES and not also
         # said of an input not known to be the user's: not theirs, or not known
         theirs = (f"{name!r} is not an input you pass yourself" if held is Held.NO else
                   f"whether you pass {name!r} yourself is not recorded: it is an input of a "
@@ -189,7 +203,8 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                     (f"the strides of {name!r} changed (they follow a dimension that changed "
                      f"size; {theirs}): torch.compile(dynamic=True) "
                      f"makes sizes and strides symbolic" + ("; a static KV cache keeps them fixed"
-                                                           if CACHE_TENSOR.search(name) else "")),
+                                                           if cache and not static_cache
+                                                           else "")),
                     source, m["expected"], m["actual"])
         if m["actual"] in ("0", "1"):
             advice = (f"dimension {index} of {name!r} is {m['actual']} now (it was "
@@ -209,8 +224,7 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                       f"{(specialized or {})[source].said()}: the code there needs the size "
                       f"(a loop over it, say), so each size compiles once, and marking it "
                       f"dynamic or torch.compile(dynamic=True) does not change that"
-                      + ("; a static KV cache, whose length stays fixed, avoids it"
-                         if CACHE_TENSOR.search(name) else ""))
+                      + cache_fix)
         elif m["expected"] in ("0", "1") and wider:
             # the compile before held 0 or 1, but an earlier one held another size: had that
             # one held it as a symbol (dynamic=True, the dimension marked), it could serve this
@@ -222,7 +236,7 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                       + f" would have compiled {wider[-1][0]} with a symbol for it, which may "
                       f"serve {m['actual']} as well (1 stays a compile of its own)"
                       + ("; this compile makes it dynamic (automatic dynamic), so later sizes "
-                         "reuse it" if symbolic else "")
+                         "reuse it" if symbolic else "") + beside
                       + "; `tuidebug advise TRACE --try` measures it")
         elif m["expected"] in ("0", "1"):
             # the compile before held the size 0 or 1, which is always specialized: the first
@@ -239,9 +253,7 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                          "reuse it" if symbolic else
                          "; this compile did not make it dynamic (it has no symbol for it)"
                          if symbolic is False else "")
-                      + ("; a static KV cache, whose length stays fixed, avoids it"
-                         if CACHE_TENSOR.search(name) else "")
-                      + "; `tuidebug advise TRACE --try` tries what may")
+                      + cache_fix + "; `tuidebug advise TRACE --try` tries what may")
         elif config.get("automatic_dynamic_shapes") is False:
             advice = (f"automatic dynamic shapes are off here (torch.compile(dynamic=False) or "
                       f"torch._dynamo.config.automatic_dynamic_shapes=False): every new size of "
@@ -252,10 +264,13 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
             once = (f"to compile once, call torch._dynamo.maybe_mark_dynamic({arg}, {index})"
                     f"{on} (or mark_dynamic) before the first call, or use "
                     f"torch.compile(dynamic=True)" if top else
+                    static_kv.length_changed(name, m["expected"], m["actual"])
+                    if cache and static_cache else
                     f"to stop it recompiling as it grows, use a static KV cache, whose length "
                     f"stays fixed, or torch.compile(dynamic=True) ({theirs}); "
                     f"`tuidebug advise TRACE --try` measures each"
-                    if CACHE_TENSOR.search(name) else
+                    if cache else
+                    f"to compile once, use torch.compile(dynamic=True){beside}" if also else
                     f"to compile once, use torch.compile(dynamic=True) ({carried(name)})"
                     if resumed else
                     f"to compile once, use torch.compile(dynamic=True) ({theirs})")
@@ -310,6 +325,13 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
             "failed", None, None, None)
 
 
+def is_passed(name: str) -> bool:
+    """Whether ``name`` is an input a call passes itself (``x``, ``kwargs['input_ids']``,
+    ``args[0]``), one the user may mark dynamic: asked by ``suggestion`` before it says
+    ``maybe_mark_dynamic`` and by ``advice`` before it offers it (one answer for both)."""
+    return bool(USER_INPUT.match(name) or POSITIONAL.match(name))
+
+
 def _out_of_range(m: re.Match[str], s: re.Match[str], text: str, seen: dict[str, str]
                   ) -> tuple[str, str | None, Any, Any]:
     """A size that left the range a dynamic compile holds (``2 <= … <= 64``)."""
@@ -334,8 +356,8 @@ def _out_of_range(m: re.Match[str], s: re.Match[str], text: str, seen: dict[str,
 
 
 def explain(cid: str, compiles: dict[str, dict[str, Any]],
-            shapes: dict[str, Any] | None = None, held: dict[str, Any] | None = None
-            ) -> dict[str, Any] | None:
+            shapes: dict[str, Any] | None = None, held: dict[str, Any] | None = None,
+            also: list[str] | None = None) -> dict[str, Any] | None:
     """Why compile ``cid`` happened when it is a recompile (None when it is not): ``previous``
     (the compile it follows), ``failed_guard`` (the failed guard, as Dynamo words it),
     ``guard_of`` (whose guard it was), ``source``, ``expected``, ``failing_value``,
@@ -348,7 +370,7 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
     ``shapes``: the compile's own shapes record (the recompile Dynamo was asked for: its
     reasons, failing values, call site); ``held``: its finished attempt's
     (``attempts.held_shapes``: what it made a symbol or specialized), ``shapes`` when None —
-    ``explain_compile`` passes both."""
+    ``explain_compile`` passes both, and ``also`` (``suggestion``'s)."""
     detail = compiles.get(cid) or {}
     # a first attempt that restarted has no metrics of its own: its config and code object
     # are its finished attempt's
@@ -382,7 +404,10 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
     wider = _wider(parsed, (of, text))
     advice, source, expected, actual = suggestion(
         text, config, symbolic, resumed, seen, specialized_sources(held),
-        wider, frame_in(metrics, finished.get("metrics")), recorded.get("called_at")) if text else ("", None, None, None)
+        wider, frame_in(metrics, finished.get("metrics")), recorded.get("called_at"),
+        static_kv.is_static(detail, (held, shapes))
+        or static_kv.is_static(compiles.get(prev or "") or {}, ()), also
+    ) if text else ("", None, None, None)
     values = recorded.get("values") if isinstance(recorded.get("values"), dict) else {}
     failing = values.get(source) if source else None
     if failing is None and actual is None and source:
@@ -444,4 +469,5 @@ def explain_compile(trace: Trace, cid: str) -> dict[str, Any] | None:
     """``explain`` of compile ``cid`` of ``trace``: its own record for what Dynamo was asked, its
     finished attempt's for what the compile did (a recompile whose analysis restarted)."""
     return explain(cid, trace.compiles, trace.compile_shapes_brief(cid),
-                   attempts.held_shapes(trace, cid))
+                   attempts.held_shapes(trace, cid),
+                   unmarked_changes(trace, cid, previous_compile(cid, trace.compiles)))

@@ -1,0 +1,154 @@
+"""Recompile advice for a user already on transformers' static KV cache, and for a recompile
+whose call changed more than a mark covers (traces built with the torch-free writer, reasons,
+symbols and guards as torch 2.13 recorded them for Llama with a new ``StaticCache(config,
+max_cache_len=n + 4)`` per prompt of 6 then 9 tokens, each followed by one-token decode steps:
+compiles 0/0 prefill 6, 0/1 decode, 0/2 prefill 9, 0/3 decode). ``advise --try`` measured
+there: dynamic=True 4 → 2 compiles; maybe_mark_dynamic(input_ids, 1) 4 → 4;
+backed_size_oblivious 4 → 4."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.format.writer import TraceWriter
+from tuidebug.trace.queries.advice import recompile_advice
+from tuidebug.trace.queries.recompiles import explain_compile
+
+PKV = "L['kwargs']['past_key_values']"
+IDS = "L['kwargs']['input_ids'].size()[1]"
+_N = itertools.count(10)
+
+
+def _sym(source: str, hint: int) -> dict[str, Any]:
+    return {"name": f"s{next(_N)}", "source": source, "sources": [source],
+            "kind": "backed", "hint": hint}
+
+
+# every compile of a static cache (5.x) reads its filled length: a symbol of each
+_FILLED = [_sym(f"{PKV}.layers[{i}].cumulative_length.item()", 6) for i in (0, 1)]
+
+
+def _trace(root: Path, reasons: dict[str, list[str]], symbols: dict[str, list[dict[str, Any]]],
+           guards: dict[str, str] | None = None) -> Trace:
+    w = TraceWriter(root, command=["tuidebug", "trace", "static2.py"])
+    for cid in sorted({"0/0", *reasons, *symbols}):
+        extra: dict[str, Any] = {"recompile_reasons": reasons[cid]} if cid in reasons else {}
+        if guards and cid in guards:
+            extra["guards"] = guards[cid]
+        w.write_compile(cid, {"graphs": [], "metrics": {
+            "co_name": "wrapper", "co_filename": "/v/site-packages/transformers/utils/generic.py"},
+            **extra})
+        w.add_compile(cid, {"graphs": []})
+        w.write_compile_shapes(cid, {"id": cid, "symbols": symbols.get(cid, []),
+                                     "recompile": {"reasons": reasons.get(cid, []), "values": {},
+                                                   "called_at": {
+                                                       "file": "/home/u/static2.py", "line": 13,
+                                                       "fn": "<module>", "code":
+                                                       "out = step(input_ids=ids, past_key_values="
+                                                       "cache, use_cache=True, cache_position=pos)"}}})
+    w.finish("ok")
+    return Trace(root)
+
+
+def _keys_changed(root: Path, evidence: str) -> Trace:
+    """0/1 after the static cache's keys went from 10 to 13 positions (a new StaticCache of
+    another max_cache_len), the cache known static by its symbols or by 0/0's guards only."""
+    keys = f"{PKV}.layers[0].keys"
+    reason = ("0/0: tensor 'kwargs['past_key_values'].layers[0].keys' size mismatch at index 2. "
+              "expected 10, actual 13")
+    grown = [_sym(f"{keys}.size()[2]", 13)]
+    if evidence == "symbols":
+        return _trace(root, {"0/1": [reason]}, {"0/0": _FILLED, "0/1": _FILLED + grown})
+    guard = (f"| | +- EQUALS_MATCH: {PKV}.layers[0].max_cache_len == 10  # self.keys = "
+             "torch.zeros(...)  # transformers/cache_utils.py:440 in lazy_initialization\n")
+    return _trace(root, {"0/1": [reason]}, {"0/0": [], "0/1": grown}, {"0/0": guard})
+
+
+def test_a_static_cache_is_never_told_to_use_a_static_cache(tmp_path: Path) -> None:
+    """It was: the cache advice read only the tensor's name (``past_key_values.layers[0].keys``
+    names a DynamicCache's keys and a StaticCache's alike), so a user on StaticCache whose
+    cache's length changed got "use a static KV cache" in info and advise."""
+    for evidence in ("symbols", "guards"):
+        t = _keys_changed(tmp_path / evidence, evidence)
+        found = {s.id: s for s in recompile_advice(t)}
+        assert "static KV cache" not in found, (evidence, list(found))
+        s = found["one max_cache_len"]
+        assert s.apply is None and "build every StaticCache with one max_cache_len" in s.text
+        assert "StaticCache of another max_cache_len" in s.why, s.why
+        said = (explain_compile(t, "0/1") or {}).get("suggestion") or ""
+        assert "use a static KV cache" not in said and "avoids it" not in said, said
+        assert "its length changed (10 → 13)" in said, said
+        assert "build every StaticCache with one max_cache_len" in said, said
+
+
+def test_a_growing_dynamic_cache_still_gets_a_static_one(tmp_path: Path) -> None:
+    keys = "L['kwargs']['past_key_values'].layers[0].keys"
+    reason = ("0/0: tensor 'kwargs['past_key_values'].layers[0].keys' size mismatch at index 2. "
+              "expected 6, actual 7")
+    t = _trace(tmp_path / "t", {"0/1": [reason]}, {"0/0": [], "0/1": [_sym(f"{keys}.size()[2]", 7)]})
+    found = {s.id for s in recompile_advice(t)}
+    assert "static KV cache" in found and "one max_cache_len" not in found, found
+    assert "use a static KV cache" in (explain_compile(t, "0/1") or {})["suggestion"]
+
+
+_REASONS = {
+    "0/1": ["0/0: tensor 'kwargs['input_ids']' size mismatch at index 1. expected 6, actual 1"],
+    "0/2": ["0/1: tensor 'kwargs['input_ids']' size mismatch at index 1. expected 1, actual 9",
+            "0/0: tensor 'kwargs['input_ids']' size mismatch at index 1. expected 6, actual 9"]}
+
+
+def _prompts(root: Path, lengths_changed: bool) -> Trace:
+    """0/0, 0/1, 0/2 as above; 0/2 holds the prompt's length as a symbol and, where each
+    prompt got a StaticCache of its own length, its max_cache_len too (automatic dynamic)."""
+    new = [_sym(IDS, 9)] + ([_sym(f"{PKV}.layers[{i}].max_cache_len", 13) for i in (0, 1)]
+                            if lengths_changed else [])
+    return _trace(root, _REASONS, {"0/0": _FILLED, "0/1": _FILLED, "0/2": _FILLED + new})
+
+
+def test_a_mark_is_not_offered_where_the_call_changed_what_it_does_not_cover(
+        tmp_path: Path) -> None:
+    """maybe_mark_dynamic(input_ids, 1) and backed_size_oblivious were offered for 0/2 and
+    measured 4 → 4: the second prompt came with a cache of another max_cache_len, which 0/0 and
+    0/1 held fixed (0/2 holds it as a new symbol), so neither could serve it whatever held the
+    prompt's length. dynamic=True (measured 4 → 2) stays, saying why; one max_cache_len is
+    offered."""
+    t = _prompts(tmp_path / "t", lengths_changed=True)
+    found = {s.id: s for s in recompile_advice(t)}
+    assert not [i for i in found if "mark_dynamic" in i or "dynamic_sources" in i], list(found)
+    assert "backed_size_oblivious" not in found, found["backed_size_oblivious"].why
+    why = found["dynamic=True"].why
+    assert "the same call changed past_key_values.layers[i].max_cache_len" in why, why
+    assert "one max_cache_len" in found and "static KV cache" not in found, list(found)
+    said = (explain_compile(t, "0/2") or {})["suggestion"]
+    assert "maybe_mark_dynamic" not in said, said
+    assert "which marking \"kwargs['input_ids']\" does not cover" in said, said
+
+
+def test_the_same_prompts_on_one_cache_length_keep_the_mark(tmp_path: Path) -> None:
+    """Without the cache's length changing, 0/0 held as a symbol could serve 9: the mark and
+    the flag stay offered (the earlier behaviour)."""
+    t = _prompts(tmp_path / "t", lengths_changed=False)
+    found = {s.id for s in recompile_advice(t)}
+    assert "mark_dynamic kwargs['input_ids'] 1" in found, found
+    assert "backed_size_oblivious" in found and "one max_cache_len" not in found, found
+    assert "maybe_mark_dynamic(t, 1)" in (explain_compile(t, "0/2") or {})["suggestion"]
+
+
+def test_info_and_advise_give_one_answer_for_a_positional_input(tmp_path: Path) -> None:
+    """A DataLoader's smaller last batch on torch.compile(nn.Sequential(...)): info said
+    maybe_mark_dynamic(t, 0) on args[0] while advise offered dynamic_sources; both now ask
+    recompiles.is_passed and both say maybe_mark_dynamic."""
+    reason = "0/0: tensor 'args[0]' size mismatch at index 0. expected 4, actual 2"
+    t = _trace(tmp_path / "t", {"0/1": [reason]},
+               {"0/0": [], "0/1": [_sym("L['args'][0].size()[0]", 2)]})
+    said = (explain_compile(t, "0/1") or {})["suggestion"]
+    assert "torch._dynamo.maybe_mark_dynamic(t, 0) on the tensor t you pass as argument 0" in said
+    found = {s.id: s for s in recompile_advice(t)}
+    assert not [i for i in found if i.startswith("dynamic_sources")], list(found)
+    s = found["mark_dynamic args[0] 0"]
+    assert "torch._dynamo.maybe_mark_dynamic(t, 0) on the tensor t you pass as argument 0" in \
+        s.text, s.text
+    assert s.apply is not None and s.apply.dynamic_sources == ["L['args'][0]:0"]

@@ -1,0 +1,51 @@
+"""What else a recompile's call changed, that marking the input its failed guard names cannot
+cover. Dynamo reports one failed guard per earlier compile, but automatic dynamic makes every
+value that changed a symbol of the recompile: a symbol the recompile holds and the compile before
+did not is a value that call changed too. Llama with a new ``StaticCache(max_cache_len=n + 4)``
+per prompt: the second prompt's compile fails on the prompt's length and holds the cache's
+``max_cache_len`` as a new symbol, so ``maybe_mark_dynamic(input_ids, 1)`` (and
+``backed_size_oblivious``) left it compiling as often (torch 2.13: 4 compiles → 4), where
+``dynamic=True``, which makes both symbols, compiled twice."""
+
+from __future__ import annotations
+
+import re
+
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.attempts import held_shapes
+from tuidebug.trace.queries.recompile_constants import symbolic_sources
+
+# a dimension of an input the user may pass themselves (``L['x']``, ``L['kwargs']['input_ids']``,
+# ``L['args'][0]``): what a mark on the user's inputs covers
+_INPUT_DIM = re.compile(r"^L\['(?:kwargs'\]\['[^'\]]+'\]|args'\]\[\d+\]|[A-Za-z_]\w*'\])"
+                        r"\.(?:size|stride)\(\)\[\d+\]$")
+
+
+def unmarked_changes(trace: Trace, cid: str, before: str | None) -> list[str]:
+    """The values compile ``cid``'s call changed that compile ``before`` held fixed and no mark
+    on the user's inputs covers: symbols ``cid`` holds and ``before`` did not, other than a
+    dimension of an input (a tensor's ``.item()``, a symbol in every compile that reads it, is
+    no change). [] where a shapes record is missing: nothing is claimed."""
+    now = symbolic_sources(held_shapes(trace, cid))
+    then = symbolic_sources(held_shapes(trace, before)) if before else None
+    if now is None or then is None:
+        return []
+    return sorted(s for s in now - then
+                  if not _INPUT_DIM.match(s) and not s.endswith(".item()"))
+
+
+def said(changes: list[str]) -> str:
+    """The changes as a user reads them: ``L['kwargs']['past_key_values'].layers[0].max_cache_len``
+    and its layer 1 -> ``past_key_values.layers[i].max_cache_len`` (a static cache's length,
+    said so)."""
+    out: list[str] = []
+    for s in changes:
+        s = re.sub(r"^L\['kwargs'\]\['([^'\]]+)'\]|^L\['([^'\]]+)'\]",
+                   lambda m: m[1] or m[2], s)
+        s = re.sub(r"\.layers\[\d+\]", ".layers[i]", s)
+        if s not in out:
+            out.append(s)
+    words = ", ".join(out[:3]) + (f" and {len(out) - 3} more" if len(out) > 3 else "")
+    if any(s.endswith(".max_cache_len") for s in out):
+        words += " (a StaticCache of another max_cache_len)"
+    return words
