@@ -372,7 +372,7 @@ def test_advise_try_stops_when_the_script_as_traced_compiles_nothing(tmp_path: P
     rank."""
     from tuidebug.compiler.advise import try_all
     from tuidebug.errors import RecompileError
-    from tuidebug.trace.queries.advice import Apply, Suggestion
+    from tuidebug.trace.queries.advice_records import Apply, Suggestion
 
     script = tmp_path / "train.py"
     script.write_text("raise ValueError('environment variable RANK expected, but not set')\n")

@@ -10,7 +10,9 @@ from pathlib import Path
 
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.format.writer import TraceWriter
-from tuidebug.trace.queries.advice import STATIC_CACHE_LEN, Apply, recompile_advice
+from tuidebug.trace.queries.advice import recompile_advice
+from tuidebug.trace.queries.advice_records import Apply
+from tuidebug.trace.queries.cache_advice import STATIC_CACHE_LEN
 
 
 def _trace(root: Path, name: str, source: str) -> Trace:

@@ -229,7 +229,8 @@ def test_advise_does_not_count_a_break_met_in_fewer_compiles_as_removed(tmp_path
     instead of twice. advise --try said "verified: compiles 7 → 3, graph breaks 4 → 2" as if
     the fix had removed breaks; it says they are the same ones, and fewer breaks met is not
     what makes a suggestion help."""
-    from tuidebug.trace.queries.advice import Counts, Tried, counts
+    from tuidebug.trace.queries.advice import counts
+    from tuidebug.trace.queries.advice_records import Counts, Tried
     # (the writer-made traces hold no graphs: 0 compiles each)
     twice = counts(_trace(tmp_path / "a", [(11, 'print("y is ready")', PRINT)] * 2))
     once = counts(_trace(tmp_path / "b", [(11, 'print("y is ready")', PRINT)]))

@@ -24,7 +24,8 @@ from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.format.writer import write_advice
 from tuidebug.trace.jobs.job import rank_of
 from tuidebug.trace.open import job_of
-from tuidebug.trace.queries.advice import Apply, Counts, Suggestion, Tried, counts, rank
+from tuidebug.trace.queries.advice import counts, rank
+from tuidebug.trace.queries.advice_records import Apply, Counts, Suggestion, Tried
 
 
 @dataclass(frozen=True)

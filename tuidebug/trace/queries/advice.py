@@ -9,162 +9,24 @@ Plain text matching on the trace: nothing from it is evaluated."""
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.advice_records import (  # noqa: F401 (their names, here too)
+    Apply, Counts, Suggestion, Tried)
 from tuidebug.trace.queries.attempts import first_attempt, held_shapes
+from tuidebug.trace.queries.break_advice import break_advice
 from tuidebug.trace.queries.break_diff import break_ident
+from tuidebug.trace.queries.cache_advice import (  # noqa: F401
+    STATIC_CACHE_LEN, cache_advice, grows_by_one, one_length, siblings)
 from tuidebug.trace.queries.changed_with import said as said_changes, unmarked_changes
-from tuidebug.trace.queries.frames import is_own
 from tuidebug.trace.queries.held import Held, as_passed, frame_of, held_by_user
 from tuidebug.trace.queries.graph_breaks import trace_breaks
 from tuidebug.trace.queries.marked_dynamic import input_name, marked_advice
 from tuidebug.trace.queries.recompile_constants import specialized_sources, symbolic_sources
 from tuidebug.trace.queries.recompiles import (CACHE_TENSOR, compile_config, explain_compile,
                                                 is_passed)
-from tuidebug.trace.queries.static_kv import is_static, static_words
-
-# transformers' KV cache by its Dynamo source: ``past_key_values.layers[0].keys`` (5.x),
-# ``past_key_values.key_cache[0]`` (4.x)
-TRANSFORMERS_CACHE = re.compile(r"past_key_values\b.*(?:\.layers\[\d+\]\.(?:keys|values)\b|"
-                                r"\.(?:key|value)_cache\b)")
-# the length of the static cache ``advise --try`` builds in place of transformers' DynamicCache
-# (a run that writes past it raises, and is reported so)
-STATIC_CACHE_LEN = 2048
-
-
-@dataclass(frozen=True)
-class Apply:
-    """How ``tuidebug advise --try`` applies a suggestion without editing the user's files:
-    ``config`` (``{module.knob: value}`` of the compiler's config, set in the traced process;
-    ``module``: ``dynamo``, ``inductor``, ``compiler``, ``fx``, as ``compat.tryout`` names them),
-    ``compile_kwargs`` (added to every ``torch.compile`` call by a hook), ``dynamic_sources``
-    (inputs marked dynamic by their Dynamo source, ``L['x']:0``), ``static_cache_len``
-    (transformers' growing ``DynamicCache`` built as a static cache of that many positions)."""
-
-    config: dict[str, Any] = field(default_factory=dict)
-    compile_kwargs: dict[str, Any] = field(default_factory=dict)
-    dynamic_sources: list[str] = field(default_factory=list)
-    static_cache_len: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def describe(self) -> str:
-        """What the run does differently, as the consent plan shows it."""
-        said = [f"{k} = {v!r}" for k, v in self.config.items()]
-        said += [f"torch.compile(..., {k}={v!r})" for k, v in self.compile_kwargs.items()]
-        said += [f"dynamic_sources {s}" for s in self.dynamic_sources]
-        if self.static_cache_len:
-            said.append(f"every transformers DynamicCache built as a static cache of "
-                        f"{self.static_cache_len} positions")
-        return ", ".join(said) or "nothing"
-
-    @classmethod
-    def from_json(cls, d: Any) -> "Apply":
-        d = d if isinstance(d, dict) else {}
-        return cls(config=dict(d.get("config") or {}),
-                   compile_kwargs=dict(d.get("compile_kwargs") or {}),
-                   dynamic_sources=[str(s) for s in d.get("dynamic_sources") or []],
-                   static_cache_len=_int(d.get("static_cache_len")) or None)
-
-
-@dataclass(frozen=True)
-class Suggestion:
-    """``id`` (stable: ``dynamic=True``, ``capture_scalar_outputs``…), ``text`` (what to do),
-    ``why`` (what in the trace calls for it), ``about`` (``recompiles`` or ``graph breaks``),
-    ``apply`` (None: a change to the user's code, listed but not tried)."""
-
-    id: str
-    text: str
-    why: str
-    about: str
-    apply: Apply | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "apply": self.apply.to_json() if self.apply else None,
-                "tryable": self.apply is not None}
-
-
-@dataclass(frozen=True)
-class Counts:
-    """What a run of the script compiled: Dynamo compiles that made a graph (a restarted
-    analysis not counted twice), recompiles (of
-    those, the ones after a failed guard), graph breaks (each time one was met: once per
-    compile that reaches its line), the run's wall time (capture included), how it ended, and
-    ``break_lines``: the breaks by line and cause, each once (None: not recorded) — a fix
-    that only removes a recompile meets the same breaks in fewer compiles."""
-
-    compiles: int
-    recompiles: int
-    graph_breaks: int
-    wall_s: float | None
-    status: str
-    break_lines: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: Any) -> "Counts":
-        d = d if isinstance(d, dict) else {}
-        wall = d.get("wall_s")
-        return cls(compiles=_int(d.get("compiles")), recompiles=_int(d.get("recompiles")),
-                   graph_breaks=_int(d.get("graph_breaks")),
-                   wall_s=float(wall) if isinstance(wall, (int, float)) else None,
-                   status=str(d.get("status") or "?"),
-                   break_lines=(d["break_lines"] if isinstance(d.get("break_lines"), int)
-                                and not isinstance(d["break_lines"], bool) else None))
-
-
-def _int(v: Any) -> int:
-    return v if isinstance(v, int) and not isinstance(v, bool) else 0
-
-
-@dataclass(frozen=True)
-class Tried:
-    """One suggestion tried: the counts before (the script re-run as traced) and after."""
-
-    id: str
-    before: Counts
-    after: Counts
-    trace: str | None = None
-
-    def _breaks(self) -> tuple[int, int]:
-        """The breaks compared: by line where both runs say (the same break met in fewer
-        compiles is not a break removed), else as met."""
-        a, b = self.after, self.before
-        if a.break_lines is not None and b.break_lines is not None:
-            return b.break_lines, a.break_lines
-        return b.graph_breaks, a.graph_breaks
-
-    @property
-    def helped(self) -> bool:
-        """Fewer compiles or fewer graph breaks, the script still ending well."""
-        a, b = self.after, self.before
-        before, after = self._breaks()
-        return (a.status == "ok" and a.compiles <= b.compiles and after <= before
-                and (a.compiles < b.compiles or after < before))
-
-    @property
-    def verdict(self) -> str:
-        b, a = self.before, self.after
-        # as many distinct break lines: the count is known, which lines is not (one removed
-        # and another added reads the same), so the words claim the count only
-        same = (a.break_lines is not None and a.break_lines == b.break_lines
-                and a.graph_breaks != b.graph_breaks)
-        change = (f"compiles {b.compiles} → {a.compiles}, graph breaks {b.graph_breaks} → "
-                  f"{a.graph_breaks}" + (f" ({a.break_lines} break line(s) before and after, met by "
-                                         f"{'fewer' if a.graph_breaks < b.graph_breaks else 'more'}"
-                                         " compiles)" if same else ""))
-        if a.status != "ok":
-            return f"tried, the script then {a.status}: {change}"
-        return ("verified: " if self.helped else "tried, did not help: ") + change
-
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "before": self.before.to_json(), "after": self.after.to_json(),
-                "trace": self.trace, "helped": self.helped, "verdict": self.verdict}
+from tuidebug.trace.queries.static_kv import is_static
 
 
 def counts(trace: Trace, wall_s: float | None = None) -> Counts:
@@ -306,10 +168,10 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
             # backed_size_oblivious would not avoid it either); only a cache whose length
             # stays fixed avoids it
             if CACHE_TENSOR.search(name):
-                cache = _cache_advice(name, index, f"{cid}: dimension {index} of {name} "
+                cache = cache_advice(name, index, f"{cid}: dimension {index} of {name} "
                                       f"changed ({expected} → {actual}) and the code "
                                       f"specialized it ({fixed.said()})",
-                                      _grows_by_one(expected, actual), static)
+                                      grows_by_one(expected, actual), static)
                 out.setdefault(cache.id, cache)
             continue
         if actual in ("0", "1") or expected in ("0", "1"):
@@ -317,9 +179,9 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
             # this compile; a static cache (its length fixed) may, and size-oblivious sizes
             # where the compile before held the size dynamic (``_oblivious_why``)
             if expected in ("0", "1") and CACHE_TENSOR.search(name):
-                cache = _cache_advice(name, index, f"{cid}: dimension {index} of {name} "
+                cache = cache_advice(name, index, f"{cid}: dimension {index} of {name} "
                                       f"changed ({expected} → {actual})",
-                                      _grows_by_one(expected, actual), static)
+                                      grows_by_one(expected, actual), static)
                 out.setdefault(cache.id, cache)
             continue
         symbolic = _has_symbol(trace, cid, str(rec.get("source")))
@@ -336,7 +198,7 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
         frame = frame_of(trace, cid)
         if also and static and any(a.endswith(".max_cache_len") for a in also):
             # a new StaticCache of another length with each prompt: one length for all
-            out.setdefault("one max_cache_len", _one_length(why))
+            out.setdefault("one max_cache_len", one_length(why))
         if also:
             pass  # a mark on this input leaves the other change to recompile: dynamic=True
         elif held_by_user(frame, rec.get("called_at"), name) is not Held.YES:
@@ -361,14 +223,14 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
             out.setdefault(f"dynamic_sources {name} {index}", Suggestion(
                 f"dynamic_sources {name} {index}",
                 f"mark dimension {index} of {name}"
-                + (" (and its siblings)" if _siblings(src, index) != f"{re.escape(src)}:{index}"
+                + (" (and its siblings)" if siblings(src, index) != f"{re.escape(src)}:{index}"
                    else "") + " dynamic from the first "
-                f"compile: torch.compiler.config.dynamic_sources = {_siblings(src, index)!r} "
+                f"compile: torch.compiler.config.dynamic_sources = {siblings(src, index)!r} "
                 "(or the environment variable TORCH_COMPILE_DYNAMIC_SOURCES)", why,
-                "recompiles", Apply(dynamic_sources=[_siblings(src, index)])))
+                "recompiles", Apply(dynamic_sources=[siblings(src, index)])))
         if CACHE_TENSOR.search(name):
-            grows = _grows_by_one(rec.get("expected"), actual)
-            cache = _cache_advice(name, index, why, grows, static)
+            grows = grows_by_one(rec.get("expected"), actual)
+            cache = cache_advice(name, index, why, grows, static)
             out.setdefault(cache.id, cache)
     return list(out.values())
 
@@ -431,100 +293,6 @@ def _made_dynamic_with(trace: Trace, cid: str, previous: Any, src: str, index: i
         if d not in out and d not in before and is_passed(input_name(d[0])):
             out.append(d)
     return out
-
-
-def _grows_by_one(expected: Any, actual: Any) -> bool:
-    e, a = str(expected), str(actual)
-    return e.isdigit() and a.isdigit() and int(a) == int(e) + 1
-
-
-def _cache_advice(name: str, index: int, why: str, grows: bool, static: bool = False
-                  ) -> Suggestion:
-    """A static KV cache for a cache whose length changed: transformers' (``past_key_values``
-    with ``layers[i].keys`` or ``key_cache[i]``) tried by building its ``DynamicCache`` static
-    (``Apply.static_cache_len``); a cache of the user's own is a code change, not tried."""
-    step = "grows by one each step" if grows else "changes length from call to call"
-    if static:
-        # already a static cache: its length changed only as a cache of another max_cache_len
-        return _one_length(f"{why}; {static_words(name)}")
-    if TRANSFORMERS_CACHE.search(name):
-        return Suggestion(
-            "static KV cache",
-            "use a static KV cache, whose length stays fixed: where you build a DynamicCache, "
-            "pass past_key_values=StaticCache(config=model.config, max_cache_len=N) "
-            "(transformers.StaticCache; N at least the prompt plus the new tokens), or "
-            "generate(..., cache_implementation=\"static\")",
-            f"{why}; {name} is transformers' KV cache and {step} (--try builds every "
-            f"DynamicCache as a static cache of {STATIC_CACHE_LEN} positions; your files are "
-            "not changed)",
-            "recompiles", Apply(static_cache_len=STATIC_CACHE_LEN))
-    return Suggestion(
-        "preallocated cache",
-        f"preallocate the cache at its largest length (dimension {index} of {name}: "
-        "torch.zeros(..., max_len, ...) once, before the loop), write each step into it in "
-        "place (index_copy_ or a slice assignment at a position held in a tensor) and pass "
-        "the whole buffer with a mask or the filled length as a tensor: its size then stays "
-        "fixed", f"{why}; {name} is a cache that {step}", "recompiles", None)
-
-
-def _one_length(why: str) -> Suggestion:
-    """For a static KV cache whose length changed: one length for every cache (a change to the
-    user's code, listed and not tried)."""
-    return Suggestion(
-        "one max_cache_len",
-        "build every StaticCache with one max_cache_len (the longest prompt plus the new "
-        "tokens), or reuse one and reset() it, so its keys and values keep one length",
-        why, "recompiles", None)
-
-
-def _siblings(source: str, index: int) -> str:
-    """A ``dynamic_sources`` entry (a regex on source names) for ``source`` and the tensors
-    beside it: every index of a list (``layers[0]`` -> ``layers[N]``), keys and values alike."""
-    pattern = re.sub(r"\\\[\d+\\\]", r"\\[\\d+\\]", re.escape(source))
-    pattern = re.sub(r"\\\.(keys|values|key_cache|value_cache)$",
-                     r"\\.(keys|values|key_cache|value_cache)", pattern)
-    return f"{pattern}:{index}"
-
-
-# Dynamo config knobs a graph break's own words name, and how they name them: ``.item()``
-# (``capture_scalar_outputs=False`` in its cause), an op whose output shape depends on the data
-# (``nonzero``, boolean-mask indexing: its hint names the knob)
-_BREAK_KNOBS = (("capture_scalar_outputs", "capture_scalar_outputs=False"),
-                ("capture_dynamic_output_shape_ops",
-                 "capture_dynamic_output_shape_ops = True"))
-
-
-def break_advice(trace: Trace) -> list[Suggestion]:
-    """Suggestions for the trace's graph breaks: a config knob to try where Dynamo's cause
-    names one, else the change to the code (listed, not tried) where the break is in the
-    user's code (a break inside torch's DDP or the standard library is no change to make, even
-    where the user's line called it)."""
-    out: dict[str, Suggestion] = {}
-    for bs in trace_breaks(trace).values():
-        for b in bs:
-            where = b.user_line or b.site
-            at = f"{where.file.rsplit('/', 1)[-1]}:{where.line}" if where else "?"
-            why = f"{b.cause} at {at}"
-            said = f"{b.cause} {b.explanation} {' '.join(b.hints)}"
-            knob = next((k for k, sign in _BREAK_KNOBS if sign in said), None)
-            if knob is not None:
-                s = out.setdefault(knob, Suggestion(
-                    knob, f"torch._dynamo.config.{knob} = True", why, "graph breaks",
-                    Apply(config={f"dynamo.{knob}": True})))
-                if at not in s.why:
-                    out[knob] = Suggestion(s.id, s.text, f"{s.why}; {at}", s.about, s.apply)
-            elif b.advice and b.user_line and is_own(b.user_line.file) and not b.torchs_own \
-                    and not (b.site and _DDP in b.site.file.replace("\\", "/")):
-                # the user's line, and the break not in DDP's own code (its forward logs
-                # through its C++ logger: no change of the user's makes that go) nor a
-                # graph_break() torch calls itself (around an optimizer step); a break in
-                # other torch code (torch/utils/checkpoint.py) keeps its advice
-                out.setdefault(f"break at {at}", Suggestion(f"break at {at}", b.advice, why,
-                                                            "graph breaks", None))
-    return list(out.values())
-
-
-_DDP = "/torch/nn/parallel/"  # DistributedDataParallel's forward
 
 
 def suggestions(trace: Trace) -> list[Suggestion]:
