@@ -4,6 +4,7 @@ process-group kill that leaves nothing running."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -184,3 +185,37 @@ def test_terminate_group_lets_the_child_end_the_groups_it_started(tmp_path: Path
     proc.terminate_group(stubborn, grace=0.5)
     assert stubborn.wait(30) < 0
     stubborn.stdout.close()
+
+
+# A child whose SIGTERM handler dies of it (as ``tuidebug trace``'s rank does) while its stderr
+# write is blocked on a full pipe: the handler's flush is a reentrant call on that stream.
+BLOCKED_WRITER = r'''
+import signal, sys
+from tuidebug import proc
+
+signal.signal(signal.SIGTERM, lambda signum, frame: proc.die_of(signum))
+print("ready", flush=True)
+while True:
+    sys.stderr.write("x" * 100 + "\n")
+'''
+
+
+def test_die_of_from_a_handler_that_interrupted_a_blocked_stderr_write() -> None:
+    """SIGTERM while ``sys.stderr.write`` is blocked (nobody reads the pipe): ``die_of`` ends the
+    process by the signal, never exit 1 with a traceback (a flush that raises ``RuntimeError:
+    reentrant call`` is now caught; CPython 3.11 here lets the flush through, so this guards the
+    end rather than reproducing that raise)."""
+    p = subprocess.Popen([sys.executable, "-c", BLOCKED_WRITER], env=proc.child_env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert p.stdout is not None and p.stdout.readline() == b"ready\n"
+        time.sleep(1.0)  # the pipe fills (64 KiB) and the write blocks
+        assert p.poll() is None
+        p.send_signal(signal.SIGTERM)
+        _, said = p.communicate(timeout=30)  # drains the pipe: the blocked write goes on
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == -signal.SIGTERM, said[-2000:]
+    assert b"reentrant call" not in said

@@ -282,9 +282,14 @@ def die_of(sig: int) -> None:
         signal.signal(sig, signal.SIG_DFL)
     except (OSError, ValueError):  # SIGKILL and SIGSTOP take no handler: theirs is the default
         pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        # RuntimeError: a signal handler interrupted a write blocked on this stream (a full
+        # pipe): flushing it again is a "reentrant call"; what it holds is lost either way
+        except (OSError, ValueError, RuntimeError, AttributeError):
+            pass
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
         os.kill(os.getpid(), sig)
         time.sleep(1)  # delivered at once; a signal whose default is to go on, is not
     except (OSError, ValueError):

@@ -195,12 +195,22 @@ def test_an_output_the_float64_run_gives_in_another_dtype_says_why_it_has_no_ref
     ok = judge.judge(eager + 1e-7, eager, fp64)
     (o,) = ok["outputs"]
     assert ok["close"] and o["err_compiled"] is None
-    assert o["no_fp64"] == "the float64 run gave it as float32: the graph casts it", o
+    assert o["no_fp64"] == ("the float64 run gave it as float32: a cast in the graph, or a "
+                            "tensor made in the default dtype"), o
     bad = judge.judge(eager + 3e-3, eager, fp64)  # beyond allclose: 10 x tol of eager decides
-    assert bad["rule"] == "allclose-eager" and "the graph casts it" in bad["detail"], bad
+    assert bad["rule"] == "allclose-eager" and "a cast in the graph" in bad["detail"], bad
     said = accuracy_verdict({**ok, "reference": "float64",
                              "outputs": [{**o, "name": "loss"}]})[1]
     assert said.endswith("; no float64 reference for loss: the float64 run gave it as "
-                         "float32: the graph casts it"), said
+                         "float32: a cast in the graph, or a tensor made in the default dtype"
+                         ), said
+    # no cast at all: an output made in the default dtype (torch.zeros) stays float32 in the
+    # float64 run; the note does not say the graph casts it
+    def made(x: torch.Tensor) -> torch.Tensor:
+        return torch.zeros(x.shape) + x.sum().item()
+
+    (z,) = judge.judge(made(logits) + 1e-7, made(logits), made(logits.double()))["outputs"]
+    assert made(logits.double()).dtype == torch.float32
+    assert z["no_fp64"].endswith("or a tensor made in the default dtype"), z
     assert "no float64 reference" not in accuracy_verdict(
         judge.judge(logits + 1e-7, logits, logits.double()))[1]

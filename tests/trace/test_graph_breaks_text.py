@@ -212,7 +212,8 @@ def test_a_break_inside_a_library_that_cannot_be_resumed(tmp_path: Path) -> None
                         "the log call): the log call is the library's (modeling_utils.py:4769), "
                         "not yours to move"), b.advice
     own = reason.replace(f"{lib}/modeling_utils.py", user).replace(
-        "logger.warning_once(", "log.info(")  # the user's own logger call keeps "move it"
+        "logger.warning_once(", "log.info(").replace(
+        "method: warning_once", "method: info")  # the user's own logger call keeps "move it"
     w = TraceWriter(tmp_path / "own", command=["train.py"])
     w.write_compile("0/0", {"graphs": [], "metrics": {"co_name": "train", "co_filename": user},
                             "dynamo_graph_break_reason": [own]})
@@ -222,6 +223,47 @@ def test_a_break_inside_a_library_that_cannot_be_resumed(tmp_path: Path) -> None
     assert b.advice == ("log outside the compiled function, or torch._dynamo.config."
                         "ignore_logging_functions.add(logging.Logger.info) before the first call"
                         " (Dynamo then drops the log call)"), b.advice
+
+
+def test_the_logger_method_is_the_one_dynamo_names(tmp_path: Path) -> None:
+    """The Logger method in the advice is the one Dynamo's debug context names (``method:
+    warning``), never the first ``.name(`` of the line: ``logging.getLogger(__name__).warning(``
+    read as ``logging.Logger.getLogger`` (an AttributeError), ``if dist.get_rank() == 0:
+    logger.info(`` as ``logging.Logger.get_rank``. A method Dynamo does not name, or one
+    logging.Logger lacks (a subclass's own), gets the generic advice: no method named."""
+    user = str(tmp_path / "train.py")
+
+    def advice(code: str, context: str | None) -> str | None:
+        reason = (
+            f"Graph break in user code at {user}:12\nGraph Break Reason: logging.Logger method "
+            "not supported for non-export cases\n  Explanation: logging.Logger methods are not "
+            "supported for non-export cases.\n  Hint: Add the logging method to "
+            "`torch._dynamo.config.ignore_logging_functions`.\n\n"
+            + (f"  Developer debug context: {context}\n\n" if context is not None else "")
+            + f"\nUser code traceback:\n  File \"{user}\", line 12, in step\n    {code}\n\n")
+        d = tmp_path / f"t{len(list(tmp_path.iterdir()))}"
+        w = TraceWriter(d, command=["train.py"])
+        w.write_compile("0/0", {"graphs": [], "metrics": {"co_name": "step", "co_filename": user},
+                                "dynamo_graph_break_reason": [reason]})
+        w.add_compile("0/0", {"graphs": []})
+        w.finish("ok")
+        (b,) = [b for bs in trace_breaks(Trace(d)).values() for b in bs]
+        assert b.site is not None and b.site.code == code, b.site
+        return b.advice
+
+    entry = ("log outside the compiled function, or torch._dynamo.config.ignore_logging_functions"
+             ".add(logging.Logger.{}) before the first call (Dynamo then drops the log call)")
+    said = [(code, context, advice(code, context)) for code, context in (
+        ("logging.getLogger(__name__).warning(\"x\")", "method: warning"),
+        ("if dist.get_rank() == 0: logger.info(\"x\")", "method: info"),
+        ("log.trace(\"x\")", "method: trace"),  # a Logger subclass's own method
+        ("log.info(\"x\")", None))]  # a Dynamo that does not name it
+    assert len(said) == 4
+    assert said[0][2] == entry.format("warning"), said[0]
+    assert said[1][2] == entry.format("info"), said[1]
+    for code, context, text in said[2:]:
+        assert text and "ignore_logging_functions" in text and "logging.Logger." not in text, (
+            code, context, text)
 
 
 def test_advise_does_not_count_a_break_met_in_fewer_compiles_as_removed(tmp_path: Path) -> None:

@@ -98,10 +98,12 @@ def judge_output(actual, eager, fp64, tol=None, why_no_fp64=""):
         r = torch.view_as_real(r) if r.is_complex() else r
     elif isinstance(fp64, torch.Tensor):
         # the float64 run computed this output otherwise: a graph that casts (a loss's
-        # ``logits.float()``) gives it in the dtype it casts to, no float64 reference for it
+        # ``logits.float()``) gives it in the dtype it casts to, and a tensor made in the default
+        # dtype (torch.zeros, arange().float(), a random draw, an input the float64 conversion
+        # missed) stays float32: no float64 reference for it either way
         why_no_fp64 = why_no_fp64 or (
-            f"the float64 run gave it as {str(fp64.dtype).replace('torch.', '')}: the graph "
-            "casts it" if fp64.shape == actual.shape else
+            f"the float64 run gave it as {str(fp64.dtype).replace('torch.', '')}: a cast in "
+            "the graph, or a tensor made in the default dtype" if fp64.shape == actual.shape else
             f"the float64 run gave it the shape {list(fp64.shape)}")
         entry["no_fp64"] = why_no_fp64
     both_nan = a.isnan() & e.isnan()

@@ -239,21 +239,32 @@ _ADVICE = (
 _NOT_ACTIONABLE = re.compile(r"report an issue|fundamental|Dynamo developer", re.I)
 
 
-# a Logger method Dynamo cannot trace, and the method as the break's line calls it
+# a Logger method Dynamo cannot trace, and the method Dynamo names in its debug context
 _LOGGER_METHOD = re.compile(r"logging\.Logger method")
-_CALLED_METHOD = re.compile(r"\.(?P<method>[A-Za-z_]\w*)\s*\(")
+_NAMED_METHOD = re.compile(r"Developer debug context:[^\n]*?\bmethod:\s*(?P<method>[A-Za-z_]\w*)")
+# the public methods of logging.Logger (Python 3.9-3.13), and those transformers sets on it
+# (``transformers.utils.logging``): an ignore_logging_functions entry is named only for these
+LOGGER_METHODS = frozenset((
+    "debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log",
+    "setLevel", "getEffectiveLevel", "isEnabledFor", "getChild", "getChildren", "findCaller",
+    "makeRecord", "handle", "addHandler", "removeHandler", "hasHandlers", "callHandlers",
+    "addFilter", "removeFilter", "filter",
+    "warning_once", "info_once", "warning_advice"))
 
 
-def _logger_advice(cause: str, site: SourceLine | None) -> str | None:
+def _logger_advice(cause: str, reason: str, site: SourceLine | None) -> str | None:
     """A Logger method's call (``logger.warning_once(`` in transformers' loss): the exact
     ``ignore_logging_functions`` entry that drops it (Dynamo matches the method's function,
-    ``logging.Logger.warning_once``); a library's call is not the user's to move."""
-    m = _CALLED_METHOD.search(site.code) if site and _LOGGER_METHOD.search(cause) else None
-    if m is None or site is None:
+    ``logging.Logger.warning_once``); a library's call is not the user's to move. The method is
+    the one Dynamo names (``Developer debug context: method: warning_once``), never guessed
+    from the line; one it does not name, or that is not logging.Logger's (a subclass's own):
+    None, the generic advice."""
+    m = _NAMED_METHOD.search(reason) if _LOGGER_METHOD.search(cause) else None
+    if m is None or m["method"] not in LOGGER_METHODS:
         return None
     add = (f"torch._dynamo.config.ignore_logging_functions.add(logging.Logger.{m['method']}) "
            "before the first call (Dynamo then drops the log call)")
-    if any(p in site.file.replace("\\", "/") for p in _LIBRARY):
+    if site is not None and any(p in site.file.replace("\\", "/") for p in _LIBRARY):
         return f"{add}: the log call is the library's ({_short(site)}), not yours to move"
     return f"log outside the compiled function, or {add}"
 
@@ -303,7 +314,7 @@ def parse(cid: str, reason: str, place: dict[str, Any],
                       frame_line=frame_line, stack=user[-MAX_STACK:], resumed_in=resumed,
                       eager=_eager(site, frame_line, frame, resumed, _NO_RESUME not in reason),
                       entered=entered, advice=torchs_own_advice(cause, explanation, site, entered)
-                      or _logger_advice(cause, site) or _advice(cause, explanation, hints))
+                      or _logger_advice(cause, reason, site) or _advice(cause, explanation, hints))
 
 
 def compile_breaks(cid: str, reasons: list[str], places: dict[str, dict[str, Any]]
