@@ -242,3 +242,38 @@ def test_the_call_device_is_cuda_before_meta() -> None:
         gpu = torch.ones(2, device="cuda")
         assert compat.call_device([meta, host, gpu]) == gpu.device
         assert compat.call_devices([meta, gpu]) == [gpu.device, torch.device("meta")]
+
+
+def _uncounted_on_rank(rank: int, store_file: str, out_dir: str) -> None:
+    import json
+    import os
+
+    import torch.distributed as dist
+
+    from tuidebug.compiler.capture.agreement import uncounted
+    dist.init_process_group("gloo", init_method=f"file://{store_file}", rank=rank, world_size=2)
+    try:
+        said = {"none": uncounted(None), "zero": uncounted(0), "some": uncounted(3)}
+    finally:
+        dist.destroy_process_group()
+    with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
+        json.dump(said, f)
+
+
+@pytest.mark.slow
+def test_a_call_of_a_job_whose_collectives_are_not_counted_is_never_re_run(tmp_path) -> None:
+    """A process of a job of several ranks started without ``tuidebug trace --nproc-per-node``
+    (``mp.spawn`` from a traced script) counts no collectives: whether a call talks to the
+    other ranks is not known, so it is not timed (before: the ranks agreed in doubt, and a
+    call only rank 0 makes, its evaluation, left rank 0 waiting in the agreement). Real
+    processes, a real gloo group of two."""
+    import json
+
+    import torch.multiprocessing as mp
+    assert __import__("tuidebug.compiler.capture.agreement",
+                      fromlist=["uncounted"]).uncounted(None) is None  # one process: timed
+    mp.spawn(_uncounted_on_rank, args=(str(tmp_path / "store"), str(tmp_path)), nprocs=2)
+    for rank in (0, 1):
+        said = json.loads((tmp_path / f"rank{rank}.json").read_text())
+        assert said["zero"] is None and said["some"] is None, said
+        assert said["none"] and "not counted" in said["none"], said

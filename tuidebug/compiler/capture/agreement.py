@@ -24,11 +24,13 @@ def communicates(issued: int | None, issuing: bool, owner: Any) -> bool:
     ``rank_progress.RankProgress`` while it ran: an eager ``all_reduce`` of gradients, a
     logging one after a graph break, a compiled graph's), or its compiled graphs issue some
     (``issuing``), or the compiled module is a DistributedDataParallel or FSDP module (their
-    eager code broadcasts buffers); where nothing counted the call's collectives
-    (``issued`` None), in doubt, they agree (an all-reduce per agreement point). A callable
-    only rank 0 calls with no collective (an evaluation, a sample) is timed by rank 0 alone.
-    Not from the walk of what the call reaches: a walk cut short on one rank would make that
-    rank alone skip the agreement."""
+    eager code broadcasts buffers). A callable only rank 0 calls with no collective (an
+    evaluation, a sample) is timed by rank 0 alone. Not from the walk of what the call
+    reaches: a walk cut short on one rank would make that rank alone skip the agreement.
+    Where nothing counted the call's collectives (``issued`` None) the caller does not time
+    the call at all (``uncounted``): agreeing in doubt would leave a rank that alone makes a
+    call (rank 0's evaluation) waiting for the others, and not agreeing would leave the others
+    waiting in the re-runs' collectives."""
     if world_size() < 2:
         return False
     if issued is None or issued > 0 or issuing:
@@ -40,6 +42,19 @@ def communicates(issued: int | None, issuing: bool, owner: Any) -> bool:
     if not issubclass(type(owner), torch.nn.Module):
         return False
     return any(issubclass(type(m), tuple(kinds)) for m in torch.nn.Module.modules(owner))
+
+
+def uncounted(issued: int | None) -> str | None:
+    """Why a call of a job of several ranks is not timed: this rank's collectives are not
+    counted (the job was not started by ``tuidebug trace --nproc-per-node``, which counts
+    them: the capture started in the script itself, or each rank traced on its own), so
+    whether the call talks to the other ranks is not known, and re-running it on this rank
+    could leave this rank or the others waiting. None where it may be timed."""
+    if issued is not None or world_size() < 2:
+        return None
+    return ("this rank's collectives are not counted (the job was not started by tuidebug "
+            "trace --nproc-per-node N), so whether the call talks to the other ranks is not "
+            "known: re-running it here could leave this rank or the others waiting")
 
 
 def world_size() -> int:

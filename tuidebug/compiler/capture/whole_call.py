@@ -56,7 +56,8 @@ from tuidebug.compiler.capture.call_state import (
     Rewound, buffers, leaf, program_tensors, raised_again, restore, rewound, state_holders,
     written_state)
 from tuidebug.compiler.capture.collectives import Collectives
-from tuidebug.compiler.capture.agreement import Agreement, Contained, communicates, world_size
+from tuidebug.compiler.capture.agreement import (Agreement, Contained, communicates, uncounted,
+                                                 world_size)
 from tuidebug.compiler.capture.copy_budget import over_budget
 from tuidebug.compiler.capture.reach import reach
 from tuidebug.compiler.capture.side_state import (
@@ -112,6 +113,11 @@ class WholeCall(Concern):
         name = type(owner).__name__ if owner is not None else getattr(
             call.eager, "__qualname__", str(call.eager))
         holders = state_holders(call.args, call.kwargs)
+        why = uncounted(call.collectives)
+        if why:  # a job of several ranks whose collectives are not counted: never re-run
+            self.prof.data.setdefault("calls", []).append({"callable": name, "not_measured": why})
+            self.session.guarded("the profile", self.prof.write)
+            return True
         if holders:  # re-running the call would change the program's own state: not timed
             self.prof.data.setdefault("calls", []).append({
                 "callable": name, "not_measured": (
