@@ -524,3 +524,40 @@ def test_a_call_with_another_number_of_keywords_is_explained(tmp_path: Path) -> 
                                       "'kwargs['input_ids']' size mismatch at index 1. "
                                       "expected 6, actual 9"), two["suggestion"]
     assert recompile_advice(t) == []  # nothing to try: the keywords are generate()'s
+
+
+def test_backed_size_oblivious_only_for_a_size_below_a_range_from_two(tmp_path: Path) -> None:
+    """A size guard of another form (``3 < s``, ``s % 8 == 0``: the generic size advice, no
+    expected value) whose call gave the size as 1: ``backed_size_oblivious`` was offered
+    ("below the range (None)"), where only the range a dynamic compile holds from 2 (``2 <=
+    …``, sizes 0 and 1 specialized) is what the flag changes. The BERT range keeps it."""
+    def trace(root: Path, guard: str) -> Trace:
+        w = TraceWriter(root, command=["tuidebug", "trace", "script.py"])
+        src = "L['x'].size()[0]"
+        for cid, rs in {"0/0": [], "0/1": [f"0/0: {guard}"]}.items():
+            graph = f"{cid.replace('/', '_')}-inference"
+            w.write_compile(cid, {"graphs": [graph], "metrics": {"co_name": "wrapper"},
+                                  **({"recompile_reasons": rs} if rs else {})})
+            w.add_compile(cid, {"graphs": [graph]})
+            w.add_graph(graph, kind="inference", compile_id=cid)
+            w.set_graph_status(graph, "ok")
+            w.write_compile_shapes(cid, {
+                "id": cid, "symbols": [{"name": "s0", "source": src, "kind": "backed",
+                                        "hint": 5}] if cid == "0/0" else [],
+                "recompile": {"reasons": rs, "values": {src: 1} if rs else {}}})
+        w.finish("ok")
+        return Trace(root)
+
+    offered = {}
+    for guard in ("3 < x.size()[0]", "x.size()[0] % 8 == 0", "2 <= x.size()[0] <= 64"):
+        t = trace(tmp_path / str(len(offered)), guard)
+        rec = explain("0/1", t.compiles, t.compile_shapes_brief("0/1"))
+        assert rec is not None and rec["failed_guard"] == guard, rec
+        assert str(rec["failing_value"]) == "1", rec
+        ids = {s.id: s for s in recompile_advice(t)}
+        offered[guard] = ids.get("backed_size_oblivious")
+    assert len(offered) == 3
+    assert offered["3 < x.size()[0]"] is None, offered
+    assert offered["x.size()[0] % 8 == 0"] is None, offered
+    range_ = offered["2 <= x.size()[0] <= 64"]
+    assert range_ is not None and "(None)" not in range_.why, offered

@@ -24,8 +24,8 @@ from tuidebug.trace.queries.held import Held, as_passed, frame_of, held_by_user
 from tuidebug.trace.queries.graph_breaks import trace_breaks
 from tuidebug.trace.queries.marked_dynamic import input_name, marked_advice
 from tuidebug.trace.queries.recompile_constants import specialized_sources, symbolic_sources
-from tuidebug.trace.queries.recompiles import (CACHE_TENSOR, compile_config, explain_compile,
-                                                is_passed)
+from tuidebug.trace.queries.recompiles import (CACHE_TENSOR, below_range_from_two,
+                                                compile_config, explain_compile, is_passed)
 from tuidebug.trace.queries.static_kv import is_static
 
 
@@ -96,10 +96,13 @@ def _oblivious_why(trace: Trace, cid: str, rec: dict[str, Any], name: str, index
     actual, expected, prev = str(rec.get("failing_value")), rec.get("expected"), \
         rec.get("previous")
     if "size mismatch" not in str(rec.get("failed_guard") or ""):
-        if actual not in ("0", "1"):
+        # only a size left below the range the compile before held it in from 2: another
+        # guard on it (``3 < s``, ``s % 8 == 0``) fails whatever the flag
+        if actual not in ("0", "1") or not below_range_from_two(rec.get("failed_guard")):
             return None
         return (f"{cid}: dimension {index} of {name} became {actual}, below the range "
-                f"({expected}) the compile before held it dynamic in: sizes 0 and 1 are "
+                f"({rec.get('failed_guard') if expected is None else expected}) the compile "
+                "before held it dynamic in: sizes 0 and 1 are "
                 "always specialized, so this is a compile of its own; marking that "
                 "dimension dynamic does not change it")
     if str(expected) not in ("0", "1") or not prev or unmarked_changes(trace, cid, prev):

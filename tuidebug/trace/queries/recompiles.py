@@ -135,6 +135,15 @@ def _comment_at(guard: str) -> int:
     return first
 
 
+def below_range_from_two(guard: str | None) -> bool:
+    """Whether the failed guard ``guard`` (``guard_of``'s) is the whole range a dynamic compile
+    holds a size in from 2 (``2 <= x.size()[1]``, ``2 <= … <= 64``): sizes 0 and 1, left out
+    of it, are what ``backed_size_oblivious`` changes; no other size guard (``3 < s``,
+    ``s % 8 == 0``) is."""
+    m = _RANGE.fullmatch(guard or "")
+    return bool(m and m["lo"] == "2" and _SIZE_SOURCE.fullmatch(m["src"]))
+
+
 def guard_of(text: str) -> tuple[str, dict[str, Any] | None]:
     """A failed guard as Dynamo reports it, split into the guard itself (``scale == 2.0``) and
     the user line it names (``{file, line, fn, code}``: the innermost frame of the stack it
