@@ -198,7 +198,8 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
         beside = (f"; the same call changed {said(also)} too (new symbols of this compile), "
                   f"which marking {name!r} does not cover: a mark does not avoid this compile"
                   if also else "")
-        top = held is Held.YES and not also
+        top = held is Held.YES
+        mark = top and not also  # a mark on it may avoid this compile
         # said of an input not known to be the user's: not theirs, or not known
         theirs = (f"{name!r} is not an input you pass yourself" if held is Held.NO else
                   f"whether you pass {name!r} yourself is not recorded: it is an input of a "
@@ -241,7 +242,7 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
             advice = (f"dimension {index} of {name!r} was {m['expected']} in the compile before "
                       f"and {other}: torch.compile(dynamic=True)"
                       + (f" or torch._dynamo.maybe_mark_dynamic({arg}, {index}){on} before the "
-                         "first call" if top else "")
+                         "first call" if mark else "")
                       + f" would have compiled {wider[-1][0]} with a symbol for it, which may "
                       f"serve {m['actual']} as well (1 stays a compile of its own)"
                       + ("; this compile makes it dynamic (automatic dynamic), so later sizes "
@@ -268,13 +269,14 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                       f"torch._dynamo.config.automatic_dynamic_shapes=False): every new size of "
                       f"dimension {index} of {name!r} compiles again; drop dynamic=False"
                       + (f", or call torch._dynamo.mark_dynamic({arg}, {index}){on} before "
-                         f"the first call" if top else ""))
+                         f"the first call" if mark else ""))
         else:
             once = (f"to compile once, call torch._dynamo.maybe_mark_dynamic({arg}, {index})"
                     f"{on} (or mark_dynamic) before the first call, or use "
-                    f"torch.compile(dynamic=True)" if top else
+                    f"torch.compile(dynamic=True)" if mark else
                     static_kv.length_changed(name, m["expected"], m["actual"])
                     if cache and static_cache else
+                    f"to compile once, use torch.compile(dynamic=True){beside}" if top else
                     f"to stop it recompiling as it grows, use a static KV cache, whose length "
                     f"stays fixed, or torch.compile(dynamic=True) ({theirs}); "
                     f"`tuidebug advise TRACE --try` measures each"
