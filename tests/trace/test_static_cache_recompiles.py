@@ -152,3 +152,16 @@ def test_info_and_advise_give_one_answer_for_a_positional_input(tmp_path: Path) 
     assert "torch._dynamo.maybe_mark_dynamic(t, 0) on the tensor t you pass as argument 0" in \
         s.text, s.text
     assert s.apply is not None and s.apply.dynamic_sources == ["L['args'][0]:0"]
+
+
+def test_a_change_beside_drops_only_the_mark() -> None:
+    """What else changed takes away the mark, not what else is true of the input."""
+    from tuidebug.trace.queries.recompiles import suggestion
+
+    stride = suggestion("tensor 'x' stride mismatch at index 0. expected 4, actual 1", {}, set(),
+                        also=["L['n']"])[0]
+    assert stride.startswith("the memory layout of 'x' changed"), stride
+    size = suggestion("tensor 'x' size mismatch at index 0. expected 4, actual 5", {}, set(),
+                      also=["L['n']"])[0]
+    assert "maybe_mark_dynamic" not in size, size
+    assert "use torch.compile(dynamic=True); the same call changed n too" in size, size
