@@ -127,14 +127,36 @@ def test_a_mark_is_not_offered_where_the_call_changed_what_it_does_not_cover(
     assert "which marking \"kwargs['input_ids']\" does not cover" in said, said
 
 
-def test_the_same_prompts_on_one_cache_length_keep_the_mark(tmp_path: Path) -> None:
-    """Without the cache's length changing, 0/0 held as a symbol could serve 9: the mark and
-    the flag stay offered (the earlier behaviour)."""
+def _filled(value: bool) -> str:
+    """A compile's guards on whether the static cache was filled (a fresh StaticCache is filled
+    lazily by its first call: the prefill sees False, each decode step True)."""
+    return "".join(f"| | +- EQUALS_MATCH: {PKV}.layers[{i}].is_initialized == {value}  # if not "
+                   "self.is_initialized:  # transformers/cache_utils.py:470 in update\n"
+                   for i in (0, 1))
+
+
+def test_the_same_prompts_on_one_cache_length_keep_the_mark_not_the_flag(tmp_path: Path) -> None:
+    """One StaticCache(max_cache_len=32) per prompt (measured on torch 2.13: 3 compiles; 2 with
+    maybe_mark_dynamic(input_ids, 1); 3 with backed_size_oblivious): 0/0, the prefill of a
+    fresh cache, held as a symbol serves 9 (the mark stays); 0/1, whose length the flag would
+    hold as a symbol, was compiled for a filled cache (is_initialized == True) and the 9 comes
+    with a fresh one, so the flag cannot let it serve the call (it was offered: "may serve
+    9")."""
+    t = _trace(tmp_path / "t", _REASONS,
+               {"0/0": _FILLED, "0/1": _FILLED, "0/2": _FILLED + [_sym(IDS, 9)]},
+               {"0/0": _filled(False), "0/1": _filled(True), "0/2": _filled(False)})
+    found = {s.id for s in recompile_advice(t)}
+    assert "mark_dynamic kwargs['input_ids'] 1" in found and "dynamic=True" in found, found
+    assert "backed_size_oblivious" not in found and "one max_cache_len" not in found, found
+    said = (explain_compile(t, "0/2") or {})["suggestion"]
+    assert "maybe_mark_dynamic(t, 1)" in said and "does not cover" not in said, said
+
+
+def test_without_guards_recorded_the_flag_stays_offered(tmp_path: Path) -> None:
     t = _prompts(tmp_path / "t", lengths_changed=False)
     found = {s.id for s in recompile_advice(t)}
     assert "mark_dynamic kwargs['input_ids'] 1" in found, found
     assert "backed_size_oblivious" in found and "one max_cache_len" not in found, found
-    assert "maybe_mark_dynamic(t, 1)" in (explain_compile(t, "0/2") or {})["suggestion"]
 
 
 def test_info_and_advise_give_one_answer_for_a_positional_input(tmp_path: Path) -> None:

@@ -19,7 +19,8 @@ from tuidebug.trace.queries.break_advice import break_advice
 from tuidebug.trace.queries.break_diff import break_ident
 from tuidebug.trace.queries.cache_advice import (  # noqa: F401
     STATIC_CACHE_LEN, cache_advice, grows_by_one, one_length, siblings)
-from tuidebug.trace.queries.changed_with import said as said_changes, unmarked_changes
+from tuidebug.trace.queries.changed_with import (held_differently, said as said_changes,
+                                                  unmarked_changes)
 from tuidebug.trace.queries.held import Held, as_passed, frame_of, held_by_user
 from tuidebug.trace.queries.graph_breaks import trace_breaks
 from tuidebug.trace.queries.marked_dynamic import input_name, marked_advice
@@ -92,9 +93,16 @@ def _oblivious_why(trace: Trace, cid: str, rec: dict[str, Any], name: str, index
     and specialized the 0 or 1 it saw. A size it held fixed (``size mismatch … expected 6``,
     as a first compile holds every size) fails its guard whatever the flag (checked on torch
     2.13: a prefill then one-token decode steps, and BART's generate(), compile as often
-    with it; 5, 1, then 7 compiles twice with it, three times without)."""
+    with it; 5, 1, then 7 compiles twice with it, three times without). Nor where the call
+    changed what the compile before held fixed (``changed_with``: a new symbol of this compile,
+    an input it guards at another value — Llama's decode compile was made for a filled
+    StaticCache and the next prompt's is fresh: 3 compiles → 3 with the flag)."""
     actual, expected, prev = str(rec.get("failing_value")), rec.get("expected"), \
         rec.get("previous")
+    if held_differently(trace.compiles, prev, cid):
+        # the compile before holds another input at another value (compiled for a filled
+        # StaticCache, this call's is fresh): it cannot serve this call, whatever the flag
+        return None
     if "size mismatch" not in str(rec.get("failed_guard") or ""):
         # only a size left below the range the compile before held it in from 2: another
         # guard on it (``3 < s``, ``s % 8 == 0``) fails whatever the flag
@@ -189,7 +197,12 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
             continue
         symbolic = _has_symbol(trace, cid, str(rec.get("source")))
         # what the same call changed besides, that no mark on the user's inputs covers
-        also = unmarked_changes(trace, cid, rec.get("previous"))
+        # the compile a mark would let serve this call: the earlier one that held another
+        # size where the one before held 0 or 1, else the one before
+        serving = (wider[-1].get("compile") if str(rec.get("expected")) in ("0", "1") and wider
+                   else rec.get("previous"))
+        also = (unmarked_changes(trace, cid, rec.get("previous"))
+                + held_differently(trace.compiles, serving, cid))
         why = (f"{cid}: dimension {index} of {name} changed ({expected} → {actual})"
                + ("; this compile made it dynamic (automatic dynamic), a compile more than "
                   "needed" if symbolic else "; this compile did not make it dynamic")

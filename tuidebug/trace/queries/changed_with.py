@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import re
 
+from collections.abc import Mapping
+from typing import Any
+
 from tuidebug.trace.format.reader import Trace
-from tuidebug.trace.queries.attempts import held_shapes
+from tuidebug.trace.queries.attempts import final_attempt, held_shapes
 from tuidebug.trace.queries.recompile_constants import symbolic_sources
 
 # a dimension of an input the user may pass themselves (``L['x']``, ``L['kwargs']['input_ids']``,
@@ -32,6 +35,31 @@ def unmarked_changes(trace: Trace, cid: str, before: str | None) -> list[str]:
         return []
     return sorted(s for s in now - then
                   if not _INPUT_DIM.match(s) and not s.endswith(".item()"))
+
+
+# a guard that holds an input's value as a constant: ``L['kwargs']['past_key_values'].layers[0]
+# .is_initialized == False`` (not a size: a size's guard follows from the sizes held)
+_CONSTANT = re.compile(r"(?:^|[\s:])(?P<src>L\[[^\s()]*) == (?P<val>True|False|None|-?\d+)(?=\s|$)",
+                       re.M)
+
+
+def _constants(compiles: Mapping[str, Any], cid: str) -> dict[str, str]:
+    guards = (compiles.get(final_attempt(compiles, cid)) or {}).get("guards")
+    if not isinstance(guards, str):
+        return {}
+    return {m["src"]: m["val"] for m in _CONSTANT.finditer(guards)
+            if ".size()" not in m["src"] and ".stride()" not in m["src"]}
+
+
+def held_differently(compiles: Mapping[str, Any], before: str | None, cid: str) -> list[str]:
+    """The inputs both compiles hold as constants, at other values: compile ``before`` cannot
+    serve ``cid``'s call whatever is dynamic (a fresh lazily filled StaticCache,
+    ``is_initialized == False``, where ``before`` was compiled for a filled one). [] where
+    either compile's guards are not recorded."""
+    if not before:
+        return []
+    a, b = _constants(compiles, before), _constants(compiles, cid)
+    return sorted(src for src in a.keys() & b.keys() if a[src] != b[src])
 
 
 def said(changes: list[str]) -> str:

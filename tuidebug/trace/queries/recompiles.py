@@ -15,7 +15,7 @@ from typing import Any
 from tuidebug.trace.format import safefile
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries import attempts, static_kv
-from tuidebug.trace.queries.changed_with import said, unmarked_changes
+from tuidebug.trace.queries.changed_with import held_differently, said, unmarked_changes
 from tuidebug.trace.queries.held import (  # noqa: F401
     POSITIONAL, Frame, Held, as_passed, frame_in, held_as, held_by_user)
 from tuidebug.trace.queries.recompile_constants import (
@@ -413,6 +413,11 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
     seen = {f"{_local(t['name'])}.{t['what']}()[{t['index']}]": t["actual"]
             for t in (_TENSOR.search(x) for _, x in parsed) if t}
     wider = _wider(parsed, (of, text))
+    # the compile a mark would let serve this call (``advice`` asks the same): the earlier one
+    # that held another size where the one before held 0 or 1, else the one before
+    t = _TENSOR.search(text)
+    serving = wider[-1][0] if t and t["expected"] in ("0", "1") and wider else prev
+    also = (also or []) + held_differently(compiles, serving, cid)
     advice, source, expected, actual = suggestion(
         text, config, symbolic, resumed, seen, specialized_sources(held),
         wider, frame_in(metrics, finished.get("metrics")), recorded.get("called_at"),
