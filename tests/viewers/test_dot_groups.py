@@ -39,7 +39,7 @@ def row_of_modules(count: int, ops: int) -> Graph:
         nodes.append(Node(prev, "placeholder", prev, users=[f"op{i}_0"], module=f"layers.{i}.fc"))
         for j in range(ops):
             name = f"op{i}_{j}"
-            nodes[-1].users = [name]
+            nodes[-1].users[:] = [name]  # a node is a tuple: its lists change in place
             nodes.append(Node(name, "call_function", "aten.mul.Tensor", inputs=[prev],
                               module=f"layers.{i}.fc"))
             prev = name
@@ -87,7 +87,7 @@ def chain_of_modules(count: int, ops: int) -> Graph:
     for i in range(count):
         for j in range(ops):
             name = f"op{i}_{j}"
-            nodes[-1].users = [name]
+            nodes[-1].users[:] = [name]  # a node is a tuple: its lists change in place
             nodes.append(Node(name, "call_function", "aten.mul.Tensor", inputs=[nodes[-1].name],
                               module=f"layers.{i}.fc"))
     return Graph(nodes, "chain", "synthetic")

@@ -15,9 +15,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tuidebug.trace.format import compressed, layout, safefile, schema
+from tuidebug.trace.format import compressed, layout, safefile, schema, shapes
 from tuidebug.trace.format.error_record import ErrorRecord
-from tuidebug.trace.format.graph import COMPUTE_OPS, Graph
+from tuidebug.trace.format.graph import COMPUTE_OPS, Graph, plain_nodes
 from tuidebug.trace.format.graph_meta import NO_CHANGES, GraphMeta, StageInfo, node_changes
 from tuidebug.trace.format.kernel_entry import KernelEntry
 from tuidebug.trace.format.manifest import GraphEntry
@@ -26,6 +26,9 @@ from tuidebug.trace.format.written import PEEK_BYTES
 
 if TYPE_CHECKING:
     from tuidebug.trace.format.reader import Trace
+
+
+_UNREAD = object()  # a file missing, refused or corrupt (reported): not JSON's null
 
 
 class GraphRecord:
@@ -74,19 +77,45 @@ class GraphRecord:
         return self._graph_cache[info.file]
 
     def _read_graph(self, file: str) -> Graph | None:
+        if not layout.is_fx_text(file):
+            return self._read_json_graph(file)
         graph = None
         path = self.dir / file
         first = self._first_with_file(file)
         data = self._snapshot_data(first.name if first else Path(file).stem, file)
         if data is not None:
             try:
-                if layout.is_fx_text(file):
-                    data["changes"] = self._text_changes(file, data["nodes"])
+                data["changes"] = self._text_changes(file, data["nodes"])
                 self._changes_cache[file] = node_changes(data)
                 graph = Graph.from_json(data)
             except (ValueError, TypeError, AttributeError) as e:
                 self._f.problem(path, f"not a graph snapshot ({e})")
         return graph
+
+    def _read_json_graph(self, file: str) -> Graph | None:
+        """A JSON snapshot's graph, checked against the snapshot's shape as every file is
+        (``shapes.check``; its problems reported): where every node is plain
+        (``graph.plain_nodes``: the nodes then hold nothing the check would change), only the
+        rest of the file is checked, and the nodes are made as they are checked."""
+        path = self.dir / file
+        data = self._f.json(path, _UNREAD, required=True)  # checked here, not as it is read
+        if data is _UNREAD:
+            return None
+        report = lambda m: self._f.problem(path, m)  # noqa: E731
+        nodes = plain_nodes(data.get("nodes")) if isinstance(data, dict) else None
+        if nodes is None:
+            data = shapes.check("snapshot", data, report)
+        else:
+            data = shapes.check("snapshot", {**data, "nodes": None}, report)
+        if not isinstance(data, dict):
+            return None
+        try:
+            self._changes_cache[file] = node_changes(data)
+            return Graph(nodes, str(data.get("graph", "")), str(data.get("stage", ""))) \
+                if nodes is not None else Graph.from_json(data)
+        except (ValueError, TypeError, AttributeError) as e:
+            self._f.problem(path, f"not a graph snapshot ({e})")
+            return None
 
     def is_cached(self, stage: StageInfo) -> bool:
         """Whether the stage's snapshot was read already (reading it again costs nothing)."""
