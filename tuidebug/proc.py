@@ -32,7 +32,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator, Mapping, Sequence
+from typing import IO, Any, Callable, Iterator, Mapping, NoReturn, Sequence
 
 __all__ = ["ROOT", "child_env", "encode", "decode", "LineBuffer", "LineReader", "write_message",
            "write_message_fd", "protocol_stream", "spawn", "lead_own_group", "kill_group", "terminate_group",
@@ -275,7 +275,7 @@ def wait(proc: subprocess.Popen[Any], timeout: float | None,
             proc.wait()
 
 
-def die_of(sig: int) -> None:
+def die_of(sig: int) -> NoReturn:
     """End this process by signal ``sig`` (its default action), as a child that died of it did:
     whoever waits for this one (torchrun) sees the same end. Falls back to exit 128 + ``sig``."""
     try:

@@ -333,3 +333,93 @@ def test_a_rank_with_no_record_is_not_known(tmp_path: Path) -> None:
     assert label == "stopped: " and texts[0].endswith(
         "nothing is known of how rank(s) 2 ended (no record); where each rank was:"), texts
     assert not any("no rank timed out" in t for t in texts), texts
+
+
+# a training script whose SIGTERM handler saves a checkpoint (1 s), says so on stderr through
+# logging, and exits 3
+SAVES_ON_SIGTERM = """import logging, pathlib, signal, sys, time
+logging.basicConfig()
+
+def save(signum, frame):
+    time.sleep(1)
+    logging.getLogger("train").warning("saving a checkpoint on SIGTERM")
+    pathlib.Path({saved!r}).write_text("saved")
+    sys.exit(3)
+
+signal.signal(signal.SIGTERM, save)
+pathlib.Path({marker!r}).write_text("x")
+time.sleep(120)
+"""
+
+
+def _stopped(cmd: list[str], marker: Path, env: dict[str, str]) -> tuple[int, str]:
+    """Run ``cmd`` in a process group of its own, wait for ``marker``, send SIGTERM to the
+    group (torchrun's ``os.killpg``); its exit code and stderr."""
+    p = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not marker.exists() and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert marker.exists(), p.stderr.read() if p.poll() is not None else "no start"
+        os.killpg(p.pid, signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    return p.returncode, err
+
+
+@pytest.mark.slow
+def test_a_rank_sent_sigterm_waits_for_the_script_and_ends_as_it_ended(tmp_path: Path) -> None:
+    """torchrun's SIGTERM to a rank's process group reaches the script too; its own handler
+    saves a checkpoint (1 s) and exits 3. Untraced the rank exits 3 with the file written;
+    traced it did the same only by luck: ``tuidebug trace`` died of SIGTERM at once (the rank
+    exited -15, the script orphaned, its stderr pipe broken). Now the rank waits for the script
+    and exits 3, the checkpoint written, its log line passed through; the record says killed
+    by SIGTERM with the script's exit code 3."""
+    env = dict(os.environ, PYTHONPATH=pythonpath())
+    ends = {}
+    for how in ("untraced", "traced"):
+        marker, saved = tmp_path / f"{how}.running", tmp_path / f"{how}.saved"
+        script = tmp_path / f"{how}.py"
+        script.write_text(SAVES_ON_SIGTERM.format(saved=str(saved), marker=str(marker)))
+        cmd = [sys.executable, str(script)] if how == "untraced" else [
+            sys.executable, "-m", "tuidebug.cli", "trace", "--no-check", "-o",
+            str(tmp_path / "job"), str(script)]
+        code, err = _stopped(cmd, marker, {**env, "RANK": "0", "WORLD_SIZE": "2",
+                                           "LOCAL_RANK": "0"} if how == "traced" else env)
+        ends[how] = (code, saved.is_file(), "saving a checkpoint on SIGTERM" in err)
+        assert "BrokenPipeError" not in err, err[-3000:]
+    assert len(ends) == 2
+    assert ends["untraced"] == (3, True, True), ends
+    assert ends["traced"] == ends["untraced"], ends  # the job's outcome unchanged
+    rec = json.loads((tmp_path / "job" / "job" / "rank_0.json").read_text())
+    assert (rec["status"], rec["exit_code"], rec["ended_by"]) == ("killed", 3, "SIGTERM"), rec
+    assert "the script then ended: exit status 3" in rec["note"], rec
+
+
+def test_a_sigterm_after_the_script_ended_keeps_its_end(tmp_path: Path) -> None:
+    """The rank's SIGTERM handler once the script has ended (its end written, the trace still
+    being read): the record keeps the script's end — it read ``killed`` for a script that
+    exited 0 — and the rank does not die of it (its exit code is the script's)."""
+    from tuidebug.cli.distributed import _RankSigterm
+    from tuidebug.trace.jobs import job
+
+    root = tmp_path / "job"
+    (root / "job").mkdir(parents=True)
+    record = {"rank": 0, "world_size": 2, "status": "running"}
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        sigterm = _RankSigterm(root, record)
+        sigterm.started(os.getpid())
+        record.update(sigterm.end(0))
+        job.write_record(root, record)
+        os.kill(os.getpid(), signal.SIGTERM)  # a real signal, to this process
+        time.sleep(0.2)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    rec = json.loads((root / "job" / "rank_0.json").read_text())
+    assert (rec["status"], rec["exit_code"]) == ("unknown", 0), rec
+    assert "ended_by" not in rec, rec

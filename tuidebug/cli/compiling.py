@@ -7,17 +7,17 @@ worker process, and the flag registry is read from Inductor's config source.
 from __future__ import annotations
 
 import argparse
-import collections
 import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from tuidebug import proc
 from tuidebug.cli import distributed
+from tuidebug.cli.capture_child import run_child
 from tuidebug.cli.consent_args import allow_flag_argument, allowed_flags
 from tuidebug.cli.minifying import positive_float, positive_int
 from tuidebug.cli.output import console, err, note
@@ -62,39 +62,18 @@ def _validated_sets(sets: list[str]) -> dict[str, Any]:
     return parse_sets(sets)
 
 
-def _run_child(cmd: list[str], env: dict[str, str]) -> tuple[int, list[str]]:
-    """Run the capture child with its stderr passed through; returns its exit code and the
-    last lines it wrote there that are not tuidebug's own (what the script said last)."""
-    tail: collections.deque[str] = collections.deque(maxlen=5)
-    # in the terminal's process group (not a session of its own): Ctrl-C reaches the script,
-    # which may also read the terminal
-    # which also gets Ctrl-C: this process goes on passing its output through until it ends
-    with proc.spawn(cmd, env=env, own_group=False, stderr=subprocess.PIPE, text=True,
-                    errors="replace") as child:
-        assert child.stderr is not None
-        while True:
-            try:
-                for line in child.stderr:
-                    sys.stderr.write(line)
-                    sys.stderr.flush()
-                    if line.strip() and not line.startswith("[tuidebug]"):
-                        tail.append(line.rstrip())
-                break
-            except KeyboardInterrupt:
-                continue
-    return child.returncode, list(tail)
-
-
 def run_trace(script: str, script_args: list[str], out: Path | None, *, check: bool = True,
               use_cache: bool = False, sets: list[str] | None = None,
               quiet: bool = False, accuracy_tol: float | None = None,
               profile: int = 0, progress: Path | None = None,
-              own_exit: bool = False, numerics: bool = False) -> tuple[int, Path, list[str]]:
+              own_exit: bool = False, numerics: bool = False,
+              on_start: Callable[[int], None] | None = None) -> tuple[int, Path, list[str]]:
     """Trace ``script`` in a child process. Returns (exit code, trace dir, the last lines of
-    the child's stderr that are not tuidebug's own). ``progress``: a rank's progress log (its
-    collectives, as they happen); ``own_exit``: the exit code is the script's own
-    (``run_script --own-exit``), not the capture's verdict; ``numerics``: every compile's
-    kernels judged one by one, not only a mismatch's."""
+    the child's stderr that are not tuidebug's own: ``run_child``'s). ``progress``: a rank's
+    progress log (its collectives, as they happen); ``own_exit``: the exit code is the
+    script's own (``run_script --own-exit``), not the capture's verdict; ``numerics``: every
+    compile's kernels judged one by one, not only a mismatch's; ``on_start``: called with the
+    child's pid once it runs."""
     if profile and not check:
         raise CliError("--profile runs after the eager check: drop --no-check")
     if numerics and not check:
@@ -131,7 +110,7 @@ def run_trace(script: str, script_args: list[str], out: Path | None, *, check: b
     cmd += [str(path), *script_args]
     if not quiet:
         print(f"[tuidebug] tracing {script} → {out}", file=sys.stderr, flush=True)
-    code, tail = _run_child(cmd, proc.child_env())
+    code, tail = run_child(cmd, proc.child_env(), on_start)
     return code, out, tail
 
 

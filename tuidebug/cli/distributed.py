@@ -254,24 +254,63 @@ def _close_records(root: Path, timed_out: bool = False) -> None:
                                     "stops every rank when one fails)"})
 
 
-def _record_sigterm(root: Path, record: dict[str, Any]) -> None:
-    """Until this rank's end is written: on SIGTERM (a launcher stopping every rank when one
-    ended: torchrun's ``os.killpg``, which reaches the capture child as well), write the record
-    ``killed`` (``exit_code`` -15, ``ended_by`` SIGTERM), then die of SIGTERM as the rank would
-    untraced: the job's outcome is unchanged. Without it the record stayed ``running``."""
-    from tuidebug.trace.jobs import job
+class _RankSigterm:
+    """This rank's SIGTERM handler (a launcher stopping every rank when one ended: torchrun's
+    ``os.killpg``, which reaches the script's process too, then SIGKILL 30 s later). While the
+    script runs: write the record ``killed`` (``ended_by`` SIGTERM; pending: how the script
+    ends is written when it has), pass SIGTERM on to the script's process where it is in
+    another process group (``os.killpg`` on this one did not reach it), and return: the rank
+    waits for the script as torchrun would (its own SIGTERM handler saving a checkpoint, say)
+    and ends as it ended. Before the script started: die of SIGTERM at once. Once the script
+    has ended (``ended``): nothing — its end is the rank's, the record keeps it. Without a
+    handler the record stayed ``running``; ending at once orphaned the script."""
 
-    def handler(signum: int, frame: Any) -> None:
+    def __init__(self, root: Path, record: dict[str, Any]) -> None:
+        self.root, self.record = root, record
+        self.child: int | None = None
+        self.received = False
+        self.ended = False
+        signal.signal(signal.SIGTERM, self)
+
+    def started(self, pid: int) -> None:
+        self.child = pid
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        if self.ended or self.received:
+            return
+        self.received = True
+        from tuidebug.trace.jobs import job
+
         try:
-            job.write_record(root, {**record, "status": "killed", "exit_code": -signum,
-                                    "ended_by": proc.signal_name(signum),
-                                    "finished_at": time.time(),
-                                    "note": "ended by SIGTERM before it finished (a launcher "
-                                            "stops every rank when one ends)"})
-        finally:
+            job.write_record(self.root, {**self.record, "status": "killed", "exit_code": None,
+                                         "ended_by": proc.signal_name(signum),
+                                         "finished_at": time.time(),
+                                         "note": "sent SIGTERM before it finished (a launcher "
+                                                 "stops every rank when one ends); waiting "
+                                                 "for the script to end"})
+        except OSError:  # the record cannot be written: the rank still ends as asked
+            pass
+        if self.child is None:  # no script to wait for
             proc.die_of(signum)
+        try:
+            if os.getpgid(self.child) != os.getpgrp():
+                os.kill(self.child, signum)
+        except OSError:  # it has ended
+            pass
 
-    signal.signal(signal.SIGTERM, handler)
+    def end(self, code: int) -> dict[str, Any]:
+        """The script ended with ``code``: the record's end (SIGTERM handled from now on by
+        doing nothing), from the script's code alone."""
+        self.ended = True
+        end: dict[str, Any] = {"status": "unknown", "exit_code": code,
+                               "finished_at": time.time()}
+        if self.received:
+            end.update(status="killed", ended_by="SIGTERM", note=(
+                "ended by SIGTERM before it finished (a launcher stops every rank when one "
+                "ends)" if code == -signal.SIGTERM else
+                "sent SIGTERM before it finished (a launcher stops every rank when one ends); "
+                f"the script then ended: {proc.exit_description(code)}"))
+        return end
 
 
 NO_GRAPH = "no Inductor graph was compiled (the trace's warnings say why); not a failure"
@@ -299,26 +338,31 @@ def trace_rank(ns: argparse.Namespace, where: dict[str, Any]) -> int:
     job.write_record(root, record)
     from tuidebug.trace.jobs.progress import progress_path
 
-    _record_sigterm(root, record)
+    sigterm = _RankSigterm(root, record)
 
     code, out, last = run_trace(ns.script, ns.args, job.rank_dir(root, rank),
-                             check=not ns.no_check, use_cache=ns.use_cache, sets=ns.set,
-                             accuracy_tol=ns.accuracy_tol, quiet=rank != 0,
-                             profile=ns.profile, progress=progress_path(root, rank),
-                             own_exit=True)
-    status, graphs = "unknown", None
+                                check=not ns.no_check, use_cache=ns.use_cache, sets=ns.set,
+                                accuracy_tol=ns.accuracy_tol, quiet=rank != 0,
+                                profile=ns.profile, progress=progress_path(root, rank),
+                                own_exit=True, on_start=sigterm.started)
+    record.update(sigterm.end(code))
+    if code != 0 and last:  # what the rank said last: a process the NCCL watchdog aborted
+        record["last_words"] = [line[:500] for line in last]  # (SIGABRT) raised nothing
+    job.write_record(root, record)  # its end, before the trace is read
+    status, graphs = record["status"], None
     if (out / schema.MANIFEST).exists():
         try:
             t = Trace(out)
-            # as info says it: script_failed where the compile was fine and the script was not
-            status, graphs = summary_status(t, exit_code=code), len(t.graphs)
+            graphs = len(t.graphs)
+            if not sigterm.received:
+                # as info says it: script_failed where the compile was fine and the script
+                # was not
+                status = summary_status(t, exit_code=code)
         except Exception:  # noqa: BLE001 - an unreadable trace is reported as such
-            status = "unreadable"
-    record.update(status=status, exit_code=code, finished_at=time.time())
-    if code != 0 and last:  # what the rank said last: a process the NCCL watchdog aborted
-        record["last_words"] = [line[:500] for line in last[-5:]]  # (SIGABRT) raised nothing
+            status = status if sigterm.received else "unreadable"
+    record["status"] = status
     if graphs == 0:
-        record["note"] = NO_GRAPH
+        record["note"] = NO_GRAPH if "note" not in record else f"{record['note']}; {NO_GRAPH}"
     job.write_record(root, record)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # its end is written
     job.write_job(root)
