@@ -404,7 +404,7 @@ def test_a_sigterm_after_the_script_ended_keeps_its_end(tmp_path: Path) -> None:
     """The rank's SIGTERM handler once the script has ended (its end written, the trace still
     being read): the record keeps the script's end — it read ``killed`` for a script that
     exited 0 — and the rank does not die of it (its exit code is the script's)."""
-    from tuidebug.cli.distributed import _RankSigterm
+    from tuidebug.cli.rank_sigterm import RankSigterm
     from tuidebug.trace.jobs import job
 
     root = tmp_path / "job"
@@ -412,7 +412,7 @@ def test_a_sigterm_after_the_script_ended_keeps_its_end(tmp_path: Path) -> None:
     record = {"rank": 0, "world_size": 2, "status": "running"}
     before = signal.getsignal(signal.SIGTERM)
     try:
-        sigterm = _RankSigterm(root, record)
+        sigterm = RankSigterm(root, record)
         sigterm.started(os.getpid())
         record.update(sigterm.end(0))
         job.write_record(root, record)

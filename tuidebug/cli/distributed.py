@@ -21,6 +21,7 @@ from typing import Any
 
 from tuidebug import proc
 from tuidebug.cli.minifying import positive_float
+from tuidebug.cli.rank_sigterm import RankSigterm
 from tuidebug.errors import CliError
 from tuidebug.trace.format import schema
 
@@ -164,13 +165,15 @@ def _alive(pid: Any) -> bool:
 
 def _job_pids(root: Path) -> list[int]:
     """This node's processes of the job still alive: each running rank (it leads the process
-    group torchrun made for it, its capture child included) and its capture child."""
+    group torchrun made for it, its capture child included) and its capture child; a rank sent
+    SIGTERM that still waits for its script (``killed``, no exit code yet) too."""
     from tuidebug.trace.jobs import job
 
     host = socket.gethostname()
     pids = []
     for rec in job.read_job(root)["ranks"]:
-        if rec.get("status") != "running" or rec.get("hostname") != host:
+        waits = rec.get("status") == "killed" and rec.get("exit_code") is None
+        if (rec.get("status") != "running" and not waits) or rec.get("hostname") != host:
             continue
         pids += [rec.get("pid"), _capture_pid(root, rec["rank"])]
     return [p for p in pids if _alive(p)]
@@ -254,65 +257,6 @@ def _close_records(root: Path, timed_out: bool = False) -> None:
                                     "stops every rank when one fails)"})
 
 
-class _RankSigterm:
-    """This rank's SIGTERM handler (a launcher stopping every rank when one ended: torchrun's
-    ``os.killpg``, which reaches the script's process too, then SIGKILL 30 s later). While the
-    script runs: write the record ``killed`` (``ended_by`` SIGTERM; pending: how the script
-    ends is written when it has), pass SIGTERM on to the script's process where it is in
-    another process group (``os.killpg`` on this one did not reach it), and return: the rank
-    waits for the script as torchrun would (its own SIGTERM handler saving a checkpoint, say)
-    and ends as it ended. Before the script started: die of SIGTERM at once. Once the script
-    has ended (``ended``): nothing — its end is the rank's, the record keeps it. Without a
-    handler the record stayed ``running``; ending at once orphaned the script."""
-
-    def __init__(self, root: Path, record: dict[str, Any]) -> None:
-        self.root, self.record = root, record
-        self.child: int | None = None
-        self.received = False
-        self.ended = False
-        signal.signal(signal.SIGTERM, self)
-
-    def started(self, pid: int) -> None:
-        self.child = pid
-
-    def __call__(self, signum: int, frame: Any) -> None:
-        if self.ended or self.received:
-            return
-        self.received = True
-        from tuidebug.trace.jobs import job
-
-        try:
-            job.write_record(self.root, {**self.record, "status": "killed", "exit_code": None,
-                                         "ended_by": proc.signal_name(signum),
-                                         "finished_at": time.time(),
-                                         "note": "sent SIGTERM before it finished (a launcher "
-                                                 "stops every rank when one ends); waiting "
-                                                 "for the script to end"})
-        except OSError:  # the record cannot be written: the rank still ends as asked
-            pass
-        if self.child is None:  # no script to wait for
-            proc.die_of(signum)
-        try:
-            if os.getpgid(self.child) != os.getpgrp():
-                os.kill(self.child, signum)
-        except OSError:  # it has ended
-            pass
-
-    def end(self, code: int) -> dict[str, Any]:
-        """The script ended with ``code``: the record's end (SIGTERM handled from now on by
-        doing nothing), from the script's code alone."""
-        self.ended = True
-        end: dict[str, Any] = {"status": "unknown", "exit_code": code,
-                               "finished_at": time.time()}
-        if self.received:
-            end.update(status="killed", ended_by="SIGTERM", note=(
-                "ended by SIGTERM before it finished (a launcher stops every rank when one "
-                "ends)" if code == -signal.SIGTERM else
-                "sent SIGTERM before it finished (a launcher stops every rank when one ends); "
-                f"the script then ended: {proc.exit_description(code)}"))
-        return end
-
-
 NO_GRAPH = "no Inductor graph was compiled (the trace's warnings say why); not a failure"
 
 
@@ -338,7 +282,7 @@ def trace_rank(ns: argparse.Namespace, where: dict[str, Any]) -> int:
     job.write_record(root, record)
     from tuidebug.trace.jobs.progress import progress_path
 
-    sigterm = _RankSigterm(root, record)
+    sigterm = RankSigterm(root, record)
 
     code, out, last = run_trace(ns.script, ns.args, job.rank_dir(root, rank),
                                 check=not ns.no_check, use_cache=ns.use_cache, sets=ns.set,
