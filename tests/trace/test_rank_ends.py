@@ -423,3 +423,26 @@ def test_a_sigterm_after_the_script_ended_keeps_its_end(tmp_path: Path) -> None:
     rec = json.loads((root / "job" / "rank_0.json").read_text())
     assert (rec["status"], rec["exit_code"]) == ("unknown", 0), rec
     assert "ended_by" not in rec, rec
+
+
+def test_a_rank_killed_while_it_waited_for_its_script_is_closed(tmp_path: Path) -> None:
+    """A rank sent SIGTERM wrote ``killed`` with no exit code (waiting for its script), then
+    torchrun SIGKILLed it (its script ran on past 30 s): once torchrun returns, its record says
+    so, not "waiting for the script to end"; a rank still alive (this process) is left."""
+    import socket
+
+    from tuidebug.cli.distributed import _close_records
+    from tuidebug.trace.jobs import job
+
+    root = tmp_path / "job"
+    (root / "job").mkdir(parents=True)
+    for rank, pid in ((0, _dead_pid()), (1, os.getpid())):
+        job.write_record(root, {"rank": rank, "world_size": 2, "hostname": socket.gethostname(),
+                                "pid": pid, "status": "killed", "exit_code": None,
+                                "ended_by": "SIGTERM", "note": "… waiting for the script to end"})
+    _close_records(root)
+    recs = [json.loads((root / "job" / f"rank_{r}.json").read_text()) for r in (0, 1)]
+    assert len(recs) == 2
+    assert recs[0]["status"] == "killed" and recs[0]["note"].startswith(
+        "sent SIGTERM, then ended (SIGKILL) before its script did"), recs[0]
+    assert recs[1]["note"] == "… waiting for the script to end", recs[1]

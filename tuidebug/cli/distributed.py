@@ -245,7 +245,9 @@ def _close_records(root: Path, timed_out: bool = False) -> None:
     for rec in job.read_job(root)["ranks"]:
         # a rank --timeout stopped wrote ``killed`` itself on torchrun's SIGTERM
         termed = timed_out and rec.get("status") == "killed" and rec.get("ended_by") == "SIGTERM"
-        if ((rec.get("status") == "running" or termed) and rec.get("hostname") == host
+        # sent SIGTERM, it waited for its script and was SIGKILLed first (torchrun's 30 s)
+        waited = rec.get("status") == "killed" and rec.get("exit_code") is None
+        if ((rec.get("status") == "running" or termed or waited) and rec.get("hostname") == host
                 and not _alive(rec.get("pid"))):  # another launcher's rank on this host runs on
             if timed_out:
                 job.mark_stopped(root, rec["rank"], "tuidebug trace --timeout: the job ran too "
@@ -253,8 +255,11 @@ def _close_records(root: Path, timed_out: bool = False) -> None:
             job.write_record(root, {**rec, "status": "timed_out" if timed_out else "killed",
                                     "finished_at": time.time(),
                                     "note": "stopped by --timeout (the job ran too long)"
-                                    if timed_out else "ended before it finished (torchrun "
-                                    "stops every rank when one fails)"})
+                                    if timed_out else "sent SIGTERM, then ended (SIGKILL) "
+                                    "before its script did: torchrun stops every rank when one "
+                                    "fails, and kills what still runs 30 s later" if waited
+                                    else "ended before it finished (torchrun stops every rank "
+                                    "when one fails)"})
 
 
 NO_GRAPH = "no Inductor graph was compiled (the trace's warnings say why); not a failure"
