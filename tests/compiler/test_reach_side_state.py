@@ -277,3 +277,49 @@ def test_a_call_of_a_job_whose_collectives_are_not_counted_is_never_re_run(tmp_p
         said = json.loads((tmp_path / f"rank{rank}.json").read_text())
         assert said["zero"] is None and said["some"] is None, said
         assert said["none"] and "not counted" in said["none"], said
+
+
+class _Recorded(dict):
+    """A dict subclass whose own methods say when they are run (the walk must not run them)."""
+
+    ran: list[str] = []
+
+    def clear(self) -> None:
+        _Recorded.ran.append("clear")
+        dict.clear(self)
+
+    def update(self, *a, **k) -> None:
+        _Recorded.ran.append("update")
+        dict.update(self, *a, **k)
+
+
+def test_an_ordered_dict_is_put_back_in_order_and_a_dict_subclass_is_told() -> None:
+    """``dict.clear``/``dict.update`` on an OrderedDict skipped its order table: afterwards
+    ``list(od)`` raised KeyError. Exactly dict, list, set, OrderedDict and defaultdict are put
+    back through their own methods; any other subclass whose items changed is told (the call
+    not timed), never put back through its own code."""
+    from collections import OrderedDict, defaultdict
+    od = OrderedDict([("a", 1), ("b", 2), ("c", 3)])
+    dd = defaultdict(list, {"x": [1]})
+    sub = _Recorded(k=1)
+    _Recorded.ran.clear()
+    side = SideState([], [], set(), [od, dd, sub])
+
+    def call() -> None:
+        od["d"] = 4
+        od.move_to_end("a")
+        dd["y"].append(2)
+        dict.__setitem__(sub, "j", 2)
+
+    call()
+    side.learn()
+    assert [type(c) for c, _ in side.containers] == [OrderedDict, defaultdict]
+    assert side.subclassed == ["_Recorded of 1 items"]
+    why = side.why()
+    assert why is not None and "_Recorded of 1 items" in why
+    side.restore()
+    assert list(od) == ["a", "b", "c"] and list(od.items()) == [("a", 1), ("b", 2), ("c", 3)]
+    od["e"] = 5  # the order table still works
+    assert list(od) == ["a", "b", "c", "e"]
+    assert dict(dd) == {"x": [1]} and type(dd) is defaultdict
+    assert _Recorded.ran == [] and dict(sub) == {"k": 1, "j": 2}  # told, not put back

@@ -23,6 +23,7 @@ is (``unrestorable``)."""
 
 from __future__ import annotations
 
+from collections import OrderedDict, defaultdict
 from typing import Any
 
 import torch
@@ -128,6 +129,7 @@ class SideState:
         self.containers: list[tuple[Any, Any]] = []
         self.grads: list[tuple[str, Any, Any, Any]] = []
         self.unrestorable: list[str] = []
+        self.subclassed: list[str] = []
 
     def nbytes(self) -> int:
         """The bytes of the gradients' and tensor attributes' copies."""
@@ -140,8 +142,12 @@ class SideState:
                            if k not in ns or not _same(ns[k], v)]
         self.tensors = [(n, t, c) for n, t, c, v in self._tensors
                         if compat.version_counter(t) != v or not torch.equal(t, c)]
-        self.containers = [(c, items) for c, items in self._containers
-                           if not _same_items(c, _items(c), items)]
+        changed = [(c, items) for c, items in self._containers
+                   if not _same_items(c, _items(c), items)]
+        self.containers = [(c, items) for c, items in changed if type(c) in PUT_BACK]
+        # a subclass's own methods are user code (never run): its items cannot be put back
+        self.subclassed = [f"{type(c).__name__} of {len(items)} items" for c, items in changed
+                           if type(c) not in PUT_BACK]
         self.grads = [(n, p, g, c) for n, p, g, c in self._grads
                       if p.grad is not g or (g is not None and not torch.equal(g, c))]
         self.unrestorable = [n for n, p, v in self._params if compat.version_counter(p) != v]
@@ -157,6 +163,11 @@ class SideState:
         """Why the call cannot be re-run: it wrote parameters or other tensors it reaches
         outside its compiled graphs (a graph break, ``torch.compiler.disable``-d code) that
         are no optimizer's it reaches, of which no copy is kept."""
+        if self.subclassed:
+            return (f"run again, the call changed the items of containers it reaches that are "
+                    f"subclasses of dict, list or set ({', '.join(self.subclassed[:8])}), "
+                    "whose items cannot be put back before each re-run without running their "
+                    "own code; the graphs' own times are measured on copies")
         if not self.unrestorable:
             return None
         return (f"run again, the call wrote parameters or tensors it reaches ({self.listed()}) "
@@ -197,9 +208,16 @@ def _same(now: Any, was: Any) -> bool:
     return type(now) is type(was) and (now == was or (now != now and was != was))
 
 
+PUT_BACK = (dict, list, set, OrderedDict, defaultdict)
+"""The container types whose items are put back (through their own C methods); any other
+subclass's items changed by a re-run are told, not put back."""
+
+
 def _items(c: Any) -> list[Any]:
     """A shallow copy of a container's items, through its base type's own methods (a dict's:
-    its (key, value) pairs)."""
+    its (key, value) pairs; an OrderedDict's in its order)."""
+    if type(c) is OrderedDict:
+        return list(OrderedDict.items(c))
     if issubclass(type(c), dict):
         return list(dict.items(c))
     if issubclass(type(c), list):
@@ -219,14 +237,17 @@ def _same_items(c: Any, now: list[Any], was: list[Any]) -> bool:
 
 
 def _put_items(c: Any, items: list[Any]) -> None:
-    if issubclass(type(c), dict):
-        dict.clear(c)
-        dict.update(c, items)
-    elif issubclass(type(c), list):
-        list.__setitem__(c, slice(None), items)
+    """Put back a container's items through its own type's C methods: only one of
+    ``PUT_BACK`` (an OrderedDict's order table is not a dict's: ``dict.clear`` on one leaves
+    it broken)."""
+    t = type(c)
+    if t not in PUT_BACK:
+        raise TypeError(f"{t.__name__}: not a container whose items are put back")
+    t.clear(c)
+    if t is list:
+        list.extend(c, items)
     else:
-        set.clear(c)
-        set.update(c, items)
+        t.update(c, items)
 
 
 def _storage(t: Any) -> int | None:

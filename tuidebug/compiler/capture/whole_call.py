@@ -261,6 +261,12 @@ class WholeCall(Concern):
                 "torch.compiler.disable'd code) that are no optimizer's the call reaches: no "
                 "copy of them was kept, and the program goes on with them as the re-run left "
                 "them")
+        if side.subclassed and self.session.writer is not None:
+            self.session.writer.warn(
+                "timing the whole call re-ran it once, and the re-run changed the items of "
+                f"containers it reaches that are subclasses of dict, list or set "
+                f"({', '.join(side.subclassed[:8])}): their items are not put back (that would "
+                "run their own code), and the program goes on with them as the re-run left them")
 
     def _timed(self, name: str, compiled: Any, eager: Any, leaves: list[Any],
                kw: dict[str, Any], wrt: list[torch.Tensor], grad_on: bool, c_step: Step,
