@@ -54,3 +54,33 @@ async def test_stepping_past_the_edge_scrolls_by_half_a_list() -> None:
         lst.select_id("72")
         await pilot.pause()
         assert lst.scroll_offset.y == middle and in_sight(lst)
+
+
+async def test_rows_are_drawn_ahead_so_a_scroll_draws_none() -> None:
+    """Once the list is painted, its rows are drawn ahead a few at a time: stepping down the
+    whole list and back then draws only the highlighted row at each step (in the highlight's
+    style), never a plain row coming into sight (a scroll drew half a list of them)."""
+    app = ListApp()
+    async with app.run_test(size=(40, 12)) as pilot:
+        lst = app.query_one(PickList)
+        lst.focus()
+        lst.highlighted = 0
+        for _ in range(40):  # the rows drawn ahead, AHEAD_STEP at a turn
+            await pilot.pause()
+        plain = lst.get_visual_style("option-list--option")
+        drawn: list[tuple[int, bool]] = []
+        original = lst._get_option_render
+
+        def counted(option: Option, style: object) -> object:
+            key = (option, style, lst.get_component_styles("option-list--option").padding)
+            if lst._option_render_cache.get(key) is None:
+                drawn.append((lst.get_option_index(option.id or ""), style == plain))
+            return original(option, style)
+        lst._get_option_render = counted  # type: ignore[method-assign]
+        steps = 0
+        for key in ["down"] * (ROWS - 1) + ["up"] * (ROWS - 1):
+            await pilot.press(key)
+            steps += 1
+        assert steps == 2 * (ROWS - 1) and lst.scroll_offset.y == 0
+        assert [d for d in drawn if d[1]] == []  # no plain row drawn in a key's frame (90 before)
+        assert len(drawn) <= ROWS  # each row drawn highlighted once

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.css.styles import RulesMap
 from textual.geometry import Region
 from textual.reactive import reactive
@@ -101,6 +103,54 @@ class PickList(SteadyScrollbars, OptionList):
             return  # in sight already
         self.scroll_to_region(Region(0, y, self.scrollable_content_region.width, rows),
                               force=True, animate=False, center=True, immediate=True)
+
+    # -- rows drawn ahead ------------------------------------------------------------------
+    # Textual draws a row the first time it comes into sight (its strips then cached): a scroll
+    # to a part of the list not seen yet drew half a list of rows in that key's frame (the pass
+    # stepper on the 24-layer trace: 21 rows, the most of its worst steps on the UI thread).
+    # Once the list is painted, every row (at most ``AHEAD_ROWS``, those around the highlight)
+    # is drawn into Textual's cache, ``AHEAD_STEP`` at a turn of the event loop, so that a key
+    # pressed meanwhile waits for a few rows at most.
+    AHEAD_ROWS = 400
+    AHEAD_STEP = 8
+    _ahead: list[int] | None = None  # the rows still to draw ahead; None: not planned yet
+    _ahead_queued = False
+
+    def set_options(self, options: Any) -> Any:
+        self._ahead = None
+        return super().set_options(options)
+
+    def clear_options(self) -> Any:
+        self._ahead = None
+        return super().clear_options()
+
+    def _clear_caches(self) -> None:  # a resize: the rows drawn are dropped
+        self._ahead = None
+        super()._clear_caches()
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        lines = super().render_lines(crop)
+        if not self._ahead_queued and (self._ahead is None or self._ahead):
+            self._ahead_queued = True
+            self.call_later(self._draw_ahead)
+        return lines
+
+    def _draw_ahead(self) -> None:
+        self._ahead_queued = False
+        if not self.is_mounted or not self.scrollable_content_region:
+            return
+        if self._ahead is None:
+            n, middle = self.option_count, self.highlighted or 0
+            first = max(0, min(middle - self.AHEAD_ROWS // 2, n - self.AHEAD_ROWS))
+            self._ahead = list(range(min(n, first + self.AHEAD_ROWS) - 1, first - 1, -1))
+        style = self.get_visual_style("option-list--option")  # a row's, not highlighted
+        for _ in range(min(self.AHEAD_STEP, len(self._ahead))):
+            index = self._ahead.pop()
+            if index < self.option_count:  # (an option removed meanwhile)
+                self._get_option_render(self.get_option_at_index(index), style)
+        if self._ahead:
+            self._ahead_queued = True
+            self.call_later(self._draw_ahead)
 
     def _get_visual(self, option: Option) -> Visual:
         visual = super()._get_visual(option)
