@@ -60,8 +60,9 @@ def _keys_changed(root: Path, evidence: str) -> Trace:
     reason = ("0/0: tensor 'kwargs['past_key_values'].layers[0].keys' size mismatch at index 2. "
               "expected 10, actual 13")
     grown = [_sym(f"{keys}.size()[2]", 13)]
-    if evidence == "symbols":
-        return _trace(root, {"0/1": [reason]}, {"0/0": _FILLED, "0/1": _FILLED + grown})
+    if evidence == "symbols":  # the new cache's length, held as a symbol (automatic dynamic)
+        held = [_sym(f"{PKV}.layers[{i}].max_cache_len", 13) for i in (0, 1)]
+        return _trace(root, {"0/1": [reason]}, {"0/0": _FILLED, "0/1": _FILLED + held + grown})
     guard = (f"| | +- EQUALS_MATCH: {PKV}.layers[0].max_cache_len == 10  # self.keys = "
              "torch.zeros(...)  # transformers/cache_utils.py:440 in lazy_initialization\n")
     return _trace(root, {"0/1": [reason]}, {"0/0": [], "0/1": grown}, {"0/0": guard})
@@ -92,6 +93,23 @@ def test_a_growing_dynamic_cache_still_gets_a_static_one(tmp_path: Path) -> None
     found = {s.id for s in recompile_advice(t)}
     assert "static KV cache" in found and "one max_cache_len" not in found, found
     assert "use a static KV cache" in (explain_compile(t, "0/1") or {})["suggestion"]
+
+
+
+def test_a_growing_sliding_window_cache_is_not_called_a_static_one(tmp_path: Path) -> None:
+    """transformers' DynamicSlidingWindowLayer (Mistral, Gemma, Qwen) keeps a
+    ``cumulative_length`` too: a growing DynamicCache of such layers, whose compiles read it,
+    was called "already a static cache" (and offered one max_cache_len). Only
+    ``max_cache_len`` tells a static cache."""
+    keys = f"{PKV}.layers[0].keys"
+    reason = ("0/0: tensor 'kwargs['past_key_values'].layers[0].keys' size mismatch at index 2. "
+              "expected 6, actual 7")
+    t = _trace(tmp_path / "t", {"0/1": [reason]},
+               {"0/0": _FILLED, "0/1": _FILLED + [_sym(f"{keys}.size()[2]", 7)]})
+    found = {s.id for s in recompile_advice(t)}
+    assert "static KV cache" in found and "one max_cache_len" not in found, found
+    said = (explain_compile(t, "0/1") or {})["suggestion"]
+    assert "use a static KV cache" in said and "StaticCache of another" not in said, said
 
 
 _REASONS = {

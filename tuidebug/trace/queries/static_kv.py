@@ -2,7 +2,9 @@
 A ``StaticCache``'s layers keep their length in ``max_cache_len`` and (5.x) their filled length in
 ``cumulative_length``: Dynamo names them in the compile's symbols
 (``L['kwargs']['past_key_values'].layers[0].cumulative_length.item()``) and guards
-(``…layers[0].max_cache_len == 10``); a ``DynamicCache`` has neither. Its keys and values are
+(``…layers[0].max_cache_len == 10``); a ``DynamicCache`` has no ``max_cache_len``. Only
+``max_cache_len`` tells: ``cumulative_length`` is also a growing cache's
+(``DynamicSlidingWindowLayer``: Mistral, Gemma, Qwen). Its keys and values are
 ``max_cache_len`` long (``layers[0].keys``, as a DynamicCache's are named too): their length
 changes only where a cache of another ``max_cache_len`` was passed, so "use a static KV cache"
 is never the answer to it. Plain text matching: nothing from the trace is evaluated."""
@@ -13,8 +15,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-# a static cache's own attribute, under transformers' cache argument
-_STATIC_ATTR = re.compile(r"past_key_values\b[^\s#]*?\.(?:max_cache_len|cumulative_length)\b")
+# a static cache's own attribute, under transformers' cache argument (not ``cumulative_length``:
+# a DynamicSlidingWindowLayer, which grows, has one too)
+_STATIC_ATTR = re.compile(r"past_key_values\b[^\s#]*?\.max_cache_len\b")
 # the length a compile held a static cache at: ``…layers[0].max_cache_len == 10``
 _HELD_LEN = re.compile(r"past_key_values\b[^\s#]*?\.max_cache_len == (?P<n>\d+)")
 
