@@ -205,3 +205,26 @@ def test_a_change_beside_drops_only_the_mark() -> None:
                       also=["L['n']"])[0]
     assert "maybe_mark_dynamic" not in size, size
     assert "use torch.compile(dynamic=True); the same call changed n too" in size, size
+
+
+def test_a_dimension_of_a_dict_batchs_tensor_is_not_counted_as_changed_too(
+        tmp_path: Path) -> None:
+    """A call passing ``input_ids`` and a dict ``batch`` (and a list ``inputs``) whose tensors'
+    lengths changed with it: their symbols (``L['kwargs']['batch']['attention_mask']
+    .size()[1]``, ``L['kwargs']['inputs'][0].size()[0]``) were not seen as inputs' dimensions,
+    so they counted as "the same call changed … too" and the mark was withheld. Any
+    ``.size()``/``.stride()`` of a tensor reached from an ``L['…']`` input is what a mark
+    covers."""
+    from tuidebug.trace.queries.changed_with import unmarked_changes
+
+    reason = "0/0: tensor 'kwargs['input_ids']' size mismatch at index 1. expected 6, actual 9"
+    syms = [_sym(IDS, 9), _sym("L['kwargs']['batch']['attention_mask'].size()[1]", 9),
+            _sym("L['kwargs']['inputs'][0].stride()[0]", 9)]
+    t = _trace(tmp_path / "t", {"0/1": [reason]}, {"0/0": [], "0/1": syms})
+    assert unmarked_changes(t, "0/1", "0/0") == []
+    found = {s.id: s for s in recompile_advice(t)}
+    assert "mark_dynamic kwargs['input_ids'] 1" in found, list(found)
+    why = found["dynamic=True"].why
+    assert " too" not in why, why
+    said = (explain_compile(t, "0/1") or {})["suggestion"]
+    assert "maybe_mark_dynamic" in said and "does not cover" not in said, said

@@ -18,10 +18,10 @@ from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.attempts import final_attempt, held_shapes
 from tuidebug.trace.queries.recompile_constants import symbolic_sources
 
-# a dimension of an input the user may pass themselves (``L['x']``, ``L['kwargs']['input_ids']``,
-# ``L['args'][0]``): what a mark on the user's inputs covers
-_INPUT_DIM = re.compile(r"^L\['(?:kwargs'\]\['[^'\]]+'\]|args'\]\[\d+\]|[A-Za-z_]\w*'\])"
-                        r"\.(?:size|stride)\(\)\[\d+\]$")
+# a dimension of a tensor reached from an input the user passes (``L['x']``,
+# ``L['kwargs']['input_ids']``, ``L['args'][0]``, ``L['batch']['input_ids']``,
+# ``L['inputs'][0]``): what a mark on the user's inputs covers
+_INPUT_DIM = re.compile(r"^L\['[^'\]]+'\]\S*?\.(?:size|stride)\(\)\[\d+\]$")
 
 
 def unmarked_changes(trace: Trace, cid: str, before: str | None) -> list[str]:
