@@ -323,3 +323,24 @@ def test_an_ordered_dict_is_put_back_in_order_and_a_dict_subclass_is_told() -> N
     assert list(od) == ["a", "b", "c", "e"]
     assert dict(dd) == {"x": [1]} and type(dd) is defaultdict
     assert _Recorded.ran == [] and dict(sub) == {"k": 1, "j": 2}  # told, not put back
+
+
+def test_a_tensor_over_other_bytes_of_a_kept_ones_storage_is_still_watched() -> None:
+    """A loose tensor sharing storage with a tensor put back was skipped whatever bytes it
+    covered: the other half of a flat buffer (FSDP's flat parameters) written in place by a
+    re-run went untold. Only one whose bytes lie inside a kept tensor's is skipped (a view
+    moves with it)."""
+    flat = torch.zeros(8)
+    kept = flat[:4]  # put back by Rewound
+    view = flat[1:3]  # inside it
+    other = flat[4:]  # the same storage, other bytes
+    strided = flat[::2]  # reaches past the kept half
+    side = SideState([], [], set(), [], [view, other, strided], [kept])
+    with torch.no_grad():
+        view.add_(1)
+        other.add_(1)
+        strided.add_(1)
+    side.learn()
+    assert side.unrestorable == ["a tensor of shape (4,)", "a tensor of shape (4,)"], \
+        side.unrestorable
+    assert [id(t) for _, t, _ in side._loose] == [id(other), id(strided)]

@@ -103,8 +103,8 @@ class SideState:
         ``tracked``: the ids of tensors ``Rewound`` puts back (a parameter the graphs write,
         an optimizer step's: not untracked); ``containers``: the lists, dicts and sets the
         call reaches; ``tensors``: the other tensors it reaches (watched, not copied), but
-        those sharing memory with a tensor put back (``kept``: those ``Rewound`` puts back; a
-        view of a cache put back moves with it)."""
+        those whose bytes lie inside a tensor put back (``kept``: those ``Rewound`` puts back;
+        a view of a cache put back moves with it; another part of a flat buffer does not)."""
         ids = {id(p) for _, p in params} | tracked
         self._attrs = [(label, ns, k, ns[k]) for label, ns, names in spaces
                        for k in (list(ns) if names is None else names) if k in ns]
@@ -114,13 +114,12 @@ class SideState:
         spaced = {id(ns) for _, ns, _ in spaces}
         self._containers = [(c, _items(c)) for c in containers or () if id(c) not in spaced]
         ids |= {id(t) for _, t in copied}
-        shared = {_storage(t) for t in [*(kept or ()), *(p for _, p in params),
-                                        *(t for _, t in copied)]} - {None}
+        put = [_span(t) for t in [*(kept or ()), *(p for _, p in params), *(t for _, t in copied)]]
         where = {id(v): f"{label}.{k}" for label, ns, k, v in self._attrs
                  if kind_of(v, torch.Tensor)}
         self._loose = [(where.get(id(t), f"a tensor of shape {tuple(t.shape)}"), t,
                         compat.version_counter(t))
-                       for t in tensors or () if id(t) not in ids and _storage(t) not in shared]
+                       for t in tensors or () if id(t) not in ids and not _inside(_span(t), put)]
         self._grads = [(n, p, p.grad, _copy(p.grad)) for n, p in params]
         self._params = [(n, p, compat.version_counter(p)) for n, p in params
                         if id(p) not in tracked]
@@ -250,13 +249,29 @@ def _put_items(c: Any, items: list[Any]) -> None:
         t.update(c, items)
 
 
-def _storage(t: Any) -> int | None:
-    """Where a tensor's memory is (its storage's address), None where it has none to tell (a
-    tensor subclass, meta)."""
+def _span(t: Any) -> tuple[int, int, int] | None:
+    """The bytes a tensor's elements lie in: its storage's address and the first and past-last
+    byte in it (from its offset, sizes and strides); None where it has none to tell (a tensor
+    subclass, meta)."""
     try:
-        return int(t.untyped_storage().data_ptr()) or None
+        ptr = int(t.untyped_storage().data_ptr())
+        size = t.element_size()
+        lo = t.storage_offset() * size
+        if t.numel() == 0:
+            return (ptr, lo, lo) if ptr else None
+        last = sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride()))
+        return (ptr, lo, lo + (last + 1) * size) if ptr else None
     except Exception:  # noqa: BLE001
         return None
+
+
+def _inside(span: tuple[int, int, int] | None,
+            put: list[tuple[int, int, int] | None]) -> bool:
+    """Whether the bytes ``span`` covers lie inside one of ``put``'s (a view of a tensor put
+    back moves with it; a tensor over other bytes of the same storage, a flat buffer's other
+    parameters, does not)."""
+    return span is not None and any(
+        p is not None and p[0] == span[0] and p[1] <= span[1] and span[2] <= p[2] for p in put)
 
 
 def _copy(g: Any) -> Any:
