@@ -186,6 +186,18 @@ def spawn(cmd: Sequence[str], *, env: Mapping[str, str] | None = None, own_group
                             start_new_session=own_group, **popen)
 
 
+def exited(pid: int) -> bool:
+    """Whether child ``pid`` has ended (waiting to be reaped, or reaped already), asked without
+    reaping it (``WNOWAIT``: its ``Popen`` still gets its exit code) and without the ``Popen``'s
+    lock (safe in a signal handler while the main thread waits on it)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:  # reaped already
+        return True
+    except (OSError, AttributeError):  # no waitid here: not known, as if it ran
+        return False
+
+
 def lead_own_group() -> None:
     """In a child made with ``os.fork()``: lead a new process group, as :func:`spawn` does."""
     os.setpgid(0, 0)

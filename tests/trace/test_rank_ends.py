@@ -425,6 +425,40 @@ def test_a_sigterm_after_the_script_ended_keeps_its_end(tmp_path: Path) -> None:
     assert "ended_by" not in rec, rec
 
 
+def test_a_sigterm_after_the_script_exited_but_before_its_end_was_taken(tmp_path: Path) -> None:
+    """torchrun's SIGTERM between the script's process ending (exit 0, not reaped yet) and the
+    rank taking its end (``sigterm.end``): the handler wrote ``killed`` and the end said
+    "sent SIGTERM before it finished" for a script that had exited 0. It asks first whether
+    the script's process has ended (without reaping it: its exit code still comes back)."""
+    from tuidebug.cli.rank_sigterm import RankSigterm
+    from tuidebug.trace.jobs import job
+
+    root = tmp_path / "job"
+    (root / "job").mkdir(parents=True)
+    record = {"rank": 0, "world_size": 2, "status": "running"}
+    before = signal.getsignal(signal.SIGTERM)
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        sigterm = RankSigterm(root, record)
+        sigterm.started(child.pid)
+        deadline = time.monotonic() + 60
+        while os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+            assert time.monotonic() < deadline, "the child did not exit"
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGTERM)  # a real signal, to this process
+        time.sleep(0.2)
+        assert child.wait(timeout=30) == 0  # its exit code still comes back
+        record.update(sigterm.end(child.returncode))
+        job.write_record(root, record)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+        if child.poll() is None:
+            child.kill()
+    rec = json.loads((root / "job" / "rank_0.json").read_text())
+    assert (rec["status"], rec["exit_code"]) == ("unknown", 0), rec
+    assert "ended_by" not in rec and not sigterm.received, rec
+
+
 def test_a_rank_killed_while_it_waited_for_its_script_is_closed(tmp_path: Path) -> None:
     """A rank sent SIGTERM wrote ``killed`` with no exit code (waiting for its script), then
     torchrun SIGKILLed it (its script ran on past 30 s): once torchrun returns, its record says

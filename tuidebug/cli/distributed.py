@@ -299,16 +299,16 @@ def trace_rank(ns: argparse.Namespace, where: dict[str, Any]) -> int:
         record["last_words"] = [line[:500] for line in last]  # (SIGABRT) raised nothing
     job.write_record(root, record)  # its end, before the trace is read
     status, graphs = record["status"], None
-    if (out / schema.MANIFEST).exists():
+    if sigterm.received:  # within torchrun's 30 s before its SIGKILL: the manifest's count only
+        graphs = _listed_graphs(out)
+    elif (out / schema.MANIFEST).exists():
         try:
             t = Trace(out)
             graphs = len(t.graphs)
-            if not sigterm.received:
-                # as info says it: script_failed where the compile was fine and the script
-                # was not
-                status = summary_status(t, exit_code=code)
+            # as info says it: script_failed where the compile was fine and the script was not
+            status = summary_status(t, exit_code=code)
         except Exception:  # noqa: BLE001 - an unreadable trace is reported as such
-            status = status if sigterm.received else "unreadable"
+            status = "unreadable"
     record["status"] = status
     if graphs == 0:
         record["note"] = NO_GRAPH if "note" not in record else f"{record['note']}; {NO_GRAPH}"
@@ -320,6 +320,17 @@ def trace_rank(ns: argparse.Namespace, where: dict[str, Any]) -> int:
     if code < 0:  # the script's process died of a signal: so does the rank, as untraced
         proc.die_of(-code)
     return code  # the script's own: what tuidebug has to say is in the trace and info
+
+
+def _listed_graphs(out: Path) -> int | None:
+    """How many graphs a rank's manifest lists, without reading the trace (None: not told)."""
+    from tuidebug.trace.format.manifest import read_manifest
+
+    try:
+        listed = read_manifest(out).graphs
+    except Exception:  # noqa: BLE001 - no manifest, or an unreadable one: not told
+        return None
+    return None if listed is None else len(listed)
 
 
 def _store_once(root: Path) -> None:

@@ -22,7 +22,9 @@ class RankSigterm:
     waits for the script as torchrun would (its own SIGTERM handler saving a checkpoint, say)
     and ends as it ended. Before the script started: die of SIGTERM at once. Once the script
     has ended (``ended``): nothing — its end is the rank's, the record keeps it. Without a
-    handler the record stayed ``running``; ending at once orphaned the script."""
+    handler the record stayed ``running``; ending at once orphaned the script. A SIGTERM after the
+    script's process ended but before ``end``: nothing either (it read ``killed`` for a script
+    that exited 0)."""
 
     def __init__(self, root: Path, record: dict[str, Any]) -> None:
         self.root, self.record = root, record
@@ -37,6 +39,8 @@ class RankSigterm:
     def __call__(self, signum: int, frame: Any) -> None:
         if self.ended or self.received:
             return
+        if self.child is not None and proc.exited(self.child):
+            return  # the script ended before its end was taken: its end is the rank's
         self.received = True
         from tuidebug.trace.jobs import job
 
