@@ -137,7 +137,7 @@ def test_compiled_autograd_is_detected() -> None:
         ran: list = []
         out = profile_backward(None, "0/0", 0, torch.nn.Linear(2, 2),
                                GradCall([True], ran.append), [torch.randn(2)], 2, 1, PREFIX,
-                               restore=lambda: None)
+                               restore=lambda: None, device=torch.device("cpu"))
     assert out["note"].startswith("the backward graph was not profiled: compiled autograd is on")
     assert ran == []  # nothing ran
     assert compat.compiled_autograd_on() is False
@@ -157,10 +157,10 @@ def test_a_backward_that_cannot_run_is_a_note_not_an_error() -> None:
         raise RuntimeError("boom\nsecond line")
 
     out = profile_backward(None, "0/0", 0, gm, GradCall([True], boom), [x], 2, 1, PREFIX,
-                           restore=lambda: None)
+                           restore=lambda: None, device=torch.device("cpu"))
     assert out == {"note": "the backward graph was not profiled: it failed: RuntimeError: boom"}
     out = profile_backward(None, "0/0", 0, gm, GradCall([True], lambda a: gm(*a).detach()), [x],
-                           2, 1, PREFIX, restore=lambda: None)
+                           2, 1, PREFIX, restore=lambda: None, device=torch.device("cpu"))
     assert out == {"note": "the backward graph was not profiled: no output of the compiled "
                            "graph requires grad"}
     assert x.grad is None and all(p.grad is None for p in gm.parameters())
