@@ -147,7 +147,7 @@ def budget(rank: int) -> None:
 
     @torch.compiler.disable
     def reduce_eagerly(y):  # a graph break: the all_reduce runs eagerly, in no graph
-        dist.all_reduce(y)
+        dist.all_reduce(y)  # eagerly: in no graph
         eager_calls[0] += 1
         if rank == 1 and eager_calls[0] == 4:  # in the timed rounds' warm-up: never untraced
             raise RuntimeError("rank 1 fails its fourth eager call")

@@ -32,7 +32,10 @@ def _info(job: Path) -> dict:
 
 
 def _line_of(text: str) -> int:
-    return next(i for i, ln in enumerate(SCRIPT.read_text().splitlines(), 1) if ln.strip() == text)
+    """The one line of the job script that is ``text`` (two would make the test ambiguous)."""
+    found = [i for i, ln in enumerate(SCRIPT.read_text().splitlines(), 1) if ln.strip() == text]
+    assert len(found) == 1, (text, found)
+    return found[0]
 
 
 def test_identical_ranks_agree(same_job) -> None:
