@@ -113,7 +113,8 @@ def _oblivious_why(trace: Trace, cid: str, rec: dict[str, Any], name: str, index
                 "before held it dynamic in: sizes 0 and 1 are "
                 "always specialized, so this is a compile of its own; marking that "
                 "dimension dynamic does not change it")
-    if str(expected) not in ("0", "1") or not prev or unmarked_changes(trace, cid, prev):
+    if str(expected) not in ("0", "1") or not prev or unmarked_changes(trace, cid, prev,
+                                                                          rec.get("source")):
         # the call changed another value the compile before held fixed (a static cache's
         # max_cache_len): holding this size as a symbol there does not serve it
         return None
@@ -201,7 +202,7 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
         # size where the one before held 0 or 1, else the one before
         serving = (wider[-1].get("compile") if str(rec.get("expected")) in ("0", "1") and wider
                    else rec.get("previous"))
-        also = (unmarked_changes(trace, cid, rec.get("previous"))
+        also = (unmarked_changes(trace, cid, rec.get("previous"), rec.get("source"))
                 + held_differently(trace.compiles, serving, cid))
         why = (f"{cid}: dimension {index} of {name} changed ({expected} → {actual})"
                + ("; this compile made it dynamic (automatic dynamic), a compile more than "

@@ -18,23 +18,27 @@ from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.attempts import final_attempt, held_shapes
 from tuidebug.trace.queries.recompile_constants import symbolic_sources
 
-# a dimension of a tensor reached from an input the user passes (``L['x']``,
-# ``L['kwargs']['input_ids']``, ``L['args'][0]``, ``L['batch']['input_ids']``,
-# ``L['inputs'][0]``): what a mark on the user's inputs covers
-_INPUT_DIM = re.compile(r"^L\['[^'\]]+'\]\S*?\.(?:size|stride)\(\)\[\d+\]$")
+# a dimension of an input the call passes itself (``L['x']``, ``L['kwargs']['input_ids']``,
+# ``L['args'][0]``): what a mark on the user's inputs covers (``recompiles.is_passed``). A
+# tensor inside one (``L['kwargs']['batch']['attention_mask']``) is not: the mark the advice
+# offers never names it, and it would still recompile
+_INPUT_DIM = re.compile(r"^L\['(?:kwargs'\]\['[^'\]]+'\]|args'\]\[\d+\]|[A-Za-z_]\w*'\])"
+                        r"\.(?:size|stride)\(\)\[\d+\]$")
 
 
-def unmarked_changes(trace: Trace, cid: str, before: str | None) -> list[str]:
+def unmarked_changes(trace: Trace, cid: str, before: str | None,
+                     failed: str | None = None) -> list[str]:
     """The values compile ``cid``'s call changed that compile ``before`` held fixed and no mark
     on the user's inputs covers: symbols ``cid`` holds and ``before`` did not, other than a
     dimension of an input (a tensor's ``.item()``, a symbol in every compile that reads it, is
-    no change). [] where a shapes record is missing: nothing is claimed."""
+    no change), nor ``failed``: the failed guard's own source, the change the advice is about.
+    [] where a shapes record is missing: nothing is claimed."""
     now = symbolic_sources(held_shapes(trace, cid))
     then = symbolic_sources(held_shapes(trace, before)) if before else None
     if now is None or then is None:
         return []
     return sorted(s for s in now - then
-                  if not _INPUT_DIM.match(s) and not s.endswith(".item()"))
+                  if s != failed and not _INPUT_DIM.match(s) and not s.endswith(".item()"))
 
 
 # a guard that holds an input's value as a constant: ``L['kwargs']['past_key_values'].layers[0]
