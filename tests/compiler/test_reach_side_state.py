@@ -343,4 +343,27 @@ def test_a_tensor_over_other_bytes_of_a_kept_ones_storage_is_still_watched() -> 
     side.learn()
     assert side.unrestorable == ["a tensor of shape (4,)", "a tensor of shape (4,)"], \
         side.unrestorable
-    assert [id(t) for _, t, _ in side._loose] == [id(other), id(strided)]
+    assert [id(t) for _, t, _, _ in side._loose] == [id(other), id(strided)]
+
+
+def test_a_write_to_the_kept_tensor_alone_is_no_write_of_its_storage_siblings() -> None:
+    """Views of one base share a version counter: a write to the tensor put back moved the
+    counter of the other half of its flat buffer, which was then said written ("not timed",
+    a false reason). A sibling is told by what it holds; a Counter's items are put back
+    (through dict's methods: Counter.update counts what it is given)."""
+    from collections import Counter
+    flat = torch.zeros(8)
+    kept, other = flat[:4], flat[4:]
+    counts = Counter(a=1)
+    side = SideState([], [], set(), [counts], [other], [kept])
+    with torch.no_grad():
+        kept.add_(1)  # the graphs' write, put back by Rewound
+    counts["b"] += 1
+    side.learn()
+    assert side.unrestorable == [] and side.why() is None, side.unrestorable
+    side.restore()
+    assert counts == Counter(a=1) and type(counts) is Counter
+    with torch.no_grad():
+        other.add_(1)  # now the sibling itself is written
+    side.learn()
+    assert side.unrestorable == ["a tensor of shape (4,)"]

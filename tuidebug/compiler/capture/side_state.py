@@ -23,7 +23,7 @@ is (``unrestorable``)."""
 
 from __future__ import annotations
 
-from collections import OrderedDict, defaultdict
+from collections import Counter, OrderedDict, defaultdict
 from typing import Any
 
 import torch
@@ -117,9 +117,20 @@ class SideState:
         put = [_span(t) for t in [*(kept or ()), *(p for _, p in params), *(t for _, t in copied)]]
         where = {id(v): f"{label}.{k}" for label, ns, k, v in self._attrs
                  if kind_of(v, torch.Tensor)}
-        self._loose = [(where.get(id(t), f"a tensor of shape {tuple(t.shape)}"), t,
-                        compat.version_counter(t))
-                       for t in tensors or () if id(t) not in ids and not _inside(_span(t), put)]
+        # a tensor over other bytes of a put-back tensor's storage shares its version counter
+        # (views of one base do): a write to the put-back one moves it too, so it is told by
+        # what it holds (a copy, when small), else not watched (never a false "it wrote")
+        self._loose = []
+        for t in tensors or ():
+            span = _span(t)
+            if id(t) in ids or _inside(span, put):
+                continue
+            shared = span is not None and any(p is not None and p[0] == span[0] for p in put)
+            if shared and t.nbytes > SMALL:
+                continue
+            self._loose.append((where.get(id(t), f"a tensor of shape {tuple(t.shape)}"), t,
+                                compat.version_counter(t),
+                                t.detach().clone() if shared else None))
         self._grads = [(n, p, p.grad, _copy(p.grad)) for n, p in params]
         self._params = [(n, p, compat.version_counter(p)) for n, p in params
                         if id(p) not in tracked]
@@ -150,8 +161,9 @@ class SideState:
         self.grads = [(n, p, g, c) for n, p, g, c in self._grads
                       if p.grad is not g or (g is not None and not torch.equal(g, c))]
         self.unrestorable = [n for n, p, v in self._params if compat.version_counter(p) != v]
-        self.unrestorable += [n for n, t, v in self._loose
-                              if v is not None and compat.version_counter(t) != v]
+        self.unrestorable += [n for n, t, v, c in self._loose
+                              if (not torch.equal(t, c) if c is not None else
+                                  v is not None and compat.version_counter(t) != v)]
 
     def listed(self) -> str:
         """The parameters a re-run wrote that cannot be put back, named (the first 8)."""
@@ -162,17 +174,19 @@ class SideState:
         """Why the call cannot be re-run: it wrote parameters or other tensors it reaches
         outside its compiled graphs (a graph break, ``torch.compiler.disable``-d code) that
         are no optimizer's it reaches, of which no copy is kept."""
+        said = []
         if self.subclassed:
-            return (f"run again, the call changed the items of containers it reaches that are "
-                    f"subclasses of dict, list or set ({', '.join(self.subclassed[:8])}), "
-                    "whose items cannot be put back before each re-run without running their "
-                    "own code; the graphs' own times are measured on copies")
-        if not self.unrestorable:
+            said.append(f"changed the items of containers it reaches that are subclasses of "
+                        f"dict, list or set ({', '.join(self.subclassed[:8])}), whose items "
+                        "cannot be put back before each re-run without running their own code")
+        if self.unrestorable:
+            said.append(f"wrote parameters or tensors it reaches ({self.listed()}) outside its "
+                        "compiled graphs (a graph break, torch.compiler.disable'd code), which "
+                        "cannot be put back before each re-run")
+        if not said:
             return None
-        return (f"run again, the call wrote parameters or tensors it reaches ({self.listed()}) "
-                "outside its compiled graphs (a graph break, torch.compiler.disable'd code), "
-                "which cannot be put back before each re-run; the graphs' own times are "
-                "measured on copies")
+        return f"run again, the call {'; and it '.join(said)}; the graphs' own times are " \
+               "measured on copies"
 
     def names(self) -> list[str]:
         return ([f"{label}.{k}" for label, _, k, _ in self.attributes]
@@ -207,7 +221,7 @@ def _same(now: Any, was: Any) -> bool:
     return type(now) is type(was) and (now == was or (now != now and was != was))
 
 
-PUT_BACK = (dict, list, set, OrderedDict, defaultdict)
+PUT_BACK = (dict, list, set, OrderedDict, defaultdict, Counter)
 """The container types whose items are put back (through their own C methods); any other
 subclass's items changed by a re-run are told, not put back."""
 
@@ -245,6 +259,8 @@ def _put_items(c: Any, items: list[Any]) -> None:
     t.clear(c)
     if t is list:
         list.extend(c, items)
+    elif t is Counter:  # Counter.update counts what it is given: dict's sets the pairs
+        dict.update(c, items)
     else:
         t.update(c, items)
 
