@@ -198,28 +198,6 @@ def exited(pid: int) -> bool:
         return False
 
 
-def killed_with_parent() -> Callable[[], None] | None:
-    """A ``preexec_fn`` for a child in a process group of its own (``spawn``): SIGKILLed when
-    the process that started it ends (``PR_SET_PDEATHSIG``), as a child in its group was by a
-    launcher's ``os.killpg(SIGKILL)``. None where there is no ``prctl`` (not Linux)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl  # found before the fork
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def preexec() -> None:
-        prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the parent ended before that
-            os._exit(1)
-
-    return preexec
-
-
 def lead_own_group() -> None:
     """In a child made with ``os.fork()``: lead a new process group, as :func:`spawn` does."""
     os.setpgid(0, 0)

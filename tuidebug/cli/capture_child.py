@@ -19,23 +19,19 @@ _CPP_FRAMES = re.compile(r"\s*(?:frame #\d+:|Exception raised from )")
 
 
 def run_child(cmd: list[str], env: dict[str, str],
-              on_start: Callable[[int], None] | None = None,
-              own_group: bool = False) -> tuple[int, list[str]]:
+              on_start: Callable[[int], None] | None = None) -> tuple[int, list[str]]:
     """Run the capture child with its stderr passed through; returns its exit code and the
     last lines (5) it wrote there that are not tuidebug's own nor C++ stack frames (what the
     script said last), with the last line that says a collective timed out kept first when it
     is older (the NCCL watchdog's abort prints more lines after it). ``on_start``: called with
-    the child's pid once it runs. ``own_group``: the child leads a process group of its own
-    (a rank's: its signals are passed on by the rank, ``rank_sigterm``) and is SIGKILLed
-    when this process ends."""
+    the child's pid once it runs."""
     tail: collections.deque[str] = collections.deque(maxlen=5)
     timed_out: str | None = None
-    # but a rank's: in the terminal's process group (not a session of its own): Ctrl-C
-    # reaches the script, which may also read the terminal, and this process goes on passing
-    # its output through until it ends
-    with proc.spawn(cmd, env=env, own_group=own_group, stderr=subprocess.PIPE, text=True,
-                    errors="replace",
-                    preexec_fn=proc.killed_with_parent() if own_group else None) as child:
+    # in the terminal's process group (not a session of its own): Ctrl-C reaches the script,
+    # which may also read the terminal
+    # which also gets Ctrl-C: this process goes on passing its output through until it ends
+    with proc.spawn(cmd, env=env, own_group=False, stderr=subprocess.PIPE, text=True,
+                    errors="replace") as child:
         assert child.stderr is not None
         if on_start is not None:
             on_start(child.pid)

@@ -67,15 +67,13 @@ def run_trace(script: str, script_args: list[str], out: Path | None, *, check: b
               quiet: bool = False, accuracy_tol: float | None = None,
               profile: int = 0, progress: Path | None = None,
               own_exit: bool = False, numerics: bool = False,
-              on_start: Callable[[int], None] | None = None,
-              own_group: bool = False) -> tuple[int, Path, list[str]]:
+              on_start: Callable[[int], None] | None = None) -> tuple[int, Path, list[str]]:
     """Trace ``script`` in a child process. Returns (exit code, trace dir, the last lines of
     the child's stderr that are not tuidebug's own: ``run_child``'s). ``progress``: a rank's
     progress log (its collectives, as they happen); ``own_exit``: the exit code is the
     script's own (``run_script --own-exit``), not the capture's verdict; ``numerics``: every
     compile's kernels judged one by one, not only a mismatch's; ``on_start``: called with the
-    child's pid once it runs; ``own_group``: the child in a process group of its own
-    (``run_child``)."""
+    child's pid once it runs."""
     if profile and not check:
         raise CliError("--profile runs after the eager check: drop --no-check")
     if numerics and not check:
@@ -112,7 +110,7 @@ def run_trace(script: str, script_args: list[str], out: Path | None, *, check: b
     cmd += [str(path), *script_args]
     if not quiet:
         print(f"[tuidebug] tracing {script} → {out}", file=sys.stderr, flush=True)
-    code, tail = run_child(cmd, proc.child_env(), on_start, own_group)
+    code, tail = run_child(cmd, proc.child_env(), on_start)
     return code, out, tail
 
 

@@ -293,7 +293,7 @@ def trace_rank(ns: argparse.Namespace, where: dict[str, Any]) -> int:
                                 check=not ns.no_check, use_cache=ns.use_cache, sets=ns.set,
                                 accuracy_tol=ns.accuracy_tol, quiet=rank != 0,
                                 profile=ns.profile, progress=progress_path(root, rank),
-                                own_exit=True, on_start=sigterm.started, own_group=True)
+                                own_exit=True, on_start=sigterm.started)
     record.update(sigterm.end(code))
     if code != 0 and last:  # what the rank said last: a process the NCCL watchdog aborted
         record["last_words"] = [line[:500] for line in last]  # (SIGABRT) raised nothing
@@ -314,7 +314,6 @@ def trace_rank(ns: argparse.Namespace, where: dict[str, Any]) -> int:
         record["note"] = NO_GRAPH if "note" not in record else f"{record['note']}; {NO_GRAPH}"
     job.write_record(root, record)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # its end is written
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     job.write_job(root)
     said = f"; {NO_GRAPH}" if graphs == 0 else ""
     print(f"[tuidebug] rank {rank}: {status}{said} → {out}", file=sys.stderr, flush=True)

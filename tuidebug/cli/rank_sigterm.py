@@ -15,16 +15,16 @@ from tuidebug import proc
 
 class RankSigterm:
     """This rank's SIGTERM handler (a launcher stopping every rank when one ended: torchrun's
-    ``os.killpg`` on the rank's process group, then SIGKILL 30 s later). While the script
-    runs: write the record ``killed`` (``ended_by`` SIGTERM; pending: how the script ends is
-    written when it has), pass SIGTERM on to the script's process group (it leads its own: a
-    signal to this rank's pid alone, a scheduler's, reaches it too, and a ``killpg`` reaches
-    it once, through this), and return: the rank waits for the script as torchrun would (its
-    own SIGTERM handler saving a checkpoint, say) and ends as it ended. Before the script
-    started: die of SIGTERM at once. Once the script has ended (``ended``, or its process
-    has: a SIGTERM before ``end`` read ``killed`` for a script that exited 0): nothing — its
-    end is the rank's, the record keeps it. Without a handler the record stayed ``running``;
-    ending at once orphaned the script. SIGINT is passed on likewise (``interrupt``)."""
+    ``os.killpg``, which reaches the script's process too, then SIGKILL 30 s later). While the
+    script runs: write the record ``killed`` (``ended_by`` SIGTERM; pending: how the script
+    ends is written when it has), pass SIGTERM on to the script's process where it is in
+    another process group (``os.killpg`` on this one did not reach it), and return: the rank
+    waits for the script as torchrun would (its own SIGTERM handler saving a checkpoint, say)
+    and ends as it ended. Before the script started: die of SIGTERM at once. Once the script
+    has ended (``ended``): nothing — its end is the rank's, the record keeps it. Without a
+    handler the record stayed ``running``; ending at once orphaned the script. A SIGTERM after the
+    script's process ended but before ``end``: nothing either (it read ``killed`` for a script
+    that exited 0)."""
 
     def __init__(self, root: Path, record: dict[str, Any]) -> None:
         self.root, self.record = root, record
@@ -32,7 +32,6 @@ class RankSigterm:
         self.received = False
         self.ended = False
         signal.signal(signal.SIGTERM, self)
-        signal.signal(signal.SIGINT, self.interrupt)
 
     def started(self, pid: int) -> None:
         self.child = pid
@@ -45,26 +44,25 @@ class RankSigterm:
         self.received = True
         from tuidebug.trace.jobs import job
 
+        waiting = self.child is not None
         try:
-            job.write_record(self.root, {**self.record, "status": "killed", "exit_code": None,
-                                         "ended_by": proc.signal_name(signum),
-                                         "finished_at": time.time(),
-                                         "note": "sent SIGTERM before it finished (a launcher "
-                                                 "stops every rank when one ends); waiting "
-                                                 "for the script to end"})
+            job.write_record(self.root, {
+                **self.record, "status": "killed",
+                # no script to wait for: the rank dies of it now, its end known
+                "exit_code": None if waiting else -signum,
+                "ended_by": proc.signal_name(signum), "finished_at": time.time(),
+                "note": "sent SIGTERM before it finished (a launcher stops every rank when one "
+                        "ends); " + ("waiting for the script to end" if waiting else
+                                     "it ended before its script started")})
         except OSError:  # the record cannot be written: the rank still ends as asked
             pass
-        if self.child is None:  # no script to wait for
+        if not waiting:
             proc.die_of(signum)
-        _pass_on(self.child, signum)
-
-    def interrupt(self, signum: int, frame: Any) -> None:
-        """SIGINT (Ctrl-C, or a launcher passing it on): passed on to the script's process
-        group while it runs (the rank goes on passing its output through until it ends);
-        before it started or once it ended, a KeyboardInterrupt here as without a handler."""
-        if self.child is None or self.ended or proc.exited(self.child):
-            signal.default_int_handler(signum, frame)
-        _pass_on(self.child, signum)
+        try:
+            if os.getpgid(self.child) != os.getpgrp():
+                os.kill(self.child, signum)
+        except OSError:  # it has ended
+            pass
 
     def end(self, code: int) -> dict[str, Any]:
         """The script ended with ``code``: the record's end (SIGTERM handled from now on by
@@ -79,17 +77,3 @@ class RankSigterm:
                 "sent SIGTERM before it finished (a launcher stops every rank when one ends); "
                 f"the script then ended: {proc.exit_description(code)}"))
         return end
-
-
-def _pass_on(child: int, signum: int) -> None:
-    """``signum`` to the script's process group (it leads one of its own: ``run_child``'s
-    ``own_group``; a launcher's ``os.killpg`` on the rank's group reaches it only through
-    this), as a ``killpg`` on the rank's group reached it and what it started; the script
-    alone where that fails."""
-    try:
-        os.killpg(child, signum)
-    except OSError:
-        try:
-            os.kill(child, signum)
-        except OSError:  # it has ended
-            pass
