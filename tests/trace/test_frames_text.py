@@ -104,3 +104,24 @@ def test_dynamo_giving_up_is_told_whole_on_one_line() -> None:
             "Dynamo failed to run FX node with fake tensors: ") in text, text
     assert "Please use `mystery.register_fake` to add an fake impl.')" in text, text
     assert "Developer debug context" not in text and "Hint" not in text
+
+
+def test_tuidebugs_own_hooks_are_not_the_users_frames() -> None:
+    """The capture's hooks run inside the user's compiled region (a log record's handler under
+    transformers' warning_once: emit, _on_record, structured_event …), and Dynamo skips them;
+    from the editable install the README sets up (in no site-packages) they were listed first as
+    the user's own frames not compiled (found by a new user on GPT-2). Whether installed here or
+    elsewhere (a trace from another machine), they are not the user's."""
+    from pathlib import Path
+
+    import tuidebug
+    here = Path(tuidebug.__file__).resolve().parent / "compiler" / "capture" / "events.py"
+    frames = [{"function": "_on_record", "file": str(here), "line": 38,
+               "reason": "skipped", "count": 1},
+              {"function": "emit", "file": "/opt/other/tuidebug/trace/format/state.py",
+               "line": 206, "reason": "skipped", "count": 1},
+              {"function": "step", "file": "/home/u/train.py", "line": 9, "reason": "skipped",
+               "count": 1}]
+    skipped = skipped_frames(frames)
+    assert [(f.function, f.own) for f in skipped] == [("step", True), ("_on_record", False),
+                                                      ("emit", False)], skipped

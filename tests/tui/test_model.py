@@ -123,3 +123,24 @@ def test_a_stage_name_from_the_trace_is_drawn_inert() -> None:
     for text in (shown, drawn):
         assert "\x1b" not in text and "\x07" not in text, text
     assert "\\x1b]52" in drawn and "\\x1b[2J" in drawn, drawn
+
+
+def test_an_ok_trace_whose_last_compile_made_no_graph_got_to_its_kernels(
+        mlp_trace: Path, copy_trace) -> None:
+    """The manifest's phase is the last compile's: a last resume function with nothing to
+    compile (a real GPT-2 + AdamW step: 8/0, after torch's own break in opt.step()) left it at
+    ``dynamo``, and the errors screen said compilation got no further than Dynamo though every
+    graph compiled to kernels (found by a new user)."""
+    import json
+
+    path = copy_trace(mlp_trace, "ok-last-dynamo")
+    manifest = json.loads((path / "manifest.json").read_text())
+    assert manifest["status"] == "ok" and manifest["graphs"]
+    manifest.update(phase="dynamo", current_graph=None)
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    r = failure.error_report(Trace(path))
+    assert r.phase == "kernel_compile", r.phase
+    assert r.phases_done == list(r.phases[:r.phases.index("kernel_compile")])
+    manifest.update(graphs=[])  # no graph at all: Dynamo is as far as it got
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    assert failure.error_report(Trace(path)).phase == "dynamo"

@@ -40,6 +40,15 @@ class ErrorReport:
     phases: list[str] = field(default_factory=lambda: list(schema.PHASES))
 
 
+COMPILED = "kernel_compile"  # the last phase a compile that succeeds records
+
+
+def _made_graphs(trace: Trace) -> bool:
+    """Whether the trace holds a graph (the manifest's list, else its folders)."""
+    listed = trace.manifest.graphs
+    return bool(listed) if listed is not None else bool(trace.graphs)
+
+
 def error_report(trace: Trace) -> ErrorReport:
     status = trace.status
     top = trace.error or ErrorRecord()
@@ -57,6 +66,12 @@ def error_report(trace: Trace) -> ErrorReport:
                               compile_id=top.compile_id or gerr.compile_id)
     phase = err.phase or trace.phase
     phases = list(schema.PHASES)
+    if status == schema.STATUS_OK and not err.phase and phase in phases \
+            and phases.index(phase) < phases.index(COMPILED) and _made_graphs(trace):
+        # the manifest's phase is the last compile's: a resume function with nothing to
+        # compile (transformers' GPT-2 step, a break after opt.step()) left it at dynamo; every
+        # graph of an ok trace went through to its kernels
+        phase = COMPILED
     if phase == ACCURACY:
         # every compile phase ran, and so did the compiled code: its outputs differ from eager
         done = list(phases)

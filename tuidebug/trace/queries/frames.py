@@ -5,14 +5,18 @@ what happened instead, in words."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Any
 
 from tuidebug.trace.queries.graph_breaks import dynamo_message
 
 MAX_SHOWN = 8  # frames named in the nothing-compiled text
-# where torch itself (and Python's runtime) lives: a skip there is Dynamo's own business
-_NOT_OWN = ("/torch/", "/site-packages/", "/dist-packages/", "<frozen ", "/lib/python")
+# where torch itself (and Python's runtime) lives: a skip there is Dynamo's own business; and
+# tuidebug's own capture (its hooks run inside the user's compiled region: a log record's
+# handler), wherever it is installed (an editable install is in no site-packages)
+_NOT_OWN = ("/torch/", "/site-packages/", "/dist-packages/", "<frozen ", "/lib/python",
+            "/tuidebug/compiler/", "/tuidebug/trace/")
+_TUIDEBUG = str(Path(__file__).resolve().parents[2]).replace("\\", "/") + "/"
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,8 @@ class SkippedFrame:
 
 def is_own(file: str) -> bool:
     path = file.replace("\\", "/")
-    return not path.startswith("<") and not any(p in path for p in _NOT_OWN)
+    return not path.startswith("<") and not path.startswith(_TUIDEBUG) \
+        and not any(p in path for p in _NOT_OWN)
 
 
 def skipped_frames(records: list[dict[str, Any]]) -> list[SkippedFrame]:
