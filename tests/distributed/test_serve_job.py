@@ -14,10 +14,8 @@ def test_a_job_is_served_on_its_ranks_screen(browser: Any, serve: Any, graph_job
     page = browser.new_page(viewport={"width": 1400, "height": 800})
     page.add_init_script(HOOK)
     page.goto(server.url)
-    text = wait_for(page, r"ranks of .*open: rank 2")
-    assert "first divergence" in text and "R Ranks" in text
+    wait_for(page, r"ranks of .*open: rank 2", "first divergence", "R Ranks")
     page.click(".xterm-screen")
     page.keyboard.press("1")  # a screen of the open rank: its overview
-    text = wait_for(page, r"compiled graphs")
-    assert f"{job.name} rank 2" in text
+    wait_for(page, r"compiled graphs", f"{job.name} rank 2")
     page.close()

@@ -160,15 +160,19 @@ def offline(page: Any) -> tuple[list[str], list[str]]:
     return outside, local
 
 
-def wait_for(page: Any, pattern: str, timeout: float = 90) -> str:
+def wait_for(page: Any, pattern: str, *also: str, timeout: float = 90) -> str:
+    """The page's screen once ``pattern`` matches it and every string of ``also`` is on it: the
+    terminal paints a screen in pieces, so a screen read as one line appears may not hold the
+    next line yet (CI read 'compiled graphs' before the trace's name once)."""
     deadline = time.monotonic() + timeout
     text = ""
     while time.monotonic() < deadline:
         text = screen(page)
-        if re.search(pattern, text):
+        if re.search(pattern, text) and all(a in text for a in also):
             return text
         time.sleep(0.2)
-    raise AssertionError(f"{pattern!r} never appeared on the page; the screen:\n{text}")
+    raise AssertionError(f"{pattern!r} and {also!r} never appeared on the page together; "
+                         f"the screen:\n{text}")
 
 
 # each screen's key and what it shows for the failed fixture (7: the flags screen's filter has
@@ -194,8 +198,7 @@ def test_packed_trace_in_a_browser(browser: Any, serve: Any, tmp_path: Path) -> 
     outside, local = offline(page)
     page.add_init_script(HOOK)
     page.goto(server.url)
-    text = wait_for(page, r"compiled graphs")
-    assert "cuda_fail_runtime" in text and "FAILED" in text
+    wait_for(page, r"compiled graphs", "cuda_fail_runtime", "FAILED")
     # the terminal's font, from this server: a face of it loads
     assert page.evaluate("""async () => (await document.fonts.load('16px "Roboto Mono"'))
                             .map(f => f.family)""") == ["Roboto Mono"]
@@ -207,8 +210,7 @@ def test_packed_trace_in_a_browser(browser: Any, serve: Any, tmp_path: Path) -> 
         else:  # escape: the help is gone (a key sent at once would make it alt+key)
             wait_for(page, r"^(?![\s\S]*escape closes)")
     page.keyboard.press("2")
-    text = wait_for(page, r"stages, \d+ changed")
-    assert "dynamo" in text
+    wait_for(page, r"stages, \d+ changed", "dynamo")
     with page.expect_popup(timeout=60_000) as popup:  # e: the SVG comes to the browser
         page.keyboard.press("e")
     svg = popup.value
@@ -224,8 +226,7 @@ def test_packed_trace_in_a_browser(browser: Any, serve: Any, tmp_path: Path) -> 
     page.keyboard.press("6")
     wait_for(page, r"m: minify")
     page.keyboard.press("m")
-    text = wait_for(page, r"cannot minify here")
-    assert "--allow-run" in text
+    wait_for(page, r"cannot minify here", "--allow-run")
     shot = tmp_path / "serve.png"
     page.screenshot(path=str(shot))
     data = shot.read_bytes()
