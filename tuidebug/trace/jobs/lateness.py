@@ -4,7 +4,11 @@ Each rank's progress log stamps every collective it issues with the time it issu
 ``done`` with the time it returned (a DDP bucket's: when it completed). When one rank is slow in
 the work between collectives (its steps), every other rank reaches each collective first and
 waits in it; the slow rank reaches it last. Only collectives the others really waited in are
-judged: their ``done`` on every other rank came after the late rank issued it. A collective
+judged: their ``done`` on every other rank came after the late rank issued it. A rank's first
+collective is not judged: the ranks reach it after their start-up (the process, imports, the
+first compiles, which the compile-time comparison judges), not after a step of their own work:
+a rank that compiled longer would be last there, and a rank slow at every step then never
+named. A collective
 that returns without blocking (NCCL's, which only enqueue work on a stream; ``async_op=True``;
 a functional collective) says nothing of waiting, and is not judged — with too few judged, no
 verdict. A rank is named only when it was last at every collective judged (three or more),
@@ -59,13 +63,15 @@ class LateRank:
 @dataclass
 class _Arrival:
     """One collective on one rank: when it issued it (``t``), when it returned (``done``;
-    None: no ``done`` logged), the time of the rank's event before it (``prev``), op, line."""
+    None: no ``done`` logged), the time of the rank's event before it (``prev``), op, line;
+    ``first``: the rank's first collective since it started."""
 
     t: float
     done: float | None
     prev: float | None
     op: str
     line: str | None
+    first: bool = False
 
 
 def _time(ev: dict[str, Any]) -> float | None:
@@ -85,7 +91,7 @@ def _arrivals(root: Path, rank: int) -> dict[tuple[str, int], _Arrival]:
         elif kind == "collective" and type(key[1]) is int and t is not None:
             line = ev.get("line") if isinstance(ev.get("line"), str) else None
             out[key] = _Arrival(t, None, prev, str(ev.get("op") or "?")[:100],
-                                line and line[:300])
+                                line and line[:300], first=len(out) == 0)
         elif kind == "done" and key in out and t is not None and out[key].done is None:
             out[key].done = t
         prev = t if t is not None else prev
@@ -118,6 +124,8 @@ def late_rank(root: Path, ranks: list[dict[str, Any]]) -> LateRank | None:
     delays: dict[tuple[str, int], float] = {}
     gained: dict[tuple[str, int], float] = {}
     for key in shared:
+        if any(per[r][key].first for r in per):
+            continue  # reached after start-up, not after a step's work
         times = sorted((per[r][key].t, r) for r in per)
         (t_last, last), t_before = times[-1], times[-2][0]
         others = [per[r][key] for r in per if r != last]
@@ -150,5 +158,6 @@ def late_rank(root: Path, ranks: list[dict[str, Any]]) -> LateRank | None:
                      "in its own work since its previous collective")
     return LateRank(rank, len(ds), min(ds), max(ds), total, where,
                     f"the other ranks waited for rank {rank} at all {len(ds)} collectives they "
-                    f"all issued and waited in, {span(min(ds), max(ds))} each; its own work "
+                    f"all issued and waited in after their first, {span(min(ds), max(ds))} "
+                    "each; its own work "
                     f"between collectives took {_s(total)} longer than theirs in all")
