@@ -74,6 +74,64 @@ def test_a_break_only_the_recompile_takes_is_named(tmp_path: Path) -> None:
     assert [b["where"] for b in r["graph_break_reasons"]] == ["/job/train.py:21"], r
 
 
+def _disabled(address: str) -> str:
+    """A break at a ``torch.compiler.disable``-d function, named as Dynamo names it: by its
+    address, another in each process."""
+    return ("Graph break in user code at /job/train.py:12\n"
+            "Graph Break Reason: Encountered graph break when attempting to trace CALL: a "
+            "function call, e.g. f(x, y):\n\nSkip calling `torch.compiler.disable()`d function\n"
+            f"  Explanation: Skip calling function `<function log_step at {address}>` since it "
+            "was wrapped with `torch.compiler.disable` (reason: None)\n")
+
+
+def test_a_break_both_ranks_took_is_not_why_though_its_text_names_an_address(
+        tmp_path: Path) -> None:
+    """Both ranks broke at the same disabled function before rank 1 alone recompiled; Dynamo
+    prints the function with its address, which differs per process: the break was listed as
+    one only rank 1 took (a DDP job's ragged last batch said so of the capture's own wrapper).
+    Compared by line and words."""
+    job = tmp_path / "job"
+    _rank(job, 0, {"0/0": [_disabled("0x7fcb4c03ff60")]}, functions={"0/0": "step"})
+    _rank(job, 1, {"0/0": [_disabled("0x7fca7782bf60")], "0/1": []},
+          functions={"0/0": "step", "0/1": "step"})
+    d = analyze_job(job)["divergence"]
+    assert d["kind"] == "compile_only_on_some_ranks" and d["compile_id"] == "0/1", d
+    assert d["reason"]["graph_break_reasons"] == [], d["reason"]
+    assert not any("graph break" in ln for ln in divergence_lines(d)), divergence_lines(d)
+
+
+def test_advise_on_a_job_names_the_ranks_that_recompiled_alone(tmp_path: Path) -> None:
+    """``advise JOB`` reads the lowest rank's trace. A ragged last batch on rank 1 recompiled
+    there only, and ``advise`` said "no recompile" of the job: it now names the ranks that made
+    the compile and the command that reads theirs. Not said where the ranks agree, nor where
+    the rank was asked for."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import pythonpath
+
+    def advise(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "tuidebug.cli", "advise", *args],
+                              env=dict(os.environ, PYTHONPATH=pythonpath()), text=True,
+                              capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+
+    job = tmp_path / "job"
+    _rank(job, 0, {"0/0": []}, functions={"0/0": "step"})
+    _rank(job, 1, {"0/0": [], "0/1": []}, functions={"0/0": "step", "0/1": "step"})
+    out = advise(str(job))
+    assert out.returncode == 0, out.stderr
+    assert (f"rank(s) 1 compiled 0/1, which rank 0 did not (where the ranks first diverge): "
+            f"tuidebug advise {job} --rank 1") in out.stderr, out.stderr
+    assert "which rank" not in advise(str(job), "--rank", "0").stderr
+    same = tmp_path / "same"
+    for r in (0, 1):
+        _rank(same, r, {"0/0": []}, functions={"0/0": "step"})
+    agree = advise(str(same))
+    assert agree.returncode == 0 and "is a distributed job" in agree.stderr, agree.stderr
+    assert "which rank" not in agree.stderr, agree.stderr
+
+
 BRANCH_BREAK = ("Graph break in user code at /job/train.py:19\n"
                 "Graph Break Reason: Data-dependent branching\n"
                 "  Explanation: Detected data-dependent branching (e.g. `if my_tensor.sum() > 0:`)."

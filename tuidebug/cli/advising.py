@@ -37,6 +37,8 @@ def cmd_advise(ns: argparse.Namespace) -> int:
     from tuidebug.viewers.advice_view import render_advice
 
     path = trace_dir(ns.trace, ns.rank, on_note=note)  # the one door: any form of trace
+    if ns.rank is None:
+        _compiled_elsewhere(ns.trace, path)
     trace = Trace(path)
     found = suggestions(trace)
     tried = [t for t in trace.advice.get("tried") or [] if isinstance(t, dict)]
@@ -61,3 +63,22 @@ def cmd_advise(ns: argparse.Namespace) -> int:
         return 0
     render_advice([s.to_json() for s in found], tried, console())
     return 0
+
+
+def _compiled_elsewhere(named: str, path: Path) -> None:
+    """A job named without ``--rank``: the advice is its lowest rank's; where the job's ranks
+    first diverge at a compile that rank did not make (a recompile on another rank only), say
+    which ranks made it and how to read their advice."""
+    from tuidebug.trace.jobs.job import rank_of
+    from tuidebug.trace.jobs.ranks import analyze_job
+    from tuidebug.trace.open import job_of
+    from tuidebug.viewers.ranks_view import compiled_elsewhere_line
+
+    job = job_of(path)
+    rank = rank_of(job, path) if job is not None and job == Path(named).resolve() else None
+    if job is None or rank is None:
+        return
+    line = compiled_elsewhere_line(analyze_job(job).get("divergence"), rank,
+                                   f"tuidebug advise {named}")
+    if line:
+        note(line)

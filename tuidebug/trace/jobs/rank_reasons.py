@@ -46,7 +46,8 @@ def _key(reason: dict[str, Any]) -> tuple[str | None, str]:
 def why_only_here(t: Trace, cid: str, other: Trace) -> dict[str, Any]:
     """Why compile ``cid`` happened on rank trace ``t`` and not on ``other``: its recompile
     reasons, its restart reasons, the graph breaks of earlier compiles that ``other`` did not
-    have (a break ends one graph and starts another compile) and its own graph breaks but
+    take (a break ends one graph and starts another compile; compared by line and words, in
+    any of ``other``'s compiles) and its own graph breaks but
     those ``other`` took too (a recompile that breaks where the first compile did not; DDP's
     logger call, which every compile of its forward breaks at, is no reason); ``called_at``: the
     user's line whose call recompiled; ``resumed_after``: for a resume function, the break it
@@ -61,9 +62,12 @@ def why_only_here(t: Trace, cid: str, other: Trace) -> dict[str, Any]:
                                   if compiles[p].get("metrics")), {})
     before = ids[:ids.index(cid)] if cid in ids else []
     mine, theirs = _breaks(t), _breaks(other)
-    breaks = [b for p in before for b in mine.get(p, []) if b not in theirs.get(p, [])]
-    taken = {_key(b) for bs in theirs.values() for b in bs}  # breaks the other rank took too
-    breaks += [b for p in [cid, *attempts] for b in mine.get(p, []) if _key(b) not in taken]
+    # breaks the other rank took too: by line and words (the whole text names objects by
+    # their address, another in each process), in whichever of its compiles (frame ids are
+    # per process)
+    taken = {_key(b) for bs in theirs.values() for b in bs}
+    breaks = [b for p in dict.fromkeys([*before, cid, *attempts]) for b in mine.get(p, [])
+              if _key(b) not in taken]
     said_anywhere = {said for _, said in taken}
     # a restart reason the other rank's breaks share is no reason: the same line and words
     # where its line is known, the words alone only where it is not
