@@ -84,6 +84,23 @@ def test_diff_names_the_break_added_and_the_one_gone(tmp_path: Path) -> None:
     assert any(ln.startswith("graph break added: script.py:14 t = y.max()") for ln in d["lines"])
 
 
+def _disabled(address: str) -> tuple[str, str, str]:
+    return ("Skip calling `torch.compiler.disable()`d function",
+            f"Skip calling function `<function log_step at {address}>` since it was wrapped "
+            "with `torch.compiler.disable` (reason: None)",
+            "Remove the `torch.compiler.disable` call")
+
+
+def test_a_break_at_a_disabled_function_is_the_same_in_another_process(tmp_path: Path) -> None:
+    """Dynamo names a disabled function by its address, another in each process: two runs (two
+    ranks of a job: ``diff JOB/rank_0 JOB/rank_1``) of one script said the break added and
+    gone at once. Its cause is compared without the address."""
+    a = _trace(tmp_path / "a", [(11, "log_step(y)", _disabled("0x7fcb4c03ff60"))])
+    b = _trace(tmp_path / "b", [(11, "log_step(y)", _disabled("0x7fca7782bf60"))])
+    gb = diff_traces(a, b, code=False)["graph_breaks"]
+    assert (gb["added"], gb["gone"], gb["kept"]) == ([], [], 1), gb
+
+
 def test_a_break_met_in_fewer_compiles_is_not_gone(tmp_path: Path) -> None:
     """A break met in two compiles of A (the function recompiled) and one of B (dynamic=True:
     no recompile) is still there: diff said "graph break gone" for it."""

@@ -28,6 +28,7 @@ _AT = re.compile(r"Graph break (?:in user code )?at (?P<file>.+?):(?P<line>\d+)\
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"\n]+)", line (?P<line>\d+), in (?P<fn>[^\n]+)\n'
                     r'(?:(?P<code>[ \t]+(?=[^ \t\n])(?!File ")[^\n]*\S[^\n]*)(?:\n|$))?', re.M)
 _GB_ID = re.compile(r"/gb/(?P<id>gb\d+)\.html")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+\b")  # in an object's repr: <function f at 0x7f…>
 # Dynamo's preamble before the graph-break type: the instruction it was tracing, or that the
 # break cannot be resumed from (then the rest of the function runs eagerly)
 _CONTEXT = re.compile(r"^Encountered graph break (?:when attempting to trace .*|that we cannot "
@@ -94,8 +95,11 @@ class GraphBreak:
     @property
     def key(self) -> str:
         """The cause a break is grouped by: its type and the first sentence of its explanation
-        (a data-dependent branch's explanation goes on with the branch's own code)."""
+        (a data-dependent branch's explanation goes on with the branch's own code), without
+        the addresses it names objects by (``<function log at 0x7f…>``: another in each
+        process, so two runs or two ranks of one job would not match)."""
         first = re.split(r"(?<=[.:])\s+(?=[A-Z])", self.explanation or "", 1)[0]
+        first = _ADDRESS.sub("", first)
         return self.cause + (f": {first}" if first else "")
 
     def to_json(self) -> dict[str, Any]:
