@@ -11,7 +11,8 @@
   graph  rank 1 multiplies by another constant (the same compile ids, a different graph)
   collectives  rank 1 issues two all_reduces on two groups in the other order (gloo runs each
          group's work on its own thread: the job completes); then every rank compiles a DDP model
-         that DDPOptimizer splits into 3 buckets
+         that DDPOptimizer splits into 3 buckets, first called under ``no_sync`` (gradient
+         accumulation), then in a step that all-reduces
   funcol every rank compiles one function issuing the c10d functional collectives
          (funcol.all_reduce, all_gather_tensor, reduce_scatter_tensor); ``funcol_odd``: rank 1's
          reduce_scatter_tensor reduces with "max" where the others use "sum" (the planted
@@ -85,6 +86,8 @@ def collectives(rank: int) -> None:
     assert out.tolist() == [2.0 + 12.0] * 4, out
     torch.manual_seed(0)
     model = torch.compile(DistributedDataParallel(Net(), bucket_cap_mb=1))
+    with model.no_sync():  # gradient accumulation: DDP's forward skips its logger, and its
+        model(torch.randn(8, 512)).sum().backward()  # graph breaks at _rebuild_buckets
     model(torch.randn(8, 512)).sum().backward()
 
 

@@ -107,6 +107,27 @@ def test_ddp_buckets_are_graphs_of_their_own(collectives_job) -> None:
     assert Trace(job / "rank_1").graph(f"{base}-backward-3").meta.ddp_bucket["index"] == 2
 
 
+def test_a_compiled_ddp_forward_breaks_where_it_does_untraced(collectives_job) -> None:
+    """The capture wraps ``Join.notify_join_context``, which DDP's forward calls. Under
+    ``no_sync`` (gradient accumulation) DDP skips its logger, the first break of a compiled
+    DDP forward otherwise; untraced, Dynamo then traces through the join notice and breaks at
+    the reducer's ``_rebuild_buckets``. A ``torch.compiler.disable`` of the wrapper broke the
+    graph at the wrapper instead, and the trace told the user to "Remove the
+    `torch.compiler.disable` call" — tuidebug's own, in no code of theirs."""
+    job, _ = collectives_job
+    seen = 0
+    for rank in (0, 1):
+        compiles = _info(job / f"rank_{rank}")["compiles"]
+        breaks = [b for c in compiles for b in c.get("graph_breaks") or []]
+        assert breaks, compiles
+        seen += len(breaks)
+        text = json.dumps(breaks)
+        assert "wrapped_notify" not in text and "notify_join_context" not in text, text
+        codes = [(b.get("site") or {}).get("code") or "" for b in breaks]
+        assert any("self.reducer._rebuild_buckets()" in c for c in codes), codes
+    assert seen >= 2
+
+
 def _copy(job: Path, dst: Path) -> Path:
     """A copy of ``job`` whose files the test edits as text (compressed ones made plain)."""
     shutil.copytree(job, dst, ignore=shutil.ignore_patterns("*.log"))

@@ -274,10 +274,23 @@ def _wrap_registration() -> None:
     _WRAPPED.update(register=register, register_builtin=register_builtin, notify=notify)
     dist._register_comm_hook = wrapped_register
     dist._register_builtin_comm_hook = wrapped_register_builtin
-    # DDP's forward calls it; under torch.compile Dynamo skips torch's own frame, and must skip
-    # ours too (else it compiles a frame of tuidebug's in the user's job)
     Join.notify_join_context = staticmethod(  # type: ignore[method-assign,assignment]
-        torch.compiler.disable(wrapped_notify))
+        _traced_through(wrapped_notify))
+
+
+def _traced_through(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (the notify wrapper), which DDP's forward calls: Dynamo never compiles its frame
+    as one of its own (called from torch's frames, which Dynamo skips, it would compile a frame
+    of tuidebug's in the user's job), yet traces through it where it traces DDP's forward, as
+    it traces torch's own function there (a ``torch.compiler.disable`` of it broke a compiled
+    DDP forward's graph at the wrapper, where untraced it breaks further on: another break, a
+    wrong one, in the trace). Where torch lacks ``skip_code``: disabled (that break again)."""
+    try:
+        from torch._dynamo.eval_frame import skip_code
+    except ImportError:
+        return torch.compiler.disable(fn)
+    skip_code(fn.__code__)
+    return fn
 
 
 def _unwrap_registration() -> None:
