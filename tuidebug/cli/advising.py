@@ -49,7 +49,7 @@ def cmd_advise(ns: argparse.Namespace) -> int:
         tries = [s for s in found if s.apply is not None]
         if not tries:
             raise CliError("no suggestion here can be tried without editing the script")
-        ask(advise.plan(path, tries), yes=ns.yes)
+        ask(advise.plan(path, found), yes=ns.yes)
         named = archive_stem(Path(ns.trace)) if path != Path(ns.trace) else path
         out = Path(ns.output) if ns.output else Path(f"{str(named).rstrip('/')}-advise")
         if out.exists() and any(out.iterdir()):

@@ -37,13 +37,19 @@ class Run:
     wall_s: float
 
 
-def plan(trace: Path, tries: list[Suggestion]) -> Plan:
-    """What ``--try`` runs, as the user is shown it before saying yes."""
+def plan(trace: Path, suggestions: list[Suggestion]) -> Plan:
+    """What ``--try`` runs, as the user is shown it before saying yes: the suggestions it can
+    apply, and those it cannot (a change to the user's code: named, not run)."""
     src = trace_source(trace)
     notes = origin_notes(read_manifest(trace), trace)
+    tries = [s for s in suggestions if s.apply is not None]
     notes.append(f"it runs {len(tries) + 1} times: once as traced, then once per suggestion: "
                  + "; ".join(f"{s.id} ({s.apply.describe()})" for s in tries
                              if s.apply is not None))
+    left = [s.id for s in suggestions if s.apply is None]
+    if left:
+        notes.append("not run, a change to your code that --try cannot make (it runs your "
+                     f"script unchanged): {'; '.join(left)}")
     return Plan("advise --try", sys.executable, [src["script"], *src["args"]], src["cwd"],
                 dict(src["overrides"]), {}, notes)
 

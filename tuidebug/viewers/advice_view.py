@@ -14,6 +14,11 @@ from tuidebug.inert import inert_text
 from tuidebug.trace.queries.verdict import format_duration
 
 
+# what a suggestion that only an edit of the user's code can apply is, wherever it is listed
+CODE_CHANGE = ("a change to your code: advise --try cannot apply it (it runs your script "
+               "unchanged), so it is not measured; make the change and trace again")
+
+
 def advice_lines(suggestions: list[dict[str, Any]], tried: dict[str, dict[str, Any]]
                  ) -> list[Text]:
     """One entry per suggestion (``Suggestion.to_json``), with its verdict when tried
@@ -23,6 +28,8 @@ def advice_lines(suggestions: list[dict[str, Any]], tried: dict[str, dict[str, A
         t = tried.get(str(s.get("id")))
         if t is not None:
             mark = ("✓ ", "bold green") if t.get("helped") else ("✗ ", "yellow")
+        elif not s.get("tryable"):
+            mark = ("✎ ", "dim")  # a change to the code: --try cannot make it
         else:
             mark = ("· ", "dim")
         out.append(Text.assemble(mark, inert_text(str(s.get("text")), "bold"),
@@ -32,7 +39,7 @@ def advice_lines(suggestions: list[dict[str, Any]], tried: dict[str, dict[str, A
             out.append(Text.assemble(("    ", ""), inert_text(
                 str(t.get("verdict")), "green" if t.get("helped") else "yellow")))
         elif not s.get("tryable"):
-            out.append(Text("    a change to your code: not tried", style="dim"))
+            out.append(Text(f"    {CODE_CHANGE}", style="dim"))
     return out
 
 
@@ -40,13 +47,16 @@ def advice_section(suggestions: list[dict[str, Any]], tried: dict[str, dict[str,
                    ) -> list[Text]:
     """What ``info`` and the TUI overview show of the advice: the suggestions about recompiles
     and compile failures and the ones that can be tried (a break's change to the code is its "fix:" line), each
-    marked verified, tried, or untried; nothing without one."""
+    marked verified, tried, untried, or a change to the code (which ``--try`` cannot make);
+    nothing without one."""
     shown = [a for a in suggestions
              if a.get("about") in ("recompiles", "compile failure") or a.get("tryable")]
     if not shown:
         return []
-    return [Text.assemble(("advice", "bold"), (" (✓ verified, ✗ tried and did not help, "
-                                                "· untried: tuidebug advise TRACE --try)", "dim"))
+    legend = "✓ verified, ✗ tried and did not help, · untried: tuidebug advise TRACE --try"
+    if any(not a.get("tryable") and str(a.get("id")) not in tried for a in shown):
+        legend += "; ✎ a change to your code, which --try cannot make"
+    return [Text.assemble(("advice", "bold"), (f" ({legend})", "dim"))
             ] + advice_lines(shown, tried)
 
 
@@ -79,9 +89,13 @@ def render_advice(suggestions: list[dict[str, Any]], tried: list[dict[str, Any]]
     console.print(t)
     console.print("wall: one run each, capture included — not a measurement of speed",
                   style="dim")
+    left = [str(s.get("text")) for s in suggestions if not s.get("tryable")]
     if not any(r.get("helped") for r in tried):
-        left = [str(s.get("text")) for s in suggestions if not s.get("tryable")]
         console.print(inert_text(
             f"none of the {len(tried)} suggestions tried removed a compile or a graph break"
             + (f"; left to try, as a change to your code: {'; '.join(left)}" if left else ""),
             "yellow"))
+    elif left:
+        console.print(inert_text(
+            f"not tried, a change to your code that --try cannot make: {'; '.join(left)}"),
+            style="dim")

@@ -58,6 +58,14 @@ def dynamic_notes(c: dict[str, Any], tried: dict[str, dict[str, Any]] | None = N
                      else "      called at ")
             out.append(Text.assemble((label, "dim"), inert_text(where(called)),
                                      inert_text(f"  {str(called.get('code') or '')[:160]}")))
+        wraps = rec.get("wraps")
+        if isinstance(wraps, dict) and wraps.get("function"):
+            # a decorator's wrapper compiled (transformers' ``wrapper`` around a forward)
+            out.append(Text.assemble(("      compiled as ", "dim"),
+                                     inert_text(str(wraps.get("wrapper") or "a wrapper")),
+                                     (", a decorator's wrapper around ", "dim"),
+                                     inert_text(str(wraps["function"])),
+                                     inert_text(f" ({where(wraps)})" if where(wraps) else "")))
         if rec.get("suggestion"):
             out.append(Text.assemble(("      avoid it: ", "dim"),
                                      inert_text(str(rec["suggestion"])[:600])))

@@ -16,6 +16,7 @@ import re
 from typing import Any, Mapping
 
 from tuidebug.compiler.compat.lookup import NotAvailable
+from tuidebug.compiler.compat.wrapped import wrapped_of
 
 # The log records capture reads, by the key torch gives them in the record's metadata.
 SHAPE_RECORDS = ("create_symbol", "create_unbacked_symbol", "symbolic_shape_specialization",
@@ -173,7 +174,7 @@ def recompile_call(args: tuple[Any, ...], kwargs: Mapping[str, Any],
             if isinstance(v, (int, float, bool)) and f"L['{name}']" not in values:
                 values[f"L['{name}']"] = v
     return {"reasons": texts, "values": {k: v for k, v in values.items() if v is not None},
-            "called_at": called_at(frame)}
+            "called_at": called_at(frame), "wraps": wrapped_of(frame)}
 
 
 # where the user's own code is not: torch, tuidebug, installed packages, Python's own modules

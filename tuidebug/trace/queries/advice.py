@@ -14,7 +14,7 @@ from typing import Any
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.advice_records import (  # noqa: F401 (their names, here too)
     Apply, Counts, Suggestion, Tried)
-from tuidebug.trace.queries.attempts import first_attempt, held_shapes
+from tuidebug.trace.queries.attempts import final_attempt, first_attempt, held_shapes
 from tuidebug.trace.queries.break_advice import break_advice
 from tuidebug.trace.queries.break_diff import break_ident
 from tuidebug.trace.queries.cache_advice import (  # noqa: F401
@@ -24,6 +24,7 @@ from tuidebug.trace.queries.changed_with import (held_differently, said as said_
 from tuidebug.trace.queries.held import Held, as_passed, frame_of, held_by_user
 from tuidebug.trace.queries.graph_breaks import trace_breaks
 from tuidebug.trace.queries.marked_dynamic import input_name, marked_advice
+from tuidebug.trace.queries.mask_pins import pinned_to_one
 from tuidebug.trace.queries.recompile_constants import specialized_sources, symbolic_sources
 from tuidebug.trace.queries.recompiles import (CACHE_TENSOR, below_range_from_two,
                                                 compile_config, explain_compile, is_passed)
@@ -96,9 +97,17 @@ def _oblivious_why(trace: Trace, cid: str, rec: dict[str, Any], name: str, index
     with it; 5, 1, then 7 compiles twice with it, three times without). Nor where the call
     changed what the compile before held fixed (``changed_with``: a new symbol of this compile,
     an input it guards at another value — Llama's decode compile was made for a filled
-    StaticCache and the next prompt's is fresh: 3 compiles → 3 with the flag)."""
+    StaticCache and the next prompt's is fresh: 3 compiles → 3 with the flag). Nor where the
+    compile before ran transformers' causal mask, which compares the query length with 1 and
+    so pins it with the flag too (``mask_pins``: a tiny GPT-2's decode loop, prompts of 5 and 7
+    tokens, 5 compiles → 5 with the flag)."""
     actual, expected, prev = str(rec.get("failing_value")), rec.get("expected"), \
         rec.get("previous")
+    if prev and pinned_to_one(trace.compiles.get(final_attempt(trace.compiles, str(prev)))
+                              or {}, rec.get("source"), str(prev)):
+        # the compile before ran transformers' causal mask, which compares the query length
+        # with 1: the flag leaves that compile serving only 1 (``mask_pins``)
+        return None
     if held_differently(trace.compiles, prev, cid):
         # the compile before holds another input at another value (compiled for a filled
         # StaticCache, this call's is fresh): it cannot serve this call, whatever the flag
@@ -158,6 +167,9 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
             continue
         src, index = dim
         name = input_name(src)
+        frame = frame_of(trace, cid)
+        # a wrapper's positional named with the wrapped forward's parameter: input_ids (args[0])
+        shown = frame.said(name) if frame is not None else name
         static = _static_cache(trace, cid, rec.get("previous"))
         actual = str(rec.get("failing_value"))
         expected = str(rec.get("expected"))
@@ -204,7 +216,7 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
                    else rec.get("previous"))
         also = (unmarked_changes(trace, cid, rec.get("previous"), rec.get("source"))
                 + held_differently(trace.compiles, serving, cid))
-        why = (f"{cid}: dimension {index} of {name} changed ({expected} → {actual})"
+        why = (f"{cid}: dimension {index} of {shown} changed ({expected} → {actual})"
                + ("; this compile made it dynamic (automatic dynamic), a compile more than "
                   "needed" if symbolic else "; this compile did not make it dynamic")
                + (f"; the same call changed {said_changes(also)} too, which dynamic=True holds as "
@@ -212,7 +224,6 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
         out.setdefault("dynamic=True", Suggestion(
             "dynamic=True", "compile with torch.compile(..., dynamic=True)", why, "recompiles",
             Apply(compile_kwargs={"dynamic": True})))
-        frame = frame_of(trace, cid)
         if also and static and any(a.endswith(".max_cache_len") for a in also):
             # a new StaticCache of another length with each prompt: one length for all
             out.setdefault("one max_cache_len", one_length(why))
@@ -231,7 +242,7 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
                               for (n, words), (_, i) in zip(said, dims))
             out.setdefault(f"mark_dynamic {name} {index}", Suggestion(
                 f"mark_dynamic {name} {index}",
-                f"mark dimension {index} of {name}"
+                f"mark dimension {index} of {shown}"
                 + (f" and {', '.join(also)} (this compile made them dynamic too)" if also
                    else "") + f" dynamic before the first call ({calls})",
                 why, "recompiles",

@@ -38,9 +38,31 @@ def held_as(name: str) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class Frame:
-    """A compiled frame: its file and function (``co_filename``, ``co_name``)."""
+    """A compiled frame: its file and function (``co_filename``, ``co_name``). Where the frame
+    is a decorator's wrapper of another function (transformers' ``wrapper`` around a model's
+    ``forward``, as the capture recorded it: ``wraps``), the function it wraps: its file and
+    name, ``qualname`` (``GPT2LMHeadModel.forward``), ``args`` (its parameters as the
+    wrapper's ``*args`` holds them: ``args[0]`` is ``input_ids``), ``passed_from`` (the index
+    there of the caller's first positional argument) and ``wrapper`` (the compiled frame's own
+    function, ``wrapper``)."""
     file: str
     name: str
+    args: tuple[str, ...] = ()
+    passed_from: int = 0
+    qualname: str = ""
+    wrapper: str = ""
+    line: int = 0
+
+    def param(self, name: str) -> str | None:
+        """The wrapped function's parameter a positional ``args[i]`` of the wrapper is."""
+        pos = POSITIONAL.match(name)
+        i = int(pos["index"]) if pos else -1
+        return self.args[i] if 0 <= i < len(self.args) else None
+
+    def said(self, name: str) -> str:
+        """``name`` as advice says it: ``input_ids (args[0])`` for a wrapper's positional."""
+        param = self.param(name)
+        return f"{param} ({name})" if param else name
 
 
 class Held(str, Enum):
@@ -147,6 +169,22 @@ def held_by_user(frame: Frame | None, called: Any, name: str) -> Held:
     return passed.calls(frame, called) if passed.positional else Held.NO
 
 
+def _passed_at(frame: Frame, called: dict[str, Any], name: str) -> tuple[str, str] | None:
+    """A wrapper's positional ``args[i]`` as the user's line passes it: the argument written
+    at its place (``ids`` of ``out = step(ids)``), else the wrapped function's parameter."""
+    param = frame.param(name)
+    if param is None:
+        return None
+    at = int(POSITIONAL.match(name)["index"]) - frame.passed_from  # type: ignore[index]
+    passed = call_args(str(called.get("code") or ""))
+    if passed is not None and 0 <= at < len(passed.positional) \
+            and passed.calls(frame, called) is Held.YES \
+            and re.fullmatch(r"[A-Za-z_][\w.]*", passed.positional[at]):
+        return passed.positional[at], ""
+    return "t", (f" on the tensor t you pass as {param} (argument {at} of "
+                 f"{frame.qualname or frame.name})")
+
+
 def as_passed(frame: Frame | None, called: Any, name: str) -> tuple[str, str]:
     """``held_as``, but a library frame's parameter the user's call passes by keyword
     (``self.m(input_ids=ids)`` into GPT-2's forward) is the tensor they pass as ``name=``, and
@@ -154,6 +192,8 @@ def as_passed(frame: Frame | None, called: Any, name: str) -> tuple[str, str]:
     of ``model(images)``, the one argument; else "the tensor t you pass for x"), not a
     variable of theirs named ``name``; a call over lines, whose arguments are not read, passes
     "the tensor t you pass for x"."""
+    if frame is not None and isinstance(called, dict) and POSITIONAL.match(name):
+        return _passed_at(frame, called, name) or held_as(name)
     if frame is None or is_own(frame.file) or not isinstance(called, dict) \
             or POSITIONAL.match(name):
         return held_as(name)
@@ -174,9 +214,26 @@ def as_passed(frame: Frame | None, called: Any, name: str) -> tuple[str, str]:
 
 
 def frame_of(trace: Trace, cid: str) -> Frame | None:
-    """The frame of compile ``cid`` (its finished attempt's, for one that restarted)."""
-    return frame_in(*((c or {}).get("metrics") for c in (
+    """The frame of compile ``cid`` (its finished attempt's, for one that restarted), and what
+    it wraps where the capture recorded that (``wrapped``)."""
+    frame = frame_in(*((c or {}).get("metrics") for c in (
         trace.compiles.get(cid), trace.compiles.get(final_attempt(trace.compiles, cid)))))
+    recorded = trace.compile_shapes_brief(cid).get("recompile")
+    return wrapped(frame, recorded.get("wraps") if isinstance(recorded, dict) else None)
+
+
+def wrapped(frame: Frame | None, wraps: Any) -> Frame | None:
+    """``frame`` as the function it wraps, where ``wraps`` (a recompile's record, from the
+    capture: ``{file, line, fn, qualname, args, passed_from}``) names one; else ``frame``."""
+    if not isinstance(wraps, dict) or not wraps.get("file") or not wraps.get("fn"):
+        return frame
+    args = wraps.get("args")
+    start = wraps.get("passed_from")
+    return Frame(str(wraps["file"]), str(wraps["fn"]),
+                 tuple(str(a) for a in args) if isinstance(args, list) else (),
+                 start if isinstance(start, int) and not isinstance(start, bool) else 0,
+                 str(wraps.get("qualname") or ""), frame.name if frame else "",
+                 line if isinstance(line := wraps.get("line"), int) else 0)
 
 
 def frame_in(*metrics: Any) -> Frame | None:

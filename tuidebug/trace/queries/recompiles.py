@@ -17,7 +17,7 @@ from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries import attempts, static_kv
 from tuidebug.trace.queries.changed_with import held_differently, said, unmarked_changes
 from tuidebug.trace.queries.held import (  # noqa: F401
-    POSITIONAL, Frame, Held, as_passed, frame_in, held_as, held_by_user)
+    POSITIONAL, Frame, Held, as_passed, frame_in, held_as, held_by_user, wrapped)
 from tuidebug.trace.queries.recompile_constants import (
     CONSTANT, Specialized, carried, constant_advice, specialized_sources, symbolic_sources)
 
@@ -185,6 +185,8 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
     m = _TENSOR.search(text)
     if m:
         name, index = m["name"], m["index"]
+        # how advice names it: a wrapper's positional with the wrapped function's parameter
+        shown = frame.said(name) if frame is not None else name
         source = f"{_local(name)}.{m['what']}()[{index}]"
         symbolic = None if symbolic_sources is None else source in symbolic_sources
         held = held_by_user(frame, called, name) if is_passed(name) and not resumed else Held.NO
@@ -196,28 +198,28 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                      if static_cache else "; a static KV cache, whose length stays fixed, avoids it")
         # what the call changed besides: a mark on this input does not cover it
         beside = (f"; the same call changed {said(also)} too (new symbols of this compile), "
-                  f"which marking {name!r} does not cover: a mark does not avoid this compile"
+                  f"which marking {shown!r} does not cover: a mark does not avoid this compile"
                   if also else "")
         top = held is Held.YES
         mark = top and not also  # a mark on it may avoid this compile
         # said of an input not known to be the user's: not theirs, or not known
-        theirs = (f"{name!r} is not an input you pass yourself" if held is Held.NO else
-                  f"whether you pass {name!r} yourself is not recorded: it is an input of a "
+        theirs = (f"{shown!r} is not an input you pass yourself" if held is Held.NO else
+                  f"whether you pass {shown!r} yourself is not recorded: it is an input of a "
                   f"library's {frame.name if frame else 'frame'}, which your line may not "
                   "call itself")
         # what the user calls it: its name, or ``t`` for the tensor passed positionally
         arg, on = as_passed(frame, called, name)
         if m["what"] == "stride":
-            return ((f"the memory layout of {name!r} changed (a transposed or sliced input): "
+            return ((f"the memory layout of {shown!r} changed (a transposed or sliced input): "
                      f"pass {arg}.contiguous(){on}, or keep one layout across calls") if top else
-                    (f"the strides of {name!r} changed (they follow a dimension that changed "
+                    (f"the strides of {shown!r} changed (they follow a dimension that changed "
                      f"size; {theirs}): torch.compile(dynamic=True) "
                      f"makes sizes and strides symbolic" + ("; a static KV cache keeps them fixed"
                                                            if cache and not static_cache
                                                            else "")),
                     source, m["expected"], m["actual"])
         if m["actual"] in ("0", "1"):
-            advice = (f"dimension {index} of {name!r} is {m['actual']} now (it was "
+            advice = (f"dimension {index} of {shown!r} is {m['actual']} now (it was "
                       f"{m['expected']}): sizes 0 and 1 are always specialized, so this is a "
                       f"compile of its own (a one-token decode step after a longer prefill), "
                       f"and marking the dimension dynamic does not change that"
@@ -229,7 +231,7 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
             # whatever is marked dynamic or an earlier compile held, so it is checked before
             # the sizes 0 and 1 (checked: 2, 3, 4, 5 compile 4 times with dynamic=True and
             # with maybe_mark_dynamic)
-            advice = (f"dimension {index} of {name!r} changed size: this compile made it "
+            advice = (f"dimension {index} of {shown!r} changed size: this compile made it "
                       f"dynamic, then specialized it to "
                       f"{(specialized or {})[source].said()}: the code there needs the size "
                       f"(a loop over it, say), so each size compiles once, and marking it "
@@ -239,7 +241,7 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
             # the compile before held 0 or 1, but an earlier one held another size: had that
             # one held it as a symbol (dynamic=True, the dimension marked), it could serve this
             other = ", ".join(f"{e} in {c}" for c, e in wider)
-            advice = (f"dimension {index} of {name!r} was {m['expected']} in the compile before "
+            advice = (f"dimension {index} of {shown!r} was {m['expected']} in the compile before "
                       f"and {other}: torch.compile(dynamic=True)"
                       + (f" or torch._dynamo.maybe_mark_dynamic({arg}, {index}){on} before the "
                          "first call" if mark else "")
@@ -251,7 +253,7 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
         elif m["expected"] in ("0", "1"):
             # the compile before held the size 0 or 1, which is always specialized: the first
             # other size compiles again whatever is marked dynamic (dynamic=True included)
-            advice = (f"dimension {index} of {name!r} was {m['expected']} in the compile before "
+            advice = (f"dimension {index} of {shown!r} was {m['expected']} in the compile before "
                       f"(sizes 0 and 1 are always specialized), so its first other size "
                       f"({m['actual']}) compiles again even with torch.compile(dynamic=True) or "
                       f"the dimension marked dynamic"
@@ -267,7 +269,7 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
         elif config.get("automatic_dynamic_shapes") is False:
             advice = (f"automatic dynamic shapes are off here (torch.compile(dynamic=False) or "
                       f"torch._dynamo.config.automatic_dynamic_shapes=False): every new size of "
-                      f"dimension {index} of {name!r} compiles again; drop dynamic=False"
+                      f"dimension {index} of {shown!r} compiles again; drop dynamic=False"
                       + (f", or call torch._dynamo.mark_dynamic({arg}, {index}){on} before "
                          f"the first call" if mark else ""))
         else:
@@ -287,7 +289,7 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                     f"to compile once, use torch.compile(dynamic=True) ({theirs})")
             grows = (m["expected"].isdigit() and m["actual"].isdigit()
                      and int(m["actual"]) == int(m["expected"]) + 1)
-            advice = (f"dimension {index} of {name!r} changed size"
+            advice = (f"dimension {index} of {shown!r} changed size"
                       + (" (it grows by one each call: a cache)" if grows and
                          CACHE_TENSOR.search(name) else "") + ": "
                       + ("this compile makes it dynamic (automatic dynamic), so later sizes "
@@ -417,10 +419,13 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
     # that held another size where the one before held 0 or 1, else the one before
     t = _TENSOR.search(text)
     serving = wider[-1][0] if t and t["expected"] in ("0", "1") and wider else prev
+    # the compiled frame, or the function it wraps (a model's forward under transformers'
+    # decorators), as the capture recorded it
+    frame = wrapped(frame_in(metrics, finished.get("metrics")), recorded.get("wraps"))
     also = (also or []) + held_differently(compiles, serving, cid)
     advice, source, expected, actual = suggestion(
         text, config, symbolic, resumed, seen, specialized_sources(held),
-        wider, frame_in(metrics, finished.get("metrics")), recorded.get("called_at"),
+        wider, frame, recorded.get("called_at"),
         static_kv.is_static(detail, (held, shapes))
         or static_kv.is_static(compiles.get(prev or "") or {}, ()), also
     ) if text else ("", None, None, None)
@@ -445,7 +450,10 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
            "failing_value": failing if failing is not None else actual,
            "suggestion": advice or None, "limit_hit": limit_hit, "reasons": reasons,
            "resumed": resumed, "wider": [{"compile": c, "size": e} for c, e in wider],
-           "called_at": called if isinstance(called, dict) and called.get("line") else None}
+           "called_at": called if isinstance(called, dict) and called.get("line") else None,
+           "wraps": ({"function": frame.qualname or frame.name, "file": frame.file,
+                      "line": frame.line or None, "wrapper": frame.wrapper}
+                     if frame is not None and frame.wrapper else None)}
     if limit_hit:
         # the per-function limit, or the accumulated one (every compile of the code object):
         # the one Dynamo names, with the value it gives

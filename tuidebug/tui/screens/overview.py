@@ -354,7 +354,7 @@ class OverviewScreen(TraceScreen):
                         timeout=8)
             return
         try:
-            plan = advise.plan(self.trace.root, tries)
+            plan = advise.plan(self.trace.root, found)
         except Exception as e:  # the script is gone, a trace not made by `tuidebug trace`
             self.notify(inert(f"{e}"), title="cannot try the advice", severity="error",
                         timeout=10, markup=False)

@@ -1,0 +1,80 @@
+"""What a compiled frame's code wraps (``compat.wrapped_of``), read from real frames of
+decorated methods (no compile): transformers' ``can_return_tuple`` around a model's forward —
+the frame Dynamo compiles for ``torch.compile(model)`` of a Hugging Face model, named
+``wrapper`` — and plain ``functools.wraps`` wrappers with and without a named ``self``."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import sys
+from typing import Any
+
+import pytest
+
+from tuidebug.compiler.compat.wrapped import wrapped_of
+
+
+def _deco_self(func: Any) -> Any:
+    @functools.wraps(func)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return func(self, *args, **kwargs)
+    return wrapper
+
+
+def _deco_star(func: Any) -> Any:
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+    return wrapper
+
+
+class _Model:
+    @_deco_self
+    def forward(self, input_ids: Any, attention_mask: Any = None) -> Any:
+        return sys._getframe(1)  # the wrapper's frame, as Dynamo would be handed it
+
+    @_deco_star
+    @_deco_self
+    def generate(self, prompt: Any, steps: int = 1) -> Any:
+        return sys._getframe(2)  # the outer wrapper's frame
+
+
+def test_a_wrapper_with_self_resolves_to_the_forward_and_its_arguments() -> None:
+    w = wrapped_of(_Model().forward(1))
+    assert w is not None, w
+    assert (w["fn"], w["qualname"]) == ("forward", "_Model.forward"), w
+    assert w["file"] == __file__ and w["line"] > 0, w
+    assert w["args"] == ["input_ids", "attention_mask"] and w["passed_from"] == 0, w
+
+
+def test_a_wrapper_of_star_args_holds_the_instance_first() -> None:
+    """``wrapper(*args, **kwargs)`` around a method (transformers' check_model_inputs): its
+    ``args[0]`` is the instance, the caller's first argument is ``args[1]``; the chain of
+    wrappers is followed to the method itself."""
+    w = wrapped_of(_Model().generate("p"))
+    assert w is not None and w["qualname"] == "_Model.generate", w
+    assert w["args"] == ["self", "prompt", "steps"] and w["passed_from"] == 1, w
+
+
+def test_a_plain_function_frame_wraps_nothing() -> None:
+    assert wrapped_of(sys._getframe()) is None
+    assert wrapped_of(None) is None
+
+
+@pytest.mark.skipif(importlib.util.find_spec("transformers") is None,
+                    reason="transformers is not installed")
+def test_transformers_can_return_tuple_wrapper_resolves_to_the_models_forward() -> None:
+    from transformers.utils.generic import can_return_tuple
+
+    class TinyLM:
+        @can_return_tuple
+        def forward(self, input_ids: Any, past_key_values: Any = None) -> Any:
+            return sys._getframe(1)
+
+    frame = TinyLM().forward(1)
+    assert frame.f_code.co_name == "wrapper" and frame.f_code.co_filename.endswith(
+        "generic.py"), frame.f_code  # the frame Dynamo compiles
+    w = wrapped_of(frame)
+    assert w is not None and w["qualname"].endswith("TinyLM.forward"), w
+    assert w["args"] == ["input_ids", "past_key_values"] and w["passed_from"] == 0, w
