@@ -274,7 +274,8 @@ def cmd_flags(ns: argparse.Namespace) -> int:
             raise CliError("flags demo takes one flag name (or none, to list the demos)")
         try:
             return demo_main(ns.names[0] if ns.names else None, out=ns.output, as_json=ns.json,
-                             keep=ns.keep, timeout=ns.timeout, device=ns.device)
+                             keep=ns.keep, timeout=ns.timeout, device=ns.device,
+                             console=console())
         except (LookupError, ValueError) as e:
             raise CliError(_message(e)) from None
     if ns.names:

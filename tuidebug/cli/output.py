@@ -21,7 +21,15 @@ def note(msg: str) -> None:
 
 
 def console() -> Any:
-    """A rich console on stdout (imported when a command prints a table)."""
-    from rich.console import Console
+    """A rich console on stdout (imported when a command prints a table): on a terminal it
+    wraps at the terminal's width; on a pipe or a file each thing printed is as wide as it needs
+    (``pipe_console``), unless ``COLUMNS`` names a width."""
+    import os
 
-    return Console()
+    if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit():
+        from rich.console import Console
+
+        return Console()
+    from tuidebug.cli.pipe_console import PipeConsole
+
+    return PipeConsole()

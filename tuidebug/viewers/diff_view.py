@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, RenderableType
 from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
@@ -336,5 +336,6 @@ def _code(diff: str, title: str, max_lines: int) -> RenderableType:
 def render_diff(d: dict[str, Any], console: Console | None = None, *, code: bool = True,
                 unchanged: bool = False, max_code_lines: int = 120) -> None:
     console = console or Console()
-    console.print(Group(*diff_renderables(d, code=code, unchanged=unchanged,
-                                          max_code_lines=max_code_lines)))
+    for part in diff_renderables(d, code=code, unchanged=unchanged,
+                                 max_code_lines=max_code_lines):
+        console.print(part)  # each its own width on a pipe (cli/pipe_console.py)

@@ -1,0 +1,71 @@
+"""What a command prints into a pipe or a file (``tuidebug info TRACE > out``, ``| grep``): no line
+wrapped at 80 columns. Before, rich wrapped a pipe's output at 80: a location
+(``modeling_utils.py:4761``) came out as ``…:476`` over ``1``, a table cut its cells with ``…``,
+and grep or a copy missed them. On a terminal (or with ``COLUMNS``) rich wraps as before."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import ROOT, pythonpath
+from tuidebug.cli.pipe_console import PIPE_WIDTH
+
+
+def piped(tmp_path: Path, *args: str, columns: str | None = None) -> str:
+    """``tuidebug ARGS > file`` with no terminal anywhere (stdin too: rich takes a terminal's
+    width from stdin) and, unless given, no COLUMNS."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    env["PYTHONPATH"] = pythonpath()
+    if columns:
+        env["COLUMNS"] = columns
+    out = tmp_path / "out.txt"
+    with out.open("w") as f:
+        proc = subprocess.run([sys.executable, "-m", "tuidebug.cli", *args], stdout=f,
+                              stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                              cwd=ROOT, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return out.read_text()
+
+
+def test_info_into_a_file_keeps_each_line_whole(tmp_path: Path, graph_break_trace: Path) -> None:
+    s = json.loads(piped(tmp_path, "info", str(graph_break_trace), "--json"))
+    text = piped(tmp_path, "info", str(graph_break_trace))
+    lines = text.splitlines()
+    # the advice says where the break is: "… at graph_break.py:36", on the line of its reason
+    advice = s["advice"]["suggestions"]
+    assert any("graph_break.py:" in a["why"] for a in advice), advice
+    for a in advice:
+        assert any(ln.strip() == f"why: {a['why']}" for ln in lines), (a["why"], text)
+        assert any(ln.startswith(f"· {a['text']}") for ln in lines), (a["text"], text)
+    # each compile's row holds its function's whole name (a resume function's is long)
+    assert any(len(c["function"]) > 30 for c in s["compiles"]), s["compiles"]
+    for c in s["compiles"]:
+        assert any(ln.split()[:2] == [c["id"], c["function"]] for ln in lines), (c, text)
+    # and each graph's row its every cell: the time uncut ("5.47 s", not "5.47…")
+    assert s["graphs"]
+    for g in s["graphs"]:
+        row = next(ln for ln in lines if ln.split()[:1] == [g["id"]])
+        assert "…" not in row and row.rstrip().endswith("s"), row
+    assert max(map(len, lines)) > 80  # unwrapped, where rich had wrapped at 80
+    # the same with a width asked for: wrapped there, as a terminal of that width would be
+    narrow = piped(tmp_path, "info", str(graph_break_trace), columns="80").splitlines()
+    assert max(map(len, narrow)) <= 80 and len(narrow) > len(lines)
+
+
+def test_diff_into_a_file_draws_each_box_round_what_it_holds(tmp_path: Path, mlp_trace: Path,
+                                                             profiled_trace: Path) -> None:
+    """A panel fills the width it is given: each is laid out as wide as its own longest line,
+    not as the widest thing printed nor at PIPE_WIDTH."""
+    text = piped(tmp_path, "diff", str(mlp_trace), str(profiled_trace))
+    lines = text.splitlines()
+    top = next(i for i, ln in enumerate(lines) if ln.startswith("╭─ what changed"))
+    bottom = next(i for i in range(top, len(lines)) if lines[i].startswith("╰"))
+    findings = lines[top + 1:bottom]
+    assert findings and all(ln.startswith("│ • ") for ln in findings), findings
+    widest = max(len(ln.rstrip(" │")) for ln in findings)
+    assert len(lines[top]) == widest + 2 == len(lines[bottom])  # "…text │": one space, a border
+    assert max(map(len, lines)) < PIPE_WIDTH
