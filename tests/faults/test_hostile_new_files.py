@@ -246,7 +246,7 @@ def test_source_context_is_never_read_from_a_path_the_trace_names(tmp_path: Path
     """provenance.json naming /etc/passwd, and a file relative to the manifest's ``cwd``: the
     code screen's source view (``s``) showed them (under serve: the server's files)."""
     from tuidebug.trace.format.reader import Trace
-    from tuidebug.tui.screens.code import read_source
+    from tuidebug.tui.screens.code_docs import read_source
 
     case.note = "provenance naming /etc/passwd and a cwd-relative secret"
     outside = tmp_path / "outside"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.format.writer import TraceWriter
-from tuidebug.trace.queries.recompiles import suggestion
+from tuidebug.trace.queries.recompile_suggestion import suggestion
 from tuidebug.viewers.dynamic_view import dynamic_notes
 from tuidebug.trace.queries.summary import trace_summary
 

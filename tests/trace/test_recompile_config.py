@@ -23,7 +23,8 @@ from typing import Any
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.format.writer import TraceWriter
 from tuidebug.trace.queries.advice import recompile_advice
-from tuidebug.trace.queries.recompiles import explain_compile, suggestion
+from tuidebug.trace.queries.recompile_suggestion import suggestion
+from tuidebug.trace.queries.recompiles import explain_compile
 
 DEFAULTS = {"automatic_dynamic_shapes": True, "assume_static_by_default": True,
             "specialize_int": False, "specialize_float": False}

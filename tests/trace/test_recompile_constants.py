@@ -25,7 +25,9 @@ from pathlib import Path
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.format.writer import TraceWriter
 from tuidebug.trace.queries.advice import recompile_advice
-from tuidebug.trace.queries.recompiles import explain, guard_of, suggestion
+from tuidebug.trace.queries.failed_guard import guard_of
+from tuidebug.trace.queries.recompile_suggestion import suggestion
+from tuidebug.trace.queries.recompiles import explain
 from tuidebug.trace.queries.summary import trace_summary
 from tuidebug.viewers.dynamic_view import dynamic_notes
 

@@ -21,7 +21,8 @@ from typing import Any
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.format.writer import TraceWriter
 from tuidebug.trace.queries.advice import counts, recompile_advice
-from tuidebug.trace.queries.recompiles import explain, suggestion
+from tuidebug.trace.queries.recompile_suggestion import suggestion
+from tuidebug.trace.queries.recompiles import explain
 from tuidebug.trace.queries.summary import trace_summary
 from tuidebug.viewers.dynamic_view import dynamic_notes
 

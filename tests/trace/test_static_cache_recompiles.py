@@ -180,7 +180,7 @@ def test_without_guards_recorded_the_flag_stays_offered(tmp_path: Path) -> None:
 def test_info_and_advise_give_one_answer_for_a_positional_input(tmp_path: Path) -> None:
     """A DataLoader's smaller last batch on torch.compile(nn.Sequential(...)): info said
     maybe_mark_dynamic(t, 0) on args[0] while advise offered dynamic_sources; both now ask
-    recompiles.is_passed and both say maybe_mark_dynamic."""
+    recompile_suggestion.is_passed and both say maybe_mark_dynamic."""
     reason = "0/0: tensor 'args[0]' size mismatch at index 0. expected 4, actual 2"
     t = _trace(tmp_path / "t", {"0/1": [reason]},
                {"0/0": [], "0/1": [_sym("L['args'][0].size()[0]", 2)]})
@@ -196,7 +196,7 @@ def test_info_and_advise_give_one_answer_for_a_positional_input(tmp_path: Path) 
 
 def test_a_change_beside_drops_only_the_mark() -> None:
     """What else changed takes away the mark, not what else is true of the input."""
-    from tuidebug.trace.queries.recompiles import suggestion
+    from tuidebug.trace.queries.recompile_suggestion import suggestion
 
     stride = suggestion("tensor 'x' stride mismatch at index 0. expected 4, actual 1", {}, set(),
                         also=["L['n']"])[0]

@@ -390,7 +390,8 @@ async def test_down_through_the_kernels_shows_each_and_lays_nothing_out(
     the views' scrollbars stay as they are whatever the kernel (one whose code or provenance
     was wider or longer than the last showed a scrollbar or hid one: a layout of the whole
     screen, a quarter of such a key's time on the 24-layer trace)."""
-    from tuidebug.tui.screens.code import CodeScreen, read_code
+    from tuidebug.tui.screens.code import CodeScreen
+    from tuidebug.tui.screens.code_docs import read_code
     from tuidebug.tui.widgets.highlight import Highlighted
     from tuidebug.tui.widgets.lists import PickList
     from tuidebug.tui.widgets.textview import TextView

@@ -17,7 +17,7 @@ from tuidebug.trace.format.graph import Graph, node_line
 from tuidebug.trace.format.reader import GraphRecord, StageInfo, Trace
 from tuidebug.trace.queries.dynamic import guard_counts
 from tuidebug.trace.queries.graph_breaks import dynamo_message
-from tuidebug.trace.queries.recompiles import reasons_of
+from tuidebug.trace.queries.failed_guard import reasons_of
 from tuidebug.trace.queries.stages import merge_removed, previous_snapshot, snapshot_at
 from tuidebug.trace.queries.summary import compile_place
 from tuidebug.viewers.summary_text import compile_cache

@@ -13,7 +13,7 @@ from typing import Any
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.attempts import first_attempt, restarts as restarted_attempts
 from tuidebug.trace.queries.resumes import resume_point
-from tuidebug.trace.queries.recompiles import reasons_of
+from tuidebug.trace.queries.failed_guard import reasons_of
 
 _WHERE_RE = re.compile(r"Graph break in user code at (.+?):(\d+)")
 

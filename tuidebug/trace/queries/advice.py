@@ -26,8 +26,9 @@ from tuidebug.trace.queries.graph_breaks import trace_breaks
 from tuidebug.trace.queries.marked_dynamic import input_name, marked_advice
 from tuidebug.trace.queries.mask_pins import pinned_to_one
 from tuidebug.trace.queries.recompile_constants import specialized_sources, symbolic_sources
-from tuidebug.trace.queries.recompiles import (CACHE_TENSOR, below_range_from_two,
-                                                compile_config, explain_compile, is_passed)
+from tuidebug.trace.queries.failed_guard import below_range_from_two
+from tuidebug.trace.queries.recompile_suggestion import CACHE_TENSOR, is_passed
+from tuidebug.trace.queries.recompiles import compile_config, explain_compile
 from tuidebug.trace.queries.static_kv import is_static
 
 

@@ -19,7 +19,7 @@ from tuidebug.trace.queries.attempts import final_attempt, held_shapes
 from tuidebug.trace.queries.recompile_constants import symbolic_sources
 
 # a dimension of an input the call passes itself (``L['x']``, ``L['kwargs']['input_ids']``,
-# ``L['args'][0]``): what a mark on the user's inputs covers (``recompiles.is_passed``). A
+# ``L['args'][0]``): what a mark on the user's inputs covers (``recompile_suggestion.is_passed``). A
 # tensor inside one (``L['kwargs']['batch']['attention_mask']``) is not: the mark the advice
 # offers never names it, and it would still recompile
 _INPUT_DIM = re.compile(r"^L\['(?:kwargs'\]\['[^'\]]+'\]|args'\]\[\d+\]|[A-Za-z_]\w*'\])"

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.dynamic import compile_dynamic, marked_sources
-from tuidebug.trace.queries.recompiles import held_as
+from tuidebug.trace.queries.held import held_as
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,6 @@ cursor on the user line that went wrong.
 from __future__ import annotations
 
 import threading
-
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 from rich.text import Text
@@ -26,154 +23,22 @@ from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from tuidebug.trace.queries import kernel_sizes, provenance, source_lines
-from tuidebug.trace.queries.numerics import GraphNumerics, KernelNumerics, NodeNumerics, \
-    graph_numerics
-from tuidebug.trace.format.reader import GraphRecord, Trace
-from tuidebug.viewers.numerics_view import kernel_mark, kernel_numerics_line, \
-    kernels_judged_mark
-from tuidebug.viewers.summary_text import launch_text
+from tuidebug.trace.format import safefile
+from tuidebug.trace.format.reader import GraphRecord
+from tuidebug.trace.queries import provenance
+from tuidebug.trace.queries.numerics import GraphNumerics, graph_numerics
+from tuidebug.viewers.numerics_view import kernels_judged_mark
 from tuidebug.tui import keymap
 from tuidebug.tui.messages import Read, ShowNode
 from tuidebug.tui.screens.base import TraceScreen
-from tuidebug.tui.widgets.lists import PickList, Row
+from tuidebug.tui.screens.code_docs import WRAPPER, CodeDoc, extern_call, read_code, read_source
+from tuidebug.tui.screens.kernel_lines import ProvenanceLines, kernel_prompt
+from tuidebug.tui.widgets.lists import PickList
 from tuidebug.tui.widgets.highlight import CHUNK, Highlighted
 from tuidebug.tui.widgets.textview import TextLines, TextView
-from tuidebug.trace.format import safefile
-from tuidebug.inert import inert_text
 
-WRAPPER = "__wrapper__"
 HIGHLIGHTED_KEPT = 16  # highlighted files kept per screen (a 16k-line wrapper: ~1 s to lex)
 QUICK_LINES = 1500  # lines lexed before a file is shown, at most (else: plain first)
-
-@dataclass
-class CodeDoc:
-    code: str | None
-    path: str  # decides the highlighter
-    cursor: int
-    title: str
-    highlighted: Highlighted | None = None  # highlighted: shown at once, painted once
-
-
-def read_code(g: GraphRecord, item: str, kernels: dict[str, provenance.KernelInfo]) -> CodeDoc:
-    """The wrapper, a kernel's file, or (an extern call) the wrapper at the call."""
-    if item == WRAPPER:
-        code = g.wrapper_code()
-        if code is None:
-            return CodeDoc(None, "", 0, "wrapper: not recorded (compilation stopped before "
-                                        "code generation)")
-        return CodeDoc(code, "wrapper.py", 0, f"wrapper.py  {code.count(chr(10))} lines")
-    k = kernels.get(item)
-    if k is None:
-        return CodeDoc(None, "", 0, f"{item}: unknown kernel")
-    if k.file:
-        code = g.code(k.file)
-        if code is None:
-            return CodeDoc(None, "", 0, f"{k.name}: {k.file} is missing from the trace")
-        sizes = kernel_sizes.sizes_text(kernel_sizes.symbolic_sizes(
-            code, k.kind, g.wrapper_code(), k.name))
-        return CodeDoc(code, k.file, 0,
-                       f"{k.file}  ({k.kind}, {code.count(chr(10))} lines)  sizes: {sizes}")
-    return extern_call(k, g.wrapper_code())
-
-
-def extern_call(k: provenance.KernelInfo, wrapper: str | None,
-                highlighted: Highlighted | None = None) -> CodeDoc:
-    """An extern call: the wrapper (``highlighted``, where its lines are made already) at the
-    call's line."""
-    if wrapper is None:
-        return CodeDoc(None, "", 0, f"{k.name}: extern call; the wrapper was not recorded")
-    line = max(0, (k.wrapper_line or 1) - 1)
-    return CodeDoc(wrapper, "wrapper.py", line, f"{k.name}: extern call, wrapper.py line {line + 1}",
-                   highlighted)
-
-
-def read_source(trace: Trace, path: str, line: int,
-                prefer: list[dict[str, Any]] | None = None) -> CodeDoc:
-    """The lines of ``path`` the trace captured (never the file at that path on this machine:
-    a trace names files of the machine it was made on, or any file it likes); ``prefer``: the
-    selected kernel's frames, whose code is shown at their lines."""
-    captured = source_lines.captured_source(trace, path, prefer or [])
-    text, where = captured.text()
-    if not text:
-        return CodeDoc(f"the trace captured no line of {path}\n", "", 0,
-                       f"source: {path}:{line}")
-    return CodeDoc(text, path, where.get(line, 0),
-                   f"source: {path}:{line}  ({len(captured.lines)} lines captured by the trace)")
-
-
-def kernel_prompt(k: provenance.KernelInfo, judged: KernelNumerics | None = None) -> Row:
-    """``cpp_fused_add_…norm_relu_2  cpp 140l``: a long name loses its middle (kernels of one
-    graph differ at the end: ``_0``, ``_1``…), its kind and size are kept — or, when the
-    numerics check judged it, its mark instead (``✗ first 0.31 vs 4.4e-08``)."""
-    if k.kind == "extern":
-        return Row(inert_text(k.name, "dim"), middle=True)
-    if judged is not None:  # the verdict is what a narrow list must keep (the title has the rest)
-        return Row(inert_text(k.name, "bold"), kernel_mark(judged), middle=True)
-    tail = Text(f"  {k.kind}" + (f" {k.lines}l" if k.lines else ""), style="dim")
-    return Row(inert_text(k.name, "bold"), tail, middle=True)
-
-
-class ProvenanceLines:
-    """The provenance panel: IR nodes, FX nodes and source lines of one kernel."""
-
-    def __init__(self, k: provenance.KernelInfo | None, judged: KernelNumerics | None = None,
-                 wrong: list[NodeNumerics] | None = None) -> None:
-        self.items: list[tuple[str, str, Text]] = []  # (kind, value, text)
-        self.wrong_line: int | None = None  # the first wrong buffer's user line (numerics)
-        if k is None:
-            self.items.append(("", "", Text("the wrapper calls every kernel below; "
-                                            "select a kernel to see where it came from", "dim")))
-            return
-        head = Text.assemble(inert_text(k.name, "bold"), (f"  {k.kind}", "dim"))
-        if k.ir_nodes:
-            head.append(f"   IR nodes: {', '.join(k.ir_nodes[:10])}", style="dim")
-            if len(k.ir_nodes) > 10:
-                head.append(f" +{len(k.ir_nodes) - 10}", style="dim")
-        self.items.append(("", "", head))
-        if judged is not None:
-            self.items.append(("", "", kernel_numerics_line(judged)))
-        for n in wrong or []:
-            src = n.source or {}
-            t = Text.assemble(("wrong   ", "bold red"), inert_text(n.node, "red"),
-                              inert_text(f"  compiled↔fp64 {n.err_compiled:.3g}, eager "
-                                         f"{n.err_eager:.3g}   " if n.err_compiled is not None
-                                         and n.err_eager is not None else "  "))
-            if src.get("file"):
-                t.append_text(inert_text(f"{Path(str(src.get('file'))).name}:{src.get('line')}  ",
-                                         "green"))
-                t.append_text(inert_text(str(src.get("code") or "").strip(), "italic"))
-                if self.wrong_line is None:
-                    self.wrong_line = len(self.items)
-                self.items.append(("source", f"{src.get('file')}\x00{src.get('line')}", t))
-            else:
-                self.items.append(("fx", n.node, t))
-        if k.launch:
-            self.items.append(("", "", Text.assemble(("launch  ", "bold cyan"),
-                                                     launch_text(k.launch))))
-        if k.original_aten:
-            self.items.append(("", "", Text("aten: " + ", ".join(k.original_aten), "dim")))
-        for s in k.source:
-            t = Text.assemble(("source  ", "bold green"),
-                              (f"{Path(str(s.get('file'))).name}:{s.get('line')}", "green"),
-                              f"  in {s.get('fn')}   ",
-                              (str(s.get("code") or "").strip(), "italic"))
-            self.items.append(("source", f"{s.get('file')}\x00{s.get('line')}", t))
-        if not k.source:
-            self.items.append(("", "", Text("source  no user source line recorded", "dim")))
-        for n in k.fx_nodes:
-            self.items.append(("fx", n, Text.assemble(("fx node ", "bold magenta"), n)))
-        if not k.fx_nodes:
-            self.items.append(("", "", Text("fx node none recorded", "dim")))
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def plain(self, i: int) -> str:
-        return self.items[i][2].plain
-
-    def rich(self, i: int) -> Text:
-        return self.items[i][2]
 
 
 class CodeScreen(TraceScreen):

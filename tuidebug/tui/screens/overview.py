@@ -23,7 +23,7 @@ from tuidebug.trace.format import schema
 from tuidebug.trace.format.reader import GraphRecord, Trace
 from tuidebug.trace.queries.dynamic import guard_counts
 from tuidebug.trace.queries.frames import skipped_frames
-from tuidebug.trace.queries.recompiles import reasons_of
+from tuidebug.trace.queries.failed_guard import reasons_of
 from tuidebug.trace.queries.verdict import format_duration
 from tuidebug.trace.queries.summary import (changed_passes, compile_place, cudagraphs_state,
                                             script_outcome, summary_status)
