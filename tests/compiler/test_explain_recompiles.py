@@ -62,6 +62,11 @@ def test_decode_loop_recompiles_are_explained_without_false_advice(decode_trace:
         called = rec["called_at"]
         assert (Path(called["file"]).name, called["line"]) == (SCRIPT.name, step), rec
         assert called["code"].startswith("out = step(input_ids=nxt,"), rec
+        # Dynamo compiled transformers' decorator wrapper (generic.py): the capture read the
+        # forward it wraps from the live frame
+        assert c["function"] == "wrapper", c
+        assert rec["wraps"]["function"] == "LlamaForCausalLM.forward", rec["wraps"]
+        assert Path(rec["wraps"]["file"]).name == "modeling_llama.py", rec["wraps"]
         if str(rec["failing_value"]) == "1":  # prefill -> decode: a size-1 specialization
             assert "input_ids" in rec["source"] and rec["source"] not in symbols, (rec, symbols)
             assert "sizes 0 and 1 are always specialized" in rec["suggestion"], rec
