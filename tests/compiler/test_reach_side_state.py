@@ -251,9 +251,20 @@ def _uncounted_on_rank(rank: int, store_file: str, out_dir: str) -> None:
     import torch.distributed as dist
 
     from tuidebug.compiler.capture.agreement import uncounted
+    from tuidebug.compiler.capture.counted_ranks import CountedRanks
     dist.init_process_group("gloo", init_method=f"file://{store_file}", rank=rank, world_size=2)
     try:
-        said = {"none": uncounted(None), "zero": uncounted(0), "some": uncounted(3)}
+        said = {"none": uncounted(None), "zero": uncounted(0), "some": uncounted(3),
+                "failed": uncounted(None, "installing the counter failed: OSError"),
+                "counted_anyway": uncounted(2, "installing the counter failed: OSError")}
+        words = CountedRanks()  # rank 1's counter failed: every rank reads that, from the store
+        words.say(None if rank == 0 else said["failed"])
+        said["why_not"] = words.why_not()
+        dist.barrier()  # both read before the words change
+        words = CountedRanks()  # every rank counts
+        words.say(None)
+        dist.barrier()
+        said["all_count"] = words.why_not()
     finally:
         dist.destroy_process_group()
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
@@ -265,18 +276,31 @@ def test_a_call_of_a_job_whose_collectives_are_not_counted_is_never_re_run(tmp_p
     """A process of a job of several ranks started without ``tuidebug trace --nproc-per-node``
     (``mp.spawn`` from a traced script) counts no collectives: whether a call talks to the
     other ranks is not known, so it is not timed (before: the ranks agreed in doubt, and a
-    call only rank 0 makes, its evaluation, left rank 0 waiting in the agreement). Real
-    processes, a real gloo group of two."""
+    call only rank 0 makes, its evaluation, left rank 0 waiting in the agreement). A rank
+    whose counter failed says so through the group's store, and every rank reads it
+    (``CountedRanks``: the others then time no call that talks to it). Real processes, a real
+    gloo group of two."""
     import json
 
     import torch.multiprocessing as mp
-    assert __import__("tuidebug.compiler.capture.agreement",
-                      fromlist=["uncounted"]).uncounted(None) is None  # one process: timed
+
+    from tuidebug.compiler.capture.agreement import NOT_LAUNCHED, uncounted, uncounted_said
+    assert uncounted(None) is None  # one process: timed
     mp.spawn(_uncounted_on_rank, args=(str(tmp_path / "store"), str(tmp_path)), nprocs=2)
     for rank in (0, 1):
         said = json.loads((tmp_path / f"rank{rank}.json").read_text())
         assert said["zero"] is None and said["some"] is None, said
-        assert said["none"] and "not counted" in said["none"], said
+        assert said["none"] == NOT_LAUNCHED, said
+        assert said["failed"] == "installing the counter failed: OSError", said
+        assert said["counted_anyway"] is None, said
+        assert said["why_not"].startswith(
+            "rank 1 does not count its collectives (installing the counter failed: OSError): a "
+            "rank that does not count times no call, so no rank re-runs one"), said
+        assert said["all_count"] is None, said
+    assert uncounted_said(NOT_LAUNCHED).startswith(
+        "this rank's collectives are not counted (the job was not started by tuidebug trace "
+        "--nproc-per-node N, which counts them), so whether the call talks to the other ranks "
+        "is not known")
 
 
 class _Recorded(dict):

@@ -42,6 +42,9 @@
          make its rounds and then agree, or rank 0 waits in rounds rank 1 left; then
          ``eager_sum``, whose all_reduce is eager after a graph break (no graph issues one) and
          which raises on rank 1 at its fourth call: the ranks must time it together all the same
+  counted  every rank compiles one function issuing a functional all_reduce, calls it three
+         times and prints each result (traced by the tests under a plain torchrun with ``--profile``, rank
+         1's collective counter made to fail: every rank must go on untimed, none waiting)
   hang   after compiling, rank 0 broadcasts then all-reduces, rank 1 the other way round: both
          wait forever (until ``--timeout`` ends the job)
   block  nothing compiled: rank 0 all-reduces, rank 1 sleeps (prints BLOCKED first): rank 0 waits
@@ -161,6 +164,18 @@ def budget(rank: int) -> None:
         return reduce_eagerly(torch.sin(x) * 2) + 1
 
     print(f"rank {rank}: eager {eager_sum(torch.ones(4)).sum().item():.4f}", flush=True)
+
+
+def counted(rank: int) -> None:
+    import torch.distributed._functional_collectives as funcol
+
+    @torch.compile
+    def reduce(x):
+        return funcol.all_reduce(torch.sin(x), "sum", dist.group.WORLD) * 2
+
+    for step in range(3):  # a loop: the rank goes on with its collectives after the first call
+        out = reduce(torch.full((4,), float(step)))
+        print(f"rank {rank}: counted {step} {out.sum().item():.4f}", flush=True)
 
 
 def ddp(rank: int) -> None:
@@ -336,6 +351,10 @@ def main() -> None:
 
     if mode == "collectives":
         collectives(rank)
+    if mode == "counted":
+        counted(rank)
+        _teardown()
+        return
     if mode == "budget":
         budget(rank)
         _teardown()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import pythonpath
-from tests.distributed.conftest import plain_job, trace_job
+from tests.distributed.conftest import SCRIPT, _env, plain_job, trace_job
 from tests.distributed.test_ranks import _cli, _info
 
 
@@ -182,3 +183,48 @@ def test_an_eager_collective_makes_the_ranks_time_the_call_together(
             for r in (0, 1)}
     assert "RuntimeError: rank 1 fails its fourth eager call" in said[1], said
     assert said[0].startswith("rank 1 could not time the call (a timed call of it raised)"), said
+
+
+@pytest.mark.slow
+def test_a_rank_that_cannot_count_its_collectives_leaves_no_rank_waiting(tmp_path: Path) -> None:
+    """Whether the ranks time a call together (``--profile``) is decided from the collectives
+    counted while the user's call ran. Rank 1's counter cannot be installed here (its progress
+    log's path is a directory: a disk error of that rank alone); rank 1 then timed nothing and
+    went on with its loop while rank 0, counting the call's all_reduce, entered the ranks'
+    agreement: rank 1's next all_reduce met it, and both waited forever. Now every rank says
+    whether it counts through the process group's own store, and no rank times a call that
+    talks to a rank that does not count: the job ends as untraced, and each rank's profile says
+    why its call was not timed. Run under the user's own torchrun (``tuidebug trace`` per rank,
+    as the launcher runs it), so that the job folder can hold the fault."""
+    plain = plain_job("counted")
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    lines = sorted(re.findall(r"rank \d: counted \d -?\d+\.\d+", plain.stdout))
+    assert len(lines) == 6, plain.stdout
+    job = tmp_path / "counted"
+    blocked = job / "job" / "rank_1.progress.jsonl"
+    blocked.mkdir(parents=True)  # rank 1's log cannot be opened for writing: its counter fails
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+           "2", "-m", "tuidebug.cli", "trace", "--profile", "3", "-o", str(job), str(SCRIPT),
+           "counted"]
+    child = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
+    try:
+        out, err = child.communicate(timeout=480)
+    except subprocess.TimeoutExpired:
+        child.terminate()  # torchrun ends its ranks (SIGTERM, then SIGKILL 30 s later)
+        try:
+            out, err = child.communicate(timeout=60)
+        finally:
+            if child.poll() is None:
+                os.killpg(child.pid, signal.SIGKILL)
+        pytest.fail(f"the job hung (a rank waited for one that does not count):\n{err[-3000:]}")
+    assert child.returncode == 0, err[-3000:]
+    assert sorted(re.findall(r"rank \d: counted \d -?\d+\.\d+", out)) == lines
+    said = {r: _calls(job, r)["counted.<locals>.reduce"].get("not_measured", "") for r in (0, 1)}
+    assert said[1].startswith("this rank's collectives are not counted (installing the counter "
+                              "failed: IsADirectoryError"), said
+    assert said[0].startswith("rank 1 does not count its collectives (installing the counter "
+                              "failed: IsADirectoryError"), said
+    warned = json.loads((job / "rank_1" / "manifest.json").read_text()).get("warnings", [])
+    assert any("this rank's collectives are not logged" in w for w in warned), warned
+    assert blocked.is_dir() and not any(blocked.iterdir())  # nothing written into the fault

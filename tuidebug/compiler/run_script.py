@@ -83,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as e:  # noqa: BLE001 - the rank runs on, its collectives not logged
             session.writer.warn(f"this rank's collectives are not logged to {ns.progress}: "
                                 f"{type(e).__name__}: {e}")
+            # nor counted: it times no call, and tells the other ranks (counted_ranks)
+            if session.collectives is None:
+                session.uncounted = f"installing the counter failed: {type(e).__name__}: {e}"
     try:
         return run_in_session(session, os.path.abspath(ns.script), ns.args,
                               json.loads(ns.overrides), own_exit=ns.own_exit,

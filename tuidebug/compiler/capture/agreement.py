@@ -30,7 +30,8 @@ def communicates(issued: int | None, issuing: bool, owner: Any) -> bool:
     Where nothing counted the call's collectives (``issued`` None) the caller does not time
     the call at all (``uncounted``): agreeing in doubt would leave a rank that alone makes a
     call (rank 0's evaluation) waiting for the others, and not agreeing would leave the others
-    waiting in the re-runs' collectives."""
+    waiting in the re-runs' collectives; nor do the others where such a rank is one of theirs
+    (``counted_ranks``: every rank's word, before they agree)."""
     if world_size() < 2:
         return False
     if issued is None or issued > 0 or issuing:
@@ -44,17 +45,25 @@ def communicates(issued: int | None, issuing: bool, owner: Any) -> bool:
     return any(issubclass(type(m), tuple(kinds)) for m in torch.nn.Module.modules(owner))
 
 
-def uncounted(issued: int | None) -> str | None:
-    """Why a call of a job of several ranks is not timed: this rank's collectives are not
-    counted (the job was not started by ``tuidebug trace --nproc-per-node``, which counts
-    them: the capture started in the script itself, or each rank traced on its own), so
-    whether the call talks to the other ranks is not known, and re-running it on this rank
-    could leave this rank or the others waiting. None where it may be timed."""
+NOT_LAUNCHED = "the job was not started by tuidebug trace --nproc-per-node N, which counts them"
+
+
+def uncounted(issued: int | None, failed: str | None = None) -> str | None:
+    """Why this rank's collectives are not counted, on a job of several ranks (``issued``
+    None): ``failed``, why its counter could not be installed, else ``NOT_LAUNCHED`` (the
+    capture started in the script itself, or each rank traced on its own). None where they are
+    counted, or in one process. Such a rank times no call (``uncounted_said``), and says so to
+    the others (``counted_ranks``)."""
     if issued is not None or world_size() < 2:
         return None
-    return ("this rank's collectives are not counted (the job was not started by tuidebug "
-            "trace --nproc-per-node N), so whether the call talks to the other ranks is not "
-            "known: re-running it here could leave this rank or the others waiting")
+    return failed or NOT_LAUNCHED
+
+
+def uncounted_said(cause: str) -> str:
+    """Why a call of a rank whose collectives are not counted (``cause``) is not timed."""
+    return (f"this rank's collectives are not counted ({cause}), so whether the call talks to "
+            "the other ranks is not known: re-running it here could leave this rank or the "
+            "others waiting")
 
 
 def world_size() -> int:

@@ -94,6 +94,7 @@ class CaptureSession:
         # a rank of a job: the collectives this process issued so far (RankProgress.issued);
         # None where nothing counts them
         self.collectives: Callable[[], int] | None = None
+        self.uncounted: str | None = None  # why not, where counting them failed
         self.concerns: list[Concern] = [c(self) for c in CONCERNS]
         self._patcher: compat.Patcher | None = None
         self._config: config.Changes | None = None  # compiler config changes in force

@@ -57,7 +57,8 @@ from tuidebug.compiler.capture.call_state import (
     written_state)
 from tuidebug.compiler.capture.collectives import Collectives
 from tuidebug.compiler.capture.agreement import (Agreement, Contained, communicates, uncounted,
-                                                 world_size)
+                                                 uncounted_said, world_size)
+from tuidebug.compiler.capture.counted_ranks import CountedRanks
 from tuidebug.compiler.capture.copy_budget import over_budget
 from tuidebug.compiler.capture.reach import reach
 from tuidebug.compiler.capture.side_state import (
@@ -80,6 +81,7 @@ class WholeCall(Concern):
         self.measured: "weakref.WeakSet[Any]" = weakref.WeakSet()  # compiled callables
         self.machine: fair_timing.Machine | None = None
         self._threads: Any = None
+        self.counted = CountedRanks()  # whether every rank of a job counts its collectives
 
     @property
     def prof(self) -> profile.Profile:
@@ -113,21 +115,17 @@ class WholeCall(Concern):
         name = type(owner).__name__ if owner is not None else getattr(
             call.eager, "__qualname__", str(call.eager))
         holders = state_holders(call.args, call.kwargs)
-        why = uncounted(call.collectives)
-        if why:  # a job of several ranks whose collectives are not counted: never re-run
-            self.prof.data.setdefault("calls", []).append({"callable": name, "not_measured": why})
-            self.session.guarded("the profile", self.prof.write)
-            return True
+        cause = uncounted(call.collectives, self.session.uncounted)
+        self.counted.say(cause)  # told the other ranks before any of them waits for it
+        if cause:  # a job of several ranks whose collectives are not counted: never re-run
+            return self._written({"callable": name, "not_measured": uncounted_said(cause)})
         if holders:  # re-running the call would change the program's own state: not timed
-            self.prof.data.setdefault("calls", []).append({
-                "callable": name, "not_measured": (
-                    f"{', '.join(holders)} hold{'s' if len(holders) == 1 else ''} tensors the "
-                    "call may change in place or replace (a KV cache advances or grows at "
-                    "each call): timing the call would re-run it hundreds of times on them, "
-                    "and the rest of the program would see the result; the graphs' own times "
-                    "are measured on copies")})
-            self.session.guarded("the profile", self.prof.write)
-            return True
+            return self._written({"callable": name, "not_measured": (
+                f"{', '.join(holders)} hold{'s' if len(holders) == 1 else ''} tensors the "
+                "call may change in place or replace (a KV cache advances or grows at "
+                "each call): timing the call would re-run it hundreds of times on them, "
+                "and the rest of the program would see the result; the graphs' own times "
+                "are measured on copies")})
         # the program's other tensors this call's graphs write (a global cache, an optimizer's
         # state): the graphs it ran, not every graph of the session
         tls = self.session.tls
@@ -137,6 +135,9 @@ class WholeCall(Concern):
         # of this rank's alone (the walk, the copies) can fail or stop short
         together = communicates(call.collectives, any(self.session.concern(
             Collectives).issues_collectives(g.graph_id) for g in ran), owner)
+        short = self.counted.why_not() if together else None  # a rank that times no call
+        if short:  # (it counts no collective) would leave the others waiting in the agreement
+            return self._written({"callable": name, "not_measured": short})
         agree = Agreement(together, compat.call_device(
             [*call.args, *call.kwargs.values(), *(owner.parameters() if owner is not None
                                                   else ())]))
@@ -170,7 +171,11 @@ class WholeCall(Concern):
                 self._unrestorable(side)  # in every path: timed, not, or raised
             accuracy._set_rng_state(rng)
             self.busy = False
-        self.prof.data.setdefault("calls", []).append(measured)
+        return self._written(measured)
+
+    def _written(self, entry: dict[str, Any]) -> bool:
+        """The call's entry in the profile (written now). True: measured once."""
+        self.prof.data.setdefault("calls", []).append(entry)
         self.session.guarded("the profile", self.prof.write)
         return True
 
@@ -201,10 +206,8 @@ class WholeCall(Concern):
             "what the call reaches was more than the walk looks at, or it had not the memory "
             "for copies of what the call writes")
         if short:
-            self.prof.data.setdefault("calls", []).append({
-                "callable": name, "not_measured": f"{short}; the graphs' own times are measured "
-                "on copies"})
-            self.session.guarded("the profile", self.prof.write)
+            self._written({"callable": name, "not_measured": f"{short}; the graphs' own times "
+                           "are measured on copies"})
             return None
         saved = buffers(owner)
         state = written_state(named)

@@ -15,7 +15,8 @@ events), ``inductor`` (config, caches, counters, autotune feedback, scheduler no
 call's clock marks, wall times, peak memory, peak bandwidth and FLOP/s), ``profiling`` (kernels
 and FX nodes run under torch.profiler), ``caches`` (graph-cache lookups and their keys' components), ``shapes``
 (symbols, guards, specializations, recompiled inputs), ``process`` (state a warm worker
-resets), ``distributed`` (collectives in a graph, process groups, DDPOptimizer buckets),
+resets), ``distributed`` (collectives in a graph, process groups, DDPOptimizer buckets, the
+default group's store),
 ``collective_calls`` (torch.distributed's collective calls as hook points: a rank's progress),
 ``compiled_collectives`` (the collective op overloads compiled code calls),
 ``frames`` (frames Dynamo skipped, and why), ``tryout`` (a suggestion applied to a script
@@ -77,7 +78,7 @@ from tuidebug.compiler.compat.process import (  # noqa: F401
 )
 from tuidebug.compiler.compat.distributed import (  # noqa: F401
     COLLECTIVE_NAMESPACES, DDP_COMPILE_FN, collective_nodes, process_group_info, this_rank,
-    ddp_buckets,
+    ddp_buckets, default_store,
 )
 from tuidebug.compiler.compat.shapes import (  # noqa: F401
     SHAPE_RECORDS, RECOMPILE_REASONS, shape_record, current_shape_env, shape_env_symbols,

@@ -8,6 +8,7 @@ from typing import Any, Iterator
 
 import torch
 
+from tuidebug.compiler.compat.lookup import NotAvailable
 from tuidebug.compiler.compat.process import is_op_overload
 
 # The op namespaces whose ops talk to other ranks (wait_tensor included: it completes one).
@@ -122,6 +123,17 @@ def this_rank() -> int | None:
         return dist.get_rank() if dist.is_available() and dist.is_initialized() else None
     except Exception:
         return None
+
+
+def default_store() -> Any:
+    """The store of the default process group, through which its ranks met (a TCPStore under
+    torchrun, the file of a FileStore): ``NotAvailable`` where this torch has no way to it."""
+    from torch.distributed import distributed_c10d as c10d
+
+    get = getattr(c10d, "_get_default_store", None)
+    if get is None:
+        raise NotAvailable("torch.distributed.distributed_c10d._get_default_store")
+    return get()
 
 
 def ddp_buckets(optimizer: Any) -> tuple[list[dict[str, Any]], int | None, int | None]:
