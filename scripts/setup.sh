@@ -6,6 +6,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+# pip quiet (-q): its warnings and errors only. A machine whose pip config names index folders
+# (file:///…/simple) that do not hold every package gets a warning per package looked up there
+# ("Location 'file:///opt/pypi/simple/torch/' is ignored: it is neither a file nor a
+# directory"), a screen of them before the demo: an install that succeeds leaves those out and
+# shows pip's other warnings; one that fails shows everything it said.
+pip_install() {
+  local log rc=0
+  log=$(mktemp)
+  .venv/bin/python -m pip install -q --disable-pip-version-check "$@" 2>"$log" || rc=$?
+  if [ "$rc" = 0 ]; then
+    grep -v -E "^WARNING: Location '[^']*' is ignored: it is neither a file nor a directory\.?$" \
+      "$log" >&2 || true
+  else
+    cat "$log" >&2
+  fi
+  rm -f "$log"
+  return "$rc"
+}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
@@ -14,13 +32,13 @@ fi
 # (no other index is reached; other torch releases: scripts/test-torch.sh VERSION)
 TORCH_PIN=$(grep -E '^torch==' requirements-dev.txt)
 if ! .venv/bin/python -c "import torch, sys; sys.exit(torch.__version__ != '${TORCH_PIN#torch==}')" 2>/dev/null; then
-  .venv/bin/python -m pip install -q "$TORCH_PIN" || {
+  pip_install "$TORCH_PIN" || {
     echo "setup: $TORCH_PIN is not in this machine's wheels or package indexes" \
          "(pip config list shows them)" >&2
     exit 1
   }
 fi
-.venv/bin/python -m pip install -q -r requirements-dev.txt
+pip_install -r requirements-dev.txt
 # (setuptools' notes about editable installs go to the log, shown only if the install fails)
 log=$(mktemp)
 .venv/bin/python -m pip install -q --no-deps -e . >"$log" 2>&1 || { cat "$log" >&2; rm -f "$log"; exit 1; }
