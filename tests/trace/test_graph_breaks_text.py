@@ -505,6 +505,40 @@ def test_only_a_break_in_ddps_code_loses_its_advice(tmp_path: Path) -> None:
     assert kept == [[], ["break at train.py:36"], ["break at train.py:36"]], kept
 
 
+def test_a_break_in_fsdp2s_hook_is_no_call_of_yours_to_move(tmp_path: Path) -> None:
+    """``torch.compile`` of a ``fully_shard``-ed model (torch 2.13, gloo): FSDP2 wraps its hooks
+    in ``torch._dynamo.disable`` (_fsdp_common.py), so the model's call breaks there whatever
+    the user's code. advise said "call it outside the compiled function … why: Attempted to
+    call function marked as skipped at fsdp2_train.py:31" — the user's ``cm(x)``, which no
+    move makes compiled. Like a break in DDP's forward, it keeps no advice of a change."""
+    from tuidebug.trace.queries.advice import suggestions
+
+    torch_dir = "/venv/lib/python3.11/site-packages/torch"
+    site = f"{torch_dir}/distributed/fsdp/_fully_shard/_fsdp_common.py"
+    reason = (f"Graph break in user code at {site}:30\n"
+              "Graph Break Reason: Encountered graph break when attempting to trace "
+              "CALL_FUNCTION_EX: a variadic function call, e.g. f(*args):\n\n"
+              "Attempted to call function marked as skipped\n  Explanation: Dynamo developers "
+              "have intentionally marked that the function `disable` in file "
+              f"`{torch_dir}/_dynamo/decorators.py` should not be traced.\n  Hint: Avoid "
+              "calling the function `disable`.\n\nUser code traceback:\n"
+              '  File "/job/fsdp2_train.py", line 31, in main\n'
+              "    loss = cm(x).pow(2).mean()\n"
+              f'  File "{torch_dir}/nn/modules/module.py", line 1811, in inner\n'
+              "    args_kwargs_result = hook(self, args, kwargs)\n"
+              f'  File "{site}", line 30, in wrapper\n'
+              "    return torch._dynamo.disable(\n")
+    w = TraceWriter(tmp_path / "t", command=["fsdp2_train.py"])
+    w.write_compile("0/0", {"graphs": [], "dynamo_graph_break_reason": [reason],
+                            "metrics": {"co_name": "inner", "co_firstlineno": 67,
+                                        "co_filename": f"{torch_dir}/_dynamo/external_utils.py"}})
+    w.add_compile("0/0", {"graphs": []})
+    w.finish("ok")
+    [b] = trace_breaks(Trace(tmp_path / "t"))["0/0"]
+    assert b.user_line.line == 31 and b.site.file == site and b.advice, b
+    assert [a.id for a in suggestions(Trace(tmp_path / "t"))] == []
+
+
 def test_a_graph_break_torch_calls_itself_is_no_call_of_yours_to_remove(tmp_path: Path) -> None:
     """``torch.compile`` of a function calling ``opt.step()`` (AdamW, an LR scheduler; torch
     2.13's words): torch's optimizer calls ``torch._dynamo.graph_break()`` around every step

@@ -37,14 +37,18 @@ def break_advice(trace: Trace) -> list[Suggestion]:
                 if at not in s.why:
                     out[knob] = Suggestion(s.id, s.text, f"{s.why}; {at}", s.about, s.apply)
             elif b.advice and b.user_line and is_own(b.user_line.file) and not b.torchs_own \
-                    and not (b.site and _DDP in b.site.file.replace("\\", "/")):
-                # the user's line, and the break not in DDP's own code (its forward logs
-                # through its C++ logger: no change of the user's makes that go) nor a
-                # graph_break() torch calls itself (around an optimizer step); a break in
-                # other torch code (torch/utils/checkpoint.py) keeps its advice
+                    and not (b.site and any(d in b.site.file.replace("\\", "/")
+                                            for d in _DATA_PARALLEL)):
+                # the user's line, and the break not in DDP's or FSDP's own code (DDP's
+                # forward logs through its C++ logger, FSDP2's hooks are disabled for Dynamo:
+                # no change of the user's makes that go) nor a graph_break() torch calls
+                # itself (around an optimizer step); a break in other torch code
+                # (torch/utils/checkpoint.py) keeps its advice
                 out.setdefault(f"break at {at}", Suggestion(f"break at {at}", b.advice, why,
                                                             "graph breaks", None))
     return list(out.values())
 
 
-_DDP = "/torch/nn/parallel/"  # DistributedDataParallel's forward
+# DistributedDataParallel's forward; FSDP's hooks (FSDP2 wraps each in torch._dynamo.disable,
+# _fsdp_common.py: a module's call breaks there, whatever the user's code)
+_DATA_PARALLEL = ("/torch/nn/parallel/", "/torch/distributed/fsdp/")
