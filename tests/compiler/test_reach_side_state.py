@@ -258,7 +258,7 @@ def _uncounted_on_rank(rank: int, store_file: str, out_dir: str) -> None:
                 "failed": uncounted(None, "installing the counter failed: OSError"),
                 "counted_anyway": uncounted(2, "installing the counter failed: OSError")}
         words = CountedRanks()  # rank 1's counter failed: every rank reads that, from the store
-        words.say(None if rank == 0 else said["failed"])
+        said["mine"] = words.mine(*((3, None) if rank == 0 else (None, said["failed"])))
         said["why_not"] = words.why_not()
         dist.barrier()  # both read before the words change
         words = CountedRanks()  # every rank counts
@@ -297,6 +297,9 @@ def test_a_call_of_a_job_whose_collectives_are_not_counted_is_never_re_run(tmp_p
             "rank 1 does not count its collectives (installing the counter failed: OSError): a "
             "rank that does not count times no call, so no rank re-runs one"), said
         assert said["all_count"] is None, said
+        assert (said["mine"] is None) if rank == 0 else said["mine"].startswith(
+            "this rank's collectives are not counted (installing the counter failed: OSError), "
+            "so whether the call talks to the other ranks is not known"), said
     assert uncounted_said(NOT_LAUNCHED).startswith(
         "this rank's collectives are not counted (the job was not started by tuidebug trace "
         "--nproc-per-node N, which counts them), so whether the call talks to the other ranks "

@@ -14,19 +14,27 @@ from __future__ import annotations
 from typing import Any
 
 from tuidebug.compiler import compat
-from tuidebug.compiler.capture.agreement import world_size
+from tuidebug.compiler.capture.agreement import uncounted, uncounted_said, world_size
 
 _KEY = "tuidebug/counts_collectives/"
 _COUNTS = "yes"
 
 
 class CountedRanks:
-    """This rank's word (``say``, at each call before anything is decided) and every rank's
+    """This rank's word (``mine``, at each call before anything is decided) and every rank's
     (``why_not``), read once per default group while every rank counts."""
 
     def __init__(self) -> None:
         self._said_to: Any = None  # the store this rank said its word to
         self._all_count: Any = None  # the store every rank said it counts to
+
+    def mine(self, issued: int | None, failed: str | None) -> str | None:
+        """Why this rank times no call (its collectives are not counted, on a job of several
+        ranks: ``agreement.uncounted`` of the call's count ``issued`` and of why its counter
+        ``failed``), said to the other ranks first; None where it may time the call."""
+        cause = uncounted(issued, failed)
+        self.say(cause)
+        return None if cause is None else uncounted_said(cause)
 
     def say(self, why: str | None) -> None:
         """This rank's word (``why`` it does not count: ``agreement.uncounted``; None: it

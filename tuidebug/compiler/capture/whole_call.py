@@ -56,8 +56,7 @@ from tuidebug.compiler.capture.call_state import (
     Rewound, buffers, leaf, program_tensors, raised_again, restore, rewound, state_holders,
     written_state)
 from tuidebug.compiler.capture.collectives import Collectives
-from tuidebug.compiler.capture.agreement import (Agreement, Contained, communicates, uncounted,
-                                                 uncounted_said, world_size)
+from tuidebug.compiler.capture.agreement import Agreement, Contained, communicates, world_size
 from tuidebug.compiler.capture.counted_ranks import CountedRanks
 from tuidebug.compiler.capture.copy_budget import over_budget
 from tuidebug.compiler.capture.reach import reach
@@ -115,10 +114,9 @@ class WholeCall(Concern):
         name = type(owner).__name__ if owner is not None else getattr(
             call.eager, "__qualname__", str(call.eager))
         holders = state_holders(call.args, call.kwargs)
-        cause = uncounted(call.collectives, self.session.uncounted)
-        self.counted.say(cause)  # told the other ranks before any of them waits for it
-        if cause:  # a job of several ranks whose collectives are not counted: never re-run
-            return self._written({"callable": name, "not_measured": uncounted_said(cause)})
+        why = self.counted.mine(call.collectives, self.session.uncounted)  # told to every rank
+        if why:  # a job of several ranks whose collectives are not counted: never re-run
+            return self._written({"callable": name, "not_measured": why})
         if holders:  # re-running the call would change the program's own state: not timed
             return self._written({"callable": name, "not_measured": (
                 f"{', '.join(holders)} hold{'s' if len(holders) == 1 else ''} tensors the "
