@@ -215,16 +215,21 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
         # size where the one before held 0 or 1, else the one before
         serving = (wider[-1].get("compile") if str(rec.get("expected")) in ("0", "1") and wider
                    else rec.get("previous"))
-        also = (unmarked_changes(trace, cid, rec.get("previous"), rec.get("source"))
-                + held_differently(trace.compiles, serving, cid))
+        symbols_too = unmarked_changes(trace, cid, rec.get("previous"), rec.get("source"))
+        constants = held_differently(trace.compiles, serving, cid)
+        also = symbols_too + constants
         why = (f"{cid}: dimension {index} of {shown} changed ({expected} → {actual})"
                + ("; this compile made it dynamic (automatic dynamic), a compile more than "
                   "needed" if symbolic else "; this compile did not make it dynamic")
-               + (f"; the same call changed {said_changes(also)} too, which dynamic=True holds as "
-                  "symbols as well" if also else ""))
-        out.setdefault("dynamic=True", Suggestion(
-            "dynamic=True", "compile with torch.compile(..., dynamic=True)", why, "recompiles",
-            Apply(compile_kwargs={"dynamic": True})))
+               + (f"; the same call changed {said_changes(symbols_too)} too, which dynamic=True "
+                  "holds as symbols as well" if symbols_too else "")
+               + (f"; {serving} holds {said_changes(constants)} at another value than this "
+                  "call (a constant of the compile, which no dynamic size changes)"
+                  if constants else ""))
+        if _may_serve(trace, cid, rec):
+            out.setdefault("dynamic=True", Suggestion(
+                "dynamic=True", "compile with torch.compile(..., dynamic=True)", why,
+                "recompiles", Apply(compile_kwargs={"dynamic": True})))
         if also and static and any(a.endswith(".max_cache_len") for a in also):
             # a new StaticCache of another length with each prompt: one length for all
             out.setdefault("one max_cache_len", one_length(why))
@@ -262,6 +267,21 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
             cache = cache_advice(name, index, why, grows, static)
             out.setdefault(cache.id, cache)
     return list(out.values())
+
+
+def _may_serve(trace: Trace, cid: str, rec: dict[str, Any]) -> bool:
+    """Whether a compile dynamic=True could let serve recompile ``cid``'s call: one that held
+    the size at a value other than 0 or 1 (the one before, or an earlier one whose guard on it
+    failed too) and whose guards hold no input at another value than the call (a StaticCache
+    reset between prompts: the first prompt's compile was made for a fresh cache,
+    ``is_initialized == False``, the next prompt's is filled; the decode step's held the
+    length 1. Measured on a tiny Llama: 3 compiles → 3 with dynamic=True). Where guards are
+    not recorded, nothing is held against it."""
+    held = [str(w.get("compile")) for w in rec.get("wider") or []
+            if isinstance(w, dict) and w.get("compile")]
+    if rec.get("previous") and str(rec.get("expected")) not in ("0", "1"):
+        held.append(str(rec["previous"]))
+    return any(not held_differently(trace.compiles, c, cid) for c in held)
 
 
 def _static_cache(trace: Trace, cid: str, prev: Any) -> bool:

@@ -26,7 +26,8 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                specialized: dict[str, Specialized] | None = None,
                wider: list[tuple[str, str]] | None = None, frame: Frame | None = None,
                called: Any = None, static_cache: bool = False,
-               also: list[str] | None = None) -> tuple[str, str | None, Any, Any]:
+               also: list[str] | None = None, held_other: list[str] | None = None
+               ) -> tuple[str, str | None, Any, Any]:
     """What would avoid a recompile whose failed guard says ``text``: (suggestion, the input
     source it is about, the value it expected, the value that failed it). ``symbolic_sources``:
     the sources this compile holds as symbols, those it specialized again left out (None: not
@@ -42,7 +43,10 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
     ``static_cache``: the compile held transformers' static KV cache (``static_kv``): a change
     of its length is a cache of another ``max_cache_len``, never "use a static KV cache".
     ``also``: the values the call changed too that a mark on the user's inputs cannot cover
-    (``changed_with.unmarked_changes``): marking the input is then not offered."""
+    (``changed_with.unmarked_changes``): marking the input is then not offered. ``held_other``
+    (of ``also``): the constants the compile a dynamic size would let serve the call holds at
+    another value (``changed_with.held_differently``: a StaticCache reset between prompts,
+    ``is_initialized``): neither a mark nor dynamic=True lets it serve the call."""
     m = TENSOR.search(text)
     if m:
         name, index = m["name"], m["index"]
@@ -57,10 +61,17 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
         cache_fix = ("" if not cache else
                      f"; {static_kv.length_changed(name, m['expected'], m['actual'])}"
                      if static_cache else "; a static KV cache, whose length stays fixed, avoids it")
-        # what the call changed besides: a mark on this input does not cover it
-        beside = (f"; the same call changed {said(also)} too (new symbols of this compile), "
-                  f"which marking {shown!r} does not cover: a mark does not avoid this compile"
-                  if also else "")
+        # what the call changed besides: a mark on this input does not cover it; a constant
+        # the serving compile holds at another value, no dynamic size does
+        constants = [a for a in also or [] if a in (held_other or [])]
+        symbols_too = [a for a in also or [] if a not in constants]
+        beside = ((f"; the same call changed {said(symbols_too)} too (new symbols of this "
+                   f"compile), which marking {shown!r} does not cover: a mark does not avoid "
+                   "this compile" if symbols_too else "")
+                  + (f"; the compile that could serve this call holds {said(constants)} at "
+                     "another value (a constant of that compile, which no dynamic size "
+                     "changes): neither a mark nor torch.compile(dynamic=True) avoids this "
+                     "compile" if constants else ""))
         top = held is Held.YES
         mark = top and not also  # a mark on it may avoid this compile
         # said of an input not known to be the user's: not theirs, or not known
@@ -98,6 +109,17 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                       f"(a loop over it, say), so each size compiles once, and marking it "
                       f"dynamic or torch.compile(dynamic=True) does not change that"
                       + cache_fix)
+        elif m["expected"] in ("0", "1") and wider and constants:
+            # an earlier compile held another size, but other constants than this call's
+            other = ", ".join(f"{e} in {c}" for c, e in wider)
+            advice = (f"dimension {index} of {shown!r} was {m['expected']} in the compile before "
+                      f"and {other}, but a symbol for it in {wider[-1][0]} would not serve "
+                      f"{m['actual']}: {wider[-1][0]} holds {said(constants)} at another value "
+                      "than this call (a constant of the compile, which no dynamic size "
+                      "changes), so neither torch.compile(dynamic=True) nor marking it dynamic "
+                      "avoids this compile"
+                      + ("; this compile makes it dynamic (automatic dynamic), so later sizes "
+                         "reuse it" if symbolic else ""))
         elif m["expected"] in ("0", "1") and wider:
             # the compile before held 0 or 1, but an earlier one held another size: had that
             # one held it as a symbol (dynamic=True, the dimension marked), it could serve this
@@ -139,6 +161,7 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                     f"torch.compile(dynamic=True)" if mark else
                     static_kv.length_changed(name, m["expected"], m["actual"])
                     if cache and static_cache else
+                    f"no dynamic size avoids it{beside}" if constants else
                     f"to compile once, use torch.compile(dynamic=True){beside}" if top else
                     f"to stop it recompiling as it grows, use a static KV cache, whose length "
                     f"stays fixed, or torch.compile(dynamic=True) ({theirs}); "

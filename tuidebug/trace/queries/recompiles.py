@@ -119,12 +119,13 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
     # the compiled frame, or the function it wraps (a model's forward under transformers'
     # decorators), as the capture recorded it
     frame = wrapped(frame_in(metrics, finished.get("metrics")), recorded.get("wraps"))
-    also = (also or []) + held_differently(compiles, serving, cid)
+    other = held_differently(compiles, serving, cid)
+    also = (also or []) + other
     advice, source, expected, actual = suggestion(
         text, config, symbolic, resumed, seen, specialized_sources(held),
         wider, frame, recorded.get("called_at"),
         static_kv.is_static(detail, (held, shapes))
-        or static_kv.is_static(compiles.get(prev or "") or {}, ()), also
+        or static_kv.is_static(compiles.get(prev or "") or {}, ()), also, other
     ) if text else ("", None, None, None)
     values = recorded.get("values") if isinstance(recorded.get("values"), dict) else {}
     failing = values.get(source) if source else None
