@@ -78,3 +78,20 @@ def test_transformers_can_return_tuple_wrapper_resolves_to_the_models_forward() 
     w = wrapped_of(frame)
     assert w is not None and w["qualname"].endswith("TinyLM.forward"), w
     assert w["args"] == ["input_ids", "past_key_values"] and w["passed_from"] == 0, w
+
+
+def test_an_instance_whose_class_lookup_raises_costs_nothing() -> None:
+    """A descriptor on the class that raises on any attribute read (the user's objects are
+    looked through at a recompile): no record of what it wraps, and no error."""
+    class Hostile:
+        def __getattribute__(self, name: str) -> Any:
+            raise RuntimeError("no")
+
+    class M:
+        trap = Hostile()
+
+        @_deco_self
+        def forward(self, x: Any) -> Any:
+            return sys._getframe(1)
+
+    assert wrapped_of(M().forward(1)) is None

@@ -40,6 +40,15 @@ def _closed_over(code: Any, f_locals: Any) -> Any:
 
 
 def wrapped_of(frame: Any) -> dict[str, Any] | None:
+    """``_wrapped_of``, never raising: an object of the user's whose attribute lookup raises
+    must not cost the recompile's record (its reasons, values and call site) this is part of."""
+    try:
+        return _wrapped_of(frame)
+    except Exception:  # noqa: BLE001 (the user's objects, looked at: anything may raise)
+        return None
+
+
+def _wrapped_of(frame: Any) -> dict[str, Any] | None:
     """What the compiled ``frame`` wraps: ``{file, line, fn, qualname, args, passed_from}`` of
     the innermost function its ``__wrapped__`` chain names (``args``: that function's
     parameters as the frame's ``*args`` holds them; ``passed_from``: the index there of the
