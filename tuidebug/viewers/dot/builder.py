@@ -12,8 +12,12 @@ from tuidebug.trace.format.graph import Graph
 from tuidebug.viewers.dot.collapse import (absorb_into_kernels, backward_nodes, count_boxes,
                                           infer_modules, looks_joint, module_levels,
                                           plan_collapse, truncate_module, visible_nodes)
+from tuidebug.trace.format.graph import node_line
+from tuidebug.viewers.dot.alike import FOREACH_NOTE
+from tuidebug.viewers.dot.alike import (AlikeDrawing, alike_drawing, alike_label, family_note,
+                                        family_title, input_role)
 from tuidebug.viewers.dot.groups import NOTE as DERIVED_NOTE
-from tuidebug.viewers.dot.groups import derived_groups
+from tuidebug.viewers.dot.groups import derived_groups, pieces
 from tuidebug.viewers.dot.labels import (clip, group_label, group_status, node_label, node_tooltip,
                                         safe_id)
 from tuidebug.viewers.dot.options import DotOptions, DotResult, Item, Overlay
@@ -39,6 +43,7 @@ class _Builder:
         self.phase = {n.name: ("backward" if n.name in bwd else "forward") for n in self.nodes} \
             if bwd else {}
         self.kernels_collapsed = False
+        self.alike: AlikeDrawing | None = None  # an optimizer's alike chains, drawn once
         self.depth: int | None = None
         self.items: dict[str, Item] = {}
         self.item_of: dict[str, str] = {}
@@ -67,8 +72,13 @@ class _Builder:
         group_mod = infer_modules(self.graph, ov.module_hints)
         derived = not group_mod  # no node has a module path: group by chains of ops instead
         if derived:
-            group_mod = derived_groups(self.graph)
-        group_mod = {k: v for k, v in group_mod.items() if k in self.names}
+            split = pieces(self.graph)
+            group_mod = derived_groups(self.graph, split)
+            if opts.collapse and opts.depth is None and ov.kernel_of is None and ov.status is None:
+                self.alike = alike_drawing(self.graph, split)  # repeated chains drawn once
+        alike = {k: v for k, v in self.alike.key_of.items() if k in self.names} if self.alike else {}
+        group_mod = {k: v for k, v in group_mod.items() if k in self.names and k not in alike}
+        fixed.update((n, "a:" + k) for n, k in alike.items())  # boxes already, as kernels are
         diff = ov.status is not None
         status = ov.status or {}
         # boxes never mix forward with backward, nor (in a diff) added, removed and changed nodes
@@ -93,7 +103,11 @@ class _Builder:
         module_type = {n.module: n.module_type for n in self.nodes if n.module}
         for pos, n in enumerate(self.nodes):
             phase = self.phase.get(n.name, "")
-            if n.name in fixed:
+            if n.name in alike:
+                key, kind = alike[n.name], "alike"
+                item_id = safe_id("@alike", key)
+                cont = self._container(phase, self._alike_cluster(key))
+            elif n.name in fixed:
                 key, kind = kernel_of[n.name], "kernel"
                 item_id = safe_id("@kernel", phase, key)
                 cont = self._container(phase)
@@ -129,11 +143,23 @@ class _Builder:
             self.notes.append(f"{boxes} {what} box{'es' if boxes != 1 else ''} ({what} depth {span}){fits}")
             if derived:
                 self.notes.append(DERIVED_NOTE)
+        if self.alike:
+            if self.alike.families:
+                self.notes.append(family_note(self.alike.families))
+            if self.alike.foreach:
+                self.notes.append(FOREACH_NOTE)
         if self.kernels_collapsed:
-            kernels = len({kernel_of[n] for n in fixed})
+            kernels = len({kernel_of[n] for n in fixed if n in kernel_of})
             self.notes.append("kernels collapsed to one box each" + (
                 f" ({kernels} kernel calls: over the {opts.budget}-node budget by themselves)"
                 if kernels > opts.budget else ""))
+
+    def _alike_cluster(self, key: str) -> tuple[tuple[str, str, str], ...]:
+        """The cluster around a family's nodes drawn once (none for a one-node piece)."""
+        i = self.alike.family_of.get(key) if self.alike else None
+        if i is None or len(self.alike.families[i].slots) < 3 or "." not in key:
+            return ()
+        return ((f"cluster_alike{i}", family_title(self.graph, self.alike.families[i]), "module"),)
 
     def _kernel_cluster(self, kernel: str) -> tuple[str, str, str]:
         """(cluster name, label, style) of a kernel: its name, and its launch under it."""
@@ -267,7 +293,7 @@ class _Builder:
         kinds: set[str] = set()
         for it in sorted(self.items.values(), key=lambda i: i.pos):
             attrs = self._item_attrs(it)
-            kinds.add(self._legend_kind(it))
+            kinds.update((self._legend_kind(it), it.kind))  # "alike": its ×N row as well
             stmts[it.container].append((it.id, attrs))
         stubs = self._stubs(stubbed, stmts)
         self._kernel_notes(stmts)
@@ -306,7 +332,7 @@ class _Builder:
         return [x for x in (self.phase.get(first, ""), st if st != "same" else "") if x]
 
     def _legend_kind(self, it: Item) -> str:
-        if it.kind == "node":
+        if it.kind in ("node", "alike"):
             return node_kind(it.members[0])
         return it.kind if it.kind == "module" else "kernel"
 
@@ -314,6 +340,8 @@ class _Builder:
         st = self.ov.status
         key = it.members[0].name if it.kind == "node" else it.key.split(":")[0]
         flag = self.ov.flag_label.get(key, "") if it.kind != "module" else ""
+        if it.kind == "alike":
+            return self._alike_attrs(it)
         if it.kind == "node":
             n = it.members[0]
             tip = node_tooltip(n)
@@ -341,6 +369,19 @@ class _Builder:
                 attrs["style"] = attrs["style"].replace("rounded,", "") + ",dashed"
         return attrs
 
+    def _alike_attrs(self, it: Item) -> dict[str, str]:
+        """A box of alike nodes: its nodes' own style with a double border, ``×count``."""
+        al = self.alike
+        count, fam = al.count.get(it.key, 1), al.family_of.get(it.key)
+        whole = al.families[fam] if fam is not None and "." not in it.key else None
+        rep = next((m for m in it.members if m.name == al.foreach.get(it.key)), it.members[0])
+        names = ", ".join(m.name for m in it.members[:12]) + (", …" if len(it.members) > 12 else "")
+        role = input_role(self.graph, rep.name, al.families[fam]) \
+            if rep.op == "placeholder" and fam is not None and not whole else ""
+        return dict(KIND_STYLE["module" if whole else node_kind(rep)], peripheries="2",
+                    label=alike_label(it.members, count, al.foreach.get(it.key, ""), whole, role),
+                    tooltip=f"{node_line(rep)}\n×{count}: {names}", id=f"alike:{it.key}")
+
     def _edge_attrs(self, a: str, b: str, pairs: list[tuple[str, str]]) -> dict[str, str]:
         attrs: dict[str, str] = {}
         if self.items[a].pos > self.items[b].pos:
@@ -350,7 +391,8 @@ class _Builder:
         tip = f"{pairs[0][0]} → {pairs[0][1]}" + (f": {meta}" if meta else "")
         if len(pairs) > 1:
             tip += f" (+{len(pairs) - 1} more)"
-            attrs["penwidth"] = str(min(4.0, 1 + len(pairs) / 4))
+            if "alike" not in (self.items[a].kind, self.items[b].kind):  # ×N: one edge, N times
+                attrs["penwidth"] = str(min(4.0, 1 + len(pairs) / 4))
         attrs["tooltip"] = tip
         st = self.ov.status
         if st is not None:

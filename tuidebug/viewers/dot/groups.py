@@ -4,37 +4,38 @@ dotted paths that the module collapse (``collapse.plan_collapse``) reads like mo
 
 from __future__ import annotations
 
-from tuidebug.trace.format.graph import Graph
+from dataclasses import dataclass
+
+from tuidebug.trace.format.graph import Graph, Node
 
 HUB_DEGREE = 16  # a node with more inputs or users than this joins chains (a foreach op, lr, step)
 BIG_PIECE = 64  # a piece of more nodes than this is split by op kind as well (one level deeper)
 NOTE = "no module paths: grouped by the input each chain of ops starts from, its shape and op kind"
 
 
-def _part(text: str) -> str:
-    """A path level: no dots (they split levels), never all digits (an index joins its parent)."""
-    text = text.replace(".", "_") or "_"
-    return "_" + text if text.isdigit() else text
+def is_foreach(n: Node) -> bool:
+    """A foreach op (``aten._foreach_mul.Scalar``): one node working on a list of tensors."""
+    return "._foreach_" in n.target or n.target.startswith("_foreach_")
 
 
-def _shape_name(shape: object) -> str:
-    if not isinstance(shape, list) or not shape:
-        return "scalars"
-    return "shape_" + "x".join(str(s) for s in shape)
+@dataclass
+class Pieces:
+    """A graph's connected pieces once its hubs (the output, foreach ops, nodes of more than
+    ``HUB_DEGREE`` inputs or users: a shared ``lr``) are taken out."""
+
+    hubs: set[str]
+    lead: dict[str, str]  # node -> the first node of its piece (a placeholder first)
+    members: dict[str, list[str]]  # lead -> the piece's nodes, in graph order
 
 
-def derived_groups(graph: Graph) -> dict[str, str]:
-    """Node -> ``shape.lead.op`` for every node but the output and the hubs, where ``lead`` is
-    the first input of the node's connected piece once hubs are taken out (a parameter's
-    update chain in an optimizer step: its param, grad and moments together), ``shape`` the
-    lead's shape (a parameter group) and ``op`` the node's op kind (only in pieces of more than
-    ``BIG_PIECE`` nodes: a short chain is one box). Collapsed at the deepest level that fits."""
+def pieces(graph: Graph) -> Pieces:
     names = {n.name for n in graph}
     degree: dict[str, int] = {n.name: 0 for n in graph}
     for n in graph:
         ins = [i for i in n.inputs if i in names]
         degree[n.name] = max(degree[n.name], len(ins), len([u for u in n.users if u in names]))
-    hub = {n.name for n in graph if n.op == "output" or degree[n.name] > HUB_DEGREE}
+    hub = {n.name for n in graph
+           if n.op == "output" or degree[n.name] > HUB_DEGREE or is_foreach(n)}
     parent = {n: n for n in names}
 
     def root(x: str) -> str:
@@ -51,21 +52,43 @@ def derived_groups(graph: Graph) -> dict[str, str]:
                 a, b = root(i), root(n.name)
                 if a != b:
                     parent[b] = a
-    lead: dict[str, str] = {}  # piece root -> the first node (placeholder first) of the piece
+    first: dict[str, str] = {}  # piece root -> its lead
     for n in sorted(graph, key=lambda n: n.op != "placeholder"):  # stable: graph order kept
         if n.name not in hub:
-            lead.setdefault(root(n.name), n.name)
-    size: dict[str, int] = {}
+            first.setdefault(root(n.name), n.name)
+    lead = {n.name: first[root(n.name)] for n in graph if n.name not in hub}
+    members: dict[str, list[str]] = {}
     for n in graph:
         if n.name not in hub:
-            size[root(n.name)] = size.get(root(n.name), 0) + 1
+            members.setdefault(lead[n.name], []).append(n.name)
+    return Pieces(hub, lead, members)
+
+
+def _part(text: str) -> str:
+    """A path level: no dots (they split levels), never all digits (an index joins its parent)."""
+    text = text.replace(".", "_") or "_"
+    return "_" + text if text.isdigit() else text
+
+
+def _shape_name(shape: object) -> str:
+    if not isinstance(shape, list) or not shape:
+        return "scalars"
+    return "shape_" + "x".join(str(s) for s in shape)
+
+
+def derived_groups(graph: Graph, split: Pieces | None = None) -> dict[str, str]:
+    """Node -> ``shape.lead.op`` for every node but the hubs, where ``lead`` is the first input
+    of the node's piece (a parameter's update chain in an optimizer step: its param, grad and
+    moments together), ``shape`` the lead's shape (a parameter group) and ``op`` the node's op
+    kind (only in pieces of more than ``BIG_PIECE`` nodes: a short chain is one box).
+    Collapsed at the deepest level that fits."""
+    split = split or pieces(graph)
     out: dict[str, str] = {}
-    for n in graph:
-        if n.name in hub:
-            continue
-        first = graph.get(lead[root(n.name)])
+    for name, lead in split.lead.items():
+        first = graph.get(lead)
         shape = _shape_name((first.tensor or {}).get("shape") if first else None)
-        out[n.name] = f"{shape}.{_part(first.name if first else n.name)}"
-        if size[root(n.name)] > BIG_PIECE:
-            out[n.name] += "." + _part(n.short_target)
+        out[name] = f"{shape}.{_part(lead)}"
+        if len(split.members[lead]) > BIG_PIECE:
+            n = graph.get(name)
+            out[name] += "." + _part(n.short_target if n else name)
     return out

@@ -73,12 +73,13 @@ def legend_label(kinds: Iterable[str], *, diff: bool, kernels: bool | Iterable[s
         "get_attr": "attribute read (cylinder)", "compute": "operator (rounded box)",
         "view": "view / reshape (dashed)", "inplace": "in-place op (bold red border)",
         "module": "collapsed nn.Module (node count)",
+        "alike": "that node of N alike chains (an optimizer's parameters), drawn once",
     }
     rows = ['<TR><TD COLSPAN="3"><B>legend</B></TD></TR>']
-    for k in ("placeholder", "output", "compute", "view", "inplace", "get_attr", "module"):
+    for k in ("placeholder", "output", "compute", "view", "inplace", "get_attr", "module", "alike"):
         if k in kinds:
-            s = KIND_STYLE[k]
-            label = {"inplace": "in-place", "module": "module box"}.get(k, k)
+            s = KIND_STYLE["compute" if k == "alike" else k]
+            label = {"inplace": "in-place", "module": "module box", "alike": "×N (double)"}.get(k, k)
             rows.append(_legend_row(label, s["fillcolor"], s["color"], notes[k]))
     drawn = {"kernel", "extern"} if kernels is True else set(kernels or ())  # styles drawn
     if "kernel" in drawn:

@@ -1,0 +1,190 @@
+"""Alike pieces of a graph without module paths: the chain an optimizer step repeats for every
+parameter (the same ops, wired the same way to each other and to the same shared inputs) is
+drawn once, each box standing for that node of every parameter (``×148``), and a foreach op is
+one box with the values it hands out (its ``getitem``s), instead of a wall of identical boxes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from tuidebug.trace.format.graph import Graph, Node, tensor_label
+from tuidebug.viewers.dot.groups import Pieces, is_foreach
+from tuidebug.viewers.dot.labels import clip, esc, ops_summary, target_text
+from tuidebug.viewers.dotescape import html_label
+
+MIN_ALIKE = 3  # pieces of one shape folded into one drawing when there are at least this many
+SLOT_BUDGET = 160  # more boxes than this for the alike pieces drawn once: one box per family
+FOREACH_NOTE = "a foreach op is one box with the values it hands out (getitem)"
+
+
+@dataclass
+class Alike:
+    """Pieces of one shape: ``slots[j]`` is the j-th node (in graph order) of every piece."""
+
+    leads: list[str]  # each piece's first input (an optimizer's parameter), in graph order
+    slots: list[list[str]]
+    updated: bool  # the lead is written in place: the pieces are parameters' updates
+    inputs: int = 1  # placeholders in each piece
+
+    @property
+    def what(self) -> str:
+        """``28 params`` (a parameter's update: it, its state and its gradient), ``12 tensors``
+        (one tensor written in place, a foreach op's output), ``12 alike chains``."""
+        n = len(self.leads)
+        if not self.updated:
+            return f"{n} alike chains"
+        return f"{n} params" if self.inputs > 1 else f"{n} tensors"
+
+
+@dataclass
+class AlikeDrawing:
+    """Which box each folded node goes to, and what each box stands for."""
+
+    families: list[Alike]
+    key_of: dict[str, str] = field(default_factory=dict)  # FX node -> box key
+    count: dict[str, int] = field(default_factory=dict)  # box key -> pieces (tensors) it stands for
+    family_of: dict[str, int] = field(default_factory=dict)  # box key -> its family's index
+    foreach: dict[str, str] = field(default_factory=dict)  # box key -> its foreach op
+
+    @staticmethod
+    def foreach_key(op: str) -> str:
+        return f"foreach:{op}"
+
+
+def _signature(graph: Graph, names: list[str], hubs: set[str]) -> tuple:
+    """A piece's shape: each node's op and target, its inputs as positions in the piece (or
+    the hub's name), and the hubs it feeds; placeholders by position only."""
+    local = {n: i for i, n in enumerate(names)}
+    sig = []
+    for name in names:
+        n = graph.get(name)
+        if n is None:
+            return (name,)
+        ins = tuple(local[i] if i in local else (i if i in hubs else "?") for i in n.inputs)
+        outs = tuple(sorted(u for u in n.users if u in hubs))
+        sig.append((n.op, "" if n.op == "placeholder" else n.target, ins, outs))
+    return tuple(sig)
+
+
+def _foreach_outputs(graph: Graph, split: Pieces) -> tuple[dict[str, int], dict[str, str]]:
+    """Each foreach op handing out at least ``MIN_ALIKE`` values (its ``getitem`` users) -> how
+    many; and each of those ``getitem``s alone in its piece -> its op (drawn in the op's box)."""
+    ops: dict[str, int] = {}
+    taken: dict[str, str] = {}
+    for hub in sorted(split.hubs):
+        n = graph.get(hub)
+        if n is None or not is_foreach(n):
+            continue
+        items = [u for u in n.users if (g := graph.get(u)) is not None and g.short_target == "getitem"]
+        if len(items) < MIN_ALIKE:
+            continue
+        ops[hub] = len(items)
+        taken.update((u, hub) for u in items if split.members.get(split.lead.get(u, "")) == [u])
+    return ops, taken
+
+
+def _updated(graph: Graph, names: list[str]) -> bool:
+    lead = names[0]
+    return any((n := graph.get(x)) is not None and n.is_inplace and n.inputs[:1] == [lead]
+               for x in names)
+
+
+def alike_drawing(graph: Graph, split: Pieces) -> AlikeDrawing | None:
+    """The folded drawing of ``graph``'s repeated pieces; None when nothing repeats
+    ``MIN_ALIKE`` times (and no foreach op hands out values)."""
+    ops, taken = _foreach_outputs(graph, split)
+    by_sig: dict[tuple, list[str]] = {}
+    for lead, names in split.members.items():
+        if lead not in taken:
+            by_sig.setdefault(_signature(graph, names, split.hubs), []).append(lead)
+    families = [Alike(leads, [list(s) for s in zip(*(split.members[x] for x in leads))],
+                      _updated(graph, split.members[leads[0]]),
+                      sum(1 for x in split.members[leads[0]] if (n := graph.get(x)) and n.op == "placeholder"))
+                for leads in by_sig.values() if len(leads) >= MIN_ALIKE]
+    if not families and not ops:
+        return None
+    out = AlikeDrawing(families)
+    for op, count in ops.items():
+        out.key_of[op] = out.foreach_key(op)
+        out.foreach[out.foreach_key(op)] = op
+        out.count[out.foreach_key(op)] = count
+    for item, op in taken.items():
+        out.key_of[item] = out.foreach_key(op)
+    whole = sum(len(f.slots) for f in families) > SLOT_BUDGET  # one box per family
+    for i, fam in enumerate(families):
+        for j, slot in enumerate(fam.slots):
+            key = f"alike{i}" if whole else f"alike{i}.{j}"
+            out.count[key] = len(fam.leads)
+            out.family_of[key] = i
+            for name in slot:
+                out.key_of[name] = key
+    return out
+
+
+def shapes_summary(nodes: Iterable[Node | None], k: int = 3) -> str:
+    """``f32[128, 128] ×96 · f32[128] ×48 · …``: the shapes of the values ``nodes`` hold."""
+    counts = Counter(tensor_label(n.tensor) for n in nodes if n is not None and n.tensor)
+    top = [f"{s} ×{c}" if len(counts) > 1 else s for s, c in counts.most_common(k)]
+    return " · ".join(top) + (" · …" if len(counts) > k else "")
+
+
+def family_note(families: list[Alike], k: int = 2) -> str:
+    """The title's line: ``148 params updated alike: their chain drawn once, each box ×148``."""
+    texts = Counter(f"{f.what} updated alike" if f.updated else f.what
+                    for f in sorted(families, key=lambda f: -len(f.leads) * len(f.slots)))
+    parts = [t if c == 1 else f"{t} ({c} kinds)" for t, c in list(texts.items())[:k]]
+    more = f" and {len(texts) - k} more" if len(texts) > k else ""
+    return ", ".join(parts) + more + ": each chain drawn once, a box ×N stands for that node of each"
+
+
+def family_title(graph: Graph, fam: Alike) -> str:
+    """A family's cluster label: how many pieces, how big each is, their leads' shapes."""
+    return (f"{fam.what} updated alike: {len(fam.slots)} nodes each, drawn once (×{len(fam.leads)})"
+            if fam.updated else
+            f"{fam.what}: {len(fam.slots)} nodes each, drawn once (×{len(fam.leads)})") + \
+        "\n" + shapes_summary(graph.get(x) for x in fam.leads)
+
+
+def alike_label(members: list[Node], count: int, foreach: str = "", family: Alike | None = None,
+                role: str = "") -> str:
+    """The label of a box of alike nodes: the op (an input: its ``role``) and ``×count``, the
+    shapes it covers; a foreach op with the values it hands out; a whole family (``family``:
+    drawn as one box when its nodes drawn once would be too many)."""
+    grey = '<FONT POINT-SIZE="8" COLOR="#555555">{}</FONT>'
+    if family is not None:
+        rows = [f"<B>{esc(family.what)}{' updated alike' if family.updated else ''}</B>",
+                f"{len(family.slots)} nodes each (×{count})", grey.format(esc(ops_summary(members)))]
+    elif foreach:
+        op = next((m for m in members if m.name == foreach), members[0])
+        rows = [f"<B>{esc(clip(target_text(op)))}</B>",
+                f"foreach over {count} tensor{'s' if count != 1 else ''}"]
+    else:
+        rep = members[0]
+        what = role or clip(target_text(rep))
+        rows = [f"<B>{esc(what)} ×{count}</B>"]
+        shapes = _shapes_row(members)
+        if shapes:
+            rows.append(grey.format(esc(shapes)))
+    return html_label("<BR/>".join(rows))
+
+
+def _shapes_row(members: list[Node]) -> str:
+    """One shape (``f32[]``: a step counter's scalar), else the dtypes and how many shapes."""
+    labels = {tensor_label(m.tensor) for m in members if m.tensor}
+    if len(labels) <= 1:
+        return labels.pop() if labels else ""
+    dtypes = sorted({str(m.tensor.get("dtype", "?")) for m in members if m.tensor})
+    shapes = {str(m.tensor.get("shape")) for m in members if m.tensor}
+    return f"{', '.join(dtypes)} · {len(shapes)} shapes"
+
+
+def input_role(graph: Graph, name: str, fam: Alike) -> str:
+    """What a family's input is: its parameter (the lead), state written in place, an input."""
+    if fam.updated and name in fam.leads:
+        return "param" if fam.inputs > 1 else "tensor (written)"
+    n = graph.get(name)
+    written = n is not None and any((u := graph.get(x)) is not None and u.is_inplace
+                                    and u.inputs[:1] == [name] for x in n.users)
+    return "state (written)" if written else "input"
