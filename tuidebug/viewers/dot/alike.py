@@ -172,12 +172,12 @@ def alike_label(members: list[Node], count: int, foreach: str = "", family: Alik
 
 def _shapes_row(members: list[Node]) -> str:
     """One shape (``f32[]``: a step counter's scalar), else the dtypes and how many shapes."""
-    labels = {tensor_label(m.tensor) for m in members if m.tensor}
-    if len(labels) <= 1:
-        return labels.pop() if labels else ""
-    dtypes = sorted({str(m.tensor.get("dtype", "?")) for m in members if m.tensor})
-    shapes = {str(m.tensor.get("shape")) for m in members if m.tensor}
-    return f"{', '.join(dtypes)} · {len(shapes)} shapes"
+    metas = {(str(m.tensor.get("dtype", "?")), str(m.tensor.get("shape"))): m.tensor
+             for m in members if m.tensor}
+    if len(metas) <= 1:
+        return tensor_label(metas.popitem()[1]) if metas else ""
+    dtypes = sorted({d for d, _ in metas})
+    return f"{', '.join(dtypes)} · {len({s for _, s in metas})} shapes"
 
 
 def input_role(graph: Graph, name: str, fam: Alike) -> str:

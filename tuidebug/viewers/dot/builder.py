@@ -44,6 +44,7 @@ class _Builder:
             if bwd else {}
         self.kernels_collapsed = False
         self.alike: AlikeDrawing | None = None  # an optimizer's alike chains, drawn once
+        self._titles: dict[int, str] = {}  # family -> its cluster's label
         self.depth: int | None = None
         self.items: dict[str, Item] = {}
         self.item_of: dict[str, str] = {}
@@ -101,6 +102,7 @@ class _Builder:
         depths = sorted({len(module_levels(k)) for k in mod_key.values()})
         self.depth = opts.depth if opts.depth is not None else (depths[0] if depths else None)
         module_type = {n.module: n.module_type for n in self.nodes if n.module}
+        computes: set[str] = set()  # items with a member other than an input
         for pos, n in enumerate(self.nodes):
             phase = self.phase.get(n.name, "")
             if n.name in alike:
@@ -127,9 +129,10 @@ class _Builder:
             item = self.items.get(item_id)
             if item is None:
                 item = self.items[item_id] = Item(item_id, kind, key, [], pos, cont)
-            elif item.members and all(m.op == "placeholder" for m in item.members) \
-                    and n.op != "placeholder":
+            elif item_id not in computes and n.op != "placeholder":
                 item.pos = pos  # a group sits where its computation starts, not its inputs
+            if n.op != "placeholder":
+                computes.add(item_id)
             item.members.append(n)
             self.item_of[n.name] = item_id
         self.module_type = module_type
@@ -159,7 +162,9 @@ class _Builder:
         i = self.alike.family_of.get(key) if self.alike else None
         if i is None or len(self.alike.families[i].slots) < 3 or "." not in key:
             return ()
-        return ((f"cluster_alike{i}", family_title(self.graph, self.alike.families[i]), "module"),)
+        if i not in self._titles:
+            self._titles[i] = family_title(self.graph, self.alike.families[i])
+        return ((f"cluster_alike{i}", self._titles[i], "module"),)
 
     def _kernel_cluster(self, kernel: str) -> tuple[str, str, str]:
         """(cluster name, label, style) of a kernel: its name, and its launch under it."""
