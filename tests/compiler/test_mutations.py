@@ -227,14 +227,14 @@ def test_an_ops_written_arguments_are_the_callers_own() -> None:
     assert compat.written_arguments(lambda t: t) is None
 
 
-class FloatBuffer(nn.Module):
-    """A float32 buffer made inside the graph and written by index: its float64 reference
-    fails (index_copy_ of float64 into float32), as transformers' static cache does."""
+class BitsView(nn.Module):
+    """A float32 input's bits read as int32 (a dtype fixed inside the graph): its float64
+    reference fails (a float64 has 8 bytes: its int32 view has twice the elements). A float32
+    buffer made inside the graph and written by index (transformers' static cache) failed so
+    too, until the reference kept the graph's narrower dtypes in float64."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        buf = x.new_zeros(6, dtype=torch.float32)
-        buf.index_copy_(0, torch.arange(x.shape[0]), x)
-        return buf * 2
+        return x + (x.view(torch.int32) & 1).float()
 
 
 def test_a_reference_that_fails_prints_nothing_to_the_users_stderr(capfd) -> None:
@@ -242,7 +242,7 @@ def test_a_reference_that_fails_prints_nothing_to_the_users_stderr(capfd) -> Non
     Module, line 90 …") before raising: the failed float64 reference of Qwen2's static cache
     showed two tracebacks in the output of a run that had no error. The reason is kept in the
     check's ``reference``; the user's stderr is as untraced."""
-    gm = fx.symbolic_trace(FloatBuffer())
+    gm = fx.symbolic_trace(BitsView())
     records: list[dict] = []
     accuracy.checked(gm, gm, records.append)(torch.ones(4))
     (r,) = records

@@ -246,6 +246,28 @@ def test_a_hugging_face_models_outputs_and_gradients_are_named(numerics_traces) 
     assert "logits float32 [1,8,64]" in said and "output 0" not in said, said
 
 
+@pytest.mark.slow
+def test_a_hugging_face_models_casts_are_kept_in_the_float64_reference(numerics_traces) -> None:
+    """Llama casts inside its forward (rotary's ``.float()``, RMSNorm's
+    ``.to(torch.float32)``, the loss's ``logits.float()``): run as it is on float64 inputs, the
+    "float64" reference computed from the first norm on in float32 and the loss came back
+    float32 — ``loss`` read "—", and every gradient was judged against float32 arithmetic. The
+    casts are kept in float64 and named; every output and gradient has a float64 reference."""
+    trace, rc, out = numerics_traces["hf"]
+    assert rc == 0, out[-3000:]
+    check = _check(trace)
+    kept = check["kept_in_float64"]
+    assert any(k.startswith("loss_utils.py:") and "logits.float()" in k for k in kept), kept
+    assert any(k.startswith("modeling_llama.py:") and "torch.float32" in k for k in kept), kept
+    label = (f"float64, the model's casts to a narrower float kept in float64: {kept[0]} and "
+             f"{len(kept) - 1} more")
+    assert check["reference"] == label and check["gradients"]["reference"] == label, check
+    judged = check["outputs"] + check["gradients"]["outputs"]
+    assert len(judged) > 10 and any(o["name"] == "loss" for o in judged), judged
+    for o in judged:
+        assert "no_fp64" not in o and o["err_eager"] > 0 and o["err_compiled"] > 0, o
+
+
 def _first(trace: Path) -> dict:
     summary = json.loads(subprocess.run(
         [sys.executable, "-m", "tuidebug.cli", "info", "--json", str(trace)], capture_output=True,

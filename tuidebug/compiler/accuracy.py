@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import torch
 
-from tuidebug.compiler import compat, gradients, judge, mutations
+from tuidebug.compiler import compat, gradients, judge, mutations, wide_reference
 from tuidebug.compiler.gradients import GradCall
 
 # names of the operators (functions, methods, ATen overload packets) that draw random numbers
@@ -89,19 +89,24 @@ def _quiet() -> Any:
     return quiet_thread()
 
 
-def _reference(eager: Callable[..., Any], inputs: list[Any], rng: tuple[Any, Any]) -> tuple[Any, str]:
-    """(the eager graph's outputs on ``inputs`` upcast to float64, "") or (None, why not)."""
+def _reference(eager: Callable[..., Any], inputs: list[Any], rng: tuple[Any, Any]
+               ) -> tuple[Any, str, wide_reference.Wide]:
+    """(the eager graph's outputs on ``inputs`` upcast to float64, its casts to narrower
+    floats kept in float64 (``wide_reference``), "", what that run met) or (None, why not, …)."""
+    met = wide_reference.Wide()
     if not any(isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex())
                for x in inputs):
-        return None, "no floating-point inputs"
+        return None, "no floating-point inputs", met
     try:
         _set_rng_state(rng)
         with torch.no_grad(), _quiet():
-            return eager(*[judge.upcast(x) for x in inputs]), ""
+            out, met = wide_reference.run(eager, [judge.upcast(x) for x in inputs])
+            return out, "", met
     except torch.cuda.OutOfMemoryError:
-        return None, "out of memory"
+        return None, "out of memory", met
     except Exception as e:  # an op without float64 support, a dtype fixed inside the graph
-        return None, f"{type(e).__name__}: {str(e).strip().splitlines()[0][:160] if str(e).strip() else ''}"
+        first = str(e).strip().splitlines()[0][:160] if str(e).strip() else ""
+        return None, f"{type(e).__name__}: {first}", met
 
 
 def compare(out: Any, ref: Any, eager: Callable[..., Any], inputs: list[Any],
@@ -115,12 +120,16 @@ def compare(out: Any, ref: Any, eager: Callable[..., Any], inputs: list[Any],
     call ran under autograd), the gradients judged too (``gradients``): the verdict is a match
     only when the outputs and the gradients are. ``restore`` puts the inputs the graph writes
     in place back to their state before the user's call, before each re-run."""
+    met = wide_reference.Wide()
     if random:
         fp64, why = None, "the graph draws random numbers; a float64 run may draw other ones"
     else:
-        fp64, why = _reference(eager, inputs, rng)
-    result = judge.judge(out, ref, fp64, tol, why)
-    result["reference"] = "float64" if fp64 is not None else f"eager only: {why}"
+        fp64, why, met = _reference(eager, inputs, rng)
+    result = judge.judge(out, ref, fp64, tol, why,
+                         wide_reference.output_notes(eager, met) if fp64 is not None else None)
+    result["reference"] = met.label() if fp64 is not None else f"eager only: {why}"
+    if fp64 is not None and met.kept:
+        result["kept_in_float64"] = met.kept[:20]
     names = names or gradients.graph_names(eager)
     _name_outputs(result, names.outputs)
     if grad is not None:

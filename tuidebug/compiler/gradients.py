@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import torch
 
-from tuidebug.compiler import compat, judge
+from tuidebug.compiler import compat, judge, wide_reference
 
 _SEED = 0
 _ASSIGNED = re.compile(r"^\s*([A-Za-z_][\w.]*(?:\[[^\]]*\])?)\s*(?::[^=]+)?=(?!=)")
@@ -153,6 +153,8 @@ def judge_gradients(grad: GradCall, eager: Any, inputs: list[Any], names: list[s
         return {"skipped": f"the eager graph's outputs requiring grad ({sum(used_e)}) are not "
                            f"the compiled graph's ({sum(used)})"}
     reference: list[Any] = [None] * len(compiled)
+    apart = [""] * len(compiled)  # why a gradient's float64 run is no float64 reference
+    met = wide_reference.Wide()
     why = no_reference
     if why:
         pass
@@ -163,17 +165,27 @@ def judge_gradients(grad: GradCall, eager: Any, inputs: list[Any], names: list[s
             wide = [judge.upcast(x).requires_grad_(True) if f and isinstance(x, torch.Tensor)
                     else judge.upcast(x) for x, f in zip(inputs, flags)]
             reset_rng()
-            reference, _, _ = _backward(lambda xs: eager(*xs), wide, flags, [],
+
+            def forward(xs: list[Any]) -> Any:
+                nonlocal met
+                out, met = wide_reference.run(eager, xs)
+                return out
+            reference, _, _ = _backward(forward, wide, flags, [],
                                         [judge.upcast(g) for g in seeds])
+            notes = wide_reference.input_notes(eager, met)
+            if len(notes) == len(flags):
+                apart = [n for n, f in zip(notes, flags) if f]
         except Exception as e:  # an op without float64 support, a dtype fixed inside the graph
             why = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:160] if str(e).strip() else ''}"
     entries = []
-    for name, c, e, r in zip(named, compiled, plain, reference):
+    for name, c, e, r, note in zip(named, compiled, plain, reference, apart):
         if c is None and e is None:
             continue
         c = torch.zeros_like(e) if c is None else c
         e = torch.zeros_like(c) if e is None else e
-        entry = judge.judge_output(c, e, r, tol, why)
+        entry = judge.judge_output(c, e, None if note else r, tol, note or why)
+        if note:
+            entry["no_fp64"] = note
         entries.append({"name": f"{name}.grad", **entry})
     bad = [o for o in entries if not o["ok"]]
     decided = bad[0] if bad else next((o for o in entries if o["rule"] != "allclose"),
@@ -181,5 +193,5 @@ def judge_gradients(grad: GradCall, eager: Any, inputs: list[Any], names: list[s
     return {"close": not bad, "rule": decided["rule"] if decided else "none",
             "max_abs": max((o["max_abs"] for o in entries), default=0.0),
             "max_rel": max((o["max_rel"] for o in entries), default=0.0),
-            "outputs": entries, "reference": "float64" if not why else f"eager only: {why}",
+            "outputs": entries, "reference": met.label() if not why else f"eager only: {why}",
             "detail": f"{decided['name']}: {decided['detail']}" if decided else "no gradients"}

@@ -174,10 +174,11 @@ def judge_output(actual, eager, fp64, tol=None, why_no_fp64=""):
     return entry
 
 
-def judge(actual, eager, fp64=None, tol=None, why_no_fp64=""):
+def judge(actual, eager, fp64=None, tol=None, why_no_fp64="", why_each=None):
     """The verdict on a graph's outputs: ``{"close", "rule", "outputs": [...], "max_abs",
     "max_rel"}``. ``fp64``: the outputs of the float64 re-run, or None (``why_no_fp64`` says
-    why); ``tol``: one tolerance for every output, else each dtype's default."""
+    why); ``tol``: one tolerance for every output, else each dtype's default; ``why_each``: per
+    output, why the float64 run's value is no float64 reference for it ("": it is)."""
     outs, worst_abs, worst_rel = [], 0.0, 0.0
     a_list, e_list = flatten_outputs(actual), flatten_outputs(eager)
     r_list = flatten_outputs(fp64) if fp64 is not None else [None] * len(a_list)
@@ -188,7 +189,11 @@ def judge(actual, eager, fp64=None, tol=None, why_no_fp64=""):
         if not (isinstance(a, torch.Tensor) and isinstance(e, torch.Tensor)):
             continue
         r = r_list[i] if i < len(r_list) else None
-        entry = {"index": i, **judge_output(a, e, r, tol, why_no_fp64)}
+        apart = why_each[i] if why_each and i < len(why_each) else ""
+        entry = {"index": i, **judge_output(a, e, None if apart else r, tol,
+                                            apart or why_no_fp64)}
+        if apart:
+            entry["no_fp64"] = apart
         worst_abs, worst_rel = max(worst_abs, entry["max_abs"]), max(worst_rel, entry["max_rel"])
         outs.append(entry)
     bad = [o for o in outs if not o["ok"]]

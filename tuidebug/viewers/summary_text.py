@@ -80,11 +80,16 @@ def accuracy_verdict(check: dict[str, Any]) -> tuple[str, str]:
         grads = check.get("gradients") if isinstance(check.get("gradients"), dict) else {}
         apart = [o for o in (check.get("outputs") or []) + (grads.get("outputs") or [])
                  if isinstance(o, dict) and o.get("no_fp64")]
-        if apart:
-            names = ", ".join(str(o.get("name") or f"output {o.get('index', '?')}")
-                              for o in apart[:3]) + (f" and {len(apart) - 3} more"
-                                                     if len(apart) > 3 else "")
-            why = f"{why}; no float64 reference for {names}: {apart[0]['no_fp64']}"
+        by_why: dict[str, list[str]] = {}
+        for o in apart:
+            by_why.setdefault(str(o["no_fp64"]), []).append(
+                str(o.get("name") or f"output {o.get('index', '?')}"))
+        said = []
+        for reason, who in by_why.items():
+            names = ", ".join(who[:3]) + (f" and {len(who) - 3} more" if len(who) > 3 else "")
+            said.append(f"{'no float64 reference ' if not said else ''}for {names}: {reason}")
+        if said:
+            why = f"{why}; " + "; ".join(said)
     elif check.get("max_abs") is not None:  # a trace from before the judge
         why = f"max abs err {_num(check.get('max_abs'))}, max rel err {_num(check.get('max_rel'))}"
     grads = check.get("gradients")
@@ -96,23 +101,63 @@ def accuracy_verdict(check: dict[str, Any]) -> tuple[str, str]:
     return ("match" if check["close"] else "MISMATCH"), why.strip()
 
 
+_MARKS = "¹²³⁴⁵⁶⁷⁸⁹"
+
+
+def _judged(check: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
+    """(each judged output and gradient, the reference its side of the check names)."""
+    grads = check.get("gradients") if isinstance(check.get("gradients"), dict) else {}
+    return [(o, str(side.get("reference") or "")) for side in (check, grads)
+            for o in side.get("outputs") or [] if isinstance(o, dict)]
+
+
+def _why_no_reference(o: dict[str, Any], reference: str) -> str:
+    """Why an output's errors against float64 are none ("" where they are numbers)."""
+    if isinstance(o.get("err_compiled"), (int, float)) or not o.get("rule"):
+        return ""
+    if o["rule"] == "exact":
+        return "integers and bools are compared with eager exactly"
+    if o["rule"] in ("shape", "dtype"):
+        return f"a {o['rule']} other than eager's: no values compared"
+    if o.get("no_fp64"):
+        return str(o["no_fp64"])
+    if reference.startswith("eager only: "):
+        return reference.removeprefix("eager only: ")
+    return "no float64 reference recorded"
+
+
+def accuracy_notes(check: dict[str, Any]) -> list[tuple[str, str]]:
+    """(mark, why) for each reason an output of ``accuracy_rows`` shows ``—`` against float64
+    (its rows carry the mark: a dash is never left unexplained); none for a trace from before
+    the judge."""
+    if not check.get("rule"):
+        return []
+    whys: list[str] = []
+    for o, ref in _judged(check):
+        why = _why_no_reference(o, ref)
+        if why and why not in whys:
+            whys.append(why)
+    return [(_MARKS[min(i, len(_MARKS) - 1)], w) for i, w in enumerate(whys)]
+
+
 def accuracy_rows(check: dict[str, Any], limit: int = 12) -> list[tuple[str, ...]]:
     """One row per output of an eager check (``ACCURACY_COLUMNS``): the failing outputs first,
     at most ``limit`` (then a row saying how many more); none for a trace from before the judge
-    (no ``rule``)."""
+    (no ``rule``). An error against float64 that is none reads ``—`` with the mark of its
+    reason in ``accuracy_notes``."""
     if not check.get("rule"):
         return []
-    grads = check.get("gradients") if isinstance(check.get("gradients"), dict) else {}
-    outs = [o for o in (check.get("outputs") or []) + (grads.get("outputs") or [])
-            if isinstance(o, dict)]
-    outs.sort(key=lambda o: o.get("ok") is not False)
+    marks = {why: mark for mark, why in accuracy_notes(check)}
+    outs = _judged(check)
+    outs.sort(key=lambda o: o[0].get("ok") is not False)
     rows = []
-    for o in outs[:limit]:
+    for o, ref in outs[:limit]:
         shape = o.get("shape") if isinstance(o.get("shape"), list) else []
         name = o.get("name") or f"output {o.get('index', '?')}"  # a trace from before names
+        mark = marks.get(_why_no_reference(o, ref), "")
         rows.append((str(name), str(o.get("dtype") or "?"),
                      "[" + ",".join(str(n) for n in shape) + "]",
-                     _num(o.get("err_compiled")), _num(o.get("err_eager")),
+                     _num(o.get("err_compiled")) + mark, _num(o.get("err_eager")) + mark,
                      str(o.get("rule") or "?"),
                      "ok" if o.get("ok") else ("FAIL" if o.get("ok") is False else "?")))
     if len(outs) > limit:

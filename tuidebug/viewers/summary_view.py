@@ -15,7 +15,9 @@ from rich.text import Text
 from tuidebug.inert import inert_text
 from tuidebug.trace.format import schema
 from tuidebug.trace.queries.verdict import format_duration
-from tuidebug.viewers.summary_text import ACCURACY_COLUMNS, accuracy_rows, accuracy_verdict
+from tuidebug.viewers.summary_text import (
+    ACCURACY_COLUMNS, accuracy_notes, accuracy_rows, accuracy_verdict,
+)
 
 VERDICT_STYLE = {"match": "green", "MISMATCH": "bold red"}
 # beside the compiled first call's one time: what it is not, and where the comparison is
@@ -68,4 +70,6 @@ def accuracy_renderables(cid: str, check: dict[str, Any]) -> list[RenderableType
         for r in rows:
             t.add_row(*map(inert_text, r), style="red" if r[-1] == "FAIL" else None)
         out.append(Padding(t, (0, 0, 0, 4)))
+        out += [inert_text(f"    —{mark} no float64 reference: {why}", "dim")
+                for mark, why in accuracy_notes(check)]
     return out
