@@ -11,6 +11,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from tuidebug.trace.queries.graph_times import GraphTimes
+from tuidebug.trace.queries.verdict import FASTER, SAME, Spread
 from tuidebug.trace.queries.verdict import format_duration as duration
 from tuidebug.viewers.fitted import Row
 from tuidebug.inert import inert_text
@@ -33,9 +35,30 @@ def line_label(row: dict[str, Any]) -> str:
     return f"{name}:{row.get('line')}" + (f"  {code[:60]}" if code else "")
 
 
-def _faster(speed: Any) -> str:
-    return ("" if not isinstance(speed, (int, float)) or not speed > 0 else
-            f" ({speed:.2f}× faster)" if speed >= 1 else f" ({1 / speed:.2f}× SLOWER)")
+def _spread(s: Spread | None) -> str:
+    """`` (p10–p90 1.10 ms–1.30 ms)``: the spread of one side's runs; nothing when not
+    recorded."""
+    return f" (p10–p90 {duration(s.p10_s)}–{duration(s.p90_s)})" if s is not None else ""
+
+
+def graph_times_text(t: dict[str, Any], judged: bool) -> str:
+    """``compiled 0.50 ms per call (0.48–0.52 ms), eager 1.10 ms (…)`` and, where no whole call
+    was judged (``judged``), what the two allow: a word only where their p10–p90 do not
+    overlap, said as timed apart; inside them, no difference beyond the noise; none at all
+    without the spreads (an older trace: times only)."""
+    g = GraphTimes.from_totals(t)
+    said = (f"compiled {duration(t.get('compiled_wall_s'))} per call{_spread(g.compiled)}, "
+            f"eager {duration(t.get('eager_wall_s'))}{_spread(g.eager)}")
+    outcome, c, e = g.outcome, g.compiled, g.eager
+    if judged or outcome is None or c is None or e is None:
+        return said
+    if outcome == SAME:
+        return (f"{said}: no difference beyond the noise of {g.runs} runs each (timed apart: "
+                "their p10–p90 overlap)")
+    factor = e.median_s / c.median_s if outcome == FASTER else c.median_s / e.median_s
+    word = "faster" if outcome == FASTER else "SLOWER"
+    return (f"{said}: compiled {factor:.2f}× {word}, timed apart (compiled runs, then eager "
+            f"runs; their p10–p90 of {g.runs} runs each do not overlap)")
 
 
 def whole_text(view: Any) -> Text:
@@ -61,13 +84,11 @@ def whole_text(view: Any) -> Text:
 def totals_text(t: dict[str, Any], judged: bool = False) -> Text:
     """The compiled graphs' totals; ``judged``: a whole call's verdict is shown beside them
     (then these graph-only times, measured apart, give none of their own)."""
-    faster = "" if judged else _faster(t.get("speedup"))
     text = Text.assemble(
         ("where the time goes ", "bold"),
         inert_text(f"({t.get('runs')} runs on {t.get('device')}"
                    f"{', CUDA graphs' if t.get('cudagraphs') else ''}): "),
-        inert_text(f"compiled {duration(t.get('compiled_wall_s'))} per call, eager "
-                   f"{duration(t.get('eager_wall_s'))}{faster}; generated kernels "
+        inert_text(f"{graph_times_text(t, judged)}; generated kernels "
                    f"{share(t.get('generated_share'))}, extern calls "
                    f"{share(t.get('extern_share'))}, Python/launch/other "
                    f"{share(t.get('overhead_share'))}"))
@@ -77,11 +98,9 @@ def totals_text(t: dict[str, Any], judged: bool = False) -> Text:
                                f"{(t.get('eager_peak_memory_bytes') or 0) / 2**20:.1f} MiB eager"))
     back = t.get("backward")
     if isinstance(back, dict):
-        faster = "" if judged else _faster(back.get("speedup"))
         text.append("\n")
         text.append(inert_text(
-            f"backward: compiled {duration(back.get('compiled_wall_s'))} per call, eager "
-            f"{duration(back.get('eager_wall_s'))}{faster}; generated kernels "
+            f"backward: {graph_times_text(back, judged)}; generated kernels "
             f"{share(back.get('generated_share'))}, extern calls "
             f"{share(back.get('extern_share'))}, other {share(back.get('overhead_share'))}"))
     text.append("\n")

@@ -6,7 +6,6 @@ forward (``profile``) and the backward (``profile_backward``)."""
 from __future__ import annotations
 
 import re
-import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -15,6 +14,7 @@ import torch
 from tuidebug.compiler import compat
 from tuidebug.compiler.capture.state import GraphState
 from tuidebug.trace.format.kernel_entry import KernelEntry
+from tuidebug.trace.queries.verdict import spread
 
 KERNEL_PREFIX = "tuidebug.k/"  # profiler range of one kernel call: tuidebug.k/<graph>/<unit>
 TOP_DEVICE_KERNELS = 200
@@ -142,10 +142,14 @@ def seconds(us: float | None) -> float | None:
 
 
 def walls(times: list[float]) -> dict[str, Any]:
-    """``wall_s`` (the median) and ``wall_min_s`` of some calls' seconds."""
+    """``wall_s`` (the median), ``wall_min_s``, ``wall_p10_s``, ``wall_p90_s`` and ``wall_n``
+    (how many) of some calls' seconds: the compiled and the eager graph are timed apart, and
+    only their spreads tell a difference from noise (``trace/queries/graph_times.py``)."""
     if not times:
         return {"wall_s": None, "wall_min_s": None}
-    return {"wall_s": round(statistics.median(times), 9), "wall_min_s": round(min(times), 9)}
+    s = spread(times)
+    return {"wall_s": round(s.median_s, 9), "wall_min_s": round(s.min_s, 9),
+            "wall_p10_s": round(s.p10_s, 9), "wall_p90_s": round(s.p90_s, 9), "wall_n": s.n}
 
 
 def node_rows(ranges: dict[str, dict[str, float]], prefix: str) -> list[dict[str, Any]]:

@@ -23,8 +23,8 @@ OPT_DICT = (dict, NONE)
 OPT_LIST = (list, NONE)
 ID = (str,)  # ids are strings; a number where an id is expected is reported
 
-_RUN = {"wall_s": OPT_NUM, "wall_min_s": OPT_NUM, "profiled_wall_s": OPT_NUM,
-        "peak_memory_bytes": OPT_INT}
+_RUN = {"wall_s": OPT_NUM, "wall_min_s": OPT_NUM, "wall_p10_s": OPT_NUM, "wall_p90_s": OPT_NUM,
+        "wall_n": OPT_INT, "profiled_wall_s": OPT_NUM, "peak_memory_bytes": OPT_INT}
 # profile.json: a kernel call, a kernel the device ran, an FX node of the eager graph
 _KERNEL_CALL = {"!graph": str, "!kernel": str, "call": OPT_STR, "kind": OPT_STR,
                 "calls": OPT_NUM, "cpu_s": OPT_NUM, "device_s": OPT_NUM, "time_s": OPT_NUM,

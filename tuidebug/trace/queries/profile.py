@@ -22,6 +22,7 @@ from typing import Any
 
 from tuidebug.trace.format import safefile
 from tuidebug.trace.format.graph import Graph
+from tuidebug.trace.queries.graph_times import GraphTimes, run_spread, summed
 from tuidebug.trace.queries.provenance import kernel_calls
 from tuidebug.trace.queries.roofline import roofline_rows
 from tuidebug.trace.queries.whole_call import CallVerdict, call_verdicts
@@ -200,8 +201,9 @@ def _eager_into(tables: dict[str, dict[tuple[str, str], Row]], dynamo: Graph | N
         _add(tables["modules"], module, phase, eager=t)
 
 
-def _shares(tot: dict[str, Any]) -> None:
-    """The compiled call's wall time split into generated kernels, extern calls and the rest."""
+def _shares(tot: dict[str, Any], spreads: dict[str, list[Any]]) -> None:
+    """The compiled call's wall time split into generated kernels, extern calls and the rest;
+    each side's spread over the compiles (``spreads``) and the verdict they allow."""
     wall = tot["compiled_wall_s"]
     tot["overhead_s"] = max(0.0, wall - tot["generated_s"] - tot["extern_s"])
     # a kernel's range includes the profiler's own cost: on a tiny graph the kernels can add up
@@ -212,10 +214,19 @@ def _shares(tot: dict[str, Any]) -> None:
             tot[f"{part}_share"] = round(tot[f"{part}_s"] / whole, 4)
     if wall > 0 and tot["eager_wall_s"] > 0:
         tot["speedup"] = round(tot["eager_wall_s"] / wall, 4)
+    tot.update(GraphTimes(summed(spreads["compiled"]), summed(spreads["eager"])).as_json())
 
 
 def _phase_totals() -> dict[str, Any]:
     return {"compiled_wall_s": 0.0, "eager_wall_s": 0.0, "generated_s": 0.0, "extern_s": 0.0}
+
+
+def _timed(tot: dict[str, Any], spreads: dict[str, list[Any]], entry: dict[str, Any]) -> None:
+    """One compile's (or its backward's) compiled and eager wall times into ``tot``."""
+    for side in ("compiled", "eager"):
+        run = entry.get(side) or {}
+        tot[f"{side}_wall_s"] += _num(run.get("wall_s"))
+        spreads[side].append(run_spread(run))
 
 
 def profile_view(trace: Trace) -> ProfileView | None:
@@ -236,14 +247,15 @@ def profile_view(trace: Trace) -> ProfileView | None:
            "compiled_peak_memory_bytes": None, "eager_peak_memory_bytes": None,
            "device_peak": None}
     back: dict[str, Any] | None = None
+    spreads: dict[str, list[Any]] = {"compiled": [], "eager": []}
+    back_spreads: dict[str, list[Any]] = {"compiled": [], "eager": []}
     for cid in view.compiles:
         c = compiles[cid]
         tot["runs"] = c.get("runs")
         tot["device"] = c.get("device")
         tot["cudagraphs"] = bool(tot["cudagraphs"] or c.get("cudagraphs"))
         tot["device_peak"] = tot["device_peak"] or c.get("device_peak")
-        tot["compiled_wall_s"] += _num((c.get("compiled") or {}).get("wall_s"))
-        tot["eager_wall_s"] += _num((c.get("eager") or {}).get("wall_s"))
+        _timed(tot, spreads, c)
         for side in ("compiled", "eager"):
             peak = (c.get(side) or {}).get("peak_memory_bytes")
             if isinstance(peak, int):
@@ -259,17 +271,16 @@ def profile_view(trace: Trace) -> ProfileView | None:
         if not b:
             continue
         back = back or _phase_totals()
-        back["compiled_wall_s"] += _num((b.get("compiled") or {}).get("wall_s"))
-        back["eager_wall_s"] += _num((b.get("eager") or {}).get("wall_s"))
+        _timed(back, back_spreads, b)
         _kernels_into(tables, view, trace, cache, b.get("kernels") or [], "bwd", back)
         _eager_into(tables, dynamo, b.get("eager_nodes") or [], "bwd")
         if b.get("note"):
             view.notes.append(f"{cid}: backward: {b['note']}")
         if b.get("eager_nodes_from") not in (None, "sequence_nr"):
             view.notes.append(f"{cid}: the eager backward per FX node: {b['eager_nodes_from']}")
-    _shares(tot)
+    _shares(tot, spreads)
     if back is not None:
-        _shares(back)
+        _shares(back, back_spreads)
         tot["backward"] = back
     view.totals = tot
 

@@ -1,0 +1,116 @@
+"""The compiled graphs' own times against the eager graphs' (``--profile``'s totals, where no
+whole call was measured): timed apart, so a verdict word only where the two p10–p90 spreads do
+not overlap; inside them "no difference beyond the noise"; a trace older than the spreads gets
+times only. Traces written with the torch-free writer; ``info``, ``info --json`` and the TUI's
+totals pane (the same function)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.format.writer import TraceWriter
+from tuidebug.trace.queries.profile import profile_view
+from tuidebug.trace.queries.summary import trace_summary
+from tuidebug.viewers.info import render_summary
+from tuidebug.viewers.profile_view import whole_text
+
+MS = 1e-3
+WORDS = ("faster", "slower")
+
+
+def _run(median: float, p10: float | None = None, p90: float | None = None,
+         n: int = 3) -> dict[str, Any]:
+    """A side's timed runs as profile.json keeps them (milliseconds in, seconds out); without
+    ``p10``: as a trace older than the spreads has them."""
+    run: dict[str, Any] = {"wall_s": median * MS, "wall_min_s": (p10 or median) * MS}
+    if p10 is not None:
+        run.update(wall_p10_s=p10 * MS, wall_p90_s=p90 * MS, wall_n=n)
+    return run
+
+
+def _trace(tmp_path: Path, compiled: dict[str, Any], eager: dict[str, Any],
+           backward: dict[str, Any] | None = None) -> Path:
+    """A profiled trace whose whole call was not measured (a rank that did not time it)."""
+    w = TraceWriter(tmp_path / "t", command=["tuidebug", "trace", "--profile", "3", "s.py"])
+    w.add_compile("0/0", {"graphs": []})
+    w.write_compile("0/0", {"graphs": []})
+    entry: dict[str, Any] = {"runs": 3, "device": "cpu", "compiled": compiled, "eager": eager,
+                             "kernels": []}
+    if backward is not None:
+        entry["backward"] = {**backward, "kernels": []}
+    w.write_profile({"runs": 3, "compiles": {"0/0": entry}, "calls": [
+        {"callable": "Model", "not_measured": "rank 1's collective counter did not install"}]})
+    w.finish("ok")
+    return tmp_path / "t"
+
+
+def _shown(path: Path) -> tuple[str, dict[str, Any]]:
+    s = trace_summary(Trace(path))
+    console = Console(file=io.StringIO(), width=400, record=True, color_system=None)
+    render_summary(s, console)
+    return console.export_text(), s
+
+
+def _line(text: str, start: str) -> str:
+    return next(ln.strip() for ln in text.splitlines() if ln.strip().startswith(start))
+
+
+def test_overlapping_spreads_give_no_verdict_word(tmp_path: Path) -> None:
+    """The case of the issue: 1.2 ms compiled, 1.1 ms eager, each 3 runs with spreads that
+    meet: it read '(1.02× SLOWER)'."""
+    t = _trace(tmp_path, _run(1.2, 1.05, 1.4), _run(1.1, 1.0, 1.3),
+               backward={"compiled": _run(2.0, 1.8, 2.4), "eager": _run(2.1, 1.9, 2.5)})
+    text, s = _shown(t)
+    head = _line(text, "where the time goes")
+    assert "compiled 1.20 ms per call (p10–p90 1.05 ms–1.40 ms), eager 1.10 ms (p10–p90 " \
+           "1.00 ms–1.30 ms): no difference beyond the noise of 3 runs each (timed apart: " \
+           "their p10–p90 overlap)" in head, head
+    back = _line(text, "backward:")
+    assert "no difference beyond the noise of 3 runs each" in back, back
+    for line in (head, back):
+        assert not any(w in line.lower() for w in WORDS), line
+    totals = s["profile"]["totals"]
+    assert totals["verdict"] == "same" and totals["backward"]["verdict"] == "same", totals
+    assert totals["compiled_spread"] == pytest.approx(
+        {"median_s": 1.2 * MS, "p10_s": 1.05 * MS, "p90_s": 1.4 * MS, "min_s": 1.05 * MS, "n": 3})
+    json.dumps(s["profile"])  # info --json serialises it
+    pane = whole_text(profile_view(Trace(t))).plain  # the TUI's profile pane
+    assert "no difference beyond the noise of 3 runs each" in pane, pane
+    assert not any(w in pane.lower() for w in WORDS), pane
+
+
+def test_separated_spreads_give_the_word_with_the_spread(tmp_path: Path) -> None:
+    t = _trace(tmp_path, _run(0.5, 0.48, 0.55), _run(1.1, 1.0, 1.3),
+               backward={"compiled": _run(3.0, 2.8, 3.2), "eager": _run(2.0, 1.9, 2.1)})
+    text, s = _shown(t)
+    head = _line(text, "where the time goes")
+    assert "compiled 500 µs per call (p10–p90 480 µs–550 µs), eager 1.10 ms (p10–p90 " \
+           "1.00 ms–1.30 ms): compiled 2.20× faster, timed apart (compiled runs, then eager " \
+           "runs; their p10–p90 of 3 runs each do not overlap)" in head, head
+    back = _line(text, "backward:")
+    assert "compiled 1.50× SLOWER, timed apart" in back, back
+    totals = s["profile"]["totals"]
+    assert (totals["verdict"], totals["backward"]["verdict"]) == ("faster", "slower"), totals
+    pane = whole_text(profile_view(Trace(t))).plain
+    assert "compiled 2.20× faster, timed apart" in pane, pane
+
+
+def test_a_trace_older_than_the_spreads_gets_times_only(tmp_path: Path) -> None:
+    """Medians alone (a trace made before the spreads were recorded), even far apart: no word."""
+    t = _trace(tmp_path, _run(0.5), _run(1.1),
+               backward={"compiled": _run(3.0), "eager": _run(2.0)})
+    text, s = _shown(t)
+    head, back = _line(text, "where the time goes"), _line(text, "backward:")
+    assert "compiled 500 µs per call, eager 1.10 ms; generated kernels" in head, head
+    assert "compiled 3.00 ms per call, eager 2.00 ms; generated kernels" in back, back
+    for line in (head, back):
+        assert not any(w in line.lower() for w in WORDS) and "noise" not in line, line
+    totals = s["profile"]["totals"]
+    assert totals["verdict"] is None and totals["compiled_spread"] is None, totals
