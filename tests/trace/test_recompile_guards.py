@@ -312,6 +312,30 @@ def test_marking_dynamic_names_every_input_the_recompile_made_dynamic(tmp_path: 
         mark.text, mark.text
 
 
+def test_info_names_every_input_to_mark_as_advise_does(tmp_path: Path) -> None:
+    """info's "avoid it" under the same recompile said "to compile once, call
+    maybe_mark_dynamic(t, 1) on the tensor t you pass as input_ids=" alone: BERT's masked-LM
+    step (input_ids and labels, 8 → 12 → 16 tokens) marked that way still compiled twice
+    (torch 2.13, counted by hand: marking both compiled once). It names both, as advise's
+    suggestion does."""
+    t = _bert_frame(tmp_path / "t", {})
+    (c,) = [c for c in trace_summary(t)["compiles"] if c["id"] == "0/1"]
+    said = " ".join(c["recompile"]["suggestion"].split())
+    assert ("call torch._dynamo.maybe_mark_dynamic(t, 1) on the tensor t you pass as "
+            "input_ids= and torch._dynamo.maybe_mark_dynamic(t, 1) on the tensor t you pass "
+            "as attention_mask= (this compile made it dynamic too)") in said, said
+    text = " ".join(" ".join(x.plain for x in dynamic_notes(c)).split())
+    assert "you pass as attention_mask=" in text, text
+
+
+def test_info_marks_no_input_beside_one_the_code_pinned(tmp_path: Path) -> None:
+    """The mask's symbol was replaced by a constant: info's advice marks input_ids alone."""
+    t = _bert_frame(tmp_path / "t", {"replaced_by": "12"})
+    (c,) = [c for c in trace_summary(t)["compiles"] if c["id"] == "0/1"]
+    said = " ".join(c["recompile"]["suggestion"].split())
+    assert "you pass as input_ids= (or mark_dynamic)" in said and "attention_mask" not in said
+
+
 def test_a_size_the_code_pinned_is_not_marked_with_the_others(tmp_path: Path) -> None:
     """The recompile made input_ids dynamic, but the compile replaced the mask's symbol by a
     constant (the code needs its value): marking the mask does nothing, so it is not offered

@@ -19,8 +19,8 @@ from tuidebug.trace.queries.break_advice import break_advice
 from tuidebug.trace.queries.break_diff import break_ident
 from tuidebug.trace.queries.cache_advice import (  # noqa: F401
     STATIC_CACHE_LEN, cache_advice, grows_by_one, one_length, siblings)
-from tuidebug.trace.queries.changed_with import (held_differently, said as said_changes,
-                                                  unmarked_changes)
+from tuidebug.trace.queries.changed_with import (
+    dim_source, held_differently, made_dynamic_with, said as said_changes, unmarked_changes)
 from tuidebug.trace.queries.held import Held, as_passed, frame_of, held_by_user
 from tuidebug.trace.queries.graph_breaks import trace_breaks
 from tuidebug.trace.queries.marked_dynamic import input_name, marked_advice
@@ -63,11 +63,6 @@ def verdicts(trace: Trace) -> dict[str, Tried]:
                                       after=Counts.from_json(t.get("after")),
                                       trace=str(t["trace"]) if t.get("trace") else None)
     return out
-
-
-def _dim_source(source: str | None) -> tuple[str, int] | None:
-    m = re.fullmatch(r"(?P<src>.+)\.size\(\)\[(?P<dim>\d+)\]", source or "")
-    return (m["src"], int(m["dim"])) if m else None
 
 
 _NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|inf|nan)")
@@ -157,7 +152,7 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
                     f"{cid} hit the recompile limit: the function ran eagerly from then on",
                     "recompiles", Apply(config={f"dynamo.{knob}": limit * 4})))
             continue
-        dim = _dim_source(rec.get("source"))
+        dim = dim_source(rec.get("source"))
         number = _number_source(rec.get("source"))
         if dim is None and number is not None and _NUMBER.fullmatch(str(rec.get("expected"))):
             found = _number_advice(trace, cid, rec, number)
@@ -239,8 +234,8 @@ def recompile_advice(trace: Trace) -> list[Suggestion]:
             pass  # a library's own call (a loss given the model's logits), or not known to be
             # the user's (a library's forward their line may not call): dynamic=True above
         elif is_passed(name) and not rec.get("resumed"):
-            dims = [(s, i) for s, i in _made_dynamic_with(trace, cid, rec.get("previous"),
-                                                           src, index)
+            dims = [(s, i) for s, i in made_dynamic_with(trace, cid, rec.get("previous"),
+                                                          src, index)
                     if held_by_user(frame, rec.get("called_at"), input_name(s)) is Held.YES]
             also = [f"dimension {i} of {input_name(s)}" for s, i in dims[1:]]
             said = [as_passed(frame, rec.get("called_at"), input_name(s)) for s, _ in dims]
@@ -322,26 +317,6 @@ def _number_advice(trace: Trace, cid: str, rec: dict[str, Any], number: str
         return None  # not a symbol, and nothing recorded says why: no promise
     return Suggestion("dynamic=True", "compile with torch.compile(..., dynamic=True)", why,
                       "recompiles", Apply(compile_kwargs={"dynamic": True}))
-
-
-def _made_dynamic_with(trace: Trace, cid: str, previous: Any, src: str, index: int
-                       ) -> list[tuple[str, int]]:
-    """``(src, index)`` and the other inputs the user passes whose dimension compile ``cid``
-    made dynamic and ``previous`` had not: one recompile makes every input that changed with
-    it dynamic (BERT's input_ids and attention_mask), and marking only the one its failed
-    guard names leaves the other to recompile (advise --try: 3 compiles → 3)."""
-    def dims(c: Any) -> list[tuple[str, int]]:
-        # a symbol the compile specialized again (the code pinned that size) is no dimension
-        # marking helps: symbolic_sources leaves it out
-        found = [_dim_source(x) for x in sorted(symbolic_sources(
-            held_shapes(trace, str(c)) if c else None) or ())]
-        return [d for d in found if d is not None]
-    before = set(dims(previous))
-    out = [(src, index)]
-    for d in dims(cid):
-        if d not in out and d not in before and is_passed(input_name(d[0])):
-            out.append(d)
-    return out
 
 
 def suggestions(trace: Trace) -> list[Suggestion]:

@@ -41,6 +41,42 @@ def unmarked_changes(trace: Trace, cid: str, before: str | None,
                   if s != failed and not _INPUT_DIM.match(s) and not s.endswith(".item()"))
 
 
+def input_name(source: str) -> str:
+    """``L['x']`` -> ``x``; ``L['kwargs']['input_ids']`` -> ``kwargs['input_ids']``."""
+    m = re.match(r"^L\['(?P<head>[^'\]]+)'\](?P<rest>.*)$", source)
+    return f"{m['head']}{m['rest']}" if m else source
+
+
+def dim_source(source: str | None) -> tuple[str, int] | None:
+    """``L['x'].size()[1]`` -> ``("L['x']", 1)``; None for anything else."""
+    m = re.fullmatch(r"(?P<src>.+)\.size\(\)\[(?P<dim>\d+)\]", source or "")
+    return (m["src"], int(m["dim"])) if m else None
+
+
+def made_dynamic_with(trace: Trace, cid: str, before: str | None, src: str, index: int
+                      ) -> list[tuple[str, int]]:
+    """``(src, index)`` and the other dimensions of inputs the call passes itself that compile
+    ``cid`` holds as symbols and ``before`` did not: one recompile makes every input that
+    changed with it dynamic (BERT's input_ids with its attention_mask or labels), and marking
+    only the one its failed guard names leaves the other to recompile (a masked-LM step, 8 →
+    12 → 16 tokens, input_ids marked alone: 2 compiles; input_ids and labels: 1). A symbol the
+    compile specialized again (the code pinned that size) is no dimension marking helps:
+    ``symbolic_sources`` leaves it out. ``advise``'s mark and ``info``'s advice both ask it."""
+    return [(src, index)] + [d for d in new_input_dims(trace, cid, before) if d != (src, index)]
+
+
+def new_input_dims(trace: Trace, cid: str, before: str | None) -> list[tuple[str, int]]:
+    """The dimensions of inputs the call passes itself (``(source, index)``) that compile
+    ``cid`` holds as symbols and ``before`` did not, in source order."""
+    def dims(c: str | None) -> list[tuple[str, int]]:
+        found = [dim_source(x) for x in sorted(
+            symbolic_sources(held_shapes(trace, c) if c else None) or ())
+            if _INPUT_DIM.match(x)]
+        return [d for d in found if d is not None]
+    then = set(dims(before))
+    return [d for d in dims(cid) if d not in then]
+
+
 # a guard that holds an input's value as a constant: ``L['kwargs']['past_key_values'].layers[0]
 # .is_initialized == False`` (not a size: a size's guard follows from the sizes held)
 _CONSTANT = re.compile(r"(?:^|[\s:])(?P<src>L\[[^\s()]*) == (?P<val>True|False|None|-?\d+)(?=\s|$)",

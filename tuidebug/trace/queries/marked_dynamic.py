@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 from tuidebug.trace.format.reader import Trace
+from tuidebug.trace.queries.changed_with import input_name  # noqa: F401 (advice names it here)
 from tuidebug.trace.queries.dynamic import compile_dynamic, marked_sources
 from tuidebug.trace.queries.held import held_as
 
@@ -22,12 +23,6 @@ class MarkedAdvice:
     id: str
     text: str
     why: str
-
-
-def input_name(source: str) -> str:
-    """``L['x']`` -> ``x``; ``L['kwargs']['input_ids']`` -> ``kwargs['input_ids']``."""
-    m = re.match(r"^L\['(?P<head>[^'\]]+)'\](?P<rest>.*)$", source)
-    return f"{m['head']}{m['rest']}" if m else source
 
 
 def marked_advice(trace: Trace) -> list[MarkedAdvice]:

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from tuidebug.trace.queries import static_kv
-from tuidebug.trace.queries.changed_with import said
+from tuidebug.trace.queries.changed_with import input_name, said
 from tuidebug.trace.queries.failed_guard import (KWARGS_COUNT, NOT_TENSOR, RANGE, SIZE_SOURCE,
                                                  TENSOR, TENSOR_OTHER, guard_of, local_source)
 from tuidebug.trace.queries.held import POSITIONAL, Frame, Held, as_passed, held_by_user
@@ -26,7 +26,8 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                specialized: dict[str, Specialized] | None = None,
                wider: list[tuple[str, str]] | None = None, frame: Frame | None = None,
                called: Any = None, static_cache: bool = False,
-               also: list[str] | None = None, held_other: list[str] | None = None
+               also: list[str] | None = None, held_other: list[str] | None = None,
+               new_dims: list[tuple[str, int]] | None = None
                ) -> tuple[str, str | None, Any, Any]:
     """What would avoid a recompile whose failed guard says ``text``: (suggestion, the input
     source it is about, the value it expected, the value that failed it). ``symbolic_sources``:
@@ -46,7 +47,10 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
     (``changed_with.unmarked_changes``): marking the input is then not offered. ``held_other``
     (of ``also``): the constants the compile a dynamic size would let serve the call holds at
     another value (``changed_with.held_differently``: a StaticCache reset between prompts,
-    ``is_initialized``): neither a mark nor dynamic=True lets it serve the call."""
+    ``is_initialized``): neither a mark nor dynamic=True lets it serve the call. ``new_dims``:
+    the dimensions of passed inputs this compile made dynamic and the one before had not
+    (``changed_with.new_input_dims``): a mark names each the user passes, as ``advise``'s
+    does."""
     m = TENSOR.search(text)
     if m:
         name, index = m["name"], m["index"]
@@ -81,6 +85,14 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                   "call itself")
         # what the user calls it: its name, or ``t`` for the tensor passed positionally
         arg, on = as_passed(frame, called, name)
+        # the other inputs of the user's this compile made dynamic with it: marked too, or the
+        # call compiles again on them (BERT's labels beside input_ids), as advise marks them
+        others = [(input_name(s), i) for s, i in new_dims or []
+                  if (s, i) != (local_source(name), int(index))
+                  and held_by_user(frame, called, input_name(s)) is Held.YES]
+        marks = (" and ".join(_mark(frame, called, n, i) for n, i in [(name, index)] + others)
+                 + ((" (this compile made it dynamic too)" if len(others) == 1 else
+                     " (this compile made them dynamic too)") if others else ""))
         if m["what"] == "stride":
             return ((f"the memory layout of {shown!r} changed (a transposed or sliced input): "
                      f"pass {arg}.contiguous(){on}, or keep one layout across calls") if top else
@@ -156,9 +168,8 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                       + (f", or call torch._dynamo.mark_dynamic({arg}, {index}){on} before "
                          f"the first call" if mark else ""))
         else:
-            once = (f"to compile once, call torch._dynamo.maybe_mark_dynamic({arg}, {index})"
-                    f"{on} (or mark_dynamic) before the first call, or use "
-                    f"torch.compile(dynamic=True)" if mark else
+            once = (f"to compile once, call {marks} (or mark_dynamic) before the first call, "
+                    f"or use torch.compile(dynamic=True)" if mark else
                     static_kv.length_changed(name, m["expected"], m["actual"])
                     if cache and static_cache else
                     f"no dynamic size avoids it{beside}" if constants else
@@ -220,6 +231,12 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                 "the same torch.no_grad()/autocast state each time", None, None, None)
     return ("read the failed guard; TORCH_LOGS=recompiles_verbose lists every guard that "
             "failed", None, None, None)
+
+
+def _mark(frame: Frame | None, called: Any, name: str, index: int | str) -> str:
+    """The call that marks dimension ``index`` of input ``name`` as the user passes it."""
+    arg, on = as_passed(frame, called, name)
+    return f"torch._dynamo.maybe_mark_dynamic({arg}, {index}){on}"
 
 
 def is_passed(name: str) -> bool:

@@ -15,7 +15,8 @@ from typing import Any
 from tuidebug.trace.format import safefile
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries import attempts, static_kv
-from tuidebug.trace.queries.changed_with import held_differently, unmarked_changes
+from tuidebug.trace.queries.changed_with import (held_differently, new_input_dims,
+                                                  unmarked_changes)
 from tuidebug.trace.queries.failed_guard import (KWARGS_COUNT, PREFIX, TENSOR, guard_of,
                                                  local_source, reasons_of)
 from tuidebug.trace.queries.held import frame_in, wrapped
@@ -67,7 +68,8 @@ def _config(detail: dict[str, Any]) -> dict[str, Any]:
 
 def explain(cid: str, compiles: dict[str, dict[str, Any]],
             shapes: dict[str, Any] | None = None, held: dict[str, Any] | None = None,
-            also: list[str] | None = None) -> dict[str, Any] | None:
+            also: list[str] | None = None, new_dims: list[tuple[str, int]] | None = None
+            ) -> dict[str, Any] | None:
     """Why compile ``cid`` happened when it is a recompile (None when it is not): ``previous``
     (the compile it follows), ``failed_guard`` (the failed guard, as Dynamo words it),
     ``guard_of`` (whose guard it was), ``source``, ``expected``, ``failing_value``,
@@ -80,7 +82,7 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
     ``shapes``: the compile's own shapes record (the recompile Dynamo was asked for: its
     reasons, failing values, call site); ``held``: its finished attempt's
     (``attempts.held_shapes``: what it made a symbol or specialized), ``shapes`` when None —
-    ``explain_compile`` passes both, and ``also`` (``suggestion``'s)."""
+    ``explain_compile`` passes both, and ``also`` and ``new_dims`` (``suggestion``'s)."""
     detail = compiles.get(cid) or {}
     # a first attempt that restarted has no metrics of its own: its config and code object
     # are its finished attempt's
@@ -125,7 +127,7 @@ def explain(cid: str, compiles: dict[str, dict[str, Any]],
         text, config, symbolic, resumed, seen, specialized_sources(held),
         wider, frame, recorded.get("called_at"),
         static_kv.is_static(detail, (held, shapes))
-        or static_kv.is_static(compiles.get(prev or "") or {}, ()), also, other
+        or static_kv.is_static(compiles.get(prev or "") or {}, ()), also, other, new_dims
     ) if text else ("", None, None, None)
     values = recorded.get("values") if isinstance(recorded.get("values"), dict) else {}
     failing = values.get(source) if source else None
@@ -190,6 +192,7 @@ def _wider(parsed: list[tuple[str | None, str]], chosen: tuple[str | None, str]
 def explain_compile(trace: Trace, cid: str) -> dict[str, Any] | None:
     """``explain`` of compile ``cid`` of ``trace``: its own record for what Dynamo was asked, its
     finished attempt's for what the compile did (a recompile whose analysis restarted)."""
+    before = previous_compile(cid, trace.compiles)
     return explain(cid, trace.compiles, trace.compile_shapes_brief(cid),
-                   attempts.held_shapes(trace, cid),
-                   unmarked_changes(trace, cid, previous_compile(cid, trace.compiles)))
+                   attempts.held_shapes(trace, cid), unmarked_changes(trace, cid, before),
+                   new_input_dims(trace, cid, before))
