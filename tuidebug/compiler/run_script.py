@@ -81,8 +81,16 @@ def main(argv: list[str] | None = None) -> int:
             session.collectives = ranks.issued
             _dump_stacks_on_request(Path(ns.progress), session.writer.warn)
         except Exception as e:  # noqa: BLE001 - the rank runs on, its collectives not logged
-            session.writer.warn(f"this rank's collectives are not logged to {ns.progress}: "
-                                f"{type(e).__name__}: {e}")
+            from tuidebug.trace.jobs.unlogged import NOT_LOGGED_WARNING
+
+            if ranks is None:  # (installed, only the stacks' handler failed: they are logged)
+                session.writer.warn(f"{NOT_LOGGED_WARNING}{ns.progress}: "
+                                    f"{type(e).__name__}: {e}")
+                # said at the job's level too (trace/jobs/unlogged.py): its waits not known
+                session.writer.update(collectives_not_logged=f"{type(e).__name__}: {e}")
+            else:
+                session.writer.warn(f"this rank's Python stacks will not be dumped on "
+                                    f"--timeout: {type(e).__name__}: {e}")
             # nor counted: it times no call, and tells the other ranks (counted_ranks)
             if session.collectives is None:
                 session.uncounted = f"installing the counter failed: {type(e).__name__}: {e}"

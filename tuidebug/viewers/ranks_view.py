@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tuidebug.inert import inert, inert_text
+from tuidebug.trace.jobs.unlogged import NOTE as NOT_LOGGED, note_text
 from tuidebug.trace.queries.verdict import format_duration
 from tuidebug.viewers.dynamic_view import where as where_line
 from tuidebug.viewers.info import STATUS_STYLE, collective_text
@@ -54,7 +55,8 @@ def divergence_lines(d: dict[str, Any] | None,
     the status they share when it is not ``ok``: ranks that all failed alike agree, but the job
     did not succeed; and how they ended when that differs — ``ranks`` is the report's per-rank
     list). Files not compared (``notes``: the report's) are listed after it; with none found
-    to differ, the ranks agree only "in what was compared"."""
+    to differ, the ranks agree only "in what was compared". Ranks whose collectives were not
+    logged (a ``not_logged`` note) are said last: where they wait is not known."""
     unread = not_compared_lines(notes)
     lines = _divergence_lines(d, ranks)
     if unread and d is None:
@@ -62,7 +64,9 @@ def divergence_lines(d: dict[str, Any] | None,
         lines[0] = (lines[0].replace("ranks agree", "ranks agree in what was compared", 1)
                     .replace("compiles agree", "compiles agree in what was compared", 1)
                     + f"; {n} file{'s' if n > 1 else ''} not compared")
-    return lines + unread
+    # a rank whose collectives were not logged: what the logs tell is not known of it
+    blind = [note_text(n) for n in notes or [] if n.get("kind") == NOT_LOGGED]
+    return lines + unread + blind
 
 
 def _divergence_lines(d: dict[str, Any] | None,
@@ -296,7 +300,7 @@ def render_job(report: dict[str, Any], console: Console) -> None:
     for line in lines[1:]:
         console.print(inert_text(line))
     for n in report.get("notes") or []:
-        if n.get("kind") == "not_compared":  # among the divergence's lines
+        if n.get("kind") in ("not_compared", NOT_LOGGED):  # among the divergence's lines
             continue
         for part in note_line(n, str(report["job"])).split("\n"):
             console.print(inert_text(part, "dim"))

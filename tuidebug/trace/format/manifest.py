@@ -114,6 +114,8 @@ class Manifest:
     stopped: dict[str, Any] | None = None  # a rank ended by `trace --timeout`: {"why", "at"}
     applied: dict[str, Any] | None = None  # `advise --try`: the suggestion this run applied
     accuracy_mismatch: list[str] = field(default_factory=list)  # compile ids
+    # a rank of a job whose collectives went to no progress log: why (its error)
+    collectives_not_logged: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # every key not named above
 
     @classmethod
@@ -158,6 +160,7 @@ class Manifest:
             applied=opt_dict(d.get("applied")),
             accuracy_mismatch=[str(c) for c in d.get("accuracy_mismatch") or []]
             if isinstance(d.get("accuracy_mismatch"), list) else [],
+            collectives_not_logged=opt(d.get("collectives_not_logged"), str),
             extra={k: v for k, v in d.items() if k not in names},
         )
 

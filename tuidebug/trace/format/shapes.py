@@ -44,7 +44,7 @@ SHAPES: dict[str, Any] = {
         "warnings": [str], "not_available": [str], "config_overrides": OPT_DICT, "tuidebug_config": OPT_DICT,
         "imported_from": OPT_DICT, "made_by": OPT_DICT,
         "script_error": OPT_DICT, "script_exit_code": OPT_INT, "profile_runs": OPT_INT,
-        "applied": OPT_DICT,
+        "applied": OPT_DICT, "collectives_not_logged": OPT_STR,
         "skipped_frames": [{"!function": str, "file": OPT_STR, "line": OPT_INT,
                             "reason": OPT_STR, "count": OPT_INT}],
     },

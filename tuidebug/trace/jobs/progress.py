@@ -22,6 +22,7 @@ from typing import Any
 
 from tuidebug.trace.jobs.ddp_steps import number_step, step_said
 from tuidebug.trace.jobs.ends import ends, where_it_was
+from tuidebug.trace.jobs.unlogged import rank_line, unlogged
 from tuidebug.trace.jobs import job as joblayout
 from tuidebug.trace.format import safefile
 from tuidebug.trace.format.manifest import Manifest
@@ -345,6 +346,7 @@ def waits(ranks: list[dict[str, Any]], missing: list[int] | None = None) -> dict
     said = {"ends": [e.to_json() for e in found_ends]}
     lines, mismatches = [], []
     waiting: dict[str, dict[int, dict[str, Any]]] = {}
+    blind = unlogged(ranks)  # no log: neither waiting nor behind as far as is known
     for r in stuck:
         p = r["progress"]
         c = p.get("collective")
@@ -362,6 +364,9 @@ def waits(ranks: list[dict[str, Any]], missing: list[int] | None = None) -> dict
                          "frame): in the compiler or running the script")
             else:
                 where = "before compiling anything"
+            if r["rank"] in blind:
+                lines.append(rank_line(r["rank"], blind[r["rank"]], where))
+                continue
             done = ("; no collective issued" if not c else
                     f"; its last collective {_c(c)} was issued asynchronously (it may wait for "
                     "it)" if c.get("async") and not c.get("waited") else
@@ -385,7 +390,8 @@ def waits(ranks: list[dict[str, Any]], missing: list[int] | None = None) -> dict
                                                      if len(unknown) > 20 else "")
         lines.append(f"rank(s) {shown}: no record; where they were is not known")
     if not waiting:  # where each rank is, even when none is in a collective the log records
-        found = _issued_ahead(stuck, lines) or {"lines": lines, "mismatches": [], "waiting": {}}
+        logged = [r for r in stuck if r["rank"] not in blind]  # the others' reach is known
+        found = _issued_ahead(logged, lines) or {"lines": lines, "mismatches": [], "waiting": {}}
         return {**found, "hung": hung, **said}
     for group, per in waiting.items():
         seqs = {c["seq"] for c in per.values()}
@@ -393,7 +399,7 @@ def waits(ranks: list[dict[str, Any]], missing: list[int] | None = None) -> dict
         top = max(c["seq"] for c in per.values())
         # a rank not waiting here is behind unless its log shows it issued #top of this group
         # (asynchronously, then waited elsewhere)
-        behind = [r["rank"] for r in stuck if r["rank"] not in per
+        behind = [r["rank"] for r in stuck if r["rank"] not in per and r["rank"] not in blind
                   and is_member(members, r["rank"])
                   and _reached(r["progress"].get("collective"), group) < top]
         if len(seqs) == 1 and len({_op_kind(c["op"]) for c in per.values()}) > 1:

@@ -1,0 +1,111 @@
+"""A job one of whose ranks could not open its progress log (its collectives not logged:
+``trace/jobs/unlogged.py``): the job-level answers say so where they are drawn from the logs.
+``info JOBDIR`` said "ranks agree" with no word of it, and at a hang read the missing log as
+"no collective issued" and blamed that rank for a collective the others waited in. Rank traces,
+records and progress logs written as a job writes them (the torch-free writer; no torch)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from rich.console import Console
+
+from tuidebug.trace.format import schema
+from tuidebug.trace.format.writer import TraceWriter
+from tuidebug.trace.jobs.progress import progress_path
+from tuidebug.trace.jobs.ranks import analyze_job
+from tuidebug.trace.jobs.unlogged import NOT_LOGGED_WARNING
+from tuidebug.viewers.ranks_view import divergence_lines, render_job
+
+WHY = "IsADirectoryError: [Errno 21] Is a directory: '/j/job/rank_1.progress.jsonl'"
+
+
+def _rank(job: Path, rank: int, status: str, *, unlogged: str | None = None,
+          warned_only: bool = False, running: bool = False) -> None:
+    """Rank ``rank``'s trace and record; ``unlogged``: why its collectives were not logged (as
+    the capture says it; ``warned_only``: as a trace older than the field says it, a warning);
+    ``running``: its trace left running (a rank stopped by ``--timeout``)."""
+    w = TraceWriter(job / f"rank_{rank}", command=["train.py"])
+    if unlogged is not None:
+        w.warn(f"{NOT_LOGGED_WARNING}/j/job/rank_{rank}.progress.jsonl: {unlogged}")
+        if not warned_only:
+            w.update(collectives_not_logged=unlogged)
+    if running:
+        w.update(pid=2**22 + 17)  # no such process: its writer is gone
+    else:
+        w.finish(schema.STATUS_OK)
+    (job / "job").mkdir(parents=True, exist_ok=True)
+    (job / "job" / f"rank_{rank}.json").write_text(json.dumps(
+        {"rank": rank, "world_size": 2, "status": status, "trace": f"rank_{rank}",
+         "started_at": 1.0, "finished_at": 9.0, "hostname": "h"}))
+
+
+def _log(job: Path, rank: int, seqs: int, waiting: bool) -> None:
+    """Rank ``rank``'s progress log: all_reduce #1..#seqs, each done but the last when
+    ``waiting``."""
+    events: list[dict] = [{"event": "start", "t": 1.0}]
+    for n in range(1, seqs + 1):
+        events.append({"event": "collective", "op": "all_reduce", "group": "default", "seq": n,
+                       "line": "train.py:40", "t": 1.0 + n})
+        if not (waiting and n == seqs):
+            events.append({"event": "done", "group": "default", "seq": n, "t": 1.5 + n})
+    progress_path(job, rank).write_text("".join(json.dumps(e) + "\n" for e in events))
+
+
+def _info(job: Path) -> str:
+    console = Console(file=io.StringIO(), width=300, record=True, color_system=None)
+    render_job(analyze_job(job), console)
+    return console.export_text()
+
+
+def test_a_finished_job_says_whose_collectives_were_not_logged(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    _rank(job, 0, "ok")
+    _rank(job, 1, "ok", unlogged=WHY)
+    _log(job, 0, 4, waiting=False)
+    report = analyze_job(job)
+    assert report["divergence"] is None, report["divergence"]
+    assert [r.get("collectives_not_logged") for r in report["ranks"]] == [None, WHY]
+    assert {"kind": "not_logged", "ranks": [{"rank": 1, "why": WHY}]} in report["notes"]
+    lines = divergence_lines(report["divergence"], report["ranks"], report["notes"])
+    said = (f"rank 1's collectives were not logged ({WHY}): where it waits at a hang, and "
+            "whether the other ranks waited for it, is not known")
+    assert lines == ["ranks agree", said], lines  # the TUI's ranks screen shows these too
+    text = _info(job)
+    assert said in text, text
+    assert text.count("collectives were not logged") == 1, text  # not again as a note
+
+
+def test_a_hang_does_not_blame_a_rank_whose_collectives_were_not_logged(tmp_path: Path) -> None:
+    """Rank 0 waits in all_reduce #3; rank 1's log was never written: whether it reached #3 is
+    not known. It read "rank 1 is in no collective …; no collective issued" and "rank(s) 0 wait
+    in collective #3 of group default for rank(s) 1, which did not reach it"."""
+    job = tmp_path / "job"
+    _rank(job, 0, "timed_out", running=True)
+    _rank(job, 1, "timed_out", unlogged=WHY, running=True)
+    _log(job, 0, 3, waiting=True)
+    waits = analyze_job(job)["waits"]
+    assert waits is not None and waits["hung"], waits
+    assert waits["mismatches"] == [], waits["mismatches"]
+    lines = waits["lines"]
+    assert any(ln.startswith("rank 0 waits in all_reduce #3") for ln in lines), lines
+    mine = [ln for ln in lines if ln.startswith("rank 1")]
+    assert len(mine) == 1 and mine[0].endswith(
+        f"; its collectives were not logged ({WHY}): whether it waits in a collective is not "
+        "known"), lines
+    text = _info(job)
+    assert "no collective issued" not in text and "which did not reach it" not in text, text
+    assert "rank 1's collectives were not logged" in text, text
+
+
+def test_a_trace_older_than_the_field_is_read_from_its_warning(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    _rank(job, 0, "ok")
+    _rank(job, 1, "ok", unlogged=WHY, warned_only=True)
+    _log(job, 0, 2, waiting=False)
+    report = analyze_job(job)
+    why = f"/j/job/rank_1.progress.jsonl: {WHY}"
+    assert [r.get("collectives_not_logged") for r in report["ranks"]] == [None, why]
+    assert f"rank 1's collectives were not logged ({why})" in _info(job)
