@@ -9,9 +9,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from tuidebug.trace.format.graph import Graph, Node, tensor_label
+from tuidebug.trace.format.graph import Graph, Node, node_line, tensor_label
 from tuidebug.viewers.dot.groups import Pieces, is_foreach
 from tuidebug.viewers.dot.labels import clip, esc, ops_summary, target_text
+from tuidebug.viewers.dot.style import KIND_STYLE, node_kind
 from tuidebug.viewers.dotescape import html_label
 
 MIN_ALIKE = 3  # pieces of one shape folded into one drawing when there are at least this many
@@ -40,17 +41,52 @@ class Alike:
 
 @dataclass
 class AlikeDrawing:
-    """Which box each folded node goes to, and what each box stands for."""
+    """Which box each folded node goes to, what each box stands for, and how it is drawn."""
 
+    graph: Graph = field(repr=False)
     families: list[Alike]
     key_of: dict[str, str] = field(default_factory=dict)  # FX node -> box key
     count: dict[str, int] = field(default_factory=dict)  # box key -> pieces (tensors) it stands for
     family_of: dict[str, int] = field(default_factory=dict)  # box key -> its family's index
     foreach: dict[str, str] = field(default_factory=dict)  # box key -> its foreach op
 
+    _titles: dict[int, str] = field(default_factory=dict, repr=False)  # family -> cluster label
+    _lead_shapes: dict[int, str] = field(default_factory=dict, repr=False)  # family -> shapes_row
+
     @staticmethod
     def foreach_key(op: str) -> str:
         return f"foreach:{op}"
+
+    def notes(self) -> list[str]:
+        """The title's lines: the families, and what a foreach box is."""
+        return ([family_note(self.families)] if self.families else []) + \
+            ([FOREACH_NOTE] if self.foreach else [])
+
+    def cluster(self, key: str) -> tuple[tuple[str, str, str], ...]:
+        """The cluster (name, label, style) around a family's nodes drawn once (none for a
+        piece of one or two nodes, a foreach box or a family drawn as one box)."""
+        i = self.family_of.get(key)
+        if i is None or len(self.families[i].slots) < 3 or "." not in key:
+            return ()
+        if i not in self._titles:
+            self._titles[i] = family_title(self.graph, self.families[i])
+        return ((f"cluster_alike{i}", self._titles[i], "module"),)
+
+    def attrs(self, key: str, members: list[Node]) -> dict[str, str]:
+        """A box's DOT attributes: its nodes' own style with a double border, ``×count``."""
+        count, fam = self.count.get(key, 1), self.family_of.get(key)
+        whole = self.families[fam] if fam is not None and "." not in key else None
+        rep = next((m for m in members if m.name == self.foreach.get(key)), members[0])
+        names = ", ".join(m.name for m in members[:12]) + (", …" if len(members) > 12 else "")
+        role = input_role(self.graph, rep.name, self.families[fam]) \
+            if rep.op == "placeholder" and fam is not None and not whole else ""
+        if fam is not None and fam not in self._lead_shapes:
+            self._lead_shapes[fam] = shapes_row([n for x in self.families[fam].leads
+                                                 if (n := self.graph.get(x)) is not None])
+        return dict(KIND_STYLE["module" if whole else node_kind(rep)], peripheries="2",
+                    label=alike_label(members, count, self.foreach.get(key, ""), whole, role,
+                                      self._lead_shapes.get(fam, "") if fam is not None else ""),
+                    tooltip=f"{node_line(rep)}\n×{count}: {names}", id=f"alike:{key}")
 
 
 def _signature(graph: Graph, names: list[str], hubs: set[str]) -> tuple:
@@ -105,7 +141,7 @@ def alike_drawing(graph: Graph, split: Pieces) -> AlikeDrawing | None:
                 for leads in by_sig.values() if len(leads) >= MIN_ALIKE]
     if not families and not ops:
         return None
-    out = AlikeDrawing(families)
+    out = AlikeDrawing(graph, families)
     for op, count in ops.items():
         out.key_of[op] = out.foreach_key(op)
         out.foreach[out.foreach_key(op)] = op
@@ -148,9 +184,9 @@ def family_title(graph: Graph, fam: Alike) -> str:
 
 
 def alike_label(members: list[Node], count: int, foreach: str = "", family: Alike | None = None,
-                role: str = "") -> str:
+                role: str = "", lead_shapes: str = "") -> str:
     """The label of a box of alike nodes: the op (an input: its ``role``) and ``×count``, the
-    shapes it covers; a foreach op with the values it hands out; a whole family (``family``:
+    shapes it covers (unless they are the chains' leads' ``lead_shapes``); a foreach op with the values it hands out; a whole family (``family``:
     drawn as one box when its nodes drawn once would be too many)."""
     grey = '<FONT POINT-SIZE="8" COLOR="#555555">{}</FONT>'
     if family is not None:
@@ -164,13 +200,13 @@ def alike_label(members: list[Node], count: int, foreach: str = "", family: Alik
         rep = members[0]
         what = role or clip(target_text(rep))
         rows = [f"<B>{esc(what)} ×{count}</B>"]
-        shapes = _shapes_row(members)
-        if shapes:
+        shapes = shapes_row(members)
+        if shapes and (shapes != lead_shapes or rep.op == "placeholder"):
             rows.append(grey.format(esc(shapes)))
     return html_label("<BR/>".join(rows))
 
 
-def _shapes_row(members: list[Node]) -> str:
+def shapes_row(members: list[Node]) -> str:
     """One shape (``f32[]``: a step counter's scalar), else the dtypes and how many shapes."""
     metas = {(str(m.tensor.get("dtype", "?")), str(m.tensor.get("shape"))): m.tensor
              for m in members if m.tensor}

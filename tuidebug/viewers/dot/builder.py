@@ -12,10 +12,7 @@ from tuidebug.trace.format.graph import Graph
 from tuidebug.viewers.dot.collapse import (absorb_into_kernels, backward_nodes, count_boxes,
                                           infer_modules, looks_joint, module_levels,
                                           plan_collapse, truncate_module, visible_nodes)
-from tuidebug.trace.format.graph import node_line
-from tuidebug.viewers.dot.alike import FOREACH_NOTE
-from tuidebug.viewers.dot.alike import (AlikeDrawing, alike_drawing, alike_label, family_note,
-                                        family_title, input_role)
+from tuidebug.viewers.dot.alike import AlikeDrawing, alike_drawing
 from tuidebug.viewers.dot.groups import NOTE as DERIVED_NOTE
 from tuidebug.viewers.dot.groups import derived_groups, pieces
 from tuidebug.viewers.dot.labels import (clip, group_label, group_status, node_label, node_tooltip,
@@ -44,7 +41,6 @@ class _Builder:
             if bwd else {}
         self.kernels_collapsed = False
         self.alike: AlikeDrawing | None = None  # an optimizer's alike chains, drawn once
-        self._titles: dict[int, str] = {}  # family -> its cluster's label
         self.depth: int | None = None
         self.items: dict[str, Item] = {}
         self.item_of: dict[str, str] = {}
@@ -108,7 +104,7 @@ class _Builder:
             if n.name in alike:
                 key, kind = alike[n.name], "alike"
                 item_id = safe_id("@alike", key)
-                cont = self._container(phase, self._alike_cluster(key))
+                cont = self._container(phase, self.alike.cluster(key))
             elif n.name in fixed:
                 key, kind = kernel_of[n.name], "kernel"
                 item_id = safe_id("@kernel", phase, key)
@@ -147,24 +143,12 @@ class _Builder:
             if derived:
                 self.notes.append(DERIVED_NOTE)
         if self.alike:
-            if self.alike.families:
-                self.notes.append(family_note(self.alike.families))
-            if self.alike.foreach:
-                self.notes.append(FOREACH_NOTE)
+            self.notes += self.alike.notes()
         if self.kernels_collapsed:
             kernels = len({kernel_of[n] for n in fixed if n in kernel_of})
             self.notes.append("kernels collapsed to one box each" + (
                 f" ({kernels} kernel calls: over the {opts.budget}-node budget by themselves)"
                 if kernels > opts.budget else ""))
-
-    def _alike_cluster(self, key: str) -> tuple[tuple[str, str, str], ...]:
-        """The cluster around a family's nodes drawn once (none for a one-node piece)."""
-        i = self.alike.family_of.get(key) if self.alike else None
-        if i is None or len(self.alike.families[i].slots) < 3 or "." not in key:
-            return ()
-        if i not in self._titles:
-            self._titles[i] = family_title(self.graph, self.alike.families[i])
-        return ((f"cluster_alike{i}", self._titles[i], "module"),)
 
     def _kernel_cluster(self, kernel: str) -> tuple[str, str, str]:
         """(cluster name, label, style) of a kernel: its name, and its launch under it."""
@@ -346,7 +330,7 @@ class _Builder:
         key = it.members[0].name if it.kind == "node" else it.key.split(":")[0]
         flag = self.ov.flag_label.get(key, "") if it.kind != "module" else ""
         if it.kind == "alike":
-            return self._alike_attrs(it)
+            return self.alike.attrs(it.key, it.members)
         if it.kind == "node":
             n = it.members[0]
             tip = node_tooltip(n)
@@ -373,19 +357,6 @@ class _Builder:
             if status == "removed":
                 attrs["style"] = attrs["style"].replace("rounded,", "") + ",dashed"
         return attrs
-
-    def _alike_attrs(self, it: Item) -> dict[str, str]:
-        """A box of alike nodes: its nodes' own style with a double border, ``×count``."""
-        al = self.alike
-        count, fam = al.count.get(it.key, 1), al.family_of.get(it.key)
-        whole = al.families[fam] if fam is not None and "." not in it.key else None
-        rep = next((m for m in it.members if m.name == al.foreach.get(it.key)), it.members[0])
-        names = ", ".join(m.name for m in it.members[:12]) + (", …" if len(it.members) > 12 else "")
-        role = input_role(self.graph, rep.name, al.families[fam]) \
-            if rep.op == "placeholder" and fam is not None and not whole else ""
-        return dict(KIND_STYLE["module" if whole else node_kind(rep)], peripheries="2",
-                    label=alike_label(it.members, count, al.foreach.get(it.key, ""), whole, role),
-                    tooltip=f"{node_line(rep)}\n×{count}: {names}", id=f"alike:{it.key}")
 
     def _edge_attrs(self, a: str, b: str, pairs: list[tuple[str, str]]) -> dict[str, str]:
         attrs: dict[str, str] = {}
