@@ -149,6 +149,18 @@ def test_config_and_cache_differences(same_job, tmp_path) -> None:
     assert d["kind"] == "config" and d["keys"] == ["max_fusion_size"], d
     assert d["values"]["max_fusion_size"][1] == 7 and d["diverging_ranks"] == [1]
 
+    # a rank whose script failed before Inductor wrote no config: not "every key differs"
+    (_copy(job, tmp_path / "unwritten") / "rank_1" / "config.json").unlink()
+    assert analyze_job(tmp_path / "unwritten")["divergence"] is None
+    # ... and whose script failed with no Inductor graph did not "run eagerly, not a failure"
+    _edit_json(tmp_path / "unwritten" / "rank_1" / "manifest.json",
+               lambda m: m.update(status="script_failed", graphs=[]))
+    notes = analyze_job(tmp_path / "unwritten")["notes"]
+    assert not [n for n in notes if n["kind"] == "no_graph"], notes
+    _edit_json(tmp_path / "unwritten" / "rank_1" / "manifest.json", lambda m: m.update(status="ok"))
+    notes = analyze_job(tmp_path / "unwritten")["notes"]
+    assert [n["ranks"] for n in notes if n["kind"] == "no_graph"] == [[1]], notes
+
     cache = _copy(job, tmp_path / "cache")
     _edit_json(cache / "rank_1" / "compiles" / "0_0.json",
                lambda c: c.setdefault("metrics", {}).update(inductor_fx_local_cache_hit_count=1))

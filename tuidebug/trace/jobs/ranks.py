@@ -49,7 +49,6 @@ from tuidebug.trace.jobs.rank_reasons import compile_keys, why_only_here
 from tuidebug.trace.jobs.rank_digest import (UNREAD, Hashes, RankDigest, RankPrint,
                                              normalise_text)
 from tuidebug.trace.jobs.lateness import first_return, late_rank
-from tuidebug.trace.jobs import unlogged
 from tuidebug.trace.jobs.skew import judge_skew, slow_ranks
 from tuidebug.trace.format.graph import node_line
 from tuidebug.trace.format.layout import diff_fingerprints
@@ -174,7 +173,9 @@ def _first_difference(ra: int, ta: Trace, fa: RankPrint,
     """Where rank ``rb``'s trace first differs from reference rank ``ra``'s: (position in compile
     order, the divergence without its rank lists), or None when they agree. Differences that
     are no divergence (generated code) are appended to ``notes``."""
-    if fa["config"] != fb["config"] and UNREAD not in (fa["config"], fb["config"]):
+    # a rank that never reached Inductor (its script failed in Dynamo) wrote no config: that is
+    # no config of its own to differ, not every key differing (how it ended says why)
+    if fa["config"] != fb["config"] and not {UNREAD, None} & {fa["config"], fb["config"]}:
         va, vb = _config_values(ta), _config_values(tb)
         keys = sorted(k for k in set(va) | set(vb)
                       if normalise_text(repr(va.get(k))) != normalise_text(repr(vb.get(k))))
@@ -349,8 +350,6 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
                        compiles=len(dg.print["compiles"]), graphs=dg.graphs,
                        compile_time_s=round(sum(dg.compile_seconds.values()), 6),
                        trace_status=dg.status)
-        if dg is not None and (why := unlogged.not_logged(dg.manifest)):
-            row["collectives_not_logged"] = why  # what its progress log would have told
         row["error"] = _how_it_ended(dg, rec.get("last_words"))
         if row["error"] is None:
             del row["error"]
@@ -389,11 +388,12 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
     unread = _not_compared(digests)
     if unread:  # refused on some ranks or all: neither the same nor different
         notes.append({"kind": "not_compared", "files": unread})
-    no_graph = sorted(r for r, dg in digests.items() if not dg.graphs)
-    if no_graph:  # Dynamo ran (or not) and reached no Inductor graph: the script ran eagerly
+    # Dynamo ran (or not) and reached no Inductor graph on a rank that ended ok: the script ran
+    # eagerly; a rank that failed or was stopped says so itself (its end), no "ran eagerly"
+    no_graph = sorted(r for r, dg in digests.items() if not dg.graphs and dg.status == "ok")
+    if no_graph:
         notes.append({"kind": "no_graph", "ranks": no_graph,
                       "compiles": {str(r): len(digests[r].print["compiles"]) for r in no_graph}})
-    notes += unlogged.note(ranks)
     missing = [r["rank"] for r in ranks if r["rank"] not in digests] + job["missing_ranks"]
     same_cache, inductor = _by_code(digests)
     # the rank the others waited for, step after step: judged once every rank ended ok
