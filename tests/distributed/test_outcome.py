@@ -228,3 +228,8 @@ def test_a_rank_that_cannot_count_its_collectives_leaves_no_rank_waiting(tmp_pat
     warned = json.loads((job / "rank_1" / "manifest.json").read_text()).get("warnings", [])
     assert any("this rank's collectives are not logged" in w for w in warned), warned
     assert blocked.is_dir() and not any(blocked.iterdir())  # nothing written into the fault
+    # the job's own answer says whose collectives were not logged (not only info --rank 1)
+    text = _cli("info", str(job)).stdout
+    assert "rank 1's collectives were not logged (IsADirectoryError" in text, text
+    note = [n for n in _info(job)["notes"] if n["kind"] == "not_logged"]
+    assert [r["rank"] for n in note for r in n["ranks"]] == [1], note
