@@ -114,3 +114,43 @@ def test_a_trace_older_than_the_spreads_gets_times_only(tmp_path: Path) -> None:
         assert not any(w in line.lower() for w in WORDS) and "noise" not in line, line
     totals = s["profile"]["totals"]
     assert totals["verdict"] is None and totals["compiled_spread"] is None, totals
+
+
+def _diff_totals(a: Path, b: Path) -> tuple[list[str], Any]:
+    """``diff``'s findings and its per-call totals table of two profiled traces."""
+    from tuidebug.trace.diff.profile import profile_diff, profile_findings
+    from tuidebug.trace.queries.verdict import format_duration
+    from tuidebug.viewers.profile_view import profile_diff_tables
+
+    p = profile_diff(Trace(a), Trace(b))
+    assert p is not None
+    return profile_findings(p, format_duration), profile_diff_tables(p)[0]
+
+
+def _change_cell(table: Any, row: int) -> Any:
+    return list(table.columns[3].cells)[row]  # the "change" column's cell of that row
+
+
+def test_diff_colours_a_graph_time_change_only_where_the_runs_are_apart(tmp_path: Path) -> None:
+    """Two traces timed in two processes: A's compiled graph 1.20 ms, B's 1.25 ms, their runs'
+    spreads overlapping: no red '+50 µs', said as noise; 1.20 → 2.40 ms with spreads apart:
+    red; traces without spreads: the change uncoloured, no word."""
+    same_a = _trace(tmp_path / "a", _run(1.2, 1.05, 1.4), _run(1.1, 1.0, 1.3))
+    same_b = _trace(tmp_path / "b", _run(1.25, 1.1, 1.45), _run(1.1, 1.0, 1.3))
+    findings, table = _diff_totals(same_a, same_b)
+    assert findings[0] == ("profiled compiled call (timed in two processes, not side by side): "
+                           "1.20 ms → 1.25 ms: no change beyond the noise (their runs' p10–p90 "
+                           "overlap)"), findings
+    cell = _change_cell(table, 0)
+    assert cell.plain == "+50.0 µs (noise)" and str(cell.style) == "dim", (cell, cell.style)
+    apart_b = _trace(tmp_path / "c", _run(2.4, 2.3, 2.6), _run(1.1, 1.0, 1.3))
+    findings, table = _diff_totals(same_a, apart_b)
+    assert findings[0].endswith("1.20 ms → 2.40 ms"), findings
+    cell = _change_cell(table, 0)
+    assert cell.plain == "+1.20 ms" and str(cell.style) == "red", (cell, cell.style)
+    old_a = _trace(tmp_path / "d", _run(1.2), _run(1.1))
+    old_b = _trace(tmp_path / "e", _run(2.4), _run(1.1))
+    findings, table = _diff_totals(old_a, old_b)
+    assert findings[0].endswith("1.20 ms → 2.40 ms"), findings
+    cell = _change_cell(table, 0)
+    assert cell.plain == "+1.20 ms" and str(cell.style) == "", (cell, cell.style)

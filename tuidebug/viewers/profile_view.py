@@ -199,6 +199,16 @@ def _signed(v: Any) -> Text:
     return Text(("+" if v > 0 else "−") + duration(abs(v)), style="red" if v > 0 else "green")
 
 
+def _change(v: Any, apart: bool | None) -> Text:
+    """A total's change A → B, timed in two processes: red or green only where the two traces'
+    runs are apart (``apart``); inside their spread, ``(noise)``; without spreads, uncoloured."""
+    if apart:
+        return _signed(v)
+    plain = _signed(v).plain
+    return Text(plain + (" (noise)" if apart is False and plain else ""),
+                style="dim" if apart is False else "")
+
+
 def profile_diff_tables(p: dict[str, Any], top: int = TOP) -> list[Any]:
     """``tuidebug diff``'s tables of two profiled traces: per-call totals, then the kernels,
     source lines and modules whose time changed most; when the two whole calls did not change
@@ -215,11 +225,12 @@ def profile_diff_tables(p: dict[str, Any], top: int = TOP) -> list[Any]:
     names = {"compiled_wall_s": "compiled call", "eager_wall_s": "eager call",
              "generated_s": "generated kernels", "extern_s": "extern calls",
              "overhead_s": "Python/launch/other"}
+    judged = p.get("totals_changed") or {}
     for key, label in names.items():
         v = (p.get("totals") or {}).get(key) or {}
         a, b = v.get("a"), v.get("b")
         change = b - a if isinstance(a, (int, float)) and isinstance(b, (int, float)) else None
-        t.add_row(label, duration(a), duration(b), _signed(change))
+        t.add_row(label, duration(a), duration(b), _change(change, judged.get(key)))
     out: list[Any] = [t]
     for table, title in (("kernels", "kernel"), ("lines", "source line"), ("modules", "module")):
         rows = [r for r in p.get(table) or [] if r.get("delta")][:top]

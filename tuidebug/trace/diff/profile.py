@@ -14,6 +14,7 @@ from typing import Any
 
 from tuidebug.trace.diff.common import pair
 from tuidebug.trace.diff.kernels import normalize_kernel_name
+from tuidebug.trace.queries.graph_times import changed
 from tuidebug.trace.queries.profile import ProfileView, Row, profile_view
 from tuidebug.trace.format.reader import Trace
 
@@ -74,8 +75,10 @@ def _line_key(a: ProfileView | None, b: ProfileView | None) -> Any:
 
 
 def profile_diff(a: Trace, b: Trace) -> dict[str, Any] | None:
-    """``{"totals": {NAME: {"a","b"}}, "kernels", "lines", "modules": [{"key", "a", "b",
-    "delta", …}]}``; None when neither trace was profiled."""
+    """``{"totals": {NAME: {"a","b"}}, "totals_changed": {"compiled_wall_s", "eager_wall_s":
+    True (spreads apart), False (they overlap: noise), None (a spread not recorded)}, "kernels",
+    "lines", "modules": [{"key", "a", "b", "delta", …}]}``; None when neither trace was
+    profiled."""
     va, vb = profile_view(a), profile_view(b)
     if va is None and vb is None:
         return None
@@ -86,6 +89,10 @@ def profile_diff(a: Trace, b: Trace) -> dict[str, Any] | None:
         "verdict": verdict, "calls_same": calls_same(verdict["a"], verdict["b"]),
         "totals": {k: pair(va.totals.get(k) if va else None, vb.totals.get(k) if vb else None)
                    for k in TOTALS},
+        # the graphs' own times, A against B: a change only where their spreads are apart
+        "totals_changed": {f"{side}_wall_s": changed(
+            va.totals.get(f"{side}_spread") if va else None,
+            vb.totals.get(f"{side}_spread") if vb else None) for side in ("compiled", "eager")},
         "kernels": _rows(va, vb, "kernels", lambda r: _phased(normalize_kernel_name(r.kernel),
                                                                 r)),
         "lines": _rows(va, vb, "lines", lambda r, line=_line_key(va, vb): _phased(line(r), r)),
@@ -167,8 +174,10 @@ def profile_findings(p: dict[str, Any] | None, fmt: Any, top: int = 3) -> list[s
             return out  # per-line differences of a call that did not change are noise
     else:
         wall = p["totals"]["compiled_wall_s"]
+        noise = (p.get("totals_changed") or {}).get("compiled_wall_s") is False
         out += [f"profiled compiled call (timed in two processes, not side by side): "
-               f"{fmt(wall['a'])} → {fmt(wall['b'])}"]
+               f"{fmt(wall['a'])} → {fmt(wall['b'])}"
+                + (": no change beyond the noise (their runs' p10–p90 overlap)" if noise else "")]
     for e in p["lines"][:top]:
         if e["delta"] and e.get("file"):
             name = str(e["file"]).replace("\\", "/").rsplit("/", 1)[-1]

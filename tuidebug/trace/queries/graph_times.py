@@ -79,3 +79,13 @@ class GraphTimes:
         t = t if isinstance(t, dict) else {}
         return cls(Spread.from_json(t.get("compiled_spread")),
                    Spread.from_json(t.get("eager_spread")))
+
+
+def changed(a: Any, b: Any) -> bool | None:
+    """Whether one side's graph time changed between two traces (``a``, ``b``: that side's
+    ``*_spread`` in each trace's totals, timed in two processes): True only where their p10–p90
+    do not overlap; False where they do (noise); None where either has no spread."""
+    sa, sb = Spread.from_json(a), Spread.from_json(b)
+    if sa is None or sb is None:
+        return None
+    return not overlap(sa, sb)
