@@ -49,6 +49,7 @@ from tuidebug.trace.jobs.rank_reasons import compile_keys, why_only_here
 from tuidebug.trace.jobs.rank_digest import (UNREAD, Hashes, RankDigest, RankPrint,
                                              normalise_text)
 from tuidebug.trace.jobs.lateness import first_return, late_rank
+from tuidebug.trace.jobs import unlogged
 from tuidebug.trace.jobs.skew import judge_skew, slow_ranks
 from tuidebug.trace.format.graph import node_line
 from tuidebug.trace.format.layout import diff_fingerprints
@@ -350,6 +351,8 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
                        compiles=len(dg.print["compiles"]), graphs=dg.graphs,
                        compile_time_s=round(sum(dg.compile_seconds.values()), 6),
                        trace_status=dg.status)
+        if dg is not None and (why := unlogged.not_logged(dg.manifest)):
+            row["collectives_not_logged"] = why  # what its progress log would have told
         row["error"] = _how_it_ended(dg, rec.get("last_words"))
         if row["error"] is None:
             del row["error"]
@@ -394,6 +397,7 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
     if no_graph:
         notes.append({"kind": "no_graph", "ranks": no_graph,
                       "compiles": {str(r): len(digests[r].print["compiles"]) for r in no_graph}})
+    notes += unlogged.note(ranks)  # whose collectives were not logged: what waits can't tell
     missing = [r["rank"] for r in ranks if r["rank"] not in digests] + job["missing_ranks"]
     same_cache, inductor = _by_code(digests)
     # the rank the others waited for, step after step: judged once every rank ended ok
