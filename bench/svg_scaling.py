@@ -307,7 +307,7 @@ def main() -> int:
                 g = synthetic_graph(n)
                 for mode in ("collapse", "full") + (("raw",) if ns.raw else ()):
                     row(g.graph_id, len(g), mode, *time_graph(g, mode, ns.timeout))
-        if ns.optimizer:  # a graph without module paths (collapsed by its chains of ops)
+        if ns.optimizer:  # a graph without module paths: its alike per-parameter chains drawn once
             g = optimizer_graph(ns.optimizer)
             row(g.graph_id, len(g), "collapse", *time_graph(g, "collapse", ns.timeout))
         if ns.traces:

@@ -112,3 +112,32 @@ def test_a_tall_chain_of_module_boxes_folds_into_columns(tmp_path: Path) -> None
     assert res.stubs > 0  # the edges between bands
     w, h = canvas(res.dot.source, tmp_path)
     assert max(w / h, h / w) <= 3, (w, h)
+
+
+def reordered_updates(count: int) -> Graph:
+    """``count`` parameters updated alike, each piece listing its inputs in another order
+    (Dynamo reads a parameter's state at first use in one loop turn, all at once in another)."""
+    nodes: dict[str, Node] = {}
+
+    def add(name: str, op: str, target: str, inputs: list[str]) -> None:
+        nodes[name] = Node(name, op, target, inputs=inputs, tensor={"dtype": "float32", "shape": [4]})
+        for i in inputs:
+            nodes[i].users.append(name)
+
+    for i in range(count):
+        ins = [(f"p{i}", "get_attr", f"state_{i}_param"), (f"g{i}", "placeholder", f"g{i}")]
+        for name, op, target in ins if i % 2 == 0 else ins[::-1]:
+            add(name, op, target, [])
+        add(f"a{i}", "call_function", "aten.mul.Tensor", [f"g{i}"])
+        add(f"b{i}", "call_function", "aten.add.Tensor", [f"p{i}", f"a{i}"])
+        add(f"c{i}", "call_function", "aten.copy_.default", [f"p{i}", f"b{i}"])
+    return Graph(list(nodes.values()), "reordered", "synthetic")
+
+
+def test_alike_updates_listed_in_other_orders_are_drawn_once() -> None:
+    res = build_dot(reordered_updates(6))
+    boxes = [line for line in res.dot.source.splitlines() if 'id="alike:' in line]
+    assert len(boxes) == 5 and all("×6" in b for b in boxes), boxes  # p, g, mul, add, copy_
+    assert any("6 params updated alike" in note for note in res.notes), res.notes
+    # the parameter (written in place) and the gradient keep their boxes apart
+    assert sum("param ×6" in b for b in boxes) == 1 and sum("input ×6" in b for b in boxes) == 1

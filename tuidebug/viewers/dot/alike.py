@@ -22,12 +22,17 @@ FOREACH_NOTE = "a foreach op is one box with the values it hands out (getitem)"
 
 @dataclass
 class Alike:
-    """Pieces of one shape: ``slots[j]`` is the j-th node (in graph order) of every piece."""
+    """Pieces of one shape: ``slots[j]`` is the j-th node of every piece (``_canonical``)."""
 
-    leads: list[str]  # each piece's first input (an optimizer's parameter), in graph order
+    leads: list[str]  # each piece's first input, in graph order
     slots: list[list[str]]
-    updated: bool  # the lead is written in place: the pieces are parameters' updates
-    inputs: int = 1  # placeholders in each piece
+    param: int | None = None  # the slot of the first input written in place (a parameter)
+    inputs: int = 1  # inputs (placeholders, attributes) of each piece
+
+    @property
+    def updated(self) -> bool:
+        """An input of each piece is written in place: the pieces are parameters' updates."""
+        return self.param is not None
 
     @property
     def what(self) -> str:
@@ -78,8 +83,8 @@ class AlikeDrawing:
         whole = self.families[fam] if fam is not None and "." not in key else None
         rep = next((m for m in members if m.name == self.foreach.get(key)), members[0])
         names = ", ".join(m.name for m in members[:12]) + (", …" if len(members) > 12 else "")
-        role = input_role(self.graph, rep.name, self.families[fam]) \
-            if rep.op == "placeholder" and fam is not None and not whole else ""
+        role = input_role(self.graph, rep.name, self.families[fam], int(key.rsplit(".", 1)[1])) \
+            if rep.op in LEAVES and fam is not None and not whole else ""
         if fam is not None and fam not in self._lead_shapes:
             self._lead_shapes[fam] = shapes_row([n for x in self.families[fam].leads
                                                  if (n := self.graph.get(x)) is not None])
@@ -89,19 +94,37 @@ class AlikeDrawing:
                     tooltip=f"{node_line(rep)}\n×{count}: {names}", id=f"alike:{key}")
 
 
-def _signature(graph: Graph, names: list[str], hubs: set[str]) -> tuple:
-    """A piece's shape: each node's op and target, its inputs as positions in the piece (or
-    the hub's name), and the hubs it feeds; placeholders by position only."""
-    local = {n: i for i, n in enumerate(names)}
-    sig = []
-    for name in names:
-        n = graph.get(name)
-        if n is None:
-            return (name,)
-        ins = tuple(local[i] if i in local else (i if i in hubs else "?") for i in n.inputs)
-        outs = tuple(sorted(u for u in n.users if u in hubs))
-        sig.append((n.op, "" if n.op == "placeholder" else n.target, ins, outs))
-    return tuple(sig)
+LEAVES = ("placeholder", "get_attr")  # a piece's inputs: told apart by where they are used
+
+
+def _canonical(graph: Graph, names: list[str], hubs: set[str]) -> tuple[list[str], tuple]:
+    """A piece's nodes in an order that does not depend on the order the graph lists them in
+    (Dynamo reads a parameter's state at its first use in one loop turn, all at once in the
+    next), and its shape in that order: each node's op and target (an input's by where it is
+    used), its inputs as positions (or the hub's name) and the hubs it feeds. Nodes are
+    ordered by a hash of what they compute from (inputs, recursively) and what computes from
+    them (users, recursively), ties kept in graph order."""
+    inside = set(names)
+    nodes = {x: graph.get(x) for x in names}
+    if any(n is None for n in nodes.values()):
+        return names, tuple(names)
+    up: dict[str, int] = {}
+    for x in names:  # graph order: inputs first
+        n = nodes[x]
+        up[x] = hash((n.op, "" if n.op in LEAVES else n.target,
+                      tuple(up[i] if i in inside else (i if i in hubs else "?") for i in n.inputs)))
+    down: dict[str, int] = {}
+    for x in reversed(names):
+        n = nodes[x]
+        uses = sorted((down[u], nodes[u].inputs.index(x)) for u in dict.fromkeys(n.users)
+                      if u in inside and u in down)
+        down[x] = hash((up[x], tuple(uses), tuple(sorted(u for u in n.users if u in hubs))))
+    pos = {x: i for i, x in enumerate(names)}
+    order = sorted(names, key=lambda x: (down[x], pos[x]))
+    at = {x: i for i, x in enumerate(order)}
+    sig = tuple((down[x], tuple(at[i] if i in at else (i if i in hubs else "?")
+                                for i in nodes[x].inputs)) for x in order)
+    return order, sig
 
 
 def _foreach_outputs(graph: Graph, split: Pieces) -> tuple[dict[str, int], dict[str, str]]:
@@ -121,10 +144,11 @@ def _foreach_outputs(graph: Graph, split: Pieces) -> tuple[dict[str, int], dict[
     return ops, taken
 
 
-def _updated(graph: Graph, names: list[str]) -> bool:
-    lead = names[0]
-    return any((n := graph.get(x)) is not None and n.is_inplace and n.inputs[:1] == [lead]
-               for x in names)
+def _written(graph: Graph, name: str) -> bool:
+    """An input written in place (the first argument of an in-place op: ``copy_``, ``mul_``)."""
+    n = graph.get(name)
+    return n is not None and n.op in LEAVES and any(
+        (u := graph.get(x)) is not None and u.is_inplace and u.inputs[:1] == [name] for x in n.users)
 
 
 def alike_drawing(graph: Graph, split: Pieces) -> AlikeDrawing | None:
@@ -132,13 +156,19 @@ def alike_drawing(graph: Graph, split: Pieces) -> AlikeDrawing | None:
     ``MIN_ALIKE`` times (and no foreach op hands out values)."""
     ops, taken = _foreach_outputs(graph, split)
     by_sig: dict[tuple, list[str]] = {}
+    ordered: dict[str, list[str]] = {}  # lead -> its piece in canonical order
     for lead, names in split.members.items():
         if lead not in taken:
-            by_sig.setdefault(_signature(graph, names, split.hubs), []).append(lead)
-    families = [Alike(leads, [list(s) for s in zip(*(split.members[x] for x in leads))],
-                      _updated(graph, split.members[leads[0]]),
-                      sum(1 for x in split.members[leads[0]] if (n := graph.get(x)) and n.op == "placeholder"))
-                for leads in by_sig.values() if len(leads) >= MIN_ALIKE]
+            ordered[lead], sig = _canonical(graph, names, split.hubs)
+            by_sig.setdefault(sig, []).append(lead)
+    families = []
+    for leads in by_sig.values():
+        if len(leads) >= MIN_ALIKE:
+            first = split.members[leads[0]]
+            written = next((x for x in first if _written(graph, x)), None)
+            families.append(Alike(leads, [list(s) for s in zip(*(ordered[x] for x in leads))],
+                                  ordered[leads[0]].index(written) if written else None,
+                                  sum(1 for x in first if (n := graph.get(x)) and n.op in LEAVES)))
     if not families and not ops:
         return None
     out = AlikeDrawing(graph, families)
@@ -201,7 +231,7 @@ def alike_label(members: list[Node], count: int, foreach: str = "", family: Alik
         what = role or clip(target_text(rep))
         rows = [f"<B>{esc(what)} ×{count}</B>"]
         shapes = shapes_row(members)
-        if shapes and (shapes != lead_shapes or rep.op == "placeholder"):
+        if shapes and (shapes != lead_shapes or rep.op in LEAVES):
             rows.append(grey.format(esc(shapes)))
     return html_label("<BR/>".join(rows))
 
@@ -216,11 +246,11 @@ def shapes_row(members: list[Node]) -> str:
     return f"{', '.join(dtypes)} · {len({s for _, s in metas})} shapes"
 
 
-def input_role(graph: Graph, name: str, fam: Alike) -> str:
-    """What a family's input is: its parameter (the lead), state written in place, an input."""
-    if fam.updated and name in fam.leads:
+def input_role(graph: Graph, name: str, fam: Alike, slot: int) -> str:
+    """What a family's input is: its parameter (the first input written in place), state
+    written in place (a step counter, a moment), or an input (a gradient)."""
+    if not _written(graph, name):
+        return "input"
+    if slot == fam.param:
         return "param" if fam.inputs > 1 else "tensor (written)"
-    n = graph.get(name)
-    written = n is not None and any((u := graph.get(x)) is not None and u.is_inplace
-                                    and u.inputs[:1] == [name] for x in n.users)
-    return "state (written)" if written else "input"
+    return "state (written)"
