@@ -307,6 +307,7 @@ def test_ranks_that_ended_on_sigint_are_interrupted(tmp_path: Path) -> None:
         rec = json.loads((job / "job" / f"rank_{rank}.json").read_text())
         (job / "job" / f"rank_{rank}.json").write_text(json.dumps({**rec, "exit_code": -2}))
     _collectives(job, 0, [1], waiting=True)
+    _collectives(job, 1, [], waiting=False)  # started, issued none (no log: not known)
     w = analyze_job(job)["waits"]
     assert w is not None and not w["hung"], w
     assert [(e["kind"], e["ranks"]) for e in w["ends"]] == [("interrupted", [0, 1])], w

@@ -109,3 +109,54 @@ def test_a_trace_older_than_the_field_is_read_from_its_warning(tmp_path: Path) -
     why = f"/j/job/rank_1.progress.jsonl: {WHY}"
     assert [r.get("collectives_not_logged") for r in report["ranks"]] == [None, why]
     assert f"rank 1's collectives were not logged ({why})" in _info(job)
+
+
+def test_a_rank_whose_progress_log_tells_nothing_is_not_known_at_a_hang(tmp_path: Path) -> None:
+    """No word in the manifest (an older capture, a log removed or replaced later): rank 1's
+    log path is a directory, rank 2's log is missing, rank 3's is empty. Rank 0 waits in
+    all_reduce #5: it said "rank(s) 0 wait in collective #5 of group default for rank(s) 1, 2,
+    3, which did not reach it" and "rank 1 … no collective issued". Rank 4, whose log shows
+    it stopped at #4, is still named."""
+    job = tmp_path / "job"
+    for r in range(5):
+        _rank(job, r, "timed_out", running=True)
+    _log(job, 0, 5, waiting=True)
+    _log(job, 4, 4, waiting=False)
+    progress_path(job, 1).mkdir()
+    progress_path(job, 3).write_text("")
+    report = analyze_job(job)
+    waits = report["waits"]
+    assert waits is not None, report
+    [m] = waits["mismatches"]
+    assert (m["ranks"], m["waits_for"], m["seq"]) == ([0], [4], 5), m
+    lines = waits["lines"]
+    for r, why in ((1, "progress log not read: "), (2, "no progress log"),
+                   (3, "its progress log holds no event")):
+        mine = [ln for ln in lines if ln.startswith(f"rank {r}")]
+        assert len(mine) == 1 and f"its collectives were not logged ({why}" in mine[0] \
+            and mine[0].endswith("whether it waits in a collective is not known"), lines
+    assert not any("no collective issued" in ln for ln in lines if not ln.startswith("rank 4")), \
+        lines
+    [note] = [n for n in report["notes"] if n["kind"] == "not_logged"]
+    assert [x["rank"] for x in note["ranks"]] == [1, 2, 3], note
+    text = _info(job)
+    assert "ranks 1, 2, 3' collectives were not logged" in text, text
+
+
+def test_issued_ahead_is_not_said_of_a_rank_whose_log_is_missing(tmp_path: Path) -> None:
+    """No rank blocked in a collective; rank 0 issued all_reduce #3 asynchronously and waits
+    elsewhere; rank 1 has no progress log: whether it reached #3 is not known. It read "rank(s)
+    0 issued collective #3 of group default, which rank(s) 1 did not reach"."""
+    job = tmp_path / "job"
+    for r in range(2):
+        _rank(job, r, "timed_out", running=True)
+    events = [{"event": "start", "t": 1.0}] + [
+        e for n in (1, 2, 3) for e in (
+            {"event": "collective", "op": "all_reduce", "group": "default", "seq": n,
+             "async": True, "t": 1.0 + n},
+            {"event": "done", "group": "default", "seq": n, "t": 1.1 + n})]
+    progress_path(job, 0).write_text("".join(json.dumps(e) + "\n" for e in events))
+    waits = analyze_job(job)["waits"]
+    assert waits is not None and waits["mismatches"] == [], waits
+    assert any(ln.startswith("rank 1") and "(no progress log)" in ln for ln in waits["lines"]), \
+        waits["lines"]

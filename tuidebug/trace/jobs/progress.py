@@ -69,12 +69,22 @@ class ProgressLog:
 def events(path: Path) -> list[dict[str, Any]]:
     """The events of a progress log: a regular file inside the job folder (not a link, a FIFO
     or a folder), its last TAIL_BYTES, each line parsed with bounded nesting."""
+    return read_log(path)[0]
+
+
+def read_log(path: Path) -> tuple[list[dict[str, Any]], str | None]:
+    """The events of a progress log (:func:`events`) and why it tells nothing of the rank
+    (None: it is read): no file, a file refused, or one holding no event at all — the capture
+    writes ``start`` first, so a rank that logged nothing did not log its collectives; such
+    a rank did not issue "no collective": what it issued is not known."""
     if path.parent.is_symlink():  # job/ itself a link: a path out of the job folder
-        return []
+        return [], "its job folder is a symbolic link (not read)"
     try:
         data, size = safefile.read_tail(path, TAIL_BYTES)
-    except (safefile.Refused, OSError):
-        return []
+    except FileNotFoundError:
+        return [], "no progress log"
+    except (safefile.Refused, OSError) as e:
+        return [], f"progress log not read: {type(e).__name__}: {str(e)[:200]}"
     lines = data.split(b"\n")
     if size > TAIL_BYTES:
         lines = lines[1:]  # the first one is cut
@@ -86,7 +96,7 @@ def events(path: Path) -> list[dict[str, Any]]:
             continue
         if isinstance(ev, dict):
             out.append(ev)
-    return out
+    return out, None if out else "its progress log holds no event"
 
 
 def _text(v: Any) -> str | None:
@@ -147,7 +157,8 @@ def _ddp(v: Any) -> dict[str, Any] | None:
             "bytes": v["bytes"] if type(v.get("bytes")) is int else None}
 
 
-def last_collective(path: Path) -> dict[str, Any] | None:
+def last_collective(path: Path, logged: list[dict[str, Any]] | None = None
+                    ) -> dict[str, Any] | None:
     """The collective the rank's log says it is in, else its last one: op, seq, group, line,
     ``compiled`` (issued by a compiled graph's wrapper: graph, index, wrapper line) and
     ``state`` — ``waiting`` (entered, never left: the rank is in it, or in its wait) or
@@ -159,14 +170,14 @@ def last_collective(path: Path) -> dict[str, Any] | None:
     ``step``: a step's buckets run from bucket 0 to the one marked last; ``ddp_steps``: per
     group, the last step the rank entered). A bucket of an earlier step whose completion the
     log lacks is not where it waits: the reducer waits for every bucket of a backward before
-    the next one starts."""
+    the next one starts. ``logged``: the log's events, already read."""
     last: dict[str, Any] | None = None
     reached: dict[str, int] = {}
     seen: dict[tuple[str, int], dict[str, Any]] = {}
     waiting_in: dict[str, Any] | None = None
     steps: dict[str, int] = {}  # per group: the DDP step its last bucket belongs to
     prev: dict[str, dict[str, Any]] = {}  # per group: its last DDP bucket
-    for ev in events(path):
+    for ev in events(path) if logged is None else logged:
         kind = ev.get("event")
         if kind == "start":  # a new attempt (torchrun --max-restarts): numbered anew
             last, reached, seen, waiting_in, steps, prev = None, {}, {}, None, {}, {}
@@ -271,14 +282,19 @@ def stack_summary(threads: list[dict[str, Any]] | None) -> dict[str, Any] | None
 
 def rank_progress(root: Path, rank: int, manifest: Manifest | None) -> dict[str, Any]:
     """How far rank ``rank`` got: its trace's last compile phase and graph (``phase`` is
-    ``script`` once that graph was compiled: the rank ran on), and its last collective."""
+    ``script`` once that graph was compiled: the rank ran on), and its last collective;
+    ``unlogged``: why its log tells nothing (:func:`read_log`), where it does not."""
     m = manifest or Manifest()
     graph, phase = _text(m.current_graph), _text(m.phase)
     status = next((e.status for e in m.graphs or [] if e.id == graph), None)
-    return {"phase": "script" if phase and status in ("ok", "failed") else phase,
-            "compile_phase": phase, "graph": graph, "graph_status": _text(status),
-            "collective": last_collective(progress_path(root, rank)),
-            "stack": stack_summary(read_stacks(stacks_path(progress_path(root, rank))))}
+    logged, why = read_log(progress_path(root, rank))
+    out = {"phase": "script" if phase and status in ("ok", "failed") else phase,
+           "compile_phase": phase, "graph": graph, "graph_status": _text(status),
+           "collective": last_collective(progress_path(root, rank), logged),
+           "stack": stack_summary(read_stacks(stacks_path(progress_path(root, rank))))}
+    if why is not None:
+        out["unlogged"] = why
+    return out
 
 
 def _reached(c: dict[str, Any] | None, group: str) -> int:

@@ -397,7 +397,7 @@ def analyze_job(root: str | Path) -> dict[str, Any]:
     if no_graph:
         notes.append({"kind": "no_graph", "ranks": no_graph,
                       "compiles": {str(r): len(digests[r].print["compiles"]) for r in no_graph}})
-    notes += unlogged.note(ranks)  # whose collectives were not logged: what waits can't tell
+    notes += unlogged.note(ranks)  # also a stopped rank whose progress log told nothing
     missing = [r["rank"] for r in ranks if r["rank"] not in digests] + job["missing_ranks"]
     same_cache, inductor = _by_code(digests)
     # the rank the others waited for, step after step: judged once every rank ended ok

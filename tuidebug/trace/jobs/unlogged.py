@@ -30,9 +30,17 @@ def not_logged(m: Manifest | None) -> str | None:
 
 
 def unlogged(ranks: list[dict[str, Any]]) -> dict[int, str]:
-    """Per rank whose collectives were not logged, why (``ranks``: ``analyze_job``'s rows)."""
-    return {int(r["rank"]): str(r["collectives_not_logged"]) for r in ranks
-            if isinstance(r.get("collectives_not_logged"), str)}
+    """Per rank whose collectives were not logged, why (``ranks``: ``analyze_job``'s rows):
+    its manifest's word, else, for a rank whose ``progress`` was read (one that did not
+    finish), why its log told nothing (no file, refused, empty: ``progress.read_log``)."""
+    out = {}
+    for r in ranks:
+        why = r.get("collectives_not_logged")
+        if not isinstance(why, str):
+            why = (r.get("progress") or {}).get("unlogged")
+        if isinstance(why, str):
+            out[int(r["rank"])] = why
+    return out
 
 
 def note(ranks: list[dict[str, Any]]) -> list[dict[str, Any]]:
