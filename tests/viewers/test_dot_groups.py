@@ -76,6 +76,8 @@ def test_an_optimizer_graph_draws_its_alike_chains_once() -> None:
     assert len(labels) == per_param, len(labels)
     for line in labels:
         assert "×44" in line, line
+    stubs = re.findall(r'label="([⇢⇠][^"]*)"', res.dot.source)  # a long edge's far end: its box
+    assert len(stubs) == res.stubs > 0 and all(s.endswith("×44") for s in stubs), stubs
 
 
 @needs_dot

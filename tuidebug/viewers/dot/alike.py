@@ -77,6 +77,11 @@ class AlikeDrawing:
             self._titles[i] = family_title(self.graph, self.families[i])
         return ((f"cluster_alike{i}", self._titles[i], "module"),)
 
+    def name(self, key: str, members: list[Node]) -> str:
+        """A box in a few words: ``addcdiv ×219``, ``_foreach_add_.Scalar ×48``."""
+        rep = next((m for m in members if m.name == self.foreach.get(key)), members[0])
+        return f"{target_text(rep) if rep.op not in LEAVES else rep.op} ×{self.count.get(key, 1)}"
+
     def attrs(self, key: str, members: list[Node]) -> dict[str, str]:
         """A box's DOT attributes: its nodes' own style with a double border, ``×count``."""
         count, fam = self.count.get(key, 1), self.family_of.get(key)

@@ -399,12 +399,19 @@ class _Builder:
                                           tooltip=f"{k} also computes: " + ", ".join(shared))))
             self._stub_edges.append((nid, self.item_of[shared[0]]))
 
+    def _stub_name(self, item_id: str, node: str) -> str:
+        """How a stub names a far node: by name, or a box of alike nodes by its op (``addcdiv
+        ×219``, not 219 names)."""
+        it = self.items[item_id]
+        return self.alike.name(it.key, it.members) if it.kind == "alike" and self.alike else node
+
     def _stubs(self, stubbed, stmts) -> int:
         """One stub per item for its far inputs and one for its far users."""
         ins: dict[str, list[str]] = defaultdict(list)
         outs: dict[str, list[str]] = defaultdict(list)
         for a, b, pairs in stubbed:
             for u, v in pairs:
+                u, v = self._stub_name(a, u), self._stub_name(b, v)
                 if u not in ins[b]:
                     ins[b].append(u)
                 if v not in outs[a]:
