@@ -7,6 +7,7 @@ one rank is told by that branch's break."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.trace.test_rank_prints import finish_rank
@@ -258,3 +259,29 @@ def test_a_restart_is_dropped_only_for_a_break_at_its_own_line(tmp_path: Path) -
     got = d["reason"]["restart_reasons"]
     assert [(s["where"], s["summary"]) for s in got] == [
         ("/job/train.py:21", "Unsupported Tensor.item() call with capture_scalar_outputs=False")], got
+
+
+def test_compiled_elsewhere_is_said_only_of_a_rank_that_lacks_the_compile(
+        tmp_path: Path) -> None:
+    """Three groups: ranks 1, 2 recompiled once (0/1), rank 3 never did, rank 0 recompiled
+    twice (0/1, 0/2). The first divergence is 0/1, made by ranks 1, 2 and not rank 3. Reading
+    rank 0 (which made 0/1 as well) said "rank(s) 1, 2 compiled 0/1, which rank 0 did not";
+    said of rank 3 only."""
+    from tuidebug.viewers.ranks_view import compiled_elsewhere_line
+
+    job = tmp_path / "job"
+    fn = {"0/0": "step", "0/1": "step", "0/2": "step"}
+    _rank(job, 0, {"0/0": [], "0/1": [], "0/2": []}, functions=fn)
+    for r in (1, 2):
+        _rank(job, r, {"0/0": [], "0/1": []}, functions=fn)
+    _rank(job, 3, {"0/0": []}, functions=fn)
+    for r in range(4):  # a world of 4
+        rec = job / "job" / f"rank_{r}.json"
+        rec.write_text(json.dumps({**json.loads(rec.read_text()), "world_size": 4}))
+    d = analyze_job(job)["divergence"]
+    assert d["kind"] == "compile_only_on_some_ranks" and d["compile_id"] == "0/1", d
+    assert compiled_elsewhere_line(d, 0, "tuidebug advise J") is None
+    assert compiled_elsewhere_line(d, 1, "tuidebug advise J") is None
+    assert compiled_elsewhere_line(d, 3, "tuidebug advise J") == (
+        "rank(s) 1-2 compiled 0/1, which rank 3 did not (where the ranks first diverge): "
+        "tuidebug advise J --rank 1"), d

@@ -225,12 +225,15 @@ def compiled_elsewhere_line(d: dict[str, Any] | None, rank: int, command: str) -
     """For a command that read the trace of ``rank`` of a job: where the job's first divergence
     (``d``) is a compile that rank did not make (a recompile on another rank only, as a ragged
     last batch makes), which ranks made it and the ``command`` that reads one of theirs; None
-    where ``rank`` made it, or the ranks parted otherwise."""
+    unless ``rank`` is one of the ranks that lack it (with three groups or more, the two groups
+    compared may both be others), or where the ranks parted otherwise."""
     if not isinstance(d, dict) or d.get("kind") != "compile_only_on_some_ranks":
         return None
-    having = [r for r in (d.get("reference_ranks") if d.get("on_reference")
-                          else d.get("diverging_ranks")) or [] if type(r) is int]
-    if not having or rank in having:
+    having, lacking = (d.get("reference_ranks"), d.get("diverging_ranks"))
+    if not d.get("on_reference"):
+        having, lacking = lacking, having
+    having = [r for r in having or [] if type(r) is int]
+    if not having or rank not in (lacking or []):
         return None
     return (f"rank(s) {_ranks(having)} compiled {d.get('compile_id')}, which rank {rank} did "
             f"not (where the ranks first diverge): {command} --rank {min(having)}")
