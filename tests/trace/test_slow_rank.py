@@ -159,7 +159,8 @@ def test_the_rank_the_others_wait_for_at_every_step_is_named(tmp_path: Path) -> 
     assert abs(late["total_s"] - 4.65) < 1e-6, late  # 0.75 + 0.9 + 2.0 + 1.0, each once
     lines = slow_rank_lines([], late)
     assert lines[0] == ("slow rank: the other ranks waited for rank 1 at all 4 collectives they "
-                        "all issued and waited in after their first, 750 ms–2.00 s each; its "
+                        "all issued and waited in after their first returned, 750 ms–2.00 s "
+                        "each; its "
                         "own work between collectives took 4.65 s longer than theirs in all"), lines
     assert lines[1] == ("  all_reduce #4 of group default (train.py:40): 2.00 s after the "
                         "others, 2.00 s of it gained in its own work since its previous "
@@ -215,3 +216,40 @@ def test_a_rank_late_only_sometimes_or_inside_noise_is_not_named(tmp_path: Path)
     small = _job(tmp_path / "small", compiles, {0: 40.0, 1: 41.0})
     _steps(small, {0: [1.0, 2.0, 2.0, 2.0], 1: [1.3, 2.3, 2.3, 2.3]})  # by less than NOISE_S
     assert analyze_job(small)["late_rank"] is None
+
+
+def test_ddp_buckets_before_a_ranks_first_return_are_not_judged(tmp_path: Path) -> None:
+    """DDP's start-up collectives (its parameter broadcast) are C++'s and not logged: the first
+    logged ones are the buckets of the first backward, all issued (asynchronously) before any
+    returns, and each carries the start-up's lag: rank 0, which compiled 4 s longer, is last
+    at all 4 of them. Only the first was skipped, so rank 0 was last at 3 judged buckets and
+    rank 1 at the 12 after: no verdict. Every collective a rank issued before its first
+    ``done`` is skipped: rank 1, 1 s slower at each of the 3 later steps, is named."""
+    compiles = {r: {"0/0": (10.0, 7.0)} for r in range(3)}
+    job = _job(tmp_path / "job", compiles, {0: 40.0, 1: 41.0, 2: 40.5})
+    logs: dict[int, list[dict]] = {r: [{"event": "start", "t": 0.5}] for r in range(3)}
+    at = {0: 5.0, 1: 1.0, 2: 1.2}  # start-up: rank 0 compiled 4 s longer
+    seq = 0
+    for step in range(4):
+        issued = {}
+        for b in range(4):
+            seq += 1
+            for r in range(3):
+                work = 0.0 if step == 0 else (2.0 if r != 1 else 3.0)
+                t = at[r] + work + 0.1 * b + 0.01 * r * (b == 0)
+                issued[(r, seq)] = t
+                logs[r].append({"event": "collective", "op": "all_reduce", "group": "default",
+                                "seq": seq, "line": "train.py:50", "async": True, "t": t,
+                                "ddp": {"bucket": b, "last": b == 3}})
+        # each bucket done once every rank issued it; the reducer waits for them all
+        for s in range(seq - 3, seq + 1):
+            done = max(issued[(r, s)] for r in range(3)) + 0.01
+            for r in range(3):
+                logs[r].append({"event": "done", "group": "default", "seq": s, "t": done})
+        for r in range(3):
+            at[r] = done
+    for r, evs in logs.items():
+        _write_log(job, r, evs)
+    late = analyze_job(job)["late_rank"]
+    assert late is not None and late["rank"] == 1 and late["collectives"] == 12, late
+    assert 2.9 < late["total_s"] < 3.1, late

@@ -4,11 +4,14 @@ Each rank's progress log stamps every collective it issues with the time it issu
 ``done`` with the time it returned (a DDP bucket's: when it completed). When one rank is slow in
 the work between collectives (its steps), every other rank reaches each collective first and
 waits in it; the slow rank reaches it last. Only collectives the others really waited in are
-judged: their ``done`` on every other rank came after the late rank issued it. A rank's first
-collective is not judged: the ranks reach it after their start-up (the process, imports, the
+judged: their ``done`` on every other rank came after the late rank issued it. What a rank
+issued before its first collective returned (its first ``done``, as ``first_return`` times a
+run from) is not judged: the ranks reach it after their start-up (the process, imports, the
 first compiles, which the compile-time comparison judges), not after a step of their own work:
 a rank that compiled longer would be last there, and a rank slow at every step then never
-named. A collective
+named. That is more than the first collective where DDP runs: its start-up collectives are its
+C++ side's (not logged), and the first logged ones are the buckets of the first backward, all
+issued (asynchronously) before any returns, each carrying the start-up's lag. A collective
 that returns without blocking (NCCL's, which only enqueue work on a stream; ``async_op=True``;
 a functional collective) says nothing of waiting, and is not judged — with too few judged, no
 verdict. A rank is named only when it was last at every collective judged (three or more),
@@ -64,7 +67,7 @@ class LateRank:
 class _Arrival:
     """One collective on one rank: when it issued it (``t``), when it returned (``done``;
     None: no ``done`` logged), the time of the rank's event before it (``prev``), op, line;
-    ``first``: the rank's first collective since it started."""
+    ``first``: issued before any collective of the rank's (since it started) returned."""
 
     t: float
     done: float | None
@@ -80,20 +83,24 @@ def _time(ev: dict[str, Any]) -> float | None:
 
 
 def _arrivals(root: Path, rank: int) -> dict[tuple[str, int], _Arrival]:
-    """Per (group, number), the rank's last attempt at that collective."""
+    """Per (group, number), the rank's last attempt at that collective; ``first``: issued
+    before any collective of that attempt returned (``first_return``)."""
     out: dict[tuple[str, int], _Arrival] = {}
     prev: float | None = None
+    returned = False
     for ev in events(progress_path(root, rank)):
         kind, t = ev.get("event"), _time(ev)
         key = (str(ev.get("group") or "default")[:200], ev.get("seq"))
         if kind == "start":
-            out = {}
+            out, returned = {}, False
         elif kind == "collective" and type(key[1]) is int and t is not None:
             line = ev.get("line") if isinstance(ev.get("line"), str) else None
             out[key] = _Arrival(t, None, prev, str(ev.get("op") or "?")[:100],
-                                line and line[:300], first=len(out) == 0)
+                                line and line[:300], first=not returned)
         elif kind == "done" and key in out and t is not None and out[key].done is None:
             out[key].done = t
+        if kind == "done":
+            returned = True
         prev = t if t is not None else prev
     return out
 
@@ -158,6 +165,6 @@ def late_rank(root: Path, ranks: list[dict[str, Any]]) -> LateRank | None:
                      "in its own work since its previous collective")
     return LateRank(rank, len(ds), min(ds), max(ds), total, where,
                     f"the other ranks waited for rank {rank} at all {len(ds)} collectives they "
-                    f"all issued and waited in after their first, {span(min(ds), max(ds))} "
-                    "each; its own work "
+                    "all issued and waited in after their first returned, "
+                    f"{span(min(ds), max(ds))} each; its own work "
                     f"between collectives took {_s(total)} longer than theirs in all")
