@@ -68,6 +68,10 @@ def test_transformers_can_return_tuple_wrapper_resolves_to_the_models_forward() 
     from transformers.utils.generic import can_return_tuple
 
     class TinyLM:
+        @can_return_tuple  # the same decorator before forward (Qwen3VLModel's layout)
+        def get_image_features(self, pixel_values: Any) -> Any:
+            return sys._getframe(1)
+
         @can_return_tuple
         def forward(self, input_ids: Any, past_key_values: Any = None) -> Any:
             return sys._getframe(1)
@@ -82,7 +86,7 @@ def test_transformers_can_return_tuple_wrapper_resolves_to_the_models_forward() 
 
 def test_an_instance_whose_class_lookup_raises_costs_nothing() -> None:
     """A descriptor on the class that raises on any attribute read (the user's objects are
-    looked through at a recompile): no record of what it wraps, and no error."""
+    looked through at a recompile): it is not read, no error, the forward is found."""
     class Hostile:
         def __getattribute__(self, name: str) -> Any:
             raise RuntimeError("no")
@@ -94,4 +98,89 @@ def test_an_instance_whose_class_lookup_raises_costs_nothing() -> None:
         def forward(self, x: Any) -> Any:
             return sys._getframe(1)
 
+    w = wrapped_of(M().forward(1))
+    assert w is not None and w["qualname"].endswith("M.forward"), w
+
+
+def test_two_methods_under_one_decorator_resolve_each_to_its_own() -> None:
+    """Every method one decorator wraps runs the same ``wrapper`` code: a class with
+    ``@can_return_tuple get_image_features`` before ``@can_return_tuple forward`` (Qwen3VLModel,
+    ClapModel, AlignModel…). ``forward``'s frame is ``forward``'s, with its own parameters; the
+    method is told by the values the frame closes over, not by its code."""
+    class VL:
+        @_deco_self
+        def get_image_features(self, pixel_values: Any) -> Any:
+            return sys._getframe(1)
+
+        @_deco_self
+        def forward(self, input_ids: Any, pixel_values: Any = None) -> Any:
+            return sys._getframe(1)
+
+        @_deco_star
+        def embed(self, tokens: Any) -> Any:
+            return sys._getframe(1)
+
+        @_deco_star
+        def generate(self, prompt: Any, steps: int = 1) -> Any:
+            return sys._getframe(1)
+
+    vl = VL()
+    w = wrapped_of(vl.forward(1))
+    assert w is not None and w["qualname"].endswith("VL.forward"), w
+    assert w["args"] == ["input_ids", "pixel_values"], w
+    w = wrapped_of(vl.get_image_features(1))
+    assert w is not None and w["qualname"].endswith("VL.get_image_features"), w
+    w = wrapped_of(vl.generate("p"))
+    assert w is not None and w["qualname"].endswith("VL.generate"), w
+    assert w["args"] == ["self", "prompt", "steps"] and w["passed_from"] == 1, w
+
+
+def test_no_code_of_the_users_runs_while_looking() -> None:
+    """The class's attributes are read as stored (no descriptor, ``__getattr__`` or metaclass
+    runs): a trap that counts its reads is never read, and the forward is still found."""
+    reads: list[str] = []
+
+    class Trap:
+        def __getattr__(self, name: str) -> Any:
+            reads.append(name)
+            raise RuntimeError("no")
+
+        def __get__(self, obj: Any, owner: Any = None) -> Any:
+            reads.append("__get__")
+            raise RuntimeError("no")
+
+    class Meta(type):
+        def __getattribute__(cls, name: str) -> Any:
+            if name in ("__mro__", "__dict__"):
+                reads.append(name)
+            return super().__getattribute__(name)
+
+    class M(metaclass=Meta):
+        trap = Trap()
+
+        @_deco_self
+        def forward(self, x: Any) -> Any:
+            return sys._getframe(1)
+
+    w = wrapped_of(M().forward(1))
+    assert w is not None and w["qualname"].endswith("M.forward"), w
+    assert reads == [], reads
+
+
+def test_a_frame_with_no_star_arguments_is_not_looked_through() -> None:
+    """Only a frame whose code takes ``*args`` or ``**kwargs`` can be a wrapper passing its
+    arguments on: any other frame's class is not read at all."""
+    reads: list[str] = []
+
+    class Meta(type):
+        def __getattribute__(cls, name: str) -> Any:
+            if name in ("__mro__", "__dict__"):
+                reads.append(name)
+            return super().__getattribute__(name)
+
+    class M(metaclass=Meta):
+        def forward(self, x: Any) -> Any:
+            return sys._getframe()
+
     assert wrapped_of(M().forward(1)) is None
+    assert reads == [], reads

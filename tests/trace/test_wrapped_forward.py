@@ -23,7 +23,8 @@ WRAPS = {"file": GPT2, "line": 645, "fn": "forward", "qualname": "GPT2LMHeadMode
          "passed_from": 0}
 
 
-def _trace(root: Path, code: str, wraps: dict[str, Any] | None, index: int = 0) -> Trace:
+def _trace(root: Path, code: str, wraps: dict[str, Any] | None, index: int = 0,
+           direct: bool = True) -> Trace:
     w = TraceWriter(root, command=["tuidebug", "trace", "pos_gpt2.py"])
     reason = f"0/0: tensor 'args[{index}]' size mismatch at index 1. expected 5, actual 8"
     for cid in ("0/0", "0/1"):
@@ -36,7 +37,7 @@ def _trace(root: Path, code: str, wraps: dict[str, Any] | None, index: int = 0) 
         {"name": "s50", "source": src, "sources": [src], "kind": "backed", "hint": 8}],
         "recompile": {"reasons": [reason], "values": {}, "called_at": {
             "file": "/home/u/pos_gpt2.py", "line": 14, "fn": "main", "code": code,
-            "direct": True}, **({"wraps": wraps} if wraps else {})}})
+            "direct": direct}, **({"wraps": wraps} if wraps else {})}})
     w.finish("ok")
     return Trace(root)
 
@@ -90,3 +91,17 @@ def test_a_trace_without_the_record_keeps_the_old_words(tmp_path: Path) -> None:
     assert "on the tensor t you pass as argument 0" in mark.text, mark.text
     rec = explain_compile(t, "0/1")
     assert rec is not None and rec["wraps"] is None
+
+
+def test_a_wrapper_the_library_called_takes_no_tensor_of_the_users(tmp_path: Path) -> None:
+    """``out = model.generate(ids)``: generate (transformers' code) called the wrapped forward
+    with tensors of its own making (the capture's ``direct`` is false): no mark is offered on
+    "the tensor t you pass as input_ids", which the user never passes; dynamic=True is."""
+    t = _trace(tmp_path / "t", "out = model.generate(ids)", WRAPS, direct=False)
+    found = {s.id: s for s in recompile_advice(t)}
+    assert found and not any(k.startswith("mark_dynamic") for k in found), list(found)
+    assert "dynamic=True" in found, list(found)
+    rec = explain_compile(t, "0/1")
+    assert rec is not None and "maybe_mark_dynamic" not in rec["suggestion"], rec["suggestion"]
+    assert "'input_ids (args[0])' is not an input you pass yourself" in rec["suggestion"], \
+        rec["suggestion"]

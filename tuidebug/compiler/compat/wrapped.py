@@ -3,45 +3,101 @@ is wrapped by transformers' decorators (``can_return_tuple``, ``merge_with_confi
 ``capture_outputs``, ``check_model_inputs``: ``functools.wraps`` wrappers), so Dynamo compiles
 a frame named ``wrapper`` (``transformers/utils/generic.py``) whose ``*args`` are the model's
 positional arguments: ``args[0]`` is ``input_ids``. Read from the live frame while Dynamo holds
-it (the instance the frame was called on, its class's attribute whose code the frame runs, and
-that function's ``__wrapped__`` chain; else the one function the wrapper closes over), never by
-importing anything."""
+it (the instance the frame was called on, its class's function that runs the frame's code and
+closes over the frame's own free variables, and that function's ``__wrapped__`` chain; else the
+one function the wrapper closes over), never by importing anything, and with no code of the
+user's run: the class and its attributes are read as stored (no ``__getattr__``, descriptor or
+metaclass is called), only plain functions are looked into."""
 
 from __future__ import annotations
 
 import inspect
+import types
 from typing import Any
 
 _MAX_ATTRS = 5000  # attributes of a class looked through for the frame's own function
+_MAX_CHAIN = 100  # __wrapped__ links followed
+_MRO = type.__dict__["__mro__"]  # read through type's own slots: a metaclass's lookup not run
+_CLASS_DICT = type.__dict__["__dict__"]
+_FUNCTION_DICT = types.FunctionType.__dict__["__dict__"]
+_EMPTY = object()
 
 
-def _own_function(code: Any, f_locals: Any, args: Any) -> Any:
+def _is_function(value: Any) -> bool:
+    """A plain Python function (no subclass exists; no ``isinstance``, which asks an object
+    that is not one for its ``__class__``)."""
+    return type(value) is types.FunctionType
+
+
+def _closes_over_frame(fn: Any, code: Any, f_locals: dict[str, Any]) -> bool:
+    """Whether ``fn``'s closure cells hold the frame's free variables: every method one
+    decorator wraps runs the same ``wrapper`` code, each closing over its own ``func``."""
+    cells = fn.__closure__ or ()
+    if len(cells) != len(code.co_freevars):
+        return False
+    for cell, name in zip(cells, code.co_freevars):
+        try:
+            held = cell.cell_contents
+        except ValueError:  # an empty cell
+            held = _EMPTY
+        if held is not f_locals.get(name, _EMPTY):
+            return False
+    return True
+
+
+def _own_function(code: Any, f_locals: dict[str, Any], args: Any) -> Any:
     """The function object whose code the frame runs: a method of the instance it was called
-    on (its first named parameter, or the first of its ``*args``), found on its class."""
+    on (its first named parameter, or the first of its ``*args``), found on its class by its
+    code and the values it closes over; None where none, or several alike, are found."""
     first = (f_locals.get(code.co_varnames[0]) if code.co_argcount else
-             args[0] if isinstance(args, tuple) and args else None)
+             args[0] if type(args) is tuple and args else None)
     if first is None:
         return None
-    for klass in type(first).__mro__:
-        names = getattr(klass, "__dict__", {})
+    found: dict[int, Any] = {}
+    for klass in _MRO.__get__(type(first)):
+        names = _CLASS_DICT.__get__(klass)
         if len(names) > _MAX_ATTRS:
             continue
         for value in list(names.values()):
-            if getattr(value, "__code__", None) is code:
-                return value
-    return None
+            if _is_function(value) and value.__code__ is code and \
+                    _closes_over_frame(value, code, f_locals):
+                found[id(value)] = value
+    return next(iter(found.values())) if len(found) == 1 else None
 
 
-def _closed_over(code: Any, f_locals: Any) -> Any:
+def _closed_over(code: Any, f_locals: dict[str, Any]) -> Any:
     """The one function a wrapper closes over (``func`` of ``def wrapper(*args, **kwargs):
     return func(*args, **kwargs)``), None where it closes over none or several."""
-    found = [v for n in code.co_freevars if inspect.isfunction(v := f_locals.get(n))]
+    found = [v for n in code.co_freevars if _is_function(v := f_locals.get(n))]
     return found[0] if len(found) == 1 else None
 
 
+def _wrapped(fn: Any) -> Any:
+    """The function ``fn``'s ``__wrapped__`` names (``functools.wraps``), read from its own
+    ``__dict__``; ``fn`` itself where it names none; None where it names something other
+    than a function or a bound method's."""
+    link = _FUNCTION_DICT.__get__(fn).get("__wrapped__", _EMPTY)
+    if link is _EMPTY:
+        return fn
+    if type(link) is types.MethodType:
+        link = link.__func__
+    return link if _is_function(link) else None
+
+
+def _unwrap(fn: Any) -> Any:
+    """The innermost function of ``fn``'s ``__wrapped__`` chain; None where the chain ends in
+    something that is no function, loops, or is longer than ``_MAX_CHAIN``."""
+    for _ in range(_MAX_CHAIN):
+        inner = _wrapped(fn)
+        if inner is fn or inner is None:
+            return inner
+        fn = inner
+    return None
+
+
 def wrapped_of(frame: Any) -> dict[str, Any] | None:
-    """``_wrapped_of``, never raising: an object of the user's whose attribute lookup raises
-    must not cost the recompile's record (its reasons, values and call site) this is part of."""
+    """``_wrapped_of``, never raising: whatever it meets in the user's objects must not cost
+    the recompile's record (its reasons, values and call site) this is part of."""
     try:
         return _wrapped_of(frame)
     except Exception:  # noqa: BLE001 (the user's objects, looked at: anything may raise)
@@ -53,32 +109,30 @@ def _wrapped_of(frame: Any) -> dict[str, Any] | None:
     the innermost function its ``__wrapped__`` chain names (``args``: that function's
     parameters as the frame's ``*args`` holds them; ``passed_from``: the index there of the
     caller's first positional argument, 1 where ``*args`` holds the instance first); None where
-    the frame's code is no wrapper of another function."""
+    the frame's code is no wrapper of another function. Only a frame whose code takes
+    ``*args`` or ``**kwargs`` is looked into (a wrapper passing its arguments on)."""
     code = getattr(frame, "f_code", None)
+    if type(code) is not types.CodeType or \
+            not code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        return None
     f_locals = getattr(frame, "f_locals", None)
-    if code is None or not isinstance(f_locals, dict):
+    if not isinstance(f_locals, dict):  # Dynamo's frame: a dict of its own
         return None
     varargs = bool(code.co_flags & inspect.CO_VARARGS)
     star = (f_locals.get(code.co_varnames[code.co_argcount + code.co_kwonlyargcount])
             if varargs else None)
     own = _own_function(code, f_locals, star)
-    start = own if own is not None and hasattr(own, "__wrapped__") else \
-        _closed_over(code, f_locals) if varargs or code.co_flags & inspect.CO_VARKEYWORDS \
-        else None
-    if start is None:
+    start = own if own is not None and _wrapped(own) is not own else \
+        _closed_over(code, f_locals)
+    inner = _unwrap(start) if start is not None else None
+    if inner is None or inner.__code__ is code:
         return None
-    try:
-        inner = inspect.unwrap(start)
-    except ValueError:  # a cycle of __wrapped__
-        return None
-    inner_code = getattr(inner, "__code__", None)
-    if inner_code is None or inner_code is code:
-        return None
+    inner_code = inner.__code__
     params = list(inner_code.co_varnames[:inner_code.co_argcount])
     named = code.co_argcount  # the wrapper's own parameters before *args (self)
     args = params[named:] if varargs else []
     # a wrapper(*args) of a method: *args holds the instance first, the caller's arguments after
     passed_from = 1 if varargs and not named and params[:1] == ["self"] else 0
     return {"file": inner_code.co_filename, "line": inner_code.co_firstlineno,
-            "fn": inner_code.co_name, "qualname": str(getattr(inner, "__qualname__", "")),
+            "fn": inner_code.co_name, "qualname": str(inner.__qualname__),
             "args": args, "passed_from": passed_from}

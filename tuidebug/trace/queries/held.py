@@ -156,10 +156,13 @@ def held_by_user(frame: Frame | None, called: Any, name: str) -> Held:
     the line calls the frame itself, ``UNKNOWN``. A line that is no whole statement (``outputs
     = model(`` with its arguments on the lines below) names no arguments: the capture's
     ``direct`` says (the line's own call: held; a frame the library called from inside: not;
-    not recorded: not known)."""
-    if frame is None or is_own(frame.file) or not isinstance(called, dict) \
-            or POSITIONAL.match(name):  # Dynamo's inner(*args): the user's call
+    not recorded: not known). A wrapper's positional (``args[0]``) is what the user's call
+    passes, unless the library made that call (``direct`` false: ``model.generate(ids)``
+    calling the wrapped forward with tensors of its own making)."""
+    if frame is None or is_own(frame.file) or not isinstance(called, dict):
         return Held.YES
+    if POSITIONAL.match(name):  # Dynamo's inner(*args), a decorator's wrapper(*args)
+        return Held.NO if called.get("direct") is False else Held.YES
     passed = call_args(str(called.get("code") or ""))
     if passed is None:
         direct = called.get("direct")
