@@ -160,3 +160,19 @@ def test_issued_ahead_is_not_said_of_a_rank_whose_log_is_missing(tmp_path: Path)
     assert waits is not None and waits["mismatches"] == [], waits
     assert any(ln.startswith("rank 1") and "(no progress log)" in ln for ln in waits["lines"]), \
         waits["lines"]
+
+
+async def test_the_tuis_ranks_screen_says_it_too(open_ui, tmp_path: Path) -> None:
+    from textual.widgets import DataTable
+
+    job = tmp_path / "job"
+    _rank(job, 0, "ok")
+    _rank(job, 1, "ok", unlogged="IsADirectoryError: [Errno 21] Is a directory")
+    _log(job, 0, 4, waiting=False)
+    async with open_ui(job / "rank_0", (200, 40), job=job.resolve(), start="ranks") as ui:
+        app = ui.app
+        assert await ui.wait_for(lambda: app.screen.query_one(DataTable).row_count == 2, 60)
+        await ui.settle()
+        text = " ".join(ui.text().split())
+        assert ("rank 1's collectives were not logged (IsADirectoryError: [Errno 21] Is a "
+                "directory): where it waits at a hang") in text, text
