@@ -69,8 +69,10 @@ def _compiled_elsewhere(named: str, path: Path) -> None:
     """A job named without ``--rank``: the advice is its lowest rank's; where the job's ranks
     first diverge at a compile that rank did not make (a recompile on another rank only), say
     which ranks made it and how to read their advice."""
+    import shlex
+
+    from tuidebug.trace.jobs.divergence import first_divergence
     from tuidebug.trace.jobs.job import rank_of
-    from tuidebug.trace.jobs.ranks import analyze_job
     from tuidebug.trace.open import job_of
     from tuidebug.viewers.ranks_view import compiled_elsewhere_line
 
@@ -78,7 +80,8 @@ def _compiled_elsewhere(named: str, path: Path) -> None:
     rank = rank_of(job, path) if job is not None and job == Path(named).resolve() else None
     if job is None or rank is None:
         return
-    line = compiled_elsewhere_line(analyze_job(job).get("divergence"), rank,
-                                   f"tuidebug advise {named}")
+    # the divergence alone: not the job's progress logs, collectives and run times
+    line = compiled_elsewhere_line(first_divergence(job), rank,
+                                   f"tuidebug advise {shlex.quote(named)}")
     if line:
         note(line)
