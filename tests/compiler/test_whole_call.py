@@ -685,9 +685,44 @@ def test_what_re_runs_advance_beyond_the_graphs_is_put_back(calls_trace: Traced)
     assert "not_measured" not in call and call["rounds"] >= 10, call
 
 
+STRIDED_INPUT = """import torch
+
+
+@torch.compile
+def gated(x):
+    return torch.nn.functional.silu(x) * 2
+
+
+_gate_up = torch.randn(4, 16, requires_grad=True)
+gated((_gate_up * 1).chunk(2, -1)[0])  # a view with gaps: strides (16, 1), not (8, 1)
+print("STRIDED ok")
+"""
+
+
+def test_an_input_with_gaps_has_its_gradients_judged(calls_trace: Traced) -> None:
+    """A half of ``gate_up.chunk(2, -1)`` (a MoE expert's SiLU in transformers' Mixtral) passed
+    to a compiled function: the check copied it contiguous, and the compiled graph, which
+    asserts the strides it was compiled for, raised on the copy (``gradients not judged: the
+    backward re-run failed: AssertionError: expected size 8==8, stride 64==128``); the timed
+    calls' copies failed the stride guard and compiled the function again (0/1, "called at"
+    the user's line: a recompile the program never made). The copies keep the strides: one
+    compile, the gradient judged, and matching."""
+    out, proc = calls_trace.out, calls_trace.proc
+    assert "STRIDED ok" in proc.stdout
+    t = Trace(out)
+    ids = _frame_ids(t, "gated")
+    assert len(ids) == 1, ids  # no recompile made by the timed calls
+    (cid,) = ids
+    assert cid in t.runtime["checks"], list(t.runtime["checks"])
+    grads = t.runtime["checks"][cid]["gradients"]
+    assert "skipped" not in grads and grads["close"] is True, grads
+    assert [g["name"] for g in grads["outputs"]] == ["x.grad"], grads
+
+
 # the script ``calls_trace`` traces, and the whole calls its snippets make
 CALLS = [MODULE_COMPILE, PRINTS, INFERENCE, VIEW_OF_EARLIER, REDUCE_OVERHEAD, CACHE_STATE,
-         BUFFER_IN_BACKWARD, SAME_TENSOR_TWICE, PROGRAM_STATE, REACHED_STATE, ADVANCED]
+         BUFFER_IN_BACKWARD, SAME_TENSOR_TWICE, PROGRAM_STATE, REACHED_STATE, ADVANCED,
+         STRIDED_INPUT]
 CALLABLES = {"Tiny", "printing_step", "inference_f", "view_step", "ro_f", "cache_f", "Scaled",
              "twice_f", "advance", "update", "train", "Trainer.step", "eager_step",
-             "reaches_many", "scheduled_step"}
+             "reaches_many", "scheduled_step", "gated"}

@@ -17,6 +17,7 @@ from typing import Any, Callable
 import torch
 
 from tuidebug.compiler import compat, gradients, judge, mutations, wide_reference
+from tuidebug.compiler.copies import strided_copy
 from tuidebug.compiler.gradients import GradCall
 
 # names of the operators (functions, methods, ATen overload packets) that draw random numbers
@@ -75,8 +76,10 @@ def random_ops(gm: Any) -> list[str]:
 
 
 def _clone(x: Any) -> Any:
+    """A copy of an input to re-run a graph on: a tensor keeps its strides (the compiled
+    graph asserts them), ``copies.strided_copy``."""
     if isinstance(x, torch.Tensor):
-        return x.detach().clone()
+        return strided_copy(x)
     return x
 
 

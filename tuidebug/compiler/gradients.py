@@ -20,6 +20,7 @@ from typing import Any, Callable
 import torch
 
 from tuidebug.compiler import compat, judge, wide_reference
+from tuidebug.compiler.copies import strided_copy
 
 _SEED = 0
 _ASSIGNED = re.compile(r"^\s*([A-Za-z_][\w.]*(?:\[[^\]]*\])?)\s*(?::[^=]+)?=(?!=)")
@@ -76,8 +77,9 @@ def output_names(gm: Any) -> list[str]:
 
 
 def grad_leaves(inputs: list[Any], grad: GradCall) -> list[Any]:
-    """Copies of ``inputs`` that require grad where the user's call's inputs did."""
-    return [x.detach().clone().requires_grad_(True)
+    """Copies of ``inputs`` (``copies.strided_copy``: a compiled graph asserts its inputs'
+    strides) that require grad where the user's call's inputs did."""
+    return [strided_copy(x).requires_grad_(True)
             if flag and isinstance(x, torch.Tensor) else x
             for x, flag in zip(inputs, grad.requires_grad)]
 

@@ -14,6 +14,7 @@ import torch
 from tuidebug.compiler import compat
 from tuidebug.compiler.capture.reach import Walk, kind_of
 from tuidebug.compiler.capture.side_state import SideState
+from tuidebug.compiler.copies import strided_copy
 
 
 def leaf(x: Any, copies: dict[int, Any] | None = None) -> Any:
@@ -21,13 +22,14 @@ def leaf(x: Any, copies: dict[int, Any] | None = None) -> Any:
     was one), anything else as it is. The copy is made where the user's call returned: under
     ``torch.inference_mode()`` a plain clone is an inference tensor, whose other dispatch keys
     fail Dynamo's guard, and the timed calls compiled the function once more (a recompile the
-    user's program does not make). ``copies``: those made for this call so far, by the
-    original's id: a tensor passed twice is copied once."""
+    user's program does not make); it keeps the strides (``copies.strided_copy``: a view with
+    gaps cloned contiguous failed the stride guard, the same). ``copies``: those made for this
+    call so far, by the original's id: a tensor passed twice is copied once."""
     if isinstance(x, torch.Tensor):
         if copies is not None and id(x) in copies:  # the same tensor twice (input_ids=ids,
             return copies[id(x)]  # labels=ids): Dynamo guards that they are one
         with torch.inference_mode(x.is_inference()):
-            copy = x.detach().clone().requires_grad_(x.requires_grad)
+            copy = strided_copy(x).requires_grad_(x.requires_grad)
         if copies is not None:
             copies[id(x)] = copy
         return copy
