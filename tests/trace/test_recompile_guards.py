@@ -328,6 +328,23 @@ def test_info_names_every_input_to_mark_as_advise_does(tmp_path: Path) -> None:
     assert "you pass as attention_mask=" in text, text
 
 
+def test_a_first_batch_of_one_points_to_no_advice_advise_does_not_give(tmp_path: Path) -> None:
+    """A ViT called with a batch of 1, then 4 (the reason and symbol a real run wrote): info
+    said "`tuidebug advise TRACE --try` tries what may", and advise then said "No suggestion"
+    (nothing it offers applies: the first compile held every size fixed, and it is no cache).
+    The pointer is left out where advise has nothing to try."""
+    t = _one_frame(tmp_path / "t", {
+        "0/0": [], "0/1": ["0/0: tensor 'kwargs['pixel_values']' size mismatch at index 0. "
+                           "expected 1, actual 4"]},
+        {"0/1": [{"name": "s40", "source": "L['kwargs']['pixel_values'].size()[0]",
+                  "kind": "backed", "hint": 4}]})
+    (c,) = [c for c in trace_summary(t)["compiles"] if c["id"] == "0/1"]
+    said = c["recompile"]["suggestion"]
+    assert "was 1 in the compile before (sizes 0 and 1 are always specialized)" in said, said
+    assert recompile_advice(t) == [], recompile_advice(t)
+    assert "advise" not in said, said
+
+
 def test_info_marks_no_input_beside_one_the_code_pinned(tmp_path: Path) -> None:
     """The mask's symbol was replaced by a constant: info's advice marks input_ids alone."""
     t = _bert_frame(tmp_path / "t", {"replaced_by": "12"})

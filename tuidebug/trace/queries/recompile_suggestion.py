@@ -160,7 +160,11 @@ def suggestion(text: str, config: dict[str, Any], symbolic_sources: set[str] | N
                          "reuse it" if symbolic else
                          "; this compile did not make it dynamic (it has no symbol for it)"
                          if symbolic is False else "")
-                      + cache_fix + "; `tuidebug advise TRACE --try` tries what may")
+                      # advise tries a static cache for a cache (a size-oblivious compile
+                      # where the compile before made the size dynamic is listed by info's
+                      # advice itself): no pointer to an advise that has nothing to try
+                      + cache_fix + ("; `tuidebug advise TRACE --try` tries what may"
+                                     if cache else ""))
         elif config.get("automatic_dynamic_shapes") is False:
             advice = (f"automatic dynamic shapes are off here (torch.compile(dynamic=False) or "
                       f"torch._dynamo.config.automatic_dynamic_shapes=False): every new size of "
