@@ -79,3 +79,47 @@ def test_a_model_hooked_by_a_capture_is_the_scripts_after_it(world_of_one,  # no
     del model
     gc.collect()
     assert dist._register_comm_hook is original
+
+
+def test_a_bucket_is_logged_before_the_backward_returns(world_of_one) -> None:  # noqa: F811
+    """A bucket's ``done`` is logged in the future the reducer waits for. Logged in a callback
+    beside it, it could still be pending on gloo's thread once the backward returned: a DDP
+    job (a compiled model with dropout, 2 gloo ranks) then hung at exit under ``tuidebug
+    trace``, where untraced it ended — ``main()`` returned, freeing the model (the last
+    reference to its process group, after ``destroy_process_group``), and the group's
+    destructor joined gloo's thread holding the GIL that the callback waited for. Here the
+    all-reduce completes on another thread a moment after it was issued (as with two ranks;
+    the script's own hook, which the capture's wraps), and the log is written slowly (a loaded
+    machine): the callback beside it was certain to be pending."""
+    import threading
+    import time
+
+    from tuidebug.compiler.compat import ddp_reducer
+
+    done: list[str] = []
+
+    def on_done(token: str) -> None:
+        time.sleep(0.3)
+        done.append(token)
+
+    def theirs(state, bucket):  # type: ignore[no-untyped-def]
+        value = default_hooks.allreduce_hook(state, bucket).wait()
+        later: torch.futures.Future = torch.futures.Future()
+        threading.Timer(0.1, later.set_result, (value,)).start()
+        return later
+
+    undo = ddp_reducer.install(lambda *_: "bucket", on_done, lambda _msg: None)
+    try:
+        model = _model()
+        model.register_comm_hook(None, theirs)
+        got = _step(model)
+        assert done == ["bucket"], done
+    finally:
+        undo()
+    plain = _model()  # built after the capture: not hooked
+    plain.register_comm_hook(None, theirs)
+    expected = _step(plain)
+    assert len(got) == len(expected) == 2
+    assert all(torch.equal(a, b) for a, b in zip(got, expected))  # the value passed on
+    del model
+    gc.collect()

@@ -175,11 +175,23 @@ def _hook(state, bucket):  # type: ignore[no-untyped-def]  # DDP checks: no anno
             buf.mul_(1.0 / divisor)
         fut = state.group.allreduce([buf]).get_future().then(lambda f: f.value()[0])
     if token is not None and token[1] is not None:
-        try:
-            fut.then(lambda f: token[0].on_done(token[1]))
-        except Exception:  # noqa: BLE001
-            pass
+        # logged in the future the reducer waits for, not in one beside it: a callback left
+        # pending on gloo's thread once the backward returned waits there for the GIL, and
+        # the script freeing the model (the last reference to its process group, after
+        # destroy_process_group) joins that thread holding the GIL — the rank hung at exit
+        # where untraced it ended
+        fut = fut.then(functools.partial(_done, token))
     return fut
+
+
+def _done(token: tuple[_Listener, Any], fut: Any) -> Any:
+    """The bucket's all-reduce completed: logged (never raising into the reducer), and its
+    value passed on as it was."""
+    try:
+        token[0].on_done(token[1])
+    except Exception:  # noqa: BLE001 - logging never breaks the job
+        pass
+    return fut.value()
 
 
 def install(on_issue: Callable[[int, bool, int, Any], Any],
