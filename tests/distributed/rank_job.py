@@ -20,6 +20,9 @@
   ddp    a compiled DistributedDataParallel of torch's own modules, trained 2 steps: Dynamo
          skips DDP's frames and no Inductor graph is compiled (the job succeeds untraced, and
          must traced); each rank prints its loss
+  ddpexit  a DDP model (not compiled) trained 4 steps, the group ended while the model lives
+         (the reducer holds its last reference when the model is freed), each rank printing its
+         losses and a digest of its parameters
   chang  a compiled function issues a functional all_reduce each step; rank 1 stops calling it
          (sleeps) at the third step: rank 0 waits inside the compiled graph's collective
   ddphang  a (not compiled) DistributedDataParallel model in several buckets trains a step; at
@@ -192,6 +195,26 @@ def ddp(rank: int) -> None:
     dist.barrier()  # both ranks done before teardown: CI saw rank 1 abort in gloo's teardown
 
 
+def ddp_exit(rank: int) -> None:
+    """A DDP model (not compiled) trained 4 steps; the group ended while the model lives, at
+    the end of the function, as scripts end theirs at the end of ``main()``: the reducer then
+    holds the group's last reference, freed as this frame ends."""
+    torch.manual_seed(0)
+    model = DistributedDataParallel(torch.nn.Sequential(
+        torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    torch.manual_seed(1 + rank)
+    for step in range(4):
+        loss = torch.nn.functional.mse_loss(model(torch.randn(8, 16)), torch.randn(8, 4))
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        print(f"rank {rank} step {step} loss {loss.item():.8f}", flush=True)
+    dist.destroy_process_group()
+    digest = sum(p.double().sum().item() for p in model.parameters())
+    print(f"rank {rank} digest {digest:.12f}", flush=True)
+
+
 def compiled_hang(rank: int) -> None:
     import time
 
@@ -345,6 +368,9 @@ def main() -> None:
     if mode == "ddp":
         ddp(rank)
         _teardown()
+        return
+    if mode == "ddpexit":
+        ddp_exit(rank)  # ends the group itself
         return
     if mode == "raise" and odd:
         raise RuntimeError("rank 1 gives up")

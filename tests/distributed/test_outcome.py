@@ -68,6 +68,24 @@ def test_a_ddp_job_that_compiles_no_graph_ends_as_it_does_untraced(tmp_path: Pat
 
 
 @pytest.mark.slow
+def test_a_ddp_job_that_ends_its_group_before_freeing_the_model_ends(tmp_path: Path) -> None:
+    """``rank_job.py ddpexit``: DDP trained 4 steps, ``destroy_process_group()`` while the
+    model lives, the model freed as the function returns (the reducer holds the group's last
+    reference). Untraced it ends in seconds; traced, a rank hung at exit until killed (the
+    capture's hook left a Python callback needing the GIL on gloo's thread, and the group's
+    destructor joined that thread with the GIL held): 150 s, killed, where after the fix it
+    ends in 45 s (2 loaded cores). ``--timeout`` ends a hang in minutes, not the test's 10."""
+    job = tmp_path / "ddpexit"
+    traced = trace_job(job, "ddpexit", extra=["--timeout", "240"])
+    assert traced.returncode == 0, traced.stderr[-3000:]
+    digests = re.findall(r"rank \d digest (-?\d+\.\d+)", traced.stdout)
+    assert len(digests) == 2 and len(set(digests)) == 1, traced.stdout
+    for r in (0, 1):
+        rec = json.loads((job / "job" / f"rank_{r}.json").read_text())
+        assert (rec["status"], rec["exit_code"]) == ("ok", 0), rec
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("body, code, said", [
     ("import sys\nprint('bye')\nsys.exit(7)\n", 7, "bye"),
     ("import torch\nraise ValueError('bad config')\n", 1, "ValueError: bad config"),

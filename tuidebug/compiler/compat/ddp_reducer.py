@@ -223,6 +223,7 @@ def install(on_issue: Callable[[int, bool, int, Any], Any],
             if why is None:
                 state = _State(self)
                 _WRAPPED["register"](self.reducer, state, _hook)
+                _keep(self.process_group)
                 _STATES[self] = state
                 _HOOKED[0] += 1
                 weakref.finalize(self, _gone)
@@ -240,6 +241,24 @@ def install(on_issue: Callable[[int, bool, int, Any], Any],
         if not _HOOKED[0]:
             _unwrap_registration()
     return undo
+
+
+_GROUPS: list[Any] = []  # the hooked models' process groups, kept until the script exits
+
+
+def _keep(group: Any) -> None:
+    """Keep ``group`` (the Python object) until the script exits. The hook's futures run Python
+    callbacks on gloo's thread, and each needs the GIL once more after the reducer's wait is
+    over (to drop its function). Were the reducer the last to hold the group, freeing the model
+    (after ``destroy_process_group``) would run the group's destructor, which joins that
+    thread, with the GIL held: the rank hung at exit where untraced it ended. Dropped last
+    from Python (at exit), torch destroys a group with the GIL released."""
+    if not any(g is group for g in _GROUPS):
+        if not _GROUPS:
+            import atexit
+
+            atexit.register(_GROUPS.clear)
+        _GROUPS.append(group)
 
 
 def _gone() -> None:
