@@ -184,3 +184,94 @@ def test_a_frame_with_no_star_arguments_is_not_looked_through() -> None:
 
     assert wrapped_of(M().forward(1)) is None
     assert reads == [], reads
+
+
+def test_a_function_that_calls_what_it_closes_over_wraps_nothing() -> None:
+    """``@torch.compile def step(*batch): return loss_fn(out, target)`` inside ``main()``:
+    ``step`` closes over ``loss_fn`` but hands it arguments of its own, not its ``*batch``.
+    Before, ``loss_fn`` was recorded as what ``step`` wraps (its ``out`` as ``args[0]``)."""
+    def loss_fn(out: Any, target: Any) -> Any:
+        return out
+
+    def step(*batch: Any) -> Any:
+        loss_fn(batch[0], batch[1])
+        return sys._getframe()
+
+    assert wrapped_of(step(1, 2)) is None
+
+
+def test_a_method_that_calls_a_helper_it_closes_over_wraps_nothing() -> None:
+    """``forward(self, *args)`` found on the instance's class, with no ``__wrapped__``: the
+    frame is the method itself, not a wrapper of the helper it calls."""
+    def helper(x: Any) -> Any:
+        return x
+
+    class M:
+        def forward(self, *args: Any) -> Any:
+            helper(args[0])
+            return sys._getframe()
+
+    assert wrapped_of(M().forward(1)) is None
+
+
+def test_a_wrapper_without_functools_wraps_resolves_to_what_it_passes_its_args_to() -> None:
+    """A decorator that does not set ``__wrapped__`` but passes ``*args`` on (read from the
+    bytecode): the function it hands them to, told from another it only calls."""
+    def log(x: Any) -> Any:
+        return x
+
+    def deco(func: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            log(args)
+            return func(*args, **kwargs)
+        return wrapper
+
+    @deco
+    def loss(out: Any, target: Any) -> Any:
+        return sys._getframe(1)
+
+    w = wrapped_of(loss(1, 2))
+    assert w is not None and w["qualname"].endswith("loss"), w
+    assert w["args"] == ["out", "target"] and w["passed_from"] == 0, w
+
+
+def test_a_method_whose_first_parameter_is_not_named_self_holds_the_instance_first() -> None:
+    """``wrapper(*args)`` found on the instance's class: ``args[0]`` is the instance whatever
+    the method calls it (before, only a parameter named ``self`` counted)."""
+    class M:
+        @_deco_star
+        def generate(this: Any, prompt: Any) -> Any:
+            return sys._getframe(1)
+
+    w = wrapped_of(M().generate("p"))
+    assert w is not None and w["args"] == ["this", "prompt"] and w["passed_from"] == 1, w
+
+
+def test_a_dict_subclass_or_str_subclass_on_the_function_runs_nothing() -> None:
+    """A function whose ``__dict__`` is a dict subclass with its own ``get``, and a wrapped
+    function whose ``__qualname__`` is a str subclass with its own ``__str__``: neither is
+    called (counted), the chain is still followed."""
+    calls: list[str] = []
+
+    class TrapDict(dict):  # type: ignore[type-arg]
+        def get(self, *a: Any) -> Any:
+            calls.append("get")
+            return super().get(*a)
+
+    class TrapStr(str):
+        def __str__(self) -> str:
+            calls.append("__str__")
+            return "trapped"
+
+    class M:
+        @_deco_self
+        def forward(self, x: Any) -> Any:
+            return sys._getframe(1)
+
+    fn = M.__dict__["forward"]
+    fn.__dict__ = TrapDict(fn.__dict__)
+    inner = fn.__dict__["__wrapped__"]
+    inner.__qualname__ = TrapStr("M.forward")
+    w = wrapped_of(M().forward(1))
+    assert w is not None and w["args"] == ["x"], w
+    assert calls == [], calls

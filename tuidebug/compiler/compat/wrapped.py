@@ -11,6 +11,7 @@ metaclass is called), only plain functions are looked into."""
 
 from __future__ import annotations
 
+import dis
 import inspect
 import types
 from typing import Any
@@ -65,10 +66,53 @@ def _own_function(code: Any, f_locals: dict[str, Any], args: Any) -> Any:
     return next(iter(found.values())) if len(found) == 1 else None
 
 
+def _star_callees(code: Any) -> set[str]:
+    """The free variables ``code`` calls with its own ``*args`` or ``**kwargs`` spread
+    (``func(*args, **kwargs)``, ``func(self, *args)``), read from its bytecode, nothing run:
+    each ``CALL_FUNCTION_EX``'s operands are the instructions since the stack was last that
+    low; its callable is the first of them that is no ``PUSH_NULL`` (after it on 3.13, before
+    it on 3.11-3.12, absent on 3.10), and the star names must be loaded among them. Straight
+    code is what a wrapper is; where the stack cannot be followed, none."""
+    n, star = code.co_argcount + code.co_kwonlyargcount, set()
+    for flag in (inspect.CO_VARARGS, inspect.CO_VARKEYWORDS):
+        if code.co_flags & flag:
+            star.add(code.co_varnames[n])
+            n += 1
+    try:
+        ops = list(dis.get_instructions(code))
+        depth, before = 0, []
+        for op in ops:
+            before.append(depth)
+            depth += dis.stack_effect(op.opcode, op.arg if op.opcode >= dis.HAVE_ARGUMENT
+                                      else None, jump=False)
+    except (ValueError, TypeError):
+        return set()
+    callees: set[str] = set()
+    for i, op in enumerate(ops):
+        if op.opname != "CALL_FUNCTION_EX":
+            continue
+        base = before[i] - (1 - dis.stack_effect(op.opcode, op.arg, jump=False))
+        k = i
+        while k > 0 and before[k - 1] > base:
+            k -= 1
+        k -= 1  # the first operand's push starts at depth ``base``
+        operands = ops[max(k, 0):i]
+        callee = next((o for o in operands if o.opname != "PUSH_NULL"), None)
+        loaded = {name for o in operands if o.opname.startswith("LOAD_FAST")  # 3.13: pairs
+                  for name in (o.argval if isinstance(o.argval, tuple) else (o.argval,))}
+        if callee is not None and callee.opname == "LOAD_DEREF" and loaded & star:
+            callees.add(callee.argval)
+    return callees
+
+
 def _closed_over(code: Any, f_locals: dict[str, Any]) -> Any:
-    """The one function a wrapper closes over (``func`` of ``def wrapper(*args, **kwargs):
-    return func(*args, **kwargs)``), None where it closes over none or several."""
-    found = [v for n in code.co_freevars if _is_function(v := f_locals.get(n))]
+    """The one function a wrapper closes over and passes its ``*args`` / ``**kwargs`` on to
+    (``func`` of ``def wrapper(*args, **kwargs): return func(*args, **kwargs)``); None where
+    it passes them to none or several (a compiled ``step(*batch)`` that calls the
+    ``loss_fn`` it closes over with arguments of its own wraps nothing)."""
+    callees = _star_callees(code)
+    found = [v for n in code.co_freevars
+             if n in callees and _is_function(v := f_locals.get(n))]
     return found[0] if len(found) == 1 else None
 
 
@@ -76,7 +120,8 @@ def _wrapped(fn: Any) -> Any:
     """The function ``fn``'s ``__wrapped__`` names (``functools.wraps``), read from its own
     ``__dict__``; ``fn`` itself where it names none; None where it names something other
     than a function or a bound method's."""
-    link = _FUNCTION_DICT.__get__(fn).get("__wrapped__", _EMPTY)
+    # dict's own get: a dict subclass set as the function's __dict__ has its get not called
+    link = dict.get(_FUNCTION_DICT.__get__(fn), "__wrapped__", _EMPTY)
     if link is _EMPTY:
         return fn
     if type(link) is types.MethodType:
@@ -122,6 +167,8 @@ def _wrapped_of(frame: Any) -> dict[str, Any] | None:
     star = (f_locals.get(code.co_varnames[code.co_argcount + code.co_kwonlyargcount])
             if varargs else None)
     own = _own_function(code, f_locals, star)
+    # the instance's own method: its __wrapped__ chain; else (no such method, or one that
+    # names nothing wrapped) only the function the frame hands its *args on to
     start = own if own is not None and _wrapped(own) is not own else \
         _closed_over(code, f_locals)
     inner = _unwrap(start) if start is not None else None
@@ -131,8 +178,10 @@ def _wrapped_of(frame: Any) -> dict[str, Any] | None:
     params = list(inner_code.co_varnames[:inner_code.co_argcount])
     named = code.co_argcount  # the wrapper's own parameters before *args (self)
     args = params[named:] if varargs else []
-    # a wrapper(*args) of a method: *args holds the instance first, the caller's arguments after
-    passed_from = 1 if varargs and not named and params[:1] == ["self"] else 0
+    # a wrapper(*args) found on the instance's class: *args holds the instance first (whatever
+    # the method calls its first parameter), the caller's arguments after
+    passed_from = 1 if varargs and not named and own is not None else 0
+    qualname = inner.__qualname__  # a str subclass's __str__ is not called
     return {"file": inner_code.co_filename, "line": inner_code.co_firstlineno,
-            "fn": inner_code.co_name, "qualname": str(inner.__qualname__),
+            "fn": inner_code.co_name, "qualname": qualname if type(qualname) is str else "",
             "args": args, "passed_from": passed_from}
