@@ -669,3 +669,54 @@ def test_a_call_of_a_function_torch_skips_is_not_moved_out_of_the_compiled_funct
     [mine] = trace_breaks(_skipped_call(tmp_path / "mine", "MyOpt.step", "/home/u/torch/my.py", [
         ("6/0", "step", "/home/u/torch/inner.py"), ("7/0", RESUME, "/job/train.py")]))["5/0"]
     assert not mine.torchs_own and "call it outside the compiled function" in mine.advice
+
+
+def _skipped_frame(root: Path, second: bool) -> Trace:
+    """transformers' Mixtral expert loop (``experts_implementation="eager"``) under torch 2.13:
+    Dynamo's words when it gives up on the frame (``Failed to handle graph break gracefully``),
+    the nonzero() break inside; ``second``: the loop's own break reported after it."""
+    lib = "/v/lib/python3.11/site-packages/transformers/models/mixtral/modeling_mixtral.py"
+    reason = (
+        f"Graph break in user code at {lib}:78\nGraph Break Reason: Failed to handle graph "
+        "break gracefully. Skipping the function and falling back to eager. Graph break "
+        "encountered:\n\nDynamic shape operator\n  Explanation: Operator "
+        "`aten.nonzero.default`'s output shape depends on input Tensor data.\n  Hint: Enable "
+        "tracing of dynamic shape operators with "
+        "`torch._dynamo.config.capture_dynamic_output_shape_ops = True`\n\n  Developer debug "
+        "context: aten.nonzero.default\n\n For more details about this graph break, please "
+        "visit: https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0036.html\n\n"
+        + ("*** While handling this graph break, another graph break occurred: ***\n\ngraph "
+           "break in loop\n  Explanation: torch.compile detected a graph break in a for/while "
+           "loop. Skipping the frame and falling back to eager, as graph breaks in loops are "
+           "not supported.\n  Hint: This graph break may have been caused by an earlier graph "
+           "break. Resolving the earlier graph break may resolve this one.\n\n  Developer "
+           "debug context: frame skipped: forward\n\n" if second else "")
+        + f"User code traceback:\n  File \"{root.parent / 'moe.py'}\", line 11, in <module>\n"
+        f"    out = cmodel(input_ids=ids, labels=ids)\n  File \"{lib}\", line 78, in forward\n"
+        "    expert_hit = torch.greater(expert_mask.sum(dim=(-1, -2)), 0).nonzero()\n")
+    w = TraceWriter(root, command=["moe.py"])
+    w.write_compile("0/0", {"graphs": [], "metrics": {"co_name": "forward", "co_filename": lib,
+                                                      "co_firstlineno": 68},
+                            "dynamo_graph_break_reason": [reason]})
+    w.add_compile("0/0", {"graphs": []})
+    w.finish("ok")
+    return Trace(root)
+
+
+def test_a_frame_dynamo_gave_up_on_is_grouped_by_the_break_inside(tmp_path: Path) -> None:
+    """Dynamo's 'Failed to handle graph break gracefully. Skipping the function and falling back
+    to eager. Graph break encountered:' was taken as the break's cause: info grouped the
+    nonzero() breaks of a MoE's expert loop apart from the other nonzero() breaks, diff said
+    'graph break added: … (Failed to handle … Graph break encountered:)' — no cause at all —
+    and a second break reported after it (the loop's) gave the first its explanation. The
+    cause is the break's own; the frame ran eagerly, all of it."""
+    for second in (False, True):
+        t = _skipped_frame(tmp_path / f"t{second}", second)
+        (b,) = [b for bs in trace_breaks(t).values() for b in bs]
+        assert b.cause == "Dynamic shape operator", b.cause
+        assert b.explanation == ("Operator `aten.nonzero.default`'s output shape depends on "
+                                 "input Tensor data."), b.explanation
+        assert "capture_dynamic_output_shape_ops = True" in (b.advice or ""), b.advice
+        assert b.eager.startswith("Dynamo skipped forward at the break (line 78 (expert_hit = "
+                                  "torch.greater"), b.eager
+        assert "its code ran eagerly, all of it" in b.eager, b.eager

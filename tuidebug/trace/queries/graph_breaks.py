@@ -29,11 +29,16 @@ _FRAME = re.compile(r'^\s*File "(?P<file>[^"\n]+)", line (?P<line>\d+), in (?P<f
                     r'(?:(?P<code>[ \t]+(?=[^ \t\n])(?!File ")[^\n]*\S[^\n]*)(?:\n|$))?', re.M)
 _GB_ID = re.compile(r"/gb/(?P<id>gb\d+)\.html")
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+\b")  # in an object's repr: <function f at 0x7f…>
-# Dynamo's preamble before the graph-break type: the instruction it was tracing, or that the
-# break cannot be resumed from (then the rest of the function runs eagerly)
-_CONTEXT = re.compile(r"^Encountered graph break (?:when attempting to trace .*|that we cannot "
-                      r"resume from\..*)$")
+# Dynamo's preamble before the graph-break type: the instruction it was tracing, that the
+# break cannot be resumed from (then the rest of the function runs eagerly), or that it gave up
+# on the frame (torch 2.13: the whole function runs eagerly)
+_CONTEXT = re.compile(r"^(?:Encountered graph break (?:when attempting to trace .*|that we "
+                      r"cannot resume from\..*)|Failed to handle graph break gracefully\..*)$")
 _NO_RESUME = "Encountered graph break that we cannot resume from"
+_SKIPPED = "Failed to handle graph break gracefully. Skipping the function"
+# a break Dynamo met while handling the first (the loop around it): the first is the cause
+_ANOTHER = re.compile(r"\n\s*\*\*\* While handling this graph break, another graph break "
+                      r"occurred")
 # frames that are not the user's: the Python runtime, torch, tuidebug's own script runner
 _NOT_USER = ("<frozen ", "/torch/", "/tuidebug/compiler/", "/runpy.py")
 _LIBRARY = ("/site-packages/", "/dist-packages/")
@@ -160,6 +165,7 @@ def _sections(reason: str) -> tuple[str, str | None, list[str], str | None]:
     body = reason.split("Graph Break Reason:", 1)[1] if "Graph Break Reason:" in reason \
         else reason
     body = re.split(r"\n\s*(?:User code traceback:|Traceback \(most recent)", body, 1)[0]
+    body = _ANOTHER.split(body, 1)[0]
     gb = _GB_ID.search(body)
     cause, explanation, hints = "", None, []
     current: list[str] | None = None
@@ -193,7 +199,7 @@ def dynamo_message(reason: str) -> str:
 
 
 def _eager(site: SourceLine | None, frame_line: SourceLine | None, frame: str | None,
-           resumed: str | None, resumable: bool = True) -> str:
+           resumed: str | None, resumable: bool = True, skipped: bool = False) -> str:
     def at(s: SourceLine) -> str:
         return f"line {s.line}" + (f" ({s.code})" if s.code else "")
 
@@ -206,6 +212,9 @@ def _eager(site: SourceLine | None, frame_line: SourceLine | None, frame: str | 
             frame_line.file, frame_line.line):
         text += f" (the whole call: the break is inside {site.fn}, at {_short(site)})"
     name = base_fn(frame) or "the function"
+    if skipped:
+        return (f"Dynamo skipped {name} at the break ({at(here)}): its code ran eagerly, all "
+                "of it (the functions it calls may compile as frames of their own)")
     if not resumable:
         return (f"Dynamo could not resume after the break: it compiled {name} up to the last "
                 f"point it could resume from and ran the rest of it eagerly (from {at(here)})")
@@ -316,7 +325,8 @@ def parse(cid: str, reason: str, place: dict[str, Any],
     return GraphBreak(compile_id=cid, frame=frame, cause=cause, explanation=explanation,
                       hints=hints, gb_id=gb_id, site=site, user_line=user_line,
                       frame_line=frame_line, stack=user[-MAX_STACK:], resumed_in=resumed,
-                      eager=_eager(site, frame_line, frame, resumed, _NO_RESUME not in reason),
+                      eager=_eager(site, frame_line, frame, resumed, _NO_RESUME not in reason,
+                                   _SKIPPED in reason),
                       entered=entered, advice=torchs_own_advice(cause, explanation, site, entered)
                       or _logger_advice(cause, reason, site) or _advice(cause, explanation, hints))
 
