@@ -123,3 +123,33 @@ def test_a_bucket_is_logged_before_the_backward_returns(world_of_one) -> None:  
     assert all(torch.equal(a, b) for a, b in zip(got, expected))  # the value passed on
     del model
     gc.collect()
+
+
+def test_a_hooked_models_group_outlives_the_model(world_of_one) -> None:  # noqa: F811
+    """The Python object of a hooked model's process group is kept until the script exits, so
+    that freeing the model after ``destroy_process_group`` never leaves the reducer holding the
+    group's last reference: its destructor (joining gloo's thread, where the hook's callbacks
+    still need the GIL once more) would run from the reducer's with the GIL held — a rank hung
+    at exit (``rank_job.py ddpexit``; the hang is a race, this is what prevents it). A model
+    built untraced keeps torch's own order."""
+    import weakref
+
+    from tuidebug.compiler.compat import ddp_reducer
+
+    def freed(hooked: bool) -> bool:
+        group = dist.new_group([0])
+        undo = ddp_reducer.install(lambda *_: None, lambda _t: None, lambda _m: None) \
+            if hooked else (lambda: None)
+        try:
+            model = DDP(torch.nn.Linear(4, 4), process_group=group)
+            _step(model)
+        finally:
+            undo()
+        alive = weakref.ref(group)
+        dist.destroy_process_group(group)
+        del model, group
+        gc.collect()
+        return alive() is None
+
+    assert freed(hooked=False)
+    assert not freed(hooked=True)

@@ -74,7 +74,9 @@ def test_a_ddp_job_that_ends_its_group_before_freeing_the_model_ends(tmp_path: P
     reference). Untraced it ends in seconds; traced, a rank hung at exit until killed (the
     capture's hook left a Python callback needing the GIL on gloo's thread, and the group's
     destructor joined that thread with the GIL held): 150 s, killed, where after the fix it
-    ends in 45 s (2 loaded cores). ``--timeout`` ends a hang in minutes, not the test's 10."""
+    ends in 45 s (2 loaded cores). The hang is a race (this job under pytest once ended
+    before the fix): test_ddp_after_capture checks what prevents it, in-process; this is the
+    job end to end. ``--timeout`` ends a hang in minutes, not the test's 10."""
     job = tmp_path / "ddpexit"
     traced = trace_job(job, "ddpexit", extra=["--timeout", "240"])
     assert traced.returncode == 0, traced.stderr[-3000:]
