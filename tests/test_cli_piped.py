@@ -5,14 +5,19 @@ and grep or a copy missed them. On a terminal (or with ``COLUMNS``) rich wraps a
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+from rich.markdown import Markdown
+from rich.rule import Rule
+from rich.table import Table
+
 from tests.conftest import ROOT, pythonpath
-from tuidebug.cli.pipe_console import PIPE_WIDTH
+from tuidebug.cli.pipe_console import FILL_WIDTH, PIPE_WIDTH, PipeConsole
 
 
 def piped(tmp_path: Path, *args: str, columns: str | None = None) -> str:
@@ -69,3 +74,56 @@ def test_diff_into_a_file_draws_each_box_round_what_it_holds(tmp_path: Path, mlp
     widest = max(len(ln.rstrip(" │")) for ln in findings)
     assert len(lines[top]) == widest + 2 == len(lines[bottom])  # "…text │": one space, a border
     assert max(map(len, lines)) < PIPE_WIDTH
+
+
+def _piped(*objects: object) -> str:
+    """``objects`` printed as a command prints into a pipe."""
+    buf = io.StringIO()
+    PipeConsole(file=buf).print(*objects)
+    return buf.getvalue()
+
+
+def test_a_tab_is_measured_as_the_columns_it_is_printed_as() -> None:
+    """Rich measured a tab as no column and printed it as up to eight: ``diff --code``'s panel
+    cropped ``-\\tif x:\\t# comment here long`` to ``# comment her``, and a table cell holding
+    a tab wrapped mid-line. Expanded before measuring: each line whole, on one line."""
+    from tuidebug.inert import inert, inert_text
+    from tuidebug.viewers.diff_view import _code
+
+    code = _piped(_code("-\tif x:\t# comment here long\n+\tif y:", "forward", 120))
+    assert any(ln.rstrip(" │").endswith("# comment here long") for ln in code.splitlines()), code
+    for cell in (inert_text("x\ty\tz long cell text here", multiline=True),
+                 inert("x\ty\tz long cell text here")):
+        t = Table()
+        t.add_column("a")
+        t.add_row(cell)
+        rows = [ln for ln in _piped(t).splitlines() if ln.startswith("│ x")]
+        assert len(rows) == 1 and "z long cell text here" in rows[0], (cell, rows)
+
+
+def test_what_fills_its_width_is_laid_out_at_a_screens_width() -> None:
+    """A ``Rule`` measures as one column (its title was lost) and ``Markdown`` as nothing (laid
+    out ``PIPE_WIDTH`` wide, a heading centred 5,000 columns in)."""
+    rule = _piped(Rule("hi"))
+    assert "hi" in rule and len(rule.rstrip("\n")) == FILL_WIDTH, rule
+    md = _piped(Markdown("# Title\n\nsome paragraph text here")).splitlines()
+    assert any("Title" in ln for ln in md) and max(map(len, md)) <= FILL_WIDTH, md
+
+
+def test_one_long_cell_does_not_pad_every_row_to_its_width() -> None:
+    """A 500-row table with one 9,000-character cell: every row was padded with spaces to that
+    width (4.5 MB of spaces). Each line's trailing spaces are dropped: the output is the size
+    of what the table holds, and the long cell whole on its line."""
+    t = Table(box=None)
+    t.add_column("id")
+    t.add_column("text")
+    long = "x" * 9000
+    t.add_row("0", long)
+    for i in range(1, 500):
+        t.add_row(str(i), f"row {i}")
+    out = _piped(t)
+    held = sum(len(c) for c in [long] + [f"{i} row {i}" for i in range(1, 500)])
+    assert len(out) < 2 * held, (len(out), held)
+    lines = out.splitlines()
+    assert len(lines) == 501 and any(ln.endswith(long) for ln in lines), len(lines)
+    assert all(ln == ln.rstrip() for ln in lines)
