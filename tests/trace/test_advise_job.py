@@ -6,16 +6,25 @@ holds. Jobs written with the torch-free writer."""
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import json
 import os
 import shlex
+import struct
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import pythonpath
 from tests.trace.test_rank_reasons import _rank
 from tuidebug.trace.jobs.divergence import first_divergence
+from tuidebug.trace.jobs.progress import progress_path
 from tuidebug.trace.jobs.ranks import analyze_job
+
+_IN_OPEN = 0x20
 
 
 def _advise(*args: str) -> subprocess.CompletedProcess[str]:
@@ -56,3 +65,61 @@ def test_the_first_divergence_alone_is_the_job_analysis_divergence(tmp_path: Pat
         kinds[job.name] = got and got["kind"]
     assert kinds == {"only": "compile_only_on_some_ranks", "same": None,
                      "missing": "no_trace"}, kinds
+
+
+class _Opens:
+    """The names of the files opened in a folder, told by the kernel (Linux ``inotify``,
+    ``IN_OPEN``): a real filesystem signal of what a command read, whatever opened them."""
+
+    def __init__(self, folder: Path) -> None:
+        self.libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        self.fd = self.libc.inotify_init1(os.O_NONBLOCK)
+        assert self.fd >= 0, ctypes.get_errno()
+        wd = self.libc.inotify_add_watch(self.fd, os.fsencode(folder), _IN_OPEN)
+        assert wd >= 0, ctypes.get_errno()
+
+    def names(self) -> list[str]:
+        """The files opened since last asked."""
+        out: list[str] = []
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return out
+            i = 0
+            while i < len(data):
+                _, mask, _, size = struct.unpack_from("iIII", data, i)
+                name = data[i + 16:i + 16 + size].rstrip(b"\0").decode()
+                if mask & _IN_OPEN and name:
+                    out.append(name)
+                i += 16 + size
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+def test_advise_job_reads_no_progress_log(tmp_path: Path) -> None:
+    """``advise JOB`` answers from the ranks' traces alone: the job's progress logs (what
+    ``analyze_job`` reads for where each rank was and which rank the others waited for) are
+    not opened, as the kernel tells. The same watch sees ``analyze_job`` open them: were
+    ``advise`` back on the whole analysis, this fails."""
+    job = tmp_path / "job"
+    _rank(job, 0, {"0/0": []}, functions={"0/0": "step"})
+    _rank(job, 1, {"0/0": [], "0/1": []}, functions={"0/0": "step", "0/1": "step"})
+    logs = {progress_path(job, r).name for r in (0, 1)}
+    for r in (0, 1):
+        progress_path(job, r).write_text("".join(json.dumps(e) + "\n" for e in (
+            {"event": "collective", "op": "all_reduce", "seq": 1, "group": "0", "t": 1.0 + r},
+            {"event": "done", "seq": 1, "group": "0", "t": 3.0})))
+    opens = _Opens(progress_path(job, 0).parent)
+    try:
+        analyze_job(job)
+        assert logs <= set(opens.names()), "the watch must see analyze_job open the logs"
+        out = _advise(str(job))
+        seen = opens.names()
+    finally:
+        opens.close()
+    assert out.returncode == 0, out.stderr
+    assert "which rank 0 did not" in out.stderr, out.stderr  # the divergence, still told
+    assert seen and not logs & set(seen), seen  # the job's records read, no progress log
