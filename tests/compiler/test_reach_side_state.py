@@ -250,9 +250,18 @@ def _uncounted_on_rank(rank: int, store_file: str, out_dir: str) -> None:
 
     import torch.distributed as dist
 
+    import time
+
+    from tuidebug.compiler import compat
     from tuidebug.compiler.capture.agreement import uncounted
-    from tuidebug.compiler.capture.counted_ranks import CountedRanks
-    dist.init_process_group("gloo", init_method=f"file://{store_file}", rank=rank, world_size=2)
+    from tuidebug.compiler.capture.counted_ranks import _DECIDED, CountedRanks
+
+    def group(n: int) -> None:  # a fresh default group (and store) for each case
+        if n:
+            dist.destroy_process_group()
+        dist.init_process_group("gloo", init_method=f"file://{store_file}{n}", rank=rank,
+                                world_size=2)
+    group(0)
     try:
         said = {"none": uncounted(None), "zero": uncounted(0), "some": uncounted(3),
                 "failed": uncounted(None, "installing the counter failed: OSError"),
@@ -260,11 +269,27 @@ def _uncounted_on_rank(rank: int, store_file: str, out_dir: str) -> None:
         words = CountedRanks()  # rank 1's counter failed: every rank reads that, from the store
         said["mine"] = words.mine(*((3, None) if rank == 0 else (None, said["failed"])))
         said["why_not"] = words.why_not()
-        dist.barrier()  # both read before the words change
+        dist.barrier()
+        group(1)
         words = CountedRanks()  # every rank counts
         words.say(None)
         dist.barrier()
         said["all_count"] = words.why_not()
+        dist.barrier()
+        group(2)  # rank 1's compile fell back to eager: no graph by its first call that talks
+        words = CountedRanks()
+        said["no_graph_mine"] = words.mine(2, None, lambda: True, graphs=rank == 0)
+        said["no_graph"] = words.why_not()
+        dist.barrier()
+        group(3)  # rank 1 says nothing until rank 0 decided: rank 0 waits 1 s, not the store's
+        words = CountedRanks(wait_s=1.0)
+        if rank == 1:
+            compat.default_store().wait([_DECIDED])
+        words.mine(2, None)
+        began = time.monotonic()
+        said["silent"] = words.why_not()
+        said["silent_s"] = time.monotonic() - began
+        dist.barrier()
     finally:
         dist.destroy_process_group()
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
@@ -297,6 +322,14 @@ def test_a_call_of_a_job_whose_collectives_are_not_counted_is_never_re_run(tmp_p
             "rank 1 does not count its collectives (installing the counter failed: OSError): a "
             "rank that does not count times no call, so no rank re-runs one"), said
         assert said["all_count"] is None, said
+        assert said["no_graph_mine"] is None, said  # no reason of its own: its word says it
+        assert said["no_graph"].startswith(
+            "rank 1 had compiled no graph by its first call that talks to the others (its "
+            "compile fell back to eager, or made none): it times no call with the others"), said
+        # the rank that waited decided for both: rank 1, whose word came later, reads that
+        assert said["silent"].startswith(
+            "rank 1 said no word in 1 s of whether it counts its collectives"), said
+        assert said["silent_s"] < 30, said  # bounded (1 s asked; a busy machine), never 30 min
         assert (said["mine"] is None) if rank == 0 else said["mine"].startswith(
             "this rank's collectives are not counted (installing the counter failed: OSError), "
             "so whether the call talks to the other ranks is not known"), said

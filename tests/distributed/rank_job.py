@@ -48,6 +48,9 @@
   counted  every rank compiles one function issuing a functional all_reduce, calls it three
          times and prints each result (traced by the tests under a plain torchrun with ``--profile``, rank
          1's collective counter made to fail: every rank must go on untimed, none waiting)
+  eagerone  as counted, rank 1's compile of the function making no graph (it all runs in a
+         ``torch.compiler.disable``d function): traced with ``--profile``, rank 0 must not wait
+         for rank 1's word, nor time a call rank 1 does not
   hang   after compiling, rank 0 broadcasts then all-reduces, rank 1 the other way round: both
          wait forever (until ``--timeout`` ends the job)
   block  nothing compiled: rank 0 all-reduces, rank 1 sleeps (prints BLOCKED first): rank 0 waits
@@ -169,11 +172,23 @@ def budget(rank: int) -> None:
     print(f"rank {rank}: eager {eager_sum(torch.ones(4)).sum().item():.4f}", flush=True)
 
 
-def counted(rank: int) -> None:
+def counted(rank: int, eager_rank: int | None = None) -> None:
     import torch.distributed._functional_collectives as funcol
+
+    @torch.compiler.disable
+    def summed(y):  # eager: the graph before it issues no collective (profiled on one rank)
+        return funcol.all_reduce(y, "sum", dist.group.WORLD) * 2
+
+    @torch.compiler.disable
+    def eager(x):
+        return summed(torch.sin(x))
 
     @torch.compile
     def reduce(x):
+        if rank == eager_rank:  # all of it in a disabled function: no graph on that rank
+            return eager(x)
+        if eager_rank is not None:  # the others: a graph (sin), then the same eager all_reduce
+            return summed(torch.sin(x))
         return funcol.all_reduce(torch.sin(x), "sum", dist.group.WORLD) * 2
 
     for step in range(3):  # a loop: the rank goes on with its collectives after the first call
@@ -377,8 +392,8 @@ def main() -> None:
 
     if mode == "collectives":
         collectives(rank)
-    if mode == "counted":
-        counted(rank)
+    if mode in ("counted", "eagerone"):
+        counted(rank, 1 if mode == "eagerone" else None)
         _teardown()
         return
     if mode == "budget":

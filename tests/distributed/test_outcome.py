@@ -5,6 +5,7 @@ instead) is in the trace and ``info`` (real torchrun, gloo, 2 ranks; the capture
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import signal
@@ -138,7 +139,7 @@ def budget_job(tmp_path_factory: pytest.TempPathFactory
 
 def _calls(job: Path, rank: int) -> dict[str, dict]:
     return {c["callable"]: c for c in json.loads(
-        (job / f"rank_{rank}" / "profile.json").read_text())["calls"]}
+        (job / f"rank_{rank}" / "profile.json").read_text()).get("calls", [])}
 
 
 @pytest.mark.slow
@@ -223,21 +224,7 @@ def test_a_rank_that_cannot_count_its_collectives_leaves_no_rank_waiting(tmp_pat
     job = tmp_path / "counted"
     blocked = job / "job" / "rank_1.progress.jsonl"
     blocked.mkdir(parents=True)  # rank 1's log cannot be opened for writing: its counter fails
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
-           "2", "-m", "tuidebug.cli", "trace", "--profile", "3", "-o", str(job), str(SCRIPT),
-           "counted"]
-    child = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, start_new_session=True)
-    try:
-        out, err = child.communicate(timeout=480)
-    except subprocess.TimeoutExpired:
-        child.terminate()  # torchrun ends its ranks (SIGTERM, then SIGKILL 30 s later)
-        try:
-            out, err = child.communicate(timeout=60)
-        finally:
-            if child.poll() is None:
-                os.killpg(child.pid, signal.SIGKILL)
-        pytest.fail(f"the job hung (a rank waited for one that does not count):\n{err[-3000:]}")
+    child, out, err = _job_or_hang(job, "counted", 480)
     assert child.returncode == 0, err[-3000:]
     assert sorted(re.findall(r"rank \d: counted \d -?\d+\.\d+", out)) == lines
     said = {r: _calls(job, r)["counted.<locals>.reduce"].get("not_measured", "") for r in (0, 1)}
@@ -253,3 +240,46 @@ def test_a_rank_that_cannot_count_its_collectives_leaves_no_rank_waiting(tmp_pat
     assert "rank 1's collectives were not logged (IsADirectoryError" in text, text
     note = [n for n in _info(job)["notes"] if n["kind"] == "not_logged"]
     assert [r["rank"] for n in note for r in n["ranks"]] == [1], note
+
+
+def _job_or_hang(job: Path, mode: str, timeout: int) -> tuple[subprocess.Popen[str], str, str]:
+    """``rank_job.py MODE`` traced with ``--profile 3`` under the user's own torchrun (``tuidebug
+    trace`` per rank); the test fails (every process ended) where it runs past ``timeout``."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+           "2", "-m", "tuidebug.cli", "trace", "--profile", "3", "-o", str(job), str(SCRIPT),
+           mode]
+    child = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
+    try:
+        out, err = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        child.terminate()  # torchrun ends its ranks (SIGTERM, then SIGKILL 30 s later)
+        try:
+            out, err = child.communicate(timeout=60)
+        finally:
+            if child.poll() is None:
+                os.killpg(child.pid, signal.SIGKILL)
+        pytest.fail(f"the job hung (a rank waited for another):\n{err[-3000:]}")
+    return child, out, err
+
+
+@pytest.mark.slow
+def test_a_rank_whose_compile_made_no_graph_leaves_no_rank_waiting(tmp_path: Path) -> None:
+    """Rank 1's compile of the function makes no graph (all of it in a disabled function), so
+    its capture never reached the point where a rank said whether it counts its collectives;
+    rank 0, about to time the call with the others, waited for that word as long as the
+    process group's store waits (30 minutes under torchrun), while rank 1 waited in its next
+    all_reduce for rank 0. Each rank now says its word at its first call that talks to the
+    others, whatever else that call does; rank 1's says it had no graph, and no rank times a
+    call with it: the job ends as untraced (each result 2 × (sin s + sin s) × 4 elements)."""
+    job = tmp_path / "eagerone"
+    child, out, err = _job_or_hang(job, "eagerone", 300)
+    assert child.returncode == 0, err[-3000:]
+    said = sorted(re.findall(r"rank (\d): counted (\d) (-?\d+\.\d+)", out))
+    assert [(r, s) for r, s, _ in said] == [(r, s) for r in "01" for s in "012"], out
+    assert all(abs(float(v) - 16 * math.sin(int(s))) < 1e-3 for _, s, v in said), said
+    calls = {r: _calls(job, r) for r in (0, 1)}
+    assert "counted.<locals>.reduce" not in calls[1], calls[1]  # no graph: nothing to time
+    said0 = calls[0]["counted.<locals>.reduce"].get("not_measured", "")
+    assert said0.startswith("rank 1 had compiled no graph by its first call that talks to the "
+                            "others"), said0

@@ -105,19 +105,19 @@ class WholeCall(Concern):
 
     def _called(self, call: CompiledCall) -> bool:
         """A user's call of a compiled callable returned: measured once, at the first call
-        that returns with a graph compiled. True once it is measured (no further call
-        needed)."""
+        that returns with a graph compiled; this rank's word (``CountedRanks``) said first, the
+        others wait for it. True once it is measured (no further call needed)."""
+        why = self.counted.mine(call.collectives, self.session.uncounted, lambda: communicates(
+            call.collectives, False, _module_of(call.eager)), bool(self.session.graphs))
         if self.busy or call.compiled in self.measured or not self.session.graphs:
             return call.compiled in self.measured
         self.measured.add(call.compiled)
         owner = _module_of(call.eager)
         name = type(owner).__name__ if owner is not None else getattr(
             call.eager, "__qualname__", str(call.eager))
-        holders = state_holders(call.args, call.kwargs)
-        why = self.counted.mine(call.collectives, self.session.uncounted)  # told to every rank
         if why:  # a job of several ranks whose collectives are not counted: never re-run
             return self._written({"callable": name, "not_measured": why})
-        if holders:  # re-running the call would change the program's own state: not timed
+        if holders := state_holders(call.args, call.kwargs):  # re-running the call would change the program's own state: not timed
             return self._written({"callable": name, "not_measured": (
                 f"{', '.join(holders)} hold{'s' if len(holders) == 1 else ''} tensors the "
                 "call may change in place or replace (a KV cache advances or grows at "
