@@ -67,6 +67,22 @@ def test_a_break_every_compile_of_the_frame_takes_is_not_why(tmp_path: Path) -> 
     assert not any("graph break" in ln for ln in lines), lines
 
 
+def test_a_break_in_ddps_own_code_is_not_why_though_the_other_rank_never_took_it(
+        tmp_path: Path) -> None:
+    """Gradient accumulation: rank 0's only compile of DDP's forward was under ``no_sync``
+    (DDP skips its logger there), and rank 1 recompiled for its ragged last batch in a step
+    that syncs, breaking at DDP's logger. The recompile's reason is the size; the logger's
+    break (torch's, taken by every syncing compile) was listed beside it as a break only rank
+    1 took."""
+    job = tmp_path / "job"
+    _rank(job, 0, {"0/0": []})
+    _rank(job, 1, {"0/0": [], "0/1": [DDP_BREAK]})
+    d = analyze_job(job)["divergence"]
+    assert d["kind"] == "compile_only_on_some_ranks" and d["compile_id"] == "0/1", d
+    assert d["reason"]["recompile_reasons"] and d["reason"]["graph_break_reasons"] == [], d
+    assert not any("graph break" in ln for ln in divergence_lines(d)), divergence_lines(d)
+
+
 def test_a_break_only_the_recompile_takes_is_named(tmp_path: Path) -> None:
     job = tmp_path / "job"
     _rank(job, 0, {"0/0": [DDP_BREAK]})

@@ -12,6 +12,7 @@ from typing import Any
 
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.attempts import first_attempt, restarts as restarted_attempts
+from tuidebug.trace.queries.graph_breaks import in_data_parallel
 from tuidebug.trace.queries.resumes import resume_point
 from tuidebug.trace.queries.failed_guard import reasons_of
 
@@ -66,8 +67,11 @@ def why_only_here(t: Trace, cid: str, other: Trace) -> dict[str, Any]:
     # their address, another in each process), in whichever of its compiles (frame ids are
     # per process)
     taken = {_key(b) for bs in theirs.values() for b in bs}
+    # nor one in DDP's or FSDP's own code: DDP's forward breaks at its logger in every compile
+    # that syncs gradients (a rank-only recompile in a syncing step, where the other rank's
+    # only compile was under no_sync, is no reason either)
     breaks = [b for p in dict.fromkeys([*before, cid, *attempts]) for b in mine.get(p, [])
-              if _key(b) not in taken]
+              if _key(b) not in taken and not in_data_parallel(str(b.get("where") or ""))]
     said_anywhere = {said for _, said in taken}
     # a restart reason the other rank's breaks share is no reason: the same line and words
     # where its line is known, the words alone only where it is not

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tuidebug.trace.queries.advice_records import Apply, Suggestion
 from tuidebug.trace.queries.frames import is_own
-from tuidebug.trace.queries.graph_breaks import trace_breaks
+from tuidebug.trace.queries.graph_breaks import in_data_parallel, trace_breaks
 
 
 # Dynamo config knobs a graph break's own words name, and how they name them: ``.item()``
@@ -37,8 +37,7 @@ def break_advice(trace: Trace) -> list[Suggestion]:
                 if at not in s.why:
                     out[knob] = Suggestion(s.id, s.text, f"{s.why}; {at}", s.about, s.apply)
             elif b.advice and b.user_line and is_own(b.user_line.file) and not b.torchs_own \
-                    and not (b.site and any(d in b.site.file.replace("\\", "/")
-                                            for d in _DATA_PARALLEL)):
+                    and not (b.site and in_data_parallel(b.site.file)):
                 # the user's line, and the break not in DDP's or FSDP's own code (DDP's
                 # forward logs through its C++ logger, FSDP2's hooks are disabled for Dynamo:
                 # no change of the user's makes that go) nor a graph_break() torch calls
@@ -47,8 +46,3 @@ def break_advice(trace: Trace) -> list[Suggestion]:
                 out.setdefault(f"break at {at}", Suggestion(f"break at {at}", b.advice, why,
                                                             "graph breaks", None))
     return list(out.values())
-
-
-# DistributedDataParallel's forward; FSDP's hooks (FSDP2 wraps each in torch._dynamo.disable,
-# _fsdp_common.py: a module's call breaks there, whatever the user's code)
-_DATA_PARALLEL = ("/torch/nn/parallel/", "/torch/distributed/fsdp/")

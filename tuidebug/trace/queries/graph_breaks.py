@@ -29,6 +29,18 @@ _FRAME = re.compile(r'^\s*File "(?P<file>[^"\n]+)", line (?P<line>\d+), in (?P<f
                     r'(?:(?P<code>[ \t]+(?=[^ \t\n])(?!File ")[^\n]*\S[^\n]*)(?:\n|$))?', re.M)
 _GB_ID = re.compile(r"/gb/(?P<id>gb\d+)\.html")
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+\b")  # in an object's repr: <function f at 0x7f…>
+# DistributedDataParallel's forward; FSDP's hooks (FSDP2 wraps each in torch._dynamo.disable,
+# _fsdp_common.py: a module's call breaks there, whatever the user's code)
+_DATA_PARALLEL = ("/torch/nn/parallel/", "/torch/distributed/fsdp/")
+
+
+def in_data_parallel(file: str) -> bool:
+    """``file`` is DDP's or FSDP's own code: a graph break there is torch's (DDP's forward logs
+    through its C++ logger; FSDP2's hooks are disabled for Dynamo), no change of the user's."""
+    file = file.replace("\\", "/")
+    return any(d in file for d in _DATA_PARALLEL)
+
+
 # Dynamo's preamble before the graph-break type: the instruction it was tracing, that the
 # break cannot be resumed from (then the rest of the function runs eagerly), or that it gave up
 # on the frame (torch 2.13: the whole function runs eagerly)
