@@ -176,3 +176,22 @@ async def test_the_tuis_ranks_screen_says_it_too(open_ui, tmp_path: Path) -> Non
         text = " ".join(ui.text().split())
         assert ("rank 1's collectives were not logged (IsADirectoryError: [Errno 21] Is a "
                 "directory): where it waits at a hang") in text, text
+
+
+def test_a_ddp_step_is_not_said_parted_from_a_rank_whose_log_is_missing(tmp_path: Path) -> None:
+    """Rank 0 waits in DDP step 2's first bucket; rank 1 has no progress log. It read "in DDP
+    step 2, where the ranks parted (rank(s) 1 entered no DDP step)": not known."""
+    job = tmp_path / "job"
+    for r in range(2):
+        _rank(job, r, "timed_out", running=True)
+    events: list[dict] = [{"event": "start", "t": 1.0}]
+    for seq, (bucket, last) in enumerate([(0, False), (1, True), (0, False)], start=1):
+        events.append({"event": "collective", "op": "all_reduce", "group": "default",
+                       "seq": seq, "async": True, "t": 1.0 + seq,
+                       "ddp": {"bucket": bucket, "last": last, "bytes": 4}})
+        if seq < 3:
+            events.append({"event": "done", "group": "default", "seq": seq, "t": 1.5 + seq})
+    progress_path(job, 0).write_text("".join(json.dumps(e) + "\n" for e in events))
+    lines = analyze_job(job)["waits"]["lines"]
+    [mine] = [ln for ln in lines if ln.startswith("rank 0 waits in DDP all_reduce bucket #0")]
+    assert "in DDP step 2" in mine and "parted" not in mine and "rank(s) 1" not in mine, mine

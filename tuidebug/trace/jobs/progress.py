@@ -363,12 +363,13 @@ def waits(ranks: list[dict[str, Any]], missing: list[int] | None = None) -> dict
     lines, mismatches = [], []
     waiting: dict[str, dict[int, dict[str, Any]]] = {}
     blind = unlogged(ranks)  # no log: neither waiting nor behind as far as is known
+    logged = [r for r in stuck if r["rank"] not in blind]  # the others' reach is known
     for r in stuck:
         p = r["progress"]
         c = p.get("collective")
         if c and c["state"] == "waiting":
             waiting.setdefault(c["group"], {})[r["rank"]] = c
-            lines.append(f"rank {r['rank']} waits in {_c(c)}{step_said(r, c, stuck)}")
+            lines.append(f"rank {r['rank']} waits in {_c(c)}{step_said(r, c, logged)}")
         else:
             if p.get("phase") == "script":
                 where = f"running the script (after compiling graph {p['graph']})"
@@ -406,7 +407,6 @@ def waits(ranks: list[dict[str, Any]], missing: list[int] | None = None) -> dict
                                                      if len(unknown) > 20 else "")
         lines.append(f"rank(s) {shown}: no record; where they were is not known")
     if not waiting:  # where each rank is, even when none is in a collective the log records
-        logged = [r for r in stuck if r["rank"] not in blind]  # the others' reach is known
         found = _issued_ahead(logged, lines) or {"lines": lines, "mismatches": [], "waiting": {}}
         return {**found, "hung": hung, **said}
     for group, per in waiting.items():
