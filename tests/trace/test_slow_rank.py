@@ -170,6 +170,32 @@ def test_the_rank_the_others_wait_for_at_every_step_is_named(tmp_path: Path) -> 
     assert analyze_job(nccl)["late_rank"] is None
 
 
+def _backwards(logs: dict[int, list[dict]], at: dict[int, float], seq: int,
+               work: list[dict[int, float]], done_each: bool) -> None:
+    """DDP steps appended to ``logs``: in step n each rank works ``work[n][rank]`` seconds
+    after the step before returned (``at``), then its backward issues 4 bucket all-reduces
+    0.1 s apart (asynchronous; numbered on from ``seq``), each ``done`` once every rank issued
+    it: logged right after it (``done_each``) or after the step's last bucket (every bucket
+    issued before any returns)."""
+    for step_work in work:
+        issued: dict[tuple[int, int], float] = {}
+        for b in range(4):
+            seq += 1
+            for r in logs:
+                t = at[r] + step_work[r] + 0.1 * b + 0.01 * r * (b == 0)
+                issued[(r, seq)] = t
+                logs[r].append({"event": "collective", "op": "all_reduce", "group": "default",
+                                "seq": seq, "line": "train.py:50", "async": True, "t": t,
+                                "ddp": {"bucket": b, "last": b == 3}})
+            if done_each or b == 3:
+                for s in range(seq if done_each else seq - 3, seq + 1):
+                    done = max(issued[(r, s)] for r in logs) + 0.01
+                    for r in logs:
+                        logs[r].append({"event": "done", "group": "default", "seq": s,
+                                        "t": done})
+        at.update({r: done for r in logs})
+
+
 def test_a_ddp_steps_lag_is_counted_once_not_per_bucket(tmp_path: Path) -> None:
     """DDP: each step's backward issues 4 bucket all-reduces 0.1 s apart (asynchronous; each
     ``done`` when it completed, once every rank issued it) and waits for them all before the
@@ -182,23 +208,8 @@ def test_a_ddp_steps_lag_is_counted_once_not_per_bucket(tmp_path: Path) -> None:
         {"event": "collective", "op": "broadcast", "group": "default", "seq": 1,
          "line": "train.py:30", "t": 1.0 + 0.1 * r},
         {"event": "done", "group": "default", "seq": 1, "t": 1.3}] for r in range(3)}
-    at = {r: 1.3 for r in range(3)}
-    seq = 1
-    for _step in range(3):
-        issued = {}
-        for b in range(4):
-            seq += 1
-            for r in range(3):
-                t = at[r] + (2.0 if r != 1 else 3.0) + 0.1 * b + 0.01 * r * (b == 0)
-                issued[(r, seq)] = t
-                logs[r].append({"event": "collective", "op": "all_reduce", "group": "default",
-                                "seq": seq, "line": "train.py:50", "async": True, "t": t,
-                                "ddp": {"bucket": b, "last": b == 3}})
-            done = max(issued[(r, seq)] for r in range(3)) + 0.01
-            for r in range(3):
-                logs[r].append({"event": "done", "group": "default", "seq": seq, "t": done})
-        for r in range(3):
-            at[r] = done
+    _backwards(logs, {r: 1.3 for r in range(3)}, 1, [{0: 2.0, 1: 3.0, 2: 2.0}] * 3,
+               done_each=True)
     for r, evs in logs.items():
         _write_log(job, r, evs)
     late = analyze_job(job)["late_rank"]
@@ -229,25 +240,8 @@ def test_ddp_buckets_before_a_ranks_first_return_are_not_judged(tmp_path: Path) 
     job = _job(tmp_path / "job", compiles, {0: 40.0, 1: 41.0, 2: 40.5})
     logs: dict[int, list[dict]] = {r: [{"event": "start", "t": 0.5}] for r in range(3)}
     at = {0: 5.0, 1: 1.0, 2: 1.2}  # start-up: rank 0 compiled 4 s longer
-    seq = 0
-    for step in range(4):
-        issued = {}
-        for b in range(4):
-            seq += 1
-            for r in range(3):
-                work = 0.0 if step == 0 else (2.0 if r != 1 else 3.0)
-                t = at[r] + work + 0.1 * b + 0.01 * r * (b == 0)
-                issued[(r, seq)] = t
-                logs[r].append({"event": "collective", "op": "all_reduce", "group": "default",
-                                "seq": seq, "line": "train.py:50", "async": True, "t": t,
-                                "ddp": {"bucket": b, "last": b == 3}})
-        # each bucket done once every rank issued it; the reducer waits for them all
-        for s in range(seq - 3, seq + 1):
-            done = max(issued[(r, s)] for r in range(3)) + 0.01
-            for r in range(3):
-                logs[r].append({"event": "done", "group": "default", "seq": s, "t": done})
-        for r in range(3):
-            at[r] = done
+    _backwards(logs, at, 0, [{r: 0.0 for r in range(3)}] + [{0: 2.0, 1: 3.0, 2: 2.0}] * 3,
+               done_each=False)
     for r, evs in logs.items():
         _write_log(job, r, evs)
     late = analyze_job(job)["late_rank"]
