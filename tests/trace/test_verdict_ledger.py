@@ -192,3 +192,17 @@ def test_perfetto_lays_the_ledger_out_in_call_order(tmp_path: Path) -> None:
     assert all(a["ts"] + a["dur"] == b["ts"] for a, b in zip(parts, parts[1:]))
     assert abs(sum(e["dur"] for e in parts) - call["dur"]) < 1e-3
     assert parts[2]["args"]["line"] == 42 and "slower" in call["args"]["verdict"]
+
+
+def test_a_backward_with_no_graph_recorded_is_named_by_its_compile() -> None:
+    """A tiny Mixtral's training step (--profile): the ledger's part for compile 18/0's
+    backward carried no graph (the trace holds no 18_0-backward) and info printed a row
+    ``graph          (backward)`` with no name. It is named by its compile."""
+    from tuidebug.viewers.ledger_view import ledger_rows
+
+    rows = ledger_rows([
+        {"part": "graph", "seconds": 1e-4, "compile_id": "19/0", "phase": "bwd",
+         "graph": "19_0-backward"},
+        {"part": "graph", "seconds": 5e-5, "compile_id": "18/0", "phase": "bwd"}])
+    assert [r.what for r in rows] == ["19_0-backward (backward)",
+                                      "compile 18/0, its graph not recorded (backward)"], rows

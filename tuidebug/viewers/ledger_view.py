@@ -66,7 +66,10 @@ def ledger_rows(ledger: list[dict[str, Any]], wall: Any = None) -> list[LedgerRo
         elif part == "eager_island" and p.get("reason"):
             what = f"{p.get('reason')}{bwd}"
         elif part in ("graph", "cudagraph"):
-            what = str(p.get("graph") or "") + bwd
+            # a part whose graph the trace does not hold (a backward compiled past the
+            # capture) is named by its compile, never left blank
+            what = str(p.get("graph") or (f"compile {p.get('compile_id')}, its graph not "
+                                          "recorded" if p.get("compile_id") else "?")) + bwd
         else:
             what = bwd.strip()
         row = groups.setdefault((part, what), LedgerRow(part, what, 0.0, 0, None))
