@@ -10,8 +10,8 @@ longest line), up to ``PIPE_WIDTH``, so nothing is wrapped, cut or padded to a w
   its line's end, a table cell holding a tab wrapped), so tabs are expanded before measuring;
 - what fills whatever width it is given (a ``Rule``, ``Markdown``) is laid out ``FILL_WIDTH``
   wide, not ``PIPE_WIDTH``;
-- each line's trailing spaces are dropped on the way out: one long cell pads every row of its
-  table to its width, which wrote megabytes of spaces.
+- each line's trailing spaces are dropped on the way out, and a table's right edge is left
+  open: one long cell padded every row of its table to its width (megabytes of spaces).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 from typing import IO, Any
 
+from rich.box import Box
 from rich.console import Console, Group
 from rich.errors import MarkupError, NotRenderableError
 from rich.measure import Measurement
@@ -77,8 +78,9 @@ class PipeConsole(Console):
 
 def _tabs_expanded(obj: Any) -> Any:
     """``obj`` with the tabs of its ``Text`` and ``Syntax`` expanded, through the panels,
-    paddings, groups and tables that hold them (copies: the caller's objects are not changed);
-    anything else as it is (a string's tabs: ``render_str``)."""
+    paddings, groups and tables that hold them, and its tables' right edges open (copies: the
+    caller's objects are not changed); anything else as it is (a string's tabs:
+    ``render_str``)."""
     if isinstance(obj, Text):
         if "\t" not in obj.plain:
             return obj
@@ -101,11 +103,22 @@ def _tabs_expanded(obj: Any) -> Any:
         return Group(*(_tabs_expanded(r) for r in obj.renderables), fit=obj.fit)
     if isinstance(obj, Table):
         obj = copy.copy(obj)
+        if obj.box is not None and obj.show_edge:
+            obj.box = _open_right(obj.box)
         obj.columns = [copy.copy(c) for c in obj.columns]
         for column in obj.columns:
             column._cells = [_tabs_expanded(c) for c in column._cells]
         return obj
     return obj
+
+
+def _open_right(box: Box) -> Box:
+    """``box`` with no right edge: a row ends with its last cell's text, so the spaces that pad
+    it to the widest row are trailing ones, dropped on the way out."""
+    box = copy.copy(box)
+    for line in ("top", "head", "head_row", "mid", "row", "foot_row", "foot", "bottom"):
+        setattr(box, f"{line}_right", " ")
+    return box
 
 
 class _TrailingSpacesDropped:
