@@ -83,7 +83,9 @@ def read_log(path: Path) -> tuple[list[dict[str, Any]], str | None]:
         data, size = safefile.read_tail(path, TAIL_BYTES)
     except FileNotFoundError:
         return [], "no progress log"
-    except (safefile.Refused, OSError) as e:
+    except safefile.Refused as e:  # says why itself ("a directory, not a regular file")
+        return [], f"progress log refused: {str(e)[:200]}"
+    except OSError as e:
         return [], f"progress log not read: {type(e).__name__}: {str(e)[:200]}"
     lines = data.split(b"\n")
     if size > TAIL_BYTES:
