@@ -494,3 +494,30 @@ def test_graphs_of_no_known_compile_are_not_paired_as_attempts(tmp_path: Path) -
     d = diff_traces(tmp_path / "a", tmp_path / "b")
     where = {g["id"]: g["in"] for g in d["graphs"]}
     assert where == {"x-inference": "a", "y-inference": "b"}, d["graphs"]
+
+
+def test_kernels_timed_once_are_not_compared() -> None:
+    """Two traces of a tiny Mixtral made on a loaded machine (load 15 on 2 cores): each kernel
+    was run once (the timing budget spent), one run preempted (247 ms for a kernel of a few
+    µs), and diff said 'run time of the 39 generated kernel(s) whose code changed: 368 ms
+    (fastest 368 ms) → 42.0 µs (fastest 31.3 µs)' and would give the kernel a ratio: one
+    timing has no spread, so nothing is compared."""
+    from tuidebug.trace.diff.findings import _kernel_time_lines, runs_apart
+
+    def kernel(a: float, b: float, spread: float = 0.0) -> dict:
+        return {"status": "changed", "b": "cpp_fused_mul_silu_0",
+                "run_s": {"a": a + spread, "b": b + spread},
+                "run_min_s": {"a": a, "b": b}, "calls": {"a": 1, "b": 1},
+                "run_ratio": (b + spread) / (a + spread)}
+
+    once = kernel(0.247, 3.1e-5)
+    assert not runs_apart(once)
+    d = {"graphs": [{"kernels": [once]}], "a": {}, "b": {}}
+    (line,) = _kernel_time_lines(d, {})
+    assert line.endswith("not compared (a kernel timed once has no spread)"), line
+    # timed several times, the ranges apart: compared as before
+    many = kernel(0.247, 3.1e-5, 1e-6)
+    assert runs_apart(many)
+    (line,) = [ln for ln in _kernel_time_lines({"graphs": [{"kernels": [many]}], "a": {},
+                                                "b": {}}, {}) if ln.startswith("run time")]
+    assert line.endswith("(timed in two processes, not side by side)"), line
