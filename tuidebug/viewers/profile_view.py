@@ -11,7 +11,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from tuidebug.trace.queries.graph_times import GraphTimes
+from tuidebug.trace.queries.graph_times import TOO_FEW, GraphTimes, too_few_text
 from tuidebug.trace.queries.verdict import FASTER, SAME, Spread
 from tuidebug.trace.queries.verdict import format_duration as duration
 from tuidebug.viewers.fitted import Row
@@ -43,17 +43,20 @@ def _spread(s: Spread | None) -> str:
 
 def graph_times_text(t: dict[str, Any], judged: bool) -> str:
     """``compiled 0.50 ms per call (0.48–0.52 ms), eager 1.10 ms (…)`` and, where no whole call
-    was judged (``judged``), what the two allow: a word only where their p10–p90 do not
-    overlap, said as timed apart; inside them, no difference beyond the noise; none at all
-    without the spreads (an older trace: times only)."""
+    was judged (``judged``), what the two allow: a word only where their p10–p90 (of at least
+    ``graph_times.MIN_RUNS`` runs each) do not overlap, said as timed apart; inside them, not
+    told apart from the noise (never "no difference"); with fewer runs, too few to tell; none
+    at all without the spreads (an older trace: times only)."""
     g = GraphTimes.from_totals(t)
     said = (f"compiled {duration(t.get('compiled_wall_s'))} per call{_spread(g.compiled)}, "
             f"eager {duration(t.get('eager_wall_s'))}{_spread(g.eager)}")
     outcome, c, e = g.outcome, g.compiled, g.eager
     if judged or outcome is None or c is None or e is None:
         return said
+    if outcome == TOO_FEW:
+        return f"{said}: {too_few_text(g.runs)}"
     if outcome == SAME:
-        return (f"{said}: no difference beyond the noise of {g.runs} runs each (timed apart: "
+        return (f"{said}: not told apart from the noise of {g.runs} runs each (timed apart: "
                 "their p10–p90 overlap)")
     factor = e.median_s / c.median_s if outcome == FASTER else c.median_s / e.median_s
     word = "faster" if outcome == FASTER else "SLOWER"
@@ -199,14 +202,27 @@ def _signed(v: Any) -> Text:
     return Text(("+" if v > 0 else "−") + duration(abs(v)), style="red" if v > 0 else "green")
 
 
-def _change(v: Any, apart: bool | None) -> Text:
+def _change(v: Any, apart: bool | None, few: int | None = None) -> Text:
     """A total's change A → B, timed in two processes: red or green only where the two traces'
-    runs are apart (``apart``); inside their spread, ``(noise)``; without spreads, uncoloured."""
+    runs are apart (``apart``); inside their spread, ``(not told apart)``; with too few runs
+    (``few``: the fewest), ``(too few runs to tell …)``; without spreads, uncoloured."""
     if apart:
         return _signed(v)
     plain = _signed(v).plain
-    return Text(plain + (" (noise)" if apart is False and plain else ""),
+    if plain and few is not None:
+        return Text(f"{plain} ({too_few_text(few)})", style="dim")
+    return Text(plain + (" (not told apart)" if apart is False and plain else ""),
                 style="dim" if apart is False else "")
+
+
+def parts_untold(p: dict[str, Any]) -> str | None:
+    """Why ``diff`` shows no change per kernel, line or module (they have no spread of their
+    own): the compiled call's own change was not told apart from the noise, or its runs were
+    too few; None where it was told, or is not known (no spreads: an older trace)."""
+    if (p.get("totals_changed") or {}).get("compiled_wall_s") is False:
+        return "the compiled call's change is not told apart from the noise"
+    few = (p.get("totals_few_runs") or {}).get("compiled_wall_s")
+    return f"the compiled call's change: {too_few_text(few)}" if few is not None else None
 
 
 def profile_diff_tables(p: dict[str, Any], top: int = TOP) -> list[Any]:
@@ -225,13 +241,19 @@ def profile_diff_tables(p: dict[str, Any], top: int = TOP) -> list[Any]:
     names = {"compiled_wall_s": "compiled call", "eager_wall_s": "eager call",
              "generated_s": "generated kernels", "extern_s": "extern calls",
              "overhead_s": "Python/launch/other"}
-    judged = p.get("totals_changed") or {}
+    judged, few = p.get("totals_changed") or {}, p.get("totals_few_runs") or {}
     for key, label in names.items():
         v = (p.get("totals") or {}).get(key) or {}
         a, b = v.get("a"), v.get("b")
         change = b - a if isinstance(a, (int, float)) and isinstance(b, (int, float)) else None
-        t.add_row(label, duration(a), duration(b), _change(change, judged.get(key)))
+        t.add_row(label, duration(a), duration(b), _change(change, judged.get(key), few.get(key)))
     out: list[Any] = [t]
+    untold = parts_untold(p)
+    if untold is not None:  # each part's difference, without a spread, would read as a change
+        out.append(Text(f"time per kernel, source line and module: not compared — {untold} "
+                        "(timed in two processes; the parts have no spread of their own)",
+                        style="dim"))
+        return out
     for table, title in (("kernels", "kernel"), ("lines", "source line"), ("modules", "module")):
         rows = [r for r in p.get(table) or [] if r.get("delta")][:top]
         if not rows:

@@ -14,7 +14,7 @@ from typing import Any
 
 from tuidebug.trace.diff.common import pair
 from tuidebug.trace.diff.kernels import normalize_kernel_name
-from tuidebug.trace.queries.graph_times import changed
+from tuidebug.trace.queries.graph_times import changed, too_few, too_few_text
 from tuidebug.trace.queries.profile import ProfileView, Row, profile_view
 from tuidebug.trace.format.reader import Trace
 
@@ -76,9 +76,10 @@ def _line_key(a: ProfileView | None, b: ProfileView | None) -> Any:
 
 def profile_diff(a: Trace, b: Trace) -> dict[str, Any] | None:
     """``{"totals": {NAME: {"a","b"}}, "totals_changed": {"compiled_wall_s", "eager_wall_s":
-    True (spreads apart), False (they overlap: noise), None (a spread not recorded)}, "kernels",
-    "lines", "modules": [{"key", "a", "b", "delta", …}]}``; None when neither trace was
-    profiled."""
+    True (spreads apart), False (they overlap: not told apart), None (a spread not recorded, or
+    of too few runs)}, "totals_few_runs": {the same keys: the fewest runs where below
+    ``graph_times.MIN_RUNS``, else None}, "kernels", "lines", "modules": [{"key", "a", "b",
+    "delta", …}]}``; None when neither trace was profiled."""
     va, vb = profile_view(a), profile_view(b)
     if va is None and vb is None:
         return None
@@ -91,6 +92,9 @@ def profile_diff(a: Trace, b: Trace) -> dict[str, Any] | None:
                    for k in TOTALS},
         # the graphs' own times, A against B: a change only where their spreads are apart
         "totals_changed": {f"{side}_wall_s": changed(
+            va.totals.get(f"{side}_spread") if va else None,
+            vb.totals.get(f"{side}_spread") if vb else None) for side in ("compiled", "eager")},
+        "totals_few_runs": {f"{side}_wall_s": too_few(
             va.totals.get(f"{side}_spread") if va else None,
             vb.totals.get(f"{side}_spread") if vb else None) for side in ("compiled", "eager")},
         "kernels": _rows(va, vb, "kernels", lambda r: _phased(normalize_kernel_name(r.kernel),
@@ -175,9 +179,13 @@ def profile_findings(p: dict[str, Any] | None, fmt: Any, top: int = 3) -> list[s
     else:
         wall = p["totals"]["compiled_wall_s"]
         noise = (p.get("totals_changed") or {}).get("compiled_wall_s") is False
+        few = (p.get("totals_few_runs") or {}).get("compiled_wall_s")
         out += [f"profiled compiled call (timed in two processes, not side by side): "
                f"{fmt(wall['a'])} → {fmt(wall['b'])}"
-                + (": no change beyond the noise (their runs' p10–p90 overlap)" if noise else "")]
+                + (": not told apart from the noise (their runs' p10–p90 overlap)" if noise else
+                   f": {too_few_text(few)}" if few is not None else "")]
+        if noise or few is not None:
+            return out  # per-line differences, with no spread, of a call not told apart
     for e in p["lines"][:top]:
         if e["delta"] and e.get("file"):
             name = str(e["file"]).replace("\\", "/").rsplit("/", 1)[-1]

@@ -2,8 +2,11 @@
 side (each compile's compiled graph for N runs, then its eager graph for N runs). Each side is
 its median with the p10–p90 of its runs (``profile.json``'s ``wall_p10_s``, ``wall_p90_s``,
 ``wall_n``; summed over compiles, as the medians are); a verdict only where the two spreads do
-not overlap (``verdict.overlap``), else the difference is inside the noise ("same"). A trace
-without the spreads (older than them) gets no verdict (None): times only. Pure: no torch.
+not overlap (``verdict.overlap``), else the two are not told apart ("same": the difference, if
+any, is inside the noise — never "no difference": summed over compiles the range is wider than
+a whole call's would be). Fewer than ``MIN_RUNS`` runs on either side (``--profile 1``: a
+p10–p90 of one point) gets no verdict (``too_few_runs``). A trace without the spreads (older
+than them) gets no verdict (None): times only. Pure: no torch.
 
 The fair verdict on the user's call is the whole call's (``whole_call``: interleaved rounds
 and a confidence interval); this one is for a trace where the whole call was not measured."""
@@ -15,6 +18,9 @@ from typing import Any
 
 from tuidebug.trace.format.safefile import number
 from tuidebug.trace.queries.verdict import FASTER, SAME, SLOWER, Spread, overlap
+
+MIN_RUNS = 5  # fewer runs per side: their p10–p90 tell nothing (one run: one point)
+TOO_FEW = "too_few_runs"  # the verdict of spreads of fewer runs than that
 
 
 def run_spread(run: Any) -> Spread | None:
@@ -35,8 +41,9 @@ def run_spread(run: Any) -> Spread | None:
 
 def summed(spreads: list[Spread | None]) -> Spread | None:
     """Several compiles' spreads as one call of each: medians, p10s and p90s added (the range
-    of a sum is no narrower than that: a verdict on it errs towards "no difference"); ``n``:
-    the fewest runs. None when any is missing, or there are none."""
+    of a sum is no narrower than that, and often much wider: apart, it is a difference; inside
+    it, only "not told apart", never "no difference"); ``n``: the fewest runs. None when any is
+    missing, or there are none."""
     if not spreads or any(s is None for s in spreads):
         return None
     got = [s for s in spreads if s is not None]
@@ -48,7 +55,8 @@ def summed(spreads: list[Spread | None]) -> Spread | None:
 @dataclass(frozen=True)
 class GraphTimes:
     """Compiled and eager graph times per call, each with its spread (None: not recorded), and
-    the verdict they allow: ``faster``, ``slower``, ``same`` (spreads overlap) or None."""
+    the verdict they allow: ``faster``, ``slower``, ``same`` (spreads overlap: not told
+    apart), ``too_few_runs`` (fewer than ``MIN_RUNS`` on a side) or None (no spreads)."""
 
     compiled: Spread | None
     eager: Spread | None
@@ -58,6 +66,8 @@ class GraphTimes:
         c, e = self.compiled, self.eager
         if c is None or e is None or c.median_s <= 0 or e.median_s <= 0:
             return None
+        if min(c.n, e.n) < MIN_RUNS:
+            return TOO_FEW
         if overlap(c, e):
             return SAME
         return FASTER if c.median_s < e.median_s else SLOWER
@@ -84,8 +94,24 @@ class GraphTimes:
 def changed(a: Any, b: Any) -> bool | None:
     """Whether one side's graph time changed between two traces (``a``, ``b``: that side's
     ``*_spread`` in each trace's totals, timed in two processes): True only where their p10–p90
-    do not overlap; False where they do (noise); None where either has no spread."""
+    do not overlap; False where they do (not told apart); None where either has no spread or
+    fewer than ``MIN_RUNS`` runs (:func:`too_few` says which)."""
+    sa, sb = Spread.from_json(a), Spread.from_json(b)
+    if sa is None or sb is None or min(sa.n, sb.n) < MIN_RUNS:
+        return None
+    return not overlap(sa, sb)
+
+
+def too_few_text(runs: Any) -> str:
+    """``too few runs to tell (3; at least 5 each)``: spreads of too few runs for a word."""
+    return f"too few runs to tell ({runs}; at least {MIN_RUNS} each)"
+
+
+def too_few(a: Any, b: Any) -> int | None:
+    """The fewest runs of two traces' spreads of one side (as :func:`changed` takes them) where
+    that is below ``MIN_RUNS`` (then :func:`changed` gives no word); else None."""
     sa, sb = Spread.from_json(a), Spread.from_json(b)
     if sa is None or sb is None:
         return None
-    return not overlap(sa, sb)
+    n = min(sa.n, sb.n)
+    return n if n < MIN_RUNS else None
