@@ -130,17 +130,47 @@ def test_a_rank_whose_progress_log_tells_nothing_is_not_known_at_a_hang(tmp_path
     [m] = waits["mismatches"]
     assert (m["ranks"], m["waits_for"], m["seq"]) == ([0], [4], 5), m
     lines = waits["lines"]
-    for r, why in ((1, "progress log refused: a directory"), (2, "no progress log"),
-                   (3, "its progress log holds no event")):
+    for r, why in ((1, "its progress log was not read (refused: a directory"),
+                   (2, "its collectives were not logged (no progress log)"),
+                   (3, "its collectives were not logged (its progress log holds no event)")):
         mine = [ln for ln in lines if ln.startswith(f"rank {r}")]
-        assert len(mine) == 1 and f"its collectives were not logged ({why}" in mine[0] \
+        assert len(mine) == 1 and why in mine[0] \
             and mine[0].endswith("whether it waits in a collective is not known"), lines
     assert not any("no collective issued" in ln for ln in lines if not ln.startswith("rank 4")), \
         lines
     [note] = [n for n in report["notes"] if n["kind"] == "not_logged"]
     assert [x["rank"] for x in note["ranks"]] == [1, 2, 3], note
+    assert [x.get("not_read", False) for x in note["ranks"]] == [True, False, False], note
     text = _info(job)
-    assert "ranks 1, 2, 3' collectives were not logged" in text, text
+    assert "ranks 2, 3' collectives were not logged (rank 2: no progress log; rank 3: its " \
+        "progress log holds no event); rank 1's progress log was not read (refused: a directory" \
+        in text, text
+
+
+def test_a_log_refused_is_said_not_read_not_unlogged(tmp_path: Path) -> None:
+    """Rank 1 logged, but its progress log is a symbolic link (the safe reader refuses it). It
+    read "rank 1's collectives were not logged (progress log refused: …)": the rank
+    did log; tuidebug did not read it. Rank 0 waits in all_reduce #3."""
+    job = tmp_path / "job"
+    for r in range(2):
+        _rank(job, r, "timed_out", running=True)
+    _log(job, 0, 3, waiting=True)
+    real = tmp_path / "elsewhere.jsonl"
+    real.write_text(json.dumps({"event": "start", "t": 1.0}) + "\n")
+    progress_path(job, 1).symlink_to(real)
+    report = analyze_job(job)
+    [rank1] = [r for r in report["ranks"] if r["rank"] == 1]
+    assert "unlogged" not in rank1["progress"] and rank1["progress"]["unread"].startswith(
+        "refused: "), rank1["progress"]
+    [note] = [n for n in report["notes"] if n["kind"] == "not_logged"]
+    assert note["ranks"] == [{"rank": 1, "why": rank1["progress"]["unread"], "not_read": True}]
+    [mine] = [ln for ln in report["waits"]["lines"] if ln.startswith("rank 1")]
+    assert f"; its progress log was not read ({rank1['progress']['unread']}): whether it waits " \
+        "in a collective is not known" in mine, mine
+    text = _info(job)
+    assert f"rank 1's progress log was not read ({rank1['progress']['unread']}): where it " \
+        "waits at a hang, and whether the other ranks waited for it, is not known" in text, text
+    assert "not logged" not in text, text
 
 
 def test_issued_ahead_is_not_said_of_a_rank_whose_log_is_missing(tmp_path: Path) -> None:

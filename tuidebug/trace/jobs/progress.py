@@ -22,7 +22,7 @@ from typing import Any
 
 from tuidebug.trace.jobs.ddp_steps import number_step, step_said
 from tuidebug.trace.jobs.ends import ends, where_it_was
-from tuidebug.trace.jobs.unlogged import rank_line, unlogged
+from tuidebug.trace.jobs.unlogged import Untold, rank_line, unlogged
 from tuidebug.trace.jobs import job as joblayout
 from tuidebug.trace.format import safefile
 from tuidebug.trace.format.manifest import Manifest
@@ -72,21 +72,22 @@ def events(path: Path) -> list[dict[str, Any]]:
     return read_log(path)[0]
 
 
-def read_log(path: Path) -> tuple[list[dict[str, Any]], str | None]:
+def read_log(path: Path) -> tuple[list[dict[str, Any]], Untold | None]:
     """The events of a progress log (:func:`events`) and why it tells nothing of the rank
-    (None: it is read): no file, a file refused, or one holding no event at all — the capture
-    writes ``start`` first, so a rank that logged nothing did not log its collectives; such
-    a rank did not issue "no collective": what it issued is not known."""
+    (None: it is read): no file, or one holding no event at all — the capture writes ``start``
+    first, so a rank that logged nothing did not log its collectives —, or a file not read
+    (refused: ``unread``; the rank may have logged). Such a rank did not issue "no
+    collective": what it issued is not known."""
     if path.parent.is_symlink():  # job/ itself a link: a path out of the job folder
-        return [], "its job folder is a symbolic link (not read)"
+        return [], Untold("its job folder is a symbolic link", unread=True)
     try:
         data, size = safefile.read_tail(path, TAIL_BYTES)
     except FileNotFoundError:
-        return [], "no progress log"
+        return [], Untold("no progress log")
     except safefile.Refused as e:  # says why itself ("a directory, not a regular file")
-        return [], f"progress log refused: {str(e)[:200]}"
+        return [], Untold(f"refused: {str(e)[:200]}", unread=True)
     except OSError as e:
-        return [], f"progress log not read: {type(e).__name__}: {str(e)[:200]}"
+        return [], Untold(f"{type(e).__name__}: {str(e)[:200]}", unread=True)
     lines = data.split(b"\n")
     if size > TAIL_BYTES:
         lines = lines[1:]  # the first one is cut
@@ -98,7 +99,7 @@ def read_log(path: Path) -> tuple[list[dict[str, Any]], str | None]:
             continue
         if isinstance(ev, dict):
             out.append(ev)
-    return out, None if out else "its progress log holds no event"
+    return out, None if out else Untold("its progress log holds no event")
 
 
 def _text(v: Any) -> str | None:
@@ -285,7 +286,8 @@ def stack_summary(threads: list[dict[str, Any]] | None) -> dict[str, Any] | None
 def rank_progress(root: Path, rank: int, manifest: Manifest | None) -> dict[str, Any]:
     """How far rank ``rank`` got: its trace's last compile phase and graph (``phase`` is
     ``script`` once that graph was compiled: the rank ran on), and its last collective;
-    ``unlogged``: why its log tells nothing (:func:`read_log`), where it does not."""
+    ``unlogged`` (no log, an empty one) or ``unread`` (refused): why its log tells nothing
+    (:func:`read_log`), where it does not."""
     m = manifest or Manifest()
     graph, phase = _text(m.current_graph), _text(m.phase)
     status = next((e.status for e in m.graphs or [] if e.id == graph), None)
@@ -295,7 +297,7 @@ def rank_progress(root: Path, rank: int, manifest: Manifest | None) -> dict[str,
            "collective": last_collective(progress_path(root, rank), logged),
            "stack": stack_summary(read_stacks(stacks_path(progress_path(root, rank))))}
     if why is not None:
-        out["unlogged"] = why
+        out["unread" if why.unread else "unlogged"] = why.why
     return out
 
 
