@@ -51,6 +51,10 @@
   eagerone  as counted, rank 1's compile of the function making no graph (it all runs in a
          ``torch.compiler.disable``d function): traced with ``--profile``, rank 0 must not wait
          for rank 1's word, nor time a call rank 1 does not
+  onerank  every rank compiles one function issuing a functional all_reduce and calls it 4
+         times; at the third call rank 1 alone passes another float (a compile only it makes):
+         traced with the eager check on (the default), whose re-run of that graph issued its
+         all_reduce again on rank 1 alone
   hang   after compiling, rank 0 broadcasts then all-reduces, rank 1 the other way round: both
          wait forever (until ``--timeout`` ends the job)
   block  nothing compiled: rank 0 all-reduces, rank 1 sleeps (prints BLOCKED first): rank 0 waits
@@ -194,6 +198,19 @@ def counted(rank: int, eager_rank: int | None = None) -> None:
     for step in range(3):  # a loop: the rank goes on with its collectives after the first call
         out = reduce(torch.full((4,), float(step)))
         print(f"rank {rank}: counted {step} {out.sum().item():.4f}", flush=True)
+
+
+def one_rank_recompiles(rank: int) -> None:
+    import torch.distributed._functional_collectives as funcol
+
+    @torch.compile
+    def step(x, scale):
+        return funcol.all_reduce(x * scale, "sum", dist.group.WORLD) + 1
+
+    for s in range(4):  # rank 1 alone calls with another float at step 2: a compile of its own
+        scale = 3.0 if rank == 1 and s == 2 else 2.0
+        out = step(torch.full((4,), float(s + rank)), scale)
+        print(f"rank {rank}: onerank {s} {out.sum().item():.4f}", flush=True)
 
 
 def ddp(rank: int) -> None:
@@ -394,6 +411,10 @@ def main() -> None:
         collectives(rank)
     if mode in ("counted", "eagerone"):
         counted(rank, 1 if mode == "eagerone" else None)
+        _teardown()
+        return
+    if mode == "onerank":
+        one_rank_recompiles(rank)
         _teardown()
         return
     if mode == "budget":

@@ -242,12 +242,13 @@ def test_a_rank_that_cannot_count_its_collectives_leaves_no_rank_waiting(tmp_pat
     assert [r["rank"] for n in note for r in n["ranks"]] == [1], note
 
 
-def _job_or_hang(job: Path, mode: str, timeout: int) -> tuple[subprocess.Popen[str], str, str]:
-    """``rank_job.py MODE`` traced with ``--profile 3`` under the user's own torchrun (``tuidebug
-    trace`` per rank); the test fails (every process ended) where it runs past ``timeout``."""
+def _job_or_hang(job: Path, mode: str, timeout: int, options: tuple[str, ...] = ("--profile", "3")
+                 ) -> tuple[subprocess.Popen[str], str, str]:
+    """``rank_job.py MODE`` traced with ``options`` (``--profile 3``) under the user's own
+    torchrun (``tuidebug trace`` per rank); the test fails (every process ended) where it runs
+    past ``timeout``."""
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
-           "2", "-m", "tuidebug.cli", "trace", "--profile", "3", "-o", str(job), str(SCRIPT),
-           mode]
+           "2", "-m", "tuidebug.cli", "trace", *options, "-o", str(job), str(SCRIPT), mode]
     child = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, start_new_session=True)
     try:
@@ -283,3 +284,28 @@ def test_a_rank_whose_compile_made_no_graph_leaves_no_rank_waiting(tmp_path: Pat
     said0 = calls[0]["counted.<locals>.reduce"].get("not_measured", "")
     assert said0.startswith("rank 1 had compiled no graph by its first call that talks to the "
                             "others"), said0
+
+
+@pytest.mark.slow
+def test_a_compile_only_one_rank_makes_is_not_re_run_by_the_eager_check(tmp_path: Path) -> None:
+    """The eager check (on by default) runs a graph's first call again, eagerly, to judge it. At
+    its third call rank 1 alone compiled the function again (another float), and the check's
+    re-run issued that graph's all_reduce again on rank 1 alone: it paired with rank 0's next
+    all_reduce, rank 0 printed 64 where untraced it prints 60, and rank 1 failed. A graph that
+    issues collectives is now run once, as the program asked, and its check says why not
+    compared; the job ends as untraced (each result 4 × (Σ_r (s + r) × scale_r + 1))."""
+    job = tmp_path / "onerank"
+    child, out, err = _job_or_hang(job, "onerank", 400, options=())
+    assert child.returncode == 0, err[-3000:]
+    said = sorted(re.findall(r"rank (\d): onerank (\d) (-?\d+\.\d+)", out))
+    assert [(r, s) for r, s, _ in said] == [(r, s) for r in "01" for s in "0123"], out
+
+    def expected(s: int) -> float:
+        return 4 * sum((s + r) * (3.0 if r == 1 and s == 2 else 2.0) for r in (0, 1)) + 4
+
+    assert all(float(v) == expected(int(s)) for _, s, v in said), said
+    checks = json.loads((job / "rank_1" / "runtime.json").read_text())["checks"]
+    assert len(checks) >= 2, checks  # the compile every rank made, and rank 1's own
+    for cid, c in checks.items():
+        assert c.get("skipped", "").startswith("not compared: the graph issues collectives "
+                                                "(all_reduce)"), (cid, c)

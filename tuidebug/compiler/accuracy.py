@@ -267,11 +267,30 @@ def _listed(names: list[str]) -> str:
     return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
 
 
+def _collectives(gm: Any) -> list[str]:
+    """The collectives ``gm``'s graph issues (op names, each once, waits left out)."""
+    graph = getattr(gm, "graph", None)
+    if graph is None:
+        return []
+    try:
+        ops = [c["op"] for c in compat.collective_nodes(graph) if c["op"] != "wait_tensor"]
+    except Exception:  # an odd graph: read as one that issues none
+        return []
+    return list(dict.fromkeys(ops))
+
+
 def _why_not_compared(mutated: mutations.MutatedState, gm: Any) -> str:
     """Why a graph that writes in place into what it did not make is not compared (""
     when it can be): writes into its attribute tensors (an optimizer's state) would be applied
     a second time by any re-run, eager or compiled; a graph whose only effect is writing into
     its inputs has no output to compare."""
+    talks = _collectives(gm)
+    if talks:
+        return ("not compared: the graph issues collectives (" + ", ".join(talks) + "); running "
+                "it again, eagerly or to time its kernels, would issue them again on this rank "
+                "alone, where the other ranks may not (a compile only some ranks make): they "
+                "would pair with the other ranks' next collectives and change what the job "
+                "computes")
     if mutated.attributes:
         return ("not compared: the graph writes in place into tensors of the program it holds "
                 f"as attributes ({_listed(mutated.attributes)}; an optimizer step's state); "

@@ -19,12 +19,14 @@ DDP_COMPILE_FN = "torch._dynamo.backends.distributed.DDPOptimizer.compile_fn"
 
 
 def _op_name(target: Any) -> tuple[str, str] | None:
-    """(namespace, op name without overload) of an op overload: ``("_c10d_functional",
-    "all_reduce_")``."""
+    """(namespace, op name without overload) of an op overload, or of an overload packet (as
+    Dynamo's graph calls them): ``("_c10d_functional", "all_reduce_")``."""
     if not is_op_overload(target):
         return None
     try:
-        qual = str(target._schema.name)  # "_c10d_functional::all_reduce_"
+        qual = (str(target._qualified_op_name)  # a packet: "_c10d_functional::all_reduce"
+                if isinstance(target, torch._ops.OpOverloadPacket)
+                else str(target._schema.name))  # "_c10d_functional::all_reduce_"
     except Exception:
         return None
     ns, _, name = qual.partition("::")
