@@ -341,3 +341,40 @@ def test_a_compile_dynamo_refused_after_its_graph_compiled_is_not_said_compiled_
     assert ("script raised ConstraintViolationError in torch.compile: Dynamo's compile 0/0 "
             "(f at mark.py:3) failed after its graph compiled, and the graph never ran: "
             "Constraints violated") in text, text
+
+
+def test_a_kernel_call_with_nothing_judged_has_no_verdict(tmp_path: Path) -> None:
+    """ViT's patch embedding (tuidebug numerics, torch 2.13): cpp_fused_convolution_0 only
+    copies the image and the weight into the convolution's layout, buffers no FX node holds;
+    nothing of it was compared, and the table said 'ok' with no error beside it, and counted
+    it judged. It reads 'not judged', is not counted, and gets no mark in the code screen."""
+    from tuidebug.trace.format.reader import Trace
+    from tuidebug.trace.format.writer import TraceWriter
+    from tuidebug.trace.queries.numerics import graph_numerics, numerics_summary
+    from tuidebug.viewers.numerics_view import kernel_table, numerics_lines
+
+    w = TraceWriter(tmp_path / "t", command=["tuidebug", "trace", "vit.py"])
+    buf = {"buffer": "buf7", "node": "gelu", "ok": True, "err_compiled": 1.8e-8,
+           "err_eager": 1.5e-8, "rule": "allclose"}
+    w.write_runtime({"checks": {"0/0": {"close": True, "numerics": {
+        "graphs": [{"graph": "0_0-inference", "kind": "inference", "kernels": [
+            {"kernel": "cpp_fused_convolution_0", "call": 0, "buffers": [], "ok": True,
+             "err_compiled": None, "err_eager": None},
+            {"kernel": "cpp_fused_gelu_1", "call": 0, "buffers": [buf], "ok": True,
+             "err_compiled": 1.8e-8, "err_eager": 1.5e-8}]}],
+        "first": None, "note": "no kernel diverges"}}}})
+    w.finish("ok")
+    t = Trace(tmp_path / "t")
+    entry = numerics_summary(t)["0/0"]
+    assert [k["judged"] for k in entry["kernels"]] == [False, True], entry["kernels"]
+    text = " ".join(str(getattr(x, "plain", x)) for x in numerics_lines(entry))
+    assert "kernels judged: 1, none diverging (1 more wrote no FX node's value" in text, text
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(kernel_table(entry))
+    rows = [ln for ln in console.export_text().splitlines() if "cpp_fused" in ln]
+    assert len(rows) == 2 and rows[0].rstrip().endswith("not judged"), rows
+    assert rows[1].rstrip().endswith("ok"), rows
+    assert set(graph_numerics(t, "0_0-inference").kernels) == {"cpp_fused_gelu_1"}
+    from tuidebug.trace.queries.numerics_reruns import judged_count
+
+    assert judged_count(t.runtime["checks"]["0/0"]["numerics"]) == 1  # 'classified: … judged'

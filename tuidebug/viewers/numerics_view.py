@@ -59,6 +59,8 @@ def _verdict(k: dict[str, Any], first: dict[str, Any] | None) -> tuple[str, str]
         return "FIRST DIVERGING", FIRST_STYLE
     if k.get("ok") is False:
         return "differs", WRONG_STYLE
+    if k.get("judged") is False:
+        return "not judged", "dim"
     if k.get("classified"):
         return "random numbers", CLASSIFIED_STYLE
     return "ok" if k.get("ok") else "?", ""
@@ -156,8 +158,12 @@ def _first_lines(entry: dict[str, Any]) -> list[RenderableType]:
         if not kernels and not note:
             return []
         classified = sum(1 for k in kernels if isinstance(k, dict) and k.get("classified"))
-        said = f"{len(kernels)}, none diverging" if not classified else \
-            f"{len(kernels)}, {classified} differing for a reason that is not a bug"
+        unjudged = sum(1 for k in kernels if isinstance(k, dict) and k.get("judged") is False)
+        n = len(kernels) - unjudged
+        said = (f"{n}, none diverging" if not classified else
+                f"{n}, {classified} differing for a reason that is not a bug") + (
+            f" ({unjudged} more wrote no FX node's value, a layout copy: not judged)"
+            if unjudged else "")
         return [Text.assemble(("    kernels judged: ", "dim"),
                               inert_text(said + (f" — {note}" if note else "")))]
     call = f" (call {first['call'] + 1})" if first.get("call") else ""

@@ -13,6 +13,7 @@ from typing import Any
 
 from tuidebug.trace.format.reader import Trace
 from tuidebug.trace.queries.numerics_classes import classified
+from tuidebug.trace.queries.numerics_reruns import unjudged
 from tuidebug.trace.queries.provenance import kernel_infos
 
 
@@ -129,7 +130,7 @@ def numerics_summary(trace: Trace) -> dict[str, Any]:
         kernels = [{"graph": g.get("graph"), "kind": g.get("kind"), "kernel": k.get("kernel"),
                     "call": k.get("call"), "err_compiled": _num(k.get("err_compiled")),
                     "err_eager": _num(k.get("err_eager")), "ok": k.get("ok"),
-                    "classified": k.get("classified")}
+                    "classified": k.get("classified"), "judged": not unjudged(k)}
                    for g in report.get("graphs") or [] if isinstance(g, dict)
                    for k in g.get("kernels") or [] if isinstance(k, dict)]
         first = first_divergence(trace, str(cid), check)
@@ -194,7 +195,7 @@ def graph_numerics(trace: Trace, graph_id: str) -> GraphNumerics:
             if not isinstance(g, dict) or str(g.get("graph")) != graph_id:
                 continue
             for k in g.get("kernels") or []:
-                if not isinstance(k, dict) or not k.get("kernel"):
+                if not isinstance(k, dict) or not k.get("kernel") or unjudged(k):
                     continue
                 name = str(k["kernel"])
                 is_first = first.get("graph") == graph_id and first.get("kernel") == name \

@@ -137,8 +137,16 @@ def errs(k: dict[str, Any]) -> str:
     return f"compiled↔fp64 {n(k.get('err_compiled'))}, eager↔fp64 {n(k.get('err_eager'))}"
 
 
+def unjudged(k: dict[str, Any]) -> bool:
+    """A kernel call whose buffers hold no FX node's value (a layout copy before a convolution:
+    ViT's patch embedding): nothing of it was compared, so it has no verdict ("ok" was said)."""
+    return isinstance(k.get("buffers"), list) and not k["buffers"]
+
+
 def judged_count(report: dict[str, Any]) -> int:
-    return sum(len(g.get("kernels") or []) for g in graphs_of(report))
+    """The kernel calls of ``report`` whose values were compared (``unjudged`` left out)."""
+    return sum(1 for g in graphs_of(report) for k in g.get("kernels") or []
+               if not (isinstance(k, dict) and unjudged(k)))
 
 
 def random_classified(report: dict[str, Any]) -> int:
