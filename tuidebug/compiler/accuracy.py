@@ -20,38 +20,9 @@ from tuidebug.compiler import compat, gradients, judge, mutations, wide_referenc
 from tuidebug.compiler.copies import strided_copy
 from tuidebug.compiler.gradients import GradCall
 
-# names of the operators (functions, methods, ATen overload packets) that draw random numbers
-RANDOM_OPS = frozenset({
-    "rand", "randn", "rand_like", "randn_like", "randint", "randint_like", "randperm",
-    "bernoulli", "bernoulli_", "multinomial", "normal", "normal_", "uniform", "uniform_",
-    "random_", "exponential_", "geometric_", "cauchy_", "log_normal_", "poisson", "rrelu",
-    "rrelu_", "rrelu_with_noise", "gumbel_softmax", "dropout", "dropout_", "dropout1d",
-    "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "feature_dropout",
-    "native_dropout", "fused_dropout", "_fused_dropout", "scaled_dot_product_attention",
-    "inductor_random", "inductor_seeds", "inductor_randint"})
-_DROPOUT_TRAINING = {"dropout": 2, "dropout1d": 2, "dropout2d": 2, "dropout3d": 2,
-                     "alpha_dropout": 2, "feature_alpha_dropout": 2, "native_dropout": 2,
-                     "feature_dropout": 2}  # position of the ``training``/``train`` argument
-
-
 def _op_name(target: Any) -> str:
     name = target if isinstance(target, str) else getattr(target, "__name__", "") or ""
     return name.split(".")[0] if "." in name and not isinstance(target, str) else name
-
-
-def _draws(node: Any, name: str) -> bool:
-    """Whether a call of a random-looking op really draws: dropout with ``p == 0`` or not in
-    training, attention without ``dropout_p``, do not."""
-    args, kwargs = list(node.args), dict(node.kwargs)
-    if name == "scaled_dot_product_attention":
-        p = kwargs.get("dropout_p", args[4] if len(args) > 4 else 0.0)
-        return not (isinstance(p, (int, float)) and p == 0)
-    if name in _DROPOUT_TRAINING:
-        p = kwargs.get("p", args[1] if len(args) > 1 else 0.5)
-        pos = _DROPOUT_TRAINING[name]
-        train = kwargs.get("training", kwargs.get("train", args[pos] if len(args) > pos else True))
-        return not ((isinstance(p, (int, float)) and p == 0) or train is False)
-    return True
 
 
 def random_ops(gm: Any) -> list[str]:
@@ -62,7 +33,7 @@ def random_ops(gm: Any) -> list[str]:
     for node in getattr(graph, "nodes", ()):
         if node.op in ("call_function", "call_method"):
             name = _op_name(node.target)
-            if name in RANDOM_OPS and _draws(node, name):
+            if name in judge.RANDOM_OPS and judge.draws(name, node.args, node.kwargs):
                 found.add(name)
         elif node.op == "call_module":
             try:
@@ -125,7 +96,7 @@ def compare(out: Any, ref: Any, eager: Callable[..., Any], inputs: list[Any],
     in place back to their state before the user's call, before each re-run."""
     met = wide_reference.Wide()
     if random:
-        fp64, why = None, "the graph draws random numbers; a float64 run may draw other ones"
+        fp64, why = None, judge.RANDOM_WHY
     else:
         fp64, why, met = _reference(eager, inputs, rng)
     result = judge.judge(out, ref, fp64, tol, why,

@@ -205,6 +205,36 @@ def judge(actual, eager, fp64=None, tol=None, why_no_fp64="", why_each=None):
                        else "no tensor outputs")}
 
 
+# names of the operators (functions, methods, ATen overload packets) that draw random numbers
+RANDOM_OPS = frozenset({
+    "rand", "randn", "rand_like", "randn_like", "randint", "randint_like", "randperm",
+    "bernoulli", "bernoulli_", "multinomial", "normal", "normal_", "uniform", "uniform_",
+    "random_", "exponential_", "geometric_", "cauchy_", "log_normal_", "poisson", "rrelu",
+    "rrelu_", "rrelu_with_noise", "gumbel_softmax", "dropout", "dropout_", "dropout1d",
+    "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "feature_dropout",
+    "native_dropout", "fused_dropout", "_fused_dropout", "scaled_dot_product_attention",
+    "inductor_random", "inductor_seeds", "inductor_randint"})
+_DROPOUT_TRAINING = {"dropout": 2, "dropout1d": 2, "dropout2d": 2, "dropout3d": 2,
+                     "alpha_dropout": 2, "feature_alpha_dropout": 2, "native_dropout": 2,
+                     "feature_dropout": 2}  # position of the ``training``/``train`` argument
+RANDOM_WHY = "the graph draws random numbers; a float64 run may draw other ones"
+
+
+def draws(name, args, kwargs):
+    """Whether a call of a random-looking op really draws: dropout with ``p == 0`` or not in
+    training, attention without ``dropout_p``, do not."""
+    args, kwargs = list(args), dict(kwargs or {})
+    if name == "scaled_dot_product_attention":
+        p = kwargs.get("dropout_p", args[4] if len(args) > 4 else 0.0)
+        return not (isinstance(p, (int, float)) and p == 0)
+    if name in _DROPOUT_TRAINING:
+        p = kwargs.get("p", args[1] if len(args) > 1 else 0.5)
+        pos = _DROPOUT_TRAINING[name]
+        train = kwargs.get("training", kwargs.get("train", args[pos] if len(args) > pos else True))
+        return not ((isinstance(p, (int, float)) and p == 0) or train is False)
+    return True
+
+
 # casts the float64 reference keeps in float64: methods casting to a fixed narrower float; ops
 # that reinterpret bits (their dtype is no precision)
 _CASTS = frozenset({"float", "half", "bfloat16"})
@@ -235,12 +265,33 @@ def _has_tensor(x):
                for v in x)
 
 
-def _in_place(name):
-    """``add_``, ``__iadd__``, ``__setitem__``: an op that writes into its first argument."""
+def _in_place(func, name):
+    """``add_``, ``__iadd__``, ``__setitem__``, ATen's ``add_.Tensor``: an op that writes into
+    an argument (an ATen overload: its schema says so)."""
+    schema = getattr(func, "_schema", None)
+    if schema is not None:
+        return schema.is_mutable
     if name.startswith("__"):
         return name.startswith("__i") and name not in (
             "__init__", "__index__", "__int__", "__invert__") or name == "__setitem__"
     return name.endswith("_")
+
+
+def _defaulted(out, args, kwargs):
+    """Whether ``out`` has floats in a narrower default dtype that no argument chose: no
+    floating tensor and no dtype among the arguments (``torch.ones(4)``, ``ints * 0.5``)."""
+    return any(_wide(t.dtype) is not None and t.dtype == torch.get_default_dtype()
+               for t in _floats(out)) and not _floats(list(args) + list(kwargs.values())) \
+        and "dtype" not in kwargs
+
+
+def _ints_up(x):
+    """Integer tensors (lists and tuples of them) in float64."""
+    if isinstance(x, torch.Tensor):
+        return x.to(torch.float64) if not (x.is_floating_point() or x.is_complex()) else x
+    if isinstance(x, (list, tuple)) and _has_tensor(x):
+        return type(x)(_ints_up(v) for v in x)
+    return x
 
 
 def _up(x):
@@ -271,12 +322,18 @@ class KeptWide(torch.overrides.TorchFunctionMode):
     """While on, a run on inputs upcast to float64 stays float64 (the float64 reference): a
     cast to a narrower float (``.float()``, ``.half()``, ``.to(torch.float32)``, a ``dtype=``
     naming one: transformers' ``logits.float()``, RMSNorm's ``.to(torch.float32)``) gives
-    float64, the default dtype is float64 for each op (``torch.ones(4)``, ``ints * 0.5``), a
-    narrower tensor the graph holds is read in float64. Run as written, that part would be float32 arithmetic,
-    which compiled and eager match exactly. Left as they are: in-place writes (into a tensor of
-    their dtype), bitcasts, properties, autocast (it leaves float64 tensors alone).
-    ``met(cast)``: told of each cast kept wide (``cast`` True) and of each op that still
-    computed in a narrower float (False)."""
+    float64, what the default dtype makes is float64 (``torch.ones(4)``, ``ints * 0.5``; the
+    default itself is never set: it is the whole process's), a narrower tensor the graph holds
+    is read in float64. Run as written, that part would be float32 arithmetic, which compiled
+    and eager match exactly. Left as they are: in-place writes (into a tensor of their dtype),
+    bitcasts, properties, autocast (it leaves float64 tensors alone). ``met(cast)``: told of
+    each cast kept wide (``cast`` True) and of each op that still computed in a narrower float
+    (False). ``drew``: the random ops that drew (a float64 run may draw other numbers than
+    eager: no reference, ``RANDOM_WHY``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.drew = set()
 
     def met(self, cast):
         pass
@@ -284,12 +341,16 @@ class KeptWide(torch.overrides.TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
         name = getattr(func, "__name__", "")
+        if getattr(func, "_schema", None) is not None:  # an ATen overload: add_.Tensor
+            name = name.split(".")[0]
+        if name in RANDOM_OPS and draws(name, args, kwargs):
+            self.drew.add(name)
         src = args[0] if args and isinstance(args[0], torch.Tensor) else None
         if name in _CASTS and src is not None and not src.is_complex():
             if src.is_floating_point():  # a float made narrower: the model's cast
                 self.met(True)
-            return src.to(torch.float64, copy=True)  # an integer one: its values, in float64
-        keep = name in _BITCASTS or _in_place(name) or name == "__get__" or "autocast" in name
+            return src.to(torch.float64)  # as eager's x.float() of a float32 x: x itself
+        keep = name in _BITCASTS or _in_place(func, name) or name == "__get__" or "autocast" in name
         changed = False
         if not keep:
             args, changed = _widened(name, args)
@@ -300,14 +361,25 @@ class KeptWide(torch.overrides.TorchFunctionMode):
                     not (name.startswith("new_") or name.endswith("_like")):  # values cast
                 self.met(True)
             args, kwargs = _up(args), {k: _up(v) for k, v in kwargs.items()}
-        default = torch.get_default_dtype()
-        if not keep and _wide(default) is not None:  # a factory, an int times 0.5: float64
-            torch.set_default_dtype(torch.float64)
-        try:
-            out = func(*args, **kwargs)
-        finally:
-            torch.set_default_dtype(default)
+        out = func(*args, **kwargs)
+        if not keep and _defaulted(out, args, kwargs):  # float64 where the default chose
+            out = self._defaulted(func, name, args, kwargs, out)
         if name != "__get__" and not changed and any(_wide(t.dtype) for t in _floats(out)) \
                 and _floats(list(args) + list(kwargs.values())):
             self.met(False)  # computed in a narrower float after all
         return out
+
+    @staticmethod
+    def _defaulted(func, name, args, kwargs, out):
+        """``out`` of an op whose floats the default dtype chose, as under a float64 default
+        (never set: it is the whole process's, other threads' too): a factory called again with
+        ``dtype=torch.float64``, an op on integer tensors (``ints * 0.5``) on them in float64;
+        a random op's draws (eager's very numbers) read in float64."""
+        if name in RANDOM_OPS:
+            return _up(out)
+        try:
+            if not _has_tensor(list(args) + list(kwargs.values())):
+                return func(*args, **dict(kwargs, dtype=torch.float64))
+            return func(*_ints_up(args), **{k: _ints_up(v) for k, v in kwargs.items()})
+        except (TypeError, RuntimeError):  # takes no dtype; no float64 kernel for it
+            return _up(out)

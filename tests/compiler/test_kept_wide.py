@@ -1,0 +1,87 @@
+"""judge.KeptWide, the float64 reference's rule, on plain torch calls (no compile): it never
+changes what the rest of the process sees, keeps eager's aliasing, writes in place where ATen's
+in-place overloads write, and says which random ops drew."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import torch
+
+from tuidebug.compiler.judge import KeptWide
+
+
+def test_another_thread_creating_tensors_meanwhile_sees_only_float32() -> None:
+    seen: list[torch.dtype] = []
+    done = threading.Event()
+
+    def other() -> None:  # a data loader or logger of the user's, busy while the check runs
+        while not done.is_set():
+            seen.append(torch.ones(1).dtype)
+            seen.append((torch.arange(3) * 0.5).dtype)
+
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    thread = threading.Thread(target=other)
+    made: list[torch.dtype] = []
+    try:
+        thread.start()
+        with KeptWide():
+            for _ in range(3000):
+                made.append((torch.ones(4) * torch.arange(4) * 0.5).dtype)
+    finally:
+        done.set()
+        thread.join()
+        sys.setswitchinterval(before)
+    assert len(seen) > 10 and len(made) == 3000
+    assert set(made) == {torch.float64}  # the reference's own factories are float64
+    assert set(seen) == {torch.float32}
+    assert torch.get_default_dtype() == torch.float32
+
+
+def test_what_the_default_dtype_makes_is_made_in_float64() -> None:
+    with KeptWide():
+        tenth = torch.tensor([0.1])
+        steps = torch.arange(0, 1, 0.1)
+        halves = torch.arange(5) * 0.1
+        ints = torch.arange(5)
+    assert tenth.dtype == steps.dtype == halves.dtype == torch.float64
+    assert tenth.item() == 0.1  # made in float64, not float32's 0.1 widened
+    assert torch.equal(steps, torch.arange(0, 1, 0.1, dtype=torch.float64))
+    assert torch.equal(halves, torch.arange(5, dtype=torch.float64) * 0.1)
+    assert ints.dtype == torch.int64
+
+
+def test_a_cast_to_float_of_a_float64_tensor_is_the_tensor_itself() -> None:
+    x = torch.arange(4, dtype=torch.float64)  # float32 in eager: x.float() is x there too
+    with KeptWide():
+        y = x.float()
+        y.mul_(2)
+    assert y.data_ptr() == x.data_ptr()
+    assert torch.equal(x, torch.arange(4, dtype=torch.float64) * 2)  # the write reached x
+
+
+def test_an_aten_in_place_overload_writes_into_its_argument() -> None:
+    held = torch.zeros(3)  # a float32 buffer the graph holds and writes into
+    with KeptWide():
+        torch.ops.aten.add_.Tensor(held, torch.ones(3, dtype=torch.float64))
+        torch.ops.aten.mul_.Tensor(held, 3.0)
+    assert held.dtype == torch.float32
+    assert torch.equal(held, torch.full((3,), 3.0))
+
+
+def test_random_draws_are_told_and_are_eager_numbers() -> None:
+    torch.manual_seed(0)
+    eager = torch.rand(5)
+    torch.manual_seed(0)
+    mode = KeptWide()
+    with mode:
+        drawn = torch.rand(5)
+        torch.nn.functional.dropout(torch.ones(3, dtype=torch.float64), p=0.0)
+    assert mode.drew == {"rand"}  # dropout with p == 0 draws nothing
+    assert drawn.dtype == torch.float64 and torch.equal(drawn, eager.double())
+    quiet = KeptWide()
+    with quiet:
+        torch.ops.aten.native_dropout.default(torch.ones(3, dtype=torch.float64), 0.5, True)
+    assert quiet.drew == {"native_dropout"}
