@@ -202,3 +202,34 @@ def test_repro_checks_the_signature_normalized_as_tuidebug_does(
                             for r in results], bug
         assert sum(verdicts) == {"compile_error": 2, "runtime_error": 1, "accuracy": 1,
                                  "index": 1}[bug]
+
+
+def _one_op_repro(target: str, tmp_path: Path):
+    t = {"dtype": "float32", "shape": [4], "stride": [1], "device": "cpu"}
+    red = Reducer(Graph.from_json({"nodes": [
+        {"name": "x", "op": "placeholder", "target": "x", "tensor": t},
+        {"name": "op", "op": "call_function", "target": target,
+         "args": [{"node": "x"}], "inputs": ["x"], "tensor": t},
+        {"name": "add", "op": "call_function", "target": "aten.add.Tensor",
+         "args": [{"node": "x"}, {"node": "op"}], "inputs": ["x", "op"], "tensor": t},
+        {"name": "output", "op": "output", "target": "output", "args": [[{"node": "add"}]]}]}),
+        {})
+    info = ReproInfo(kind="accuracy", type="AccuracyMismatch")
+    return _repro_module(render(red.build(red.full_spec()), info), tmp_path / "repro_acc.py")
+
+
+def test_repro_has_no_float64_reference_for_a_graph_that_draws(tmp_path: Path) -> None:
+    """As the trace's check (accuracy.compare): a float64 run of rand_like draws other numbers
+    than eager, so judging against it would be a rule the trace never used."""
+    import torch
+
+    from tuidebug.compiler.judge import RANDOM_WHY
+
+    drawn = _one_op_repro("aten.rand_like.default", tmp_path)
+    assert drawn.float64_reference() == (None, RANDOM_WHY)
+    plain = _one_op_repro("aten.relu.default", tmp_path)
+    reference, why = plain.float64_reference()
+    (out,) = reference
+    assert why == "" and out.dtype == torch.float64
+    x = plain.make_inputs()[0].double()
+    assert torch.equal(out, x + x.relu())

@@ -89,6 +89,21 @@ def _failure(exc):
             "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-8000:]}
 
 
+def float64_reference():
+    """(forward() on its inputs in float64, casts to narrower floats kept in float64, as the
+    trace's check ran it; else None and why: no float64 reference for a graph that drew random
+    numbers, as in the trace; an op without float64 support: the judge's fallback rules)."""
+    try:
+        torch.manual_seed(SEED)
+        wide = [upcast(x) for x in make_inputs()]
+        mode = KeptWide()
+        with mode:
+            reference = forward(*wide)
+    except Exception as e:
+        return None, f"{type(e).__name__}: {e}"[:200]
+    return (None, RANDOM_WHY) if mode.drew else (reference, "")
+
+
 def run():
     """Compile forward() with torch.compile (Inductor) and run it once; say what happened."""
     with torch.no_grad():
@@ -106,17 +121,7 @@ def run():
             return _failure(e)
         if EXPECTED["kind"] != "accuracy":
             return {"outcome": "passed"}
-        why = ""
-        try:
-            torch.manual_seed(SEED)
-            wide = [upcast(x) for x in make_inputs()]
-            mode = KeptWide()  # casts to narrower floats kept in float64, as the trace's check
-            with mode:
-                reference = forward(*wide)
-            if mode.drew:  # as the trace's check: no float64 reference for random draws
-                reference, why = None, RANDOM_WHY
-        except Exception as e:  # an op without float64 support: the judge's fallback rules
-            reference, why = None, f"{type(e).__name__}: {e}"[:200]
+        reference, why = float64_reference()
         bad, verdict = _compare(actual, expected, reference, why)
         if bad:
             return {"outcome": "failed", "kind": "accuracy", "type": "AccuracyMismatch",
