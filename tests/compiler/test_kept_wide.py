@@ -85,3 +85,18 @@ def test_random_draws_are_told_and_are_eager_numbers() -> None:
     with quiet:
         torch.ops.aten.native_dropout.default(torch.ones(3, dtype=torch.float64), 0.5, True)
     assert quiet.drew == {"native_dropout"}
+
+
+def test_values_computed_from_a_narrower_one_are_told_apart() -> None:
+    """What repro.py and the trace's check both use to judge such an output against eager only:
+    a float32 buffer written in place stays float32; what is computed from it is no float64
+    reference, what is not is one."""
+    held = torch.zeros(3)
+    x = torch.arange(3, dtype=torch.float64)
+    mode = KeptWide()
+    with mode:
+        torch.ops.aten.add_.Tensor(held, x)
+        from_held = torch.ops.aten.mul.Tensor(held, 2.0) + x
+        alone = x * 2
+    notes = mode.narrow_notes((from_held, [alone, 3]))
+    assert notes == ["the float64 run computed it in a narrower float at op add_", "", ""]

@@ -226,10 +226,10 @@ def test_repro_has_no_float64_reference_for_a_graph_that_draws(tmp_path: Path) -
     from tuidebug.compiler.judge import RANDOM_WHY
 
     drawn = _one_op_repro("aten.rand_like.default", tmp_path)
-    assert drawn.float64_reference() == (None, RANDOM_WHY)
+    assert drawn.float64_reference() == (None, RANDOM_WHY, None)
     plain = _one_op_repro("aten.relu.default", tmp_path)
-    reference, why = plain.float64_reference()
+    reference, why, notes = plain.float64_reference()
     (out,) = reference
-    assert why == "" and out.dtype == torch.float64
+    assert why == "" and notes == [""] and out.dtype == torch.float64
     x = plain.make_inputs()[0].double()
     assert torch.equal(out, x + x.relu())

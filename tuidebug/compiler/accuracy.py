@@ -100,7 +100,7 @@ def compare(out: Any, ref: Any, eager: Callable[..., Any], inputs: list[Any],
     else:
         fp64, why, met = _reference(eager, inputs, rng)
     result = judge.judge(out, ref, fp64, tol, why,
-                         wide_reference.output_notes(eager, met) if fp64 is not None else None)
+                         met.outputs if fp64 is not None else None)
     result["reference"] = met.label() if fp64 is not None else f"eager only: {why}"
     if fp64 is not None and met.kept:
         result["kept_in_float64"] = met.kept[:20]

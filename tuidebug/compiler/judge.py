@@ -26,6 +26,7 @@ line below into it verbatim: that part needs only ``math`` and ``torch``). Per o
 
 # ---- the rule: copied verbatim into repro.py (math and torch only, no annotations) ----
 import math
+import weakref
 
 import torch
 
@@ -250,14 +251,18 @@ def _wide(dtype):
     return torch.float64 if dtype.is_floating_point else None
 
 
-def _floats(x):
+def _tensors(x):
     if isinstance(x, torch.Tensor):
-        return [x] if x.is_floating_point() or x.is_complex() else []
+        return [x]
     if isinstance(x, (list, tuple)):
-        return [t for v in x for t in _floats(v)]
+        return [t for v in x for t in _tensors(v)]
     if isinstance(x, dict):
-        return [t for v in x.values() for t in _floats(v)]
+        return [t for v in x.values() for t in _tensors(v)]
     return []
+
+
+def _floats(x):
+    return [t for t in _tensors(x) if t.is_floating_point() or t.is_complex()]
 
 
 def _has_tensor(x):
@@ -329,14 +334,35 @@ class KeptWide(torch.overrides.TorchFunctionMode):
     bitcasts, properties, autocast (it leaves float64 tensors alone). ``met(cast)``: told of
     each cast kept wide (``cast`` True) and of each op that still computed in a narrower float
     (False). ``drew``: the random ops that drew (a float64 run may draw other numbers than
-    eager: no reference, ``RANDOM_WHY``)."""
+    eager: no reference, ``RANDOM_WHY``). Each value computed from one that was computed in
+    a narrower float is known (``narrow_notes``: per output, why it is no float64 reference)."""
 
     def __init__(self):
         super().__init__()
         self.drew = set()
+        self._narrow = {}  # id(tensor) -> (a weak reference to it, where it went narrow)
 
     def met(self, cast):
         pass
+
+    def at(self, name):
+        """Where the run is, for a value computed in a narrower float: the op's name."""
+        return f"op {name}"
+
+    def narrow_at(self, x):
+        """Where ``x`` (a tensor) or a value it was computed from went narrow, or ""."""
+        got = self._narrow.get(id(x)) if isinstance(x, torch.Tensor) else None
+        return got[1] if got is not None and got[0]() is x else ""
+
+    def narrow_notes(self, out):
+        """Per output of the run (``flatten_outputs``): why its value is no float64 reference
+        (it was computed from a value computed in a narrower float), or ""."""
+        return [f"the float64 run computed it in a narrower float at {w}" if w else ""
+                for w in map(self.narrow_at, flatten_outputs(out))]
+
+    def _mark(self, out, where):
+        for t in _tensors(out):
+            self._narrow[id(t)] = (weakref.ref(t), where)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
@@ -345,11 +371,16 @@ class KeptWide(torch.overrides.TorchFunctionMode):
             name = name.split(".")[0]
         if name in RANDOM_OPS and draws(name, args, kwargs):
             self.drew.add(name)
+        where = next(filter(None, map(self.narrow_at, _tensors([args, kwargs]))), "") \
+            if self._narrow else ""  # an argument computed from a narrower value
         src = args[0] if args and isinstance(args[0], torch.Tensor) else None
         if name in _CASTS and src is not None and not src.is_complex():
             if src.is_floating_point():  # a float made narrower: the model's cast
                 self.met(True)
-            return src.to(torch.float64)  # as eager's x.float() of a float32 x: x itself
+            out = src.to(torch.float64)  # as eager's x.float() of a float32 x: x itself
+            if where:
+                self._mark(out, where)
+            return out
         keep = name in _BITCASTS or _in_place(func, name) or name == "__get__" or "autocast" in name
         changed = False
         if not keep:
@@ -364,9 +395,13 @@ class KeptWide(torch.overrides.TorchFunctionMode):
         out = func(*args, **kwargs)
         if not keep and _defaulted(out, args, kwargs):  # float64 where the default chose
             out = self._defaulted(func, name, args, kwargs, out)
+        inputs = list(args) + list(kwargs.values())
         if name != "__get__" and not changed and any(_wide(t.dtype) for t in _floats(out)) \
-                and _floats(list(args) + list(kwargs.values())):
+                and _floats(inputs):
             self.met(False)  # computed in a narrower float after all
+            where = where or self.at(name)
+        if where:
+            self._mark(out, where)
         return out
 
     @staticmethod

@@ -10,8 +10,9 @@ kernel-level reference (``compat.numerics.NodeValues``) keeps casts wide, node b
 that each cast kept in float64 is said where the model makes it (``Wide.kept``). What still
 computes in a narrower float (a cast the rule does not know, ``.type("torch.FloatTensor")``;
 an in-place write into a narrower tensor) is found per FX node (``Wide.narrow``): each output
-that depends on it, and each input whose backward uses it, is told apart (``output_notes``,
-``input_notes``) and judged without a float64 reference, the line named.
+computed from it (``KeptWide`` follows the values: ``Wide.outputs``, as repro.py's run), and
+each input whose backward uses it (``input_notes``), is told apart and judged without a float64
+reference, the line named.
 """
 
 from __future__ import annotations
@@ -45,10 +46,12 @@ def where(node: Any, cache: dict[str, Any]) -> str:
 class Wide:
     """What the float64 run met: ``kept``, each cast to a narrower float it kept in float64
     (where, in the order met); ``narrow``: the FX nodes that still computed in a narrower
-    float (node name → where)."""
+    float (node name → where); ``outputs``: per output (``judge.flatten_outputs``), why the
+    run's value is no float64 reference (``judge.KeptWide.narrow_notes``), or ""."""
 
     kept: list[str] = field(default_factory=list)
     narrow: dict[str, str] = field(default_factory=dict)
+    outputs: list[str] = field(default_factory=list)
 
     def label(self) -> str:
         """``float64``, with the casts kept wide named: the reference's honest name."""
@@ -66,8 +69,11 @@ class _Located(judge.KeptWide):
         super().__init__()
         self.wide, self.node, self._cache = wide, None, {}
 
+    def at(self, name: str) -> str:
+        return where(self.node, self._cache) if self.node is not None else "the graph"
+
     def met(self, cast: bool) -> None:
-        at = where(self.node, self._cache) if self.node is not None else "the graph"
+        at = self.at("")
         if cast:
             if at not in self.wide.kept:
                 self.wide.kept.append(at)
@@ -91,9 +97,9 @@ def run(gm: Callable[..., Any], args: list[Any]) -> tuple[Any, Wide]:
     wide = Wide()
     mode = _Located(wide)
     with mode:
-        if isinstance(gm, torch.fx.GraphModule):
-            return _Run(gm, mode).run(*args), wide
-        return gm(*args), wide
+        out = _Run(gm, mode).run(*args) if isinstance(gm, torch.fx.GraphModule) else gm(*args)
+    wide.outputs = mode.narrow_notes(out)
+    return out, wide
 
 
 def _upstream(graph: Any, wide: Wide) -> dict[Any, str]:
@@ -104,21 +110,6 @@ def _upstream(graph: Any, wide: Wide) -> dict[Any, str]:
         up[n] = wide.narrow.get(n.name) or next(
             (up[a] for a in n.all_input_nodes if up.get(a)), "")
     return up
-
-
-def output_notes(gm: Any, wide: Wide) -> list[str]:
-    """Per output of ``gm`` (flattened as ``judge.flatten_outputs``): why the float64 run gives
-    no float64 reference for it (it depends on a node computed in a narrower float), or ""."""
-    graph = getattr(gm, "graph", None)
-    if graph is None or not wide.narrow:
-        return []
-    up = _upstream(graph, wide)
-    returned = next((n.args[0] for n in graph.nodes if n.op == "output" and n.args), None)
-
-    def flat(x: Any) -> list[Any]:
-        return [y for v in x for y in flat(v)] if isinstance(x, (list, tuple)) else [x]
-    return [f"the float64 run computed it in a narrower float at {up[x]}"
-            if isinstance(x, torch.fx.Node) and up.get(x) else "" for x in flat(returned)]
 
 
 def input_notes(gm: Any, wide: Wide) -> list[str]:

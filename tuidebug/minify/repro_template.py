@@ -62,9 +62,9 @@ def make_inputs():
 # ---- end of the judge ----
 
 
-def _compare(actual, expected, reference, why_no_fp64):
+def _compare(actual, expected, reference, why_no_fp64, why_each=None):
     """(mismatch, the judge's verdict) of compiled outputs against eager and float64."""
-    verdict = judge(actual, expected, reference, TOL, why_no_fp64)
+    verdict = judge(actual, expected, reference, TOL, why_no_fp64, why_each)
     return not verdict["close"], verdict
 
 
@@ -92,7 +92,9 @@ def _failure(exc):
 def float64_reference():
     """(forward() on its inputs in float64, casts to narrower floats kept in float64, as the
     trace's check ran it; else None and why: no float64 reference for a graph that drew random
-    numbers, as in the trace; an op without float64 support: the judge's fallback rules)."""
+    numbers, as in the trace; an op without float64 support: the judge's fallback rules;
+    per output, why its value is no float64 reference: computed from one computed in a narrower
+    float, as in the trace)."""
     try:
         torch.manual_seed(SEED)
         wide = [upcast(x) for x in make_inputs()]
@@ -100,8 +102,10 @@ def float64_reference():
         with mode:
             reference = forward(*wide)
     except Exception as e:
-        return None, f"{type(e).__name__}: {e}"[:200]
-    return (None, RANDOM_WHY) if mode.drew else (reference, "")
+        return None, f"{type(e).__name__}: {e}"[:200], None
+    if mode.drew:
+        return None, RANDOM_WHY, None
+    return reference, "", mode.narrow_notes(reference)
 
 
 def run():
@@ -121,8 +125,8 @@ def run():
             return _failure(e)
         if EXPECTED["kind"] != "accuracy":
             return {"outcome": "passed"}
-        reference, why = float64_reference()
-        bad, verdict = _compare(actual, expected, reference, why)
+        reference, why, notes = float64_reference()
+        bad, verdict = _compare(actual, expected, reference, why, notes)
         if bad:
             return {"outcome": "failed", "kind": "accuracy", "type": "AccuracyMismatch",
                     "max_abs": verdict["max_abs"], "rule": verdict["rule"],
