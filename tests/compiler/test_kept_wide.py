@@ -100,3 +100,26 @@ def test_values_computed_from_a_narrower_one_are_told_apart() -> None:
         alone = x * 2
     notes = mode.narrow_notes((from_held, [alone, 3]))
     assert notes == ["the float64 run computed it in a narrower float at op add_", "", ""]
+
+
+def test_the_kernel_reference_keeps_a_graph_wide_as_the_graph_verdict_does() -> None:
+    """``tuidebug numerics``' per-node float64 values (localize) follow KeptWide: a ``dtype=``
+    naming float32 on a factory of a post-grad graph is float64 there too."""
+    from tuidebug.compiler import localize
+
+    g = torch.fx.Graph()  # a post-grad graph's ops, as Inductor's FX graph holds them
+    x_in = g.placeholder("x")
+    cast = g.call_function(torch.ops.prims.convert_element_type.default, (x_in, torch.float32))
+    tenth = g.call_function(torch.ops.aten.full.default, ([3], 0.1), {
+        "dtype": torch.float32, "device": torch.device("cpu"), "pin_memory": False})
+    g.output(g.call_function(torch.ops.aten.mul.Tensor, (cast, tenth)))
+    gm = torch.fx.GraphModule(torch.nn.Module(), g)
+    x = torch.arange(3, dtype=torch.float32)
+    values, why = localize._values(gm, [x], True, lambda: None)
+    names = {n.name for n in gm.graph.nodes if n.op == "call_function"}
+    assert why == "" and len(names) == 3 and names <= set(values)
+    full, mul = (next(v for k, v in values.items() if k.startswith(p)) for p in ("full", "mul"))
+    assert full.dtype == mul.dtype == torch.float64
+    assert torch.equal(mul, x.double() * 0.1)
+    eager, _ = localize._values(gm, [x], False, lambda: None)
+    assert next(v for k, v in eager.items() if k.startswith("mul")).dtype == torch.float32

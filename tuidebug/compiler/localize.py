@@ -4,7 +4,8 @@ The compiled graphs of a compile are run once more (``step``: the forward, and t
 when the call ran under autograd) with every generated kernel's written buffers recorded
 (``compat.IntermediateValues``; which arguments a call writes is read from the wrapper code,
 ``wrapper_writes``). Each graph's post-grad FX graph is then run eagerly on the same inputs,
-and again on them upcast to float64 (``compat.NodeValues``); each recorded buffer is matched to
+and again on them upcast to float64 under ``judge.KeptWide``, the graph verdict's float64 rule
+(``compat.NodeValues``); each recorded buffer is matched to
 the FX node whose value it holds (Inductor's buffer origins) and judged with the eager check's
 rule (``judge.judge_output``: compiled vs eager vs float64). The first kernel in execution
 order with a buffer judged wrong is the first diverging kernel: its inputs were right (every
@@ -19,6 +20,7 @@ a later one accumulates) is judged after the last, the others named with it
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -54,9 +56,9 @@ def _values(gm: Any, inputs: list[Any], wide: bool,
     reset_rng()  # a graph drawing random numbers draws eager's from the compiled run's state
     args = [judge.upcast(x) if wide else (x.clone() if isinstance(x, torch.Tensor) else x)
             for x in inputs]
-    run = compat.NodeValues(gm, wide)
+    run = compat.NodeValues(gm)
     try:
-        with torch.no_grad():
+        with torch.no_grad(), judge.KeptWide() if wide else contextlib.nullcontext():
             run.run(*args)
     except Exception as e:  # an op without float64 support: no reference for what follows
         text = str(e).strip().splitlines()[0][:160] if str(e).strip() else ""

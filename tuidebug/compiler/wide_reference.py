@@ -5,8 +5,8 @@ Run as it is, a graph that casts inside (transformers' loss: ``logits.float()`` 
 computes that part of its "float64" run in float32: the loss came back float32, and the
 gradient of the logits float64 in dtype but computed in float32 — compiled and eager agreed
 with it to the last bit, and the check showed an exact 0 against a reference that was no
-float64 one. The run is made under ``judge.KeptWide`` (the rule repro.py copies), as the
-kernel-level reference (``compat.numerics.NodeValues``) keeps casts wide, node by node so
+float64 one. The run is made under ``judge.KeptWide`` (the rule repro.py copies and the
+kernel-level reference, ``localize``'s ``compat.NodeValues``, runs under), node by node so
 that each cast kept in float64 is said where the model makes it (``Wide.kept``). What still
 computes in a narrower float (a cast the rule does not know, ``.type("torch.FloatTensor")``;
 an in-place write into a narrower tensor) is found per FX node (``Wide.narrow``): each output

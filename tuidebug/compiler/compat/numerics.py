@@ -129,29 +129,16 @@ class IntermediateValues:
         self.close()
 
 
-_CASTS = ("convert_element_type", "_to_copy", "to")
-
-
 class NodeValues(torch.fx.Interpreter):
-    """Every node's value of a post-grad FX graph run eagerly on ``inputs``; ``wide``: the
-    floating-point inputs upcast to float64 and every cast to a narrower float kept in float64
-    (the reference), as ``torch._dynamo.utils.same``'s float64 run does for whole graphs."""
+    """Every node's value of a post-grad FX graph run eagerly: run it under
+    ``judge.KeptWide`` on inputs upcast to float64 for the float64 reference, as the graph's
+    verdict does (its casts, ``dtype=`` and held constants kept in float64)."""
 
-    def __init__(self, gm: Any, wide: bool) -> None:
+    def __init__(self, gm: Any) -> None:
         super().__init__(gm, garbage_collect_values=False)
-        self.wide = wide
         self.values: dict[str, Any] = {}
 
     def run_node(self, n: Any) -> Any:
-        if self.wide and n.op == "call_function" and \
-                getattr(n.target, "__name__", "").split(".")[0] in _CASTS:
-            x = self.env[n.args[0]] if isinstance(n.args[0], torch.fx.Node) else n.args[0]
-            dtype = n.kwargs.get("dtype", n.args[1] if len(n.args) > 1 else None)
-            if isinstance(x, torch.Tensor) and x.is_floating_point() and \
-                    isinstance(dtype, torch.dtype) and dtype.is_floating_point:
-                value = x.to(torch.float64)
-                self.values[n.name] = value
-                return value
         value = super().run_node(n)
         self.values[n.name] = value
         return value
