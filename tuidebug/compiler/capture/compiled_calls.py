@@ -101,6 +101,10 @@ class CompiledCalls(Concern):
     def install(self, p: compat.Patcher) -> None:
         if self.session.check_accuracy:
             p.wrap(compat.OPTIMIZED_MODULE_CALL, self._wrap_module_call)
+        # what the wrappers call of this capture's, from a frame Dynamo may run eagerly while
+        # compiling is on: never compiled as the user's frames
+        for own in (CompiledCalls._module, CompiledCalls._began, CompiledCalls._tell):
+            compat.own_frame_skipped(own, callees=True)
 
     def unwatched(self, compiled: Any) -> Callable[..., Any]:
         """``compiled`` (what torch.compile returned) called as without tuidebug: a module
@@ -142,9 +146,7 @@ class CompiledCalls(Concern):
         if isinstance(result, torch.nn.Module):
             self._keep_module(result, model)
             return result
-        return compat.stand_in(result, self._began,
-                               lambda args, kwargs, out, since: self._tell(
-                                   result, model, args, kwargs, out, since))
+        return compat.stand_in(result, self._began, functools.partial(self._tell, result, model))
 
     def _began(self) -> tuple[int, int | None]:
         """At a call's start: this thread's graph calls so far, this process's collectives."""

@@ -49,6 +49,8 @@ from typing import Any, Callable
 
 import torch
 
+from tuidebug.compiler.compat.lookup import own_frame_skipped
+
 # each hooked model's state, beside the model (never in its __dict__: DDP pickles that)
 _STATES: "weakref.WeakKeyDictionary[Any, _State]" = weakref.WeakKeyDictionary()
 
@@ -311,17 +313,13 @@ def _wrap_registration() -> None:
 
 def _traced_through(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` (the notify wrapper), which DDP's forward calls: Dynamo never compiles its frame
-    as one of its own (called from torch's frames, which Dynamo skips, it would compile a frame
-    of tuidebug's in the user's job), yet traces through it where it traces DDP's forward, as
-    it traces torch's own function there (a ``torch.compiler.disable`` of it broke a compiled
-    DDP forward's graph at the wrapper, where untraced it breaks further on: another break, a
-    wrong one, in the trace). Where torch lacks ``skip_code``: disabled (that break again)."""
-    try:
-        from torch._dynamo.eval_frame import skip_code
-    except ImportError:
-        return torch.compiler.disable(fn)
-    skip_code(fn.__code__)
-    return fn
+    as one of its own (``own_frame_skipped``), yet traces through it where it traces DDP's
+    forward, as it traces torch's own function there (a ``torch.compiler.disable`` of it broke a
+    compiled DDP forward's graph at the wrapper, where untraced it breaks further on: another
+    break, a wrong one, in the trace). Where torch cannot skip it: disabled (that break again)."""
+    import torch._dynamo.eval_frame  # noqa: F401 - DDP's forward may be compiled: loaded now
+
+    return fn if own_frame_skipped(fn) else torch.compiler.disable(fn)
 
 
 def _unwrap_registration() -> None:

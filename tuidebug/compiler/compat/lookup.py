@@ -37,6 +37,33 @@ def _resolve(dotted: str) -> tuple[Any, str]:
     raise NotAvailable(dotted)
 
 
+def own_frame_skipped(fn: Any, callees: bool = False) -> bool:
+    """Have Dynamo never compile a frame of ``fn`` (a wrapper of tuidebug's around something of
+    torch's) as one of its own; it still traces through ``fn`` where it traces what calls it,
+    and evaluates what ``fn`` calls as it would have untraced. Called from a frame Dynamo runs
+    eagerly while compiling is on (a loop with a graph break, FSDP's hooks), a wrapper's frame
+    was compiled as the user's code: a compile the job does not make untraced, named after
+    tuidebug's file, and one that failed (``super(type, obj)`` in a compiled module's call
+    wrapper, raised to the user's script). ``callees``: what ``fn`` calls too (tuidebug's own
+    bookkeeping). False where this torch cannot skip a code object, and before Dynamo is loaded
+    (a wrapper installed at the start, ``torch.compile``'s, is called by the user's code before
+    any frame is compiled; loading Dynamo here would load it for scripts that never compile)."""
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    if code is None or "torch._dynamo.eval_frame" not in sys.modules:
+        return False
+    try:
+        from torch._dynamo.eval_frame import set_code_exec_strategy
+        from torch._dynamo.types import FrameAction, FrameExecStrategy
+    except ImportError:
+        return False
+    try:
+        set_code_exec_strategy(code, FrameExecStrategy(
+            FrameAction.SKIP, FrameAction.SKIP if callees else FrameAction.DEFAULT))
+    except Exception:  # noqa: BLE001 - a wrapper Dynamo may compile, as before
+        return False
+    return True
+
+
 _INHERITED = object()  # Patch.original of a class attribute the class only inherited
 
 
@@ -69,6 +96,7 @@ class Patcher:
         original = (owner.__dict__.get(name, _INHERITED) if isinstance(owner, type)
                     else getattr(owner, name))
         replacement = make(getattr(owner, name))
+        own_frame_skipped(replacement)
         if isinstance(original, classmethod):  # called as the bound original is: without cls
             replacement = classmethod(_drop_cls(replacement))
         elif isinstance(original, staticmethod):
@@ -97,4 +125,5 @@ class Patcher:
 def _drop_cls(fn: Callable[..., Any]) -> Callable[..., Any]:
     def call(cls: Any, *args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
+    own_frame_skipped(call)
     return call

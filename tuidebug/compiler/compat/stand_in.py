@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from tuidebug.compiler.compat.lookup import own_frame_skipped
+
 
 def stand_in(result: Callable[..., Any], before: Callable[[], Any],
              returned: Callable[[tuple[Any, ...], dict[str, Any], Any, Any], None]
@@ -23,6 +25,7 @@ def stand_in(result: Callable[..., Any], before: Callable[[], Any],
         out = result(*args, **kwargs)
         returned(args, kwargs, out, began)
         return out
+    own_frame_skipped(call)  # called from a frame Dynamo runs eagerly: never compiled itself
     for name in ("__module__", "__name__", "__qualname__", "__doc__"):
         try:
             setattr(call, name, getattr(result, name))
