@@ -239,15 +239,43 @@ def _listed(names: list[str]) -> str:
 
 
 def _collectives(gm: Any) -> list[str]:
-    """The collectives ``gm``'s graph issues (op names, each once, waits left out)."""
-    graph = getattr(gm, "graph", None)
-    if graph is None:
-        return []
+    """The collectives ``gm``'s graph issues (op names, each once, waits left out), the bodies
+    of its higher-order ops included (activation checkpointing, ``invoke_subgraph``, an
+    autograd.Function: submodules of the graph module)."""
+    ops: list[str] = []
     try:
-        ops = [c["op"] for c in compat.collective_nodes(graph) if c["op"] != "wait_tensor"]
+        modules = list(gm.modules()) if hasattr(gm, "modules") else [gm]
+        for m in modules:
+            graph = getattr(m, "graph", None)
+            if graph is not None:
+                ops += [c["op"] for c in compat.collective_nodes(graph)
+                        if c["op"] != "wait_tensor"]
     except Exception:  # an odd graph: read as one that issues none
         return []
     return list(dict.fromkeys(ops))
+
+
+def talks(ops: list[str]) -> str:
+    """Why a graph that issues collectives (``ops``) is not run again."""
+    return ("not compared: the graph issues collectives (" + ", ".join(ops) + "); running "
+            "it again, eagerly or to time its kernels, would issue them again on this rank "
+            "alone, where the other ranks may not (a compile only some ranks make): they "
+            "would pair with the other ranks' next collectives and change what the job "
+            "computes")
+
+
+def _talks_at_call(flat: list[Any], issues: Callable[[], bool] | None) -> str:
+    """Why this call's graph is not run again, known only at its call: a distributed tensor
+    among its inputs (whose ops issue collectives as they run), or collectives its post-grad
+    graph issues ("" when neither)."""
+    try:
+        if compat.holds_distributed_tensor(flat):
+            return talks(["a distributed tensor's ops"])
+        if issues is not None and issues():
+            return talks(["in its post-grad graph"])
+    except Exception:  # noqa: BLE001 - read as a graph that issues none, as before
+        return ""
+    return ""
 
 
 def _why_not_compared(mutated: mutations.MutatedState, gm: Any) -> str:
@@ -255,13 +283,9 @@ def _why_not_compared(mutated: mutations.MutatedState, gm: Any) -> str:
     when it can be): writes into its attribute tensors (an optimizer's state) would be applied
     a second time by any re-run, eager or compiled; a graph whose only effect is writing into
     its inputs has no output to compare."""
-    talks = _collectives(gm)
-    if talks:
-        return ("not compared: the graph issues collectives (" + ", ".join(talks) + "); running "
-                "it again, eagerly or to time its kernels, would issue them again on this rank "
-                "alone, where the other ranks may not (a compile only some ranks make): they "
-                "would pair with the other ranks' next collectives and change what the job "
-                "computes")
+    ops = _collectives(gm)
+    if ops:
+        return talks(ops)
     if mutated.attributes:
         return ("not compared: the graph writes in place into tensors of the program it holds "
                 f"as attributes ({_listed(mutated.attributes)}; an optimizer step's state); "
@@ -284,7 +308,8 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
                                Callable[[], None]], None] | None = None,
             localize: Callable[[Callable[[], Any], Callable[[], None]], dict[str, Any]] | None
             = None, localize_always: bool = False,
-            wrote: Callable[[list[tuple[str, Any]]], None] | None = None) -> Callable[..., Any]:
+            wrote: Callable[[list[tuple[str, Any]]], None] | None = None,
+            issues: Callable[[], bool] | None = None) -> Callable[..., Any]:
     """Wrap ``compiled`` so that its first call is also run eagerly and the two judged.
 
     ``eager`` is the FX graph that was compiled; ``tol`` the judge's tolerance (None: each
@@ -302,7 +327,9 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
     compared (a graph drawing random numbers: its kernels are then classified, not judged).
     ``wrote``, when given, is told at the first call the tensors of the call the graph writes
     in place, named (``mutations.written_tensors``: what a re-run of the user's call must put
-    back)."""
+    back). ``issues``, when given, tells at the first call whether the compiled graph issues
+    collectives (its post-grad graph, where a distributed tensor's are seen): then, as for a
+    graph whose own nodes or inputs show them, nothing runs it again."""
     state = {"done": False}
     boxed = compat.is_boxed_call(compiled)
     try:
@@ -328,11 +355,12 @@ def checked(compiled: Callable[..., Any], eager: Callable[..., Any],
                                                 names.inputs))
             except Exception:  # what re-runs must put back: never the user's call's failure
                 pass
-        if not_compared:  # run once, as the program asked: nothing may run it again
+        why = not_compared or _talks_at_call(flat, issues)
+        if why:  # run once, as the program asked: nothing may run it again
             state["done"] = True
             t0 = time.perf_counter()
             out = compiled(*args)
-            record({"skipped": not_compared, "first_call_s": time.perf_counter() - t0,
+            record({"skipped": why, "first_call_s": time.perf_counter() - t0,
                     "mutated": mutated.attributes + mutated.inputs})
             return out
         if compat.has_fake_tensor(flat):  # DDPOptimizer propagates fake tensors through each

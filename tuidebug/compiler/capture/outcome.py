@@ -10,6 +10,7 @@ from typing import Any, Callable
 from tuidebug.compiler import accuracy, compat
 from tuidebug.compiler import judge
 from tuidebug.compiler.capture import kernels, numerics, profile, returned
+from tuidebug.compiler.capture.collectives import Collectives
 from tuidebug.compiler.output_paths import rename_outputs
 from tuidebug.compiler.capture.state import Concern, GraphState
 from tuidebug.trace.format.error_record import ErrorRecord
@@ -70,7 +71,7 @@ class Outcome(Concern):
             same_random=bool(compat.inductor_config_value("fallback_random")), profile=profiling,
             localize=lambda step, reset: s.concern(numerics.Numerics).first_divergence(
                 cid, step, reset, s.accuracy_tol), localize_always=s.numerics,
-            wrote=wrote)
+            wrote=wrote, issues=lambda: s.concern(Collectives).issues_collectives(gs.graph_id))
 
         first = [True]  # the graph's first call (checked) has not returned yet
 

@@ -77,7 +77,8 @@ from tuidebug.compiler.compat.process import (  # noqa: F401
     import_compile_stack,
 )
 from tuidebug.compiler.compat.distributed import (  # noqa: F401
-    COLLECTIVE_NAMESPACES, DDP_COMPILE_FN, collective_nodes, process_group_info, this_rank,
+    COLLECTIVE_NAMESPACES, DDP_COMPILE_FN, collective_nodes, holds_distributed_tensor,
+    process_group_info, this_rank,
     ddp_buckets, default_store,
 )
 from tuidebug.compiler.compat.shapes import (  # noqa: F401

@@ -94,6 +94,16 @@ def collective_nodes(graph: torch.fx.Graph) -> Iterator[dict[str, Any]]:
         yield rec
 
 
+def holds_distributed_tensor(values: list[Any]) -> bool:
+    """Whether ``values`` (a call's flat arguments) hold a distributed tensor (DTensor), whose
+    ops issue collectives as they run: by its class, nothing imported."""
+    for v in values:
+        t = type(v)
+        if t.__name__ == "DTensor" and t.__module__.startswith("torch.distributed"):
+            return True
+    return False
+
+
 def process_group_info(name: str) -> dict[str, Any] | None:
     """The live process group called ``name``: its ranks (global), size, backend, description;
     None when there is no such group (or torch.distributed is not initialised)."""
