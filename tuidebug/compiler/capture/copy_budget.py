@@ -14,6 +14,7 @@ from typing import Any, Iterable
 import torch
 
 from tuidebug.compiler import compat
+from tuidebug.compiler.copies import copy_bytes, wide
 
 SHARE = 0.5  # of the device's free memory, at most, for the copies
 # a budget in bytes for the copies, whatever the device (a test's: set on one rank only)
@@ -22,14 +23,20 @@ BUDGET_ENV = "TUIDEBUG_TESTING_COPY_BUDGET"
 
 def over_budget(tensors: Iterable[Any], device: torch.device, extra: int = 0) -> str | None:
     """Why copies of ``tensors`` (each once) and ``extra`` more bytes on ``device`` (the device
-    the call runs on: ``compat.call_device``) do not fit, or None where they do."""
+    the call runs on: ``compat.call_device``) do not fit, or None where they do. A copy keeps
+    its tensor's strides (``copies.strided_copy``): counted as the span it allocates, and one
+    whose span costs far more than its tensor (``copies.wide``) is not made."""
     seen: set[int] = set()
     on_device = every = extra
     for t in tensors:
         if isinstance(t, torch.Tensor) and id(t) not in seen:
             seen.add(id(t))
-            every += t.nbytes
-            on_device += t.nbytes if t.device.type != "cpu" else 0
+            why = wide(t)
+            if why:
+                return why
+            need = copy_bytes(t)
+            every += need
+            on_device += need if t.device.type != "cpu" else 0
     told = os.environ.get(BUDGET_ENV)
     if told is not None and told.strip().isdigit():
         if every > int(told):
