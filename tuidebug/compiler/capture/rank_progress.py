@@ -101,6 +101,10 @@ class RankProgress:
     def install(self) -> "RankProgress":
         """Wrap every collective; on a failure, everything wrapped so far is put back."""
         self.log.append({"event": "start", "t": time.time(), "pid": os.getpid()})
+        # the log's bookkeeping, called by the wrappers from frames Dynamo may run eagerly
+        # while compiling is on: never compiled as the user's frames (nor what it calls)
+        for own in (RankProgress._issued, RankProgress.record):
+            compat.own_frame_skipped(own, callees=True)
         try:
             for dotted, op in compat.collective_hook_points():
                 self.patcher.wrap(dotted, lambda orig, op=op: self._wrap(orig, op))
@@ -163,6 +167,20 @@ class RankProgress:
             return
         self.log.append_line(line)
 
+    def _issued(self, op: str, names: list[str], at: int | None, always_async: bool,
+                args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, int]:
+        """A collective the user's code is about to issue, logged: its group and number."""
+        try:
+            group, members = compat.collective_group(op, names, args, kwargs)
+            asyn = always_async or bool(kwargs.get(
+                "async_op", args[at] if at is not None and len(args) > at else False))
+        except Exception:  # noqa: BLE001 - recording never breaks the user's collective
+            group, members, asyn = "?", None, always_async
+        with self.lock:
+            seq = self.seq[group] = self.seq.get(group, 0) + 1
+        self.record(lambda: self.collective_event(op, group, members, seq, asyn))
+        return group, seq
+
     def _wrap(self, orig: Callable[..., Any], op: str) -> Callable[..., Any]:
         rp = self
         names = compat.call_arguments(orig)
@@ -174,15 +192,7 @@ class RankProgress:
         def collective(*args: Any, **kwargs: Any) -> Any:
             if torch.compiler.is_compiling() or rp.tls.depth:
                 return orig(*args, **kwargs)
-            try:
-                group, members = compat.collective_group(op, names, args, kwargs)
-                asyn = always_async or bool(kwargs.get(
-                    "async_op", args[at] if at is not None and len(args) > at else False))
-            except Exception:  # noqa: BLE001 - recording never breaks the user's collective
-                group, members, asyn = "?", None, always_async
-            with rp.lock:
-                seq = rp.seq[group] = rp.seq.get(group, 0) + 1
-            rp.record(lambda: rp.collective_event(op, group, members, seq, asyn))
+            group, seq = rp._issued(op, names, at, always_async, args, kwargs)
             rp.tls.depth = 1
             try:
                 result = orig(*args, **kwargs)

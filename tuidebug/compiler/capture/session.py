@@ -156,6 +156,7 @@ class CaptureSession:
         if not self.guarded("any compile: the compiler's modules failed to import",
                             _imported(compat.import_inductor)):
             return  # the user's compile goes on (and fails, or not) as it would untraced
+        compat.mark_pending()  # wrappers installed before Dynamo was loaded: never its frames
         self.config_here()
         for c in self.concerns:
             self.guarded(f"the hooks of {type(c).__name__}", lambda c=c: c.install(self._patcher))

@@ -31,7 +31,7 @@ warm-up may replace one there).
 """
 
 from tuidebug.compiler.compat.lookup import (  # noqa: F401
-    TORCH_VERSION, NotAvailable, Patch, Patcher, own_frame_skipped,
+    TORCH_VERSION, NotAvailable, Patch, Patcher, mark_pending, own_frame_skipped,
 )
 from tuidebug.compiler.compat.hooks import (  # noqa: F401
     import_inductor, TORCH_COMPILE, OPTIMIZED_MODULE_CALL, optimized_module_class, COMPILE_FX,

@@ -37,6 +37,10 @@ def _resolve(dotted: str) -> tuple[Any, str]:
     raise NotAvailable(dotted)
 
 
+# the code objects marked before Dynamo was loaded: marked once it is (``mark_pending``)
+_PENDING: list[tuple[Any, bool]] = []
+
+
 def own_frame_skipped(fn: Any, callees: bool = False) -> bool:
     """Have Dynamo never compile a frame of ``fn`` (a wrapper of tuidebug's around something of
     torch's) as one of its own; it still traces through ``fn`` where it traces what calls it,
@@ -45,12 +49,26 @@ def own_frame_skipped(fn: Any, callees: bool = False) -> bool:
     was compiled as the user's code: a compile the job does not make untraced, named after
     tuidebug's file, and one that failed (``super(type, obj)`` in a compiled module's call
     wrapper, raised to the user's script). ``callees``: what ``fn`` calls too (tuidebug's own
-    bookkeeping). False where this torch cannot skip a code object, and before Dynamo is loaded
-    (a wrapper installed at the start, ``torch.compile``'s, is called by the user's code before
-    any frame is compiled; loading Dynamo here would load it for scripts that never compile)."""
+    bookkeeping). Before Dynamo is loaded (wrappers installed at the start: ``torch.compile``'s,
+    a rank's collectives'; loading it here would load it for scripts that never compile) the
+    code is marked when ``mark_pending`` is called, at the first compile. False where this
+    torch cannot skip a code object, or not yet."""
     code = getattr(getattr(fn, "__func__", fn), "__code__", None)
-    if code is None or "torch._dynamo.eval_frame" not in sys.modules:
+    if code is None:
         return False
+    if "torch._dynamo.eval_frame" not in sys.modules:
+        _PENDING.append((code, callees))
+        return False
+    return _mark(code, callees)
+
+
+def mark_pending() -> None:
+    """Mark what ``own_frame_skipped`` was given before Dynamo was loaded (now it is)."""
+    while _PENDING:
+        _mark(*_PENDING.pop())
+
+
+def _mark(code: Any, callees: bool) -> bool:
     try:
         from torch._dynamo.eval_frame import set_code_exec_strategy
         from torch._dynamo.types import FrameAction, FrameExecStrategy
