@@ -369,10 +369,16 @@ class KeptWide(torch.overrides.TorchFunctionMode):
         name = getattr(func, "__name__", "")
         if getattr(func, "_schema", None) is not None:  # an ATen overload: add_.Tensor
             name = name.split(".")[0]
-        if name in RANDOM_OPS and draws(name, args, kwargs):
+        drawing = name in RANDOM_OPS and draws(name, args, kwargs)
+        if drawing:
             self.drew.add(name)
         where = next(filter(None, map(self.narrow_at, _tensors([args, kwargs]))), "") \
             if self._narrow else ""  # an argument computed from a narrower value
+        if drawing:  # called as given (a dtype=float32 draws eager's numbers), read in float64
+            out = _up(func(*args, **kwargs))
+            if where:
+                self._mark(out, where)
+            return out
         src = args[0] if args and isinstance(args[0], torch.Tensor) else None
         if name in _CASTS and src is not None and not src.is_complex():
             if src.is_floating_point():  # a float made narrower: the model's cast
