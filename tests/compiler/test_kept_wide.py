@@ -115,11 +115,61 @@ def test_the_kernel_reference_keeps_a_graph_wide_as_the_graph_verdict_does() -> 
     g.output(g.call_function(torch.ops.aten.mul.Tensor, (cast, tenth)))
     gm = torch.fx.GraphModule(torch.nn.Module(), g)
     x = torch.arange(3, dtype=torch.float32)
-    values, why = localize._values(gm, [x], True, lambda: None)
+    values, why, narrow = localize._values(gm, [x], True, lambda: None)
     names = {n.name for n in gm.graph.nodes if n.op == "call_function"}
-    assert why == "" and len(names) == 3 and names <= set(values)
+    assert why == "" and narrow == {} and len(names) == 3 and names <= set(values)
     full, mul = (next(v for k, v in values.items() if k.startswith(p)) for p in ("full", "mul"))
     assert full.dtype == mul.dtype == torch.float64
     assert torch.equal(mul, x.double() * 0.1)
-    eager, _ = localize._values(gm, [x], False, lambda: None)
+    eager, _, _ = localize._values(gm, [x], False, lambda: None)
     assert next(v for k, v in eager.items() if k.startswith("mul")).dtype == torch.float32
+
+
+def test_a_draw_given_dtype_float32_draws_eagers_numbers() -> None:
+    """A post-grad graph always passes ``dtype=``: ``aten.rand.default([4], dtype=float32)``
+    widened to float64 drew other numbers than eager."""
+    torch.manual_seed(0)
+    eager = torch.ops.aten.rand.default([4], dtype=torch.float32)
+    torch.manual_seed(0)
+    mode = KeptWide()
+    with mode:
+        drawn = torch.ops.aten.rand.default([4], dtype=torch.float32)
+        plain = torch.rand(4, dtype=torch.float32)
+    assert mode.drew == {"rand"}
+    assert drawn.dtype == plain.dtype == torch.float64
+    assert torch.equal(drawn, eager.double())
+    torch.manual_seed(0)
+    torch.rand(4)
+    assert torch.equal(plain, torch.rand(4).double())
+
+
+def test_a_node_computed_narrow_is_no_kernels_float64_reference() -> None:
+    """``tuidebug numerics`` judged a kernel against a node's "float64" value still computed in
+    float32 (a held float32 buffer written in place, then read): a kernel could read FIRST
+    DIVERGING against float32 arithmetic. Such a node has no float64 value, and says why; one
+    not computed from it keeps its reference. A float64 run that drew has none (RANDOM_WHY)."""
+    from tuidebug.compiler import judge, localize
+
+    root = torch.nn.Module()
+    root.register_buffer("held", torch.zeros(3))
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    held = g.get_attr("held")
+    g.call_function(torch.ops.aten.add_.Tensor, (held, x))
+    from_held = g.call_function(torch.ops.aten.mul.Tensor, (held, 2.0))
+    alone = g.call_function(torch.ops.aten.mul.Tensor, (x, 3.0))
+    g.output((from_held, alone))
+    gm = torch.fx.GraphModule(root, g)
+    values, why, narrow = localize._values(gm, [torch.arange(3.0)], True, lambda: None)
+    assert why == "" and narrow, narrow
+    assert narrow[from_held.name] == ("the float64 run computed it in a narrower float at "
+                                      "op add_"), narrow
+    assert from_held.name not in values and values[alone.name].dtype == torch.float64
+
+    r = torch.fx.Graph()
+    y = r.placeholder("y")
+    drawn = r.call_function(torch.ops.aten.rand.default, ([3],), {"dtype": torch.float32})
+    r.output(r.call_function(torch.ops.aten.add.Tensor, (y, drawn)))
+    rm = torch.fx.GraphModule(torch.nn.Module(), r)
+    values, why, _ = localize._values(rm, [torch.zeros(3)], True, lambda: None)
+    assert values == {} and why == judge.RANDOM_WHY

@@ -52,18 +52,36 @@ def _value_range(t: torch.Tensor) -> list[float] | None:
 
 
 def _values(gm: Any, inputs: list[Any], wide: bool,
-            reset_rng: Callable[[], None]) -> tuple[dict[str, Any], str]:
+            reset_rng: Callable[[], None]) -> tuple[dict[str, Any], str, dict[str, str]]:
+    """Every node's value (eager, or the float64 reference under ``judge.KeptWide``), why
+    there is none from some node on ("" when every node ran), and, for the float64 run, the
+    nodes whose value is no float64 reference, each with why (still computed in a narrower
+    float: ``KeptWide.narrow_at``). A float64 run that drew random numbers gives no reference
+    (``judge.RANDOM_WHY``, as the graph's verdict and repro.py)."""
     reset_rng()  # a graph drawing random numbers draws eager's from the compiled run's state
     args = [judge.upcast(x) if wide else (x.clone() if isinstance(x, torch.Tensor) else x)
             for x in inputs]
     run = compat.NodeValues(gm)
+    mode = judge.KeptWide() if wide else None
     try:
-        with torch.no_grad(), judge.KeptWide() if wide else contextlib.nullcontext():
+        with torch.no_grad(), mode if mode is not None else contextlib.nullcontext():
             run.run(*args)
     except Exception as e:  # an op without float64 support: no reference for what follows
         text = str(e).strip().splitlines()[0][:160] if str(e).strip() else ""
-        return run.values, f"{type(e).__name__}: {text}"
-    return run.values, ""
+        return _narrowed(run.values, mode), f"{type(e).__name__}: {text}", {}
+    if mode is not None and mode.drew:
+        return {}, judge.RANDOM_WHY, {}
+    notes = {node: f"the float64 run computed it in a narrower float at {w}"
+             for node, v in run.values.items() if mode is not None
+             for w in [mode.narrow_at(v)] if w}
+    return _narrowed(run.values, mode), "", notes
+
+
+def _narrowed(values: dict[str, Any], mode: Any) -> dict[str, Any]:
+    """``values`` without those ``mode`` (a ``KeptWide``, or None) saw computed narrow."""
+    if mode is None:
+        return values
+    return {node: v for node, v in values.items() if not mode.narrow_at(v)}
 
 
 def _judge_buffer(buf: str, node: str, value: torch.Tensor, eager: Any, wide: Any,
@@ -81,8 +99,8 @@ def _judge_buffer(buf: str, node: str, value: torch.Tensor, eager: Any, wide: An
 def _judge_graph(g: LoweredGraph, inputs: list[Any], calls: list[tuple[str, dict[int, Any]]],
                  sites: dict[str, list[CallSite]], tol: float | None,
                  reset_rng: Callable[[], None], same_random: bool) -> dict[str, Any]:
-    eager, why_eager = _values(g.gm, inputs, False, reset_rng)
-    wide, why = _values(g.gm, inputs, True, reset_rng)
+    eager, why_eager, _ = _values(g.gm, inputs, False, reset_rng)
+    wide, why, narrow = _values(g.gm, inputs, True, reset_rng)
     try:
         random = accuracy.random_ops(g.gm)
     except Exception:  # an odd graph: judged as one without random ops
@@ -98,7 +116,8 @@ def _judge_graph(g: LoweredGraph, inputs: list[Any], calls: list[tuple[str, dict
             node = g.origins.get(buf)
             if node is None or node not in eager:
                 continue
-            entry = _judge_buffer(buf, node, value, eager[node], wide.get(node), tol, why)
+            entry = _judge_buffer(buf, node, value, eager[node], wide.get(node), tol,
+                                   narrow.get(node) or why)
             if entry is not None:
                 earlier = site.also_written_by.get(pos) if site is not None else None
                 if earlier:  # a wrong value here may be one of theirs: said with it
