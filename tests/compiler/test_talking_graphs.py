@@ -70,3 +70,36 @@ def test_a_distributed_tensor_among_the_inputs(group: Any) -> None:
     assert accuracy._talks_at_call([torch.ones(1)], lambda: True).startswith(
         "not compared: the graph issues collectives (in its post-grad graph)")
     assert accuracy._talks_at_call([torch.ones(1)], lambda: False) == ""
+
+
+class _Unreadable:
+    """A graph module whose submodules cannot be listed."""
+
+    def modules(self) -> Any:
+        raise RuntimeError("no modules here")
+
+
+def _cannot_tell() -> bool:
+    raise RuntimeError("no post-grad graph")
+
+
+def test_on_a_jobs_rank_a_graph_whose_collectives_cannot_be_read_is_not_run_again(
+        group: Any) -> None:
+    """The checks failed open: an error reading the graph read as 'issues none', and a graph
+    that may issue collectives was run again on this rank alone."""
+    from tuidebug.compiler import mutations
+
+    said = accuracy._why_not_compared(mutations.MutatedState([], []), _Unreadable())
+    assert said.startswith("not compared: could not tell whether the graph issues collectives "
+                           "(RuntimeError: no modules here)"), said
+    said = accuracy._talks_at_call([torch.ones(1)], _cannot_tell)
+    assert said.startswith("not compared: could not tell whether the graph issues collectives "
+                           "(RuntimeError: no post-grad graph)"), said
+
+
+def test_outside_a_job_an_unreadable_graph_is_compared() -> None:
+    from tuidebug.compiler import mutations
+
+    assert not dist.is_initialized()
+    assert accuracy._why_not_compared(mutations.MutatedState([], []), _Unreadable()) == ""
+    assert accuracy._talks_at_call([torch.ones(1)], _cannot_tell) == ""

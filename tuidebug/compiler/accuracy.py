@@ -241,18 +241,24 @@ def _listed(names: list[str]) -> str:
 def _collectives(gm: Any) -> list[str]:
     """The collectives ``gm``'s graph issues (op names, each once, waits left out), the bodies
     of its higher-order ops included (activation checkpointing, ``invoke_subgraph``, an
-    autograd.Function: submodules of the graph module)."""
+    autograd.Function: submodules of the graph module). An odd graph raises."""
     ops: list[str] = []
-    try:
-        modules = list(gm.modules()) if hasattr(gm, "modules") else [gm]
-        for m in modules:
-            graph = getattr(m, "graph", None)
-            if graph is not None:
-                ops += [c["op"] for c in compat.collective_nodes(graph)
-                        if c["op"] != "wait_tensor"]
-    except Exception:  # an odd graph: read as one that issues none
-        return []
+    modules = list(gm.modules()) if hasattr(gm, "modules") else [gm]
+    for m in modules:
+        graph = getattr(m, "graph", None)
+        if graph is not None:
+            ops += [c["op"] for c in compat.collective_nodes(graph) if c["op"] != "wait_tensor"]
     return list(dict.fromkeys(ops))
+
+
+def _untold(e: Exception) -> str:
+    """Why a graph whose collectives could not be read (``e``) is not run again, where this
+    process is one rank of a job ("" where it is not: no other rank to pair with)."""
+    if compat.this_rank() is None:
+        return ""
+    return ("not compared: could not tell whether the graph issues collectives "
+            f"({type(e).__name__}: {str(e).strip()[:200]}); running it again on this rank "
+            "alone might pair its collectives with the other ranks' next ones")
 
 
 def talks(ops: list[str]) -> str:
@@ -267,14 +273,15 @@ def talks(ops: list[str]) -> str:
 def _talks_at_call(flat: list[Any], issues: Callable[[], bool] | None) -> str:
     """Why this call's graph is not run again, known only at its call: a distributed tensor
     among its inputs (whose ops issue collectives as they run), or collectives its post-grad
-    graph issues ("" when neither)."""
+    graph issues ("" when neither); where that cannot be told on a job's rank, why
+    (``_untold``)."""
     try:
         if compat.holds_distributed_tensor(flat):
             return talks(["a distributed tensor's ops"])
         if issues is not None and issues():
             return talks(["in its post-grad graph"])
-    except Exception:  # noqa: BLE001 - read as a graph that issues none, as before
-        return ""
+    except Exception as e:  # noqa: BLE001 - on a job's rank: not run again (_untold)
+        return _untold(e)
     return ""
 
 
@@ -283,7 +290,12 @@ def _why_not_compared(mutated: mutations.MutatedState, gm: Any) -> str:
     when it can be): writes into its attribute tensors (an optimizer's state) would be applied
     a second time by any re-run, eager or compiled; a graph whose only effect is writing into
     its inputs has no output to compare."""
-    ops = _collectives(gm)
+    try:
+        ops = _collectives(gm)
+    except Exception as e:  # an odd graph: read as one that issues none outside a job
+        ops, untold = [], _untold(e)
+        if untold:
+            return untold
     if ops:
         return talks(ops)
     if mutated.attributes:
