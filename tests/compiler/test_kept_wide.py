@@ -173,3 +173,24 @@ def test_a_node_computed_narrow_is_no_kernels_float64_reference() -> None:
     rm = torch.fx.GraphModule(torch.nn.Module(), r)
     values, why, _ = localize._values(rm, [torch.zeros(3)], True, lambda: None)
     assert values == {} and why == judge.RANDOM_WHY
+
+
+def test_dtype_none_is_no_dtype_given_and_a_narrow_cast_of_ints_is_told() -> None:
+    """``torch.ones(3, dtype=None)`` stayed float32 and unrecorded (``dtype`` was among the
+    keywords); ``ints.type(torch.FloatTensor)`` computed in float32, unrecorded (no float
+    among its inputs)."""
+    said: list[bool] = []
+
+    class Told(KeptWide):
+        def met(self, cast):
+            said.append(cast)
+
+    mode = Told()
+    with mode:
+        ones = torch.ones(3, dtype=None)
+        tenth = torch.full((2,), 0.1, dtype=None)
+        cast = torch.arange(3).type(torch.FloatTensor)
+    assert ones.dtype == tenth.dtype == torch.float64
+    assert torch.equal(tenth, torch.full((2,), 0.1, dtype=torch.float64))
+    assert cast.dtype == torch.float32 and mode.narrow_at(cast) == "op type", mode.narrow_at(cast)
+    assert said == [False], said

@@ -287,7 +287,7 @@ def _defaulted(out, args, kwargs):
     floating tensor and no dtype among the arguments (``torch.ones(4)``, ``ints * 0.5``)."""
     return any(_wide(t.dtype) is not None and t.dtype == torch.get_default_dtype()
                for t in _floats(out)) and not _floats(list(args) + list(kwargs.values())) \
-        and "dtype" not in kwargs
+        and kwargs.get("dtype") is None  # dtype=None: none given
 
 
 def _ints_up(x):
@@ -403,7 +403,7 @@ class KeptWide(torch.overrides.TorchFunctionMode):
             out = self._defaulted(func, name, args, kwargs, out)
         inputs = list(args) + list(kwargs.values())
         if name != "__get__" and not changed and any(_wide(t.dtype) for t in _floats(out)) \
-                and _floats(inputs):
+                and _tensors(inputs):  # ints.type(torch.FloatTensor) too
             self.met(False)  # computed in a narrower float after all
             where = where or self.at(name)
         if where:
