@@ -254,11 +254,16 @@ def _uncounted_on_rank(rank: int, store_file: str, out_dir: str) -> None:
 
     from tuidebug.compiler import compat
     from tuidebug.compiler.capture.agreement import uncounted
-    from tuidebug.compiler.capture.counted_ranks import _DECIDED, CountedRanks
+    from tuidebug.compiler.capture.counted_ranks import CountedRanks, _key
 
-    def group(n: int) -> None:  # a fresh default group (and store) for each case
+    compat.count_default_groups(compat.Patcher(print))  # as the capture does at its start
+
+    def group(n: int, store=None) -> None:  # a fresh default group (and store) for each case
         if n:
             dist.destroy_process_group()
+        if store is not None:  # the user's own store, kept across groups
+            dist.init_process_group("gloo", store=store, rank=rank, world_size=2)
+            return
         dist.init_process_group("gloo", init_method=f"file://{store_file}{n}", rank=rank,
                                 world_size=2)
     group(0)
@@ -284,11 +289,22 @@ def _uncounted_on_rank(rank: int, store_file: str, out_dir: str) -> None:
         group(3)  # rank 1 says nothing until rank 0 decided: rank 0 waits 1 s, not the store's
         words = CountedRanks(wait_s=1.0)
         if rank == 1:
-            compat.default_store().wait([_DECIDED])
+            compat.default_store().wait([_key("decided")])
         words.mine(2, None)
         began = time.monotonic()
         said["silent"] = words.why_not()
         said["silent_s"] = time.monotonic() - began
+        dist.barrier()
+        kept = dist.FileStore(f"{store_file}kept", 2)  # one store, a default group made twice
+        group(4, kept)
+        CountedRanks().say(None)  # every rank counts: decided 'yes' for this group
+        dist.barrier()
+        said["kept_first"] = CountedRanks().why_not()
+        dist.barrier()
+        group(5, kept)  # the same key prefix on the same store; rank 1's counter failed now
+        words = CountedRanks()
+        words.mine(*((3, None) if rank == 0 else (None, said["failed"])))
+        said["kept_again"] = words.why_not()
         dist.barrier()
     finally:
         dist.destroy_process_group()
@@ -329,7 +345,11 @@ def test_a_call_of_a_job_whose_collectives_are_not_counted_is_never_re_run(tmp_p
         # the rank that waited decided for both: rank 1, whose word came later, reads that
         assert said["silent"].startswith(
             "rank 1 said no word in 1 s of whether it counts its collectives"), said
-        assert said["silent_s"] < 30, said  # bounded (1 s asked; a busy machine), never 30 min
+        assert said["silent_s"] < 30, said
+        # a default group made again on the same store reads its own words, not the last's
+        assert said["kept_first"] is None, said
+        assert said["kept_again"].startswith(
+            "rank 1 does not count its collectives (installing the counter failed"), said  # bounded (1 s asked; a busy machine), never 30 min
         assert (said["mine"] is None) if rank == 0 else said["mine"].startswith(
             "this rank's collectives are not counted (installing the counter failed: OSError), "
             "so whether the call talks to the other ranks is not known"), said

@@ -14,7 +14,10 @@ not outlast the collectives of a rank that never calls a compiled callable and w
 next collective for this one); where one does not count, or did not say, no rank re-runs the
 call. Ranks that waited different times must not decide differently (one left out of the
 agreement's all-reduce leaves the others waiting there): the first rank to decide writes the
-decision to the store (``compare_set``), and every rank takes the one written."""
+decision to the store (``compare_set``), and every rank takes the one written. The keys name
+the default group's number in this process (``compat.default_groups``): a default group made
+again after ``destroy_process_group`` on the same store (torchrun's agent's, the user's) has the
+same key prefix there as the last, whose words and decision must not read as its own."""
 
 from __future__ import annotations
 
@@ -24,8 +27,7 @@ from typing import Any, Callable
 from tuidebug.compiler import compat
 from tuidebug.compiler.capture.agreement import uncounted, uncounted_said, world_size
 
-_KEY = "tuidebug/counts_collectives/"
-_DECIDED = "tuidebug/counts_collectives/decided"
+_KEY = "tuidebug/counts_collectives/"  # then the default group's number, then rank or 'decided'
 _COUNTS = "yes"
 NO_GRAPH = "no graph"  # a rank that had compiled no graph by its first call that talks
 WORD_WAIT_S = 60.0  # the longest a rank waits for the others' words (less: half the store's)
@@ -77,7 +79,7 @@ class CountedRanks:
                 return
             rank = compat.this_rank()
             word = _COUNTS if why is None else why if why == NO_GRAPH else f"no: {why}"[:600]
-            store.set(f"{_KEY}{rank}", word)
+            store.set(_key(rank), word)
             self._said_to = store
         except Exception:  # noqa: BLE001 - the others then read no word of this rank: not timed
             return
@@ -95,7 +97,7 @@ class CountedRanks:
             return self._decided[1]
         try:
             mine = self._read(store)
-            theirs = bytes(store.compare_set(_DECIDED, "", mine)).decode("utf-8", "replace")
+            theirs = bytes(store.compare_set(_key("decided"), "", mine)).decode("utf-8", "replace")
         except Exception as e:  # noqa: BLE001 - the store failing: nothing re-runs here
             return _unread(e)
         said = None if theirs == _COUNTS else theirs.removeprefix("no: ")
@@ -105,7 +107,7 @@ class CountedRanks:
     def _read(self, store: Any) -> str:
         """This rank's decision from every rank's word (``yes``, or ``no: why``), waiting for
         the words no longer than the bound."""
-        keys = [f"{_KEY}{r}" for r in range(world_size())]
+        keys = [_key(r) for r in range(world_size())]
         bound = min(self.wait_s, _seconds(getattr(store, "timeout", None)) / 2)
         end = time.monotonic() + bound
         while not store.check(keys):  # polled: a store's own timed wait logs each time out
@@ -140,6 +142,11 @@ class CountedRanks:
                     f"{'they time' if many else 'it times'} no call with the others, so no "
                     "rank re-runs one that talks to them")
         return _COUNTS
+
+
+def _key(name: object) -> str:
+    """A key of this default group's words: ``name`` a rank, or 'decided'."""
+    return f"{_KEY}{compat.default_groups()}/{name}"
 
 
 def _seconds(timeout: Any) -> float:

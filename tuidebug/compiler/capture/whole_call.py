@@ -89,6 +89,7 @@ class WholeCall(Concern):
     def install_at_start(self, p: compat.Patcher) -> None:
         if not self.prof.enabled:
             return
+        compat.count_default_groups(p)  # the keys of the ranks' words (``counted_ranks``)
         # Inductor's C++ kernels keep the thread count of their compile (``#pragma omp parallel
         # num_threads(N)``): the threads are chosen before anything compiles, and before the
         # script runs (a count the script sets itself wins)

@@ -79,7 +79,7 @@ from tuidebug.compiler.compat.process import (  # noqa: F401
 from tuidebug.compiler.compat.distributed import (  # noqa: F401
     COLLECTIVE_NAMESPACES, DDP_COMPILE_FN, collective_nodes, holds_distributed_tensor,
     process_group_info, this_rank,
-    ddp_buckets, default_store,
+    ddp_buckets, default_store, count_default_groups, default_groups,
 )
 from tuidebug.compiler.compat.shapes import (  # noqa: F401
     SHAPE_RECORDS, RECOMPILE_REASONS, shape_record, current_shape_env, shape_env_symbols,

@@ -137,6 +137,31 @@ def this_rank() -> int | None:
         return None
 
 
+# Set on init_process_group (the new default group) and destroy_process_group (None).
+DEFAULT_GROUP_SET = "torch.distributed.distributed_c10d._update_default_pg"
+_GROUPS_MADE = [0]
+
+
+def count_default_groups(patcher: Any) -> bool:
+    """Count the default process groups this process makes from now on (``default_groups``):
+    ``destroy_process_group`` resets torch's own group count, so a default group made again
+    on the same store has the same key prefix there as the last one, and a key written for the
+    last group reads as written for this one. False where this torch has no such hook point."""
+    def make(original: Any) -> Any:
+        def counted(pg: Any, *args: Any, **kwargs: Any) -> Any:
+            if pg is not None:
+                _GROUPS_MADE[0] += 1
+            return original(pg, *args, **kwargs)
+        return counted
+    return bool(patcher.wrap(DEFAULT_GROUP_SET, make))
+
+
+def default_groups() -> int:
+    """How many default process groups this process made since ``count_default_groups``: the
+    same on every rank of a job that makes them alike (each rank runs the same script)."""
+    return _GROUPS_MADE[0]
+
+
 def default_store() -> Any:
     """The store of the default process group, through which its ranks met (a TCPStore under
     torchrun, the file of a FileStore): ``NotAvailable`` where this torch has no way to it."""
