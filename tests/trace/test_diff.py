@@ -521,3 +521,49 @@ def test_kernels_timed_once_are_not_compared() -> None:
     (line,) = [ln for ln in _kernel_time_lines({"graphs": [{"kernels": [many]}], "a": {},
                                                 "b": {}}, {}) if ln.startswith("run time")]
     assert line.endswith("(timed in two processes, not side by side)"), line
+
+
+def test_timed_once_is_the_count_the_trace_records() -> None:
+    """diff decided 'timed once' from fastest == median: a kernel timed five times on a coarse
+    clock (each run the same) had no spread, and one timed once whose median was written apart
+    from its fastest was compared. The trace's counts decide (``timed``: calls × runs)."""
+    from tuidebug.trace.diff.findings import _kernel_time_lines, runs_apart, timed_once
+
+    def kernel(a: float, b: float, timed: dict, spread: float = 0.0) -> dict:
+        return {"status": "changed", "b": "cpp_fused_mul_silu_0",
+                "run_s": {"a": a + spread, "b": b + spread},
+                "run_min_s": {"a": a, "b": b}, "calls": {"a": 1, "b": 1}, "timed": timed,
+                "run_ratio": (b + spread) / (a + spread)}
+
+    steady = kernel(2e-5, 4e-5, {"a": 5, "b": 5})  # five runs each, each the same time
+    assert not timed_once(steady, "a") and runs_apart(steady)
+    (line,) = [ln for ln in _kernel_time_lines({"graphs": [{"kernels": [steady]}]}, {})
+               if ln.startswith("run time")]
+    assert line.endswith("(timed in two processes, not side by side)"), line
+    single = kernel(2e-5, 4e-5, {"a": 1, "b": 5}, spread=1e-7)
+    assert timed_once(single, "a") and not runs_apart(single)
+    (line,) = _kernel_time_lines({"graphs": [{"kernels": [single]}]}, {})
+    assert line.endswith("not compared (a kernel timed once has no spread)"), line
+    older = kernel(2e-5, 4e-5, {"a": None, "b": None})  # no count recorded: as before
+    assert timed_once(older, "a") and not runs_apart(older)
+
+
+def test_the_diff_entry_counts_the_timed_calls(mlp_trace: Path, copy_trace) -> None:
+    from tuidebug.trace.diff.kernels import _kernel_times
+
+    t = plain_files(copy_trace(mlp_trace, "timed"))
+    runs = {f.parent.parent.name: json.loads(f.read_text())
+            for f in t.glob("graphs/*/code/timings.json")}
+    d = diff_traces(mlp_trace, t)
+    seen = 0
+    for g in d["graphs"]:
+        recorded = runs.get(g["id"])
+        for k in g["kernels"]:
+            own = (recorded or {}).get("kernels", {}).get(k["a"])
+            if own is not None and isinstance(own.get("calls"), int):
+                assert k["timed"]["a"] == k["timed"]["b"] == own["calls"] * recorded["run"]["runs"]
+                seen += 1
+    assert seen, runs
+    told = _kernel_times({"run_s": 1e-5, "run_min_s": 1e-5, "calls": 3},
+                         {"run_s": 1e-5, "run_min_s": 1e-5, "calls": 2}, (5, None))
+    assert told["timed"] == {"a": 15, "b": None}, told

@@ -30,6 +30,7 @@ comparison screen and ``viewers/diff_view.py`` render it)::
                           "lines": {"a","b"}, "diff", "compile_s": {"a","b"},
                           "compiled": {"a","b"} ("built" | "cached" | None),
                           "run_s": {"a","b"}, "run_min_s": {"a","b"}, "calls": {"a","b"},
+                          "timed": {"a","b"} (calls timed: calls × the graph's runs),
                           "run_ratio" (B/A of run_s)}],
              "externs": [{"name", "a", "b"}], "wrapper": {"lines", "markers", "diff"},
              "phase_s": {PHASE: {"a","b"}}, "compile_s": {"a","b"}, "error": {"a","b"}}

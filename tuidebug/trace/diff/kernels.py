@@ -105,20 +105,31 @@ def kernel_diffs(ga: GraphRecord | None, gb: GraphRecord | None, index_a: list[K
     order = {"changed": 0, "removed": 1, "added": 2, "renamed": 3, "unchanged": 4}
     out.sort(key=lambda e: order[e["status"]])
     times_a, times_b = (ga.timings if ga else {}), (gb.timings if gb else {})
+    runs = (ga.timed_runs if ga else None, gb.timed_runs if gb else None)
     for e in out:
-        e.update(_kernel_times(times_a.get(e["a"] or ""), times_b.get(e["b"] or "")))
+        e.update(_kernel_times(times_a.get(e["a"] or ""), times_b.get(e["b"] or ""), runs))
     return out
 
 
-def _kernel_times(x: dict[str, Any] | None, y: dict[str, Any] | None) -> dict[str, Any]:
-    """One kernel's compile and run times in A and B (``code/timings.json``), and B/A of the
-    run time."""
+def _timed(t: dict[str, Any], runs: int | None) -> int | None:
+    """How many calls of a kernel were timed: its calls per run times the graph's runs."""
+    calls = t.get("calls")
+    ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (calls, runs))
+    return calls * runs if ok else None  # type: ignore[operator]
+
+
+def _kernel_times(x: dict[str, Any] | None, y: dict[str, Any] | None,
+                  runs: tuple[int | None, int | None] = (None, None)) -> dict[str, Any]:
+    """One kernel's compile and run times in A and B (``code/timings.json``), how many of its
+    calls were timed (``timed``), and B/A of the run time."""
     x, y = x or {}, y or {}
     run = pair(x.get("run_s"), y.get("run_s"))
     return {"compile_s": pair(x.get("compile_s"), y.get("compile_s")),
             "compiled": pair(x.get("compile"), y.get("compile")),
             "run_s": run, "run_min_s": pair(x.get("run_min_s"), y.get("run_min_s")),
-            "calls": pair(x.get("calls"), y.get("calls")), "run_ratio": time_ratio(run)}
+            "calls": pair(x.get("calls"), y.get("calls")),
+            "timed": pair(_timed(x, runs[0]) if x else None, _timed(y, runs[1]) if y else None),
+            "run_ratio": time_ratio(run)}
 
 
 def time_ratio(p: dict[str, Any]) -> float | None:

@@ -313,6 +313,15 @@ class GraphRecord:
         return {str(k): v for k, v in kernels.items() if isinstance(v, dict)} \
             if isinstance(kernels, dict) else {}
 
+    @cached_property
+    def timed_runs(self) -> int | None:
+        """How many times the graph's kernels were run to time them (``code/timings.json``'s
+        ``run.runs``); None when not recorded."""
+        data = self._f.json(self.dir / schema.TIMINGS, None, kind="timings")
+        run = data.get("run") if isinstance(data, dict) else None
+        runs = run.get("runs") if isinstance(run, dict) else None
+        return runs if isinstance(runs, int) and not isinstance(runs, bool) else None
+
     def check_files(self) -> None:
         """Cheap integrity check of the files this graph references (stat and a peek; no
         parsing): missing snapshots, missing, binary or huge code files become problems."""
