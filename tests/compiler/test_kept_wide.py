@@ -194,3 +194,27 @@ def test_dtype_none_is_no_dtype_given_and_a_narrow_cast_of_ints_is_told() -> Non
     assert torch.equal(tenth, torch.full((2,), 0.1, dtype=torch.float64))
     assert cast.dtype == torch.float32 and mode.narrow_at(cast) == "op type", mode.narrow_at(cast)
     assert said == [False], said
+
+
+def test_a_cast_to_float_copies_where_eager_copies() -> None:
+    """A bfloat16 model's ``y = x.float(); y.mul_(2)``: eager's ``x.float()`` is a copy, the
+    reference's returned ``x`` itself and the write changed ``x``. The eager dtype rides on
+    the upcast inputs and on what is computed from them."""
+    from tuidebug.compiler.judge import upcast
+
+    x = upcast(torch.ones(3, dtype=torch.bfloat16))
+    f32 = upcast(torch.ones(3))
+    with KeptWide():
+        y = x.float()
+        y.mul_(2)
+        z = (x * 3).float()
+        z.add_(1)
+        same = f32.float()
+        same.mul_(5)
+        as_bf16 = x.bfloat16()
+    assert y.dtype == torch.float64 and y.data_ptr() != x.data_ptr()
+    assert torch.equal(x, torch.ones(3, dtype=torch.float64))  # eager's x untouched
+    assert torch.equal(z, torch.full((3,), 4.0, dtype=torch.float64))
+    assert same.data_ptr() == f32.data_ptr() and torch.equal(f32, torch.full((3,), 5.0,
+                                                                             dtype=torch.float64))
+    assert as_bf16 is x  # eager's x.bfloat16() of a bfloat16 x: x itself

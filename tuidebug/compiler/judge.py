@@ -54,13 +54,16 @@ def flatten_outputs(value):
     return [value]
 
 
+EAGER_DTYPE = "_tuidebug_eager_dtype"  # a float64 tensor's dtype in eager, where known
+
+
 def upcast(value):
-    """A tensor's float64 (complex128) copy; anything else as it is."""
-    if isinstance(value, torch.Tensor):
-        if value.is_complex():
-            return value.detach().to(torch.complex128)
-        if value.is_floating_point():
-            return value.detach().to(torch.float64)
+    """A tensor's float64 (complex128) copy, its eager dtype kept on it (``EAGER_DTYPE``: what
+    ``KeptWide``'s ``x.float()`` reads); anything else as it is."""
+    if isinstance(value, torch.Tensor) and (value.is_complex() or value.is_floating_point()):
+        out = value.detach().to(torch.complex128 if value.is_complex() else torch.float64)
+        setattr(out, EAGER_DTYPE, value.dtype)
+        return out
     return value
 
 
@@ -238,7 +241,7 @@ def draws(name, args, kwargs):
 
 # casts the float64 reference keeps in float64: methods casting to a fixed narrower float; ops
 # that reinterpret bits (their dtype is no precision)
-_CASTS = frozenset({"float", "half", "bfloat16"})
+_CASTS = {"float": torch.float32, "half": torch.float16, "bfloat16": torch.bfloat16}
 _BITCASTS = frozenset({"view", "view_as_real", "view_as_complex"})
 
 
@@ -323,6 +326,20 @@ def _widened(name, args):
     return tuple(args), changed
 
 
+def _eager_dtype(out, inputs):
+    """Each float64 tensor of ``out`` told the dtype eager computes it in, where every float
+    input's is known (``EAGER_DTYPE``): their promotion."""
+    known = [getattr(t, EAGER_DTYPE, None) for t in inputs if t.is_floating_point()]
+    if not known or None in known:
+        return
+    dtype = known[0]
+    for d in known[1:]:
+        dtype = torch.promote_types(dtype, d)
+    for t in _tensors(out):
+        if t.dtype == torch.float64 and not hasattr(t, EAGER_DTYPE):
+            setattr(t, EAGER_DTYPE, dtype)
+
+
 class KeptWide(torch.overrides.TorchFunctionMode):
     """While on, a run on inputs upcast to float64 stays float64 (the float64 reference): a
     cast to a narrower float (``.float()``, ``.half()``, ``.to(torch.float32)``, a ``dtype=``
@@ -384,6 +401,11 @@ class KeptWide(torch.overrides.TorchFunctionMode):
             if src.is_floating_point():  # a float made narrower: the model's cast
                 self.met(True)
             out = src.to(torch.float64)  # as eager's x.float() of a float32 x: x itself
+            eager = getattr(src, EAGER_DTYPE, None)
+            if out is src and eager is not None and eager != _CASTS[name]:
+                out = src.clone()  # eager's x.float() of a bfloat16 x: a copy
+            if eager is not None or not src.is_floating_point():
+                setattr(out, EAGER_DTYPE, _CASTS[name])
             if where:
                 self._mark(out, where)
             return out
@@ -408,6 +430,8 @@ class KeptWide(torch.overrides.TorchFunctionMode):
             where = where or self.at(name)
         if where:
             self._mark(out, where)
+        if not _in_place(func, name):
+            _eager_dtype(out, _tensors([args, kwargs]))
         return out
 
     @staticmethod
