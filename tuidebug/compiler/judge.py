@@ -54,7 +54,7 @@ def flatten_outputs(value):
     return [value]
 
 
-EAGER_DTYPE = "_tuidebug_eager_dtype"  # a float64 tensor's dtype in eager, where known
+EAGER_DTYPE = "_reference_eager_dtype"  # a float64 tensor's dtype in eager, where known
 
 
 def upcast(value):
