@@ -306,9 +306,14 @@ class GraphRecord:
                 if isinstance(r, dict)}
 
     @cached_property
+    def _timings_file(self) -> Any:
+        """``code/timings.json`` as read (None when absent): read once for what comes of it."""
+        return self._f.json(self.dir / schema.TIMINGS, None, kind="timings")
+
+    @cached_property
     def timings(self) -> dict[str, dict[str, Any]]:
         """Compile and run time per kernel name (``code/timings.json``); empty when not measured."""
-        data = self._f.json(self.dir / schema.TIMINGS, None, kind="timings")
+        data = self._timings_file
         kernels = data.get("kernels") if isinstance(data, dict) else None
         return {str(k): v for k, v in kernels.items() if isinstance(v, dict)} \
             if isinstance(kernels, dict) else {}
@@ -317,7 +322,7 @@ class GraphRecord:
     def timed_runs(self) -> int | None:
         """How many times the graph's kernels were run to time them (``code/timings.json``'s
         ``run.runs``); None when not recorded."""
-        data = self._f.json(self.dir / schema.TIMINGS, None, kind="timings")
+        data = self._timings_file
         run = data.get("run") if isinstance(data, dict) else None
         runs = run.get("runs") if isinstance(run, dict) else None
         return runs if isinstance(runs, int) and not isinstance(runs, bool) else None
